@@ -1,0 +1,3 @@
+//! Lowering a checked step graph to candle.
+
+pub mod init;

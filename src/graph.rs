@@ -1,0 +1,162 @@
+//! The step graph: a model elaborated for one parameter setting, with every value's shape known.
+//!
+//! The checker builds it (no candle needed); the compiler turns it into candle computations.
+//! Nodes are in evaluation order. Shapes are per example: the batch dimension is implicit.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::prims::Op;
+use crate::source::Span;
+
+/// Per-example shape of a tensor (the batch dimension is not included).
+pub type Shape = Vec<usize>;
+
+/// The type of a runtime value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ty {
+    /// A float tensor of this per-example shape.
+    Tensor(Shape),
+    /// One token id per example, from a vocabulary of this size.
+    Tokens(usize),
+}
+
+impl Ty {
+    pub fn shape(&self) -> Option<&Shape> {
+        match self {
+            Ty::Tensor(s) => Some(s),
+            Ty::Tokens(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Tensor(s) => write!(f, "{}", ShapeDisplay(s)),
+            Ty::Tokens(v) => write!(f, "tokens({v})"),
+        }
+    }
+}
+
+/// Displays a shape as `[d0, d1]` (`[]` for a scalar).
+pub struct ShapeDisplay<'a>(pub &'a [usize]);
+
+impl fmt::Display for ShapeDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{d}")?;
+        }
+        f.write_str("]")
+    }
+}
+
+/// Where a node's input comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The step's input `x_t`.
+    Input,
+    /// A state's value from the previous time step.
+    State(usize),
+    /// Output `k` of node `n`.
+    Node(usize, usize),
+}
+
+/// How a parameter tensor is initialised (deterministically from the trial seed and its name).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Init {
+    /// U(-bound, bound), e.g. PyTorch's default Linear init with bound 1/√fan_in.
+    Uniform(f64),
+    /// N(0, std²).
+    Normal(f64),
+    /// Every element equal to this value.
+    Constant(f64),
+}
+
+/// A learned tensor owned by one call site.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamSpec {
+    /// Stable dotted name, e.g. `Mi.itemWrite.gate_mem.weight`.
+    pub name: String,
+    pub shape: Shape,
+    pub init: Init,
+}
+
+impl ParamSpec {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// The value a state starts from at the beginning of every sequence.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StateInit {
+    Zeros,
+    /// A learned initial value, shared by every example (the parameter's index).
+    Learned(usize),
+    /// A fixed tensor (e.g. RMC's identity memory), row-major.
+    Fixed(Vec<f32>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct StateSpec {
+    pub name: String,
+    pub shape: Shape,
+    pub init: StateInit,
+    pub span: Span,
+}
+
+/// One primitive application.
+#[derive(Clone)]
+pub struct Node {
+    pub op: Arc<dyn Op>,
+    pub inputs: Vec<Source>,
+    /// Indices into [`StepGraph::params`].
+    pub params: Vec<usize>,
+    pub outputs: Vec<Ty>,
+    /// The primitive's name (for profiles and messages).
+    pub prim: &'static str,
+    /// Dotted name of this call site (the prefix of its parameters' names).
+    pub path: String,
+    /// Forward FLOPs per example per time step.
+    pub flops: u64,
+    pub span: Span,
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node").field("prim", &self.prim).field("path", &self.path).field("inputs", &self.inputs).finish()
+    }
+}
+
+/// A model's step, elaborated: what runs at every time step, and what it carries over.
+#[derive(Clone, Debug)]
+pub struct StepGraph {
+    pub model: String,
+    pub input: Ty,
+    pub states: Vec<StateSpec>,
+    pub nodes: Vec<Node>,
+    /// The value each state holds after the step (the next step's `State(i)`).
+    pub next_states: Vec<Source>,
+    pub output: Source,
+    pub output_shape: Shape,
+    pub params: Vec<ParamSpec>,
+}
+
+impl StepGraph {
+    /// Number of learned scalars.
+    pub fn param_count(&self) -> usize {
+        self.params.iter().map(ParamSpec::numel).sum()
+    }
+
+    /// Forward FLOPs per example per time step (multiply-add = 2).
+    pub fn flops_per_step(&self) -> u64 {
+        self.nodes.iter().map(|n| n.flops).sum()
+    }
+}

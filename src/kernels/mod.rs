@@ -1,0 +1,7 @@
+//! Batch-first tensor building blocks shared by primitives. Every function here is
+//! differentiable through candle's autograd (no fused op that silently drops gradients).
+
+pub mod broadcast;
+pub mod dense;
+pub mod layer_norm;
+pub mod opa;

@@ -1,0 +1,130 @@
+//! The `.mem` language front end: loading files (with `use`), parsing, and the syntax tree.
+//! Nothing here depends on candle.
+
+pub mod ast;
+pub mod parser;
+pub mod syntax_error;
+
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::source::{FileId, SourceMap, Span};
+
+/// A parsed spec: its files and their merged items.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub sources: SourceMap,
+    pub ast: ast::File,
+    /// The file named on the command line.
+    pub main: FileId,
+}
+
+/// A spec that did not load or parse; `sources` lets the diagnostics be rendered.
+#[derive(Debug)]
+pub struct SpecError {
+    pub sources: SourceMap,
+    pub diagnostics: Diagnostics,
+}
+
+impl SpecError {
+    pub fn render(&self, color: bool) -> String {
+        self.diagnostics.render(&self.sources, color)
+    }
+}
+
+/// Files may `use` each other this deep at most.
+const MAX_USE_DEPTH: usize = 16;
+
+/// Loads `path` and, recursively, every file it `use`s (each once).
+pub fn load(path: &Path) -> Result<Spec, SpecError> {
+    let mut sources = SourceMap::default();
+    let mut ast = ast::File::default();
+    let mut loaded: Vec<PathBuf> = vec![];
+    let main = match load_into(path, None, &mut sources, &mut ast, &mut loaded, 0) {
+        Ok(id) => id,
+        Err(d) => return Err(SpecError { sources, diagnostics: d.into() }),
+    };
+    Ok(Spec { sources, ast, main })
+}
+
+/// Parses one in-memory text as a spec named `name` (`use` is resolved relative to the
+/// current directory).
+pub fn parse_str(name: &str, text: &str) -> Result<Spec, SpecError> {
+    let mut sources = SourceMap::default();
+    let main = sources.add(name, text.to_string());
+    let mut ast = match parser::parse_file(main, text) {
+        Ok(ast) => ast,
+        Err(d) => return Err(SpecError { sources, diagnostics: d.into() }),
+    };
+    let mut loaded = vec![];
+    let uses = std::mem::take(&mut ast.uses);
+    for u in &uses {
+        let target = Path::new(&u.path);
+        if let Err(d) = load_into(target, Some(u.span), &mut sources, &mut ast, &mut loaded, 1) {
+            return Err(SpecError { sources, diagnostics: d.into() });
+        }
+    }
+    ast.uses = uses;
+    Ok(Spec { sources, ast, main })
+}
+
+fn load_into(
+    path: &Path,
+    used_at: Option<Span>,
+    sources: &mut SourceMap,
+    ast: &mut ast::File,
+    loaded: &mut Vec<PathBuf>,
+    depth: usize,
+) -> Result<FileId, Diagnostic> {
+    let locate = |d: Diagnostic| match used_at {
+        Some(span) => d.at(span, "used here"),
+        None => d,
+    };
+    if depth > MAX_USE_DEPTH {
+        return Err(locate(Diagnostic::error(format!("`use` nested more than {MAX_USE_DEPTH} files deep"))));
+    }
+    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    if loaded.contains(&canonical) {
+        // Already loaded (a diamond or a cycle): its items are in scope once.
+        return Ok(FileId(0));
+    }
+    let bytes = std::fs::read(path).map_err(|e| {
+        locate(Diagnostic::error(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))
+            .hint("check the path; `use` paths are relative to the file that uses them")
+    })?;
+    loaded.push(canonical);
+    let (text, bad_utf8) = match String::from_utf8(bytes) {
+        Ok(t) => (t, None),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            (String::from_utf8_lossy(e.as_bytes()).into_owned(), Some(at))
+        }
+    };
+    let id = sources.add(path, text);
+    if let Some(at) = bad_utf8 {
+        return Err(Diagnostic::error("spec files must be UTF-8 text")
+            .at(Span::new(id, at, at + 1), "not valid UTF-8 here")
+            .hint("is this a binary file? .mem specs are plain text"));
+    }
+    let mut file = parser::parse_file(id, &sources.get(id).text)?;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    for u in &file.uses {
+        load_into(&dir.join(&u.path), Some(u.span), sources, ast, loaded, depth + 1)?;
+    }
+    ast.uses.append(&mut file.uses);
+    ast.models.append(&mut file.models);
+    ast.tasks.append(&mut file.tasks);
+    if depth == 0 {
+        // A used file lends its models and tasks, not its experiments.
+        ast.experiments.append(&mut file.experiments);
+    }
+    Ok(id)
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => e.to_string(),
+    }
+}

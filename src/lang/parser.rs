@@ -1,0 +1,462 @@
+//! Text to [`ast::File`]: the pest grammar in `grammar/mem.pest`, then a walk over its pairs.
+//!
+//! Conventions: `build_*` turns a pair into an AST node; everything the grammar guarantees is
+//! taken with `presume`, which reports an internal error (a bug in memctl) instead of panicking.
+//! Input limits that protect the stack (bracket nesting, expression depth) are checked before
+//! and during the walk, so no input can overflow it.
+
+use pest::Parser;
+use pest::iterators::Pair;
+
+use super::ast::*;
+use super::syntax_error;
+use crate::diag::Diagnostic;
+use crate::source::{FileId, Span};
+
+#[derive(pest_derive::Parser)]
+#[grammar = "../grammar/mem.pest"]
+pub(crate) struct MemParser;
+
+/// Deepest bracket nesting accepted (real specs use fewer than ten levels).
+pub const MAX_NESTING: usize = 64;
+/// Deepest expression tree accepted (operator chains and prefix operators).
+pub const MAX_EXPR_DEPTH: usize = 200;
+
+/// Parses one file's text.
+pub fn parse_file(file: FileId, text: &str) -> Result<File, Diagnostic> {
+    check_nesting(file, text)?;
+    pest::set_error_detail(true);
+    let mut pairs = MemParser::parse(Rule::file, text).map_err(|e| syntax_error::convert(file, text, e))?;
+    let b = Builder { file };
+    let top = pairs.next().ok_or_else(|| b.bug("empty parse", 0))?;
+    b.build_file(top)
+}
+
+/// Rejects bracket nesting deeper than [`MAX_NESTING`] before pest's recursive descent sees it.
+fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Err(Diagnostic::error(format!("brackets nested more than {MAX_NESTING} levels deep"))
+                        .at(Span::new(file, i, i + 1), "too deep")
+                        .hint("split the expression with intermediate assignments"));
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+struct Builder {
+    file: FileId,
+}
+
+type Res<T> = Result<T, Diagnostic>;
+
+impl Builder {
+    fn span(&self, p: &Pair<Rule>) -> Span {
+        let s = p.as_span();
+        Span::new(self.file, s.start(), s.end())
+    }
+
+    fn bug(&self, what: &str, at: usize) -> Diagnostic {
+        Diagnostic::error(format!("internal error in memctl's parser: {what}"))
+            .at(Span::new(self.file, at, at), "while parsing here")
+            .hint("this is a bug in memctl; please report it with this spec")
+    }
+
+    /// The next inner pair, which the grammar guarantees.
+    fn presume<'a>(&self, it: &mut impl Iterator<Item = Pair<'a, Rule>>, parent: &Pair<Rule>) -> Res<Pair<'a, Rule>> {
+        it.next().ok_or_else(|| self.bug(&format!("missing child of {:?}", parent.as_rule()), parent.as_span().start()))
+    }
+
+    fn ident(&self, p: Pair<Rule>) -> Ident {
+        Ident { name: p.as_str().to_string(), span: self.span(&p) }
+    }
+
+    fn build_file(&self, top: Pair<Rule>) -> Res<File> {
+        let mut file = File::default();
+        for item in top.into_inner() {
+            match item.as_rule() {
+                Rule::use_decl => {
+                    let span = self.span(&item);
+                    let mut it = item.into_inner();
+                    let _kw = it.next();
+                    let s = it.next().ok_or_else(|| self.bug("use without path", span.start))?;
+                    file.uses.push(Use { path: unquote(s.as_str()), span });
+                }
+                Rule::model_def => file.models.push(self.build_model(item)?),
+                Rule::task_def => {
+                    let mut it = item.clone().into_inner();
+                    let _kw = it.next();
+                    let name = self.ident(self.presume(&mut it, &item)?);
+                    let call = self.build_call(self.presume(&mut it, &item)?, 0)?;
+                    file.tasks.push(TaskDef { name, call });
+                }
+                Rule::experiment_def => file.experiments.push(self.build_experiment(item)?),
+                Rule::EOI => {}
+                r => return Err(self.bug(&format!("unexpected item {r:?}"), item.as_span().start())),
+            }
+        }
+        Ok(file)
+    }
+
+    fn build_model(&self, p: Pair<Rule>) -> Res<Model> {
+        let span = self.span(&p);
+        let mut it = p.clone().into_inner();
+        let _kw = it.next();
+        let name = self.ident(self.presume(&mut it, &p)?);
+        let mut model = Model { name, params: vec![], states: vec![], step: None, extra_steps: vec![], span };
+        for child in it {
+            match child.as_rule() {
+                Rule::param_list => {
+                    for param in child.into_inner() {
+                        model.params.push(self.build_param(param)?);
+                    }
+                }
+                Rule::state_decl => {
+                    let mut it = child.clone().into_inner();
+                    let _kw = it.next();
+                    let name = self.ident(self.presume(&mut it, &child)?);
+                    let init = self.build_expr(self.presume(&mut it, &child)?)?;
+                    model.states.push(StateDecl { name, init });
+                }
+                Rule::step_def => {
+                    let span = self.span(&child);
+                    if model.step.is_some() {
+                        model.extra_steps.push(span);
+                        continue;
+                    }
+                    let mut it = child.clone().into_inner();
+                    let _kw = it.next();
+                    let input = self.ident(self.presume(&mut it, &child)?);
+                    let body = self.build_block(self.presume(&mut it, &child)?)?;
+                    model.step = Some(Step { input, body, span });
+                }
+                r => return Err(self.bug(&format!("unexpected model item {r:?}"), child.as_span().start())),
+            }
+        }
+        Ok(model)
+    }
+
+    fn build_param(&self, p: Pair<Rule>) -> Res<Param> {
+        let mut it = p.clone().into_inner();
+        let name = self.ident(self.presume(&mut it, &p)?);
+        let mut param = Param { name, ty: None, default: None };
+        for child in it {
+            match child.as_rule() {
+                Rule::type_name => {
+                    let ty = match child.as_str() {
+                        "int" => TypeName::Int,
+                        "float" => TypeName::Float,
+                        "bool" => TypeName::Bool,
+                        _ => TypeName::Str,
+                    };
+                    param.ty = Some((ty, self.span(&child)));
+                }
+                _ => param.default = Some(self.build_expr(child)?),
+            }
+        }
+        Ok(param)
+    }
+
+    fn build_block(&self, p: Pair<Rule>) -> Res<Vec<Stmt>> {
+        p.into_inner().map(|s| self.build_stmt(s)).collect()
+    }
+
+    fn build_stmt(&self, p: Pair<Rule>) -> Res<Stmt> {
+        let span = self.span(&p);
+        match p.as_rule() {
+            Rule::assign => {
+                let mut targets = vec![];
+                let mut value = None;
+                for child in p.into_inner() {
+                    match child.as_rule() {
+                        Rule::ident => targets.push(self.ident(child)),
+                        _ => value = Some(self.build_expr(child)?),
+                    }
+                }
+                let value = value.ok_or_else(|| self.bug("assignment without value", span.start))?;
+                Ok(Stmt::Assign { targets, value })
+            }
+            Rule::out_stmt => {
+                let mut it = p.clone().into_inner();
+                let _kw = it.next();
+                Ok(Stmt::Out { value: self.build_expr(self.presume(&mut it, &p)?)?, span })
+            }
+            Rule::if_stmt => {
+                // `if c1 {b1} else if c2 {b2} ... else {bn}` is flat in the grammar; nest it here.
+                let mut arms: Vec<(Expr, Vec<Stmt>, Span)> = vec![];
+                let mut otherwise = vec![];
+                let mut pending_cond: Option<(Expr, usize)> = None;
+                for child in p.into_inner() {
+                    match child.as_rule() {
+                        Rule::kw_if => pending_cond = None,
+                        Rule::kw_else => {}
+                        Rule::block => {
+                            let body = self.build_block(child.clone())?;
+                            match pending_cond.take() {
+                                Some((cond, start)) => {
+                                    let end = child.as_span().end();
+                                    arms.push((cond, body, Span::new(self.file, start, end)));
+                                }
+                                None => otherwise = body,
+                            }
+                        }
+                        _ => {
+                            let start = child.as_span().start();
+                            pending_cond = Some((self.build_expr(child)?, start));
+                        }
+                    }
+                }
+                let mut nested = otherwise;
+                while let Some((cond, then, arm_span)) = arms.pop() {
+                    let span = if arms.is_empty() { span } else { arm_span };
+                    nested = vec![Stmt::If { cond, then, otherwise: nested, span }];
+                }
+                nested.pop().ok_or_else(|| self.bug("if without arms", span.start))
+            }
+            r => Err(self.bug(&format!("unexpected statement {r:?}"), span.start)),
+        }
+    }
+
+    fn build_experiment(&self, p: Pair<Rule>) -> Res<Experiment> {
+        let span = self.span(&p);
+        let mut it = p.clone().into_inner();
+        let _kw = it.next();
+        let name = self.ident(self.presume(&mut it, &p)?);
+        let mut exp = Experiment { name, task: vec![], model: vec![], train: vec![], sweep: vec![], span };
+        for entry in it {
+            let rule = entry.as_rule();
+            let mut inner = entry.clone().into_inner();
+            let _kw = inner.next();
+            match rule {
+                Rule::exp_task | Rule::exp_model => {
+                    let target = self.presume(&mut inner, &entry)?;
+                    let call = match target.as_rule() {
+                        Rule::call => self.build_call(target, 0)?,
+                        _ => {
+                            let callee = self.ident(target);
+                            Call { span: callee.span, callee, args: vec![], parens: false }
+                        }
+                    };
+                    if rule == Rule::exp_task { exp.task.push(call) } else { exp.model.push(call) }
+                }
+                Rule::train_block => {
+                    let mut settings = vec![];
+                    for s in inner {
+                        let mut kv = s.clone().into_inner();
+                        let key = self.ident(self.presume(&mut kv, &s)?);
+                        let value = self.build_expr(self.presume(&mut kv, &s)?)?;
+                        settings.push(Setting { key, value });
+                    }
+                    exp.train.push(settings);
+                }
+                Rule::sweep_block => {
+                    let mut axes = vec![];
+                    for s in inner {
+                        let mut kv = s.clone().into_inner();
+                        let name = self.ident(self.presume(&mut kv, &s)?);
+                        let _in = kv.next();
+                        let values = self.build_expr(self.presume(&mut kv, &s)?)?;
+                        axes.push(SweepAxis { name, values });
+                    }
+                    exp.sweep.push(axes);
+                }
+                r => return Err(self.bug(&format!("unexpected experiment entry {r:?}"), entry.as_span().start())),
+            }
+        }
+        Ok(exp)
+    }
+
+    fn build_call(&self, p: Pair<Rule>, depth: usize) -> Res<Call> {
+        let span = self.span(&p);
+        let mut it = p.clone().into_inner();
+        let callee = self.ident(self.presume(&mut it, &p)?);
+        let mut args = vec![];
+        for arg in it {
+            let mut parts: Vec<Pair<Rule>> = arg.into_inner().collect();
+            let value = parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
+            let name = parts.pop().map(|n| self.ident(n));
+            args.push(Arg { name, value: self.build_expr_at(value, depth + 1)? });
+        }
+        Ok(Call { callee, args, parens: true, span })
+    }
+
+    fn build_expr(&self, p: Pair<Rule>) -> Res<Expr> {
+        self.build_expr_at(p, 0)
+    }
+
+    /// Precedence climbing over the flat `prefix* primary (infix prefix* primary)*` sequence.
+    /// Iterative over chains, so only bracket nesting (bounded) recurses.
+    fn build_expr_at(&self, p: Pair<Rule>, depth: usize) -> Res<Expr> {
+        if p.as_rule() != Rule::expr {
+            return self.build_primary(p, depth);
+        }
+        // Operands (with their prefix operators) and the infix operators between them.
+        let mut operands: Vec<Expr> = vec![];
+        let mut ops: Vec<(BinaryOp, Span)> = vec![];
+        let mut prefixes: Vec<(UnaryOp, Span)> = vec![];
+        for child in p.into_inner() {
+            let span = self.span(&child);
+            match child.as_rule() {
+                Rule::op_neg => prefixes.push((UnaryOp::Neg, span)),
+                Rule::op_not => prefixes.push((UnaryOp::Not, span)),
+                rule => {
+                    if let Some(op) = binary_op(rule) {
+                        ops.push((op, span));
+                        continue;
+                    }
+                    let mut e = self.build_primary(child, depth)?;
+                    if prefixes.len() > MAX_EXPR_DEPTH {
+                        return Err(too_deep(prefixes[0].1.to(e.span)));
+                    }
+                    while let Some((op, s)) = prefixes.pop() {
+                        e = Expr { span: s.to(e.span), kind: ExprKind::Unary(op, Box::new(e)) };
+                    }
+                    operands.push(e);
+                }
+            }
+        }
+        // Shunting-yard: all binary operators are left-associative.
+        let mut out: Vec<(Expr, usize)> = vec![];
+        let mut stack: Vec<BinaryOp> = vec![];
+        let mut operands = operands.into_iter();
+        let first = operands.next().ok_or_else(|| self.bug("expression without operand", 0))?;
+        out.push((first, 1));
+        for ((op, _), rhs) in ops.into_iter().zip(operands) {
+            while let Some(&top) = stack.last() {
+                if precedence(top) >= precedence(op) {
+                    stack.pop();
+                    self.reduce(&mut out, top)?;
+                } else {
+                    break;
+                }
+            }
+            stack.push(op);
+            out.push((rhs, 1));
+        }
+        while let Some(top) = stack.pop() {
+            self.reduce(&mut out, top)?;
+        }
+        let (e, _) = out.pop().ok_or_else(|| self.bug("empty expression", 0))?;
+        Ok(e)
+    }
+
+    fn reduce(&self, out: &mut Vec<(Expr, usize)>, op: BinaryOp) -> Res<()> {
+        let (rhs, dr) = out.pop().ok_or_else(|| self.bug("operator without right operand", 0))?;
+        let (lhs, dl) = out.pop().ok_or_else(|| self.bug("operator without left operand", 0))?;
+        let depth = dl.max(dr) + 1;
+        let span = lhs.span.to(rhs.span);
+        if depth > MAX_EXPR_DEPTH {
+            return Err(too_deep(span));
+        }
+        out.push((Expr { span, kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)) }, depth));
+        Ok(())
+    }
+
+    fn build_primary(&self, p: Pair<Rule>, depth: usize) -> Res<Expr> {
+        let span = self.span(&p);
+        let kind = match p.as_rule() {
+            Rule::number => parse_number(p.as_str()).ok_or_else(|| {
+                Diagnostic::error("number out of range")
+                    .at(span, "does not fit in a 64-bit integer")
+                    .hint("write large values as floats, e.g. 1e20")
+            })?,
+            Rule::string => ExprKind::Str(unquote(p.as_str())),
+            Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
+            Rule::ident => ExprKind::Name(p.as_str().to_string()),
+            Rule::call => ExprKind::Call(self.build_call(p, depth)?),
+            Rule::list => {
+                ExprKind::List(p.into_inner().map(|e| self.build_expr_at(e, depth + 1)).collect::<Res<_>>()?)
+            }
+            Rule::paren => {
+                let mut it = p.clone().into_inner();
+                let inner = self.build_expr_at(self.presume(&mut it, &p)?, depth + 1)?;
+                return Ok(Expr { span, kind: inner.kind });
+            }
+            Rule::expr => return self.build_expr_at(p, depth),
+            r => return Err(self.bug(&format!("unexpected expression part {r:?}"), span.start)),
+        };
+        Ok(Expr { kind, span })
+    }
+}
+
+fn too_deep(span: Span) -> Diagnostic {
+    Diagnostic::error(format!("expression nested more than {MAX_EXPR_DEPTH} levels deep"))
+        .at(span, "too deep")
+        .hint("split the expression with intermediate assignments")
+}
+
+fn binary_op(rule: Rule) -> Option<BinaryOp> {
+    Some(match rule {
+        Rule::op_range => BinaryOp::Range,
+        Rule::op_or => BinaryOp::Or,
+        Rule::op_and => BinaryOp::And,
+        Rule::op_eq => BinaryOp::Eq,
+        Rule::op_ne => BinaryOp::Ne,
+        Rule::op_le => BinaryOp::Le,
+        Rule::op_ge => BinaryOp::Ge,
+        Rule::op_lt => BinaryOp::Lt,
+        Rule::op_gt => BinaryOp::Gt,
+        Rule::op_add => BinaryOp::Add,
+        Rule::op_sub => BinaryOp::Sub,
+        Rule::op_mul => BinaryOp::Mul,
+        Rule::op_div => BinaryOp::Div,
+        Rule::op_hadamard => BinaryOp::Hadamard,
+        Rule::op_outer => BinaryOp::Outer,
+        Rule::op_matmul => BinaryOp::MatMul,
+        _ => return None,
+    })
+}
+
+/// Binding strength, loosest first.
+fn precedence(op: BinaryOp) -> u8 {
+    match op {
+        BinaryOp::Range => 1,
+        BinaryOp::Or => 2,
+        BinaryOp::And => 3,
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Le | BinaryOp::Ge | BinaryOp::Lt | BinaryOp::Gt => 4,
+        BinaryOp::Add | BinaryOp::Sub => 5,
+        BinaryOp::Mul | BinaryOp::Div | BinaryOp::Hadamard => 6,
+        BinaryOp::Outer | BinaryOp::MatMul => 7,
+    }
+}
+
+fn parse_number(s: &str) -> Option<ExprKind> {
+    if s.contains(['.', 'e', 'E']) {
+        s.parse::<f64>().ok().filter(|f| f.is_finite()).map(ExprKind::Float)
+    } else {
+        s.parse::<i64>().ok().map(ExprKind::Int)
+    }
+}
+
+fn unquote(s: &str) -> String {
+    s.trim_start_matches('"').trim_end_matches('"').to_string()
+}

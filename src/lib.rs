@@ -1,0 +1,14 @@
+//! memctl: a declarative experiment language and orchestrator for memory-augmented networks.
+//!
+//! Pipeline: [`lang`] parses `.mem` files, [`check`] resolves and type/shape-checks them into
+//! trial configurations and step graphs, [`compile`] lowers a graph to candle, [`train`] runs
+//! a trial, [`store`] records it, [`sweep`] runs many, and [`cli`] is the command line.
+
+pub mod diag;
+pub mod lang;
+pub mod source;
+pub mod compile;
+pub mod graph;
+pub mod kernels;
+pub mod prims;
+pub mod value;

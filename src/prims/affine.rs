@@ -1,0 +1,54 @@
+//! `affine(x, scale = 1.0, shift = 0.0)` = `scale · x + shift` with constants: what a tensor
+//! combined with a number (`0.5 * M`, `x - 1`, `-x`) becomes.
+
+use candle_core::Tensor;
+
+use super::*;
+
+pub struct Affine;
+
+static SIGNATURE: [ArgSpec; 3] = [
+    ArgSpec::tensor("x"),
+    ArgSpec::value("scale", Kind::Float, Default::Float(1.0)),
+    ArgSpec::value("shift", Kind::Float, Default::Float(0.0)),
+];
+
+impl Primitive for Affine {
+    fn name(&self) -> &'static str {
+        "affine"
+    }
+    fn summary(&self) -> &'static str {
+        "scale · x + shift with constant scale and shift (tensor-number arithmetic)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let x = args.shape("x")?.clone();
+        let (scale, shift) = (args.float("scale")?, args.float("shift")?);
+        let flops = 2 * x.iter().product::<usize>() as u64;
+        Ok(Instance::new(AffineOp { scale, shift }, vec![Ty::Tensor(x)], vec![], flops))
+    }
+}
+
+struct AffineOp {
+    scale: f64,
+    shift: f64,
+}
+
+impl Op for AffineOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        Ok(vec![inputs[0].affine(self.scale, self.shift)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn values_and_gradients() {
+        assert_eq!(run("affine", &[("x", t(&[2])), ("scale", float(2.0)), ("shift", float(1.0))], &[vec![1.0, -1.0]]), vec![3.0, -1.0]);
+        grad_check("affine", &[("x", t(&[3])), ("scale", float(-0.5))]);
+    }
+}

@@ -1,0 +1,13 @@
+//! `tanh(x)`, element-wise.
+super::unary::unary_elementwise!(Tanh, "tanh", "element-wise hyperbolic tangent", 4, |x| x.tanh());
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn values_and_gradients() {
+        assert_eq!(run("tanh", &[("x", t(&[2]))], &[vec![0.0, 100.0]]), vec![0.0, 1.0]);
+        grad_check("tanh", &[("x", t(&[3]))]);
+    }
+}

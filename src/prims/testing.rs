@@ -1,0 +1,224 @@
+//! Test helpers shared by every primitive's tests: bind arguments by name, run a call on
+//! given data, and check autograd against central finite differences in f64.
+
+use candle_core::{DType, Device, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::*;
+
+/// A test argument: a tensor of this per-example shape, tokens, or a value.
+#[derive(Clone, Debug)]
+pub enum TArg {
+    Shape(Vec<usize>),
+    Tokens(usize),
+    Val(Value),
+}
+
+pub fn t(shape: &[usize]) -> TArg {
+    TArg::Shape(shape.to_vec())
+}
+pub fn tokens(vocab: usize) -> TArg {
+    TArg::Tokens(vocab)
+}
+pub fn int(i: i64) -> TArg {
+    TArg::Val(Value::Int(i))
+}
+pub fn float(f: f64) -> TArg {
+    TArg::Val(Value::Float(f))
+}
+pub fn boolean(b: bool) -> TArg {
+    TArg::Val(Value::Bool(b))
+}
+pub fn string(s: &str) -> TArg {
+    TArg::Val(Value::Str(s.to_string()))
+}
+pub fn ints(v: &[i64]) -> TArg {
+    TArg::Val(Value::List(v.iter().map(|&i| Value::Int(i)).collect()))
+}
+
+/// Binds named test arguments to the primitive's signature, filling defaults.
+pub fn bind(prim: &dyn Primitive, args: &[(&str, TArg)]) -> Args {
+    for (name, _) in args {
+        assert!(prim.signature().iter().any(|s| s.name == *name), "{} has no argument {name}", prim.name());
+    }
+    let values = prim
+        .signature()
+        .iter()
+        .map(|spec| match args.iter().find(|(n, _)| *n == spec.name) {
+            Some((_, TArg::Shape(s))) => ArgVal::Tensor(Ty::Tensor(s.clone())),
+            Some((_, TArg::Tokens(v))) => ArgVal::Tensor(Ty::Tokens(*v)),
+            Some((_, TArg::Val(v))) => ArgVal::Value(v.clone()),
+            None => match spec.default.value() {
+                Some(v) => ArgVal::Value(v),
+                None => ArgVal::Absent,
+            },
+        })
+        .collect();
+    Args { signature: prim.signature(), values }
+}
+
+fn prim(name: &str) -> &'static dyn Primitive {
+    get(name).unwrap_or_else(|| panic!("no primitive {name}"))
+}
+
+pub fn instance(name: &str, args: &[(&str, TArg)]) -> Result<Instance, PrimError> {
+    let p = prim(name);
+    p.instantiate(&bind(p, args))
+}
+
+pub fn out_shapes(name: &str, args: &[(&str, TArg)]) -> Vec<Vec<usize>> {
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    inst.outputs.iter().map(|t| t.shape().cloned().unwrap_or_default()).collect()
+}
+
+pub fn param_count(name: &str, args: &[(&str, TArg)]) -> usize {
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    inst.params.iter().map(|p| p.shape.iter().product::<usize>()).sum()
+}
+
+/// The error message of a call that must not fit.
+pub fn error(name: &str, args: &[(&str, TArg)]) -> String {
+    match instance(name, args) {
+        Ok(_) => panic!("{name} accepted arguments it should reject"),
+        Err(e) => e.message,
+    }
+}
+
+/// Tensor inputs (in signature order) of a bound call, as per-example shapes or vocab sizes.
+fn tensor_inputs(p: &dyn Primitive, args: &[(&str, TArg)]) -> Vec<TArg> {
+    p.signature()
+        .iter()
+        .filter_map(|spec| args.iter().find(|(n, _)| *n == spec.name).map(|(_, a)| a.clone()))
+        .filter(|a| !matches!(a, TArg::Val(_)))
+        .collect()
+}
+
+/// Runs a call on one example (batch 1) with the given input data, parameters at their init
+/// (seeded), and returns the first output flattened.
+pub fn run(name: &str, args: &[(&str, TArg)], data: &[Vec<f64>]) -> Vec<f64> {
+    run_all(name, args, data).remove(0)
+}
+
+/// Like [`run`], every output.
+pub fn run_all(name: &str, args: &[(&str, TArg)], data: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    let p = prim(name);
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let inputs: Vec<Tensor> = tensor_inputs(p, args)
+        .iter()
+        .zip(data)
+        .map(|(a, d)| match a {
+            TArg::Shape(s) => {
+                let mut dims = vec![1];
+                dims.extend(s);
+                Tensor::from_vec(d.clone(), dims, &dev).unwrap()
+            }
+            _ => Tensor::from_vec(d.iter().map(|&v| v as u32).collect::<Vec<_>>(), 1, &dev).unwrap(),
+        })
+        .collect();
+    let params: Vec<Tensor> = inst
+        .params
+        .iter()
+        .map(|pd| {
+            let v = crate::compile::init::values(&pd.init, pd.shape.iter().product(), &mut rng);
+            Tensor::from_vec(v, pd.shape.clone(), &dev).unwrap()
+        })
+        .collect();
+    let outs = inst.op.forward(&inputs.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>()).unwrap();
+    outs.iter().map(|o| o.flatten_all().unwrap().to_vec1::<f64>().unwrap()).collect()
+}
+
+const BATCH: usize = 2;
+
+fn normal(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
+    (0..n).map(|_| rng.sample::<f64, _>(rand_distr::StandardNormal) * scale).collect()
+}
+
+/// Checks the gradient of `Σ_k ⟨out_k, R_k⟩` (fixed random `R_k`) with respect to every float
+/// input and parameter against central finite differences, in f64, on random values.
+pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
+    let p = prim(name);
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(42);
+    let mut vars: Vec<(String, Var)> = vec![];
+    let mut inputs: Vec<Tensor> = vec![];
+    for (i, a) in tensor_inputs(p, args).iter().enumerate() {
+        match a {
+            TArg::Shape(s) => {
+                let mut dims = vec![BATCH];
+                dims.extend(s);
+                let n = dims.iter().product();
+                let v = Var::from_tensor(&Tensor::from_vec(normal(&mut rng, n, 0.8), dims, &dev).unwrap()).unwrap();
+                inputs.push(v.as_tensor().clone());
+                vars.push((format!("input {i}"), v));
+            }
+            TArg::Tokens(vocab) => {
+                let ids: Vec<u32> = (0..BATCH).map(|_| rng.random_range(0..*vocab as u32)).collect();
+                inputs.push(Tensor::from_vec(ids, BATCH, &dev).unwrap());
+            }
+            TArg::Val(_) => unreachable!(),
+        }
+    }
+    let mut params = vec![];
+    for pd in &inst.params {
+        let n = pd.shape.iter().product();
+        let v = Var::from_tensor(&Tensor::from_vec(normal(&mut rng, n, 0.5), pd.shape.clone(), &dev).unwrap()).unwrap();
+        params.push(v.as_tensor().clone());
+        vars.push((pd.name.clone(), v));
+    }
+    let forward = |inputs: &[Tensor], params: &[Tensor]| -> Vec<Tensor> {
+        inst.op.forward(&inputs.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>()).unwrap()
+    };
+    let outs = forward(&inputs, &params);
+    let weights: Vec<Tensor> = outs
+        .iter()
+        .map(|o| Tensor::from_vec(normal(&mut rng, o.elem_count(), 1.0), o.dims(), &dev).unwrap())
+        .collect();
+    let loss_of = |outs: &[Tensor]| -> Tensor {
+        let mut total = Tensor::zeros((), DType::F64, &dev).unwrap();
+        for (o, w) in outs.iter().zip(&weights) {
+            total = (total + (o * w).unwrap().sum_all().unwrap()).unwrap();
+        }
+        total
+    };
+    let grads = loss_of(&outs).backward().unwrap();
+    let h = 1e-6;
+    for (label, var) in &vars {
+        let analytic = grads
+            .get(var.as_tensor())
+            .map(|g| g.flatten_all().unwrap().to_vec1::<f64>().unwrap())
+            .unwrap_or_else(|| vec![0.0; var.elem_count()]);
+        let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        let n = base.len();
+        let coords: Vec<usize> = if n <= 24 { (0..n).collect() } else { (0..24).map(|_| rng.random_range(0..n)).collect() };
+        let mut any_nonzero = false;
+        for &c in &coords {
+            let mut numeric = 0.0;
+            for (sign, delta) in [(1.0, h), (-1.0, -h)] {
+                let mut v = base.clone();
+                v[c] += delta;
+                let t = Tensor::from_vec(v, var.dims(), &dev).unwrap();
+                let (mut ins, mut ps) = (inputs.clone(), params.clone());
+                if let Some(pi) = inst.params.iter().position(|pd| &pd.name == label) {
+                    ps[pi] = t;
+                } else {
+                    let idx: usize = label.trim_start_matches("input ").parse().unwrap();
+                    ins[idx] = t;
+                }
+                let l = loss_of(&forward(&ins, &ps)).to_scalar::<f64>().unwrap();
+                numeric += sign * l / (2.0 * h);
+            }
+            let a = analytic[c];
+            any_nonzero |= a.abs() > 1e-9;
+            assert!(
+                (a - numeric).abs() <= 1e-6 + 1e-5 * numeric.abs().max(a.abs()),
+                "{name}: d loss / d {label}[{c}]: autograd {a}, finite differences {numeric}"
+            );
+        }
+        // A gradient that is zero everywhere usually means candle dropped it.
+        assert!(any_nonzero || n == 0, "{name}: gradient with respect to {label} is zero at every checked element");
+    }
+}
