@@ -124,6 +124,8 @@ pub struct Node {
     pub prim: &'static str,
     /// Dotted name of this call site (the prefix of its parameters' names).
     pub path: String,
+    /// The call's option values, `name=value` joined by commas (part of the trial identity).
+    pub options: String,
     /// Forward FLOPs per example per time step.
     pub flops: u64,
     pub span: Span,
@@ -150,6 +152,25 @@ pub struct StepGraph {
 }
 
 impl StepGraph {
+    /// A canonical description of the wiring, shapes and parameters: equal for two graphs iff
+    /// they compute the same thing (comments, spacing and variable names do not matter).
+    pub fn fingerprint(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let _ = write!(s, "in {:?};", self.input);
+        for st in &self.states {
+            let _ = write!(s, "state {} {:?} {:?};", st.name, st.shape, st.init);
+        }
+        for n in &self.nodes {
+            let _ = write!(s, "{} {} ({}) {:?} {:?};", n.path, n.prim, n.options, n.inputs, n.outputs);
+        }
+        for p in &self.params {
+            let _ = write!(s, "param {} {:?} {:?};", p.name, p.shape, p.init);
+        }
+        let _ = write!(s, "next {:?}; out {:?} {:?}", self.next_states, self.output, self.output_shape);
+        s
+    }
+
     /// Number of learned scalars.
     pub fn param_count(&self) -> usize {
         self.params.iter().map(ParamSpec::numel).sum()

@@ -1,3 +1,142 @@
-//! Lowering a checked step graph to candle.
+//! Lowering a checked [`StepGraph`] to candle: parameters become `Var`s (seeded per name), and
+//! a [`Cell`] runs the graph's nodes in order at every time step of a batch of sequences.
 
 pub mod init;
+
+use std::sync::Arc;
+
+use candle_core::{DType, Device, Result, Tensor, Var};
+
+use crate::graph::{Source, StateInit, StepGraph};
+
+/// A model ready to run: its graph and its parameters on one device.
+pub struct Cell {
+    graph: Arc<StepGraph>,
+    vars: Vec<Var>,
+    /// Nodes the next state depends on (the rest only feed the output).
+    needed_for_state: Vec<bool>,
+    /// `identity(…)`-style fixed initial states, already on the device.
+    fixed_states: Vec<Option<Tensor>>,
+}
+
+impl Cell {
+    /// Creates the parameters, deterministically from `seed` (see [`init`]).
+    pub fn new(graph: Arc<StepGraph>, seed: u64, device: &Device, dtype: DType) -> Result<Cell> {
+        let mut vars = vec![];
+        for p in &graph.params {
+            let values = init::values(&p.init, p.numel(), &mut init::param_rng(seed, &p.name));
+            let t = Tensor::from_vec(values, p.shape.clone(), &Device::Cpu)?.to_dtype(dtype)?.to_device(device)?;
+            vars.push(Var::from_tensor(&t)?);
+        }
+        let fixed_states = graph
+            .states
+            .iter()
+            .map(|s| match &s.init {
+                StateInit::Fixed(v) => Tensor::from_vec(v.clone(), s.shape.clone(), &Device::Cpu)
+                    .and_then(|t| t.to_dtype(dtype))
+                    .and_then(|t| t.to_device(device))
+                    .map(Some),
+                _ => Ok(None),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let needed_for_state = dependencies(&graph, &graph.next_states);
+        Ok(Cell { graph, vars, needed_for_state, fixed_states })
+    }
+
+    pub fn graph(&self) -> &StepGraph {
+        &self.graph
+    }
+
+    pub fn vars(&self) -> &[Var] {
+        &self.vars
+    }
+
+    /// The parameters as tensors: tracked for training, detached (no autograd graph) for evaluation.
+    pub fn weights(&self, track: bool) -> Vec<Tensor> {
+        self.vars.iter().map(|v| if track { v.as_tensor().clone() } else { v.as_tensor().detach() }).collect()
+    }
+
+    /// Every state's value at the start of a sequence, `[batch, ...shape]`.
+    pub fn initial_states(&self, weights: &[Tensor], batch: usize) -> Result<Vec<Tensor>> {
+        let dtype = self.vars.first().map_or(DType::F32, |v| v.dtype());
+        let device = self.vars.first().map_or(Device::Cpu, |v| v.device().clone());
+        self.graph
+            .states
+            .iter()
+            .zip(&self.fixed_states)
+            .map(|(s, fixed)| {
+                let mut dims = vec![batch];
+                dims.extend(&s.shape);
+                match (&s.init, fixed) {
+                    (StateInit::Learned(p), _) => weights[*p].unsqueeze(0)?.broadcast_as(dims),
+                    (_, Some(t)) => t.unsqueeze(0)?.broadcast_as(dims),
+                    _ => Tensor::zeros(dims, dtype, &device),
+                }
+            })
+            .collect()
+    }
+
+    /// One time step: the next states, and the output if `want_output`.
+    pub fn step(&self, weights: &[Tensor], x: &Tensor, states: &[Tensor], want_output: bool) -> Result<(Vec<Tensor>, Option<Tensor>)> {
+        let g = &self.graph;
+        let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(g.nodes.len());
+        for (i, node) in g.nodes.iter().enumerate() {
+            if !want_output && !self.needed_for_state[i] {
+                values.push(vec![]);
+                continue;
+            }
+            let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, x, states, &values)).collect();
+            let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
+            values.push(node.op.forward(&inputs, &params)?);
+        }
+        let next = g.next_states.iter().map(|s| fetch(*s, x, states, &values).clone()).collect();
+        let out = if want_output { Some(fetch(g.output, x, states, &values).clone()) } else { None };
+        Ok((next, out))
+    }
+
+    /// Runs a batch of sequences (`inputs`: `[T, B, ...]`) and returns the outputs at the
+    /// scored steps, stacked: `[S, B, out]`.
+    pub fn run(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<Tensor> {
+        let (steps, batch) = (inputs.dim(0)?, inputs.dim(1)?);
+        let mut states = self.initial_states(weights, batch)?;
+        let mut outs = Vec::with_capacity(scored.len());
+        let mut next_scored = scored.iter().peekable();
+        for t in 0..steps {
+            let want = next_scored.peek() == Some(&&t);
+            if want {
+                next_scored.next();
+            }
+            let (next, out) = self.step(weights, &inputs.get(t)?, &states, want)?;
+            states = next;
+            if let Some(o) = out {
+                outs.push(o);
+            }
+            if next_scored.peek().is_none() {
+                break; // nothing after the last scored step matters
+            }
+        }
+        Tensor::stack(&outs, 0)
+    }
+}
+
+fn fetch<'a>(s: Source, x: &'a Tensor, states: &'a [Tensor], values: &'a [Vec<Tensor>]) -> &'a Tensor {
+    match s {
+        Source::Input => x,
+        Source::State(i) => &states[i],
+        Source::Node(n, k) => &values[n][k],
+    }
+}
+
+/// Which nodes `roots` depend on.
+fn dependencies(graph: &StepGraph, roots: &[Source]) -> Vec<bool> {
+    let mut needed = vec![false; graph.nodes.len()];
+    let mut stack: Vec<usize> = roots.iter().filter_map(|s| if let Source::Node(n, _) = s { Some(*n) } else { None }).collect();
+    while let Some(n) = stack.pop() {
+        if needed[n] {
+            continue;
+        }
+        needed[n] = true;
+        stack.extend(graph.nodes[n].inputs.iter().filter_map(|s| if let Source::Node(m, _) = s { Some(*m) } else { None }));
+    }
+    needed
+}

@@ -1,0 +1,152 @@
+//! Evaluation of expressions whose value is known before anything runs: parameter defaults,
+//! overrides, options, settings and sweep values.
+
+use crate::diag::Diagnostic;
+use crate::lang::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
+use crate::source::Span;
+use crate::value::{Kind, Value};
+
+/// Longest list a range may produce.
+pub const MAX_RANGE: i64 = 100_000;
+
+/// Evaluates `expr`; `lookup` resolves names; `names` lists them for suggestions.
+pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str]) -> Result<Value, Diagnostic> {
+    match &expr.kind {
+        ExprKind::Int(i) => Ok(Value::Int(*i)),
+        ExprKind::Float(f) => Ok(Value::Float(*f)),
+        ExprKind::Bool(b) => Ok(Value::Bool(*b)),
+        ExprKind::Str(s) => Ok(Value::Str(s.clone())),
+        ExprKind::Name(n) => lookup(n).ok_or_else(|| unknown_name(n, expr.span, names)),
+        ExprKind::List(items) => Ok(Value::List(items.iter().map(|e| eval(e, lookup, names)).collect::<Result<_, _>>()?)),
+        ExprKind::Unary(op, x) => unary(*op, eval(x, lookup, names)?, expr.span),
+        ExprKind::Binary(op, a, b) => binary(*op, eval(a, lookup, names)?, eval(b, lookup, names)?, a.span, b.span),
+        ExprKind::Call(c) => Err(Diagnostic::error(format!("`{}(…)` cannot be used here", c.callee.name))
+            .at(c.span, "a call is not a value")
+            .hint("primitives are called inside a model's `step`; here a number, bool, string or list is expected")),
+    }
+}
+
+pub fn unknown_name(name: &str, span: Span, names: &[&str]) -> Diagnostic {
+    let mut d = Diagnostic::error(format!("unknown name `{name}`")).at(span, "not defined here");
+    if let Some(h) = super::suggest::did_you_mean(name, names.iter().copied()) {
+        d = d.hint(h);
+    }
+    d
+}
+
+pub fn unary(op: UnaryOp, v: Value, span: Span) -> Result<Value, Diagnostic> {
+    match (op, &v) {
+        (UnaryOp::Neg, Value::Int(i)) => i.checked_neg().map(Value::Int).ok_or_else(|| overflow(span)),
+        (UnaryOp::Neg, Value::Float(f)) => Ok(Value::Float(-f)),
+        (UnaryOp::Not, Value::Bool(b)) => Ok(Value::Bool(!b)),
+        (UnaryOp::Neg, _) => Err(type_error("`-` needs a number", &v, span)),
+        (UnaryOp::Not, _) => Err(type_error("`not` needs a bool", &v, span)),
+    }
+}
+
+fn overflow(span: Span) -> Diagnostic {
+    Diagnostic::error("integer overflow").at(span, "the result does not fit in 64 bits")
+}
+
+fn type_error(what: &str, v: &Value, span: Span) -> Diagnostic {
+    Diagnostic::error(format!("{what}, found {}", v.describe())).at(span, format!("this is a {}", v.kind()))
+}
+
+/// Applies a binary operator to two values.
+pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Value, Diagnostic> {
+    use BinaryOp::*;
+    let span = sa.to(sb);
+    match op {
+        Range => {
+            let (Value::Int(lo), Value::Int(hi)) = (&a, &b) else {
+                let (bad, s) = if a.kind() != Kind::Int { (&a, sa) } else { (&b, sb) };
+                return Err(type_error("ranges `a..b` need integers", bad, s));
+            };
+            if hi < lo {
+                return Err(Diagnostic::error(format!("empty range {lo}..{hi}"))
+                    .at(span, "the end is before the start")
+                    .hint("ranges include both ends: `1..3` is 1, 2, 3"));
+            }
+            if hi - lo >= MAX_RANGE {
+                return Err(Diagnostic::error(format!("range {lo}..{hi} has more than {MAX_RANGE} values")).at(span, "too long"));
+            }
+            Ok(Value::List((*lo..=*hi).map(Value::Int).collect()))
+        }
+        Or | And => match (&a, &b) {
+            (Value::Bool(x), Value::Bool(y)) => Ok(Value::Bool(if op == Or { *x || *y } else { *x && *y })),
+            _ => {
+                let (bad, s) = if a.kind() != Kind::Bool { (&a, sa) } else { (&b, sb) };
+                Err(type_error(&format!("`{}` needs bools", op.symbol()), bad, s))
+            }
+        },
+        Eq | Ne => {
+            let equal = match (a.as_float(), b.as_float()) {
+                (Some(x), Some(y)) => x == y,
+                _ if a.kind() == b.kind() => a == b,
+                _ => {
+                    return Err(Diagnostic::error(format!("cannot compare {} with {}", a.describe(), b.describe()))
+                        .at(span, "different kinds"));
+                }
+            };
+            Ok(Value::Bool(equal == (op == Eq)))
+        }
+        Lt | Le | Gt | Ge => {
+            let (Some(x), Some(y)) = (a.as_float(), b.as_float()) else {
+                let (bad, s) = if a.as_float().is_none() { (&a, sa) } else { (&b, sb) };
+                return Err(type_error(&format!("`{}` compares numbers", op.symbol()), bad, s));
+            };
+            Ok(Value::Bool(match op {
+                Lt => x < y,
+                Le => x <= y,
+                Gt => x > y,
+                _ => x >= y,
+            }))
+        }
+        Add | Sub | Mul | Div | Hadamard => arithmetic(op, &a, &b, sa, sb),
+        Outer | MatMul => Err(Diagnostic::error(format!("`{}` works on tensors, not on numbers", op.symbol()))
+            .at(span, "both sides are known before the model runs")),
+    }
+}
+
+fn arithmetic(op: BinaryOp, a: &Value, b: &Value, sa: Span, sb: Span) -> Result<Value, Diagnostic> {
+    let span = sa.to(sb);
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => {
+            let r = match op {
+                BinaryOp::Add => x.checked_add(*y),
+                BinaryOp::Sub => x.checked_sub(*y),
+                BinaryOp::Mul | BinaryOp::Hadamard => x.checked_mul(*y),
+                _ => {
+                    if *y == 0 {
+                        return Err(Diagnostic::error("division by zero").at(sb, "this is 0"));
+                    }
+                    if x % y != 0 {
+                        return Err(Diagnostic::error(format!("{x} / {y} is not a whole number"))
+                            .at(span, "integer division must be exact")
+                            .hint("write a float (e.g. `1.0 * a / b`) for a fractional result"));
+                    }
+                    Some(x / y)
+                }
+            };
+            r.map(Value::Int).ok_or_else(|| overflow(span))
+        }
+        _ => {
+            let (Some(x), Some(y)) = (a.as_float(), b.as_float()) else {
+                let (bad, s) = if a.as_float().is_none() { (a, sa) } else { (b, sb) };
+                return Err(type_error(&format!("`{}` needs numbers", op.symbol()), bad, s));
+            };
+            let r = match op {
+                BinaryOp::Add => x + y,
+                BinaryOp::Sub => x - y,
+                BinaryOp::Mul | BinaryOp::Hadamard => x * y,
+                _ => {
+                    if y == 0.0 {
+                        return Err(Diagnostic::error("division by zero").at(sb, "this is 0"));
+                    }
+                    x / y
+                }
+            };
+            Ok(Value::Float(r))
+        }
+    }
+}

@@ -1,0 +1,561 @@
+//! Elaboration: a model plus concrete parameter values becomes a [`StepGraph`].
+//!
+//! The step body runs once, symbolically: values known before the model runs (parameters,
+//! numbers) are computed; `if` picks its branch; every primitive call is checked against its
+//! signature and shapes and becomes a node. Every error points at the spec.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::call;
+use super::consteval;
+use crate::diag::Diagnostic;
+use crate::graph::{Init, Node, ParamSpec, Shape, ShapeDisplay, Source, StateInit, StateSpec, StepGraph, Ty};
+use crate::lang::ast::{self, BinaryOp, Expr, ExprKind, Stmt, UnaryOp};
+use crate::prims::{self, ArgKind, ArgVal, Args, Default, PrimError, Primitive};
+use crate::source::Span;
+use crate::value::Value;
+
+/// Functions that create a state's initial value.
+pub const STATE_INITS: &[&str] = &["zeros", "learned", "identity"];
+
+/// What the task feeds the step and scores.
+pub struct TaskShape {
+    pub input: Ty,
+    pub output_size: usize,
+    /// Task name, for messages.
+    pub name: String,
+}
+
+/// Elaborates `model` with the given parameter values (every parameter bound).
+pub fn elaborate(model: &ast::Model, params: &BTreeMap<String, Value>, task: &TaskShape) -> Result<StepGraph, Diagnostic> {
+    let Some(step) = &model.step else {
+        return Err(Diagnostic::error(format!("model `{}` has no `step`", model.name.name))
+            .at(model.name.span, "no step")
+            .hint("add `step x { ... out ... }`: the computation run at every time step"));
+    };
+    let mut e = Elab {
+        env: HashMap::new(),
+        fixed: vec![],
+        graph: StepGraph {
+            model: model.name.name.clone(),
+            input: task.input.clone(),
+            states: vec![],
+            nodes: vec![],
+            next_states: vec![],
+            output: Source::Input,
+            output_shape: vec![],
+            params: vec![],
+        },
+        paths: HashMap::new(),
+        out: None,
+    };
+    for (name, v) in params {
+        e.env.insert(name.clone(), Binding::Value(v.clone()));
+        e.fixed.push(name.clone());
+    }
+    let input_size = match &task.input {
+        Ty::Tokens(v) => *v,
+        Ty::Tensor(s) => s.iter().product(),
+    };
+    for (name, v) in [("input_size", input_size), ("output_size", task.output_size)] {
+        e.env.insert(name.into(), Binding::Value(Value::Int(v as i64)));
+        e.fixed.push(name.into());
+    }
+    for st in &model.states {
+        e.declare_state(st)?;
+    }
+    e.graph.next_states = (0..e.graph.states.len()).map(Source::State).collect();
+    if e.env.contains_key(&step.input.name) && e.fixed.contains(&step.input.name) {
+        return Err(Diagnostic::error(format!("the step input `{}` hides a parameter", step.input.name))
+            .at(step.input.span, "same name as a parameter")
+            .hint("rename the step input, e.g. `step x`"));
+    }
+    e.env.insert(step.input.name.clone(), Binding::Tensor(Source::Input, task.input.clone()));
+    e.block(&step.body)?;
+    let Some((src, ty, span)) = e.out.take() else {
+        return Err(Diagnostic::error(format!("the step of `{}` has no `out`", model.name.name))
+            .at(step.span, "no output")
+            .hint("end the step with `out linear(h, output_size)`"));
+    };
+    let want = vec![task.output_size];
+    if ty != Ty::Tensor(want.clone()) {
+        return Err(Diagnostic::error(format!(
+            "the step's output has shape {ty}, but task `{}` scores {} logits",
+            task.name,
+            ShapeDisplay(&want)
+        ))
+        .at(span, format!("shape {ty}"))
+        .hint("end the step with `out linear(h, output_size)`"));
+    }
+    e.graph.output = src;
+    e.graph.output_shape = want;
+    Ok(e.graph)
+}
+
+#[derive(Clone)]
+enum Binding {
+    Value(Value),
+    Tensor(Source, Ty),
+}
+
+/// An evaluated expression.
+enum Ev {
+    Value(Value),
+    Tensor(Source, Ty),
+    /// A primitive with several outputs (only valid on the right of `a, b = …`).
+    Multi(Vec<(Source, Ty)>, &'static dyn Primitive),
+}
+
+struct Elab {
+    env: HashMap<String, Binding>,
+    /// Names that cannot be assigned: parameters and `input_size`/`output_size`.
+    fixed: Vec<String>,
+    graph: StepGraph,
+    /// How many call sites use each path prefix (to number repeats).
+    paths: HashMap<String, usize>,
+    out: Option<(Source, Ty, Span)>,
+}
+
+type Res<T> = Result<T, Diagnostic>;
+
+impl Elab {
+    fn names(&self) -> Vec<&str> {
+        self.env.keys().map(String::as_str).collect()
+    }
+
+    fn declare_state(&mut self, st: &ast::StateDecl) -> Res<()> {
+        let name = &st.name.name;
+        if self.env.contains_key(name) {
+            let what = if self.fixed.contains(name) { "a parameter" } else { "another state" };
+            return Err(Diagnostic::error(format!("state `{name}` is already defined"))
+                .at(st.name.span, format!("same name as {what}")));
+        }
+        let ExprKind::Call(c) = &st.init.kind else {
+            return Err(state_init_error(st.init.span));
+        };
+        if !STATE_INITS.contains(&c.callee.name.as_str()) {
+            let mut d = state_init_error(c.callee.span);
+            if let Some(h) = super::suggest::did_you_mean(&c.callee.name, STATE_INITS.iter().copied()) {
+                d = d.hint(h);
+            }
+            return Err(d);
+        }
+        let mut dims: Shape = vec![];
+        for arg in &c.args {
+            if let Some(n) = &arg.name {
+                return Err(Diagnostic::error(format!("`{}` takes only sizes", c.callee.name))
+                    .at(n.span, "named argument")
+                    .hint(format!("write e.g. `{}(d, d)`", c.callee.name)));
+            }
+            let names = self.names();
+            let v = consteval::eval(&arg.value, &|n| self.value(n), &names)?;
+            match v {
+                Value::Int(i) if (1..=1 << 24).contains(&i) => dims.push(i as usize),
+                other => {
+                    return Err(Diagnostic::error(format!("state sizes must be positive integers, found {}", other.describe()))
+                        .at(arg.value.span, "not a size"));
+                }
+            }
+        }
+        if dims.iter().product::<usize>() > 1 << 28 {
+            return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims))).at(st.init.span, "too large"));
+        }
+        let init = match c.callee.name.as_str() {
+            "zeros" => StateInit::Zeros,
+            "learned" => {
+                // U(±1/√(Σ dims)): the authors' init of M^i_0 (1/√(2d)) and M^r_0 (1/√(2d + nq)).
+                let bound = 1.0 / (dims.iter().sum::<usize>().max(1) as f64).sqrt();
+                self.graph.params.push(ParamSpec { name: format!("{name}.init"), shape: dims.clone(), init: Init::Uniform(bound) });
+                StateInit::Learned(self.graph.params.len() - 1)
+            }
+            _ => {
+                // identity(n, m): the n×n identity, zero-padded or cut to m columns (RMC's memory).
+                let [rows, cols] = dims[..] else {
+                    return Err(Diagnostic::error("`identity` takes two sizes: rows and columns").at(c.span, "e.g. identity(slots, size)"));
+                };
+                StateInit::Fixed((0..rows * cols).map(|i| if i / cols == i % cols { 1.0 } else { 0.0 }).collect())
+            }
+        };
+        if dims.is_empty() {
+            return Err(Diagnostic::error(format!("`{}` needs at least one size", c.callee.name)).at(c.span, "no sizes"));
+        }
+        let index = self.graph.states.len();
+        self.graph.states.push(StateSpec { name: name.clone(), shape: dims.clone(), init, span: st.name.span });
+        self.env.insert(name.clone(), Binding::Tensor(Source::State(index), Ty::Tensor(dims)));
+        Ok(())
+    }
+
+    fn value(&self, name: &str) -> Option<Value> {
+        match self.env.get(name) {
+            Some(Binding::Value(v)) => Some(v.clone()),
+            _ => None,
+        }
+    }
+
+    fn block(&mut self, stmts: &[Stmt]) -> Res<()> {
+        for s in stmts {
+            self.stmt(s)?;
+        }
+        Ok(())
+    }
+
+    fn stmt(&mut self, s: &Stmt) -> Res<()> {
+        match s {
+            Stmt::If { cond, then, otherwise, .. } => match self.eval(cond, "if")? {
+                Ev::Value(Value::Bool(true)) => self.block(then),
+                Ev::Value(Value::Bool(false)) => self.block(otherwise),
+                Ev::Value(v) => Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
+                    .at(cond.span, "not a bool")),
+                _ => Err(Diagnostic::error("`if` conditions must be known before the model runs")
+                    .at(cond.span, "this is a tensor")
+                    .hint("wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates")),
+            },
+            Stmt::Out { value, span } => {
+                if let Some((_, _, first)) = &self.out {
+                    return Err(Diagnostic::error("the step has two `out` statements")
+                        .at(*span, "second output")
+                        .also(*first, "first output"));
+                }
+                match self.eval(value, "out")? {
+                    Ev::Tensor(src, ty) => {
+                        self.out = Some((src, ty, value.span));
+                        Ok(())
+                    }
+                    Ev::Value(v) => Err(Diagnostic::error(format!("`out` needs a tensor, found {}", v.describe()))
+                        .at(value.span, "not a tensor")),
+                    Ev::Multi(_, p) => Err(multi_error(p, value.span)),
+                }
+            }
+            Stmt::Assign { targets, value } => {
+                let hint = targets.first().map_or("v", |t| t.name.as_str()).to_string();
+                let ev = self.eval(value, &hint)?;
+                let values: Vec<Binding> = match ev {
+                    Ev::Multi(outs, prim) => {
+                        if targets.len() != outs.len() {
+                            return Err(Diagnostic::error(format!(
+                                "`{}` returns {} values ({}), but {} name{} assigned",
+                                prim.name(),
+                                outs.len(),
+                                prim.outputs().join(", "),
+                                targets.len(),
+                                if targets.len() == 1 { " is" } else { "s are" }
+                            ))
+                            .at(value.span, format!("{} values", outs.len()))
+                            .hint(format!("write `{} = {}(…)`", prim.outputs().join(", "), prim.name())));
+                        }
+                        outs.into_iter().map(|(s, t)| Binding::Tensor(s, t)).collect()
+                    }
+                    Ev::Tensor(s, t) => vec![Binding::Tensor(s, t)],
+                    Ev::Value(v) => vec![Binding::Value(v)],
+                };
+                if values.len() != targets.len() {
+                    return Err(Diagnostic::error(format!("{} names assigned from one value", targets.len()))
+                        .at(value.span, "one value")
+                        .hint("`a, b = …` needs a primitive with several outputs, such as `lstmCell`"));
+                }
+                for (target, b) in targets.iter().zip(values) {
+                    self.assign(target, b, value.span)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn assign(&mut self, target: &ast::Ident, b: Binding, value_span: Span) -> Res<()> {
+        let name = &target.name;
+        if self.fixed.contains(name) {
+            return Err(Diagnostic::error(format!("cannot assign to parameter `{name}`"))
+                .at(target.span, "a parameter")
+                .hint("parameters are fixed for a trial; pick another name"));
+        }
+        if let Some(i) = self.graph.states.iter().position(|s| &s.name == name) {
+            let want = &self.graph.states[i].shape;
+            let Binding::Tensor(src, ty) = &b else {
+                return Err(Diagnostic::error(format!("state `{name}` must be assigned a tensor")).at(value_span, "not a tensor"));
+            };
+            if ty != &Ty::Tensor(want.clone()) {
+                return Err(Diagnostic::error(format!(
+                    "state `{name}` has shape {}, but is assigned a value of shape {ty}",
+                    ShapeDisplay(want)
+                ))
+                .at(value_span, format!("shape {ty}"))
+                .also(self.graph.states[i].span, format!("declared {} here", ShapeDisplay(want))));
+            }
+            self.graph.next_states[i] = *src;
+        }
+        self.env.insert(name.clone(), b);
+        Ok(())
+    }
+
+    fn eval(&mut self, e: &Expr, hint: &str) -> Res<Ev> {
+        match &e.kind {
+            ExprKind::Int(i) => Ok(Ev::Value(Value::Int(*i))),
+            ExprKind::Float(f) => Ok(Ev::Value(Value::Float(*f))),
+            ExprKind::Bool(b) => Ok(Ev::Value(Value::Bool(*b))),
+            ExprKind::Str(s) => Ok(Ev::Value(Value::Str(s.clone()))),
+            ExprKind::Name(n) => match self.env.get(n) {
+                Some(Binding::Value(v)) => Ok(Ev::Value(v.clone())),
+                Some(Binding::Tensor(s, t)) => Ok(Ev::Tensor(*s, t.clone())),
+                None => {
+                    let mut d = consteval::unknown_name(n, e.span, &self.names());
+                    if prims::get(n).is_some() {
+                        d = d.hint(format!("`{n}` is a primitive: call it, e.g. `{n}(x, …)`"));
+                    }
+                    Err(d)
+                }
+            },
+            ExprKind::List(items) => {
+                let mut values = vec![];
+                for item in items {
+                    match self.eval(item, hint)? {
+                        Ev::Value(v) => values.push(v),
+                        _ => {
+                            return Err(Diagnostic::error("lists hold numbers, bools or strings, not tensors")
+                                .at(item.span, "a tensor")
+                                .hint("use `concat` to join tensors"));
+                        }
+                    }
+                }
+                Ok(Ev::Value(Value::List(values)))
+            }
+            ExprKind::Unary(op, x) => match self.eval(x, hint)? {
+                Ev::Value(v) => Ok(Ev::Value(consteval::unary(*op, v, e.span)?)),
+                Ev::Tensor(s, t) if *op == UnaryOp::Neg => {
+                    self.apply("affine", vec![(ArgVal::Tensor(t), Some(s), x.span), value_arg(Value::Float(-1.0), e.span)], e.span, hint)
+                }
+                Ev::Tensor(..) => Err(Diagnostic::error("`not` needs a bool, found a tensor").at(x.span, "a tensor")),
+                Ev::Multi(_, p) => Err(multi_error(p, x.span)),
+            },
+            ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span, hint),
+            ExprKind::Call(c) => self.call(c, hint),
+        }
+    }
+
+    fn binary(&mut self, op: BinaryOp, a: &Expr, b: &Expr, span: Span, hint: &str) -> Res<Ev> {
+        let ea = self.eval(a, hint)?;
+        let eb = self.eval(b, hint)?;
+        let operand = |ev: Ev, s: Span| -> Res<Operand> {
+            match ev {
+                Ev::Value(v) => Ok(Operand::Value(v)),
+                Ev::Tensor(src, ty) => Ok(Operand::Tensor(src, ty)),
+                Ev::Multi(_, p) => Err(multi_error(p, s)),
+            }
+        };
+        let (oa, ob) = (operand(ea, a.span)?, operand(eb, b.span)?);
+        use BinaryOp::*;
+        use Operand::{Tensor as T, Value as V};
+        match (op, oa, ob) {
+            (_, V(x), V(y)) => Ok(Ev::Value(consteval::binary(op, x, y, a.span, b.span)?)),
+            (Add | Sub | Mul | Div | Hadamard, T(sa, ta), T(sb, tb)) => {
+                let prim = match op {
+                    Add => "add",
+                    Sub => "sub",
+                    Div => "div",
+                    _ => "mul",
+                };
+                self.apply(prim, vec![(ArgVal::Tensor(ta), Some(sa), a.span), (ArgVal::Tensor(tb), Some(sb), b.span)], span, hint)
+            }
+            (Outer | MatMul, T(sa, ta), T(sb, tb)) => {
+                let prim = if op == Outer { "outer" } else { "matmul" };
+                self.apply(prim, vec![(ArgVal::Tensor(ta), Some(sa), a.span), (ArgVal::Tensor(tb), Some(sb), b.span)], span, hint)
+            }
+            (Add | Sub | Mul | Div | Hadamard, T(st, tt), V(v)) => self.tensor_number(op, (st, tt, a.span), (v, b.span), false, span, hint),
+            (Add | Sub | Mul | Div | Hadamard, V(v), T(st, tt)) => self.tensor_number(op, (st, tt, b.span), (v, a.span), true, span, hint),
+            (Outer | MatMul, _, _) => Err(Diagnostic::error(format!("`{}` needs two tensors", op.symbol()))
+                .at(span, "one side is a number")),
+            (Range, ..) => Err(Diagnostic::error("ranges `a..b` are for sweeps").at(span, "not allowed in a model")),
+            (_, ..) => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
+                .at(span, "a tensor is involved")
+                .hint("comparisons and `and`/`or` decide wiring before the model runs")),
+        }
+    }
+
+    /// A tensor combined with a number becomes `affine(x, scale, shift)`.
+    fn tensor_number(
+        &mut self,
+        op: BinaryOp,
+        (src, ty, tspan): (Source, Ty, Span),
+        (v, vspan): (Value, Span),
+        value_left: bool,
+        span: Span,
+        hint: &str,
+    ) -> Res<Ev> {
+        let Some(c) = v.as_float() else {
+            return Err(Diagnostic::error(format!("`{}` between a tensor and {}", op.symbol(), v.describe())).at(vspan, "not a number"));
+        };
+        let (scale, shift) = match (op, value_left) {
+            (BinaryOp::Add, _) => (1.0, c),
+            (BinaryOp::Sub, false) => (1.0, -c),
+            (BinaryOp::Sub, true) => (-1.0, c),
+            (BinaryOp::Div, false) => {
+                if c == 0.0 {
+                    return Err(Diagnostic::error("division by zero").at(vspan, "this is 0"));
+                }
+                (1.0 / c, 0.0)
+            }
+            (BinaryOp::Div, true) => {
+                return Err(Diagnostic::error("a number divided by a tensor is not supported")
+                    .at(span, "number / tensor")
+                    .hint("use `div(a, b)` with two tensors"));
+            }
+            _ => (c, 0.0),
+        };
+        let args = vec![(ArgVal::Tensor(ty), Some(src), tspan), value_arg(Value::Float(scale), span), value_arg(Value::Float(shift), span)];
+        self.apply("affine", args, span, hint)
+    }
+
+    fn call(&mut self, c: &ast::Call, hint: &str) -> Res<Ev> {
+        let name = c.callee.name.as_str();
+        let Some(prim) = prims::get(name) else {
+            if STATE_INITS.contains(&name) {
+                return Err(Diagnostic::error(format!("`{name}` can only initialise a `state`"))
+                    .at(c.callee.span, "not a primitive")
+                    .hint(format!("declare `state S = {name}(…)` in the model, outside `step`")));
+            }
+            let mut d = Diagnostic::error(format!("unknown primitive `{name}`")).at(c.callee.span, "not a primitive");
+            if let Some(h) = super::suggest::did_you_mean(name, prims::PRIMS.iter().map(|p| p.name())) {
+                d = d.hint(h);
+            } else {
+                d = d.hint("`memctl prims` lists the primitives");
+            }
+            return Err(d);
+        };
+        let what = format!("`{name}`");
+        let slots = call::bind(&what, prim.signature(), c)?;
+        let mut args = vec![];
+        for (spec, slot) in prim.signature().iter().zip(slots) {
+            match (spec.kind, slot) {
+                (ArgKind::Tensor, Some(e)) => match self.eval(e, hint)? {
+                    Ev::Tensor(s, t) => args.push((ArgVal::Tensor(t), Some(s), e.span)),
+                    Ev::Value(v) => {
+                        return Err(Diagnostic::error(format!("argument `{}` of {what} must be a tensor, found {}", spec.name, v.describe()))
+                            .at(e.span, "expected a tensor"));
+                    }
+                    Ev::Multi(_, p) => return Err(multi_error(p, e.span)),
+                },
+                (ArgKind::Tensor, None) => args.push((ArgVal::Absent, None, c.span)),
+                (ArgKind::Value(kind), Some(e)) => match self.eval(e, hint)? {
+                    Ev::Value(v) => args.push((ArgVal::Value(call::coerce(&what, spec, kind, v, e)?), None, e.span)),
+                    _ => {
+                        return Err(Diagnostic::error(format!(
+                            "argument `{}` of {what} must be known before the model runs, but is a tensor",
+                            spec.name
+                        ))
+                        .at(e.span, format!("expected a {kind}"))
+                        .hint("pass a parameter or a number"));
+                    }
+                },
+                (ArgKind::Value(_), None) => {
+                    let v = spec.default.value().unwrap_or(Value::Bool(false));
+                    debug_assert!(spec.default != Default::Required);
+                    args.push((ArgVal::Value(v), None, c.span));
+                }
+            }
+        }
+        self.apply_prim(prim, args, c.span, hint)
+    }
+
+    fn apply(&mut self, name: &'static str, args: Vec<(ArgVal, Option<Source>, Span)>, span: Span, hint: &str) -> Res<Ev> {
+        let prim = prims::get(name).ok_or_else(|| Diagnostic::error(format!("internal error: primitive `{name}` is not registered")).at(span, "here"))?;
+        let mut args = args;
+        // Operators pass only leading arguments; fill the rest with defaults.
+        for spec in &prim.signature()[args.len()..] {
+            let v = match spec.default.value() {
+                Some(v) => ArgVal::Value(v),
+                None => ArgVal::Absent,
+            };
+            args.push((v, None, span));
+        }
+        self.apply_prim(prim, args, span, hint)
+    }
+
+    fn apply_prim(&mut self, prim: &'static dyn Primitive, args: Vec<(ArgVal, Option<Source>, Span)>, span: Span, hint: &str) -> Res<Ev> {
+        let signature = prim.signature();
+        let bound = Args { signature, values: args.iter().map(|(v, _, _)| v.clone()).collect() };
+        let inst = prim.instantiate(&bound).map_err(|pe| self.prim_error(prim, pe, &args, span))?;
+        let path = self.path(hint, prim.name());
+        let mut param_ids = vec![];
+        for decl in inst.params {
+            self.graph.params.push(ParamSpec { name: format!("{path}.{}", decl.name), shape: decl.shape, init: decl.init });
+            param_ids.push(self.graph.params.len() - 1);
+        }
+        let options = signature
+            .iter()
+            .zip(&args)
+            .filter_map(|(s, (v, _, _))| match v {
+                ArgVal::Value(v) => Some(format!("{}={v}", s.name)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let index = self.graph.nodes.len();
+        self.graph.nodes.push(Node {
+            op: inst.op,
+            inputs: args.iter().filter_map(|(_, s, _)| *s).collect(),
+            params: param_ids,
+            outputs: inst.outputs.clone(),
+            prim: prim.name(),
+            path,
+            options,
+            flops: inst.flops,
+            span,
+        });
+        let outs: Vec<(Source, Ty)> = inst.outputs.into_iter().enumerate().map(|(k, t)| (Source::Node(index, k), t)).collect();
+        if outs.len() == 1 {
+            let (s, t) = outs.into_iter().next().ok_or_else(|| Diagnostic::error("internal error: no output").at(span, "here"))?;
+            Ok(Ev::Tensor(s, t))
+        } else {
+            Ok(Ev::Multi(outs, prim))
+        }
+    }
+
+    fn prim_error(&self, prim: &dyn Primitive, pe: PrimError, args: &[(ArgVal, Option<Source>, Span)], span: Span) -> Diagnostic {
+        let at = pe
+            .arg
+            .and_then(|a| prim.signature().iter().position(|s| s.name == a))
+            .and_then(|i| args.get(i))
+            .map_or(span, |(_, _, s)| *s);
+        let label = match pe.arg.and_then(|a| prim.signature().iter().position(|s| s.name == a)).and_then(|i| args.get(i)) {
+            Some((ArgVal::Tensor(t), _, _)) => format!("shape {t}"),
+            Some((ArgVal::Value(v), _, _)) => format!("{v}"),
+            _ => format!("in `{}`", prim.name()),
+        };
+        let mut d = Diagnostic::error(format!("{}: {}", prim.name(), pe.message)).at(at, label);
+        if at != span {
+            d = d.also(span, "in this call");
+        }
+        if let Some(h) = pe.hint {
+            d = d.hint(h);
+        }
+        d
+    }
+
+    /// `h.linear`, then `h.linear#2`, ...: stable, readable parameter prefixes.
+    fn path(&mut self, hint: &str, prim: &str) -> String {
+        let base = format!("{hint}.{prim}");
+        let n = self.paths.entry(base.clone()).or_insert(0);
+        *n += 1;
+        if *n == 1 { base } else { format!("{base}#{n}") }
+    }
+}
+
+enum Operand {
+    Value(Value),
+    Tensor(Source, Ty),
+}
+
+fn value_arg(v: Value, span: Span) -> (ArgVal, Option<Source>, Span) {
+    (ArgVal::Value(v), None, span)
+}
+
+fn multi_error(p: &dyn Primitive, span: Span) -> Diagnostic {
+    Diagnostic::error(format!("`{}` returns {} values ({}); it cannot be used inside an expression", p.name(), p.outputs().len(), p.outputs().join(", ")))
+        .at(span, "several values")
+        .hint(format!("assign them first: `{} = {}(…)`", p.outputs().join(", "), p.name()))
+}
+
+fn state_init_error(span: Span) -> Diagnostic {
+    Diagnostic::error("a state starts from `zeros(…)`, `learned(…)` or `identity(…)`")
+        .at(span, "not a state initialiser")
+        .hint("e.g. `state M = zeros(d, d)`; `learned(d, d)` makes the initial value a parameter")
+}

@@ -1,0 +1,344 @@
+//! Experiments: a model with overrides, a task, training settings and a sweep, expanded into
+//! trials (each with its elaborated step graph).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use super::{call, consteval, elaborate, model_params, settings};
+use crate::diag::Diagnostic;
+use crate::graph::StepGraph;
+use crate::lang::ast;
+use crate::prims::ArgKind;
+use crate::source::Span;
+use crate::tasks::{self, Task};
+use crate::train::config::TrainConfig;
+use crate::value::Value;
+
+/// Sweeps larger than this are refused (a typo in a range should not plan a billion trials).
+pub const MAX_TRIALS: usize = 100_000;
+
+/// One trial's complete, resolved configuration (stored with its run).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TrialConfig {
+    pub experiment: String,
+    pub model: String,
+    pub params: BTreeMap<String, Value>,
+    pub task: String,
+    pub task_options: BTreeMap<String, Value>,
+    pub train: TrainConfig,
+    pub seed: u64,
+    /// The swept axes with this trial's values, in sweep order.
+    pub swept: Vec<(String, Value)>,
+}
+
+/// A trial ready to run.
+#[derive(Clone)]
+pub struct Trial {
+    pub config: TrialConfig,
+    pub graph: Arc<StepGraph>,
+    pub task: Arc<dyn Task>,
+}
+
+pub struct ExperimentPlan {
+    pub name: String,
+    pub span: Span,
+    pub trials: Vec<Trial>,
+}
+
+/// What a sweep axis sets.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum AxisTarget {
+    Param,
+    Setting,
+    TaskOption,
+    Seed,
+}
+
+struct Axis<'a> {
+    name: &'a ast::Ident,
+    target: AxisTarget,
+    values: Vec<(Value, Span)>,
+}
+
+pub fn plan(
+    exp: &ast::Experiment,
+    models: &HashMap<&str, &ast::Model>,
+    task_defs: &HashMap<&str, &ast::TaskDef>,
+) -> Result<ExperimentPlan, Diagnostic> {
+    let name = &exp.name.name;
+    let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
+    let task_call = single(&exp.task, exp, "task", "task assocRetrieval(pairs = 4)")?;
+    let model = *models.get(model_call.callee.name.as_str()).ok_or_else(|| {
+        let mut d = Diagnostic::error(format!("unknown model `{}`", model_call.callee.name)).at(model_call.callee.span, "no such model");
+        if let Some(h) = super::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
+            d = d.hint(h);
+        }
+        d
+    })?;
+    let entries = model_params::table(model)?;
+    let mut overrides: BTreeMap<String, (Value, Span)> = BTreeMap::new();
+    for a in &model_call.args {
+        let Some(n) = &a.name else {
+            return Err(Diagnostic::error("model parameters must be named")
+                .at(a.value.span, "unnamed")
+                .hint(format!("e.g. `model {}({} = …)`", model.name.name, entries.first().map_or("d", |e| e.name))));
+        };
+        if !entries.iter().any(|e| e.name == n.name) {
+            return Err(no_such_param(model, &entries, n));
+        }
+        if overrides.contains_key(&n.name) {
+            return Err(Diagnostic::error(format!("parameter `{}` given twice", n.name)).at(n.span, "again here"));
+        }
+        overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
+    }
+
+    // The task: a `task` definition, or a generator called inline.
+    let (kind, mut task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) = match task_defs.get(task_call.callee.name.as_str()) {
+        Some(def) if !task_call.parens => (task_kind(&def.call)?, def.call.args.iter().collect()),
+        _ => (task_kind(task_call)?, vec![]),
+    };
+    task_args.extend(task_call.args.iter());
+    let task_what = format!("task `{}`", kind.name());
+    let task_call_for_binding = ast::Call {
+        callee: task_call.callee.clone(),
+        args: task_args.iter().map(|a| (*a).clone()).collect(),
+        parens: true,
+        span: task_call.span,
+    };
+    let slots = call::bind(&task_what, kind.signature(), &task_call_for_binding)?;
+    let mut task_options: Vec<(Value, Span)> = vec![];
+    for (spec, slot) in kind.signature().iter().zip(slots) {
+        let ArgKind::Value(k) = spec.kind else { continue };
+        task_options.push(match slot {
+            Some(e) => (call::coerce(&task_what, spec, k, consteval::eval(e, &|_| None, &[])?, e)?, e.span),
+            None => (spec.default.value().unwrap_or(Value::Bool(false)), task_call.span),
+        });
+    }
+
+    // Instantiate once with the unswept options to learn the target (for settings checks).
+    let probe = instantiate_task(kind, &task_options, task_call.span)?;
+    let target = probe.target();
+
+    if exp.train.len() > 1 {
+        return Err(Diagnostic::error("experiment has two `train` blocks").at(exp.span, "merge them"));
+    }
+    let block = match exp.train.first() {
+        Some(s) => settings::read(s, target)?,
+        None => settings::Block::default(),
+    };
+
+    // Sweep axes.
+    let mut axes: Vec<Axis> = vec![];
+    for sweep in &exp.sweep {
+        for ax in sweep {
+            let n = &ax.name.name;
+            if let Some(prev) = axes.iter().find(|a| &a.name.name == n) {
+                return Err(Diagnostic::error(format!("`{n}` is swept twice"))
+                    .at(ax.name.span, "second axis")
+                    .also(prev.name.span, "first axis"));
+            }
+            let mut targets = vec![];
+            if entries.iter().any(|e| e.name == n) {
+                targets.push(AxisTarget::Param);
+            }
+            if crate::train::config::setting(n).is_some() {
+                targets.push(AxisTarget::Setting);
+            }
+            if kind.signature().iter().any(|s| s.name == n) {
+                targets.push(AxisTarget::TaskOption);
+            }
+            if n == "seed" {
+                targets.push(AxisTarget::Seed);
+            }
+            let target = match targets[..] {
+                [t] => t,
+                [] => {
+                    let mut d = Diagnostic::error(format!("cannot sweep `{n}`: model `{}` has no such parameter", model.name.name))
+                        .at(ax.name.span, "unknown parameter");
+                    let names = entries.iter().map(|e| e.name).chain(["seed"]);
+                    if let Some(h) = super::suggest::did_you_mean(n, names) {
+                        d = d.hint(h);
+                    } else {
+                        d = d.hint(format!(
+                            "sweepable: the model's parameters ({}), train settings, task options, and `seed`",
+                            entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                    return Err(d);
+                }
+                _ => {
+                    return Err(Diagnostic::error(format!("`{n}` is ambiguous: it names both a model parameter and a setting or task option"))
+                        .at(ax.name.span, "ambiguous")
+                        .hint("rename the model parameter"));
+                }
+            };
+            let raw = consteval::eval(&ax.values, &|_| None, &[])?;
+            let values: Vec<Value> = match raw {
+                Value::List(items) => items,
+                v => vec![v],
+            };
+            if values.is_empty() {
+                return Err(Diagnostic::error(format!("the sweep over `{n}` has no values")).at(ax.values.span, "empty").hint("an empty axis would give no trials"));
+            }
+            let mut checked = vec![];
+            for v in values {
+                let v = match target {
+                    AxisTarget::Param => {
+                        let e = entries.iter().find(|e| e.name == n).map(|e| e.kind);
+                        let k = e.unwrap_or(v.kind());
+                        v.coerce(k).ok_or_else(|| {
+                            Diagnostic::error(format!("`{n}` is a {k}, but the sweep gives {}", v.describe())).at(ax.values.span, format!("expected {k} values"))
+                        })?
+                    }
+                    AxisTarget::Setting => settings::check_swept(n, v, ax.values.span)?,
+                    AxisTarget::TaskOption => {
+                        let spec = kind.signature().iter().find(|s| s.name == n).map(|s| s.kind);
+                        match spec {
+                            Some(ArgKind::Value(k)) => v.coerce(k).ok_or_else(|| {
+                                Diagnostic::error(format!("task option `{n}` is a {k}, but the sweep gives {}", v.describe())).at(ax.values.span, format!("expected {k} values"))
+                            })?,
+                            _ => v,
+                        }
+                    }
+                    AxisTarget::Seed => match v {
+                        Value::Int(i) if i >= 0 => v,
+                        _ => {
+                            return Err(Diagnostic::error(format!("seeds are non-negative integers, found {}", v.describe())).at(ax.values.span, "not a seed"));
+                        }
+                    },
+                };
+                checked.push((v, ax.values.span));
+            }
+            axes.push(Axis { name: &ax.name, target, values: checked });
+        }
+    }
+    let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.values.len())).filter(|t| *t <= MAX_TRIALS);
+    let Some(total) = total else {
+        return Err(Diagnostic::error(format!("the sweep of `{name}` has more than {MAX_TRIALS} trials")).at(exp.name.span, "too many trials"));
+    };
+
+    // Expand: the first axis varies slowest.
+    let mut trials = vec![];
+    let mut graphs: HashMap<String, Arc<StepGraph>> = HashMap::new();
+    let mut task_cache: HashMap<String, Arc<dyn Task>> = HashMap::new();
+    for index in 0..total {
+        let mut rest = index;
+        let mut picks = vec![0; axes.len()];
+        for (i, a) in axes.iter().enumerate().rev() {
+            picks[i] = rest % a.values.len();
+            rest /= a.values.len();
+        }
+        let mut given = overrides.clone();
+        let mut swept_settings: BTreeMap<String, (Value, Span)> = BTreeMap::new();
+        let mut options = task_options.clone();
+        let mut seed = 0u64;
+        let mut swept = vec![];
+        for (a, &p) in axes.iter().zip(&picks) {
+            let (v, span) = a.values[p].clone();
+            swept.push((a.name.name.clone(), v.clone()));
+            match a.target {
+                AxisTarget::Param => {
+                    given.insert(a.name.name.clone(), (v, span));
+                }
+                AxisTarget::Setting => {
+                    swept_settings.insert(a.name.name.clone(), (v, span));
+                }
+                AxisTarget::TaskOption => {
+                    if let Some(i) = kind.signature().iter().position(|s| s.name == a.name.name) {
+                        options[i] = (v, span);
+                    }
+                }
+                AxisTarget::Seed => seed = v.as_int().unwrap_or(0) as u64,
+            }
+        }
+        let params = model_params::resolve(model, &entries, &given, model_call.span)?;
+        let train = settings::resolve(&block, &swept_settings, exp.name.span)?;
+        let option_key = format!("{options:?}");
+        let task = match task_cache.get(&option_key) {
+            Some(t) => t.clone(),
+            None => {
+                let t: Arc<dyn Task> = Arc::from(instantiate_task(kind, &options, task_call.span)?);
+                task_cache.insert(option_key, t.clone());
+                t
+            }
+        };
+        let shape = elaborate::TaskShape { input: task.input(), output_size: task.target().size(), name: kind.name().to_string() };
+        let graph_key = format!("{params:?}{:?}{}", shape.input, shape.output_size);
+        let graph = match graphs.get(&graph_key) {
+            Some(g) => g.clone(),
+            None => {
+                let g = Arc::new(elaborate::elaborate(model, &params, &shape).map_err(|d| {
+                    let values: Vec<String> = swept.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+                    if values.is_empty() {
+                        d.hint(format!("while checking experiment `{name}`"))
+                    } else {
+                        d.hint(format!("while checking experiment `{name}` with {}", values.join(", ")))
+                    }
+                })?);
+                graphs.insert(graph_key, g.clone());
+                g
+            }
+        };
+        let task_options = kind.signature().iter().zip(&options).map(|(s, (v, _))| (s.name.to_string(), v.clone())).collect();
+        trials.push(Trial {
+            config: TrialConfig {
+                experiment: name.clone(),
+                model: model.name.name.clone(),
+                params,
+                task: kind.name().to_string(),
+                task_options,
+                train,
+                seed,
+                swept,
+            },
+            graph,
+            task,
+        });
+    }
+    Ok(ExperimentPlan { name: name.clone(), span: exp.name.span, trials })
+}
+
+fn single<'a>(calls: &'a [ast::Call], exp: &ast::Experiment, what: &str, example: &str) -> Result<&'a ast::Call, Diagnostic> {
+    match calls {
+        [c] => Ok(c),
+        [] => Err(Diagnostic::error(format!("experiment `{}` has no {what}", exp.name.name))
+            .at(exp.name.span, format!("no `{what}`"))
+            .hint(format!("add e.g. `{example}`"))),
+        [first, second, ..] => Err(Diagnostic::error(format!("experiment `{}` names two {what}s", exp.name.name))
+            .at(second.span, "second")
+            .also(first.span, "first")
+            .hint(format!("sweep over a parameter instead, or write two experiments"))),
+    }
+}
+
+fn task_kind(call: &ast::Call) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
+    tasks::get(&call.callee.name).ok_or_else(|| {
+        let mut d = Diagnostic::error(format!("unknown task `{}`", call.callee.name)).at(call.callee.span, "no such task or generator");
+        d = match super::suggest::did_you_mean(&call.callee.name, tasks::TASKS.iter().map(|t| t.name())) {
+            Some(h) => d.hint(h),
+            None => d.hint(format!("generators: {}", tasks::TASKS.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "))),
+        };
+        d
+    })
+}
+
+fn instantiate_task(kind: &dyn tasks::TaskKind, options: &[(Value, Span)], at: Span) -> Result<Box<dyn Task>, Diagnostic> {
+    let values: Vec<Value> = options.iter().map(|(v, _)| v.clone()).collect();
+    kind.instantiate(&values).map_err(|e| {
+        let span = e.arg.and_then(|a| kind.signature().iter().position(|s| s.name == a)).and_then(|i| options.get(i)).map_or(at, |(_, s)| *s);
+        let mut d = Diagnostic::error(format!("{}: {}", kind.name(), e.message)).at(span, "invalid option");
+        if let Some(h) = e.hint {
+            d = d.hint(h);
+        }
+        d
+    })
+}
+
+fn no_such_param(model: &ast::Model, entries: &[model_params::ParamEntry], n: &ast::Ident) -> Diagnostic {
+    let mut d = Diagnostic::error(format!("model `{}` has no parameter `{}`", model.name.name, n.name)).at(n.span, "unknown parameter");
+    match super::suggest::did_you_mean(&n.name, entries.iter().map(|e| e.name)) {
+        Some(h) => d = d.hint(h),
+        None => d = d.hint(format!("its parameters: {}", entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))),
+    }
+    d.also(model.name.span, "model defined here")
+}

@@ -1,0 +1,181 @@
+//! The `train { ... }` block: known keys, kinds and ranges, into a [`TrainConfig`].
+
+use std::collections::BTreeMap;
+
+use super::consteval;
+use crate::diag::Diagnostic;
+use crate::lang::ast::{BinaryOp, ExprKind, Setting};
+use crate::source::Span;
+use crate::tasks::Target;
+use crate::train::config::{self, Comparison, OptimizerKind, StopWhen, TrainConfig};
+use crate::value::{Kind, Value};
+
+/// A `train` block's settings, checked for names and kinds.
+#[derive(Default, Clone)]
+pub struct Block {
+    pub values: BTreeMap<String, (Value, Span)>,
+    pub stop_when: Option<StopWhen>,
+}
+
+/// Reads a `train` block.
+pub fn read(settings: &[Setting], target: Target) -> Result<Block, Diagnostic> {
+    let mut block = Block::default();
+    let put = |key: &str, value: Value, key_span: Span, value_span: Span, block: &mut Block| -> Result<(), Diagnostic> {
+        let Some(spec) = config::setting(key) else {
+            let mut d = Diagnostic::error(format!("unknown train setting `{key}`")).at(key_span, "not a setting");
+            let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when"]);
+            d = match super::suggest::did_you_mean(key, names) {
+                Some(h) => d.hint(h),
+                None => d.hint(format!(
+                    "settings: {}, stop_when",
+                    config::SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                )),
+            };
+            return Err(d);
+        };
+        if block.values.contains_key(key) {
+            return Err(Diagnostic::error(format!("train setting `{key}` is given twice")).at(key_span, "again here"));
+        }
+        let v = check_kind(key, spec.kind, value, value_span)?;
+        block.values.insert(key.to_string(), (v, value_span));
+        Ok(())
+    };
+    for s in settings {
+        let key = s.key.name.as_str();
+        match (key, &s.value.kind) {
+            ("stop_when", _) => block.stop_when = Some(stop_when(&s.value, target)?),
+            ("optimizer", ExprKind::Call(_) | ExprKind::Name(_)) => {
+                let (name, span, args) = match &s.value.kind {
+                    ExprKind::Call(c) => (c.callee.name.clone(), c.callee.span, c.args.as_slice()),
+                    ExprKind::Name(n) => (n.clone(), s.value.span, &[][..]),
+                    _ => unreachable!("matched above"),
+                };
+                put("optimizer", Value::Str(name), s.key.span, span, &mut block)?;
+                for a in args {
+                    let Some(arg_name) = &a.name else {
+                        return Err(Diagnostic::error("optimizer arguments must be named")
+                            .at(a.value.span, "unnamed")
+                            .hint("e.g. `rmsprop(lr = 1e-4, momentum = 0.9)`"));
+                    };
+                    let v = consteval::eval(&a.value, &|_| None, &[])?;
+                    put(&arg_name.name, v, arg_name.span, a.value.span, &mut block)?;
+                }
+            }
+            _ => {
+                let v = consteval::eval(&s.value, &|_| None, &[])?;
+                put(key, v, s.key.span, s.value.span, &mut block)?;
+            }
+        }
+    }
+    Ok(block)
+}
+
+fn check_kind(key: &str, kind: Kind, v: Value, span: Span) -> Result<Value, Diagnostic> {
+    v.coerce(kind).ok_or_else(|| {
+        Diagnostic::error(format!("train setting `{key}` must be a {kind}, found {}", v.describe())).at(span, format!("expected a {kind}"))
+    })
+}
+
+/// Checks a swept value for a train setting.
+pub fn check_swept(key: &str, v: Value, span: Span) -> Result<Value, Diagnostic> {
+    let spec = config::setting(key).ok_or_else(|| Diagnostic::error(format!("unknown train setting `{key}`")).at(span, "here"))?;
+    check_kind(key, spec.kind, v, span)
+}
+
+fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Diagnostic> {
+    let bad = || {
+        Diagnostic::error("`stop_when` must compare a metric with a number")
+            .at(e.span, "e.g. `accuracy >= 0.99`")
+            .hint(format!("metrics of this task: {}, loss", target.metrics().join(", ")))
+    };
+    let ExprKind::Binary(op, lhs, rhs) = &e.kind else { return Err(bad()) };
+    let op = match op {
+        BinaryOp::Ge => Comparison::Ge,
+        BinaryOp::Gt => Comparison::Gt,
+        BinaryOp::Le => Comparison::Le,
+        BinaryOp::Lt => Comparison::Lt,
+        _ => return Err(bad()),
+    };
+    let ExprKind::Name(metric) = &lhs.kind else { return Err(bad()) };
+    let known: Vec<&str> = target.metrics().iter().copied().chain(["loss"]).collect();
+    if !known.contains(&metric.as_str()) {
+        let mut d = Diagnostic::error(format!("this task has no metric `{metric}`"))
+            .at(lhs.span, "unknown metric")
+            .hint(format!("metrics of this task: {}", known.join(", ")));
+        if let Some(h) = super::suggest::did_you_mean(metric, known.iter().copied()) {
+            d = d.hint(h);
+        }
+        return Err(d);
+    }
+    let threshold = consteval::eval(rhs, &|_| None, &[])?.as_float().ok_or_else(bad)?;
+    Ok(StopWhen { metric: metric.clone(), op, threshold })
+}
+
+/// The trial's training configuration: block values, then sweep overrides, then defaults.
+pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span) -> Result<TrainConfig, Diagnostic> {
+    let get = |key: &str| -> Option<(Value, Span)> { swept.get(key).or_else(|| block.values.get(key)).cloned() };
+    let float = |key: &str| -> f64 {
+        get(key).and_then(|(v, _)| v.as_float()).or_else(|| config::setting(key).and_then(|s| s.default).and_then(|d| d().as_float())).unwrap_or(0.0)
+    };
+    let span_of = |key: &str| get(key).map_or(at, |(_, s)| s);
+    let positive_int = |key: &str| -> Result<usize, Diagnostic> {
+        let v = get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
+        match v.and_then(|v| v.as_int()) {
+            Some(i) if i >= 1 && i <= 1 << 40 => Ok(i as usize),
+            Some(i) => Err(Diagnostic::error(format!("`{key}` must be at least 1, found {i}")).at(span_of(key), "too small")),
+            None => Err(Diagnostic::error(format!("`{key}` is not set")).at(at, "here")),
+        }
+    };
+    let optional_positive = |key: &str| -> Result<Option<f64>, Diagnostic> {
+        match get(key) {
+            None => Ok(None),
+            Some((v, span)) => match v.as_float() {
+                Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
+                _ => Err(Diagnostic::error(format!("`{key}` must be a positive number, found {}", v.describe())).at(span, "not positive")),
+            },
+        }
+    };
+    let opt_name = get("optimizer").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "adam".into());
+    let optimizer = OptimizerKind::parse(&opt_name).ok_or_else(|| {
+        let mut d = Diagnostic::error(format!("unknown optimizer `{opt_name}`"))
+            .at(span_of("optimizer"), "not an optimizer")
+            .hint("optimizers: adam, rmsprop, sgd");
+        if let Some(h) = super::suggest::did_you_mean(&opt_name, ["adam", "rmsprop", "sgd"]) {
+            d = d.hint(h);
+        }
+        d
+    })?;
+    let lr = float("lr");
+    if !(lr > 0.0 && lr.is_finite()) {
+        return Err(Diagnostic::error(format!("`lr` must be positive, found {lr}")).at(span_of("lr"), "not positive"));
+    }
+    let device = get("device").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "cpu".into());
+    if crate::device::parse(&device).is_none() {
+        return Err(Diagnostic::error(format!("unknown device `{device}`"))
+            .at(span_of("device"), "not a device")
+            .hint("devices: cpu, cuda, cuda:N"));
+    }
+    let eval_size = match get("eval_size") {
+        None => None,
+        Some(_) => Some(positive_int("eval_size")?),
+    };
+    Ok(TrainConfig {
+        optimizer,
+        lr,
+        momentum: float("momentum"),
+        alpha: float("alpha"),
+        beta1: float("beta1"),
+        beta2: float("beta2"),
+        eps: float("eps"),
+        weight_decay: float("weight_decay"),
+        batch: positive_int("batch")?,
+        steps: positive_int("steps")?,
+        eval_every: positive_int("eval_every")?,
+        eval_size,
+        clip_value: optional_positive("clip_value")?,
+        clip_norm: optional_positive("clip_norm")?,
+        max_time: optional_positive("max_time")?,
+        device,
+        stop_when: block.stop_when.clone(),
+    })
+}

@@ -1,0 +1,29 @@
+//! "Did you mean …?" for misspelt names.
+
+/// The candidate closest to `name`, if it is close enough to be a likely typo.
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let lower = name.to_lowercase();
+    candidates
+        .into_iter()
+        .map(|c| (strsim::levenshtein(&lower, &c.to_lowercase()), c))
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// `Some("did you mean `x`?")` for the closest candidate.
+pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_only_near_misses() {
+        assert_eq!(closest("samRaed", ["samRead", "relRead", "linear"]), Some("samRead"));
+        assert_eq!(closest("lstmcell", ["lstmCell"]), Some("lstmCell"));
+        assert_eq!(closest("banana", ["samRead", "linear"]), None);
+    }
+}

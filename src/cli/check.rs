@@ -1,0 +1,63 @@
+//! `memctl check FILE...`: parse and check specs without running anything.
+
+use std::path::PathBuf;
+
+use crate::cli::{Context, load};
+use crate::report::numbers::{count, si};
+
+/// Check specs: syntax, names, arities, kinds and shapes. Prints each experiment's trials
+/// and each model's parameter count and FLOPs per time step.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Spec files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let mut code = 0;
+    for file in &args.files {
+        let Ok((_, program)) = load::load_checked(file, ctx) else {
+            code = 2;
+            continue;
+        };
+        println!("{}: ok", file.display());
+        for exp in &program.experiments {
+            let first = &exp.trials[0];
+            println!(
+                "  experiment {}: {} trial{}, task {}",
+                exp.name,
+                exp.trials.len(),
+                if exp.trials.len() == 1 { "" } else { "s" },
+                first.config.task
+            );
+            // One line per distinct model configuration (sweeps may change the size).
+            let mut seen: Vec<(usize, u64)> = vec![];
+            for t in &exp.trials {
+                let key = (t.graph.param_count(), t.graph.flops_per_step());
+                if seen.contains(&key) {
+                    continue;
+                }
+                seen.push(key);
+                let varied: Vec<String> = t
+                    .config
+                    .swept
+                    .iter()
+                    .filter(|(k, _)| t.config.params.contains_key(k))
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                println!(
+                    "    model {}{}: {} parameters, {}FLOP per step and example (forward)",
+                    t.config.model,
+                    if varied.is_empty() { String::new() } else { format!(" ({})", varied.join(" ")) },
+                    count(key.0 as u64),
+                    si(key.1 as f64)
+                );
+            }
+        }
+        for m in &program.unused_models {
+            println!("  model {m}: not used by an experiment here (checked where it is used)");
+        }
+    }
+    Ok(code)
+}

@@ -1,0 +1,78 @@
+//! The command line. One verb per file; this file registers them and dispatches.
+//!
+//! Exit codes: 0 success, 1 some trial failed, 2 the command could not run (bad spec,
+//! bad arguments, store locked, ...).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+mod check;
+mod load;
+mod prims;
+mod progress;
+mod run;
+mod runs;
+mod sweep;
+
+#[derive(Parser)]
+#[command(name = "memctl", version, about = "Declarative experiments with memory-augmented neural networks")]
+pub struct Cli {
+    /// Run store location.
+    #[arg(long, global = true, env = "MEMCTL_STORE", default_value = "store")]
+    pub store: PathBuf,
+    /// Colour: auto, always or never.
+    #[arg(long, global = true, default_value = "auto")]
+    pub color: ColorChoice,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    Check(check::Args),
+    Run(run::Args),
+    Sweep(sweep::Args),
+    Runs(runs::Args),
+    Prims(prims::Args),
+}
+
+/// Shared by every verb.
+pub struct Context {
+    pub store: PathBuf,
+    /// Colour diagnostics on stderr.
+    pub color: bool,
+}
+
+/// Parses arguments, runs the verb, returns the exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let color = match cli.color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let ctx = Context { store: cli.store, color };
+    let result = match cli.command {
+        Command::Check(a) => check::run(a, &ctx),
+        Command::Run(a) => run::run(a, &ctx),
+        Command::Sweep(a) => sweep::run(a, &ctx),
+        Command::Runs(a) => runs::run(a, &ctx),
+        Command::Prims(a) => prims::run(a, &ctx),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            2
+        }
+    }
+}

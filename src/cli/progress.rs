@@ -1,0 +1,143 @@
+//! Progress display: a bar per running trial on a terminal, plain lines otherwise (CI logs).
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::check::Trial;
+use crate::report::numbers::{duration, sig3};
+use crate::store::{RunRecord, Status};
+use crate::sweep::Reporter;
+use crate::train::Observer;
+
+pub struct Progress {
+    bars: Option<MultiProgress>,
+    total: usize,
+    /// Trials finished so far and failures among them.
+    counts: Mutex<(usize, usize)>,
+}
+
+impl Progress {
+    pub fn new(total: usize, quiet: bool) -> Progress {
+        let bars = (!quiet && std::io::stderr().is_terminal()).then(MultiProgress::new);
+        Progress { bars, total, counts: Mutex::new((0, 0)) }
+    }
+
+    /// Prints a line without tearing the bars.
+    fn line(&self, text: &str) {
+        match &self.bars {
+            Some(m) => {
+                let _ = m.println(text);
+            }
+            None => eprintln!("{text}"),
+        }
+    }
+
+    pub fn failures(&self) -> usize {
+        self.counts.lock().map(|c| c.1).unwrap_or(0)
+    }
+}
+
+fn label(index: usize, total: usize, trial: &Trial) -> String {
+    let mut parts = vec![format!("[{}/{total}] {} {}", index + 1, trial.config.experiment, trial.config.model)];
+    for (k, v) in &trial.config.swept {
+        parts.push(format!("{k}={v}"));
+    }
+    if !trial.config.swept.iter().any(|(k, _)| k == "seed") {
+        parts.push(format!("seed={}", trial.config.seed));
+    }
+    parts.join(" ")
+}
+
+impl Reporter for Progress {
+    fn trial_started(&self, index: usize, trial: &Trial, run_id: u64) -> Box<dyn Observer + '_> {
+        let name = format!("{} (run {run_id})", label(index, self.total, trial));
+        let bar = self.bars.as_ref().map(|m| {
+            let bar = m.add(ProgressBar::new(trial.config.train.steps as u64));
+            bar.set_style(
+                ProgressStyle::with_template("{prefix} {bar:24} {pos}/{len} {msg} [{elapsed}<{eta}]")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_prefix(name.clone());
+            bar
+        });
+        if bar.is_none() {
+            self.line(&format!("{name}: started"));
+        }
+        Box::new(TrialProgress { bar, name, progress: self, metric: Mutex::new(String::new()) })
+    }
+
+    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64) {
+        if let Ok(mut c) = self.counts.lock() {
+            c.0 += 1;
+        }
+        self.line(&format!("{}: already done (run {run_id}), skipped", label(index, self.total, trial)));
+    }
+
+    fn trial_finished(&self, index: usize, record: &RunRecord) {
+        if let Ok(mut c) = self.counts.lock() {
+            c.0 += 1;
+            if record.status == Status::Failed {
+                c.1 += 1;
+            }
+        }
+        let what = format!("[{}/{}] run {}", index + 1, self.total, record.id);
+        let text = match record.status {
+            Status::Failed => format!("✗ {what} failed: {}", record.error.as_deref().unwrap_or("unknown error")),
+            Status::Interrupted => format!("! {what} interrupted after {} steps", record.steps_run),
+            _ => {
+                let metrics: Vec<String> = ["accuracy", "bit_error", "loss"]
+                    .iter()
+                    .filter_map(|m| record.final_metrics.get(*m).map(|v| format!("{m} {}", sig3(*v))))
+                    .collect();
+                let conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
+                format!(
+                    "✓ {what} {} {}: {} ({} steps in {}{conv})",
+                    record.config.experiment,
+                    record.config.model,
+                    metrics.join(", "),
+                    record.steps_run,
+                    duration(record.wall_seconds)
+                )
+            }
+        };
+        self.line(&text);
+    }
+}
+
+struct TrialProgress<'a> {
+    bar: Option<ProgressBar>,
+    name: String,
+    progress: &'a Progress,
+    metric: Mutex<String>,
+}
+
+impl Observer for TrialProgress<'_> {
+    fn on_step(&self, step: usize, _steps: usize, loss: f64) {
+        if let Some(b) = &self.bar {
+            b.set_position(step as u64);
+            let metric = self.metric.lock().map(|m| m.clone()).unwrap_or_default();
+            b.set_message(format!("loss {} {metric}", sig3(loss)));
+        }
+    }
+
+    fn on_eval(&self, step: usize, metrics: &[(&str, f64)]) {
+        let text: Vec<String> = metrics.iter().map(|(k, v)| format!("val_{k} {}", sig3(*v))).collect();
+        if let Ok(mut m) = self.metric.lock() {
+            *m = text.iter().filter(|t| !t.starts_with("val_loss")).cloned().collect::<Vec<_>>().join(" ");
+        }
+        if self.bar.is_none() {
+            self.progress.line(&format!("{}: step {step}: {}", self.name, text.join(", ")));
+        }
+    }
+}
+
+impl Drop for TrialProgress<'_> {
+    fn drop(&mut self) {
+        if let (Some(b), Some(m)) = (&self.bar, &self.progress.bars) {
+            b.finish_and_clear();
+            m.remove(b);
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! `memctl run FILE [EXPERIMENT]`: run one trial of an experiment now (its sweep's first
+//! point), even if it was run before.
+
+use std::path::PathBuf;
+
+use crate::cli::{Context, load, sweep};
+use crate::store::Store;
+use crate::sweep::Options;
+
+/// Run an experiment once: the first trial of its sweep, always (re-runs if already done).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Spec file.
+    file: PathBuf,
+    /// The experiment (default: the first in the file).
+    experiment: Option<String>,
+    /// Compute threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Device: cpu, cuda or cuda:N (overrides the spec's `device`).
+    #[arg(long)]
+    device: Option<String>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let Ok((spec, program)) = load::load_checked(&args.file, ctx) else { return Ok(2) };
+    let exp = match &args.experiment {
+        Some(name) => program.experiments.iter().find(|e| &e.name == name),
+        None => program.experiments.first(),
+    };
+    let Some(exp) = exp else {
+        let names: Vec<&str> = program.experiments.iter().map(|p| p.name.as_str()).collect();
+        anyhow::bail!(
+            "no experiment {}in {} (experiments: {})",
+            args.experiment.as_ref().map(|e| format!("`{e}` ")).unwrap_or_default(),
+            args.file.display(),
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        );
+    };
+    if let Some(d) = &args.device {
+        crate::device::open(d)?;
+    }
+    let store = Store::open(&ctx.store)?;
+    let source = load::spec_source(&args.file, &spec);
+    let opts = Options { force: true, threads: sweep::threads(args.threads), device: args.device.clone() };
+    sweep::execute(&store, &source, &exp.trials[..1], &opts, args.quiet)
+}

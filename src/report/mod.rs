@@ -1,0 +1,4 @@
+//! Turning stored runs into tables (pure: no I/O).
+
+pub mod numbers;
+pub mod runs_table;

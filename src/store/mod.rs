@@ -1,0 +1,136 @@
+//! The run store: a sled database (default `./store`).
+//!
+//! Every write of a run record is one sled transaction over the `runs` and `trials` trees,
+//! followed by a flush, so a crash never leaves a half-written run or loses a finished one.
+//! sled allows one process at a time; a second one gets [`StoreError::Locked`], which says
+//! which process holds the store.
+
+pub mod keys;
+pub mod record;
+
+use std::path::{Path, PathBuf};
+
+use sled::Transactional;
+use sled::transaction::{ConflictableTransactionError, TransactionError};
+
+pub use record::{Environment, RunRecord, Status};
+
+/// Version of the record layout; bumped when it changes incompatibly.
+pub const SCHEMA: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "the store at `{path}` is in use by another memctl process{holder}\n\
+         help: wait for it to finish, or use another store with `--store PATH` (or MEMCTL_STORE)"
+    )]
+    Locked { path: PathBuf, holder: String },
+    #[error("cannot open the store at `{path}`: {source}")]
+    Open { path: PathBuf, source: sled::Error },
+    #[error("the store at `{path}` has schema {found}, but this memctl reads schema {SCHEMA}")]
+    Schema { path: PathBuf, found: String },
+    #[error("store error: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("corrupt run record {id}: {reason}")]
+    Corrupt { id: u64, reason: String },
+    #[error("no run with id {0}")]
+    NoSuchRun(u64),
+}
+
+pub struct Store {
+    db: sled::Db,
+    runs: sled::Tree,
+    trials: sled::Tree,
+    path: PathBuf,
+}
+
+/// File next to the database naming the process that has it open.
+const HOLDER_FILE: &str = "holder";
+
+impl Store {
+    /// Opens (creating if needed) the store at `path`.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        std::fs::create_dir_all(path).map_err(|e| StoreError::Open { path: path.into(), source: e.into() })?;
+        let db_path = path.join("db");
+        let db = match sled::Config::new().path(&db_path).open() {
+            Ok(db) => db,
+            Err(sled::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock || e.raw_os_error() == Some(11) => {
+                let holder = std::fs::read_to_string(path.join(HOLDER_FILE)).map(|h| format!(" ({})", h.trim())).unwrap_or_default();
+                return Err(StoreError::Locked { path: path.into(), holder });
+            }
+            Err(source) => return Err(StoreError::Open { path: path.into(), source }),
+        };
+        let holder = format!("pid {}: {}", std::process::id(), std::env::args().collect::<Vec<_>>().join(" "));
+        let _ = std::fs::write(path.join(HOLDER_FILE), holder);
+        let meta = db.open_tree(keys::META)?;
+        match meta.get(keys::SCHEMA_KEY)? {
+            None => {
+                meta.insert(keys::SCHEMA_KEY, SCHEMA.to_string().as_bytes())?;
+            }
+            Some(v) if v.as_ref() == SCHEMA.to_string().as_bytes() => {}
+            Some(v) => return Err(StoreError::Schema { path: path.into(), found: String::from_utf8_lossy(&v).into() }),
+        }
+        let runs = db.open_tree(keys::RUNS)?;
+        let trials = db.open_tree(keys::TRIALS)?;
+        Ok(Store { db, runs, trials, path: path.into() })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A fresh run id (monotonic, never reused).
+    pub fn next_id(&self) -> Result<u64, StoreError> {
+        Ok(self.db.generate_id()? + 1)
+    }
+
+    /// Writes a run record atomically (record and trial index together) and flushes.
+    pub fn put(&self, record: &RunRecord) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt { id: record.id, reason: e.to_string() })?;
+        let key = keys::run_key(record.id);
+        let trial = record.trial_key.as_bytes().to_vec();
+        (&self.runs, &self.trials)
+            .transaction(|(runs, trials)| {
+                runs.insert(&key, bytes.as_slice())?;
+                trials.insert(trial.as_slice(), &key)?;
+                Ok::<(), ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| match e {
+                TransactionError::Storage(s) => StoreError::Sled(s),
+                TransactionError::Abort(()) => StoreError::Corrupt { id: record.id, reason: "transaction aborted".into() },
+            })?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    pub fn get(&self, id: u64) -> Result<RunRecord, StoreError> {
+        let bytes = self.runs.get(keys::run_key(id))?.ok_or(StoreError::NoSuchRun(id))?;
+        decode(id, &bytes)
+    }
+
+    /// The latest run of a trial, if any.
+    pub fn latest_of_trial(&self, trial_key: &str) -> Result<Option<RunRecord>, StoreError> {
+        match self.trials.get(trial_key.as_bytes())? {
+            Some(k) => {
+                let id = keys::run_id(&k).ok_or(StoreError::Corrupt { id: 0, reason: "bad trial index".into() })?;
+                Ok(Some(self.get(id)?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Every run, oldest first.
+    pub fn all(&self) -> Result<Vec<RunRecord>, StoreError> {
+        let mut out = vec![];
+        for item in self.runs.iter() {
+            let (k, v) = item?;
+            let id = keys::run_id(&k).unwrap_or(0);
+            out.push(decode(id, &v)?);
+        }
+        Ok(out)
+    }
+}
+
+fn decode(id: u64, bytes: &[u8]) -> Result<RunRecord, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| StoreError::Corrupt { id, reason: e.to_string() })
+}

@@ -1,0 +1,30 @@
+//! Trial identity: a stable hash of everything that determines a trial's result.
+//!
+//! Hashed: the compatibility level, the elaborated step graph's fingerprint (wiring, shapes,
+//! parameters — not comments or spacing), the model's parameter values, the task and its
+//! options, the training settings (except the device), and the seed. Same identity ⇒ same
+//! data and initial weights; a sweep skips trials whose identity is already `done`.
+
+use sha2::{Digest, Sha256};
+
+use crate::check::Trial;
+
+/// Bumped when a memctl change makes earlier results incomparable (so they re-run).
+pub const COMPAT_LEVEL: u32 = 1;
+
+pub fn trial_key(trial: &Trial) -> String {
+    let mut train = trial.config.train.clone();
+    train.device = String::new();
+    let canonical = serde_json::json!({
+        "compat": COMPAT_LEVEL,
+        "graph": trial.graph.fingerprint(),
+        "model": trial.config.model,
+        "params": trial.config.params,
+        "task": trial.config.task,
+        "task_options": trial.config.task_options,
+        "train": train,
+        "seed": trial.config.seed,
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}

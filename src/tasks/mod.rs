@@ -1,0 +1,100 @@
+//! Synthetic tasks: seeded data generators with the sizes and metric the checker and trainer need.
+//!
+//! Adding a task: one file here implementing [`TaskKind`] (its options) and [`Task`] (its data),
+//! its `mod` line, and one entry in [`TASKS`].
+
+use candle_core::{Device, Tensor};
+
+use crate::graph::Ty;
+use crate::prims::{ArgSpec, PrimError};
+use crate::value::Value;
+
+pub mod assoc_retrieval;
+
+/// Every task generator, by name.
+pub static TASKS: &[&dyn TaskKind] = &[&assoc_retrieval::AssocRetrievalKind];
+
+pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
+    TASKS.iter().copied().find(|t| t.name() == name)
+}
+
+/// A task generator as named in specs: `assocRetrieval(pairs = 13)`.
+pub trait TaskKind: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn summary(&self) -> &'static str;
+    /// Options (all values; no tensors).
+    fn signature(&self) -> &'static [ArgSpec];
+    /// Configures the task; `options` are aligned with the signature, defaults filled in.
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError>;
+}
+
+/// What the model is scored on at the scored time steps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Target {
+    /// One of `n` classes: logits `[n]`, cross-entropy, metric `accuracy`.
+    Classes(usize),
+    /// `n` independent bits: logits `[n]`, binary cross-entropy, metrics `bit_error`, `accuracy`.
+    Bits(usize),
+}
+
+impl Target {
+    pub fn size(self) -> usize {
+        match self {
+            Target::Classes(n) | Target::Bits(n) => n,
+        }
+    }
+
+    /// Metrics recorded for this kind of target, besides `loss`.
+    pub fn metrics(self) -> &'static [&'static str] {
+        match self {
+            Target::Classes(_) => &["accuracy"],
+            Target::Bits(_) => &["bit_error", "accuracy"],
+        }
+    }
+}
+
+/// A configured task.
+pub trait Task: Send + Sync {
+    /// The per-step input type (`tokens(V)` or a float vector).
+    fn input(&self) -> Ty;
+    fn target(&self) -> Target;
+    /// Generates the task's data for one trial, deterministically from `seed`.
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;
+}
+
+/// Which held-out set to evaluate on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    Validation,
+    Test,
+}
+
+/// A batch of sequences, time-major.
+#[derive(Clone, Debug)]
+pub struct Batch {
+    /// `[T, B]` u32 token ids, or `[T, B, n]` floats.
+    pub inputs: Tensor,
+    /// The time steps whose output is scored, in increasing order (`S` of them).
+    pub scored: Vec<usize>,
+    /// `[S, B]` u32 class ids, or `[S, B, n]` float bits.
+    pub targets: Tensor,
+}
+
+impl Batch {
+    pub fn batch_size(&self) -> candle_core::Result<usize> {
+        self.inputs.dim(1)
+    }
+    pub fn steps(&self) -> candle_core::Result<usize> {
+        self.inputs.dim(0)
+    }
+}
+
+/// One trial's data.
+pub trait TaskData: Send {
+    /// The next training batch (fixed datasets sample from their training set).
+    fn train_batch(&mut self, batch_size: usize) -> candle_core::Result<Batch>;
+    /// A held-out set, in batches of at most `batch_size`.
+    fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>>;
+    /// Size of the training set, if fixed (for epochs); `None` for fresh data every batch.
+    fn train_size(&self) -> Option<usize>;
+}

@@ -1,0 +1,123 @@
+//! Training settings: the `train { ... }` block of an experiment, resolved.
+//!
+//! Settings are flat `key = value` pairs so that any of them can be swept (`lr in [1e-3, 1e-4]`).
+//! `optimizer = rmsprop(lr = 1e-4, momentum = 0.9)` is shorthand for `optimizer = "rmsprop"`
+//! plus the settings given as arguments.
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::{Kind, Value};
+
+/// One known setting.
+pub struct SettingSpec {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// `None`: off unless given.
+    pub default: Option<fn() -> Value>,
+    pub doc: &'static str,
+}
+
+/// Every setting a `train` block accepts (besides `stop_when`).
+pub static SETTINGS: &[SettingSpec] = &[
+    SettingSpec { name: "optimizer", kind: Kind::Str, default: Some(|| Value::Str("adam".into())), doc: "adam, rmsprop or sgd" },
+    SettingSpec { name: "lr", kind: Kind::Float, default: Some(|| Value::Float(1e-3)), doc: "learning rate" },
+    SettingSpec { name: "momentum", kind: Kind::Float, default: Some(|| Value::Float(0.0)), doc: "rmsprop and sgd momentum" },
+    SettingSpec { name: "alpha", kind: Kind::Float, default: Some(|| Value::Float(0.99)), doc: "rmsprop smoothing constant" },
+    SettingSpec { name: "beta1", kind: Kind::Float, default: Some(|| Value::Float(0.9)), doc: "adam β1" },
+    SettingSpec { name: "beta2", kind: Kind::Float, default: Some(|| Value::Float(0.999)), doc: "adam β2" },
+    SettingSpec { name: "eps", kind: Kind::Float, default: Some(|| Value::Float(1e-8)), doc: "optimizer epsilon" },
+    SettingSpec { name: "weight_decay", kind: Kind::Float, default: Some(|| Value::Float(0.0)), doc: "decoupled weight decay (adam)" },
+    SettingSpec { name: "batch", kind: Kind::Int, default: Some(|| Value::Int(32)), doc: "sequences per training step" },
+    SettingSpec { name: "steps", kind: Kind::Int, default: Some(|| Value::Int(1000)), doc: "maximum training steps" },
+    SettingSpec { name: "eval_every", kind: Kind::Int, default: Some(|| Value::Int(100)), doc: "steps between validations" },
+    SettingSpec { name: "eval_size", kind: Kind::Int, default: None, doc: "validation examples per evaluation (default: all)" },
+    SettingSpec { name: "clip_value", kind: Kind::Float, default: None, doc: "clamp each gradient element to ±value" },
+    SettingSpec { name: "clip_norm", kind: Kind::Float, default: None, doc: "rescale gradients to this global L2 norm" },
+    SettingSpec { name: "max_time", kind: Kind::Float, default: None, doc: "seconds of training before stopping" },
+    SettingSpec { name: "device", kind: Kind::Str, default: Some(|| Value::Str("cpu".into())), doc: "cpu or cuda[:N]" },
+];
+
+pub fn setting(name: &str) -> Option<&'static SettingSpec> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OptimizerKind {
+    Adam,
+    RmsProp,
+    Sgd,
+}
+
+impl OptimizerKind {
+    pub fn parse(s: &str) -> Option<OptimizerKind> {
+        match s {
+            "adam" => Some(OptimizerKind::Adam),
+            "rmsprop" => Some(OptimizerKind::RmsProp),
+            "sgd" => Some(OptimizerKind::Sgd),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Comparison {
+    Ge,
+    Gt,
+    Le,
+    Lt,
+}
+
+impl Comparison {
+    pub fn holds(self, value: f64, threshold: f64) -> bool {
+        match self {
+            Comparison::Ge => value >= threshold,
+            Comparison::Gt => value > threshold,
+            Comparison::Le => value <= threshold,
+            Comparison::Lt => value < threshold,
+        }
+    }
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Comparison::Ge => ">=",
+            Comparison::Gt => ">",
+            Comparison::Le => "<=",
+            Comparison::Lt => "<",
+        }
+    }
+}
+
+/// `stop_when = accuracy >= 0.99`: checked on the validation metrics at every evaluation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StopWhen {
+    pub metric: String,
+    pub op: Comparison,
+    pub threshold: f64,
+}
+
+impl std::fmt::Display for StopWhen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} {}", self.metric, self.op.symbol(), self.threshold)
+    }
+}
+
+/// Resolved training settings of one trial.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub momentum: f64,
+    pub alpha: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+    pub batch: usize,
+    pub steps: usize,
+    pub eval_every: usize,
+    pub eval_size: Option<usize>,
+    pub clip_value: Option<f64>,
+    pub clip_norm: Option<f64>,
+    pub max_time: Option<f64>,
+    pub device: String,
+    pub stop_when: Option<StopWhen>,
+}

@@ -1,0 +1,237 @@
+//! Training one trial: batches, forward over time, loss, backward, clipping, optimiser,
+//! periodic validation, `stop_when`, budgets, and a final test evaluation.
+//!
+//! Nothing here prints: progress goes to an [`Observer`], results into an [`Outcome`].
+//! Errors never escape as panics: a candle error or a non-finite loss ends the trial `failed`
+//! with the reason, keeping the curves recorded so far.
+
+pub mod clip;
+pub mod config;
+pub mod loss;
+pub mod optim;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use candle_core::{DType, Device};
+use serde::{Deserialize, Serialize};
+
+use crate::check::Trial;
+use crate::compile::Cell;
+use crate::tasks::{Split, TaskData, Target};
+use loss::MetricSums;
+
+/// Hooks for progress display.
+pub trait Observer: Sync {
+    /// After every training step.
+    fn on_step(&self, _step: usize, _steps: usize, _loss: f64) {}
+    /// After every validation.
+    fn on_eval(&self, _step: usize, _metrics: &[(&str, f64)]) {}
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+impl Observer for Silent {}
+
+/// How a trial ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Ending {
+    /// Ran all its steps, met `stop_when`, or used up `max_time`.
+    Done,
+    Failed(String),
+    /// Stopped from outside (Ctrl-C).
+    Interrupted,
+}
+
+/// When `stop_when` was first met.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Converged {
+    pub step: usize,
+    /// `step · batch / training-set size`, for tasks with a fixed training set.
+    pub epoch: Option<f64>,
+}
+
+/// Everything a trial produced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub ending: Ending,
+    /// Why training stopped: "steps", "stop_when", "max_time", or the failure.
+    pub stop_reason: String,
+    /// `name → [(step, value)]`: `train_loss` (mean over each evaluation interval) and the
+    /// validation metrics (`val_loss`, `val_accuracy`, ...).
+    pub curves: BTreeMap<String, Vec<(u64, f64)>>,
+    /// Test-set metrics at the end (`loss`, `accuracy`, ...) and the last validation (`val_*`).
+    pub final_metrics: BTreeMap<String, f64>,
+    pub steps_run: usize,
+    pub converged: Option<Converged>,
+    pub param_count: usize,
+    pub flops_per_step: u64,
+    pub train_seconds: f64,
+    pub eval_seconds: f64,
+}
+
+/// A trial's data stream is seeded separately from its parameters.
+fn data_seed(seed: u64) -> u64 {
+    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0xD1B5_4A32_D192_ED03)
+}
+
+/// Trains one trial on `device`. `cancel` is polled between steps.
+pub fn train(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &AtomicBool) -> Outcome {
+    let mut out = Outcome {
+        ending: Ending::Done,
+        stop_reason: "steps".into(),
+        curves: BTreeMap::new(),
+        final_metrics: BTreeMap::new(),
+        steps_run: 0,
+        converged: None,
+        param_count: trial.graph.param_count(),
+        flops_per_step: trial.graph.flops_per_step(),
+        train_seconds: 0.0,
+        eval_seconds: 0.0,
+    };
+    if let Err(e) = train_into(trial, device, observer, cancel, &mut out) {
+        out.ending = Ending::Failed(e.to_string());
+        out.stop_reason = e.to_string();
+    }
+    out
+}
+
+#[derive(Debug, thiserror::Error)]
+enum TrainError {
+    #[error("loss is {value} at step {step}; try a smaller learning rate or gradient clipping")]
+    NonFinite { step: usize, value: f64 },
+    #[error("{0}")]
+    Candle(#[from] candle_core::Error),
+}
+
+fn train_into(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &AtomicBool, out: &mut Outcome) -> Result<(), TrainError> {
+    let cfg = &trial.config.train;
+    let target = trial.task.target();
+    let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+    let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
+    let mut opt = optim::build(cfg, cell.vars().to_vec())?;
+    let eval_batch = (cfg.batch * 2).clamp(64, 512);
+    let started = Instant::now();
+    let mut eval_time = 0.0;
+    let mut interval_loss = (0.0, 0usize);
+    for step in 1..=cfg.steps {
+        if cancel.load(Ordering::Relaxed) {
+            out.ending = Ending::Interrupted;
+            out.stop_reason = "interrupted".into();
+            break;
+        }
+        let batch = data.train_batch(cfg.batch)?;
+        let weights = cell.weights(true);
+        let logits = cell.run(&weights, &batch.inputs, &batch.scored)?;
+        let loss = loss::loss(target, &logits, &batch.targets)?;
+        let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        if !value.is_finite() {
+            return Err(TrainError::NonFinite { step, value });
+        }
+        let mut grads = loss.backward()?;
+        if let Some(limit) = cfg.clip_value {
+            clip::by_value(&mut grads, cell.vars(), limit)?;
+        }
+        if let Some(max_norm) = cfg.clip_norm {
+            clip::by_norm(&mut grads, cell.vars(), max_norm)?;
+        }
+        opt.step(&grads)?;
+        out.steps_run = step;
+        interval_loss.0 += value;
+        interval_loss.1 += 1;
+        observer.on_step(step, cfg.steps, value);
+
+        let out_of_time = cfg.max_time.is_some_and(|t| started.elapsed().as_secs_f64() - eval_time >= t);
+        if step % cfg.eval_every == 0 || step == cfg.steps || out_of_time {
+            push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
+            interval_loss = (0.0, 0);
+            let t0 = Instant::now();
+            let metrics = evaluate(&cell, data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, target)?;
+            eval_time += t0.elapsed().as_secs_f64();
+            for (name, v) in &metrics {
+                push(out, &format!("val_{name}"), step, *v);
+            }
+            observer.on_eval(step, &metrics);
+            if let Some(stop) = &cfg.stop_when {
+                let met = metrics.iter().find(|(n, _)| *n == stop.metric).is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
+                if met && out.converged.is_none() {
+                    let epoch = data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
+                    out.converged = Some(Converged { step, epoch });
+                    out.stop_reason = "stop_when".into();
+                    break;
+                }
+            }
+            if out_of_time {
+                out.stop_reason = "max_time".into();
+                break;
+            }
+        }
+    }
+    out.train_seconds = started.elapsed().as_secs_f64() - eval_time;
+    if out.ending == Ending::Done {
+        let t0 = Instant::now();
+        for (name, v) in evaluate(&cell, data.as_ref(), Split::Test, eval_batch, None, target)? {
+            out.final_metrics.insert(name.to_string(), v);
+        }
+        eval_time += t0.elapsed().as_secs_f64();
+        let last_val: Vec<(String, f64)> =
+            out.curves.iter().filter(|(k, _)| k.starts_with("val_")).filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v))).collect();
+        out.final_metrics.extend(last_val);
+    }
+    out.eval_seconds = eval_time;
+    Ok(())
+}
+
+fn push(out: &mut Outcome, curve: &str, step: usize, value: f64) {
+    out.curves.entry(curve.to_string()).or_default().push((step as u64, value));
+}
+
+/// Metrics on a held-out split with detached weights (no autograd graph is built).
+pub fn evaluate(
+    cell: &Cell,
+    data: &dyn TaskData,
+    split: Split,
+    batch: usize,
+    limit: Option<usize>,
+    target: Target,
+) -> candle_core::Result<Vec<(&'static str, f64)>> {
+    let weights = cell.weights(false);
+    let mut sums = MetricSums::default();
+    let mut seen = 0;
+    for b in data.eval_batches(split, batch)? {
+        if limit.is_some_and(|l| seen >= l) {
+            break;
+        }
+        seen += b.batch_size()?;
+        let logits = cell.run(&weights, &b.inputs, &b.scored)?;
+        let l = loss::loss(target, &logits, &b.targets)?.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        sums.add(target, &logits, &b.targets, l)?;
+    }
+    Ok(sums.metrics(target))
+}
+
+/// Settings for unit tests: Adam 1e-3, batch 8, 10 steps.
+#[cfg(test)]
+pub fn test_config() -> config::TrainConfig {
+    config::TrainConfig {
+        optimizer: config::OptimizerKind::Adam,
+        lr: 1e-3,
+        momentum: 0.0,
+        alpha: 0.99,
+        beta1: 0.9,
+        beta2: 0.999,
+        eps: 1e-8,
+        weight_decay: 0.0,
+        batch: 8,
+        steps: 10,
+        eval_every: 5,
+        eval_size: None,
+        clip_value: None,
+        clip_norm: None,
+        max_time: None,
+        device: "cpu".into(),
+        stop_when: None,
+    }
+}

@@ -1,0 +1,38 @@
+//! SGD with optional momentum (PyTorch: `b ← μ b + g`, `p ← p − lr · b`).
+
+use candle_core::backprop::GradStore;
+use candle_core::{Result, Tensor, Var};
+
+use super::Optimizer;
+use crate::train::config::TrainConfig;
+
+pub struct Sgd {
+    vars: Vec<Var>,
+    buf: Vec<Option<Tensor>>,
+    lr: f64,
+    momentum: f64,
+}
+
+impl Sgd {
+    pub fn new(vars: Vec<Var>, c: &TrainConfig) -> Result<Sgd> {
+        let buf = vec![None; vars.len()];
+        Ok(Sgd { vars, buf, lr: c.lr, momentum: c.momentum })
+    }
+}
+
+impl Optimizer for Sgd {
+    fn step(&mut self, grads: &GradStore) -> Result<()> {
+        for (i, var) in self.vars.iter().enumerate() {
+            let Some(g) = grads.get(var.as_tensor()) else { continue };
+            let update = match (&self.buf[i], self.momentum > 0.0) {
+                (Some(b), true) => ((b * self.momentum)? + g)?,
+                _ => g.clone(),
+            };
+            if self.momentum > 0.0 {
+                self.buf[i] = Some(update.clone());
+            }
+            var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
+        }
+        Ok(())
+    }
+}
