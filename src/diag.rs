@@ -85,7 +85,11 @@ impl Diagnostic {
 
 /// A snippet holding only the lines the label covers, so that a huge file or line is never
 /// printed whole (annotate-snippets trims long lines to the terminal width).
-fn snippet<'a>(sources: &'a SourceMap, label: &'a Label, kind: AnnotationKind) -> Snippet<'a, annotate_snippets::Annotation<'a>> {
+fn snippet<'a>(
+    sources: &'a SourceMap,
+    label: &'a Label,
+    kind: AnnotationKind,
+) -> Snippet<'a, annotate_snippets::Annotation<'a>> {
     let file = sources.get(label.span.file);
     let text = file.text.as_str();
     let first = file.line_range(label.span.start);

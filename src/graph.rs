@@ -133,7 +133,11 @@ pub struct Node {
 
 impl fmt::Debug for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Node").field("prim", &self.prim).field("path", &self.path).field("inputs", &self.inputs).finish()
+        f.debug_struct("Node")
+            .field("prim", &self.prim)
+            .field("path", &self.path)
+            .field("inputs", &self.inputs)
+            .finish()
     }
 }
 

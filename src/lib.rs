@@ -4,20 +4,20 @@
 //! trial configurations and step graphs, [`compile`] lowers a graph to candle, [`train`] runs
 //! a trial, [`store`] records it, [`sweep`] runs many, and [`cli`] is the command line.
 
-pub mod diag;
-pub mod lang;
-pub mod source;
+pub mod check;
+pub mod cli;
 pub mod compile;
+pub mod device;
+pub mod diag;
+pub mod ftz;
 pub mod graph;
 pub mod kernels;
+pub mod lang;
 pub mod prims;
-pub mod value;
-pub mod check;
-pub mod device;
+pub mod report;
+pub mod source;
+pub mod store;
+pub mod sweep;
 pub mod tasks;
 pub mod train;
-pub mod store;
-pub mod ftz;
-pub mod sweep;
-pub mod report;
-pub mod cli;
+pub mod value;

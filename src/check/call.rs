@@ -45,7 +45,9 @@ pub fn bind<'e>(what: &str, signature: &[ArgSpec], call: &'e Call) -> Result<Vec
                     return Err(d);
                 };
                 if slots[i].is_some() {
-                    return Err(Diagnostic::error(format!("argument `{}` given twice", name.name)).at(name.span, "again here"));
+                    return Err(
+                        Diagnostic::error(format!("argument `{}` given twice", name.name)).at(name.span, "again here")
+                    );
                 }
                 slots[i] = Some(&arg.value);
             }

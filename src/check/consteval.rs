@@ -17,7 +17,9 @@ pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str])
         ExprKind::Bool(b) => Ok(Value::Bool(*b)),
         ExprKind::Str(s) => Ok(Value::Str(s.clone())),
         ExprKind::Name(n) => lookup(n).ok_or_else(|| unknown_name(n, expr.span, names)),
-        ExprKind::List(items) => Ok(Value::List(items.iter().map(|e| eval(e, lookup, names)).collect::<Result<_, _>>()?)),
+        ExprKind::List(items) => {
+            Ok(Value::List(items.iter().map(|e| eval(e, lookup, names)).collect::<Result<_, _>>()?))
+        }
         ExprKind::Unary(op, x) => unary(*op, eval(x, lookup, names)?, expr.span),
         ExprKind::Binary(op, a, b) => binary(*op, eval(a, lookup, names)?, eval(b, lookup, names)?, a.span, b.span),
         ExprKind::Call(c) => Err(Diagnostic::error(format!("`{}(…)` cannot be used here", c.callee.name))
@@ -68,7 +70,8 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Va
                     .hint("ranges include both ends: `1..3` is 1, 2, 3"));
             }
             if hi - lo >= MAX_RANGE {
-                return Err(Diagnostic::error(format!("range {lo}..{hi} has more than {MAX_RANGE} values")).at(span, "too long"));
+                return Err(Diagnostic::error(format!("range {lo}..{hi} has more than {MAX_RANGE} values"))
+                    .at(span, "too long"));
             }
             Ok(Value::List((*lo..=*hi).map(Value::Int).collect()))
         }

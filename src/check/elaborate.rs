@@ -27,7 +27,11 @@ pub struct TaskShape {
 }
 
 /// Elaborates `model` with the given parameter values (every parameter bound).
-pub fn elaborate(model: &ast::Model, params: &BTreeMap<String, Value>, task: &TaskShape) -> Result<StepGraph, Diagnostic> {
+pub fn elaborate(
+    model: &ast::Model,
+    params: &BTreeMap<String, Value>,
+    task: &TaskShape,
+) -> Result<StepGraph, Diagnostic> {
     let Some(step) = &model.step else {
         return Err(Diagnostic::error(format!("model `{}` has no `step`", model.name.name))
             .at(model.name.span, "no step")
@@ -152,32 +156,43 @@ impl Elab {
             match v {
                 Value::Int(i) if (1..=1 << 24).contains(&i) => dims.push(i as usize),
                 other => {
-                    return Err(Diagnostic::error(format!("state sizes must be positive integers, found {}", other.describe()))
-                        .at(arg.value.span, "not a size"));
+                    return Err(Diagnostic::error(format!(
+                        "state sizes must be positive integers, found {}",
+                        other.describe()
+                    ))
+                    .at(arg.value.span, "not a size"));
                 }
             }
         }
         if dims.iter().product::<usize>() > 1 << 28 {
-            return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims))).at(st.init.span, "too large"));
+            return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims)))
+                .at(st.init.span, "too large"));
         }
         let init = match c.callee.name.as_str() {
             "zeros" => StateInit::Zeros,
             "learned" => {
                 // U(±1/√(Σ dims)): the authors' init of M^i_0 (1/√(2d)) and M^r_0 (1/√(2d + nq)).
                 let bound = 1.0 / (dims.iter().sum::<usize>().max(1) as f64).sqrt();
-                self.graph.params.push(ParamSpec { name: format!("{name}.init"), shape: dims.clone(), init: Init::Uniform(bound) });
+                self.graph.params.push(ParamSpec {
+                    name: format!("{name}.init"),
+                    shape: dims.clone(),
+                    init: Init::Uniform(bound),
+                });
                 StateInit::Learned(self.graph.params.len() - 1)
             }
             _ => {
                 // identity(n, m): the n×n identity, zero-padded or cut to m columns (RMC's memory).
                 let [rows, cols] = dims[..] else {
-                    return Err(Diagnostic::error("`identity` takes two sizes: rows and columns").at(c.span, "e.g. identity(slots, size)"));
+                    return Err(Diagnostic::error("`identity` takes two sizes: rows and columns")
+                        .at(c.span, "e.g. identity(slots, size)"));
                 };
                 StateInit::Fixed((0..rows * cols).map(|i| if i / cols == i % cols { 1.0 } else { 0.0 }).collect())
             }
         };
         if dims.is_empty() {
-            return Err(Diagnostic::error(format!("`{}` needs at least one size", c.callee.name)).at(c.span, "no sizes"));
+            return Err(
+                Diagnostic::error(format!("`{}` needs at least one size", c.callee.name)).at(c.span, "no sizes")
+            );
         }
         let index = self.graph.states.len();
         self.graph.states.push(StateSpec { name: name.clone(), shape: dims.clone(), init, span: st.name.span });
@@ -204,11 +219,15 @@ impl Elab {
             Stmt::If { cond, then, otherwise, .. } => match self.eval(cond, "if")? {
                 Ev::Value(Value::Bool(true)) => self.block(then),
                 Ev::Value(Value::Bool(false)) => self.block(otherwise),
-                Ev::Value(v) => Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
-                    .at(cond.span, "not a bool")),
+                Ev::Value(v) => {
+                    Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
+                        .at(cond.span, "not a bool"))
+                }
                 _ => Err(Diagnostic::error("`if` conditions must be known before the model runs")
                     .at(cond.span, "this is a tensor")
-                    .hint("wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates")),
+                    .hint(
+                        "wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates",
+                    )),
             },
             Stmt::Out { value, span } => {
                 if let Some((_, _, first)) = &self.out {
@@ -241,7 +260,11 @@ impl Elab {
                                 if targets.len() == 1 { " is" } else { "s are" }
                             ))
                             .at(value.span, format!("{} values", outs.len()))
-                            .hint(format!("write `{} = {}(…)`", prim.outputs().join(", "), prim.name())));
+                            .hint(format!(
+                                "write `{} = {}(…)`",
+                                prim.outputs().join(", "),
+                                prim.name()
+                            )));
                         }
                         outs.into_iter().map(|(s, t)| Binding::Tensor(s, t)).collect()
                     }
@@ -271,7 +294,8 @@ impl Elab {
         if let Some(i) = self.graph.states.iter().position(|s| &s.name == name) {
             let want = &self.graph.states[i].shape;
             let Binding::Tensor(src, ty) = &b else {
-                return Err(Diagnostic::error(format!("state `{name}` must be assigned a tensor")).at(value_span, "not a tensor"));
+                return Err(Diagnostic::error(format!("state `{name}` must be assigned a tensor"))
+                    .at(value_span, "not a tensor"));
             };
             if ty != &Ty::Tensor(want.clone()) {
                 return Err(Diagnostic::error(format!(
@@ -320,9 +344,12 @@ impl Elab {
             }
             ExprKind::Unary(op, x) => match self.eval(x, hint)? {
                 Ev::Value(v) => Ok(Ev::Value(consteval::unary(*op, v, e.span)?)),
-                Ev::Tensor(s, t) if *op == UnaryOp::Neg => {
-                    self.apply("affine", vec![(ArgVal::Tensor(t), Some(s), x.span), value_arg(Value::Float(-1.0), e.span)], e.span, hint)
-                }
+                Ev::Tensor(s, t) if *op == UnaryOp::Neg => self.apply(
+                    "affine",
+                    vec![(ArgVal::Tensor(t), Some(s), x.span), value_arg(Value::Float(-1.0), e.span)],
+                    e.span,
+                    hint,
+                ),
                 Ev::Tensor(..) => Err(Diagnostic::error("`not` needs a bool, found a tensor").at(x.span, "a tensor")),
                 Ev::Multi(_, p) => Err(multi_error(p, x.span)),
             },
@@ -353,16 +380,31 @@ impl Elab {
                     Div => "div",
                     _ => "mul",
                 };
-                self.apply(prim, vec![(ArgVal::Tensor(ta), Some(sa), a.span), (ArgVal::Tensor(tb), Some(sb), b.span)], span, hint)
+                self.apply(
+                    prim,
+                    vec![(ArgVal::Tensor(ta), Some(sa), a.span), (ArgVal::Tensor(tb), Some(sb), b.span)],
+                    span,
+                    hint,
+                )
             }
             (Outer | MatMul, T(sa, ta), T(sb, tb)) => {
                 let prim = if op == Outer { "outer" } else { "matmul" };
-                self.apply(prim, vec![(ArgVal::Tensor(ta), Some(sa), a.span), (ArgVal::Tensor(tb), Some(sb), b.span)], span, hint)
+                self.apply(
+                    prim,
+                    vec![(ArgVal::Tensor(ta), Some(sa), a.span), (ArgVal::Tensor(tb), Some(sb), b.span)],
+                    span,
+                    hint,
+                )
             }
-            (Add | Sub | Mul | Div | Hadamard, T(st, tt), V(v)) => self.tensor_number(op, (st, tt, a.span), (v, b.span), false, span, hint),
-            (Add | Sub | Mul | Div | Hadamard, V(v), T(st, tt)) => self.tensor_number(op, (st, tt, b.span), (v, a.span), true, span, hint),
-            (Outer | MatMul, _, _) => Err(Diagnostic::error(format!("`{}` needs two tensors", op.symbol()))
-                .at(span, "one side is a number")),
+            (Add | Sub | Mul | Div | Hadamard, T(st, tt), V(v)) => {
+                self.tensor_number(op, (st, tt, a.span), (v, b.span), false, span, hint)
+            }
+            (Add | Sub | Mul | Div | Hadamard, V(v), T(st, tt)) => {
+                self.tensor_number(op, (st, tt, b.span), (v, a.span), true, span, hint)
+            }
+            (Outer | MatMul, _, _) => {
+                Err(Diagnostic::error(format!("`{}` needs two tensors", op.symbol())).at(span, "one side is a number"))
+            }
             (Range, ..) => Err(Diagnostic::error("ranges `a..b` are for sweeps").at(span, "not allowed in a model")),
             (_, ..) => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
                 .at(span, "a tensor is involved")
@@ -381,7 +423,8 @@ impl Elab {
         hint: &str,
     ) -> Res<Ev> {
         let Some(c) = v.as_float() else {
-            return Err(Diagnostic::error(format!("`{}` between a tensor and {}", op.symbol(), v.describe())).at(vspan, "not a number"));
+            return Err(Diagnostic::error(format!("`{}` between a tensor and {}", op.symbol(), v.describe()))
+                .at(vspan, "not a number"));
         };
         let (scale, shift) = match (op, value_left) {
             (BinaryOp::Add, _) => (1.0, c),
@@ -400,7 +443,11 @@ impl Elab {
             }
             _ => (c, 0.0),
         };
-        let args = vec![(ArgVal::Tensor(ty), Some(src), tspan), value_arg(Value::Float(scale), span), value_arg(Value::Float(shift), span)];
+        let args = vec![
+            (ArgVal::Tensor(ty), Some(src), tspan),
+            value_arg(Value::Float(scale), span),
+            value_arg(Value::Float(shift), span),
+        ];
         self.apply("affine", args, span, hint)
     }
 
@@ -428,8 +475,12 @@ impl Elab {
                 (ArgKind::Tensor, Some(e)) => match self.eval(e, hint)? {
                     Ev::Tensor(s, t) => args.push((ArgVal::Tensor(t), Some(s), e.span)),
                     Ev::Value(v) => {
-                        return Err(Diagnostic::error(format!("argument `{}` of {what} must be a tensor, found {}", spec.name, v.describe()))
-                            .at(e.span, "expected a tensor"));
+                        return Err(Diagnostic::error(format!(
+                            "argument `{}` of {what} must be a tensor, found {}",
+                            spec.name,
+                            v.describe()
+                        ))
+                        .at(e.span, "expected a tensor"));
                     }
                     Ev::Multi(_, p) => return Err(multi_error(p, e.span)),
                 },
@@ -455,8 +506,16 @@ impl Elab {
         self.apply_prim(prim, args, c.span, hint)
     }
 
-    fn apply(&mut self, name: &'static str, args: Vec<(ArgVal, Option<Source>, Span)>, span: Span, hint: &str) -> Res<Ev> {
-        let prim = prims::get(name).ok_or_else(|| Diagnostic::error(format!("internal error: primitive `{name}` is not registered")).at(span, "here"))?;
+    fn apply(
+        &mut self,
+        name: &'static str,
+        args: Vec<(ArgVal, Option<Source>, Span)>,
+        span: Span,
+        hint: &str,
+    ) -> Res<Ev> {
+        let prim = prims::get(name).ok_or_else(|| {
+            Diagnostic::error(format!("internal error: primitive `{name}` is not registered")).at(span, "here")
+        })?;
         let mut args = args;
         // Operators pass only leading arguments; fill the rest with defaults.
         for spec in &prim.signature()[args.len()..] {
@@ -469,14 +528,24 @@ impl Elab {
         self.apply_prim(prim, args, span, hint)
     }
 
-    fn apply_prim(&mut self, prim: &'static dyn Primitive, args: Vec<(ArgVal, Option<Source>, Span)>, span: Span, hint: &str) -> Res<Ev> {
+    fn apply_prim(
+        &mut self,
+        prim: &'static dyn Primitive,
+        args: Vec<(ArgVal, Option<Source>, Span)>,
+        span: Span,
+        hint: &str,
+    ) -> Res<Ev> {
         let signature = prim.signature();
         let bound = Args { signature, values: args.iter().map(|(v, _, _)| v.clone()).collect() };
         let inst = prim.instantiate(&bound).map_err(|pe| self.prim_error(prim, pe, &args, span))?;
         let path = self.path(hint, prim.name());
         let mut param_ids = vec![];
         for decl in inst.params {
-            self.graph.params.push(ParamSpec { name: format!("{path}.{}", decl.name), shape: decl.shape, init: decl.init });
+            self.graph.params.push(ParamSpec {
+                name: format!("{path}.{}", decl.name),
+                shape: decl.shape,
+                init: decl.init,
+            });
             param_ids.push(self.graph.params.len() - 1);
         }
         let options = signature
@@ -500,26 +569,37 @@ impl Elab {
             flops: inst.flops,
             span,
         });
-        let outs: Vec<(Source, Ty)> = inst.outputs.into_iter().enumerate().map(|(k, t)| (Source::Node(index, k), t)).collect();
+        let outs: Vec<(Source, Ty)> =
+            inst.outputs.into_iter().enumerate().map(|(k, t)| (Source::Node(index, k), t)).collect();
         if outs.len() == 1 {
-            let (s, t) = outs.into_iter().next().ok_or_else(|| Diagnostic::error("internal error: no output").at(span, "here"))?;
+            let (s, t) = outs
+                .into_iter()
+                .next()
+                .ok_or_else(|| Diagnostic::error("internal error: no output").at(span, "here"))?;
             Ok(Ev::Tensor(s, t))
         } else {
             Ok(Ev::Multi(outs, prim))
         }
     }
 
-    fn prim_error(&self, prim: &dyn Primitive, pe: PrimError, args: &[(ArgVal, Option<Source>, Span)], span: Span) -> Diagnostic {
+    fn prim_error(
+        &self,
+        prim: &dyn Primitive,
+        pe: PrimError,
+        args: &[(ArgVal, Option<Source>, Span)],
+        span: Span,
+    ) -> Diagnostic {
         let at = pe
             .arg
             .and_then(|a| prim.signature().iter().position(|s| s.name == a))
             .and_then(|i| args.get(i))
             .map_or(span, |(_, _, s)| *s);
-        let label = match pe.arg.and_then(|a| prim.signature().iter().position(|s| s.name == a)).and_then(|i| args.get(i)) {
-            Some((ArgVal::Tensor(t), _, _)) => format!("shape {t}"),
-            Some((ArgVal::Value(v), _, _)) => format!("{v}"),
-            _ => format!("in `{}`", prim.name()),
-        };
+        let label =
+            match pe.arg.and_then(|a| prim.signature().iter().position(|s| s.name == a)).and_then(|i| args.get(i)) {
+                Some((ArgVal::Tensor(t), _, _)) => format!("shape {t}"),
+                Some((ArgVal::Value(v), _, _)) => format!("{v}"),
+                _ => format!("in `{}`", prim.name()),
+            };
         let mut d = Diagnostic::error(format!("{}: {}", prim.name(), pe.message)).at(at, label);
         if at != span {
             d = d.also(span, "in this call");
@@ -549,9 +629,14 @@ fn value_arg(v: Value, span: Span) -> (ArgVal, Option<Source>, Span) {
 }
 
 fn multi_error(p: &dyn Primitive, span: Span) -> Diagnostic {
-    Diagnostic::error(format!("`{}` returns {} values ({}); it cannot be used inside an expression", p.name(), p.outputs().len(), p.outputs().join(", ")))
-        .at(span, "several values")
-        .hint(format!("assign them first: `{} = {}(…)`", p.outputs().join(", "), p.name()))
+    Diagnostic::error(format!(
+        "`{}` returns {} values ({}); it cannot be used inside an expression",
+        p.name(),
+        p.outputs().len(),
+        p.outputs().join(", ")
+    ))
+    .at(span, "several values")
+    .hint(format!("assign them first: `{} = {}(…)`", p.outputs().join(", "), p.name()))
 }
 
 fn state_init_error(span: Span) -> Diagnostic {

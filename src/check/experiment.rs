@@ -69,7 +69,8 @@ pub fn plan(
     let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
     let task_call = single(&exp.task, exp, "task", "task assocRetrieval(pairs = 4)")?;
     let model = *models.get(model_call.callee.name.as_str()).ok_or_else(|| {
-        let mut d = Diagnostic::error(format!("unknown model `{}`", model_call.callee.name)).at(model_call.callee.span, "no such model");
+        let mut d = Diagnostic::error(format!("unknown model `{}`", model_call.callee.name))
+            .at(model_call.callee.span, "no such model");
         if let Some(h) = super::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
             d = d.hint(h);
         }
@@ -79,9 +80,11 @@ pub fn plan(
     let mut overrides: BTreeMap<String, (Value, Span)> = BTreeMap::new();
     for a in &model_call.args {
         let Some(n) = &a.name else {
-            return Err(Diagnostic::error("model parameters must be named")
-                .at(a.value.span, "unnamed")
-                .hint(format!("e.g. `model {}({} = …)`", model.name.name, entries.first().map_or("d", |e| e.name))));
+            return Err(Diagnostic::error("model parameters must be named").at(a.value.span, "unnamed").hint(format!(
+                "e.g. `model {}({} = …)`",
+                model.name.name,
+                entries.first().map_or("d", |e| e.name)
+            )));
         };
         if !entries.iter().any(|e| e.name == n.name) {
             return Err(no_such_param(model, &entries, n));
@@ -93,10 +96,11 @@ pub fn plan(
     }
 
     // The task: a `task` definition, or a generator called inline.
-    let (kind, mut task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) = match task_defs.get(task_call.callee.name.as_str()) {
-        Some(def) if !task_call.parens => (task_kind(&def.call)?, def.call.args.iter().collect()),
-        _ => (task_kind(task_call)?, vec![]),
-    };
+    let (kind, mut task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) =
+        match task_defs.get(task_call.callee.name.as_str()) {
+            Some(def) if !task_call.parens => (task_kind(&def.call)?, def.call.args.iter().collect()),
+            _ => (task_kind(task_call)?, vec![]),
+        };
     task_args.extend(task_call.args.iter());
     let task_what = format!("task `{}`", kind.name());
     let task_call_for_binding = ast::Call {
@@ -108,7 +112,9 @@ pub fn plan(
     let slots = call::bind(&task_what, kind.signature(), &task_call_for_binding)?;
     let mut task_options: Vec<(Value, Span)> = vec![];
     for (spec, slot) in kind.signature().iter().zip(slots) {
-        let ArgKind::Value(k) = spec.kind else { continue };
+        let ArgKind::Value(k) = spec.kind else {
+            continue;
+        };
         task_options.push(match slot {
             Some(e) => (call::coerce(&task_what, spec, k, consteval::eval(e, &|_| None, &[])?, e)?, e.span),
             None => (spec.default.value().unwrap_or(Value::Bool(false)), task_call.span),
@@ -153,8 +159,11 @@ pub fn plan(
             let target = match targets[..] {
                 [t] => t,
                 [] => {
-                    let mut d = Diagnostic::error(format!("cannot sweep `{n}`: model `{}` has no such parameter", model.name.name))
-                        .at(ax.name.span, "unknown parameter");
+                    let mut d = Diagnostic::error(format!(
+                        "cannot sweep `{n}`: model `{}` has no such parameter",
+                        model.name.name
+                    ))
+                    .at(ax.name.span, "unknown parameter");
                     let names = entries.iter().map(|e| e.name).chain(["seed"]);
                     if let Some(h) = super::suggest::did_you_mean(n, names) {
                         d = d.hint(h);
@@ -167,9 +176,11 @@ pub fn plan(
                     return Err(d);
                 }
                 _ => {
-                    return Err(Diagnostic::error(format!("`{n}` is ambiguous: it names both a model parameter and a setting or task option"))
-                        .at(ax.name.span, "ambiguous")
-                        .hint("rename the model parameter"));
+                    return Err(Diagnostic::error(format!(
+                        "`{n}` is ambiguous: it names both a model parameter and a setting or task option"
+                    ))
+                    .at(ax.name.span, "ambiguous")
+                    .hint("rename the model parameter"));
                 }
             };
             let raw = consteval::eval(&ax.values, &|_| None, &[])?;
@@ -178,7 +189,9 @@ pub fn plan(
                 v => vec![v],
             };
             if values.is_empty() {
-                return Err(Diagnostic::error(format!("the sweep over `{n}` has no values")).at(ax.values.span, "empty").hint("an empty axis would give no trials"));
+                return Err(Diagnostic::error(format!("the sweep over `{n}` has no values"))
+                    .at(ax.values.span, "empty")
+                    .hint("an empty axis would give no trials"));
             }
             let mut checked = vec![];
             for v in values {
@@ -187,7 +200,8 @@ pub fn plan(
                         let e = entries.iter().find(|e| e.name == n).map(|e| e.kind);
                         let k = e.unwrap_or(v.kind());
                         v.coerce(k).ok_or_else(|| {
-                            Diagnostic::error(format!("`{n}` is a {k}, but the sweep gives {}", v.describe())).at(ax.values.span, format!("expected {k} values"))
+                            Diagnostic::error(format!("`{n}` is a {k}, but the sweep gives {}", v.describe()))
+                                .at(ax.values.span, format!("expected {k} values"))
                         })?
                     }
                     AxisTarget::Setting => settings::check_swept(n, v, ax.values.span)?,
@@ -195,7 +209,11 @@ pub fn plan(
                         let spec = kind.signature().iter().find(|s| s.name == n).map(|s| s.kind);
                         match spec {
                             Some(ArgKind::Value(k)) => v.coerce(k).ok_or_else(|| {
-                                Diagnostic::error(format!("task option `{n}` is a {k}, but the sweep gives {}", v.describe())).at(ax.values.span, format!("expected {k} values"))
+                                Diagnostic::error(format!(
+                                    "task option `{n}` is a {k}, but the sweep gives {}",
+                                    v.describe()
+                                ))
+                                .at(ax.values.span, format!("expected {k} values"))
                             })?,
                             _ => v,
                         }
@@ -203,7 +221,11 @@ pub fn plan(
                     AxisTarget::Seed => match v {
                         Value::Int(i) if i >= 0 => v,
                         _ => {
-                            return Err(Diagnostic::error(format!("seeds are non-negative integers, found {}", v.describe())).at(ax.values.span, "not a seed"));
+                            return Err(Diagnostic::error(format!(
+                                "seeds are non-negative integers, found {}",
+                                v.describe()
+                            ))
+                            .at(ax.values.span, "not a seed"));
                         }
                     },
                 };
@@ -214,7 +236,8 @@ pub fn plan(
     }
     let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.values.len())).filter(|t| *t <= MAX_TRIALS);
     let Some(total) = total else {
-        return Err(Diagnostic::error(format!("the sweep of `{name}` has more than {MAX_TRIALS} trials")).at(exp.name.span, "too many trials"));
+        return Err(Diagnostic::error(format!("the sweep of `{name}` has more than {MAX_TRIALS} trials"))
+            .at(exp.name.span, "too many trials"));
     };
 
     // Expand: the first axis varies slowest.
@@ -262,7 +285,11 @@ pub fn plan(
                 t
             }
         };
-        let shape = elaborate::TaskShape { input: task.input(), output_size: task.target().size(), name: kind.name().to_string() };
+        let shape = elaborate::TaskShape {
+            input: task.input(),
+            output_size: task.target().size(),
+            name: kind.name().to_string(),
+        };
         let graph_key = format!("{params:?}{:?}{}", shape.input, shape.output_size);
         let graph = match graphs.get(&graph_key) {
             Some(g) => g.clone(),
@@ -279,7 +306,8 @@ pub fn plan(
                 g
             }
         };
-        let task_options = kind.signature().iter().zip(&options).map(|(s, (v, _))| (s.name.to_string(), v.clone())).collect();
+        let task_options =
+            kind.signature().iter().zip(&options).map(|(s, (v, _))| (s.name.to_string(), v.clone())).collect();
         trials.push(Trial {
             config: TrialConfig {
                 experiment: name.clone(),
@@ -298,7 +326,12 @@ pub fn plan(
     Ok(ExperimentPlan { name: name.clone(), span: exp.name.span, trials })
 }
 
-fn single<'a>(calls: &'a [ast::Call], exp: &ast::Experiment, what: &str, example: &str) -> Result<&'a ast::Call, Diagnostic> {
+fn single<'a>(
+    calls: &'a [ast::Call],
+    exp: &ast::Experiment,
+    what: &str,
+    example: &str,
+) -> Result<&'a ast::Call, Diagnostic> {
     match calls {
         [c] => Ok(c),
         [] => Err(Diagnostic::error(format!("experiment `{}` has no {what}", exp.name.name))
@@ -313,19 +346,30 @@ fn single<'a>(calls: &'a [ast::Call], exp: &ast::Experiment, what: &str, example
 
 fn task_kind(call: &ast::Call) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
     tasks::get(&call.callee.name).ok_or_else(|| {
-        let mut d = Diagnostic::error(format!("unknown task `{}`", call.callee.name)).at(call.callee.span, "no such task or generator");
+        let mut d = Diagnostic::error(format!("unknown task `{}`", call.callee.name))
+            .at(call.callee.span, "no such task or generator");
         d = match super::suggest::did_you_mean(&call.callee.name, tasks::TASKS.iter().map(|t| t.name())) {
             Some(h) => d.hint(h),
-            None => d.hint(format!("generators: {}", tasks::TASKS.iter().map(|t| t.name()).collect::<Vec<_>>().join(", "))),
+            None => {
+                d.hint(format!("generators: {}", tasks::TASKS.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")))
+            }
         };
         d
     })
 }
 
-fn instantiate_task(kind: &dyn tasks::TaskKind, options: &[(Value, Span)], at: Span) -> Result<Box<dyn Task>, Diagnostic> {
+fn instantiate_task(
+    kind: &dyn tasks::TaskKind,
+    options: &[(Value, Span)],
+    at: Span,
+) -> Result<Box<dyn Task>, Diagnostic> {
     let values: Vec<Value> = options.iter().map(|(v, _)| v.clone()).collect();
     kind.instantiate(&values).map_err(|e| {
-        let span = e.arg.and_then(|a| kind.signature().iter().position(|s| s.name == a)).and_then(|i| options.get(i)).map_or(at, |(_, s)| *s);
+        let span = e
+            .arg
+            .and_then(|a| kind.signature().iter().position(|s| s.name == a))
+            .and_then(|i| options.get(i))
+            .map_or(at, |(_, s)| *s);
         let mut d = Diagnostic::error(format!("{}: {}", kind.name(), e.message)).at(span, "invalid option");
         if let Some(h) = e.hint {
             d = d.hint(h);
@@ -335,10 +379,13 @@ fn instantiate_task(kind: &dyn tasks::TaskKind, options: &[(Value, Span)], at: S
 }
 
 fn no_such_param(model: &ast::Model, entries: &[model_params::ParamEntry], n: &ast::Ident) -> Diagnostic {
-    let mut d = Diagnostic::error(format!("model `{}` has no parameter `{}`", model.name.name, n.name)).at(n.span, "unknown parameter");
+    let mut d = Diagnostic::error(format!("model `{}` has no parameter `{}`", model.name.name, n.name))
+        .at(n.span, "unknown parameter");
     match super::suggest::did_you_mean(&n.name, entries.iter().map(|e| e.name)) {
         Some(h) => d = d.hint(h),
-        None => d = d.hint(format!("its parameters: {}", entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", "))),
+        None => {
+            d = d.hint(format!("its parameters: {}", entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")))
+        }
     }
     d.also(model.name.span, "model defined here")
 }

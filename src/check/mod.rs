@@ -38,7 +38,9 @@ pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
             errors.push(d);
         }
         for extra in &m.extra_steps {
-            errors.push(Diagnostic::error(format!("model `{}` has two `step` blocks", m.name.name)).at(*extra, "second step"));
+            errors.push(
+                Diagnostic::error(format!("model `{}` has two `step` blocks", m.name.name)).at(*extra, "second step"),
+            );
         }
     }
     let mut experiments = vec![];
@@ -63,12 +65,18 @@ pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
         return Err(Diagnostics(errors));
     }
     let used: Vec<&str> = experiments.iter().flat_map(|p| p.trials.first().map(|t| t.config.model.as_str())).collect();
-    let unused_models = ast.models.iter().map(|m| m.name.name.clone()).filter(|m| !used.contains(&m.as_str())).collect();
+    let unused_models =
+        ast.models.iter().map(|m| m.name.name.clone()).filter(|m| !used.contains(&m.as_str())).collect();
     Ok(Program { experiments, unused_models })
 }
 
 /// Items by name; a repeated name is an error pointing at both definitions.
-fn unique<'a, T>(items: &'a [T], name: impl Fn(&T) -> &ast::Ident, what: &str, errors: &mut Vec<Diagnostic>) -> HashMap<&'a str, &'a T> {
+fn unique<'a, T>(
+    items: &'a [T],
+    name: impl Fn(&T) -> &ast::Ident,
+    what: &str,
+    errors: &mut Vec<Diagnostic>,
+) -> HashMap<&'a str, &'a T> {
     let mut map: HashMap<&str, &T> = HashMap::new();
     for item in items {
         let n = name(item);

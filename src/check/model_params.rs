@@ -38,8 +38,12 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
         let kind = match (declared, &default_value) {
             (Some((k, _)), Some(v)) => {
                 let coerced = v.coerce(k).ok_or_else(|| {
-                    Diagnostic::error(format!("parameter `{}` is declared {k}, but its default is {}", p.name.name, v.describe()))
-                        .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not a {k}"))
+                    Diagnostic::error(format!(
+                        "parameter `{}` is declared {k}, but its default is {}",
+                        p.name.name,
+                        v.describe()
+                    ))
+                    .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not a {k}"))
                 })?;
                 defaults.insert(p.name.name.clone(), coerced);
                 k
@@ -81,23 +85,33 @@ pub fn resolve(
     for e in entries {
         let value = match given.get(e.name) {
             Some((v, span)) => v.coerce(e.kind).ok_or_else(|| {
-                Diagnostic::error(format!("parameter `{}` of `{}` is a {}, but is given {}", e.name, model.name.name, e.kind, v.describe()))
-                    .at(*span, format!("expected a {}", e.kind))
-                    .also(e.span, "declared here")
+                Diagnostic::error(format!(
+                    "parameter `{}` of `{}` is a {}, but is given {}",
+                    e.name,
+                    model.name.name,
+                    e.kind,
+                    v.describe()
+                ))
+                .at(*span, format!("expected a {}", e.kind))
+                .also(e.span, "declared here")
             })?,
             None => match e.default {
                 Some(expr) => {
                     let names: Vec<&str> = values.keys().map(String::as_str).collect();
                     let v = consteval::eval(expr, &|n| values.get(n).cloned(), &names)?;
                     v.coerce(e.kind).ok_or_else(|| {
-                        Diagnostic::error(format!("the default of `{}` is {}, not a {}", e.name, v.describe(), e.kind)).at(expr.span, "here")
+                        Diagnostic::error(format!("the default of `{}` is {}, not a {}", e.name, v.describe(), e.kind))
+                            .at(expr.span, "here")
                     })?
                 }
                 None => {
-                    return Err(Diagnostic::error(format!("model `{}` needs a value for `{}`", model.name.name, e.name))
-                        .at(used_at, format!("`{}` not given", e.name))
-                        .also(e.span, "declared without a default")
-                        .hint(format!("write `model {}({} = …)` or sweep it", model.name.name, e.name)));
+                    return Err(Diagnostic::error(format!(
+                        "model `{}` needs a value for `{}`",
+                        model.name.name, e.name
+                    ))
+                    .at(used_at, format!("`{}` not given", e.name))
+                    .also(e.span, "declared without a default")
+                    .hint(format!("write `model {}({} = …)` or sweep it", model.name.name, e.name)));
                 }
             },
         };

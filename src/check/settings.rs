@@ -20,26 +20,29 @@ pub struct Block {
 /// Reads a `train` block.
 pub fn read(settings: &[Setting], target: Target) -> Result<Block, Diagnostic> {
     let mut block = Block::default();
-    let put = |key: &str, value: Value, key_span: Span, value_span: Span, block: &mut Block| -> Result<(), Diagnostic> {
-        let Some(spec) = config::setting(key) else {
-            let mut d = Diagnostic::error(format!("unknown train setting `{key}`")).at(key_span, "not a setting");
-            let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when"]);
-            d = match super::suggest::did_you_mean(key, names) {
-                Some(h) => d.hint(h),
-                None => d.hint(format!(
-                    "settings: {}, stop_when",
-                    config::SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-                )),
+    let put =
+        |key: &str, value: Value, key_span: Span, value_span: Span, block: &mut Block| -> Result<(), Diagnostic> {
+            let Some(spec) = config::setting(key) else {
+                let mut d = Diagnostic::error(format!("unknown train setting `{key}`")).at(key_span, "not a setting");
+                let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when"]);
+                d = match super::suggest::did_you_mean(key, names) {
+                    Some(h) => d.hint(h),
+                    None => d.hint(format!(
+                        "settings: {}, stop_when",
+                        config::SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+                    )),
+                };
+                return Err(d);
             };
-            return Err(d);
+            if block.values.contains_key(key) {
+                return Err(
+                    Diagnostic::error(format!("train setting `{key}` is given twice")).at(key_span, "again here")
+                );
+            }
+            let v = check_kind(key, spec.kind, value, value_span)?;
+            block.values.insert(key.to_string(), (v, value_span));
+            Ok(())
         };
-        if block.values.contains_key(key) {
-            return Err(Diagnostic::error(format!("train setting `{key}` is given twice")).at(key_span, "again here"));
-        }
-        let v = check_kind(key, spec.kind, value, value_span)?;
-        block.values.insert(key.to_string(), (v, value_span));
-        Ok(())
-    };
     for s in settings {
         let key = s.key.name.as_str();
         match (key, &s.value.kind) {
@@ -72,13 +75,15 @@ pub fn read(settings: &[Setting], target: Target) -> Result<Block, Diagnostic> {
 
 fn check_kind(key: &str, kind: Kind, v: Value, span: Span) -> Result<Value, Diagnostic> {
     v.coerce(kind).ok_or_else(|| {
-        Diagnostic::error(format!("train setting `{key}` must be a {kind}, found {}", v.describe())).at(span, format!("expected a {kind}"))
+        Diagnostic::error(format!("train setting `{key}` must be a {kind}, found {}", v.describe()))
+            .at(span, format!("expected a {kind}"))
     })
 }
 
 /// Checks a swept value for a train setting.
 pub fn check_swept(key: &str, v: Value, span: Span) -> Result<Value, Diagnostic> {
-    let spec = config::setting(key).ok_or_else(|| Diagnostic::error(format!("unknown train setting `{key}`")).at(span, "here"))?;
+    let spec = config::setting(key)
+        .ok_or_else(|| Diagnostic::error(format!("unknown train setting `{key}`")).at(span, "here"))?;
     check_kind(key, spec.kind, v, span)
 }
 
@@ -88,7 +93,9 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
             .at(e.span, "e.g. `accuracy >= 0.99`")
             .hint(format!("metrics of this task: {}, loss", target.metrics().join(", ")))
     };
-    let ExprKind::Binary(op, lhs, rhs) = &e.kind else { return Err(bad()) };
+    let ExprKind::Binary(op, lhs, rhs) = &e.kind else {
+        return Err(bad());
+    };
     let op = match op {
         BinaryOp::Ge => Comparison::Ge,
         BinaryOp::Gt => Comparison::Gt,
@@ -96,7 +103,9 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
         BinaryOp::Lt => Comparison::Lt,
         _ => return Err(bad()),
     };
-    let ExprKind::Name(metric) = &lhs.kind else { return Err(bad()) };
+    let ExprKind::Name(metric) = &lhs.kind else {
+        return Err(bad());
+    };
     let known: Vec<&str> = target.metrics().iter().copied().chain(["loss"]).collect();
     if !known.contains(&metric.as_str()) {
         let mut d = Diagnostic::error(format!("this task has no metric `{metric}`"))
@@ -115,14 +124,19 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
 pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span) -> Result<TrainConfig, Diagnostic> {
     let get = |key: &str| -> Option<(Value, Span)> { swept.get(key).or_else(|| block.values.get(key)).cloned() };
     let float = |key: &str| -> f64 {
-        get(key).and_then(|(v, _)| v.as_float()).or_else(|| config::setting(key).and_then(|s| s.default).and_then(|d| d().as_float())).unwrap_or(0.0)
+        get(key)
+            .and_then(|(v, _)| v.as_float())
+            .or_else(|| config::setting(key).and_then(|s| s.default).and_then(|d| d().as_float()))
+            .unwrap_or(0.0)
     };
     let span_of = |key: &str| get(key).map_or(at, |(_, s)| s);
     let positive_int = |key: &str| -> Result<usize, Diagnostic> {
         let v = get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
         match v.and_then(|v| v.as_int()) {
             Some(i) if i >= 1 && i <= 1 << 40 => Ok(i as usize),
-            Some(i) => Err(Diagnostic::error(format!("`{key}` must be at least 1, found {i}")).at(span_of(key), "too small")),
+            Some(i) => {
+                Err(Diagnostic::error(format!("`{key}` must be at least 1, found {i}")).at(span_of(key), "too small"))
+            }
             None => Err(Diagnostic::error(format!("`{key}` is not set")).at(at, "here")),
         }
     };
@@ -131,7 +145,8 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
             None => Ok(None),
             Some((v, span)) => match v.as_float() {
                 Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
-                _ => Err(Diagnostic::error(format!("`{key}` must be a positive number, found {}", v.describe())).at(span, "not positive")),
+                _ => Err(Diagnostic::error(format!("`{key}` must be a positive number, found {}", v.describe()))
+                    .at(span, "not positive")),
             },
         }
     };

@@ -32,7 +32,11 @@ pub fn spec_source(path: &Path, spec: &Spec) -> SpecSource {
     let text = if spec.sources.files().count() == 1 {
         spec.sources.get(spec.main).text.clone()
     } else {
-        spec.sources.files().map(|(_, f)| format!("// ---- {}\n{}", f.path.display(), f.text)).collect::<Vec<_>>().join("\n")
+        spec.sources
+            .files()
+            .map(|(_, f)| format!("// ---- {}\n{}", f.path.display(), f.text))
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     SpecSource { path: path.display().to_string(), text }
 }

@@ -26,7 +26,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let Ok((spec, program)) = load::load_checked(&args.file, ctx) else { return Ok(2) };
+    let Ok((spec, program)) = load::load_checked(&args.file, ctx) else {
+        return Ok(2);
+    };
     let exp = match &args.experiment {
         Some(name) => program.experiments.iter().find(|e| &e.name == name),
         None => program.experiments.first(),

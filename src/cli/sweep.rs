@@ -30,7 +30,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let Ok((spec, program)) = load::load_checked(&args.file, ctx) else { return Ok(2) };
+    let Ok((spec, program)) = load::load_checked(&args.file, ctx) else {
+        return Ok(2);
+    };
     let mut trials = vec![];
     for exp in &program.experiments {
         if args.experiment.as_ref().is_none_or(|e| e == &exp.name) {
@@ -53,7 +55,13 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 }
 
 /// Runs trials in order; the exit code is 1 if any failed.
-pub fn execute(store: &Store, source: &sweep::SpecSource, trials: &[crate::check::Trial], opts: &Options, quiet: bool) -> anyhow::Result<i32> {
+pub fn execute(
+    store: &Store,
+    source: &sweep::SpecSource,
+    trials: &[crate::check::Trial],
+    opts: &Options,
+    quiet: bool,
+) -> anyhow::Result<i32> {
     let progress = Progress::new(trials.len(), quiet);
     let cancel = AtomicBool::new(false);
     let mut ran = 0;

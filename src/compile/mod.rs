@@ -77,7 +77,13 @@ impl Cell {
     }
 
     /// One time step: the next states, and the output if `want_output`.
-    pub fn step(&self, weights: &[Tensor], x: &Tensor, states: &[Tensor], want_output: bool) -> Result<(Vec<Tensor>, Option<Tensor>)> {
+    pub fn step(
+        &self,
+        weights: &[Tensor],
+        x: &Tensor,
+        states: &[Tensor],
+        want_output: bool,
+    ) -> Result<(Vec<Tensor>, Option<Tensor>)> {
         let g = &self.graph;
         let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(g.nodes.len());
         for (i, node) in g.nodes.iter().enumerate() {
@@ -130,13 +136,18 @@ fn fetch<'a>(s: Source, x: &'a Tensor, states: &'a [Tensor], values: &'a [Vec<Te
 /// Which nodes `roots` depend on.
 fn dependencies(graph: &StepGraph, roots: &[Source]) -> Vec<bool> {
     let mut needed = vec![false; graph.nodes.len()];
-    let mut stack: Vec<usize> = roots.iter().filter_map(|s| if let Source::Node(n, _) = s { Some(*n) } else { None }).collect();
+    let mut stack: Vec<usize> =
+        roots.iter().filter_map(|s| if let Source::Node(n, _) = s { Some(*n) } else { None }).collect();
     while let Some(n) = stack.pop() {
         if needed[n] {
             continue;
         }
         needed[n] = true;
-        stack.extend(graph.nodes[n].inputs.iter().filter_map(|s| if let Source::Node(m, _) = s { Some(*m) } else { None }));
+        stack.extend(graph.nodes[n].inputs.iter().filter_map(
+            |s| {
+                if let Source::Node(m, _) = s { Some(*m) } else { None }
+            },
+        ));
     }
     needed
 }

@@ -42,7 +42,9 @@ pub fn load(path: &Path) -> Result<Spec, SpecError> {
     let mut loaded: Vec<PathBuf> = vec![];
     let main = match load_into(path, None, &mut sources, &mut ast, &mut loaded, 0) {
         Ok(id) => id,
-        Err(d) => return Err(SpecError { sources, diagnostics: d.into() }),
+        Err(d) => {
+            return Err(SpecError { sources, diagnostics: d.into() });
+        }
     };
     Ok(Spec { sources, ast, main })
 }
@@ -54,7 +56,9 @@ pub fn parse_str(name: &str, text: &str) -> Result<Spec, SpecError> {
     let main = sources.add(name, text.to_string());
     let mut ast = match parser::parse_file(main, text) {
         Ok(ast) => ast,
-        Err(d) => return Err(SpecError { sources, diagnostics: d.into() }),
+        Err(d) => {
+            return Err(SpecError { sources, diagnostics: d.into() });
+        }
     };
     let mut loaded = vec![];
     let uses = std::mem::take(&mut ast.uses);

@@ -121,7 +121,9 @@ impl Builder {
                 }
                 Rule::experiment_def => file.experiments.push(self.build_experiment(item)?),
                 Rule::EOI => {}
-                r => return Err(self.bug(&format!("unexpected item {r:?}"), item.as_span().start())),
+                r => {
+                    return Err(self.bug(&format!("unexpected item {r:?}"), item.as_span().start()));
+                }
             }
         }
         Ok(file)
@@ -159,7 +161,9 @@ impl Builder {
                     let body = self.build_block(self.presume(&mut it, &child)?)?;
                     model.step = Some(Step { input, body, span });
                 }
-                r => return Err(self.bug(&format!("unexpected model item {r:?}"), child.as_span().start())),
+                r => {
+                    return Err(self.bug(&format!("unexpected model item {r:?}"), child.as_span().start()));
+                }
             }
         }
         Ok(model)
@@ -289,7 +293,9 @@ impl Builder {
                     }
                     exp.sweep.push(axes);
                 }
-                r => return Err(self.bug(&format!("unexpected experiment entry {r:?}"), entry.as_span().start())),
+                r => {
+                    return Err(self.bug(&format!("unexpected experiment entry {r:?}"), entry.as_span().start()));
+                }
             }
         }
         Ok(exp)
@@ -393,9 +399,7 @@ impl Builder {
             Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
             Rule::ident => ExprKind::Name(p.as_str().to_string()),
             Rule::call => ExprKind::Call(self.build_call(p, depth)?),
-            Rule::list => {
-                ExprKind::List(p.into_inner().map(|e| self.build_expr_at(e, depth + 1)).collect::<Res<_>>()?)
-            }
+            Rule::list => ExprKind::List(p.into_inner().map(|e| self.build_expr_at(e, depth + 1)).collect::<Res<_>>()?),
             Rule::paren => {
                 let mut it = p.clone().into_inner();
                 let inner = self.build_expr_at(self.presume(&mut it, &p)?, depth + 1)?;

@@ -89,7 +89,8 @@ pub fn convert(file: FileId, text: &str, err: pest::error::Error<Rule>) -> Diagn
         None => "unexpected end of file".to_string(),
     };
     let end = pos + found.as_ref().map_or(0, |t| t.len());
-    let mut d = Diagnostic::error(format!("syntax error: expected {}", join_or(&expected))).at(Span::new(file, pos, end), label);
+    let mut d = Diagnostic::error(format!("syntax error: expected {}", join_or(&expected)))
+        .at(Span::new(file, pos, end), label);
     if let Some(hint) = hint_for(found.as_deref(), &expected) {
         d = d.hint(hint);
     }

@@ -48,7 +48,10 @@ mod tests {
 
     #[test]
     fn values_and_gradients() {
-        assert_eq!(run("affine", &[("x", t(&[2])), ("scale", float(2.0)), ("shift", float(1.0))], &[vec![1.0, -1.0]]), vec![3.0, -1.0]);
+        assert_eq!(
+            run("affine", &[("x", t(&[2])), ("scale", float(2.0)), ("shift", float(1.0))], &[vec![1.0, -1.0]]),
+            vec![3.0, -1.0]
+        );
         grad_check("affine", &[("x", t(&[3])), ("scale", float(-0.5))]);
     }
 }

@@ -20,7 +20,10 @@ macro_rules! binary_broadcast {
             fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
                 &SIGNATURE
             }
-            fn instantiate(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Instance, $crate::prims::PrimError> {
+            fn instantiate(
+                &self,
+                args: &$crate::prims::Args,
+            ) -> Result<$crate::prims::Instance, $crate::prims::PrimError> {
                 use $crate::graph::ShapeDisplay;
                 let (a, b) = (args.shape("a")?, args.shape("b")?);
                 let out = $crate::kernels::broadcast::broadcast_shape(a, b).ok_or_else(|| {

@@ -62,7 +62,10 @@ mod tests {
     #[test]
     fn shapes() {
         assert_eq!(out_shapes("distill", &[("Mr", t(&[2, 3, 3])), ("nr", int(4))]), vec![vec![64]]);
-        assert_eq!(param_count("distill", &[("Mr", t(&[2, 3, 3])), ("nr", int(4)), ("size", int(5))]), 9 * 4 + 4 + 8 * 5 + 5);
+        assert_eq!(
+            param_count("distill", &[("Mr", t(&[2, 3, 3])), ("nr", int(4)), ("size", int(5))]),
+            9 * 4 + 4 + 8 * 5 + 5
+        );
     }
 
     #[test]

@@ -109,10 +109,11 @@ mod tests {
 
     #[test]
     fn ungated_write_adds_the_outer_product() {
-        let out = run("itemWrite", &[("M", t(&[2, 2])), ("a", t(&[2])), ("gated", boolean(false))], &[
-            vec![1.0, 2.0, 3.0, 4.0],
-            vec![1.0, 2.0],
-        ]);
+        let out = run(
+            "itemWrite",
+            &[("M", t(&[2, 2])), ("a", t(&[2])), ("gated", boolean(false))],
+            &[vec![1.0, 2.0, 3.0, 4.0], vec![1.0, 2.0]],
+        );
         assert_eq!(out, vec![2.0, 4.0, 5.0, 8.0]);
     }
 

@@ -74,7 +74,9 @@ mod tests {
         let args = [("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))];
         assert_eq!(out_shapes("lstmCell", &args), vec![vec![3], vec![3]]);
         assert_eq!(param_count("lstmCell", &args), 12 * 2 + 12 + 12 * 3 + 12);
-        assert!(error("lstmCell", &[("c", t(&[3])), ("h", t(&[4])), ("x", t(&[2]))]).contains("`h` must have shape [3]"));
+        assert!(
+            error("lstmCell", &[("c", t(&[3])), ("h", t(&[4])), ("x", t(&[2]))]).contains("`h` must have shape [3]")
+        );
         grad_check("lstmCell", &args);
     }
 }

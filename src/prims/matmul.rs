@@ -22,7 +22,11 @@ impl Primitive for MatMul {
     fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
         let (a, b) = (args.shape("a")?, args.shape("b")?);
         if a.is_empty() || b.is_empty() {
-            return Err(PrimError::new("`@` needs vectors or matrices, not scalars").on(if a.is_empty() { "a" } else { "b" }));
+            return Err(PrimError::new("`@` needs vectors or matrices, not scalars").on(if a.is_empty() {
+                "a"
+            } else {
+                "b"
+            }));
         }
         let a_vec = a.len() == 1;
         let b_vec = b.len() == 1;
@@ -40,8 +44,10 @@ impl Primitive for MatMul {
             ))
             .on("b"));
         }
-        let lead = crate::kernels::broadcast::broadcast_shape(lead_a, lead_b)
-            .ok_or_else(|| PrimError::new(format!("batch axes of {} and {} do not broadcast", ShapeDisplay(a), ShapeDisplay(b))).on("b"))?;
+        let lead = crate::kernels::broadcast::broadcast_shape(lead_a, lead_b).ok_or_else(|| {
+            PrimError::new(format!("batch axes of {} and {} do not broadcast", ShapeDisplay(a), ShapeDisplay(b)))
+                .on("b")
+        })?;
         let mut out = lead.clone();
         if !a_vec {
             out.push(n);
@@ -88,7 +94,10 @@ mod tests {
     #[test]
     fn values_shapes_and_gradients() {
         // [[1, 2], [3, 4]] @ [1, 1] = [3, 7]
-        assert_eq!(run("matmul", &[("a", t(&[2, 2])), ("b", t(&[2]))], &[vec![1.0, 2.0, 3.0, 4.0], vec![1.0, 1.0]]), vec![3.0, 7.0]);
+        assert_eq!(
+            run("matmul", &[("a", t(&[2, 2])), ("b", t(&[2]))], &[vec![1.0, 2.0, 3.0, 4.0], vec![1.0, 1.0]]),
+            vec![3.0, 7.0]
+        );
         assert_eq!(out_shapes("matmul", &[("a", t(&[3])), ("b", t(&[3, 4]))]), vec![vec![4]]);
         assert_eq!(out_shapes("matmul", &[("a", t(&[2, 3, 4])), ("b", t(&[4, 5]))]), vec![vec![2, 3, 5]]);
         assert!(error("matmul", &[("a", t(&[2, 3])), ("b", t(&[4, 5]))]).contains("inner dimensions differ"));

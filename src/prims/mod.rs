@@ -15,11 +15,11 @@ use crate::graph::{Init, Shape, ShapeDisplay, Ty};
 use crate::value::{Kind, Value};
 
 pub mod add;
-mod binary;
-mod unary;
 pub mod affine;
+mod binary;
 pub mod distill;
 pub mod div;
+pub mod embed;
 pub mod embedding;
 pub mod item_write;
 pub mod layer_norm;
@@ -39,6 +39,7 @@ pub mod softmax;
 pub mod sub;
 pub mod tanh;
 pub mod transfer;
+mod unary;
 
 #[cfg(test)]
 pub(crate) mod testing;
@@ -54,6 +55,7 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &lstm_cell::LstmCell,
     &linear::Linear,
     &mlp::Mlp,
+    &embed::Embed,
     &embedding::Embedding,
     &layer_norm::LayerNorm,
     &scalar::Scalar,
@@ -235,11 +237,16 @@ impl Args {
                 .iter()
                 .map(|v| match v {
                     Value::Int(i) => positive(name, *i),
-                    other => Err(PrimError::new(format!("`{name}` must be a list of sizes, but holds {}", other.describe())).on(name)),
+                    other => {
+                        Err(PrimError::new(format!("`{name}` must be a list of sizes, but holds {}", other.describe()))
+                            .on(name))
+                    }
                 })
                 .collect(),
             Value::Int(i) => Ok(vec![positive(name, *i)?]),
-            other => Err(PrimError::new(format!("`{name}` must be a list of sizes, found {}", other.describe())).on(name)),
+            other => {
+                Err(PrimError::new(format!("`{name}` must be a list of sizes, found {}", other.describe())).on(name))
+            }
         }
     }
 }

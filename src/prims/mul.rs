@@ -1,5 +1,6 @@
 //! `mul(a, b)` = `a ⊙ b` (also written `a * b`), element-wise with broadcasting.
-super::binary::binary_broadcast!(Mul, "mul", "element-wise a ⊙ b (the `*` and `⊙` operators)", |a, b| a.broadcast_mul(b));
+super::binary::binary_broadcast!(Mul, "mul", "element-wise a ⊙ b (the `*` and `⊙` operators)", |a, b| a
+    .broadcast_mul(b));
 
 #[cfg(test)]
 mod tests {

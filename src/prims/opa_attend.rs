@@ -44,7 +44,8 @@ struct OpaOp;
 impl Op for OpaOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         // Inputs may have batch 1 (shared) or B; bring them to a common batch first.
-        let batch = inputs.iter().map(|t| t.dim(0)).collect::<candle_core::Result<Vec<_>>>()?.into_iter().max().unwrap_or(1);
+        let batch =
+            inputs.iter().map(|t| t.dim(0)).collect::<candle_core::Result<Vec<_>>>()?.into_iter().max().unwrap_or(1);
         let full = |t: &Tensor| -> candle_core::Result<Tensor> {
             let (_, r, c) = t.dims3()?;
             t.broadcast_as((batch, r, c))
@@ -61,17 +62,20 @@ mod tests {
     fn one_key_gives_one_outer_product() {
         // q = [1, 1], k = [atanh(.5), 0], v = [2]: tanh(q ⊙ k) = [.5, 0] → [[1], [0]].
         let k0 = 0.5f64.atanh();
-        let out = run("opaAttend", &[("q", t(&[1, 2])), ("K", t(&[1, 2])), ("V", t(&[1, 1]))], &[
-            vec![1.0, 1.0],
-            vec![k0, 0.0],
-            vec![2.0],
-        ]);
+        let out = run(
+            "opaAttend",
+            &[("q", t(&[1, 2])), ("K", t(&[1, 2])), ("V", t(&[1, 1]))],
+            &[vec![1.0, 1.0], vec![k0, 0.0], vec![2.0]],
+        );
         assert!((out[0] - 1.0).abs() < 1e-12 && out[1].abs() < 1e-12, "{out:?}");
     }
 
     #[test]
     fn shapes() {
-        assert_eq!(out_shapes("opaAttend", &[("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 5]))]), vec![vec![2, 3, 5]]);
+        assert_eq!(
+            out_shapes("opaAttend", &[("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 5]))]),
+            vec![vec![2, 3, 5]]
+        );
         assert!(error("opaAttend", &[("q", t(&[2, 3])), ("K", t(&[4, 2])), ("V", t(&[4, 5]))]).contains("`K`"));
         assert!(error("opaAttend", &[("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[3, 5]))]).contains("`V`"));
     }

@@ -24,13 +24,9 @@ impl Primitive for Outer {
             return Err(PrimError::new("outer products need vectors (or larger), not scalars").on("a"));
         };
         if lead_a != lead_b {
-            return Err(PrimError::new(format!(
-                "leading axes differ: {} ⊗ {}",
-                ShapeDisplay(a),
-                ShapeDisplay(b)
-            ))
-            .on("b")
-            .hint("both operands must have the same shape except for the last axis"));
+            return Err(PrimError::new(format!("leading axes differ: {} ⊗ {}", ShapeDisplay(a), ShapeDisplay(b)))
+                .on("b")
+                .hint("both operands must have the same shape except for the last axis"));
         }
         let mut out = lead_a.to_vec();
         out.extend([n, m]);
@@ -55,7 +51,10 @@ mod tests {
 
     #[test]
     fn values_shapes_and_gradients() {
-        assert_eq!(run("outer", &[("a", t(&[2])), ("b", t(&[2]))], &[vec![1.0, 2.0], vec![3.0, 4.0]]), vec![3.0, 4.0, 6.0, 8.0]);
+        assert_eq!(
+            run("outer", &[("a", t(&[2])), ("b", t(&[2]))], &[vec![1.0, 2.0], vec![3.0, 4.0]]),
+            vec![3.0, 4.0, 6.0, 8.0]
+        );
         assert_eq!(out_shapes("outer", &[("a", t(&[3, 2])), ("b", t(&[3, 4]))]), vec![vec![3, 2, 4]]);
         assert!(error("outer", &[("a", t(&[3, 2])), ("b", t(&[2, 4]))]).contains("leading axes differ"));
         grad_check("outer", &[("a", t(&[2, 3])), ("b", t(&[2, 2]))]);

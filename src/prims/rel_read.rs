@@ -64,18 +64,21 @@ mod tests {
     #[test]
     fn shapes() {
         assert_eq!(out_shapes("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]), vec![vec![4]]);
-        assert!(error("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[3])), ("b", t(&[3]))]).contains("`c` must have shape [2]"));
+        assert!(
+            error("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[3])), ("b", t(&[3]))])
+                .contains("`c` must have shape [2]")
+        );
         assert!(error("relRead", &[("Mr", t(&[3, 4])), ("c", t(&[2])), ("b", t(&[3]))]).contains("3 dimensions"));
     }
 
     #[test]
     fn equal_logits_average_the_slots() {
         // Two slots, d = 1, d2 = 2: softmax([0, 0]) = [½, ½]; b = [2] → v = ½·2·(Mr0 + Mr1).
-        let out = run("relRead", &[("Mr", t(&[2, 1, 2])), ("c", t(&[2])), ("b", t(&[1]))], &[
-            vec![1.0, 2.0, 3.0, 4.0],
-            vec![0.0, 0.0],
-            vec![2.0],
-        ]);
+        let out = run(
+            "relRead",
+            &[("Mr", t(&[2, 1, 2])), ("c", t(&[2])), ("b", t(&[1]))],
+            &[vec![1.0, 2.0, 3.0, 4.0], vec![0.0, 0.0], vec![2.0]],
+        );
         assert_eq!(out, vec![4.0, 6.0]);
     }
 

@@ -1,5 +1,7 @@
 //! `sigmoid(x)`: σ(x) = 1 / (1 + e^-x), element-wise.
-super::unary::unary_elementwise!(Sigmoid, "sigmoid", "element-wise logistic σ(x)", 4, |x| candle_nn::ops::sigmoid(x));
+super::unary::unary_elementwise!(Sigmoid, "sigmoid", "element-wise logistic σ(x)", 4, |x| {
+    candle_nn::ops::sigmoid(x)
+});
 
 #[cfg(test)]
 mod tests {

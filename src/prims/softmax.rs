@@ -1,9 +1,8 @@
 //! `softmax(x)` over the last axis, in the composed form candle differentiates
 //! (`softmax_last_dim` produces no gradient in candle 0.11).
-super::unary::unary_elementwise!(Softmax, "softmax", "softmax over the last axis", 5, |x| candle_nn::ops::softmax(
-    x,
-    candle_core::D::Minus1
-));
+super::unary::unary_elementwise!(Softmax, "softmax", "softmax over the last axis", 5, |x| {
+    candle_nn::ops::softmax(x, candle_core::D::Minus1)
+});
 
 #[cfg(test)]
 mod tests {

@@ -173,10 +173,8 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
         inst.op.forward(&inputs.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>()).unwrap()
     };
     let outs = forward(&inputs, &params);
-    let weights: Vec<Tensor> = outs
-        .iter()
-        .map(|o| Tensor::from_vec(normal(&mut rng, o.elem_count(), 1.0), o.dims(), &dev).unwrap())
-        .collect();
+    let weights: Vec<Tensor> =
+        outs.iter().map(|o| Tensor::from_vec(normal(&mut rng, o.elem_count(), 1.0), o.dims(), &dev).unwrap()).collect();
     let loss_of = |outs: &[Tensor]| -> Tensor {
         let mut total = Tensor::zeros((), DType::F64, &dev).unwrap();
         for (o, w) in outs.iter().zip(&weights) {
@@ -193,7 +191,8 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
             .unwrap_or_else(|| vec![0.0; var.elem_count()]);
         let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
         let n = base.len();
-        let coords: Vec<usize> = if n <= 24 { (0..n).collect() } else { (0..24).map(|_| rng.random_range(0..n)).collect() };
+        let coords: Vec<usize> =
+            if n <= 24 { (0..n).collect() } else { (0..24).map(|_| rng.random_range(0..n)).collect() };
         let mut any_nonzero = false;
         for &c in &coords {
             let mut numeric = 0.0;

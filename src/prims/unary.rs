@@ -18,7 +18,10 @@ macro_rules! unary_elementwise {
             fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
                 &SIGNATURE
             }
-            fn instantiate(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Instance, $crate::prims::PrimError> {
+            fn instantiate(
+                &self,
+                args: &$crate::prims::Args,
+            ) -> Result<$crate::prims::Instance, $crate::prims::PrimError> {
                 let x = args.shape("x")?.clone();
                 let flops = ($flops_per_elem * x.iter().product::<usize>()) as u64;
                 Ok($crate::prims::Instance::new(UnaryOp, vec![$crate::graph::Ty::Tensor(x)], vec![], flops))

@@ -55,10 +55,14 @@ impl Store {
         let db = match sled::Config::new().path(&db_path).open() {
             Ok(db) => db,
             Err(sled::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock || e.raw_os_error() == Some(11) => {
-                let holder = std::fs::read_to_string(path.join(HOLDER_FILE)).map(|h| format!(" ({})", h.trim())).unwrap_or_default();
+                let holder = std::fs::read_to_string(path.join(HOLDER_FILE))
+                    .map(|h| format!(" ({})", h.trim()))
+                    .unwrap_or_default();
                 return Err(StoreError::Locked { path: path.into(), holder });
             }
-            Err(source) => return Err(StoreError::Open { path: path.into(), source }),
+            Err(source) => {
+                return Err(StoreError::Open { path: path.into(), source });
+            }
         };
         let holder = format!("pid {}: {}", std::process::id(), std::env::args().collect::<Vec<_>>().join(" "));
         let _ = std::fs::write(path.join(HOLDER_FILE), holder);
@@ -68,7 +72,9 @@ impl Store {
                 meta.insert(keys::SCHEMA_KEY, SCHEMA.to_string().as_bytes())?;
             }
             Some(v) if v.as_ref() == SCHEMA.to_string().as_bytes() => {}
-            Some(v) => return Err(StoreError::Schema { path: path.into(), found: String::from_utf8_lossy(&v).into() }),
+            Some(v) => {
+                return Err(StoreError::Schema { path: path.into(), found: String::from_utf8_lossy(&v).into() });
+            }
         }
         let runs = db.open_tree(keys::RUNS)?;
         let trials = db.open_tree(keys::TRIALS)?;
@@ -86,7 +92,8 @@ impl Store {
 
     /// Writes a run record atomically (record and trial index together) and flushes.
     pub fn put(&self, record: &RunRecord) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec(record).map_err(|e| StoreError::Corrupt { id: record.id, reason: e.to_string() })?;
+        let bytes =
+            serde_json::to_vec(record).map_err(|e| StoreError::Corrupt { id: record.id, reason: e.to_string() })?;
         let key = keys::run_key(record.id);
         let trial = record.trial_key.as_bytes().to_vec();
         (&self.runs, &self.trials)
@@ -97,7 +104,9 @@ impl Store {
             })
             .map_err(|e| match e {
                 TransactionError::Storage(s) => StoreError::Sled(s),
-                TransactionError::Abort(()) => StoreError::Corrupt { id: record.id, reason: "transaction aborted".into() },
+                TransactionError::Abort(()) => {
+                    StoreError::Corrupt { id: record.id, reason: "transaction aborted".into() }
+                }
             })?;
         self.db.flush()?;
         Ok(())

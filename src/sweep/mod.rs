@@ -137,14 +137,21 @@ pub fn run_trial(
 
 /// Trains inside a fresh pool of `threads` threads with flush-to-zero; a panic in a primitive
 /// or a device error becomes an error message.
-fn execute(trial: &Trial, device: &str, threads: usize, observer: &dyn Observer, cancel: &AtomicBool) -> Result<train::Outcome, String> {
+fn execute(
+    trial: &Trial,
+    device: &str,
+    threads: usize,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+) -> Result<train::Outcome, String> {
     let device = crate::device::open(device).map_err(|e| e.to_string())?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads.max(1))
         .start_handler(|_| crate::ftz::enable())
         .build()
         .map_err(|e| format!("cannot start compute threads: {e}"))?;
-    let result = pool.install(|| std::panic::catch_unwind(AssertUnwindSafe(|| train::train(trial, &device, observer, cancel))));
+    let result =
+        pool.install(|| std::panic::catch_unwind(AssertUnwindSafe(|| train::train(trial, &device, observer, cancel))));
     result.map_err(|panic| {
         let msg = panic
             .downcast_ref::<&str>()
@@ -161,7 +168,9 @@ fn now() -> f64 {
 
 fn environment(threads: usize, device: &str) -> Environment {
     Environment {
-        hostname: std::fs::read_to_string("/etc/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "unknown".into()),
+        hostname: std::fs::read_to_string("/etc/hostname")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into()),
         os: std::env::consts::OS.into(),
         arch: std::env::consts::ARCH.into(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -164,7 +164,7 @@ impl TaskData for AssocData {
     fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>> {
         let set = match split {
             Split::Validation => &self.validation,
-            Split::Test => &self.test,
+            Split::Test(_) => &self.test,
         };
         let n = set.len();
         (0..n)
@@ -187,9 +187,7 @@ mod tests {
     use super::*;
 
     fn task(pairs: i64) -> Box<dyn Task> {
-        AssocRetrievalKind
-            .instantiate(&[Value::Int(pairs), Value::Int(50), Value::Int(20), Value::Int(20)])
-            .unwrap()
+        AssocRetrievalKind.instantiate(&[Value::Int(pairs), Value::Int(50), Value::Int(20), Value::Int(20)]).unwrap()
     }
 
     #[test]
@@ -221,7 +219,7 @@ mod tests {
     fn data_is_deterministic_in_the_seed() {
         let get = |seed| {
             let data = task(3).data(seed, &Device::Cpu).unwrap();
-            data.eval_batches(Split::Test, 20).unwrap()[0].inputs.to_vec2::<u32>().unwrap()
+            data.eval_batches(Split::Test(0), 20).unwrap()[0].inputs.to_vec2::<u32>().unwrap()
         };
         assert_eq!(get(1), get(1));
         assert_ne!(get(1), get(2));
@@ -229,7 +227,10 @@ mod tests {
 
     #[test]
     fn rejects_more_pairs_than_letters() {
-        let err = AssocRetrievalKind.instantiate(&[Value::Int(27), Value::Int(1), Value::Int(1), Value::Int(1)]).err().unwrap();
+        let err = AssocRetrievalKind
+            .instantiate(&[Value::Int(27), Value::Int(1), Value::Int(1), Value::Int(1)])
+            .err()
+            .unwrap();
         assert_eq!(err.arg, Some("pairs"));
     }
 }

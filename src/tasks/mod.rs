@@ -47,7 +47,7 @@ impl Target {
     /// Metrics recorded for this kind of target, besides `loss`.
     pub fn metrics(self) -> &'static [&'static str] {
         match self {
-            Target::Classes(_) => &["accuracy"],
+            Target::Classes(_) => &["accuracy", "seq_accuracy"],
             Target::Bits(_) => &["bit_error", "accuracy"],
         }
     }
@@ -58,6 +58,11 @@ pub trait Task: Send + Sync {
     /// The per-step input type (`tokens(V)` or a float vector).
     fn input(&self) -> Ty;
     fn target(&self) -> Target;
+    /// Names of the held-out test sets. The first is the main one: its metrics are reported
+    /// as `accuracy`, `loss`, ...; the others as `<split>_accuracy` (e.g. NAM's `od_easy`).
+    fn test_splits(&self) -> &'static [&'static str] {
+        &["test"]
+    }
     /// Generates the task's data for one trial, deterministically from `seed`.
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;
 }
@@ -66,7 +71,8 @@ pub trait Task: Send + Sync {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Split {
     Validation,
-    Test,
+    /// The `i`-th of [`Task::test_splits`].
+    Test(usize),
 }
 
 /// A batch of sequences, time-major.

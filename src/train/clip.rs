@@ -45,7 +45,9 @@ mod tests {
     fn clips_by_value_and_by_global_norm() -> Result<()> {
         let a = Var::new(&[3.0f64, -4.0], &Device::Cpu)?;
         let b = Var::new(&[0.0f64], &Device::Cpu)?;
-        let loss = || -> Result<GradStore> { (a.as_tensor().sqr()?.sum_all()? * 0.5)?.add(&b.as_tensor().sum_all()?)?.backward() };
+        let loss = || -> Result<GradStore> {
+            (a.as_tensor().sqr()?.sum_all()? * 0.5)?.add(&b.as_tensor().sum_all()?)?.backward()
+        };
         // Gradients: a → [3, -4], b → [1]; global norm √26.
         let mut g = loss()?;
         by_value(&mut g, &[a.clone(), b.clone()], 2.0)?;

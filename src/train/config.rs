@@ -19,20 +19,60 @@ pub struct SettingSpec {
 
 /// Every setting a `train` block accepts (besides `stop_when`).
 pub static SETTINGS: &[SettingSpec] = &[
-    SettingSpec { name: "optimizer", kind: Kind::Str, default: Some(|| Value::Str("adam".into())), doc: "adam, rmsprop or sgd" },
+    SettingSpec {
+        name: "optimizer",
+        kind: Kind::Str,
+        default: Some(|| Value::Str("adam".into())),
+        doc: "adam, rmsprop or sgd",
+    },
     SettingSpec { name: "lr", kind: Kind::Float, default: Some(|| Value::Float(1e-3)), doc: "learning rate" },
-    SettingSpec { name: "momentum", kind: Kind::Float, default: Some(|| Value::Float(0.0)), doc: "rmsprop and sgd momentum" },
-    SettingSpec { name: "alpha", kind: Kind::Float, default: Some(|| Value::Float(0.99)), doc: "rmsprop smoothing constant" },
+    SettingSpec {
+        name: "momentum",
+        kind: Kind::Float,
+        default: Some(|| Value::Float(0.0)),
+        doc: "rmsprop and sgd momentum",
+    },
+    SettingSpec {
+        name: "alpha",
+        kind: Kind::Float,
+        default: Some(|| Value::Float(0.99)),
+        doc: "rmsprop smoothing constant",
+    },
     SettingSpec { name: "beta1", kind: Kind::Float, default: Some(|| Value::Float(0.9)), doc: "adam β1" },
     SettingSpec { name: "beta2", kind: Kind::Float, default: Some(|| Value::Float(0.999)), doc: "adam β2" },
     SettingSpec { name: "eps", kind: Kind::Float, default: Some(|| Value::Float(1e-8)), doc: "optimizer epsilon" },
-    SettingSpec { name: "weight_decay", kind: Kind::Float, default: Some(|| Value::Float(0.0)), doc: "decoupled weight decay (adam)" },
-    SettingSpec { name: "batch", kind: Kind::Int, default: Some(|| Value::Int(32)), doc: "sequences per training step" },
+    SettingSpec {
+        name: "weight_decay",
+        kind: Kind::Float,
+        default: Some(|| Value::Float(0.0)),
+        doc: "decoupled weight decay (adam)",
+    },
+    SettingSpec {
+        name: "batch",
+        kind: Kind::Int,
+        default: Some(|| Value::Int(32)),
+        doc: "sequences per training step",
+    },
     SettingSpec { name: "steps", kind: Kind::Int, default: Some(|| Value::Int(1000)), doc: "maximum training steps" },
-    SettingSpec { name: "eval_every", kind: Kind::Int, default: Some(|| Value::Int(100)), doc: "steps between validations" },
-    SettingSpec { name: "eval_size", kind: Kind::Int, default: None, doc: "validation examples per evaluation (default: all)" },
+    SettingSpec {
+        name: "eval_every",
+        kind: Kind::Int,
+        default: Some(|| Value::Int(100)),
+        doc: "steps between validations",
+    },
+    SettingSpec {
+        name: "eval_size",
+        kind: Kind::Int,
+        default: None,
+        doc: "validation examples per evaluation (default: all)",
+    },
     SettingSpec { name: "clip_value", kind: Kind::Float, default: None, doc: "clamp each gradient element to ±value" },
-    SettingSpec { name: "clip_norm", kind: Kind::Float, default: None, doc: "rescale gradients to this global L2 norm" },
+    SettingSpec {
+        name: "clip_norm",
+        kind: Kind::Float,
+        default: None,
+        doc: "rescale gradients to this global L2 norm",
+    },
     SettingSpec { name: "max_time", kind: Kind::Float, default: None, doc: "seconds of training before stopping" },
     SettingSpec { name: "device", kind: Kind::Str, default: Some(|| Value::Str("cpu".into())), doc: "cpu or cuda[:N]" },
 ];

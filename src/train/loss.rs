@@ -1,7 +1,8 @@
 //! Loss and metrics for each kind of target.
 //!
 //! - Classes: mean cross-entropy over the scored steps; `accuracy` = fraction of scored
-//!   positions whose arg-max is the target.
+//!   positions whose arg-max is the target; `seq_accuracy` = fraction of sequences with every
+//!   scored position right (NAM's sequence accuracy; equal to `accuracy` with one scored step).
 //! - Bits: mean binary cross-entropy with logits; `bit_error` = wrong bits (threshold 0.5)
 //!   per sequence, as the SAM paper's "bit error per sequence"; `accuracy` = fraction of
 //!   sequences with no wrong bit.
@@ -62,7 +63,8 @@ impl MetricSums {
                 let wrong = predicted.ne(&targets.to_dtype(DType::F32)?)?.to_dtype(DType::F32)?; // [S, B, n]
                 let per_sequence = wrong.sum(2)?.sum(0)?; // [B]
                 self.wrong_bits += per_sequence.sum_all()?.to_scalar::<f32>()? as f64;
-                self.exact_sequences += per_sequence.eq(0.0)?.to_dtype(DType::F32)?.sum_all()?.to_scalar::<f32>()? as f64;
+                self.exact_sequences +=
+                    per_sequence.eq(0.0)?.to_dtype(DType::F32)?.sum_all()?.to_scalar::<f32>()? as f64;
             }
         }
         Ok(())
@@ -73,7 +75,10 @@ impl MetricSums {
         let n = self.sequences.max(1.0);
         let mut m = vec![("loss", self.loss_sum / n)];
         match target {
-            Target::Classes(_) => m.push(("accuracy", self.correct_positions / self.positions.max(1.0))),
+            Target::Classes(_) => {
+                m.push(("accuracy", self.correct_positions / self.positions.max(1.0)));
+                m.push(("seq_accuracy", self.exact_sequences / n));
+            }
             Target::Bits(_) => {
                 m.push(("bit_error", self.wrong_bits / n));
                 m.push(("accuracy", self.exact_sequences / n));

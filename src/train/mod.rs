@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Trial;
 use crate::compile::Cell;
-use crate::tasks::{Split, TaskData, Target};
+use crate::tasks::{Split, Target, TaskData};
 use loss::MetricSums;
 
 /// Hooks for progress display.
@@ -106,7 +106,13 @@ enum TrainError {
     Candle(#[from] candle_core::Error),
 }
 
-fn train_into(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &AtomicBool, out: &mut Outcome) -> Result<(), TrainError> {
+fn train_into(
+    trial: &Trial,
+    device: &Device,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+    out: &mut Outcome,
+) -> Result<(), TrainError> {
     let cfg = &trial.config.train;
     let target = trial.task.target();
     let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
@@ -155,7 +161,10 @@ fn train_into(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &
             }
             observer.on_eval(step, &metrics);
             if let Some(stop) = &cfg.stop_when {
-                let met = metrics.iter().find(|(n, _)| *n == stop.metric).is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
+                let met = metrics
+                    .iter()
+                    .find(|(n, _)| *n == stop.metric)
+                    .is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
                 if met && out.converged.is_none() {
                     let epoch = data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
                     out.converged = Some(Converged { step, epoch });
@@ -172,12 +181,19 @@ fn train_into(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &
     out.train_seconds = started.elapsed().as_secs_f64() - eval_time;
     if out.ending == Ending::Done {
         let t0 = Instant::now();
-        for (name, v) in evaluate(&cell, data.as_ref(), Split::Test, eval_batch, None, target)? {
-            out.final_metrics.insert(name.to_string(), v);
+        for (i, split) in trial.task.test_splits().iter().enumerate() {
+            for (name, v) in evaluate(&cell, data.as_ref(), Split::Test(i), eval_batch, None, target)? {
+                let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
+                out.final_metrics.insert(key, v);
+            }
         }
         eval_time += t0.elapsed().as_secs_f64();
-        let last_val: Vec<(String, f64)> =
-            out.curves.iter().filter(|(k, _)| k.starts_with("val_")).filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v))).collect();
+        let last_val: Vec<(String, f64)> = out
+            .curves
+            .iter()
+            .filter(|(k, _)| k.starts_with("val_"))
+            .filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v)))
+            .collect();
         out.final_metrics.extend(last_val);
     }
     out.eval_seconds = eval_time;

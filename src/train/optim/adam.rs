@@ -11,7 +11,13 @@ pub struct Adam(candle_nn::AdamW);
 
 impl Adam {
     pub fn new(vars: Vec<Var>, c: &TrainConfig) -> Result<Adam> {
-        let params = candle_nn::ParamsAdamW { lr: c.lr, beta1: c.beta1, beta2: c.beta2, eps: c.eps, weight_decay: c.weight_decay };
+        let params = candle_nn::ParamsAdamW {
+            lr: c.lr,
+            beta1: c.beta1,
+            beta2: c.beta2,
+            eps: c.eps,
+            weight_decay: c.weight_decay,
+        };
         Ok(Adam(candle_nn::AdamW::new(vars, params)?))
     }
 }

@@ -30,7 +30,9 @@ impl RmsProp {
 impl Optimizer for RmsProp {
     fn step(&mut self, grads: &GradStore) -> Result<()> {
         for (i, var) in self.vars.iter().enumerate() {
-            let Some(g) = grads.get(var.as_tensor()) else { continue };
+            let Some(g) = grads.get(var.as_tensor()) else {
+                continue;
+            };
             let v = ((&self.square_avg[i] * self.alpha)? + (g.sqr()? * (1.0 - self.alpha))?)?;
             let step = g.div(&(v.sqrt()? + self.eps)?)?;
             let update = if self.momentum > 0.0 {

@@ -23,7 +23,9 @@ impl Sgd {
 impl Optimizer for Sgd {
     fn step(&mut self, grads: &GradStore) -> Result<()> {
         for (i, var) in self.vars.iter().enumerate() {
-            let Some(g) = grads.get(var.as_tensor()) else { continue };
+            let Some(g) = grads.get(var.as_tensor()) else {
+                continue;
+            };
             let update = match (&self.buf[i], self.momentum > 0.0) {
                 (Some(b), true) => ((b * self.momentum)? + g)?,
                 _ => g.clone(),
