@@ -297,7 +297,7 @@ pub fn plan(
                 let g = Arc::new(elaborate::elaborate(model, &params, &shape).map_err(|d| {
                     let values: Vec<String> = swept.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                     if values.is_empty() {
-                        d.hint(format!("while checking experiment `{name}`"))
+                        d
                     } else {
                         d.hint(format!("while checking experiment `{name}` with {}", values.join(", ")))
                     }

@@ -65,9 +65,44 @@ pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
         return Err(Diagnostics(errors));
     }
     let used: Vec<&str> = experiments.iter().flat_map(|p| p.trials.first().map(|t| t.config.model.as_str())).collect();
-    let unused_models =
-        ast.models.iter().map(|m| m.name.name.clone()).filter(|m| !used.contains(&m.as_str())).collect();
+    let unused: Vec<&ast::Model> = ast.models.iter().filter(|m| !used.contains(&m.name.name.as_str())).collect();
+    for m in &unused {
+        if let Err(d) = probe(m) {
+            errors.push(d);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Diagnostics(errors));
+    }
+    let unused_models = unused.iter().map(|m| m.name.name.clone()).collect();
     Ok(Program { experiments, unused_models })
+}
+
+/// Checks a model no experiment uses (a library file) with its defaults on probe tasks: token
+/// inputs and vector inputs (16 wide), 10 outputs. It is accepted if either fits; a model with
+/// a parameter that has no default cannot be probed and is checked where it is used.
+fn probe(model: &ast::Model) -> Result<(), Diagnostic> {
+    let entries = model_params::table(model)?;
+    if entries.iter().any(|e| e.default.is_none()) {
+        return Ok(());
+    }
+    let params = model_params::resolve(model, &entries, &Default::default(), model.name.span)?;
+    let mut first_error = None;
+    for input in [crate::graph::Ty::Tensor(vec![16]), crate::graph::Ty::Tokens(16)] {
+        let shape = elaborate::TaskShape { input, output_size: 10, name: "probe".into() };
+        match elaborate::elaborate(model, &params, &shape) {
+            Ok(_) => return Ok(()),
+            Err(d) => {
+                first_error.get_or_insert(d);
+            }
+        }
+    }
+    let note = format!(
+        "`{}` is not used by an experiment here: it was checked with its defaults on a probe task \
+         (16-wide vectors or tokens in, 10 outputs)",
+        model.name.name
+    );
+    Err(first_error.map_or_else(|| Diagnostic::error("internal error: probe failed without a diagnostic"), |d| d.hint(note)))
 }
 
 /// Items by name; a repeated name is an error pointing at both definitions.

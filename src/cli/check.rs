@@ -56,7 +56,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             }
         }
         for m in &program.unused_models {
-            println!("  model {m}: not used by an experiment here (checked where it is used)");
+            println!("  model {m}: not used by an experiment here (checked with its defaults on probe inputs)");
         }
     }
     Ok(code)

@@ -30,6 +30,9 @@ pub fn sig3(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
+    if v.abs() >= 1e6 || v.abs() < 1e-3 {
+        return format!("{v:.2e}");
+    }
     let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
     format!("{v:.digits$}")
 }
@@ -56,6 +59,7 @@ mod tests {
         assert_eq!(si(1.5e6), "1.50 M");
         assert_eq!(si(950.0), "950 ");
         assert_eq!(sig3(0.84123), "0.841");
+        assert_eq!(sig3(9.1e29), "9.10e29");
         assert_eq!(duration(185.0), "3m05s");
         assert_eq!(duration(3.25), "3.2s");
     }

@@ -228,6 +228,32 @@ pub fn evaluate(
     Ok(sums.metrics(target))
 }
 
+/// Trains on one fixed training batch for `steps` steps and returns the loss before each
+/// step: an overfitting check that a model can learn at all (fast, and assertable).
+pub fn fixed_batch_losses(trial: &Trial, steps: usize, device: &Device) -> candle_core::Result<Vec<f64>> {
+    let cfg = &trial.config.train;
+    let target = trial.task.target();
+    let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+    let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
+    let batch = data.train_batch(cfg.batch)?;
+    let mut opt = optim::build(cfg, cell.vars().to_vec())?;
+    let mut losses = vec![];
+    for _ in 0..steps {
+        let logits = cell.run(&cell.weights(true), &batch.inputs, &batch.scored)?;
+        let loss = loss::loss(target, &logits, &batch.targets)?;
+        losses.push(loss.to_dtype(DType::F64)?.to_scalar::<f64>()?);
+        let mut grads = loss.backward()?;
+        if let Some(limit) = cfg.clip_value {
+            clip::by_value(&mut grads, cell.vars(), limit)?;
+        }
+        if let Some(max_norm) = cfg.clip_norm {
+            clip::by_norm(&mut grads, cell.vars(), max_norm)?;
+        }
+        opt.step(&grads)?;
+    }
+    Ok(losses)
+}
+
 /// Settings for unit tests: Adam 1e-3, batch 8, 10 steps.
 #[cfg(test)]
 pub fn test_config() -> config::TrainConfig {

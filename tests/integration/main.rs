@@ -1,0 +1,8 @@
+//! Integration tests, one binary (each test binary links candle; one is faster to build).
+//!
+//! - `training`: specs train through the library API (fixed-batch overfitting, failures).
+//! - `cli`: the `memctl` binary end to end against a temporary store.
+
+mod cli;
+mod support;
+mod training;

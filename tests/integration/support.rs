@@ -1,0 +1,55 @@
+//! Helpers shared by the integration tests.
+
+use memctl::check::{self, Trial};
+use memctl::lang;
+
+/// Parses and checks a spec given as text; panics with the rendered diagnostics on error.
+pub fn trials(name: &str, text: &str) -> Vec<Trial> {
+    let spec = lang::parse_str(name, text).unwrap_or_else(|e| panic!("{}", e.render(false)));
+    let program = check::check(&spec).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+    program.experiments.into_iter().flat_map(|e| e.trials).collect()
+}
+
+/// A tiny STM and LSTM on a tiny associative retrieval task.
+pub const TINY: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+
+model stm(d = 8, nq = 2, nr = 8, gates = true, transfer = true) {
+  state Mi = learned(d, d)
+  state Mr = learned(nq, d, d)
+  step token {
+    x = embed(token, 8)
+    a = linear(x, d)
+    b = linear(x, d)
+    c = linear(x, nq)
+    vr = relRead(Mr, c, b)
+    Mi = itemWrite(Mi, a, gated = gates)
+    R = samRead(Mi + scalar(0.0) * (vr ⊗ b), nq = nq)
+    if transfer { Mi = Mi + scalar(0.0) * transfer(R) }
+    Mr = scalar(0.0) * Mr + R
+    out linear(mlp(distill(Mr, nr = nr, size = 16), [16]), output_size)
+  }
+}
+
+model lstm(hidden = 16) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+
+experiment tiny_stm {
+  task tiny
+  model stm
+  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6, eval_every = 3 }
+  sweep { seed in 1..2 }
+}
+
+experiment tiny_lstm {
+  task tiny
+  model lstm
+  train { optimizer = rmsprop(lr = 1e-2, momentum = 0.9), batch = 16, steps = 6, eval_every = 3, clip_value = 10 }
+}
+"#;

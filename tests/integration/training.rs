@@ -1,0 +1,64 @@
+//! Training through the library API.
+
+use std::sync::atomic::AtomicBool;
+
+use candle_core::Device;
+use memctl::train::{self, Ending, Silent};
+
+use crate::support::{TINY, trials};
+
+#[test]
+fn stm_and_lstm_overfit_a_fixed_batch() {
+    for trial in trials("tiny.mem", TINY).iter().filter(|t| t.config.seed <= 1) {
+        let losses = train::fixed_batch_losses(trial, 30, &Device::Cpu).unwrap();
+        let (first, last) = (losses[0], losses[losses.len() - 1]);
+        assert!(last < 0.5 * first, "{}: loss {first:.3} → {last:.3} did not halve", trial.config.model);
+    }
+}
+
+#[test]
+fn a_trial_records_curves_and_final_metrics() {
+    let trial = &trials("tiny.mem", TINY)[0];
+    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    assert_eq!(out.ending, Ending::Done);
+    assert_eq!(out.steps_run, 6);
+    // Evaluations at steps 3 and 6.
+    let steps: Vec<u64> = out.curves["val_accuracy"].iter().map(|(s, _)| *s).collect();
+    assert_eq!(steps, vec![3, 6]);
+    for m in ["accuracy", "seq_accuracy", "loss", "val_accuracy", "val_loss"] {
+        let v = out.final_metrics[m];
+        assert!(v.is_finite() && v >= 0.0, "{m} = {v}");
+    }
+    assert_eq!(out.param_count, trial.graph.param_count());
+}
+
+#[test]
+fn the_same_trial_gives_the_same_result() {
+    let trial = &trials("tiny.mem", TINY)[0];
+    let a = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let b = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    assert_eq!(a.curves, b.curves);
+    assert_eq!(a.final_metrics, b.final_metrics);
+}
+
+#[test]
+fn a_diverging_loss_fails_the_trial_with_a_reason() {
+    let spec = TINY.replace("optimizer = adam(lr = 1e-2)", "optimizer = sgd(lr = 1e300)");
+    let trial = &trials("tiny.mem", &spec)[0];
+    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let Ending::Failed(reason) = &out.ending else { panic!("expected a failure, got {:?}", out.ending) };
+    assert!(reason.contains("loss is") && reason.contains("at step"), "{reason}");
+}
+
+#[test]
+fn stop_when_records_the_step_it_was_first_met() {
+    // Loss below 100 is met at the first evaluation.
+    let spec = TINY.replace("steps = 6, eval_every = 3 }", "steps = 6, eval_every = 3, stop_when = loss < 100 }");
+    let trial = &trials("tiny.mem", &spec)[0];
+    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let conv = out.converged.expect("converged");
+    assert_eq!(conv.step, 3);
+    assert_eq!(conv.epoch, Some(3.0 * 16.0 / 64.0));
+    assert_eq!(out.steps_run, 3);
+    assert_eq!(out.stop_reason, "stop_when");
+}
