@@ -22,10 +22,49 @@ pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str])
         }
         ExprKind::Unary(op, x) => unary(*op, eval(x, lookup, names)?, expr.span),
         ExprKind::Binary(op, a, b) => binary(*op, eval(a, lookup, names)?, eval(b, lookup, names)?, a.span, b.span),
+        ExprKind::Call(c) if VALUE_FUNCTIONS.contains(&c.callee.name.as_str()) => spaced(c, lookup, names),
         ExprKind::Call(c) => Err(Diagnostic::error(format!("`{}(…)` cannot be used here", c.callee.name))
             .at(c.span, "a call is not a value")
             .hint("primitives are called inside a model's `step`; here a number, bool, string or list is expected")),
     }
+}
+
+/// Functions that compute lists of values (for sweeps).
+pub const VALUE_FUNCTIONS: &[&str] = &["linspace", "logspace"];
+
+/// `linspace(a, b, n)`: `n` evenly spaced floats from `a` to `b` inclusive;
+/// `logspace(a, b, n)`: `n` floats from `a` to `b` inclusive, evenly spaced in log scale.
+fn spaced(c: &crate::lang::ast::Call, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str]) -> Result<Value, Diagnostic> {
+    let name = c.callee.name.as_str();
+    let usage = || {
+        Diagnostic::error(format!("`{name}` takes a start, an end and a count"))
+            .at(c.span, "bad arguments")
+            .hint(format!("e.g. `{name}(1e-4, 1e-2, 3)`"))
+    };
+    let [a, b, n] = &c.args[..] else { return Err(usage()) };
+    if a.name.is_some() || b.name.is_some() || n.name.is_some() {
+        return Err(usage());
+    }
+    let (Some(lo), Some(hi)) = (eval(&a.value, lookup, names)?.as_float(), eval(&b.value, lookup, names)?.as_float()) else {
+        return Err(usage());
+    };
+    let count = match eval(&n.value, lookup, names)? {
+        Value::Int(k) if (1..=MAX_RANGE).contains(&k) => k as usize,
+        v => {
+            return Err(Diagnostic::error(format!("the count must be an integer from 1 to {MAX_RANGE}, found {}", v.describe()))
+                .at(n.value.span, "bad count"));
+        }
+    };
+    if name == "logspace" && (lo <= 0.0 || hi <= 0.0) {
+        return Err(Diagnostic::error("`logspace` needs positive bounds").at(c.span, "not positive"));
+    }
+    let at = |i: usize| -> f64 {
+        let f = if count == 1 { 0.0 } else { i as f64 / (count - 1) as f64 };
+        if name == "logspace" { (lo.ln() + f * (hi.ln() - lo.ln())).exp() } else { lo + f * (hi - lo) }
+    };
+    // Twelve significant digits: logspace(1e-3, 1e-1, 3) gives 0.1, not 0.10000000000000006.
+    let round = |x: f64| format!("{x:.11e}").parse::<f64>().unwrap_or(x);
+    Ok(Value::List((0..count).map(|i| Value::Float(round(at(i)))).collect()))
 }
 
 pub fn unknown_name(name: &str, span: Span, names: &[&str]) -> Diagnostic {

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::sweep::Override;
 use super::{call, consteval, elaborate, model_params, settings};
 use crate::diag::Diagnostic;
 use crate::graph::StepGraph;
@@ -54,17 +55,20 @@ enum AxisTarget {
     Seed,
 }
 
-struct Axis<'a> {
-    name: &'a ast::Ident,
-    target: AxisTarget,
-    values: Vec<(Value, Span)>,
+/// A sweep group with each name resolved and every value checked.
+struct Axis {
+    names: Vec<(ast::Ident, AxisTarget)>,
+    rows: Vec<Vec<(Value, Span)>>,
 }
 
+/// Expands one experiment into trials. `overrides` that name nothing in this experiment are
+/// ignored here (the caller checks each applies somewhere); the names applied are returned.
 pub fn plan(
     exp: &ast::Experiment,
     models: &HashMap<&str, &ast::Model>,
     task_defs: &HashMap<&str, &ast::TaskDef>,
-) -> Result<ExperimentPlan, Diagnostic> {
+    overrides: &[Override],
+) -> Result<(ExperimentPlan, Vec<String>), Diagnostic> {
     let name = &exp.name.name;
     let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
     let task_call = single(&exp.task, exp, "task", "task assocRetrieval(pairs = 4)")?;
@@ -77,7 +81,7 @@ pub fn plan(
         d
     })?;
     let entries = model_params::table(model)?;
-    let mut overrides: BTreeMap<String, (Value, Span)> = BTreeMap::new();
+    let mut model_overrides: BTreeMap<String, (Value, Span)> = BTreeMap::new();
     for a in &model_call.args {
         let Some(n) = &a.name else {
             return Err(Diagnostic::error("model parameters must be named").at(a.value.span, "unnamed").hint(format!(
@@ -89,10 +93,10 @@ pub fn plan(
         if !entries.iter().any(|e| e.name == n.name) {
             return Err(no_such_param(model, &entries, n));
         }
-        if overrides.contains_key(&n.name) {
+        if model_overrides.contains_key(&n.name) {
             return Err(Diagnostic::error(format!("parameter `{}` given twice", n.name)).at(n.span, "again here"));
         }
-        overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
+        model_overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
     }
 
     // The task: a `task` definition, or a generator called inline.
@@ -133,108 +137,27 @@ pub fn plan(
         None => settings::Block::default(),
     };
 
-    // Sweep axes.
+    // Sweep groups; every swept name must be something this experiment can vary.
+    let applicable: Vec<Override> =
+        overrides.iter().filter(|o| axis_target(&o.name, &entries, kind, model).is_ok()).cloned().collect();
+    let groups = super::sweep::groups(&exp.sweep, &applicable)?;
     let mut axes: Vec<Axis> = vec![];
-    for sweep in &exp.sweep {
-        for ax in sweep {
-            let n = &ax.name.name;
-            if let Some(prev) = axes.iter().find(|a| &a.name.name == n) {
-                return Err(Diagnostic::error(format!("`{n}` is swept twice"))
-                    .at(ax.name.span, "second axis")
-                    .also(prev.name.span, "first axis"));
-            }
-            let mut targets = vec![];
-            if entries.iter().any(|e| e.name == n) {
-                targets.push(AxisTarget::Param);
-            }
-            if crate::train::config::setting(n).is_some() {
-                targets.push(AxisTarget::Setting);
-            }
-            if kind.signature().iter().any(|s| s.name == n) {
-                targets.push(AxisTarget::TaskOption);
-            }
-            if n == "seed" {
-                targets.push(AxisTarget::Seed);
-            }
-            let target = match targets[..] {
-                [t] => t,
-                [] => {
-                    let mut d = Diagnostic::error(format!(
-                        "cannot sweep `{n}`: model `{}` has no such parameter",
-                        model.name.name
-                    ))
-                    .at(ax.name.span, "unknown parameter");
-                    let names = entries.iter().map(|e| e.name).chain(["seed"]);
-                    if let Some(h) = super::suggest::did_you_mean(n, names) {
-                        d = d.hint(h);
-                    } else {
-                        d = d.hint(format!(
-                            "sweepable: the model's parameters ({}), train settings, task options, and `seed`",
-                            entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
-                        ));
-                    }
-                    return Err(d);
-                }
-                _ => {
-                    return Err(Diagnostic::error(format!(
-                        "`{n}` is ambiguous: it names both a model parameter and a setting or task option"
-                    ))
-                    .at(ax.name.span, "ambiguous")
-                    .hint("rename the model parameter"));
-                }
-            };
-            let raw = consteval::eval(&ax.values, &|_| None, &[])?;
-            let values: Vec<Value> = match raw {
-                Value::List(items) => items,
-                v => vec![v],
-            };
-            if values.is_empty() {
-                return Err(Diagnostic::error(format!("the sweep over `{n}` has no values"))
-                    .at(ax.values.span, "empty")
-                    .hint("an empty axis would give no trials"));
-            }
-            let mut checked = vec![];
-            for v in values {
-                let v = match target {
-                    AxisTarget::Param => {
-                        let e = entries.iter().find(|e| e.name == n).map(|e| e.kind);
-                        let k = e.unwrap_or(v.kind());
-                        v.coerce(k).ok_or_else(|| {
-                            Diagnostic::error(format!("`{n}` is a {k}, but the sweep gives {}", v.describe()))
-                                .at(ax.values.span, format!("expected {k} values"))
-                        })?
-                    }
-                    AxisTarget::Setting => settings::check_swept(n, v, ax.values.span)?,
-                    AxisTarget::TaskOption => {
-                        let spec = kind.signature().iter().find(|s| s.name == n).map(|s| s.kind);
-                        match spec {
-                            Some(ArgKind::Value(k)) => v.coerce(k).ok_or_else(|| {
-                                Diagnostic::error(format!(
-                                    "task option `{n}` is a {k}, but the sweep gives {}",
-                                    v.describe()
-                                ))
-                                .at(ax.values.span, format!("expected {k} values"))
-                            })?,
-                            _ => v,
-                        }
-                    }
-                    AxisTarget::Seed => match v {
-                        Value::Int(i) if i >= 0 => v,
-                        _ => {
-                            return Err(Diagnostic::error(format!(
-                                "seeds are non-negative integers, found {}",
-                                v.describe()
-                            ))
-                            .at(ax.values.span, "not a seed"));
-                        }
-                    },
-                };
-                checked.push((v, ax.values.span));
-            }
-            axes.push(Axis { name: &ax.name, target, values: checked });
+    for g in &groups {
+        let mut targets = vec![];
+        for n in &g.names {
+            targets.push(axis_target(n, &entries, kind, model)?);
         }
+        let mut rows = vec![];
+        for row in &g.rows {
+            let mut checked = vec![];
+            for ((n, target), (v, span)) in g.names.iter().zip(&targets).zip(row) {
+                checked.push((check_value(n, *target, v.clone(), *span, &entries, kind)?, *span));
+            }
+            rows.push(checked);
+        }
+        axes.push(Axis { names: g.names.iter().zip(targets).map(|(n, t)| (n.clone(), t)).collect(), rows });
     }
-    let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.values.len())).filter(|t| *t <= MAX_TRIALS);
+    let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.rows.len())).filter(|t| *t <= MAX_TRIALS);
     let Some(total) = total else {
         return Err(Diagnostic::error(format!("the sweep of `{name}` has more than {MAX_TRIALS} trials"))
             .at(exp.name.span, "too many trials"));
@@ -248,30 +171,32 @@ pub fn plan(
         let mut rest = index;
         let mut picks = vec![0; axes.len()];
         for (i, a) in axes.iter().enumerate().rev() {
-            picks[i] = rest % a.values.len();
-            rest /= a.values.len();
+            picks[i] = rest % a.rows.len();
+            rest /= a.rows.len();
         }
-        let mut given = overrides.clone();
+        let mut given = model_overrides.clone();
         let mut swept_settings: BTreeMap<String, (Value, Span)> = BTreeMap::new();
         let mut options = task_options.clone();
         let mut seed = 0u64;
         let mut swept = vec![];
         for (a, &p) in axes.iter().zip(&picks) {
-            let (v, span) = a.values[p].clone();
-            swept.push((a.name.name.clone(), v.clone()));
-            match a.target {
-                AxisTarget::Param => {
-                    given.insert(a.name.name.clone(), (v, span));
-                }
-                AxisTarget::Setting => {
-                    swept_settings.insert(a.name.name.clone(), (v, span));
-                }
-                AxisTarget::TaskOption => {
-                    if let Some(i) = kind.signature().iter().position(|s| s.name == a.name.name) {
-                        options[i] = (v, span);
+            for ((n, target), (v, span)) in a.names.iter().zip(&a.rows[p]) {
+                let (v, span) = (v.clone(), *span);
+                swept.push((n.name.clone(), v.clone()));
+                match target {
+                    AxisTarget::Param => {
+                        given.insert(n.name.clone(), (v, span));
                     }
+                    AxisTarget::Setting => {
+                        swept_settings.insert(n.name.clone(), (v, span));
+                    }
+                    AxisTarget::TaskOption => {
+                        if let Some(i) = kind.signature().iter().position(|s| s.name == n.name) {
+                            options[i] = (v, span);
+                        }
+                    }
+                    AxisTarget::Seed => seed = v.as_int().unwrap_or(0) as u64,
                 }
-                AxisTarget::Seed => seed = v.as_int().unwrap_or(0) as u64,
             }
         }
         let params = model_params::resolve(model, &entries, &given, model_call.span)?;
@@ -323,7 +248,87 @@ pub fn plan(
             task,
         });
     }
-    Ok(ExperimentPlan { name: name.clone(), span: exp.name.span, trials })
+    let applied = applicable.into_iter().map(|o| o.name.name).collect();
+    Ok((ExperimentPlan { name: name.clone(), span: exp.name.span, trials }, applied))
+}
+
+/// What a swept name sets: a model parameter, a train setting, a task option, or the seed.
+fn axis_target(
+    n: &ast::Ident,
+    entries: &[model_params::ParamEntry],
+    kind: &dyn tasks::TaskKind,
+    model: &ast::Model,
+) -> Result<AxisTarget, Diagnostic> {
+    let name = n.name.as_str();
+    let mut targets = vec![];
+    if entries.iter().any(|e| e.name == name) {
+        targets.push(AxisTarget::Param);
+    }
+    if crate::train::config::setting(name).is_some() {
+        targets.push(AxisTarget::Setting);
+    }
+    if kind.signature().iter().any(|s| s.name == name) {
+        targets.push(AxisTarget::TaskOption);
+    }
+    if name == "seed" {
+        targets.push(AxisTarget::Seed);
+    }
+    match targets[..] {
+        [t] => Ok(t),
+        [] => {
+            let mut d = Diagnostic::error(format!("cannot sweep `{name}`: model `{}` has no such parameter", model.name.name))
+                .at(n.span, "unknown parameter");
+            let names = entries.iter().map(|e| e.name).chain(["seed"]);
+            if let Some(h) = super::suggest::did_you_mean(name, names) {
+                d = d.hint(h);
+            } else {
+                d = d.hint(format!(
+                    "sweepable: the model's parameters ({}), train settings, task options, and `seed`",
+                    entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            Err(d)
+        }
+        _ => Err(Diagnostic::error(format!(
+            "`{name}` is ambiguous: it names both a model parameter and a setting or task option"
+        ))
+        .at(n.span, "ambiguous")
+        .hint("rename the model parameter")),
+    }
+}
+
+/// Checks one swept value against what it sets.
+fn check_value(
+    n: &ast::Ident,
+    target: AxisTarget,
+    v: Value,
+    span: Span,
+    entries: &[model_params::ParamEntry],
+    kind: &dyn tasks::TaskKind,
+) -> Result<Value, Diagnostic> {
+    let name = n.name.as_str();
+    let expect = |k: crate::value::Kind, what: &str, v: Value| {
+        v.coerce(k).ok_or_else(|| {
+            Diagnostic::error(format!("{what} `{name}` is a {k}, but the sweep gives {}", v.describe()))
+                .at(span, format!("expected {k} values"))
+        })
+    };
+    match target {
+        AxisTarget::Param => match entries.iter().find(|e| e.name == name) {
+            Some(e) => expect(e.kind, "parameter", v),
+            None => Ok(v),
+        },
+        AxisTarget::Setting => settings::check_swept(name, v, span),
+        AxisTarget::TaskOption => match kind.signature().iter().find(|s| s.name == name).map(|s| s.kind) {
+            Some(ArgKind::Value(k)) => expect(k, "task option", v),
+            _ => Ok(v),
+        },
+        AxisTarget::Seed => match v {
+            Value::Int(i) if i >= 0 => Ok(v),
+            _ => Err(Diagnostic::error(format!("seeds are non-negative integers, found {}", v.describe()))
+                .at(span, "not a seed")),
+        },
+    }
 }
 
 fn single<'a>(

@@ -10,11 +10,13 @@ pub mod experiment;
 mod model_params;
 mod settings;
 pub mod suggest;
+mod sweep;
 
 use std::collections::HashMap;
 
 pub use call::signature_list as call_signature;
 pub use experiment::{ExperimentPlan, Trial, TrialConfig};
+pub use sweep::Override;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::lang::{Spec, ast};
@@ -28,6 +30,12 @@ pub struct Program {
 
 /// Checks a parsed spec.
 pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
+    check_with(spec, &[])
+}
+
+/// Checks a parsed spec with command-line overrides (`d=48,96`): each replaces the sweep of
+/// that name, or adds one, in every experiment where the name means something.
+pub fn check_with(spec: &Spec, overrides: &[Override]) -> Result<Program, Diagnostics> {
     let ast = &spec.ast;
     let mut errors: Vec<Diagnostic> = vec![];
     let models = unique(&ast.models, |m| &m.name, "model", &mut errors);
@@ -44,10 +52,23 @@ pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
         }
     }
     let mut experiments = vec![];
+    let mut applied: Vec<String> = vec![];
     for e in &ast.experiments {
-        match experiment::plan(e, &models, &tasks) {
-            Ok(p) => experiments.push(p),
+        match experiment::plan(e, &models, &tasks, overrides) {
+            Ok((p, names)) => {
+                experiments.push(p);
+                applied.extend(names);
+            }
             Err(d) => errors.push(d),
+        }
+    }
+    if errors.is_empty() {
+        for o in overrides.iter().filter(|o| !applied.contains(&o.name.name)) {
+            errors.push(
+                Diagnostic::error(format!("`{}` is not a parameter, train setting or task option of any experiment here", o.name.name))
+                    .at(o.name.span, "sets nothing")
+                    .hint("overrides name a model parameter (`d=48,96`), a train setting (`lr=1e-3`), a task option, or `seed`"),
+            );
         }
     }
     // The same mistake reached through several experiments is reported once.

@@ -40,3 +40,98 @@ pub fn spec_source(path: &Path, spec: &Spec) -> SpecSource {
     };
     SpecSource { path: path.display().to_string(), text }
 }
+
+/// Splits `[EXPERIMENT] [KEY=VALUES...]`.
+pub fn split_overrides(rest: &[String]) -> (Option<String>, Vec<String>) {
+    let mut experiment = None;
+    let mut overrides = vec![];
+    for a in rest {
+        if a.contains('=') {
+            overrides.push(a.clone());
+        } else if experiment.is_none() {
+            experiment = Some(a.clone());
+        } else {
+            overrides.push(a.clone()); // reported as a malformed override
+        }
+    }
+    (experiment, overrides)
+}
+
+/// Loads and checks a spec with command-line overrides; each override is parsed as its own
+/// pseudo-file `<command line>` so errors in it are located like spec errors.
+pub fn load_checked_with(path: &Path, overrides: &[String], ctx: &Context) -> Result<(Spec, Program), i32> {
+    if overrides.is_empty() {
+        return load_checked(path, ctx);
+    }
+    let mut spec = match lang::load(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprint!("{}", e.render(ctx.color));
+            return Err(2);
+        }
+    };
+    let mut parsed = vec![];
+    for o in overrides {
+        let Some((key, values)) = o.split_once('=') else {
+            eprintln!("error: `{o}` is neither an experiment nor an override `KEY=VALUES`");
+            return Err(2);
+        };
+        // `d=48,96` is shorthand for the list `[48, 96]`.
+        let text = if has_top_level_comma(values) { format!("{key}=[{values}]") } else { o.clone() };
+        let file = spec.sources.add("<command line>", text.clone());
+        let key_len = key.len();
+        let name = crate::lang::ast::Ident { name: key.trim().to_string(), span: crate::source::Span::new(file, 0, key_len) };
+        let valid_key = !name.name.is_empty() && name.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let parsed_value = lang::parser::parse_expr_at(file, &text, key_len + 1);
+        match (valid_key, parsed_value) {
+            (true, Ok(values)) => parsed.push(check::Override { name, values }),
+            (false, _) => {
+                let d = crate::diag::Diagnostic::error(format!("`{key}` is not a name"))
+                    .at(name.span, "expected a parameter, setting or task option name");
+                eprint!("{}", crate::diag::Diagnostics(vec![d]).render(&spec.sources, ctx.color));
+                return Err(2);
+            }
+            (true, Err(d)) => {
+                eprint!("{}", crate::diag::Diagnostics(vec![d]).render(&spec.sources, ctx.color));
+                return Err(2);
+            }
+        }
+    }
+    match check::check_with(&spec, &parsed) {
+        Ok(p) => Ok((spec, p)),
+        Err(d) => {
+            eprint!("{}", d.render(&spec.sources, ctx.color));
+            Err(2)
+        }
+    }
+}
+
+fn has_top_level_comma(s: &str) -> bool {
+    let mut depth = 0i32;
+    for c in s.chars() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The trials of one experiment, or of all.
+pub fn select(program: &Program, experiment: Option<&str>, file: &Path) -> anyhow::Result<Vec<crate::check::Trial>> {
+    let mut trials = vec![];
+    for exp in &program.experiments {
+        if experiment.is_none_or(|e| e == exp.name) {
+            trials.extend(exp.trials.iter().cloned());
+        }
+    }
+    if let Some(e) = experiment {
+        if trials.is_empty() {
+            let names: Vec<&str> = program.experiments.iter().map(|p| p.name.as_str()).collect();
+            anyhow::bail!("no experiment `{e}` in {} (experiments: {})", file.display(), names.join(", "));
+        }
+    }
+    Ok(trials)
+}

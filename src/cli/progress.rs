@@ -13,15 +13,44 @@ use crate::train::Observer;
 
 pub struct Progress {
     bars: Option<MultiProgress>,
+    /// The overall bar: trials settled / total, failures, ETA.
+    overall: Option<ProgressBar>,
     total: usize,
-    /// Trials finished so far and failures among them.
+    /// Trials settled so far and failures among them.
     counts: Mutex<(usize, usize)>,
 }
 
 impl Progress {
     pub fn new(total: usize, quiet: bool) -> Progress {
         let bars = (!quiet && std::io::stderr().is_terminal()).then(MultiProgress::new);
-        Progress { bars, total, counts: Mutex::new((0, 0)) }
+        let overall = bars.as_ref().map(|m| {
+            let bar = m.add(ProgressBar::new(total as u64));
+            bar.set_style(
+                ProgressStyle::with_template("trials {pos}/{len} {bar:30} {msg} [{elapsed}<{eta}]")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            bar.set_message("0 failed");
+            bar
+        });
+        Progress { bars, overall, total, counts: Mutex::new((0, 0)) }
+    }
+
+    fn settle(&self, failed: bool) {
+        if let Ok(mut c) = self.counts.lock() {
+            c.0 += 1;
+            c.1 += usize::from(failed);
+            if let Some(b) = &self.overall {
+                b.set_position(c.0 as u64);
+                b.set_message(format!("{} failed", c.1));
+            }
+        }
+    }
+
+    /// Removes the bars (before the final summary).
+    pub fn finish(&self) {
+        if let Some(b) = &self.overall {
+            b.finish_and_clear();
+        }
     }
 
     /// Prints a line without tearing the bars.
@@ -34,9 +63,6 @@ impl Progress {
         }
     }
 
-    pub fn failures(&self) -> usize {
-        self.counts.lock().map(|c| c.1).unwrap_or(0)
-    }
 }
 
 fn label(index: usize, total: usize, trial: &Trial) -> String {
@@ -54,7 +80,10 @@ impl Reporter for Progress {
     fn trial_started(&self, index: usize, trial: &Trial, run_id: u64) -> Box<dyn Observer + '_> {
         let name = format!("{} (run {run_id})", label(index, self.total, trial));
         let bar = self.bars.as_ref().map(|m| {
-            let bar = m.add(ProgressBar::new(trial.config.train.steps as u64));
+            let bar = match &self.overall {
+                Some(o) => m.insert_before(o, ProgressBar::new(trial.config.train.steps as u64)),
+                None => m.add(ProgressBar::new(trial.config.train.steps as u64)),
+            };
             bar.set_style(
                 ProgressStyle::with_template("{prefix} {bar:24} {pos}/{len} {msg} [{elapsed}<{eta}]")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -68,20 +97,17 @@ impl Reporter for Progress {
         Box::new(TrialProgress { bar, name, progress: self, metric: Mutex::new(String::new()) })
     }
 
-    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64) {
-        if let Ok(mut c) = self.counts.lock() {
-            c.0 += 1;
-        }
-        self.line(&format!("{}: already done (run {run_id}), skipped", label(index, self.total, trial)));
+    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status) {
+        self.settle(false);
+        let why = match status {
+            Status::Failed => format!("failed before (run {run_id}), skipped; --retry-failed re-runs it"),
+            _ => format!("already done (run {run_id}), skipped"),
+        };
+        self.line(&format!("{}: {why}", label(index, self.total, trial)));
     }
 
     fn trial_finished(&self, index: usize, record: &RunRecord) {
-        if let Ok(mut c) = self.counts.lock() {
-            c.0 += 1;
-            if record.status == Status::Failed {
-                c.1 += 1;
-            }
-        }
+        self.settle(record.status == Status::Failed);
         let what = format!("[{}/{}] run {}", index + 1, self.total, record.id);
         let text = match record.status {
             Status::Failed => format!("✗ {what} failed: {}", record.error.as_deref().unwrap_or("unknown error")),

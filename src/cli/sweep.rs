@@ -1,24 +1,38 @@
-//! `memctl sweep FILE [EXPERIMENT]`: run every trial of the experiments, skipping trials
-//! already done in the store.
+//! `memctl sweep FILE [EXPERIMENT] [KEY=VALUES...]`: run every trial of the experiments,
+//! skipping trials already done in the store, several at a time.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::check::Trial;
 use crate::cli::{Context, load, progress::Progress};
 use crate::store::Store;
-use crate::sweep::{self, Options, TrialResult};
+use crate::sweep::{self, Options, Plan, SpecSource};
 
 /// Run every trial of a spec's experiments (or of one), skipping trials already done.
+///
+/// `KEY=VALUES` overrides a sweep axis or a parameter from the command line, in the spec's own
+/// syntax: `gates=false`, `d=48,96`, `seed=1..5`, `lr=logspace(1e-4, 1e-2, 3)`.
 #[derive(clap::Args)]
 pub struct Args {
     /// Spec file.
     file: PathBuf,
-    /// Only this experiment.
-    experiment: Option<String>,
+    /// An experiment name (optional), then `KEY=VALUES` overrides.
+    #[arg(value_name = "EXPERIMENT|KEY=VALUES")]
+    rest: Vec<String>,
     /// Re-run trials that are already done.
     #[arg(long)]
     force: bool,
-    /// Compute threads per trial (default: all cores).
+    /// Re-run trials whose latest run failed.
+    #[arg(long)]
+    retry_failed: bool,
+    /// Show which trials would run and which are already done; run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Trials at once (default: one per core, at most the number of trials).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Compute threads per trial (default: cores / jobs).
     #[arg(long)]
     threads: Option<usize>,
     /// Device for every trial: cpu, cuda or cuda:N (overrides the spec's `device`).
@@ -30,54 +44,105 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let Ok((spec, program)) = load::load_checked(&args.file, ctx) else {
-        return Ok(2);
-    };
-    let mut trials = vec![];
-    for exp in &program.experiments {
-        if args.experiment.as_ref().is_none_or(|e| e == &exp.name) {
-            trials.extend(exp.trials.iter().cloned());
-        }
-    }
-    if let Some(e) = &args.experiment {
-        if trials.is_empty() {
-            let names: Vec<&str> = program.experiments.iter().map(|p| p.name.as_str()).collect();
-            anyhow::bail!("no experiment `{e}` in {} (experiments: {})", args.file.display(), names.join(", "));
-        }
-    }
+    let (experiment, overrides) = load::split_overrides(&args.rest);
+    let Ok((spec, program)) = load::load_checked_with(&args.file, &overrides, ctx) else { return Ok(2) };
+    let trials = load::select(&program, experiment.as_deref(), &args.file)?;
     if let Some(d) = &args.device {
         crate::device::open(d)?;
     }
     let store = Store::open(&ctx.store)?;
+    report_recovered(&store);
     let source = load::spec_source(&args.file, &spec);
-    let opts = Options { force: args.force, threads: threads(args.threads), device: args.device.clone() };
+    let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
+    let mut opts = Options {
+        force: args.force,
+        retry_failed: args.retry_failed,
+        jobs: 1,
+        threads: 1,
+        device: args.device.clone(),
+    };
+    let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
+    (opts.jobs, opts.threads) = budget(args.jobs, args.threads, to_run);
+    if args.dry_run {
+        print_plan(&trials, &plans, &opts);
+        return Ok(0);
+    }
     execute(&store, &source, &trials, &opts, args.quiet)
 }
 
-/// Runs trials in order; the exit code is 1 if any failed.
-pub fn execute(
-    store: &Store,
-    source: &sweep::SpecSource,
-    trials: &[crate::check::Trial],
-    opts: &Options,
-    quiet: bool,
-) -> anyhow::Result<i32> {
-    let progress = Progress::new(trials.len(), quiet);
-    let cancel = AtomicBool::new(false);
-    let mut ran = 0;
-    let mut skipped = 0;
-    for (i, t) in trials.iter().enumerate() {
-        match sweep::run_trial(store, source, i, t, opts, &progress, &cancel)? {
-            TrialResult::Skipped { .. } => skipped += 1,
-            TrialResult::Finished(_) => ran += 1,
-        }
+/// Trials at once and threads per trial: never more than the cores unless asked.
+pub fn budget(jobs: Option<usize>, threads: Option<usize>, trials: usize) -> (usize, usize) {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let jobs = jobs.unwrap_or_else(|| cores.min(trials.max(1))).max(1);
+    let threads = threads.unwrap_or_else(|| (cores / jobs).max(1)).max(1);
+    if jobs * threads > cores {
+        eprintln!("note: {jobs} jobs × {threads} threads exceeds the {cores} cores; trials will compete for them");
     }
-    let failed = progress.failures();
-    eprintln!("{ran} trial{} run, {skipped} already done, {failed} failed", if ran == 1 { "" } else { "s" });
-    Ok(if failed > 0 { 1 } else { 0 })
+    (jobs, threads)
 }
 
-/// Compute threads per trial: the flag, or every core.
+fn report_recovered(store: &Store) {
+    let ids = store.recovered();
+    if !ids.is_empty() {
+        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+        eprintln!("note: run{} {} stopped with {} process and {} now marked interrupted; they will run again",
+            if ids.len() == 1 { "" } else { "s" }, list.join(", "), if ids.len() == 1 { "its" } else { "their" },
+            if ids.len() == 1 { "is" } else { "are" });
+    }
+}
+
+fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
+    let mut runs = 0;
+    for (i, (t, p)) in trials.iter().zip(plans).enumerate() {
+        let runs_now = p.runs(opts);
+        runs += usize::from(runs_now);
+        let status = match p {
+            Plan::New => "new".to_string(),
+            Plan::Done(id) => format!("done (run {id})"),
+            Plan::Failed(id) => format!("failed (run {id})"),
+            Plan::Interrupted(id) => format!("interrupted (run {id})"),
+        };
+        let values: Vec<String> = t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!(
+            "{:>4}  {:<4} {:<22} {} {} {}",
+            i + 1,
+            if runs_now { "run" } else { "skip" },
+            status,
+            t.config.experiment,
+            t.config.model,
+            values.join(" ")
+        );
+    }
+    println!("{runs} of {} trials would run ({} at a time, {} threads each)", trials.len(), opts.jobs, opts.threads);
+}
+
+/// Ctrl-C stops the sweep: running trials end `interrupted`, no new trial starts.
+static CANCEL: AtomicBool = AtomicBool::new(false);
+
+/// Runs trials; the exit code is 1 if any failed or was interrupted.
+pub fn execute(store: &Store, source: &SpecSource, trials: &[Trial], opts: &Options, quiet: bool) -> anyhow::Result<i32> {
+    let _ = ctrlc::set_handler(|| {
+        if CANCEL.swap(true, Ordering::SeqCst) {
+            eprintln!("\nstopping now");
+            std::process::exit(130);
+        }
+        eprintln!("\nstopping: running trials will be recorded as interrupted (Ctrl-C again to quit at once)");
+    });
+    let progress = Progress::new(trials.len(), quiet);
+    let s = sweep::run_all(store, source, trials, opts, &progress, &CANCEL)?;
+    progress.finish();
+    let mut line = format!("{} trial{} run, {} already done, {} failed", s.ran, if s.ran == 1 { "" } else { "s" }, s.done_before, s.failed);
+    if s.failed_before > 0 {
+        line.push_str(&format!(", {} failed before (skipped; --retry-failed re-runs them)", s.failed_before));
+    }
+    if s.interrupted + s.not_started > 0 {
+        line.push_str(&format!(", {} interrupted, {} not started", s.interrupted, s.not_started));
+    }
+    eprintln!("{line}");
+    Ok(if s.failed > 0 || s.interrupted > 0 || s.not_started > 0 { 1 } else { 0 })
+}
+
+/// Compute threads per trial for a single trial: the flag, or every core.
 pub fn threads(flag: Option<usize>) -> usize {
     flag.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }

@@ -100,7 +100,7 @@ pub struct Experiment {
     /// The model with parameter overrides (a bare name is a call with no arguments).
     pub model: Vec<Call>,
     pub train: Vec<Vec<Setting>>,
-    pub sweep: Vec<Vec<SweepAxis>>,
+    pub sweep: Vec<Vec<SweepEntry>>,
     pub span: Span,
 }
 
@@ -116,6 +116,23 @@ pub struct Setting {
 pub struct SweepAxis {
     pub name: Ident,
     pub values: Expr,
+}
+
+/// One entry of a `sweep` block; the trials are the cartesian product of the entries.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SweepEntry {
+    Axis(SweepAxis),
+    /// `zip { a in [..], b in [..] }`: the lists are walked together.
+    Zip { axes: Vec<SweepAxis>, span: Span },
+    /// `random(n, seed = s) { a ~ dist(..) ... }`: `n` draws.
+    Random { args: Vec<Arg>, draws: Vec<Draw>, span: Span },
+}
+
+/// `name ~ distribution(args)` in a `random` group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Draw {
+    pub name: Ident,
+    pub dist: Call,
 }
 
 #[derive(Debug, Clone, PartialEq)]

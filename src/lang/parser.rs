@@ -32,6 +32,21 @@ pub fn parse_file(file: FileId, text: &str) -> Result<File, Diagnostic> {
     b.build_file(top)
 }
 
+/// Parses the expression that starts at byte `start` of `text` and runs to its end (the value
+/// of a command-line override `key=value`); spans are offsets into `text`.
+pub fn parse_expr_at(file: FileId, text: &str, start: usize) -> Result<Expr, Diagnostic> {
+    let start = crate::source::floor_char_boundary(text, start.min(text.len()));
+    check_nesting(file, text)?;
+    pest::set_error_detail(true);
+    let padded = format!("{}{}", " ".repeat(start), &text[start..]);
+    let mut pairs = MemParser::parse(Rule::expr_only, &padded).map_err(|e| syntax_error::convert(file, &padded, e))?;
+    let b = Builder { file };
+    let top = pairs.next().ok_or_else(|| b.bug("empty parse", 0))?;
+    let mut it = top.clone().into_inner();
+    let e = b.presume(&mut it, &top)?;
+    b.build_expr(e)
+}
+
 /// Rejects bracket nesting deeper than [`MAX_NESTING`] before pest's recursive descent sees it.
 fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
     let bytes = text.as_bytes();
@@ -283,15 +298,36 @@ impl Builder {
                     exp.train.push(settings);
                 }
                 Rule::sweep_block => {
-                    let mut axes = vec![];
-                    for s in inner {
-                        let mut kv = s.clone().into_inner();
-                        let name = self.ident(self.presume(&mut kv, &s)?);
-                        let _in = kv.next();
-                        let values = self.build_expr(self.presume(&mut kv, &s)?)?;
-                        axes.push(SweepAxis { name, values });
+                    let mut entries = vec![];
+                    for e in inner {
+                        let span = self.span(&e);
+                        match e.as_rule() {
+                            Rule::sweep_axis => entries.push(SweepEntry::Axis(self.build_axis(e)?)),
+                            Rule::zip_group => {
+                                let axes = e.into_inner().skip(1).map(|a| self.build_axis(a)).collect::<Res<_>>()?;
+                                entries.push(SweepEntry::Zip { axes, span });
+                            }
+                            Rule::random_group => {
+                                let (mut args, mut draws) = (vec![], vec![]);
+                                for part in e.into_inner().skip(1) {
+                                    if part.as_rule() == Rule::arg {
+                                        let mut parts: Vec<Pair<Rule>> = part.into_inner().collect();
+                                        let value = parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
+                                        let name = parts.pop().map(|n| self.ident(n));
+                                        args.push(Arg { name, value: self.build_expr(value)? });
+                                    } else {
+                                        let mut it = part.clone().into_inner();
+                                        let name = self.ident(self.presume(&mut it, &part)?);
+                                        let dist = self.build_call(self.presume(&mut it, &part)?, 0)?;
+                                        draws.push(Draw { name, dist });
+                                    }
+                                }
+                                entries.push(SweepEntry::Random { args, draws, span });
+                            }
+                            r => return Err(self.bug(&format!("unexpected sweep entry {r:?}"), span.start)),
+                        }
                     }
-                    exp.sweep.push(axes);
+                    exp.sweep.push(entries);
                 }
                 r => {
                     return Err(self.bug(&format!("unexpected experiment entry {r:?}"), entry.as_span().start()));
@@ -299,6 +335,14 @@ impl Builder {
             }
         }
         Ok(exp)
+    }
+
+    fn build_axis(&self, p: Pair<Rule>) -> Res<SweepAxis> {
+        let mut kv = p.clone().into_inner();
+        let name = self.ident(self.presume(&mut kv, &p)?);
+        let _in = kv.next();
+        let values = self.build_expr(self.presume(&mut kv, &p)?)?;
+        Ok(SweepAxis { name, values })
     }
 
     fn build_call(&self, p: Pair<Rule>, depth: usize) -> Res<Call> {

@@ -30,7 +30,11 @@ pub fn rule_name(rule: Rule) -> &'static str {
         Rule::train_block | Rule::kw_train => "`train`",
         Rule::sweep_block | Rule::kw_sweep => "`sweep`",
         Rule::setting => "a setting `name = value`",
-        Rule::sweep_axis => "a sweep axis `name in [values]`",
+        Rule::sweep_axis | Rule::sweep_entry => "a sweep axis `name in [values]`",
+        Rule::zip_group | Rule::kw_zip => "`zip`",
+        Rule::random_group | Rule::kw_random => "`random`",
+        Rule::draw => "a draw `name ~ distribution(…)`",
+        Rule::expr_only => "an expression",
         Rule::expr | Rule::primary | Rule::prefix | Rule::call | Rule::list | Rule::paren => "an expression",
         Rule::arg => "an argument",
         Rule::number => "a number",
@@ -108,8 +112,12 @@ fn add_literal_tokens(tokens: impl Iterator<Item = String>, expected: &mut BTree
     }
 }
 
+/// Tokens already covered by a rule's word, or never worth suggesting (comment openers).
 fn is_operator(t: &str) -> bool {
-    matches!(t, ".." | "==" | "!=" | "<=" | ">=" | "<" | ">" | "+" | "-" | "*" | "/" | "⊙" | "⊗" | "@" | "\"")
+    matches!(
+        t,
+        ".." | "==" | "!=" | "<=" | ">=" | "<" | ">" | "+" | "-" | "*" | "/" | "⊙" | "⊗" | "@" | "\"" | "//" | "/*" | "_"
+    )
 }
 
 /// The token at `pos`: a word, or a single symbol character. At most 40 characters.

@@ -4,6 +4,9 @@
 pub const RUNS: &str = "runs";
 /// Trial identity → id of its latest run, keyed by the identity's bytes.
 pub const TRIALS: &str = "trials";
+/// Ids of runs in flight (`running`), so that a later process can find and mark them
+/// `interrupted` without scanning every run.
+pub const RUNNING: &str = "running";
 /// Store metadata (schema version).
 pub const META: &str = "meta";
 pub const SCHEMA_KEY: &[u8] = b"schema";

@@ -41,7 +41,10 @@ pub struct Store {
     db: sled::Db,
     runs: sled::Tree,
     trials: sled::Tree,
+    running: sled::Tree,
     path: PathBuf,
+    /// Runs found `running` at open (their process died) and marked `interrupted`.
+    recovered: Vec<u64>,
 }
 
 /// File next to the database naming the process that has it open.
@@ -79,7 +82,35 @@ impl Store {
         }
         let runs = db.open_tree(keys::RUNS)?;
         let trials = db.open_tree(keys::TRIALS)?;
-        Ok(Store { db, runs, trials, path: path.into() })
+        let running = db.open_tree(keys::RUNNING)?;
+        let mut store = Store { db, runs, trials, running, path: path.into(), recovered: vec![] };
+        store.recover()?;
+        Ok(store)
+    }
+
+    /// Marks runs left `running` by a process that died as `interrupted`. sled's lock means no
+    /// other process can be running them now.
+    fn recover(&mut self) -> Result<(), StoreError> {
+        let ids: Vec<u64> = self.running.iter().keys().filter_map(|k| k.ok().and_then(|k| keys::run_id(&k))).collect();
+        for id in ids {
+            match self.get(id) {
+                Ok(mut r) if r.status == Status::Running => {
+                    r.status = Status::Interrupted;
+                    r.stop_reason = "interrupted: its process stopped before the run finished".into();
+                    self.put(&r)?;
+                    self.recovered.push(id);
+                }
+                _ => {
+                    self.running.remove(keys::run_key(id))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs that [`Store::open`] found abandoned and marked `interrupted`.
+    pub fn recovered(&self) -> &[u64] {
+        &self.recovered
     }
 
     pub fn path(&self) -> &Path {
@@ -97,10 +128,16 @@ impl Store {
             serde_json::to_vec(record).map_err(|e| StoreError::Corrupt { id: record.id, reason: e.to_string() })?;
         let key = keys::run_key(record.id);
         let trial = record.trial_key.as_bytes().to_vec();
-        (&self.runs, &self.trials)
-            .transaction(|(runs, trials)| {
+        let in_flight = record.status == Status::Running;
+        (&self.runs, &self.trials, &self.running)
+            .transaction(|(runs, trials, running)| {
                 runs.insert(&key, bytes.as_slice())?;
                 trials.insert(trial.as_slice(), &key)?;
+                if in_flight {
+                    running.insert(&key, &[])?;
+                } else {
+                    running.remove(&key)?;
+                }
                 Ok::<(), ConflictableTransactionError<()>>(())
             })
             .map_err(|e| match e {

@@ -26,8 +26,12 @@ impl SpecSource {
 }
 
 pub struct Options {
-    /// Re-run trials that are already done.
+    /// Re-run trials that are already done (and failed ones).
     pub force: bool,
+    /// Re-run trials whose latest run failed (by default they are reported and skipped).
+    pub retry_failed: bool,
+    /// Trials run at once.
+    pub jobs: usize,
     /// Compute threads per trial.
     pub threads: usize,
     /// Overrides every trial's `device` setting.
@@ -37,15 +41,125 @@ pub struct Options {
 /// What happened to one trial.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrialResult {
-    Skipped { run_id: u64 },
+    /// Not run: its latest run has this status (done, or failed without `--retry-failed`).
+    Skipped { run_id: u64, status: Status },
     Finished(Box<RunRecord>),
+    /// Not started because the sweep was cancelled.
+    NotStarted,
+}
+
+/// What the store says about a trial before a sweep: whether it will run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    New,
+    Done(u64),
+    /// Failed before; skipped unless `--retry-failed`.
+    Failed(u64),
+    /// Interrupted before; runs again.
+    Interrupted(u64),
+}
+
+impl Plan {
+    pub fn of(store: &Store, trial: &Trial) -> Result<Plan, StoreError> {
+        Ok(match store.latest_of_trial(&identity::trial_key(trial))? {
+            None => Plan::New,
+            Some(r) => match r.status {
+                Status::Done => Plan::Done(r.id),
+                Status::Failed => Plan::Failed(r.id),
+                Status::Interrupted | Status::Running => Plan::Interrupted(r.id),
+            },
+        })
+    }
+
+    /// Whether the trial runs under these options.
+    pub fn runs(&self, opts: &Options) -> bool {
+        match self {
+            Plan::New | Plan::Interrupted(_) => true,
+            Plan::Done(_) => opts.force,
+            Plan::Failed(_) => opts.force || opts.retry_failed,
+        }
+    }
+}
+
+/// Totals of a sweep.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Summary {
+    pub ran: usize,
+    pub done_before: usize,
+    pub failed_before: usize,
+    pub failed: usize,
+    pub interrupted: usize,
+    pub not_started: usize,
+}
+
+/// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
+/// its own pool of `opts.threads` compute threads. Stops starting trials once `cancel` is set.
+pub fn run_all(
+    store: &Store,
+    spec: &SpecSource,
+    trials: &[Trial],
+    opts: &Options,
+    reporter: &dyn Reporter,
+    cancel: &AtomicBool,
+) -> Result<Summary, StoreError> {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
+    let workers = opts.jobs.clamp(1, trials.len().max(1));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .map_err(|e| StoreError::Corrupt { id: 0, reason: format!("cannot start worker threads: {e}") })?;
+    pool.scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|_| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(trial) = trials.get(i) else { break };
+                    let r = if cancel.load(Ordering::SeqCst) {
+                        Ok(TrialResult::NotStarted)
+                    } else {
+                        run_trial(store, spec, i, trial, opts, reporter, cancel)
+                    };
+                    let stop = r.is_err();
+                    if let Ok(mut v) = results.lock() {
+                        v.push(r);
+                    }
+                    if stop {
+                        // A store error (disk full, ...) stops this worker; others finish theirs.
+                        cancel.store(true, Ordering::SeqCst);
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let mut summary = Summary::default();
+    for r in results.into_inner().unwrap_or_default() {
+        match r? {
+            TrialResult::Skipped { status: Status::Failed, .. } => summary.failed_before += 1,
+            TrialResult::Skipped { .. } => summary.done_before += 1,
+            TrialResult::NotStarted => summary.not_started += 1,
+            TrialResult::Finished(rec) => {
+                summary.ran += 1;
+                match rec.status {
+                    Status::Failed => summary.failed += 1,
+                    Status::Interrupted => summary.interrupted += 1,
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(summary)
 }
 
 /// Progress reporting for a sweep.
 pub trait Reporter: Sync {
     /// An observer for one trial's training progress.
     fn trial_started(&self, index: usize, trial: &Trial, run_id: u64) -> Box<dyn Observer + '_>;
-    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64);
+    /// Not run: its latest run (`run_id`) is done, or failed (without `--retry-failed`).
+    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status);
     fn trial_finished(&self, index: usize, record: &RunRecord);
 }
 
@@ -60,13 +174,15 @@ pub fn run_trial(
     cancel: &AtomicBool,
 ) -> Result<TrialResult, StoreError> {
     let key = identity::trial_key(trial);
-    if !opts.force {
-        if let Some(prev) = store.latest_of_trial(&key)? {
-            if prev.status == Status::Done {
-                reporter.trial_skipped(index, trial, prev.id);
-                return Ok(TrialResult::Skipped { run_id: prev.id });
-            }
-        }
+    let plan = Plan::of(store, trial)?;
+    if !plan.runs(opts) {
+        let (run_id, status) = match plan {
+            Plan::Failed(id) => (id, Status::Failed),
+            Plan::Done(id) | Plan::Interrupted(id) => (id, Status::Done),
+            Plan::New => (0, Status::Done),
+        };
+        reporter.trial_skipped(index, trial, run_id, status);
+        return Ok(TrialResult::Skipped { run_id, status });
     }
     let mut config = trial.config.clone();
     if let Some(d) = &opts.device {

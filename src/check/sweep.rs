@@ -1,0 +1,177 @@
+//! Sweep blocks into groups of trial values: an axis (`d in [48, 96]`), a zip group (paired
+//! lists), or a random group (`n` seeded draws). The trials of an experiment are the cartesian
+//! product of its groups, the first group varying slowest.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::consteval;
+use crate::diag::Diagnostic;
+use crate::lang::ast::{self, Ident, SweepEntry};
+use crate::source::Span;
+use crate::value::Value;
+
+/// Draws per random group at most.
+const MAX_DRAWS: i64 = 100_000;
+
+/// Columns (swept names) and rows (one value per column, with where it was written).
+pub struct Group {
+    pub names: Vec<Ident>,
+    pub rows: Vec<Vec<(Value, Span)>>,
+}
+
+/// A command-line override `name=values`, parsed in its own pseudo-file.
+#[derive(Clone, Debug)]
+pub struct Override {
+    pub name: Ident,
+    pub values: ast::Expr,
+}
+
+/// Values of one axis: a list, a range, `linspace`/`logspace`, or a single value.
+fn axis_values(ax: &ast::SweepAxis) -> Result<Vec<(Value, Span)>, Diagnostic> {
+    let values = match consteval::eval(&ax.values, &|_| None, &[])? {
+        Value::List(items) => items,
+        v => vec![v],
+    };
+    if values.is_empty() {
+        return Err(Diagnostic::error(format!("the sweep over `{}` has no values", ax.name.name))
+            .at(ax.values.span, "empty")
+            .hint("an empty axis would give no trials"));
+    }
+    Ok(values.into_iter().map(|v| (v, ax.values.span)).collect())
+}
+
+/// Groups of a sweep block, with overrides applied: an overridden name leaves its group and
+/// becomes an axis of its own at the end.
+pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<Group>, Diagnostic> {
+    let mut groups = vec![];
+    for entry in sweeps.iter().flatten() {
+        groups.push(match entry {
+            SweepEntry::Axis(ax) => Group { names: vec![ax.name.clone()], rows: axis_values(ax)?.into_iter().map(|v| vec![v]).collect() },
+            SweepEntry::Zip { axes, span } => zip(axes, *span)?,
+            SweepEntry::Random { args, draws, span } => random(args, draws, *span)?,
+        });
+    }
+    // A name in two groups would make trials contradict each other.
+    let mut seen: Vec<&Ident> = vec![];
+    for g in &groups {
+        for n in &g.names {
+            if let Some(prev) = seen.iter().find(|p| p.name == n.name) {
+                return Err(Diagnostic::error(format!("`{}` is swept twice", n.name))
+                    .at(n.span, "second time")
+                    .also(prev.span, "first time"));
+            }
+            seen.push(n);
+        }
+    }
+    let mut groups = groups;
+    for o in overrides {
+        for g in &mut groups {
+            if let Some(col) = g.names.iter().position(|n| n.name == o.name.name) {
+                g.names.remove(col);
+                for row in &mut g.rows {
+                    row.remove(col);
+                }
+            }
+        }
+        groups.retain(|g| !g.names.is_empty());
+        let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
+        groups.push(Group { names: vec![o.name.clone()], rows: axis_values(&ax)?.into_iter().map(|v| vec![v]).collect() });
+    }
+    Ok(groups)
+}
+
+fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
+    let Some(first) = axes.first() else {
+        return Err(Diagnostic::error("empty `zip` group").at(span, "no axes").hint("e.g. `zip { lr in [1e-3, 1e-4], batch in [32, 64] }`"));
+    };
+    let columns: Vec<Vec<(Value, Span)>> = axes.iter().map(axis_values).collect::<Result<_, _>>()?;
+    let n = columns[0].len();
+    for (ax, col) in axes.iter().zip(&columns) {
+        if col.len() != n {
+            return Err(Diagnostic::error(format!(
+                "`zip` pairs values by position, but `{}` has {} values and `{}` has {n}",
+                ax.name.name,
+                col.len(),
+                first.name.name
+            ))
+            .at(ax.values.span, format!("{} values", col.len()))
+            .also(first.values.span, format!("{n} values")));
+        }
+    }
+    let rows = (0..n).map(|i| columns.iter().map(|c| c[i].clone()).collect()).collect();
+    Ok(Group { names: axes.iter().map(|a| a.name.clone()).collect(), rows })
+}
+
+/// Distributions a `random` group can draw from.
+const DISTRIBUTIONS: &[&str] = &["uniform", "loguniform", "randint", "choice"];
+
+fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, Diagnostic> {
+    let mut count = None;
+    let mut seed = 0u64;
+    for (i, a) in args.iter().enumerate() {
+        let v = consteval::eval(&a.value, &|_| None, &[])?;
+        match (a.name.as_ref().map(|n| n.name.as_str()), i, v.as_int()) {
+            (None, 0, Some(n)) | (Some("n"), _, Some(n)) if (1..=MAX_DRAWS).contains(&n) => count = Some(n as usize),
+            (Some("seed"), _, Some(s)) if s >= 0 => seed = s as u64,
+            _ => {
+                return Err(Diagnostic::error(format!("`random` takes a number of draws (1 to {MAX_DRAWS}) and an optional `seed`"))
+                    .at(a.value.span, "not valid here")
+                    .hint("e.g. `random(8, seed = 1) { lr ~ loguniform(1e-4, 1e-2) }`"));
+            }
+        }
+    }
+    let Some(count) = count else {
+        return Err(Diagnostic::error("`random` needs the number of draws").at(span, "e.g. random(8)"));
+    };
+    if draws.is_empty() {
+        return Err(Diagnostic::error("empty `random` group").at(span, "nothing to draw").hint("e.g. `lr ~ loguniform(1e-4, 1e-2)`"));
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut rows = vec![vec![]; count];
+    for row in rows.iter_mut() {
+        for d in draws {
+            row.push((draw(d, &mut rng)?, d.dist.span));
+        }
+    }
+    Ok(Group { names: draws.iter().map(|d| d.name.clone()).collect(), rows })
+}
+
+fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
+    let name = d.dist.callee.name.as_str();
+    let args: Vec<Value> = d.dist.args.iter().map(|a| consteval::eval(&a.value, &|_| None, &[])).collect::<Result<_, _>>()?;
+    let bad = |why: &str| {
+        Diagnostic::error(format!("`{name}`: {why}"))
+            .at(d.dist.span, "bad distribution")
+            .hint("uniform(a, b), loguniform(a, b) with 0 < a < b, randint(a, b) (inclusive), choice([v1, v2, ...])")
+    };
+    match (name, args.as_slice()) {
+        ("uniform", [a, b]) | ("loguniform", [a, b]) => {
+            let (Some(a), Some(b)) = (a.as_float(), b.as_float()) else { return Err(bad("bounds must be numbers")) };
+            if !(a < b) {
+                return Err(bad("the lower bound must be below the upper bound"));
+            }
+            if name == "uniform" {
+                Ok(Value::Float(rng.random_range(a..b)))
+            } else if a > 0.0 {
+                Ok(Value::Float(rng.random_range(a.ln()..b.ln()).exp()))
+            } else {
+                Err(bad("loguniform bounds must be positive"))
+            }
+        }
+        ("randint", [Value::Int(a), Value::Int(b)]) if a <= b => Ok(Value::Int(rng.random_range(*a..=*b))),
+        ("randint", _) => Err(bad("randint takes two integers a <= b")),
+        ("choice", [Value::List(items)]) if !items.is_empty() => Ok(items[rng.random_range(0..items.len())].clone()),
+        ("choice", _) => Err(bad("choice takes a non-empty list")),
+        _ if DISTRIBUTIONS.contains(&name) => Err(bad("wrong number of arguments")),
+        _ => {
+            let mut e = Diagnostic::error(format!("unknown distribution `{name}`"))
+                .at(d.dist.callee.span, "not a distribution")
+                .hint(format!("distributions: {}", DISTRIBUTIONS.join(", ")));
+            if let Some(h) = super::suggest::did_you_mean(name, DISTRIBUTIONS.iter().copied()) {
+                e = e.hint(h);
+            }
+            Err(e)
+        }
+    }
+}
