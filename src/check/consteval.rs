@@ -34,7 +34,11 @@ pub const VALUE_FUNCTIONS: &[&str] = &["linspace", "logspace"];
 
 /// `linspace(a, b, n)`: `n` evenly spaced floats from `a` to `b` inclusive;
 /// `logspace(a, b, n)`: `n` floats from `a` to `b` inclusive, evenly spaced in log scale.
-fn spaced(c: &crate::lang::ast::Call, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str]) -> Result<Value, Diagnostic> {
+fn spaced(
+    c: &crate::lang::ast::Call,
+    lookup: &dyn Fn(&str) -> Option<Value>,
+    names: &[&str],
+) -> Result<Value, Diagnostic> {
     let name = c.callee.name.as_str();
     let usage = || {
         Diagnostic::error(format!("`{name}` takes a start, an end and a count"))
@@ -45,14 +49,18 @@ fn spaced(c: &crate::lang::ast::Call, lookup: &dyn Fn(&str) -> Option<Value>, na
     if a.name.is_some() || b.name.is_some() || n.name.is_some() {
         return Err(usage());
     }
-    let (Some(lo), Some(hi)) = (eval(&a.value, lookup, names)?.as_float(), eval(&b.value, lookup, names)?.as_float()) else {
+    let (Some(lo), Some(hi)) = (eval(&a.value, lookup, names)?.as_float(), eval(&b.value, lookup, names)?.as_float())
+    else {
         return Err(usage());
     };
     let count = match eval(&n.value, lookup, names)? {
         Value::Int(k) if (1..=MAX_RANGE).contains(&k) => k as usize,
         v => {
-            return Err(Diagnostic::error(format!("the count must be an integer from 1 to {MAX_RANGE}, found {}", v.describe()))
-                .at(n.value.span, "bad count"));
+            return Err(Diagnostic::error(format!(
+                "the count must be an integer from 1 to {MAX_RANGE}, found {}",
+                v.describe()
+            ))
+            .at(n.value.span, "bad count"));
         }
     };
     if name == "logspace" && (lo <= 0.0 || hi <= 0.0) {

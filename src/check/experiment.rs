@@ -276,8 +276,9 @@ fn axis_target(
     match targets[..] {
         [t] => Ok(t),
         [] => {
-            let mut d = Diagnostic::error(format!("cannot sweep `{name}`: model `{}` has no such parameter", model.name.name))
-                .at(n.span, "unknown parameter");
+            let mut d =
+                Diagnostic::error(format!("cannot sweep `{name}`: model `{}` has no such parameter", model.name.name))
+                    .at(n.span, "unknown parameter");
             let names = entries.iter().map(|e| e.name).chain(["seed"]);
             if let Some(h) = super::suggest::did_you_mean(name, names) {
                 d = d.hint(h);

@@ -123,7 +123,8 @@ fn probe(model: &ast::Model) -> Result<(), Diagnostic> {
          (16-wide vectors or tokens in, 10 outputs)",
         model.name.name
     );
-    Err(first_error.map_or_else(|| Diagnostic::error("internal error: probe failed without a diagnostic"), |d| d.hint(note)))
+    Err(first_error
+        .map_or_else(|| Diagnostic::error("internal error: probe failed without a diagnostic"), |d| d.hint(note)))
 }
 
 /// Items by name; a repeated name is an error pointing at both definitions.

@@ -47,7 +47,9 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
     let mut groups = vec![];
     for entry in sweeps.iter().flatten() {
         groups.push(match entry {
-            SweepEntry::Axis(ax) => Group { names: vec![ax.name.clone()], rows: axis_values(ax)?.into_iter().map(|v| vec![v]).collect() },
+            SweepEntry::Axis(ax) => {
+                Group { names: vec![ax.name.clone()], rows: axis_values(ax)?.into_iter().map(|v| vec![v]).collect() }
+            }
             SweepEntry::Zip { axes, span } => zip(axes, *span)?,
             SweepEntry::Random { args, draws, span } => random(args, draws, *span)?,
         });
@@ -76,14 +78,19 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
         }
         groups.retain(|g| !g.names.is_empty());
         let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
-        groups.push(Group { names: vec![o.name.clone()], rows: axis_values(&ax)?.into_iter().map(|v| vec![v]).collect() });
+        groups.push(Group {
+            names: vec![o.name.clone()],
+            rows: axis_values(&ax)?.into_iter().map(|v| vec![v]).collect(),
+        });
     }
     Ok(groups)
 }
 
 fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
     let Some(first) = axes.first() else {
-        return Err(Diagnostic::error("empty `zip` group").at(span, "no axes").hint("e.g. `zip { lr in [1e-3, 1e-4], batch in [32, 64] }`"));
+        return Err(Diagnostic::error("empty `zip` group")
+            .at(span, "no axes")
+            .hint("e.g. `zip { lr in [1e-3, 1e-4], batch in [32, 64] }`"));
     };
     let columns: Vec<Vec<(Value, Span)>> = axes.iter().map(axis_values).collect::<Result<_, _>>()?;
     let n = columns[0].len();
@@ -115,9 +122,11 @@ fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, D
             (None, 0, Some(n)) | (Some("n"), _, Some(n)) if (1..=MAX_DRAWS).contains(&n) => count = Some(n as usize),
             (Some("seed"), _, Some(s)) if s >= 0 => seed = s as u64,
             _ => {
-                return Err(Diagnostic::error(format!("`random` takes a number of draws (1 to {MAX_DRAWS}) and an optional `seed`"))
-                    .at(a.value.span, "not valid here")
-                    .hint("e.g. `random(8, seed = 1) { lr ~ loguniform(1e-4, 1e-2) }`"));
+                return Err(Diagnostic::error(format!(
+                    "`random` takes a number of draws (1 to {MAX_DRAWS}) and an optional `seed`"
+                ))
+                .at(a.value.span, "not valid here")
+                .hint("e.g. `random(8, seed = 1) { lr ~ loguniform(1e-4, 1e-2) }`"));
             }
         }
     }
@@ -125,7 +134,9 @@ fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, D
         return Err(Diagnostic::error("`random` needs the number of draws").at(span, "e.g. random(8)"));
     };
     if draws.is_empty() {
-        return Err(Diagnostic::error("empty `random` group").at(span, "nothing to draw").hint("e.g. `lr ~ loguniform(1e-4, 1e-2)`"));
+        return Err(Diagnostic::error("empty `random` group")
+            .at(span, "nothing to draw")
+            .hint("e.g. `lr ~ loguniform(1e-4, 1e-2)`"));
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut rows = vec![vec![]; count];
@@ -139,7 +150,8 @@ fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, D
 
 fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
     let name = d.dist.callee.name.as_str();
-    let args: Vec<Value> = d.dist.args.iter().map(|a| consteval::eval(&a.value, &|_| None, &[])).collect::<Result<_, _>>()?;
+    let args: Vec<Value> =
+        d.dist.args.iter().map(|a| consteval::eval(&a.value, &|_| None, &[])).collect::<Result<_, _>>()?;
     let bad = |why: &str| {
         Diagnostic::error(format!("`{name}`: {why}"))
             .at(d.dist.span, "bad distribution")

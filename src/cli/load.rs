@@ -80,7 +80,8 @@ pub fn load_checked_with(path: &Path, overrides: &[String], ctx: &Context) -> Re
         let text = if has_top_level_comma(values) { format!("{key}=[{values}]") } else { o.clone() };
         let file = spec.sources.add("<command line>", text.clone());
         let key_len = key.len();
-        let name = crate::lang::ast::Ident { name: key.trim().to_string(), span: crate::source::Span::new(file, 0, key_len) };
+        let name =
+            crate::lang::ast::Ident { name: key.trim().to_string(), span: crate::source::Span::new(file, 0, key_len) };
         let valid_key = !name.name.is_empty() && name.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         let parsed_value = lang::parser::parse_expr_at(file, &text, key_len + 1);
         match (valid_key, parsed_value) {

@@ -62,7 +62,6 @@ impl Progress {
             None => eprintln!("{text}"),
         }
     }
-
 }
 
 fn label(index: usize, total: usize, trial: &Trial) -> String {

@@ -47,6 +47,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
-    let opts = Options { force: true, retry_failed: true, jobs: 1, threads: sweep::threads(args.threads), device: args.device.clone() };
+    let opts = Options {
+        force: true,
+        retry_failed: true,
+        jobs: 1,
+        threads: sweep::threads(args.threads),
+        device: args.device.clone(),
+    };
     sweep::execute(&store, &source, &exp.trials[..1], &opts, args.quiet)
 }

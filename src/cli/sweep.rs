@@ -85,9 +85,13 @@ fn report_recovered(store: &Store) {
     let ids = store.recovered();
     if !ids.is_empty() {
         let list: Vec<String> = ids.iter().map(u64::to_string).collect();
-        eprintln!("note: run{} {} stopped with {} process and {} now marked interrupted; they will run again",
-            if ids.len() == 1 { "" } else { "s" }, list.join(", "), if ids.len() == 1 { "its" } else { "their" },
-            if ids.len() == 1 { "is" } else { "are" });
+        eprintln!(
+            "note: run{} {} stopped with {} process and {} now marked interrupted; they will run again",
+            if ids.len() == 1 { "" } else { "s" },
+            list.join(", "),
+            if ids.len() == 1 { "its" } else { "their" },
+            if ids.len() == 1 { "is" } else { "are" }
+        );
     }
 }
 
@@ -120,7 +124,13 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
 static CANCEL: AtomicBool = AtomicBool::new(false);
 
 /// Runs trials; the exit code is 1 if any failed or was interrupted.
-pub fn execute(store: &Store, source: &SpecSource, trials: &[Trial], opts: &Options, quiet: bool) -> anyhow::Result<i32> {
+pub fn execute(
+    store: &Store,
+    source: &SpecSource,
+    trials: &[Trial],
+    opts: &Options,
+    quiet: bool,
+) -> anyhow::Result<i32> {
     let _ = ctrlc::set_handler(|| {
         if CANCEL.swap(true, Ordering::SeqCst) {
             eprintln!("\nstopping now");
@@ -131,7 +141,13 @@ pub fn execute(store: &Store, source: &SpecSource, trials: &[Trial], opts: &Opti
     let progress = Progress::new(trials.len(), quiet);
     let s = sweep::run_all(store, source, trials, opts, &progress, &CANCEL)?;
     progress.finish();
-    let mut line = format!("{} trial{} run, {} already done, {} failed", s.ran, if s.ran == 1 { "" } else { "s" }, s.done_before, s.failed);
+    let mut line = format!(
+        "{} trial{} run, {} already done, {} failed",
+        s.ran,
+        if s.ran == 1 { "" } else { "s" },
+        s.done_before,
+        s.failed
+    );
     if s.failed_before > 0 {
         line.push_str(&format!(", {} failed before (skipped; --retry-failed re-runs them)", s.failed_before));
     }

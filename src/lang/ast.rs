@@ -123,9 +123,16 @@ pub struct SweepAxis {
 pub enum SweepEntry {
     Axis(SweepAxis),
     /// `zip { a in [..], b in [..] }`: the lists are walked together.
-    Zip { axes: Vec<SweepAxis>, span: Span },
+    Zip {
+        axes: Vec<SweepAxis>,
+        span: Span,
+    },
     /// `random(n, seed = s) { a ~ dist(..) ... }`: `n` draws.
-    Random { args: Vec<Arg>, draws: Vec<Draw>, span: Span },
+    Random {
+        args: Vec<Arg>,
+        draws: Vec<Draw>,
+        span: Span,
+    },
 }
 
 /// `name ~ distribution(args)` in a `random` group.

@@ -312,7 +312,8 @@ impl Builder {
                                 for part in e.into_inner().skip(1) {
                                     if part.as_rule() == Rule::arg {
                                         let mut parts: Vec<Pair<Rule>> = part.into_inner().collect();
-                                        let value = parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
+                                        let value =
+                                            parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
                                         let name = parts.pop().map(|n| self.ident(n));
                                         args.push(Arg { name, value: self.build_expr(value)? });
                                     } else {

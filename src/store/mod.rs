@@ -58,7 +58,9 @@ impl Store {
         let db = match sled::Config::new().path(&db_path).open() {
             Ok(db) => db,
             // sled reports the lock as an I/O error "could not acquire lock …".
-            Err(sled::Error::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("acquire lock") => {
+            Err(sled::Error::Io(e))
+                if e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("acquire lock") =>
+            {
                 let holder = std::fs::read_to_string(path.join(HOLDER_FILE))
                     .map(|h| format!(" ({})", h.trim()))
                     .unwrap_or_default();

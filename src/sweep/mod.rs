@@ -42,7 +42,10 @@ pub struct Options {
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrialResult {
     /// Not run: its latest run has this status (done, or failed without `--retry-failed`).
-    Skipped { run_id: u64, status: Status },
+    Skipped {
+        run_id: u64,
+        status: Status,
+    },
     Finished(Box<RunRecord>),
     /// Not started because the sweep was cancelled.
     NotStarted,

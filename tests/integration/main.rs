@@ -5,4 +5,5 @@
 
 mod cli;
 mod support;
+mod sweeps;
 mod training;

@@ -1,0 +1,137 @@
+//! Sweeps that never lose or repeat work: crashes, failures, overrides.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::TINY;
+
+fn memctl() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
+    c.env("NO_COLOR", "1");
+    c
+}
+
+fn records(store: &Path) -> Vec<serde_json::Value> {
+    let out = memctl().arg("--store").arg(store).args(["runs", "--format", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "the store opens: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+}
+
+/// Eight tiny LSTM trials of a few hundred milliseconds each.
+const EIGHT: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model lstm(hidden = 16) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+experiment eight {
+  task tiny
+  model lstm
+  train { batch = 16, steps = 40, eval_every = 20 }
+  sweep { hidden in [8, 16]  seed in 1..4 }
+}
+"#;
+
+#[test]
+fn sigkill_at_random_moments_loses_and_repeats_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("eight.mem");
+    std::fs::write(&spec, EIGHT).unwrap();
+    let store = dir.path().join("store");
+    let sweep = || {
+        let mut c = memctl();
+        c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1", "--quiet"]);
+        c
+    };
+    // Kill after varying delays (fixed, so that a failure reproduces).
+    for delay_ms in [150u64, 420, 90, 700, 260] {
+        let mut child = sweep().stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        // The store opens after every kill, and never holds a duplicate id.
+        let recs = records(&store);
+        let mut ids: Vec<u64> = recs.iter().map(|r| r["id"].as_u64().unwrap()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), recs.len(), "duplicate run ids");
+    }
+    let out = sweep().output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&store);
+    // At least one kill landed mid-trial (otherwise this test exercised nothing).
+    assert!(recs.iter().any(|r| r["status"] == "interrupted"), "no run was interrupted");
+    let mut done_per_trial: HashMap<String, usize> = HashMap::new();
+    for r in &recs {
+        let status = r["status"].as_str().unwrap();
+        assert!(status == "done" || status == "interrupted", "unexpected status {status}");
+        if status == "done" {
+            *done_per_trial.entry(r["trial_key"].as_str().unwrap().to_string()).or_default() += 1;
+        }
+    }
+    assert_eq!(done_per_trial.len(), 8, "every trial is done");
+    assert!(done_per_trial.values().all(|&n| n == 1), "each trial done exactly once: {done_per_trial:?}");
+    // Nothing is left to do.
+    let again = sweep().output().unwrap();
+    assert!(String::from_utf8_lossy(&again.stderr).contains("0 trials run, 8 already done"));
+}
+
+#[test]
+fn a_failing_trial_is_recorded_and_the_others_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny.mem");
+    std::fs::write(&spec, TINY).unwrap();
+    let store = dir.path().join("store");
+    let run = |extra: &[&str]| {
+        memctl()
+            .arg("--store")
+            .arg(&store)
+            .arg("sweep")
+            .arg(&spec)
+            .args(["tiny_lstm", "lr=1e-2,1e300", "optimizer=\"sgd\"", "--jobs", "1"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("2 trials run, 0 already done, 1 failed"), "{err}");
+    assert!(err.contains("failed: loss is"), "the failure is printed with its reason: {err}");
+    let recs = records(&store);
+    let failed: Vec<_> = recs.iter().filter(|r| r["status"] == "failed").collect();
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0]["error"].as_str().unwrap().contains("loss is"));
+    assert_eq!(recs.iter().filter(|r| r["status"] == "done").count(), 1);
+
+    // Failed trials are skipped by default and re-run with --retry-failed.
+    let again = run(&[]);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("1 failed before (skipped; --retry-failed re-runs them)"));
+    let retry = run(&["--retry-failed"]);
+    assert!(String::from_utf8_lossy(&retry.stderr).contains("1 trial run, 1 already done, 1 failed"));
+}
+
+#[test]
+fn overrides_replace_sweeps_and_bad_ones_are_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny.mem");
+    std::fs::write(&spec, TINY).unwrap();
+    let store = dir.path().join("store");
+    let dry = |args: &[&str]| {
+        memctl().arg("--store").arg(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap()
+    };
+    let out = dry(&["tiny_stm", "seed=5", "d=4,6"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 of 2 trials would run"), "{text}");
+    assert!(text.contains("seed=5 d=4") && text.contains("seed=5 d=6"), "{text}");
+    let bad = dry(&["gatse=false"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("<command line>:1:1") && err.contains("`gatse`"), "{err}");
+}
