@@ -4,6 +4,7 @@
 //! trial configurations and step graphs, [`compile`] lowers a graph to candle, [`train`] runs
 //! a trial, [`store`] records it, [`sweep`] runs many, and [`cli`] is the command line.
 
+pub mod bench;
 pub mod check;
 pub mod cli;
 pub mod compile;
@@ -13,6 +14,7 @@ pub mod ftz;
 pub mod graph;
 pub mod kernels;
 pub mod lang;
+pub mod pool;
 pub mod prims;
 pub mod report;
 pub mod source;

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod check;
 mod load;
 mod prims;
@@ -38,6 +39,7 @@ pub enum ColorChoice {
 
 #[derive(Subcommand)]
 pub enum Command {
+    Bench(bench::Args),
     Check(check::Args),
     Run(run::Args),
     Sweep(sweep::Args),
@@ -62,6 +64,7 @@ pub fn main() -> i32 {
     };
     let ctx = Context { store: cli.store, color };
     let result = match cli.command {
+        Command::Bench(a) => bench::run(a, &ctx),
         Command::Check(a) => check::run(a, &ctx),
         Command::Run(a) => run::run(a, &ctx),
         Command::Sweep(a) => sweep::run(a, &ctx),

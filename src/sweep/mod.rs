@@ -264,13 +264,9 @@ fn execute(
     cancel: &AtomicBool,
 ) -> Result<train::Outcome, String> {
     let device = crate::device::open(device).map_err(|e| e.to_string())?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(threads.max(1))
-        .start_handler(|_| crate::ftz::enable())
-        .build()
-        .map_err(|e| format!("cannot start compute threads: {e}"))?;
-    let result =
-        pool.install(|| std::panic::catch_unwind(AssertUnwindSafe(|| train::train(trial, &device, observer, cancel))));
+    let result = crate::pool::run_in_pool(threads, || {
+        std::panic::catch_unwind(AssertUnwindSafe(|| train::train(trial, &device, observer, cancel)))
+    })?;
     result.map_err(|panic| {
         let msg = panic
             .downcast_ref::<&str>()

@@ -10,9 +10,10 @@ use crate::prims::{ArgSpec, PrimError};
 use crate::value::Value;
 
 pub mod assoc_retrieval;
+pub mod random_sequence;
 
 /// Every task generator, by name.
-pub static TASKS: &[&dyn TaskKind] = &[&assoc_retrieval::AssocRetrievalKind];
+pub static TASKS: &[&dyn TaskKind] = &[&assoc_retrieval::AssocRetrievalKind, &random_sequence::RandomSequenceKind];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
     TASKS.iter().copied().find(|t| t.name() == name)

@@ -72,8 +72,50 @@ pub struct Outcome {
     pub eval_seconds: f64,
 }
 
+/// One training step at a time: forward over the batch's sequences, loss, backward,
+/// clipping, optimiser update. Shared by training, the fixed-batch check and `memctl bench`.
+pub struct Stepper {
+    cell: Cell,
+    opt: Box<dyn optim::Optimizer>,
+    clip_value: Option<f64>,
+    clip_norm: Option<f64>,
+    target: Target,
+}
+
+impl Stepper {
+    pub fn new(trial: &Trial, device: &Device) -> candle_core::Result<Stepper> {
+        let cfg = &trial.config.train;
+        let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+        let opt = optim::build(cfg, cell.vars().to_vec())?;
+        Ok(Stepper { cell, opt, clip_value: cfg.clip_value, clip_norm: cfg.clip_norm, target: trial.task.target() })
+    }
+
+    pub fn cell(&self) -> &Cell {
+        &self.cell
+    }
+
+    /// Trains on `batch` once; returns the loss before the update (read to the host once).
+    pub fn step(&mut self, batch: &crate::tasks::Batch) -> candle_core::Result<f64> {
+        let logits = self.cell.run(&self.cell.weights(true), &batch.inputs, &batch.scored)?;
+        let loss = loss::loss(self.target, &logits, &batch.targets)?;
+        let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        if !value.is_finite() {
+            return Ok(value); // the caller fails the trial; no update from a non-finite loss
+        }
+        let mut grads = loss.backward()?;
+        if let Some(limit) = self.clip_value {
+            clip::by_value(&mut grads, self.cell.vars(), limit)?;
+        }
+        if let Some(max_norm) = self.clip_norm {
+            clip::by_norm(&mut grads, self.cell.vars(), max_norm)?;
+        }
+        self.opt.step(&grads)?;
+        Ok(value)
+    }
+}
+
 /// A trial's data stream is seeded separately from its parameters.
-fn data_seed(seed: u64) -> u64 {
+pub fn data_seed(seed: u64) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0xD1B5_4A32_D192_ED03)
 }
 
@@ -115,9 +157,8 @@ fn train_into(
 ) -> Result<(), TrainError> {
     let cfg = &trial.config.train;
     let target = trial.task.target();
-    let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+    let mut stepper = Stepper::new(trial, device)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
-    let mut opt = optim::build(cfg, cell.vars().to_vec())?;
     let eval_batch = (cfg.batch * 2).clamp(64, 512);
     let started = Instant::now();
     let mut eval_time = 0.0;
@@ -129,21 +170,10 @@ fn train_into(
             break;
         }
         let batch = data.train_batch(cfg.batch)?;
-        let weights = cell.weights(true);
-        let logits = cell.run(&weights, &batch.inputs, &batch.scored)?;
-        let loss = loss::loss(target, &logits, &batch.targets)?;
-        let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        let value = stepper.step(&batch)?;
         if !value.is_finite() {
             return Err(TrainError::NonFinite { step, value });
         }
-        let mut grads = loss.backward()?;
-        if let Some(limit) = cfg.clip_value {
-            clip::by_value(&mut grads, cell.vars(), limit)?;
-        }
-        if let Some(max_norm) = cfg.clip_norm {
-            clip::by_norm(&mut grads, cell.vars(), max_norm)?;
-        }
-        opt.step(&grads)?;
         out.steps_run = step;
         interval_loss.0 += value;
         interval_loss.1 += 1;
@@ -154,7 +184,8 @@ fn train_into(
             push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
             interval_loss = (0.0, 0);
             let t0 = Instant::now();
-            let metrics = evaluate(&cell, data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, target)?;
+            let metrics =
+                evaluate(stepper.cell(), data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, target)?;
             eval_time += t0.elapsed().as_secs_f64();
             for (name, v) in &metrics {
                 push(out, &format!("val_{name}"), step, *v);
@@ -182,7 +213,7 @@ fn train_into(
     if out.ending == Ending::Done {
         let t0 = Instant::now();
         for (i, split) in trial.task.test_splits().iter().enumerate() {
-            for (name, v) in evaluate(&cell, data.as_ref(), Split::Test(i), eval_batch, None, target)? {
+            for (name, v) in evaluate(stepper.cell(), data.as_ref(), Split::Test(i), eval_batch, None, target)? {
                 let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
                 out.final_metrics.insert(key, v);
             }
@@ -231,27 +262,10 @@ pub fn evaluate(
 /// Trains on one fixed training batch for `steps` steps and returns the loss before each
 /// step: an overfitting check that a model can learn at all (fast, and assertable).
 pub fn fixed_batch_losses(trial: &Trial, steps: usize, device: &Device) -> candle_core::Result<Vec<f64>> {
-    let cfg = &trial.config.train;
-    let target = trial.task.target();
-    let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+    let mut stepper = Stepper::new(trial, device)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
-    let batch = data.train_batch(cfg.batch)?;
-    let mut opt = optim::build(cfg, cell.vars().to_vec())?;
-    let mut losses = vec![];
-    for _ in 0..steps {
-        let logits = cell.run(&cell.weights(true), &batch.inputs, &batch.scored)?;
-        let loss = loss::loss(target, &logits, &batch.targets)?;
-        losses.push(loss.to_dtype(DType::F64)?.to_scalar::<f64>()?);
-        let mut grads = loss.backward()?;
-        if let Some(limit) = cfg.clip_value {
-            clip::by_value(&mut grads, cell.vars(), limit)?;
-        }
-        if let Some(max_norm) = cfg.clip_norm {
-            clip::by_norm(&mut grads, cell.vars(), max_norm)?;
-        }
-        opt.step(&grads)?;
-    }
-    Ok(losses)
+    let batch = data.train_batch(trial.config.train.batch)?;
+    (0..steps).map(|_| stepper.step(&batch)).collect()
 }
 
 /// Settings for unit tests: Adam 1e-3, batch 8, 10 steps.

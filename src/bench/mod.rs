@@ -1,0 +1,97 @@
+//! Timing a model's training step, as `memctl bench` reports it: median and minimum time,
+//! FLOPs and the achieved GFLOP/s against the machine's measured sgemm peak, peak memory.
+//!
+//! The step is the one training uses ([`Stepper::step`]): forward over every time step of a
+//! fixed batch, loss, backward, clipping, optimiser update, loss read back to the host.
+
+use std::time::Instant;
+
+use candle_core::{DType, Device, Tensor};
+
+use crate::check::Trial;
+use crate::tasks::Batch;
+use crate::train::{Stepper, data_seed};
+
+pub mod dump;
+
+/// What one benchmark measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Report {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub iters: usize,
+    pub params: usize,
+    pub threads: usize,
+    /// FLOPs of one training step: 3 × forward (backward ≈ 2 × forward), all time steps and examples.
+    pub flops_per_train_step: f64,
+    pub gflops: f64,
+    pub peak_rss_mb: f64,
+    pub final_loss: f64,
+}
+
+/// Times `iters` training steps on one fixed batch after `warmup` untimed ones.
+pub fn time_steps(
+    trial: &Trial,
+    device: &Device,
+    threads: usize,
+    warmup: usize,
+    iters: usize,
+) -> candle_core::Result<Report> {
+    let mut stepper = Stepper::new(trial, device)?;
+    let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
+    let batch = data.train_batch(trial.config.train.batch)?;
+    let mut times = vec![];
+    let mut loss = f64::NAN;
+    for i in 0..warmup + iters {
+        let t0 = Instant::now();
+        loss = stepper.step(&batch)?;
+        if i >= warmup {
+            times.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let median_ms = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
+    let flops = train_step_flops(trial, &batch)?;
+    Ok(Report {
+        median_ms,
+        min_ms: times.first().copied().unwrap_or(f64::NAN),
+        iters,
+        params: trial.graph.param_count(),
+        threads,
+        flops_per_train_step: flops,
+        gflops: flops / (median_ms * 1e-3) / 1e9,
+        peak_rss_mb: peak_rss_mb(),
+        final_loss: loss,
+    })
+}
+
+/// 3 × (forward FLOPs per example per time step) × batch × time steps.
+pub fn train_step_flops(trial: &Trial, batch: &Batch) -> candle_core::Result<f64> {
+    Ok(3.0 * trial.graph.flops_per_step() as f64 * batch.batch_size()? as f64 * batch.steps()? as f64)
+}
+
+/// The best GFLOP/s of a square f32 matrix product on this device with the current thread
+/// pool: the roofline the step is compared against.
+pub fn sgemm_peak_gflops(device: &Device) -> candle_core::Result<f64> {
+    let n = 1024;
+    let a = Tensor::randn(0f32, 1.0, (n, n), device)?;
+    let b = Tensor::randn(0f32, 1.0, (n, n), device)?;
+    let mut best = f64::INFINITY;
+    for _ in 0..6 {
+        let t0 = Instant::now();
+        let c = a.matmul(&b)?;
+        c.sum_all()?.to_dtype(DType::F64)?.to_scalar::<f64>()?; // wait for the result
+        best = best.min(t0.elapsed().as_secs_f64());
+    }
+    Ok(2.0 * (n * n * n) as f64 / best / 1e9)
+}
+
+/// The process's peak resident memory (VmHWM), in MiB; NaN where unknown.
+pub fn peak_rss_mb() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}

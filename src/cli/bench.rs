@@ -1,0 +1,81 @@
+//! `memctl bench FILE [EXPERIMENT]`: time the training step of an experiment's first trial.
+
+use std::path::PathBuf;
+
+use crate::bench;
+use crate::cli::{Context, load, sweep};
+
+/// Time the training step of an experiment's first trial (compiled from its spec), on one
+/// fixed batch: median and min ms per step, FLOPs, GFLOP/s against the sgemm peak, peak memory.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Spec file.
+    file: PathBuf,
+    /// An experiment name (optional), then `KEY=VALUES` overrides (first value of each is used).
+    #[arg(value_name = "EXPERIMENT|KEY=VALUES")]
+    rest: Vec<String>,
+    /// Timed steps.
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    /// Untimed steps first.
+    #[arg(long, default_value_t = 3)]
+    warmup: usize,
+    /// Compute threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Device: cpu, cuda or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: String,
+    /// Also write the first step (parameters, batch, loss, gradient norms) as JSON here.
+    #[arg(long)]
+    dump: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let (experiment, overrides) = load::split_overrides(&args.rest);
+    let Ok((_, program)) = load::load_checked_with(&args.file, &overrides, ctx) else { return Ok(2) };
+    let trials = load::select(&program, experiment.as_deref(), &args.file)?;
+    let Some(trial) = trials.first() else { anyhow::bail!("{} has no experiment to benchmark", args.file.display()) };
+    let device = crate::device::open(&args.device)?;
+    let threads = sweep::threads(args.threads);
+    if let Some(path) = &args.dump {
+        let d = crate::pool::run_in_pool(threads, || bench::dump::first_step(trial, &device))
+            .map_err(anyhow::Error::msg)??;
+        std::fs::write(path, serde_json::to_vec(&d)?)?;
+    }
+    let (report, peak) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
+        let r = bench::time_steps(trial, &device, threads, args.warmup, args.iters)?;
+        Ok((r, bench::sgemm_peak_gflops(&device)?))
+    })
+    .map_err(anyhow::Error::msg)??;
+    if args.json {
+        println!("{}", serde_json::json!({ "report": report, "sgemm_peak_gflops": peak, "config": trial.config }));
+        return Ok(0);
+    }
+    let mut values: Vec<String> = trial
+        .config
+        .params
+        .iter()
+        .filter(|(_, v)| !matches!(v, crate::value::Value::List(_)))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    values.push(format!("batch={}", trial.config.train.batch));
+    println!(
+        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0}",
+        trial.config.model,
+        values.join(" "),
+        report.median_ms,
+        report.min_ms,
+        report.params,
+        report.threads,
+        report.flops_per_train_step,
+        report.gflops,
+        peak,
+        100.0 * report.gflops / peak,
+        report.peak_rss_mb
+    );
+    Ok(0)
+}

@@ -1,0 +1,134 @@
+//! `randomSequence(input = 8, output = 8, length = 20)`: random inputs and random target bits
+//! at every step — no structure to learn. It exists to time and smoke-test models: it is the
+//! data of the PyTorch STM reference benchmark (`../shared/bench/stm_torch.py`: x ~ N(0, 1),
+//! y ~ Bernoulli(½), binary cross-entropy on every step's output).
+//!
+//! Training batches are fresh every step; validation and test sets hold 256 sequences each.
+
+use candle_core::{Device, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::StandardNormal;
+
+use super::*;
+use crate::prims::Default;
+use crate::value::Kind;
+
+pub struct RandomSequenceKind;
+
+static SIGNATURE: [ArgSpec; 3] = [
+    ArgSpec::value("input", Kind::Int, Default::Int(8)),
+    ArgSpec::value("output", Kind::Int, Default::Int(8)),
+    ArgSpec::value("length", Kind::Int, Default::Int(20)),
+];
+
+/// Sequences in each held-out set.
+const HELD_OUT: usize = 256;
+
+impl TaskKind for RandomSequenceKind {
+    fn name(&self) -> &'static str {
+        "randomSequence"
+    }
+    fn summary(&self) -> &'static str {
+        "random inputs and target bits at every step (benchmarks and smoke tests)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        let size =
+            |i: usize, name: &'static str| -> Result<usize, PrimError> {
+                match options.get(i).and_then(Value::as_int) {
+                    Some(v) if (1..=1 << 16).contains(&v) => Ok(v as usize),
+                    v => Err(PrimError::new(format!("`{name}` must be between 1 and 65536, found {}", v.unwrap_or(0)))
+                        .on(name)),
+                }
+            };
+        Ok(Box::new(RandomSequence {
+            input: size(0, "input")?,
+            output: size(1, "output")?,
+            length: size(2, "length")?,
+        }))
+    }
+}
+
+pub struct RandomSequence {
+    input: usize,
+    output: usize,
+    length: usize,
+}
+
+impl Task for RandomSequence {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.input])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.output)
+    }
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let validation = make(self, HELD_OUT, &mut rng, device)?;
+        let test = make(self, HELD_OUT, &mut rng, device)?;
+        Ok(Box::new(RandomData {
+            input: self.input,
+            output: self.output,
+            length: self.length,
+            rng,
+            validation,
+            test,
+            device: device.clone(),
+        }))
+    }
+}
+
+fn make(t: &RandomSequence, batch: usize, rng: &mut ChaCha8Rng, device: &Device) -> candle_core::Result<Batch> {
+    let x: Vec<f32> = (0..t.length * batch * t.input).map(|_| rng.sample(StandardNormal)).collect();
+    let y: Vec<f32> = (0..t.length * batch * t.output).map(|_| if rng.random_bool(0.5) { 1.0 } else { 0.0 }).collect();
+    Ok(Batch {
+        inputs: Tensor::from_vec(x, (t.length, batch, t.input), device)?,
+        scored: (0..t.length).collect(),
+        targets: Tensor::from_vec(y, (t.length, batch, t.output), device)?,
+    })
+}
+
+struct RandomData {
+    input: usize,
+    output: usize,
+    length: usize,
+    rng: ChaCha8Rng,
+    validation: Batch,
+    test: Batch,
+    device: Device,
+}
+
+impl TaskData for RandomData {
+    fn train_batch(&mut self, batch_size: usize) -> candle_core::Result<Batch> {
+        let t = RandomSequence { input: self.input, output: self.output, length: self.length };
+        make(&t, batch_size, &mut self.rng, &self.device)
+    }
+    fn eval_batches(&self, split: Split, _batch_size: usize) -> candle_core::Result<Vec<Batch>> {
+        Ok(vec![if split == Split::Validation { self.validation.clone() } else { self.test.clone() }])
+    }
+    fn train_size(&self) -> Option<usize> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_step_is_scored_with_random_bits() {
+        let task = RandomSequenceKind.instantiate(&[Value::Int(3), Value::Int(2), Value::Int(5)]).unwrap();
+        let mut data = task.data(1, &Device::Cpu).unwrap();
+        let b = data.train_batch(4).unwrap();
+        assert_eq!(b.inputs.dims(), &[5, 4, 3]);
+        assert_eq!(b.targets.dims(), &[5, 4, 2]);
+        assert_eq!(b.scored, vec![0, 1, 2, 3, 4]);
+        let bits = b.targets.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert!(bits.iter().all(|v| *v == 0.0 || *v == 1.0));
+        assert!(bits.iter().any(|v| *v == 1.0) && bits.iter().any(|v| *v == 0.0));
+        assert_eq!(task.target(), Target::Bits(2));
+    }
+}
