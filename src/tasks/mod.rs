@@ -10,9 +10,23 @@ use crate::prims::{ArgSpec, PrimError};
 use crate::value::Value;
 
 pub mod assoc_retrieval;
+pub mod copy;
+mod fresh;
+pub mod nth_farthest;
+mod options;
+pub mod pattern_completion;
+pub mod priority_sort;
+pub mod rar;
 
 /// Every task generator, by name.
-pub static TASKS: &[&dyn TaskKind] = &[&assoc_retrieval::AssocRetrievalKind];
+pub static TASKS: &[&dyn TaskKind] = &[
+    &assoc_retrieval::AssocRetrievalKind,
+    &nth_farthest::NthFarthestKind,
+    &copy::CopyKind,
+    &priority_sort::PrioritySortKind,
+    &rar::RarKind,
+    &pattern_completion::PatternCompletionKind,
+];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
     TASKS.iter().copied().find(|t| t.name() == name)
