@@ -9,9 +9,9 @@
 //! *groups* of equal-shape examples; [`Batch`]es are cut from one group at a time.
 
 use candle_core::{Device, Tensor};
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::streams::{Stream, stream};
 use super::*;
 
 /// A generator of fresh batches.
@@ -20,24 +20,6 @@ pub(super) trait Fresh: Send + Sync + 'static {
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch>;
     /// A held-out set of `n` examples, as groups of equal-shape examples.
     fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>>;
-}
-
-/// Random stream for training data, validation and the `i`-th test split.
-pub(super) fn stream(seed: u64, which: Stream) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(match which {
-        Stream::Train => 0,
-        Stream::Validation => 1,
-        Stream::Test(i) => 2 + i as u64,
-    });
-    rng
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Stream {
-    Train,
-    Validation,
-    Test(usize),
 }
 
 /// A trial's data for a [`Fresh`] generator.

@@ -9,14 +9,19 @@ use crate::graph::Ty;
 use crate::prims::{ArgSpec, PrimError};
 use crate::value::Value;
 
+pub mod addition;
 pub mod assoc_retrieval;
 pub mod copy;
 mod fresh;
+mod nam;
 pub mod nth_farthest;
 mod options;
+pub mod palindrome;
 pub mod pattern_completion;
 pub mod priority_sort;
 pub mod rar;
+pub mod reduce;
+mod streams;
 
 /// Every task generator, by name.
 pub static TASKS: &[&dyn TaskKind] = &[
@@ -25,6 +30,9 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &copy::CopyKind,
     &priority_sort::PrioritySortKind,
     &rar::RarKind,
+    &addition::AdditionKind,
+    &palindrome::PalindromeKind,
+    &reduce::ReduceKind,
     &pattern_completion::PatternCompletionKind,
 ];
 
