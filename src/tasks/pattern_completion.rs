@@ -173,18 +173,21 @@ mod tests {
         data.eval_batches(Split::Validation, 50).unwrap().remove(0)
     }
 
+    /// Rows of one example: stored patterns as bits, queries as presented, or targets.
+    type Rows = Vec<Vec<f32>>;
+
     /// Per example: stored patterns as bits, queries as presented, targets.
-    fn decode(b: &Batch, p: usize, q: usize, w: usize) -> Vec<(Vec<Vec<f32>>, Vec<Vec<f32>>, Vec<Vec<f32>>)> {
+    fn decode(b: &Batch, p: usize, q: usize, w: usize) -> Vec<(Rows, Rows, Rows)> {
         let x = b.inputs.to_vec3::<f32>().unwrap();
         let y = b.targets.to_vec3::<f32>().unwrap();
         (0..b.batch_size().unwrap())
             .map(|e| {
-                for t in 0..p {
-                    assert_eq!(&x[t][e][w..], &[1.0, 0.0], "write flag");
-                    assert!(x[t][e][..w].iter().all(|v| *v == 1.0 || *v == -1.0));
+                for step in &x[..p] {
+                    assert_eq!(&step[e][w..], &[1.0, 0.0], "write flag");
+                    assert!(step[e][..w].iter().all(|v| *v == 1.0 || *v == -1.0));
                 }
-                for t in p..p + q {
-                    assert_eq!(&x[t][e][w..], &[0.0, 1.0], "read flag");
+                for step in &x[p..p + q] {
+                    assert_eq!(&step[e][w..], &[0.0, 1.0], "read flag");
                 }
                 let stored = (0..p).map(|t| x[t][e][..w].iter().map(|v| (*v > 0.0) as u8 as f32).collect()).collect();
                 let queries = (p..p + q).map(|t| x[t][e][..w].to_vec()).collect();

@@ -215,8 +215,8 @@ mod tests {
         assert_eq!(flag(s + len + 1), (0.0, 1.0), "closing query delimiter");
         let q = list.iter().position(|it| *it == query).expect("the query is one of the items");
         assert!(q < items - 1, "never the last item");
-        for t in s + len + 2..x.len() {
-            assert!(x[t][e].iter().all(|v| *v == 0.0), "output phase input is zero");
+        for step in &x[s + len + 2..] {
+            assert!(step[e].iter().all(|v| *v == 0.0), "output phase input is zero");
         }
         let answer: Vec<f32> = (0..len).flat_map(|t| y[t][e].clone()).collect();
         (list, q, answer)
