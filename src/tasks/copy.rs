@@ -136,10 +136,12 @@ mod tests {
     fn sequences_follow_the_documented_encoding() {
         let data = task(4, 2, 4).data(7, &Device::Cpu).unwrap();
         let batches = data.eval_batches(Split::Validation, 100).unwrap();
-        // 9 examples stratified over lengths 2, 3, 4: three groups of three.
+        // 9 examples stratified over lengths 2, 3, 4: three groups of three (in random order).
         assert_eq!(batches.len(), 3);
-        for (i, b) in batches.iter().enumerate() {
-            let len = 2 + i;
+        let mut lens = vec![];
+        for b in &batches {
+            let len = b.targets.dim(0).unwrap();
+            lens.push(len);
             assert_eq!(b.inputs.dims(), &[2 * len + 2, 3, 6]);
             assert_eq!(b.targets.dims(), &[len, 3, 4]);
             assert_eq!(b.scored, (len + 2..2 * len + 2).collect::<Vec<_>>());
@@ -156,6 +158,8 @@ mod tests {
                 }
             }
         }
+        lens.sort();
+        assert_eq!(lens, vec![2, 3, 4]);
         // Cut into smaller batches.
         assert_eq!(data.eval_batches(Split::Validation, 2).unwrap().len(), 6);
     }

@@ -6,9 +6,12 @@
 //! training batches were drawn, nor on the other sets' sizes).
 //!
 //! Held-out sets whose examples differ in shape (copy lengths, RAR item counts) are stored as
-//! *groups* of equal-shape examples; [`Batch`]es are cut from one group at a time.
+//! *groups* of equal-shape examples, in a random order; [`Batch`]es are cut from one group at a
+//! time, visiting the groups in turn (see [`cut`]), so that a validation shortened by the
+//! `eval_size` setting is not biased towards the first shapes.
 
 use candle_core::{Device, Tensor};
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::streams::{Stream, stream};
@@ -39,9 +42,15 @@ impl<G: Fresh> FreshData<G> {
         test: usize,
         device: &Device,
     ) -> candle_core::Result<FreshData<G>> {
-        let val = generator.held_out(&mut stream(seed, Stream::Validation), validation, device)?;
-        let test = generator.held_out(&mut stream(seed, Stream::Test(0)), test, device)?;
-        Ok(FreshData { generator, rng: stream(seed, Stream::Train), validation: val, test, device: device.clone() })
+        let held_out = |which: Stream, n: usize| -> candle_core::Result<Vec<Batch>> {
+            let mut rng = stream(seed, which);
+            let mut groups = generator.held_out(&mut rng, n, device)?;
+            groups.shuffle(&mut rng);
+            Ok(groups)
+        };
+        let validation = held_out(Stream::Validation, validation)?;
+        let test = held_out(Stream::Test(0), test)?;
+        Ok(FreshData { generator, rng: stream(seed, Stream::Train), validation, test, device: device.clone() })
     }
 }
 
@@ -62,23 +71,33 @@ impl<G: Fresh> TaskData for FreshData<G> {
     }
 }
 
-/// Cuts each group (batch axis 1 of inputs and targets) into batches of at most `batch_size`.
+/// Cuts each group (batch axis 1 of inputs and targets) into batches of at most `batch_size`,
+/// taking the groups in turn (first batch of every group, then the second, ...), so that an
+/// evaluation cut short by `eval_size` still sees every shape when the batches allow it.
 pub(super) fn cut(groups: &[Batch], batch_size: usize) -> candle_core::Result<Vec<Batch>> {
     let bs = batch_size.max(1);
     let mut out = vec![];
-    for g in groups {
-        let n = g.batch_size()?;
-        if n <= bs {
-            out.push(g.clone());
-            continue;
-        }
-        for start in (0..n).step_by(bs) {
+    for round in 0.. {
+        let mut any = false;
+        for g in groups {
+            let (n, start) = (g.batch_size()?, round * bs);
+            if start >= n {
+                continue;
+            }
+            any = true;
             let len = bs.min(n - start);
-            out.push(Batch {
-                inputs: g.inputs.narrow(1, start, len)?.contiguous()?,
-                scored: g.scored.clone(),
-                targets: g.targets.narrow(1, start, len)?.contiguous()?,
+            out.push(if len == n {
+                g.clone()
+            } else {
+                Batch {
+                    inputs: g.inputs.narrow(1, start, len)?.contiguous()?,
+                    scored: g.scored.clone(),
+                    targets: g.targets.narrow(1, start, len)?.contiguous()?,
+                }
             });
+        }
+        if !any {
+            break;
         }
     }
     Ok(out)
@@ -119,5 +138,38 @@ impl Seq {
 
     pub(super) fn into_tensor(self, device: &Device) -> candle_core::Result<Tensor> {
         Tensor::from_vec(self.data, (self.steps, self.batch, self.width), device)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A group of `n` examples of `steps` steps whose input values are their example index.
+    fn group(steps: usize, n: usize) -> Batch {
+        let x: Vec<f32> = (0..steps).flat_map(|_| (0..n).map(|i| i as f32)).collect();
+        Batch {
+            inputs: Tensor::from_vec(x, (steps, n, 1), &Device::Cpu).unwrap(),
+            scored: vec![steps - 1],
+            targets: Tensor::zeros((1, n, 1), candle_core::DType::F32, &Device::Cpu).unwrap(),
+        }
+    }
+
+    #[test]
+    fn cut_visits_the_groups_in_turn() {
+        let groups = [group(2, 5), group(3, 2)];
+        let batches = cut(&groups, 2).unwrap();
+        let shape = |b: &Batch| (b.steps().unwrap(), b.batch_size().unwrap());
+        assert_eq!(batches.iter().map(shape).collect::<Vec<_>>(), vec![(2, 2), (3, 2), (2, 2), (2, 1)]);
+        let firsts: Vec<f32> =
+            batches.iter().map(|b| b.inputs.get(0).unwrap().get(0).unwrap().to_vec1().unwrap()[0]).collect();
+        assert_eq!(firsts, vec![0.0, 0.0, 2.0, 4.0], "consecutive slices of each group");
+        assert_eq!(cut(&groups, 100).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn stratify_spreads_examples_evenly() {
+        assert_eq!(stratify(10, 3), vec![4, 3, 3]);
+        assert_eq!(stratify(2, 4), vec![1, 0, 1, 0]);
     }
 }

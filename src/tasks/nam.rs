@@ -11,8 +11,8 @@
 //!   0–11, vocabulary 12).
 //! - **Digit counts** are deterministic in the example's index, as the code: example `i` of `N`
 //!   in a set with digit range `lo..=hi` has `lo + ⌊(hi − lo + 1)·i / N⌋` digits, so every
-//!   count is equally represented. The sequence length depends on the set's `hi`, so each split
-//!   has a length of its own.
+//!   count is equally represented; the examples are then stored in a random order. The sequence
+//!   length depends on the set's `hi`, so each split has a length of its own.
 //! - **Sets.** Training: `min_digits..=digits` (default 1..10), `train` examples generated once
 //!   per trial (the code caches it and reuses it every epoch); batches walk through it in a
 //!   fresh random order each epoch (the last batch of an epoch wraps into the next one).
@@ -179,8 +179,13 @@ impl TokenSet {
         let t = rule.seq_len(hi);
         let mut inputs = vec![PAD; n * t];
         let mut targets = vec![PAD; n * t];
-        for (i, (x, y)) in inputs.chunks_mut(t).zip(targets.chunks_mut(t)).enumerate() {
-            rule.example(rng, digits_of(i, n, lo, hi), hi, x, y);
+        // Example i (with the schedule's digit count) goes to row row[i]: rows are in random
+        // order, so a validation cut short by `eval_size` is not biased to the shortest numbers.
+        let mut row: Vec<usize> = (0..n).collect();
+        row.shuffle(rng);
+        for (i, &r) in row.iter().enumerate() {
+            let span = r * t..(r + 1) * t;
+            rule.example(rng, digits_of(i, n, lo, hi), hi, &mut inputs[span.clone()], &mut targets[span]);
         }
         Ok(TokenSet {
             inputs: Tensor::from_vec(inputs, (n, t), device)?,
@@ -322,6 +327,8 @@ pub(super) mod testing {
             assert_eq!(seen, (lo..=hi).collect::<Vec<_>>(), "{which:?}: digit range");
         }
         let val = split(data.as_ref(), Split::Validation);
+        let stored: Vec<usize> = val.iter().map(|(x, y)| digits(x, y)).collect();
+        assert!(stored.windows(2).any(|w| w[0] > w[1]), "stored in random order, not by digits: {stored:?}");
         assert_ne!(val, split(data.as_ref(), Split::Test(0)), "validation and ID test are different draws");
 
         // Training: one epoch visits every example once; all digit counts 1..6.

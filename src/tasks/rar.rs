@@ -228,9 +228,13 @@ mod tests {
         let groups = data.eval_batches(Split::Validation, 100).unwrap();
         assert_eq!(groups.len(), 4, "one group per (items, length)");
         let mut modes = [0, 0];
+        let mut shapes = vec![];
         for (g, b) in groups.iter().enumerate() {
-            let (items, len) = (3 + g / 2, 2 + g % 2);
-            let steps_in = (len + 1) * (items + 1) + 1;
+            let len = b.targets.dim(0).unwrap();
+            let steps_in = b.inputs.dim(0).unwrap() - len;
+            let items = (steps_in - 1) / (len + 1) - 1;
+            assert_eq!(steps_in, (len + 1) * (items + 1) + 1);
+            shapes.push((items, len));
             assert_eq!(b.inputs.dims(), &[steps_in + len, 10, 10]);
             assert_eq!(b.targets.dims(), &[len, 10, 8]);
             assert_eq!(b.scored, (steps_in..steps_in + len).collect::<Vec<_>>());
@@ -248,6 +252,8 @@ mod tests {
                 assert_eq!(answer, list[best], "example {e} of group {g}");
             }
         }
+        shapes.sort();
+        assert_eq!(shapes, vec![(3, 2), (3, 3), (4, 2), (4, 3)]);
         assert!(modes[0] > 0 && modes[1] > 0, "both modes occur: {modes:?}");
     }
 
