@@ -9,11 +9,34 @@ use crate::graph::Ty;
 use crate::prims::{ArgSpec, PrimError};
 use crate::value::Value;
 
+pub mod addition;
 pub mod assoc_retrieval;
+pub mod copy;
+mod fresh;
+mod nam;
+pub mod nth_farthest;
+mod options;
+pub mod palindrome;
+pub mod pattern_completion;
+pub mod priority_sort;
 pub mod random_sequence;
+pub mod rar;
+pub mod reduce;
+mod streams;
 
 /// Every task generator, by name.
-pub static TASKS: &[&dyn TaskKind] = &[&assoc_retrieval::AssocRetrievalKind, &random_sequence::RandomSequenceKind];
+pub static TASKS: &[&dyn TaskKind] = &[
+    &assoc_retrieval::AssocRetrievalKind,
+    &nth_farthest::NthFarthestKind,
+    &copy::CopyKind,
+    &priority_sort::PrioritySortKind,
+    &rar::RarKind,
+    &addition::AdditionKind,
+    &palindrome::PalindromeKind,
+    &reduce::ReduceKind,
+    &pattern_completion::PatternCompletionKind,
+    &random_sequence::RandomSequenceKind,
+];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
     TASKS.iter().copied().find(|t| t.name() == name)

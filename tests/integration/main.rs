@@ -6,4 +6,5 @@
 mod cli;
 mod support;
 mod sweeps;
+mod tasks_fit_models;
 mod training;

@@ -1,0 +1,216 @@
+//! Copy (NTM; SAM Fig. 2, thaihungle/SAM `datasets/copy.py`, reference.md §3.3): read a sequence
+//! of random bit vectors, then write it back.
+//!
+//! `L` vectors of `width` (W) bits, each bit Bernoulli(½); input width W + 2 (two flag channels):
+//!
+//! ```text
+//!   step 0            start flag   (channel W = 1, all else 0)
+//!   steps 1..=L       the L bit vectors (flags 0)
+//!   step L+1          end flag     (channel W+1 = 1)
+//!   steps L+2..=2L+1  all-zero input; output scored against vector 1..L
+//! ```
+//!
+//! `T = 2L + 2` steps; the `L` output steps are scored with binary cross-entropy on every bit
+//! (`Bits(W)`); metric `bit_error` = wrong bits per sequence (SAM's "bit error per sequence").
+//! `L` is uniform in `min_len..=max_len`, drawn **once per training batch** as the code does
+//! (`run_toys.py`); training data is fresh every batch. The fixed validation and test sets give
+//! every length the same number of examples (example `i` of `n` has length
+//! `min_len + i·(max_len − min_len + 1)/n`), stored as one group per length.
+
+use candle_core::Device;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::fresh::{Fresh, FreshData, Seq, stratify};
+use super::options::{Options, ordered};
+use super::*;
+use crate::prims::Default;
+use crate::value::Kind;
+
+pub struct CopyKind;
+
+static SIGNATURE: [ArgSpec; 5] = [
+    ArgSpec::value("width", Kind::Int, Default::Int(32)),
+    ArgSpec::value("min_len", Kind::Int, Default::Int(1)),
+    ArgSpec::value("max_len", Kind::Int, Default::Int(20)),
+    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
+    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+];
+
+impl TaskKind for CopyKind {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+    fn summary(&self) -> &'static str {
+        "copy: read L random bit vectors between start/end flags, then write them back (NTM; SAM Fig. 2)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        let o = Options::new(&SIGNATURE, options);
+        let task = Copy {
+            width: o.int("width", 1, 4096)?,
+            min_len: o.int("min_len", 1, 10_000)?,
+            max_len: o.int("max_len", 1, 10_000)?,
+            validation: o.int("validation", 1, 10_000_000)?,
+            test: o.int("test", 1, 10_000_000)?,
+        };
+        ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+        Ok(Box::new(task))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Copy {
+    width: usize,
+    min_len: usize,
+    max_len: usize,
+    validation: usize,
+    test: usize,
+}
+
+impl Copy {
+    /// `n` sequences of length `len`.
+    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, len: usize, device: &Device) -> candle_core::Result<Batch> {
+        let w = self.width;
+        let mut x = Seq::zeros(2 * len + 2, n, w + 2);
+        let mut y = Seq::zeros(len, n, w);
+        for b in 0..n {
+            x.set(0, b, w, 1.0);
+            for t in 0..len {
+                for c in 0..w {
+                    let bit = if rng.random_bool(0.5) { 1.0 } else { 0.0 };
+                    x.set(1 + t, b, c, bit);
+                    y.set(t, b, c, bit);
+                }
+            }
+            x.set(len + 1, b, w + 1, 1.0);
+        }
+        Ok(Batch {
+            inputs: x.into_tensor(device)?,
+            scored: (len + 2..2 * len + 2).collect(),
+            targets: y.into_tensor(device)?,
+        })
+    }
+}
+
+impl Fresh for Copy {
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        let len = rng.random_range(self.min_len..=self.max_len);
+        self.generate(rng, batch, len, device)
+    }
+    fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
+        let counts = stratify(n, self.max_len - self.min_len + 1);
+        let mut groups = vec![];
+        for (i, count) in counts.into_iter().enumerate().filter(|(_, c)| *c > 0) {
+            groups.push(self.generate(rng, count, self.min_len + i, device)?);
+        }
+        Ok(groups)
+    }
+}
+
+impl Task for Copy {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.width)
+    }
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(width: i64, min_len: i64, max_len: i64) -> Box<dyn Task> {
+        CopyKind
+            .instantiate(&[Value::Int(width), Value::Int(min_len), Value::Int(max_len), Value::Int(9), Value::Int(9)])
+            .unwrap()
+    }
+
+    #[test]
+    fn sequences_follow_the_documented_encoding() {
+        let data = task(4, 2, 4).data(7, &Device::Cpu).unwrap();
+        let batches = data.eval_batches(Split::Validation, 100).unwrap();
+        // 9 examples stratified over lengths 2, 3, 4: three groups of three (in random order).
+        assert_eq!(batches.len(), 3);
+        let mut lens = vec![];
+        for b in &batches {
+            let len = b.targets.dim(0).unwrap();
+            lens.push(len);
+            assert_eq!(b.inputs.dims(), &[2 * len + 2, 3, 6]);
+            assert_eq!(b.targets.dims(), &[len, 3, 4]);
+            assert_eq!(b.scored, (len + 2..2 * len + 2).collect::<Vec<_>>());
+            let x = b.inputs.to_vec3::<f32>().unwrap();
+            let y = b.targets.to_vec3::<f32>().unwrap();
+            for e in 0..3 {
+                assert_eq!(x[0][e], vec![0., 0., 0., 0., 1., 0.], "start flag");
+                assert_eq!(x[len + 1][e], vec![0., 0., 0., 0., 0., 1.], "end flag");
+                for t in 0..len {
+                    assert_eq!(&x[1 + t][e][..4], &y[t][e][..], "target = the input vectors in order");
+                    assert_eq!(&x[1 + t][e][4..], &[0., 0.], "no flags on data steps");
+                    assert!(y[t][e].iter().all(|v| *v == 0.0 || *v == 1.0));
+                    assert!(x[len + 2 + t][e].iter().all(|v| *v == 0.0), "output phase input is zero");
+                }
+            }
+        }
+        lens.sort();
+        assert_eq!(lens, vec![2, 3, 4]);
+        // Cut into smaller batches.
+        assert_eq!(data.eval_batches(Split::Validation, 2).unwrap().len(), 6);
+    }
+
+    #[test]
+    fn training_length_is_drawn_per_batch_within_range() {
+        let mut data = task(3, 1, 5).data(1, &Device::Cpu).unwrap();
+        let mut lens = vec![];
+        for _ in 0..40 {
+            let b = data.train_batch(2).unwrap();
+            let len = b.targets.dim(0).unwrap();
+            assert!((1..=5).contains(&len));
+            assert_eq!(b.inputs.dim(0).unwrap(), 2 * len + 2);
+            lens.push(len);
+        }
+        lens.sort();
+        lens.dedup();
+        assert!(lens.len() >= 4, "lengths vary between batches: {lens:?}");
+    }
+
+    #[test]
+    fn data_is_deterministic_in_the_seed() {
+        let get = |seed| {
+            let mut d = task(8, 1, 20).data(seed, &Device::Cpu).unwrap();
+            let b = d.train_batch(4).unwrap();
+            let v = d.eval_batches(Split::Test(0), 64).unwrap()[0].inputs.flatten_all().unwrap();
+            (b.inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap(), v.to_vec1::<f32>().unwrap())
+        };
+        assert_eq!(get(3), get(3));
+        assert_ne!(get(3).0, get(4).0);
+        assert_ne!(get(3).1, get(4).1);
+    }
+
+    #[test]
+    fn declares_input_and_target() {
+        let t = task(32, 1, 20);
+        assert_eq!(t.input(), Ty::Tensor(vec![34]));
+        assert_eq!(t.target(), Target::Bits(32));
+    }
+
+    #[test]
+    fn rejects_bad_options_by_name() {
+        let bad = |w, lo, hi| {
+            CopyKind
+                .instantiate(&[Value::Int(w), Value::Int(lo), Value::Int(hi), Value::Int(1), Value::Int(1)])
+                .err()
+                .unwrap()
+                .arg
+        };
+        assert_eq!(bad(0, 1, 20), Some("width"));
+        assert_eq!(bad(32, 0, 20), Some("min_len"));
+        assert_eq!(bad(32, 5, 4), Some("max_len"));
+    }
+}

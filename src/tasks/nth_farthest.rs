@@ -1,0 +1,232 @@
+//! Nth-farthest (RMC paper §5.1; SAM Table 2): which vector is the n-th farthest from a reference?
+//!
+//! `vectors` (V) vectors of `dims` (D) components, each U(−1, 1), one per time step. Every step
+//! also carries the vector's ID and the question (n, m) as one-hots, so the input width is
+//! D + 3V (40 for the default 8 × 16):
+//!
+//! ```text
+//!   step i = [ vector_i (D) | onehot(id_i) (V) | onehot(n) (V) | onehot(m) (V) ]
+//! ```
+//!
+//! **Encoding: the SAM / L0SG one** (thaihungle/SAM `datasets/nfar.py`, reference.md §3.2), the
+//! one STM's published numbers were measured on. The IDs are a random permutation of 0..V
+//! (so IDs are not positions); `m` is the ID of the reference vector (drawn uniformly among the
+//! V); `n` is uniform in 0..V; the answer is the ID of the vector at rank `n` in **descending**
+//! Euclidean distance from the reference — `n = 0` is the farthest, `n = V−1` the reference
+//! itself. (Sonnet's official encoding orders the two question one-hots the other way and counts
+//! ranks ascending; the problems are the same up to relabelling `n ↔ V−1−n`.)
+//!
+//! V steps, no extra output steps (the SAM code reads the output after the last input step):
+//! only the last step is scored, with a V-way cross-entropy (`Classes(V)`); metric accuracy.
+//! Fresh random data every training batch, as the code; fixed validation and test sets
+//! (`validation`, `test` examples) generated once per trial from their own seeded streams.
+
+use candle_core::{Device, Tensor};
+use rand::seq::SliceRandom;
+use rand::{Rng, RngCore};
+use rand_chacha::ChaCha8Rng;
+
+use super::fresh::{Fresh, FreshData, Seq};
+use super::options::Options;
+use super::*;
+use crate::prims::Default;
+use crate::value::Kind;
+
+pub struct NthFarthestKind;
+
+static SIGNATURE: [ArgSpec; 4] = [
+    ArgSpec::value("vectors", Kind::Int, Default::Int(8)),
+    ArgSpec::value("dims", Kind::Int, Default::Int(16)),
+    ArgSpec::value("validation", Kind::Int, Default::Int(2048)),
+    ArgSpec::value("test", Kind::Int, Default::Int(10_000)),
+];
+
+impl TaskKind for NthFarthestKind {
+    fn name(&self) -> &'static str {
+        "nthFarthest"
+    }
+    fn summary(&self) -> &'static str {
+        "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        let o = Options::new(&SIGNATURE, options);
+        Ok(Box::new(NthFarthest {
+            vectors: o.int("vectors", 2, 256)?,
+            dims: o.int("dims", 1, 4096)?,
+            validation: o.int("validation", 1, 10_000_000)?,
+            test: o.int("test", 1, 10_000_000)?,
+        }))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct NthFarthest {
+    vectors: usize,
+    dims: usize,
+    validation: usize,
+    test: usize,
+}
+
+impl NthFarthest {
+    fn width(&self) -> usize {
+        self.dims + 3 * self.vectors
+    }
+
+    /// `n` examples, time-major: inputs `[V, n, D + 3V]`, answers `[1, n]`.
+    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+        let (v, d) = (self.vectors, self.dims);
+        let mut seq = Seq::zeros(v, n, self.width());
+        let mut answers = Vec::with_capacity(n);
+        let mut ids: Vec<usize> = (0..v).collect();
+        let mut vecs = vec![0f32; v * d];
+        let mut order: Vec<usize> = (0..v).collect();
+        let mut dist = vec![0f32; v];
+        for b in 0..n {
+            let nth = rng.random_range(0..v);
+            ids.shuffle(rng);
+            let reference = rng.random_range(0..v);
+            for x in vecs.iter_mut() {
+                *x = uniform_pm1(rng);
+            }
+            let r = &vecs[reference * d..(reference + 1) * d];
+            for (i, di) in dist.iter_mut().enumerate() {
+                *di = vecs[i * d..(i + 1) * d].iter().zip(r).map(|(a, b)| (a - b) * (a - b)).sum::<f32>();
+            }
+            order.iter_mut().enumerate().for_each(|(i, o)| *o = i);
+            // Descending distance; ties (probability 0 apart from the reference) by position.
+            order.sort_by(|&i, &j| dist[j].total_cmp(&dist[i]));
+            answers.push(ids[order[nth]] as u32);
+            for t in 0..v {
+                let row = seq.row_mut(t, b);
+                row[..d].copy_from_slice(&vecs[t * d..(t + 1) * d]);
+                row[d + ids[t]] = 1.0;
+                row[d + v + nth] = 1.0;
+                row[d + 2 * v + ids[reference]] = 1.0;
+            }
+        }
+        Ok(Batch {
+            inputs: seq.into_tensor(device)?,
+            scored: vec![v - 1],
+            targets: Tensor::from_vec(answers, (1, n), device)?,
+        })
+    }
+}
+
+/// U(−1, 1) as f32.
+fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
+    rng.random::<f32>() * 2.0 - 1.0
+}
+
+impl Fresh for NthFarthest {
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
+    }
+    fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
+        Ok(vec![self.generate(rng, n, device)?])
+    }
+}
+
+impl Task for NthFarthest {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width()])
+    }
+    fn target(&self) -> Target {
+        Target::Classes(self.vectors)
+    }
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(vectors: i64, dims: i64) -> Box<dyn Task> {
+        NthFarthestKind.instantiate(&[Value::Int(vectors), Value::Int(dims), Value::Int(16), Value::Int(16)]).unwrap()
+    }
+
+    fn first_eval(seed: u64) -> Batch {
+        let data = task(4, 3).data(seed, &Device::Cpu).unwrap();
+        data.eval_batches(Split::Validation, 16).unwrap().remove(0)
+    }
+
+    #[test]
+    fn sequences_follow_the_documented_encoding() {
+        let b = first_eval(5);
+        assert_eq!(b.inputs.dims(), &[4, 16, 3 + 12]);
+        assert_eq!(b.scored, vec![3]);
+        assert_eq!(b.targets.dims(), &[1, 16]);
+        let x = b.inputs.to_vec3::<f32>().unwrap(); // [t][b][c]
+        let answers = b.targets.to_vec2::<u32>().unwrap().remove(0);
+        let mut nths = vec![];
+        for (e, answer) in answers.iter().enumerate() {
+            let rows: Vec<&Vec<f32>> = (0..4).map(|t| &x[t][e]).collect();
+            let onehot = |r: &[f32]| {
+                assert_eq!(r.iter().filter(|v| **v == 1.0).count(), 1);
+                assert_eq!(r.iter().filter(|v| **v == 0.0).count(), r.len() - 1);
+                r.iter().position(|v| *v == 1.0).unwrap()
+            };
+            let ids: Vec<usize> = rows.iter().map(|r| onehot(&r[3..7])).collect();
+            let mut sorted = ids.clone();
+            sorted.sort();
+            assert_eq!(sorted, vec![0, 1, 2, 3], "IDs are a permutation");
+            let nth = onehot(&rows[0][7..11]);
+            let m = onehot(&rows[0][11..15]);
+            for r in &rows {
+                assert_eq!(onehot(&r[7..11]), nth, "the question is repeated on every step");
+                assert_eq!(onehot(&r[11..15]), m);
+                assert!(r[..3].iter().all(|v| (-1.0..1.0).contains(v)));
+            }
+            // Recompute the label: rank vectors by descending distance from the one with ID m.
+            let reference = ids.iter().position(|i| *i == m).unwrap();
+            let d2 = |i: usize| (0..3).map(|c| (rows[i][c] - rows[reference][c]).powi(2)).sum::<f32>();
+            let mut by_distance: Vec<usize> = (0..4).collect();
+            by_distance.sort_by(|&i, &j| d2(j).total_cmp(&d2(i)));
+            assert_eq!(ids[by_distance[nth]] as u32, *answer);
+            if nth == 3 {
+                assert_eq!(*answer as usize, m, "the last rank is the reference itself");
+            }
+            nths.push(nth);
+        }
+        assert!(nths.iter().any(|n| *n != nths[0]), "n varies across examples");
+    }
+
+    #[test]
+    fn data_is_deterministic_in_the_seed() {
+        let get = |seed| first_eval(seed).inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+        assert_eq!(get(1), get(1));
+        assert_ne!(get(1), get(2));
+        let train = |seed| {
+            let mut d = task(4, 3).data(seed, &Device::Cpu).unwrap();
+            d.train_batch(8).unwrap().inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap()
+        };
+        assert_eq!(train(1), train(1));
+        let mut d = task(4, 3).data(1, &Device::Cpu).unwrap();
+        let (a, b) = (d.train_batch(8).unwrap(), d.train_batch(8).unwrap());
+        assert_ne!(
+            a.inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            b.inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap(),
+            "fresh data every batch"
+        );
+        assert_eq!(d.train_size(), None);
+    }
+
+    #[test]
+    fn declares_input_and_target() {
+        let t = task(8, 16);
+        assert_eq!(t.input(), Ty::Tensor(vec![40]));
+        assert_eq!(t.target(), Target::Classes(8));
+    }
+
+    #[test]
+    fn rejects_bad_options_by_name() {
+        let err = NthFarthestKind.instantiate(&[Value::Int(1), Value::Int(16), Value::Int(1), Value::Int(1)]);
+        assert_eq!(err.err().unwrap().arg, Some("vectors"));
+        let err = NthFarthestKind.instantiate(&[Value::Int(8), Value::Int(0), Value::Int(1), Value::Int(1)]);
+        assert_eq!(err.err().unwrap().arg, Some("dims"));
+    }
+}

@@ -1,0 +1,90 @@
+//! Every task generator, checked against a tiny model and trained for two steps: the checker
+//! accepts the task's input and target types, and the generated batches run through the
+//! compiled cell, the loss and every held-out split.
+
+use std::sync::atomic::AtomicBool;
+
+use candle_core::Device;
+use memctl::train::{Ending, Silent, train};
+use memctl::{check, lang};
+
+const SPEC: &str = r#"
+task nfar  = nthFarthest(vectors = 4, dims = 3, validation = 8, test = 8)
+task cp    = copy(width = 4, min_len = 1, max_len = 3, validation = 8, test = 8)
+task psort = prioritySort(width = 4, inputs = 5, outputs = 3, validation = 8, test = 8)
+task rr    = rar(width = 4, min_items = 2, max_items = 3, min_len = 1, max_len = 2, validation = 8, test = 8)
+task pc    = patternCompletion(patterns = 3, bits = 8, noise = 0.1, queries = 2, validation = 8, test = 8)
+task add   = addition(digits = 3, train = 32, validation = 8, test = 8)
+task pal   = palindrome(digits = 3, train = 32, validation = 8, test = 8)
+task red   = reduce(digits = 3, train = 32, validation = 8, test = 8)
+
+model vec_lstm(hidden = 8) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step x {
+    c, h = lstmCell(c, h, x)
+    out linear(h, output_size)
+  }
+}
+
+model tok_lstm(hidden = 8) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+
+experiment nfar  { task nfar  model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment cp    { task cp    model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment psort { task psort model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment rr    { task rr    model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment pc    { task pc    model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment add   { task add   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment pal   { task pal   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment red   { task red   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+"#;
+
+#[test]
+fn every_task_checks_and_trains_with_a_tiny_model() {
+    let spec = lang::parse_str("tasks.mem", SPEC).expect("parses");
+    let program = match check::check(&spec) {
+        Ok(p) => p,
+        Err(d) => panic!("check failed: {d:?}"),
+    };
+    assert_eq!(program.experiments.len(), 8);
+    for plan in &program.experiments {
+        let trial = &plan.trials[0];
+        let out = train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+        assert_eq!(out.ending, Ending::Done, "{}: {}", plan.name, out.stop_reason);
+        assert_eq!(out.steps_run, 2, "{}", plan.name);
+        let metric = match plan.name.as_str() {
+            "nfar" | "add" | "pal" | "red" => "seq_accuracy",
+            _ => "bit_error",
+        };
+        assert!(out.final_metrics.contains_key(metric), "{}: {:?}", plan.name, out.final_metrics);
+        assert!(out.curves.contains_key(&format!("val_{metric}")), "{}", plan.name);
+        if ["add", "pal", "red"].contains(&plan.name.as_str()) {
+            for split in ["od_easy", "od_hard"] {
+                assert!(
+                    out.final_metrics.contains_key(&format!("{split}_seq_accuracy")),
+                    "{}: {:?}",
+                    plan.name,
+                    out.final_metrics.keys()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_model_that_does_not_fit_the_task_is_rejected() {
+    // A float-input model on a token task: the checker must refuse it.
+    let spec =
+        SPEC.replace("experiment add   { task add   model tok_lstm", "experiment add   { task add   model vec_lstm");
+    let spec = lang::parse_str("tasks.mem", &spec).expect("parses");
+    let Err(errors) = check::check(&spec) else { panic!("a float-input model checked against token input") };
+    let text = format!("{errors:?}");
+    assert!(text.contains("token"), "{text}");
+}
