@@ -4,4 +4,5 @@
 pub mod broadcast;
 pub mod dense;
 pub mod layer_norm;
+pub mod nam;
 pub mod opa;

@@ -17,27 +17,41 @@ use crate::value::{Kind, Value};
 pub mod add;
 pub mod affine;
 mod binary;
+pub mod concat;
 pub mod distill;
 pub mod div;
 pub mod embed;
 pub mod embedding;
+pub mod flatten;
+pub mod gru_cell;
+pub mod head_move;
+mod heads;
 pub mod item_write;
+pub mod key_jump;
 pub mod layer_norm;
 pub mod linear;
 pub mod lstm_cell;
 pub mod matmul;
 pub mod mlp;
 pub mod mul;
+pub mod nam_attend;
+pub mod nam_rd;
+pub mod nam_wr;
+pub mod normalize;
 pub mod opa_attend;
 pub mod outer;
 pub mod rel_read;
 pub mod relu;
+pub mod reshape;
 pub mod sam_read;
 pub mod scalar;
 pub mod sigmoid;
+pub mod slice;
 pub mod softmax;
 pub mod sub;
 pub mod tanh;
+pub mod tape_read;
+pub mod tape_write;
 pub mod transfer;
 mod unary;
 
@@ -52,7 +66,15 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &opa_attend::OpaAttend,
     &transfer::Transfer,
     &distill::Distill,
+    &nam_wr::NamWr,
+    &nam_rd::NamRd,
+    &nam_attend::NamAttend,
+    &tape_write::TapeWrite,
+    &tape_read::TapeRead,
+    &key_jump::KeyJump,
+    &head_move::HeadMove,
     &lstm_cell::LstmCell,
+    &gru_cell::GruCell,
     &linear::Linear,
     &mlp::Mlp,
     &embed::Embed,
@@ -70,6 +92,11 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &affine::Affine,
     &outer::Outer,
     &matmul::MatMul,
+    &concat::Concat,
+    &slice::Slice,
+    &reshape::Reshape,
+    &flatten::Flatten,
+    &normalize::Normalize,
 ];
 
 /// Looks a primitive up by name.

@@ -1,0 +1,77 @@
+//! `keyJump(K, q)`: NAM-TM's JUMP target, a read of the key tape's transpose (NAM paper §3.3,
+//! `H_JUMP = RD(K'ᵀ, q_jump, 1)`).
+//!
+//! The key tape holds a unit key per position, `Kᵀ = Σ_i e_i k_iᵀ` is a jump table: reading it
+//! with a unit query returns the position whose key matches, `e_j` if the keys are
+//! orthonormal. In memctl's row-wise layout (`K: [H, L, dh]`, as `tapeWrite`) this is
+//! `jump_h = K_h μ(q_h)`: one batched `[L × dh] @ [dh × 1]` product per head.
+//!
+//! The query is normalised per head (the paper's "unit jump query", the authors'
+//! `μ(W_q hidden)`); the result is **not** normalised or softmaxed (authors' code @972108f,
+//! reference.md §1.6). Pass the key tape *after* this step's write, as the paper's `K'`.
+//!
+//! Shapes: `K: [H, L, dh]`, `q: [H·dh]` or `[H, dh]` → `[H, L]`, a head position for `headMove`.
+
+use candle_core::{D, Tensor};
+
+use super::heads::{tape_dims, to_heads};
+use super::nam_wr::check_split;
+use super::*;
+use crate::kernels::nam::{batch_of, expand_batch, l2_normalize};
+
+pub struct KeyJump;
+
+static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("K"), ArgSpec::tensor("q")];
+
+impl Primitive for KeyJump {
+    fn name(&self) -> &'static str {
+        "keyJump"
+    }
+    fn summary(&self) -> &'static str {
+        "NAM-TM jump position K μ(q): the key tape's transpose read with a unit query (NAM §3.3)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let (heads, len, dh) = tape_dims(args, "K")?;
+        check_split(args, "q", heads, dh, "key")?;
+        let flops = (heads * (2 * len * dh + 3 * dh)) as u64;
+        Ok(Instance::new(KeyJumpOp { heads }, vec![Ty::Tensor(vec![heads, len])], vec![], flops))
+    }
+}
+
+struct KeyJumpOp {
+    heads: usize,
+}
+
+impl Op for KeyJumpOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let batch = batch_of(inputs)?;
+        let k = expand_batch(inputs[0], batch)?;
+        let q = expand_batch(&l2_normalize(&to_heads(inputs[1], self.heads)?)?, batch)?;
+        Ok(vec![k.matmul(&q.unsqueeze(D::Minus1)?)?.squeeze(D::Minus1)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn a_query_matching_row_j_jumps_to_j() {
+        // Key tape with orthonormal unit keys e_2, e_0, e_1 at positions 0, 1, 2 and a zero row
+        // at position 3; a query along e_0 (any length) lands on position 1.
+        let args = [("K", t(&[1, 4, 3])), ("q", t(&[3]))];
+        let keys = vec![0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+        assert_eq!(run("keyJump", &args, &[keys.clone(), vec![5.0, 0.0, 0.0]]), vec![0.0, 1.0, 0.0, 0.0]);
+        assert_eq!(run("keyJump", &args, &[keys, vec![0.0, 0.0, 0.5]]), vec![1.0, 0.0, 0.0, 0.0]);
+        assert_eq!(out_shapes("keyJump", &[("K", t(&[2, 5, 3])), ("q", t(&[6]))]), vec![vec![2, 5]]);
+        assert!(error("keyJump", &[("K", t(&[2, 5, 3])), ("q", t(&[4]))]).contains("2 elements per head"));
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        grad_check("keyJump", &[("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))]);
+    }
+}

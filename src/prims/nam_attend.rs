@@ -1,0 +1,153 @@
+//! `namAttend(Q, K, V, heads = 1)`: normalised outer-product attention, NAM-Transformer's
+//! self-attention (NAM paper §3.5).
+//!
+//! The paper writes `SelfAttn_NAM(Q, K, V) = (Vᵀ μ(K)) μ(Q)` with `μ` applied to every row:
+//! `Vᵀ μ(K) = Σ_s v_s μ(k_s)ᵀ` is the memory of `S` writes with `pw = 1, pe = 0`, and each query
+//! row is read from it, `out_i = (Vᵀ μ(K)) μ(q_i)`. As rows, `out = μ(Q) μ(K)ᵀ V`; memctl
+//! computes it as `μ(Q) (μ(K)ᵀ V)` — first the `dk × dv` memory, then the reads — so the cost
+//! is linear in the sequence length and no `S × S` score matrix exists.
+//!
+//! Shapes: `Q: [Sq, dk]`, `K: [Sk, dk]`, `V: [Sk, dv]` → `[Sq, dv]`. With `heads = H` the
+//! feature axes split into `H` contiguous chunks (`dk/H`, `dv/H`), `μ` per head, and the heads'
+//! outputs are concatenated along the last axis. No causal mask (the paper's bidirectional form).
+
+use candle_core::{D, Tensor};
+
+use super::*;
+use crate::kernels::nam::{batch_of, expand_batch, l2_normalize};
+
+pub struct NamAttend;
+
+static SIGNATURE: [ArgSpec; 4] = [
+    ArgSpec::tensor("Q"),
+    ArgSpec::tensor("K"),
+    ArgSpec::tensor("V"),
+    ArgSpec::value("heads", Kind::Int, Default::Int(1)),
+];
+
+impl Primitive for NamAttend {
+    fn name(&self) -> &'static str {
+        "namAttend"
+    }
+    fn summary(&self) -> &'static str {
+        "NAM attention (Vᵀ μ(K)) μ(Q), linear in sequence length, per head (NAM §3.5)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let heads = args.size("heads")?;
+        let q = args.shape_of_rank("Q", 2, "a sequence of queries [S, dk]")?;
+        let k = args.shape_of_rank("K", 2, "a sequence of keys [S, dk]")?;
+        let v = args.shape_of_rank("V", 2, "a sequence of values [S, dv]")?;
+        let (sq, dk, sk, dv) = (q[0], q[1], k[0], v[1]);
+        if k[1] != dk {
+            return Err(PrimError::shape_mismatch("K", &[sk, dk], k, "(keys have the queries' width)"));
+        }
+        if v[0] != sk {
+            return Err(PrimError::shape_mismatch("V", &[sk, dv], v, "(one value per key)"));
+        }
+        for (name, width) in [("Q", dk), ("V", dv)] {
+            if width % heads != 0 {
+                return Err(PrimError::new(format!(
+                    "`{name}` has {width} features, which do not split into {heads} heads"
+                ))
+                .on(name));
+            }
+        }
+        let flops = (2 * sk * dk * dv / heads + 2 * sq * dk * dv / heads + 3 * (sq + sk) * dk) as u64;
+        Ok(Instance::new(NamAttendOp { heads }, vec![Ty::Tensor(vec![sq, dv])], vec![], flops))
+    }
+}
+
+struct NamAttendOp {
+    heads: usize,
+}
+
+/// `[B, S, H·d]` → `[B, H, S, d]`.
+fn split(x: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
+    let (b, s, n) = x.dims3()?;
+    x.reshape((b, s, heads, n / heads))?.transpose(1, 2)?.contiguous()
+}
+
+impl Op for NamAttendOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let batch = batch_of(inputs)?;
+        let h = self.heads;
+        let q = expand_batch(&l2_normalize(&split(inputs[0], h)?)?, batch)?;
+        let k = expand_batch(&l2_normalize(&split(inputs[1], h)?)?, batch)?;
+        let v = expand_batch(&split(inputs[2], h)?, batch)?;
+        let memory = k.transpose(D::Minus1, D::Minus2)?.matmul(&v)?; // [B, H, dk/H, dv/H]
+        let out = q.matmul(&memory)?; // [B, H, Sq, dv/H]
+        let (b, _, sq, _) = out.dims4()?;
+        Ok(vec![out.transpose(1, 2)?.reshape((b, sq, ()))?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn shapes_and_errors() {
+        let args = [("Q", t(&[5, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 6])), ("heads", int(2))];
+        assert_eq!(out_shapes("namAttend", &args), vec![vec![5, 6]]);
+        assert_eq!(param_count("namAttend", &args), 0);
+        assert!(
+            error("namAttend", &[("Q", t(&[5, 4])), ("K", t(&[3, 4])), ("V", t(&[2, 6]))])
+                .contains("`V` must have shape [3, 6]")
+        );
+        assert!(
+            error("namAttend", &[("Q", t(&[5, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 5])), ("heads", int(2))])
+                .contains("do not split into 2 heads")
+        );
+    }
+
+    #[test]
+    fn equals_the_quadratic_form_and_recalls_orthonormal_keys() {
+        // out = μ(Q) μ(K)ᵀ V computed directly (S × S scores), and with keys e_1..e_3 a query
+        // equal to a key returns that key's value (Theorem 3.3).
+        let k: Vec<f64> = vec![2.0, 0.0, 0.0, 0.0, 0.5, 0.0, 0.0, 0.0, 3.0];
+        let v: Vec<f64> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let q: Vec<f64> = vec![0.0, 7.0, 0.0, 1.0, 1.0, 0.0];
+        let args = [("Q", t(&[2, 3])), ("K", t(&[3, 3])), ("V", t(&[3, 2]))];
+        let out = run("namAttend", &args, &[q, k, v]);
+        let s = 0.5f64.sqrt();
+        let expected = [3.0, 4.0, s * (1.0 + 3.0), s * (2.0 + 4.0)];
+        for (o, e) in out.iter().zip(expected) {
+            assert!((o - e).abs() < 1e-12, "{out:?}");
+        }
+    }
+
+    #[test]
+    fn heads_are_independent_attentions_on_feature_chunks() {
+        let (sq, sk) = (2, 3);
+        let q: Vec<f64> = (0..sq * 4).map(|i| ((i * 7 % 5) as f64) - 1.5).collect();
+        let k: Vec<f64> = (0..sk * 4).map(|i| ((i * 3 % 7) as f64) - 2.5).collect();
+        let v: Vec<f64> = (0..sk * 6).map(|i| (i as f64) * 0.3 - 1.0).collect();
+        let both = run(
+            "namAttend",
+            &[("Q", t(&[sq, 4])), ("K", t(&[sk, 4])), ("V", t(&[sk, 6])), ("heads", int(2))],
+            &[q.clone(), k.clone(), v.clone()],
+        );
+        let chunk = |x: &[f64], rows: usize, width: usize, h: usize| -> Vec<f64> {
+            (0..rows).flat_map(|r| x[r * 2 * width + h * width..r * 2 * width + (h + 1) * width].to_vec()).collect()
+        };
+        for h in 0..2 {
+            let one = run(
+                "namAttend",
+                &[("Q", t(&[sq, 2])), ("K", t(&[sk, 2])), ("V", t(&[sk, 3]))],
+                &[chunk(&q, sq, 2, h), chunk(&k, sk, 2, h), chunk(&v, sk, 3, h)],
+            );
+            let mine = chunk(&both, sq, 3, h);
+            for (a, b) in one.iter().zip(&mine) {
+                assert!((a - b).abs() < 1e-12, "head {h}: {one:?} vs {mine:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        grad_check("namAttend", &[("Q", t(&[2, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 2])), ("heads", int(2))]);
+    }
+}

@@ -1,0 +1,87 @@
+//! `namRD(M, q, pr, heads = 1)`: the NAM read primitive (NAM paper §3.1).
+//!
+//! `RD(M, q, pr) = pr · M q` with a unit query: memctl applies `q ← μ(q)` itself (L2
+//! normalisation per head, eps 1e-12 as `F.normalize`), as LSAM's `RD(M_t, μ(q_t), pr)` (§3.2).
+//!
+//! Shapes, as `namWR`: `M: [dv, dk]` (heads = 1) or `[H, dv/H, dk/H]`; `q: [dk]` (or `[H, dk/H]`);
+//! `pr: [H]` or `[]` → `[dv]`, the heads' reads concatenated (head `h` fills
+//! `h·dv/H .. (h+1)·dv/H`), as the authors' LSAM hidden state. One batched matmul.
+
+use candle_core::Tensor;
+
+use super::heads::{check_per_head, per_head, to_heads};
+use super::nam_wr::{check_split, memory_dims};
+use super::*;
+use crate::kernels::nam::{batch_of, expand_batch, l2_normalize, read};
+
+pub struct NamRd;
+
+static SIGNATURE: [ArgSpec; 4] = [
+    ArgSpec::tensor("M"),
+    ArgSpec::tensor("q"),
+    ArgSpec::tensor("pr"),
+    ArgSpec::value("heads", Kind::Int, Default::Int(1)),
+];
+
+impl Primitive for NamRd {
+    fn name(&self) -> &'static str {
+        "namRD"
+    }
+    fn summary(&self) -> &'static str {
+        "NAM read pr · M μ(q), per head, heads concatenated (NAM §3.1)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let heads = args.size("heads")?;
+        let (dv, dk) = memory_dims(args, heads)?;
+        check_split(args, "q", heads, dk, "key")?;
+        check_per_head(args, "pr", heads)?;
+        let flops = (heads * (2 * dv * dk + dv + 3 * dk)) as u64;
+        Ok(Instance::new(NamRdOp { heads }, vec![Ty::Tensor(vec![heads * dv])], vec![], flops))
+    }
+}
+
+struct NamRdOp {
+    heads: usize,
+}
+
+impl Op for NamRdOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let (m, q, pr) = (inputs[0], inputs[1], inputs[2]);
+        let batch = batch_of(&[m, q])?;
+        let m4 = if m.rank() == 3 { m.unsqueeze(1)? } else { m.clone() };
+        let m4 = expand_batch(&m4, batch)?;
+        let q = expand_batch(&l2_normalize(&to_heads(q, self.heads)?)?, batch)?;
+        let r = read(&m4, &q, &per_head(pr)?)?; // [B, H, dv/H]
+        Ok(vec![r.flatten_from(1)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn values_shapes_and_errors() {
+        // M = [[1, 2], [3, 4]], q = (3, 4) → μ(q) = (0.6, 0.8); M μ(q) = (2.2, 5.0); pr = 0.5.
+        let args = [("M", t(&[2, 2])), ("q", t(&[2])), ("pr", t(&[]))];
+        let out = run("namRD", &args, &[vec![1.0, 2.0, 3.0, 4.0], vec![3.0, 4.0], vec![0.5]]);
+        assert!((out[0] - 1.1).abs() < 1e-12 && (out[1] - 2.5).abs() < 1e-12, "{out:?}");
+        assert_eq!(param_count("namRD", &args), 0);
+        let two = [("M", t(&[2, 3, 4])), ("q", t(&[8])), ("pr", t(&[2])), ("heads", int(2))];
+        assert_eq!(out_shapes("namRD", &two), vec![vec![6]]);
+        assert!(
+            error("namRD", &[("M", t(&[2, 3, 4])), ("q", t(&[4])), ("pr", t(&[2])), ("heads", int(2))])
+                .contains("`q` (key) has 2 elements per head")
+        );
+        assert!(error("namRD", &[("M", t(&[2, 3, 4])), ("q", t(&[8])), ("pr", t(&[2]))]).contains("[dv, dk]"));
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        grad_check("namRD", &[("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))]);
+        grad_check("namRD", &[("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))]);
+    }
+}

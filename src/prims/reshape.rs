@@ -1,0 +1,68 @@
+//! `reshape(x, shape)`: the same elements (row-major) in a new per-example shape, e.g. a
+//! controller's `[4·H]` move logits as `[H, 4]`. `shape` is a list of sizes whose product
+//! must equal the number of elements of `x`; the batch axis is kept.
+
+use candle_core::Tensor;
+
+use super::*;
+
+pub struct Reshape;
+
+static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("x"), ArgSpec::value("shape", Kind::List, Default::Required)];
+
+impl Primitive for Reshape {
+    fn name(&self) -> &'static str {
+        "reshape"
+    }
+    fn summary(&self) -> &'static str {
+        "the same elements in a new per-example shape (a list of sizes)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let x = args.shape("x")?;
+        let shape = args.sizes("shape")?;
+        let (have, want) = (x.iter().product::<usize>(), shape.iter().product::<usize>());
+        if have != want {
+            return Err(PrimError::new(format!(
+                "cannot reshape {} ({have} elements) to {} ({want} elements)",
+                ShapeDisplay(x),
+                ShapeDisplay(&shape)
+            ))
+            .on("shape")
+            .hint("the product of the sizes must equal the number of elements"));
+        }
+        Ok(Instance::new(ReshapeOp { shape: shape.clone() }, vec![Ty::Tensor(shape)], vec![], 0))
+    }
+}
+
+struct ReshapeOp {
+    shape: Vec<usize>,
+}
+
+impl Op for ReshapeOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let mut dims = vec![inputs[0].dim(0)?];
+        dims.extend(&self.shape);
+        Ok(vec![inputs[0].reshape(dims)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn values_shapes_and_gradients() {
+        let args = [("x", t(&[6])), ("shape", ints(&[2, 3]))];
+        assert_eq!(out_shapes("reshape", &args), vec![vec![2, 3]]);
+        assert_eq!(run("reshape", &args, &[vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]]), vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(out_shapes("reshape", &[("x", t(&[2, 3])), ("shape", int(6))]), vec![vec![6]]);
+        assert!(
+            error("reshape", &[("x", t(&[6])), ("shape", ints(&[4, 2]))]).contains("cannot reshape [6] (6 elements)")
+        );
+        assert!(error("reshape", &[("x", t(&[6])), ("shape", ints(&[6, 0]))]).contains("`shape` must be a size"));
+        grad_check("reshape", &[("x", t(&[2, 3])), ("shape", ints(&[3, 2]))]);
+    }
+}

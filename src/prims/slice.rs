@@ -1,0 +1,79 @@
+//! `slice(x, start, size)`: elements `start .. start + size` of the last axis (PyTorch's
+//! `narrow(-1, start, size)`), e.g. splitting a controller's `[p_r : p_w]` output.
+//! `[..., n] → [..., size]`, `0 ≤ start`, `start + size ≤ n`.
+
+use candle_core::{D, Tensor};
+
+use super::*;
+
+pub struct Slice;
+
+static SIGNATURE: [ArgSpec; 3] = [
+    ArgSpec::tensor("x"),
+    ArgSpec::value("start", Kind::Int, Default::Required),
+    ArgSpec::value("size", Kind::Int, Default::Required),
+];
+
+impl Primitive for Slice {
+    fn name(&self) -> &'static str {
+        "slice"
+    }
+    fn summary(&self) -> &'static str {
+        "elements start .. start + size of the last axis"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let x = args.shape("x")?;
+        let Some((&n, lead)) = x.split_last() else {
+            return Err(PrimError::new("`x` is a scalar; slice cuts the last axis of a vector (or larger)").on("x"));
+        };
+        let start = args.value("start")?.as_int().unwrap_or(-1);
+        if start < 0 {
+            return Err(PrimError::new(format!("`start` must be 0 or more, found {start}")).on("start"));
+        }
+        let start = start as usize;
+        let size = args.size("size")?;
+        if start + size > n {
+            return Err(PrimError::new(format!(
+                "slice {start} .. {} is past the end of the last axis ({n} elements)",
+                start + size
+            ))
+            .on("size")
+            .hint(format!("with `start` = {start}, `size` can be at most {}", n.saturating_sub(start))));
+        }
+        let mut out = lead.to_vec();
+        out.push(size);
+        Ok(Instance::new(SliceOp { start, size }, vec![Ty::Tensor(out)], vec![], 0))
+    }
+}
+
+struct SliceOp {
+    start: usize,
+    size: usize,
+}
+
+impl Op for SliceOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        Ok(vec![inputs[0].narrow(D::Minus1, self.start, self.size)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn values_shapes_and_gradients() {
+        let args = [("x", t(&[4])), ("start", int(1)), ("size", int(2))];
+        assert_eq!(run("slice", &args, &[vec![1.0, 2.0, 3.0, 4.0]]), vec![2.0, 3.0]);
+        assert_eq!(out_shapes("slice", &[("x", t(&[3, 4])), ("start", int(0)), ("size", int(4))]), vec![vec![3, 4]]);
+        assert!(error("slice", &[("x", t(&[4])), ("start", int(3)), ("size", int(2))]).contains("past the end"));
+        assert!(error("slice", &[("x", t(&[4])), ("start", int(-1)), ("size", int(2))]).contains("0 or more"));
+        assert!(
+            error("slice", &[("x", t(&[4])), ("start", int(0)), ("size", int(0))]).contains("`size` must be a size")
+        );
+        grad_check("slice", &[("x", t(&[2, 5])), ("start", int(1)), ("size", int(3))]);
+    }
+}

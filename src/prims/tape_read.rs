@@ -1,0 +1,84 @@
+//! `tapeRead(T, pos, pr)`: NAM-TM's tape read at a soft head position (NAM paper §3.3,
+//! `R = RD(T, H_r, p_r)`).
+//!
+//! The paper stores the tape as the NAM matrix `T = Σ_i v_i e_iᵀ ∈ R^{d×L}` and reads it with
+//! the head position `H_r ∈ R^L` as the query: `R = p_r · T H_r`. memctl keeps the tape row-wise,
+//! `T: [H, L, dh]` (one row per position, per head, as the authors' `L × B × H × dh` tape), so
+//! the read is `r_h = p_r,h · T_hᵀ pos_h`: one batched `[1 × L] @ [L × dh]` product.
+//!
+//! Unlike `namRD`, the position is **not** normalised: head positions are probability-weighted
+//! sums of (rolled) one-hot vectors and the jump vector, used as they are (authors' code
+//! @972108f, reference.md §1.6).
+//!
+//! Shapes: `T: [H, L, dh]`, `pos: [H, L]`, `pr: [H]` or `[]` → `[H·dh]` (heads concatenated).
+//! See `headMove` for how a NAM-TM step is wired from these primitives.
+
+use candle_core::Tensor;
+
+use super::heads::{check_per_head, check_position, per_head, tape_dims};
+use super::*;
+use crate::kernels::nam::{batch_of, expand_batch, tape_read};
+
+pub struct TapeRead;
+
+static SIGNATURE: [ArgSpec; 3] = [ArgSpec::tensor("T"), ArgSpec::tensor("pos"), ArgSpec::tensor("pr")];
+
+impl Primitive for TapeRead {
+    fn name(&self) -> &'static str {
+        "tapeRead"
+    }
+    fn summary(&self) -> &'static str {
+        "NAM-TM tape read pr · Tᵀ pos at a soft head position, per head (NAM §3.3)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let (heads, len, dh) = tape_dims(args, "T")?;
+        check_position(args, "pos", heads, len)?;
+        check_per_head(args, "pr", heads)?;
+        let flops = (heads * (2 * len * dh + dh)) as u64;
+        Ok(Instance::new(TapeReadOp, vec![Ty::Tensor(vec![heads * dh])], vec![], flops))
+    }
+}
+
+struct TapeReadOp;
+
+impl Op for TapeReadOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let batch = batch_of(&inputs[..2])?;
+        let t = expand_batch(inputs[0], batch)?;
+        let pos = expand_batch(inputs[1], batch)?;
+        let r = tape_read(&t, &pos, &per_head(inputs[2])?)?; // [B, H, dh]
+        Ok(vec![r.flatten_from(1)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn reads_the_row_under_the_head() {
+        // Tape of 3 positions × 2 features, one head; head one-hot at position 1, pr = 0.5.
+        let args = [("T", t(&[1, 3, 2])), ("pos", t(&[1, 3])), ("pr", t(&[]))];
+        let tape = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        assert_eq!(run("tapeRead", &args, &[tape.clone(), vec![0.0, 1.0, 0.0], vec![0.5]]), vec![1.5, 2.0]);
+        // A soft position mixes rows: 0.25·row0 + 0.75·row2.
+        assert_eq!(run("tapeRead", &args, &[tape, vec![0.25, 0.0, 0.75], vec![1.0]]), vec![4.0, 5.0]);
+        assert_eq!(
+            out_shapes("tapeRead", &[("T", t(&[2, 5, 3])), ("pos", t(&[2, 5])), ("pr", t(&[2]))]),
+            vec![vec![6]]
+        );
+        assert!(
+            error("tapeRead", &[("T", t(&[2, 5, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))])
+                .contains("`pos` must have shape [2, 5]")
+        );
+        assert!(error("tapeRead", &[("T", t(&[5, 3])), ("pos", t(&[5])), ("pr", t(&[]))]).contains("tape [heads, L"));
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        grad_check("tapeRead", &[("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))]);
+    }
+}

@@ -1,0 +1,95 @@
+//! `tapeWrite(T, pos, v, pw, pe)`: NAM-TM's tape write at a soft head position (NAM paper
+//! §3.3, `T' = WR(T, H_w, v, p_w, p_w)`; the key tape `K' = WR(K, H_w, μ(W_k x), p_w, p_w)` is
+//! the same primitive with the unit key as the value).
+//!
+//! With the paper's matrix tape `T = Σ_i v_i e_iᵀ` and the write head `H_w` as the NAM key,
+//! `WR = T + p_w v H_wᵀ − p_e T H_w H_wᵀ`. memctl's tape is row-wise (`[H, L, dh]`, see
+//! `tapeRead`), so this is `T_h' = T_h + pos_h ⊗ (pw_h v_h − pe_h T_hᵀ pos_h)`: read the old
+//! value under the head, then add the position-weighted correction — exactly the authors'
+//! update (@972108f: `tape += w_pos ⊗ p_w (v − old)`, erase probability = `p_w`; pass `pw`
+//! twice for that, or a separate erase probability as their 2023 code).
+//!
+//! The position is used as it is (not normalised) and the value is not normalised either: for
+//! the key tape pass `normalize(..)` of the key, split into heads.
+//!
+//! Shapes: `T: [H, L, dh]`, `pos: [H, L]`, `v: [H·dh]` or `[H, dh]`, `pw`, `pe`: `[H]` or `[]`
+//! → `[H, L, dh]`. One batched `[1 × L] @ [L × dh]` product and one broadcast outer product.
+
+use candle_core::Tensor;
+
+use super::heads::{check_per_head, check_position, per_head, tape_dims, to_heads};
+use super::nam_wr::check_split;
+use super::*;
+use crate::kernels::nam::{batch_of, expand_batch, tape_write};
+
+pub struct TapeWrite;
+
+static SIGNATURE: [ArgSpec; 5] =
+    [ArgSpec::tensor("T"), ArgSpec::tensor("pos"), ArgSpec::tensor("v"), ArgSpec::tensor("pw"), ArgSpec::tensor("pe")];
+
+impl Primitive for TapeWrite {
+    fn name(&self) -> &'static str {
+        "tapeWrite"
+    }
+    fn summary(&self) -> &'static str {
+        "NAM-TM tape write T + pos ⊗ (pw·v − pe·Tᵀpos) at a soft head position, per head (NAM §3.3)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let (heads, len, dh) = tape_dims(args, "T")?;
+        check_position(args, "pos", heads, len)?;
+        check_split(args, "v", heads, dh, "value")?;
+        check_per_head(args, "pw", heads)?;
+        check_per_head(args, "pe", heads)?;
+        let flops = (heads * (4 * len * dh + 3 * dh)) as u64;
+        Ok(Instance::new(TapeWriteOp { heads }, vec![Ty::Tensor(vec![heads, len, dh])], vec![], flops))
+    }
+}
+
+struct TapeWriteOp {
+    heads: usize,
+}
+
+impl Op for TapeWriteOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let batch = batch_of(&inputs[..3])?;
+        let t = expand_batch(inputs[0], batch)?;
+        let pos = expand_batch(inputs[1], batch)?;
+        let v = to_heads(inputs[2], self.heads)?;
+        Ok(vec![tape_write(&t, &pos, &v, &per_head(inputs[3])?, &per_head(inputs[4])?)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn overwrites_the_row_under_the_head() {
+        // One head, 3 positions × 2 features; head one-hot at position 2, pw = pe = 1:
+        // row 2 becomes v, the other rows stay (Theorem 3.1 on the tape).
+        let args = [("T", t(&[1, 3, 2])), ("pos", t(&[1, 3])), ("v", t(&[2])), ("pw", t(&[])), ("pe", t(&[]))];
+        let tape = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let out = run("tapeWrite", &args, &[tape.clone(), vec![0.0, 0.0, 1.0], vec![9.0, 8.0], vec![1.0], vec![1.0]]);
+        assert_eq!(out, vec![1.0, 2.0, 3.0, 4.0, 9.0, 8.0]);
+        // pw = pe = 0.5: row 2 moves halfway to v.
+        let out = run("tapeWrite", &args, &[tape, vec![0.0, 0.0, 1.0], vec![9.0, 8.0], vec![0.5], vec![0.5]]);
+        assert_eq!(out, vec![1.0, 2.0, 3.0, 4.0, 7.0, 7.0]);
+        assert_eq!(param_count("tapeWrite", &args), 0);
+        let two = [("T", t(&[2, 5, 3])), ("pos", t(&[2, 5])), ("v", t(&[2, 3])), ("pw", t(&[2])), ("pe", t(&[2]))];
+        assert_eq!(out_shapes("tapeWrite", &two), vec![vec![2, 5, 3]]);
+        let mut bad = two.clone();
+        bad[2] = ("v", t(&[8]));
+        assert!(error("tapeWrite", &bad).contains("`v` (value) has 4 elements per head"));
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        grad_check(
+            "tapeWrite",
+            &[("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))],
+        );
+    }
+}
