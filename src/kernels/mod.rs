@@ -5,3 +5,4 @@ pub mod broadcast;
 pub mod dense;
 pub mod layer_norm;
 pub mod opa;
+pub mod spd_solve;
