@@ -26,6 +26,7 @@ pub mod layer_norm;
 pub mod linear;
 pub mod lstm_cell;
 pub mod matmul;
+pub mod mhdpa;
 pub mod mlp;
 pub mod mul;
 pub mod opa_attend;
@@ -52,6 +53,7 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &opa_attend::OpaAttend,
     &transfer::Transfer,
     &distill::Distill,
+    &mhdpa::Mhdpa,
     &lstm_cell::LstmCell,
     &linear::Linear,
     &mlp::Mlp,
