@@ -33,6 +33,7 @@ pub mod opa_attend;
 pub mod outer;
 pub mod rel_read;
 pub mod relu;
+pub mod rmc_gate;
 pub mod sam_read;
 pub mod scalar;
 pub mod sigmoid;
@@ -54,6 +55,7 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &transfer::Transfer,
     &distill::Distill,
     &mhdpa::Mhdpa,
+    &rmc_gate::RmcGate,
     &lstm_cell::LstmCell,
     &linear::Linear,
     &mlp::Mlp,
