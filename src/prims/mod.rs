@@ -22,6 +22,8 @@ pub mod div;
 pub mod embed;
 pub mod embedding;
 pub mod item_write;
+pub mod kanerva_read;
+pub mod kanerva_update;
 pub mod layer_norm;
 pub mod linear;
 pub mod lstm_cell;
@@ -56,6 +58,8 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &distill::Distill,
     &mhdpa::Mhdpa,
     &rmc_gate::RmcGate,
+    &kanerva_update::KanervaUpdate,
+    &kanerva_read::KanervaRead,
     &lstm_cell::LstmCell,
     &linear::Linear,
     &mlp::Mlp,
