@@ -3,7 +3,8 @@
 //! candle 0.11 has no linear solve, so this is a [`CustomOp2`]: the forward factorises each
 //! `A = L Lᵀ` (Cholesky, in f64 whatever the tensor's dtype) and does two triangular solves;
 //! the backward is the standard one for a symmetric system,
-//! `grad_B = A⁻¹ grad_X` (one more solve) and `grad_A = −½ (grad_B Xᵀ + X grad_Bᵀ)`.
+//! `grad_B = A⁻¹ grad_X` (two more triangular solves with the factors kept from the forward)
+//! and `grad_A = −½ (grad_B Xᵀ + X grad_Bᵀ)`.
 //! The forward reads only the lower triangle of `A`; the symmetrised `grad_A` is the gradient
 //! for every symmetric perturbation of `A`, which is what callers produce (e.g. `RᵀR + λI`).
 //!
@@ -11,8 +12,10 @@
 //! handled as one op (the factorisations run in parallel on the CPU thread pool). CPU only:
 //! on a CUDA device the forward returns candle's "no cuda implementation" error (to do).
 
+use std::sync::OnceLock;
+
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, CustomOp2, D, Layout, Result, Shape, Tensor, WithDType, bail};
+use candle_core::{CpuStorage, CustomOp2, D, DType, Layout, Result, Shape, Tensor, WithDType, bail};
 use rayon::prelude::*;
 
 /// `X = A⁻¹ B` for a batch of SPD matrices `A: [..., n, n]` and right-hand sides `B: [..., n, r]`.
@@ -30,11 +33,15 @@ pub fn spd_solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let batch: usize = lead.iter().product();
     let a3 = a.reshape((batch, n, n))?.contiguous()?;
     let b3 = b.reshape((batch, n, r))?.contiguous()?;
-    a3.apply_op2(&b3, SpdSolve)?.reshape(bd)
+    a3.apply_op2(&b3, SpdSolve::default())?.reshape(bd)
 }
 
-/// The custom op on rank-3, contiguous operands.
-struct SpdSolve;
+/// The custom op on rank-3, contiguous operands. One instance per application: it keeps the
+/// Cholesky factors of its forward for the backward.
+#[derive(Default)]
+struct SpdSolve {
+    factors: OnceLock<Vec<f64>>,
+}
 
 impl CustomOp2 for SpdSolve {
     fn name(&self) -> &'static str {
@@ -47,20 +54,35 @@ impl CustomOp2 for SpdSolve {
         let (Some((a0, a1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
             bail!("spd-solve: operands must be contiguous");
         };
-        let out = match (s1, s2) {
+        let (out, factors) = match (s1, s2) {
             (CpuStorage::F32(a), CpuStorage::F32(b)) => {
-                CpuStorage::F32(solve_batch(&a[a0..a1], &b[b0..b1], batch, n, r)?)
+                let (x, l) = solve_batch(&a[a0..a1], &b[b0..b1], batch, n, r)?;
+                (CpuStorage::F32(x), l)
             }
             (CpuStorage::F64(a), CpuStorage::F64(b)) => {
-                CpuStorage::F64(solve_batch(&a[a0..a1], &b[b0..b1], batch, n, r)?)
+                let (x, l) = solve_batch(&a[a0..a1], &b[b0..b1], batch, n, r)?;
+                (CpuStorage::F64(x), l)
             }
             _ => bail!("spd-solve: A and B must both be f32 or both f64, got {:?} and {:?}", s1.dtype(), s2.dtype()),
         };
+        let _ = self.factors.set(factors);
         Ok((out, l2.shape().clone()))
     }
 
     fn bwd(&self, a: &Tensor, _b: &Tensor, x: &Tensor, grad_x: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grad_b = a.apply_op2_no_bwd(&grad_x.contiguous()?, &SpdSolve)?;
+        let grad_b = match self.factors.get() {
+            Some(l) => {
+                let (batch, n, r) = grad_x.dims3()?;
+                let mut g = grad_x.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
+                if n > 0 && r > 0 {
+                    g.par_chunks_mut(n * r)
+                        .zip(l.par_chunks(n * n))
+                        .for_each(|(y, l)| cholesky_solve_in_place(l, n, y, r));
+                }
+                Tensor::from_vec(g, (batch, n, r), grad_x.device())?.to_dtype(grad_x.dtype())?
+            }
+            None => a.apply_op2_no_bwd(&grad_x.contiguous()?, &SpdSolve::default())?,
+        };
         let gbx = grad_b.matmul(&x.t()?)?;
         let grad_a = ((&gbx + gbx.t()?)? * -0.5)?;
         Ok((Some(grad_a), Some(grad_b)))
@@ -68,36 +90,46 @@ impl CustomOp2 for SpdSolve {
 }
 
 /// Solves every system of the batch; `a` holds `batch` row-major `n × n` matrices, `b` holds
-/// `batch` row-major `n × r` right-hand sides.
-fn solve_batch<T: WithDType>(a: &[T], b: &[T], batch: usize, n: usize, r: usize) -> Result<Vec<T>> {
+/// `batch` row-major `n × r` right-hand sides. Returns the solutions and the Cholesky factors.
+fn solve_batch<T: WithDType>(a: &[T], b: &[T], batch: usize, n: usize, r: usize) -> Result<(Vec<T>, Vec<f64>)> {
     let mut out = vec![T::zero(); batch * n * r];
+    let mut factors = vec![0.0; batch * n * n];
     if n == 0 || r == 0 {
-        return Ok(out);
+        return Ok((out, factors));
     }
-    out.par_chunks_mut(n * r).enumerate().try_for_each(|(i, x)| -> Result<()> {
-        let l = cholesky(&a[i * n * n..(i + 1) * n * n].iter().map(|v| v.to_f64()).collect::<Vec<_>>(), n).ok_or_else(
-            || candle_core::Error::Msg(format!("spd-solve: matrix {i} of the batch is not positive definite")),
-        )?;
-        let mut y: Vec<f64> = b[i * n * r..(i + 1) * n * r].iter().map(|v| v.to_f64()).collect();
-        cholesky_solve_in_place(&l, n, &mut y, r);
-        for (o, v) in x.iter_mut().zip(&y) {
-            *o = T::from_f64(*v);
-        }
-        Ok(())
-    })?;
-    Ok(out)
+    out.par_chunks_mut(n * r).zip(factors.par_chunks_mut(n * n)).enumerate().try_for_each(
+        |(i, (x, l))| -> Result<()> {
+            let ai: Vec<f64> = a[i * n * n..(i + 1) * n * n].iter().map(|v| v.to_f64()).collect();
+            if !cholesky_into(&ai, n, l) {
+                bail!("spd-solve: matrix {i} of the batch is not positive definite");
+            }
+            let mut y: Vec<f64> = b[i * n * r..(i + 1) * n * r].iter().map(|v| v.to_f64()).collect();
+            cholesky_solve_in_place(l, n, &mut y, r);
+            for (o, v) in x.iter_mut().zip(&y) {
+                *o = T::from_f64(*v);
+            }
+            Ok(())
+        },
+    )?;
+    Ok((out, factors))
 }
 
 /// The lower Cholesky factor `L` (row-major, upper triangle zero) of the SPD matrix `a`
 /// (only its lower triangle is read), or `None` if `a` is not positive definite.
 pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let mut l = vec![0.0; n * n];
+    cholesky_into(a, n, &mut l).then_some(l)
+}
+
+/// Writes the lower Cholesky factor of `a` into the zeroed `l`; `false` if `a` is not
+/// positive definite.
+fn cholesky_into(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     for i in 0..n {
         for j in 0..=i {
             let s = a[i * n + j] - dot(&l[i * n..i * n + j], &l[j * n..j * n + j]);
             if i == j {
                 if s <= 0.0 || !s.is_finite() {
-                    return None;
+                    return false;
                 }
                 l[i * n + i] = s.sqrt();
             } else {
@@ -105,7 +137,7 @@ pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
             }
         }
     }
-    Some(l)
+    true
 }
 
 /// Overwrites the `n × r` row-major `y` with `(L Lᵀ)⁻¹ y`.
