@@ -115,7 +115,9 @@ fn solve_batch<T: WithDType>(a: &[T], b: &[T], batch: usize, n: usize, r: usize)
 }
 
 /// The lower Cholesky factor `L` (row-major, upper triangle zero) of the SPD matrix `a`
-/// (only its lower triangle is read), or `None` if `a` is not positive definite.
+/// (only its lower triangle is read), or `None` if `a` is not positive definite (tests use it
+/// to check positive definiteness).
+#[cfg(test)]
 pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
     let mut l = vec![0.0; n * n];
     cholesky_into(a, n, &mut l).then_some(l)
