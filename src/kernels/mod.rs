@@ -3,6 +3,8 @@
 
 pub mod broadcast;
 pub mod dense;
+pub mod kanerva;
 pub mod layer_norm;
 pub mod nam;
 pub mod opa;
+pub mod spd_solve;

@@ -27,11 +27,14 @@ pub mod gru_cell;
 pub mod head_move;
 mod heads;
 pub mod item_write;
+pub mod kanerva_read;
+pub mod kanerva_update;
 pub mod key_jump;
 pub mod layer_norm;
 pub mod linear;
 pub mod lstm_cell;
 pub mod matmul;
+pub mod mhdpa;
 pub mod mlp;
 pub mod mul;
 pub mod nam_attend;
@@ -43,6 +46,7 @@ pub mod outer;
 pub mod rel_read;
 pub mod relu;
 pub mod reshape;
+pub mod rmc_gate;
 pub mod sam_read;
 pub mod scalar;
 pub mod sigmoid;
@@ -73,6 +77,10 @@ pub static PRIMS: &[&dyn Primitive] = &[
     &tape_read::TapeRead,
     &key_jump::KeyJump,
     &head_move::HeadMove,
+    &mhdpa::Mhdpa,
+    &rmc_gate::RmcGate,
+    &kanerva_update::KanervaUpdate,
+    &kanerva_read::KanervaRead,
     &lstm_cell::LstmCell,
     &gru_cell::GruCell,
     &linear::Linear,

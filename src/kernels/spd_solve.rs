@@ -1,0 +1,285 @@
+//! Batched solve `X = A⁻¹ B` for symmetric positive definite `A`, differentiable.
+//!
+//! candle 0.11 has no linear solve, so this is a [`CustomOp2`]: the forward factorises each
+//! `A = L Lᵀ` (Cholesky, in f64 whatever the tensor's dtype) and does two triangular solves;
+//! the backward is the standard one for a symmetric system,
+//! `grad_B = A⁻¹ grad_X` (two more triangular solves with the factors kept from the forward)
+//! and `grad_A = −½ (grad_B Xᵀ + X grad_Bᵀ)`.
+//! The forward reads only the lower triangle of `A`; the symmetrised `grad_A` is the gradient
+//! for every symmetric perturbation of `A`, which is what callers produce (e.g. `RᵀR + λI`).
+//!
+//! Shapes: `A: [..., n, n]`, `B: [..., n, r]` → `[..., n, r]`; the leading axes are a batch,
+//! handled as one op (the factorisations run in parallel on the CPU thread pool). CPU only:
+//! on a CUDA device the forward returns candle's "no cuda implementation" error (to do).
+
+use std::sync::OnceLock;
+
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp2, D, DType, Layout, Result, Shape, Tensor, WithDType, bail};
+use rayon::prelude::*;
+
+/// `X = A⁻¹ B` for a batch of SPD matrices `A: [..., n, n]` and right-hand sides `B: [..., n, r]`.
+pub fn spd_solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (ad, bd) = (a.dims(), b.dims());
+    if ad.len() < 2 || bd.len() != ad.len() || ad[ad.len() - 1] != ad[ad.len() - 2] {
+        bail!("spd_solve: A must be [..., n, n] and B [..., n, r] of the same rank, got {:?} and {:?}", ad, bd);
+    }
+    let n = ad[ad.len() - 1];
+    let lead = &ad[..ad.len() - 2];
+    if &bd[..bd.len() - 2] != lead || bd[bd.len() - 2] != n {
+        bail!("spd_solve: A {:?} and B {:?} do not match", ad, bd);
+    }
+    let r = bd[bd.len() - 1];
+    let batch: usize = lead.iter().product();
+    let a3 = a.reshape((batch, n, n))?.contiguous()?;
+    let b3 = b.reshape((batch, n, r))?.contiguous()?;
+    a3.apply_op2(&b3, SpdSolve::default())?.reshape(bd)
+}
+
+/// The custom op on rank-3, contiguous operands. One instance per application: it keeps the
+/// Cholesky factors of its forward for the backward.
+#[derive(Default)]
+struct SpdSolve {
+    factors: OnceLock<Vec<f64>>,
+}
+
+impl CustomOp2 for SpdSolve {
+    fn name(&self) -> &'static str {
+        "spd-solve"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (batch, n, _) = l1.shape().dims3()?;
+        let (_, _, r) = l2.shape().dims3()?;
+        let (Some((a0, a1)), Some((b0, b1))) = (l1.contiguous_offsets(), l2.contiguous_offsets()) else {
+            bail!("spd-solve: operands must be contiguous");
+        };
+        let (out, factors) = match (s1, s2) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => {
+                let (x, l) = solve_batch(&a[a0..a1], &b[b0..b1], batch, n, r)?;
+                (CpuStorage::F32(x), l)
+            }
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => {
+                let (x, l) = solve_batch(&a[a0..a1], &b[b0..b1], batch, n, r)?;
+                (CpuStorage::F64(x), l)
+            }
+            _ => bail!("spd-solve: A and B must both be f32 or both f64, got {:?} and {:?}", s1.dtype(), s2.dtype()),
+        };
+        let _ = self.factors.set(factors);
+        Ok((out, l2.shape().clone()))
+    }
+
+    fn bwd(&self, a: &Tensor, _b: &Tensor, x: &Tensor, grad_x: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let grad_b = match self.factors.get() {
+            Some(l) => {
+                let (batch, n, r) = grad_x.dims3()?;
+                let mut g = grad_x.to_dtype(DType::F64)?.flatten_all()?.to_vec1::<f64>()?;
+                if n > 0 && r > 0 {
+                    g.par_chunks_mut(n * r)
+                        .zip(l.par_chunks(n * n))
+                        .for_each(|(y, l)| cholesky_solve_in_place(l, n, y, r));
+                }
+                Tensor::from_vec(g, (batch, n, r), grad_x.device())?.to_dtype(grad_x.dtype())?
+            }
+            None => a.apply_op2_no_bwd(&grad_x.contiguous()?, &SpdSolve::default())?,
+        };
+        let gbx = grad_b.matmul(&x.t()?)?;
+        let grad_a = ((&gbx + gbx.t()?)? * -0.5)?;
+        Ok((Some(grad_a), Some(grad_b)))
+    }
+}
+
+/// Solves every system of the batch; `a` holds `batch` row-major `n × n` matrices, `b` holds
+/// `batch` row-major `n × r` right-hand sides. Returns the solutions and the Cholesky factors.
+fn solve_batch<T: WithDType>(a: &[T], b: &[T], batch: usize, n: usize, r: usize) -> Result<(Vec<T>, Vec<f64>)> {
+    let mut out = vec![T::zero(); batch * n * r];
+    let mut factors = vec![0.0; batch * n * n];
+    if n == 0 || r == 0 {
+        return Ok((out, factors));
+    }
+    out.par_chunks_mut(n * r).zip(factors.par_chunks_mut(n * n)).enumerate().try_for_each(
+        |(i, (x, l))| -> Result<()> {
+            let ai: Vec<f64> = a[i * n * n..(i + 1) * n * n].iter().map(|v| v.to_f64()).collect();
+            if !cholesky_into(&ai, n, l) {
+                bail!("spd-solve: matrix {i} of the batch is not positive definite");
+            }
+            let mut y: Vec<f64> = b[i * n * r..(i + 1) * n * r].iter().map(|v| v.to_f64()).collect();
+            cholesky_solve_in_place(l, n, &mut y, r);
+            for (o, v) in x.iter_mut().zip(&y) {
+                *o = T::from_f64(*v);
+            }
+            Ok(())
+        },
+    )?;
+    Ok((out, factors))
+}
+
+/// The lower Cholesky factor `L` (row-major, upper triangle zero) of the SPD matrix `a`
+/// (only its lower triangle is read), or `None` if `a` is not positive definite (tests use it
+/// to check positive definiteness).
+#[cfg(test)]
+pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    cholesky_into(a, n, &mut l).then_some(l)
+}
+
+/// Writes the lower Cholesky factor of `a` into the zeroed `l`; `false` if `a` is not
+/// positive definite.
+fn cholesky_into(a: &[f64], n: usize, l: &mut [f64]) -> bool {
+    for i in 0..n {
+        for j in 0..=i {
+            let s = a[i * n + j] - dot(&l[i * n..i * n + j], &l[j * n..j * n + j]);
+            if i == j {
+                if s <= 0.0 || !s.is_finite() {
+                    return false;
+                }
+                l[i * n + i] = s.sqrt();
+            } else {
+                l[i * n + j] = s / l[j * n + j];
+            }
+        }
+    }
+    true
+}
+
+/// Overwrites the `n × r` row-major `y` with `(L Lᵀ)⁻¹ y`.
+fn cholesky_solve_in_place(l: &[f64], n: usize, y: &mut [f64], r: usize) {
+    // Forward: L z = y, row by row over all right-hand sides at once.
+    for i in 0..n {
+        let (done, rest) = y.split_at_mut(i * r);
+        let row = &mut rest[..r];
+        for j in 0..i {
+            axpy(-l[i * n + j], &done[j * r..(j + 1) * r], row);
+        }
+        let inv = 1.0 / l[i * n + i];
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
+    // Backward: Lᵀ x = z.
+    for i in (0..n).rev() {
+        let (head, tail) = y.split_at_mut((i + 1) * r);
+        let row = &mut head[i * r..];
+        for j in i + 1..n {
+            axpy(-l[j * n + i], &tail[(j - i - 1) * r..(j - i) * r], row);
+        }
+        let inv = 1.0 / l[i * n + i];
+        row.iter_mut().for_each(|v| *v *= inv);
+    }
+}
+
+/// Dot product with four independent accumulators (lets the compiler vectorise).
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let tail: f64 = ca.remainder().iter().zip(cb.remainder()).map(|(x, y)| x * y).sum();
+    for (x, y) in ca.zip(cb) {
+        for k in 0..4 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    acc[0] + acc[1] + acc[2] + acc[3] + tail
+}
+
+/// `y += alpha · x`.
+fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
+    for (yv, xv) in y.iter_mut().zip(x) {
+        *yv += alpha * xv;
+    }
+}
+
+/// `λ I` of size `n`, broadcastable against `[..., n, n]`.
+pub fn scaled_eye(n: usize, lambda: f64, like: &Tensor) -> Result<Tensor> {
+    Tensor::eye(n, like.dtype(), like.device())? * lambda
+}
+
+/// `Aᵀ A` over the last two axes: `[..., p, n]` → `[..., n, n]`.
+pub fn gram(a: &Tensor) -> Result<Tensor> {
+    a.transpose(D::Minus2, D::Minus1)?.contiguous()?.matmul(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, Var};
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    fn normal(rng: &mut ChaCha8Rng, dims: &[usize]) -> Tensor {
+        use rand::Rng;
+        let n = dims.iter().product();
+        let v: Vec<f64> = (0..n).map(|_| rng.sample::<f64, _>(rand_distr::StandardNormal)).collect();
+        Tensor::from_vec(v, dims, &Device::Cpu).unwrap()
+    }
+
+    /// `P Pᵀ + I`: symmetric positive definite, a smooth function of `P`.
+    fn spd(p: &Tensor) -> Tensor {
+        let n = p.dim(D::Minus1).unwrap();
+        p.matmul(&p.t().unwrap()).unwrap().broadcast_add(&scaled_eye(n, 1.0, p).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn solution_satisfies_the_system_and_matches_a_direct_solution() {
+        // Hand case: A = [[4, 2], [2, 3]], b = [2, 1]: det 8, A⁻¹ b = [3·2 − 2·1, −2·2 + 4·1] / 8.
+        let dev = Device::Cpu;
+        let a = Tensor::new(&[[[4.0f64, 2.0], [2.0, 3.0]]], &dev).unwrap();
+        let b = Tensor::new(&[[[2.0f64], [1.0]]], &dev).unwrap();
+        let x = spd_solve(&a, &b).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+        assert!((x[0] - 0.5).abs() < 1e-14 && x[1].abs() < 1e-14, "{x:?}");
+
+        // Random batch [2, 3] of 5×5 systems with 4 right-hand sides: A X = B.
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let a = spd(&normal(&mut rng, &[2, 3, 5, 5]));
+        let b = normal(&mut rng, &[2, 3, 5, 4]);
+        let x = spd_solve(&a, &b).unwrap();
+        assert_eq!(x.dims(), &[2, 3, 5, 4]);
+        let residual = (a.matmul(&x).unwrap() - &b).unwrap().abs().unwrap().max_all().unwrap();
+        assert!(residual.to_scalar::<f64>().unwrap() < 1e-12);
+
+        // f32 agrees with f64 to f32 precision.
+        let x32 = spd_solve(&a.to_dtype(DType::F32).unwrap(), &b.to_dtype(DType::F32).unwrap()).unwrap();
+        let diff = (x32.to_dtype(DType::F64).unwrap() - &x).unwrap().abs().unwrap().max_all().unwrap();
+        assert!(diff.to_scalar::<f64>().unwrap() < 1e-4);
+    }
+
+    #[test]
+    fn rejects_a_matrix_that_is_not_positive_definite() {
+        let dev = Device::Cpu;
+        let a = Tensor::new(&[[[1.0f64, 2.0], [2.0, 1.0]]], &dev).unwrap();
+        let b = Tensor::new(&[[[1.0f64], [1.0]]], &dev).unwrap();
+        let err = spd_solve(&a, &b).unwrap_err().to_string();
+        assert!(err.contains("not positive definite"), "{err}");
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        // loss = Σ W ⊙ solve(P Pᵀ + I, B): check d/dP (through the symmetric A) and d/dB.
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let p = Var::from_tensor(&normal(&mut rng, &[2, 4, 4])).unwrap();
+        let b = Var::from_tensor(&normal(&mut rng, &[2, 4, 3])).unwrap();
+        let w = normal(&mut rng, &[2, 4, 3]);
+        let loss =
+            |p: &Tensor, b: &Tensor| -> Tensor { (spd_solve(&spd(p), b).unwrap() * &w).unwrap().sum_all().unwrap() };
+        let grads = loss(p.as_tensor(), b.as_tensor()).backward().unwrap();
+        let h = 1e-6;
+        for (var, is_p) in [(&p, true), (&b, false)] {
+            let analytic = grads.get(var.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+            let base = var.as_tensor().flatten_all().unwrap().to_vec1::<f64>().unwrap();
+            for c in 0..base.len() {
+                let mut numeric = 0.0;
+                for delta in [h, -h] {
+                    let mut v = base.clone();
+                    v[c] += delta;
+                    let t = Tensor::from_vec(v, var.dims(), &Device::Cpu).unwrap();
+                    let l = if is_p { loss(&t, b.as_tensor()) } else { loss(p.as_tensor(), &t) };
+                    numeric += l.to_scalar::<f64>().unwrap() * delta.signum() / (2.0 * h);
+                }
+                let a = analytic[c];
+                assert!(
+                    (a - numeric).abs() <= 1e-6 + 1e-5 * a.abs().max(numeric.abs()),
+                    "d loss / d {}[{c}]: autograd {a}, finite differences {numeric}",
+                    if is_p { "P" } else { "B" }
+                );
+            }
+        }
+    }
+}

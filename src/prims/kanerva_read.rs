@@ -1,0 +1,109 @@
+//! `kanervaRead(R, z, eta?, lambda = 0.35)`: the queried read of the Product Kanerva Machine
+//! (PKM paper Eq. 44–45 / 52–53, Alg. 2); with `k = 1` the (Dynamic) Kanerva Machine's read.
+//!
+//! Shapes: `R: [k, c, m_i]` (the machines' means, packed as for `kanervaUpdate`), query
+//! `z: [c]`, optional `eta: [k]` (or `[1]`) → `μ_z: [c]`.
+//! `w_j = (R_jᵀR_j + λI)⁻¹ R_jᵀ z` per machine (the ridge form — see `kanervaUpdate` for why
+//! not the DKM code's Gram-matrix form), `γ_j = (1/η_j²) / Σ_l 1/η_l²` (uniform without `eta`),
+//! `μ_z = Σ_j γ_j R_j w_j`. The read uses the mean only (no sample of the memory or of `w`),
+//! so it needs no `V`. Differentiable through the Cholesky solve. No parameters.
+
+use candle_core::Tensor;
+
+use super::kanerva_update::{address_flops, check_memory};
+use super::*;
+use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
+
+pub struct KanervaRead;
+
+static SIGNATURE: [ArgSpec; 4] = [
+    ArgSpec::tensor("R"),
+    ArgSpec::tensor("z"),
+    ArgSpec::optional_tensor("eta"),
+    ArgSpec::value("lambda", Kind::Float, Default::Float(0.35)),
+];
+
+impl Primitive for KanervaRead {
+    fn name(&self) -> &'static str {
+        "kanervaRead"
+    }
+    fn summary(&self) -> &'static str {
+        "Product Kanerva Machine read μ_z = Σ γ_j R_j w_j, ridge-solved w_j (PKM Eq. 44-45, Alg. 2)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
+        let (k, c, m, lambda) = check_memory(args)?;
+        let op = KanervaReadOp { k, lambda, has_eta: args.is_present("eta") };
+        Ok(Instance::new(op, vec![Ty::Tensor(vec![c])], vec![], address_flops(k, c, m)))
+    }
+}
+
+struct KanervaReadOp {
+    k: usize,
+    lambda: f64,
+    has_eta: bool,
+}
+
+impl Op for KanervaReadOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let (r, z) = (inputs[0], inputs[1]);
+        let (_, k, c, m) = r.dims4()?;
+        let r = r.broadcast_as((r.dim(0)?.max(z.dim(0)?), k, c, m))?.contiguous()?;
+        let eta = if self.has_eta { Some(eta_per_machine(inputs[2], self.k)?) } else { None };
+        let w = least_squares_weights(&r, z, self.lambda)?;
+        Ok(vec![readout(&r, &w, &machine_weights(eta.as_ref(), self.k, z)?)?])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn shapes_and_checks() {
+        let args = [("R", t(&[5, 50, 6])), ("z", t(&[50])), ("eta", t(&[5]))];
+        assert_eq!(out_shapes("kanervaRead", &args), vec![vec![50]]);
+        assert_eq!(param_count("kanervaRead", &args), 0);
+        assert!(error("kanervaRead", &[("R", t(&[5, 50, 6])), ("z", t(&[6]))]).contains("`z` must have shape [50]"));
+    }
+
+    #[test]
+    fn identity_memory_reads_the_shrunk_query() {
+        // R = I₂: w = z / (1 + λ) and R w = w.
+        let out =
+            run("kanervaRead", &[("R", t(&[1, 2, 2])), ("z", t(&[2]))], &[vec![1.0, 0.0, 0.0, 1.0], vec![2.7, -1.35]]);
+        assert!((out[0] - 2.0).abs() < 1e-12 && (out[1] + 1.0).abs() < 1e-12, "{out:?}");
+    }
+
+    #[test]
+    fn product_read_is_the_precision_weighted_sum_of_single_machine_reads() {
+        let (c, m) = (4, 3);
+        let r: Vec<f64> = (0..2 * c * m).map(|i| (i as f64 * 0.91).sin()).collect();
+        let z = vec![0.3, -1.2, 0.8, 2.0];
+        let single = |i: usize| {
+            run(
+                "kanervaRead",
+                &[("R", t(&[1, c, m])), ("z", t(&[c]))],
+                &[r[i * c * m..(i + 1) * c * m].to_vec(), z.clone()],
+            )
+        };
+        let (r0, r1) = (single(0), single(1));
+        let args = [("R", t(&[2, c, m])), ("z", t(&[c])), ("eta", t(&[2]))];
+        // η = (1, 2): γ = (1, 1/4) / (5/4) = (0.8, 0.2).
+        let both = run("kanervaRead", &args, &[r.clone(), z.clone(), vec![1.0, 2.0]]);
+        for j in 0..c {
+            assert!((both[j] - (0.8 * r0[j] + 0.2 * r1[j])).abs() < 1e-12, "{both:?}");
+        }
+        // Without `eta`: equal weights.
+        let equal = run("kanervaRead", &[("R", t(&[2, c, m])), ("z", t(&[c]))], &[r, z]);
+        assert!((0..c).all(|j| (equal[j] - 0.5 * (r0[j] + r1[j])).abs() < 1e-12), "{equal:?}");
+    }
+
+    #[test]
+    fn gradients_match_finite_differences() {
+        grad_check("kanervaRead", &[("R", t(&[1, 3, 2])), ("z", t(&[3]))]);
+        grad_check("kanervaRead", &[("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))]);
+    }
+}
