@@ -16,7 +16,7 @@ use crate::source::Span;
 use crate::value::Value;
 
 /// Functions that create a state's initial value.
-pub const STATE_INITS: &[&str] = &["zeros", "learned", "identity"];
+pub const STATE_INITS: &[&str] = &["zeros", "learned", "identity", "onehot"];
 
 /// What the task feeds the step and scores.
 pub struct TaskShape {
@@ -180,13 +180,25 @@ impl Elab {
                 });
                 StateInit::Learned(self.graph.params.len() - 1)
             }
-            _ => {
-                // identity(n, m): the n×n identity, zero-padded or cut to m columns (RMC's memory).
-                let [rows, cols] = dims[..] else {
-                    return Err(Diagnostic::error("`identity` takes two sizes: rows and columns")
+            "identity" => {
+                // identity(…, n, m): every trailing n×m block is the identity, zero-padded or cut
+                // (RMC's initial memory is identity(slots, size); a PKM covariance identity(k, c, c)).
+                let [.., rows, cols] = dims[..] else {
+                    return Err(Diagnostic::error("`identity` needs at least two sizes: rows and columns")
                         .at(c.span, "e.g. identity(slots, size)"));
                 };
-                StateInit::Fixed((0..rows * cols).map(|i| if i / cols == i % cols { 1.0 } else { 0.0 }).collect())
+                let total: usize = dims.iter().product();
+                StateInit::Fixed(
+                    (0..total).map(|i| if (i % (rows * cols)) / cols == i % cols { 1.0 } else { 0.0 }).collect(),
+                )
+            }
+            _ => {
+                // onehot(…, L): every vector along the last axis is e_0 (a NAM-TM head at cell 0).
+                let Some(&len) = dims.last() else {
+                    return Err(Diagnostic::error("`onehot` needs a size").at(c.span, "e.g. onehot(heads, L)"));
+                };
+                let total: usize = dims.iter().product();
+                StateInit::Fixed((0..total).map(|i| if i % len == 0 { 1.0 } else { 0.0 }).collect())
             }
         };
         if dims.is_empty() {
@@ -640,7 +652,7 @@ fn multi_error(p: &dyn Primitive, span: Span) -> Diagnostic {
 }
 
 fn state_init_error(span: Span) -> Diagnostic {
-    Diagnostic::error("a state starts from `zeros(…)`, `learned(…)` or `identity(…)`")
+    Diagnostic::error("a state starts from `zeros(…)`, `learned(…)`, `identity(…)` or `onehot(…)`")
         .at(span, "not a state initialiser")
         .hint("e.g. `state M = zeros(d, d)`; `learned(d, d)` makes the initial value a parameter")
 }

@@ -151,3 +151,58 @@ fn dependencies(graph: &StepGraph, roots: &[Source]) -> Vec<bool> {
     }
     needed
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(spec: &str) -> Cell {
+        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
+        let program = crate::check::check(&spec).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let trial = &program.experiments[0].trials[0];
+        Cell::new(trial.graph.clone(), 0, &Device::Cpu, DType::F32).unwrap()
+    }
+
+    #[test]
+    fn initial_states_follow_their_initialisers() {
+        let c = cell(
+            r#"
+            model m() {
+              state S = identity(2, 2, 3)
+              state H = onehot(2, 3)
+              state Z = zeros(2)
+              step x { out linear(x, output_size) }
+            }
+            experiment e { task randomSequence(input = 2, output = 2, length = 1) model m }
+            "#,
+        );
+        let s = c.initial_states(&c.weights(false), 2).unwrap();
+        // Two examples, each with two stacked 2×3 identities.
+        assert_eq!(s[0].dims(), &[2, 2, 2, 3]);
+        let block = [1.0f32, 0.0, 0.0, 0.0, 1.0, 0.0];
+        assert_eq!(s[0].flatten_all().unwrap().to_vec1::<f32>().unwrap(), block.repeat(4));
+        assert_eq!(s[1].flatten_all().unwrap().to_vec1::<f32>().unwrap(), [1.0f32, 0.0, 0.0].repeat(4));
+        assert_eq!(s[2].flatten_all().unwrap().to_vec1::<f32>().unwrap(), vec![0.0f32; 4]);
+    }
+
+    #[test]
+    fn outputs_of_unscored_steps_are_not_computed() {
+        // The output head feeds no state, so it runs only at scored steps; the result of a run
+        // is the same either way.
+        let c = cell(
+            r#"
+            model m() {
+              state h = zeros(4)
+              step x { h = tanh(linear(x, 4) + h)  out linear(h, output_size) }
+            }
+            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
+            "#,
+        );
+        assert_eq!(c.needed_for_state, vec![true, true, true, false]);
+        let x = Tensor::ones((3, 1, 2), DType::F32, &Device::Cpu).unwrap();
+        let w = c.weights(false);
+        let last = c.run(&w, &x, &[2]).unwrap();
+        let all = c.run(&w, &x, &[0, 1, 2]).unwrap();
+        assert_eq!(last.get(0).unwrap().to_vec2::<f32>().unwrap(), all.get(2).unwrap().to_vec2::<f32>().unwrap());
+    }
+}
