@@ -4,7 +4,16 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `mi_option_purge_delay` in mimalloc 2.x and 3.x (`mimalloc.h`; the Rust binding has no
+/// constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 fn main() {
+    // A training step frees all its activations at the end of backward and allocates them
+    // again in the next forward, milliseconds later: never hand that memory back to the OS
+    // (measured on the large STM step: 65 000 page faults per 6 steps → 1 200, ~10% faster).
+    // SAFETY: sets a process-wide allocator option; called before any other thread exists.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
     // Before any thread starts (so the unsafe environment writes race with nothing):
     // SAFETY: single-threaded at this point.
     unsafe {
