@@ -17,6 +17,7 @@ pub mod lang;
 pub mod pool;
 pub mod prims;
 pub mod report;
+pub mod slurm;
 pub mod source;
 pub mod store;
 pub mod sweep;

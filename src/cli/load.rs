@@ -9,22 +9,7 @@ use crate::sweep::SpecSource;
 
 /// A checked spec, or `Err(exit code)` after printing its errors.
 pub fn load_checked(path: &Path, ctx: &Context) -> Result<(Spec, Program), i32> {
-    let spec = match lang::load(path) {
-        Ok(s) => s,
-        Err(e) => {
-            eprint!("{}", e.render(ctx.color));
-            return Err(2);
-        }
-    };
-    match check::check(&spec) {
-        Ok(p) => Ok((spec, p)),
-        Err(d) => {
-            eprint!("{}", d.render(&spec.sources, ctx.color));
-            let n = d.0.len();
-            eprintln!("{}: {n} error{}", path.display(), if n == 1 { "" } else { "s" });
-            Err(2)
-        }
-    }
+    load_checked_from(path, &lang::Disk, &[], ctx)
 }
 
 /// The spec text stored with each run: every file, each preceded by its path.
@@ -60,10 +45,17 @@ pub fn split_overrides(rest: &[String]) -> (Option<String>, Vec<String>) {
 /// Loads and checks a spec with command-line overrides; each override is parsed as its own
 /// pseudo-file `<command line>` so errors in it are located like spec errors.
 pub fn load_checked_with(path: &Path, overrides: &[String], ctx: &Context) -> Result<(Spec, Program), i32> {
-    if overrides.is_empty() {
-        return load_checked(path, ctx);
-    }
-    let mut spec = match lang::load(path) {
+    load_checked_from(path, &lang::Disk, overrides, ctx)
+}
+
+/// Like [`load_checked_with`], reading the spec's files through `reader`.
+pub fn load_checked_from(
+    path: &Path,
+    reader: &dyn lang::SourceReader,
+    overrides: &[String],
+    ctx: &Context,
+) -> Result<(Spec, Program), i32> {
+    let mut spec = match lang::load_with(path, reader) {
         Ok(s) => s,
         Err(e) => {
             eprint!("{}", e.render(ctx.color));
@@ -102,6 +94,8 @@ pub fn load_checked_with(path: &Path, overrides: &[String], ctx: &Context) -> Re
         Ok(p) => Ok((spec, p)),
         Err(d) => {
             eprint!("{}", d.render(&spec.sources, ctx.color));
+            let n = d.0.len();
+            eprintln!("{}: {n} error{}", path.display(), if n == 1 { "" } else { "s" });
             Err(2)
         }
     }

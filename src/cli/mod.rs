@@ -15,7 +15,11 @@ mod prims;
 mod progress;
 mod run;
 mod runs;
+mod slurm_submit;
+mod status;
 mod sweep;
+mod sync;
+mod worker;
 
 #[derive(Parser)]
 #[command(name = "memctl", version, about = "Declarative experiments with memory-augmented neural networks")]
@@ -45,6 +49,10 @@ pub enum Command {
     Sweep(sweep::Args),
     Runs(runs::Args),
     Prims(prims::Args),
+    Status(status::Args),
+    Sync(sync::Args),
+    #[command(hide = true)]
+    Worker(worker::Args),
 }
 
 /// Shared by every verb.
@@ -70,6 +78,9 @@ pub fn main() -> i32 {
         Command::Sweep(a) => sweep::run(a, &ctx),
         Command::Runs(a) => runs::run(a, &ctx),
         Command::Prims(a) => prims::run(a, &ctx),
+        Command::Status(a) => status::run(a, &ctx),
+        Command::Sync(a) => sync::run(a, &ctx),
+        Command::Worker(a) => worker::run(a, &ctx),
     };
     match result {
         Ok(code) => code,

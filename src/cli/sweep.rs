@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::check::Trial;
-use crate::cli::{Context, load, progress::Progress};
+use crate::cli::{Context, load, progress::Progress, slurm_submit};
 use crate::store::Store;
 use crate::sweep::{self, Options, Plan, SpecSource};
 
@@ -41,12 +41,75 @@ pub struct Args {
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
+    /// Where trials run: here, or as a Slurm job array (see `memctl sync`, `memctl status`).
+    #[arg(long, default_value = "local")]
+    executor: Executor,
+    /// Slurm: directory on the shared file system for manifests, results and logs.
+    #[arg(long, env = "MEMCTL_SHARED_DIR", default_value = "slurm")]
+    shared_dir: PathBuf,
+    /// Slurm: partition to submit to.
+    #[arg(long)]
+    partition: Option<String>,
+    /// Slurm: time limit per array task (e.g. `2:00:00`).
+    #[arg(long)]
+    time: Option<String>,
+    /// Slurm: CPUs per array task (also the trial's compute threads).
+    #[arg(long, default_value_t = 1)]
+    cpus_per_task: usize,
+    /// Slurm: at most this many array tasks at once.
+    #[arg(long)]
+    array_parallelism: Option<usize>,
+    /// Slurm: the memctl executable the compute nodes run (default: this one).
+    #[arg(long)]
+    memctl: Option<PathBuf>,
+    /// Slurm: extra `sbatch` argument (repeatable), e.g. `--sbatch-arg=--account=lab`.
+    #[arg(long = "sbatch-arg")]
+    sbatch_args: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum Executor {
+    Local,
+    Slurm,
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let (experiment, overrides) = load::split_overrides(&args.rest);
-    let Ok((spec, program)) = load::load_checked_with(&args.file, &overrides, ctx) else { return Ok(2) };
+    let recorder = crate::slurm::manifest::Recorder::default();
+    let Ok((spec, program)) = load::load_checked_from(&args.file, &recorder, &overrides, ctx) else { return Ok(2) };
     let trials = load::select(&program, experiment.as_deref(), &args.file)?;
+    if args.executor == Executor::Slurm {
+        let store = Store::open(&ctx.store)?;
+        let opts = Options {
+            force: args.force,
+            retry_failed: args.retry_failed,
+            jobs: 1,
+            threads: args.cpus_per_task.max(1),
+            device: args.device.clone(),
+        };
+        let shared = std::path::absolute(&args.shared_dir)?;
+        let memctl = match &args.memctl {
+            Some(p) => p.clone(),
+            None => std::env::current_exe()?,
+        };
+        let slurm = crate::slurm::scheduler::SlurmOptions {
+            partition: args.partition.clone(),
+            time: args.time.clone(),
+            cpus_per_task: args.cpus_per_task,
+            array_parallelism: args.array_parallelism,
+            extra: args.sbatch_args.clone(),
+        };
+        let sub = slurm_submit::Submission {
+            spec_path: &args.file,
+            experiment: experiment.as_deref(),
+            overrides: &overrides,
+            shared,
+            memctl,
+            slurm,
+            dry_run: args.dry_run,
+        };
+        return slurm_submit::submit(&store, &trials, &recorder, &opts, sub);
+    }
     if let Some(d) = &args.device {
         crate::device::open(d)?;
     }

@@ -35,12 +35,34 @@ impl SpecError {
 /// Files may `use` each other this deep at most.
 const MAX_USE_DEPTH: usize = 16;
 
+/// Where spec files are read from: the disk, or a snapshot taken earlier (a Slurm manifest
+/// carries the spec files so that workers check exactly what was submitted).
+pub trait SourceReader {
+    /// The file's bytes and its canonical path (the key under which it is loaded once).
+    fn read(&self, path: &Path) -> std::io::Result<(PathBuf, Vec<u8>)>;
+}
+
+/// Reads from the file system.
+pub struct Disk;
+
+impl SourceReader for Disk {
+    fn read(&self, path: &Path) -> std::io::Result<(PathBuf, Vec<u8>)> {
+        let bytes = std::fs::read(path)?;
+        Ok((path.canonicalize().unwrap_or_else(|_| path.to_path_buf()), bytes))
+    }
+}
+
 /// Loads `path` and, recursively, every file it `use`s (each once).
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
+    load_with(path, &Disk)
+}
+
+/// Like [`load`], reading files through `reader`.
+pub fn load_with(path: &Path, reader: &dyn SourceReader) -> Result<Spec, SpecError> {
     let mut sources = SourceMap::default();
     let mut ast = ast::File::default();
     let mut loaded: Vec<PathBuf> = vec![];
-    let main = match load_into(path, None, &mut sources, &mut ast, &mut loaded, 0) {
+    let main = match load_into(reader, path, None, &mut sources, &mut ast, &mut loaded, 0) {
         Ok(id) => id,
         Err(d) => {
             return Err(SpecError { sources, diagnostics: d.into() });
@@ -64,7 +86,7 @@ pub fn parse_str(name: &str, text: &str) -> Result<Spec, SpecError> {
     let uses = std::mem::take(&mut ast.uses);
     for u in &uses {
         let target = Path::new(&u.path);
-        if let Err(d) = load_into(target, Some(u.span), &mut sources, &mut ast, &mut loaded, 1) {
+        if let Err(d) = load_into(&Disk, target, Some(u.span), &mut sources, &mut ast, &mut loaded, 1) {
             return Err(SpecError { sources, diagnostics: d.into() });
         }
     }
@@ -73,6 +95,7 @@ pub fn parse_str(name: &str, text: &str) -> Result<Spec, SpecError> {
 }
 
 fn load_into(
+    reader: &dyn SourceReader,
     path: &Path,
     used_at: Option<Span>,
     sources: &mut SourceMap,
@@ -87,15 +110,14 @@ fn load_into(
     if depth > MAX_USE_DEPTH {
         return Err(locate(Diagnostic::error(format!("`use` nested more than {MAX_USE_DEPTH} files deep"))));
     }
-    let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    let (canonical, bytes) = reader.read(path).map_err(|e| {
+        locate(Diagnostic::error(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))
+            .hint("check the path; `use` paths are relative to the file that uses them")
+    })?;
     if loaded.contains(&canonical) {
         // Already loaded (a diamond or a cycle): its items are in scope once.
         return Ok(FileId(0));
     }
-    let bytes = std::fs::read(path).map_err(|e| {
-        locate(Diagnostic::error(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))
-            .hint("check the path; `use` paths are relative to the file that uses them")
-    })?;
     loaded.push(canonical);
     let (text, bad_utf8) = match String::from_utf8(bytes) {
         Ok(t) => (t, None),
@@ -113,7 +135,7 @@ fn load_into(
     let mut file = parser::parse_file(id, &sources.get(id).text)?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
     for u in &file.uses {
-        load_into(&dir.join(&u.path), Some(u.span), sources, ast, loaded, depth + 1)?;
+        load_into(reader, &dir.join(&u.path), Some(u.span), sources, ast, loaded, depth + 1)?;
     }
     ast.uses.append(&mut file.uses);
     ast.models.append(&mut file.models);

@@ -176,7 +176,6 @@ pub fn run_trial(
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
 ) -> Result<TrialResult, StoreError> {
-    let key = identity::trial_key(trial);
     let plan = Plan::of(store, trial)?;
     if !plan.runs(opts) {
         let (run_id, status) = match plan {
@@ -187,20 +186,32 @@ pub fn run_trial(
         reporter.trial_skipped(index, trial, run_id, status);
         return Ok(TrialResult::Skipped { run_id, status });
     }
+    let id = store.next_id()?;
+    let mut record = new_record(id, trial, spec, opts);
+    store.put(&record)?;
+    let observer = reporter.trial_started(index, trial, id);
+    train_into_record(&mut record, trial, opts.threads, observer.as_ref(), cancel);
+    drop(observer);
+    store.put(&record)?;
+    reporter.trial_finished(index, &record);
+    Ok(TrialResult::Finished(Box::new(record)))
+}
+
+/// A `running` record for a trial about to start.
+pub fn new_record(id: u64, trial: &Trial, spec: &SpecSource, opts: &Options) -> RunRecord {
     let mut config = trial.config.clone();
     if let Some(d) = &opts.device {
         config.train.device = d.clone();
     }
-    let id = store.next_id()?;
-    let mut record = RunRecord {
+    RunRecord {
         id,
-        trial_key: key,
+        trial_key: identity::trial_key(trial),
         status: Status::Running,
-        config: config.clone(),
+        environment: environment(opts.threads, &config.train.device),
+        config,
         spec_path: spec.path.clone(),
         spec_text: spec.text.clone(),
         spec_hash: spec.hash(),
-        environment: environment(opts.threads, &config.train.device),
         started_at: now(),
         ended_at: None,
         curves: Default::default(),
@@ -216,12 +227,19 @@ pub fn run_trial(
         eval_seconds: 0.0,
         error: None,
         tags: vec![],
-    };
-    store.put(&record)?;
-    let observer = reporter.trial_started(index, trial, id);
+    }
+}
+
+/// Trains the trial and completes its record (status, curves, metrics, timings).
+pub fn train_into_record(
+    record: &mut RunRecord,
+    trial: &Trial,
+    threads: usize,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+) {
     let started = std::time::Instant::now();
-    let outcome = execute(trial, &config.train.device, opts.threads, observer.as_ref(), cancel);
-    drop(observer);
+    let outcome = execute(trial, &record.config.train.device, threads, observer, cancel);
     record.wall_seconds = started.elapsed().as_secs_f64();
     record.ended_at = Some(now());
     match outcome {
@@ -249,9 +267,6 @@ pub fn run_trial(
             record.error = Some(reason);
         }
     }
-    store.put(&record)?;
-    reporter.trial_finished(index, &record);
-    Ok(TrialResult::Finished(Box::new(record)))
 }
 
 /// Trains inside a fresh pool of `threads` threads with flush-to-zero; a panic in a primitive

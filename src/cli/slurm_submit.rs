@@ -1,0 +1,139 @@
+//! `memctl sweep FILE --executor slurm`: write a manifest of the trials not done yet and submit
+//! them as one Slurm job array.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::check::Trial;
+use crate::slurm::manifest::{Manifest, ManifestTrial, Recorder};
+use crate::slurm::scheduler::{self, SlurmOptions};
+use crate::slurm::{self, shard};
+use crate::store::{Status, Store};
+use crate::sweep::{Options, Plan, identity};
+
+pub struct Submission<'a> {
+    pub spec_path: &'a Path,
+    pub experiment: Option<&'a str>,
+    pub overrides: &'a [String],
+    pub shared: PathBuf,
+    pub memctl: PathBuf,
+    pub slurm: SlurmOptions,
+    pub dry_run: bool,
+}
+
+/// Submits the trials that are neither done in the local store, nor done in a shard not yet
+/// synced, nor still queued or running from an earlier submission. Returns the exit code.
+pub fn submit(
+    store: &Store,
+    trials: &[Trial],
+    recorder: &Recorder,
+    opts: &Options,
+    sub: Submission,
+) -> anyhow::Result<i32> {
+    let dir = slurm::sweep_dir(&sub.shared, sub.spec_path, sub.experiment);
+    std::fs::create_dir_all(dir.join("logs"))?;
+    let done_in_shards: HashSet<String> = shard::read_all(&dir)
+        .into_iter()
+        .filter_map(|(_, r)| r.ok())
+        .filter(|r| r.status == Status::Done)
+        .map(|r| r.trial_key)
+        .collect();
+    let in_flight = active_trials(&dir)?;
+    let mut todo: Vec<&Trial> = vec![];
+    let mut skipped = (0, 0, 0);
+    for t in trials {
+        let key = identity::trial_key(t);
+        if !Plan::of(store, t)?.runs(opts) {
+            skipped.0 += 1;
+        } else if done_in_shards.contains(&key) && !opts.force {
+            skipped.1 += 1;
+        } else if in_flight.contains(&key) {
+            skipped.2 += 1;
+        } else {
+            todo.push(t);
+        }
+    }
+    eprintln!(
+        "{} trial{} to submit; {} done in the store, {} done on the cluster (not synced yet), {} still queued or running",
+        todo.len(),
+        if todo.len() == 1 { "" } else { "s" },
+        skipped.0,
+        skipped.1,
+        skipped.2
+    );
+    if todo.is_empty() {
+        if skipped.1 > 0 {
+            eprintln!("run `memctl sync {}` to bring finished runs into the store", dir.display());
+        }
+        return Ok(0);
+    }
+    let manifest = Manifest {
+        version: crate::slurm::manifest::MANIFEST_VERSION,
+        spec_path: sub.spec_path.display().to_string(),
+        files: recorder.files.borrow().clone(),
+        experiment: sub.experiment.map(str::to_string),
+        overrides: sub.overrides.to_vec(),
+        trials: todo
+            .iter()
+            .map(|t| ManifestTrial {
+                trial_key: identity::trial_key(t),
+                label: t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            })
+            .collect(),
+        threads: opts.threads,
+        device: opts.device.clone(),
+        job: None,
+    };
+    if sub.dry_run {
+        for (i, t) in manifest.trials.iter().enumerate() {
+            println!("{i:>4}  {}  {}", t.trial_key, t.label);
+        }
+        println!("{} array tasks would be submitted from {}", manifest.trials.len(), dir.display());
+        return Ok(0);
+    }
+    let manifests = dir.join("manifests");
+    let n = std::fs::read_dir(&manifests).map(|d| d.count()).unwrap_or(0) + 1;
+    let path = manifests.join(format!("{n}.json"));
+    manifest.write(&path)?;
+    let name = format!("memctl-{}", dir.file_name().and_then(|f| f.to_str()).unwrap_or("sweep"));
+    let job = scheduler::submit(&sub.memctl, &path, &dir.join("logs"), manifest.trials.len(), &name, &sub.slurm)?;
+    let mut submitted = manifest;
+    submitted.job = Some(job.clone());
+    submitted.write(&path)?;
+    println!("{job}");
+    eprintln!(
+        "submitted job {job}: {} array task{} from {}\nfollow it with `memctl status {}`; bring finished runs into the store with `memctl sync {}`",
+        submitted.trials.len(),
+        if submitted.trials.len() == 1 { "" } else { "s" },
+        path.display(),
+        dir.display(),
+        dir.display()
+    );
+    Ok(0)
+}
+
+/// Identities of trials whose array task is still queued or running in an earlier submission.
+fn active_trials(dir: &Path) -> anyhow::Result<HashSet<String>> {
+    let mut active = HashSet::new();
+    for m in manifests(dir) {
+        let Some(job) = &m.job else { continue };
+        for (index, _state) in scheduler::queued_tasks(job)? {
+            if let Some(t) = m.trials.get(index) {
+                active.insert(t.trial_key.clone());
+            }
+        }
+    }
+    Ok(active)
+}
+
+/// Every manifest of a sweep directory, in submission order.
+pub fn manifests(dir: &Path) -> Vec<Manifest> {
+    let Ok(entries) = std::fs::read_dir(dir.join("manifests")) else { return vec![] };
+    let mut paths: Vec<(usize, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter_map(|p| Some((p.file_stem()?.to_str()?.parse().ok()?, p)))
+        .collect();
+    paths.sort();
+    paths.into_iter().filter_map(|(_, p)| Manifest::read(&p).ok()).collect()
+}

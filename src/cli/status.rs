@@ -1,0 +1,57 @@
+//! `memctl status [DIR]`: progress of Slurm submissions, from `squeue` and the shards present.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use crate::cli::{Context, slurm_submit, sync};
+use crate::slurm::{scheduler, shard};
+
+/// Show the progress of Slurm submissions: queued, running, finished, failed, missing.
+#[derive(clap::Args)]
+pub struct Args {
+    /// A sweep directory, or the shared root holding several (default: `slurm`).
+    #[arg(default_value = "slurm")]
+    dir: PathBuf,
+}
+
+pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
+    let dirs = sync::sweep_dirs(&args.dir);
+    if dirs.is_empty() {
+        println!("no Slurm sweeps under {}", args.dir.display());
+    }
+    for dir in dirs {
+        let shards: HashMap<String, String> = shard::read_all(&dir)
+            .into_iter()
+            .filter_map(|(_, r)| r.ok())
+            .map(|r| (r.trial_key, r.status.as_str().to_string()))
+            .collect();
+        println!("{}", dir.display());
+        for (n, m) in slurm_submit::manifests(&dir).iter().enumerate() {
+            let queued: HashMap<usize, String> = m
+                .job
+                .as_deref()
+                .map(|j| scheduler::queued_tasks(j).unwrap_or_default())
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+            for (i, t) in m.trials.iter().enumerate() {
+                let state = match (queued.get(&i), shards.get(&t.trial_key)) {
+                    (Some(s), _) => s.to_lowercase(),
+                    (None, Some(s)) => s.clone(),
+                    (None, None) => "missing".to_string(),
+                };
+                *counts.entry(state).or_default() += 1;
+            }
+            let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+            println!(
+                "  submission {} (job {}): {} trials: {}",
+                n + 1,
+                m.job.as_deref().unwrap_or("?"),
+                m.trials.len(),
+                summary.join(", ")
+            );
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,100 @@
+//! `memctl sync [DIR]`: merge finished Slurm runs (shards) into the local store.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::cli::{Context, slurm_submit};
+use crate::slurm::shard;
+use crate::store::{Status, Store};
+
+/// Merge the runs finished on a Slurm cluster into the local store (idempotent).
+#[derive(clap::Args)]
+pub struct Args {
+    /// A sweep directory, or the shared root holding several (default: `slurm`).
+    #[arg(default_value = "slurm")]
+    dir: PathBuf,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let store = Store::open(&ctx.store)?;
+    let mut totals = (0, 0, 0);
+    for dir in sweep_dirs(&args.dir) {
+        let (imported, present, unreadable) = sync_dir(&store, &dir)?;
+        let missing = missing_tasks(&dir);
+        eprintln!(
+            "{}: {imported} imported, {present} already in the store{}{}",
+            dir.display(),
+            if unreadable > 0 { format!(", {unreadable} unreadable shards") } else { String::new() },
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!(", {} without a result yet: {}", missing.len(), missing.join(", "))
+            }
+        );
+        totals = (totals.0 + imported, totals.1 + present, totals.2 + unreadable);
+    }
+    Ok(if totals.2 > 0 { 1 } else { 0 })
+}
+
+/// The sweep directories under `dir` (or `dir` itself).
+pub fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
+    if dir.join("manifests").is_dir() {
+        return vec![dir.to_path_buf()];
+    }
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.join("manifests").is_dir()).collect())
+        .unwrap_or_default();
+    dirs.sort();
+    dirs
+}
+
+/// Imports shards whose trial has no run of the same status in the store.
+/// Returns (imported, already present, unreadable).
+fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> {
+    let (mut imported, mut present, mut unreadable) = (0, 0, 0);
+    for (path, shard) in shard::read_all(dir) {
+        let mut record = match shard {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("warning: {}: {e}", path.display());
+                unreadable += 1;
+                continue;
+            }
+        };
+        let latest = store.latest_of_trial(&record.trial_key)?;
+        let same = latest.as_ref().is_some_and(|l| {
+            l.status == Status::Done || (l.status == record.status && l.started_at == record.started_at)
+        });
+        if same {
+            present += 1;
+            continue;
+        }
+        record.id = store.next_id()?;
+        store.put(&record)?;
+        imported += 1;
+    }
+    Ok((imported, present, unreadable))
+}
+
+/// Labels of submitted trials with no shard and no longer queued (killed, preempted, or lost).
+pub fn missing_tasks(dir: &Path) -> Vec<String> {
+    let have: HashSet<String> =
+        shard::read_all(dir).into_iter().filter_map(|(_, r)| r.ok()).map(|r| r.trial_key).collect();
+    let mut missing = vec![];
+    for m in slurm_submit::manifests(dir) {
+        let queued: HashSet<usize> = m
+            .job
+            .as_deref()
+            .map(|j| crate::slurm::scheduler::queued_tasks(j).unwrap_or_default())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        for (i, t) in m.trials.iter().enumerate() {
+            if !have.contains(&t.trial_key) && !queued.contains(&i) && !missing.contains(&t.trial_key) {
+                missing.push(t.trial_key.clone());
+            }
+        }
+    }
+    missing
+}

@@ -1,0 +1,76 @@
+//! A submission's manifest: everything a worker needs to rebuild exactly the submitted trials.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::lang::{Disk, SourceReader};
+
+/// Version of the manifest layout.
+pub const MANIFEST_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Manifest {
+    pub version: u32,
+    /// The spec path as given at submission (workers load it from `files`, not from disk).
+    pub spec_path: String,
+    /// Every file the spec loaded: requested path → (canonical path, text).
+    pub files: BTreeMap<String, (PathBuf, String)>,
+    pub experiment: Option<String>,
+    /// Command-line overrides (`d=48,96`), re-applied by workers.
+    pub overrides: Vec<String>,
+    /// Array index → trial identity (and a label for humans).
+    pub trials: Vec<ManifestTrial>,
+    /// Compute threads per trial.
+    pub threads: usize,
+    pub device: Option<String>,
+    /// The Slurm job id, once submitted.
+    pub job: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ManifestTrial {
+    pub trial_key: String,
+    pub label: String,
+}
+
+impl Manifest {
+    pub fn read(path: &Path) -> std::io::Result<Manifest> {
+        let bytes = std::fs::read(path)?;
+        serde_json::from_slice(&bytes).map_err(std::io::Error::other)
+    }
+
+    /// Writes the manifest (atomically: temporary file, then rename).
+    pub fn write(&self, path: &Path) -> std::io::Result<()> {
+        super::shard::write_atomic(path, &serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?)
+    }
+}
+
+/// Reads spec files from disk and remembers them, to put in a manifest.
+#[derive(Default)]
+pub struct Recorder {
+    pub files: RefCell<BTreeMap<String, (PathBuf, String)>>,
+}
+
+impl SourceReader for Recorder {
+    fn read(&self, path: &Path) -> std::io::Result<(PathBuf, Vec<u8>)> {
+        let (canonical, bytes) = Disk.read(path)?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        self.files.borrow_mut().insert(path.display().to_string(), (canonical.clone(), text));
+        Ok((canonical, bytes))
+    }
+}
+
+/// Serves the files a manifest recorded.
+pub struct Snapshot<'a>(pub &'a BTreeMap<String, (PathBuf, String)>);
+
+impl SourceReader for Snapshot<'_> {
+    fn read(&self, path: &Path) -> std::io::Result<(PathBuf, Vec<u8>)> {
+        match self.0.get(&path.display().to_string()) {
+            Some((canonical, text)) => Ok((canonical.clone(), text.clone().into_bytes())),
+            None => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "not in the manifest")),
+        }
+    }
+}
