@@ -216,19 +216,26 @@ impl Elab {
 
     fn stmt(&mut self, s: &Stmt) -> Res<()> {
         match s {
-            Stmt::If { cond, then, otherwise, .. } => match self.eval(cond, "if")? {
-                Ev::Value(Value::Bool(true)) => self.block(then),
-                Ev::Value(Value::Bool(false)) => self.block(otherwise),
-                Ev::Value(v) => {
-                    Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
-                        .at(cond.span, "not a bool"))
+            Stmt::If { arms, otherwise, .. } => {
+                for arm in arms {
+                    match self.eval(&arm.cond, "if")? {
+                        Ev::Value(Value::Bool(true)) => return self.block(&arm.then),
+                        Ev::Value(Value::Bool(false)) => {}
+                        Ev::Value(v) => {
+                            return Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
+                                .at(arm.cond.span, "not a bool"));
+                        }
+                        _ => {
+                            return Err(Diagnostic::error("`if` conditions must be known before the model runs")
+                                .at(arm.cond.span, "this is a tensor")
+                                .hint(
+                                    "wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates",
+                                ));
+                        }
+                    }
                 }
-                _ => Err(Diagnostic::error("`if` conditions must be known before the model runs")
-                    .at(cond.span, "this is a tensor")
-                    .hint(
-                        "wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates",
-                    )),
-            },
+                self.block(otherwise)
+            }
             Stmt::Out { value, span } => {
                 if let Some((_, _, first)) = &self.out {
                     return Err(Diagnostic::error("the step has two `out` statements")
