@@ -51,7 +51,7 @@ fn overflow(span: Span) -> Diagnostic {
 }
 
 fn type_error(what: &str, v: &Value, span: Span) -> Diagnostic {
-    Diagnostic::error(format!("{what}, found {}", v.describe())).at(span, format!("this is a {}", v.kind()))
+    Diagnostic::error(format!("{what}, found {}", v.describe())).at(span, format!("this is {}", super::a(v.kind())))
 }
 
 /// Applies a binary operator to two values.
@@ -69,7 +69,7 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Va
                     .at(span, "the end is before the start")
                     .hint("ranges include both ends: `1..3` is 1, 2, 3"));
             }
-            if hi - lo >= MAX_RANGE {
+            if hi.checked_sub(*lo).is_none_or(|n| n >= MAX_RANGE) {
                 return Err(Diagnostic::error(format!("range {lo}..{hi} has more than {MAX_RANGE} values"))
                     .at(span, "too long"));
             }

@@ -69,9 +69,10 @@ pub fn elaborate(
         e.declare_state(st)?;
     }
     e.graph.next_states = (0..e.graph.states.len()).map(Source::State).collect();
-    if e.env.contains_key(&step.input.name) && e.fixed.contains(&step.input.name) {
-        return Err(Diagnostic::error(format!("the step input `{}` hides a parameter", step.input.name))
-            .at(step.input.span, "same name as a parameter")
+    if e.env.contains_key(&step.input.name) {
+        let what = if e.fixed.contains(&step.input.name) { "a parameter" } else { "a state" };
+        return Err(Diagnostic::error(format!("the step input `{}` hides {what}", step.input.name))
+            .at(step.input.span, format!("same name as {what}"))
             .hint("rename the step input, e.g. `step x`"));
     }
     e.env.insert(step.input.name.clone(), Binding::Tensor(Source::Input, task.input.clone()));
@@ -164,7 +165,8 @@ impl Elab {
                 }
             }
         }
-        if dims.iter().product::<usize>() > 1 << 28 {
+        let elements = dims.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n));
+        if elements.is_none_or(|n| n > 1 << 28) {
             return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims)))
                 .at(st.init.span, "too large"));
         }
@@ -342,8 +344,7 @@ impl Elab {
                         Ev::Value(v) => values.push(v),
                         _ => {
                             return Err(Diagnostic::error("lists hold numbers, bools or strings, not tensors")
-                                .at(item.span, "a tensor")
-                                .hint("use `concat` to join tensors"));
+                                .at(item.span, "a tensor"));
                         }
                     }
                 }
@@ -499,7 +500,7 @@ impl Elab {
                             "argument `{}` of {what} must be known before the model runs, but is a tensor",
                             spec.name
                         ))
-                        .at(e.span, format!("expected a {kind}"))
+                        .at(e.span, format!("expected {}", super::a(kind)))
                         .hint("pass a parameter or a number"));
                     }
                 },

@@ -95,13 +95,20 @@ pub fn plan(
         overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
     }
 
-    // The task: a `task` definition, or a generator called inline.
-    let (kind, mut task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) =
-        match task_defs.get(task_call.callee.name.as_str()) {
-            Some(def) if !task_call.parens => (task_kind(&def.call)?, def.call.args.iter().collect()),
-            _ => (task_kind(task_call)?, vec![]),
-        };
-    task_args.extend(task_call.args.iter());
+    // The task: a `task` definition (named arguments override its options), or a generator
+    // called inline.
+    let (kind, task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) = match task_defs.get(task_call.callee.name.as_str())
+    {
+        Some(def) => {
+            let given =
+                |n: &ast::Ident| task_call.args.iter().any(|b| b.name.as_ref().is_some_and(|m| m.name == n.name));
+            let mut args: Vec<&ast::Arg> =
+                def.call.args.iter().filter(|a| !a.name.as_ref().is_some_and(given)).collect();
+            args.extend(task_call.args.iter());
+            (task_kind(&def.call, task_defs)?, args)
+        }
+        None => (task_kind(task_call, task_defs)?, task_call.args.iter().collect()),
+    };
     let task_what = format!("task `{}`", kind.name());
     let task_call_for_binding = ast::Call {
         callee: task_call.callee.clone(),
@@ -126,7 +133,10 @@ pub fn plan(
     let target = probe.target();
 
     if exp.train.len() > 1 {
-        return Err(Diagnostic::error("experiment has two `train` blocks").at(exp.span, "merge them"));
+        let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
+        return Err(Diagnostic::error(format!("experiment `{name}` has two `train` blocks"))
+            .at(at, "in the second block")
+            .hint("merge them into one `train { … }`"));
     }
     let block = match exp.train.first() {
         Some(s) => settings::read(s, target)?,
@@ -193,27 +203,33 @@ pub fn plan(
                     .at(ax.values.span, "empty")
                     .hint("an empty axis would give no trials"));
             }
+            // Each value's own span when the axis is written as a list, so errors point at it.
+            let spans: Vec<Span> = match &ax.values.kind {
+                ast::ExprKind::List(items) if items.len() == values.len() => items.iter().map(|e| e.span).collect(),
+                _ => vec![ax.values.span; values.len()],
+            };
             let mut checked = vec![];
-            for v in values {
+            for (v, vspan) in values.into_iter().zip(spans) {
                 let v = match target {
                     AxisTarget::Param => {
                         let e = entries.iter().find(|e| e.name == n).map(|e| e.kind);
                         let k = e.unwrap_or(v.kind());
                         v.coerce(k).ok_or_else(|| {
-                            Diagnostic::error(format!("`{n}` is a {k}, but the sweep gives {}", v.describe()))
-                                .at(ax.values.span, format!("expected {k} values"))
+                            Diagnostic::error(format!("`{n}` is {}, but the sweep gives {}", super::a(k), v.describe()))
+                                .at(vspan, format!("expected {}", super::a(k)))
                         })?
                     }
-                    AxisTarget::Setting => settings::check_swept(n, v, ax.values.span)?,
+                    AxisTarget::Setting => settings::check_swept(n, v, vspan)?,
                     AxisTarget::TaskOption => {
                         let spec = kind.signature().iter().find(|s| s.name == n).map(|s| s.kind);
                         match spec {
                             Some(ArgKind::Value(k)) => v.coerce(k).ok_or_else(|| {
                                 Diagnostic::error(format!(
-                                    "task option `{n}` is a {k}, but the sweep gives {}",
+                                    "task option `{n}` is {}, but the sweep gives {}",
+                                    super::a(k),
                                     v.describe()
                                 ))
-                                .at(ax.values.span, format!("expected {k} values"))
+                                .at(vspan, format!("expected {}", super::a(k)))
                             })?,
                             _ => v,
                         }
@@ -225,11 +241,11 @@ pub fn plan(
                                 "seeds are non-negative integers, found {}",
                                 v.describe()
                             ))
-                            .at(ax.values.span, "not a seed"));
+                            .at(vspan, "not a seed"));
                         }
                     },
                 };
-                checked.push((v, ax.values.span));
+                checked.push((v, vspan));
             }
             axes.push(Axis { name: &ax.name, target, values: checked });
         }
@@ -344,15 +360,20 @@ fn single<'a>(
     }
 }
 
-fn task_kind(call: &ast::Call) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
+fn task_kind(
+    call: &ast::Call,
+    task_defs: &HashMap<&str, &ast::TaskDef>,
+) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
     tasks::get(&call.callee.name).ok_or_else(|| {
         let mut d = Diagnostic::error(format!("unknown task `{}`", call.callee.name))
             .at(call.callee.span, "no such task or generator");
-        d = match super::suggest::did_you_mean(&call.callee.name, tasks::TASKS.iter().map(|t| t.name())) {
+        let mut defined: Vec<&str> = task_defs.keys().copied().collect();
+        defined.sort_unstable();
+        let generators: Vec<&str> = tasks::TASKS.iter().map(|t| t.name()).collect();
+        d = match super::suggest::did_you_mean(&call.callee.name, defined.iter().chain(&generators).copied()) {
             Some(h) => d.hint(h),
-            None => {
-                d.hint(format!("generators: {}", tasks::TASKS.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")))
-            }
+            None if defined.is_empty() => d.hint(format!("generators: {}", generators.join(", "))),
+            None => d.hint(format!("tasks defined: {}; generators: {}", defined.join(", "), generators.join(", "))),
         };
         d
     })

@@ -70,6 +70,12 @@ pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
     Ok(Program { experiments, unused_models })
 }
 
+/// `an int`, `a float`, `a bool`, `a str`, `a list`: a kind with its article.
+pub(crate) fn a(kind: crate::value::Kind) -> String {
+    let article = if kind == crate::value::Kind::Int { "an" } else { "a" };
+    format!("{article} {kind}")
+}
+
 /// Items by name; a repeated name is an error pointing at both definitions.
 fn unique<'a, T>(
     items: &'a [T],

@@ -424,9 +424,15 @@ impl Builder {
         let (kind, depth) = match p.as_rule() {
             Rule::number => (
                 parse_number(p.as_str()).ok_or_else(|| {
-                    Diagnostic::error("number out of range")
-                        .at(span, "does not fit in a 64-bit integer")
-                        .hint("write large values as floats, e.g. 1e20")
+                    if p.as_str().contains(['.', 'e', 'E']) {
+                        Diagnostic::error("number out of range")
+                            .at(span, "too large for a 64-bit float")
+                            .hint("floats go up to about 1.8e308")
+                    } else {
+                        Diagnostic::error("number out of range")
+                            .at(span, "does not fit in a 64-bit integer")
+                            .hint("write large values as floats, e.g. 1e20")
+                    }
                 })?,
                 1,
             ),

@@ -387,6 +387,9 @@ fn hint_for(text: &str, pos: usize, found: Option<&str>, raw: &BTreeSet<String>)
         Some(".") if before.ends_with(|c: char| c.is_ascii_digit()) && pos == before.len() => {
             Some("write numbers as `1.5`, `0.5` or `1e-3`".to_string())
         }
+        Some(".") => {
+            Some("`.` appears only in numbers (`1.5`) and ranges (`1..3`); names cannot contain it".to_string())
+        }
         Some(w) if w.starts_with(|c: char| c.is_alphabetic()) && closest_word(w, raw).is_some() => {
             closest_word(w, raw).map(|k| format!("did you mean `{k}`?"))
         }
