@@ -79,7 +79,7 @@ pub fn elaborate(
     e.block(&step.body)?;
     let Some((src, ty, span)) = e.out.take() else {
         return Err(Diagnostic::error(format!("the step of `{}` has no `out`", model.name.name))
-            .at(step.span, "no output")
+            .at(Span::new(step.span.file, step.span.start, step.input.span.end), "no output")
             .hint("end the step with `out linear(h, output_size)`"));
     };
     let want = vec![task.output_size];

@@ -240,7 +240,10 @@ impl Builder {
             Rule::out_stmt => {
                 let mut it = p.clone().into_inner();
                 let _kw = it.next();
-                Ok(Stmt::Out { value: self.build_expr(self.presume(&mut it, &p)?)?, span })
+                let value = self.build_expr(self.presume(&mut it, &p)?)?;
+                // From `out` to the end of the value (the pair's span may end in blanks).
+                let span = Span::new(self.file, span.start, value.span.end);
+                Ok(Stmt::Out { value, span })
             }
             Rule::if_stmt => {
                 let mut arms: Vec<IfArm> = vec![];
