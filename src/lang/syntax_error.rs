@@ -358,7 +358,11 @@ fn hint_for(text: &str, pos: usize, found: Option<&str>, raw: &BTreeSet<String>)
     let expects = |s: &str| raw.contains(s);
     let before = text[..pos].trim_end();
     let previous_word: &str = {
-        let start = before.rfind(|c: char| !(c.is_alphanumeric() || c == '_')).map_or(0, |i| i + 1);
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         &before[start..]
     };
     match found {
