@@ -176,6 +176,24 @@ fn a_10_mb_line_gives_a_short_located_error() {
 }
 
 #[test]
+fn checker_errors_in_huge_lines_and_spans_render_short() {
+    on_small_stack(|| {
+        // A shape error and its declaration, 10 MB apart on one line.
+        let pad = " ".repeat(10 << 20);
+        let text = format!(
+            "task t = assocRetrieval(pairs = 2) model m(d = 8) {{ state M = zeros(d, d) step x {{ e = embed(x, 16)\
+             {pad} M = linear(e, 3) {pad} out linear(e, output_size) }} }} experiment ex {{ task t  model m }}"
+        );
+        let ds = errors(&text);
+        assert_eq!(ds[0].message, "state `M` has shape [8, 8], but is assigned a value of shape [3]");
+        assert_eq!(ds[0].secondary.len(), 1);
+        // A call spanning 20 000 lines.
+        let call = format!("h = linear({}e)", "\n".repeat(20_000));
+        assert_eq!(error(&step_line(&call)), "`linear` needs argument `size`");
+    });
+}
+
+#[test]
 fn long_operator_and_prefix_chains_are_bounded() {
     on_small_stack(|| {
         let too_deep = format!("expression nested more than {} levels deep", parser::MAX_EXPR_DEPTH);

@@ -127,9 +127,16 @@ pub fn convert(file: FileId, text: &str, err: pest::error::Error<Rule>) -> Diagn
     d
 }
 
+/// Texts longer than this are not parsed a second time for an error message: the first parse's
+/// own account of what it expected is used (a little less complete, but free).
+const MAX_REPARSE: usize = 1 << 20;
+
 /// Everything the grammar allows at `pos`: the rules and literal tokens tried when the text up
 /// to `pos` is parsed alone (`None` if that parse does not fail exactly there).
 fn expected_at(text: &str, pos: usize) -> Option<BTreeSet<String>> {
+    if pos > MAX_REPARSE {
+        return None;
+    }
     let err = MemParser::parse(Rule::file, &text[..pos]).err()?;
     let located = match err.location {
         InputLocation::Pos(p) => p,
