@@ -315,7 +315,9 @@ proptest! {
     #[test]
     fn token_soups_inside_a_step_never_panic(text in token_soup()) {
         let spec = format!(
-            "task t = assocRetrieval(pairs = 2)\nmodel m(d = 8, g = true) {{ state M = zeros(d, d)\n step x {{ e = embed(x, 8)\n{text}\n out linear(e, output_size) }} }}\nexperiment ex {{ task t  model m }}\n"
+            "task t = assocRetrieval(pairs = 2)\nmodel m(d = 8, g = true) {{ state M = zeros(d, d)\n \
+             step x {{ e = embed(x, 8)\n{text}\n out linear(e, output_size) }} }}\n\
+             experiment ex {{ task t  model m }}\n"
         );
         parse_and_check(&spec)?;
     }

@@ -135,7 +135,8 @@ fn nesting_at_the_limit_parses_and_checks_on_a_small_stack() {
         let parens = format!("{}8{}", "(".repeat(n), ")".repeat(n));
         let spec = |d: &str| {
             format!(
-                "task t = assocRetrieval(pairs = 2)\nmodel m(d = {d}) {{ step x {{ out linear(embed(x, 16), output_size) }} }}\n\
+                "task t = assocRetrieval(pairs = 2)\n\
+                 model m(d = {d}) {{ step x {{ out linear(embed(x, 16), output_size) }} }}\n\
                  experiment ex {{ task t  model m }}"
             )
         };
@@ -241,7 +242,9 @@ fn many_statements_and_items_check() {
 fn odd_but_valid_text_checks() {
     on_small_stack(|| {
         // CRLF line ends, tabs, semicolons, trailing commas, comments everywhere.
-        let text = "task t = assocRetrieval(pairs = 2,)\r\nmodel m(d = 8,) {\r\n\tstep x { /* in */ e = embed(x, 16); // c\r\n\tout linear(e, output_size,); }\r\n}\r\nexperiment ex { task t  model m  train { steps = 5, } }\r\n";
+        let text = "task t = assocRetrieval(pairs = 2,)\r\nmodel m(d = 8,) {\r\n\
+                    \tstep x { /* in */ e = embed(x, 16); // c\r\n\tout linear(e, output_size,); }\r\n}\r\n\
+                    experiment ex { task t  model m  train { steps = 5, } }\r\n";
         assert!(errors(text).is_empty(), "{:?}", errors(text));
     });
 }
@@ -251,7 +254,8 @@ fn huge_numbers_and_ranges_are_errors() {
     on_small_stack(|| {
         assert_eq!(error("model m(d = 1e999999999) {}"), "number out of range");
         assert_eq!(error("model m(d = 99999999999999999999999999) {}"), "number out of range");
-        let wide = "task t = assocRetrieval(pairs = 2)\nmodel m(d = 8) { step x { out linear(embed(x, 16), output_size) } }\n\
+        let wide = "task t = assocRetrieval(pairs = 2)\n\
+                    model m(d = 8) { step x { out linear(embed(x, 16), output_size) } }\n\
                     experiment ex { task t  model m  sweep { seed in -9223372036854775807..9223372036854775807 } }";
         assert_eq!(error(wide), "range -9223372036854775807..9223372036854775807 has more than 100000 values");
         assert_eq!(error(&step_line("h = linear(e, 9223372036854775807 * 2)")), "integer overflow");

@@ -21,10 +21,23 @@ pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str])
             Ok(Value::List(items.iter().map(|e| eval(e, lookup, names)).collect::<Result<_, _>>()?))
         }
         ExprKind::Unary(op, x) => unary(*op, eval(x, lookup, names)?, expr.span),
-        ExprKind::Binary(op, a, b) => binary(*op, eval(a, lookup, names)?, eval(b, lookup, names)?, a.span, b.span),
+        ExprKind::Binary(op, a, b) => {
+            let x = eval(a, lookup, names).map_err(|d| equals_hint(d, *op, a))?;
+            binary(*op, x, eval(b, lookup, names)?, a.span, b.span)
+        }
         ExprKind::Call(c) => Err(Diagnostic::error(format!("`{}(…)` cannot be used here", c.callee.name))
             .at(c.span, "a call is not a value")
             .hint("primitives are called inside a model's `step`; here a number, bool, string or list is expected")),
+    }
+}
+
+/// `pairs == 3` with an unknown `pairs` was probably meant as `pairs = 3`.
+pub fn equals_hint(d: Diagnostic, op: BinaryOp, lhs: &Expr) -> Diagnostic {
+    match (&lhs.kind, op) {
+        (ExprKind::Name(n), BinaryOp::Eq) if d.message == format!("unknown name `{n}`") => {
+            d.hint(format!("to give argument `{n}`, write `{n} = …` with a single `=`"))
+        }
+        _ => d,
     }
 }
 

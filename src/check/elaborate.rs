@@ -231,7 +231,7 @@ impl Elab {
                             return Err(Diagnostic::error("`if` conditions must be known before the model runs")
                                 .at(arm.cond.span, "this is a tensor")
                                 .hint(
-                                    "wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates",
+                                    "wire on parameters (`if gates { ... }`); for data-dependent choices use gates",
                                 ));
                         }
                     }
@@ -367,7 +367,7 @@ impl Elab {
     }
 
     fn binary(&mut self, op: BinaryOp, a: &Expr, b: &Expr, span: Span, hint: &str) -> Res<Ev> {
-        let ea = self.eval(a, hint)?;
+        let ea = self.eval(a, hint).map_err(|d| consteval::equals_hint(d, op, a))?;
         let eb = self.eval(b, hint)?;
         let operand = |ev: Ev, s: Span| -> Res<Operand> {
             match ev {

@@ -342,6 +342,20 @@ pub fn plan(
     Ok(ExperimentPlan { name: name.clone(), span: exp.name.span, trials })
 }
 
+/// Checks a `task` definition on its own (so that one no experiment uses is checked too): a
+/// known generator, arguments it has, of the right kinds.
+pub fn check_task_def(def: &ast::TaskDef, task_defs: &HashMap<&str, &ast::TaskDef>) -> Result<(), Diagnostic> {
+    let kind = task_kind(&def.call, task_defs)?;
+    let what = format!("task `{}`", kind.name());
+    let slots = call::bind(&what, kind.signature(), &def.call)?;
+    for (spec, slot) in kind.signature().iter().zip(slots) {
+        if let (ArgKind::Value(k), Some(e)) = (spec.kind, slot) {
+            call::coerce(&what, spec, k, consteval::eval(e, &|_| None, &[])?, e)?;
+        }
+    }
+    Ok(())
+}
+
 fn single<'a>(
     calls: &'a [ast::Call],
     exp: &ast::Experiment,

@@ -43,6 +43,11 @@ pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
             );
         }
     }
+    for t in &ast.tasks {
+        if let Err(d) = experiment::check_task_def(t, &tasks) {
+            errors.push(d);
+        }
+    }
     let mut experiments = vec![];
     for e in &ast.experiments {
         match experiment::plan(e, &models, &tasks) {

@@ -408,7 +408,7 @@ fn hint_for(text: &str, pos: usize, found: Option<&str>, raw: &BTreeSet<String>)
             Some("remove it: outside strings and comments only printable text is allowed".to_string())
         }
         Some(c) if c.chars().next().is_some_and(|c| !c.is_ascii() && c != '⊗' && c != '⊙') => {
-            Some("only ASCII names, numbers and the operators ⊗ ⊙ are allowed outside comments and strings".to_string())
+            Some("outside comments and strings only ASCII is allowed, and the operators ⊗ ⊙".to_string())
         }
         _ => None,
     }
