@@ -195,6 +195,30 @@ fn checker_errors_in_huge_lines_and_spans_render_short() {
 }
 
 #[test]
+fn absurd_sizes_are_located_errors() {
+    on_small_stack(|| {
+        assert_eq!(
+            error(&step_line("a = linear(e, 16777216)  b = a ⊗ a")),
+            "`outer` would give a tensor of shape [16777216, 16777216]: more than 2^28 elements per example"
+        );
+        assert_eq!(
+            error(&step_line("b = mlp(e, [16777216, 16777216])")),
+            "`mlp` would have a parameter `layer1.weight` of shape [16777216, 16777216]: more than 2^28 elements"
+        );
+        // Whatever a primitive makes of extreme sizes, the checker answers with located errors.
+        for line in [
+            "a = linear(e, 16384)  c = samRead(a ⊗ a, nq = 16777216)",
+            "a = linear(e, 16384)  c = (a ⊗ a) @ (a ⊗ a)",
+            "a = linear(e, 16384)  c = layerNorm(a ⊗ a)  s = softmax(a ⊗ a)",
+            "a = linear(e, 16777216)  c = lstmCell(a, a, a)",
+            "M2 = linear(e, 16384) ⊗ linear(e, 16384)  M2 = itemWrite(M2, linear(e, 16384))",
+        ] {
+            let _ = errors(&step_line(line));
+        }
+    });
+}
+
+#[test]
 fn long_operator_and_prefix_chains_are_bounded() {
     on_small_stack(|| {
         let too_deep = format!("expression nested more than {} levels deep", parser::MAX_EXPR_DEPTH);

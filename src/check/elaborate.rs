@@ -15,6 +15,14 @@ use crate::prims::{self, ArgKind, ArgVal, Args, Default, PrimError, Primitive};
 use crate::source::Span;
 use crate::value::Value;
 
+/// Largest tensor (state, value or parameter) a model may have, in elements per example.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The number of elements of a shape, `None` if it overflows.
+fn elements(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n))
+}
+
 /// Functions that create a state's initial value.
 pub const STATE_INITS: &[&str] = &["zeros", "learned", "identity"];
 
@@ -165,8 +173,7 @@ impl Elab {
                 }
             }
         }
-        let elements = dims.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n));
-        if elements.is_none_or(|n| n > 1 << 28) {
+        if elements(&dims).is_none_or(|n| n > MAX_ELEMENTS) {
             return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims)))
                 .at(st.init.span, "too large"));
         }
@@ -545,7 +552,44 @@ impl Elab {
     ) -> Res<Ev> {
         let signature = prim.signature();
         let bound = Args { signature, values: args.iter().map(|(v, _, _)| v.clone()).collect() };
-        let inst = prim.instantiate(&bound).map_err(|pe| self.prim_error(prim, pe, &args, span))?;
+        // A primitive that panics on some shapes is a bug in memctl, not in the spec: it becomes
+        // a located internal error rather than a crash.
+        let inst = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prim.instantiate(&bound)))
+            .map_err(|_| {
+                Diagnostic::error(format!(
+                    "internal error in memctl: `{}` failed while checking this call",
+                    prim.name()
+                ))
+                .at(span, "while checking this call")
+                .hint("this is a bug in memctl; please report it with this spec")
+            })?
+            .map_err(|pe| self.prim_error(prim, pe, &args, span))?;
+        let too_large = |s: &[usize]| elements(s).is_none_or(|n| n > MAX_ELEMENTS);
+        for t in &inst.outputs {
+            if let Ty::Tensor(s) = t
+                && too_large(s)
+            {
+                return Err(Diagnostic::error(format!(
+                    "`{}` would give a tensor of shape {}: more than 2^28 elements per example",
+                    prim.name(),
+                    ShapeDisplay(s)
+                ))
+                .at(span, "too large")
+                .hint("check the sizes that reach this call"));
+            }
+        }
+        for p in &inst.params {
+            if too_large(&p.shape) {
+                return Err(Diagnostic::error(format!(
+                    "`{}` would have a parameter `{}` of shape {}: more than 2^28 elements",
+                    prim.name(),
+                    p.name,
+                    ShapeDisplay(&p.shape)
+                ))
+                .at(span, "too large")
+                .hint("check the sizes that reach this call"));
+            }
+        }
         let path = self.path(hint, prim.name());
         let mut param_ids = vec![];
         for decl in inst.params {
