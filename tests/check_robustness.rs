@@ -75,7 +75,7 @@ fn invalid_utf8_is_a_located_error() {
     bytes.extend([0xff, 0xfe, 0x00, 0xc3, 0x28, 0x80, 0x81]);
     bytes.extend(b"\nmore");
     std::fs::File::create(&path).and_then(|mut f| f.write_all(&bytes)).expect("write");
-    let e = lang::load(&path).err().expect("an error");
+    let e = lang::load(&path).expect_err("an error");
     let d = &e.diagnostics.0[0];
     assert_eq!(d.message, "spec files must be UTF-8 text");
     let location = d.location(&e.sources).expect("located");
@@ -293,7 +293,7 @@ fn use_cycles_and_missing_files_are_handled() {
     let b = dir.path().join("b.mem");
     std::fs::write(&a, "use \"b.mem\"\ntask t = assocRetrieval(pairs = 2)\n").expect("write");
     std::fs::write(&b, "use \"a.mem\"\nuse \"missing.mem\"\n").expect("write");
-    let e = lang::load(&a).err().expect("an error");
+    let e = lang::load(&a).expect_err("an error");
     let d = &e.diagnostics.0[0];
     assert_eq!(
         d.message,

@@ -421,7 +421,7 @@ impl Elab {
                 Err(Diagnostic::error(format!("`{}` needs two tensors", op.symbol())).at(span, "one side is a number"))
             }
             (Range, ..) => Err(Diagnostic::error("ranges `a..b` are for sweeps").at(span, "not allowed in a model")),
-            (_, ..) => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
+            _ => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
                 .at(span, "a tensor is involved")
                 .hint("comparisons and `and`/`or` decide wiring before the model runs")),
         }

@@ -370,7 +370,7 @@ fn single<'a>(
         [first, second, ..] => Err(Diagnostic::error(format!("experiment `{}` names two {what}s", exp.name.name))
             .at(second.span, "second")
             .also(first.span, "first")
-            .hint(format!("sweep over a parameter instead, or write two experiments"))),
+            .hint("sweep over a parameter instead, or write two experiments")),
     }
 }
 

@@ -133,7 +133,7 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
     let positive_int = |key: &str| -> Result<usize, Diagnostic> {
         let v = get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
         match v.and_then(|v| v.as_int()) {
-            Some(i) if i >= 1 && i <= 1 << 40 => Ok(i as usize),
+            Some(i) if (1..=1 << 40).contains(&i) => Ok(i as usize),
             Some(i) if i < 1 => {
                 Err(Diagnostic::error(format!("`{key}` must be at least 1, found {i}")).at(span_of(key), "too small"))
             }
