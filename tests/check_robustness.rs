@@ -179,8 +179,8 @@ fn a_10_mb_line_gives_a_short_located_error() {
 #[test]
 fn checker_errors_in_huge_lines_and_spans_render_short() {
     on_small_stack(|| {
-        // A shape error and its declaration, 10 MB apart on one line.
-        let pad = " ".repeat(10 << 20);
+        // A shape error and its declaration, 2 MB apart on one line.
+        let pad = " ".repeat(2 << 20);
         let text = format!(
             "task t = assocRetrieval(pairs = 2) model m(d = 8) {{ state M = zeros(d, d) step x {{ e = embed(x, 16)\
              {pad} M = linear(e, 3) {pad} out linear(e, output_size) }} }} experiment ex {{ task t  model m }}"
@@ -242,7 +242,7 @@ fn long_operator_and_prefix_chains_are_bounded() {
 #[test]
 fn long_else_if_chains_check() {
     on_small_stack(|| {
-        let n = 20_000;
+        let n = 10_000;
         let chain = format!("if d == 0 {{ h = e }}{} else {{ h = e }}", " else if d == 1 { h = e }".repeat(n));
         assert!(errors(&step_line(&chain)).is_empty());
         // An error in the last arm is still found and located.
