@@ -79,7 +79,12 @@ pub fn signature_list(signature: &[ArgSpec]) -> String {
 /// Checks that an argument's value has the kind the signature asks for (ints widen to floats).
 pub fn coerce(what: &str, spec: &ArgSpec, kind: Kind, value: Value, expr: &Expr) -> Result<Value, Diagnostic> {
     value.coerce(kind).ok_or_else(|| {
-        Diagnostic::error(format!("argument `{}` of {what} must be a {kind}, found {}", spec.name, value.describe()))
-            .at(expr.span, format!("expected a {kind}"))
+        Diagnostic::error(format!(
+            "argument `{}` of {what} must be {}, found {}",
+            spec.name,
+            super::a(kind),
+            value.describe()
+        ))
+        .at(expr.span, format!("expected {}", super::a(kind)))
     })
 }

@@ -21,7 +21,10 @@ pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str])
             Ok(Value::List(items.iter().map(|e| eval(e, lookup, names)).collect::<Result<_, _>>()?))
         }
         ExprKind::Unary(op, x) => unary(*op, eval(x, lookup, names)?, expr.span),
-        ExprKind::Binary(op, a, b) => binary(*op, eval(a, lookup, names)?, eval(b, lookup, names)?, a.span, b.span),
+        ExprKind::Binary(op, a, b) => {
+            let x = eval(a, lookup, names).map_err(|d| equals_hint(d, *op, a))?;
+            binary(*op, x, eval(b, lookup, names)?, a.span, b.span)
+        }
         ExprKind::Call(c) if VALUE_FUNCTIONS.contains(&c.callee.name.as_str()) => spaced(c, lookup, names),
         ExprKind::Call(c) => Err(Diagnostic::error(format!("`{}(…)` cannot be used here", c.callee.name))
             .at(c.span, "a call is not a value")
@@ -75,6 +78,16 @@ fn spaced(
     Ok(Value::List((0..count).map(|i| Value::Float(round(at(i)))).collect()))
 }
 
+/// `pairs == 3` with an unknown `pairs` was probably meant as `pairs = 3`.
+pub fn equals_hint(d: Diagnostic, op: BinaryOp, lhs: &Expr) -> Diagnostic {
+    match (&lhs.kind, op) {
+        (ExprKind::Name(n), BinaryOp::Eq) if d.message == format!("unknown name `{n}`") => {
+            d.hint(format!("to give argument `{n}`, write `{n} = …` with a single `=`"))
+        }
+        _ => d,
+    }
+}
+
 pub fn unknown_name(name: &str, span: Span, names: &[&str]) -> Diagnostic {
     let mut d = Diagnostic::error(format!("unknown name `{name}`")).at(span, "not defined here");
     if let Some(h) = super::suggest::did_you_mean(name, names.iter().copied()) {
@@ -98,7 +111,7 @@ fn overflow(span: Span) -> Diagnostic {
 }
 
 fn type_error(what: &str, v: &Value, span: Span) -> Diagnostic {
-    Diagnostic::error(format!("{what}, found {}", v.describe())).at(span, format!("this is a {}", v.kind()))
+    Diagnostic::error(format!("{what}, found {}", v.describe())).at(span, format!("this is {}", super::a(v.kind())))
 }
 
 /// Applies a binary operator to two values.
@@ -116,7 +129,7 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Va
                     .at(span, "the end is before the start")
                     .hint("ranges include both ends: `1..3` is 1, 2, 3"));
             }
-            if hi - lo >= MAX_RANGE {
+            if hi.checked_sub(*lo).is_none_or(|n| n >= MAX_RANGE) {
                 return Err(Diagnostic::error(format!("range {lo}..{hi} has more than {MAX_RANGE} values"))
                     .at(span, "too long"));
             }

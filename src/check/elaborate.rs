@@ -15,6 +15,14 @@ use crate::prims::{self, ArgKind, ArgVal, Args, Default, PrimError, Primitive};
 use crate::source::Span;
 use crate::value::Value;
 
+/// Largest tensor (state, value or parameter) a model may have, in elements per example.
+pub const MAX_ELEMENTS: usize = 1 << 28;
+
+/// The number of elements of a shape, `None` if it overflows.
+fn elements(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |acc, &n| acc.checked_mul(n))
+}
+
 /// Functions that create a state's initial value.
 pub const STATE_INITS: &[&str] = &["zeros", "learned", "identity", "onehot"];
 
@@ -69,16 +77,17 @@ pub fn elaborate(
         e.declare_state(st)?;
     }
     e.graph.next_states = (0..e.graph.states.len()).map(Source::State).collect();
-    if e.env.contains_key(&step.input.name) && e.fixed.contains(&step.input.name) {
-        return Err(Diagnostic::error(format!("the step input `{}` hides a parameter", step.input.name))
-            .at(step.input.span, "same name as a parameter")
+    if e.env.contains_key(&step.input.name) {
+        let what = if e.fixed.contains(&step.input.name) { "a parameter" } else { "a state" };
+        return Err(Diagnostic::error(format!("the step input `{}` hides {what}", step.input.name))
+            .at(step.input.span, format!("same name as {what}"))
             .hint("rename the step input, e.g. `step x`"));
     }
     e.env.insert(step.input.name.clone(), Binding::Tensor(Source::Input, task.input.clone()));
     e.block(&step.body)?;
     let Some((src, ty, span)) = e.out.take() else {
         return Err(Diagnostic::error(format!("the step of `{}` has no `out`", model.name.name))
-            .at(step.span, "no output")
+            .at(Span::new(step.span.file, step.span.start, step.input.span.end), "no output")
             .hint("end the step with `out linear(h, output_size)`"));
     };
     let want = vec![task.output_size];
@@ -164,7 +173,7 @@ impl Elab {
                 }
             }
         }
-        if dims.iter().product::<usize>() > 1 << 28 {
+        if elements(&dims).is_none_or(|n| n > MAX_ELEMENTS) {
             return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims)))
                 .at(st.init.span, "too large"));
         }
@@ -228,19 +237,26 @@ impl Elab {
 
     fn stmt(&mut self, s: &Stmt) -> Res<()> {
         match s {
-            Stmt::If { cond, then, otherwise, .. } => match self.eval(cond, "if")? {
-                Ev::Value(Value::Bool(true)) => self.block(then),
-                Ev::Value(Value::Bool(false)) => self.block(otherwise),
-                Ev::Value(v) => {
-                    Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
-                        .at(cond.span, "not a bool"))
+            Stmt::If { arms, otherwise, .. } => {
+                for arm in arms {
+                    match self.eval(&arm.cond, "if")? {
+                        Ev::Value(Value::Bool(true)) => return self.block(&arm.then),
+                        Ev::Value(Value::Bool(false)) => {}
+                        Ev::Value(v) => {
+                            return Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
+                                .at(arm.cond.span, "not a bool"));
+                        }
+                        _ => {
+                            return Err(Diagnostic::error("`if` conditions must be known before the model runs")
+                                .at(arm.cond.span, "this is a tensor")
+                                .hint(
+                                    "wire on parameters (`if gates { ... }`); for data-dependent choices use gates",
+                                ));
+                        }
+                    }
                 }
-                _ => Err(Diagnostic::error("`if` conditions must be known before the model runs")
-                    .at(cond.span, "this is a tensor")
-                    .hint(
-                        "wire conditionally on parameters (`if gates { ... }`); for data-dependent choices use gates",
-                    )),
-            },
+                self.block(otherwise)
+            }
             Stmt::Out { value, span } => {
                 if let Some((_, _, first)) = &self.out {
                     return Err(Diagnostic::error("the step has two `out` statements")
@@ -347,8 +363,7 @@ impl Elab {
                         Ev::Value(v) => values.push(v),
                         _ => {
                             return Err(Diagnostic::error("lists hold numbers, bools or strings, not tensors")
-                                .at(item.span, "a tensor")
-                                .hint("use `concat` to join tensors"));
+                                .at(item.span, "a tensor"));
                         }
                     }
                 }
@@ -371,7 +386,7 @@ impl Elab {
     }
 
     fn binary(&mut self, op: BinaryOp, a: &Expr, b: &Expr, span: Span, hint: &str) -> Res<Ev> {
-        let ea = self.eval(a, hint)?;
+        let ea = self.eval(a, hint).map_err(|d| consteval::equals_hint(d, op, a))?;
         let eb = self.eval(b, hint)?;
         let operand = |ev: Ev, s: Span| -> Res<Operand> {
             match ev {
@@ -418,7 +433,7 @@ impl Elab {
                 Err(Diagnostic::error(format!("`{}` needs two tensors", op.symbol())).at(span, "one side is a number"))
             }
             (Range, ..) => Err(Diagnostic::error("ranges `a..b` are for sweeps").at(span, "not allowed in a model")),
-            (_, ..) => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
+            _ => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
                 .at(span, "a tensor is involved")
                 .hint("comparisons and `and`/`or` decide wiring before the model runs")),
         }
@@ -504,7 +519,7 @@ impl Elab {
                             "argument `{}` of {what} must be known before the model runs, but is a tensor",
                             spec.name
                         ))
-                        .at(e.span, format!("expected a {kind}"))
+                        .at(e.span, format!("expected {}", super::a(kind)))
                         .hint("pass a parameter or a number"));
                     }
                 },
@@ -549,7 +564,44 @@ impl Elab {
     ) -> Res<Ev> {
         let signature = prim.signature();
         let bound = Args { signature, values: args.iter().map(|(v, _, _)| v.clone()).collect() };
-        let inst = prim.instantiate(&bound).map_err(|pe| self.prim_error(prim, pe, &args, span))?;
+        // A primitive that panics on some shapes is a bug in memctl, not in the spec: it becomes
+        // a located internal error rather than a crash.
+        let inst = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prim.instantiate(&bound)))
+            .map_err(|_| {
+                Diagnostic::error(format!(
+                    "internal error in memctl: `{}` failed while checking this call",
+                    prim.name()
+                ))
+                .at(span, "while checking this call")
+                .hint("this is a bug in memctl; please report it with this spec")
+            })?
+            .map_err(|pe| self.prim_error(prim, pe, &args, span))?;
+        let too_large = |s: &[usize]| elements(s).is_none_or(|n| n > MAX_ELEMENTS);
+        for t in &inst.outputs {
+            if let Ty::Tensor(s) = t
+                && too_large(s)
+            {
+                return Err(Diagnostic::error(format!(
+                    "`{}` would give a tensor of shape {}: more than 2^28 elements per example",
+                    prim.name(),
+                    ShapeDisplay(s)
+                ))
+                .at(span, "too large")
+                .hint("check the sizes that reach this call"));
+            }
+        }
+        for p in &inst.params {
+            if too_large(&p.shape) {
+                return Err(Diagnostic::error(format!(
+                    "`{}` would have a parameter `{}` of shape {}: more than 2^28 elements",
+                    prim.name(),
+                    p.name,
+                    ShapeDisplay(&p.shape)
+                ))
+                .at(span, "too large")
+                .hint("check the sizes that reach this call"));
+            }
+        }
         let path = self.path(hint, prim.name());
         let mut param_ids = vec![];
         for decl in inst.params {

@@ -99,13 +99,20 @@ pub fn plan(
         model_overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
     }
 
-    // The task: a `task` definition, or a generator called inline.
-    let (kind, mut task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) =
-        match task_defs.get(task_call.callee.name.as_str()) {
-            Some(def) if !task_call.parens => (task_kind(&def.call)?, def.call.args.iter().collect()),
-            _ => (task_kind(task_call)?, vec![]),
-        };
-    task_args.extend(task_call.args.iter());
+    // The task: a `task` definition (named arguments override its options), or a generator
+    // called inline.
+    let (kind, task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) = match task_defs.get(task_call.callee.name.as_str())
+    {
+        Some(def) => {
+            let given =
+                |n: &ast::Ident| task_call.args.iter().any(|b| b.name.as_ref().is_some_and(|m| m.name == n.name));
+            let mut args: Vec<&ast::Arg> =
+                def.call.args.iter().filter(|a| !a.name.as_ref().is_some_and(given)).collect();
+            args.extend(task_call.args.iter());
+            (task_kind(&def.call, task_defs)?, args)
+        }
+        None => (task_kind(task_call, task_defs)?, task_call.args.iter().collect()),
+    };
     let task_what = format!("task `{}`", kind.name());
     let task_call_for_binding = ast::Call {
         callee: task_call.callee.clone(),
@@ -130,7 +137,10 @@ pub fn plan(
     let target = probe.target();
 
     if exp.train.len() > 1 {
-        return Err(Diagnostic::error("experiment has two `train` blocks").at(exp.span, "merge them"));
+        let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
+        return Err(Diagnostic::error(format!("experiment `{name}` has two `train` blocks"))
+            .at(at, "in the second block")
+            .hint("merge them into one `train { … }`"));
     }
     let block = match exp.train.first() {
         Some(s) => settings::read(s, target)?,
@@ -310,8 +320,8 @@ fn check_value(
     let name = n.name.as_str();
     let expect = |k: crate::value::Kind, what: &str, v: Value| {
         v.coerce(k).ok_or_else(|| {
-            Diagnostic::error(format!("{what} `{name}` is a {k}, but the sweep gives {}", v.describe()))
-                .at(span, format!("expected {k} values"))
+            Diagnostic::error(format!("{what} `{name}` is {}, but the sweep gives {}", super::a(k), v.describe()))
+                .at(span, format!("expected {}", super::a(k)))
         })
     };
     match target {
@@ -332,6 +342,20 @@ fn check_value(
     }
 }
 
+/// Checks a `task` definition on its own (so that one no experiment uses is checked too): a
+/// known generator, arguments it has, of the right kinds.
+pub fn check_task_def(def: &ast::TaskDef, task_defs: &HashMap<&str, &ast::TaskDef>) -> Result<(), Diagnostic> {
+    let kind = task_kind(&def.call, task_defs)?;
+    let what = format!("task `{}`", kind.name());
+    let slots = call::bind(&what, kind.signature(), &def.call)?;
+    for (spec, slot) in kind.signature().iter().zip(slots) {
+        if let (ArgKind::Value(k), Some(e)) = (spec.kind, slot) {
+            call::coerce(&what, spec, k, consteval::eval(e, &|_| None, &[])?, e)?;
+        }
+    }
+    Ok(())
+}
+
 fn single<'a>(
     calls: &'a [ast::Call],
     exp: &ast::Experiment,
@@ -346,19 +370,24 @@ fn single<'a>(
         [first, second, ..] => Err(Diagnostic::error(format!("experiment `{}` names two {what}s", exp.name.name))
             .at(second.span, "second")
             .also(first.span, "first")
-            .hint(format!("sweep over a parameter instead, or write two experiments"))),
+            .hint("sweep over a parameter instead, or write two experiments")),
     }
 }
 
-fn task_kind(call: &ast::Call) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
+fn task_kind(
+    call: &ast::Call,
+    task_defs: &HashMap<&str, &ast::TaskDef>,
+) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
     tasks::get(&call.callee.name).ok_or_else(|| {
         let mut d = Diagnostic::error(format!("unknown task `{}`", call.callee.name))
             .at(call.callee.span, "no such task or generator");
-        d = match super::suggest::did_you_mean(&call.callee.name, tasks::TASKS.iter().map(|t| t.name())) {
+        let mut defined: Vec<&str> = task_defs.keys().copied().collect();
+        defined.sort_unstable();
+        let generators: Vec<&str> = tasks::TASKS.iter().map(|t| t.name()).collect();
+        d = match super::suggest::did_you_mean(&call.callee.name, defined.iter().chain(&generators).copied()) {
             Some(h) => d.hint(h),
-            None => {
-                d.hint(format!("generators: {}", tasks::TASKS.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")))
-            }
+            None if defined.is_empty() => d.hint(format!("generators: {}", generators.join(", "))),
+            None => d.hint(format!("tasks defined: {}; generators: {}", defined.join(", "), generators.join(", "))),
         };
         d
     })

@@ -51,6 +51,11 @@ pub fn check_with(spec: &Spec, overrides: &[Override]) -> Result<Program, Diagno
             );
         }
     }
+    for t in &ast.tasks {
+        if let Err(d) = experiment::check_task_def(t, &tasks) {
+            errors.push(d);
+        }
+    }
     let mut experiments = vec![];
     let mut applied: Vec<String> = vec![];
     for e in &ast.experiments {
@@ -125,6 +130,12 @@ fn probe(model: &ast::Model) -> Result<(), Diagnostic> {
     );
     Err(first_error
         .map_or_else(|| Diagnostic::error("internal error: probe failed without a diagnostic"), |d| d.hint(note)))
+}
+
+/// `an int`, `a float`, `a bool`, `a str`, `a list`: a kind with its article.
+pub(crate) fn a(kind: crate::value::Kind) -> String {
+    let article = if kind == crate::value::Kind::Int { "an" } else { "a" };
+    format!("{article} {kind}")
 }
 
 /// Items by name; a repeated name is an error pointing at both definitions.

@@ -43,7 +43,7 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
                         p.name.name,
                         v.describe()
                     ))
-                    .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not a {k}"))
+                    .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not {}", super::a(k)))
                 })?;
                 defaults.insert(p.name.name.clone(), coerced);
                 k
@@ -86,13 +86,13 @@ pub fn resolve(
         let value = match given.get(e.name) {
             Some((v, span)) => v.coerce(e.kind).ok_or_else(|| {
                 Diagnostic::error(format!(
-                    "parameter `{}` of `{}` is a {}, but is given {}",
+                    "parameter `{}` of `{}` is {}, but is given {}",
                     e.name,
                     model.name.name,
-                    e.kind,
+                    super::a(e.kind),
                     v.describe()
                 ))
-                .at(*span, format!("expected a {}", e.kind))
+                .at(*span, format!("expected {}", super::a(e.kind)))
                 .also(e.span, "declared here")
             })?,
             None => match e.default {
@@ -100,8 +100,13 @@ pub fn resolve(
                     let names: Vec<&str> = values.keys().map(String::as_str).collect();
                     let v = consteval::eval(expr, &|n| values.get(n).cloned(), &names)?;
                     v.coerce(e.kind).ok_or_else(|| {
-                        Diagnostic::error(format!("the default of `{}` is {}, not a {}", e.name, v.describe(), e.kind))
-                            .at(expr.span, "here")
+                        Diagnostic::error(format!(
+                            "the default of `{}` is {}, not {}",
+                            e.name,
+                            v.describe(),
+                            super::a(e.kind)
+                        ))
+                        .at(expr.span, "here")
                     })?
                 }
                 None => {

@@ -75,8 +75,8 @@ pub fn read(settings: &[Setting], target: Target) -> Result<Block, Diagnostic> {
 
 fn check_kind(key: &str, kind: Kind, v: Value, span: Span) -> Result<Value, Diagnostic> {
     v.coerce(kind).ok_or_else(|| {
-        Diagnostic::error(format!("train setting `{key}` must be a {kind}, found {}", v.describe()))
-            .at(span, format!("expected a {kind}"))
+        Diagnostic::error(format!("train setting `{key}` must be {}, found {}", super::a(kind), v.describe()))
+            .at(span, format!("expected {}", super::a(kind)))
     })
 }
 
@@ -133,9 +133,12 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
     let positive_int = |key: &str| -> Result<usize, Diagnostic> {
         let v = get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
         match v.and_then(|v| v.as_int()) {
-            Some(i) if i >= 1 && i <= 1 << 40 => Ok(i as usize),
-            Some(i) => {
+            Some(i) if (1..=1 << 40).contains(&i) => Ok(i as usize),
+            Some(i) if i < 1 => {
                 Err(Diagnostic::error(format!("`{key}` must be at least 1, found {i}")).at(span_of(key), "too small"))
+            }
+            Some(i) => {
+                Err(Diagnostic::error(format!("`{key}` must be at most 2^40, found {i}")).at(span_of(key), "too large"))
             }
             None => Err(Diagnostic::error(format!("`{key}` is not set")).at(at, "here")),
         }

@@ -1,11 +1,12 @@
 //! "Did you mean …?" for misspelt names.
 
-/// The candidate closest to `name`, if it is close enough to be a likely typo.
+/// The candidate closest to `name`, if it is close enough to be a likely typo (edits counted
+/// with transpositions: `setps` is one edit from `steps`).
 pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let lower = name.to_lowercase();
     candidates
         .into_iter()
-        .map(|c| (strsim::levenshtein(&lower, &c.to_lowercase()), c))
+        .map(|c| (strsim::osa_distance(&lower, &c.to_lowercase()), c))
         .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)

@@ -38,7 +38,12 @@ fn axis_values(ax: &ast::SweepAxis) -> Result<Vec<(Value, Span)>, Diagnostic> {
             .at(ax.values.span, "empty")
             .hint("an empty axis would give no trials"));
     }
-    Ok(values.into_iter().map(|v| (v, ax.values.span)).collect())
+    // Each value's own span when the axis is written as a list, so errors point at it.
+    let spans: Vec<Span> = match &ax.values.kind {
+        ast::ExprKind::List(items) if items.len() == values.len() => items.iter().map(|e| e.span).collect(),
+        _ => vec![ax.values.span; values.len()],
+    };
+    Ok(values.into_iter().zip(spans).collect())
 }
 
 /// Groups of a sweep block, with overrides applied: an overridden name leaves its group and

@@ -79,10 +79,18 @@ pub struct Step {
 pub enum Stmt {
     /// `a, b = expr`
     Assign { targets: Vec<Ident>, value: Expr },
-    /// `if cond { .. } else { .. }`; `else if` is an `If` alone in `otherwise`.
-    If { cond: Expr, then: Vec<Stmt>, otherwise: Vec<Stmt>, span: Span },
+    /// `if c1 { .. } else if c2 { .. } else { .. }`: the arms in order, then the `else` block
+    /// (empty when there is none). Flat, so that a long `else if` chain nests nothing.
+    If { arms: Vec<IfArm>, otherwise: Vec<Stmt>, span: Span },
     /// `out expr`
     Out { value: Expr, span: Span },
+}
+
+/// One `if cond { then }` arm of an `if` statement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IfArm {
+    pub cond: Expr,
+    pub then: Vec<Stmt>,
 }
 
 /// `task name = generator(args)`.

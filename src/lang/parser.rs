@@ -19,7 +19,7 @@ pub(crate) struct MemParser;
 
 /// Deepest bracket nesting accepted (real specs use fewer than ten levels).
 pub const MAX_NESTING: usize = 64;
-/// Deepest expression tree accepted (operator chains and prefix operators).
+/// Deepest expression tree accepted (operators, prefix operators, calls and lists together).
 pub const MAX_EXPR_DEPTH: usize = 200;
 
 /// Parses one file's text.
@@ -49,29 +49,9 @@ pub fn parse_expr_at(file: FileId, text: &str, start: usize) -> Result<Expr, Dia
 
 /// Rejects bracket nesting deeper than [`MAX_NESTING`] before pest's recursive descent sees it.
 fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
-    let bytes = text.as_bytes();
     let mut depth = 0usize;
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                i += 2;
-                while i < bytes.len() && !(bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/')) {
-                    i += 1;
-                }
-                i += 1;
-            }
-            b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' && bytes[i] != b'\n' {
-                    i += 1;
-                }
-            }
+    for (i, b) in Brackets::new(text) {
+        match b {
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -80,12 +60,60 @@ fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
                         .hint("split the expression with intermediate assignments"));
                 }
             }
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+            _ => depth = depth.saturating_sub(1),
         }
-        i += 1;
     }
     Ok(())
+}
+
+/// The brackets `( ) [ ] { }` of a text with their byte offsets, skipping comments and strings
+/// as the grammar does (an unclosed string ends at its line, an unclosed comment at the end).
+pub(crate) struct Brackets<'a> {
+    bytes: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Brackets<'a> {
+    pub(crate) fn new(text: &'a str) -> Brackets<'a> {
+        Brackets { bytes: text.as_bytes(), i: 0 }
+    }
+}
+
+impl Iterator for Brackets<'_> {
+    type Item = (usize, u8);
+
+    fn next(&mut self) -> Option<(usize, u8)> {
+        let bytes = self.bytes;
+        while self.i < bytes.len() {
+            let i = self.i;
+            self.i += 1;
+            match bytes[i] {
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    while self.i < bytes.len() && bytes[self.i] != b'\n' {
+                        self.i += 1;
+                    }
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    self.i = i + 2;
+                    while self.i < bytes.len() && !(bytes[self.i] == b'*' && bytes.get(self.i + 1) == Some(&b'/')) {
+                        self.i += 1;
+                    }
+                    self.i = (self.i + 2).min(bytes.len());
+                }
+                b'"' => {
+                    while self.i < bytes.len() && bytes[self.i] != b'"' && bytes[self.i] != b'\n' {
+                        self.i += 1;
+                    }
+                    if self.i < bytes.len() && bytes[self.i] == b'"' {
+                        self.i += 1;
+                    }
+                }
+                b @ (b'(' | b'[' | b'{' | b')' | b']' | b'}') => return Some((i, b)),
+                _ => {}
+            }
+        }
+        None
+    }
 }
 
 struct Builder {
@@ -131,7 +159,7 @@ impl Builder {
                     let mut it = item.clone().into_inner();
                     let _kw = it.next();
                     let name = self.ident(self.presume(&mut it, &item)?);
-                    let call = self.build_call(self.presume(&mut it, &item)?, 0)?;
+                    let call = self.build_call(self.presume(&mut it, &item)?)?;
                     file.tasks.push(TaskDef { name, call });
                 }
                 Rule::experiment_def => file.experiments.push(self.build_experiment(item)?),
@@ -227,39 +255,32 @@ impl Builder {
             Rule::out_stmt => {
                 let mut it = p.clone().into_inner();
                 let _kw = it.next();
-                Ok(Stmt::Out { value: self.build_expr(self.presume(&mut it, &p)?)?, span })
+                let value = self.build_expr(self.presume(&mut it, &p)?)?;
+                // From `out` to the end of the value (the pair's span may end in blanks).
+                let span = Span::new(self.file, span.start, value.span.end);
+                Ok(Stmt::Out { value, span })
             }
             Rule::if_stmt => {
-                // `if c1 {b1} else if c2 {b2} ... else {bn}` is flat in the grammar; nest it here.
-                let mut arms: Vec<(Expr, Vec<Stmt>, Span)> = vec![];
+                let mut arms: Vec<IfArm> = vec![];
                 let mut otherwise = vec![];
-                let mut pending_cond: Option<(Expr, usize)> = None;
+                let mut pending_cond: Option<Expr> = None;
                 for child in p.into_inner() {
                     match child.as_rule() {
-                        Rule::kw_if => pending_cond = None,
-                        Rule::kw_else => {}
+                        Rule::kw_if | Rule::kw_else => {}
                         Rule::block => {
-                            let body = self.build_block(child.clone())?;
+                            let body = self.build_block(child)?;
                             match pending_cond.take() {
-                                Some((cond, start)) => {
-                                    let end = child.as_span().end();
-                                    arms.push((cond, body, Span::new(self.file, start, end)));
-                                }
+                                Some(cond) => arms.push(IfArm { cond, then: body }),
                                 None => otherwise = body,
                             }
                         }
-                        _ => {
-                            let start = child.as_span().start();
-                            pending_cond = Some((self.build_expr(child)?, start));
-                        }
+                        _ => pending_cond = Some(self.build_expr(child)?),
                     }
                 }
-                let mut nested = otherwise;
-                while let Some((cond, then, arm_span)) = arms.pop() {
-                    let span = if arms.is_empty() { span } else { arm_span };
-                    nested = vec![Stmt::If { cond, then, otherwise: nested, span }];
+                if arms.is_empty() {
+                    return Err(self.bug("if without arms", span.start));
                 }
-                nested.pop().ok_or_else(|| self.bug("if without arms", span.start))
+                Ok(Stmt::If { arms, otherwise, span })
             }
             r => Err(self.bug(&format!("unexpected statement {r:?}"), span.start)),
         }
@@ -279,7 +300,7 @@ impl Builder {
                 Rule::exp_task | Rule::exp_model => {
                     let target = self.presume(&mut inner, &entry)?;
                     let call = match target.as_rule() {
-                        Rule::call => self.build_call(target, 0)?,
+                        Rule::call => self.build_call(target)?,
                         _ => {
                             let callee = self.ident(target);
                             Call { span: callee.span, callee, args: vec![], parens: false }
@@ -319,7 +340,7 @@ impl Builder {
                                     } else {
                                         let mut it = part.clone().into_inner();
                                         let name = self.ident(self.presume(&mut it, &part)?);
-                                        let dist = self.build_call(self.presume(&mut it, &part)?, 0)?;
+                                        let dist = self.build_call(self.presume(&mut it, &part)?)?;
                                         draws.push(Draw { name, dist });
                                     }
                                 }
@@ -346,32 +367,45 @@ impl Builder {
         Ok(SweepAxis { name, values })
     }
 
-    fn build_call(&self, p: Pair<Rule>, depth: usize) -> Res<Call> {
+    fn build_call(&self, p: Pair<Rule>) -> Res<Call> {
+        self.build_call_d(p).map(|(c, _)| c)
+    }
+
+    /// A call and the depth of its tree (1 + its deepest argument).
+    fn build_call_d(&self, p: Pair<Rule>) -> Res<(Call, usize)> {
         let span = self.span(&p);
         let mut it = p.clone().into_inner();
         let callee = self.ident(self.presume(&mut it, &p)?);
         let mut args = vec![];
+        let mut depth = 1;
         for arg in it {
             let mut parts: Vec<Pair<Rule>> = arg.into_inner().collect();
             let value = parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
             let name = parts.pop().map(|n| self.ident(n));
-            args.push(Arg { name, value: self.build_expr_at(value, depth + 1)? });
+            let (value, d) = self.build_expr_d(value)?;
+            depth = depth.max(d + 1);
+            args.push(Arg { name, value });
         }
-        Ok(Call { callee, args, parens: true, span })
+        if depth > MAX_EXPR_DEPTH {
+            return Err(too_deep(span));
+        }
+        Ok((Call { callee, args, parens: true, span }, depth))
     }
 
     fn build_expr(&self, p: Pair<Rule>) -> Res<Expr> {
-        self.build_expr_at(p, 0)
+        self.build_expr_d(p).map(|(e, _)| e)
     }
 
-    /// Precedence climbing over the flat `prefix* primary (infix prefix* primary)*` sequence.
-    /// Iterative over chains, so only bracket nesting (bounded) recurses.
-    fn build_expr_at(&self, p: Pair<Rule>, depth: usize) -> Res<Expr> {
+    /// An expression and the depth of its tree. The depth of every tree is bounded by
+    /// [`MAX_EXPR_DEPTH`], so that walking it later (checking, dropping) cannot exhaust the stack.
+    /// Precedence climbing over the flat `prefix* primary (infix prefix* primary)*` sequence is
+    /// iterative over chains, so only bracket nesting (bounded) recurses here.
+    fn build_expr_d(&self, p: Pair<Rule>) -> Res<(Expr, usize)> {
         if p.as_rule() != Rule::expr {
-            return self.build_primary(p, depth);
+            return self.build_primary(p);
         }
         // Operands (with their prefix operators) and the infix operators between them.
-        let mut operands: Vec<Expr> = vec![];
+        let mut operands: Vec<(Expr, usize)> = vec![];
         let mut ops: Vec<(BinaryOp, Span)> = vec![];
         let mut prefixes: Vec<(UnaryOp, Span)> = vec![];
         for child in p.into_inner() {
@@ -384,14 +418,16 @@ impl Builder {
                         ops.push((op, span));
                         continue;
                     }
-                    let mut e = self.build_primary(child, depth)?;
-                    if prefixes.len() > MAX_EXPR_DEPTH {
-                        return Err(too_deep(prefixes[0].1.to(e.span)));
+                    let (mut e, mut depth) = self.build_primary(child)?;
+                    if depth + prefixes.len() > MAX_EXPR_DEPTH {
+                        let start = prefixes.first().map_or(e.span, |(_, s)| *s);
+                        return Err(too_deep(start.to(e.span)));
                     }
                     while let Some((op, s)) = prefixes.pop() {
                         e = Expr { span: s.to(e.span), kind: ExprKind::Unary(op, Box::new(e)) };
+                        depth += 1;
                     }
-                    operands.push(e);
+                    operands.push((e, depth));
                 }
             }
         }
@@ -400,7 +436,7 @@ impl Builder {
         let mut stack: Vec<BinaryOp> = vec![];
         let mut operands = operands.into_iter();
         let first = operands.next().ok_or_else(|| self.bug("expression without operand", 0))?;
-        out.push((first, 1));
+        out.push(first);
         for ((op, _), rhs) in ops.into_iter().zip(operands) {
             while let Some(&top) = stack.last() {
                 if precedence(top) >= precedence(op) {
@@ -411,13 +447,12 @@ impl Builder {
                 }
             }
             stack.push(op);
-            out.push((rhs, 1));
+            out.push(rhs);
         }
         while let Some(top) = stack.pop() {
             self.reduce(&mut out, top)?;
         }
-        let (e, _) = out.pop().ok_or_else(|| self.bug("empty expression", 0))?;
-        Ok(e)
+        out.pop().ok_or_else(|| self.bug("empty expression", 0))
     }
 
     fn reduce(&self, out: &mut Vec<(Expr, usize)>, op: BinaryOp) -> Res<()> {
@@ -432,28 +467,52 @@ impl Builder {
         Ok(())
     }
 
-    fn build_primary(&self, p: Pair<Rule>, depth: usize) -> Res<Expr> {
+    fn build_primary(&self, p: Pair<Rule>) -> Res<(Expr, usize)> {
         let span = self.span(&p);
-        let kind = match p.as_rule() {
-            Rule::number => parse_number(p.as_str()).ok_or_else(|| {
-                Diagnostic::error("number out of range")
-                    .at(span, "does not fit in a 64-bit integer")
-                    .hint("write large values as floats, e.g. 1e20")
-            })?,
-            Rule::string => ExprKind::Str(unquote(p.as_str())),
-            Rule::boolean => ExprKind::Bool(p.as_str() == "true"),
-            Rule::ident => ExprKind::Name(p.as_str().to_string()),
-            Rule::call => ExprKind::Call(self.build_call(p, depth)?),
-            Rule::list => ExprKind::List(p.into_inner().map(|e| self.build_expr_at(e, depth + 1)).collect::<Res<_>>()?),
+        let (kind, depth) = match p.as_rule() {
+            Rule::number => (
+                parse_number(p.as_str()).ok_or_else(|| {
+                    if p.as_str().contains(['.', 'e', 'E']) {
+                        Diagnostic::error("number out of range")
+                            .at(span, "too large for a 64-bit float")
+                            .hint("floats go up to about 1.8e308")
+                    } else {
+                        Diagnostic::error("number out of range")
+                            .at(span, "does not fit in a 64-bit integer")
+                            .hint("write large values as floats, e.g. 1e20")
+                    }
+                })?,
+                1,
+            ),
+            Rule::string => (ExprKind::Str(unquote(p.as_str())), 1),
+            Rule::boolean => (ExprKind::Bool(p.as_str() == "true"), 1),
+            Rule::ident => (ExprKind::Name(p.as_str().to_string()), 1),
+            Rule::call => {
+                let (c, d) = self.build_call_d(p)?;
+                (ExprKind::Call(c), d)
+            }
+            Rule::list => {
+                let mut items = vec![];
+                let mut depth = 1;
+                for e in p.into_inner() {
+                    let (e, d) = self.build_expr_d(e)?;
+                    depth = depth.max(d + 1);
+                    items.push(e);
+                }
+                if depth > MAX_EXPR_DEPTH {
+                    return Err(too_deep(span));
+                }
+                (ExprKind::List(items), depth)
+            }
             Rule::paren => {
                 let mut it = p.clone().into_inner();
-                let inner = self.build_expr_at(self.presume(&mut it, &p)?, depth + 1)?;
-                return Ok(Expr { span, kind: inner.kind });
+                let (inner, d) = self.build_expr_d(self.presume(&mut it, &p)?)?;
+                return Ok((Expr { span, kind: inner.kind }, d));
             }
-            Rule::expr => return self.build_expr_at(p, depth),
+            Rule::expr => return self.build_expr_d(p),
             r => return Err(self.bug(&format!("unexpected expression part {r:?}"), span.start)),
         };
-        Ok(Expr { kind, span })
+        Ok((Expr { kind, span }, depth))
     }
 }
 

@@ -1,9 +1,19 @@
 //! Integration tests, one binary (each test binary links candle; one is faster to build).
 //!
+//! - `check_errors`: a catalogue of malformed specs, each with its exact located message.
+//! - `check_props`, `check_robustness`: random and hostile inputs never panic the checker.
+//! - `cli`, `cli_check`: the `memctl` binary end to end against a temporary store.
+//! - `grammar_doc`: GRAMMAR.md's complete example checks.
+//! - `sweeps`: SIGKILL at random moments, failing trials, command-line overrides.
+//! - `tasks_fit_models`: every task against a tiny model.
 //! - `training`: specs train through the library API (fixed-batch overfitting, failures).
-//! - `cli`: the `memctl` binary end to end against a temporary store.
 
+mod check_errors;
+mod check_props;
+mod check_robustness;
 mod cli;
+mod cli_check;
+mod grammar_doc;
 mod support;
 mod sweeps;
 mod tasks_fit_models;

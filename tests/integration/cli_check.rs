@@ -1,0 +1,105 @@
+//! `memctl check` as a user runs it: the built binary on spec files.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn memctl_check(files: &[&Path], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_memctl"))
+        .args(["--color", "never", "check"])
+        .args(files)
+        .current_dir(cwd)
+        .env_remove("MEMCTL_STORE")
+        .output()
+        .expect("run memctl")
+}
+
+const VALID: &str = "task t = assocRetrieval(pairs = 2)
+model m(d = 8) {
+  state M = zeros(d, d)
+  step x {
+    e = embed(x, 16)
+    M = itemWrite(M, linear(e, d))
+    out linear(e, output_size)
+  }
+}
+experiment ex {
+  task t
+  model m
+  sweep { d in [4, 8]  seed in 1..3 }
+}
+";
+
+#[test]
+fn malformed_spec_exits_2_with_a_located_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("bad.mem"), VALID.replace("linear(e, d)", "linaer(e, d)")).expect("write");
+    let out = memctl_check(&[Path::new("bad.mem")], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(stderr.contains("error: unknown primitive `linaer`"), "{stderr}");
+    assert!(stderr.contains("bad.mem:6:22"), "{stderr}");
+    assert!(stderr.contains("^^^^^^ not a primitive"), "{stderr}");
+    assert!(stderr.contains("help: did you mean `linear`?"), "{stderr}");
+    assert!(stderr.trim_end().ends_with("bad.mem: 1 error"), "{stderr}");
+    // Plain text when asked: no ANSI escapes.
+    assert!(!stderr.contains('\u{1b}'), "{stderr}");
+}
+
+#[test]
+fn syntax_error_exits_2_with_a_located_error() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("syntax.mem"), VALID.replace("model m(d = 8)", "model m(d = )")).expect("write");
+    let out = memctl_check(&[Path::new("syntax.mem")], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(stderr.contains("error: syntax error: expected an expression"), "{stderr}");
+    assert!(stderr.contains("syntax.mem:2:13"), "{stderr}");
+}
+
+#[test]
+fn binary_file_and_missing_file_exit_2() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("junk.mem"), [0x7f, 0x45, 0x4c, 0x46, 0xff, 0x00, 0x01]).expect("write");
+    let out = memctl_check(&[Path::new("junk.mem")], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("spec files must be UTF-8 text"), "{stderr}");
+    assert!(stderr.contains("junk.mem:1:5"), "{stderr}");
+
+    let out = memctl_check(&[Path::new("nowhere.mem")], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot read `nowhere.mem`: no such file"), "{stderr}");
+}
+
+#[test]
+fn valid_spec_exits_0_and_lists_experiments() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("good.mem"), VALID).expect("write");
+    let out = memctl_check(&[Path::new("good.mem")], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    assert!(stdout.starts_with("good.mem: ok\n"), "{stdout}");
+    assert!(stdout.contains("experiment ex: 6 trials, task assocRetrieval"), "{stdout}");
+    assert!(stdout.contains("model m (d=4):"), "{stdout}");
+    assert!(stdout.contains("model m (d=8):"), "{stdout}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+#[test]
+fn quickstart_checks_and_one_bad_file_fails_the_batch() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = dir.path().join("bad.mem");
+    std::fs::write(&bad, "model m(d = 8) {\n").expect("write");
+    let quickstart = root.join("specs/quickstart.mem");
+    let out = memctl_check(&[&quickstart, &bad], dir.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stdout.contains("experiment quickstart_stm: 1 trial"), "{stdout}");
+    assert!(stdout.contains("experiment quickstart_lstm: 1 trial"), "{stdout}");
+    assert!(stderr.contains("bad.mem:2:1"), "{stderr}");
+    assert!(stderr.contains("this `{` is not closed"), "{stderr}");
+}
