@@ -45,6 +45,9 @@ pub struct Store {
     path: PathBuf,
     /// Runs found `running` at open (their process died) and marked `interrupted`.
     recovered: Vec<u64>,
+    /// The last id handed out; only this process holds the store (sled's lock), so a counter
+    /// started from the highest stored id gives consecutive ids 1, 2, 3, …
+    last_id: std::sync::atomic::AtomicU64,
 }
 
 /// File next to the database naming the process that has it open.
@@ -85,7 +88,9 @@ impl Store {
         let runs = db.open_tree(keys::RUNS)?;
         let trials = db.open_tree(keys::TRIALS)?;
         let running = db.open_tree(keys::RUNNING)?;
-        let mut store = Store { db, runs, trials, running, path: path.into(), recovered: vec![] };
+        let last = runs.last()?.and_then(|(k, _)| keys::run_id(&k)).unwrap_or(0);
+        let last_id = std::sync::atomic::AtomicU64::new(last);
+        let mut store = Store { db, runs, trials, running, path: path.into(), recovered: vec![], last_id };
         store.recover()?;
         Ok(store)
     }
@@ -119,9 +124,9 @@ impl Store {
         &self.path
     }
 
-    /// A fresh run id (monotonic, never reused).
+    /// A fresh run id: one more than any id stored or handed out by this process.
     pub fn next_id(&self) -> Result<u64, StoreError> {
-        Ok(self.db.generate_id()? + 1)
+        Ok(self.last_id.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1)
     }
 
     /// Writes a run record atomically (record and trial index together) and flushes.

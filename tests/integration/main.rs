@@ -14,6 +14,7 @@ mod check_robustness;
 mod cli;
 mod cli_check;
 mod grammar_doc;
+mod slurm;
 mod support;
 mod sweeps;
 mod tasks_fit_models;
