@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod check;
+mod doctor;
 mod load;
 mod prims;
 mod progress;
@@ -45,6 +46,7 @@ pub enum ColorChoice {
 pub enum Command {
     Bench(bench::Args),
     Check(check::Args),
+    Doctor(doctor::Args),
     Run(run::Args),
     Sweep(sweep::Args),
     Runs(runs::Args),
@@ -74,6 +76,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Bench(a) => bench::run(a, &ctx),
         Command::Check(a) => check::run(a, &ctx),
+        Command::Doctor(a) => doctor::run(a, &ctx),
         Command::Run(a) => run::run(a, &ctx),
         Command::Sweep(a) => sweep::run(a, &ctx),
         Command::Runs(a) => runs::run(a, &ctx),

@@ -253,10 +253,10 @@ pub fn evaluate(
         }
         seen += b.batch_size()?;
         let logits = cell.run(&weights, &b.inputs, &b.scored)?;
-        let l = loss::loss(target, &logits, &b.targets)?.to_dtype(DType::F64)?.to_scalar::<f64>()?;
-        sums.add(target, &logits, &b.targets, l)?;
+        let l = loss::loss(target, &logits, &b.targets)?;
+        sums.add(target, &logits, &b.targets, &l)?;
     }
-    Ok(sums.metrics(target))
+    sums.metrics(target)
 }
 
 /// Trains on one fixed training batch for `steps` steps and returns the loss before each

@@ -23,10 +23,9 @@ fn text(b: &[u8]) -> String {
 
 /// Whether a Slurm controller answers with a usable node.
 fn cluster_up() -> bool {
-    Command::new("sinfo")
-        .args(["-h", "-o", "%T"])
-        .output()
-        .is_ok_and(|o| o.status.success() && text(&o.stdout).lines().any(|l| ["idle", "mixed", "allocated"].contains(&l.trim())))
+    Command::new("sinfo").args(["-h", "-o", "%T"]).output().is_ok_and(|o| {
+        o.status.success() && text(&o.stdout).lines().any(|l| ["idle", "mixed", "allocated"].contains(&l.trim()))
+    })
 }
 
 /// Waits until Slurm no longer lists any task of `job`.
@@ -84,7 +83,11 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     let store = cwd.join("store");
     let shared = cwd.join("shared");
     let submit = |experiment: &str| -> String {
-        let out = memctl(&store, cwd, &["sweep", "s.mem", experiment, "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()]);
+        let out = memctl(
+            &store,
+            cwd,
+            &["sweep", "s.mem", experiment, "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
+        );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         text(&out.stdout).trim().to_string()
     };
@@ -97,7 +100,11 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     assert!(sync().contains("4 imported, 0 already in the store"));
     assert!(sync().contains("0 imported, 4 already in the store"), "syncing twice adds nothing");
     assert_eq!(done_runs(&store, cwd).len(), 4);
-    let again = memctl(&store, cwd, &["sweep", "s.mem", "quick", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()]);
+    let again = memctl(
+        &store,
+        cwd,
+        &["sweep", "s.mem", "quick", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
+    );
     assert!(text(&again.stderr).contains("0 trials to submit; 4 done in the store"), "{}", text(&again.stderr));
 
     // Kill one array task mid-run: it leaves no result; resubmitting runs only that trial.
@@ -118,8 +125,16 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     assert!(status.contains("1 missing"), "{status}");
     let synced = sync();
     assert!(synced.contains("3 imported") && synced.contains("1 without a result yet"), "{synced}");
-    let resubmitted = memctl(&store, cwd, &["sweep", "s.mem", "slow", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()]);
-    assert!(text(&resubmitted.stderr).contains("1 trial to submit; 3 done in the store"), "{}", text(&resubmitted.stderr));
+    let resubmitted = memctl(
+        &store,
+        cwd,
+        &["sweep", "s.mem", "slow", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
+    );
+    assert!(
+        text(&resubmitted.stderr).contains("1 trial to submit; 3 done in the store"),
+        "{}",
+        text(&resubmitted.stderr)
+    );
     wait_for(text(&resubmitted.stdout).trim(), Duration::from_secs(300));
     assert!(sync().contains("1 imported"));
     let done = done_runs(&store, cwd);
