@@ -14,6 +14,7 @@ mod doctor;
 mod load;
 mod prims;
 mod progress;
+mod results;
 mod run;
 mod runs;
 mod slurm_submit;
@@ -51,6 +52,7 @@ pub enum Command {
     Sweep(sweep::Args),
     Runs(runs::Args),
     Prims(prims::Args),
+    Results(results::Args),
     Status(status::Args),
     Sync(sync::Args),
     #[command(hide = true)]
@@ -81,6 +83,7 @@ pub fn main() -> i32 {
         Command::Sweep(a) => sweep::run(a, &ctx),
         Command::Runs(a) => runs::run(a, &ctx),
         Command::Prims(a) => prims::run(a, &ctx),
+        Command::Results(a) => results::run(a, &ctx),
         Command::Status(a) => status::run(a, &ctx),
         Command::Sync(a) => sync::run(a, &ctx),
         Command::Worker(a) => worker::run(a, &ctx),
