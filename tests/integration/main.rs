@@ -4,9 +4,11 @@
 //! - `check_props`, `check_robustness`: random and hostile inputs never panic the checker.
 //! - `cli`, `cli_check`: the `memctl` binary end to end against a temporary store.
 //! - `grammar_doc`: GRAMMAR.md's complete example checks.
+//! - `slurm`: the Slurm executor against a real one-node cluster (skipped without one).
 //! - `sweeps`: SIGKILL at random moments, failing trials, command-line overrides.
 //! - `tasks_fit_models`: every task against a tiny model.
 //! - `training`: specs train through the library API (fixed-batch overfitting, failures).
+//! - `models`: the model library in `specs/models/` and every shipped spec.
 
 mod check_errors;
 mod check_props;
@@ -14,6 +16,7 @@ mod check_robustness;
 mod cli;
 mod cli_check;
 mod grammar_doc;
+mod models;
 mod slurm;
 mod support;
 mod sweeps;

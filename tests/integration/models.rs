@@ -1,0 +1,231 @@
+//! The model library (`specs/models/*.mem`) and every shipped spec.
+//!
+//! - Every `.mem` file under `specs/` loads and checks.
+//! - Each model overfits one fixed batch of each task it is meant for, at tiny sizes given
+//!   here (the model files are `use`d as they are, only their parameters are overridden).
+//! - One-line ablations change the parameter count by exactly the ablated layers and change
+//!   the graph fingerprint.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::Device;
+use memctl::check::Trial;
+use memctl::{check, lang, train};
+
+use crate::support::trials;
+
+fn specs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")
+}
+
+fn mem_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            mem_files(&path, out);
+        } else if path.extension().is_some_and(|x| x == "mem") {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn every_spec_under_specs_checks() {
+    let mut files = vec![];
+    mem_files(&specs_dir(), &mut files);
+    assert!(files.len() >= 10, "only {} .mem files found under specs/", files.len());
+    let mut failures = vec![];
+    for path in &files {
+        match lang::load(path) {
+            Err(e) => failures.push(format!("{}:\n{}", path.display(), e.render(false))),
+            Ok(spec) => {
+                if let Err(d) = check::check(&spec) {
+                    failures.push(format!("{}:\n{}", path.display(), d.render(&spec.sources, false)));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} spec(s) do not check:\n\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A spec that `use`s the model files and defines the tiny tasks.
+fn spec_with(body: &str) -> String {
+    let models = specs_dir().join("models");
+    let mut s = String::new();
+    for m in ["stm", "lstm", "rmc", "lsam", "namtm", "pkm"] {
+        s += &format!("use \"{}\"\n", models.join(format!("{m}.mem")).display());
+    }
+    s += r#"
+task assoc = assocRetrieval(pairs = 2, train = 64, validation = 8, test = 8)
+task nfar  = nthFarthest(vectors = 3, dims = 4, validation = 8, test = 8)
+task cp    = copy(width = 4, min_len = 2, max_len = 2, validation = 8, test = 8)
+task psort = prioritySort(width = 4, inputs = 3, outputs = 2, validation = 8, test = 8)
+task rr    = rar(width = 4, min_items = 2, max_items = 2, min_len = 1, max_len = 1, validation = 8, test = 8)
+task add   = addition(digits = 3, train = 32, validation = 8, test = 8)
+task pal   = palindrome(digits = 3, train = 32, validation = 8, test = 8)
+task red   = reduce(digits = 3, train = 32, validation = 8, test = 8)
+task pc    = patternCompletion(patterns = 3, bits = 8, noise = 0.1, queries = 2, validation = 8, test = 8)
+"#;
+    s + body
+}
+
+/// The first trial of an experiment running `model` on `task`.
+fn trial(model: &str, task: &str, lr: f64) -> Trial {
+    let body = format!(
+        "experiment e {{ task {task} model {model} train {{ optimizer = adam(lr = {lr}), batch = 4, steps = 1 }} }}"
+    );
+    trials("models.mem", &spec_with(&body)).remove(0)
+}
+
+/// Trains `model` on one fixed batch of each task and asserts the loss falls clearly.
+fn overfits(model: &str, tasks: &[&str], steps: usize, lr: f64) {
+    let mut failures = vec![];
+    for task in tasks {
+        let t = trial(model, task, lr);
+        let start = std::time::Instant::now();
+        let losses = train::fixed_batch_losses(&t, steps, &Device::Cpu).expect("trains");
+        let (first, last) = (losses[0], losses[losses.len() - 1]);
+        if std::env::var_os("MEMCTL_TEST_LOSSES").is_some() {
+            eprintln!("{model} on {task}: {first:.4} → {last:.4} ({:.2}s)", start.elapsed().as_secs_f64());
+        }
+        if !(last.is_finite() && last < 0.7 * first) {
+            failures.push(format!("{model} on {task}: loss {first:.4} → {last:.4} after {steps} steps"));
+        }
+    }
+    assert!(failures.is_empty(), "the loss did not fall below 70 %:\n{}", failures.join("\n"));
+}
+
+const SAM_TASKS: &[&str] = &["assoc", "nfar", "cp", "psort", "rr"];
+const NAM_TASKS: &[&str] = &["add", "pal", "red"];
+
+#[test]
+fn stm_overfits_the_sam_tasks() {
+    overfits("stm(d = 8, nq = 2, nr = 8, head = 16, embed_width = 8)", SAM_TASKS, 30, 1e-2);
+}
+
+#[test]
+fn lstm_overfits_the_sam_tasks() {
+    overfits("lstm(hidden = 16, embed_width = 8)", SAM_TASKS, 30, 3e-2);
+}
+
+#[test]
+fn rmc_overfits_the_sam_tasks() {
+    overfits("rmc(slots = 2, heads = 2, head_size = 8, head = [32])", SAM_TASKS, 30, 3e-2);
+}
+
+#[test]
+fn lsam_overfits_the_nam_tasks() {
+    overfits("lsam(d = 16, heads = 2, embed_width = 16)", NAM_TASKS, 30, 1e-2);
+}
+
+#[test]
+fn namtm_overfits_the_nam_tasks() {
+    overfits("namtm(d = 16, heads = 2, L = 8, embed_width = 16)", NAM_TASKS, 30, 1e-2);
+}
+
+#[test]
+fn lstm_overfits_the_nam_tasks() {
+    overfits("lstm(hidden = 16, embed_width = 8)", NAM_TASKS, 30, 3e-2);
+}
+
+#[test]
+fn kanerva_machines_overfit_pattern_completion() {
+    overfits("pkm(k = 1, m = 8, code = 8, hidden = 16)", &["pc"], 30, 1e-2);
+    overfits("pkm(k = 2, m = 8, code = 8, hidden = 16, assign = true)", &["pc"], 30, 1e-2);
+}
+
+/// The trials of a sweep over one model parameter, by the parameter's value.
+fn sweep(model: &str, task: &str, axis: &str) -> Vec<Trial> {
+    let body =
+        format!("experiment e {{ task {task} model {model} train {{ batch = 8, steps = 1 }} sweep {{ {axis} }} }}");
+    trials("models.mem", &spec_with(&body))
+}
+
+fn params(t: &Trial) -> usize {
+    t.graph.param_count()
+}
+
+#[test]
+fn stm_ablations_drop_exactly_the_gate_and_transfer_layers() {
+    let (d, nq) = (8, 2);
+    let model = format!("stm(d = {d}, nq = {nq}, nr = 8, head = 16, embed_width = 8)");
+    let ts = sweep(&model, "assoc", "gates in [true, false]  transfer in [true, false]");
+    assert_eq!(ts.len(), 4);
+    let find = |gates: bool, transfer: bool| {
+        ts.iter()
+            .find(|t| {
+                t.config.params["gates"].as_bool() == Some(gates)
+                    && t.config.params["transfer"].as_bool() == Some(transfer)
+            })
+            .expect("trial")
+    };
+    let full = find(true, true);
+    // Gated write: gate_in and gate_mem (d → 2d each) and the scalar biases b_in, b_forget.
+    let gates = 2 * (d * 2 * d + 2 * d) + 2;
+    // Transfer G1: n_q·d → d.
+    let transfer = nq * d * d + d;
+    assert_eq!(params(full) - params(find(false, true)), gates);
+    assert_eq!(params(full) - params(find(true, false)), transfer);
+    assert_eq!(params(full) - params(find(false, false)), gates + transfer);
+    let prints: Vec<String> = ts.iter().map(|t| t.graph.fingerprint()).collect();
+    for i in 0..4 {
+        for j in 0..i {
+            assert_ne!(prints[i], prints[j], "trials {i} and {j} have the same graph");
+        }
+    }
+}
+
+#[test]
+fn namtm_without_jump_drops_the_key_tape_layers() {
+    let (d, heads) = (16, 2);
+    let model = format!("namtm(d = {d}, heads = {heads}, L = 8, embed_width = 16)");
+    let ts = sweep(&model, "add", "jump in [true, false]  L in [8, 12]");
+    let count = |jump: bool, l: i64| {
+        let t = ts
+            .iter()
+            .find(|t| t.config.params["jump"].as_bool() == Some(jump) && t.config.params["L"].as_int() == Some(l))
+            .expect("trial");
+        (params(t), t.graph.fingerprint())
+    };
+    let (with, with_fp) = count(true, 8);
+    let (without, without_fp) = count(false, 8);
+    // W_k and the jump query (d → d each), and the JUMP logit of both heads' moves.
+    assert_eq!(with - without, 2 * (d * d + d) + 2 * (d * heads + heads));
+    assert_ne!(with_fp, without_fp);
+    // No parameter depends on the tape length.
+    assert_eq!(count(true, 12).0, with);
+    assert_eq!(count(false, 12).0, without);
+}
+
+#[test]
+fn rmc_gate_styles_differ_by_their_gate_layers() {
+    let (heads, head_size) = (2, 4);
+    let mem = heads * head_size;
+    let model = format!("rmc(slots = 2, heads = {heads}, head_size = {head_size}, head = [16])");
+    let ts = sweep(&model, "nfar", r#"gate in ["unit", "memory", "none"]"#);
+    let count = |style: &str| {
+        let t = ts.iter().find(|t| t.config.params["gate"].as_str() == Some(style)).expect("trial");
+        (params(t), t.graph.fingerprint())
+    };
+    let (unit, unit_fp) = count("unit");
+    let (memory, memory_fp) = count("memory");
+    let (none, none_fp) = count("none");
+    // gate_in and gate_mem: D → 2D per unit, D → 2 per slot.
+    assert_eq!(unit - none, 2 * (mem * 2 * mem + 2 * mem));
+    assert_eq!(memory - none, 2 * (mem * 2 + 2));
+    assert!(unit_fp != memory_fp && memory_fp != none_fp && unit_fp != none_fp);
+}
+
+#[test]
+fn pkm_machines_split_the_memory_without_changing_the_parameters() {
+    // k machines of m/k columns: same encoder/decoder, same prior size k·c·(m/k) = c·m.
+    let ts = sweep("pkm(m = 8, code = 8, hidden = 16)", "pc", "k in [1, 2, 4]");
+    let counts: Vec<usize> = ts.iter().map(params).collect();
+    assert!(counts.windows(2).all(|w| w[0] == w[1]), "{counts:?}");
+    let shapes: Vec<Vec<usize>> = ts.iter().map(|t| t.graph.states[1].shape.clone()).collect();
+    assert_eq!(shapes, vec![vec![1, 8, 8], vec![2, 4, 4], vec![4, 2, 2]]);
+}
