@@ -41,6 +41,10 @@ pub struct Table {
     /// What reproduced and what did not (written after reading the numbers).
     #[serde(default)]
     pub verdict: String,
+    /// A model fitted to the runs: `kanerva_runtime` fits the seconds per step to
+    /// `c + a·k + b·(m/k)³` over the parameters `k` and `m` (Product Kanerva Machines, Fig. 1C–D).
+    #[serde(default)]
+    pub fit: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,6 +89,7 @@ pub fn mean_std(values: &[f64]) -> String {
 
 fn metric(r: &RunRecord, name: &str) -> Option<f64> {
     match name {
+        "ms_per_step" => (r.steps_run > 0).then(|| 1e3 * r.train_seconds / r.steps_run as f64),
         "steps_to_converge" => r.steps_to_converge.map(|s| s as f64),
         "epochs_to_converge" => r.epochs_to_converge,
         _ => r.final_metrics.get(name).copied(),
@@ -152,11 +157,76 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
             duration(total),
             duration((last - first).max(0.0))
         );
+        if t.fit.as_deref() == Some("kanerva_runtime") {
+            let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
+        }
         if !t.verdict.is_empty() {
             let _ = writeln!(out, "**What reproduced.** {}\n", t.verdict.trim());
         }
     }
     out
+}
+
+/// Least-squares fit of seconds per step to `c + a·k + b·(m/k)³` (the PKM paper's model).
+fn kanerva_fit(runs: &[&RunRecord]) -> String {
+    let points: Vec<([f64; 3], f64)> = runs
+        .iter()
+        .filter_map(|r| {
+            let k = r.config.params.get("k")?.as_float()?;
+            let m = r.config.params.get("m")?.as_float()?;
+            let y = metric(r, "ms_per_step")? / 1e3;
+            Some(([1.0, k, (m / k).powi(3)], y))
+        })
+        .collect();
+    match least_squares(&points) {
+        Some(([c, a, b], r2)) => format!(
+            "Fit of seconds per step: c + a·k + b·(m/k)³ with c = {c:.3e}, a = {a:.3e}, b = {b:.3e} (R² = {r2:.3}, {} runs); \
+             the paper's, on its hardware: c = 0.037, a = 3.3e−8, b = 0.218.",
+            points.len()
+        ),
+        None => "Too few runs to fit c + a·k + b·(m/k)³.".to_string(),
+    }
+}
+
+/// Ordinary least squares for three coefficients (normal equations, Gaussian elimination);
+/// the coefficients and R².
+pub fn least_squares(points: &[([f64; 3], f64)]) -> Option<([f64; 3], f64)> {
+    if points.len() < 3 {
+        return None;
+    }
+    let mut m = [[0.0f64; 4]; 3];
+    for (x, y) in points {
+        for i in 0..3 {
+            for j in 0..3 {
+                m[i][j] += x[i] * x[j];
+            }
+            m[i][3] += x[i] * y;
+        }
+    }
+    for col in 0..3 {
+        let pivot = (col..3).max_by(|&a, &b| m[a][col].abs().total_cmp(&m[b][col].abs()))?;
+        m.swap(col, pivot);
+        if m[col][col].abs() < 1e-300 {
+            return None;
+        }
+        for row in 0..3 {
+            if row != col {
+                let f = m[row][col] / m[col][col];
+                for k in col..4 {
+                    m[row][k] -= f * m[col][k];
+                }
+            }
+        }
+    }
+    let coef = [m[0][3] / m[0][0], m[1][3] / m[1][1], m[2][3] / m[2][2]];
+    let mean = points.iter().map(|(_, y)| y).sum::<f64>() / points.len() as f64;
+    let (mut ss_res, mut ss_tot) = (0.0, 0.0);
+    for (x, y) in points {
+        let pred: f64 = (0..3).map(|i| coef[i] * x[i]).sum();
+        ss_res += (y - pred).powi(2);
+        ss_tot += (y - mean).powi(2);
+    }
+    Some((coef, if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else { 1.0 }))
 }
 
 #[cfg(test)]
@@ -169,6 +239,17 @@ mod tests {
         assert_eq!(mean_std(&[1.0, 2.0, 3.0]), "2.00 ± 1.00 (3)");
         assert_eq!(mean_std(&[0.5]), "0.500 (1)");
         assert_eq!(mean_std(&[]), "·");
+    }
+
+    #[test]
+    fn least_squares_recovers_an_exact_model() {
+        // y = 0.5 + 2k + 0.1 (m/k)³ at a few (k, m).
+        let pts: Vec<([f64; 3], f64)> = [(1.0, 2.0), (2.0, 4.0), (3.0, 3.0), (1.0, 5.0), (4.0, 8.0)]
+            .iter()
+            .map(|&(k, m): &(f64, f64)| ([1.0, k, (m / k).powi(3)], 0.5 + 2.0 * k + 0.1 * (m / k).powi(3)))
+            .collect();
+        let ([c, a, b], r2) = least_squares(&pts).unwrap();
+        assert!((c - 0.5).abs() < 1e-9 && (a - 2.0).abs() < 1e-9 && (b - 0.1).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-12);
     }
 
     #[test]
