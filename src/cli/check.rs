@@ -16,6 +16,8 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let mut code = 0;
+    // Which trials are done already, if the store is there and free (check never waits for it).
+    let store = if ctx.store.join("db").exists() { crate::store::Store::open(&ctx.store).ok() } else { None };
     for file in &args.files {
         let Ok((_, program)) = load::load_checked(file, ctx) else {
             code = 2;
@@ -24,11 +26,19 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         println!("{}: ok", file.display());
         for exp in &program.experiments {
             let first = &exp.trials[0];
+            let done = store.as_ref().map(|s| {
+                exp.trials
+                    .iter()
+                    .filter(|t| matches!(crate::sweep::Plan::of(s, t), Ok(crate::sweep::Plan::Done(_))))
+                    .count()
+            });
             println!(
-                "  experiment {}: {} trial{}, task {}",
+                "  experiment {}: {} trial{}{}, task {}",
                 exp.name,
                 exp.trials.len(),
                 if exp.trials.len() == 1 { "" } else { "s" },
+                done.map(|d| format!(" ({d} done in {}, {} to run)", ctx.store.display(), exp.trials.len() - d))
+                    .unwrap_or_default(),
                 first.config.task
             );
             // One line per distinct model configuration (sweeps may change the size).
