@@ -8,14 +8,20 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub mod ablate;
 mod bench;
 mod check;
+mod diff;
 mod load;
+mod plot;
 mod prims;
 mod progress;
+mod rm;
 mod run;
 mod runs;
+mod show;
 mod sweep;
+mod tag;
 
 #[derive(Parser)]
 #[command(name = "memctl", version, about = "Declarative experiments with memory-augmented neural networks")]
@@ -44,6 +50,12 @@ pub enum Command {
     Run(run::Args),
     Sweep(sweep::Args),
     Runs(runs::Args),
+    Show(show::Args),
+    Diff(diff::Args),
+    Plot(plot::Args),
+    Ablate(ablate::Args),
+    Tag(tag::Args),
+    Rm(rm::Args),
     Prims(prims::Args),
 }
 
@@ -69,6 +81,12 @@ pub fn main() -> i32 {
         Command::Run(a) => run::run(a, &ctx),
         Command::Sweep(a) => sweep::run(a, &ctx),
         Command::Runs(a) => runs::run(a, &ctx),
+        Command::Show(a) => show::run(a, &ctx),
+        Command::Diff(a) => diff::run(a, &ctx),
+        Command::Plot(a) => plot::run(a, &ctx),
+        Command::Ablate(a) => ablate::run(a, &ctx),
+        Command::Tag(a) => tag::run(a, &ctx),
+        Command::Rm(a) => rm::run(a, &ctx),
         Command::Prims(a) => prims::run(a, &ctx),
     };
     match result {
