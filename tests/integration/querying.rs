@@ -12,15 +12,35 @@ use memctl::value::Value;
 
 use crate::support::{TINY, trials};
 
+/// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
+/// milliseconds (its I/O threads finish asynchronously), so a locked store is retried briefly.
 fn memctl(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memctl"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("memctl runs")
+    for _ in 0..100 {
+        let out = Command::new(env!("CARGO_BIN_EXE_memctl"))
+            .arg("--store")
+            .arg(store)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("memctl runs");
+        if !String::from_utf8_lossy(&out.stderr).contains("is in use by another memctl process") {
+            return out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the store stayed locked");
+}
+
+/// Opens the store, waiting out the lock of one this process just dropped.
+fn open(path: &Path) -> Store {
+    for _ in 0..100 {
+        match Store::open(path) {
+            Err(memctl::store::StoreError::Locked { .. }) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the store stayed locked");
 }
 
 fn ok(out: &Output) -> String {
@@ -91,7 +111,7 @@ fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64>) -
 /// Seven runs: d=48 gated, seeds 1-3 (accuracy 0.5, 0.7, 0.9; converged at 100, 300, never);
 /// d=96 gated, seeds 1-2 (1.0, 0.8; 200, 400); d=96 ungated seed 1 (0.25); and a failed run.
 fn fill(store: &Path) {
-    let s = Store::open(store).unwrap();
+    let s = open(store);
     let mut runs = vec![
         record(1, config(48, true, 1), 0.5, Some(100)),
         record(2, config(48, true, 2), 0.7, Some(300)),
@@ -164,7 +184,7 @@ fn csv_round_trips_exact_values() {
     let col = |n: &str| header.iter().position(|h| h == n).unwrap_or_else(|| panic!("no column {n} in {header:?}"));
     let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 6);
-    let s = Store::open(&store).unwrap();
+    let s = open(&store);
     for row in &rows {
         let id: u64 = row[col("id")].parse().unwrap();
         let r = s.get(id).unwrap();
@@ -177,6 +197,7 @@ fn csv_round_trips_exact_values() {
         let converged = &row[col("steps_to_converge")];
         assert_eq!(if converged.is_empty() { None } else { Some(converged.parse().unwrap()) }, r.steps_to_converge);
     }
+    drop(s);
     // Grouped CSV: mean, std and n columns.
     let out = ok(&memctl(&store, &["runs", "--format", "csv", "--group-by", "d", "--where", "gates"]));
     let mut reader = csv::Reader::from_reader(out.as_bytes());
@@ -203,7 +224,7 @@ fn json_round_trips_exact_values_in_column_order() {
         ),
         "{text}"
     );
-    let s = Store::open(&store).unwrap();
+    let s = open(&store);
     for row in &rows[1..] {
         let r = s.get(row["id"].as_u64().unwrap()).unwrap();
         assert_eq!(row["accuracy"].as_f64().unwrap(), r.final_metrics["accuracy"]);
@@ -286,7 +307,7 @@ fn diff_shows_the_ablation_and_metrics_side_by_side() {
     let store = dir.path().join("store");
     fill(&store);
     {
-        let s = Store::open(&store).unwrap();
+        let s = open(&store);
         let mut r = s.get(6).unwrap();
         r.spec_text = TINY.replace("steps = 6", "steps = 8");
         s.put(&r).unwrap();
@@ -371,7 +392,7 @@ fn tags_are_added_queried_and_removed() {
     assert_eq!(ids("\"ablation\" in tags"), vec![5, 3]);
     ok(&memctl(&store, &["tag", "5", "ablation", "--remove"]));
     assert_eq!(ids("\"ablation\" in tags"), vec![3]);
-    assert_eq!(Store::open(&store).unwrap().get(3).unwrap().tags, vec!["ablation".to_string()]);
+    assert_eq!(open(&store).get(3).unwrap().tags, vec!["ablation".to_string()]);
     assert_eq!(memctl(&store, &["tag", "99", "x"]).status.code(), Some(2));
 }
 
@@ -384,10 +405,10 @@ fn rm_needs_confirmation_and_falls_back_to_an_earlier_run_of_the_trial() {
     let out = memctl(&store, &["rm", "2", "3"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
-    assert!(Store::open(&store).unwrap().get(2).is_ok());
+    assert!(open(&store).get(2).is_ok());
 
     ok(&memctl(&store, &["rm", "2", "3", "--yes"]));
-    let s = Store::open(&store).unwrap();
+    let s = open(&store);
     assert!(matches!(s.get(2), Err(memctl::store::StoreError::NoSuchRun(2))));
     assert!(s.summary(3).is_err());
     assert_eq!(s.summaries().unwrap().len(), 5);
@@ -410,12 +431,20 @@ fn summaries_are_rebuilt_for_a_store_written_before_them() {
     fill(&store);
     {
         // Drop the summaries tree and its version, as in a store from before summaries.
-        let db = sled::open(store.join("db")).unwrap();
+        let db = (0..100)
+            .find_map(|_| {
+                let db = sled::open(store.join("db")).ok();
+                if db.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                db
+            })
+            .expect("the store opens");
         db.drop_tree("summaries").unwrap();
         db.open_tree("meta").unwrap().remove("summary_version").unwrap();
         db.flush().unwrap();
     }
-    let s = Store::open(&store).unwrap();
+    let s = open(&store);
     let summaries = s.summaries().unwrap();
     assert_eq!(summaries.len(), 7);
     assert_eq!(summaries[1].final_metrics["accuracy"], 0.7);
