@@ -1,6 +1,7 @@
 //! The filter language end to end: parse, check against runs, evaluate.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::prepare;
 use crate::store::{RunSummary, Status};
@@ -16,9 +17,11 @@ fn run(id: u64, experiment: &str, params: &[(&str, Value)], metrics: &[(&str, f6
         task: "assocRetrieval".into(),
         seed: id,
         swept: vec![],
-        params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-        task_options: [("pairs".to_string(), Value::Int(4))].into(),
-        train: [("lr".to_string(), Value::Float(3e-3)), ("optimizer".to_string(), Value::Str("adam".into()))].into(),
+        params: Arc::new(params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
+        task_options: Arc::new([("pairs".to_string(), Value::Int(4))].into()),
+        train: Arc::new(
+            [("lr".to_string(), Value::Float(3e-3)), ("optimizer".to_string(), Value::Str("adam".into()))].into(),
+        ),
         final_metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
         steps_run: 100,
         steps_to_converge: None,

@@ -255,19 +255,13 @@ impl Store {
         summary::decode(id, &bytes)
     }
 
-    #[doc(hidden)]
-    pub fn summary_bytes(&self) -> usize {
-        self.summaries.iter().filter_map(|i| i.ok()).map(|(_, v)| v.len()).sum()
-    }
-
-    /// Every run's summary, oldest first.
+    /// Every run's summary, oldest first (decoded on all cores: 10 000 take tens of ms).
     pub fn summaries(&self) -> Result<Vec<RunSummary>, StoreError> {
-        let mut out = vec![];
-        for item in self.summaries.iter() {
-            let (k, v) = item?;
-            out.push(summary::decode(keys::run_id(&k).unwrap_or(0), &v)?);
-        }
-        Ok(out)
+        use rayon::prelude::*;
+        let raw: Vec<(sled::IVec, sled::IVec)> = self.summaries.iter().collect::<Result<_, _>>()?;
+        raw.par_iter()
+            .map_init(summary::Decoder::default, |d, (k, v)| d.decode(keys::run_id(k).unwrap_or(0), v))
+            .collect()
     }
 
     pub fn get(&self, id: u64) -> Result<RunRecord, StoreError> {

@@ -6,18 +6,21 @@
 //! derived data: a store whose summaries are missing or of an older layout rebuilds them from
 //! the records when it is opened.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use super::record::{RunRecord, Status};
 use crate::train::config::{OptimizerKind, TrainConfig};
 use crate::value::Value;
 
 /// Layout version of summaries; a store with another version rebuilds them at open.
-pub const SUMMARY_VERSION: u32 = 1;
+pub const SUMMARY_VERSION: u32 = 2;
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Configuration values by name. Shared between summaries that have equal ones (the runs of a
+/// sweep mostly do), which saves most of the allocations of reading many summaries.
+pub type Values = Arc<BTreeMap<String, Value>>;
+
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunSummary {
     pub id: u64,
     pub trial_key: String,
@@ -29,10 +32,10 @@ pub struct RunSummary {
     /// The names swept in the run's experiment, in sweep order.
     pub swept: Vec<String>,
     /// Model parameters.
-    pub params: BTreeMap<String, Value>,
-    pub task_options: BTreeMap<String, Value>,
+    pub params: Values,
+    pub task_options: Values,
     /// Training settings (unset optional ones are absent).
-    pub train: BTreeMap<String, Value>,
+    pub train: Values,
     pub final_metrics: BTreeMap<String, f64>,
     pub steps_run: u64,
     pub steps_to_converge: Option<u64>,
@@ -58,9 +61,9 @@ impl RunSummary {
             task: r.config.task.clone(),
             seed: r.config.seed,
             swept: r.config.swept.iter().map(|(k, _)| k.clone()).collect(),
-            params: r.config.params.clone(),
-            task_options: r.config.task_options.clone(),
-            train: train_values(&r.config.train),
+            params: Arc::new(r.config.params.clone()),
+            task_options: Arc::new(r.config.task_options.clone()),
+            train: Arc::new(train_values(&r.config.train)),
             final_metrics: r.final_metrics.clone(),
             steps_run: r.steps_run,
             steps_to_converge: r.steps_to_converge,
@@ -118,7 +121,9 @@ pub fn train_values(t: &TrainConfig) -> BTreeMap<String, Value> {
 //
 // A small binary layout (JSON took 15 ms per thousand summaries to decode, mostly in the
 // untagged `Value`): little-endian fixed-width numbers, strings as a u32 length and UTF-8
-// bytes, `Option`s and `Value`s behind a tag byte, maps and lists as a u32 count and items.
+// bytes, `Option`s and `Value`s behind a tag byte, lists and metrics as a u32 count and items.
+// The three configuration maps are each a u32 byte length, a u32 count and items, so that a
+// [`Decoder`] can recognise one it has decoded before by its bytes and share it.
 
 pub fn encode(s: &RunSummary) -> Vec<u8> {
     let mut w = Writer(Vec::with_capacity(512));
@@ -139,11 +144,14 @@ pub fn encode(s: &RunSummary) -> Vec<u8> {
         w.str(k);
     }
     for m in [&s.params, &s.task_options, &s.train] {
-        w.u32(m.len() as u32);
-        for (k, v) in m {
-            w.str(k);
-            w.value(v);
+        let mut inner = Writer(Vec::with_capacity(256));
+        inner.u32(m.len() as u32);
+        for (k, v) in m.iter() {
+            inner.str(k);
+            inner.value(v);
         }
+        w.u32(inner.0.len() as u32);
+        w.0.extend_from_slice(&inner.0);
     }
     w.u32(s.final_metrics.len() as u32);
     for (k, v) in &s.final_metrics {
@@ -167,16 +175,51 @@ pub fn encode(s: &RunSummary) -> Vec<u8> {
 }
 
 pub fn decode(id: u64, bytes: &[u8]) -> Result<RunSummary, super::StoreError> {
-    let corrupt = || super::StoreError::Corrupt { id, reason: "unreadable summary".into() };
-    let mut r = Reader(bytes);
-    let s = read(&mut r).ok_or_else(corrupt)?;
-    if !r.0.is_empty() {
-        return Err(corrupt());
-    }
-    Ok(s)
+    Decoder::default().decode(id, bytes)
 }
 
-fn read(r: &mut Reader) -> Option<RunSummary> {
+/// Decodes summaries, sharing configuration maps equal to ones it decoded before.
+#[derive(Default)]
+pub struct Decoder {
+    seen: HashMap<Vec<u8>, Values>,
+}
+
+impl Decoder {
+    pub fn decode(&mut self, id: u64, bytes: &[u8]) -> Result<RunSummary, super::StoreError> {
+        let corrupt = || super::StoreError::Corrupt { id, reason: "unreadable summary".into() };
+        let mut r = Reader(bytes);
+        let s = read(&mut r, self).ok_or_else(corrupt)?;
+        if !r.0.is_empty() {
+            return Err(corrupt());
+        }
+        Ok(s)
+    }
+
+    fn map(&mut self, r: &mut Reader) -> Option<Values> {
+        let len = r.u32()? as usize;
+        let bytes = r.slice(len)?;
+        if let Some(m) = self.seen.get(bytes) {
+            return Some(m.clone());
+        }
+        let mut inner = Reader(bytes);
+        let n = inner.u32()? as usize;
+        // Each item takes at least six bytes: no huge allocation from a bad count.
+        let mut items = Vec::with_capacity(n.min(bytes.len() / 6));
+        for _ in 0..n {
+            let k = inner.string()?;
+            items.push((k, inner.value(0)?));
+        }
+        if !inner.0.is_empty() {
+            return None;
+        }
+        // Written in key order, so collecting builds the map in bulk.
+        let m: Values = Arc::new(items.into_iter().collect());
+        self.seen.insert(bytes.to_vec(), m.clone());
+        Some(m)
+    }
+}
+
+fn read(r: &mut Reader, d: &mut Decoder) -> Option<RunSummary> {
     let id = r.u64()?;
     let trial_key = r.string()?;
     let status = match r.u8()? {
@@ -191,19 +234,16 @@ fn read(r: &mut Reader) -> Option<RunSummary> {
     let task = r.string()?;
     let seed = r.u64()?;
     let swept = (0..r.u32()?).map(|_| r.string()).collect::<Option<Vec<_>>>()?;
-    let mut maps = [BTreeMap::new(), BTreeMap::new(), BTreeMap::new()];
-    for m in &mut maps {
-        for _ in 0..r.u32()? {
-            let k = r.string()?;
-            m.insert(k, r.value(0)?);
-        }
-    }
-    let [params, task_options, train] = maps;
-    let mut final_metrics = BTreeMap::new();
-    for _ in 0..r.u32()? {
+    let params = d.map(r)?;
+    let task_options = d.map(r)?;
+    let train = d.map(r)?;
+    let n = r.u32()? as usize;
+    let mut metrics = Vec::with_capacity(n.min(r.0.len() / 12));
+    for _ in 0..n {
         let k = r.string()?;
-        final_metrics.insert(k, r.f64()?);
+        metrics.push((k, r.f64()?));
     }
+    let final_metrics: BTreeMap<String, f64> = metrics.into_iter().collect();
     Some(RunSummary {
         id,
         trial_key,
@@ -301,6 +341,14 @@ impl Reader<'_> {
     fn u8(&mut self) -> Option<u8> {
         self.take::<1>().map(|b| b[0])
     }
+    fn slice(&mut self, n: usize) -> Option<&[u8]> {
+        if n > self.0.len() {
+            return None;
+        }
+        let (s, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Some(s)
+    }
     fn u32(&mut self) -> Option<u32> {
         self.take().map(u32::from_le_bytes)
     }
@@ -312,12 +360,7 @@ impl Reader<'_> {
     }
     fn string(&mut self) -> Option<String> {
         let n = self.u32()? as usize;
-        if n > self.0.len() {
-            return None;
-        }
-        let (s, rest) = self.0.split_at(n);
-        self.0 = rest;
-        String::from_utf8(s.to_vec()).ok()
+        String::from_utf8(self.slice(n)?.to_vec()).ok()
     }
     fn opt(&mut self) -> Option<Option<f64>> {
         match self.u8()? {
@@ -365,9 +408,9 @@ mod tests {
             task: "assocRetrieval".into(),
             seed: 3,
             swept: vec!["d".into(), "seed".into()],
-            params,
-            task_options: [("pairs".to_string(), Value::Int(4))].into(),
-            train: [("optimizer".to_string(), Value::Str("adam".into()))].into(),
+            params: Arc::new(params),
+            task_options: Arc::new([("pairs".to_string(), Value::Int(4))].into()),
+            train: Arc::new([("optimizer".to_string(), Value::Str("adam".into()))].into()),
             final_metrics: metrics,
             steps_run: 600,
             steps_to_converge: Some(500),
@@ -386,6 +429,18 @@ mod tests {
     fn summaries_round_trip() {
         let s = sample();
         assert_eq!(decode(7, &encode(&s)).unwrap(), s);
+    }
+
+    #[test]
+    fn a_decoder_shares_equal_maps() {
+        let mut d = Decoder::default();
+        let a = d.decode(7, &encode(&sample())).unwrap();
+        let mut other = sample();
+        Arc::make_mut(&mut other.params).insert("d".into(), Value::Int(96));
+        let b = d.decode(7, &encode(&other)).unwrap();
+        assert!(Arc::ptr_eq(&a.train, &b.train) && Arc::ptr_eq(&a.task_options, &b.task_options));
+        assert!(!Arc::ptr_eq(&a.params, &b.params));
+        assert_eq!(b.params["d"], Value::Int(96));
     }
 
     #[test]
