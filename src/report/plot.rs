@@ -83,6 +83,7 @@ fn chart<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc(plot.x_label)
+        .x_label_formatter(&|x| format!("{x:.0}"))
         .y_desc(plot.y_label)
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 14))

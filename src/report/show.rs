@@ -38,7 +38,8 @@ struct Shown<'a> {
     steps_to_converge: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     epochs_to_converge: Option<f64>,
-    curves: BTreeMap<&'a str, CurveSummary>,
+    /// One line per curve: `{points: 12, first: [25, 0.31], last: [...], best: [...]}`.
+    curves: BTreeMap<&'a str, serde_saphyr::FlowMap<CurveSummary>>,
     param_count: u64,
     flops_per_step: u64,
     time: Time,
@@ -101,7 +102,11 @@ pub fn yaml(r: &RunRecord) -> Result<String, serde_saphyr::SerializeError> {
         steps_run: r.steps_run,
         steps_to_converge: r.steps_to_converge,
         epochs_to_converge: r.epochs_to_converge,
-        curves: r.curves.iter().filter_map(|(k, c)| Some((k.as_str(), curve_summary(k, c)?))).collect(),
+        curves: r
+            .curves
+            .iter()
+            .filter_map(|(k, c)| Some((k.as_str(), serde_saphyr::FlowMap(curve_summary(k, c)?))))
+            .collect(),
         param_count: r.param_count,
         flops_per_step: r.flops_per_step,
         time: Time { wall: duration(r.wall_seconds), train: duration(r.train_seconds), eval: duration(r.eval_seconds) },
