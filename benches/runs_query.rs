@@ -163,7 +163,7 @@ fn main() {
         let t1 = t.elapsed().as_secs_f64();
         let runs = store.summaries().expect("summaries");
         let t2 = t.elapsed().as_secs_f64();
-        let q = memctl::query::prepare(filter, &runs).unwrap_or_else(|(d, s)| panic!("{}", d.render(&s, false)));
+        let q = memctl::query::prepare(filter, &runs).unwrap_or_else(|e| panic!("{}", e.0.render(&e.1, false)));
         let t3 = t.elapsed().as_secs_f64();
         let view = memctl::report::view::View {
             filter: Some(q),

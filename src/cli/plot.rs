@@ -42,7 +42,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         let summaries = store.summaries()?;
         match query::prepare(text, &summaries) {
             Ok(q) => ids.extend(summaries.iter().filter(|s| q.matches(s)).map(|s| s.id)),
-            Err((d, sources)) => {
+            Err(e) => {
+                let (d, sources) = *e;
                 eprint!("{}", d.render(&sources, ctx.color));
                 return Ok(2);
             }

@@ -16,9 +16,9 @@ use crate::store::Store;
 #[derive(clap::Args)]
 pub struct Args {
     /// Only runs matching EXPR, e.g. `d in [48, 96] and (status == "done" or accuracy > 0.9)`,
-    /// `"ablation" in tags`, `started >= 2025-01-31`, `experiment ~ "sam_*"`. Tests: == != < <=
-    /// > >= ~ (glob), `in [...]`, `not in`; combine with and, or, not and parentheses. A test on
-    /// a field a run does not have is false for that run.
+    /// `"ablation" in tags`, `started >= 2025-01-31`, `experiment ~ "sam_*"`. Tests: `==`,
+    /// `!=`, `<`, `<=`, `>`, `>=`, `~` (glob), `in [...]`, `not in`; combine with and, or, not
+    /// and parentheses. A test on a field a run does not have is false for that run.
     #[arg(long = "where", value_name = "EXPR")]
     filter: Option<String>,
     /// Sort by a column or field; `-NAME` sorts descending (missing values last).
@@ -84,7 +84,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let filter = match &args.filter {
         Some(text) => match query::prepare(text, &runs) {
             Ok(q) => Some(q),
-            Err((d, sources)) => {
+            Err(e) => {
+                let (d, sources) = *e;
                 eprint!("{}", d.render(&sources, ctx.color));
                 return Ok(2);
             }

@@ -166,7 +166,7 @@ impl Cx<'_> {
                 _ => "a list".to_string(),
             };
             return Err(Diagnostic::error(format!("cannot compare {} with {}", what(&a), what(&b)))
-                .at(b.span, format!("{}", nouns(&b.kinds)))
+                .at(b.span, nouns(&b.kinds))
                 .also(a.span, nouns(&a.kinds)));
         }
         if op.is_ordering() && common.iter().all(|k| matches!(k, Kind::Bool | Kind::List)) {
@@ -229,7 +229,7 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
     }
     let mut d =
         Diagnostic::error(format!("`{name}` is {}, but is compared with {}", nouns(&field.kinds), lit.describe()))
-            .at(span, format!("{}", k.noun()))
+            .at(span, k.noun())
             .also(field.span, nouns(&field.kinds));
     d = match lit {
         Lit::Str(s) if s.parse::<f64>().is_ok() && field.kinds.contains(&Kind::Num) => {

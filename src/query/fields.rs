@@ -259,12 +259,17 @@ impl Field {
     /// Whether the field describes the run's configuration (parameters, settings, seed), as
     /// opposed to its outcome.
     pub fn is_config(&self) -> bool {
-        match self {
-            Field::Experiment | Field::Model | Field::Task | Field::Seed => true,
-            Field::Param(_) | Field::TaskOption(_) | Field::Train(_) => true,
-            Field::Named(_) => true,
-            _ => false,
-        }
+        matches!(
+            self,
+            Field::Experiment
+                | Field::Model
+                | Field::Task
+                | Field::Seed
+                | Field::Param(_)
+                | Field::TaskOption(_)
+                | Field::Train(_)
+                | Field::Named(_)
+        )
     }
 }
 

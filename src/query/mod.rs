@@ -31,12 +31,12 @@ pub const WHERE_FILE: &str = "<--where>";
 
 /// Parses and checks `text` against `runs`; on error, the diagnostic and the source map to
 /// render it with.
-pub fn prepare(text: &str, runs: &[RunSummary]) -> Result<Query, (Diagnostic, SourceMap)> {
+pub fn prepare(text: &str, runs: &[RunSummary]) -> Result<Query, Box<(Diagnostic, SourceMap)>> {
     let mut sources = SourceMap::default();
     let file = sources.add(WHERE_FILE, text.to_string());
     match parse(file, text).and_then(|f| compile(&f, runs)) {
         Ok(q) => Ok(q),
-        Err(d) => Err((d, sources)),
+        Err(d) => Err(Box::new((d, sources))),
     }
 }
 

@@ -53,7 +53,7 @@ fn runs() -> Vec<RunSummary> {
 /// Ids of the runs `filter` keeps.
 fn ids(filter: &str) -> Vec<u64> {
     let runs = runs();
-    let q = prepare(filter, &runs).unwrap_or_else(|(d, s)| panic!("{}", d.render(&s, false)));
+    let q = prepare(filter, &runs).unwrap_or_else(|e| panic!("{}", e.0.render(&e.1, false)));
     runs.iter().filter(|r| q.matches(r)).map(|r| r.id).collect()
 }
 
@@ -61,7 +61,7 @@ fn ids(filter: &str) -> Vec<u64> {
 fn error(filter: &str) -> String {
     match prepare(filter, &runs()) {
         Ok(q) => panic!("`{filter}` was accepted: {q:?}"),
-        Err((d, s)) => d.render(&s, false),
+        Err(e) => e.0.render(&e.1, false),
     }
 }
 
