@@ -16,6 +16,7 @@ pub mod kernels;
 pub mod lang;
 pub mod pool;
 pub mod prims;
+pub mod query;
 pub mod report;
 pub mod slurm;
 pub mod source;

@@ -8,19 +8,25 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+pub mod ablate;
 mod bench;
 mod check;
+mod diff;
 mod doctor;
 mod load;
+mod plot;
 mod prims;
 mod progress;
 mod results;
+mod rm;
 mod run;
 mod runs;
+mod show;
 mod slurm_submit;
 mod status;
 mod sweep;
 mod sync;
+mod tag;
 mod worker;
 
 #[derive(Parser)]
@@ -51,6 +57,12 @@ pub enum Command {
     Run(run::Args),
     Sweep(sweep::Args),
     Runs(runs::Args),
+    Show(show::Args),
+    Diff(diff::Args),
+    Plot(plot::Args),
+    Ablate(ablate::Args),
+    Tag(tag::Args),
+    Rm(rm::Args),
     Prims(prims::Args),
     Results(results::Args),
     Status(status::Args),
@@ -82,6 +94,12 @@ pub fn main() -> i32 {
         Command::Run(a) => run::run(a, &ctx),
         Command::Sweep(a) => sweep::run(a, &ctx),
         Command::Runs(a) => runs::run(a, &ctx),
+        Command::Show(a) => show::run(a, &ctx),
+        Command::Diff(a) => diff::run(a, &ctx),
+        Command::Plot(a) => plot::run(a, &ctx),
+        Command::Ablate(a) => ablate::run(a, &ctx),
+        Command::Tag(a) => tag::run(a, &ctx),
+        Command::Rm(a) => rm::run(a, &ctx),
         Command::Prims(a) => prims::run(a, &ctx),
         Command::Results(a) => results::run(a, &ctx),
         Command::Status(a) => status::run(a, &ctx),

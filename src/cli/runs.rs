@@ -1,42 +1,143 @@
-//! `memctl runs`: past runs as a table, newest first.
+//! `memctl runs`: past runs as a table — filtered, sorted, grouped — newest first.
 
 use crate::cli::Context;
-use crate::report::runs_table;
+use crate::query;
+use crate::report::sheet::Cell;
+use crate::report::{csv, json, markdown, table, view};
 use crate::store::Store;
 
-/// Show past runs, newest first.
+/// Show past runs, newest first: filter them, sort them, choose columns, or group them.
+///
+/// Fields: id, status, experiment, model, task, seed, tags, started, ended, steps_run,
+/// steps_to_converge, epochs_to_converge, wall, param_count, spec, spec_hash, trial; the
+/// model's parameters (`d`, `gates`), task options (`pairs`), train settings (`lr`, `steps`)
+/// and final metrics (`accuracy`, `val_accuracy`). `param.NAME`, `task.NAME`, `train.NAME`
+/// and `metric.NAME` name one of those explicitly.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Output format.
-    #[arg(long, default_value = "table")]
-    format: Format,
-    /// Show at most this many runs.
+    /// Only runs matching EXPR, e.g. `d in [48, 96] and (status == "done" or accuracy > 0.9)`,
+    /// `"ablation" in tags`, `started >= 2025-01-31`, `experiment ~ "sam_*"`. Tests: `==`,
+    /// `!=`, `<`, `<=`, `>`, `>=`, `~` (glob), `in [...]`, `not in`; combine with and, or, not
+    /// and parentheses. A test on a field a run does not have is false for that run.
+    #[arg(long = "where", value_name = "EXPR")]
+    filter: Option<String>,
+    /// Sort by a column or field; `-NAME` sorts descending (missing values last).
+    #[arg(long, value_name = "[-]COLUMN", allow_hyphen_values = true)]
+    sort: Option<String>,
+    /// Show at most this many rows.
     #[arg(long)]
     limit: Option<usize>,
+    /// Exactly these columns (comma separated); with --group-by, the fields to summarise.
+    #[arg(long, value_delimiter = ',', value_name = "A,B,...")]
+    columns: Option<Vec<String>>,
+    /// Show every configuration value (parameters, task options, train settings) that differs
+    /// between the shown runs, and hide those that are the same in all of them.
+    #[arg(long)]
+    only_changed: bool,
+    /// One row per distinct value of these fields (comma separated), with `mean ± std (n)` of
+    /// each final metric and of steps to converge over the group's runs. std is the sample
+    /// standard deviation (n − 1); n counts the runs that have the value (a run that did not
+    /// converge has no steps to converge).
+    #[arg(long, value_delimiter = ',', value_name = "PARAMS")]
+    group_by: Option<Vec<String>>,
+    /// Output format: table, csv, json (the rows shown) or md (Markdown); `records` prints
+    /// the complete stored records (curves and spec text included) of the selected runs, as
+    /// JSON.
+    #[arg(long, default_value = "table")]
+    format: RunsFormat,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
+/// How a sheet is printed (also `memctl ablate --format`).
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+pub enum Format {
     Table,
+    Csv,
     Json,
+    Md,
+}
+
+/// `memctl runs` formats: a sheet's, or the full records.
+#[derive(Clone, Copy, PartialEq, clap::ValueEnum)]
+enum RunsFormat {
+    Table,
+    Csv,
+    Json,
+    Md,
+    Records,
+}
+
+/// Prints a sheet (a table says so when it is empty).
+pub fn print(sheet: &crate::report::sheet::Sheet, format: Format) -> anyhow::Result<()> {
+    match format {
+        Format::Table if sheet.rows.is_empty() => println!("no runs match"),
+        Format::Table => println!("{}", table::render(sheet)),
+        Format::Csv => print!("{}", csv::render(sheet)?),
+        Format::Json => println!("{}", json::render(sheet)),
+        Format::Md => print!("{}", markdown::render(sheet)),
+    }
+    Ok(())
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
-    let mut runs = store.all()?;
-    runs.reverse();
-    if let Some(n) = args.limit {
-        runs.truncate(n);
-    }
-    match args.format {
-        Format::Table => {
-            if runs.is_empty() {
-                println!("no runs in {} yet; start with `memctl sweep specs/quickstart.mem`", ctx.store.display());
-            } else {
-                println!("{}", runs_table::table(&runs));
+    let runs = store.summaries()?;
+    let filter = match &args.filter {
+        Some(text) => match query::prepare(text, &runs) {
+            Ok(q) => Some(q),
+            Err(e) => {
+                let (d, sources) = *e;
+                eprint!("{}", d.render(&sources, ctx.color));
+                return Ok(2);
             }
-        }
-        Format::Json => println!("{}", serde_json::to_string_pretty(&runs)?),
+        },
+        None => None,
+    };
+    let sort = args.sort.as_ref().map(|s| match s.strip_prefix('-') {
+        Some(name) => (name.to_string(), true),
+        None => (s.clone(), false),
+    });
+    let records = args.format == RunsFormat::Records;
+    if records && args.group_by.is_some() {
+        anyhow::bail!("--format records prints whole runs and cannot be grouped");
     }
+    let v = view::View {
+        filter,
+        sort,
+        limit: args.limit,
+        columns: if records { Some(vec!["id".into()]) } else { args.columns },
+        only_changed: args.only_changed && !records,
+        group_by: args.group_by,
+    };
+    let sheet = match view::build(&runs, &v) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(2);
+        }
+    };
+    let format = match args.format {
+        RunsFormat::Records => {
+            let mut out = vec![];
+            for row in &sheet.rows {
+                if let [Cell::Int(id)] = row[..] {
+                    out.push(store.get(id as u64)?);
+                }
+            }
+            println!("{}", serde_json::to_string_pretty(&out)?);
+            return Ok(0);
+        }
+        RunsFormat::Table if runs.is_empty() => {
+            println!("no runs in {} yet; start with `memctl sweep specs/quickstart.mem`", ctx.store.display());
+            return Ok(0);
+        }
+        RunsFormat::Table => Format::Table,
+        RunsFormat::Csv => Format::Csv,
+        RunsFormat::Json => Format::Json,
+        RunsFormat::Md => Format::Md,
+    };
+    print(&sheet, format)?;
+    // Freeing ten thousand summaries one by one takes longer than the query; the process is
+    // about to exit and the OS reclaims them at once.
+    std::mem::forget(runs);
     Ok(0)
 }

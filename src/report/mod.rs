@@ -1,5 +1,17 @@
-//! Turning stored runs into tables (pure: no I/O).
+//! Turning stored runs into views: the `memctl runs` sheet and its formats (table, CSV, JSON,
+//! Markdown), a run's record, a diff of two runs, ablation tables (all pure), and
+//! learning-curve plots (written to a file).
 
+pub mod ablation;
+pub mod csv;
+pub mod curves;
+pub mod diff;
+pub mod json;
+pub mod markdown;
 pub mod numbers;
+pub mod plot;
 pub mod results;
-pub mod runs_table;
+pub mod sheet;
+pub mod show;
+pub mod table;
+pub mod view;

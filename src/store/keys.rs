@@ -7,9 +7,13 @@ pub const TRIALS: &str = "trials";
 /// Ids of runs in flight (`running`), so that a later process can find and mark them
 /// `interrupted` without scanning every run.
 pub const RUNNING: &str = "running";
-/// Store metadata (schema version).
+/// Compact run summaries (`summary::RunSummary`), keyed by [`run_key`], written with the record.
+pub const SUMMARIES: &str = "summaries";
+/// Store metadata (schema version, summary layout version).
 pub const META: &str = "meta";
 pub const SCHEMA_KEY: &[u8] = b"schema";
+/// In [`META`]: the layout version of the summaries in [`SUMMARIES`] (absent: none built yet).
+pub const SUMMARY_VERSION_KEY: &[u8] = b"summary_version";
 
 /// Big-endian, so that sled iterates runs in id order.
 pub fn run_key(id: u64) -> [u8; 8] {

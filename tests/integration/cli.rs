@@ -32,7 +32,7 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     let again = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert!(text(&again.stderr).contains("0 trials run, 3 already done"), "{}", text(&again.stderr));
 
-    let runs = memctl(&store, &["runs", "--format", "json"]);
+    let runs = memctl(&store, &["runs", "--format", "records"]);
     let records: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     let records = records.as_array().unwrap();
     assert_eq!(records.len(), 3);

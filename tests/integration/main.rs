@@ -9,6 +9,7 @@
 //! - `tasks_fit_models`: every task against a tiny model.
 //! - `training`: specs train through the library API (fixed-batch overfitting, failures).
 //! - `models`: the model library in `specs/models/` and every shipped spec.
+//! - `querying`: `runs` filters, grouping and formats, `show`, `diff`, `plot`, `tag`, `rm`, `ablate`.
 
 mod check_errors;
 mod check_props;
@@ -17,6 +18,7 @@ mod cli;
 mod cli_check;
 mod grammar_doc;
 mod models;
+mod querying;
 mod slurm;
 mod support;
 mod sweeps;

@@ -42,7 +42,7 @@ fn wait_for(job: &str, limit: Duration) {
 }
 
 fn done_runs(store: &Path, cwd: &Path) -> Vec<serde_json::Value> {
-    let out = memctl(store, cwd, &["runs", "--format", "json"]);
+    let out = memctl(store, cwd, &["runs", "--format", "records"]);
     let all: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     all.as_array().unwrap().iter().filter(|r| r["status"] == "done").cloned().collect()
 }

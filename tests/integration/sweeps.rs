@@ -14,7 +14,7 @@ fn memctl() -> Command {
 }
 
 fn records(store: &Path) -> Vec<serde_json::Value> {
-    let out = memctl().arg("--store").arg(store).args(["runs", "--format", "json"]).output().unwrap();
+    let out = memctl().arg("--store").arg(store).args(["runs", "--format", "records"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "the store opens: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
 }

@@ -1,0 +1,194 @@
+//! `memctl ablate FILE EXPERIMENT`: the full model and each leave-one-out variant (one boolean
+//! switch turned off), run over seeds, summarised as an ablation table.
+//!
+//! Each variant is the experiment checked with command-line overrides (`gates=false
+//! transfer=true seed=1..3`), exactly as `memctl sweep FILE EXPERIMENT gates=false ...` would
+//! plan it, so trials already done by either are not run again.
+
+use std::path::{Path, PathBuf};
+
+use crate::check::Trial;
+use crate::cli::runs::{self, Format};
+use crate::cli::{Context, load, sweep};
+use crate::lang::Spec;
+use crate::report::ablation;
+use crate::store::{RunSummary, Store};
+use crate::sweep::{Options, identity};
+use crate::value::Value;
+
+/// Ablate a model's boolean switches: run the full model (every switch on) and, for each
+/// switch, the model with that switch off, over seeds; print steps to converge and the final
+/// test metric of each variant as mean ± std (n) over seeds (sample std, n − 1).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Spec file.
+    file: PathBuf,
+    /// The experiment whose model to ablate.
+    experiment: String,
+    /// Only these boolean parameters (comma separated; default: all of the model's).
+    #[arg(long, value_delimiter = ',', value_name = "A,B,...")]
+    switches: Option<Vec<String>>,
+    /// Seeds 1..N for every variant (default: the experiment's own seeds).
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
+    /// Final metric to report (default: accuracy, if the runs have it).
+    #[arg(long)]
+    metric: Option<String>,
+    /// Show the variants and their trials; run nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Trials at once (default: one per core).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Compute threads per trial (default: cores / jobs).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// No progress bars.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Output format of the table.
+    #[arg(long, default_value = "table")]
+    format: Format,
+}
+
+/// One variant of the model and its trials.
+pub struct Variant {
+    /// `full`, or `w/o SWITCH`.
+    pub name: String,
+    /// The command-line overrides that make it (`gates=false`, `seed=1..3`).
+    pub overrides: Vec<String>,
+    pub spec: Spec,
+    pub trials: Vec<Trial>,
+}
+
+/// The variants of `experiment`'s model; `Err(code)` after printing a spec error.
+pub fn plan(
+    file: &Path,
+    experiment: &str,
+    switches: Option<&[String]>,
+    seeds: Option<u64>,
+    ctx: &Context,
+) -> anyhow::Result<Result<Vec<Variant>, i32>> {
+    let (_, program) = match load::load_checked(file, ctx) {
+        Ok(p) => p,
+        Err(code) => return Ok(Err(code)),
+    };
+    let trials = load::select(&program, Some(experiment), file)?;
+    let config = &trials[0].config;
+    let bools: Vec<&String> =
+        config.params.iter().filter(|(_, v)| matches!(v, Value::Bool(_))).map(|(k, _)| k).collect();
+    let chosen: Vec<String> = match switches {
+        Some(list) => {
+            for s in list {
+                if !bools.contains(&s) {
+                    let what = match config.params.get(s) {
+                        Some(v) => format!("is {}, not a boolean", v.describe()),
+                        None => "is not a parameter".to_string(),
+                    };
+                    anyhow::bail!(
+                        "`{s}` {what} of model `{}` (its switches: {})",
+                        config.model,
+                        if bools.is_empty() { "none".to_string() } else { join(&bools) }
+                    );
+                }
+            }
+            list.to_vec()
+        }
+        None => bools.iter().map(|s| s.to_string()).collect(),
+    };
+    if chosen.is_empty() {
+        anyhow::bail!("model `{}` has no boolean parameters to ablate", config.model);
+    }
+    if seeds == Some(0) {
+        anyhow::bail!("--seeds must be at least 1");
+    }
+    let mut variants = vec![];
+    let names = std::iter::once(None).chain(chosen.iter().map(Some));
+    for off in names {
+        let mut overrides: Vec<String> = chosen.iter().map(|s| format!("{s}={}", Some(s) != off)).collect();
+        if let Some(n) = seeds {
+            overrides.push(format!("seed=1..{n}"));
+        }
+        let (spec, program) = match load::load_checked_with(file, &overrides, ctx) {
+            Ok(p) => p,
+            Err(code) => return Ok(Err(code)),
+        };
+        let trials = load::select(&program, Some(experiment), file)?;
+        let name = off.map_or("full".to_string(), |s| format!("w/o {s}"));
+        variants.push(Variant { name, overrides, spec, trials });
+    }
+    Ok(Ok(variants))
+}
+
+fn join(v: &[&String]) -> String {
+    v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// The values a trial's sweep sets other than the seed and the switches (`d=48`).
+fn other_values(t: &Trial, switches: &[String]) -> String {
+    t.config
+        .swept
+        .iter()
+        .filter(|(k, _)| k != "seed" && !switches.contains(k))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let variants = match plan(&args.file, &args.experiment, args.switches.as_deref(), args.seeds, ctx)? {
+        Ok(v) => v,
+        Err(code) => return Ok(code),
+    };
+    let switches: Vec<String> =
+        variants[0].overrides.iter().filter_map(|o| o.strip_suffix("=true").map(str::to_string)).collect();
+    if args.dry_run {
+        for v in &variants {
+            println!("{} ({}): {} trial{}", v.name, v.overrides.join(" "), v.trials.len(), plural(v.trials.len()));
+            for t in &v.trials {
+                let values: Vec<String> = t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("    {}", values.join(" "));
+            }
+        }
+        return Ok(0);
+    }
+    let store = Store::open(&ctx.store)?;
+    let total: usize = variants.iter().map(|v| v.trials.len()).sum();
+    let (jobs, threads) = sweep::budget(args.jobs, args.threads, total);
+    let opts = Options { force: false, retry_failed: false, jobs, threads, device: None };
+    let mut code = 0;
+    for v in &variants {
+        eprintln!("{}: {}", v.name, v.overrides.join(" "));
+        let source = load::spec_source(&args.file, &v.spec);
+        code = code.max(sweep::execute(&store, &source, &v.trials, &opts, args.quiet)?);
+    }
+    // Rows: each variant, split by any other swept values; the latest run of each trial.
+    let mut rows: Vec<ablation::Row> = vec![];
+    for v in &variants {
+        for t in &v.trials {
+            let other = other_values(t, &switches);
+            let Some(record) = store.latest_of_trial(&identity::trial_key(t))? else { continue };
+            let summary = RunSummary::of(&record);
+            match rows.iter_mut().find(|r| r.variant == v.name && r.other == other) {
+                Some(r) => r.runs.push(summary),
+                None => rows.push(ablation::Row { variant: v.name.clone(), other, runs: vec![summary] }),
+            }
+        }
+    }
+    let metric = args.metric.clone().unwrap_or_else(|| {
+        let all = rows.iter().flat_map(|r| &r.runs);
+        let mut names = all.flat_map(|s| s.final_metrics.keys()).filter(|k| !k.starts_with("val_"));
+        if rows.iter().flat_map(|r| &r.runs).any(|s| s.final_metrics.contains_key("accuracy")) {
+            "accuracy".to_string()
+        } else {
+            names.next().cloned().unwrap_or_else(|| "accuracy".to_string())
+        }
+    });
+    let sheet = ablation::sheet(&rows, &metric);
+    runs::print(&sheet, args.format)?;
+    Ok(code)
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

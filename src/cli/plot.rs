@@ -1,0 +1,90 @@
+//! `memctl plot RUN... -o FILE.png|svg`: learning curves of runs, or of groups of runs.
+
+use std::path::PathBuf;
+
+use crate::cli::Context;
+use crate::query::{self, Field};
+use crate::report::curves::{self, Band};
+use crate::report::plot::{self, Plot};
+use crate::store::{RunRecord, Store};
+
+/// Plot learning curves: one line per run, or with --group-by one line per group (the mean
+/// over its runs, typically seeds) with a band (min..max, or ± sample std).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Run ids (and/or choose runs with --where).
+    runs: Vec<u64>,
+    /// Also plot the runs matching this filter (the language of `memctl runs --where`).
+    #[arg(long = "where", value_name = "EXPR")]
+    filter: Option<String>,
+    /// Curve to plot, e.g. val_accuracy, val_loss, train_loss (default: val_accuracy if every
+    /// run has it).
+    #[arg(long)]
+    metric: Option<String>,
+    /// One line per distinct value of these fields (comma separated), averaged over its runs.
+    #[arg(long, value_delimiter = ',', value_name = "PARAMS")]
+    group_by: Option<Vec<String>>,
+    /// The band around each group's mean.
+    #[arg(long, default_value = "std")]
+    band: Band,
+    /// Plot title (default: the metric and experiments).
+    #[arg(long)]
+    title: Option<String>,
+    /// Output file, .png or .svg.
+    #[arg(short, long)]
+    output: PathBuf,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let store = Store::open(&ctx.store)?;
+    let mut ids = args.runs.clone();
+    if let Some(text) = &args.filter {
+        let summaries = store.summaries()?;
+        match query::prepare(text, &summaries) {
+            Ok(q) => ids.extend(summaries.iter().filter(|s| q.matches(s)).map(|s| s.id)),
+            Err(e) => {
+                let (d, sources) = *e;
+                eprint!("{}", d.render(&sources, ctx.color));
+                return Ok(2);
+            }
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    if ids.is_empty() {
+        anyhow::bail!("no runs to plot: name run ids, or choose runs with --where");
+    }
+    let runs: Vec<RunRecord> = ids.iter().map(|id| store.get(*id)).collect::<Result<_, _>>()?;
+    let metric = match args.metric.clone().or_else(|| curves::default_metric(&runs)) {
+        Some(m) => m,
+        None => anyhow::bail!("the runs have no curve in common; name one with --metric"),
+    };
+    if let Some(r) = runs.iter().find(|r| !r.curves.contains_key(&metric)) {
+        let names: Vec<&str> = r.curves.keys().map(String::as_str).collect();
+        eprintln!(
+            "note: run {} has no curve `{metric}` (it has: {})",
+            r.id,
+            if names.is_empty() { "none".to_string() } else { names.join(", ") }
+        );
+    }
+    let series = match &args.group_by {
+        Some(keys) => {
+            let mut fields = vec![];
+            for k in keys {
+                let f = Field::parse(k).ok_or_else(|| anyhow::anyhow!("`{k}`: unknown namespace"))?;
+                fields.push((k.clone(), f));
+            }
+            curves::per_group(&runs, &metric, &fields, args.band)
+        }
+        None => curves::per_run(&runs, &metric),
+    };
+    let mut experiments: Vec<&str> = runs.iter().map(|r| r.config.experiment.as_str()).collect();
+    experiments.dedup();
+    let title = args.title.clone().unwrap_or_else(|| format!("{metric}: {}", experiments.join(", ")));
+    let plot = Plot { title: &title, x_label: "training step", y_label: &metric, series: &series };
+    if let Err(e) = plot::draw(&args.output, &plot) {
+        anyhow::bail!("{e}");
+    }
+    eprintln!("wrote {} ({} line{})", args.output.display(), series.len(), if series.len() == 1 { "" } else { "s" });
+    Ok(0)
+}

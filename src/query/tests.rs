@@ -1,0 +1,193 @@
+//! The filter language end to end: parse, check against runs, evaluate.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use super::prepare;
+use crate::store::{RunSummary, Status};
+use crate::value::Value;
+
+fn run(id: u64, experiment: &str, params: &[(&str, Value)], metrics: &[(&str, f64)]) -> RunSummary {
+    RunSummary {
+        id,
+        trial_key: format!("t{id}"),
+        status: Status::Done,
+        experiment: experiment.into(),
+        model: if params.iter().any(|(k, _)| *k == "gates") { "stm".into() } else { "lstm".into() },
+        task: "assocRetrieval".into(),
+        seed: id,
+        swept: vec![],
+        params: Arc::new(params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
+        task_options: Arc::new([("pairs".to_string(), Value::Int(4))].into()),
+        train: Arc::new(
+            [("lr".to_string(), Value::Float(3e-3)), ("optimizer".to_string(), Value::Str("adam".into()))].into(),
+        ),
+        final_metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
+        steps_run: 100,
+        steps_to_converge: None,
+        epochs_to_converge: None,
+        tags: vec![],
+        started_at: 1_738_281_600.0 + id as f64 * 86400.0, // 2025-01-31T00:00:00Z + id days
+        ended_at: None,
+        wall_seconds: 1.0,
+        param_count: 10,
+        spec_path: "x.mem".into(),
+        spec_hash: "h".into(),
+    }
+}
+
+/// 1: stm d=48 gates, acc 0.95; 2: stm d=96 no gates, acc 0.5, failed; 3: lstm, acc 0.7,
+/// tagged; 4: stm d=48 no gates, running, no metrics.
+fn runs() -> Vec<RunSummary> {
+    let mut r1 = run(1, "sam_d48", &[("d", Value::Int(48)), ("gates", Value::Bool(true))], &[("accuracy", 0.95)]);
+    r1.steps_to_converge = Some(300);
+    let mut r2 = run(2, "sam_d96", &[("d", Value::Int(96)), ("gates", Value::Bool(false))], &[("accuracy", 0.5)]);
+    r2.status = Status::Failed;
+    let mut r3 = run(3, "baseline", &[("hidden", Value::Int(64))], &[("accuracy", 0.7)]);
+    r3.tags = vec!["ablation".into(), "best".into()];
+    let mut r4 = run(4, "sam_d48", &[("d", Value::Int(48)), ("gates", Value::Bool(false))], &[]);
+    r4.status = Status::Running;
+    vec![r1, r2, r3, r4]
+}
+
+/// Ids of the runs `filter` keeps.
+fn ids(filter: &str) -> Vec<u64> {
+    let runs = runs();
+    let q = prepare(filter, &runs).unwrap_or_else(|e| panic!("{}", e.0.render(&e.1, false)));
+    runs.iter().filter(|r| q.matches(r)).map(|r| r.id).collect()
+}
+
+/// The rendered error for `filter`.
+fn error(filter: &str) -> String {
+    match prepare(filter, &runs()) {
+        Ok(q) => panic!("`{filter}` was accepted: {q:?}"),
+        Err(e) => e.0.render(&e.1, false),
+    }
+}
+
+#[test]
+fn and_binds_tighter_than_or() {
+    // `a or b and c` is `a or (b and c)`.
+    assert_eq!(ids("d == 96 or d == 48 and gates"), vec![1, 2]);
+    assert_eq!(ids("(d == 96 or d == 48) and gates"), vec![1]);
+    assert_eq!(ids("gates and d == 48 or status == \"failed\""), vec![1, 2]);
+}
+
+#[test]
+fn not_binds_tighter_than_and_and_parentheses_override() {
+    // `not a and b` is `(not a) and b`.
+    assert_eq!(ids("not gates and d == 48"), vec![4]);
+    assert_eq!(ids("not (gates and d == 48)"), vec![2, 3, 4]);
+    assert_eq!(ids("not not gates"), vec![1]);
+    assert_eq!(ids("((accuracy > 0.6))"), vec![1, 3]);
+}
+
+#[test]
+fn in_lists_tags_and_substrings() {
+    assert_eq!(ids("d in [48, 96]"), vec![1, 2, 4]);
+    assert_eq!(ids("d not in [48]"), vec![2]);
+    assert_eq!(ids("status in [\"done\", \"failed\"] and d in [96]"), vec![2]);
+    assert_eq!(ids("\"ablation\" in tags"), vec![3]);
+    assert_eq!(ids("'best' not in tags"), vec![1, 2, 4]);
+    assert_eq!(ids("\"d4\" in experiment"), vec![1, 4]);
+    assert_eq!(ids("d in [48, 96] and (status == \"done\" or accuracy > 0.9)"), vec![1]);
+}
+
+#[test]
+fn numbers_compare_numerically_and_strings_as_text() {
+    assert_eq!(ids("d == 48.0"), vec![1, 4]);
+    assert_eq!(ids("d >= 50"), vec![2]);
+    assert_eq!(ids("lr == 0.003 and train.optimizer == \"adam\" and id <= 2"), vec![1, 2]);
+    // Strings order as text: "baseline" < "sam_d48" < "sam_d96".
+    assert_eq!(ids("experiment < \"sam\""), vec![3]);
+    assert_eq!(ids("experiment ~ \"sam_*\" and experiment ~ \"*8\""), vec![1, 4]);
+    assert_eq!(ids("metric.accuracy > 0.6 and param.d == 48"), vec![1]);
+}
+
+#[test]
+fn a_missing_field_fails_every_test_and_not_inverts_that() {
+    // Run 3 (an LSTM) has no `gates` and no `d`; run 4 (running) has no accuracy.
+    assert_eq!(ids("gates == false"), vec![2, 4]);
+    assert_eq!(ids("gates != true"), vec![2, 4]);
+    assert_eq!(ids("not gates"), vec![2, 3, 4]);
+    assert_eq!(ids("accuracy < 2"), vec![1, 2, 3]);
+    assert_eq!(ids("not accuracy < 2"), vec![4]);
+    assert_eq!(ids("steps_to_converge > 0"), vec![1]);
+}
+
+#[test]
+fn dates_compare_by_time() {
+    assert_eq!(ids("started >= 2025-02-03"), vec![3, 4]);
+    assert_eq!(ids("started < \"2025-02-02T00:00:01\""), vec![1, 2]);
+    assert!(error("started > \"yesterday\"").contains("is a date, but \"yesterday\" is not one"));
+    assert!(error("started > 2025-02-30").contains("`2025-02-30` is not a date"));
+}
+
+#[test]
+fn a_string_compared_with_a_number_is_a_located_error() {
+    let e = error("d == \"48\"");
+    assert!(e.contains("`d` is a number, but is compared with the string \"48\""), "{e}");
+    assert!(e.contains("<--where>:1:6"), "{e}");
+    assert!(e.contains("write the number without quotes: 48"), "{e}");
+    let e = error("experiment == 3");
+    assert!(e.contains("`experiment` is a string, but is compared with the number 3"), "{e}");
+    assert!(e.contains("quote the text"), "{e}");
+    let e = error("d in [48, \"96\"]");
+    assert!(e.contains("<--where>:1:11"), "{e}");
+}
+
+#[test]
+fn unknown_fields_and_statuses_get_suggestions() {
+    let e = error("accurcy > 0.9");
+    assert!(e.contains("no run has a field `accurcy`"), "{e}");
+    assert!(e.contains("<--where>:1:1"), "{e}");
+    assert!(e.contains("did you mean `accuracy`?"), "{e}");
+    let e = error("d == 48 and status == done");
+    assert!(e.contains("<--where>:1:23"), "{e}");
+    assert!(e.contains("quote it: \"done\""), "{e}");
+    let e = error("status == \"finished\"");
+    assert!(e.contains("no status \"finished\""), "{e}");
+    let e = error("status == \"faild\"");
+    assert!(e.contains("did you mean `failed`?"), "{e}");
+    let e = error("foo.d == 1");
+    assert!(e.contains("unknown namespace `foo`"), "{e}");
+}
+
+#[test]
+fn misuse_of_kinds_is_reported() {
+    assert!(error("d").contains("`d` is a number, not true or false"));
+    assert!(error("gates > true").contains("`>` needs numbers, strings or dates"));
+    assert!(error("d in 48").contains("`in` needs a list on its right"));
+    assert!(error("d ~ \"4*\"").contains("`~` matches strings"));
+}
+
+#[test]
+fn syntax_errors_are_located_with_hints() {
+    let e = error("d = 48");
+    assert!(e.contains("<--where>:1:3") && e.contains("compare with `==`"), "{e}");
+    let e = error("(d == 48");
+    assert!(e.contains("<--where>:1:9") && e.contains("a `(` is not closed"), "{e}");
+    let e = error("d == 48 && gates");
+    assert!(e.contains("<--where>:1:9") && e.contains("combine tests with `and`"), "{e}");
+    let e = error("d == 48 and");
+    assert!(e.contains("expected"), "{e}");
+    let e = error(&"(".repeat(100));
+    assert!(e.contains("nested deeper"), "{e}");
+}
+
+#[test]
+fn glob_patterns() {
+    use super::eval::glob;
+    assert!(glob("sam_*", "sam_d48"));
+    assert!(glob("*d?8", "sam_d48"));
+    assert!(glob("*", ""));
+    assert!(!glob("sam_?", "sam_d48"));
+    assert!(glob("a*b*c", "aXbYbZc"));
+    assert!(!glob("a*b*c", "aXbYbZ"));
+}
+
+#[test]
+fn an_empty_store_accepts_any_names() {
+    let q = prepare("whatever > 1 and \"x\" in tags", &[]);
+    assert!(q.is_ok());
+}

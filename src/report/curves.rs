@@ -1,0 +1,123 @@
+//! Learning curves to plot: one series per run, or per group of runs (mean line with a band
+//! over the group: min..max or mean ± sample std at each step).
+
+use super::plot::Series;
+use crate::query::Field;
+use crate::store::{RunRecord, RunSummary};
+
+/// What the band around a group's mean shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Band {
+    /// Lowest to highest value over the group's runs.
+    Minmax,
+    /// Mean ± sample standard deviation (n − 1).
+    Std,
+}
+
+/// The metric to plot when none is named: `val_accuracy` if every run has it, else the first
+/// curve every run has.
+pub fn default_metric(runs: &[RunRecord]) -> Option<String> {
+    let first = runs.first()?;
+    let common: Vec<&String> = first.curves.keys().filter(|k| runs.iter().all(|r| r.curves.contains_key(*k))).collect();
+    common.iter().find(|k| k.as_str() == "val_accuracy").or(common.first()).map(|k| k.to_string())
+}
+
+/// `12: quickstart_stm d=48 seed=1`.
+pub fn run_label(r: &RunRecord) -> String {
+    let mut label = format!("{}: {}", r.id, r.config.experiment);
+    for (k, v) in &r.config.swept {
+        label.push_str(&format!(" {k}={v}"));
+    }
+    label
+}
+
+pub fn per_run(runs: &[RunRecord], metric: &str) -> Vec<Series> {
+    runs.iter()
+        .filter_map(|r| {
+            let c = r.curves.get(metric)?;
+            Some(Series { label: run_label(r), points: c.iter().map(|(s, v)| (*s as f64, *v)).collect(), band: None })
+        })
+        .collect()
+}
+
+/// One series per distinct value of `keys` (fields as in `memctl runs`): the mean over the
+/// group's runs at each step where any has a point, with a band.
+pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], band: Band) -> Vec<Series> {
+    let mut groups: Vec<(String, Vec<&RunRecord>)> = vec![];
+    for r in runs {
+        if !r.curves.contains_key(metric) {
+            continue;
+        }
+        let s = RunSummary::of(r);
+        let label = keys
+            .iter()
+            .map(|(name, f)| format!("{name}={}", f.get(&s).map_or("·".to_string(), |v| v.to_string())))
+            .collect::<Vec<_>>()
+            .join(" ");
+        match groups.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, members)) => members.push(r),
+            None => groups.push((label, vec![r])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(label, members)| {
+            let mut steps: Vec<u64> = members.iter().flat_map(|r| r.curves[metric].iter().map(|(s, _)| *s)).collect();
+            steps.sort_unstable();
+            steps.dedup();
+            let mut points = vec![];
+            let mut bands = vec![];
+            for step in steps {
+                let values: Vec<f64> = members
+                    .iter()
+                    .filter_map(|r| r.curves[metric].iter().find(|(s, _)| *s == step).map(|(_, v)| *v))
+                    .collect();
+                let (mean, lo, hi) = spread(&values, band);
+                points.push((step as f64, mean));
+                bands.push((step as f64, lo, hi));
+            }
+            Series {
+                label: format!("{label} ({} run{})", members.len(), if members.len() == 1 { "" } else { "s" }),
+                points,
+                band: Some(bands),
+            }
+        })
+        .collect()
+}
+
+/// Mean and band edges of values at one step (a single value: a band of zero width).
+pub fn spread(values: &[f64], band: Band) -> (f64, f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    match band {
+        Band::Minmax => {
+            let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            (mean, lo, hi)
+        }
+        Band::Std => {
+            let std = if values.len() > 1 {
+                (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+            } else {
+                0.0
+            };
+            (mean, mean - std, mean + std)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_mean_with_min_max_or_sample_std() {
+        let (m, lo, hi) = spread(&[1.0, 2.0, 6.0], Band::Minmax);
+        assert_eq!((m, lo, hi), (3.0, 1.0, 6.0));
+        // Sample variance: ((1-3)² + (2-3)² + (6-3)²) / 2 = 7.
+        let (m, lo, hi) = spread(&[1.0, 2.0, 6.0], Band::Std);
+        assert_eq!(m, 3.0);
+        assert!((hi - 3.0 - 7f64.sqrt()).abs() < 1e-12 && (3.0 - lo - 7f64.sqrt()).abs() < 1e-12);
+        assert_eq!(spread(&[4.0], Band::Std), (4.0, 4.0, 4.0));
+    }
+}

@@ -1,0 +1,137 @@
+//! Drawing learning curves with plotters: PNG (bitmap, text in the embedded Noto Sans, so no
+//! system fonts are needed) or SVG, chosen by the file's extension. Each series is one line
+//! (`stroke-width` 2 in SVG), with an optional translucent band; legend, title and axis labels.
+
+use std::path::Path;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+pub struct Series {
+    pub label: String,
+    /// `(step, value)`.
+    pub points: Vec<(f64, f64)>,
+    /// `(step, low, high)` around the line.
+    pub band: Option<Vec<(f64, f64, f64)>>,
+}
+
+pub struct Plot<'a> {
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub series: &'a [Series],
+}
+
+/// Tableau's ten colours.
+const COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+const SIZE: (u32, u32) = (960, 600);
+
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The bytes are a valid font shipped by the `notosans` crate; failure would only mean
+        // text is missing, which drawing then reports.
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, notosans::REGULAR_TTF);
+    });
+}
+
+/// Draws `plot` into `path` (`.png` or `.svg`).
+pub fn draw(path: &Path, plot: &Plot) -> Result<(), String> {
+    register_font();
+    if plot.series.is_empty() {
+        return Err("nothing to plot: no run has this curve".into());
+    }
+    let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("svg") => {
+            let root = SVGBackend::new(path, SIZE).into_drawing_area();
+            chart(&root, plot).map_err(|e| e.to_string())
+        }
+        Some("png") => {
+            let root = BitMapBackend::new(path, SIZE).into_drawing_area();
+            chart(&root, plot).map_err(|e| e.to_string())
+        }
+        _ => Err(format!("`{}`: the plot file must end in .png or .svg", path.display())),
+    }
+}
+
+fn chart<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    plot: &Plot,
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    root.fill(&WHITE)?;
+    let (x0, x1, y0, y1) = bounds(plot.series);
+    let mut chart = ChartBuilder::on(root)
+        .caption(plot.title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    chart
+        .configure_mesh()
+        .x_desc(plot.x_label)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_desc(plot.y_label)
+        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 14))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    for (i, s) in plot.series.iter().enumerate() {
+        if let Some(band) = &s.band {
+            let color = COLORS[i % COLORS.len()];
+            let mut outline: Vec<(f64, f64)> = band.iter().map(|(x, _, hi)| (*x, *hi)).collect();
+            outline.extend(band.iter().rev().map(|(x, lo, _)| (*x, *lo)));
+            chart.draw_series(std::iter::once(Polygon::new(outline, color.mix(0.18).filled())))?;
+        }
+    }
+    for (i, s) in plot.series.iter().enumerate() {
+        let color = COLORS[i % COLORS.len()];
+        chart
+            .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))?
+            .label(s.label.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(4)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Axis ranges covering every point and band, with a 5 % margin on the value axis.
+fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
+    for s in series {
+        for (x, y) in &s.points {
+            (x0, x1, y0, y1) = (x0.min(*x), x1.max(*x), y0.min(*y), y1.max(*y));
+        }
+        for (_, lo, hi) in s.band.iter().flatten() {
+            (y0, y1) = (y0.min(*lo), y1.max(*hi));
+        }
+    }
+    if !x0.is_finite() || !y0.is_finite() || !x1.is_finite() || !y1.is_finite() {
+        return (0.0, 1.0, 0.0, 1.0);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    let pad = if y1 > y0 { (y1 - y0) * 0.05 } else { 0.5 };
+    (x0, x1, y0 - pad, y1 + pad)
+}

@@ -1,0 +1,117 @@
+//! A sheet: named columns and rows of typed cells, the form every `memctl runs` output
+//! (table, CSV, JSON, Markdown) is printed from.
+
+use super::numbers::{duration, sig3};
+use crate::query::fields::format_date;
+use crate::value::Value;
+
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Sheet {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Missing,
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Text(String),
+    /// Unix seconds.
+    Date(f64),
+    /// A duration in seconds.
+    Seconds(f64),
+    List(Vec<Cell>),
+    Stat(Stat),
+}
+
+/// Mean, sample standard deviation (n − 1; `None` for a single value) and count.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stat {
+    pub mean: f64,
+    pub std: Option<f64>,
+    pub n: usize,
+}
+
+impl Cell {
+    pub fn of_value(v: &Value) -> Cell {
+        match v {
+            Value::Bool(b) => Cell::Bool(*b),
+            Value::Int(i) => Cell::Int(*i),
+            Value::Float(x) => Cell::Float(*x),
+            Value::Str(s) => Cell::Text(s.clone()),
+            Value::List(items) => Cell::List(items.iter().map(Cell::of_value).collect()),
+        }
+    }
+
+    /// How a table shows the cell: three significant digits, durations, `·` for missing.
+    pub fn display(&self) -> String {
+        match self {
+            Cell::Missing => "·".into(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Float(x) => sig3(*x),
+            Cell::Bool(b) => b.to_string(),
+            Cell::Text(s) => s.clone(),
+            Cell::Date(t) => format_date(*t).replace('T', " ").trim_end_matches('Z').to_string(),
+            Cell::Seconds(s) => duration(*s),
+            Cell::List(items) => format!("[{}]", items.iter().map(Cell::display).collect::<Vec<_>>().join(", ")),
+            Cell::Stat(s) => s.display(),
+        }
+    }
+
+    /// The cell as exact text for CSV: full precision, RFC 3339 dates, lists joined by `;`.
+    pub fn exact(&self) -> String {
+        match self {
+            Cell::Missing => String::new(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Float(x) | Cell::Seconds(x) => x.to_string(),
+            Cell::Bool(b) => b.to_string(),
+            Cell::Text(s) => s.clone(),
+            Cell::Date(t) => format_date(*t),
+            Cell::List(items) => items.iter().map(Cell::exact).collect::<Vec<_>>().join(";"),
+            Cell::Stat(s) => s.mean.to_string(),
+        }
+    }
+
+    /// Order for sorting: numbers, then text, ...; statistics by mean; missing compares equal
+    /// here (callers put it last).
+    pub fn order(&self, other: &Cell) -> std::cmp::Ordering {
+        fn num(c: &Cell) -> Option<f64> {
+            match c {
+                Cell::Int(i) => Some(*i as f64),
+                Cell::Float(x) | Cell::Date(x) | Cell::Seconds(x) => Some(*x),
+                Cell::Stat(s) => Some(s.mean),
+                Cell::Bool(b) => Some(f64::from(u8::from(*b))),
+                _ => None,
+            }
+        }
+        match (num(self), num(other)) {
+            (Some(a), Some(b)) => a.total_cmp(&b),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => self.exact().cmp(&other.exact()),
+        }
+    }
+}
+
+impl Stat {
+    /// Statistics of `values`; `None` when there are none.
+    pub fn of(values: &[f64]) -> Option<Stat> {
+        let n = values.len();
+        if n == 0 {
+            return None;
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let std = (n > 1).then(|| (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt());
+        Some(Stat { mean, std, n })
+    }
+
+    /// `0.912 ± 0.00431 (5)`, or `0.912 (1)` for a single run.
+    pub fn display(&self) -> String {
+        match self.std {
+            Some(s) => format!("{} ± {} ({})", sig3(self.mean), sig3(s), self.n),
+            None => format!("{} ({})", sig3(self.mean), self.n),
+        }
+    }
+}

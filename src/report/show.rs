@@ -1,0 +1,135 @@
+//! One run, everything recorded, readable: `memctl show RUN` (YAML).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::numbers::duration;
+use crate::query::fields::format_date;
+use crate::store::RunRecord;
+use crate::store::summary::train_values;
+use crate::value::Value;
+
+#[derive(Serialize)]
+struct Shown<'a> {
+    id: u64,
+    status: &'static str,
+    experiment: &'a str,
+    model: &'a str,
+    task: &'a str,
+    seed: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tags: &'a Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    stop_reason: &'a str,
+    started: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ended: Option<String>,
+    /// The swept values of this trial.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    swept: BTreeMap<&'a str, &'a Value>,
+    parameters: &'a BTreeMap<String, Value>,
+    task_options: &'a BTreeMap<String, Value>,
+    train: BTreeMap<String, Value>,
+    final_metrics: &'a BTreeMap<String, f64>,
+    steps_run: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    steps_to_converge: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epochs_to_converge: Option<f64>,
+    /// One line per curve: `{points: 12, first: [25, 0.31], last: [...], best: [...]}`.
+    curves: BTreeMap<&'a str, serde_saphyr::FlowMap<CurveSummary>>,
+    param_count: u64,
+    flops_per_step: u64,
+    time: Time,
+    environment: &'a crate::store::Environment,
+    trial: &'a str,
+    spec_path: &'a str,
+    spec_hash: &'a str,
+    spec: serde_saphyr::LitStr<'a>,
+}
+
+#[derive(Serialize)]
+struct Time {
+    wall: String,
+    train: String,
+    eval: String,
+}
+
+/// First, last and best point of a curve (`[step, value]`).
+#[derive(Serialize, Debug, PartialEq)]
+pub struct CurveSummary {
+    pub points: usize,
+    pub first: (u64, f64),
+    pub last: (u64, f64),
+    /// Lowest for losses and errors, highest otherwise.
+    pub best: (u64, f64),
+}
+
+/// Whether lower values of a curve or metric are better (losses and errors).
+pub fn lower_is_better(name: &str) -> bool {
+    name.contains("loss") || name.contains("error")
+}
+
+pub fn curve_summary(name: &str, points: &[(u64, f64)]) -> Option<CurveSummary> {
+    let first = *points.first()?;
+    let last = *points.last()?;
+    let better = |a: f64, b: f64| if lower_is_better(name) { a < b } else { a > b };
+    let best = points.iter().copied().fold(first, |acc, p| if better(p.1, acc.1) { p } else { acc });
+    Some(CurveSummary { points: points.len(), first, last, best })
+}
+
+/// The run as YAML.
+pub fn yaml(r: &RunRecord) -> Result<String, serde_saphyr::SerializeError> {
+    let shown = Shown {
+        id: r.id,
+        status: r.status.as_str(),
+        experiment: &r.config.experiment,
+        model: &r.config.model,
+        task: &r.config.task,
+        seed: r.config.seed,
+        tags: &r.tags,
+        error: r.error.as_deref(),
+        stop_reason: &r.stop_reason,
+        started: format_date(r.started_at),
+        ended: r.ended_at.map(format_date),
+        swept: r.config.swept.iter().map(|(k, v)| (k.as_str(), v)).collect(),
+        parameters: &r.config.params,
+        task_options: &r.config.task_options,
+        train: train_values(&r.config.train),
+        final_metrics: &r.final_metrics,
+        steps_run: r.steps_run,
+        steps_to_converge: r.steps_to_converge,
+        epochs_to_converge: r.epochs_to_converge,
+        curves: r
+            .curves
+            .iter()
+            .filter_map(|(k, c)| Some((k.as_str(), serde_saphyr::FlowMap(curve_summary(k, c)?))))
+            .collect(),
+        param_count: r.param_count,
+        flops_per_step: r.flops_per_step,
+        time: Time { wall: duration(r.wall_seconds), train: duration(r.train_seconds), eval: duration(r.eval_seconds) },
+        environment: &r.environment,
+        trial: &r.trial_key,
+        spec_path: &r.spec_path,
+        spec_hash: &r.spec_hash,
+        spec: serde_saphyr::LitStr(&r.spec_text),
+    };
+    serde_saphyr::to_string(&shown)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_is_lowest_for_losses_and_highest_otherwise() {
+        let pts = [(100, 0.5), (200, 0.2), (300, 0.3)];
+        let loss = curve_summary("val_loss", &pts).unwrap();
+        assert_eq!((loss.first, loss.last, loss.best, loss.points), ((100, 0.5), (300, 0.3), (200, 0.2), 3));
+        let acc = curve_summary("val_accuracy", &pts).unwrap();
+        assert_eq!(acc.best, (100, 0.5));
+        assert!(curve_summary("x", &[]).is_none());
+    }
+}

@@ -1,0 +1,280 @@
+//! From run summaries to a [`Sheet`]: filter, sort, limit, choose columns, or group runs and
+//! summarise each group (`memctl runs`).
+
+use std::collections::HashMap;
+
+use super::sheet::{Cell, Sheet, Stat};
+use crate::check::suggest::did_you_mean;
+use crate::query::{Field, Query, Val, fields};
+use crate::store::RunSummary;
+
+/// What `memctl runs` was asked to show.
+#[derive(Clone, Debug, Default)]
+pub struct View {
+    pub filter: Option<Query>,
+    /// Column or field to sort by, and whether descending. Default: newest run first (or
+    /// groups in order of their values).
+    pub sort: Option<(String, bool)>,
+    pub limit: Option<usize>,
+    /// Exactly these columns (with `group_by`: the columns to summarise).
+    pub columns: Option<Vec<String>>,
+    /// Hide configuration columns whose value is the same in every row.
+    pub only_changed: bool,
+    /// One row per distinct combination of these fields.
+    pub group_by: Option<Vec<String>>,
+}
+
+/// Final metrics shown first, in this order, when present.
+const METRIC_ORDER: &[&str] = &["accuracy", "bit_error", "loss"];
+
+/// Builds the sheet; errors are messages about names in the options (the filter was checked
+/// already). `runs` is the whole store, oldest first.
+pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, String> {
+    let names = Names { all: runs };
+    let mut shown: Vec<&RunSummary> = match &view.filter {
+        Some(q) => runs.iter().filter(|r| q.matches(r)).collect(),
+        None => runs.iter().collect(),
+    };
+    match &view.group_by {
+        Some(keys) => grouped(&names, &shown, keys, view),
+        None => {
+            shown.reverse();
+            if let Some((col, desc)) = &view.sort {
+                let f = names.field(col)?;
+                sort_by_field(&mut shown, &f, *desc);
+            }
+            if let Some(n) = view.limit {
+                shown.truncate(n);
+            }
+            let mut columns: Vec<(String, Field)> = match &view.columns {
+                Some(cols) => cols.iter().map(|c| Ok((c.clone(), names.field(c)?))).collect::<Result<_, String>>()?,
+                None => default_columns(&shown, view.only_changed),
+            };
+            let mut rows: Vec<Vec<Cell>> =
+                shown.iter().map(|r| columns.iter().map(|(_, f)| cell(f, r)).collect()).collect();
+            if view.only_changed {
+                drop_constant(&mut columns, &mut rows, |f| f.is_config());
+            }
+            Ok(Sheet { columns: columns.into_iter().map(|(n, _)| n).collect(), rows })
+        }
+    }
+}
+
+/// Resolves column names, reporting ones no run has.
+struct Names<'a> {
+    all: &'a [RunSummary],
+}
+
+impl Names<'_> {
+    fn field(&self, name: &str) -> Result<Field, String> {
+        let f = Field::parse(name)
+            .ok_or_else(|| format!("`{name}`: unknown namespace (use param., task., train. or metric.)"))?;
+        if !self.all.is_empty() && fields::kinds(&f, self.all).is_empty() {
+            let all = fields::names(self.all);
+            let hint = did_you_mean(name, all.iter().map(String::as_str)).map(|h| format!("; {h}")).unwrap_or_default();
+            return Err(format!("no run has a field `{name}`{hint}"));
+        }
+        Ok(f)
+    }
+}
+
+/// A run's value of `field` as a cell (ints stay ints, times become dates and durations).
+pub fn cell(field: &Field, r: &RunSummary) -> Cell {
+    if let Some(v) = field.config_value(r) {
+        return Cell::of_value(v);
+    }
+    match field {
+        Field::Id => Cell::Int(r.id as i64),
+        Field::Seed => Cell::Int(r.seed as i64),
+        Field::StepsRun => Cell::Int(r.steps_run as i64),
+        Field::StepsToConverge => r.steps_to_converge.map_or(Cell::Missing, |s| Cell::Int(s as i64)),
+        Field::ParamCount => Cell::Int(r.param_count as i64),
+        Field::Wall => Cell::Seconds(r.wall_seconds),
+        Field::Tags => Cell::List(r.tags.iter().map(|t| Cell::Text(t.clone())).collect()),
+        _ => match field.get(r) {
+            None => Cell::Missing,
+            Some(Val::Num(x)) => Cell::Float(x),
+            Some(Val::Date(t)) => Cell::Date(t),
+            Some(v) => Cell::Text(v.to_string()),
+        },
+    }
+}
+
+fn sort_by_field(runs: &mut [&RunSummary], f: &Field, desc: bool) {
+    runs.sort_by(|a, b| match (f.get(a), f.get(b)) {
+        (Some(x), Some(y)) if desc => y.order(&x),
+        (Some(x), Some(y)) => x.order(&y),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+}
+
+/// The test metrics (not `val_…`) some run has: accuracy, bit_error, loss first.
+fn metrics(runs: &[&RunSummary]) -> Vec<String> {
+    let mut all: Vec<&String> = vec![];
+    for r in runs {
+        for k in r.final_metrics.keys() {
+            if !k.starts_with("val_") && !all.contains(&k) {
+                all.push(k);
+            }
+        }
+    }
+    let rank = |m: &str| METRIC_ORDER.iter().position(|o| *o == m).unwrap_or(METRIC_ORDER.len());
+    all.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    all.into_iter().cloned().collect()
+}
+
+/// id, experiment, model, the swept parameters (with `only_changed`: every configuration
+/// value), seed, status, test metrics, steps to converge, steps run, wall time, tags.
+fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Field)> {
+    let mut cols: Vec<(String, Field)> = vec![("id".into(), Field::Id)];
+    let push = |cols: &mut Vec<(String, Field)>, name: &str, f: Field| {
+        if !cols.iter().any(|(n, _)| n == name) {
+            cols.push((name.to_string(), f));
+        }
+    };
+    push(&mut cols, "experiment", Field::Experiment);
+    push(&mut cols, "model", Field::Model);
+    if every_config {
+        push(&mut cols, "task", Field::Task);
+    }
+    for r in runs {
+        if every_config {
+            for k in r.params.keys().chain(r.task_options.keys()).chain(r.train.keys()) {
+                push(&mut cols, k, Field::Named(k.clone()));
+            }
+        } else {
+            for k in r.swept.iter().filter(|k| *k != "seed") {
+                push(&mut cols, k, Field::Named(k.clone()));
+            }
+        }
+    }
+    push(&mut cols, "seed", Field::Seed);
+    push(&mut cols, "status", Field::Status);
+    for m in metrics(runs) {
+        let f = Field::Metric(m.clone());
+        push(&mut cols, &m, f);
+    }
+    push(&mut cols, "steps_to_converge", Field::StepsToConverge);
+    push(&mut cols, "steps_run", Field::StepsRun);
+    push(&mut cols, "wall", Field::Wall);
+    if runs.iter().any(|r| !r.tags.is_empty()) {
+        push(&mut cols, "tags", Field::Tags);
+    }
+    cols
+}
+
+/// Removes columns (those `eligible`) whose cells are equal in every row.
+fn drop_constant(columns: &mut Vec<(String, Field)>, rows: &mut [Vec<Cell>], eligible: impl Fn(&Field) -> bool) {
+    let keep: Vec<bool> =
+        (0..columns.len()).map(|c| !eligible(&columns[c].1) || rows.windows(2).any(|w| w[0][c] != w[1][c])).collect();
+    let mut i = 0;
+    columns.retain(|_| {
+        i += 1;
+        keep[i - 1]
+    });
+    for row in rows {
+        let mut i = 0;
+        row.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+    }
+}
+
+/// One row per group: the key values, `runs`, then `mean ± std (n)` of each summarised column.
+fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, String> {
+    let key_fields: Vec<(String, Field)> =
+        keys.iter().map(|k| Ok((k.clone(), names.field(k)?))).collect::<Result<_, String>>()?;
+    let summarised: Vec<(String, Field)> = match &view.columns {
+        Some(cols) => cols
+            .iter()
+            .filter(|c| !keys.contains(c))
+            .map(|c| Ok((c.clone(), names.field(c)?)))
+            .collect::<Result<_, String>>()?,
+        None => {
+            let mut cols: Vec<(String, Field)> =
+                metrics(runs).into_iter().map(|m| (m.clone(), Field::Metric(m))).collect();
+            cols.push(("steps_to_converge".into(), Field::StepsToConverge));
+            if runs.iter().any(|r| r.epochs_to_converge.is_some()) {
+                cols.push(("epochs_to_converge".into(), Field::EpochsToConverge));
+            }
+            cols
+        }
+    };
+    // Groups in order of first appearance, then sorted by key.
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<(Vec<Cell>, Vec<&RunSummary>)> = vec![];
+    for r in runs {
+        let key: Vec<Cell> = key_fields.iter().map(|(_, f)| cell(f, r)).collect();
+        let hashable = format!("{key:?}");
+        match index.get(&hashable) {
+            Some(&i) => groups[i].1.push(r),
+            None => {
+                index.insert(hashable, groups.len());
+                groups.push((key, vec![r]));
+            }
+        }
+    }
+    groups.sort_by(|a, b| {
+        for (x, y) in a.0.iter().zip(&b.0) {
+            let o = match (x, y) {
+                (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
+                (Cell::Missing, _) => std::cmp::Ordering::Greater,
+                (_, Cell::Missing) => std::cmp::Ordering::Less,
+                _ => x.order(y),
+            };
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        }
+        std::cmp::Ordering::Equal
+    });
+    let mut columns: Vec<String> = key_fields.iter().map(|(n, _)| n.clone()).collect();
+    columns.push("runs".into());
+    columns.extend(summarised.iter().map(|(n, _)| n.clone()));
+    let mut rows: Vec<Vec<Cell>> = groups
+        .into_iter()
+        .map(|(key, members)| {
+            let mut row = key;
+            row.push(Cell::Int(members.len() as i64));
+            for (_, f) in &summarised {
+                let values: Vec<f64> = members
+                    .iter()
+                    .filter_map(|r| match f.get(r) {
+                        Some(Val::Num(x) | Val::Date(x)) => Some(x),
+                        Some(Val::Bool(b)) => Some(f64::from(u8::from(b))),
+                        _ => None,
+                    })
+                    .collect();
+                row.push(Stat::of(&values).map_or(Cell::Missing, Cell::Stat));
+            }
+            row
+        })
+        .collect();
+    if let Some((col, desc)) = &view.sort {
+        let c = columns.iter().position(|n| n == col).ok_or_else(|| {
+            format!("cannot sort groups by `{col}`: it is not a column (columns: {})", columns.join(", "))
+        })?;
+        rows.sort_by(|a, b| match (&a[c], &b[c]) {
+            (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
+            (Cell::Missing, _) => std::cmp::Ordering::Greater,
+            (_, Cell::Missing) => std::cmp::Ordering::Less,
+            (x, y) if *desc => y.order(x),
+            (x, y) => x.order(y),
+        });
+    }
+    if let Some(n) = view.limit {
+        rows.truncate(n);
+    }
+    if view.only_changed {
+        let mut cols: Vec<(String, Field)> = columns
+            .iter()
+            .map(|n| (n.clone(), key_fields.iter().find(|(k, _)| k == n).map_or(Field::Id, |(_, f)| f.clone())))
+            .collect();
+        drop_constant(&mut cols, &mut rows, |f| f.is_config());
+        columns = cols.into_iter().map(|(n, _)| n).collect();
+    }
+    Ok(Sheet { columns, rows })
+}

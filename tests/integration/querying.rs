@@ -1,0 +1,515 @@
+//! Querying past runs: `memctl runs` filters, grouping and formats, `show`, `diff`, `plot`,
+//! `tag`, `rm` and `ablate`, against stores filled with synthetic runs (no training) except
+//! for one tiny ablation.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use memctl::check::TrialConfig;
+use memctl::store::{RunRecord, Status, Store};
+use memctl::value::Value;
+
+use crate::support::{TINY, trials};
+
+/// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
+/// milliseconds (its I/O threads finish asynchronously), so a locked store is retried briefly.
+fn memctl(store: &Path, args: &[&str]) -> Output {
+    for _ in 0..100 {
+        let out = Command::new(env!("CARGO_BIN_EXE_memctl"))
+            .arg("--store")
+            .arg(store)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .output()
+            .expect("memctl runs");
+        if !String::from_utf8_lossy(&out.stderr).contains("is in use by another memctl process") {
+            return out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the store stayed locked");
+}
+
+/// Opens the store, waiting out the lock of one this process just dropped.
+fn open(path: &Path) -> Store {
+    for _ in 0..100 {
+        match Store::open(path) {
+            Err(memctl::store::StoreError::Locked { .. }) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the store stayed locked");
+}
+
+fn ok(out: &Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The config of TINY's `tiny_stm` trial with `d`, `gates` and the seed set (and swept).
+fn config(d: i64, gates: bool, seed: u64) -> TrialConfig {
+    let mut c = trials("tiny.mem", TINY).into_iter().find(|t| t.config.experiment == "tiny_stm").unwrap().config;
+    c.params.insert("d".into(), Value::Int(d));
+    c.params.insert("gates".into(), Value::Bool(gates));
+    c.seed = seed;
+    c.swept = vec![
+        ("d".into(), Value::Int(d)),
+        ("gates".into(), Value::Bool(gates)),
+        ("seed".into(), Value::Int(seed as i64)),
+    ];
+    c
+}
+
+/// A finished run with a final accuracy, steps to converge and a three-point curve.
+fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64>) -> RunRecord {
+    let mut curves = BTreeMap::new();
+    curves.insert("val_accuracy".to_string(), vec![(10, accuracy / 4.0), (20, accuracy / 2.0), (30, accuracy)]);
+    curves.insert("train_loss".to_string(), vec![(10, 2.0), (20, 1.0), (30, 1.0 - accuracy)]);
+    RunRecord {
+        id,
+        trial_key: format!("trial{id}"),
+        status: Status::Done,
+        config,
+        spec_path: "tiny.mem".into(),
+        spec_text: TINY.into(),
+        spec_hash: "h".into(),
+        environment: memctl::store::Environment {
+            hostname: "test".into(),
+            os: "linux".into(),
+            arch: "x86_64".into(),
+            cpus: 1,
+            threads: 1,
+            device: "cpu".into(),
+            memctl_version: "0".into(),
+            features: vec![],
+            pid: 1,
+        },
+        started_at: 1_738_281_600.0 + id as f64 * 3600.0,
+        ended_at: Some(1_738_281_600.0 + id as f64 * 3600.0 + 60.0),
+        curves,
+        final_metrics: [("accuracy".to_string(), accuracy), ("loss".to_string(), 1.0 - accuracy)].into(),
+        steps_run: 30,
+        steps_to_converge: converged,
+        epochs_to_converge: None,
+        stop_reason: "steps".into(),
+        param_count: 100,
+        flops_per_step: 1000,
+        wall_seconds: 60.0,
+        train_seconds: 50.0,
+        eval_seconds: 10.0,
+        error: None,
+        tags: vec![],
+    }
+}
+
+/// Seven runs: d=48 gated, seeds 1-3 (accuracy 0.5, 0.7, 0.9; converged at 100, 300, never);
+/// d=96 gated, seeds 1-2 (1.0, 0.8; 200, 400); d=96 ungated seed 1 (0.25); and a failed run.
+fn fill(store: &Path) {
+    let s = open(store);
+    let mut runs = vec![
+        record(1, config(48, true, 1), 0.5, Some(100)),
+        record(2, config(48, true, 2), 0.7, Some(300)),
+        record(3, config(48, true, 3), 0.9, None),
+        record(4, config(96, true, 1), 1.0, Some(200)),
+        record(5, config(96, true, 2), 0.8, Some(400)),
+        record(6, config(96, false, 1), 0.25, None),
+    ];
+    let mut failed = record(7, config(96, false, 2), 0.0, None);
+    failed.status = Status::Failed;
+    failed.final_metrics.clear();
+    failed.error = Some("loss is NaN".into());
+    runs.push(failed);
+    s.put_many(&runs).unwrap();
+}
+
+fn json(out: &Output) -> Vec<serde_json::Value> {
+    serde_json::from_str::<serde_json::Value>(&ok(out)).unwrap().as_array().unwrap().clone()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-12
+}
+
+#[test]
+fn grouping_gives_mean_sample_std_and_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let rows = json(&memctl(&store, &["runs", "--group-by", "d,gates", "--format", "json"]));
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    // Groups come in order of their values: (48, true), (96, false), (96, true).
+    let g48 = &rows[0];
+    assert_eq!((g48["d"].as_i64(), g48["gates"].as_bool(), g48["runs"].as_i64()), (Some(48), Some(true), Some(3)));
+    // accuracy 0.5, 0.7, 0.9: mean 0.7, sample std sqrt((0.04 + 0 + 0.04) / 2) = 0.2.
+    assert!(close(g48["accuracy"]["mean"].as_f64().unwrap(), 0.7));
+    assert!(close(g48["accuracy"]["std"].as_f64().unwrap(), 0.2));
+    assert_eq!(g48["accuracy"]["n"], 3);
+    // steps to converge 100, 300 (seed 3 never converged): mean 200, std sqrt(2 * 100²) = 141.42…, n 2.
+    assert!(close(g48["steps_to_converge"]["mean"].as_f64().unwrap(), 200.0));
+    assert!(close(g48["steps_to_converge"]["std"].as_f64().unwrap(), 20000f64.sqrt()));
+    assert_eq!(g48["steps_to_converge"]["n"], 2);
+    // (96, false): one done run with 0.25 and a failed one with no metrics.
+    let ungated = &rows[1];
+    assert_eq!((ungated["gates"].as_bool(), ungated["runs"].as_i64()), (Some(false), Some(2)));
+    assert_eq!(ungated["accuracy"]["mean"], 0.25);
+    assert!(ungated["accuracy"]["std"].is_null(), "one value has no sample std");
+    assert_eq!(ungated["accuracy"]["n"], 1);
+    assert!(ungated["steps_to_converge"].is_null());
+    // accuracy 1.0, 0.8: mean 0.9, std sqrt(0.02) = 0.1414…
+    let g96 = &rows[2];
+    assert!(close(g96["accuracy"]["mean"].as_f64().unwrap(), 0.9));
+    assert!(close(g96["accuracy"]["std"].as_f64().unwrap(), 0.02f64.sqrt()));
+
+    // The table shows `mean ± std (n)`; --sort orders groups by mean.
+    let table = ok(&memctl(&store, &["runs", "--group-by", "d", "--sort", "-accuracy", "--where", "gates"]));
+    let lines: Vec<&str> = table.lines().filter(|l| l.contains("± ")).collect();
+    assert_eq!(lines.len(), 2, "{table}");
+    assert!(lines[0].contains("0.900 ± 0.141 (2)") && lines[1].contains("0.700 ± 0.200 (3)"), "{table}");
+}
+
+#[test]
+fn csv_round_trips_exact_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let out = ok(&memctl(&store, &["runs", "--format", "csv", "--where", "status == \"done\"", "--sort", "id"]));
+    let mut reader = csv::Reader::from_reader(out.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    let col = |n: &str| header.iter().position(|h| h == n).unwrap_or_else(|| panic!("no column {n} in {header:?}"));
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 6);
+    let s = open(&store);
+    for row in &rows {
+        let id: u64 = row[col("id")].parse().unwrap();
+        let r = s.get(id).unwrap();
+        assert_eq!(row[col("accuracy")].parse::<f64>().unwrap(), r.final_metrics["accuracy"], "run {id}");
+        assert_eq!(row[col("loss")].parse::<f64>().unwrap(), r.final_metrics["loss"], "run {id}");
+        assert_eq!(Value::Int(row[col("d")].parse().unwrap()), r.config.params["d"]);
+        assert_eq!(Value::Bool(row[col("gates")].parse().unwrap()), r.config.params["gates"]);
+        assert_eq!(row[col("seed")].parse::<u64>().unwrap(), r.config.seed);
+        assert_eq!(&row[col("status")], "done");
+        let converged = &row[col("steps_to_converge")];
+        assert_eq!(if converged.is_empty() { None } else { Some(converged.parse().unwrap()) }, r.steps_to_converge);
+    }
+    drop(s);
+    // Grouped CSV: mean, std and n columns.
+    let out = ok(&memctl(&store, &["runs", "--format", "csv", "--group-by", "d", "--where", "gates"]));
+    let mut reader = csv::Reader::from_reader(out.as_bytes());
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(header[..5], ["d", "runs", "accuracy_mean", "accuracy_std", "accuracy_n"]);
+    let first = reader.records().next().unwrap().unwrap();
+    assert!(close(first[2].parse().unwrap(), 0.7) && close(first[3].parse().unwrap(), 0.2) && &first[4] == "3");
+}
+
+#[test]
+fn json_round_trips_exact_values_in_column_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let out = memctl(&store, &["runs", "--format", "json", "--columns", "id,d,accuracy,started,tags,wall"]);
+    let text = ok(&out);
+    let rows = json(&out);
+    assert_eq!(rows.len(), 7);
+    // Newest first, keys in the order asked for.
+    assert_eq!(rows[0]["id"], 7);
+    assert!(
+        text.contains(
+            r#"{"id": 7, "d": 96, "accuracy": null, "started": "2025-01-31T07:00:00Z", "tags": [], "wall": 60.0}"#
+        ),
+        "{text}"
+    );
+    let s = open(&store);
+    for row in &rows[1..] {
+        let r = s.get(row["id"].as_u64().unwrap()).unwrap();
+        assert_eq!(row["accuracy"].as_f64().unwrap(), r.final_metrics["accuracy"]);
+        assert_eq!(row["d"].as_i64().map(Value::Int).unwrap(), r.config.params["d"]);
+    }
+}
+
+#[test]
+fn filters_sort_limit_columns_and_only_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let ids = |args: &[&str]| -> Vec<i64> {
+        let mut a = vec!["runs", "--format", "json", "--columns", "id"];
+        a.extend_from_slice(args);
+        json(&memctl(&store, &a)).iter().map(|r| r["id"].as_i64().unwrap()).collect()
+    };
+    assert_eq!(ids(&[]), vec![7, 6, 5, 4, 3, 2, 1]);
+    assert_eq!(ids(&["--where", "d in [48, 96] and (status == \"failed\" or accuracy > 0.85)"]), vec![7, 4, 3]);
+    assert_eq!(ids(&["--where", "not gates and accuracy < 1"]), vec![6]);
+    assert_eq!(ids(&["--sort", "-accuracy", "--limit", "3"]), vec![4, 3, 5]);
+    // Missing values sort last either way.
+    assert_eq!(ids(&["--sort", "steps_to_converge"]), vec![1, 4, 2, 5, 7, 6, 3]);
+    assert_eq!(ids(&["--where", "started >= 2025-01-31T05:00"]), vec![7, 6, 5]);
+
+    // --only-changed: every config value that differs (d, gates, seed) and nothing constant.
+    let out = ok(&memctl(&store, &["runs", "--only-changed", "--format", "csv"]));
+    let header = out.lines().next().unwrap();
+    assert_eq!(header, "id,d,gates,seed,status,accuracy,loss,steps_to_converge,steps_run,wall");
+    let out = ok(&memctl(&store, &["runs", "--only-changed", "--format", "csv", "--where", "d == 96 and seed == 1"]));
+    assert_eq!(out.lines().next().unwrap(), "id,gates,status,accuracy,loss,steps_to_converge,steps_run,wall");
+
+    // Markdown.
+    let md =
+        ok(&memctl(&store, &["runs", "--format", "md", "--columns", "id,accuracy", "--limit", "2", "--sort", "id"]));
+    assert_eq!(md, "| id | accuracy |\n| ---: | ---: |\n| 1 | 0.500 |\n| 2 | 0.700 |\n");
+}
+
+#[test]
+fn bad_filters_and_names_are_located_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let out = memctl(&store, &["runs", "--where", "d in [48, 96] and accurcy > 0.9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let e = stderr(&out);
+    assert!(e.contains("<--where>:1:19") && e.contains("did you mean `accuracy`?"), "{e}");
+    assert!(e.contains("d in [48, 96] and accurcy > 0.9"), "the filter is shown: {e}");
+    let out = memctl(&store, &["runs", "--sort", "acuracy"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("did you mean `accuracy`?"), "{}", stderr(&out));
+    let out = memctl(&store, &["runs", "--group-by", "d", "--sort", "seed"]);
+    assert!(stderr(&out).contains("cannot sort groups by `seed`"), "{}", stderr(&out));
+}
+
+#[test]
+fn show_prints_the_record_as_yaml_with_curve_summaries_and_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let out = ok(&memctl(&store, &["show", "2"]));
+    let doc: serde_json::Value = serde_saphyr::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
+    assert_eq!(doc["id"], 2);
+    assert_eq!(doc["parameters"]["d"], 48);
+    assert_eq!(doc["final_metrics"]["accuracy"], 0.7);
+    assert_eq!(doc["curves"]["val_accuracy"]["best"][0], 30);
+    assert_eq!(doc["curves"]["val_accuracy"]["best"][1].as_f64(), Some(0.7));
+    assert_eq!(doc["curves"]["train_loss"]["best"][0], 30);
+    assert_eq!(doc["curves"]["train_loss"]["first"][1].as_f64(), Some(2.0));
+    assert_eq!(doc["curves"]["train_loss"]["best"][1].as_f64(), Some(1.0 - 0.7));
+    assert_eq!(doc["spec"].as_str().unwrap().trim_end(), TINY.trim_end());
+    let missing = memctl(&store, &["show", "99"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("no run with id 99"));
+}
+
+#[test]
+fn diff_shows_the_ablation_and_metrics_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    {
+        let s = open(&store);
+        let mut r = s.get(6).unwrap();
+        r.spec_text = TINY.replace("steps = 6", "steps = 8");
+        s.put(&r).unwrap();
+    }
+    let out = ok(&memctl(&store, &["diff", "4", "6"]));
+    assert!(out.contains("param.gates") && out.contains("true") && out.contains("false"), "{out}");
+    assert!(!out.contains("param.d "), "d is the same: {out}");
+    let acc = out.lines().find(|l| l.contains("accuracy")).unwrap();
+    assert!(acc.contains("1.00") && acc.contains("0.250") && acc.contains("-0.750"), "{acc}");
+    assert!(out.contains("-  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6"), "{out}");
+    assert!(out.contains("+  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 8"), "{out}");
+    let same = ok(&memctl(&store, &["diff", "1", "1"]));
+    assert!(same.contains("same configuration") && same.contains("same spec text"), "{same}");
+}
+
+#[test]
+fn plots_are_valid_svg_and_png_with_one_line_per_series() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    let svg = dir.path().join("runs.svg");
+    ok(&memctl(&store, &["plot", "1", "2", "4", "-o", svg.to_str().unwrap()]));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the SVG parses as XML");
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    // Series lines are polylines of stroke width 2 (legend samples are 4, the grid is lines).
+    let lines = |doc: &roxmltree::Document| {
+        doc.descendants().filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2")).count()
+    };
+    assert_eq!(lines(&doc), 3);
+    assert!(text.contains("val_accuracy") && text.contains("training step"), "title and axis labels");
+    assert!(text.contains("1: tiny_stm d=48 gates=true seed=1"), "legend");
+
+    // Grouped: one mean line and one band per group.
+    let grouped = dir.path().join("groups.svg");
+    ok(&memctl(
+        &store,
+        &[
+            "plot",
+            "--where",
+            "status == \"done\"",
+            "--group-by",
+            "d,gates",
+            "--metric",
+            "train_loss",
+            "-o",
+            grouped.to_str().unwrap(),
+        ],
+    ));
+    let text = std::fs::read_to_string(&grouped).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    assert_eq!(lines(&doc), 3);
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("polygon")).count(), 3);
+    assert!(text.contains("d=48 gates=true (3 runs)"), "{text}");
+
+    let png = dir.path().join("runs.png");
+    ok(&memctl(&store, &["plot", "1", "2", "-o", png.to_str().unwrap()]));
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    assert!(bytes.len() > 5000, "an image with content: {} bytes", bytes.len());
+
+    let bad = memctl(&store, &["plot", "1", "-o", dir.path().join("x.jpg").to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("must end in .png or .svg"));
+}
+
+#[test]
+fn tags_are_added_queried_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    ok(&memctl(&store, &["tag", "3", "ablation"]));
+    ok(&memctl(&store, &["tag", "5", "ablation"]));
+    let again = memctl(&store, &["tag", "5", "ablation"]);
+    assert!(stderr(&again).contains("already has tag"));
+    let ids = |filter: &str| -> Vec<i64> {
+        json(&memctl(&store, &["runs", "--format", "json", "--columns", "id", "--where", filter]))
+            .iter()
+            .map(|r| r["id"].as_i64().unwrap())
+            .collect()
+    };
+    assert_eq!(ids("\"ablation\" in tags"), vec![5, 3]);
+    ok(&memctl(&store, &["tag", "5", "ablation", "--remove"]));
+    assert_eq!(ids("\"ablation\" in tags"), vec![3]);
+    assert_eq!(open(&store).get(3).unwrap().tags, vec!["ablation".to_string()]);
+    assert_eq!(memctl(&store, &["tag", "99", "x"]).status.code(), Some(2));
+}
+
+#[test]
+fn rm_needs_confirmation_and_falls_back_to_an_earlier_run_of_the_trial() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    // Without a terminal and without --yes: refused, nothing deleted.
+    let out = memctl(&store, &["rm", "2", "3"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    assert!(open(&store).get(2).is_ok());
+
+    ok(&memctl(&store, &["rm", "2", "3", "--yes"]));
+    let s = open(&store);
+    assert!(matches!(s.get(2), Err(memctl::store::StoreError::NoSuchRun(2))));
+    assert!(s.summary(3).is_err());
+    assert_eq!(s.summaries().unwrap().len(), 5);
+    assert!(s.latest_of_trial("trial2").unwrap().is_none());
+    // A trial run twice: deleting the later run makes the earlier one its latest again.
+    let mut again = s.get(4).unwrap();
+    again.id = 8;
+    s.put(&again).unwrap();
+    assert_eq!(s.latest_of_trial("trial4").unwrap().unwrap().id, 8);
+    s.delete(&[8]).unwrap();
+    assert_eq!(s.latest_of_trial("trial4").unwrap().unwrap().id, 4);
+    assert!(matches!(s.delete(&[1, 42]), Err(memctl::store::StoreError::NoSuchRun(42))));
+    assert!(s.get(1).is_ok(), "a failed delete deletes nothing");
+}
+
+#[test]
+fn summaries_are_rebuilt_for_a_store_written_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    {
+        // Drop the summaries tree and its version, as in a store from before summaries.
+        let db = (0..100)
+            .find_map(|_| {
+                let db = sled::open(store.join("db")).ok();
+                if db.is_none() {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                db
+            })
+            .expect("the store opens");
+        db.drop_tree("summaries").unwrap();
+        db.open_tree("meta").unwrap().remove("summary_version").unwrap();
+        db.flush().unwrap();
+    }
+    let s = open(&store);
+    let summaries = s.summaries().unwrap();
+    assert_eq!(summaries.len(), 7);
+    assert_eq!(summaries[1].final_metrics["accuracy"], 0.7);
+}
+
+#[test]
+fn ablate_plans_the_full_model_and_each_switch_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny.mem");
+    std::fs::write(&spec, TINY).unwrap();
+    let ctx = memctl::cli::Context { store: dir.path().join("store"), color: false };
+    let variants = memctl::cli::ablate::plan(&spec, "tiny_stm", None, Some(3), &ctx).unwrap().unwrap();
+    let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["full", "w/o gates", "w/o transfer"]);
+    let expect = [(true, true), (false, true), (true, false)];
+    for (v, (gates, transfer)) in variants.iter().zip(expect) {
+        assert_eq!(v.trials.len(), 3, "{}", v.name);
+        let seeds: Vec<u64> = v.trials.iter().map(|t| t.config.seed).collect();
+        assert_eq!(seeds, [1, 2, 3]);
+        for t in &v.trials {
+            assert_eq!(t.config.params["gates"], Value::Bool(gates), "{}", v.name);
+            assert_eq!(t.config.params["transfer"], Value::Bool(transfer), "{}", v.name);
+            assert_eq!(t.config.params["d"], Value::Int(8), "other parameters untouched");
+        }
+    }
+    // Every trial is distinct.
+    let mut keys: Vec<String> =
+        variants.iter().flat_map(|v| &v.trials).map(memctl::sweep::identity::trial_key).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 9);
+
+    // Chosen switches; the experiment's own seeds (1..2) without --seeds.
+    let only =
+        memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&["transfer".to_string()]), None, &ctx).unwrap().unwrap();
+    assert_eq!(only.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["full", "w/o transfer"]);
+    assert_eq!(only[1].trials.len(), 2);
+    assert!(only.iter().flat_map(|v| &v.trials).all(|t| t.config.params["gates"] == Value::Bool(true)));
+    assert!(only[1].trials.iter().all(|t| t.config.params["transfer"] == Value::Bool(false)));
+
+    let err = memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&["d".to_string()]), None, &ctx).err().unwrap();
+    assert!(err.to_string().contains("`d` is the int 8, not a boolean"), "{err}");
+    let err = memctl::cli::ablate::plan(&spec, "tiny_lstm", None, None, &ctx).err().unwrap();
+    assert!(err.to_string().contains("no boolean parameters"), "{err}");
+}
+
+#[test]
+fn ablate_runs_the_variants_once_and_prints_the_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny.mem");
+    std::fs::write(&spec, TINY).unwrap();
+    let store = dir.path().join("store");
+    let args =
+        ["ablate", spec.to_str().unwrap(), "tiny_stm", "--switches", "gates", "--seeds", "1", "--threads", "1", "-q"];
+    let out = memctl(&store, &args);
+    let table = ok(&out);
+    assert!(stderr(&out).contains("1 trial run, 0 already done"), "{}", stderr(&out));
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("full") || l.contains("w/o gates")).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(table.contains("steps_to_converge") && table.contains("accuracy"), "{table}");
+    // Done trials are not run again; the sweep machinery records them like any other run.
+    let again = memctl(&store, &args);
+    ok(&again);
+    assert!(stderr(&again).contains("0 trials run, 1 already done"), "{}", stderr(&again));
+    let runs = json(&memctl(&store, &["runs", "--format", "json", "--columns", "gates,seed"]));
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.iter().filter(|r| r["gates"] == false).count(), 1);
+}
