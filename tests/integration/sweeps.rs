@@ -1,6 +1,7 @@
 //! Sweeps that never lose or repeat work: crashes, failures, overrides.
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -46,14 +47,26 @@ fn sigkill_at_random_moments_loses_and_repeats_nothing() {
     let store = dir.path().join("store");
     let sweep = || {
         let mut c = memctl();
-        c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1", "--quiet"]);
+        c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1"]);
         c
     };
-    // Kill after varying delays (fixed, so that a failure reproduces).
-    for delay_ms in [150u64, 420, 90, 700, 260] {
-        let mut child = sweep().stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Kill at varying moments after the n-th trial has started (its `running` record is
+    // durable by then), so the kills land mid-trial on a fast machine and a slow one alike.
+    for (nth_start, delay_ms) in [(1usize, 0u64), (2, 40), (1, 15), (3, 80), (2, 5)] {
+        let mut child = sweep().stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut started = 0;
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if line.ends_with(": started") {
+                started += 1;
+                if started == nth_start {
+                    break;
+                }
+            }
+        }
         std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill().unwrap(); // SIGKILL
+        let _ = child.kill(); // SIGKILL (the sweep may have ended on its own)
         child.wait().unwrap();
         // The store opens after every kill, and never holds a duplicate id.
         let recs = records(&store);
