@@ -1,0 +1,92 @@
+//! How the training kernels use the hardware: batch-parallel loops over the current rayon
+//! pool (the trial's thread budget) and element-wise loops compiled for AVX2 + FMA when the
+//! CPU has them (the release build targets baseline x86-64, i.e. SSE2).
+
+use rayon::prelude::*;
+
+/// Below this many element-operations a loop runs on the calling thread: splitting costs
+/// more than it saves.
+const PAR_MIN_WORK: usize = 1 << 15;
+
+/// Runs `f(first_example, chunk)` over `out` split into consecutive groups of whole examples
+/// (`per_example` elements each), one group per pool thread when the pool has several and
+/// `work` (element-operations in total) is large enough; otherwise one call with everything.
+pub fn for_each_batch<T: Send>(
+    out: &mut [T],
+    per_example: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    let batch = out.len().checked_div(per_example).unwrap_or(0);
+    let threads = rayon::current_num_threads().min(batch);
+    if threads <= 1 || work < PAR_MIN_WORK {
+        f(0, out);
+        return;
+    }
+    let per_group = batch.div_ceil(threads);
+    out.par_chunks_mut(per_group * per_example).enumerate().for_each(|(g, chunk)| f(g * per_group, chunk));
+}
+
+/// Like [`for_each_batch`] over two outputs split alike.
+pub fn for_each_batch2<T: Send, U: Send>(
+    out: &mut [T],
+    per_example: usize,
+    out2: &mut [U],
+    per_example2: usize,
+    work: usize,
+    f: impl Fn(usize, &mut [T], &mut [U]) + Sync + Send,
+) {
+    let batch = out.len().checked_div(per_example).unwrap_or(0);
+    let threads = rayon::current_num_threads().min(batch);
+    if threads <= 1 || work < PAR_MIN_WORK {
+        f(0, out, out2);
+        return;
+    }
+    let per_group = batch.div_ceil(threads);
+    out.par_chunks_mut(per_group * per_example)
+        .zip(out2.par_chunks_mut((per_group * per_example2).max(1)))
+        .enumerate()
+        .for_each(|(g, (a, b))| f(g * per_group, a, b));
+}
+
+/// Runs `f` compiled with AVX2 and FMA enabled when the CPU has them. `f` must be
+/// `#[inline(always)]`-friendly (a closure over slices): it is inlined into a function with
+/// those target features, so its loops vectorise 8 floats wide.
+#[inline(always)]
+pub fn simd<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            #[target_feature(enable = "avx2,fma")]
+            #[inline]
+            unsafe fn avx2<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+            return unsafe { avx2(f) };
+        }
+    }
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_groups_cover_every_example_once() {
+        for threads in [1, 2, 3] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            pool.install(|| {
+                let mut out = vec![0usize; 7 * 3];
+                for_each_batch(&mut out, 3, usize::MAX, |first, chunk| {
+                    for (i, ex) in chunk.chunks_mut(3).enumerate() {
+                        ex.fill(first + i + 1);
+                    }
+                });
+                let expected: Vec<usize> = (1..=7).flat_map(|e| [e; 3]).collect();
+                assert_eq!(out, expected);
+            });
+        }
+    }
+}
