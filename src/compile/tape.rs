@@ -105,7 +105,7 @@ impl Cell {
                 } else if node.op.has_backward() {
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
                     let (outs, saved) = node.op.forward_train(&ins, &params)?;
-                    values.push(outs);
+                    values.push(outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?);
                     nodes.push(Rec::Manual { saved });
                 } else {
                     let vars: Vec<Option<Var>> = ins

@@ -27,6 +27,14 @@ pub fn for_each_batch<T: Send>(
     out.par_chunks_mut(per_group * per_example).enumerate().for_each(|(g, chunk)| f(g * per_group, chunk));
 }
 
+/// How many consecutive examples one task takes when a loop over `batch` examples doing
+/// `work` element-operations in total is split over the pool (all of them when it is not
+/// worth splitting). For `par_chunks_mut(group · per_example)` over several buffers at once.
+pub fn group_size(batch: usize, work: usize) -> usize {
+    let threads = rayon::current_num_threads().min(batch);
+    if threads <= 1 || work < PAR_MIN_WORK { batch.max(1) } else { batch.div_ceil(threads) }
+}
+
 /// Like [`for_each_batch`] over two outputs split alike.
 pub fn for_each_batch2<T: Send, U: Send>(
     out: &mut [T],

@@ -88,6 +88,7 @@ impl Real for f32 {
 /// `e^x` (Cephes `expf`): `x = n ln 2 + r`, `|r| ≤ ½ ln 2`, `e^r` by a degree-6 polynomial,
 /// `2^n` built in the exponent bits. Inputs are clamped to `[−87.3, 88]` (results stay normal).
 #[inline(always)]
+#[allow(clippy::excessive_precision)]
 pub fn exp_f32(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
@@ -109,6 +110,7 @@ pub fn exp_f32(x: f32) -> f32 {
 /// `tanh x` (Cephes `tanhf`): an odd polynomial for `|x| < 0.625`, `1 − 2 / (e^{2|x|} + 1)`
 /// with the sign of `x` above.
 #[inline(always)]
+#[allow(clippy::excessive_precision)]
 pub fn tanh_f32(x: f32) -> f32 {
     let a = x.abs();
     let z = x * x;

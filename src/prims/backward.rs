@@ -38,6 +38,46 @@ impl Backward<'_> {
     }
 }
 
+/// The backward of `op` by candle's autograd on its `forward` (for the rare shapes a manual
+/// backward does not cover): recomputes the forward on `Var` copies of the inputs and
+/// parameters and differentiates `Σ_k ⟨out_k, grad_k⟩`.
+pub fn via_autograd(
+    op: &dyn super::Op,
+    b: &Backward<'_>,
+    param_grads: &mut [ParamGrad],
+) -> Result<Vec<Option<Tensor>>> {
+    use candle_core::Var;
+    let in_vars: Vec<Option<Var>> = b
+        .inputs
+        .iter()
+        .zip(b.needs)
+        .map(|(t, &n)| if n && t.dtype().is_float() { Var::from_tensor(t).map(Some) } else { Ok(None) })
+        .collect::<Result<_>>()?;
+    let p_vars: Vec<Var> = b.params.iter().map(Var::from_tensor).collect::<Result<_>>()?;
+    let ins: Vec<&Tensor> =
+        b.inputs.iter().zip(&in_vars).map(|(t, v)| v.as_ref().map_or(t, |v| v.as_tensor())).collect();
+    let ps: Vec<&Tensor> = p_vars.iter().map(|v| v.as_tensor()).collect();
+    let outs = op.forward(&ins, &ps)?;
+    let mut dot: Option<Tensor> = None;
+    for (o, g) in outs.iter().zip(b.grads) {
+        if let Some(g) = g {
+            let term = (o * g)?.sum_all()?;
+            dot = Some(match dot {
+                Some(d) => (d + term)?,
+                None => term,
+            });
+        }
+    }
+    let Some(dot) = dot else { return Ok(vec![None; b.inputs.len()]) };
+    let store = dot.backward()?;
+    for (pg, v) in param_grads.iter_mut().zip(&p_vars) {
+        if let Some(g) = store.get(v.as_tensor()) {
+            pg.add(g)?;
+        }
+    }
+    Ok(in_vars.iter().map(|v| v.as_ref().and_then(|v| store.get(v.as_tensor())).map(Tensor::detach)).collect())
+}
+
 /// A parameter's gradient, summed in place over every use (nodes and time steps). Empty until
 /// the first contribution, as a parameter that never reaches the loss has no gradient.
 #[derive(Default)]

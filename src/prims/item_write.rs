@@ -11,9 +11,13 @@
 //!   `gate_in`, `gate_mem`: dense `d → 2d`; scalar biases `b_in = 0`, `b_forget = 1` at init.
 
 use candle_core::{D, Tensor};
+use rayon::prelude::*;
 
+use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::dense;
+use crate::kernels::dense::{backward_slices, column_sums_into, dense, forward_slices};
+use crate::kernels::par::{group_size, simd};
+use crate::kernels::{real::Real, view};
 
 pub struct ItemWrite;
 
@@ -90,6 +94,271 @@ impl Op for ItemWriteOp {
         let written = input_gate.broadcast_mul(&x.tanh()?)?;
         Ok(vec![(written + forget_gate.broadcast_mul(m)?)?])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    /// Gated: `tanh(M)`, the two gate GEMMs, then one fused pass computing both gates, the
+    /// squashed write and the new memory; saves `tanh(M)`, the gates `[I | F]` (row-wise,
+    /// in the buffer of the gate pre-activations) and `tanh(X)`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let batch = inputs[0].dim(0)?;
+        if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
+            return Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]));
+        }
+        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs, params))
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        if self.gated && b.saved.is_empty() {
+            return super::backward::via_autograd(self, b, param_grads);
+        }
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+impl ItemWriteOp {
+    fn train_forward<T: Real>(
+        &self,
+        inputs: &[&Tensor],
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let d = self.d;
+        let batch = inputs[0].dim(0)?;
+        let (mr, ar) = (view::Read::new(inputs[0])?, view::Read::new(inputs[1])?);
+        let br = if self.has_b { Some(view::Read::new(inputs[2])?) } else { None };
+        let (m, a) = (mr.slice::<T>()?, ar.slice::<T>()?);
+        let b = match &br {
+            Some(r) => r.slice::<T>()?,
+            None => a,
+        };
+        let dims = (batch, d, d);
+        if !self.gated {
+            let mut out = m.to_vec();
+            for ((o, a), b) in out.chunks_exact_mut(d * d).zip(a.chunks_exact(d)).zip(b.chunks_exact(d)) {
+                for (row, &ai) in o.chunks_exact_mut(d).zip(a) {
+                    for (v, &bj) in row.iter_mut().zip(b) {
+                        *v += ai * bj;
+                    }
+                }
+            }
+            return Ok((vec![view::tensor(out, dims)?], vec![]));
+        }
+        let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
+        let (wi, bi, wm, bm) = (p[0].slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
+        let (b_in, b_f) = (p[4].slice::<T>()?[0], p[5].slice::<T>()?[0]);
+        let tm: Vec<T> = simd(|| m.iter().map(|&v| v.tanh()).collect());
+        // Row (example, i) of `gates` holds the pre-activations `[G_in | G_forget]`, then the gates.
+        let mut gates = forward_slices(&tm, batch * d, wm, Some(bm), d, 2 * d);
+        let g_in = forward_slices(a, batch, wi, Some(bi), d, 2 * d);
+        let mut out = vec![T::zero(); batch * d * d];
+        let mut tx = vec![T::zero(); batch * d * d];
+        let group = group_size(batch, batch * d * d * 16);
+        out.par_chunks_mut(group * d * d)
+            .zip(tx.par_chunks_mut(group * d * d))
+            .zip(gates.par_chunks_mut(group * d * 2 * d))
+            .enumerate()
+            .for_each(|(gi, ((out, tx), gates))| {
+                simd(|| {
+                    for (k, ((o, t), g)) in out
+                        .chunks_exact_mut(d * d)
+                        .zip(tx.chunks_exact_mut(d * d))
+                        .zip(gates.chunks_exact_mut(2 * d * d))
+                        .enumerate()
+                    {
+                        let ex = gi * group + k;
+                        let (a, b, m, gin) = (
+                            &a[ex * d..][..d],
+                            &b[ex * d..][..d],
+                            &m[ex * d * d..][..d * d],
+                            &g_in[ex * 2 * d..][..2 * d],
+                        );
+                        for i in 0..d {
+                            let (o, t, m) = (&mut o[i * d..][..d], &mut t[i * d..][..d], &m[i * d..][..d]);
+                            let (gi_row, gf_row) = g[i * 2 * d..][..2 * d].split_at_mut(d);
+                            let ai = a[i];
+                            for j in 0..d {
+                                let ig = (gi_row[j] + gin[j] + b_in).sigmoid();
+                                let fg = (gf_row[j] + gin[d + j] + b_f).sigmoid();
+                                let x = (ai * b[j]).tanh();
+                                gi_row[j] = ig;
+                                gf_row[j] = fg;
+                                t[j] = x;
+                                o[j] = ig * x + fg * m[j];
+                            }
+                        }
+                    }
+                })
+            });
+        let saved = vec![view::tensor(tm, dims)?, view::tensor(gates, (batch, d, 2 * d))?, view::tensor(tx, dims)?];
+        Ok((vec![view::tensor(out, dims)?], saved))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let d = self.d;
+        let batch = bw.inputs[0].dim(0)?;
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, mr, ar) = (view::Read::new(&g)?, view::Read::new(&bw.inputs[0])?, view::Read::new(&bw.inputs[1])?);
+        let br = if self.has_b { Some(view::Read::new(&bw.inputs[2])?) } else { None };
+        let (g, m, a) = (gr.slice::<T>()?, mr.slice::<T>()?, ar.slice::<T>()?);
+        let b = match &br {
+            Some(r) => r.slice::<T>()?,
+            None => a,
+        };
+        // d loss / d X[i, j] contracted with b (for a) and a (for b).
+        let mut ga = vec![T::zero(); batch * d];
+        let mut gb = vec![T::zero(); batch * d];
+        let dims = bw.inputs[0].dims().to_vec();
+        if !self.gated {
+            outer_grads(g, a, b, d, &mut ga, &mut gb);
+            return self.input_grads(bw, self.needs_m(bw).then(|| g.to_vec()), ga, gb, &dims);
+        }
+        let (tmr, gatesr, txr) =
+            (view::Read::new(&bw.saved[0])?, view::Read::new(&bw.saved[1])?, view::Read::new(&bw.saved[2])?);
+        let (tm, gates, tx) = (tmr.slice::<T>()?, gatesr.slice::<T>()?, txr.slice::<T>()?);
+        // One pass: the pre-activation gradients [gzi | gzf] per row, d loss / d M through
+        // the forget gate, and d loss / d X = g ⊙ I ⊙ (1 − tanh² X).
+        let mut gg = vec![T::zero(); batch * d * 2 * d];
+        let mut gm = vec![T::zero(); batch * d * d];
+        let mut gx = vec![T::zero(); batch * d * d];
+        let group = group_size(batch, batch * d * d * 16);
+        gg.par_chunks_mut(group * 2 * d * d)
+            .zip(gm.par_chunks_mut(group * d * d))
+            .zip(gx.par_chunks_mut(group * d * d))
+            .enumerate()
+            .for_each(|(gi, ((gg, gm), gx))| {
+                simd(|| {
+                    let base = gi * group * d * d;
+                    for (r, ((ggr, gmr), gxr)) in
+                        gg.chunks_exact_mut(2 * d).zip(gm.chunks_exact_mut(d)).zip(gx.chunks_exact_mut(d)).enumerate()
+                    {
+                        let off = base + r * d;
+                        let (g, m, tx) = (&g[off..][..d], &m[off..][..d], &tx[off..][..d]);
+                        let (ig, fg) = gates[2 * off..][..2 * d].split_at(d);
+                        let (gzi, gzf) = ggr.split_at_mut(d);
+                        for j in 0..d {
+                            let gv = g[j];
+                            gzi[j] = gv * tx[j] * ig[j] * (T::one() - ig[j]);
+                            gzf[j] = gv * m[j] * fg[j] * (T::one() - fg[j]);
+                            gmr[j] = gv * fg[j];
+                            gxr[j] = gv * ig[j] * (T::one() - tx[j] * tx[j]);
+                        }
+                    }
+                })
+            });
+        outer_grads(&gx, a, b, d, &mut ga, &mut gb);
+        drop(gx);
+        // Scalar biases: sums of the pre-activation gradients of each half.
+        let (mut s_in, mut s_f) = (T::zero(), T::zero());
+        for row in gg.chunks_exact(2 * d) {
+            for j in 0..d {
+                s_in += row[j];
+                s_f += row[d + j];
+            }
+        }
+        param_grads[4].slice_mut::<T>(1)?[0] += s_in;
+        param_grads[5].slice_mut::<T>(1)?[0] += s_f;
+        // G = G_mem (per row) + G_in (per example): G_in's gradient sums the rows.
+        let mut g_in = vec![T::zero(); batch * 2 * d];
+        for (gi, rows) in g_in.chunks_exact_mut(2 * d).zip(gg.chunks_exact(d * 2 * d)) {
+            column_sums_into(rows, 2 * d, gi);
+        }
+        let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
+        let (wi, wm) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
+        let (gin_w, rest) = param_grads.split_at_mut(1);
+        let (gin_b, rest) = rest.split_at_mut(1);
+        let (gmem_w, rest) = rest.split_at_mut(1);
+        let ga_in = backward_slices(
+            &g_in,
+            a,
+            batch,
+            wi,
+            d,
+            2 * d,
+            Some(gin_w[0].slice_mut::<T>(2 * d * d)?),
+            Some(gin_b[0].slice_mut::<T>(2 * d)?),
+            bw.needs[1],
+        );
+        if let Some(ga_in) = ga_in {
+            for (x, y) in ga.iter_mut().zip(&ga_in) {
+                *x += *y;
+            }
+        }
+        let gtm = backward_slices(
+            &gg,
+            tm,
+            batch * d,
+            wm,
+            d,
+            2 * d,
+            Some(gmem_w[0].slice_mut::<T>(2 * d * d)?),
+            Some(rest[0].slice_mut::<T>(2 * d)?),
+            self.needs_m(bw),
+        );
+        let gm = gtm.map(|gtm| {
+            simd(|| {
+                for ((x, y), t) in gm.iter_mut().zip(&gtm).zip(tm) {
+                    *x += *y * (T::one() - *t * *t);
+                }
+            });
+            gm
+        });
+        self.input_grads(bw, gm, ga, gb, &dims)
+    }
+
+    fn needs_m(&self, bw: &Backward<'_>) -> bool {
+        bw.needs[0]
+    }
+
+    /// The gradients in input order (`b`'s folded into `a`'s when `b` is `a`).
+    fn input_grads<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        gm: Option<Vec<T>>,
+        mut ga: Vec<T>,
+        gb: Vec<T>,
+        dims: &[usize],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let d = self.d;
+        let batch = dims[0];
+        let mut out = vec![if bw.needs[0] { gm.map(|g| view::tensor(g, dims)).transpose()? } else { None }];
+        if self.has_b {
+            out.push(if bw.needs[1] { Some(view::tensor(ga, (batch, d))?) } else { None });
+            out.push(if bw.needs[2] { Some(view::tensor(gb, (batch, d))?) } else { None });
+        } else {
+            for (x, y) in ga.iter_mut().zip(&gb) {
+                *x += *y;
+            }
+            out.push(if bw.needs[1] { Some(view::tensor(ga, (batch, d))?) } else { None });
+        }
+        Ok(out)
+    }
+}
+
+/// For `X = a ⊗ b` with `gx = d loss / d X` (`[B, d, d]`): adds `gx b` to `ga` and `gxᵀ a` to `gb`.
+fn outer_grads<T: Real>(gx: &[T], a: &[T], b: &[T], d: usize, ga: &mut [T], gb: &mut [T]) {
+    simd(|| {
+        for (((gx, a), b), (ga, gb)) in gx
+            .chunks_exact(d * d)
+            .zip(a.chunks_exact(d))
+            .zip(b.chunks_exact(d))
+            .zip(ga.chunks_exact_mut(d).zip(gb.chunks_exact_mut(d)))
+        {
+            for (i, row) in gx.chunks_exact(d).enumerate() {
+                let mut dot = T::zero();
+                for ((&g, &bj), gbj) in row.iter().zip(b).zip(gb.iter_mut()) {
+                    dot += g * bj;
+                    *gbj += g * a[i];
+                }
+                ga[i] += dot;
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -122,5 +391,16 @@ mod tests {
         grad_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3]))]);
         grad_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("b", t(&[3]))]);
         grad_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("gated", boolean(false))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("itemWrite", &[("M", t(&[4, 4])), ("a", t(&[4]))]);
+        manual_backward_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("b", t(&[3]))]);
+        manual_backward_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("gated", boolean(false))]);
+        manual_backward_check(
+            "itemWrite",
+            &[("M", t(&[3, 3])), ("a", t(&[3])), ("b", t(&[3])), ("gated", boolean(false))],
+        );
     }
 }

@@ -9,9 +9,16 @@
 //!   `SAM(M)[s] = Σ_j tanh(q_s ⊙ k_j) ⊗ v_j` with `n_kv = n_q` as in the code.
 
 use candle_core::Tensor;
+use rayon::prelude::*;
 
+use super::backward::with_real;
 use super::*;
+use crate::kernels::dense::{backward_slices, forward_slices};
+use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
+use crate::kernels::layer_norm::EPS;
+use crate::kernels::par::{group_size, simd};
 use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
+use crate::kernels::{real::Real, view};
 
 pub struct SamRead;
 
@@ -56,6 +63,199 @@ impl Op for SamReadOp {
         let v = qkv.narrow(1, 2 * nq, nq)?;
         Ok(vec![outer_product_attention(&q, &k, &v)?])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    /// The projection GEMM, the joint layer norm, the attention weights
+    /// `A[s, e, j] = tanh(q[s, e] k[j, e])` and one `[nq·n × nq] · [nq × n]` GEMM per
+    /// example, reading `q`, `k`, `v` in place in the normalised `[n, 3nq]` projection.
+    /// Saves the normalised projection before and after the affine map, `1/σ`, and `A`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs[0], params))
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+impl SamReadOp {
+    fn train_forward<T: Real>(&self, m: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let (n, nq) = (self.n, self.nq);
+        let (batch, d) = (m.dim(0)?, m.dim(2)?);
+        let w3 = 3 * nq;
+        let len = n * w3;
+        let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
+        let (w, bias, lnw, lnb) = (p[0].slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
+        let mr = view::Read::new(m)?;
+        // The projection, normalised in place into x̂; `normed` = x̂ ⊙ w + b.
+        let mut xhat = forward_slices(mr.slice::<T>()?, batch * n, w, Some(bias), d, w3);
+        let mut normed = vec![T::zero(); batch * len];
+        let mut rstd = vec![T::zero(); batch];
+        let mut att = vec![T::zero(); batch * nq * n * nq];
+        let mut out = vec![T::zero(); batch * nq * n * n];
+        let group = group_size(batch, batch * (nq * n * n * nq * 2 + len * 8));
+        xhat.par_chunks_mut(group * len)
+            .zip(normed.par_chunks_mut(group * len))
+            .zip(rstd.par_chunks_mut(group))
+            .zip(att.par_chunks_mut(group * nq * n * nq))
+            .zip(out.par_chunks_mut(group * nq * n * n))
+            .for_each(|((((xh, nm), rs), at), out)| {
+                for ((((x, y), r), a), o) in xh
+                    .chunks_exact_mut(len)
+                    .zip(nm.chunks_exact_mut(len))
+                    .zip(rs.iter_mut())
+                    .zip(at.chunks_exact_mut(nq * n * nq))
+                    .zip(out.chunks_exact_mut(nq * n * n))
+                {
+                    simd(|| {
+                        let mean = x.iter().fold(T::zero(), |acc, &v| acc + v) / T::from_f64(len as f64);
+                        let var =
+                            x.iter().fold(T::zero(), |acc, &v| acc + (v - mean) * (v - mean)) / T::from_f64(len as f64);
+                        *r = T::one() / (var + T::from_f64(EPS)).sqrt();
+                        for (((xv, yv), &wv), &bv) in x.iter_mut().zip(y.iter_mut()).zip(lnw).zip(lnb) {
+                            *xv = (*xv - mean) * *r;
+                            *yv = *xv * wv + bv;
+                        }
+                        // A[s, e, j] = tanh(q[s, e] k[j, e]) with q[s, e] = y[e, s], k[j, e] = y[e, nq + j].
+                        for s in 0..nq {
+                            for e in 0..n {
+                                let row = &y[e * w3..][..w3];
+                                let q = row[s];
+                                for (aj, &k) in a[(s * n + e) * nq..][..nq].iter_mut().zip(&row[nq..2 * nq]) {
+                                    *aj = (q * k).tanh();
+                                }
+                            }
+                        }
+                    });
+                    // out[(s, e), f] = Σ_j A[(s, e), j] v[j, f], v[j, f] = y[f, 2nq + j].
+                    let v = Mat::strided(&y[2 * nq..], nq, n, 1, w3);
+                    matmul(MatMut::new(o, nq * n, n), Mat::new(a, nq * n, nq), v, false, Par::Seq);
+                }
+            });
+        let saved = vec![
+            view::tensor(xhat, (batch, len))?,
+            view::tensor(normed, (batch, len))?,
+            view::tensor(rstd, batch)?,
+            view::tensor(att, (batch, nq * n * nq))?,
+        ];
+        Ok((vec![view::tensor(out, (batch, nq, n, n))?], saved))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let (n, nq) = (self.n, self.nq);
+        let m = &bw.inputs[0];
+        let (batch, d) = (m.dim(0)?, m.dim(2)?);
+        let w3 = 3 * nq;
+        let len = n * w3;
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, mr) = (view::Read::new(&g)?, view::Read::new(m)?);
+        let (xr, yr, rr, ar) = (
+            view::Read::new(&bw.saved[0])?,
+            view::Read::new(&bw.saved[1])?,
+            view::Read::new(&bw.saved[2])?,
+            view::Read::new(&bw.saved[3])?,
+        );
+        let (g, xhat, normed, rstd, att) =
+            (gr.slice::<T>()?, xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
+        let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
+        let (w, lnw) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
+        // d loss / d normed, per example: v's part from one GEMM, q's and k's from the
+        // attention weights' gradient.
+        let mut gn = vec![T::zero(); batch * len];
+        let mut gatt = vec![T::zero(); batch * nq * n * nq];
+        let group = group_size(batch, batch * nq * n * n * nq * 4);
+        gn.par_chunks_mut(group * len).zip(gatt.par_chunks_mut(group * nq * n * nq)).enumerate().for_each(
+            |(gi, (gn, ga))| {
+                for (k, (gy, ga)) in gn.chunks_exact_mut(len).zip(ga.chunks_exact_mut(nq * n * nq)).enumerate() {
+                    let ex = gi * group + k;
+                    let (go, y, a) = (
+                        &g[ex * nq * n * n..][..nq * n * n],
+                        &normed[ex * len..][..len],
+                        &att[ex * nq * n * nq..][..nq * n * nq],
+                    );
+                    // gA = gout · vᵀ; gv = Aᵀ · gout.
+                    let vt = Mat::strided(&y[2 * nq..], n, nq, w3, 1);
+                    matmul(MatMut::new(ga, nq * n, nq), Mat::new(go, nq * n, n), vt, false, Par::Seq);
+                    matmul(
+                        MatMut::strided(&mut gy[2 * nq..], nq, n, 1, w3),
+                        Mat::new(a, nq * n, nq).t(),
+                        Mat::new(go, nq * n, n),
+                        false,
+                        Par::Seq,
+                    );
+                    simd(|| {
+                        for s in 0..nq {
+                            for e in 0..n {
+                                let (yrow, grow) = (&y[e * w3..][..w3], &mut gy[e * w3..][..w3]);
+                                let q = yrow[s];
+                                let (aw, gaw) = (&a[(s * n + e) * nq..][..nq], &ga[(s * n + e) * nq..][..nq]);
+                                let mut gq = T::zero();
+                                for j in 0..nq {
+                                    let gp = gaw[j] * (T::one() - aw[j] * aw[j]);
+                                    gq += gp * yrow[nq + j];
+                                    grow[nq + j] += gp * q;
+                                }
+                                grow[s] += gq;
+                            }
+                        }
+                    });
+                }
+            },
+        );
+        drop(gatt);
+        // The layer norm: weight and bias gradients, then d loss / d projection in place.
+        {
+            let (glnw, glnb) = param_grads[2..4].split_at_mut(1);
+            let (glnw, glnb) = (glnw[0].slice_mut::<T>(len)?, glnb[0].slice_mut::<T>(len)?);
+            for (gy, x) in gn.chunks_exact(len).zip(xhat.chunks_exact(len)) {
+                for j in 0..len {
+                    glnw[j] += gy[j] * x[j];
+                    glnb[j] += gy[j];
+                }
+            }
+        }
+        let group = group_size(batch, batch * len * 6);
+        gn.par_chunks_mut(group * len).enumerate().for_each(|(gi, gn)| {
+            simd(|| {
+                for (k, gy) in gn.chunks_exact_mut(len).enumerate() {
+                    let ex = gi * group + k;
+                    let (x, r) = (&xhat[ex * len..][..len], rstd[ex]);
+                    let (mut m1, mut m2) = (T::zero(), T::zero());
+                    for j in 0..len {
+                        let gx = gy[j] * lnw[j];
+                        gy[j] = gx;
+                        m1 += gx;
+                        m2 += gx * x[j];
+                    }
+                    let inv = T::one() / T::from_f64(len as f64);
+                    let (m1, m2) = (m1 * inv, m2 * inv);
+                    for j in 0..len {
+                        gy[j] = r * (gy[j] - m1 - x[j] * m2);
+                    }
+                }
+            })
+        });
+        let (gw, gb) = param_grads[..2].split_at_mut(1);
+        let gm = backward_slices(
+            &gn,
+            mr.slice::<T>()?,
+            batch * n,
+            w,
+            d,
+            w3,
+            Some(gw[0].slice_mut::<T>(w3 * d)?),
+            Some(gb[0].slice_mut::<T>(w3)?),
+            bw.needs[0],
+        );
+        Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
+    }
 }
 
 #[cfg(test)]
@@ -74,5 +274,11 @@ mod tests {
     #[test]
     fn gradients_match_finite_differences() {
         grad_check("samRead", &[("M", t(&[3, 3])), ("nq", int(2))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("samRead", &[("M", t(&[3, 3])), ("nq", int(2))]);
+        manual_backward_check("samRead", &[("M", t(&[5, 4])), ("nq", int(3))]);
     }
 }

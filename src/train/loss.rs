@@ -184,11 +184,11 @@ mod tests {
             let expected = z.as_tensor().zeros_like()?.to_vec3::<f64>()?;
             let autograd = l.backward()?.get(z.as_tensor()).map_or(Ok(expected), |g| g.to_vec3::<f64>())?;
             let mut total = 0.0;
-            for step in 0..s {
+            for (step, autograd) in autograd.iter().enumerate() {
                 let (v, g) = step_loss_and_grad(target, &z.as_tensor().get(step)?, &targets.get(step)?, s)?;
                 total += v;
                 let g = g.to_vec2::<f64>()?;
-                for (row, expected) in g.iter().zip(&autograd[step]) {
+                for (row, expected) in g.iter().zip(autograd) {
                     for (a, e) in row.iter().zip(expected) {
                         assert!((a - e).abs() < 1e-14, "{target:?}: gradient {a} vs {e}");
                     }

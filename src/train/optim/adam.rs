@@ -77,7 +77,7 @@ mod tests {
         let mut theirs = candle_nn::AdamW::new(vec![b.clone()], params)?;
         for _ in 0..3 {
             let ga = a.as_tensor().powf(3.0)?.sum_all()?.backward()?;
-            ours.step(&super::super::from_store(&ga, &[a.clone()]))?;
+            ours.step(&super::super::from_store(&ga, std::slice::from_ref(&a)))?;
             theirs.step(&b.as_tensor().powf(3.0)?.sum_all()?.backward()?)?;
         }
         assert_eq!(a.as_tensor().to_vec1::<f64>()?, b.as_tensor().to_vec1::<f64>()?);

@@ -35,9 +35,9 @@ impl RmsProp {
 
 impl Optimizer for RmsProp {
     fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
-        for i in 0..self.vars.len() {
+        for (i, g) in grads.iter().enumerate().take(self.vars.len()) {
             let var = self.vars[i].clone();
-            let Some(g) = &grads[i] else {
+            let Some(g) = g else {
                 continue;
             };
             if var.device().is_cpu() {
@@ -118,7 +118,7 @@ mod tests {
             let (mut v, mut b, mut expected) = ([0.0f64; 2], [0.0f64; 2], [1.0f64, -2.0]);
             for _ in 0..2 {
                 let grads = p.as_tensor().sqr()?.sum_all()?.backward()?;
-                opt.step(&super::super::from_store(&grads, &[p.clone()]))?;
+                opt.step(&super::super::from_store(&grads, std::slice::from_ref(&p)))?;
                 for j in 0..2 {
                     let g = 2.0 * expected[j];
                     v[j] = 0.99 * v[j] + 0.01 * g * g;
