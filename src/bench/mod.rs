@@ -19,6 +19,9 @@ pub mod dump;
 pub struct Report {
     pub median_ms: f64,
     pub min_ms: f64,
+    /// Median CPU time per step, all threads (less sensitive than wall time to other work on
+    /// the machine; with one thread it should match `median_ms` on an idle machine).
+    pub median_cpu_ms: f64,
     pub iters: usize,
     pub params: usize,
     pub threads: usize,
@@ -41,20 +44,24 @@ pub fn time_steps(
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let batch = data.train_batch(trial.config.train.batch)?;
     let mut times = vec![];
+    let mut cpu = vec![];
     let mut loss = f64::NAN;
     for i in 0..warmup + iters {
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), cpu_seconds());
         loss = stepper.step(&batch)?;
         if i >= warmup {
             times.push(t0.elapsed().as_secs_f64() * 1e3);
+            cpu.push((cpu_seconds() - c0) * 1e3);
         }
     }
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
     let flops = train_step_flops(trial, &batch)?;
     Ok(Report {
         median_ms,
         min_ms: times.first().copied().unwrap_or(f64::NAN),
+        median_cpu_ms: cpu.get(cpu.len() / 2).copied().unwrap_or(f64::NAN),
         iters,
         params: trial.graph.param_count(),
         threads,
@@ -84,6 +91,17 @@ pub fn sgemm_peak_gflops(device: &Device) -> candle_core::Result<f64> {
         best = best.min(t0.elapsed().as_secs_f64());
     }
     Ok(2.0 * (n * n * n) as f64 / best / 1e9)
+}
+
+/// CPU time used by the process so far (user + system, all threads), in seconds.
+pub fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage writes into the zero-initialised struct we pass and reads nothing else.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return f64::NAN;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// The process's peak resident memory (VmHWM), in MiB; NaN where unknown.

@@ -64,11 +64,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         .collect();
     values.push(format!("batch={}", trial.config.train.batch));
     println!(
-        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0}",
+        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} median_cpu_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0}",
         trial.config.model,
         values.join(" "),
         report.median_ms,
         report.min_ms,
+        report.median_cpu_ms,
         report.params,
         report.threads,
         report.flops_per_train_step,

@@ -5,6 +5,7 @@
 
 pub mod broadcast;
 pub mod dense;
+pub mod elementwise;
 pub mod gemm;
 pub mod kanerva;
 pub mod layer_norm;

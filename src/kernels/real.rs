@@ -103,6 +103,7 @@ pub fn exp_f32(x: f32) -> f32 {
         * r
         + 5.000_000_1e-1;
     let er = p * r2 + r + 1.0;
+    // `as` saturates and maps NaN to 0: a NaN input stays NaN (through `r`).
     let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
     er * scale
 }

@@ -12,6 +12,7 @@ use candle_core::{Result, Tensor};
 
 use super::Backward;
 use super::backward::with_real;
+use crate::kernels::elementwise::{map1, map2, map3, sum1, sum2};
 use crate::kernels::{broadcast::align, real::Real, view};
 
 /// Which operation.
@@ -52,20 +53,30 @@ pub(crate) fn train_forward(kind: Kind, a: &Tensor, b: &Tensor) -> Result<Tensor
         return kind.candle(&a2, &b2)?.contiguous();
     }
     let dims = if a.elem_count() >= b.elem_count() { a2.dims().to_vec() } else { b2.dims().to_vec() };
-    with_real!(a.dtype(), T => {
+    with_real!(a.dtype(), T => match kind {
+        Kind::Add => simple_forward::<T, ADD>(a, b, same, dims),
+        Kind::Sub => simple_forward::<T, SUB>(a, b, same, dims),
+        Kind::Mul => simple_forward::<T, MUL>(a, b, same, dims),
+        Kind::Div => simple_forward::<T, DIV>(a, b, same, dims),
+    })
+}
+
+fn simple_forward<T: Real, const K: u8>(a: &Tensor, b: &Tensor, same: bool, dims: Vec<usize>) -> Result<Tensor> {
+    let kind = const { kind_of(K) };
+    {
         let (ar, br) = (view::Read::new(a)?, view::Read::new(b)?);
         let (x, y) = (ar.slice::<T>()?, br.slice::<T>()?);
         let out: Vec<T> = if same {
-            x.iter().zip(y).map(|(&u, &v)| kind.apply(u, v)).collect()
+            map2(x, y, |u, v| kind.apply(u, v))
         } else if y.len() == 1 {
             let v = y[0];
-            x.iter().map(|&u| kind.apply(u, v)).collect()
+            map1(x, |u| kind.apply(u, v))
         } else {
             let u = x[0];
-            y.iter().map(|&v| kind.apply(u, v)).collect()
+            map1(y, |v| kind.apply(u, v))
         };
         view::tensor(out, dims)
-    })
+    }
 }
 
 /// The gradients of `a ∘ b` with respect to `a` and `b` (where needed), each summed back to
@@ -77,48 +88,82 @@ pub(crate) fn train_backward(kind: Kind, bw: &Backward<'_>) -> Result<Vec<Option
     if !simple {
         return general_backward(kind, a, b, &g, bw.needs);
     }
-    with_real!(a.dtype(), T => simple_backward::<T>(kind, a, b, &g, bw.needs))
+    with_real!(a.dtype(), T => match kind {
+        Kind::Add => simple_backward::<T, ADD>(a, b, &g, bw.needs),
+        Kind::Sub => simple_backward::<T, SUB>(a, b, &g, bw.needs),
+        Kind::Mul => simple_backward::<T, MUL>(a, b, &g, bw.needs),
+        Kind::Div => simple_backward::<T, DIV>(a, b, &g, bw.needs),
+    })
 }
 
-/// Both operands of the output's shape, or one a single number.
-fn simple_backward<T: Real>(
-    kind: Kind,
+// The operation as a constant, so that the per-element loops are specialised (and vectorise).
+const ADD: u8 = 0;
+const SUB: u8 = 1;
+const MUL: u8 = 2;
+const DIV: u8 = 3;
+
+const fn kind_of(k: u8) -> Kind {
+    match k {
+        ADD => Kind::Add,
+        SUB => Kind::Sub,
+        MUL => Kind::Mul,
+        _ => Kind::Div,
+    }
+}
+
+/// Both operands of the output's shape, or one a single number: one pass per gradient.
+fn simple_backward<T: Real, const K: u8>(
     a: &Tensor,
     b: &Tensor,
     g: &Tensor,
     needs: &[bool],
 ) -> Result<Vec<Option<Tensor>>> {
+    let kind = const { kind_of(K) };
     let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
-    let (x, y, g_) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);
-    let n = g_.len();
-    // Element i of an operand (a single number is broadcast).
-    let at = |s: &[T], i: usize| if s.len() == 1 { s[0] } else { s[i] };
-    // d out / d a and d out / d b at element i.
-    let da = |i: usize| match kind {
+    let (x, y, gs) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);
+    let n = gs.len();
+    // d out / d a and d out / d b from (x, y) at one element.
+    let da = move |_x: T, y: T| match kind {
         Kind::Add | Kind::Sub => T::one(),
-        Kind::Mul => at(y, i),
-        Kind::Div => T::one() / at(y, i),
+        Kind::Mul => y,
+        Kind::Div => T::one() / y,
     };
-    let db = |i: usize| match kind {
+    let db = move |x: T, y: T| match kind {
         Kind::Add => T::one(),
         Kind::Sub => -T::one(),
-        Kind::Mul => at(x, i),
-        Kind::Div => -at(x, i) / (at(y, i) * at(y, i)),
+        Kind::Mul => x,
+        Kind::Div => -x / (y * y),
     };
-    let grad = |t: &Tensor, d: &dyn Fn(usize) -> T| -> Result<Tensor> {
+    let grad = |is_a: bool| -> Result<Tensor> {
+        let t = if is_a { a } else { b };
+        let identity = matches!(kind, Kind::Add) || (matches!(kind, Kind::Sub) && is_a);
         if t.elem_count() == 1 && n != 1 {
-            let mut sum = T::zero();
-            for (i, &gv) in g_.iter().enumerate() {
-                sum += gv * d(i);
-            }
+            // A broadcast single number: the sum over every element.
+            let (x0, y0) = (x[0], y[0]);
+            let sum = match (is_a, x.len() == 1, y.len() == 1) {
+                _ if identity => sum1(gs, |g| g),
+                (true, _, true) => sum1(gs, |g| g * da(x0, y0)),
+                (true, _, false) => sum2(gs, y, |g, yv| g * da(x0, yv)),
+                (false, true, _) => sum1(gs, |g| g * db(x0, y0)),
+                (false, false, _) => sum2(gs, x, |g, xv| g * db(xv, y0)),
+            };
             view::tensor(vec![sum], t.dims())
-        } else if matches!(kind, Kind::Add) || (matches!(kind, Kind::Sub) && std::ptr::eq(t, a)) {
+        } else if identity {
             Ok(g.clone()) // d out / d operand = 1: the gradient itself, no copy
         } else {
-            view::tensor((0..n).map(|i| g_[i] * d(i)).collect::<Vec<T>>(), t.dims())
+            let (x0, y0) = (x[0], y[0]);
+            let out: Vec<T> = match (x.len() == 1, y.len() == 1) {
+                (true, _) if is_a => map2(gs, y, |g, yv| g * da(x0, yv)),
+                (_, true) if is_a => map2(gs, x, |g, xv| g * da(xv, y0)),
+                _ if is_a => map3(gs, x, y, |g, xv, yv| g * da(xv, yv)),
+                (true, _) => map2(gs, y, |g, yv| g * db(x0, yv)),
+                (_, true) => map2(gs, x, |g, xv| g * db(xv, y0)),
+                _ => map3(gs, x, y, |g, xv, yv| g * db(xv, yv)),
+            };
+            view::tensor(out, t.dims())
         }
     };
-    Ok(vec![if needs[0] { Some(grad(a, &da)?) } else { None }, if needs[1] { Some(grad(b, &db)?) } else { None }])
+    Ok(vec![if needs[0] { Some(grad(true)?) } else { None }, if needs[1] { Some(grad(false)?) } else { None }])
 }
 
 /// Any broadcast, with candle's operations.

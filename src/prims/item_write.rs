@@ -16,7 +16,8 @@ use rayon::prelude::*;
 use super::backward::with_real;
 use super::*;
 use crate::kernels::dense::{backward_slices, column_sums_into, dense, forward_slices};
-use crate::kernels::par::{group_size, simd};
+use crate::kernels::elementwise::{map1, map3};
+use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{real::Real, view};
 
 pub struct ItemWrite;
@@ -148,7 +149,7 @@ impl ItemWriteOp {
         let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
         let (wi, bi, wm, bm) = (p[0].slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
         let (b_in, b_f) = (p[4].slice::<T>()?[0], p[5].slice::<T>()?[0]);
-        let tm: Vec<T> = simd(|| m.iter().map(|&v| v.tanh()).collect());
+        let tm: Vec<T> = map1(m, |v| v.tanh());
         // Row (example, i) of `gates` holds the pre-activations `[G_in | G_forget]`, then the gates.
         let mut gates = forward_slices(&tm, batch * d, wm, Some(bm), d, 2 * d);
         let g_in = forward_slices(a, batch, wi, Some(bi), d, 2 * d);
@@ -160,36 +161,17 @@ impl ItemWriteOp {
             .zip(gates.par_chunks_mut(group * d * 2 * d))
             .enumerate()
             .for_each(|(gi, ((out, tx), gates))| {
-                simd(|| {
-                    for (k, ((o, t), g)) in out
-                        .chunks_exact_mut(d * d)
-                        .zip(tx.chunks_exact_mut(d * d))
-                        .zip(gates.chunks_exact_mut(2 * d * d))
-                        .enumerate()
-                    {
-                        let ex = gi * group + k;
-                        let (a, b, m, gin) = (
-                            &a[ex * d..][..d],
-                            &b[ex * d..][..d],
-                            &m[ex * d * d..][..d * d],
-                            &g_in[ex * 2 * d..][..2 * d],
-                        );
-                        for i in 0..d {
-                            let (o, t, m) = (&mut o[i * d..][..d], &mut t[i * d..][..d], &m[i * d..][..d]);
-                            let (gi_row, gf_row) = g[i * 2 * d..][..2 * d].split_at_mut(d);
-                            let ai = a[i];
-                            for j in 0..d {
-                                let ig = (gi_row[j] + gin[j] + b_in).sigmoid();
-                                let fg = (gf_row[j] + gin[d + j] + b_f).sigmoid();
-                                let x = (ai * b[j]).tanh();
-                                gi_row[j] = ig;
-                                gf_row[j] = fg;
-                                t[j] = x;
-                                o[j] = ig * x + fg * m[j];
-                            }
-                        }
-                    }
-                })
+                for (k, ((o, t), g)) in out
+                    .chunks_exact_mut(d * d)
+                    .zip(tx.chunks_exact_mut(d * d))
+                    .zip(gates.chunks_exact_mut(2 * d * d))
+                    .enumerate()
+                {
+                    let ex = gi * group + k;
+                    let (a, b, m, gin) =
+                        (&a[ex * d..][..d], &b[ex * d..][..d], &m[ex * d * d..][..d * d], &g_in[ex * 2 * d..][..2 * d]);
+                    gates_forward(d, a, b, m, gin, b_in, b_f, g, t, o);
+                }
             });
         let saved = vec![view::tensor(tm, dims)?, view::tensor(gates, (batch, d, 2 * d))?, view::tensor(tx, dims)?];
         Ok((vec![view::tensor(out, dims)?], saved))
@@ -232,24 +214,18 @@ impl ItemWriteOp {
             .zip(gx.par_chunks_mut(group * d * d))
             .enumerate()
             .for_each(|(gi, ((gg, gm), gx))| {
-                simd(|| {
-                    let base = gi * group * d * d;
-                    for (r, ((ggr, gmr), gxr)) in
-                        gg.chunks_exact_mut(2 * d).zip(gm.chunks_exact_mut(d)).zip(gx.chunks_exact_mut(d)).enumerate()
-                    {
-                        let off = base + r * d;
-                        let (g, m, tx) = (&g[off..][..d], &m[off..][..d], &tx[off..][..d]);
-                        let (ig, fg) = gates[2 * off..][..2 * d].split_at(d);
-                        let (gzi, gzf) = ggr.split_at_mut(d);
-                        for j in 0..d {
-                            let gv = g[j];
-                            gzi[j] = gv * tx[j] * ig[j] * (T::one() - ig[j]);
-                            gzf[j] = gv * m[j] * fg[j] * (T::one() - fg[j]);
-                            gmr[j] = gv * fg[j];
-                            gxr[j] = gv * ig[j] * (T::one() - tx[j] * tx[j]);
-                        }
-                    }
-                })
+                let off = gi * group * d * d;
+                let n = gm.len();
+                gates_backward(
+                    d,
+                    &g[off..][..n],
+                    &m[off..][..n],
+                    &tx[off..][..n],
+                    &gates[2 * off..][..2 * n],
+                    gg,
+                    gm,
+                    gx,
+                );
             });
         outer_grads(&gx, a, b, d, &mut ga, &mut gb);
         drop(gx);
@@ -300,14 +276,7 @@ impl ItemWriteOp {
             Some(rest[0].slice_mut::<T>(2 * d)?),
             self.needs_m(bw),
         );
-        let gm = gtm.map(|gtm| {
-            simd(|| {
-                for ((x, y), t) in gm.iter_mut().zip(&gtm).zip(tm) {
-                    *x += *y * (T::one() - *t * *t);
-                }
-            });
-            gm
-        });
+        let gm = gtm.map(|gtm| map3(&gm, &gtm, tm, |x, y, t| x + y * (T::one() - t * t)));
         self.input_grads(bw, gm, ga, gb, &dims)
     }
 
@@ -340,9 +309,66 @@ impl ItemWriteOp {
     }
 }
 
-/// For `X = a ⊗ b` with `gx = d loss / d X` (`[B, d, d]`): adds `gx b` to `ga` and `gxᵀ a` to `gb`.
-fn outer_grads<T: Real>(gx: &[T], a: &[T], b: &[T], d: usize, ga: &mut [T], gb: &mut [T]) {
-    simd(|| {
+multiversion! {
+    /// One example of the gated write: from the gate pre-activations of the memory rows
+    /// (`gates`, `[d, 2d]`, overwritten with the gates `[I | F]`) and of the input (`gin`,
+    /// `[2d]`), writes `tanh(a_i b_j)` into `tx` and `I ⊙ tanh(X) + F ⊙ M` into `out`.
+    fn gates_forward[T: Real][T](
+        d: usize,
+        a: &[T],
+        b: &[T],
+        m: &[T],
+        gin: &[T],
+        b_in: T,
+        b_f: T,
+        gates: &mut [T],
+        tx: &mut [T],
+        out: &mut [T],
+    ) {
+        let (gin_i, gin_f, b) = (&gin[..d], &gin[d..2 * d], &b[..d]);
+        for i in 0..d {
+            let (gi, gf) = gates[i * 2 * d..(i + 1) * 2 * d].split_at_mut(d);
+            let (o, t, mr) = (&mut out[i * d..(i + 1) * d], &mut tx[i * d..(i + 1) * d], &m[i * d..(i + 1) * d]);
+            let ai = a[i];
+            for j in 0..d {
+                let ig = (gi[j] + gin_i[j] + b_in).sigmoid();
+                let fg = (gf[j] + gin_f[j] + b_f).sigmoid();
+                let x = (ai * b[j]).tanh();
+                gi[j] = ig;
+                gf[j] = fg;
+                t[j] = x;
+                o[j] = ig * x + fg * mr[j];
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// Rows of the gated write's backward: from `g = d loss / d out`, the memory, `tanh(X)`
+    /// and the gates, the pre-activation gradients `[gzi | gzf]` (`gg`), `d loss / d M`
+    /// through the forget gate (`gm`) and `d loss / d X` (`gx`).
+    fn gates_backward[T: Real][T](d: usize, g: &[T], m: &[T], tx: &[T], gates: &[T], gg: &mut [T], gm: &mut [T], gx: &mut [T]) {
+        let rows = gm.len() / d;
+        for r in 0..rows {
+            let (g, m, tx) = (&g[r * d..(r + 1) * d], &m[r * d..(r + 1) * d], &tx[r * d..(r + 1) * d]);
+            let (ig, fg) = gates[r * 2 * d..(r + 1) * 2 * d].split_at(d);
+            let (gzi, gzf) = gg[r * 2 * d..(r + 1) * 2 * d].split_at_mut(d);
+            let (gmr, gxr) = (&mut gm[r * d..(r + 1) * d], &mut gx[r * d..(r + 1) * d]);
+            for j in 0..d {
+                let gv = g[j];
+                gzi[j] = gv * tx[j] * ig[j] * (T::one() - ig[j]);
+                gzf[j] = gv * m[j] * fg[j] * (T::one() - fg[j]);
+                gmr[j] = gv * fg[j];
+                gxr[j] = gv * ig[j] * (T::one() - tx[j] * tx[j]);
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// For `X = a ⊗ b` with `gx = d loss / d X` (`[B, d, d]`): adds `gx b` to `ga` and
+    /// `gxᵀ a` to `gb`.
+    fn outer_grads[T: Real][T](gx: &[T], a: &[T], b: &[T], d: usize, ga: &mut [T], gb: &mut [T]) {
         for (((gx, a), b), (ga, gb)) in gx
             .chunks_exact(d * d)
             .zip(a.chunks_exact(d))
@@ -358,7 +384,7 @@ fn outer_grads<T: Real>(gx: &[T], a: &[T], b: &[T], d: usize, ga: &mut [T], gb: 
                 ga[i] += dot;
             }
         }
-    })
+    }
 }
 
 #[cfg(test)]

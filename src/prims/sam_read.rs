@@ -16,7 +16,7 @@ use super::*;
 use crate::kernels::dense::{backward_slices, forward_slices};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::layer_norm::EPS;
-use crate::kernels::par::{group_size, simd};
+use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
 use crate::kernels::{real::Real, view};
 
@@ -110,26 +110,7 @@ impl SamReadOp {
                     .zip(at.chunks_exact_mut(nq * n * nq))
                     .zip(out.chunks_exact_mut(nq * n * n))
                 {
-                    simd(|| {
-                        let mean = x.iter().fold(T::zero(), |acc, &v| acc + v) / T::from_f64(len as f64);
-                        let var =
-                            x.iter().fold(T::zero(), |acc, &v| acc + (v - mean) * (v - mean)) / T::from_f64(len as f64);
-                        *r = T::one() / (var + T::from_f64(EPS)).sqrt();
-                        for (((xv, yv), &wv), &bv) in x.iter_mut().zip(y.iter_mut()).zip(lnw).zip(lnb) {
-                            *xv = (*xv - mean) * *r;
-                            *yv = *xv * wv + bv;
-                        }
-                        // A[s, e, j] = tanh(q[s, e] k[j, e]) with q[s, e] = y[e, s], k[j, e] = y[e, nq + j].
-                        for s in 0..nq {
-                            for e in 0..n {
-                                let row = &y[e * w3..][..w3];
-                                let q = row[s];
-                                for (aj, &k) in a[(s * n + e) * nq..][..nq].iter_mut().zip(&row[nq..2 * nq]) {
-                                    *aj = (q * k).tanh();
-                                }
-                            }
-                        }
-                    });
+                    *r = ln_attention_forward(n, nq, lnw, lnb, x, y, a);
                     // out[(s, e), f] = Σ_j A[(s, e), j] v[j, f], v[j, f] = y[f, 2nq + j].
                     let v = Mat::strided(&y[2 * nq..], nq, n, 1, w3);
                     matmul(MatMut::new(o, nq * n, n), Mat::new(a, nq * n, nq), v, false, Par::Seq);
@@ -190,22 +171,7 @@ impl SamReadOp {
                         false,
                         Par::Seq,
                     );
-                    simd(|| {
-                        for s in 0..nq {
-                            for e in 0..n {
-                                let (yrow, grow) = (&y[e * w3..][..w3], &mut gy[e * w3..][..w3]);
-                                let q = yrow[s];
-                                let (aw, gaw) = (&a[(s * n + e) * nq..][..nq], &ga[(s * n + e) * nq..][..nq]);
-                                let mut gq = T::zero();
-                                for j in 0..nq {
-                                    let gp = gaw[j] * (T::one() - aw[j] * aw[j]);
-                                    gq += gp * yrow[nq + j];
-                                    grow[nq + j] += gp * q;
-                                }
-                                grow[s] += gq;
-                            }
-                        }
-                    });
+                    attention_backward(n, nq, y, a, ga, gy);
                 }
             },
         );
@@ -223,24 +189,10 @@ impl SamReadOp {
         }
         let group = group_size(batch, batch * len * 6);
         gn.par_chunks_mut(group * len).enumerate().for_each(|(gi, gn)| {
-            simd(|| {
-                for (k, gy) in gn.chunks_exact_mut(len).enumerate() {
-                    let ex = gi * group + k;
-                    let (x, r) = (&xhat[ex * len..][..len], rstd[ex]);
-                    let (mut m1, mut m2) = (T::zero(), T::zero());
-                    for j in 0..len {
-                        let gx = gy[j] * lnw[j];
-                        gy[j] = gx;
-                        m1 += gx;
-                        m2 += gx * x[j];
-                    }
-                    let inv = T::one() / T::from_f64(len as f64);
-                    let (m1, m2) = (m1 * inv, m2 * inv);
-                    for j in 0..len {
-                        gy[j] = r * (gy[j] - m1 - x[j] * m2);
-                    }
-                }
-            })
+            for (k, gy) in gn.chunks_exact_mut(len).enumerate() {
+                let ex = gi * group + k;
+                layer_norm_backward(lnw, &xhat[ex * len..][..len], rstd[ex], gy);
+            }
         });
         let (gw, gb) = param_grads[..2].split_at_mut(1);
         let gm = backward_slices(
@@ -255,6 +207,95 @@ impl SamReadOp {
             bw.needs[0],
         );
         Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
+    }
+}
+
+multiversion! {
+    /// One example: normalises the projection `x` (`[n, 3nq]`) in place into `x̂`, writes
+    /// `y = x̂ ⊙ w + b` and the attention weights `a[s, e, j] = tanh(y[e, s] y[e, nq + j])`;
+    /// returns `1/σ`.
+    fn ln_attention_forward[T: Real][T](n: usize, nq: usize, w: &[T], b: &[T], x: &mut [T], y: &mut [T], a: &mut [T]) -> T {
+        let w3 = 3 * nq;
+        let len = n * w3;
+        let (w, b, y) = (&w[..len], &b[..len], &mut y[..len]);
+        let x = &mut x[..len];
+        let inv = T::one() / T::from_f64(len as f64);
+        let mut mean = T::zero();
+        for &v in x.iter() {
+            mean += v;
+        }
+        mean *= inv;
+        let mut var = T::zero();
+        for &v in x.iter() {
+            var += (v - mean) * (v - mean);
+        }
+        var *= inv;
+        let r = T::one() / (var + T::from_f64(EPS)).sqrt();
+        for j in 0..len {
+            let xv = (x[j] - mean) * r;
+            x[j] = xv;
+            y[j] = xv * w[j] + b[j];
+        }
+        for s in 0..nq {
+            for e in 0..n {
+                let row = &y[e * w3..(e + 1) * w3];
+                let q = row[s];
+                let k = &row[nq..2 * nq];
+                let aw = &mut a[(s * n + e) * nq..(s * n + e + 1) * nq];
+                for j in 0..nq {
+                    aw[j] = (q * k[j]).tanh();
+                }
+            }
+        }
+        r
+    }
+}
+
+multiversion! {
+    /// One example: adds the gradients of `q` and `k` (in the `[n, 3nq]` layout of `y`)
+    /// through `a = tanh(q ⊙ k)` given `ga = d loss / d a`.
+    fn attention_backward[T: Real][T](n: usize, nq: usize, y: &[T], a: &[T], ga: &[T], gy: &mut [T]) {
+        let w3 = 3 * nq;
+        for s in 0..nq {
+            for e in 0..n {
+                let yrow = &y[e * w3..(e + 1) * w3];
+                let grow = &mut gy[e * w3..(e + 1) * w3];
+                let q = yrow[s];
+                let (aw, gaw) = (&a[(s * n + e) * nq..(s * n + e + 1) * nq], &ga[(s * n + e) * nq..(s * n + e + 1) * nq]);
+                let k = &yrow[nq..2 * nq];
+                let mut gq = T::zero();
+                {
+                    let gk = &mut grow[nq..2 * nq];
+                    for j in 0..nq {
+                        let gp = gaw[j] * (T::one() - aw[j] * aw[j]);
+                        gq += gp * k[j];
+                        gk[j] += gp * q;
+                    }
+                }
+                grow[s] += gq;
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// One example's layer norm backward, in place: `gy = d loss / d y` becomes
+    /// `d loss / d x = (1/σ)(g − mean(g) − x̂ mean(g ⊙ x̂))` with `g = gy ⊙ w`.
+    fn layer_norm_backward[T: Real][T](w: &[T], xhat: &[T], r: T, gy: &mut [T]) {
+        let len = gy.len();
+        let (w, x) = (&w[..len], &xhat[..len]);
+        let (mut m1, mut m2) = (T::zero(), T::zero());
+        for j in 0..len {
+            let gx = gy[j] * w[j];
+            gy[j] = gx;
+            m1 += gx;
+            m2 += gx * x[j];
+        }
+        let inv = T::one() / T::from_f64(len as f64);
+        let (m1, m2) = (m1 * inv, m2 * inv);
+        for j in 0..len {
+            gy[j] = r * (gy[j] - m1 - x[j] * m2);
+        }
     }
 }
 

@@ -1,0 +1,121 @@
+//! Element-wise maps and sums over slices, compiled for AVX2 + FMA when the CPU has them
+//! (see [`multiversion!`](super::par::multiversion)): the building blocks of the simple
+//! manual backward passes (binary operations, activations, clipping).
+//!
+//! Inside a multiversioned body, loops are plain `for` loops, not iterator adaptors with
+//! closures: a closure defined there inherits the AVX2 target features, and the (baseline)
+//! adaptor code calling it then cannot inline it — one call per element (measured 5×
+//! slower). Closures passed in by the caller (`f`) are baseline code and inline fine.
+
+use super::par::multiversion;
+use super::real::Real;
+
+multiversion! {
+    /// `f(x_i)` for every element.
+    pub fn map1[T: Real, F: Fn(T) -> T][T, F](x: &[T], f: F) -> Vec<T> {
+        let mut out = vec![T::zero(); x.len()];
+        for i in 0..x.len() {
+            out[i] = f(x[i]);
+        }
+        out
+    }
+}
+
+multiversion! {
+    /// `f(x_i, y_i)` for every element (`x` and `y` of the same length).
+    pub fn map2[T: Real, F: Fn(T, T) -> T][T, F](x: &[T], y: &[T], f: F) -> Vec<T> {
+        let y = &y[..x.len()];
+        let mut out = vec![T::zero(); x.len()];
+        for i in 0..x.len() {
+            out[i] = f(x[i], y[i]);
+        }
+        out
+    }
+}
+
+multiversion! {
+    /// `f(x_i, y_i, z_i)` for every element (all of the same length).
+    pub fn map3[T: Real, F: Fn(T, T, T) -> T][T, F](x: &[T], y: &[T], z: &[T], f: F) -> Vec<T> {
+        let (y, z) = (&y[..x.len()], &z[..x.len()]);
+        let mut out = vec![T::zero(); x.len()];
+        for i in 0..x.len() {
+            out[i] = f(x[i], y[i], z[i]);
+        }
+        out
+    }
+}
+
+multiversion! {
+    /// `Σ_i f(x_i)`.
+    pub fn sum1[T: Real, F: Fn(T) -> T][T, F](x: &[T], f: F) -> T {
+        // Eight partial sums, so that the loop vectorises (float addition is not associative).
+        let mut acc = [T::zero(); 8];
+        let chunks = x.chunks_exact(8);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for k in 0..8 {
+                acc[k] += f(c[k]);
+            }
+        }
+        let mut total = T::zero();
+        for v in acc {
+            total += v;
+        }
+        for &u in rest {
+            total += f(u);
+        }
+        total
+    }
+}
+
+multiversion! {
+    /// `Σ_i f(x_i, y_i)` (`x` and `y` of the same length).
+    pub fn sum2[T: Real, F: Fn(T, T) -> T][T, F](x: &[T], y: &[T], f: F) -> T {
+        let y = &y[..x.len()];
+        let mut acc = [T::zero(); 8];
+        let (cx, cy) = (x.chunks_exact(8), y.chunks_exact(8));
+        let (rx, ry) = (cx.remainder(), cy.remainder());
+        for (a, b) in cx.zip(cy) {
+            for k in 0..8 {
+                acc[k] += f(a[k], b[k]);
+            }
+        }
+        let mut total = T::zero();
+        for v in acc {
+            total += v;
+        }
+        for (&u, &v) in rx.iter().zip(ry) {
+            total += f(u, v);
+        }
+        total
+    }
+}
+
+multiversion! {
+    /// `acc_i += x_i`.
+    pub fn add_into[T: Real][T](acc: &mut [T], x: &[T]) {
+        let x = &x[..acc.len()];
+        for (a, &v) in acc.iter_mut().zip(x) {
+            *a += v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_and_sums() {
+        let x: Vec<f32> = (0..21).map(|i| i as f32).collect();
+        let y: Vec<f32> = (0..21).map(|i| (i * 2) as f32).collect();
+        assert_eq!(map1(&x, |u| u + 1.0)[20], 21.0);
+        assert_eq!(map2(&x, &y, |u, v| u * v)[3], 18.0);
+        assert_eq!(map3(&x, &y, &x, |u, v, w| u + v + w)[2], 8.0);
+        assert_eq!(sum1(&x, |u| u), 210.0);
+        assert_eq!(sum2(&x, &y, |u, v| u + v), 630.0);
+        let mut acc = vec![1.0f32; 21];
+        add_into(&mut acc, &x);
+        assert_eq!(acc[20], 21.0);
+    }
+}
