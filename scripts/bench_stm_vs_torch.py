@@ -25,10 +25,6 @@ a = p.parse_args()
 sizes = {"a": "--d 32 --nq 4 --nr 32", "b": "--d 96 --nq 8 --nr 96"}[a.config]
 iters = a.iters or (20 if a.config == "a" else 5)
 warmup = 3 if a.config == "a" else 1
-wrapper = (
-    "import sys, time; sys.argv = [sys.argv[1]] + sys.argv[2:]; "
-    "time.perf_counter = time.process_time if 'cpu' in sys.argv[0:1] else time.perf_counter; "
-)
 
 
 def timed(cmd):

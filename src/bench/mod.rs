@@ -10,7 +10,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::check::Trial;
 use crate::tasks::Batch;
-use crate::train::{Stepper, data_seed};
+use crate::train::{Autograd, Stepper, data_seed};
 
 pub mod dump;
 
@@ -36,11 +36,12 @@ pub struct Report {
 pub fn time_steps(
     trial: &Trial,
     device: &Device,
+    autograd: Autograd,
     threads: usize,
     warmup: usize,
     iters: usize,
 ) -> candle_core::Result<Report> {
-    let mut stepper = Stepper::new(trial, device)?;
+    let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let batch = data.train_batch(trial.config.train.batch)?;
     let mut times = vec![];
@@ -93,15 +94,14 @@ pub fn sgemm_peak_gflops(device: &Device) -> candle_core::Result<f64> {
     Ok(2.0 * (n * n * n) as f64 / best / 1e9)
 }
 
-/// CPU time used by the process so far (user + system, all threads), in seconds.
+/// CPU time used by the process so far (all threads), in seconds.
 pub fn cpu_seconds() -> f64 {
-    // SAFETY: getrusage writes into the zero-initialised struct we pass and reads nothing else.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we pass and reads nothing else.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
         return f64::NAN;
     }
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// The process's peak resident memory (VmHWM), in MiB; NaN where unknown.

@@ -21,6 +21,8 @@ pub struct Cell {
     needed_for_state: Vec<bool>,
     /// `identity(…)`-style fixed initial states, already on the device.
     fixed_states: Vec<Option<Tensor>>,
+    /// Pairs of nodes training runs as one op (`prims::fusion`).
+    fusions: Vec<crate::prims::fusion::Fusion>,
 }
 
 impl Cell {
@@ -44,7 +46,8 @@ impl Cell {
             })
             .collect::<Result<Vec<_>>>()?;
         let needed_for_state = dependencies(&graph, &graph.next_states);
-        Ok(Cell { graph, vars, needed_for_state, fixed_states })
+        let fusions = crate::prims::fusion::find(&graph);
+        Ok(Cell { graph, vars, needed_for_state, fixed_states, fusions })
     }
 
     pub fn graph(&self) -> &StepGraph {

@@ -29,6 +29,13 @@ enum Rec {
     Manual {
         saved: Saved,
     },
+    /// Run with a later node as one fused op (`Cell::fusions[fusion]`).
+    FusedProducer {
+        saved: Saved,
+        fusion: usize,
+    },
+    /// Computed by its producer's fused op; its gradient is handled there.
+    FusedConsumer,
     /// Candle's autograd: the input `Var`s and the outputs with their local graph.
     Fallback {
         vars: Vec<Option<Var>>,
@@ -80,13 +87,12 @@ impl Cell {
                 _ => None,
             };
             let x = inputs.get(t)?.contiguous()?;
-            let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(g.nodes.len());
-            let mut nodes = Vec::with_capacity(g.nodes.len());
+            let mut values: Vec<Vec<Tensor>> = vec![vec![]; g.nodes.len()];
+            let mut nodes: Vec<Rec> = (0..g.nodes.len()).map(|_| Rec::Skipped).collect();
             let mut node_req = vec![false; g.nodes.len()];
             for (i, node) in g.nodes.iter().enumerate() {
-                if scored_here.is_none() && !self.needed_for_state[i] {
-                    values.push(vec![]);
-                    nodes.push(Rec::Skipped);
+                let run = |n: usize| scored_here.is_some() || self.needed_for_state[n];
+                if !run(i) || matches!(nodes[i], Rec::FusedConsumer) {
                     continue;
                 }
                 let req_of = |s: &Source, node_req: &[bool]| match *s {
@@ -97,16 +103,29 @@ impl Cell {
                 let needs: Vec<bool> = node.inputs.iter().map(|s| req_of(s, &node_req)).collect();
                 node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
                 let ins: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, &x, &states, &values)).collect();
+                let fusion = self.fusions.iter().position(|f| f.producer == i && run(f.consumer));
                 if !node_req[i] {
                     // Nothing to differentiate: the plain forward.
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-                    values.push(node.op.forward(&ins, &params)?.iter().map(|o| o.contiguous()).collect::<Result<_>>()?);
-                    nodes.push(Rec::Skipped);
+                    values[i] =
+                        node.op.forward(&ins, &params)?.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
+                } else if let Some(f) = fusion {
+                    let (producer, consumer) = (node, &g.nodes[self.fusions[f].consumer]);
+                    let params: Vec<&Tensor> =
+                        producer.params.iter().chain(&consumer.params).map(|&p| &weights[p]).collect();
+                    let (mut outs, saved) = self.fusions[f].op.forward_train(&ins, &params)?;
+                    let theirs = outs.split_off(producer.outputs.len());
+                    let c = self.fusions[f].consumer;
+                    values[i] = outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
+                    values[c] = theirs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
+                    nodes[i] = Rec::FusedProducer { saved, fusion: f };
+                    nodes[c] = Rec::FusedConsumer;
+                    node_req[c] = true;
                 } else if node.op.has_backward() {
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
                     let (outs, saved) = node.op.forward_train(&ins, &params)?;
-                    values.push(outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?);
-                    nodes.push(Rec::Manual { saved });
+                    values[i] = outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
+                    nodes[i] = Rec::Manual { saved };
                 } else {
                     let vars: Vec<Option<Var>> = ins
                         .iter()
@@ -117,8 +136,8 @@ impl Cell {
                         ins.iter().zip(&vars).map(|(t, v)| v.as_ref().map_or(*t, |v| v.as_tensor())).collect();
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &tracked[p]).collect();
                     let outputs = node.op.forward(&local, &params)?;
-                    values.push(outputs.iter().map(|o| o.detach().contiguous()).collect::<Result<_>>()?);
-                    nodes.push(Rec::Fallback { vars, outputs });
+                    values[i] = outputs.iter().map(|o| o.detach().contiguous()).collect::<Result<_>>()?;
+                    nodes[i] = Rec::Fallback { vars, outputs };
                 }
             }
             let out_grad = match scored_here {
@@ -176,10 +195,19 @@ impl Cell {
                 add(g.output, grad, &mut g_nodes)?;
             }
             for (i, node) in g.nodes.iter().enumerate().rev() {
-                if !rec.node_req[i] || g_nodes[i].iter().all(Option::is_none) {
+                if matches!(rec.nodes[i], Rec::FusedConsumer) {
+                    continue; // its producer's fused backward takes its gradient
+                }
+                let consumer_has_grad = match &rec.nodes[i] {
+                    Rec::FusedProducer { fusion, .. } => {
+                        g_nodes[self.fusions[*fusion].consumer].iter().any(Option::is_some)
+                    }
+                    _ => false,
+                };
+                if !rec.node_req[i] || (g_nodes[i].iter().all(Option::is_none) && !consumer_has_grad) {
                     continue;
                 }
-                let grads = std::mem::take(&mut g_nodes[i]);
+                let mut grads = std::mem::take(&mut g_nodes[i]);
                 let needs: Vec<bool> = node
                     .inputs
                     .iter()
@@ -189,8 +217,15 @@ impl Cell {
                         Source::Node(n, _) => rec.node_req[n],
                     })
                     .collect();
+                // The parameters (and, for a fused pair, the consumer's after the producer's).
+                let consumer = match &rec.nodes[i] {
+                    Rec::FusedProducer { fusion, .. } => Some(self.fusions[*fusion].consumer),
+                    _ => None,
+                };
+                let param_ids: Vec<usize> =
+                    node.params.iter().chain(consumer.map_or(&[][..], |c| &g.nodes[c].params[..])).copied().collect();
                 let mut local: Vec<ParamGrad> =
-                    node.params.iter().map(|&p| std::mem::take(&mut param_grads[p])).collect();
+                    param_ids.iter().map(|&p| std::mem::take(&mut param_grads[p])).collect();
                 let input_grads = match &rec.nodes[i] {
                     Rec::Skipped => vec![None; node.inputs.len()],
                     Rec::Manual { saved } => {
@@ -207,6 +242,24 @@ impl Cell {
                         };
                         node.op.backward(&b, &mut local)?
                     }
+                    Rec::FusedProducer { saved, fusion } => {
+                        let c = self.fusions[*fusion].consumer;
+                        grads.extend(std::mem::take(&mut g_nodes[c]));
+                        let inputs: Vec<Tensor> =
+                            node.inputs.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
+                        let params: Vec<Tensor> = param_ids.iter().map(|&p| weights[p].clone()).collect();
+                        let outputs: Vec<Tensor> = rec.values[i].iter().chain(&rec.values[c]).cloned().collect();
+                        let b = Backward {
+                            inputs: &inputs,
+                            params: &params,
+                            outputs: &outputs,
+                            saved,
+                            grads: &grads,
+                            needs: &needs,
+                        };
+                        self.fusions[*fusion].op.backward(&b, &mut local)?
+                    }
+                    Rec::FusedConsumer => unreachable!("skipped above"),
                     Rec::Fallback { vars, outputs } => {
                         let mut dot: Option<Tensor> = None;
                         for (o, grad) in outputs.iter().zip(&grads) {
@@ -237,7 +290,7 @@ impl Cell {
                         }
                     }
                 };
-                for (k, &p) in node.params.iter().enumerate() {
+                for (k, &p) in param_ids.iter().enumerate() {
                     param_grads[p] = std::mem::take(&mut local[k]);
                 }
                 for ((s, grad), &need) in node.inputs.iter().zip(input_grads).zip(&needs) {

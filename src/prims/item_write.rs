@@ -229,21 +229,22 @@ impl ItemWriteOp {
             });
         outer_grads(&gx, a, b, d, &mut ga, &mut gb);
         drop(gx);
-        // Scalar biases: sums of the pre-activation gradients of each half.
-        let (mut s_in, mut s_f) = (T::zero(), T::zero());
-        for row in gg.chunks_exact(2 * d) {
-            for j in 0..d {
-                s_in += row[j];
-                s_f += row[d + j];
-            }
-        }
-        param_grads[4].slice_mut::<T>(1)?[0] += s_in;
-        param_grads[5].slice_mut::<T>(1)?[0] += s_f;
         // G = G_mem (per row) + G_in (per example): G_in's gradient sums the rows.
         let mut g_in = vec![T::zero(); batch * 2 * d];
         for (gi, rows) in g_in.chunks_exact_mut(2 * d).zip(gg.chunks_exact(d * 2 * d)) {
             column_sums_into(rows, 2 * d, gi);
         }
+        // The scalar biases: sums of each half over everything (in f64: many small terms of
+        // both signs).
+        let (mut s_in, mut s_f) = (0.0f64, 0.0f64);
+        for row in g_in.chunks_exact(2 * d) {
+            for j in 0..d {
+                s_in += row[j].to_f64();
+                s_f += row[d + j].to_f64();
+            }
+        }
+        param_grads[4].slice_mut::<T>(1)?[0] += T::from_f64(s_in);
+        param_grads[5].slice_mut::<T>(1)?[0] += T::from_f64(s_f);
         let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
         let (wi, wm) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
         let (gin_w, rest) = param_grads.split_at_mut(1);

@@ -24,6 +24,7 @@ pub mod div;
 pub mod embed;
 pub mod embedding;
 pub mod flatten;
+pub mod fusion;
 pub mod gru_cell;
 pub mod head_move;
 mod heads;

@@ -46,9 +46,9 @@ impl Primitive for SamRead {
     }
 }
 
-struct SamReadOp {
-    n: usize,
-    nq: usize,
+pub(crate) struct SamReadOp {
+    pub(crate) n: usize,
+    pub(crate) nq: usize,
 }
 
 impl Op for SamReadOp {
@@ -82,7 +82,15 @@ impl Op for SamReadOp {
 }
 
 impl SamReadOp {
-    fn train_forward<T: Real>(&self, m: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+    /// Saves `[x̂, normed, 1/σ, A]`: `normed` `[B, n·3nq]` holds `v[j, f]` at
+    /// `[f·3nq + 2nq + j]`; `A` `[B, nq, nq·n]` holds `A[j, (s, e)] = tanh(q[s, e] k[j, e])`,
+    /// so that `R[(s, e), f] = Σ_j A[j, (s, e)] v[j, f]` (key-major: stacked over the batch,
+    /// `A`'s rows are uniformly strided, which the fused transfer uses).
+    pub(crate) fn train_forward<T: Real>(
+        &self,
+        m: &Tensor,
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
         let (n, nq) = (self.n, self.nq);
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
         let w3 = 3 * nq;
@@ -111,9 +119,9 @@ impl SamReadOp {
                     .zip(out.chunks_exact_mut(nq * n * n))
                 {
                     *r = ln_attention_forward(n, nq, lnw, lnb, x, y, a);
-                    // out[(s, e), f] = Σ_j A[(s, e), j] v[j, f], v[j, f] = y[f, 2nq + j].
+                    // out[(s, e), f] = Σ_j A[j, (s, e)] v[j, f], v[j, f] = y[f, 2nq + j].
                     let v = Mat::strided(&y[2 * nq..], nq, n, 1, w3);
-                    matmul(MatMut::new(o, nq * n, n), Mat::new(a, nq * n, nq), v, false, Par::Seq);
+                    matmul(MatMut::new(o, nq * n, n), Mat::new(a, nq, nq * n).t(), v, false, Par::Seq);
                 }
             });
         let saved = vec![
@@ -130,21 +138,34 @@ impl SamReadOp {
         bw: &Backward<'_>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        self.backward_with::<T>(bw, param_grads, None)
+    }
+
+    /// The backward, with optional further gradients of the attention weights and of `v`
+    /// (`extra = (gA [B, nq, nq·n], gv [B, nq, n])`, from a fused consumer of the output
+    /// that works on the factors, see `prims::fusion`) added to those from `d loss / d R`.
+    pub(crate) fn backward_with<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+        extra: Option<(&[T], &[T])>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let (n, nq) = (self.n, self.nq);
         let m = &bw.inputs[0];
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
         let w3 = 3 * nq;
         let len = n * w3;
-        let g = bw.grad_or_zeros(0)?;
-        let (gr, mr) = (view::Read::new(&g)?, view::Read::new(m)?);
+        let g = bw.grads[0].as_ref().map(view::contiguous).transpose()?;
+        let gr = g.as_ref().map(view::Read::new).transpose()?;
+        let mr = view::Read::new(m)?;
         let (xr, yr, rr, ar) = (
             view::Read::new(&bw.saved[0])?,
             view::Read::new(&bw.saved[1])?,
             view::Read::new(&bw.saved[2])?,
             view::Read::new(&bw.saved[3])?,
         );
-        let (g, xhat, normed, rstd, att) =
-            (gr.slice::<T>()?, xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
+        let g = gr.as_ref().map(|r| r.slice::<T>()).transpose()?;
+        let (xhat, normed, rstd, att) = (xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
         let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
         let (w, lnw) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
         // d loss / d normed, per example: v's part from one GEMM, q's and k's from the
@@ -152,25 +173,37 @@ impl SamReadOp {
         let mut gn = vec![T::zero(); batch * len];
         let mut gatt = vec![T::zero(); batch * nq * n * nq];
         let group = group_size(batch, batch * nq * n * n * nq * 4);
+        if g.is_none() && extra.is_none() {
+            return Ok(vec![None]);
+        }
         gn.par_chunks_mut(group * len).zip(gatt.par_chunks_mut(group * nq * n * nq)).enumerate().for_each(
             |(gi, (gn, ga))| {
                 for (k, (gy, ga)) in gn.chunks_exact_mut(len).zip(ga.chunks_exact_mut(nq * n * nq)).enumerate() {
                     let ex = gi * group + k;
-                    let (go, y, a) = (
-                        &g[ex * nq * n * n..][..nq * n * n],
-                        &normed[ex * len..][..len],
-                        &att[ex * nq * n * nq..][..nq * n * nq],
-                    );
-                    // gA = gout · vᵀ; gv = Aᵀ · gout.
-                    let vt = Mat::strided(&y[2 * nq..], n, nq, w3, 1);
-                    matmul(MatMut::new(ga, nq * n, nq), Mat::new(go, nq * n, n), vt, false, Par::Seq);
-                    matmul(
-                        MatMut::strided(&mut gy[2 * nq..], nq, n, 1, w3),
-                        Mat::new(a, nq * n, nq).t(),
-                        Mat::new(go, nq * n, n),
-                        false,
-                        Par::Seq,
-                    );
+                    let (y, a) = (&normed[ex * len..][..len], &att[ex * nq * n * nq..][..nq * n * nq]);
+                    if let Some((ga_extra, gv_extra)) = extra {
+                        ga.copy_from_slice(&ga_extra[ex * nq * n * nq..][..nq * n * nq]);
+                        let gv = &gv_extra[ex * nq * n..][..nq * n];
+                        for (j, row) in gv.chunks_exact(n).enumerate() {
+                            for (f, &v) in row.iter().enumerate() {
+                                gy[f * w3 + 2 * nq + j] = v;
+                            }
+                        }
+                    }
+                    if let Some(g) = g {
+                        // gA += gout · vᵀ; gv += Aᵀ · gout.
+                        let go = &g[ex * nq * n * n..][..nq * n * n];
+                        let acc = extra.is_some();
+                        let vt = Mat::strided(&y[2 * nq..], n, nq, w3, 1);
+                        matmul(MatMut::strided(ga, nq * n, nq, 1, nq * n), Mat::new(go, nq * n, n), vt, acc, Par::Seq);
+                        matmul(
+                            MatMut::strided(&mut gy[2 * nq..], nq, n, 1, w3),
+                            Mat::new(a, nq, nq * n),
+                            Mat::new(go, nq * n, n),
+                            acc,
+                            Par::Seq,
+                        );
+                    }
                     attention_backward(n, nq, y, a, ga, gy);
                 }
             },
@@ -212,7 +245,7 @@ impl SamReadOp {
 
 multiversion! {
     /// One example: normalises the projection `x` (`[n, 3nq]`) in place into `x̂`, writes
-    /// `y = x̂ ⊙ w + b` and the attention weights `a[s, e, j] = tanh(y[e, s] y[e, nq + j])`;
+    /// `y = x̂ ⊙ w + b` and the attention weights `a[j, s, e] = tanh(y[e, s] y[e, nq + j])`;
     /// returns `1/σ`.
     fn ln_attention_forward[T: Real][T](n: usize, nq: usize, w: &[T], b: &[T], x: &mut [T], y: &mut [T], a: &mut [T]) -> T {
         let w3 = 3 * nq;
@@ -236,14 +269,12 @@ multiversion! {
             x[j] = xv;
             y[j] = xv * w[j] + b[j];
         }
-        for s in 0..nq {
-            for e in 0..n {
-                let row = &y[e * w3..(e + 1) * w3];
-                let q = row[s];
-                let k = &row[nq..2 * nq];
-                let aw = &mut a[(s * n + e) * nq..(s * n + e + 1) * nq];
-                for j in 0..nq {
-                    aw[j] = (q * k[j]).tanh();
+        let a = &mut a[..nq * nq * n];
+        for j in 0..nq {
+            for s in 0..nq {
+                let aw = &mut a[(j * nq + s) * n..(j * nq + s + 1) * n];
+                for e in 0..n {
+                    aw[e] = (y[e * w3 + s] * y[e * w3 + nq + j]).tanh();
                 }
             }
         }
@@ -256,23 +287,16 @@ multiversion! {
     /// through `a = tanh(q ⊙ k)` given `ga = d loss / d a`.
     fn attention_backward[T: Real][T](n: usize, nq: usize, y: &[T], a: &[T], ga: &[T], gy: &mut [T]) {
         let w3 = 3 * nq;
-        for s in 0..nq {
-            for e in 0..n {
-                let yrow = &y[e * w3..(e + 1) * w3];
-                let grow = &mut gy[e * w3..(e + 1) * w3];
-                let q = yrow[s];
-                let (aw, gaw) = (&a[(s * n + e) * nq..(s * n + e + 1) * nq], &ga[(s * n + e) * nq..(s * n + e + 1) * nq]);
-                let k = &yrow[nq..2 * nq];
-                let mut gq = T::zero();
-                {
-                    let gk = &mut grow[nq..2 * nq];
-                    for j in 0..nq {
-                        let gp = gaw[j] * (T::one() - aw[j] * aw[j]);
-                        gq += gp * k[j];
-                        gk[j] += gp * q;
-                    }
+        let (a, ga) = (&a[..nq * nq * n], &ga[..nq * nq * n]);
+        for j in 0..nq {
+            for s in 0..nq {
+                let (aw, gaw) = (&a[(j * nq + s) * n..(j * nq + s + 1) * n], &ga[(j * nq + s) * n..(j * nq + s + 1) * n]);
+                for e in 0..n {
+                    let gp = gaw[e] * (T::one() - aw[e] * aw[e]);
+                    let (q, k) = (y[e * w3 + s], y[e * w3 + nq + j]);
+                    gy[e * w3 + s] += gp * k;
+                    gy[e * w3 + nq + j] += gp * q;
                 }
-                grow[s] += gq;
             }
         }
     }

@@ -260,18 +260,52 @@ pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
         .iter()
         .map(|pd| Tensor::from_vec(normal(&mut rng, pd.shape.iter().product(), 0.5), pd.shape.clone(), &dev).unwrap())
         .collect();
+    let names: Vec<String> = inst.params.iter().map(|p| p.name.clone()).collect();
+    check_manual(name, &*inst.op, inputs, params, &names, &mut rng);
+}
+
+/// [`manual_backward_check`] for an op built directly (e.g. a fusion): random float inputs
+/// of these per-example shapes (batch 3) and parameters of these shapes.
+pub fn manual_backward_check_op(name: &str, op: &dyn Op, inputs: &[Vec<usize>], params: &[Vec<usize>]) {
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let inputs: Vec<Tensor> = inputs
+        .iter()
+        .map(|s| {
+            let mut dims = vec![3];
+            dims.extend(s);
+            Tensor::from_vec(normal(&mut rng, dims.iter().product(), 0.8), dims, &dev).unwrap()
+        })
+        .collect();
+    let params: Vec<Tensor> = params
+        .iter()
+        .map(|s| Tensor::from_vec(normal(&mut rng, s.iter().product(), 0.5), s.clone(), &dev).unwrap())
+        .collect();
+    let names: Vec<String> = (0..params.len()).map(|i| format!("param {i}")).collect();
+    check_manual(name, op, inputs, params, &names, &mut rng);
+}
+
+fn check_manual(
+    name: &str,
+    op: &dyn Op,
+    inputs: Vec<Tensor>,
+    params: Vec<Tensor>,
+    names: &[String],
+    rng: &mut ChaCha8Rng,
+) {
+    let dev = Device::Cpu;
     let refs = |v: &[Tensor]| -> Vec<Tensor> { v.to_vec() };
     let (ins, ps) = (refs(&inputs), refs(&params));
-    let outs = inst.op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+    let outs = op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
     let (train_outs, saved) =
-        inst.op.forward_train(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+        op.forward_train(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
     assert_eq!(outs.len(), train_outs.len(), "{name}: number of outputs");
     for (k, (a, b)) in outs.iter().zip(&train_outs).enumerate() {
         assert_eq!(a.dims(), b.dims(), "{name}: output {k} shape");
         assert_close(name, &format!("output {k} of forward_train"), b, a, 1e-12);
     }
     let weights: Vec<Tensor> =
-        outs.iter().map(|o| Tensor::from_vec(normal(&mut rng, o.elem_count(), 1.0), o.dims(), &dev).unwrap()).collect();
+        outs.iter().map(|o| Tensor::from_vec(normal(rng, o.elem_count(), 1.0), o.dims(), &dev).unwrap()).collect();
     // Which outputs carry a gradient: all, then (for several outputs) only the last.
     let mut patterns = vec![vec![true; outs.len()]];
     if outs.len() > 1 {
@@ -287,7 +321,7 @@ pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
         let ins: Vec<Tensor> =
             inputs.iter().zip(&in_vars).map(|(t, v)| v.as_ref().map_or(t.clone(), |v| v.as_tensor().clone())).collect();
         let ps: Vec<Tensor> = p_vars.iter().map(|v| v.as_tensor().clone()).collect();
-        let outs = inst.op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+        let outs = op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
         let mut total = Tensor::zeros((), DType::F64, &dev).unwrap();
         for ((o, w), &on) in outs.iter().zip(&weights).zip(&pattern) {
             if on {
@@ -309,7 +343,7 @@ pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
                 grads: &grads,
                 needs: &needs,
             };
-            input_grads = inst.op.backward(&b, &mut acc).unwrap();
+            input_grads = op.backward(&b, &mut acc).unwrap();
         }
         assert_eq!(input_grads.len(), inputs.len(), "{name}: one gradient per input");
         for (i, (v, g)) in in_vars.iter().zip(&input_grads).enumerate() {
@@ -319,12 +353,12 @@ pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
             assert_eq!(g.dims(), inputs[i].dims(), "{name}: shape of the gradient of input {i}");
             assert_close(name, &format!("d / d input {i} ({pattern:?})"), &g, &expected, 1e-10);
         }
-        for ((pd, v), a) in inst.params.iter().zip(&p_vars).zip(acc) {
+        for ((pname, v), a) in names.iter().zip(&p_vars).zip(acc) {
             let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
-            let got = a.into_tensor(pd.shape.clone()).unwrap().unwrap_or(expected.zeros_like().unwrap());
+            let got = a.into_tensor(v.dims()).unwrap().unwrap_or(expected.zeros_like().unwrap());
             assert_close(
                 name,
-                &format!("d / d {} ({pattern:?}), summed twice", pd.name),
+                &format!("d / d {pname} ({pattern:?}), summed twice"),
                 &got,
                 &(expected * 2.0).unwrap(),
                 1e-10,
@@ -341,11 +375,11 @@ pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
             grads: &grads,
             needs: &none,
         };
-        inst.op.backward(&b, &mut acc2).unwrap();
-        for ((pd, v), a) in inst.params.iter().zip(&p_vars).zip(acc2) {
+        op.backward(&b, &mut acc2).unwrap();
+        for ((pname, v), a) in names.iter().zip(&p_vars).zip(acc2) {
             let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
-            let got = a.into_tensor(pd.shape.clone()).unwrap().unwrap_or(expected.zeros_like().unwrap());
-            assert_close(name, &format!("d / d {} without input gradients", pd.name), &got, &expected, 1e-10);
+            let got = a.into_tensor(v.dims()).unwrap().unwrap_or(expected.zeros_like().unwrap());
+            assert_close(name, &format!("d / d {pname} without input gradients"), &got, &expected, 1e-10);
         }
     }
 }

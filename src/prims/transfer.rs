@@ -43,10 +43,10 @@ impl Primitive for Transfer {
     }
 }
 
-struct TransferOp {
-    nq: usize,
-    d: usize,
-    d2: usize,
+pub(crate) struct TransferOp {
+    pub(crate) nq: usize,
+    pub(crate) d: usize,
+    pub(crate) d2: usize,
 }
 
 impl Op for TransferOp {
