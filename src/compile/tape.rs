@@ -15,6 +15,10 @@ use candle_core::{Result, Tensor, Var};
 
 use super::Cell;
 use crate::graph::{Source, StateInit};
+use crate::kernels::elementwise::map2;
+use crate::kernels::real::Real;
+use crate::kernels::view::{self, Read};
+use crate::prims::backward::with_real;
 use crate::prims::{Backward, ParamGrad, Saved};
 
 /// The loss of scored step `s` (its index among the scored steps) from its logits: the value
@@ -328,7 +332,17 @@ fn fetch<'a>(s: Source, x: &'a Tensor, states: &'a [Tensor], values: &'a [Vec<Te
 fn accumulate(slot: &mut Option<Tensor>, grad: Tensor) -> Result<()> {
     *slot = Some(match slot.take() {
         None => grad,
+        Some(old) if old.dims() == grad.dims() && old.device().is_cpu() => {
+            with_real!(old.dtype(), T => add::<T>(&old, &grad)?)
+        }
         Some(old) => (old + grad)?,
     });
     Ok(())
+}
+
+/// `a + b` for two CPU tensors of the same shape, in one vectorised pass.
+fn add<T: Real>(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a, b) = (a.contiguous()?, b.contiguous()?);
+    let (ar, br) = (Read::new(&a)?, Read::new(&b)?);
+    view::tensor(map2(ar.slice::<T>()?, br.slice::<T>()?, |x, y| x + y), a.dims())
 }

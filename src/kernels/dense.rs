@@ -2,7 +2,7 @@
 
 use candle_core::{Result, Tensor};
 
-use super::gemm::{Mat, MatMut, Par, matmul};
+use super::gemm::{Mat, MatMut, Par, matmul, matmul_new};
 use super::real::Real;
 
 /// `x`: `[..., fan_in]`, `w`: `[fan_out, fan_in]`, `b`: `[fan_out]` → `[..., fan_out]`.
@@ -40,8 +40,11 @@ pub fn forward_slices<T: Real>(
             }
             y
         }
-        None => vec![T::zero(); rows * fan_out],
+        None => Vec::new(),
     };
+    if b.is_none() {
+        return matmul_new(Mat::new(x, rows, fan_in), Mat::new(w, fan_out, fan_in).t(), Par::Pool);
+    }
     matmul(
         MatMut::new(&mut y, rows, fan_out),
         Mat::new(x, rows, fan_in),
@@ -78,17 +81,7 @@ pub fn backward_slices<T: Real>(
     if let Some(gb) = gb {
         column_sums_into(gy, fan_out, gb);
     }
-    want_x.then(|| {
-        let mut gx = vec![T::zero(); rows * fan_in];
-        matmul(
-            MatMut::new(&mut gx, rows, fan_in),
-            Mat::new(gy, rows, fan_out),
-            Mat::new(w, fan_out, fan_in),
-            false,
-            Par::Pool,
-        );
-        gx
-    })
+    want_x.then(|| matmul_new(Mat::new(gy, rows, fan_out), Mat::new(w, fan_out, fan_in), Par::Pool))
 }
 
 /// `acc[j] += Σ_r m[r, j]` for a row-major `m` with `cols` columns.

@@ -13,10 +13,13 @@ use super::real::Real;
 multiversion! {
     /// `f(x_i)` for every element.
     pub fn map1[T: Real, F: Fn(T) -> T][T, F](x: &[T], f: F) -> Vec<T> {
-        let mut out = vec![T::zero(); x.len()];
+        let mut out = Vec::with_capacity(x.len());
+        let spare = &mut out.spare_capacity_mut()[..x.len()];
         for i in 0..x.len() {
-            out[i] = f(x[i]);
+            spare[i].write(f(x[i]));
         }
+        // SAFETY: every element was written just above.
+        unsafe { out.set_len(x.len()) };
         out
     }
 }
@@ -25,10 +28,13 @@ multiversion! {
     /// `f(x_i, y_i)` for every element (`x` and `y` of the same length).
     pub fn map2[T: Real, F: Fn(T, T) -> T][T, F](x: &[T], y: &[T], f: F) -> Vec<T> {
         let y = &y[..x.len()];
-        let mut out = vec![T::zero(); x.len()];
+        let mut out = Vec::with_capacity(x.len());
+        let spare = &mut out.spare_capacity_mut()[..x.len()];
         for i in 0..x.len() {
-            out[i] = f(x[i], y[i]);
+            spare[i].write(f(x[i], y[i]));
         }
+        // SAFETY: every element was written just above.
+        unsafe { out.set_len(x.len()) };
         out
     }
 }
@@ -37,10 +43,13 @@ multiversion! {
     /// `f(x_i, y_i, z_i)` for every element (all of the same length).
     pub fn map3[T: Real, F: Fn(T, T, T) -> T][T, F](x: &[T], y: &[T], z: &[T], f: F) -> Vec<T> {
         let (y, z) = (&y[..x.len()], &z[..x.len()]);
-        let mut out = vec![T::zero(); x.len()];
+        let mut out = Vec::with_capacity(x.len());
+        let spare = &mut out.spare_capacity_mut()[..x.len()];
         for i in 0..x.len() {
-            out[i] = f(x[i], y[i], z[i]);
+            spare[i].write(f(x[i], y[i], z[i]));
         }
+        // SAFETY: every element was written just above.
+        unsafe { out.set_len(x.len()) };
         out
     }
 }
@@ -48,46 +57,52 @@ multiversion! {
 multiversion! {
     /// `Σ_i f(x_i)`.
     pub fn sum1[T: Real, F: Fn(T) -> T][T, F](x: &[T], f: F) -> T {
-        // Eight partial sums, so that the loop vectorises (float addition is not associative).
-        let mut acc = [T::zero(); 8];
-        let chunks = x.chunks_exact(8);
-        let rest = chunks.remainder();
-        for c in chunks {
-            for k in 0..8 {
-                acc[k] += f(c[k]);
+        // Eight partial sums per block of 512 (so that the loop vectorises; float addition is
+        // not associative), block totals in f64 (long sums of small terms of both signs, such
+        // as a scalar's gradient over a whole memory, stay accurate).
+        let mut total = 0.0f64;
+        for block in x.chunks(512) {
+            let mut acc = [T::zero(); 8];
+            let chunks = block.chunks_exact(8);
+            let rest = chunks.remainder();
+            for c in chunks {
+                for k in 0..8 {
+                    acc[k] += f(c[k]);
+                }
+            }
+            for &u in rest {
+                acc[0] += f(u);
+            }
+            for v in acc {
+                total += v.to_f64();
             }
         }
-        let mut total = T::zero();
-        for v in acc {
-            total += v;
-        }
-        for &u in rest {
-            total += f(u);
-        }
-        total
+        T::from_f64(total)
     }
 }
 
 multiversion! {
-    /// `Σ_i f(x_i, y_i)` (`x` and `y` of the same length).
+    /// `Σ_i f(x_i, y_i)` (`x` and `y` of the same length), summed as [`sum1`].
     pub fn sum2[T: Real, F: Fn(T, T) -> T][T, F](x: &[T], y: &[T], f: F) -> T {
         let y = &y[..x.len()];
-        let mut acc = [T::zero(); 8];
-        let (cx, cy) = (x.chunks_exact(8), y.chunks_exact(8));
-        let (rx, ry) = (cx.remainder(), cy.remainder());
-        for (a, b) in cx.zip(cy) {
-            for k in 0..8 {
-                acc[k] += f(a[k], b[k]);
+        let mut total = 0.0f64;
+        for (bx, by) in x.chunks(512).zip(y.chunks(512)) {
+            let mut acc = [T::zero(); 8];
+            let (cx, cy) = (bx.chunks_exact(8), by.chunks_exact(8));
+            let (rx, ry) = (cx.remainder(), cy.remainder());
+            for (a, b) in cx.zip(cy) {
+                for k in 0..8 {
+                    acc[k] += f(a[k], b[k]);
+                }
+            }
+            for (&u, &v) in rx.iter().zip(ry) {
+                acc[0] += f(u, v);
+            }
+            for v in acc {
+                total += v.to_f64();
             }
         }
-        let mut total = T::zero();
-        for v in acc {
-            total += v;
-        }
-        for (&u, &v) in rx.iter().zip(ry) {
-            total += f(u, v);
-        }
-        total
+        T::from_f64(total)
     }
 }
 

@@ -3,6 +3,9 @@
 //! accumulate into its destination (`dst += a · b`), which the backward passes use to sum
 //! parameter gradients over time steps in place.
 
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+
 use super::real::Real;
 
 /// A read-only matrix in a slice: element `(i, j)` is `data[i·rs + j·cs]`.
@@ -49,13 +52,15 @@ impl<'a, T> Mat<'a, T> {
     }
 }
 
-/// A mutable matrix in a slice.
+/// A mutable matrix in a slice, possibly of not yet initialised elements (a product
+/// overwriting it writes every element; see [`matmul_new`]).
 pub struct MatMut<'a, T> {
-    data: &'a mut [T],
+    data: *mut T,
     rows: usize,
     cols: usize,
     rs: usize,
     cs: usize,
+    _borrow: PhantomData<&'a mut [T]>,
 }
 
 impl<'a, T> MatMut<'a, T> {
@@ -65,13 +70,21 @@ impl<'a, T> MatMut<'a, T> {
     }
 
     pub fn strided(data: &'a mut [T], rows: usize, cols: usize, rs: usize, cs: usize) -> MatMut<'a, T> {
-        let len = data.len();
-        let m = MatMut { data, rows, cols, rs, cs };
+        MatMut::raw(data.as_mut_ptr(), data.len(), rows, cols, rs, cs)
+    }
+
+    /// Row-major `rows × cols` in memory not yet initialised: only a product that overwrites
+    /// it (`accumulate = false`) may use it, and it then holds initialised values.
+    pub fn uninit(data: &'a mut [MaybeUninit<T>], rows: usize, cols: usize) -> MatMut<'a, T> {
+        MatMut::raw(data.as_mut_ptr().cast(), data.len(), rows, cols, cols, 1)
+    }
+
+    fn raw(data: *mut T, len: usize, rows: usize, cols: usize, rs: usize, cs: usize) -> MatMut<'a, T> {
         assert!(
             rows == 0 || cols == 0 || (rows - 1) * rs + (cols - 1) * cs < len,
             "matrix {rows}×{cols} (strides {rs}, {cs}) does not fit in {len} elements"
         );
-        m
+        MatMut { data, rows, cols, rs, cs, _borrow: PhantomData }
     }
 }
 
@@ -104,7 +117,9 @@ pub fn matmul<T: Real>(dst: MatMut<'_, T>, a: Mat<'_, T>, b: Mat<'_, T>, accumul
         if !accumulate {
             for i in 0..m {
                 for j in 0..n {
-                    dst.data[i * dst.rs + j * dst.cs] = T::zero();
+                    // SAFETY: inside the view (checked in `MatMut::raw`); a plain write, as
+                    // the element may not be initialised.
+                    unsafe { dst.data.add(i * dst.rs + j * dst.cs).write(T::zero()) };
                 }
             }
         }
@@ -115,14 +130,15 @@ pub fn matmul<T: Real>(dst: MatMut<'_, T>, a: Mat<'_, T>, b: Mat<'_, T>, accumul
         _ => gemm::Parallelism::None,
     };
     // SAFETY: the three views were checked to lie inside their slices (`Mat::strided`,
-    // `MatMut::strided`), the shapes agree (asserted above), and `dst` is borrowed mutably
-    // so it aliases neither operand.
+    // `MatMut::raw`), the shapes agree (asserted above), and `dst` is borrowed mutably so it
+    // aliases neither operand. Without `accumulate`, gemm reads nothing from `dst` and
+    // writes every element.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            dst.data.as_mut_ptr(),
+            dst.data,
             dst.cs as isize,
             dst.rs as isize,
             accumulate,
@@ -140,6 +156,29 @@ pub fn matmul<T: Real>(dst: MatMut<'_, T>, a: Mat<'_, T>, b: Mat<'_, T>, accumul
             parallelism,
         )
     }
+}
+
+/// `a · b` into a new row-major `[a.rows, b.cols]` buffer, without zero-filling it first.
+pub fn matmul_new<T: Real>(a: Mat<'_, T>, b: Mat<'_, T>, par: Par) -> Vec<T> {
+    let (m, n) = (a.rows, b.cols);
+    let mut out: Vec<T> = Vec::with_capacity(m * n);
+    matmul(MatMut::uninit(&mut out.spare_capacity_mut()[..m * n], m, n), a, b, false, par);
+    // SAFETY: the product (`accumulate = false`) wrote all m·n elements.
+    unsafe { out.set_len(m * n) };
+    out
+}
+
+/// A buffer of `n` elements filled by `fill`, which must write every element (e.g. products
+/// into [`MatMut::uninit`] views of its chunks): no zero-filling first.
+///
+/// # Safety
+/// `fill` must initialise all `n` elements.
+pub unsafe fn filled<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(n);
+    fill(&mut out.spare_capacity_mut()[..n]);
+    // SAFETY: the caller guarantees `fill` initialised all n elements.
+    unsafe { out.set_len(n) };
+    out
 }
 
 #[cfg(test)]
@@ -178,5 +217,7 @@ mod tests {
         let mut ct = vec![0.0; n * m];
         matmul(MatMut::strided(&mut ct, m, n, 1, m), Mat::new(&a, m, k), Mat::new(&b, k, n), false, Par::Seq);
         assert!((0..m * n).all(|i| (ct[(i % n) * m + i / n] - expected[i]).abs() < 1e-12));
+        let c3 = matmul_new(Mat::new(&a, m, k), Mat::new(&b, k, n), Par::Seq);
+        assert_eq!(c3, c);
     }
 }

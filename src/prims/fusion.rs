@@ -27,7 +27,7 @@ use super::transfer::TransferOp;
 use super::{Backward, Op, ParamGrad, Saved};
 use crate::graph::{Source, StepGraph};
 use crate::kernels::dense::column_sums_into;
-use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
+use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
 use crate::kernels::par::group_size;
 use crate::kernels::{real::Real, view};
 
@@ -107,14 +107,7 @@ impl SamTransfer {
         let (wr, br) = (view::Read::new(params[4])?, view::Read::new(params[5])?);
         let (y, a, w, bias) = (yr.slice::<T>()?, ar.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
         // P = A Wᵀ for the whole batch: [B·nq, nq·n] · [nq·n, size].
-        let mut p = vec![T::zero(); batch * nq * size];
-        matmul(
-            MatMut::new(&mut p, batch * nq, size),
-            Mat::new(a, batch * nq, k),
-            Mat::new(w, size, k).t(),
-            false,
-            Par::Pool,
-        );
+        let p = matmul_new(Mat::new(a, batch * nq, k), Mat::new(w, size, k).t(), Par::Pool);
         // T_b = V_bᵀ P_b + b: [n, nq] · [nq, size].
         let mut t = Vec::with_capacity(batch * n * size);
         for _ in 0..batch * n {
@@ -198,14 +191,7 @@ impl SamTransfer {
             Par::Pool,
         );
         column_sums_into(g, size, gb[0].slice_mut::<T>(size)?);
-        let mut ga = vec![T::zero(); batch * nq * k];
-        matmul(
-            MatMut::new(&mut ga, batch * nq, k),
-            Mat::new(&h, batch * nq, size),
-            Mat::new(w, size, k),
-            false,
-            Par::Pool,
-        );
+        let ga = matmul_new(Mat::new(&h, batch * nq, size), Mat::new(w, size, k), Par::Pool);
         self.sam.backward_with::<T>(&sam_bw, sam_grads, Some((&ga, &gv)))
     }
 }

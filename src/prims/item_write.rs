@@ -10,6 +10,8 @@
 //!   `M' = I ⊙ tanh(X) + F ⊙ M` — note the `tanh` on `X` (DIFF 2) and the sigmoids (DIFF 3).
 //!   `gate_in`, `gate_mem`: dense `d → 2d`; scalar biases `b_in = 0`, `b_forget = 1` at init.
 
+use std::mem::MaybeUninit;
+
 use candle_core::{D, Tensor};
 use rayon::prelude::*;
 
@@ -153,11 +155,12 @@ impl ItemWriteOp {
         // Row (example, i) of `gates` holds the pre-activations `[G_in | G_forget]`, then the gates.
         let mut gates = forward_slices(&tm, batch * d, wm, Some(bm), d, 2 * d);
         let g_in = forward_slices(a, batch, wi, Some(bi), d, 2 * d);
-        let mut out = vec![T::zero(); batch * d * d];
-        let mut tx = vec![T::zero(); batch * d * d];
+        let len = batch * d * d;
+        let (mut out, mut tx): (Vec<T>, Vec<T>) = (Vec::with_capacity(len), Vec::with_capacity(len));
         let group = group_size(batch, batch * d * d * 16);
-        out.par_chunks_mut(group * d * d)
-            .zip(tx.par_chunks_mut(group * d * d))
+        out.spare_capacity_mut()[..len]
+            .par_chunks_mut(group * d * d)
+            .zip(tx.spare_capacity_mut()[..len].par_chunks_mut(group * d * d))
             .zip(gates.par_chunks_mut(group * d * 2 * d))
             .enumerate()
             .for_each(|(gi, ((out, tx), gates))| {
@@ -173,6 +176,11 @@ impl ItemWriteOp {
                     gates_forward(d, a, b, m, gin, b_in, b_f, g, t, o);
                 }
             });
+        // SAFETY: `gates_forward` wrote every element of both, for every example.
+        unsafe {
+            out.set_len(len);
+            tx.set_len(len);
+        }
         let saved = vec![view::tensor(tm, dims)?, view::tensor(gates, (batch, d, 2 * d))?, view::tensor(tx, dims)?];
         Ok((vec![view::tensor(out, dims)?], saved))
     }
@@ -205,13 +213,14 @@ impl ItemWriteOp {
         let (tm, gates, tx) = (tmr.slice::<T>()?, gatesr.slice::<T>()?, txr.slice::<T>()?);
         // One pass: the pre-activation gradients [gzi | gzf] per row, d loss / d M through
         // the forget gate, and d loss / d X = g ⊙ I ⊙ (1 − tanh² X).
-        let mut gg = vec![T::zero(); batch * d * 2 * d];
-        let mut gm = vec![T::zero(); batch * d * d];
-        let mut gx = vec![T::zero(); batch * d * d];
+        let len = batch * d * d;
+        let (mut gg, mut gm, mut gx): (Vec<T>, Vec<T>, Vec<T>) =
+            (Vec::with_capacity(2 * len), Vec::with_capacity(len), Vec::with_capacity(len));
         let group = group_size(batch, batch * d * d * 16);
-        gg.par_chunks_mut(group * 2 * d * d)
-            .zip(gm.par_chunks_mut(group * d * d))
-            .zip(gx.par_chunks_mut(group * d * d))
+        gg.spare_capacity_mut()[..2 * len]
+            .par_chunks_mut(group * 2 * d * d)
+            .zip(gm.spare_capacity_mut()[..len].par_chunks_mut(group * d * d))
+            .zip(gx.spare_capacity_mut()[..len].par_chunks_mut(group * d * d))
             .enumerate()
             .for_each(|(gi, ((gg, gm), gx))| {
                 let off = gi * group * d * d;
@@ -227,6 +236,12 @@ impl ItemWriteOp {
                     gx,
                 );
             });
+        // SAFETY: `gates_backward` wrote every element of the three, for every row.
+        unsafe {
+            gg.set_len(2 * len);
+            gm.set_len(len);
+            gx.set_len(len);
+        }
         outer_grads(&gx, a, b, d, &mut ga, &mut gb);
         drop(gx);
         // G = G_mem (per row) + G_in (per example): G_in's gradient sums the rows.
@@ -323,8 +338,8 @@ multiversion! {
         b_in: T,
         b_f: T,
         gates: &mut [T],
-        tx: &mut [T],
-        out: &mut [T],
+        tx: &mut [MaybeUninit<T>],
+        out: &mut [MaybeUninit<T>],
     ) {
         let (gin_i, gin_f, b) = (&gin[..d], &gin[d..2 * d], &b[..d]);
         for i in 0..d {
@@ -337,8 +352,8 @@ multiversion! {
                 let x = (ai * b[j]).tanh();
                 gi[j] = ig;
                 gf[j] = fg;
-                t[j] = x;
-                o[j] = ig * x + fg * mr[j];
+                t[j].write(x);
+                o[j].write(ig * x + fg * mr[j]);
             }
         }
     }
@@ -348,7 +363,16 @@ multiversion! {
     /// Rows of the gated write's backward: from `g = d loss / d out`, the memory, `tanh(X)`
     /// and the gates, the pre-activation gradients `[gzi | gzf]` (`gg`), `d loss / d M`
     /// through the forget gate (`gm`) and `d loss / d X` (`gx`).
-    fn gates_backward[T: Real][T](d: usize, g: &[T], m: &[T], tx: &[T], gates: &[T], gg: &mut [T], gm: &mut [T], gx: &mut [T]) {
+    fn gates_backward[T: Real][T](
+        d: usize,
+        g: &[T],
+        m: &[T],
+        tx: &[T],
+        gates: &[T],
+        gg: &mut [MaybeUninit<T>],
+        gm: &mut [MaybeUninit<T>],
+        gx: &mut [MaybeUninit<T>],
+    ) {
         let rows = gm.len() / d;
         for r in 0..rows {
             let (g, m, tx) = (&g[r * d..(r + 1) * d], &m[r * d..(r + 1) * d], &tx[r * d..(r + 1) * d]);
@@ -357,10 +381,10 @@ multiversion! {
             let (gmr, gxr) = (&mut gm[r * d..(r + 1) * d], &mut gx[r * d..(r + 1) * d]);
             for j in 0..d {
                 let gv = g[j];
-                gzi[j] = gv * tx[j] * ig[j] * (T::one() - ig[j]);
-                gzf[j] = gv * m[j] * fg[j] * (T::one() - fg[j]);
-                gmr[j] = gv * fg[j];
-                gxr[j] = gv * ig[j] * (T::one() - tx[j] * tx[j]);
+                gzi[j].write(gv * tx[j] * ig[j] * (T::one() - ig[j]));
+                gzf[j].write(gv * m[j] * fg[j] * (T::one() - fg[j]));
+                gmr[j].write(gv * fg[j]);
+                gxr[j].write(gv * ig[j] * (T::one() - tx[j] * tx[j]));
             }
         }
     }

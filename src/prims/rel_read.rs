@@ -10,7 +10,8 @@ use candle_core::{D, Tensor};
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::par::for_each_batch;
+use crate::kernels::gemm::filled;
+use crate::kernels::par::{for_each_batch, multiversion};
 use crate::kernels::{real::Real, view};
 
 pub struct RelRead;
@@ -80,6 +81,19 @@ impl Op for RelReadOp {
     }
 }
 
+multiversion! {
+    /// `out[r, f] = u[r] g[f]` (row-major, written without being read).
+    fn outer_rows[T: Real][T](u: &[T], g: &[T], out: &mut [std::mem::MaybeUninit<T>]) {
+        let n = g.len();
+        for (r, &ur) in u.iter().enumerate() {
+            let row = &mut out[r * n..(r + 1) * n];
+            for f in 0..n {
+                row[f].write(ur * g[f]);
+            }
+        }
+    }
+}
+
 fn same_batch(inputs: &[&Tensor]) -> candle_core::Result<bool> {
     let b = inputs[0].dim(0)?;
     Ok(inputs[1].dim(0)? == b && inputs[2].dim(0)? == b)
@@ -139,19 +153,16 @@ impl RelReadOp {
         let (p, u, gv) = (view::Read::new(&bw.saved[0])?, view::Read::new(&bw.saved[1])?, view::Read::new(&gv)?);
         let (mr, b, p, u, gv) = (mr.slice::<T>()?, b.slice::<T>()?, p.slice::<T>()?, u.slice::<T>()?, gv.slice::<T>()?);
         let gmr = bw.needs[0].then(|| {
-            let mut gmr = vec![T::zero(); batch * nq * d * d2];
-            for_each_batch(&mut gmr, nq * d * d2, batch * nq * d * d2, |first, chunk| {
-                for (i, gm) in chunk.chunks_exact_mut(nq * d * d2).enumerate() {
-                    let ex = first + i;
-                    let (us, gs) = (&u[ex * nq * d..][..nq * d], &gv[ex * d2..][..d2]);
-                    for (&ur, row) in us.iter().zip(gm.chunks_exact_mut(d2)) {
-                        for (o, &g) in row.iter_mut().zip(gs) {
-                            *o = ur * g;
-                        }
+            let fill = |gmr: &mut [std::mem::MaybeUninit<T>]| {
+                for_each_batch(gmr, nq * d * d2, batch * nq * d * d2, |first, chunk| {
+                    for (i, gm) in chunk.chunks_exact_mut(nq * d * d2).enumerate() {
+                        let ex = first + i;
+                        outer_rows(&u[ex * nq * d..][..nq * d], &gv[ex * d2..][..d2], gm);
                     }
-                }
-            });
-            gmr
+                });
+            };
+            // SAFETY: `outer_rows` writes every element of every example.
+            unsafe { filled(batch * nq * d * d2, fill) }
         });
         let mut gc = vec![T::zero(); batch * nq];
         let mut gb = vec![T::zero(); batch * d];

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::backward::with_real;
 use super::*;
 use crate::kernels::dense::{backward_slices, forward_slices};
-use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
+use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
@@ -103,27 +103,30 @@ impl SamReadOp {
         let mut normed = vec![T::zero(); batch * len];
         let mut rstd = vec![T::zero(); batch];
         let mut att = vec![T::zero(); batch * nq * n * nq];
-        let mut out = vec![T::zero(); batch * nq * n * n];
         let group = group_size(batch, batch * (nq * n * n * nq * 2 + len * 8));
-        xhat.par_chunks_mut(group * len)
-            .zip(normed.par_chunks_mut(group * len))
-            .zip(rstd.par_chunks_mut(group))
-            .zip(att.par_chunks_mut(group * nq * n * nq))
-            .zip(out.par_chunks_mut(group * nq * n * n))
-            .for_each(|((((xh, nm), rs), at), out)| {
-                for ((((x, y), r), a), o) in xh
-                    .chunks_exact_mut(len)
-                    .zip(nm.chunks_exact_mut(len))
-                    .zip(rs.iter_mut())
-                    .zip(at.chunks_exact_mut(nq * n * nq))
-                    .zip(out.chunks_exact_mut(nq * n * n))
-                {
-                    *r = ln_attention_forward(n, nq, lnw, lnb, x, y, a);
-                    // out[(s, e), f] = Σ_j A[j, (s, e)] v[j, f], v[j, f] = y[f, 2nq + j].
-                    let v = Mat::strided(&y[2 * nq..], nq, n, 1, w3);
-                    matmul(MatMut::new(o, nq * n, n), Mat::new(a, nq, nq * n).t(), v, false, Par::Seq);
-                }
-            });
+        let fill = |out: &mut [std::mem::MaybeUninit<T>]| {
+            xhat.par_chunks_mut(group * len)
+                .zip(normed.par_chunks_mut(group * len))
+                .zip(rstd.par_chunks_mut(group))
+                .zip(att.par_chunks_mut(group * nq * n * nq))
+                .zip(out.par_chunks_mut(group * nq * n * n))
+                .for_each(|((((xh, nm), rs), at), out)| {
+                    for ((((x, y), r), a), o) in xh
+                        .chunks_exact_mut(len)
+                        .zip(nm.chunks_exact_mut(len))
+                        .zip(rs.iter_mut())
+                        .zip(at.chunks_exact_mut(nq * n * nq))
+                        .zip(out.chunks_exact_mut(nq * n * n))
+                    {
+                        *r = ln_attention_forward(n, nq, lnw, lnb, x, y, a);
+                        // out[(s, e), f] = Σ_j A[j, (s, e)] v[j, f], v[j, f] = y[f, 2nq + j].
+                        let v = Mat::strided(&y[2 * nq..], nq, n, 1, w3);
+                        matmul(MatMut::uninit(o, nq * n, n), Mat::new(a, nq, nq * n).t(), v, false, Par::Seq);
+                    }
+                })
+        };
+        // SAFETY: one product per example overwrites all of its output.
+        let out = unsafe { filled(batch * nq * n * n, fill) };
         let saved = vec![
             view::tensor(xhat, (batch, len))?,
             view::tensor(normed, (batch, len))?,
