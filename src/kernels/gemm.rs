@@ -126,7 +126,7 @@ pub fn matmul<T: Real>(dst: MatMut<'_, T>, a: Mat<'_, T>, b: Mat<'_, T>, accumul
         return;
     }
     let parallelism = match par {
-        Par::Pool if rayon::current_num_threads() > 1 => gemm::Parallelism::Rayon(0),
+        Par::Pool if super::par::threads() > 1 => gemm::Parallelism::Rayon(0),
         _ => gemm::Parallelism::None,
     };
     // SAFETY: the three views were checked to lie inside their slices (`Mat::strided`,

@@ -2,7 +2,30 @@
 //! pool (the trial's thread budget) and element-wise loops compiled for AVX2 + FMA when the
 //! CPU has them (the release build targets baseline x86-64, i.e. SSE2).
 
+use std::cell::Cell;
+
 use rayon::prelude::*;
+
+thread_local! {
+    /// Set while this thread runs one part of a batch split over the pool ([`serial`]).
+    static SERIAL: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Threads a kernel may split its work over: the current rayon pool's, or 1 inside
+/// [`serial`].
+pub fn threads() -> usize {
+    if SERIAL.with(Cell::get) { 1 } else { rayon::current_num_threads() }
+}
+
+/// Runs `f` with the kernels' own parallelism off on this thread: for work that is already
+/// split over the pool at a coarser grain (training splits the batch into one part per
+/// thread, see `train::Stepper`), where splitting again only adds hand-offs.
+pub fn serial<R>(f: impl FnOnce() -> R) -> R {
+    let before = SERIAL.with(|s| s.replace(true));
+    let out = f();
+    SERIAL.with(|s| s.set(before));
+    out
+}
 
 /// Below this many element-operations a loop runs on the calling thread: splitting costs
 /// more than it saves.
@@ -18,7 +41,7 @@ pub fn for_each_batch<T: Send>(
     f: impl Fn(usize, &mut [T]) + Sync + Send,
 ) {
     let batch = out.len().checked_div(per_example).unwrap_or(0);
-    let threads = rayon::current_num_threads().min(batch);
+    let threads = threads().min(batch);
     if threads <= 1 || work < PAR_MIN_WORK {
         f(0, out);
         return;
@@ -31,7 +54,7 @@ pub fn for_each_batch<T: Send>(
 /// `work` element-operations in total is split over the pool (all of them when it is not
 /// worth splitting). For `par_chunks_mut(group · per_example)` over several buffers at once.
 pub fn group_size(batch: usize, work: usize) -> usize {
-    let threads = rayon::current_num_threads().min(batch);
+    let threads = threads().min(batch);
     if threads <= 1 || work < PAR_MIN_WORK { batch.max(1) } else { batch.div_ceil(threads) }
 }
 
@@ -45,7 +68,7 @@ pub fn for_each_batch2<T: Send, U: Send>(
     f: impl Fn(usize, &mut [T], &mut [U]) + Sync + Send,
 ) {
     let batch = out.len().checked_div(per_example).unwrap_or(0);
-    let threads = rayon::current_num_threads().min(batch);
+    let threads = threads().min(batch);
     if threads <= 1 || work < PAR_MIN_WORK {
         f(0, out, out2);
         return;

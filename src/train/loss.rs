@@ -36,10 +36,19 @@ pub fn loss(target: Target, logits: &Tensor, targets: &Tensor) -> Result<Tensor>
 }
 
 /// One scored step's share of [`loss`] and its gradient, without autograd (for the tape,
-/// `compile::tape`): `logits` `[B, n]`, `targets` `[B, n]` bits or `[B]` class ids, `steps` the
-/// number of scored steps the mean runs over. Returns `(share of the mean loss, d loss / d logits)`.
-pub fn step_loss_and_grad(target: Target, logits: &Tensor, targets: &Tensor, steps: usize) -> Result<(f64, Tensor)> {
-    let (batch, n) = logits.dims2()?;
+/// `compile::tape`): `logits` `[b, n]`, `targets` `[b, n]` bits or `[b]` class ids, for `b` of
+/// the `sequences` the mean runs over (all of them, or one part of a batch split over
+/// threads), `steps` the number of scored steps. Returns `(share of the mean loss,
+/// d loss / d logits)`.
+pub fn step_loss_and_grad(
+    target: Target,
+    logits: &Tensor,
+    targets: &Tensor,
+    steps: usize,
+    sequences: usize,
+) -> Result<(f64, Tensor)> {
+    let (_, n) = logits.dims2()?;
+    let batch = sequences;
     let logits = view::contiguous(logits)?;
     match target {
         Target::Bits(_) => {
@@ -185,7 +194,7 @@ mod tests {
             let autograd = l.backward()?.get(z.as_tensor()).map_or(Ok(expected), |g| g.to_vec3::<f64>())?;
             let mut total = 0.0;
             for (step, autograd) in autograd.iter().enumerate() {
-                let (v, g) = step_loss_and_grad(target, &z.as_tensor().get(step)?, &targets.get(step)?, s)?;
+                let (v, g) = step_loss_and_grad(target, &z.as_tensor().get(step)?, &targets.get(step)?, s, b)?;
                 total += v;
                 let g = g.to_vec2::<f64>()?;
                 for (row, expected) in g.iter().zip(autograd) {

@@ -129,12 +129,7 @@ impl Stepper {
             false => batch.inputs.clone(),
         };
         match self.autograd {
-            Autograd::Tape => {
-                let steps = batch.scored.len();
-                self.cell.train_grads(&inputs, &batch.scored, &mut |s, logits| {
-                    loss::step_loss_and_grad(self.target, logits, &batch.targets.get(s)?, steps)
-                })
-            }
+            Autograd::Tape => self.tape_loss_and_grads(batch, &inputs),
             Autograd::Candle => {
                 let logits = self.cell.run(&self.cell.weights(true), &inputs, &batch.scored)?;
                 let loss = loss::loss(self.target, &logits, &batch.targets)?;
@@ -145,6 +140,49 @@ impl Stepper {
                 Ok((value, optim::from_store(&loss.backward()?, self.cell.vars())))
             }
         }
+    }
+
+    /// The tape's loss and gradients, with the batch split into one part per pool thread:
+    /// sequences are independent until the loss, so each part runs the whole recurrent
+    /// forward and backward on its own thread (kernels serial inside, see
+    /// `kernels::par::serial`), and the parts' losses and gradients are summed. Coarse
+    /// parts need no hand-offs between threads during the step.
+    fn tape_loss_and_grads(
+        &self,
+        batch: &crate::tasks::Batch,
+        inputs: &candle_core::Tensor,
+    ) -> candle_core::Result<(f64, Vec<Option<candle_core::Tensor>>)> {
+        use rayon::prelude::*;
+        let (steps, sequences) = (batch.scored.len(), inputs.dim(1)?);
+        let (cell, target) = (&self.cell, self.target);
+        let part = |start: usize, len: usize| {
+            let (x, y) = (inputs.narrow(1, start, len)?, batch.targets.narrow(1, start, len)?);
+            cell.train_grads(&x, &batch.scored, &mut |s, logits| {
+                loss::step_loss_and_grad(target, logits, &y.get(s)?, steps, sequences)
+            })
+        };
+        let parts = rayon::current_num_threads().min(sequences).max(1);
+        if parts == 1 {
+            return part(0, sequences);
+        }
+        let per = sequences.div_ceil(parts);
+        let results: Vec<candle_core::Result<_>> = (0..sequences.div_ceil(per))
+            .into_par_iter()
+            .map(|p| crate::kernels::par::serial(|| part(p * per, per.min(sequences - p * per))))
+            .collect();
+        let mut total = 0.0;
+        let mut grads: Vec<Option<candle_core::Tensor>> = vec![None; self.cell.vars().len()];
+        for r in results {
+            let (l, g) = r?;
+            total += l;
+            for (acc, g) in grads.iter_mut().zip(g) {
+                *acc = match (acc.take(), g) {
+                    (Some(a), Some(g)) => Some((a + g)?),
+                    (a, g) => a.or(g),
+                };
+            }
+        }
+        Ok((total, grads))
     }
 
     /// Trains on `batch` once; returns the loss before the update.

@@ -127,3 +127,26 @@ fn primitives_without_a_manual_backward_fall_back_to_candle() {
     "#;
     compare(&trials("t.mem", spec)[0], 1e-9);
 }
+
+/// Split over threads, the batch is cut into parts trained independently and summed: the
+/// same loss and gradients as one part (up to summation order).
+#[test]
+fn batch_parts_on_several_threads_sum_to_the_whole() {
+    let trial = &stm_trials(", learn_alpha = false, alpha1 = 0.5, alpha2 = 0.7, alpha3 = -0.3", "seed in [1]")[0];
+    let device = Device::Cpu;
+    let mut data = trial.task.data(data_seed(trial.config.seed), &device).unwrap();
+    let batch = data.train_batch(trial.config.train.batch).unwrap();
+    let stepper = Stepper::with(trial, &device, DType::F64, Autograd::Tape).unwrap();
+    let run = |threads| memctl::pool::run_in_pool(threads, || stepper.loss_and_grads(&batch).unwrap()).unwrap();
+    let (l1, g1) = run(1);
+    for threads in [2, 3] {
+        let (l, g) = run(threads);
+        assert!((l - l1).abs() < 1e-12 * l1.abs(), "{threads} threads: loss {l} vs {l1}");
+        for (a, b) in g.iter().zip(&g1) {
+            let (a, b) = (a.as_ref().unwrap(), b.as_ref().unwrap());
+            let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+            let scale = b.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+            assert!(diff <= 1e-12 * scale.max(1e-12), "{threads} threads: gradients differ by {diff}");
+        }
+    }
+}

@@ -13,7 +13,7 @@ mod rmsprop;
 mod sgd;
 
 /// One update from the gradients in `grads` (one per `Var`, in the order given to [`build`]).
-pub trait Optimizer {
+pub trait Optimizer: Send + Sync {
     fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()>;
 }
 
