@@ -66,18 +66,21 @@ impl Cell {
     /// One training forward and backward over a batch of sequences (`inputs`: `[T, B, ...]`)
     /// with the loss `loss` at the `scored` steps: the summed loss and every parameter's
     /// gradient (`None` for a parameter that does not reach the loss). CPU, f32 or f64.
+    /// `weights` are the parameters detached (`Cell::weights(false)`), the same tensors for
+    /// every part of a batch split over threads (ops cache per-weight work, e.g. transposes,
+    /// by tensor).
     pub fn train_grads(
         &self,
+        weights: &[Tensor],
         inputs: &Tensor,
         scored: &[usize],
         loss: &mut StepLoss<'_>,
     ) -> Result<(f64, Vec<Option<Tensor>>)> {
         let g = &self.graph;
-        let weights = self.weights(false);
         let tracked = self.weights(true);
         let (steps, batch) = (inputs.dim(0)?, inputs.dim(1)?);
         let mut states: Vec<Tensor> =
-            self.initial_states(&weights, batch)?.iter().map(|s| s.contiguous()).collect::<Result<_>>()?;
+            self.initial_states(weights, batch)?.iter().map(|s| s.contiguous()).collect::<Result<_>>()?;
         let mut state_req: Vec<bool> = g.states.iter().map(|s| matches!(s.init, StateInit::Learned(_))).collect();
         let mut total = 0.0;
         let mut recs: Vec<StepRec> = Vec::with_capacity(steps);

@@ -1,6 +1,8 @@
 //! `y = x Wᵀ + b` over the last axis of `x`, for any number of leading axes.
 
-use candle_core::{Result, Tensor};
+use std::sync::Mutex;
+
+use candle_core::{Result, Tensor, TensorId};
 
 use super::gemm::{Mat, MatMut, Par, matmul, matmul_new};
 use super::real::Real;
@@ -22,34 +24,52 @@ pub fn dense(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     y.reshape(out_dims)
 }
 
+/// A weight's transpose `wᵀ` (`[fan_in, fan_out]`, contiguous), kept by the op that uses it
+/// for as long as the weight tensor is the same (one training step: the tape passes the same
+/// detached weights to every time step). The product `x wᵀ` with `wᵀ` laid out row-major
+/// runs up to 1.6× faster than through a transposed view (the gemm crate repacks the view
+/// at every call; measured on STM's `distill`, [256 × 9216] · [9216 × 96]).
+#[derive(Default)]
+pub struct Transposed(Mutex<Option<(TensorId, Tensor)>>);
+
+impl Transposed {
+    /// `w`'s transpose (computed on the first call for this tensor).
+    pub fn of(&self, w: &Tensor) -> Result<Tensor> {
+        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((id, wt)) = cached.as_ref()
+            && *id == w.id()
+        {
+            return Ok(wt.clone());
+        }
+        let wt = w.t()?.contiguous()?;
+        *cached = Some((w.id(), wt.clone()));
+        Ok(wt)
+    }
+}
+
 /// The dense layer on plain slices for the manual backward passes: `x` `[rows, fan_in]`,
-/// `w` `[fan_out, fan_in]`, `b` `[fan_out]` → `y = x wᵀ + b`, `[rows, fan_out]`.
+/// `wt` the weight transposed, `[fan_in, fan_out]` (see [`Transposed`]), `b` `[fan_out]` →
+/// `y = x wᵀ + b`, `[rows, fan_out]`.
 pub fn forward_slices<T: Real>(
     x: &[T],
     rows: usize,
-    w: &[T],
+    wt: &[T],
     b: Option<&[T]>,
     fan_in: usize,
     fan_out: usize,
 ) -> Vec<T> {
-    let mut y = match b {
-        Some(b) => {
-            let mut y = Vec::with_capacity(rows * fan_out);
-            for _ in 0..rows {
-                y.extend_from_slice(&b[..fan_out]);
-            }
-            y
-        }
-        None => Vec::new(),
+    let Some(b) = b else {
+        return matmul_new(Mat::new(x, rows, fan_in), Mat::new(wt, fan_in, fan_out), Par::Pool);
     };
-    if b.is_none() {
-        return matmul_new(Mat::new(x, rows, fan_in), Mat::new(w, fan_out, fan_in).t(), Par::Pool);
+    let mut y = Vec::with_capacity(rows * fan_out);
+    for _ in 0..rows {
+        y.extend_from_slice(&b[..fan_out]);
     }
     matmul(
         MatMut::new(&mut y, rows, fan_out),
         Mat::new(x, rows, fan_in),
-        Mat::new(w, fan_out, fan_in).t(),
-        b.is_some(),
+        Mat::new(wt, fan_in, fan_out),
+        true,
         Par::Pool,
     );
     y

@@ -9,7 +9,7 @@ use candle_core::Tensor;
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
 pub struct Distill;
@@ -38,7 +38,8 @@ impl Primitive for Distill {
         let mut params = ParamDecl::dense("g2", slot, nr).to_vec();
         params.extend(ParamDecl::dense("g3", nq * nr, size));
         let flops = (2 * nq * slot * nr + 2 * nq * nr * size) as u64;
-        Ok(Instance::new(DistillOp { nq, slot, nr }, vec![Ty::Tensor(vec![size])], params, flops))
+        let op = DistillOp { nq, slot, nr, w2t: Transposed::default(), w3t: Transposed::default() };
+        Ok(Instance::new(op, vec![Ty::Tensor(vec![size])], params, flops))
     }
 }
 
@@ -46,6 +47,8 @@ struct DistillOp {
     nq: usize,
     slot: usize,
     nr: usize,
+    w2t: Transposed,
+    w3t: Transposed,
 }
 
 impl Op for DistillOp {
@@ -74,11 +77,12 @@ impl DistillOp {
     fn train_forward<T: Real>(&self, mr: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
         let batch = mr.dim(0)?;
         let size = params[2].dim(0)?;
+        let (w2t, w3t) = (self.w2t.of(params[0])?, self.w3t.of(params[2])?);
         let (mrr, w2, b2, w3, b3) = (
             view::Read::new(mr)?,
-            view::Read::new(params[0])?,
+            view::Read::new(&w2t)?,
             view::Read::new(params[1])?,
-            view::Read::new(params[2])?,
+            view::Read::new(&w3t)?,
             view::Read::new(params[3])?,
         );
         let g2 = forward_slices(mrr.slice::<T>()?, batch * self.nq, w2.slice()?, Some(b2.slice()?), self.slot, self.nr);

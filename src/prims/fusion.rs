@@ -26,7 +26,7 @@ use super::sam_read::SamReadOp;
 use super::transfer::TransferOp;
 use super::{Backward, Op, ParamGrad, Saved};
 use crate::graph::{Source, StepGraph};
-use crate::kernels::dense::column_sums_into;
+use crate::kernels::dense::{Transposed, column_sums_into};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
 use crate::kernels::par::group_size;
 use crate::kernels::{real::Real, view};
@@ -56,7 +56,7 @@ pub fn find(graph: &StepGraph) -> Vec<Fusion> {
         if n2 != n || k != nq * n || producer.params.len() != 4 || node.params.len() != 2 {
             continue;
         }
-        let op = SamTransfer { sam: SamReadOp { n, nq }, transfer: TransferOp { nq, d: n, d2: n } };
+        let op = SamTransfer::new(n, nq);
         found.push(Fusion { producer: p, consumer: c, op: Arc::new(op) });
     }
     found
@@ -67,6 +67,14 @@ pub fn find(graph: &StepGraph) -> Vec<Fusion> {
 struct SamTransfer {
     sam: SamReadOp,
     transfer: TransferOp,
+    /// transfer's weight, transposed.
+    wt: Transposed,
+}
+
+impl SamTransfer {
+    fn new(n: usize, nq: usize) -> SamTransfer {
+        SamTransfer { sam: SamReadOp::new(n, nq), transfer: TransferOp::new(nq, n, n), wt: Transposed::default() }
+    }
 }
 
 impl Op for SamTransfer {
@@ -104,10 +112,11 @@ impl SamTransfer {
         let (w3, k) = (3 * nq, nq * n);
         let (normed, att) = (saved[1].clone(), saved[3].clone());
         let (yr, ar) = (view::Read::new(&normed)?, view::Read::new(&att)?);
-        let (wr, br) = (view::Read::new(params[4])?, view::Read::new(params[5])?);
-        let (y, a, w, bias) = (yr.slice::<T>()?, ar.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
+        let wt = self.wt.of(params[4])?;
+        let (wr, br) = (view::Read::new(&wt)?, view::Read::new(params[5])?);
+        let (y, a, wt, bias) = (yr.slice::<T>()?, ar.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
         // P = A Wᵀ for the whole batch: [B·nq, nq·n] · [nq·n, size].
-        let p = matmul_new(Mat::new(a, batch * nq, k), Mat::new(w, size, k).t(), Par::Pool);
+        let p = matmul_new(Mat::new(a, batch * nq, k), Mat::new(wt, k, size), Par::Pool);
         // T_b = V_bᵀ P_b + b: [n, nq] · [nq, size].
         let mut t = Vec::with_capacity(batch * n * size);
         for _ in 0..batch * n {
@@ -205,7 +214,7 @@ mod tests {
     #[test]
     fn sam_transfer_matches_the_composition() {
         for (n, nq, size) in [(3, 2, 3), (5, 2, 4)] {
-            let sam = SamTransfer { sam: SamReadOp { n, nq }, transfer: TransferOp { nq, d: n, d2: n } };
+            let sam = SamTransfer::new(n, nq);
             manual_backward_check_op(
                 "samRead+transfer",
                 &sam,

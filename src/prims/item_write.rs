@@ -17,7 +17,7 @@ use rayon::prelude::*;
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{backward_slices, column_sums_into, dense, forward_slices};
+use crate::kernels::dense::{Transposed, backward_slices, column_sums_into, dense, forward_slices};
 use crate::kernels::elementwise::{map1, map3};
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{real::Real, view};
@@ -70,7 +70,8 @@ impl Primitive for ItemWrite {
         } else {
             flops += (d * d) as u64;
         }
-        Ok(Instance::new(ItemWriteOp { d, gated, has_b }, vec![Ty::Tensor(vec![d, d])], params, flops))
+        let op = ItemWriteOp { d, gated, has_b, wi_t: Transposed::default(), wm_t: Transposed::default() };
+        Ok(Instance::new(op, vec![Ty::Tensor(vec![d, d])], params, flops))
     }
 }
 
@@ -78,6 +79,8 @@ struct ItemWriteOp {
     d: usize,
     gated: bool,
     has_b: bool,
+    wi_t: Transposed,
+    wm_t: Transposed,
 }
 
 impl Op for ItemWriteOp {
@@ -148,8 +151,10 @@ impl ItemWriteOp {
             }
             return Ok((vec![view::tensor(out, dims)?], vec![]));
         }
+        let (wi_t, wm_t) = (self.wi_t.of(params[0])?, self.wm_t.of(params[2])?);
         let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
-        let (wi, bi, wm, bm) = (p[0].slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
+        let (wit, wmt) = (view::Read::new(&wi_t)?, view::Read::new(&wm_t)?);
+        let (wi, bi, wm, bm) = (wit.slice::<T>()?, p[1].slice::<T>()?, wmt.slice::<T>()?, p[3].slice::<T>()?);
         let (b_in, b_f) = (p[4].slice::<T>()?[0], p[5].slice::<T>()?[0]);
         let tm: Vec<T> = map1(m, |v| v.tanh());
         // Row (example, i) of `gates` holds the pre-activations `[G_in | G_forget]`, then the gates.

@@ -7,7 +7,7 @@ use candle_core::Tensor;
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
 pub struct Linear;
@@ -43,11 +43,14 @@ impl Primitive for Linear {
         out.push(size);
         let rows: usize = lead.iter().product();
         let flops = (2 * fan_in * size * rows) as u64;
-        Ok(Instance::new(LinearOp, vec![Ty::Tensor(out)], params, flops))
+        Ok(Instance::new(LinearOp::default(), vec![Ty::Tensor(out)], params, flops))
     }
 }
 
-struct LinearOp;
+#[derive(Default)]
+pub(crate) struct LinearOp {
+    wt: Transposed,
+}
 
 impl Op for LinearOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
@@ -59,7 +62,7 @@ impl Op for LinearOp {
     }
 
     fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        with_real!(inputs[0].dtype(), T => Ok((vec![linear_forward::<T>(inputs[0], params)?], vec![])))
+        with_real!(inputs[0].dtype(), T => Ok((vec![linear_forward::<T>(inputs[0], params, &self.wt)?], vec![])))
     }
 
     fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
@@ -68,10 +71,11 @@ impl Op for LinearOp {
 }
 
 /// `x Wᵀ + b` over the last axis, as one GEMM.
-pub(crate) fn linear_forward<T: Real>(x: &Tensor, params: &[&Tensor]) -> candle_core::Result<Tensor> {
+pub(crate) fn linear_forward<T: Real>(x: &Tensor, params: &[&Tensor], wt: &Transposed) -> candle_core::Result<Tensor> {
     let (fan_out, fan_in) = params[0].dims2()?;
     let rows = x.elem_count() / fan_in.max(1);
-    let (xr, wr) = (view::Read::new(x)?, view::Read::new(params[0])?);
+    let wt = wt.of(params[0])?;
+    let (xr, wr) = (view::Read::new(x)?, view::Read::new(&wt)?);
     let br = params.get(1).map(|b| view::Read::new(b)).transpose()?;
     let bias = br.as_ref().map(|b| b.slice::<T>()).transpose()?;
     let y = forward_slices(xr.slice::<T>()?, rows, wr.slice::<T>()?, bias, fan_in, fan_out);

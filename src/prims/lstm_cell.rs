@@ -7,7 +7,7 @@ use candle_core::{D, Tensor};
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::par::simd;
 use crate::kernels::{real::Real, view};
 
@@ -46,12 +46,15 @@ impl Primitive for LstmCell {
         ];
         let flops = (2 * 4 * hidden * (n + hidden) + 20 * hidden) as u64;
         let out = Ty::Tensor(vec![hidden]);
-        Ok(Instance::new(LstmOp { hidden }, vec![out.clone(), out], params, flops))
+        let op = LstmOp { hidden, wih_t: Transposed::default(), whh_t: Transposed::default() };
+        Ok(Instance::new(op, vec![out.clone(), out], params, flops))
     }
 }
 
 struct LstmOp {
     hidden: usize,
+    wih_t: Transposed,
+    whh_t: Transposed,
 }
 
 impl Op for LstmOp {
@@ -100,10 +103,12 @@ impl LstmOp {
         let batch = inputs[2].dim(0)?;
         let n = inputs[2].dim(1)?;
         let (cr, hr, xr) = (view::Read::new(inputs[0])?, view::Read::new(inputs[1])?, view::Read::new(inputs[2])?);
+        let (wih_t, whh_t) = (self.wih_t.of(params[0])?, self.whh_t.of(params[2])?);
         let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
+        let (wih, whh) = (view::Read::new(&wih_t)?, view::Read::new(&whh_t)?);
         let (c, h, x) = (cr.slice::<T>()?, hr.slice::<T>()?, xr.slice::<T>()?);
-        let mut gates = forward_slices(x, batch, p[0].slice::<T>()?, Some(p[1].slice::<T>()?), n, 4 * hd);
-        let gh = forward_slices(h, batch, p[2].slice::<T>()?, Some(p[3].slice::<T>()?), hd, 4 * hd);
+        let mut gates = forward_slices(x, batch, wih.slice::<T>()?, Some(p[1].slice::<T>()?), n, 4 * hd);
+        let gh = forward_slices(h, batch, whh.slice::<T>()?, Some(p[3].slice::<T>()?), hd, 4 * hd);
         let mut c_next = vec![T::zero(); batch * hd];
         let mut h_next = vec![T::zero(); batch * hd];
         let mut tc = vec![T::zero(); batch * hd];

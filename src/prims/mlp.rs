@@ -6,7 +6,7 @@ use candle_core::Tensor;
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
 pub struct Mlp;
@@ -47,7 +47,8 @@ impl Primitive for Mlp {
         }
         let mut out = lead.to_vec();
         out.push(prev);
-        let op = MlpOp { layers: sizes.len(), final_relu: args.bool("final_relu")? };
+        let wts = (0..sizes.len()).map(|_| Transposed::default()).collect();
+        let op = MlpOp { layers: sizes.len(), final_relu: args.bool("final_relu")?, wts };
         Ok(Instance::new(op, vec![Ty::Tensor(out)], params, flops))
     }
 }
@@ -55,6 +56,7 @@ impl Primitive for Mlp {
 struct MlpOp {
     layers: usize,
     final_relu: bool,
+    wts: Vec<Transposed>,
 }
 
 impl Op for MlpOp {
@@ -95,8 +97,8 @@ impl MlpOp {
             let (fan_out, fan_in) = params[2 * i].dims2()?;
             let rows = h.elem_count() / fan_in.max(1);
             let mut y = {
-                let (hr, wr, br) =
-                    (view::Read::new(&h)?, view::Read::new(params[2 * i])?, view::Read::new(params[2 * i + 1])?);
+                let wt = self.wts[i].of(params[2 * i])?;
+                let (hr, wr, br) = (view::Read::new(&h)?, view::Read::new(&wt)?, view::Read::new(params[2 * i + 1])?);
                 forward_slices(hr.slice::<T>()?, rows, wr.slice::<T>()?, Some(br.slice::<T>()?), fan_in, fan_out)
             };
             if self.relu_after(i) {

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{backward_slices, forward_slices};
+use crate::kernels::dense::{Transposed, backward_slices, forward_slices};
 use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
@@ -42,13 +42,20 @@ impl Primitive for SamRead {
         params.push(ParamDecl::new("ln.weight", vec![n * 3 * nq], Init::Constant(1.0)));
         params.push(ParamDecl::new("ln.bias", vec![n * 3 * nq], Init::Constant(0.0)));
         let flops = (2 * n * d * 3 * nq + 8 * n * 3 * nq + 3 * nq * nq * n + 2 * nq * n * nq * n) as u64;
-        Ok(Instance::new(SamReadOp { n, nq }, vec![Ty::Tensor(vec![nq, n, n])], params, flops))
+        Ok(Instance::new(SamReadOp::new(n, nq), vec![Ty::Tensor(vec![nq, n, n])], params, flops))
     }
 }
 
 pub(crate) struct SamReadOp {
     pub(crate) n: usize,
     pub(crate) nq: usize,
+    wt: Transposed,
+}
+
+impl SamReadOp {
+    pub(crate) fn new(n: usize, nq: usize) -> SamReadOp {
+        SamReadOp { n, nq, wt: Transposed::default() }
+    }
 }
 
 impl Op for SamReadOp {
@@ -95,8 +102,10 @@ impl SamReadOp {
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
         let w3 = 3 * nq;
         let len = n * w3;
+        let wt = self.wt.of(params[0])?;
         let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
-        let (w, bias, lnw, lnb) = (p[0].slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
+        let wtr = view::Read::new(&wt)?;
+        let (w, bias, lnw, lnb) = (wtr.slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
         let mr = view::Read::new(m)?;
         // The projection, normalised in place into x̂; `normed` = x̂ ⊙ w + b.
         let mut xhat = forward_slices(mr.slice::<T>()?, batch * n, w, Some(bias), d, w3);

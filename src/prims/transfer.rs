@@ -10,7 +10,7 @@ use candle_core::Tensor;
 
 use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::{column_sums_into, dense};
+use crate::kernels::dense::{Transposed, column_sums_into, dense};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::par::for_each_batch;
 use crate::kernels::{real::Real, view};
@@ -39,14 +39,21 @@ impl Primitive for Transfer {
         };
         let params = ParamDecl::dense("", nq * d, size).to_vec();
         let flops = (2 * nq * d * size * d2) as u64;
-        Ok(Instance::new(TransferOp { nq, d, d2 }, vec![Ty::Tensor(vec![d2, size])], params, flops))
+        Ok(Instance::new(TransferOp::new(nq, d, d2), vec![Ty::Tensor(vec![d2, size])], params, flops))
     }
 }
 
 pub(crate) struct TransferOp {
-    pub(crate) nq: usize,
-    pub(crate) d: usize,
-    pub(crate) d2: usize,
+    nq: usize,
+    d: usize,
+    d2: usize,
+    wt: Transposed,
+}
+
+impl TransferOp {
+    pub(crate) fn new(nq: usize, d: usize, d2: usize) -> TransferOp {
+        TransferOp { nq, d, d2, wt: Transposed::default() }
+    }
 }
 
 impl Op for TransferOp {
@@ -76,8 +83,9 @@ impl TransferOp {
         let batch = r.dim(0)?;
         let (k, d2) = (self.nq * self.d, self.d2);
         let size = params[0].dim(0)?;
-        let (rr, wr, br) = (view::Read::new(r)?, view::Read::new(params[0])?, view::Read::new(params[1])?);
-        let (r, w, bias) = (rr.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
+        let wt = self.wt.of(params[0])?;
+        let (rr, wr, br) = (view::Read::new(r)?, view::Read::new(&wt)?, view::Read::new(params[1])?);
+        let (r, wt, bias) = (rr.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
         let mut out = Vec::with_capacity(batch * d2 * size);
         for _ in 0..batch * d2 {
             out.extend_from_slice(&bias[..size]);
@@ -85,7 +93,7 @@ impl TransferOp {
         for_each_batch(&mut out, d2 * size, batch * d2 * size * k, |first, chunk| {
             for (i, o) in chunk.chunks_exact_mut(d2 * size).enumerate() {
                 let rb = &r[(first + i) * k * d2..][..k * d2];
-                matmul(MatMut::new(o, d2, size), Mat::new(rb, k, d2).t(), Mat::new(w, size, k).t(), true, Par::Seq);
+                matmul(MatMut::new(o, d2, size), Mat::new(rb, k, d2).t(), Mat::new(wt, k, size), true, Par::Seq);
             }
         });
         view::tensor(out, (batch, d2, size))

@@ -155,9 +155,10 @@ impl Stepper {
         use rayon::prelude::*;
         let (steps, sequences) = (batch.scored.len(), inputs.dim(1)?);
         let (cell, target) = (&self.cell, self.target);
+        let weights = cell.weights(false);
         let part = |start: usize, len: usize| {
             let (x, y) = (inputs.narrow(1, start, len)?, batch.targets.narrow(1, start, len)?);
-            cell.train_grads(&x, &batch.scored, &mut |s, logits| {
+            cell.train_grads(&weights, &x, &batch.scored, &mut |s, logits| {
                 loss::step_loss_and_grad(target, logits, &y.get(s)?, steps, sequences)
             })
         };
