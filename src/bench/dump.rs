@@ -8,8 +8,7 @@ use candle_core::{DType, Device};
 use serde::Serialize;
 
 use crate::check::Trial;
-use crate::compile::Cell;
-use crate::train::{data_seed, loss};
+use crate::train::{Autograd, Stepper, data_seed};
 
 #[derive(Serialize)]
 pub struct Dump {
@@ -22,32 +21,30 @@ pub struct Dump {
     pub grad_norms: BTreeMap<String, f64>,
 }
 
-/// The first training step of `trial`, recorded (float inputs and targets only).
+/// The first training step of `trial`, recorded (float inputs and targets only), with the
+/// gradients computed as training computes them on `device` (`Autograd::default_for`).
 pub fn first_step(trial: &Trial, device: &Device) -> candle_core::Result<Dump> {
-    let cell = Cell::new(std::sync::Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+    first_step_with(trial, device, Autograd::default_for(device))
+}
+
+/// [`first_step`] with a chosen gradient method.
+pub fn first_step_with(trial: &Trial, device: &Device, autograd: Autograd) -> candle_core::Result<Dump> {
+    let stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let batch = data.train_batch(trial.config.train.batch)?;
     let flat = |t: &candle_core::Tensor| -> candle_core::Result<(Vec<usize>, Vec<f32>)> {
         Ok((t.dims().to_vec(), t.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?))
     };
-    let logits = cell.run(&cell.weights(true), &batch.inputs, &batch.scored)?;
-    let l = loss::loss(trial.task.target(), &logits, &batch.targets)?;
-    let grads = l.backward()?;
+    let (loss, grads) = stepper.loss_and_grads(&batch)?;
     let mut params = BTreeMap::new();
     let mut grad_norms = BTreeMap::new();
-    for (spec, var) in cell.graph().params.iter().zip(cell.vars()) {
+    for ((spec, var), g) in stepper.cell().graph().params.iter().zip(stepper.cell().vars()).zip(&grads) {
         params.insert(spec.name.clone(), flat(var.as_tensor())?);
-        let norm = match grads.get(var.as_tensor()) {
+        let norm = match g {
             Some(g) => g.sqr()?.sum_all()?.to_dtype(DType::F64)?.to_scalar::<f64>()?.sqrt(),
             None => 0.0,
         };
         grad_norms.insert(spec.name.clone(), norm);
     }
-    Ok(Dump {
-        params,
-        inputs: flat(&batch.inputs)?,
-        targets: flat(&batch.targets)?,
-        loss: l.to_dtype(DType::F64)?.to_scalar::<f64>()?,
-        grad_norms,
-    })
+    Ok(Dump { params, inputs: flat(&batch.inputs)?, targets: flat(&batch.targets)?, loss, grad_norms })
 }

@@ -10,7 +10,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::check::Trial;
 use crate::tasks::Batch;
-use crate::train::{Stepper, data_seed};
+use crate::train::{Autograd, Stepper, data_seed};
 
 pub mod dump;
 
@@ -19,6 +19,9 @@ pub mod dump;
 pub struct Report {
     pub median_ms: f64,
     pub min_ms: f64,
+    /// Median CPU time per step, all threads (less sensitive than wall time to other work on
+    /// the machine; with one thread it should match `median_ms` on an idle machine).
+    pub median_cpu_ms: f64,
     pub iters: usize,
     pub params: usize,
     pub threads: usize,
@@ -33,28 +36,33 @@ pub struct Report {
 pub fn time_steps(
     trial: &Trial,
     device: &Device,
+    autograd: Autograd,
     threads: usize,
     warmup: usize,
     iters: usize,
 ) -> candle_core::Result<Report> {
-    let mut stepper = Stepper::new(trial, device)?;
+    let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let batch = data.train_batch(trial.config.train.batch)?;
     let mut times = vec![];
+    let mut cpu = vec![];
     let mut loss = f64::NAN;
     for i in 0..warmup + iters {
-        let t0 = Instant::now();
+        let (t0, c0) = (Instant::now(), cpu_seconds());
         loss = stepper.step(&batch)?;
         if i >= warmup {
             times.push(t0.elapsed().as_secs_f64() * 1e3);
+            cpu.push((cpu_seconds() - c0) * 1e3);
         }
     }
     times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
     let flops = train_step_flops(trial, &batch)?;
     Ok(Report {
         median_ms,
         min_ms: times.first().copied().unwrap_or(f64::NAN),
+        median_cpu_ms: cpu.get(cpu.len() / 2).copied().unwrap_or(f64::NAN),
         iters,
         params: trial.graph.param_count(),
         threads,
@@ -84,6 +92,16 @@ pub fn sgemm_peak_gflops(device: &Device) -> candle_core::Result<f64> {
         best = best.min(t0.elapsed().as_secs_f64());
     }
     Ok(2.0 * (n * n * n) as f64 / best / 1e9)
+}
+
+/// CPU time used by the process so far (all threads), in seconds.
+pub fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we pass and reads nothing else.
+    if unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) } != 0 {
+        return f64::NAN;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
 /// The process's peak resident memory (VmHWM), in MiB; NaN where unknown.

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::bench;
 use crate::cli::{Context, load, sweep};
+use crate::train::Autograd;
 
 /// Time the training step of an experiment's first trial (compiled from its spec), on one
 /// fixed batch: median and min ms per step, FLOPs, GFLOP/s against the sgemm peak, peak memory.
@@ -29,6 +30,10 @@ pub struct Args {
     /// Also write the first step (parameters, batch, loss, gradient norms) as JSON here.
     #[arg(long)]
     dump: Option<PathBuf>,
+    /// How gradients are computed: `tape` (memctl's reverse mode with fused manual backward
+    /// passes, the default on the CPU) or `candle` (candle's autograd, the reference).
+    #[arg(long)]
+    autograd: Option<String>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -41,13 +46,20 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let Some(trial) = trials.first() else { anyhow::bail!("{} has no experiment to benchmark", args.file.display()) };
     let device = crate::device::open(&args.device)?;
     let threads = sweep::threads(args.threads);
+    let autograd = match args.autograd.as_deref() {
+        None => Autograd::default_for(&device),
+        Some("tape") if device.is_cpu() => Autograd::Tape,
+        Some("tape") => anyhow::bail!("--autograd tape runs on the CPU only"),
+        Some("candle") => Autograd::Candle,
+        Some(other) => anyhow::bail!("--autograd must be `tape` or `candle`, not `{other}`"),
+    };
     if let Some(path) = &args.dump {
-        let d = crate::pool::run_in_pool(threads, || bench::dump::first_step(trial, &device))
+        let d = crate::pool::run_in_pool(threads, || bench::dump::first_step_with(trial, &device, autograd))
             .map_err(anyhow::Error::msg)??;
         std::fs::write(path, serde_json::to_vec(&d)?)?;
     }
     let (report, peak) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
-        let r = bench::time_steps(trial, &device, threads, args.warmup, args.iters)?;
+        let r = bench::time_steps(trial, &device, autograd, threads, args.warmup, args.iters)?;
         Ok((r, bench::sgemm_peak_gflops(&device)?))
     })
     .map_err(anyhow::Error::msg)??;
@@ -64,11 +76,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         .collect();
     values.push(format!("batch={}", trial.config.train.batch));
     println!(
-        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0}",
+        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} median_cpu_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0}",
         trial.config.model,
         values.join(" "),
         report.median_ms,
         report.min_ms,
+        report.median_cpu_ms,
         report.params,
         report.threads,
         report.flops_per_train_step,

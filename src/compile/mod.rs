@@ -1,7 +1,11 @@
 //! Lowering a checked [`StepGraph`] to candle: parameters become `Var`s (seeded per name), and
 //! a [`Cell`] runs the graph's nodes in order at every time step of a batch of sequences.
+//! Training differentiates a run either with candle's autograd ([`Cell::run`] on tracked
+//! weights, then `backward`) or with memctl's own reverse mode ([`Cell::train_grads`], the
+//! fast path on the CPU; see [`tape`]).
 
 pub mod init;
+pub mod tape;
 
 use std::sync::Arc;
 
@@ -17,6 +21,8 @@ pub struct Cell {
     needed_for_state: Vec<bool>,
     /// `identity(…)`-style fixed initial states, already on the device.
     fixed_states: Vec<Option<Tensor>>,
+    /// Pairs of nodes training runs as one op (`prims::fusion`).
+    fusions: Vec<crate::prims::fusion::Fusion>,
 }
 
 impl Cell {
@@ -40,7 +46,8 @@ impl Cell {
             })
             .collect::<Result<Vec<_>>>()?;
         let needed_for_state = dependencies(&graph, &graph.next_states);
-        Ok(Cell { graph, vars, needed_for_state, fixed_states })
+        let fusions = crate::prims::fusion::find(&graph);
+        Ok(Cell { graph, vars, needed_for_state, fixed_states, fusions })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -49,6 +56,11 @@ impl Cell {
 
     pub fn vars(&self) -> &[Var] {
         &self.vars
+    }
+
+    /// The parameters' dtype.
+    pub fn dtype(&self) -> DType {
+        self.vars.first().map_or(DType::F32, |v| v.dtype())
     }
 
     /// The parameters as tensors: tracked for training, detached (no autograd graph) for evaluation.

@@ -1,10 +1,17 @@
-//! Batch-first tensor building blocks shared by primitives. Every function here is
-//! differentiable through candle's autograd (no fused op that silently drops gradients).
+//! Batch-first tensor building blocks shared by primitives. The candle-level functions
+//! (`dense`, `layer_norm`, `opa`, ...) are differentiable through candle's autograd (no fused
+//! op that silently drops gradients). `gemm`, `par`, `real` and `view` are the plain-slice
+//! CPU machinery of the manual backward passes (`prims::backward`), used by training.
 
 pub mod broadcast;
 pub mod dense;
+pub mod elementwise;
+pub mod gemm;
 pub mod kanerva;
 pub mod layer_norm;
 pub mod nam;
 pub mod opa;
+pub mod par;
+pub mod real;
 pub mod spd_solve;
+pub mod view;

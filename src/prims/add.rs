@@ -1,5 +1,5 @@
 //! `add(a, b)` = `a + b`, broadcasting.
-super::binary::binary_broadcast!(Add, "add", "element-wise a + b (the `+` operator)", |a, b| a.broadcast_add(b));
+super::binary::binary_broadcast!(Add, "add", "element-wise a + b (the `+` operator)", Add, |a, b| a.broadcast_add(b));
 
 #[cfg(test)]
 mod tests {
@@ -14,5 +14,12 @@ mod tests {
         );
         assert!(error("add", &[("a", t(&[2, 3])), ("b", t(&[2]))]).contains("do not broadcast"));
         grad_check("add", &[("a", t(&[2, 3])), ("b", t(&[3]))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("add", &[("a", t(&[2, 3])), ("b", t(&[2, 3]))]);
+        manual_backward_check("add", &[("a", t(&[2, 3])), ("b", t(&[3]))]);
+        manual_backward_check("add", &[("a", shared(&[])), ("b", t(&[2, 3]))]);
     }
 }

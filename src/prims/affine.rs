@@ -40,6 +40,17 @@ impl Op for AffineOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         Ok(vec![inputs[0].affine(self.scale, self.shift)?])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    fn backward(&self, b: &Backward<'_>, _param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        Ok(vec![match &b.grads[0] {
+            Some(g) if b.needs[0] => Some((g * self.scale)?),
+            _ => None,
+        }])
+    }
 }
 
 #[cfg(test)]
@@ -53,5 +64,6 @@ mod tests {
             vec![3.0, -1.0]
         );
         grad_check("affine", &[("x", t(&[3])), ("scale", float(-0.5))]);
+        manual_backward_check("affine", &[("x", t(&[3])), ("scale", float(-0.5)), ("shift", float(2.0))]);
     }
 }

@@ -2,9 +2,205 @@
 //! shapes broadcast like NumPy, the batch axis stays first (see `kernels::broadcast`).
 //! The operators `+ - * ⊙ /` between tensors are these primitives.
 
-/// Defines a broadcasting binary primitive `$ty` named `$name` computing `$f(a, b)`.
+//!
+//! Training runs them with a manual backward ([`train_forward`], [`train_backward`]): plain
+//! loops when both operands have the output's shape or one is a single number (STM's
+//! `α · M`), candle's broadcasting operations otherwise; broadcast gradients are summed back
+//! to each operand's shape.
+
+use candle_core::{Result, Tensor};
+
+use super::Backward;
+use super::backward::with_real;
+use crate::kernels::elementwise::{map1, map2, map3, sum1, sum2};
+use crate::kernels::{broadcast::align, real::Real, view};
+
+/// Which operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+impl Kind {
+    #[inline(always)]
+    fn apply<T: Real>(self, a: T, b: T) -> T {
+        match self {
+            Kind::Add => a + b,
+            Kind::Sub => a - b,
+            Kind::Mul => a * b,
+            Kind::Div => a / b,
+        }
+    }
+
+    fn candle(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        match self {
+            Kind::Add => a.broadcast_add(b),
+            Kind::Sub => a.broadcast_sub(b),
+            Kind::Mul => a.broadcast_mul(b),
+            Kind::Div => a.broadcast_div(b),
+        }
+    }
+}
+
+/// `a ∘ b` broadcast (batch axis first), contiguous.
+pub(crate) fn train_forward(kind: Kind, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (a2, b2) = align(a, b)?;
+    let same = a.dims() == b.dims();
+    if !(same || a.elem_count() == 1 || b.elem_count() == 1) {
+        return kind.candle(&a2, &b2)?.contiguous();
+    }
+    let dims = if a.elem_count() >= b.elem_count() { a2.dims().to_vec() } else { b2.dims().to_vec() };
+    with_real!(a.dtype(), T => match kind {
+        Kind::Add => simple_forward::<T, ADD>(a, b, same, dims),
+        Kind::Sub => simple_forward::<T, SUB>(a, b, same, dims),
+        Kind::Mul => simple_forward::<T, MUL>(a, b, same, dims),
+        Kind::Div => simple_forward::<T, DIV>(a, b, same, dims),
+    })
+}
+
+fn simple_forward<T: Real, const K: u8>(a: &Tensor, b: &Tensor, same: bool, dims: Vec<usize>) -> Result<Tensor> {
+    let kind = const { kind_of(K) };
+    {
+        let (ar, br) = (view::Read::new(a)?, view::Read::new(b)?);
+        let (x, y) = (ar.slice::<T>()?, br.slice::<T>()?);
+        let out: Vec<T> = if same {
+            map2(x, y, |u, v| kind.apply(u, v))
+        } else if y.len() == 1 {
+            let v = y[0];
+            map1(x, |u| kind.apply(u, v))
+        } else {
+            let u = x[0];
+            map1(y, |v| kind.apply(u, v))
+        };
+        view::tensor(out, dims)
+    }
+}
+
+/// The gradients of `a ∘ b` with respect to `a` and `b` (where needed), each summed back to
+/// its operand's shape.
+pub(crate) fn train_backward(kind: Kind, bw: &Backward<'_>) -> Result<Vec<Option<Tensor>>> {
+    let (a, b) = (&bw.inputs[0], &bw.inputs[1]);
+    let g = bw.grad_or_zeros(0)?;
+    let simple = a.dims() == b.dims() || a.elem_count() == 1 || b.elem_count() == 1;
+    if !simple {
+        return general_backward(kind, a, b, &g, bw.needs);
+    }
+    with_real!(a.dtype(), T => match kind {
+        Kind::Add => simple_backward::<T, ADD>(a, b, &g, bw.needs),
+        Kind::Sub => simple_backward::<T, SUB>(a, b, &g, bw.needs),
+        Kind::Mul => simple_backward::<T, MUL>(a, b, &g, bw.needs),
+        Kind::Div => simple_backward::<T, DIV>(a, b, &g, bw.needs),
+    })
+}
+
+// The operation as a constant, so that the per-element loops are specialised (and vectorise).
+const ADD: u8 = 0;
+const SUB: u8 = 1;
+const MUL: u8 = 2;
+const DIV: u8 = 3;
+
+const fn kind_of(k: u8) -> Kind {
+    match k {
+        ADD => Kind::Add,
+        SUB => Kind::Sub,
+        MUL => Kind::Mul,
+        _ => Kind::Div,
+    }
+}
+
+/// Both operands of the output's shape, or one a single number: one pass per gradient.
+fn simple_backward<T: Real, const K: u8>(
+    a: &Tensor,
+    b: &Tensor,
+    g: &Tensor,
+    needs: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    let kind = const { kind_of(K) };
+    let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
+    let (x, y, gs) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);
+    let n = gs.len();
+    // d out / d a and d out / d b from (x, y) at one element.
+    let da = move |_x: T, y: T| match kind {
+        Kind::Add | Kind::Sub => T::one(),
+        Kind::Mul => y,
+        Kind::Div => T::one() / y,
+    };
+    let db = move |x: T, y: T| match kind {
+        Kind::Add => T::one(),
+        Kind::Sub => -T::one(),
+        Kind::Mul => x,
+        Kind::Div => -x / (y * y),
+    };
+    let grad = |is_a: bool| -> Result<Tensor> {
+        let t = if is_a { a } else { b };
+        let identity = matches!(kind, Kind::Add) || (matches!(kind, Kind::Sub) && is_a);
+        if t.elem_count() == 1 && n != 1 {
+            // A broadcast single number: the sum over every element.
+            let (x0, y0) = (x[0], y[0]);
+            let sum = match (is_a, x.len() == 1, y.len() == 1) {
+                _ if identity => sum1(gs, |g| g),
+                (true, _, true) => sum1(gs, |g| g * da(x0, y0)),
+                (true, _, false) => sum2(gs, y, |g, yv| g * da(x0, yv)),
+                (false, true, _) => sum1(gs, |g| g * db(x0, y0)),
+                (false, false, _) => sum2(gs, x, |g, xv| g * db(xv, y0)),
+            };
+            view::tensor(vec![sum], t.dims())
+        } else if identity {
+            Ok(g.clone()) // d out / d operand = 1: the gradient itself, no copy
+        } else {
+            let (x0, y0) = (x[0], y[0]);
+            let out: Vec<T> = match (x.len() == 1, y.len() == 1) {
+                (true, _) if is_a => map2(gs, y, |g, yv| g * da(x0, yv)),
+                (_, true) if is_a => map2(gs, x, |g, xv| g * da(xv, y0)),
+                _ if is_a => map3(gs, x, y, |g, xv, yv| g * da(xv, yv)),
+                (true, _) => map2(gs, y, |g, yv| g * db(x0, yv)),
+                (_, true) => map2(gs, x, |g, xv| g * db(xv, y0)),
+                _ => map3(gs, x, y, |g, xv, yv| g * db(xv, yv)),
+            };
+            view::tensor(out, t.dims())
+        }
+    };
+    Ok(vec![if needs[0] { Some(grad(true)?) } else { None }, if needs[1] { Some(grad(false)?) } else { None }])
+}
+
+/// Any broadcast, with candle's operations.
+fn general_backward(kind: Kind, a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+    let (a2, b2) = align(a, b)?;
+    let ga = match kind {
+        Kind::Add | Kind::Sub => g.clone(),
+        Kind::Mul => g.broadcast_mul(&b2)?,
+        Kind::Div => g.broadcast_div(&b2)?,
+    };
+    let gb = match kind {
+        Kind::Add => g.clone(),
+        Kind::Sub => g.neg()?,
+        Kind::Mul => g.broadcast_mul(&a2)?,
+        Kind::Div => g.broadcast_mul(&a2)?.broadcast_div(&b2.sqr()?)?.neg()?,
+    };
+    Ok(vec![
+        if needs[0] { Some(sum_to(&ga, &a2)?.reshape(a.dims())?.contiguous()?) } else { None },
+        if needs[1] { Some(sum_to(&gb, &b2)?.reshape(b.dims())?.contiguous()?) } else { None },
+    ])
+}
+
+/// `g` summed over the axes along which `like` (of the same rank) was broadcast.
+fn sum_to(g: &Tensor, like: &Tensor) -> Result<Tensor> {
+    let mut g = g.clone();
+    for (axis, (&dl, &dg)) in like.dims().iter().zip(g.dims().to_vec().iter()).enumerate() {
+        if dl == 1 && dg != 1 {
+            g = g.sum_keepdim(axis)?;
+        }
+    }
+    Ok(g)
+}
+
+/// Defines a broadcasting binary primitive `$ty` named `$name` computing `$f(a, b)`
+/// (`$kind` names the operation for the manual backward).
 macro_rules! binary_broadcast {
-    ($ty:ident, $name:literal, $summary:literal, $f:expr) => {
+    ($ty:ident, $name:literal, $summary:literal, $kind:ident, $f:expr) => {
         pub struct $ty;
 
         static SIGNATURE: [$crate::prims::ArgSpec; 2] =
@@ -51,6 +247,28 @@ macro_rules! binary_broadcast {
                 let (a, b) = $crate::kernels::broadcast::align(inputs[0], inputs[1])?;
                 let f: fn(&candle_core::Tensor, &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
                 Ok(vec![f(&a, &b)?])
+            }
+
+            fn has_backward(&self) -> bool {
+                true
+            }
+
+            fn forward_train(
+                &self,
+                inputs: &[&candle_core::Tensor],
+                _params: &[&candle_core::Tensor],
+            ) -> candle_core::Result<(Vec<candle_core::Tensor>, $crate::prims::Saved)> {
+                let out =
+                    $crate::prims::binary::train_forward($crate::prims::binary::Kind::$kind, inputs[0], inputs[1])?;
+                Ok((vec![out], vec![]))
+            }
+
+            fn backward(
+                &self,
+                b: &$crate::prims::Backward<'_>,
+                _param_grads: &mut [$crate::prims::ParamGrad],
+            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
+                $crate::prims::binary::train_backward($crate::prims::binary::Kind::$kind, b)
             }
         }
     };

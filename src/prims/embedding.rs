@@ -3,7 +3,9 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::*;
+use crate::kernels::view;
 
 pub struct Embedding;
 
@@ -37,6 +39,35 @@ impl Op for EmbeddingOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         Ok(vec![params[0].index_select(inputs[0], 0)?])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]))
+    }
+
+    /// Each example's output gradient is added to its token's row.
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(g) = &b.grads[0] else { return Ok(vec![None]) };
+        let (vocab, size) = b.params[0].dims2()?;
+        let ids: Vec<u32> = b.inputs[0].flatten_all()?.to_vec1()?;
+        with_real!(g.dtype(), T => {
+            let rows: Vec<T> = view::values(g)?;
+            let table = param_grads[0].slice_mut::<T>(vocab * size)?;
+            for (&id, row) in ids.iter().zip(rows.chunks_exact(size)) {
+                let id = id as usize;
+                if id >= vocab {
+                    candle_core::bail!("token id {id} out of range for a vocabulary of {vocab}");
+                }
+                for (t, v) in table[id * size..][..size].iter_mut().zip(row) {
+                    *t += *v;
+                }
+            }
+        });
+        Ok(vec![None])
+    }
 }
 
 #[cfg(test)]
@@ -49,5 +80,6 @@ mod tests {
         assert_eq!(param_count("embedding", &[("x", tokens(7)), ("size", int(3))]), 21);
         assert!(error("embedding", &[("x", t(&[4])), ("size", int(3))]).contains("float tensor"));
         grad_check("embedding", &[("x", tokens(3)), ("size", int(2))]);
+        manual_backward_check("embedding", &[("x", tokens(2)), ("size", int(3))]);
     }
 }

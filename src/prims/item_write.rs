@@ -10,10 +10,17 @@
 //!   `M' = I ⊙ tanh(X) + F ⊙ M` — note the `tanh` on `X` (DIFF 2) and the sigmoids (DIFF 3).
 //!   `gate_in`, `gate_mem`: dense `d → 2d`; scalar biases `b_in = 0`, `b_forget = 1` at init.
 
-use candle_core::{D, Tensor};
+use std::mem::MaybeUninit;
 
+use candle_core::{D, Tensor};
+use rayon::prelude::*;
+
+use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::dense;
+use crate::kernels::dense::{Transposed, backward_slices, column_sums_into, dense, forward_slices};
+use crate::kernels::elementwise::{map1, map3};
+use crate::kernels::par::{group_size, multiversion};
+use crate::kernels::{real::Real, view};
 
 pub struct ItemWrite;
 
@@ -63,7 +70,8 @@ impl Primitive for ItemWrite {
         } else {
             flops += (d * d) as u64;
         }
-        Ok(Instance::new(ItemWriteOp { d, gated, has_b }, vec![Ty::Tensor(vec![d, d])], params, flops))
+        let op = ItemWriteOp { d, gated, has_b, wi_t: Transposed::default(), wm_t: Transposed::default() };
+        Ok(Instance::new(op, vec![Ty::Tensor(vec![d, d])], params, flops))
     }
 }
 
@@ -71,6 +79,8 @@ struct ItemWriteOp {
     d: usize,
     gated: bool,
     has_b: bool,
+    wi_t: Transposed,
+    wm_t: Transposed,
 }
 
 impl Op for ItemWriteOp {
@@ -89,6 +99,321 @@ impl Op for ItemWriteOp {
         let forget_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, d, d)?.broadcast_add(params[5])?)?;
         let written = input_gate.broadcast_mul(&x.tanh()?)?;
         Ok(vec![(written + forget_gate.broadcast_mul(m)?)?])
+    }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    /// Gated: `tanh(M)`, the two gate GEMMs, then one fused pass computing both gates, the
+    /// squashed write and the new memory; saves `tanh(M)`, the gates `[I | F]` (row-wise,
+    /// in the buffer of the gate pre-activations) and `tanh(X)`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let batch = inputs[0].dim(0)?;
+        if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
+            return Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]));
+        }
+        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs, params))
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        if self.gated && b.saved.is_empty() {
+            return super::backward::via_autograd(self, b, param_grads);
+        }
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+impl ItemWriteOp {
+    fn train_forward<T: Real>(
+        &self,
+        inputs: &[&Tensor],
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let d = self.d;
+        let batch = inputs[0].dim(0)?;
+        let (mr, ar) = (view::Read::new(inputs[0])?, view::Read::new(inputs[1])?);
+        let br = if self.has_b { Some(view::Read::new(inputs[2])?) } else { None };
+        let (m, a) = (mr.slice::<T>()?, ar.slice::<T>()?);
+        let b = match &br {
+            Some(r) => r.slice::<T>()?,
+            None => a,
+        };
+        let dims = (batch, d, d);
+        if !self.gated {
+            let mut out = m.to_vec();
+            for ((o, a), b) in out.chunks_exact_mut(d * d).zip(a.chunks_exact(d)).zip(b.chunks_exact(d)) {
+                for (row, &ai) in o.chunks_exact_mut(d).zip(a) {
+                    for (v, &bj) in row.iter_mut().zip(b) {
+                        *v += ai * bj;
+                    }
+                }
+            }
+            return Ok((vec![view::tensor(out, dims)?], vec![]));
+        }
+        let (wi_t, wm_t) = (self.wi_t.of(params[0])?, self.wm_t.of(params[2])?);
+        let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
+        let (wit, wmt) = (view::Read::new(&wi_t)?, view::Read::new(&wm_t)?);
+        let (wi, bi, wm, bm) = (wit.slice::<T>()?, p[1].slice::<T>()?, wmt.slice::<T>()?, p[3].slice::<T>()?);
+        let (b_in, b_f) = (p[4].slice::<T>()?[0], p[5].slice::<T>()?[0]);
+        let tm: Vec<T> = map1(m, |v| v.tanh());
+        // Row (example, i) of `gates` holds the pre-activations `[G_in | G_forget]`, then the gates.
+        let mut gates = forward_slices(&tm, batch * d, wm, Some(bm), d, 2 * d);
+        let g_in = forward_slices(a, batch, wi, Some(bi), d, 2 * d);
+        let len = batch * d * d;
+        let (mut out, mut tx): (Vec<T>, Vec<T>) = (Vec::with_capacity(len), Vec::with_capacity(len));
+        let group = group_size(batch, batch * d * d * 16);
+        out.spare_capacity_mut()[..len]
+            .par_chunks_mut(group * d * d)
+            .zip(tx.spare_capacity_mut()[..len].par_chunks_mut(group * d * d))
+            .zip(gates.par_chunks_mut(group * d * 2 * d))
+            .enumerate()
+            .for_each(|(gi, ((out, tx), gates))| {
+                for (k, ((o, t), g)) in out
+                    .chunks_exact_mut(d * d)
+                    .zip(tx.chunks_exact_mut(d * d))
+                    .zip(gates.chunks_exact_mut(2 * d * d))
+                    .enumerate()
+                {
+                    let ex = gi * group + k;
+                    let (a, b, m, gin) =
+                        (&a[ex * d..][..d], &b[ex * d..][..d], &m[ex * d * d..][..d * d], &g_in[ex * 2 * d..][..2 * d]);
+                    gates_forward(d, a, b, m, gin, b_in, b_f, g, t, o);
+                }
+            });
+        // SAFETY: `gates_forward` wrote every element of both, for every example.
+        unsafe {
+            out.set_len(len);
+            tx.set_len(len);
+        }
+        let saved = vec![view::tensor(tm, dims)?, view::tensor(gates, (batch, d, 2 * d))?, view::tensor(tx, dims)?];
+        Ok((vec![view::tensor(out, dims)?], saved))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let d = self.d;
+        let batch = bw.inputs[0].dim(0)?;
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, mr, ar) = (view::Read::new(&g)?, view::Read::new(&bw.inputs[0])?, view::Read::new(&bw.inputs[1])?);
+        let br = if self.has_b { Some(view::Read::new(&bw.inputs[2])?) } else { None };
+        let (g, m, a) = (gr.slice::<T>()?, mr.slice::<T>()?, ar.slice::<T>()?);
+        let b = match &br {
+            Some(r) => r.slice::<T>()?,
+            None => a,
+        };
+        // d loss / d X[i, j] contracted with b (for a) and a (for b).
+        let mut ga = vec![T::zero(); batch * d];
+        let mut gb = vec![T::zero(); batch * d];
+        let dims = bw.inputs[0].dims().to_vec();
+        if !self.gated {
+            outer_grads(g, a, b, d, &mut ga, &mut gb);
+            return self.input_grads(bw, self.needs_m(bw).then(|| g.to_vec()), ga, gb, &dims);
+        }
+        let (tmr, gatesr, txr) =
+            (view::Read::new(&bw.saved[0])?, view::Read::new(&bw.saved[1])?, view::Read::new(&bw.saved[2])?);
+        let (tm, gates, tx) = (tmr.slice::<T>()?, gatesr.slice::<T>()?, txr.slice::<T>()?);
+        // One pass: the pre-activation gradients [gzi | gzf] per row, d loss / d M through
+        // the forget gate, and d loss / d X = g ⊙ I ⊙ (1 − tanh² X).
+        let len = batch * d * d;
+        let (mut gg, mut gm, mut gx): (Vec<T>, Vec<T>, Vec<T>) =
+            (Vec::with_capacity(2 * len), Vec::with_capacity(len), Vec::with_capacity(len));
+        let group = group_size(batch, batch * d * d * 16);
+        gg.spare_capacity_mut()[..2 * len]
+            .par_chunks_mut(group * 2 * d * d)
+            .zip(gm.spare_capacity_mut()[..len].par_chunks_mut(group * d * d))
+            .zip(gx.spare_capacity_mut()[..len].par_chunks_mut(group * d * d))
+            .enumerate()
+            .for_each(|(gi, ((gg, gm), gx))| {
+                let off = gi * group * d * d;
+                let n = gm.len();
+                gates_backward(
+                    d,
+                    &g[off..][..n],
+                    &m[off..][..n],
+                    &tx[off..][..n],
+                    &gates[2 * off..][..2 * n],
+                    gg,
+                    gm,
+                    gx,
+                );
+            });
+        // SAFETY: `gates_backward` wrote every element of the three, for every row.
+        unsafe {
+            gg.set_len(2 * len);
+            gm.set_len(len);
+            gx.set_len(len);
+        }
+        outer_grads(&gx, a, b, d, &mut ga, &mut gb);
+        drop(gx);
+        // G = G_mem (per row) + G_in (per example): G_in's gradient sums the rows.
+        let mut g_in = vec![T::zero(); batch * 2 * d];
+        for (gi, rows) in g_in.chunks_exact_mut(2 * d).zip(gg.chunks_exact(d * 2 * d)) {
+            column_sums_into(rows, 2 * d, gi);
+        }
+        // The scalar biases: sums of each half over everything (in f64: many small terms of
+        // both signs).
+        let (mut s_in, mut s_f) = (0.0f64, 0.0f64);
+        for row in g_in.chunks_exact(2 * d) {
+            for j in 0..d {
+                s_in += row[j].to_f64();
+                s_f += row[d + j].to_f64();
+            }
+        }
+        param_grads[4].slice_mut::<T>(1)?[0] += T::from_f64(s_in);
+        param_grads[5].slice_mut::<T>(1)?[0] += T::from_f64(s_f);
+        let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
+        let (wi, wm) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
+        let (gin_w, rest) = param_grads.split_at_mut(1);
+        let (gin_b, rest) = rest.split_at_mut(1);
+        let (gmem_w, rest) = rest.split_at_mut(1);
+        let ga_in = backward_slices(
+            &g_in,
+            a,
+            batch,
+            wi,
+            d,
+            2 * d,
+            Some(gin_w[0].slice_mut::<T>(2 * d * d)?),
+            Some(gin_b[0].slice_mut::<T>(2 * d)?),
+            bw.needs[1],
+        );
+        if let Some(ga_in) = ga_in {
+            for (x, y) in ga.iter_mut().zip(&ga_in) {
+                *x += *y;
+            }
+        }
+        let gtm = backward_slices(
+            &gg,
+            tm,
+            batch * d,
+            wm,
+            d,
+            2 * d,
+            Some(gmem_w[0].slice_mut::<T>(2 * d * d)?),
+            Some(rest[0].slice_mut::<T>(2 * d)?),
+            self.needs_m(bw),
+        );
+        let gm = gtm.map(|gtm| map3(&gm, &gtm, tm, |x, y, t| x + y * (T::one() - t * t)));
+        self.input_grads(bw, gm, ga, gb, &dims)
+    }
+
+    fn needs_m(&self, bw: &Backward<'_>) -> bool {
+        bw.needs[0]
+    }
+
+    /// The gradients in input order (`b`'s folded into `a`'s when `b` is `a`).
+    fn input_grads<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        gm: Option<Vec<T>>,
+        mut ga: Vec<T>,
+        gb: Vec<T>,
+        dims: &[usize],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let d = self.d;
+        let batch = dims[0];
+        let mut out = vec![if bw.needs[0] { gm.map(|g| view::tensor(g, dims)).transpose()? } else { None }];
+        if self.has_b {
+            out.push(if bw.needs[1] { Some(view::tensor(ga, (batch, d))?) } else { None });
+            out.push(if bw.needs[2] { Some(view::tensor(gb, (batch, d))?) } else { None });
+        } else {
+            for (x, y) in ga.iter_mut().zip(&gb) {
+                *x += *y;
+            }
+            out.push(if bw.needs[1] { Some(view::tensor(ga, (batch, d))?) } else { None });
+        }
+        Ok(out)
+    }
+}
+
+multiversion! {
+    /// One example of the gated write: from the gate pre-activations of the memory rows
+    /// (`gates`, `[d, 2d]`, overwritten with the gates `[I | F]`) and of the input (`gin`,
+    /// `[2d]`), writes `tanh(a_i b_j)` into `tx` and `I ⊙ tanh(X) + F ⊙ M` into `out`.
+    fn gates_forward[T: Real][T](
+        d: usize,
+        a: &[T],
+        b: &[T],
+        m: &[T],
+        gin: &[T],
+        b_in: T,
+        b_f: T,
+        gates: &mut [T],
+        tx: &mut [MaybeUninit<T>],
+        out: &mut [MaybeUninit<T>],
+    ) {
+        let (gin_i, gin_f, b) = (&gin[..d], &gin[d..2 * d], &b[..d]);
+        for i in 0..d {
+            let (gi, gf) = gates[i * 2 * d..(i + 1) * 2 * d].split_at_mut(d);
+            let (o, t, mr) = (&mut out[i * d..(i + 1) * d], &mut tx[i * d..(i + 1) * d], &m[i * d..(i + 1) * d]);
+            let ai = a[i];
+            for j in 0..d {
+                let ig = (gi[j] + gin_i[j] + b_in).sigmoid();
+                let fg = (gf[j] + gin_f[j] + b_f).sigmoid();
+                let x = (ai * b[j]).tanh();
+                gi[j] = ig;
+                gf[j] = fg;
+                t[j].write(x);
+                o[j].write(ig * x + fg * mr[j]);
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// Rows of the gated write's backward: from `g = d loss / d out`, the memory, `tanh(X)`
+    /// and the gates, the pre-activation gradients `[gzi | gzf]` (`gg`), `d loss / d M`
+    /// through the forget gate (`gm`) and `d loss / d X` (`gx`).
+    fn gates_backward[T: Real][T](
+        d: usize,
+        g: &[T],
+        m: &[T],
+        tx: &[T],
+        gates: &[T],
+        gg: &mut [MaybeUninit<T>],
+        gm: &mut [MaybeUninit<T>],
+        gx: &mut [MaybeUninit<T>],
+    ) {
+        let rows = gm.len() / d;
+        for r in 0..rows {
+            let (g, m, tx) = (&g[r * d..(r + 1) * d], &m[r * d..(r + 1) * d], &tx[r * d..(r + 1) * d]);
+            let (ig, fg) = gates[r * 2 * d..(r + 1) * 2 * d].split_at(d);
+            let (gzi, gzf) = gg[r * 2 * d..(r + 1) * 2 * d].split_at_mut(d);
+            let (gmr, gxr) = (&mut gm[r * d..(r + 1) * d], &mut gx[r * d..(r + 1) * d]);
+            for j in 0..d {
+                let gv = g[j];
+                gzi[j].write(gv * tx[j] * ig[j] * (T::one() - ig[j]));
+                gzf[j].write(gv * m[j] * fg[j] * (T::one() - fg[j]));
+                gmr[j].write(gv * fg[j]);
+                gxr[j].write(gv * ig[j] * (T::one() - tx[j] * tx[j]));
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// For `X = a ⊗ b` with `gx = d loss / d X` (`[B, d, d]`): adds `gx b` to `ga` and
+    /// `gxᵀ a` to `gb`.
+    fn outer_grads[T: Real][T](gx: &[T], a: &[T], b: &[T], d: usize, ga: &mut [T], gb: &mut [T]) {
+        for (((gx, a), b), (ga, gb)) in gx
+            .chunks_exact(d * d)
+            .zip(a.chunks_exact(d))
+            .zip(b.chunks_exact(d))
+            .zip(ga.chunks_exact_mut(d).zip(gb.chunks_exact_mut(d)))
+        {
+            for (i, row) in gx.chunks_exact(d).enumerate() {
+                let mut dot = T::zero();
+                for ((&g, &bj), gbj) in row.iter().zip(b).zip(gb.iter_mut()) {
+                    dot += g * bj;
+                    *gbj += g * a[i];
+                }
+                ga[i] += dot;
+            }
+        }
     }
 }
 
@@ -122,5 +447,16 @@ mod tests {
         grad_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3]))]);
         grad_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("b", t(&[3]))]);
         grad_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("gated", boolean(false))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("itemWrite", &[("M", t(&[4, 4])), ("a", t(&[4]))]);
+        manual_backward_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("b", t(&[3]))]);
+        manual_backward_check("itemWrite", &[("M", t(&[3, 3])), ("a", t(&[3])), ("gated", boolean(false))]);
+        manual_backward_check(
+            "itemWrite",
+            &[("M", t(&[3, 3])), ("a", t(&[3])), ("b", t(&[3])), ("gated", boolean(false))],
+        );
     }
 }

@@ -16,6 +16,7 @@ use crate::value::{Kind, Value};
 
 pub mod add;
 pub mod affine;
+pub mod backward;
 mod binary;
 pub mod concat;
 pub mod distill;
@@ -23,6 +24,7 @@ pub mod div;
 pub mod embed;
 pub mod embedding;
 pub mod flatten;
+pub mod fusion;
 pub mod gru_cell;
 pub mod head_move;
 mod heads;
@@ -374,9 +376,34 @@ impl Instance {
 /// `inputs` are the present tensor arguments in signature order, each with a leading batch
 /// dimension (which may be 1 for values shared by the whole batch, such as a learned scalar);
 /// `params` are the call site's parameters in the order of [`Instance::params`].
+///
+/// An op may also provide its own reverse mode (used by training on the CPU, see
+/// [`backward`]): `has_backward` true, `forward_train` (the same outputs, computed by fused
+/// kernels, plus what the backward needs) and `backward`. Without one, training
+/// differentiates `forward` with candle's autograd.
 pub trait Op: Send + Sync {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>>;
+
+    /// Whether `forward_train` and `backward` are implemented.
+    fn has_backward(&self) -> bool {
+        false
+    }
+
+    /// The forward of a training run: outputs equal to [`Op::forward`]'s (inputs are
+    /// contiguous, CPU, f32 or f64) and the values [`Op::backward`] needs.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        Ok((self.forward(inputs, params)?, vec![]))
+    }
+
+    /// The gradients of the loss with respect to the inputs (`None` where not needed), given
+    /// those with respect to the outputs; adds the parameters' gradients into `param_grads`
+    /// (one per parameter of the call, in order).
+    fn backward(&self, _b: &Backward<'_>, _param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        candle_core::bail!("this primitive has no manual backward")
+    }
 }
+
+pub use backward::{Backward, ParamGrad, Saved};
 
 /// Checks `names` are unique and non-empty (used by a test and by `memctl prims`).
 pub fn registry_problems() -> Vec<String> {

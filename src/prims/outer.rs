@@ -2,7 +2,9 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::with_real;
 use super::*;
+use crate::kernels::{real::Real, view};
 
 pub struct Outer;
 
@@ -43,6 +45,80 @@ impl Op for OuterOp {
         let b = inputs[1].unsqueeze(inputs[1].rank() - 1)?;
         Ok(vec![a.broadcast_mul(&b)?])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let (a, b) = (inputs[0], inputs[1]);
+        if a.dim(0)? != b.dim(0)? {
+            return Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]));
+        }
+        with_real!(a.dtype(), T => Ok((vec![outer_forward::<T>(a, b)?], vec![])))
+    }
+
+    /// `d a_i = Σ_j g_ij b_j`, `d b_j = Σ_i g_ij a_i` (row by row).
+    fn backward(&self, bw: &Backward<'_>, _param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let (a, b) = (&bw.inputs[0], &bw.inputs[1]);
+        if a.dim(0)? != b.dim(0)? {
+            return super::backward::via_autograd(self, bw, _param_grads);
+        }
+        let g = bw.grad_or_zeros(0)?;
+        with_real!(a.dtype(), T => outer_backward::<T>(a, b, &g, bw.needs))
+    }
+}
+
+fn outer_forward<T: Real>(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor> {
+    let (n, m) = (last(a), last(b));
+    let (ar, br) = (view::Read::new(a)?, view::Read::new(b)?);
+    let (x, y) = (ar.slice::<T>()?, br.slice::<T>()?);
+    let mut out = Vec::with_capacity(x.len() * m);
+    for (xs, ys) in x.chunks_exact(n).zip(y.chunks_exact(m)) {
+        for &u in xs {
+            out.extend(ys.iter().map(|&v| u * v));
+        }
+    }
+    let mut dims = a.dims().to_vec();
+    dims.push(m);
+    view::tensor(out, dims)
+}
+
+fn outer_backward<T: Real>(
+    a: &Tensor,
+    b: &Tensor,
+    g: &Tensor,
+    needs: &[bool],
+) -> candle_core::Result<Vec<Option<Tensor>>> {
+    let (n, m) = (last(a), last(b));
+    let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
+    let (x, y, g) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);
+    let mut ga = vec![T::zero(); x.len()];
+    let mut gb = vec![T::zero(); y.len()];
+    for (((xs, ys), gs), (gas, gbs)) in x
+        .chunks_exact(n)
+        .zip(y.chunks_exact(m))
+        .zip(g.chunks_exact(n * m))
+        .zip(ga.chunks_exact_mut(n).zip(gb.chunks_exact_mut(m)))
+    {
+        for (i, row) in gs.chunks_exact(m).enumerate() {
+            let mut dot = T::zero();
+            for ((&gv, &yv), gbv) in row.iter().zip(ys).zip(gbs.iter_mut()) {
+                dot += gv * yv;
+                *gbv += gv * xs[i];
+            }
+            gas[i] = dot;
+        }
+    }
+    Ok(vec![
+        if needs[0] { Some(view::tensor(ga, a.dims())?) } else { None },
+        if needs[1] { Some(view::tensor(gb, b.dims())?) } else { None },
+    ])
+}
+
+/// The last axis's size.
+fn last(t: &Tensor) -> usize {
+    t.dims().last().copied().unwrap_or(1)
 }
 
 #[cfg(test)]
@@ -58,5 +134,8 @@ mod tests {
         assert_eq!(out_shapes("outer", &[("a", t(&[3, 2])), ("b", t(&[3, 4]))]), vec![vec![3, 2, 4]]);
         assert!(error("outer", &[("a", t(&[3, 2])), ("b", t(&[2, 4]))]).contains("leading axes differ"));
         grad_check("outer", &[("a", t(&[2, 3])), ("b", t(&[2, 2]))]);
+        manual_backward_check("outer", &[("a", t(&[2, 3])), ("b", t(&[2, 2]))]);
+        manual_backward_check("outer", &[("a", t(&[4])), ("b", t(&[3]))]);
+        manual_backward_check("outer", &[("a", shared(&[4])), ("b", t(&[3]))]);
     }
 }

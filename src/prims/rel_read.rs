@@ -8,7 +8,11 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::with_real;
 use super::*;
+use crate::kernels::gemm::filled;
+use crate::kernels::par::{for_each_batch, multiversion};
+use crate::kernels::{real::Real, view};
 
 pub struct RelRead;
 
@@ -55,6 +59,140 @@ impl Op for RelReadOp {
         let v = pb.matmul(&mr.reshape((batch, self.nq * self.d, self.d2))?)?;
         Ok(vec![v.reshape((batch, self.d2))?])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    /// Per example: `p = softmax(c)`, `u = p ⊗ b`, `v = uᵀ Mr` (rows of `Mr` scaled and
+    /// summed); saves `p` and `u`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        if !same_batch(inputs)? {
+            return Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]));
+        }
+        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs))
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        if b.saved.is_empty() {
+            return super::backward::via_autograd(self, b, param_grads);
+        }
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b))
+    }
+}
+
+multiversion! {
+    /// `out[r, f] = u[r] g[f]` (row-major, written without being read).
+    fn outer_rows[T: Real][T](u: &[T], g: &[T], out: &mut [std::mem::MaybeUninit<T>]) {
+        let n = g.len();
+        for (r, &ur) in u.iter().enumerate() {
+            let row = &mut out[r * n..(r + 1) * n];
+            for f in 0..n {
+                row[f].write(ur * g[f]);
+            }
+        }
+    }
+}
+
+fn same_batch(inputs: &[&Tensor]) -> candle_core::Result<bool> {
+    let b = inputs[0].dim(0)?;
+    Ok(inputs[1].dim(0)? == b && inputs[2].dim(0)? == b)
+}
+
+impl RelReadOp {
+    fn train_forward<T: Real>(&self, inputs: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let (nq, d, d2) = (self.nq, self.d, self.d2);
+        let batch = inputs[0].dim(0)?;
+        let (mr, c, b) = (view::Read::new(inputs[0])?, view::Read::new(inputs[1])?, view::Read::new(inputs[2])?);
+        let (mr, c, b) = (mr.slice::<T>()?, c.slice::<T>()?, b.slice::<T>()?);
+        let mut p = Vec::with_capacity(batch * nq);
+        for cs in c.chunks_exact(nq) {
+            let max = cs.iter().fold(cs[0], |m, &v| m.max(v));
+            let start = p.len();
+            let mut sum = T::zero();
+            for &v in cs {
+                let e = (v - max).exp();
+                sum += e;
+                p.push(e);
+            }
+            for q in &mut p[start..] {
+                *q /= sum;
+            }
+        }
+        let mut u = Vec::with_capacity(batch * nq * d);
+        for (ps, bs) in p.chunks_exact(nq).zip(b.chunks_exact(d)) {
+            for &pn in ps {
+                u.extend(bs.iter().map(|&be| pn * be));
+            }
+        }
+        let mut v = vec![T::zero(); batch * d2];
+        for_each_batch(&mut v, d2, batch * nq * d * d2, |first, chunk| {
+            for (i, vs) in chunk.chunks_exact_mut(d2).enumerate() {
+                let ex = first + i;
+                let (us, m) = (&u[ex * nq * d..][..nq * d], &mr[ex * nq * d * d2..][..nq * d * d2]);
+                for (&ur, row) in us.iter().zip(m.chunks_exact(d2)) {
+                    for (o, &mv) in vs.iter_mut().zip(row) {
+                        *o += ur * mv;
+                    }
+                }
+            }
+        });
+        Ok((
+            vec![view::tensor(v, (batch, d2))?],
+            vec![view::tensor(p, (batch, nq))?, view::tensor(u, (batch, nq * d))?],
+        ))
+    }
+
+    /// `gu = Mr gv`, `gMr = u ⊗ gv`, `gp_n = Σ_e gu_ne b_e`, `gb_e = Σ_n gu_ne p_n`,
+    /// `gc = p ⊙ (gp − ⟨p, gp⟩)`.
+    fn train_backward<T: Real>(&self, bw: &Backward<'_>) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let (nq, d, d2) = (self.nq, self.d, self.d2);
+        let batch = bw.inputs[0].dim(0)?;
+        let gv = bw.grad_or_zeros(0)?;
+        let (mr, b) = (view::Read::new(&bw.inputs[0])?, view::Read::new(&bw.inputs[2])?);
+        let (p, u, gv) = (view::Read::new(&bw.saved[0])?, view::Read::new(&bw.saved[1])?, view::Read::new(&gv)?);
+        let (mr, b, p, u, gv) = (mr.slice::<T>()?, b.slice::<T>()?, p.slice::<T>()?, u.slice::<T>()?, gv.slice::<T>()?);
+        let gmr = bw.needs[0].then(|| {
+            let fill = |gmr: &mut [std::mem::MaybeUninit<T>]| {
+                for_each_batch(gmr, nq * d * d2, batch * nq * d * d2, |first, chunk| {
+                    for (i, gm) in chunk.chunks_exact_mut(nq * d * d2).enumerate() {
+                        let ex = first + i;
+                        outer_rows(&u[ex * nq * d..][..nq * d], &gv[ex * d2..][..d2], gm);
+                    }
+                });
+            };
+            // SAFETY: `outer_rows` writes every element of every example.
+            unsafe { filled(batch * nq * d * d2, fill) }
+        });
+        let mut gc = vec![T::zero(); batch * nq];
+        let mut gb = vec![T::zero(); batch * d];
+        for ex in 0..batch {
+            let m = &mr[ex * nq * d * d2..][..nq * d * d2];
+            let gs = &gv[ex * d2..][..d2];
+            let (ps, bs) = (&p[ex * nq..][..nq], &b[ex * d..][..d]);
+            let mut gp = vec![T::zero(); nq];
+            for (n, gpn) in gp.iter_mut().enumerate() {
+                for (e, gbe) in gb[ex * d..][..d].iter_mut().enumerate() {
+                    let row = &m[(n * d + e) * d2..][..d2];
+                    let mut gu = T::zero();
+                    for (&mv, &g) in row.iter().zip(gs) {
+                        gu += mv * g;
+                    }
+                    *gpn += gu * bs[e];
+                    *gbe += gu * ps[n];
+                }
+            }
+            let dot = ps.iter().zip(&gp).fold(T::zero(), |acc, (&pn, &g)| acc + pn * g);
+            for n in 0..nq {
+                gc[ex * nq + n] = ps[n] * (gp[n] - dot);
+            }
+        }
+        Ok(vec![
+            gmr.map(|g| view::tensor(g, bw.inputs[0].dims())).transpose()?,
+            if bw.needs[1] { Some(view::tensor(gc, bw.inputs[1].dims())?) } else { None },
+            if bw.needs[2] { Some(view::tensor(gb, bw.inputs[2].dims())?) } else { None },
+        ])
+    }
 }
 
 #[cfg(test)]
@@ -85,5 +223,11 @@ mod tests {
     #[test]
     fn gradients_match_finite_differences() {
         grad_check("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]);
+        manual_backward_check("relRead", &[("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))]);
     }
 }

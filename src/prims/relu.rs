@@ -1,5 +1,9 @@
 //! `relu(x)` = max(x, 0), element-wise.
-super::unary::unary_elementwise!(Relu, "relu", "element-wise max(x, 0)", 1, |x| x.relu());
+super::unary::unary_elementwise!(Relu, "relu", "element-wise max(x, 0)", 1, |x| x.relu(), |y: T| if y > T::zero() {
+    T::one()
+} else {
+    T::zero()
+});
 
 #[cfg(test)]
 mod tests {
@@ -9,5 +13,6 @@ mod tests {
     fn values_and_gradients() {
         assert_eq!(run("relu", &[("x", t(&[2]))], &[vec![-1.0, 2.0]]), vec![0.0, 2.0]);
         grad_check("relu", &[("x", t(&[3]))]);
+        manual_backward_check("relu", &[("x", t(&[2, 3]))]);
     }
 }

@@ -9,9 +9,16 @@
 //!   `SAM(M)[s] = Σ_j tanh(q_s ⊙ k_j) ⊗ v_j` with `n_kv = n_q` as in the code.
 
 use candle_core::Tensor;
+use rayon::prelude::*;
 
+use super::backward::with_real;
 use super::*;
+use crate::kernels::dense::{Transposed, backward_slices, forward_slices};
+use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
+use crate::kernels::layer_norm::EPS;
+use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
+use crate::kernels::{real::Real, view};
 
 pub struct SamRead;
 
@@ -35,13 +42,20 @@ impl Primitive for SamRead {
         params.push(ParamDecl::new("ln.weight", vec![n * 3 * nq], Init::Constant(1.0)));
         params.push(ParamDecl::new("ln.bias", vec![n * 3 * nq], Init::Constant(0.0)));
         let flops = (2 * n * d * 3 * nq + 8 * n * 3 * nq + 3 * nq * nq * n + 2 * nq * n * nq * n) as u64;
-        Ok(Instance::new(SamReadOp { n, nq }, vec![Ty::Tensor(vec![nq, n, n])], params, flops))
+        Ok(Instance::new(SamReadOp::new(n, nq), vec![Ty::Tensor(vec![nq, n, n])], params, flops))
     }
 }
 
-struct SamReadOp {
-    n: usize,
-    nq: usize,
+pub(crate) struct SamReadOp {
+    pub(crate) n: usize,
+    pub(crate) nq: usize,
+    wt: Transposed,
+}
+
+impl SamReadOp {
+    pub(crate) fn new(n: usize, nq: usize) -> SamReadOp {
+        SamReadOp { n, nq, wt: Transposed::default() }
+    }
 }
 
 impl Op for SamReadOp {
@@ -55,6 +69,269 @@ impl Op for SamReadOp {
         let k = qkv.narrow(1, nq, nq)?;
         let v = qkv.narrow(1, 2 * nq, nq)?;
         Ok(vec![outer_product_attention(&q, &k, &v)?])
+    }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    /// The projection GEMM, the joint layer norm, the attention weights
+    /// `A[s, e, j] = tanh(q[s, e] k[j, e])` and one `[nq·n × nq] · [nq × n]` GEMM per
+    /// example, reading `q`, `k`, `v` in place in the normalised `[n, 3nq]` projection.
+    /// Saves the normalised projection before and after the affine map, `1/σ`, and `A`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs[0], params))
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+impl SamReadOp {
+    /// Saves `[x̂, normed, 1/σ, A]`: `normed` `[B, n·3nq]` holds `v[j, f]` at
+    /// `[f·3nq + 2nq + j]`; `A` `[B, nq, nq·n]` holds `A[j, (s, e)] = tanh(q[s, e] k[j, e])`,
+    /// so that `R[(s, e), f] = Σ_j A[j, (s, e)] v[j, f]` (key-major: stacked over the batch,
+    /// `A`'s rows are uniformly strided, which the fused transfer uses).
+    pub(crate) fn train_forward<T: Real>(
+        &self,
+        m: &Tensor,
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let (n, nq) = (self.n, self.nq);
+        let (batch, d) = (m.dim(0)?, m.dim(2)?);
+        let w3 = 3 * nq;
+        let len = n * w3;
+        let wt = self.wt.of(params[0])?;
+        let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
+        let wtr = view::Read::new(&wt)?;
+        let (w, bias, lnw, lnb) = (wtr.slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
+        let mr = view::Read::new(m)?;
+        // The projection, normalised in place into x̂; `normed` = x̂ ⊙ w + b.
+        let mut xhat = forward_slices(mr.slice::<T>()?, batch * n, w, Some(bias), d, w3);
+        let mut normed = vec![T::zero(); batch * len];
+        let mut rstd = vec![T::zero(); batch];
+        let mut att = vec![T::zero(); batch * nq * n * nq];
+        let group = group_size(batch, batch * (nq * n * n * nq * 2 + len * 8));
+        let fill = |out: &mut [std::mem::MaybeUninit<T>]| {
+            xhat.par_chunks_mut(group * len)
+                .zip(normed.par_chunks_mut(group * len))
+                .zip(rstd.par_chunks_mut(group))
+                .zip(att.par_chunks_mut(group * nq * n * nq))
+                .zip(out.par_chunks_mut(group * nq * n * n))
+                .for_each(|((((xh, nm), rs), at), out)| {
+                    for ((((x, y), r), a), o) in xh
+                        .chunks_exact_mut(len)
+                        .zip(nm.chunks_exact_mut(len))
+                        .zip(rs.iter_mut())
+                        .zip(at.chunks_exact_mut(nq * n * nq))
+                        .zip(out.chunks_exact_mut(nq * n * n))
+                    {
+                        *r = ln_attention_forward(n, nq, lnw, lnb, x, y, a);
+                        // out[(s, e), f] = Σ_j A[j, (s, e)] v[j, f], v[j, f] = y[f, 2nq + j].
+                        let v = Mat::strided(&y[2 * nq..], nq, n, 1, w3);
+                        matmul(MatMut::uninit(o, nq * n, n), Mat::new(a, nq, nq * n).t(), v, false, Par::Seq);
+                    }
+                })
+        };
+        // SAFETY: one product per example overwrites all of its output.
+        let out = unsafe { filled(batch * nq * n * n, fill) };
+        let saved = vec![
+            view::tensor(xhat, (batch, len))?,
+            view::tensor(normed, (batch, len))?,
+            view::tensor(rstd, batch)?,
+            view::tensor(att, (batch, nq * n * nq))?,
+        ];
+        Ok((vec![view::tensor(out, (batch, nq, n, n))?], saved))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        self.backward_with::<T>(bw, param_grads, None)
+    }
+
+    /// The backward, with optional further gradients of the attention weights and of `v`
+    /// (`extra = (gA [B, nq, nq·n], gv [B, nq, n])`, from a fused consumer of the output
+    /// that works on the factors, see `prims::fusion`) added to those from `d loss / d R`.
+    pub(crate) fn backward_with<T: Real>(
+        &self,
+        bw: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+        extra: Option<(&[T], &[T])>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let (n, nq) = (self.n, self.nq);
+        let m = &bw.inputs[0];
+        let (batch, d) = (m.dim(0)?, m.dim(2)?);
+        let w3 = 3 * nq;
+        let len = n * w3;
+        let g = bw.grads[0].as_ref().map(view::contiguous).transpose()?;
+        let gr = g.as_ref().map(view::Read::new).transpose()?;
+        let mr = view::Read::new(m)?;
+        let (xr, yr, rr, ar) = (
+            view::Read::new(&bw.saved[0])?,
+            view::Read::new(&bw.saved[1])?,
+            view::Read::new(&bw.saved[2])?,
+            view::Read::new(&bw.saved[3])?,
+        );
+        let g = gr.as_ref().map(|r| r.slice::<T>()).transpose()?;
+        let (xhat, normed, rstd, att) = (xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
+        let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
+        let (w, lnw) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
+        // d loss / d normed, per example: v's part from one GEMM, q's and k's from the
+        // attention weights' gradient.
+        let mut gn = vec![T::zero(); batch * len];
+        let mut gatt = vec![T::zero(); batch * nq * n * nq];
+        let group = group_size(batch, batch * nq * n * n * nq * 4);
+        if g.is_none() && extra.is_none() {
+            return Ok(vec![None]);
+        }
+        gn.par_chunks_mut(group * len).zip(gatt.par_chunks_mut(group * nq * n * nq)).enumerate().for_each(
+            |(gi, (gn, ga))| {
+                for (k, (gy, ga)) in gn.chunks_exact_mut(len).zip(ga.chunks_exact_mut(nq * n * nq)).enumerate() {
+                    let ex = gi * group + k;
+                    let (y, a) = (&normed[ex * len..][..len], &att[ex * nq * n * nq..][..nq * n * nq]);
+                    if let Some((ga_extra, gv_extra)) = extra {
+                        ga.copy_from_slice(&ga_extra[ex * nq * n * nq..][..nq * n * nq]);
+                        let gv = &gv_extra[ex * nq * n..][..nq * n];
+                        for (j, row) in gv.chunks_exact(n).enumerate() {
+                            for (f, &v) in row.iter().enumerate() {
+                                gy[f * w3 + 2 * nq + j] = v;
+                            }
+                        }
+                    }
+                    if let Some(g) = g {
+                        // gA += gout · vᵀ; gv += Aᵀ · gout.
+                        let go = &g[ex * nq * n * n..][..nq * n * n];
+                        let acc = extra.is_some();
+                        let vt = Mat::strided(&y[2 * nq..], n, nq, w3, 1);
+                        matmul(MatMut::strided(ga, nq * n, nq, 1, nq * n), Mat::new(go, nq * n, n), vt, acc, Par::Seq);
+                        matmul(
+                            MatMut::strided(&mut gy[2 * nq..], nq, n, 1, w3),
+                            Mat::new(a, nq, nq * n),
+                            Mat::new(go, nq * n, n),
+                            acc,
+                            Par::Seq,
+                        );
+                    }
+                    attention_backward(n, nq, y, a, ga, gy);
+                }
+            },
+        );
+        drop(gatt);
+        // The layer norm: weight and bias gradients, then d loss / d projection in place.
+        {
+            let (glnw, glnb) = param_grads[2..4].split_at_mut(1);
+            let (glnw, glnb) = (glnw[0].slice_mut::<T>(len)?, glnb[0].slice_mut::<T>(len)?);
+            for (gy, x) in gn.chunks_exact(len).zip(xhat.chunks_exact(len)) {
+                for j in 0..len {
+                    glnw[j] += gy[j] * x[j];
+                    glnb[j] += gy[j];
+                }
+            }
+        }
+        let group = group_size(batch, batch * len * 6);
+        gn.par_chunks_mut(group * len).enumerate().for_each(|(gi, gn)| {
+            for (k, gy) in gn.chunks_exact_mut(len).enumerate() {
+                let ex = gi * group + k;
+                layer_norm_backward(lnw, &xhat[ex * len..][..len], rstd[ex], gy);
+            }
+        });
+        let (gw, gb) = param_grads[..2].split_at_mut(1);
+        let gm = backward_slices(
+            &gn,
+            mr.slice::<T>()?,
+            batch * n,
+            w,
+            d,
+            w3,
+            Some(gw[0].slice_mut::<T>(w3 * d)?),
+            Some(gb[0].slice_mut::<T>(w3)?),
+            bw.needs[0],
+        );
+        Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
+    }
+}
+
+multiversion! {
+    /// One example: normalises the projection `x` (`[n, 3nq]`) in place into `x̂`, writes
+    /// `y = x̂ ⊙ w + b` and the attention weights `a[j, s, e] = tanh(y[e, s] y[e, nq + j])`;
+    /// returns `1/σ`.
+    fn ln_attention_forward[T: Real][T](n: usize, nq: usize, w: &[T], b: &[T], x: &mut [T], y: &mut [T], a: &mut [T]) -> T {
+        let w3 = 3 * nq;
+        let len = n * w3;
+        let (w, b, y) = (&w[..len], &b[..len], &mut y[..len]);
+        let x = &mut x[..len];
+        let inv = T::one() / T::from_f64(len as f64);
+        let mut mean = T::zero();
+        for &v in x.iter() {
+            mean += v;
+        }
+        mean *= inv;
+        let mut var = T::zero();
+        for &v in x.iter() {
+            var += (v - mean) * (v - mean);
+        }
+        var *= inv;
+        let r = T::one() / (var + T::from_f64(EPS)).sqrt();
+        for j in 0..len {
+            let xv = (x[j] - mean) * r;
+            x[j] = xv;
+            y[j] = xv * w[j] + b[j];
+        }
+        let a = &mut a[..nq * nq * n];
+        for j in 0..nq {
+            for s in 0..nq {
+                let aw = &mut a[(j * nq + s) * n..(j * nq + s + 1) * n];
+                for e in 0..n {
+                    aw[e] = (y[e * w3 + s] * y[e * w3 + nq + j]).tanh();
+                }
+            }
+        }
+        r
+    }
+}
+
+multiversion! {
+    /// One example: adds the gradients of `q` and `k` (in the `[n, 3nq]` layout of `y`)
+    /// through `a = tanh(q ⊙ k)` given `ga = d loss / d a`.
+    fn attention_backward[T: Real][T](n: usize, nq: usize, y: &[T], a: &[T], ga: &[T], gy: &mut [T]) {
+        let w3 = 3 * nq;
+        let (a, ga) = (&a[..nq * nq * n], &ga[..nq * nq * n]);
+        for j in 0..nq {
+            for s in 0..nq {
+                let (aw, gaw) = (&a[(j * nq + s) * n..(j * nq + s + 1) * n], &ga[(j * nq + s) * n..(j * nq + s + 1) * n]);
+                for e in 0..n {
+                    let gp = gaw[e] * (T::one() - aw[e] * aw[e]);
+                    let (q, k) = (y[e * w3 + s], y[e * w3 + nq + j]);
+                    gy[e * w3 + s] += gp * k;
+                    gy[e * w3 + nq + j] += gp * q;
+                }
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// One example's layer norm backward, in place: `gy = d loss / d y` becomes
+    /// `d loss / d x = (1/σ)(g − mean(g) − x̂ mean(g ⊙ x̂))` with `g = gy ⊙ w`.
+    fn layer_norm_backward[T: Real][T](w: &[T], xhat: &[T], r: T, gy: &mut [T]) {
+        let len = gy.len();
+        let (w, x) = (&w[..len], &xhat[..len]);
+        let (mut m1, mut m2) = (T::zero(), T::zero());
+        for j in 0..len {
+            let gx = gy[j] * w[j];
+            gy[j] = gx;
+            m1 += gx;
+            m2 += gx * x[j];
+        }
+        let inv = T::one() / T::from_f64(len as f64);
+        let (m1, m2) = (m1 * inv, m2 * inv);
+        for j in 0..len {
+            gy[j] = r * (gy[j] - m1 - x[j] * m2);
+        }
     }
 }
 
@@ -74,5 +351,11 @@ mod tests {
     #[test]
     fn gradients_match_finite_differences() {
         grad_check("samRead", &[("M", t(&[3, 3])), ("nq", int(2))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("samRead", &[("M", t(&[3, 3])), ("nq", int(2))]);
+        manual_backward_check("samRead", &[("M", t(&[5, 4])), ("nq", int(3))]);
     }
 }

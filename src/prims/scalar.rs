@@ -33,6 +33,17 @@ impl Op for ScalarOp {
     fn forward(&self, _inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         Ok(vec![params[0].clone()])
     }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        if let Some(g) = &b.grads[0] {
+            param_grads[0].add(g)?;
+        }
+        Ok(vec![])
+    }
 }
 
 #[cfg(test)]
@@ -43,5 +54,6 @@ mod tests {
     fn is_one_learned_number() {
         assert_eq!(param_count("scalar", &[]), 1);
         assert_eq!(run("scalar", &[("init", float(0.25))], &[]), vec![0.25]);
+        manual_backward_check("scalar", &[]);
     }
 }

@@ -1,5 +1,6 @@
 //! `tanh(x)`, element-wise.
-super::unary::unary_elementwise!(Tanh, "tanh", "element-wise hyperbolic tangent", 4, |x| x.tanh());
+super::unary::unary_elementwise!(Tanh, "tanh", "element-wise hyperbolic tangent", 4, |x| x.tanh(), |y: T| T::one()
+    - y * y);
 
 #[cfg(test)]
 mod tests {
@@ -9,5 +10,6 @@ mod tests {
     fn values_and_gradients() {
         assert_eq!(run("tanh", &[("x", t(&[2]))], &[vec![0.0, 100.0]]), vec![0.0, 1.0]);
         grad_check("tanh", &[("x", t(&[3]))]);
+        manual_backward_check("tanh", &[("x", t(&[2, 3]))]);
     }
 }

@@ -11,12 +11,17 @@ use super::*;
 #[derive(Clone, Debug)]
 pub enum TArg {
     Shape(Vec<usize>),
+    /// A tensor shared by the whole batch (batch axis 1), such as a `scalar`'s value.
+    Shared(Vec<usize>),
     Tokens(usize),
     Val(Value),
 }
 
 pub fn t(shape: &[usize]) -> TArg {
     TArg::Shape(shape.to_vec())
+}
+pub fn shared(shape: &[usize]) -> TArg {
+    TArg::Shared(shape.to_vec())
 }
 pub fn tokens(vocab: usize) -> TArg {
     TArg::Tokens(vocab)
@@ -46,7 +51,7 @@ pub fn bind(prim: &dyn Primitive, args: &[(&str, TArg)]) -> Args {
         .signature()
         .iter()
         .map(|spec| match args.iter().find(|(n, _)| *n == spec.name) {
-            Some((_, TArg::Shape(s))) => ArgVal::Tensor(Ty::Tensor(s.clone())),
+            Some((_, TArg::Shape(s) | TArg::Shared(s))) => ArgVal::Tensor(Ty::Tensor(s.clone())),
             Some((_, TArg::Tokens(v))) => ArgVal::Tensor(Ty::Tokens(*v)),
             Some((_, TArg::Val(v))) => ArgVal::Value(v.clone()),
             None => match spec.default.value() {
@@ -110,7 +115,7 @@ pub fn run_all(name: &str, args: &[(&str, TArg)], data: &[Vec<f64>]) -> Vec<Vec<
         .iter()
         .zip(data)
         .map(|(a, d)| match a {
-            TArg::Shape(s) => {
+            TArg::Shape(s) | TArg::Shared(s) => {
                 let mut dims = vec![1];
                 dims.extend(s);
                 Tensor::from_vec(d.clone(), dims, &dev).unwrap()
@@ -147,8 +152,8 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
     let mut inputs: Vec<Tensor> = vec![];
     for (i, a) in tensor_inputs(p, args).iter().enumerate() {
         match a {
-            TArg::Shape(s) => {
-                let mut dims = vec![BATCH];
+            TArg::Shape(s) | TArg::Shared(s) => {
+                let mut dims = vec![if matches!(a, TArg::Shared(_)) { 1 } else { BATCH }];
                 dims.extend(s);
                 let n = dims.iter().product();
                 let v = Var::from_tensor(&Tensor::from_vec(normal(&mut rng, n, 0.8), dims, &dev).unwrap()).unwrap();
@@ -219,5 +224,172 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
         }
         // A gradient that is zero everywhere usually means candle dropped it.
         assert!(any_nonzero || n == 0, "{name}: gradient with respect to {label} is zero at every checked element");
+    }
+}
+
+/// For a primitive with a manual backward (`Op::has_backward`), on random f64 values (batch
+/// 3, shared inputs batch 1): `forward_train` gives `forward`'s outputs; `backward` gives the
+/// input and parameter gradients candle's autograd gives for `Σ_k ⟨out_k, R_k⟩` (random
+/// `R_k`), also with only one output's gradient given, and sums parameter gradients into
+/// what its accumulators already hold.
+pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
+    const B: usize = 3;
+    let p = prim(name);
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    assert!(inst.op.has_backward(), "{name} has no manual backward");
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let mut inputs: Vec<Tensor> = vec![];
+    for a in tensor_inputs(p, args) {
+        inputs.push(match &a {
+            TArg::Shape(s) | TArg::Shared(s) => {
+                let mut dims = vec![if matches!(a, TArg::Shared(_)) { 1 } else { B }];
+                dims.extend(s);
+                let n = dims.iter().product();
+                Tensor::from_vec(normal(&mut rng, n, 0.8), dims, &dev).unwrap()
+            }
+            TArg::Tokens(vocab) => {
+                let ids: Vec<u32> = (0..B).map(|_| rng.random_range(0..*vocab as u32)).collect();
+                Tensor::from_vec(ids, B, &dev).unwrap()
+            }
+            TArg::Val(_) => unreachable!(),
+        });
+    }
+    let params: Vec<Tensor> = inst
+        .params
+        .iter()
+        .map(|pd| Tensor::from_vec(normal(&mut rng, pd.shape.iter().product(), 0.5), pd.shape.clone(), &dev).unwrap())
+        .collect();
+    let names: Vec<String> = inst.params.iter().map(|p| p.name.clone()).collect();
+    check_manual(name, &*inst.op, inputs, params, &names, &mut rng);
+}
+
+/// [`manual_backward_check`] for an op built directly (e.g. a fusion): random float inputs
+/// of these per-example shapes (batch 3) and parameters of these shapes.
+pub fn manual_backward_check_op(name: &str, op: &dyn Op, inputs: &[Vec<usize>], params: &[Vec<usize>]) {
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let inputs: Vec<Tensor> = inputs
+        .iter()
+        .map(|s| {
+            let mut dims = vec![3];
+            dims.extend(s);
+            Tensor::from_vec(normal(&mut rng, dims.iter().product(), 0.8), dims, &dev).unwrap()
+        })
+        .collect();
+    let params: Vec<Tensor> = params
+        .iter()
+        .map(|s| Tensor::from_vec(normal(&mut rng, s.iter().product(), 0.5), s.clone(), &dev).unwrap())
+        .collect();
+    let names: Vec<String> = (0..params.len()).map(|i| format!("param {i}")).collect();
+    check_manual(name, op, inputs, params, &names, &mut rng);
+}
+
+fn check_manual(
+    name: &str,
+    op: &dyn Op,
+    inputs: Vec<Tensor>,
+    params: Vec<Tensor>,
+    names: &[String],
+    rng: &mut ChaCha8Rng,
+) {
+    let dev = Device::Cpu;
+    let refs = |v: &[Tensor]| -> Vec<Tensor> { v.to_vec() };
+    let (ins, ps) = (refs(&inputs), refs(&params));
+    let outs = op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+    let (train_outs, saved) =
+        op.forward_train(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+    assert_eq!(outs.len(), train_outs.len(), "{name}: number of outputs");
+    for (k, (a, b)) in outs.iter().zip(&train_outs).enumerate() {
+        assert_eq!(a.dims(), b.dims(), "{name}: output {k} shape");
+        assert_close(name, &format!("output {k} of forward_train"), b, a, 1e-12);
+    }
+    let weights: Vec<Tensor> =
+        outs.iter().map(|o| Tensor::from_vec(normal(rng, o.elem_count(), 1.0), o.dims(), &dev).unwrap()).collect();
+    // Which outputs carry a gradient: all, then (for several outputs) only the last.
+    let mut patterns = vec![vec![true; outs.len()]];
+    if outs.len() > 1 {
+        let mut last = vec![false; outs.len()];
+        last[outs.len() - 1] = true;
+        patterns.push(last);
+    }
+    for pattern in patterns {
+        // candle's autograd on Var copies.
+        let in_vars: Vec<Option<Var>> =
+            inputs.iter().map(|t| t.dtype().is_float().then(|| Var::from_tensor(t).unwrap())).collect();
+        let p_vars: Vec<Var> = params.iter().map(|t| Var::from_tensor(t).unwrap()).collect();
+        let ins: Vec<Tensor> =
+            inputs.iter().zip(&in_vars).map(|(t, v)| v.as_ref().map_or(t.clone(), |v| v.as_tensor().clone())).collect();
+        let ps: Vec<Tensor> = p_vars.iter().map(|v| v.as_tensor().clone()).collect();
+        let outs = op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+        let mut total = Tensor::zeros((), DType::F64, &dev).unwrap();
+        for ((o, w), &on) in outs.iter().zip(&weights).zip(&pattern) {
+            if on {
+                total = (total + (o * w).unwrap().sum_all().unwrap()).unwrap();
+            }
+        }
+        let store = total.backward().unwrap();
+        // The manual backward, run twice into the same accumulators.
+        let grads: Vec<Option<Tensor>> = weights.iter().zip(&pattern).map(|(w, &on)| on.then(|| w.clone())).collect();
+        let needs: Vec<bool> = inputs.iter().map(|t| t.dtype().is_float()).collect();
+        let mut acc: Vec<ParamGrad> = params.iter().map(|_| ParamGrad::default()).collect();
+        let mut input_grads = vec![];
+        for _ in 0..2 {
+            let b = Backward {
+                inputs: &inputs,
+                params: &params,
+                outputs: &train_outs,
+                saved: &saved,
+                grads: &grads,
+                needs: &needs,
+            };
+            input_grads = op.backward(&b, &mut acc).unwrap();
+        }
+        assert_eq!(input_grads.len(), inputs.len(), "{name}: one gradient per input");
+        for (i, (v, g)) in in_vars.iter().zip(&input_grads).enumerate() {
+            let Some(v) = v else { continue };
+            let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
+            let g = g.clone().unwrap_or_else(|| panic!("{name}: no gradient for input {i}"));
+            assert_eq!(g.dims(), inputs[i].dims(), "{name}: shape of the gradient of input {i}");
+            assert_close(name, &format!("d / d input {i} ({pattern:?})"), &g, &expected, 1e-10);
+        }
+        for ((pname, v), a) in names.iter().zip(&p_vars).zip(acc) {
+            let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
+            let got = a.into_tensor(v.dims()).unwrap().unwrap_or(expected.zeros_like().unwrap());
+            assert_close(
+                name,
+                &format!("d / d {pname} ({pattern:?}), summed twice"),
+                &got,
+                &(expected * 2.0).unwrap(),
+                1e-10,
+            );
+        }
+        // Without input gradients, the parameter gradients are the same.
+        let none = vec![false; inputs.len()];
+        let mut acc2: Vec<ParamGrad> = params.iter().map(|_| ParamGrad::default()).collect();
+        let b = Backward {
+            inputs: &inputs,
+            params: &params,
+            outputs: &train_outs,
+            saved: &saved,
+            grads: &grads,
+            needs: &none,
+        };
+        op.backward(&b, &mut acc2).unwrap();
+        for ((pname, v), a) in names.iter().zip(&p_vars).zip(acc2) {
+            let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
+            let got = a.into_tensor(v.dims()).unwrap().unwrap_or(expected.zeros_like().unwrap());
+            assert_close(name, &format!("d / d {pname} without input gradients"), &got, &expected, 1e-10);
+        }
+    }
+}
+
+fn assert_close(name: &str, what: &str, got: &Tensor, expected: &Tensor, tol: f64) {
+    let g = got.flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    let e = expected.flatten_all().unwrap().to_vec1::<f64>().unwrap();
+    assert_eq!(g.len(), e.len(), "{name}: {what}: sizes differ");
+    let scale = e.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
+    for (i, (a, b)) in g.iter().zip(&e).enumerate() {
+        assert!((a - b).abs() <= tol * scale, "{name}: {what}[{i}]: manual {a}, candle {b} (largest {scale})");
     }
 }

@@ -8,8 +8,12 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::*;
-use crate::kernels::dense::dense;
+use crate::kernels::dense::{Transposed, column_sums_into, dense};
+use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
+use crate::kernels::par::for_each_batch;
+use crate::kernels::{real::Real, view};
 
 pub struct Transfer;
 
@@ -35,14 +39,21 @@ impl Primitive for Transfer {
         };
         let params = ParamDecl::dense("", nq * d, size).to_vec();
         let flops = (2 * nq * d * size * d2) as u64;
-        Ok(Instance::new(TransferOp { nq, d, d2 }, vec![Ty::Tensor(vec![d2, size])], params, flops))
+        Ok(Instance::new(TransferOp::new(nq, d, d2), vec![Ty::Tensor(vec![d2, size])], params, flops))
     }
 }
 
-struct TransferOp {
+pub(crate) struct TransferOp {
     nq: usize,
     d: usize,
     d2: usize,
+    wt: Transposed,
+}
+
+impl TransferOp {
+    pub(crate) fn new(nq: usize, d: usize, d2: usize) -> TransferOp {
+        TransferOp { nq, d, d2, wt: Transposed::default() }
+    }
 }
 
 impl Op for TransferOp {
@@ -51,6 +62,75 @@ impl Op for TransferOp {
         let batch = r.dim(0)?;
         let flat = r.reshape((batch, self.nq * self.d, self.d2))?.transpose(1, 2)?; // [B, d2, nq·d]
         Ok(vec![dense(&flat, params[0], Some(params[1]))?])
+    }
+
+    fn has_backward(&self) -> bool {
+        true
+    }
+
+    /// One `[d2 × nq·d] · [nq·d × size]` GEMM per example, reading `R` transposed in place.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        with_real!(inputs[0].dtype(), T => Ok((vec![self.train_forward::<T>(inputs[0], params)?], vec![])))
+    }
+
+    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+impl TransferOp {
+    fn train_forward<T: Real>(&self, r: &Tensor, params: &[&Tensor]) -> candle_core::Result<Tensor> {
+        let batch = r.dim(0)?;
+        let (k, d2) = (self.nq * self.d, self.d2);
+        let size = params[0].dim(0)?;
+        let wt = self.wt.of(params[0])?;
+        let (rr, wr, br) = (view::Read::new(r)?, view::Read::new(&wt)?, view::Read::new(params[1])?);
+        let (r, wt, bias) = (rr.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
+        let mut out = Vec::with_capacity(batch * d2 * size);
+        for _ in 0..batch * d2 {
+            out.extend_from_slice(&bias[..size]);
+        }
+        for_each_batch(&mut out, d2 * size, batch * d2 * size * k, |first, chunk| {
+            for (i, o) in chunk.chunks_exact_mut(d2 * size).enumerate() {
+                let rb = &r[(first + i) * k * d2..][..k * d2];
+                matmul(MatMut::new(o, d2, size), Mat::new(rb, k, d2).t(), Mat::new(wt, k, size), true, Par::Seq);
+            }
+        });
+        view::tensor(out, (batch, d2, size))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        b: &Backward<'_>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let r = &b.inputs[0];
+        let batch = r.dim(0)?;
+        let (k, d2) = (self.nq * self.d, self.d2);
+        let size = b.params[0].dim(0)?;
+        let gy = b.grad_or_zeros(0)?;
+        let (gyr, rr, wr) = (view::Read::new(&gy)?, view::Read::new(r)?, view::Read::new(&b.params[0])?);
+        let (g, rs, w) = (gyr.slice::<T>()?, rr.slice::<T>()?, wr.slice::<T>()?);
+        let (gw, gb) = param_grads.split_at_mut(1);
+        // d loss / d W += Σ_b g_bᵀ R_bᵀ ([size × d2] · [d2 × nq·d]).
+        let gw = gw[0].slice_mut::<T>(size * k)?;
+        for ex in 0..batch {
+            let (gb_, rb) = (&g[ex * d2 * size..][..d2 * size], &rs[ex * k * d2..][..k * d2]);
+            matmul(MatMut::new(gw, size, k), Mat::new(gb_, d2, size).t(), Mat::new(rb, k, d2).t(), true, Par::Pool);
+        }
+        column_sums_into(g, size, gb[0].slice_mut::<T>(size)?);
+        if !b.needs[0] {
+            return Ok(vec![None]);
+        }
+        // d loss / d R_b = Wᵀ g_bᵀ ([nq·d × size] · [size × d2]).
+        let mut gr = vec![T::zero(); batch * k * d2];
+        for_each_batch(&mut gr, k * d2, batch * k * d2 * size, |first, chunk| {
+            for (i, o) in chunk.chunks_exact_mut(k * d2).enumerate() {
+                let gb_ = &g[(first + i) * d2 * size..][..d2 * size];
+                matmul(MatMut::new(o, k, d2), Mat::new(w, size, k).t(), Mat::new(gb_, d2, size).t(), false, Par::Seq);
+            }
+        });
+        Ok(vec![Some(view::tensor(gr, r.dims())?)])
     }
 }
 
@@ -68,5 +148,10 @@ mod tests {
     #[test]
     fn gradients_match_finite_differences() {
         grad_check("transfer", &[("R", t(&[2, 3, 3]))]);
+    }
+
+    #[test]
+    fn manual_backward_matches_autograd() {
+        manual_backward_check("transfer", &[("R", t(&[2, 3, 4])), ("size", int(5))]);
     }
 }

@@ -1,9 +1,17 @@
 //! Shared shape of the element-wise unary primitives (`sigmoid`, `tanh`, `relu`, ...):
 //! any tensor in, same shape out, no parameters.
 
-/// Defines an element-wise primitive `$ty` named `$name` computing `$f(x)`.
+/// Defines an element-wise primitive `$ty` named `$name` computing `$f(x)`; with
+/// `$dydx`, the derivative as a function of the output `y` (with `T` the float type), it has
+/// a manual backward: `d x = d y · dydx(y)` from the output the tape keeps.
 macro_rules! unary_elementwise {
     ($ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr) => {
+        $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f, false, |_y| T::one());
+    };
+    ($ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr, $dydx:expr) => {
+        $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f, true, $dydx);
+    };
+    (@define $ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr, $manual:literal, $dydx:expr) => {
         pub struct $ty;
 
         static SIGNATURE: [$crate::prims::ArgSpec; 1] = [$crate::prims::ArgSpec::tensor("x")];
@@ -39,6 +47,44 @@ macro_rules! unary_elementwise {
                 let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
                 Ok(vec![f(inputs[0])?])
             }
+
+            fn has_backward(&self) -> bool {
+                $manual
+            }
+
+            fn forward_train(
+                &self,
+                inputs: &[&candle_core::Tensor],
+                params: &[&candle_core::Tensor],
+            ) -> candle_core::Result<(Vec<candle_core::Tensor>, $crate::prims::Saved)> {
+                Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]))
+            }
+
+            fn backward(
+                &self,
+                b: &$crate::prims::Backward<'_>,
+                _param_grads: &mut [$crate::prims::ParamGrad],
+            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
+                match &b.grads[0] {
+                    Some(g) if b.needs[0] => {
+                        let y = &b.outputs[0];
+                        $crate::prims::backward::with_real!(y.dtype(), T => Ok(vec![Some(manual_backward::<T>(y, g)?)]))
+                    }
+                    _ => Ok(vec![None]),
+                }
+            }
+        }
+
+        #[allow(dead_code)]
+        fn manual_backward<T: $crate::kernels::real::Real>(
+            y: &candle_core::Tensor,
+            g: &candle_core::Tensor,
+        ) -> candle_core::Result<candle_core::Tensor> {
+            use $crate::kernels::view;
+            let g = view::contiguous(g)?;
+            let (yr, gr) = (view::Read::new(y)?, view::Read::new(&g)?);
+            let dx: Vec<T> = yr.slice::<T>()?.iter().zip(gr.slice::<T>()?).map(|(&y, &g)| g * ($dydx)(y)).collect();
+            view::tensor(dx, y.dims())
         }
     };
 }

@@ -9,6 +9,8 @@
 
 use candle_core::{D, DType, Result, Tensor};
 
+use crate::kernels::{real::Real, view};
+use crate::prims::backward::with_real;
 use crate::tasks::Target;
 
 /// Differentiable mean loss of `logits` `[S, B, n]` against `targets`.
@@ -31,6 +33,75 @@ pub fn loss(target: Target, logits: &Tensor, targets: &Tensor) -> Result<Tensor>
             (logits.relu()? - (logits * y)?)?.add(&softplus)?.mean_all()
         }
     }
+}
+
+/// One scored step's share of [`loss`] and its gradient, without autograd (for the tape,
+/// `compile::tape`): `logits` `[b, n]`, `targets` `[b, n]` bits or `[b]` class ids, for `b` of
+/// the `sequences` the mean runs over (all of them, or one part of a batch split over
+/// threads), `steps` the number of scored steps. Returns `(share of the mean loss,
+/// d loss / d logits)`.
+pub fn step_loss_and_grad(
+    target: Target,
+    logits: &Tensor,
+    targets: &Tensor,
+    steps: usize,
+    sequences: usize,
+) -> Result<(f64, Tensor)> {
+    let (_, n) = logits.dims2()?;
+    let batch = sequences;
+    let logits = view::contiguous(logits)?;
+    match target {
+        Target::Bits(_) => {
+            let y = targets.to_dtype(logits.dtype())?.contiguous()?;
+            with_real!(logits.dtype(), T => bits_step::<T>(&logits, &y, steps * batch * n))
+        }
+        Target::Classes(_) => {
+            let ids: Vec<u32> = targets.to_dtype(DType::U32)?.to_vec1()?;
+            if let Some(bad) = ids.iter().find(|&&c| c as usize >= n) {
+                candle_core::bail!("class id {bad} out of range for {n} classes");
+            }
+            with_real!(logits.dtype(), T => classes_step::<T>(&logits, &ids, n, steps * batch))
+        }
+    }
+}
+
+/// `max(z, 0) − z·y + log(1 + e^{−|z|})`, gradient `σ(z) − y`, both over `count`.
+fn bits_step<T: Real>(logits: &Tensor, y: &Tensor, count: usize) -> Result<(f64, Tensor)> {
+    let (lr, yr) = (view::Read::new(logits)?, view::Read::new(y)?);
+    let (z, y) = (lr.slice::<T>()?, yr.slice::<T>()?);
+    let scale = T::from_f64(1.0 / count as f64);
+    let mut sum = 0.0f64;
+    let mut grad = Vec::with_capacity(z.len());
+    for (&z, &y) in z.iter().zip(y) {
+        let softplus = (-z.abs()).exp().ln_1p();
+        sum += (z.max(T::zero()) - z * y + softplus).to_f64();
+        grad.push((z.sigmoid() - y) * scale);
+    }
+    Ok((sum / count as f64, view::tensor(grad, logits.dims())?))
+}
+
+/// `log Σ exp(z) − z_y`, gradient `softmax(z) − onehot(y)`, both over `count`.
+fn classes_step<T: Real>(logits: &Tensor, ids: &[u32], n: usize, count: usize) -> Result<(f64, Tensor)> {
+    let lr = view::Read::new(logits)?;
+    let z = lr.slice::<T>()?;
+    let scale = 1.0 / count as f64;
+    let mut sum = 0.0f64;
+    let mut grad = vec![T::zero(); z.len()];
+    for ((row, g), &c) in z.chunks_exact(n).zip(grad.chunks_exact_mut(n)).zip(ids) {
+        let max = row.iter().fold(row[0], |m, &v| m.max(v));
+        let mut denom = 0.0f64;
+        for (gi, &v) in g.iter_mut().zip(row) {
+            let e = (v - max).to_f64().exp();
+            *gi = T::from_f64(e);
+            denom += e;
+        }
+        sum += denom.ln() - (row[c as usize] - max).to_f64();
+        for gi in g.iter_mut() {
+            *gi = T::from_f64(gi.to_f64() / denom * scale);
+        }
+        g[c as usize] -= T::from_f64(scale);
+    }
+    Ok((sum * scale, view::tensor(grad, logits.dims())?))
 }
 
 /// Metric sums over evaluation batches, accumulated on the device: nothing is read back to
@@ -114,6 +185,35 @@ mod tests {
         sums.add(Target::Classes(3), &logits, &targets, &lt)?;
         // The tie [0, 0, 0] picks class 0, so the first sequence is wrong.
         assert_eq!(sums.metrics(Target::Classes(3))?[1], ("accuracy", 0.5));
+        Ok(())
+    }
+
+    /// The per-step losses and gradients add up to [`loss`] and its autograd gradient.
+    #[test]
+    fn step_losses_match_the_autograd_loss() -> Result<()> {
+        let dev = Device::Cpu;
+        let (s, b, n) = (3, 4, 5);
+        let z = candle_core::Var::from_tensor(&Tensor::randn(0f64, 2.0, (s, b, n), &dev)?)?;
+        let bits = Tensor::rand(0f64, 1.0, (s, b, n), &dev)?.ge(0.5)?.to_dtype(DType::F32)?;
+        let classes = Tensor::new(&[[0u32, 4, 2, 1], [3, 3, 0, 1], [2, 1, 4, 0]], &dev)?;
+        for (target, targets) in [(Target::Bits(n), bits), (Target::Classes(n), classes)] {
+            let l = loss(target, z.as_tensor(), &targets)?;
+            let expected = z.as_tensor().zeros_like()?.to_vec3::<f64>()?;
+            let autograd = l.backward()?.get(z.as_tensor()).map_or(Ok(expected), |g| g.to_vec3::<f64>())?;
+            let mut total = 0.0;
+            for (step, autograd) in autograd.iter().enumerate() {
+                let (v, g) = step_loss_and_grad(target, &z.as_tensor().get(step)?, &targets.get(step)?, s, b)?;
+                total += v;
+                let g = g.to_vec2::<f64>()?;
+                for (row, expected) in g.iter().zip(autograd) {
+                    for (a, e) in row.iter().zip(expected) {
+                        assert!((a - e).abs() < 1e-14, "{target:?}: gradient {a} vs {e}");
+                    }
+                }
+            }
+            let l = l.to_scalar::<f64>()?;
+            assert!((total - l).abs() < 1e-12, "{target:?}: {total} vs {l}");
+        }
         Ok(())
     }
 

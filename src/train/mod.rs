@@ -72,6 +72,23 @@ pub struct Outcome {
     pub eval_seconds: f64,
 }
 
+/// How a training step computes its gradients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Autograd {
+    /// memctl's reverse mode over the step graph (`compile::tape`): fused manual backward
+    /// passes, candle's autograd per node for primitives without one. CPU only.
+    Tape,
+    /// candle's autograd over the whole unrolled run (any device; the reference).
+    Candle,
+}
+
+impl Autograd {
+    /// The tape on the CPU, candle's autograd elsewhere.
+    pub fn default_for(device: &Device) -> Autograd {
+        if device.is_cpu() { Autograd::Tape } else { Autograd::Candle }
+    }
+}
+
 /// One training step at a time: forward over the batch's sequences, loss, backward,
 /// clipping, optimiser update. Shared by training, the fixed-batch check and `memctl bench`.
 pub struct Stepper {
@@ -80,34 +97,106 @@ pub struct Stepper {
     clip_value: Option<f64>,
     clip_norm: Option<f64>,
     target: Target,
+    autograd: Autograd,
 }
 
 impl Stepper {
     pub fn new(trial: &Trial, device: &Device) -> candle_core::Result<Stepper> {
+        Stepper::with(trial, device, DType::F32, Autograd::default_for(device))
+    }
+
+    /// A stepper with a chosen parameter dtype and gradient method (tests compare them).
+    pub fn with(trial: &Trial, device: &Device, dtype: DType, autograd: Autograd) -> candle_core::Result<Stepper> {
         let cfg = &trial.config.train;
-        let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, DType::F32)?;
+        let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, dtype)?;
         let opt = optim::build(cfg, cell.vars().to_vec())?;
-        Ok(Stepper { cell, opt, clip_value: cfg.clip_value, clip_norm: cfg.clip_norm, target: trial.task.target() })
+        let (clip_value, clip_norm, target) = (cfg.clip_value, cfg.clip_norm, trial.task.target());
+        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd })
     }
 
     pub fn cell(&self) -> &Cell {
         &self.cell
     }
 
-    /// Trains on `batch` once; returns the loss before the update (read to the host once).
+    /// The loss on `batch` and its gradient for every parameter (`None`: does not reach the loss).
+    pub fn loss_and_grads(
+        &self,
+        batch: &crate::tasks::Batch,
+    ) -> candle_core::Result<(f64, Vec<Option<candle_core::Tensor>>)> {
+        // Float inputs in the parameters' dtype (token ids stay u32).
+        let inputs = match batch.inputs.dtype().is_float() {
+            true => batch.inputs.to_dtype(self.cell.dtype())?,
+            false => batch.inputs.clone(),
+        };
+        match self.autograd {
+            Autograd::Tape => self.tape_loss_and_grads(batch, &inputs),
+            Autograd::Candle => {
+                let logits = self.cell.run(&self.cell.weights(true), &inputs, &batch.scored)?;
+                let loss = loss::loss(self.target, &logits, &batch.targets)?;
+                let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+                if !value.is_finite() {
+                    return Ok((value, vec![None; self.cell.vars().len()]));
+                }
+                Ok((value, optim::from_store(&loss.backward()?, self.cell.vars())))
+            }
+        }
+    }
+
+    /// The tape's loss and gradients, with the batch split into one part per pool thread:
+    /// sequences are independent until the loss, so each part runs the whole recurrent
+    /// forward and backward on its own thread (kernels serial inside, see
+    /// `kernels::par::serial`), and the parts' losses and gradients are summed. Coarse
+    /// parts need no hand-offs between threads during the step.
+    fn tape_loss_and_grads(
+        &self,
+        batch: &crate::tasks::Batch,
+        inputs: &candle_core::Tensor,
+    ) -> candle_core::Result<(f64, Vec<Option<candle_core::Tensor>>)> {
+        use rayon::prelude::*;
+        let (steps, sequences) = (batch.scored.len(), inputs.dim(1)?);
+        let (cell, target) = (&self.cell, self.target);
+        let weights = cell.weights(false);
+        let part = |start: usize, len: usize| {
+            let (x, y) = (inputs.narrow(1, start, len)?, batch.targets.narrow(1, start, len)?);
+            cell.train_grads(&weights, &x, &batch.scored, &mut |s, logits| {
+                loss::step_loss_and_grad(target, logits, &y.get(s)?, steps, sequences)
+            })
+        };
+        let parts = rayon::current_num_threads().min(sequences).max(1);
+        if parts == 1 {
+            return part(0, sequences);
+        }
+        let per = sequences.div_ceil(parts);
+        let results: Vec<candle_core::Result<_>> = (0..sequences.div_ceil(per))
+            .into_par_iter()
+            .map(|p| crate::kernels::par::serial(|| part(p * per, per.min(sequences - p * per))))
+            .collect();
+        let mut total = 0.0;
+        let mut grads: Vec<Option<candle_core::Tensor>> = vec![None; self.cell.vars().len()];
+        for r in results {
+            let (l, g) = r?;
+            total += l;
+            for (acc, g) in grads.iter_mut().zip(g) {
+                *acc = match (acc.take(), g) {
+                    (Some(a), Some(g)) => Some((a + g)?),
+                    (a, g) => a.or(g),
+                };
+            }
+        }
+        Ok((total, grads))
+    }
+
+    /// Trains on `batch` once; returns the loss before the update.
     pub fn step(&mut self, batch: &crate::tasks::Batch) -> candle_core::Result<f64> {
-        let logits = self.cell.run(&self.cell.weights(true), &batch.inputs, &batch.scored)?;
-        let loss = loss::loss(self.target, &logits, &batch.targets)?;
-        let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        let (value, mut grads) = self.loss_and_grads(batch)?;
         if !value.is_finite() {
             return Ok(value); // the caller fails the trial; no update from a non-finite loss
         }
-        let mut grads = loss.backward()?;
         if let Some(limit) = self.clip_value {
-            clip::by_value(&mut grads, self.cell.vars(), limit)?;
+            clip::by_value(&mut grads, limit)?;
         }
         if let Some(max_norm) = self.clip_norm {
-            clip::by_norm(&mut grads, self.cell.vars(), max_norm)?;
+            clip::by_norm(&mut grads, max_norm)?;
         }
         self.opt.step(&grads)?;
         Ok(value)

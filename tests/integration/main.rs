@@ -10,12 +10,14 @@
 //! - `training`: specs train through the library API (fixed-batch overfitting, failures).
 //! - `models`: the model library in `specs/models/` and every shipped spec.
 //! - `querying`: `runs` filters, grouping and formats, `show`, `diff`, `plot`, `tag`, `rm`, `ablate`.
+//! - `gradients`: memctl's reverse mode against candle's autograd on whole training steps.
 
 mod check_errors;
 mod check_props;
 mod check_robustness;
 mod cli;
 mod cli_check;
+mod gradients;
 mod grammar_doc;
 mod models;
 mod querying;

@@ -1,8 +1,10 @@
-//! Optimisers over a cell's `Var`s. candle-nn has AdamW (used for Adam) and plain SGD;
-//! RMSprop and SGD with momentum are written here with PyTorch's update rules.
+//! Optimisers over a cell's `Var`s, with PyTorch's update rules (Adam as candle-nn's AdamW,
+//! which with `weight_decay = 0` is exactly Adam). They take one gradient per `Var` (`None`:
+//! no gradient, no update), as memctl's reverse mode (`compile::tape`) produces them;
+//! [`from_store`] lines candle's `GradStore` up the same way.
 
 use candle_core::backprop::GradStore;
-use candle_core::{Result, Var};
+use candle_core::{Result, Tensor, Var};
 
 use super::config::{OptimizerKind, TrainConfig};
 
@@ -10,9 +12,14 @@ mod adam;
 mod rmsprop;
 mod sgd;
 
-/// One update from the gradients in `grads`.
-pub trait Optimizer {
-    fn step(&mut self, grads: &GradStore) -> Result<()>;
+/// One update from the gradients in `grads` (one per `Var`, in the order given to [`build`]).
+pub trait Optimizer: Send + Sync {
+    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()>;
+}
+
+/// The gradients of `vars` in `store`, in order.
+pub fn from_store(store: &GradStore, vars: &[Var]) -> Vec<Option<Tensor>> {
+    vars.iter().map(|v| store.get(v.as_tensor()).cloned()).collect()
 }
 
 /// The optimiser a trial's settings ask for.

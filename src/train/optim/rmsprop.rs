@@ -2,10 +2,16 @@
 //! `v ← α v + (1 − α) g²`; with momentum `b ← μ b + g / (√v + ε)`, `p ← p − lr · b`;
 //! without, `p ← p − lr · g / (√v + ε)`. The SAM authors use lr 1e-4, α 0.95 or 0.99, μ 0.9.
 
-use candle_core::backprop::GradStore;
+//!
+//! On the CPU the update is one pass over each parameter (square average, momentum buffer and
+//! parameter together); elsewhere it is written with tensor operations. Both compute the same
+//! operations in the same order.
+
 use candle_core::{Result, Tensor, Var};
 
 use super::Optimizer;
+use crate::kernels::{real::Real, view};
+use crate::prims::backward::with_real;
 use crate::train::config::TrainConfig;
 
 pub struct RmsProp {
@@ -28,11 +34,16 @@ impl RmsProp {
 }
 
 impl Optimizer for RmsProp {
-    fn step(&mut self, grads: &GradStore) -> Result<()> {
-        for (i, var) in self.vars.iter().enumerate() {
-            let Some(g) = grads.get(var.as_tensor()) else {
+    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+        for (i, g) in grads.iter().enumerate().take(self.vars.len()) {
+            let var = self.vars[i].clone();
+            let Some(g) = g else {
                 continue;
             };
+            if var.device().is_cpu() {
+                with_real!(var.dtype(), T => self.fused::<T>(i, g)?);
+                continue;
+            }
             let v = ((&self.square_avg[i] * self.alpha)? + (g.sqr()? * (1.0 - self.alpha))?)?;
             let step = g.div(&(v.sqrt()? + self.eps)?)?;
             let update = if self.momentum > 0.0 {
@@ -46,6 +57,40 @@ impl Optimizer for RmsProp {
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }
         Ok(())
+    }
+}
+
+impl RmsProp {
+    /// The update of parameter `i` in one pass over its elements.
+    fn fused<T: Real>(&mut self, i: usize, g: &Tensor) -> Result<()> {
+        let var = self.vars[i].clone();
+        let (alpha, one_minus_alpha) = (T::from_f64(self.alpha), T::from_f64(1.0 - self.alpha));
+        let (eps, lr, mu) = (T::from_f64(self.eps), T::from_f64(self.lr), T::from_f64(self.momentum));
+        let with_momentum = self.momentum > 0.0;
+        let (g, p) = (view::contiguous(g)?, var.as_tensor().contiguous()?);
+        let (sq, b) = (self.square_avg[i].contiguous()?, self.momentum_buf[i].contiguous()?);
+        let n = p.elem_count();
+        let (mut next_sq, mut next_b, mut next_p) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        {
+            let (gr, pr, sr, br) =
+                (view::Read::new(&g)?, view::Read::new(&p)?, view::Read::new(&sq)?, view::Read::new(&b)?);
+            let (g, p, sq, b) = (gr.slice::<T>()?, pr.slice::<T>()?, sr.slice::<T>()?, br.slice::<T>()?);
+            for j in 0..n {
+                let v = sq[j] * alpha + g[j] * g[j] * one_minus_alpha;
+                let step = g[j] / (v.sqrt() + eps);
+                let update = if with_momentum { b[j] * mu + step } else { step };
+                next_sq.push(v);
+                next_b.push(update);
+                next_p.push(p[j] - update * lr);
+            }
+        }
+        let shape = p.dims().to_vec();
+        self.square_avg[i] = view::tensor(next_sq, shape.clone())?;
+        if with_momentum {
+            self.momentum_buf[i] = view::tensor(next_b, shape.clone())?;
+        }
+        var.set(&view::tensor(next_p, shape)?)
     }
 }
 
@@ -73,7 +118,7 @@ mod tests {
             let (mut v, mut b, mut expected) = ([0.0f64; 2], [0.0f64; 2], [1.0f64, -2.0]);
             for _ in 0..2 {
                 let grads = p.as_tensor().sqr()?.sum_all()?.backward()?;
-                opt.step(&grads)?;
+                opt.step(&super::super::from_store(&grads, std::slice::from_ref(&p)))?;
                 for j in 0..2 {
                     let g = 2.0 * expected[j];
                     v[j] = 0.99 * v[j] + 0.01 * g * g;

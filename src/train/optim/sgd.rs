@@ -1,6 +1,5 @@
 //! SGD with optional momentum (PyTorch: `b ← μ b + g`, `p ← p − lr · b`).
 
-use candle_core::backprop::GradStore;
 use candle_core::{Result, Tensor, Var};
 
 use super::Optimizer;
@@ -21,9 +20,9 @@ impl Sgd {
 }
 
 impl Optimizer for Sgd {
-    fn step(&mut self, grads: &GradStore) -> Result<()> {
+    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
         for (i, var) in self.vars.iter().enumerate() {
-            let Some(g) = grads.get(var.as_tensor()) else {
+            let Some(g) = &grads[i] else {
                 continue;
             };
             let update = match (&self.buf[i], self.momentum > 0.0) {

@@ -1,0 +1,190 @@
+//! Manual backward passes: what an [`Op`](super::Op) with its own reverse mode receives and
+//! returns (see `compile::tape`, which drives them over the time steps of a training run).
+//!
+//! A primitive opts in with `Op::has_backward`; its `forward_train` returns the outputs and
+//! the intermediate values its `backward` needs ([`Saved`]); `backward` gets the gradients of
+//! the loss with respect to the outputs and returns those with respect to the inputs, adding
+//! the parameters' gradients into their [`ParamGrad`] accumulators (summed over time steps in
+//! place). Primitives without one fall back to candle's autograd, node by node.
+
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
+
+use crate::kernels::{real::Real, view};
+
+/// What a node's training forward keeps for its backward.
+pub type Saved = Vec<Tensor>;
+
+/// Everything one node's backward at one time step can use.
+pub struct Backward<'a> {
+    /// The tensor inputs as the forward saw them (contiguous).
+    pub inputs: &'a [Tensor],
+    pub params: &'a [Tensor],
+    pub outputs: &'a [Tensor],
+    pub saved: &'a [Tensor],
+    /// `d loss / d output_k`, `None` where the output does not reach the loss.
+    pub grads: &'a [Option<Tensor>],
+    /// Which inputs need a gradient (the others may be returned as `None`).
+    pub needs: &'a [bool],
+}
+
+impl Backward<'_> {
+    /// The gradient of output `k`, zeros where it does not reach the loss.
+    pub fn grad_or_zeros(&self, k: usize) -> Result<Tensor> {
+        match &self.grads[k] {
+            Some(g) => view::contiguous(g),
+            None => self.outputs[k].zeros_like(),
+        }
+    }
+}
+
+/// The backward of `op` by candle's autograd on its `forward` (for the rare shapes a manual
+/// backward does not cover): recomputes the forward on `Var` copies of the inputs and
+/// parameters and differentiates `Σ_k ⟨out_k, grad_k⟩`.
+pub fn via_autograd(
+    op: &dyn super::Op,
+    b: &Backward<'_>,
+    param_grads: &mut [ParamGrad],
+) -> Result<Vec<Option<Tensor>>> {
+    use candle_core::Var;
+    let in_vars: Vec<Option<Var>> = b
+        .inputs
+        .iter()
+        .zip(b.needs)
+        .map(|(t, &n)| if n && t.dtype().is_float() { Var::from_tensor(t).map(Some) } else { Ok(None) })
+        .collect::<Result<_>>()?;
+    let p_vars: Vec<Var> = b.params.iter().map(Var::from_tensor).collect::<Result<_>>()?;
+    let ins: Vec<&Tensor> =
+        b.inputs.iter().zip(&in_vars).map(|(t, v)| v.as_ref().map_or(t, |v| v.as_tensor())).collect();
+    let ps: Vec<&Tensor> = p_vars.iter().map(|v| v.as_tensor()).collect();
+    let outs = op.forward(&ins, &ps)?;
+    let mut dot: Option<Tensor> = None;
+    for (o, g) in outs.iter().zip(b.grads) {
+        if let Some(g) = g {
+            let term = (o * g)?.sum_all()?;
+            dot = Some(match dot {
+                Some(d) => (d + term)?,
+                None => term,
+            });
+        }
+    }
+    let Some(dot) = dot else { return Ok(vec![None; b.inputs.len()]) };
+    let store = dot.backward()?;
+    for (pg, v) in param_grads.iter_mut().zip(&p_vars) {
+        if let Some(g) = store.get(v.as_tensor()) {
+            pg.add(g)?;
+        }
+    }
+    Ok(in_vars.iter().map(|v| v.as_ref().and_then(|v| store.get(v.as_tensor())).map(Tensor::detach)).collect())
+}
+
+/// A parameter's gradient, summed in place over every use (nodes and time steps). Empty until
+/// the first contribution, as a parameter that never reaches the loss has no gradient.
+#[derive(Default)]
+pub struct ParamGrad(Option<CpuStorage>);
+
+impl ParamGrad {
+    /// The accumulator as a slice of `n` elements (zeros on first use).
+    pub fn slice_mut<T: Real>(&mut self, n: usize) -> Result<&mut [T]> {
+        let storage = self.0.get_or_insert_with(|| T::to_cpu_storage_owned(vec![T::zero(); n]));
+        let dtype = storage.dtype();
+        match T::as_mut_vec(storage) {
+            Some(v) if v.len() == n => Ok(v.as_mut_slice()),
+            Some(v) => bail!("parameter gradient has {} elements, a contribution has {n}", v.len()),
+            None => bail!("parameter gradient has dtype {dtype:?}, a contribution {:?}", T::DTYPE),
+        }
+    }
+
+    /// Adds `g` (any shape with the parameter's number of elements).
+    pub fn add(&mut self, g: &Tensor) -> Result<()> {
+        match g.dtype() {
+            DType::F32 => self.add_typed::<f32>(g),
+            DType::F64 => self.add_typed::<f64>(g),
+            other => bail!("parameter gradients must be f32 or f64, got {other:?}"),
+        }
+    }
+
+    fn add_typed<T: Real>(&mut self, g: &Tensor) -> Result<()> {
+        let n = g.elem_count();
+        view::with_slice::<T, _>(g, |src| {
+            let dst = self.slice_mut::<T>(n)?;
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d += *s;
+            }
+            Ok(())
+        })
+    }
+
+    /// Adds `g` summed over its leading (batch) axis: `g` is `[B, ...]` for a parameter of
+    /// `...` elements (e.g. a learned initial state broadcast over the batch).
+    pub fn add_batch_sum(&mut self, g: &Tensor) -> Result<()> {
+        match g.dtype() {
+            DType::F32 => self.add_batch_sum_typed::<f32>(g),
+            DType::F64 => self.add_batch_sum_typed::<f64>(g),
+            other => bail!("parameter gradients must be f32 or f64, got {other:?}"),
+        }
+    }
+
+    fn add_batch_sum_typed<T: Real>(&mut self, g: &Tensor) -> Result<()> {
+        let batch = g.dim(0)?;
+        let n = g.elem_count() / batch.max(1);
+        view::with_slice::<T, _>(g, |src| {
+            let dst = self.slice_mut::<T>(n)?;
+            for ex in src.chunks_exact(n.max(1)) {
+                for (d, s) in dst.iter_mut().zip(ex) {
+                    *d += *s;
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The summed gradient as a tensor of `shape`, or `None` if nothing was added.
+    pub fn into_tensor(self, shape: impl Into<Shape>) -> Result<Option<Tensor>> {
+        let Some(storage) = self.0 else { return Ok(None) };
+        let shape = shape.into();
+        Ok(Some(match storage {
+            CpuStorage::F32(v) => view::tensor(v, shape)?,
+            CpuStorage::F64(v) => view::tensor(v, shape)?,
+            other => bail!("parameter gradient of dtype {:?}", other.dtype()),
+        }))
+    }
+}
+
+/// Calls `$body` with `$T` bound to the element type of `$dtype` (f32 or f64).
+macro_rules! with_real {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            candle_core::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            candle_core::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            other => candle_core::bail!("the training kernels support f32 and f64, got {other:?}"),
+        }
+    };
+}
+pub(crate) use with_real;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    #[test]
+    fn gradients_accumulate_in_place_and_stay_empty_when_unused() -> Result<()> {
+        let mut g = ParamGrad::default();
+        g.add(&Tensor::new(&[1.0f32, 2.0], &Device::Cpu)?)?;
+        g.add(&Tensor::new(&[[0.5f32], [0.25]], &Device::Cpu)?)?;
+        g.add_batch_sum(&Tensor::new(&[[1.0f32, 1.0], [2.0, 2.0]], &Device::Cpu)?)?;
+        assert_eq!(g.into_tensor(2)?.unwrap().to_vec1::<f32>()?, vec![4.5, 5.25]);
+        assert!(ParamGrad::default().into_tensor(2)?.is_none());
+        let mut wrong = ParamGrad::default();
+        wrong.add(&Tensor::new(&[1.0f32], &Device::Cpu)?)?;
+        assert!(wrong.add(&Tensor::new(&[1.0f64], &Device::Cpu)?).is_err());
+        Ok(())
+    }
+}

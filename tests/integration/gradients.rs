@@ -1,0 +1,152 @@
+//! memctl's reverse mode (`compile::tape`, manual backward passes with candle's autograd as
+//! the per-node fallback) gives the gradients candle's autograd gives over the whole run, on
+//! tiny models in f64: STM with and without gates and transfer, learned and fixed α, LSTM on
+//! tokens, and models built on primitives without a manual backward (`namWR`, `mhdpa`).
+
+use candle_core::{DType, Device, Tensor};
+use memctl::check::Trial;
+use memctl::train::{Autograd, Stepper, data_seed};
+
+use crate::support::trials;
+
+const STM: &str = include_str!("../../specs/models/stm.mem");
+
+/// The loss and every parameter's gradient of the first batch, both ways.
+fn compare(trial: &Trial, tolerance: f64) {
+    let device = Device::Cpu;
+    let mut data = trial.task.data(data_seed(trial.config.seed), &device).unwrap();
+    let batch = data.train_batch(trial.config.train.batch).unwrap();
+    let tape = Stepper::with(trial, &device, DType::F64, Autograd::Tape).unwrap();
+    let candle = Stepper::with(trial, &device, DType::F64, Autograd::Candle).unwrap();
+    let (l1, g1) = tape.loss_and_grads(&batch).unwrap();
+    let (l2, g2) = candle.loss_and_grads(&batch).unwrap();
+    let what = format!(
+        "{} {}",
+        trial.config.model,
+        trial.config.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    );
+    assert!((l1 - l2).abs() <= tolerance * l2.abs(), "{what}: loss {l1} vs {l2}");
+    let mut nonzero = 0;
+    for ((spec, a), b) in trial.graph.params.iter().zip(&g1).zip(&g2) {
+        let flat = |g: &Option<Tensor>| g.as_ref().map(|g| g.flatten_all().unwrap().to_vec1::<f64>().unwrap());
+        let (a, b) = (flat(a), flat(b));
+        assert_eq!(a.is_some(), b.is_some(), "{what}: {} has a gradient one way only", spec.name);
+        let (Some(a), Some(b)) = (a, b) else { continue };
+        let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+            assert!(
+                (x - y).abs() <= tolerance * scale.max(1e-12),
+                "{what}: d loss / d {}[{i}]: tape {x}, candle {y} (largest {scale})",
+                spec.name
+            );
+        }
+        nonzero += usize::from(scale > 0.0);
+    }
+    assert!(nonzero >= trial.graph.params.len() / 2, "{what}: only {nonzero} parameters have a gradient");
+}
+
+fn stm_trials(args: &str, sweep: &str) -> Vec<Trial> {
+    let spec = format!(
+        "{STM}\ntask random = randomSequence(input = 3, output = 2, length = 4)\n\
+         experiment e {{ task random model stm(d = 4, nq = 2, nr = 3, head = 5{args}) \
+         train {{ batch = 3 }} sweep {{ {sweep} }} }}"
+    );
+    trials("stm.mem", &spec)
+}
+
+#[test]
+fn stm_tape_gradients_equal_candle_autograd() {
+    for trial in stm_trials("", "gates in [true, false], transfer in [true, false]") {
+        compare(&trial, 1e-9);
+    }
+    // Fixed, non-zero α: every path through the relational memory carries gradient.
+    let fixed = ", learn_alpha = false, alpha1 = 0.5, alpha2 = 0.7, alpha3 = -0.3";
+    for trial in stm_trials(fixed, "gates in [true, false]") {
+        compare(&trial, 1e-9);
+    }
+}
+
+#[test]
+fn stm_with_learned_non_zero_alphas_and_a_token_input() {
+    let spec = r#"
+    task tiny = assocRetrieval(pairs = 2, train = 16, validation = 8, test = 8)
+    model stm(d = 4, nq = 2, nr = 3) {
+      state Mi = learned(d, d)
+      state Mr = learned(nq, d, d)
+      step token {
+        x = embed(token, 5)
+        a = linear(x, d)
+        b = linear(x, d)
+        c = linear(x, nq)
+        vr = relRead(Mr, c, b)
+        Mi = itemWrite(Mi, a, b)
+        R = samRead(Mi + scalar(0.4) * (vr ⊗ b), nq = nq)
+        Mi = Mi - scalar(-0.3) * transfer(R)
+        Mr = scalar(0.6) * Mr + R
+        out linear(mlp(distill(Mr, nr = nr, size = 6), [5], final_relu = false), output_size)
+      }
+    }
+    experiment e { task tiny model stm train { batch = 3 } }
+    "#;
+    compare(&trials("t.mem", spec)[0], 1e-9);
+}
+
+#[test]
+fn lstm_tape_gradients_equal_candle_autograd() {
+    let spec = r#"
+    task tiny = assocRetrieval(pairs = 2, train = 16, validation = 8, test = 8)
+    model lstm(hidden = 5) {
+      state c = zeros(hidden)
+      state h = zeros(hidden)
+      step token {
+        c, h = lstmCell(c, h, embed(token, 4))
+        out linear(h, output_size)
+      }
+    }
+    experiment e { task tiny model lstm train { batch = 3 } }
+    "#;
+    compare(&trials("t.mem", spec)[0], 1e-9);
+}
+
+#[test]
+fn primitives_without_a_manual_backward_fall_back_to_candle() {
+    let spec = r#"
+    task random = randomSequence(input = 3, output = 2, length = 4)
+    model nam(d = 4) {
+      state M = zeros(d, d)
+      state R = learned(3, d)
+      step x {
+        k = linear(x, d)
+        p = sigmoid(linear(x, 1))
+        M = namWR(M, k, tanh(linear(x, d)), p, p)
+        R = mhdpa(R, linear(x, d), heads = 2, head_size = 2)
+        out linear(relu(flatten(M) + concat(flatten(R), linear(x, 4))), output_size)
+      }
+    }
+    experiment e { task random model nam train { batch = 3 } }
+    "#;
+    compare(&trials("t.mem", spec)[0], 1e-9);
+}
+
+/// Split over threads, the batch is cut into parts trained independently and summed: the
+/// same loss and gradients as one part (up to summation order).
+#[test]
+fn batch_parts_on_several_threads_sum_to_the_whole() {
+    let trial = &stm_trials(", learn_alpha = false, alpha1 = 0.5, alpha2 = 0.7, alpha3 = -0.3", "seed in [1]")[0];
+    let device = Device::Cpu;
+    let mut data = trial.task.data(data_seed(trial.config.seed), &device).unwrap();
+    let batch = data.train_batch(trial.config.train.batch).unwrap();
+    let stepper = Stepper::with(trial, &device, DType::F64, Autograd::Tape).unwrap();
+    let run = |threads| memctl::pool::run_in_pool(threads, || stepper.loss_and_grads(&batch).unwrap()).unwrap();
+    let (l1, g1) = run(1);
+    for threads in [2, 3] {
+        let (l, g) = run(threads);
+        assert!((l - l1).abs() < 1e-12 * l1.abs(), "{threads} threads: loss {l} vs {l1}");
+        for (a, b) in g.iter().zip(&g1) {
+            let (a, b) = (a.as_ref().unwrap(), b.as_ref().unwrap());
+            let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+            let scale = b.abs().unwrap().max_all().unwrap().to_scalar::<f64>().unwrap();
+            assert!(diff <= 1e-12 * scale.max(1e-12), "{threads} threads: gradients differ by {diff}");
+        }
+    }
+}
