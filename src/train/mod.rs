@@ -208,8 +208,21 @@ pub fn data_seed(seed: u64) -> u64 {
     seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0xD1B5_4A32_D192_ED03)
 }
 
-/// Trains one trial on `device`. `cancel` is polled between steps.
+/// Trains one trial on `device` (gradients by the device's default method, see
+/// [`Autograd::default_for`]). `cancel` is polled between steps.
 pub fn train(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &AtomicBool) -> Outcome {
+    train_with(trial, device, Autograd::default_for(device), observer, cancel)
+}
+
+/// [`train`] with a chosen gradient method: `Autograd::Candle` on the CPU runs exactly the
+/// device-generic path a CUDA device runs (tests use it; there is no GPU here).
+pub fn train_with(
+    trial: &Trial,
+    device: &Device,
+    autograd: Autograd,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+) -> Outcome {
     let mut out = Outcome {
         ending: Ending::Done,
         stop_reason: "steps".into(),
@@ -222,7 +235,7 @@ pub fn train(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &A
         train_seconds: 0.0,
         eval_seconds: 0.0,
     };
-    if let Err(e) = train_into(trial, device, observer, cancel, &mut out) {
+    if let Err(e) = train_into(trial, device, autograd, observer, cancel, &mut out) {
         out.ending = Ending::Failed(e.to_string());
         out.stop_reason = e.to_string();
     }
@@ -240,13 +253,14 @@ enum TrainError {
 fn train_into(
     trial: &Trial,
     device: &Device,
+    autograd: Autograd,
     observer: &dyn Observer,
     cancel: &AtomicBool,
     out: &mut Outcome,
 ) -> Result<(), TrainError> {
     let cfg = &trial.config.train;
     let target = trial.task.target();
-    let mut stepper = Stepper::new(trial, device)?;
+    let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let eval_batch = (cfg.batch * 2).clamp(64, 512);
     let started = Instant::now();

@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicBool;
 
 use candle_core::Device;
-use memctl::train::{self, Ending, Silent};
+use memctl::train::{self, Autograd, Ending, Silent};
 
 use crate::support::{TINY, trials};
 
@@ -39,6 +39,24 @@ fn the_same_trial_gives_the_same_result() {
     let b = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     assert_eq!(a.curves, b.curves);
     assert_eq!(a.final_metrics, b.final_metrics);
+}
+
+/// The CUDA build trains through candle's autograd over device-generic tensor ops (the
+/// fused CPU kernels never run there); the same path on the CPU trains, and agrees with the
+/// CPU's own reverse mode.
+#[test]
+fn the_device_generic_path_trains_and_agrees_with_the_cpu_path() {
+    for trial in trials("tiny.mem", TINY).iter().filter(|t| t.config.seed <= 1) {
+        let generic = train::train_with(trial, &Device::Cpu, Autograd::Candle, &Silent, &AtomicBool::new(false));
+        let tape = train::train_with(trial, &Device::Cpu, Autograd::Tape, &Silent, &AtomicBool::new(false));
+        assert_eq!(generic.ending, Ending::Done, "{}", trial.config.model);
+        assert_eq!(generic.steps_run, tape.steps_run);
+        // Losses, not accuracies: a prediction on the threshold may flip between the two.
+        for m in ["loss", "val_loss"] {
+            let (g, v) = (generic.final_metrics[m], tape.final_metrics[m]);
+            assert!((g - v).abs() <= 1e-3 * v.abs().max(1.0), "{} {m}: generic {g} vs tape {v}", trial.config.model);
+        }
+    }
 }
 
 #[test]
