@@ -21,8 +21,7 @@ pub fn run(_args: Args, ctx: &Context) -> anyhow::Result<i32> {
     for var in ["CANDLE_NUM_THREADS", "RAYON_NUM_THREADS"] {
         println!("  {var}={}", std::env::var(var).unwrap_or_else(|_| "(unset)".into()));
     }
-    println!("  each trial computes on its own pool of --threads threads (default: cores / jobs);"
-    );
+    println!("  each trial computes on its own pool of --threads threads (default: cores / jobs);");
     println!("  flush-to-zero and denormals-are-zero are set on every compute thread");
     println!("store: {}", ctx.store.display());
     Ok(0)
