@@ -71,7 +71,6 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
             seen.push(n);
         }
     }
-    let mut groups = groups;
     for o in overrides {
         for g in &mut groups {
             if let Some(col) = g.names.iter().position(|n| n.name == o.name.name) {
@@ -165,6 +164,7 @@ fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
     match (name, args.as_slice()) {
         ("uniform", [a, b]) | ("loguniform", [a, b]) => {
             let (Some(a), Some(b)) = (a.as_float(), b.as_float()) else { return Err(bad("bounds must be numbers")) };
+            #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(a < b)` also rejects NaN bounds
             if !(a < b) {
                 return Err(bad("the lower bound must be below the upper bound"));
             }

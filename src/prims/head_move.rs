@@ -260,8 +260,8 @@ mod tests {
             let hw = apply("headMove", &mv, &[hw, &moves, &j]);
             (r, tape, keys, hr, hw)
         };
-        let roll_pos = |x: &Tensor| x.roll(s as i32, D::Minus1).unwrap();
-        let roll_tape = |x: &Tensor| x.roll(s as i32, 2).unwrap();
+        let roll_pos = |x: &Tensor| x.roll(s, D::Minus1).unwrap();
+        let roll_tape = |x: &Tensor| x.roll(s, 2).unwrap();
         let a = step(&tape, &keys, &hr, &hw);
         let b2 = step(&roll_tape(&tape), &roll_tape(&keys), &roll_pos(&hr), &roll_pos(&hw));
         let diff =

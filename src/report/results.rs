@@ -212,6 +212,7 @@ pub fn least_squares(points: &[([f64; 3], f64)]) -> Option<([f64; 3], f64)> {
         for row in 0..3 {
             if row != col {
                 let f = m[row][col] / m[col][col];
+                #[allow(clippy::needless_range_loop)] // rows `row` and `col` of one matrix
                 for k in col..4 {
                     m[row][k] -= f * m[col][k];
                 }

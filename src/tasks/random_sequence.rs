@@ -128,7 +128,7 @@ mod tests {
         assert_eq!(b.scored, vec![0, 1, 2, 3, 4]);
         let bits = b.targets.flatten_all().unwrap().to_vec1::<f32>().unwrap();
         assert!(bits.iter().all(|v| *v == 0.0 || *v == 1.0));
-        assert!(bits.iter().any(|v| *v == 1.0) && bits.iter().any(|v| *v == 0.0));
+        assert!(bits.contains(&1.0) && bits.contains(&0.0));
         assert_eq!(task.target(), Target::Bits(2));
     }
 }
