@@ -63,10 +63,11 @@ experiment quick {
   train { batch = 16, steps = 30, eval_every = 10 }
   sweep { hidden in [8, 16]  seed in 1..2 }
 }
+// Bounded by time, not steps, so a kill lands mid-run however fast the machine trains.
 experiment slow {
   task tiny
   model lstm
-  train { batch = 16, steps = 4000, eval_every = 1000 }
+  train { batch = 16, steps = 10000000, eval_every = 1000, max_time = 8 }
   sweep { hidden in [8, 16]  seed in 1..2 }
 }
 "#;
