@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every paper-reproduction spec in specs/paper/ into the store `store/paper`, then writes
 # docs/results.md from that store. Trials already done are skipped, so an interrupted run picks
-# up where it stopped. Expected time on a 2-core machine: about 4 hours (each spec states its own).
+# up where it stopped. Expected time on a 2-core machine: about 3½ hours (each spec states its own).
 #
 #   scripts/reproduce.sh            # everything
 #   MEMCTL=path/to/memctl scripts/reproduce.sh
