@@ -98,7 +98,7 @@ fn quickstart_checks_and_one_bad_file_fails_the_batch() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stdout.contains("experiment quickstart_stm: 1 trial"), "{stdout}");
+    assert!(stdout.contains("experiment quickstart_namtm: 1 trial"), "{stdout}");
     assert!(stdout.contains("experiment quickstart_lstm: 1 trial"), "{stdout}");
     assert!(stderr.contains("bad.mem:2:1"), "{stderr}");
     assert!(stderr.contains("this `{` is not closed"), "{stderr}");
