@@ -34,7 +34,7 @@ fn bench(batch: usize, d: usize, heads: usize, iters: usize) -> candle_core::Res
             ArgVal::Value(Value::Int(heads as i64)),
         ],
     };
-    let inst = prim.instantiate(&args).map_err(|e| candle_core::Error::Msg(e.message))?;
+    let op = prim.lower(&args).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
     let dev = Device::Cpu;
     let var = |dims: &[usize], scale: f64| -> candle_core::Result<Var> {
         Var::from_tensor(&(Tensor::randn(0f32, 1.0, dims, &dev)? * scale)?)
@@ -52,7 +52,7 @@ fn bench(batch: usize, d: usize, heads: usize, iters: usize) -> candle_core::Res
     let (mut fwd, mut both) = (vec![], vec![]);
     for i in 0..=iters {
         let t0 = Instant::now();
-        let out = inst.op.forward(&inputs, &[])?.remove(0);
+        let out = op.forward(&inputs, &[])?.remove(0);
         let t1 = Instant::now();
         let grads = loss(&out)?.backward()?;
         let t2 = Instant::now();

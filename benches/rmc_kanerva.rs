@@ -46,7 +46,9 @@ fn bind(call: &Call) -> Args {
 /// Median ms of forward + backward; `init` gives each tensor input's data for a batch.
 fn time(call: &Call, batch: usize, init: &dyn Fn(&str, &[usize]) -> Tensor) -> f64 {
     let p = prims::get(call.prim).expect("registered primitive");
-    let inst = p.instantiate(&bind(call)).unwrap_or_else(|e| panic!("{}: {}", call.prim, e.message));
+    let args = bind(call);
+    let inferred = p.infer(&args).unwrap_or_else(|e| panic!("{}: {e}", call.prim));
+    let op = p.lower(&args).unwrap_or_else(|e| panic!("{}: {e}", call.prim));
     let dev = Device::Cpu;
     let inputs: Vec<Var> = p
         .signature()
@@ -58,7 +60,7 @@ fn time(call: &Call, batch: usize, init: &dyn Fn(&str, &[usize]) -> Tensor) -> f
             Var::from_tensor(&init(name, &dims)).expect("var")
         })
         .collect();
-    let params: Vec<Var> = inst
+    let params: Vec<Var> = inferred
         .params
         .iter()
         .map(|pd| Var::from_tensor(&(Tensor::randn(0f32, 0.1, pd.shape.clone(), &dev).expect("randn"))).expect("var"))
@@ -67,7 +69,7 @@ fn time(call: &Call, batch: usize, init: &dyn Fn(&str, &[usize]) -> Tensor) -> f
         let ins: Vec<&Tensor> = inputs.iter().map(|v| v.as_tensor()).collect();
         let ps: Vec<&Tensor> = params.iter().map(|v| v.as_tensor()).collect();
         let start = Instant::now();
-        let outs = inst.op.forward(&ins, &ps).expect("forward");
+        let outs = op.forward(&ins, &ps).expect("forward");
         let mut loss = Tensor::zeros((), DType::F32, &dev).expect("zeros");
         for o in &outs {
             let w = Tensor::randn(0f32, 1.0, o.dims(), &dev).expect("randn");

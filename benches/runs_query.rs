@@ -123,7 +123,8 @@ fn children_cpu() -> f64 {
 
 fn main() {
     let spec = memctl::lang::parse_str("bench.mem", SPEC).unwrap_or_else(|e| panic!("{}", e.render(false)));
-    let program = memctl::check::check(&spec).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+    let program = memctl::check::check(&spec, &memctl::prims::Primitives)
+        .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
     let base = program.experiments[0].trials[0].config.clone();
     // RUNS_QUERY_STORE=PATH keeps the filled store there (for timing `memctl` by hand).
     let dir = tempfile::tempdir().expect("temporary directory");

@@ -1,61 +1,14 @@
 //! The step graph: a model elaborated for one parameter setting, with every value's shape known.
 //!
-//! The checker builds it (no candle needed); the compiler turns it into candle computations.
+//! The checker builds it (no candle needed); the compiler lowers each node's checked call to an
+//! op and runs them.
 //! Nodes are in evaluation order. Shapes are per example: the batch dimension is implicit.
 
 use std::fmt;
-use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
-use crate::prims::Op;
+use crate::signature::Args;
 use crate::source::Span;
-
-/// Per-example shape of a tensor (the batch dimension is not included).
-pub type Shape = Vec<usize>;
-
-/// The type of a runtime value.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Ty {
-    /// A float tensor of this per-example shape.
-    Tensor(Shape),
-    /// One token id per example, from a vocabulary of this size.
-    Tokens(usize),
-}
-
-impl Ty {
-    pub fn shape(&self) -> Option<&Shape> {
-        match self {
-            Ty::Tensor(s) => Some(s),
-            Ty::Tokens(_) => None,
-        }
-    }
-}
-
-impl fmt::Display for Ty {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Ty::Tensor(s) => write!(f, "{}", ShapeDisplay(s)),
-            Ty::Tokens(v) => write!(f, "tokens({v})"),
-        }
-    }
-}
-
-/// Displays a shape as `[d0, d1]` (`[]` for a scalar).
-pub struct ShapeDisplay<'a>(pub &'a [usize]);
-
-impl fmt::Display for ShapeDisplay<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("[")?;
-        for (i, d) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            write!(f, "{d}")?;
-        }
-        f.write_str("]")
-    }
-}
+pub use crate::ty::{Init, Shape, ShapeDisplay, Ty};
 
 /// Where a node's input comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,17 +19,6 @@ pub enum Source {
     State(usize),
     /// Output `k` of node `n`.
     Node(usize, usize),
-}
-
-/// How a parameter tensor is initialised (deterministically from the trial seed and its name).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum Init {
-    /// U(-bound, bound), e.g. PyTorch's default Linear init with bound 1/√fan_in.
-    Uniform(f64),
-    /// N(0, std²).
-    Normal(f64),
-    /// Every element equal to this value.
-    Constant(f64),
 }
 
 /// A learned tensor owned by one call site.
@@ -115,7 +57,9 @@ pub struct StateSpec {
 /// One primitive application.
 #[derive(Clone)]
 pub struct Node {
-    pub op: Arc<dyn Op>,
+    /// The call's arguments as checked (shapes and option values), from which the compiler
+    /// lowers the op.
+    pub args: Args,
     pub inputs: Vec<Source>,
     /// Indices into [`StepGraph::params`].
     pub params: Vec<usize>,

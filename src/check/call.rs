@@ -2,7 +2,7 @@
 
 use crate::diag::Diagnostic;
 use crate::lang::ast::{Call, Expr};
-use crate::prims::{ArgKind, ArgSpec, Default};
+use crate::signature::{ArgKind, ArgSpec, Default};
 use crate::value::{Kind, Value};
 
 /// The expression given for each signature slot (`None`: not given, default applies).

@@ -11,7 +11,7 @@ use super::consteval;
 use crate::diag::Diagnostic;
 use crate::graph::{Init, Node, ParamSpec, Shape, ShapeDisplay, Source, StateInit, StateSpec, StepGraph, Ty};
 use crate::lang::ast::{self, BinaryOp, Expr, ExprKind, Stmt, UnaryOp};
-use crate::prims::{self, ArgKind, ArgVal, Args, Default, PrimError, Primitive};
+use crate::signature::{ArgKind, ArgVal, Args, Catalog, Default, PrimError, Primitive};
 use crate::source::Span;
 use crate::value::Value;
 
@@ -39,6 +39,7 @@ pub fn elaborate(
     model: &ast::Model,
     params: &BTreeMap<String, Value>,
     task: &TaskShape,
+    catalog: &'static dyn Catalog,
 ) -> Result<StepGraph, Diagnostic> {
     let Some(step) = &model.step else {
         return Err(Diagnostic::error(format!("model `{}` has no `step`", model.name.name))
@@ -46,6 +47,7 @@ pub fn elaborate(
             .hint("add `step x { ... out ... }`: the computation run at every time step"));
     };
     let mut e = Elab {
+        catalog,
         env: HashMap::new(),
         fixed: vec![],
         graph: StepGraph {
@@ -120,6 +122,8 @@ enum Ev {
 }
 
 struct Elab {
+    /// The primitives calls may use.
+    catalog: &'static dyn Catalog,
     env: HashMap<String, Binding>,
     /// Names that cannot be assigned: parameters and `input_size`/`output_size`.
     fixed: Vec<String>,
@@ -350,7 +354,7 @@ impl Elab {
                 Some(Binding::Tensor(s, t)) => Ok(Ev::Tensor(*s, t.clone())),
                 None => {
                     let mut d = consteval::unknown_name(n, e.span, &self.names());
-                    if prims::get(n).is_some() {
+                    if self.catalog.primitive(n).is_some() {
                         d = d.hint(format!("`{n}` is a primitive: call it, e.g. `{n}(x, …)`"));
                     }
                     Err(d)
@@ -480,14 +484,14 @@ impl Elab {
 
     fn call(&mut self, c: &ast::Call, hint: &str) -> Res<Ev> {
         let name = c.callee.name.as_str();
-        let Some(prim) = prims::get(name) else {
+        let Some(prim) = self.catalog.primitive(name) else {
             if STATE_INITS.contains(&name) {
                 return Err(Diagnostic::error(format!("`{name}` can only initialise a `state`"))
                     .at(c.callee.span, "not a primitive")
                     .hint(format!("declare `state S = {name}(…)` in the model, outside `step`")));
             }
             let mut d = Diagnostic::error(format!("unknown primitive `{name}`")).at(c.callee.span, "not a primitive");
-            if let Some(h) = super::suggest::did_you_mean(name, prims::PRIMS.iter().map(|p| p.name())) {
+            if let Some(h) = super::suggest::did_you_mean(name, self.catalog.primitive_names()) {
                 d = d.hint(h);
             } else {
                 d = d.hint("`memctl prims` lists the primitives");
@@ -540,7 +544,7 @@ impl Elab {
         span: Span,
         hint: &str,
     ) -> Res<Ev> {
-        let prim = prims::get(name).ok_or_else(|| {
+        let prim = self.catalog.primitive(name).ok_or_else(|| {
             Diagnostic::error(format!("internal error: primitive `{name}` is not registered")).at(span, "here")
         })?;
         let mut args = args;
@@ -566,7 +570,7 @@ impl Elab {
         let bound = Args { signature, values: args.iter().map(|(v, _, _)| v.clone()).collect() };
         // A primitive that panics on some shapes is a bug in memctl, not in the spec: it becomes
         // a located internal error rather than a crash.
-        let inst = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prim.instantiate(&bound)))
+        let inst = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prim.infer(&bound)))
             .map_err(|_| {
                 Diagnostic::error(format!(
                     "internal error in memctl: `{}` failed while checking this call",
@@ -623,7 +627,7 @@ impl Elab {
             .join(",");
         let index = self.graph.nodes.len();
         self.graph.nodes.push(Node {
-            op: inst.op,
+            args: bound,
             inputs: args.iter().filter_map(|(_, s, _)| *s).collect(),
             params: param_ids,
             outputs: inst.outputs.clone(),
@@ -664,12 +668,12 @@ impl Elab {
                 Some((ArgVal::Value(v), _, _)) => format!("{v}"),
                 _ => format!("in `{}`", prim.name()),
             };
-        let mut d = Diagnostic::error(format!("{}: {}", prim.name(), pe.message)).at(at, label);
+        let mut d = Diagnostic::error(format!("{}: {pe}", prim.name())).at(at, label);
         if at != span {
             d = d.also(span, "in this call");
         }
-        if let Some(h) = pe.hint {
-            d = d.hint(h);
+        if let Some(h) = &pe.hint {
+            d = d.hint(h.to_string());
         }
         d
     }

@@ -9,7 +9,7 @@ use super::{call, consteval, elaborate, model_params, settings};
 use crate::diag::Diagnostic;
 use crate::graph::StepGraph;
 use crate::lang::ast;
-use crate::prims::ArgKind;
+use crate::signature::{ArgKind, Catalog};
 use crate::source::Span;
 use crate::tasks::{self, Task};
 use crate::train::config::TrainConfig;
@@ -68,6 +68,7 @@ pub fn plan(
     models: &HashMap<&str, &ast::Model>,
     task_defs: &HashMap<&str, &ast::TaskDef>,
     overrides: &[Override],
+    catalog: &'static dyn Catalog,
 ) -> Result<(ExperimentPlan, Vec<String>), Diagnostic> {
     let name = &exp.name.name;
     let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
@@ -229,7 +230,7 @@ pub fn plan(
         let graph = match graphs.get(&graph_key) {
             Some(g) => g.clone(),
             None => {
-                let g = Arc::new(elaborate::elaborate(model, &params, &shape).map_err(|d| {
+                let g = Arc::new(elaborate::elaborate(model, &params, &shape, catalog).map_err(|d| {
                     let values: Vec<String> = swept.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                     if values.is_empty() {
                         d
@@ -405,9 +406,9 @@ fn instantiate_task(
             .and_then(|a| kind.signature().iter().position(|s| s.name == a))
             .and_then(|i| options.get(i))
             .map_or(at, |(_, s)| *s);
-        let mut d = Diagnostic::error(format!("{}: {}", kind.name(), e.message)).at(span, "invalid option");
-        if let Some(h) = e.hint {
-            d = d.hint(h);
+        let mut d = Diagnostic::error(format!("{}: {e}", kind.name())).at(span, "invalid option");
+        if let Some(h) = &e.hint {
+            d = d.hint(h.to_string());
         }
         d
     })

@@ -20,6 +20,7 @@ pub use sweep::Override;
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::lang::{Spec, ast};
+use crate::signature::Catalog;
 
 /// A checked spec: its experiments, expanded.
 pub struct Program {
@@ -28,14 +29,15 @@ pub struct Program {
     pub unused_models: Vec<String>,
 }
 
-/// Checks a parsed spec.
-pub fn check(spec: &Spec) -> Result<Program, Diagnostics> {
-    check_with(spec, &[])
+/// Checks a parsed spec against the primitives `catalog` offers (memctl's own:
+/// `prims::Primitives`).
+pub fn check(spec: &Spec, catalog: &'static dyn Catalog) -> Result<Program, Diagnostics> {
+    check_with(spec, &[], catalog)
 }
 
 /// Checks a parsed spec with command-line overrides (`d=48,96`): each replaces the sweep of
 /// that name, or adds one, in every experiment where the name means something.
-pub fn check_with(spec: &Spec, overrides: &[Override]) -> Result<Program, Diagnostics> {
+pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Catalog) -> Result<Program, Diagnostics> {
     let ast = &spec.ast;
     let mut errors: Vec<Diagnostic> = vec![];
     let models = unique(&ast.models, |m| &m.name, "model", &mut errors);
@@ -59,7 +61,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override]) -> Result<Program, Diagno
     let mut experiments = vec![];
     let mut applied: Vec<String> = vec![];
     for e in &ast.experiments {
-        match experiment::plan(e, &models, &tasks, overrides) {
+        match experiment::plan(e, &models, &tasks, overrides, catalog) {
             Ok((p, names)) => {
                 experiments.push(p);
                 applied.extend(names);
@@ -93,7 +95,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override]) -> Result<Program, Diagno
     let used: Vec<&str> = experiments.iter().flat_map(|p| p.trials.first().map(|t| t.config.model.as_str())).collect();
     let unused: Vec<&ast::Model> = ast.models.iter().filter(|m| !used.contains(&m.name.name.as_str())).collect();
     for m in &unused {
-        if let Err(d) = probe(m) {
+        if let Err(d) = probe(m, catalog) {
             errors.push(d);
         }
     }
@@ -107,7 +109,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override]) -> Result<Program, Diagno
 /// Checks a model no experiment uses (a library file) with its defaults on probe tasks: token
 /// inputs and vector inputs (16 wide), 10 outputs. It is accepted if either fits; a model with
 /// a parameter that has no default cannot be probed and is checked where it is used.
-fn probe(model: &ast::Model) -> Result<(), Diagnostic> {
+fn probe(model: &ast::Model, catalog: &'static dyn Catalog) -> Result<(), Diagnostic> {
     let entries = model_params::table(model)?;
     if entries.iter().any(|e| e.default.is_none()) {
         return Ok(());
@@ -116,7 +118,7 @@ fn probe(model: &ast::Model) -> Result<(), Diagnostic> {
     let mut first_error = None;
     for input in [crate::graph::Ty::Tensor(vec![16]), crate::graph::Ty::Tokens(16)] {
         let shape = elaborate::TaskShape { input, output_size: 10, name: "probe".into() };
-        match elaborate::elaborate(model, &params, &shape) {
+        match elaborate::elaborate(model, &params, &shape, catalog) {
             Ok(_) => return Ok(()),
             Err(d) => {
                 first_error.get_or_insert(d);

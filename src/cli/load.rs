@@ -90,7 +90,7 @@ pub fn load_checked_from(
             }
         }
     }
-    match check::check_with(&spec, &parsed) {
+    match check::check_with(&spec, &parsed, &crate::prims::Primitives) {
         Ok(p) => Ok((spec, p)),
         Err(d) => {
             eprint!("{}", d.render(&spec.sources, ctx.color));

@@ -11,11 +11,14 @@ use std::sync::Arc;
 
 use candle_core::{DType, Device, Result, Tensor, Var};
 
-use crate::graph::{Source, StateInit, StepGraph};
+use crate::graph::{Node, Source, StateInit, StepGraph};
+use crate::prims::Op;
 
-/// A model ready to run: its graph and its parameters on one device.
+/// A model ready to run: its graph, each node's op, and its parameters on one device.
 pub struct Cell {
     graph: Arc<StepGraph>,
+    /// The op of each node, lowered from its checked call.
+    ops: Vec<Arc<dyn Op>>,
     vars: Vec<Var>,
     /// Nodes the next state depends on (the rest only feed the output).
     needed_for_state: Vec<bool>,
@@ -28,6 +31,7 @@ pub struct Cell {
 impl Cell {
     /// Creates the parameters, deterministically from `seed` (see [`init`]).
     pub fn new(graph: Arc<StepGraph>, seed: u64, device: &Device, dtype: DType) -> Result<Cell> {
+        let ops = graph.nodes.iter().map(lower).collect::<Result<Vec<_>>>()?;
         let mut vars = vec![];
         for p in &graph.params {
             let values = init::values(&p.init, p.numel(), &mut init::param_rng(seed, &p.name));
@@ -47,7 +51,7 @@ impl Cell {
             .collect::<Result<Vec<_>>>()?;
         let needed_for_state = dependencies(&graph, &graph.next_states);
         let fusions = crate::prims::fusion::find(&graph);
-        Ok(Cell { graph, vars, needed_for_state, fixed_states, fusions })
+        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -105,7 +109,7 @@ impl Cell {
             }
             let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, x, states, &values)).collect();
             let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-            values.push(node.op.forward(&inputs, &params)?);
+            values.push(self.ops[i].forward(&inputs, &params)?);
         }
         let next = g.next_states.iter().map(|s| fetch(*s, x, states, &values).clone()).collect();
         let out = if want_output { Some(fetch(g.output, x, states, &values).clone()) } else { None };
@@ -135,6 +139,24 @@ impl Cell {
         }
         Tensor::stack(&outs, 0)
     }
+}
+
+/// The op of a checked call. The checker accepted these arguments, so a refusal here (or a
+/// different number of parameters than the graph holds for the call) is a bug in memctl.
+fn lower(node: &Node) -> Result<Arc<dyn Op>> {
+    let internal = |what: String| candle_core::Error::Msg(format!("internal error in memctl: {what}"));
+    let prim = crate::prims::get(node.prim).ok_or_else(|| internal(format!("no primitive `{}`", node.prim)))?;
+    let declared = prim.infer(&node.args).map_err(|e| internal(format!("`{}` at {}: {e}", node.prim, node.path)))?;
+    if declared.params.len() != node.params.len() {
+        return Err(internal(format!(
+            "`{}` at {} declares {} parameters, the graph holds {}",
+            node.prim,
+            node.path,
+            declared.params.len(),
+            node.params.len()
+        )));
+    }
+    prim.lower(&node.args).map_err(|e| internal(format!("`{}` at {}: {e}", node.prim, node.path)))
 }
 
 fn fetch<'a>(s: Source, x: &'a Tensor, states: &'a [Tensor], values: &'a [Vec<Tensor>]) -> &'a Tensor {
@@ -170,7 +192,8 @@ mod tests {
 
     fn cell(spec: &str) -> Cell {
         let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let program = crate::check::check(&spec, &crate::prims::Primitives)
+            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
         let trial = &program.experiments[0].trials[0];
         Cell::new(trial.graph.clone(), 0, &Device::Cpu, DType::F32).unwrap()
     }

@@ -4,7 +4,7 @@
 //! in reverse, summing gradients per value and, for parameters shared across time steps, into
 //! one accumulator each ([`ParamGrad`], in place).
 //!
-//! Nodes whose op has a manual backward (`Op::has_backward`) run their fused `forward_train`
+//! Nodes whose op has a manual backward (`Op::manual`) run their fused `forward_train`
 //! and `backward`. The others fall back to candle's autograd locally: the node's forward runs
 //! on fresh `Var` copies of its inputs (and the cell's parameter `Var`s), keeping its small
 //! candle graph, and its backward is candle's backward of `Σ_k ⟨out_k, grad_k⟩`, from which
@@ -19,7 +19,7 @@ use crate::kernels::elementwise::map2;
 use crate::kernels::real::Real;
 use crate::kernels::view::{self, Read};
 use crate::prims::backward::with_real;
-use crate::prims::{Backward, ParamGrad, Saved};
+use crate::prims::{Backward, ParamGrad, SavedAny};
 
 /// The loss of scored step `s` (its index among the scored steps) from its logits: the value
 /// (the tape sums them) and `d loss / d logits`.
@@ -31,11 +31,11 @@ enum Rec {
     /// can flow through it.
     Skipped,
     Manual {
-        saved: Saved,
+        saved: SavedAny,
     },
     /// Run with a later node as one fused op (`Cell::fusions[fusion]`).
     FusedProducer {
-        saved: Saved,
+        saved: SavedAny,
         fusion: usize,
     },
     /// Computed by its producer's fused op; its gradient is handled there.
@@ -115,7 +115,7 @@ impl Cell {
                     // Nothing to differentiate: the plain forward.
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
                     values[i] =
-                        node.op.forward(&ins, &params)?.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
+                        self.ops[i].forward(&ins, &params)?.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
                 } else if let Some(f) = fusion {
                     let (producer, consumer) = (node, &g.nodes[self.fusions[f].consumer]);
                     let params: Vec<&Tensor> =
@@ -128,9 +128,9 @@ impl Cell {
                     nodes[i] = Rec::FusedProducer { saved, fusion: f };
                     nodes[c] = Rec::FusedConsumer;
                     node_req[c] = true;
-                } else if node.op.has_backward() {
+                } else if let Some(manual) = self.ops[i].manual() {
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-                    let (outs, saved) = node.op.forward_train(&ins, &params)?;
+                    let (outs, saved) = manual.forward_train(&ins, &params)?;
                     values[i] = outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
                     nodes[i] = Rec::Manual { saved };
                 } else {
@@ -142,7 +142,7 @@ impl Cell {
                     let local: Vec<&Tensor> =
                         ins.iter().zip(&vars).map(|(t, v)| v.as_ref().map_or(*t, |v| v.as_tensor())).collect();
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &tracked[p]).collect();
-                    let outputs = node.op.forward(&local, &params)?;
+                    let outputs = self.ops[i].forward(&local, &params)?;
                     values[i] = outputs.iter().map(|o| o.detach().contiguous()).collect::<Result<_>>()?;
                     nodes[i] = Rec::Fallback { vars, outputs };
                 }
@@ -238,7 +238,7 @@ impl Cell {
                     Rec::Manual { saved } => {
                         let inputs: Vec<Tensor> =
                             node.inputs.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
-                        let params: Vec<Tensor> = node.params.iter().map(|&p| weights[p].clone()).collect();
+                        let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
                         let b = Backward {
                             inputs: &inputs,
                             params: &params,
@@ -247,14 +247,17 @@ impl Cell {
                             grads: &grads,
                             needs: &needs,
                         };
-                        node.op.backward(&b, &mut local)?
+                        let Some(manual) = self.ops[i].manual() else {
+                            candle_core::bail!("internal: node {i} ran its manual forward but has no manual backward")
+                        };
+                        manual.backward(&b, &mut local)?
                     }
                     Rec::FusedProducer { saved, fusion } => {
                         let c = self.fusions[*fusion].consumer;
                         grads.extend(std::mem::take(&mut g_nodes[c]));
                         let inputs: Vec<Tensor> =
                             node.inputs.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
-                        let params: Vec<Tensor> = param_ids.iter().map(|&p| weights[p].clone()).collect();
+                        let params: Vec<&Tensor> = param_ids.iter().map(|&p| &weights[p]).collect();
                         let outputs: Vec<Tensor> = rec.values[i].iter().chain(&rec.values[c]).cloned().collect();
                         let b = Backward {
                             inputs: &inputs,

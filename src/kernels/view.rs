@@ -60,6 +60,14 @@ pub fn values<T: Real>(t: &Tensor) -> Result<Vec<T>> {
     Ok(r.slice::<T>()?.to_vec())
 }
 
+/// The one element of a single-element tensor (a learned scalar).
+pub fn scalar<T: Real>(t: &Tensor) -> Result<T> {
+    match values::<T>(t)?.as_slice() {
+        [v] => Ok(*v),
+        other => bail!("expected a single element, got {}", other.len()),
+    }
+}
+
 /// Runs `f` on the slices of `t` (made contiguous first).
 pub fn with_slice<T: Real, R>(t: &Tensor, f: impl FnOnce(&[T]) -> Result<R>) -> Result<R> {
     let t = contiguous(t)?;

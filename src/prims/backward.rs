@@ -1,34 +1,38 @@
-//! Manual backward passes: what an [`Op`](super::Op) with its own reverse mode receives and
-//! returns (see `compile::tape`, which drives them over the time steps of a training run).
+//! Manual backward passes: an op's own reverse mode, used by training on the CPU (see
+//! `compile::tape`, which drives them over the time steps of a training run).
 //!
-//! A primitive opts in with `Op::has_backward`; its `forward_train` returns the outputs and
-//! the intermediate values its `backward` needs ([`Saved`]); `backward` gets the gradients of
-//! the loss with respect to the outputs and returns those with respect to the inputs, adding
-//! the parameters' gradients into their [`ParamGrad`] accumulators (summed over time steps in
-//! place). Primitives without one fall back to candle's autograd, node by node.
+//! An op opts in by implementing [`ManualBackward`] and returning itself from
+//! [`Op::manual`](super::Op::manual). Its `forward_train` returns the outputs and a typed
+//! `Saved` value — the intermediate results its `backward` needs, as named fields — and
+//! `backward` gets the gradients of the loss with respect to the outputs and returns those
+//! with respect to the inputs, adding the parameters' gradients into their [`ParamGrad`]
+//! accumulators (summed over time steps in place). Ops without one fall back to candle's
+//! autograd, node by node. One formulation per primitive: a device that gets its own kernels
+//! implements the same `forward_train`/`backward` contract.
+
+use std::any::Any;
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
 
+use super::Op;
 use crate::kernels::{real::Real, view};
 
-/// What a node's training forward keeps for its backward.
-pub type Saved = Vec<Tensor>;
-
 /// Everything one node's backward at one time step can use.
-pub struct Backward<'a> {
+pub struct Backward<'a, S: ?Sized = SavedAny> {
     /// The tensor inputs as the forward saw them (contiguous).
     pub inputs: &'a [Tensor],
-    pub params: &'a [Tensor],
+    pub params: &'a [&'a Tensor],
     pub outputs: &'a [Tensor],
-    pub saved: &'a [Tensor],
+    /// What the op's training forward kept.
+    pub saved: &'a S,
     /// `d loss / d output_k`, `None` where the output does not reach the loss.
     pub grads: &'a [Option<Tensor>],
     /// Which inputs need a gradient (the others may be returned as `None`).
     pub needs: &'a [bool],
 }
 
-impl Backward<'_> {
+impl<S: ?Sized> Backward<'_, S> {
     /// The gradient of output `k`, zeros where it does not reach the loss.
     pub fn grad_or_zeros(&self, k: usize) -> Result<Tensor> {
         match &self.grads[k] {
@@ -36,14 +40,80 @@ impl Backward<'_> {
             None => self.outputs[k].zeros_like(),
         }
     }
+
+    /// The tensor inputs, exactly `N` of them (the op's arity; another count is a bug in memctl).
+    pub fn inputs_of<const N: usize>(&self) -> Result<[&Tensor; N]> {
+        let all: Vec<&Tensor> = self.inputs.iter().collect();
+        <[&Tensor; N]>::try_from(all).map_err(|v| {
+            candle_core::Error::Msg(format!("internal: a backward expects {N} tensor inputs, got {}", v.len()))
+        })
+    }
+
+    /// The same backward with other saved values (a fused op handing on to a part).
+    pub fn with_saved<'b, T: ?Sized>(&self, saved: &'b T) -> Backward<'b, T>
+    where
+        Self: 'b,
+    {
+        Backward {
+            inputs: self.inputs,
+            params: self.params,
+            outputs: self.outputs,
+            saved,
+            grads: self.grads,
+            needs: self.needs,
+        }
+    }
+}
+
+/// An op's own reverse mode.
+pub trait ManualBackward: Op {
+    /// What the training forward keeps for the backward.
+    type Saved: Send + Sync + 'static;
+
+    /// The forward of a training run: outputs equal to [`Op::forward`]'s (inputs are
+    /// contiguous, f32 or f64) and the values [`ManualBackward::backward`] needs.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)>;
+
+    /// The gradients of the loss with respect to the inputs (`None` where not needed), given
+    /// those with respect to the outputs; adds the parameters' gradients into `param_grads`
+    /// (one per parameter of the call, in declared order).
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>>;
+}
+
+/// The training forward of an op whose backward needs nothing but its inputs and outputs.
+pub fn forward_saving_nothing(op: &dyn Op, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, ())> {
+    Ok((op.forward(inputs, params)?, ()))
+}
+
+/// A [`ManualBackward`]'s saved values with their type erased, as the tape keeps them.
+pub type SavedAny = Box<dyn Any + Send + Sync>;
+
+/// [`ManualBackward`] in the form the tape calls (its `Saved` type erased).
+pub trait TrainOp: Send + Sync {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)>;
+    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>>;
+}
+
+impl<M: ManualBackward> TrainOp for M {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)> {
+        let (outs, saved) = ManualBackward::forward_train(self, inputs, params)?;
+        Ok((outs, Box::new(saved)))
+    }
+
+    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved.downcast_ref::<M::Saved>() else {
+            bail!("internal: a manual backward received another op's saved values")
+        };
+        ManualBackward::backward(self, &b.with_saved(saved), param_grads)
+    }
 }
 
 /// The backward of `op` by candle's autograd on its `forward` (for the rare shapes a manual
 /// backward does not cover): recomputes the forward on `Var` copies of the inputs and
 /// parameters and differentiates `Σ_k ⟨out_k, grad_k⟩`.
-pub fn via_autograd(
-    op: &dyn super::Op,
-    b: &Backward<'_>,
+pub fn via_autograd<S: ?Sized>(
+    op: &dyn Op,
+    b: &Backward<'_, S>,
     param_grads: &mut [ParamGrad],
 ) -> Result<Vec<Option<Tensor>>> {
     use candle_core::Var;
@@ -53,7 +123,7 @@ pub fn via_autograd(
         .zip(b.needs)
         .map(|(t, &n)| if n && t.dtype().is_float() { Var::from_tensor(t).map(Some) } else { Ok(None) })
         .collect::<Result<_>>()?;
-    let p_vars: Vec<Var> = b.params.iter().map(Var::from_tensor).collect::<Result<_>>()?;
+    let p_vars: Vec<Var> = b.params.iter().map(|t| Var::from_tensor(t)).collect::<Result<_>>()?;
     let ins: Vec<&Tensor> =
         b.inputs.iter().zip(&in_vars).map(|(t, v)| v.as_ref().map_or(t, |v| v.as_tensor())).collect();
     let ps: Vec<&Tensor> = p_vars.iter().map(|v| v.as_tensor()).collect();

@@ -81,8 +81,8 @@ fn simple_forward<T: Real, const K: u8>(a: &Tensor, b: &Tensor, same: bool, dims
 
 /// The gradients of `a ∘ b` with respect to `a` and `b` (where needed), each summed back to
 /// its operand's shape.
-pub(crate) fn train_backward(kind: Kind, bw: &Backward<'_>) -> Result<Vec<Option<Tensor>>> {
-    let (a, b) = (&bw.inputs[0], &bw.inputs[1]);
+pub(crate) fn train_backward<S>(kind: Kind, bw: &Backward<'_, S>) -> Result<Vec<Option<Tensor>>> {
+    let [a, b] = bw.inputs_of()?;
     let g = bw.grad_or_zeros(0)?;
     let simple = a.dims() == b.dims() || a.elem_count() == 1 || b.elem_count() == 1;
     if !simple {
@@ -198,7 +198,7 @@ fn sum_to(g: &Tensor, like: &Tensor) -> Result<Tensor> {
 }
 
 /// Defines a broadcasting binary primitive `$ty` named `$name` computing `$f(a, b)`
-/// (`$kind` names the operation for the manual backward).
+/// (`$kind` names the operation for the manual backward). The file defines `examples()`.
 macro_rules! binary_broadcast {
     ($ty:ident, $name:literal, $summary:literal, $kind:ident, $f:expr) => {
         pub struct $ty;
@@ -216,23 +216,20 @@ macro_rules! binary_broadcast {
             fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
                 &SIGNATURE
             }
-            fn instantiate(
+            fn infer(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Inferred, $crate::prims::PrimError> {
+                $crate::prims::binary::infer(args)
+            }
+            fn examples(&self) -> Vec<$crate::prims::Example> {
+                examples()
+            }
+        }
+
+        impl $crate::prims::Lower for $ty {
+            fn lower(
                 &self,
-                args: &$crate::prims::Args,
-            ) -> Result<$crate::prims::Instance, $crate::prims::PrimError> {
-                use $crate::graph::ShapeDisplay;
-                let (a, b) = (args.shape("a")?, args.shape("b")?);
-                let out = $crate::kernels::broadcast::broadcast_shape(a, b).ok_or_else(|| {
-                    $crate::prims::PrimError::new(format!(
-                        "shapes {} and {} do not broadcast",
-                        ShapeDisplay(a),
-                        ShapeDisplay(b)
-                    ))
-                    .on("b")
-                    .hint("trailing dimensions must be equal or 1")
-                })?;
-                let flops = out.iter().product::<usize>() as u64;
-                Ok($crate::prims::Instance::new(BinaryOp, vec![$crate::graph::Ty::Tensor(out)], vec![], flops))
+                _args: &$crate::prims::Args,
+            ) -> Result<std::sync::Arc<dyn $crate::prims::Op>, $crate::prims::PrimError> {
+                Ok(std::sync::Arc::new(BinaryOp))
             }
         }
 
@@ -244,28 +241,32 @@ macro_rules! binary_broadcast {
                 inputs: &[&candle_core::Tensor],
                 _params: &[&candle_core::Tensor],
             ) -> candle_core::Result<Vec<candle_core::Tensor>> {
-                let (a, b) = $crate::kernels::broadcast::align(inputs[0], inputs[1])?;
+                let [a, b] = $crate::prims::op::inputs($name, inputs)?;
+                let (a, b) = $crate::kernels::broadcast::align(a, b)?;
                 let f: fn(&candle_core::Tensor, &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
                 Ok(vec![f(&a, &b)?])
             }
 
-            fn has_backward(&self) -> bool {
-                true
+            fn manual(&self) -> Option<&dyn $crate::prims::TrainOp> {
+                Some(self)
             }
+        }
+
+        impl $crate::prims::ManualBackward for BinaryOp {
+            type Saved = ();
 
             fn forward_train(
                 &self,
                 inputs: &[&candle_core::Tensor],
                 _params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<(Vec<candle_core::Tensor>, $crate::prims::Saved)> {
-                let out =
-                    $crate::prims::binary::train_forward($crate::prims::binary::Kind::$kind, inputs[0], inputs[1])?;
-                Ok((vec![out], vec![]))
+            ) -> candle_core::Result<(Vec<candle_core::Tensor>, ())> {
+                let [a, b] = $crate::prims::op::inputs($name, inputs)?;
+                Ok((vec![$crate::prims::binary::train_forward($crate::prims::binary::Kind::$kind, a, b)?], ()))
             }
 
             fn backward(
                 &self,
-                b: &$crate::prims::Backward<'_>,
+                b: &$crate::prims::Backward<'_, ()>,
                 _param_grads: &mut [$crate::prims::ParamGrad],
             ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
                 $crate::prims::binary::train_backward($crate::prims::binary::Kind::$kind, b)
@@ -275,3 +276,16 @@ macro_rules! binary_broadcast {
 }
 
 pub(crate) use binary_broadcast;
+
+/// The shape inference every binary primitive shares: NumPy broadcasting.
+pub(crate) fn infer(args: &super::Args) -> std::result::Result<super::Inferred, super::PrimError> {
+    use super::{Combine, Hint, Inferred, PrimError, PrimErrorKind, Ty};
+    let (a, b) = (args.shape("a")?, args.shape("b")?);
+    let out = crate::kernels::broadcast::broadcast_shape(a, b).ok_or_else(|| {
+        PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how: Combine::Broadcast })
+            .on("b")
+            .hint(Hint::BroadcastRule)
+    })?;
+    let flops = out.iter().product::<usize>() as u64;
+    Ok(Inferred::new(vec![Ty::Tensor(out)], vec![], flops))
+}

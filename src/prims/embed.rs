@@ -19,22 +19,47 @@ impl Primitive for Embed {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        match args.ty("x")? {
-            Ty::Tokens(_) => embedding::Embedding.instantiate(args),
-            Ty::Tensor(_) => {
-                let linear_args = Args {
-                    signature: linear::Linear.signature(),
-                    values: vec![
-                        args.values[0].clone(),
-                        args.values[1].clone(),
-                        ArgVal::Value(crate::value::Value::Bool(true)),
-                    ],
-                };
-                linear::Linear.instantiate(&linear_args)
-            }
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        match layer(args)? {
+            (Layer::Embedding, args) => embedding::Embedding.infer(&args),
+            (Layer::Linear, args) => linear::Linear.infer(&args),
         }
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("x", t(&[4])), ("size", int(2))]), Example::new([("x", tokens(3)), ("size", int(2))])]
+    }
+}
+
+impl Lower for Embed {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        match layer(args)? {
+            (Layer::Embedding, args) => embedding::Embedding.lower(&args),
+            (Layer::Linear, args) => linear::Linear.lower(&args),
+        }
+    }
+}
+
+enum Layer {
+    Embedding,
+    Linear,
+}
+
+/// The layer `x` needs, with the arguments for it: an embedding of token ids, or a dense
+/// layer (with its bias) on vectors.
+fn layer(args: &Args) -> Result<(Layer, Args), PrimError> {
+    let (x, size) = (args.ty("x")?.clone(), args.value("size")?.clone());
+    Ok(match x {
+        Ty::Tokens(_) => {
+            let signature = embedding::Embedding.signature();
+            (Layer::Embedding, Args { signature, values: vec![ArgVal::Tensor(x), ArgVal::Value(size)] })
+        }
+        Ty::Tensor(_) => {
+            let signature = linear::Linear.signature();
+            let values = vec![ArgVal::Tensor(x), ArgVal::Value(size), ArgVal::Value(Value::Bool(true))];
+            (Layer::Linear, Args { signature, values })
+        }
+    })
 }
 
 #[cfg(test)]
@@ -46,6 +71,5 @@ mod tests {
         assert_eq!(param_count("embed", &[("x", tokens(5)), ("size", int(3))]), 15);
         assert_eq!(param_count("embed", &[("x", t(&[5])), ("size", int(3))]), 18);
         assert_eq!(out_shapes("embed", &[("x", t(&[2, 5])), ("size", int(3))]), vec![vec![2, 3]]);
-        grad_check("embed", &[("x", t(&[4])), ("size", int(2))]);
     }
 }

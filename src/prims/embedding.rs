@@ -21,41 +21,67 @@ impl Primitive for Embedding {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let Ty::Tokens(vocab) = *args.ty("x")? else {
-            return Err(PrimError::new("`embedding` looks up token ids, but `x` is a float tensor")
-                .on("x")
-                .hint("use `linear(x, size)` on vector inputs"));
-        };
-        let size = args.size("size")?;
-        let params = vec![ParamDecl::new("table", vec![vocab, size], Init::Normal(1.0))];
-        Ok(Instance::new(EmbeddingOp, vec![Ty::Tensor(vec![size])], params, size as u64))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("x", tokens(3)), ("size", int(2))]), Example::new([("x", tokens(2)), ("size", int(3))])]
     }
 }
 
-struct EmbeddingOp;
+impl Lower for Embedding {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(EmbeddingOp, Inferred), PrimError> {
+    let Ty::Tokens(vocab) = *args.ty("x")? else {
+        return Err(PrimError::new(PrimErrorKind::FloatNotTokens).on("x").hint(Hint::UseLinear));
+    };
+    let size = args.size("size")?;
+    let mut params = ParamList::new();
+    let table = params.push("table", vec![vocab, size], Init::Normal(1.0));
+    Ok((EmbeddingOp { table }, Inferred::new(vec![Ty::Tensor(vec![size])], params.into_decls(), size as u64)))
+}
+
+struct EmbeddingOp {
+    /// `[V, size]`: row `i` is token `i`'s vector.
+    table: Slot,
+}
 
 impl Op for EmbeddingOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        Ok(vec![params[0].index_select(inputs[0], 0)?])
+        let [ids] = op::inputs("embedding", inputs)?;
+        Ok(vec![self.table.of(params).index_select(ids, 0)?])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
     }
+}
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]))
+impl ManualBackward for EmbeddingOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], ()))
     }
 
     /// Each example's output gradient is added to its token's row.
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let Some(g) = &b.grads[0] else { return Ok(vec![None]) };
-        let (vocab, size) = b.params[0].dims2()?;
-        let ids: Vec<u32> = b.inputs[0].flatten_all()?.to_vec1()?;
+        let (vocab, size) = self.table.of(b.params).dims2()?;
+        let [ids] = b.inputs_of()?;
+        let ids: Vec<u32> = ids.flatten_all()?.to_vec1()?;
         with_real!(g.dtype(), T => {
             let rows: Vec<T> = view::values(g)?;
-            let table = param_grads[0].slice_mut::<T>(vocab * size)?;
+            let table = self.table.of_mut(param_grads).slice_mut::<T>(vocab * size)?;
             for (&id, row) in ids.iter().zip(rows.chunks_exact(size)) {
                 let id = id as usize;
                 if id >= vocab {
@@ -75,11 +101,9 @@ mod tests {
     use super::super::testing::*;
 
     #[test]
-    fn shapes_and_gradients() {
+    fn shapes() {
         assert_eq!(out_shapes("embedding", &[("x", tokens(7)), ("size", int(3))]), vec![vec![3]]);
         assert_eq!(param_count("embedding", &[("x", tokens(7)), ("size", int(3))]), 21);
         assert!(error("embedding", &[("x", t(&[4])), ("size", int(3))]).contains("float tensor"));
-        grad_check("embedding", &[("x", tokens(3)), ("size", int(2))]);
-        manual_backward_check("embedding", &[("x", tokens(2)), ("size", int(3))]);
     }
 }

@@ -22,10 +22,10 @@ use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::backward::with_real;
-use super::sam_read::SamReadOp;
-use super::transfer::TransferOp;
-use super::{Backward, Op, ParamGrad, Saved};
-use crate::graph::{Source, StepGraph};
+use super::sam_read::{self, SamReadOp, SamValues};
+use super::transfer::{self, TransferOp};
+use super::{Args, Backward, ManualBackward, Op, ParamGrad, PrimError, Slot, TrainOp, op};
+use crate::graph::{Node, Source, StepGraph};
 use crate::kernels::dense::{Transposed, column_sums_into};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
 use crate::kernels::par::group_size;
@@ -35,85 +35,134 @@ use crate::kernels::{real::Real, view};
 pub struct Fusion {
     pub producer: usize,
     pub consumer: usize,
-    pub op: Arc<dyn Op>,
+    pub op: Arc<dyn FusedOp>,
 }
+
+/// A fused op: it runs (`Op`) and has its own reverse mode (`TrainOp`), which is why it exists.
+pub trait FusedOp: Op + TrainOp {}
+
+impl<T: Op + TrainOp> FusedOp for T {}
+
+/// A fusion: a producer primitive whose first output is a consumer primitive's only input,
+/// and how to build the fused op from the two calls' arguments (`None` where the shapes do
+/// not suit it).
+struct Rule {
+    producer: &'static str,
+    consumer: &'static str,
+    build: fn(&Args, &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError>,
+}
+
+/// Every fusion, tried in order.
+static RULES: &[Rule] = &[Rule { producer: "samRead", consumer: "transfer", build: sam_transfer }];
 
 /// The fusions that apply to `graph` (each node in at most one).
 pub fn find(graph: &StepGraph) -> Vec<Fusion> {
     let mut found: Vec<Fusion> = vec![];
     for (c, node) in graph.nodes.iter().enumerate() {
         let [Source::Node(p, 0)] = node.inputs[..] else { continue };
-        let producer = &graph.nodes[p];
-        if node.prim != "transfer" || producer.prim != "samRead" || found.iter().any(|f| f.producer == p) {
+        if found.iter().any(|f| f.producer == p || f.consumer == p) {
             continue;
         }
-        let (Some(r), Some(w)) = (producer.outputs[0].shape(), node.params.first().map(|&i| &graph.params[i].shape))
-        else {
-            continue;
-        };
-        let ([nq, n, n2], [_size, k]) = (&r[..], &w[..]) else { continue };
-        let (nq, n, n2, k) = (*nq, *n, *n2, *k);
-        if n2 != n || k != nq * n || producer.params.len() != 4 || node.params.len() != 2 {
-            continue;
+        let producer: &Node = &graph.nodes[p];
+        for rule in RULES.iter().filter(|r| r.producer == producer.prim && r.consumer == node.prim) {
+            // The checker accepted both calls, so a refusal here only means "does not apply".
+            if let Ok(Some(op)) = (rule.build)(&producer.args, &node.args) {
+                found.push(Fusion { producer: p, consumer: c, op });
+                break;
+            }
         }
-        let op = SamTransfer::new(n, nq);
-        found.push(Fusion { producer: p, consumer: c, op: Arc::new(op) });
     }
     found
 }
 
-/// `samRead` followed by `transfer` of its output: outputs `[R, T]`; parameters samRead's
-/// four, then transfer's weight and bias.
+fn sam_transfer(sam: &Args, transfer: &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError> {
+    let (sam_config, sam_inferred) = sam_read::configure(sam)?;
+    let (transfer_config, _) = transfer::configure(transfer)?;
+    let sam = SamReadOp::new(sam_config);
+    let transfer = TransferOp::new(transfer_config);
+    let (n, nq) = sam.sizes();
+    // `transfer` must read SAM's whole output as `[nq, n, n]`.
+    let Some(crate::ty::Ty::Tensor(r)) = sam_inferred.outputs.first() else { return Ok(None) };
+    if r != &vec![nq, n, n] {
+        return Ok(None);
+    }
+    let sam_params = sam_inferred.params.len();
+    Ok(Some(Arc::new(SamTransfer { sam, sam_params, transfer, wt: Transposed::default() })))
+}
+
+/// `samRead` followed by `transfer` of its output: outputs `[R, T]`; parameters samRead's,
+/// then transfer's.
 struct SamTransfer {
     sam: SamReadOp,
+    /// How many of the parameters are samRead's.
+    sam_params: usize,
     transfer: TransferOp,
     /// transfer's weight, transposed.
     wt: Transposed,
 }
 
+/// What the fused training forward keeps: samRead's values and `P = A Wᵀ`.
+struct SamTransferValues {
+    sam: SamValues,
+    p: Tensor,
+}
+
 impl SamTransfer {
-    fn new(n: usize, nq: usize) -> SamTransfer {
-        SamTransfer { sam: SamReadOp::new(n, nq), transfer: TransferOp::new(nq, n, n), wt: Transposed::default() }
+    /// The parameters split into samRead's and transfer's.
+    fn split<'a, T>(&self, params: &'a [T]) -> (&'a [T], &'a [T]) {
+        params.split_at(self.sam_params.min(params.len()))
     }
 }
 
 impl Op for SamTransfer {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let r = self.sam.forward(inputs, &params[..4])?.remove(0);
-        let t = self.transfer.forward(&[&r], &params[4..])?.remove(0);
+        let (sam_params, transfer_params) = self.split(params);
+        let r = self.sam.forward(inputs, sam_params)?.remove(0);
+        let t = self.transfer.forward(&[&r], transfer_params)?.remove(0);
         Ok(vec![r, t])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for SamTransfer {
+    type Saved = SamTransferValues;
+
+    /// samRead's training forward, then `P = A Wᵀ` and `T = Vᵀ P + b`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [m] = op::inputs("samRead+transfer", inputs)?;
+        with_real!(m.dtype(), T => self.train_forward::<T>(m, params))
     }
 
-    /// samRead's training forward, then `P = A Wᵀ` and `T = Vᵀ P + b`; saves samRead's
-    /// values and `P`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs, params))
-    }
-
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [m] = b.inputs_of()?;
+        with_real!(m.dtype(), T => self.train_backward::<T>(b, param_grads))
     }
 }
 
 impl SamTransfer {
     fn train_forward<T: Real>(
         &self,
-        inputs: &[&Tensor],
+        m: &Tensor,
         params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        let (n, nq) = (self.sam.n, self.sam.nq);
-        let (mut outs, mut saved) = self.sam.train_forward::<T>(inputs[0], &params[..4])?;
-        let batch = inputs[0].dim(0)?;
-        let size = params[4].dim(0)?;
+    ) -> candle_core::Result<(Vec<Tensor>, SamTransferValues)> {
+        let (n, nq) = self.sam.sizes();
+        let (sam_params, transfer_params) = self.split(params);
+        let layer = self.transfer.layer();
+        let (mut outs, sam) = self.sam.train_forward::<T>(m, sam_params)?;
+        let batch = m.dim(0)?;
+        let w = layer.weight.of(transfer_params);
+        let size = w.dim(0)?;
         let (w3, k) = (3 * nq, nq * n);
-        let (normed, att) = (saved[1].clone(), saved[3].clone());
-        let (yr, ar) = (view::Read::new(&normed)?, view::Read::new(&att)?);
-        let wt = self.wt.of(params[4])?;
-        let (wr, br) = (view::Read::new(&wt)?, view::Read::new(params[5])?);
+        let (yr, ar) = (view::Read::new(&sam.normed)?, view::Read::new(&sam.att)?);
+        let wt = self.wt.of(w)?;
+        let (wr, br) = (view::Read::new(&wt)?, view::Read::new(layer.bias.of(transfer_params))?);
         let (y, a, wt, bias) = (yr.slice::<T>()?, ar.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
         // P = A Wᵀ for the whole batch: [B·nq, nq·n] · [nq·n, size].
         let p = matmul_new(Mat::new(a, batch * nq, k), Mat::new(wt, k, size), Par::Pool);
@@ -133,39 +182,44 @@ impl SamTransfer {
         });
         drop((yr, ar));
         outs.push(view::tensor(t, (batch, n, size))?);
-        saved.push(view::tensor(p, (batch, nq, size))?);
-        Ok((outs, saved))
+        Ok((outs, SamTransferValues { sam, p: view::tensor(p, (batch, nq, size))? }))
     }
 
     fn train_backward<T: Real>(
         &self,
-        bw: &Backward<'_>,
+        bw: &Backward<'_, SamTransferValues>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let (n, nq) = (self.sam.n, self.sam.nq);
-        let batch = bw.inputs[0].dim(0)?;
-        let size = bw.params[4].dim(0)?;
+        let (n, nq) = self.sam.sizes();
+        let [m] = bw.inputs_of()?;
+        let batch = m.dim(0)?;
+        let (sam_params, transfer_params) = self.split(bw.params);
+        let layer = self.transfer.layer();
+        let w = layer.weight.of(transfer_params);
+        let size = w.dim(0)?;
         let (w3, k) = (3 * nq, nq * n);
+        // samRead's part of the backward: its own output (R, the first) and parameters.
+        let (r_out, r_grad) = (&bw.outputs[..1], &bw.grads[..1]);
         let sam_bw = Backward {
             inputs: bw.inputs,
-            params: &bw.params[..4],
-            outputs: &bw.outputs[..1],
-            saved: &bw.saved[..4],
-            grads: &bw.grads[..1],
+            params: sam_params,
+            outputs: r_out,
+            saved: &bw.saved.sam,
+            grads: r_grad,
             needs: bw.needs,
         };
-        let (sam_grads, tr_grads) = param_grads.split_at_mut(4);
-        let Some(g) = &bw.grads[1] else {
+        let (sam_grads, tr_grads) = param_grads.split_at_mut(self.sam_params);
+        let Some(g) = bw.grads.get(1).and_then(Option::as_ref) else {
             return self.sam.backward_with::<T>(&sam_bw, sam_grads, None);
         };
         let g = view::contiguous(g)?;
         let (gr, yr, ar, pr) = (
             view::Read::new(&g)?,
-            view::Read::new(&bw.saved[1])?,
-            view::Read::new(&bw.saved[3])?,
-            view::Read::new(&bw.saved[4])?,
+            view::Read::new(&bw.saved.sam.normed)?,
+            view::Read::new(&bw.saved.sam.att)?,
+            view::Read::new(&bw.saved.p)?,
         );
-        let wr = view::Read::new(&bw.params[4])?;
+        let wr = view::Read::new(w)?;
         let (g, y, a, p, w) =
             (gr.slice::<T>()?, yr.slice::<T>()?, ar.slice::<T>()?, pr.slice::<T>()?, wr.slice::<T>()?);
         // Per example: H = V G ([nq, n] · [n, size]) and d V = P Gᵀ ([nq, size] · [size, n]).
@@ -190,8 +244,8 @@ impl SamTransfer {
             },
         );
         // d W += Hᵀ A ([size, B·nq] · [B·nq, nq·n]); d b += column sums of G; d A = H W.
-        let (gw, gb) = tr_grads.split_at_mut(1);
-        let gw = gw[0].slice_mut::<T>(size * k)?;
+        let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, tr_grads);
+        let gw = gw.slice_mut::<T>(size * k)?;
         matmul(
             MatMut::new(gw, size, k),
             Mat::new(&h, batch * nq, size).t(),
@@ -199,7 +253,7 @@ impl SamTransfer {
             true,
             Par::Pool,
         );
-        column_sums_into(g, size, gb[0].slice_mut::<T>(size)?);
+        column_sums_into(g, size, gb.slice_mut::<T>(size)?);
         let ga = matmul_new(Mat::new(&h, batch * nq, size), Mat::new(w, size, k), Par::Pool);
         self.sam.backward_with::<T>(&sam_bw, sam_grads, Some((&ga, &gv)))
     }
@@ -214,10 +268,12 @@ mod tests {
     #[test]
     fn sam_transfer_matches_the_composition() {
         for (n, nq, size) in [(3, 2, 3), (5, 2, 4)] {
-            let sam = SamTransfer::new(n, nq);
+            let sam_args = bind(&sam_read::SamRead, &[("M", t(&[n, n])), ("nq", int(nq as i64))]);
+            let transfer_args = bind(&transfer::Transfer, &[("R", t(&[nq, n, n])), ("size", int(size as i64))]);
+            let fused = sam_transfer(&sam_args, &transfer_args).unwrap().expect("the rule applies");
             manual_backward_check_op(
                 "samRead+transfer",
-                &sam,
+                &*fused,
                 &[vec![n, n]],
                 &[vec![3 * nq, n], vec![3 * nq], vec![n * 3 * nq], vec![n * 3 * nq], vec![size, nq * n], vec![size]],
             );
@@ -240,7 +296,8 @@ mod tests {
         experiment e { task randomSequence(input = 2, output = 2, length = 2) model m }
         "#;
         let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let program = crate::check::check(&spec, &crate::prims::Primitives)
+            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
         let graph = &program.experiments[0].trials[0].graph;
         let f = find(graph);
         assert_eq!(f.len(), 1);

@@ -25,32 +25,54 @@ impl Primitive for GruCell {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let h = args.shape_of_rank("h", 1, "a hidden state vector")?;
-        let hidden = h[0];
-        let x = args.shape_of_rank("x", 1, "an input vector")?;
-        let n = x[0];
-        let bound = 1.0 / (hidden as f64).sqrt();
-        let params = vec![
-            ParamDecl::new("w_ih", vec![3 * hidden, n], Init::Uniform(bound)),
-            ParamDecl::new("b_ih", vec![3 * hidden], Init::Uniform(bound)),
-            ParamDecl::new("w_hh", vec![3 * hidden, hidden], Init::Uniform(bound)),
-            ParamDecl::new("b_hh", vec![3 * hidden], Init::Uniform(bound)),
-        ];
-        let flops = (2 * 3 * hidden * (n + hidden) + 16 * hidden) as u64;
-        Ok(Instance::new(GruOp { hidden }, vec![Ty::Tensor(vec![hidden])], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("h", t(&[3])), ("x", t(&[2]))])]
+    }
+}
+
+impl Lower for GruCell {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(GruOp, Inferred), PrimError> {
+    let h = args.shape_of_rank("h", 1, "a hidden state vector")?;
+    let hidden = h[0];
+    let x = args.shape_of_rank("x", 1, "an input vector")?;
+    let n = x[0];
+    // PyTorch's GRUCell initialises every weight and bias U(±1/√H).
+    let init = Init::Uniform(1.0 / (hidden as f64).sqrt());
+    let mut params = ParamList::new();
+    let input = Dense {
+        weight: params.push("w_ih", vec![3 * hidden, n], init.clone()),
+        bias: params.push("b_ih", vec![3 * hidden], init.clone()),
+    };
+    let recurrent = Dense {
+        weight: params.push("w_hh", vec![3 * hidden, hidden], init.clone()),
+        bias: params.push("b_hh", vec![3 * hidden], init),
+    };
+    let flops = (2 * 3 * hidden * (n + hidden) + 16 * hidden) as u64;
+    let op = GruOp { hidden, input, recurrent };
+    Ok((op, Inferred::new(vec![Ty::Tensor(vec![hidden])], params.into_decls(), flops)))
 }
 
 struct GruOp {
     hidden: usize,
+    /// `W_ih, b_ih` on the input and `W_hh, b_hh` on the state, each `→ 3H` (gates r, z, n).
+    input: Dense,
+    recurrent: Dense,
 }
 
 impl Op for GruOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (h, x) = (inputs[0], inputs[1]);
-        let gi = dense(x, params[0], Some(params[1]))?;
-        let gh = dense(h, params[2], Some(params[3]))?;
+        let [h, x] = op::inputs("gruCell", inputs)?;
+        let gi = dense(x, self.input.weight.of(params), Some(self.input.bias.of(params)))?;
+        let gh = dense(h, self.recurrent.weight.of(params), Some(self.recurrent.bias.of(params)))?;
         let n = self.hidden;
         let part = |g: &Tensor, i: usize| g.narrow(D::Minus1, i * n, n);
         let sig = candle_nn::ops::sigmoid;
@@ -75,10 +97,10 @@ mod tests {
         assert_eq!(param_count("gruCell", &args), 108);
         assert_eq!(param_count("gruCell", &[("h", t(&[128])), ("x", t(&[256]))]), 3 * 128 * (256 + 128) + 6 * 128);
         let inst = instance("gruCell", &args).unwrap();
-        let shapes: Vec<_> = inst.params.iter().map(|p| (p.name.as_str(), p.shape.clone())).collect();
+        let shapes: Vec<_> = inst.inferred.params.iter().map(|p| (p.name.as_str(), p.shape.clone())).collect();
         assert_eq!(shapes, vec![("w_ih", vec![12, 3]), ("b_ih", vec![12]), ("w_hh", vec![12, 4]), ("b_hh", vec![12])]);
         assert!(
-            inst.params.iter().all(|p| p.init == crate::graph::Init::Uniform(0.5)),
+            inst.inferred.params.iter().all(|p| p.init == crate::graph::Init::Uniform(0.5)),
             "init must be U(±1/√H) = U(±0.5)"
         );
         assert!(error("gruCell", &[("h", t(&[2, 4])), ("x", t(&[3]))]).contains("`h` must be a hidden state vector"));
@@ -92,6 +114,7 @@ mod tests {
         let inst = instance("gruCell", &[("h", t(&[2])), ("x", t(&[1]))]).unwrap();
         let dev = Device::Cpu;
         let zeros: Vec<Tensor> = inst
+            .inferred
             .params
             .iter()
             .map(|p| Tensor::zeros(p.shape.clone(), candle_core::DType::F64, &dev).unwrap())
@@ -100,10 +123,5 @@ mod tests {
         let x = Tensor::new(&[[1.0f64]], &dev).unwrap();
         let out = inst.op.forward(&[&h, &x], &zeros.iter().collect::<Vec<_>>()).unwrap();
         assert_eq!(out[0].to_vec2::<f64>().unwrap(), vec![vec![1.0, -2.0]]);
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("gruCell", &[("h", t(&[3])), ("x", t(&[2]))]);
     }
 }

@@ -88,38 +88,46 @@ impl Primitive for HeadMove {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let pos = args.shape_of_rank("pos", 2, "a head position [heads, L]")?;
-        let (heads, len) = (pos[0], pos[1]);
-        let moves = args.shape("moves")?;
-        let n_moves = match moves[..] {
-            [h, m @ (3 | 4)] if h == heads => m,
-            _ => {
-                return Err(PrimError::new(format!(
-                    "`moves` must be [{heads}, 4] (LEFT, NO-OP, RIGHT, JUMP probabilities per head) or [{heads}, 3] \
-                     (no JUMP), but has shape {}",
-                    ShapeDisplay(moves)
-                ))
-                .on("moves"));
-            }
-        };
-        match (n_moves, args.is_present("jump")) {
-            (4, false) => {
-                return Err(PrimError::new("4 moves include JUMP, but no `jump` position is given")
-                    .on("moves")
-                    .hint("pass `keyJump(K, q)` as the third argument, or 3 moves for the \"No Jmp\" variant"));
-            }
-            (3, true) => {
-                return Err(PrimError::new("a `jump` position is given, but `moves` has no JUMP probability")
-                    .on("jump")
-                    .hint(format!("pass 4 moves per head ([{heads}, 4]) to use JUMP")));
-            }
-            (4, true) => check_position(args, "jump", heads, len)?,
-            _ => {}
-        }
-        let flops = (heads * len * 2 * n_moves) as u64;
-        Ok(Instance::new(HeadMoveOp { jump: n_moves == 4 }, vec![Ty::Tensor(vec![heads, len])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 3]))]),
+            Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 4])), ("jump", t(&[2, 5]))]),
+        ]
+    }
+}
+
+impl Lower for HeadMove {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let pos = args.shape_of_rank("pos", 2, "a head position [heads, L]")?;
+    let (heads, len) = (pos[0], pos[1]);
+    let moves = args.shape("moves")?;
+    let n_moves = match moves[..] {
+        [h, m @ (3 | 4)] if h == heads => m,
+        _ => {
+            return Err(PrimError::new(PrimErrorKind::Moves { heads, found: moves.clone() }).on("moves"));
+        }
+    };
+    match (n_moves, args.is_present("jump")) {
+        (4, false) => {
+            return Err(PrimError::new(PrimErrorKind::JumpMissing).on("moves").hint(Hint::PassJump));
+        }
+        (3, true) => {
+            return Err(PrimError::new(PrimErrorKind::JumpUnused).on("jump").hint(Hint::FourMoves { heads }));
+        }
+        (4, true) => check_position(args, "jump", heads, len)?,
+        _ => {}
+    }
+    let flops = (heads * len * 2 * n_moves) as u64;
+    Ok((HeadMoveOp { jump: n_moves == 4 }, Inferred::new(vec![Ty::Tensor(vec![heads, len])], vec![], flops)))
 }
 
 struct HeadMoveOp {
@@ -128,7 +136,16 @@ struct HeadMoveOp {
 
 impl Op for HeadMoveOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (pos, moves) = (inputs[0], inputs[1]);
+        let (pos, moves, jump) = match self.jump {
+            true => {
+                let [pos, moves, jump] = op::inputs("headMove", inputs)?;
+                (pos, moves, Some(jump))
+            }
+            false => {
+                let [pos, moves] = op::inputs("headMove", inputs)?;
+                (pos, moves, None)
+            }
+        };
         let p = |i: usize| moves.narrow(D::Minus1, i, 1); // [B, H, 1], broadcast over L
         let left = pos.roll(-1, D::Minus1)?; // e_i → e_{i-1}
         let right = pos.roll(1, D::Minus1)?; // e_i → e_{i+1}
@@ -136,8 +153,8 @@ impl Op for HeadMoveOp {
             .broadcast_mul(&p(0)?)?
             .broadcast_add(&pos.broadcast_mul(&p(1)?)?)?
             .broadcast_add(&right.broadcast_mul(&p(2)?)?)?;
-        if self.jump {
-            next = next.broadcast_add(&inputs[2].broadcast_mul(&p(3)?)?)?;
+        if let Some(jump) = jump {
+            next = next.broadcast_add(&jump.broadcast_mul(&p(3)?)?)?;
         }
         Ok(vec![next])
     }
@@ -213,14 +230,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("headMove", &[("pos", t(&[2, 5])), ("moves", t(&[2, 3]))]);
-        grad_check("headMove", &[("pos", t(&[2, 5])), ("moves", t(&[2, 4])), ("jump", t(&[2, 5]))]);
-    }
-
-    fn apply(name: &str, args: &[(&str, TArg)], inputs: &[&Tensor]) -> Tensor {
-        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    fn apply(name: &str, args: &[(&'static str, TArg)], inputs: &[&Tensor]) -> Tensor {
+        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
         inst.op.forward(inputs, &[]).unwrap().remove(0)
     }
 
@@ -317,7 +328,8 @@ experiment e {
     #[test]
     fn documented_nam_tm_step_checks_and_runs() {
         let spec = crate::lang::parse_str("namtm.mem", SPEC).unwrap_or_else(|e| panic!("{}", e.render(false)));
-        let program = crate::check::check(&spec).unwrap_or_else(|e| panic!("{}", e.render(&spec.sources, false)));
+        let program = crate::check::check(&spec, &crate::prims::Primitives)
+            .unwrap_or_else(|e| panic!("{}", e.render(&spec.sources, false)));
         let trials = &program.experiments[0].trials;
         assert_eq!(trials.len(), 4);
         let count = |i: usize| trials[i].graph.params.iter().map(|p| p.numel()).sum::<usize>();

@@ -14,21 +14,18 @@ use candle_core::Tensor;
 use super::*;
 
 /// The per-head size `dh` of the vector argument `name` split into `heads` heads.
-pub fn split_size(args: &Args, name: &'static str, heads: usize, what: &str) -> Result<usize, PrimError> {
+pub fn split_size(args: &Args, name: &'static str, heads: usize, what: &'static str) -> Result<usize, PrimError> {
     let s = args.shape(name)?;
     match s[..] {
         [n] if n % heads == 0 => Ok(n / heads),
-        [n] => {
-            Err(PrimError::new(format!("`{name}` ({what}) has {n} elements, which do not split into {heads} heads"))
-                .on(name)
-                .hint(format!("its size must be a multiple of heads = {heads}")))
-        }
+        [len] => Err(PrimError::new(PrimErrorKind::HeadSplit { what, len, heads })
+            .on(name)
+            .hint(Hint::MultipleOfHeads { heads })),
         [h, dh] if h == heads => Ok(dh),
-        _ => Err(PrimError::new(format!(
-            "`{name}` ({what}) must be a vector [{heads}·dh] or split into heads [{heads}, dh], but has shape {}",
-            ShapeDisplay(s)
-        ))
-        .on(name)),
+        _ => {
+            let layout = HeadLayout::VectorOrSplit;
+            Err(PrimError::new(PrimErrorKind::PerHead { what, heads, layout, found: s.clone() }).on(name))
+        }
     }
 }
 
@@ -38,11 +35,8 @@ pub fn check_per_head(args: &Args, name: &'static str, heads: usize) -> Result<(
     if s.is_empty() || s[..] == [heads] {
         return Ok(());
     }
-    Err(PrimError::new(format!(
-        "`{name}` must be one scalar per head [{heads}] or a single scalar [], but has shape {}",
-        ShapeDisplay(s)
-    ))
-    .on(name))
+    let layout = HeadLayout::ScalarPerHead;
+    Err(PrimError::new(PrimErrorKind::PerHead { what: "a probability", heads, layout, found: s.clone() }).on(name))
 }
 
 /// `[B, H·dh]` or `[B, H, dh]` → `[B, H, dh]`.
@@ -64,12 +58,10 @@ pub fn tape_dims(args: &Args, name: &'static str) -> Result<(usize, usize, usize
     let s = args.shape(name)?;
     match s[..] {
         [h, l, dh] => Ok((h, l, dh)),
-        _ => Err(PrimError::new(format!(
-            "`{name}` must be a tape [heads, L, d/heads] (one row per position), but has shape {}",
-            ShapeDisplay(s)
-        ))
-        .on(name)
-        .hint("declare it e.g. `state T = zeros(heads, L, d / heads)`; use heads = 1 for one tape")),
+        _ => {
+            let kind = PrimErrorKind::PerHead { what: "a tape", heads: 1, layout: HeadLayout::Tape, found: s.clone() };
+            Err(PrimError::new(kind).on(name).hint(Hint::TapeState))
+        }
     }
 }
 
@@ -79,6 +71,6 @@ pub fn check_position(args: &Args, name: &'static str, heads: usize, len: usize)
     if s[..] == [heads, len] {
         return Ok(());
     }
-    Err(PrimError::shape_mismatch(name, &[heads, len], s, "(one position vector per head over the tape's L positions)")
-        .hint(format!("a head position state is declared e.g. `state Hr = identity({heads}, {len})`")))
+    Err(PrimError::shape(name, &[heads, len], s, "(one position vector per head over the tape's L positions)")
+        .hint(Hint::PositionState { heads, len }))
 }

@@ -33,11 +33,28 @@ impl Primitive for KanervaRead {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (k, c, m, lambda) = check_memory(args)?;
-        let op = KanervaReadOp { k, lambda, has_eta: args.is_present("eta") };
-        Ok(Instance::new(op, vec![Ty::Tensor(vec![c])], vec![], address_flops(k, c, m)))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("R", t(&[1, 3, 2])), ("z", t(&[3]))]),
+            Example::new([("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))]),
+        ]
+    }
+}
+
+impl Lower for KanervaRead {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (k, c, m, lambda) = check_memory(args)?;
+    let op = KanervaReadOp { k, lambda, has_eta: args.is_present("eta") };
+    Ok((op, Inferred::new(vec![Ty::Tensor(vec![c])], vec![], address_flops(k, c, m))))
 }
 
 struct KanervaReadOp {
@@ -48,10 +65,18 @@ struct KanervaReadOp {
 
 impl Op for KanervaReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (r, z) = (inputs[0], inputs[1]);
+        let (r, z, eta) = match self.has_eta {
+            true => {
+                let [r, z, eta] = op::inputs("kanervaRead", inputs)?;
+                (r, z, Some(eta_per_machine(eta, self.k)?))
+            }
+            false => {
+                let [r, z] = op::inputs("kanervaRead", inputs)?;
+                (r, z, None)
+            }
+        };
         let (_, k, c, m) = r.dims4()?;
         let r = r.broadcast_as((r.dim(0)?.max(z.dim(0)?), k, c, m))?.contiguous()?;
-        let eta = if self.has_eta { Some(eta_per_machine(inputs[2], self.k)?) } else { None };
         let w = least_squares_weights(&r, z, self.lambda)?;
         Ok(vec![readout(&r, &w, &machine_weights(eta.as_ref(), self.k, z)?)?])
     }
@@ -99,11 +124,5 @@ mod tests {
         // Without `eta`: equal weights.
         let equal = run("kanervaRead", &[("R", t(&[2, c, m])), ("z", t(&[c]))], &[r, z]);
         assert!((0..c).all(|j| (equal[j] - 0.5 * (r0[j] + r1[j])).abs() < 1e-12), "{equal:?}");
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("kanervaRead", &[("R", t(&[1, 3, 2])), ("z", t(&[3]))]);
-        grad_check("kanervaRead", &[("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))]);
     }
 }

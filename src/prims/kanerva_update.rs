@@ -48,17 +48,17 @@ pub(crate) fn check_memory(args: &Args) -> Result<(usize, usize, usize, f64), Pr
     let (k, c, m) = (r[0], r[1], r[2]);
     let z = args.shape("z")?;
     if z != &vec![c] {
-        return Err(PrimError::shape_mismatch("z", &[c], z, "(one code of the memory's size c)"));
+        return Err(PrimError::shape("z", &[c], z, "(one code of the memory's size c)"));
     }
     if args.is_present("eta") {
         let eta = args.shape("eta")?;
         if eta != &vec![k] && eta != &vec![1] {
-            return Err(PrimError::shape_mismatch("eta", &[k], eta, "(one noise per machine)"));
+            return Err(PrimError::shape("eta", &[k], eta, "(one noise per machine)"));
         }
     }
     let lambda = args.float("lambda")?;
     if !(lambda > 0.0 && lambda.is_finite()) {
-        return Err(PrimError::new(format!("`lambda` must be a positive regulariser, found {lambda}")).on("lambda"));
+        return Err(PrimError::new(PrimErrorKind::Positive { what: "regulariser", found: lambda }).on("lambda"));
     }
     Ok((k, c, m, lambda))
 }
@@ -81,16 +81,35 @@ impl Primitive for KanervaUpdate {
     fn outputs(&self) -> &'static [&'static str] {
         &["R", "V"]
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (k, c, m, lambda) = check_memory(args)?;
-        let v = args.shape("V")?;
-        if v != &vec![k, m, m] {
-            return Err(PrimError::shape_mismatch("V", &[k, m, m], v, "(one m/k × m/k covariance per machine)"));
-        }
-        let flops = address_flops(k, c, m) + (k * (4 * m * m + 2 * m + 2 * c * m + 2 * m * m)) as u64;
-        let op = KanervaUpdateOp { k, lambda, has_eta: args.is_present("eta") };
-        Ok(Instance::new(op, vec![Ty::Tensor(vec![k, c, m]), Ty::Tensor(vec![k, m, m])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("R", t(&[1, 3, 2])), ("V", t(&[1, 2, 2])), ("z", t(&[3]))]),
+            Example::new([("R", t(&[2, 3, 2])), ("V", t(&[2, 2, 2])), ("z", t(&[3])), ("eta", t(&[2]))]),
+            // A shared noise for every machine.
+            Example::new([("R", t(&[3, 2, 2])), ("V", t(&[3, 2, 2])), ("z", t(&[2])), ("eta", t(&[1]))]),
+        ]
+    }
+}
+
+impl Lower for KanervaUpdate {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (k, c, m, lambda) = check_memory(args)?;
+    let v = args.shape("V")?;
+    if v != &vec![k, m, m] {
+        return Err(PrimError::shape("V", &[k, m, m], v, "(one m/k × m/k covariance per machine)"));
+    }
+    let flops = address_flops(k, c, m) + (k * (4 * m * m + 2 * m + 2 * c * m + 2 * m * m)) as u64;
+    let op = KanervaUpdateOp { k, lambda, has_eta: args.is_present("eta") };
+    Ok((op, Inferred::new(vec![Ty::Tensor(vec![k, c, m]), Ty::Tensor(vec![k, m, m])], vec![], flops)))
 }
 
 struct KanervaUpdateOp {
@@ -101,12 +120,21 @@ struct KanervaUpdateOp {
 
 impl Op for KanervaUpdateOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (r, v, z) = (inputs[0], inputs[1], inputs[2]);
+        let (r, v, z, eta) = match self.has_eta {
+            true => {
+                let [r, v, z, eta] = op::inputs("kanervaUpdate", inputs)?;
+                (r, v, z, Some(eta))
+            }
+            false => {
+                let [r, v, z] = op::inputs("kanervaUpdate", inputs)?;
+                (r, v, z, None)
+            }
+        };
         let batch = r.dim(0)?.max(v.dim(0)?).max(z.dim(0)?);
         let (_, k, c, m) = r.dims4()?;
         let r = r.broadcast_as((batch, k, c, m))?.contiguous()?;
         let v = v.broadcast_as((batch, k, m, m))?.contiguous()?;
-        let eta = if self.has_eta { Some(eta_per_machine(inputs[3], self.k)?) } else { None };
+        let eta = eta.map(|eta| eta_per_machine(eta, self.k)).transpose()?;
         let w = least_squares_weights(&r, z, self.lambda)?; // [B, k, m, 1]
         let gamma = machine_weights(eta.as_ref(), self.k, z)?;
         let delta = z.broadcast_sub(&readout(&r, &w, &gamma)?)?; // [B, c]
@@ -256,14 +284,6 @@ mod tests {
         }
         // Twenty writes into 4 columns shrink the uncertainty substantially.
         assert!((0..k).all(|i| trace(&v, i) < 0.5 * m as f64), "{v:?}");
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("kanervaUpdate", &args(1, 3, 2, false));
-        grad_check("kanervaUpdate", &args(2, 3, 2, true));
-        // A shared noise for every machine.
-        grad_check("kanervaUpdate", &[("R", t(&[3, 2, 2])), ("V", t(&[3, 2, 2])), ("z", t(&[2])), ("eta", t(&[1]))]);
     }
 
     #[test]

@@ -33,12 +33,26 @@ impl Primitive for KeyJump {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (heads, len, dh) = tape_dims(args, "K")?;
-        check_split(args, "q", heads, dh, "key")?;
-        let flops = (heads * (2 * len * dh + 3 * dh)) as u64;
-        Ok(Instance::new(KeyJumpOp { heads }, vec![Ty::Tensor(vec![heads, len])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))])]
+    }
+}
+
+impl Lower for KeyJump {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (heads, len, dh) = tape_dims(args, "K")?;
+    check_split(args, "q", heads, dh, "key")?;
+    let flops = (heads * (2 * len * dh + 3 * dh)) as u64;
+    Ok((KeyJumpOp { heads }, Inferred::new(vec![Ty::Tensor(vec![heads, len])], vec![], flops)))
 }
 
 struct KeyJumpOp {
@@ -48,8 +62,9 @@ struct KeyJumpOp {
 impl Op for KeyJumpOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let batch = batch_of(inputs)?;
-        let k = expand_batch(inputs[0], batch)?;
-        let q = expand_batch(&l2_normalize(&to_heads(inputs[1], self.heads)?)?, batch)?;
+        let [k, q] = op::inputs("keyJump", inputs)?;
+        let k = expand_batch(k, batch)?;
+        let q = expand_batch(&l2_normalize(&to_heads(q, self.heads)?)?, batch)?;
         Ok(vec![k.matmul(&q.unsqueeze(D::Minus1)?)?.squeeze(D::Minus1)?])
     }
 }
@@ -68,10 +83,5 @@ mod tests {
         assert_eq!(run("keyJump", &args, &[keys, vec![0.0, 0.0, 0.5]]), vec![1.0, 0.0, 0.0, 0.0]);
         assert_eq!(out_shapes("keyJump", &[("K", t(&[2, 5, 3])), ("q", t(&[6]))]), vec![vec![2, 5]]);
         assert!(error("keyJump", &[("K", t(&[2, 5, 3])), ("q", t(&[4]))]).contains("2 elements per head"));
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("keyJump", &[("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))]);
     }
 }

@@ -20,25 +20,43 @@ impl Primitive for LayerNorm {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let x = args.shape("x")?.clone();
-        let Some(&n) = x.last() else {
-            return Err(PrimError::new("`x` must be a vector or larger, but is a scalar").on("x"));
-        };
-        let params = vec![
-            ParamDecl::new("weight", vec![n], Init::Constant(1.0)),
-            ParamDecl::new("bias", vec![n], Init::Constant(0.0)),
-        ];
-        let flops = 8 * x.iter().product::<usize>() as u64;
-        Ok(Instance::new(LayerNormOp, vec![Ty::Tensor(x)], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("x", t(&[2, 4]))])]
     }
 }
 
-struct LayerNormOp;
+impl Lower for LayerNorm {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let x = args.shape("x")?.clone();
+    let Some(&n) = x.last() else {
+        return Err(PrimError::new(PrimErrorKind::Scalar {
+            needs: "layerNorm normalises the last axis of a vector (or larger)",
+        })
+        .on("x"));
+    };
+    let mut params = ParamList::new();
+    let op = LayerNormOp { norm: params.norm("", n) };
+    let flops = 8 * x.iter().product::<usize>() as u64;
+    Ok((op, Inferred::new(vec![Ty::Tensor(x)], params.into_decls(), flops)))
+}
+
+struct LayerNormOp {
+    norm: Norm,
+}
 
 impl Op for LayerNormOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        Ok(vec![layer_norm(inputs[0], params[0], params[1])?])
+        let [x] = op::inputs("layerNorm", inputs)?;
+        Ok(vec![layer_norm(x, self.norm.weight.of(params), self.norm.bias.of(params))?])
     }
 }
 
@@ -51,6 +69,5 @@ mod tests {
         let out = run("layerNorm", &[("x", t(&[2]))], &[vec![1.0, 3.0]]);
         // mean 2, variance 1: (±1)/sqrt(1 + 1e-5).
         assert!((out[0] + 1.0).abs() < 1e-4 && (out[1] - 1.0).abs() < 1e-4, "{out:?}");
-        grad_check("layerNorm", &[("x", t(&[2, 4]))]);
     }
 }

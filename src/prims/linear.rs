@@ -28,55 +28,106 @@ impl Primitive for Linear {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let x = args.shape("x")?;
-        let Some((&fan_in, lead)) = x.split_last() else {
-            return Err(PrimError::new("`x` must be a vector or larger, but is a scalar").on("x"));
-        };
-        let size = args.size("size")?;
-        let bias = args.bool("bias")?;
-        let mut params = ParamDecl::dense("", fan_in, size).to_vec();
-        if !bias {
-            params.pop();
-        }
-        let mut out = lead.to_vec();
-        out.push(size);
-        let rows: usize = lead.iter().product();
-        let flops = (2 * fan_in * size * rows) as u64;
-        Ok(Instance::new(LinearOp::default(), vec![Ty::Tensor(out)], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("x", t(&[3, 5])), ("size", int(4))]),
+            Example::new([("x", t(&[5])), ("size", int(4)), ("bias", boolean(false))]),
+        ]
     }
 }
 
-#[derive(Default)]
-pub(crate) struct LinearOp {
+impl Lower for Linear {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        let (layer, _) = configure(args)?;
+        Ok(Arc::new(LinearOp { layer, wt: Transposed::default() }))
+    }
+}
+
+/// A dense layer's parameters: its weight, and its bias unless left out.
+#[derive(Clone, Copy)]
+struct Layer {
+    weight: Slot,
+    bias: Option<Slot>,
+}
+
+fn configure(args: &Args) -> Result<(Layer, Inferred), PrimError> {
+    let x = args.shape("x")?;
+    let Some((&fan_in, lead)) = x.split_last() else {
+        return Err(PrimError::new(PrimErrorKind::Scalar {
+            needs: "a dense layer maps the last axis of a vector (or larger)",
+        })
+        .on("x"));
+    };
+    let size = args.size("size")?;
+    let mut params = ParamList::new();
+    let layer = if args.bool("bias")? {
+        let dense = params.dense("", fan_in, size);
+        Layer { weight: dense.weight, bias: Some(dense.bias) }
+    } else {
+        Layer { weight: params.dense_weight("", fan_in, size), bias: None }
+    };
+    let mut out = lead.to_vec();
+    out.push(size);
+    let rows: usize = lead.iter().product();
+    let flops = (2 * fan_in * size * rows) as u64;
+    Ok((layer, Inferred::new(vec![Ty::Tensor(out)], params.into_decls(), flops)))
+}
+
+struct LinearOp {
+    layer: Layer,
     wt: Transposed,
 }
 
 impl Op for LinearOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        Ok(vec![dense(inputs[0], params[0], params.get(1).copied())?])
+        let [x] = op::inputs("linear", inputs)?;
+        Ok(vec![dense(x, self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)))?])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for LinearOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        let [x] = op::inputs("linear", inputs)?;
+        let (w, b) = (self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)));
+        with_real!(x.dtype(), T => Ok((vec![linear_forward::<T>(x, w, b, &self.wt)?], ())))
     }
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        with_real!(inputs[0].dtype(), T => Ok((vec![linear_forward::<T>(inputs[0], params, &self.wt)?], vec![])))
-    }
-
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        with_real!(b.inputs[0].dtype(), T => Ok(vec![linear_backward::<T>(b, param_grads)?]))
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [x] = b.inputs_of()?;
+        let w = self.layer.weight.of(b.params);
+        let (gw, gb) = match self.layer.bias {
+            Some(bias) => {
+                let (gw, gb) = Slot::pair_mut(self.layer.weight, bias, param_grads);
+                (gw, Some(gb))
+            }
+            None => (self.layer.weight.of_mut(param_grads), None),
+        };
+        let gy = b.grad_or_zeros(0)?;
+        with_real!(x.dtype(), T => Ok(vec![linear_backward::<T>(x, w, &gy, gw, gb, b.needs[0])?]))
     }
 }
 
 /// `x Wᵀ + b` over the last axis, as one GEMM.
-pub(crate) fn linear_forward<T: Real>(x: &Tensor, params: &[&Tensor], wt: &Transposed) -> candle_core::Result<Tensor> {
-    let (fan_out, fan_in) = params[0].dims2()?;
+fn linear_forward<T: Real>(x: &Tensor, w: &Tensor, b: Option<&Tensor>, wt: &Transposed) -> candle_core::Result<Tensor> {
+    let (fan_out, fan_in) = w.dims2()?;
     let rows = x.elem_count() / fan_in.max(1);
-    let wt = wt.of(params[0])?;
+    let wt = wt.of(w)?;
     let (xr, wr) = (view::Read::new(x)?, view::Read::new(&wt)?);
-    let br = params.get(1).map(|b| view::Read::new(b)).transpose()?;
+    let br = b.map(view::Read::new).transpose()?;
     let bias = br.as_ref().map(|b| b.slice::<T>()).transpose()?;
     let y = forward_slices(xr.slice::<T>()?, rows, wr.slice::<T>()?, bias, fan_in, fan_out);
     let mut dims = x.dims().to_vec();
@@ -86,18 +137,20 @@ pub(crate) fn linear_forward<T: Real>(x: &Tensor, params: &[&Tensor], wt: &Trans
     view::tensor(y, dims)
 }
 
-/// The input gradient (if needed) of [`linear_forward`]; adds the weight and bias gradients.
-pub(crate) fn linear_backward<T: Real>(
-    b: &Backward<'_>,
-    param_grads: &mut [ParamGrad],
+/// The input gradient (if `need_x`) of [`linear_forward`] given `gy`; adds the weight and
+/// bias gradients.
+fn linear_backward<T: Real>(
+    x: &Tensor,
+    w: &Tensor,
+    gy: &Tensor,
+    gw: &mut ParamGrad,
+    gb: Option<&mut ParamGrad>,
+    need_x: bool,
 ) -> candle_core::Result<Option<Tensor>> {
-    let (fan_out, fan_in) = b.params[0].dims2()?;
-    let x = &b.inputs[0];
+    let (fan_out, fan_in) = w.dims2()?;
     let rows = x.elem_count() / fan_in.max(1);
-    let gy = b.grad_or_zeros(0)?;
-    let (gyr, xr, wr) = (view::Read::new(&gy)?, view::Read::new(x)?, view::Read::new(&b.params[0])?);
-    let (gw, rest) = param_grads.split_first_mut().expect("linear has a weight");
-    let gb = match rest.first_mut() {
+    let (gyr, xr, wr) = (view::Read::new(gy)?, view::Read::new(x)?, view::Read::new(w)?);
+    let gb = match gb {
         Some(g) => Some(g.slice_mut::<T>(fan_out)?),
         None => None,
     };
@@ -110,7 +163,7 @@ pub(crate) fn linear_backward<T: Real>(
         fan_out,
         Some(gw.slice_mut::<T>(fan_out * fan_in)?),
         gb,
-        b.needs[0],
+        need_x,
     );
     gx.map(|g| view::tensor(g, x.dims())).transpose()
 }
@@ -125,17 +178,5 @@ mod tests {
         assert_eq!(param_count("linear", &[("x", t(&[5])), ("size", int(7))]), 5 * 7 + 7);
         assert_eq!(param_count("linear", &[("x", t(&[5])), ("size", int(7)), ("bias", boolean(false))]), 35);
         assert!(error("linear", &[("x", t(&[])), ("size", int(7))]).contains("scalar"));
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("linear", &[("x", t(&[3, 5])), ("size", int(4))]);
-    }
-
-    #[test]
-    fn manual_backward_matches_autograd() {
-        manual_backward_check("linear", &[("x", t(&[3, 5])), ("size", int(4))]);
-        manual_backward_check("linear", &[("x", t(&[5])), ("size", int(4)), ("bias", boolean(false))]);
-        manual_backward_check("embed", &[("x", t(&[2])), ("size", int(3))]);
     }
 }

@@ -28,41 +28,80 @@ impl Primitive for LstmCell {
     fn outputs(&self) -> &'static [&'static str] {
         &["c", "h"]
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let c = args.shape_of_rank("c", 1, "a cell state vector")?;
-        let hidden = c[0];
-        let h = args.shape("h")?;
-        if h != &vec![hidden] {
-            return Err(PrimError::shape_mismatch("h", &[hidden], h, "(like the cell state `c`)"));
-        }
-        let x = args.shape_of_rank("x", 1, "an input vector")?;
-        let n = x[0];
-        let bound = 1.0 / (hidden as f64).sqrt();
-        let params = vec![
-            ParamDecl::new("w_ih", vec![4 * hidden, n], Init::Uniform(bound)),
-            ParamDecl::new("b_ih", vec![4 * hidden], Init::Uniform(bound)),
-            ParamDecl::new("w_hh", vec![4 * hidden, hidden], Init::Uniform(bound)),
-            ParamDecl::new("b_hh", vec![4 * hidden], Init::Uniform(bound)),
-        ];
-        let flops = (2 * 4 * hidden * (n + hidden) + 20 * hidden) as u64;
-        let out = Ty::Tensor(vec![hidden]);
-        let op = LstmOp { hidden, wih_t: Transposed::default(), whh_t: Transposed::default() };
-        Ok(Instance::new(op, vec![out.clone(), out], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))]),
+            Example::new([("c", t(&[4])), ("h", t(&[4])), ("x", t(&[3]))]),
+        ]
     }
 }
 
-struct LstmOp {
+impl Lower for LstmCell {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        let (config, _) = configure(args)?;
+        Ok(Arc::new(LstmOp { config, wih_t: Transposed::default(), whh_t: Transposed::default() }))
+    }
+}
+
+struct Config {
     hidden: usize,
+    /// `W, b_ih` on the input and `U, b_hh` on the hidden state, each `→ 4H` (gates i, f, g, o).
+    input: Dense,
+    recurrent: Dense,
+}
+
+fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
+    let c = args.shape_of_rank("c", 1, "a cell state vector")?;
+    let hidden = c[0];
+    let h = args.shape("h")?;
+    if h != &vec![hidden] {
+        return Err(PrimError::shape("h", &[hidden], h, "(like the cell state `c`)"));
+    }
+    let x = args.shape_of_rank("x", 1, "an input vector")?;
+    let n = x[0];
+    // PyTorch's LSTMCell initialises every weight and bias U(±1/√H).
+    let init = Init::Uniform(1.0 / (hidden as f64).sqrt());
+    let mut params = ParamList::new();
+    let input = Dense {
+        weight: params.push("w_ih", vec![4 * hidden, n], init.clone()),
+        bias: params.push("b_ih", vec![4 * hidden], init.clone()),
+    };
+    let recurrent = Dense {
+        weight: params.push("w_hh", vec![4 * hidden, hidden], init.clone()),
+        bias: params.push("b_hh", vec![4 * hidden], init),
+    };
+    let flops = (2 * 4 * hidden * (n + hidden) + 20 * hidden) as u64;
+    let out = Ty::Tensor(vec![hidden]);
+    Ok((Config { hidden, input, recurrent }, Inferred::new(vec![out.clone(), out], params.into_decls(), flops)))
+}
+
+struct LstmOp {
+    config: Config,
     wih_t: Transposed,
     whh_t: Transposed,
 }
 
+/// What the training forward keeps: the activated gates `[σi, σf, tanh g, σo]` `[B, 4H]` and
+/// `tanh c'` `[B, H]`.
+struct Activations {
+    gates: Tensor,
+    tanh_c: Tensor,
+}
+
 impl Op for LstmOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (c, h, x) = (inputs[0], inputs[1], inputs[2]);
-        let gates = dense(x, params[0], Some(params[1]))?.broadcast_add(&dense(h, params[2], Some(params[3]))?)?;
-        let n = self.hidden;
-        let gate = |i: usize| gates.narrow(D::Minus1, i * n, n);
+        let Config { hidden: n, input, recurrent } = &self.config;
+        let [c, h, x] = op::inputs("lstmCell", inputs)?;
+        let gates = dense(x, input.weight.of(params), Some(input.bias.of(params)))?.broadcast_add(&dense(
+            h,
+            recurrent.weight.of(params),
+            Some(recurrent.bias.of(params)),
+        )?)?;
+        let gate = |i: usize| gates.narrow(D::Minus1, i * n, *n);
         let (i, f, g, o) = (gate(0)?, gate(1)?, gate(2)?, gate(3)?);
         let sig = candle_nn::ops::sigmoid;
         let c_next = sig(&f)?.broadcast_mul(c)?.add(&sig(&i)?.mul(&g.tanh()?)?)?;
@@ -70,45 +109,58 @@ impl Op for LstmOp {
         Ok(vec![c_next, h_next])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
     }
+}
 
-    /// Two GEMMs into one gate buffer, then one pass for the activations and the new state;
-    /// saves the activated gates `[σi, σf, tanh g, σo]` and `tanh c'`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        let batch = inputs[2].dim(0)?;
-        if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
+impl ManualBackward for LstmOp {
+    /// `None` for operands of different batch sizes, whose backward falls back to candle's
+    /// autograd.
+    type Saved = Option<Activations>;
+
+    /// Two GEMMs into one gate buffer, then one pass for the activations and the new state.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [c, h, x] = op::inputs("lstmCell", inputs)?;
+        let batch = x.dim(0)?;
+        if c.dim(0)? != batch || h.dim(0)? != batch {
             let outs = self.forward(inputs, params)?;
-            return Ok((outs.iter().map(|o| o.contiguous()).collect::<candle_core::Result<_>>()?, vec![]));
+            return Ok((outs.iter().map(|o| o.contiguous()).collect::<candle_core::Result<_>>()?, None));
         }
-        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs, params))
+        with_real!(x.dtype(), T => self.train_forward::<T>(c, h, x, params))
     }
 
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        if b.saved.is_empty() {
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
             return super::backward::via_autograd(self, b, param_grads);
-        }
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+        };
+        let [_, _, x] = b.inputs_of()?;
+        with_real!(x.dtype(), T => self.train_backward::<T>(saved, b, param_grads))
     }
 }
 
 impl LstmOp {
     fn train_forward<T: Real>(
         &self,
-        inputs: &[&Tensor],
+        c: &Tensor,
+        h: &Tensor,
+        x: &Tensor,
         params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        let hd = self.hidden;
-        let batch = inputs[2].dim(0)?;
-        let n = inputs[2].dim(1)?;
-        let (cr, hr, xr) = (view::Read::new(inputs[0])?, view::Read::new(inputs[1])?, view::Read::new(inputs[2])?);
-        let (wih_t, whh_t) = (self.wih_t.of(params[0])?, self.whh_t.of(params[2])?);
-        let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
+    ) -> candle_core::Result<(Vec<Tensor>, Option<Activations>)> {
+        let Config { hidden: hd, input, recurrent } = &self.config;
+        let hd = *hd;
+        let (batch, n) = (x.dim(0)?, x.dim(1)?);
+        let (cr, hr, xr) = (view::Read::new(c)?, view::Read::new(h)?, view::Read::new(x)?);
+        let (wih_t, whh_t) = (self.wih_t.of(input.weight.of(params))?, self.whh_t.of(recurrent.weight.of(params))?);
+        let (bih, bhh) = (view::Read::new(input.bias.of(params))?, view::Read::new(recurrent.bias.of(params))?);
         let (wih, whh) = (view::Read::new(&wih_t)?, view::Read::new(&whh_t)?);
         let (c, h, x) = (cr.slice::<T>()?, hr.slice::<T>()?, xr.slice::<T>()?);
-        let mut gates = forward_slices(x, batch, wih.slice::<T>()?, Some(p[1].slice::<T>()?), n, 4 * hd);
-        let gh = forward_slices(h, batch, whh.slice::<T>()?, Some(p[3].slice::<T>()?), hd, 4 * hd);
+        let mut gates = forward_slices(x, batch, wih.slice::<T>()?, Some(bih.slice::<T>()?), n, 4 * hd);
+        let gh = forward_slices(h, batch, whh.slice::<T>()?, Some(bhh.slice::<T>()?), hd, 4 * hd);
         let mut c_next = vec![T::zero(); batch * hd];
         let mut h_next = vec![T::zero(); batch * hd];
         let mut tc = vec![T::zero(); batch * hd];
@@ -133,23 +185,24 @@ impl LstmOp {
                 }
             }
         });
-        Ok((
-            vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?],
-            vec![view::tensor(gates, (batch, 4 * hd))?, view::tensor(tc, (batch, hd))?],
-        ))
+        let saved =
+            Activations { gates: view::tensor(gates, (batch, 4 * hd))?, tanh_c: view::tensor(tc, (batch, hd))? };
+        Ok((vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?], Some(saved)))
     }
 
     fn train_backward<T: Real>(
         &self,
-        bw: &Backward<'_>,
+        saved: &Activations,
+        bw: &Backward<'_, Option<Activations>>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let hd = self.hidden;
-        let (c, h, x) = (&bw.inputs[0], &bw.inputs[1], &bw.inputs[2]);
+        let Config { hidden: hd, input, recurrent } = &self.config;
+        let hd = *hd;
+        let [c, h, x] = bw.inputs_of()?;
         let (batch, n) = (x.dim(0)?, x.dim(1)?);
         let (gc, gh) = (bw.grad_or_zeros(0)?, bw.grad_or_zeros(1)?);
         let (gcr, ghr, cr) = (view::Read::new(&gc)?, view::Read::new(&gh)?, view::Read::new(c)?);
-        let (gtr, tcr) = (view::Read::new(&bw.saved[0])?, view::Read::new(&bw.saved[1])?);
+        let (gtr, tcr) = (view::Read::new(&saved.gates)?, view::Read::new(&saved.tanh_c)?);
         let (gc, gh, c, gates, tc) =
             (gcr.slice::<T>()?, ghr.slice::<T>()?, cr.slice::<T>()?, gtr.slice::<T>()?, tcr.slice::<T>()?);
         // Pre-activation gradients [gi, gf, gg, go] and d loss / d c.
@@ -173,30 +226,30 @@ impl LstmOp {
             }
         });
         let (hr, xr) = (view::Read::new(h)?, view::Read::new(x)?);
-        let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
-        let (gih, ghh) = param_grads.split_at_mut(2);
-        let (gwi, gbi) = gih.split_at_mut(1);
-        let (gwh, gbh) = ghh.split_at_mut(1);
+        let (wir, whr) =
+            (view::Read::new(input.weight.of(bw.params))?, view::Read::new(recurrent.weight.of(bw.params))?);
+        let (gwi, gbi) = Slot::pair_mut(input.weight, input.bias, param_grads);
         let gx = backward_slices(
             &gpre,
             xr.slice::<T>()?,
             batch,
-            p[0].slice::<T>()?,
+            wir.slice::<T>()?,
             n,
             4 * hd,
-            Some(gwi[0].slice_mut::<T>(4 * hd * n)?),
-            Some(gbi[0].slice_mut::<T>(4 * hd)?),
+            Some(gwi.slice_mut::<T>(4 * hd * n)?),
+            Some(gbi.slice_mut::<T>(4 * hd)?),
             bw.needs[2],
         );
+        let (gwh, gbh) = Slot::pair_mut(recurrent.weight, recurrent.bias, param_grads);
         let gh_prev = backward_slices(
             &gpre,
             hr.slice::<T>()?,
             batch,
-            p[2].slice::<T>()?,
+            whr.slice::<T>()?,
             hd,
             4 * hd,
-            Some(gwh[0].slice_mut::<T>(4 * hd * hd)?),
-            Some(gbh[0].slice_mut::<T>(4 * hd)?),
+            Some(gwh.slice_mut::<T>(4 * hd * hd)?),
+            Some(gbh.slice_mut::<T>(4 * hd)?),
             bw.needs[1],
         );
         Ok(vec![
@@ -212,14 +265,12 @@ mod tests {
     use super::super::testing::*;
 
     #[test]
-    fn shapes_and_gradients() {
+    fn shapes() {
         let args = [("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))];
         assert_eq!(out_shapes("lstmCell", &args), vec![vec![3], vec![3]]);
         assert_eq!(param_count("lstmCell", &args), 12 * 2 + 12 + 12 * 3 + 12);
         assert!(
             error("lstmCell", &[("c", t(&[3])), ("h", t(&[4])), ("x", t(&[2]))]).contains("`h` must have shape [3]")
         );
-        grad_check("lstmCell", &args);
-        manual_backward_check("lstmCell", &args);
     }
 }

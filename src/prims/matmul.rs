@@ -19,45 +19,52 @@ impl Primitive for MatMul {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (a, b) = (args.shape("a")?, args.shape("b")?);
-        if a.is_empty() || b.is_empty() {
-            return Err(PrimError::new("`@` needs vectors or matrices, not scalars").on(if a.is_empty() {
-                "a"
-            } else {
-                "b"
-            }));
-        }
-        let a_vec = a.len() == 1;
-        let b_vec = b.len() == 1;
-        let a2: Vec<usize> = if a_vec { vec![1, a[0]] } else { a.clone() };
-        let b2: Vec<usize> = if b_vec { vec![b[0], 1] } else { b.clone() };
-        let (n, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
-        let (k2, m) = (b2[b2.len() - 2], b2[b2.len() - 1]);
-        let lead_a = &a2[..a2.len() - 2];
-        let lead_b = &b2[..b2.len() - 2];
-        if k != k2 {
-            return Err(PrimError::new(format!(
-                "inner dimensions differ: {} @ {} ({k} ≠ {k2})",
-                ShapeDisplay(a),
-                ShapeDisplay(b)
-            ))
-            .on("b"));
-        }
-        let lead = crate::kernels::broadcast::broadcast_shape(lead_a, lead_b).ok_or_else(|| {
-            PrimError::new(format!("batch axes of {} and {} do not broadcast", ShapeDisplay(a), ShapeDisplay(b)))
-                .on("b")
-        })?;
-        let mut out = lead.clone();
-        if !a_vec {
-            out.push(n);
-        }
-        if !b_vec {
-            out.push(m);
-        }
-        let flops = (2 * n * k * m * lead.iter().product::<usize>()) as u64;
-        Ok(Instance::new(MatMulOp { a_vec, b_vec }, vec![Ty::Tensor(out)], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("a", t(&[2, 3])), ("b", t(&[3, 2]))]), Example::new([("a", t(&[3])), ("b", t(&[3, 2]))])]
+    }
+}
+
+impl Lower for MatMul {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (a, b) = (args.shape("a")?, args.shape("b")?);
+    if a.is_empty() || b.is_empty() {
+        let arg = if a.is_empty() { "a" } else { "b" };
+        return Err(PrimError::new(PrimErrorKind::Scalar { needs: "`@` needs vectors or matrices" }).on(arg));
+    }
+    let a_vec = a.len() == 1;
+    let b_vec = b.len() == 1;
+    let a2: Vec<usize> = if a_vec { vec![1, a[0]] } else { a.clone() };
+    let b2: Vec<usize> = if b_vec { vec![b[0], 1] } else { b.clone() };
+    let (n, k) = (a2[a2.len() - 2], a2[a2.len() - 1]);
+    let (k2, m) = (b2[b2.len() - 2], b2[b2.len() - 1]);
+    let lead_a = &a2[..a2.len() - 2];
+    let lead_b = &b2[..b2.len() - 2];
+    if k != k2 {
+        return Err(
+            PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how: Combine::Inner }).on("b")
+        );
+    }
+    let lead = crate::kernels::broadcast::broadcast_shape(lead_a, lead_b).ok_or_else(|| {
+        PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how: Combine::BatchBroadcast }).on("b")
+    })?;
+    let mut out = lead.clone();
+    if !a_vec {
+        out.push(n);
+    }
+    if !b_vec {
+        out.push(m);
+    }
+    let flops = (2 * n * k * m * lead.iter().product::<usize>()) as u64;
+    Ok((MatMulOp { a_vec, b_vec }, Inferred::new(vec![Ty::Tensor(out)], vec![], flops)))
 }
 
 struct MatMulOp {
@@ -67,8 +74,8 @@ struct MatMulOp {
 
 impl Op for MatMulOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let mut a = inputs[0].clone();
-        let mut b = inputs[1].clone();
+        let [a, b] = op::inputs("matmul", inputs)?;
+        let (mut a, mut b) = (a.clone(), b.clone());
         if self.a_vec {
             a = a.unsqueeze(a.rank() - 1)?;
         }
@@ -101,7 +108,5 @@ mod tests {
         assert_eq!(out_shapes("matmul", &[("a", t(&[3])), ("b", t(&[3, 4]))]), vec![vec![4]]);
         assert_eq!(out_shapes("matmul", &[("a", t(&[2, 3, 4])), ("b", t(&[4, 5]))]), vec![vec![2, 3, 5]]);
         assert!(error("matmul", &[("a", t(&[2, 3])), ("b", t(&[4, 5]))]).contains("inner dimensions differ"));
-        grad_check("matmul", &[("a", t(&[2, 3])), ("b", t(&[3, 2]))]);
-        grad_check("matmul", &[("a", t(&[3])), ("b", t(&[3, 2]))]);
     }
 }

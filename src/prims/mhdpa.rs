@@ -48,114 +48,139 @@ impl Primitive for Mhdpa {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let m = args.shape_of_rank("M", 2, "a memory [slots, size]")?;
-        let (n, d) = (m[0], m[1]);
-        let heads = args.size("heads")?;
-        let head_size = args.size("head_size")?;
-        if heads * head_size != d {
-            return Err(PrimError::new(format!(
-                "`M` has rows of size {d}, but heads · head_size = {heads} · {head_size} = {}",
-                heads * head_size
-            ))
-            .on("M")
-            .hint("the memory size of an RMC is heads · head_size"));
-        }
-        let x = args.shape("x")?;
-        if x != &vec![d] {
-            return Err(PrimError::shape_mismatch("x", &[d], x, "(one row of the memory)")
-                .hint(format!("project the input first: `linear(x, {d})`")));
-        }
-        let key_size = match args.value("key_size")?.as_int() {
-            Some(0) => head_size,
-            _ => args.size("key_size")?,
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        let args = |n: usize, heads: i64, head_size: i64| {
+            let d = (heads * head_size) as usize;
+            vec![("M", t(&[n, d])), ("x", t(&[d])), ("heads", int(heads)), ("head_size", int(head_size))]
         };
-        let layers = args.size("attention_mlp_layers")?;
-        let blocks = args.size("blocks")?;
-        let qkv = heads * (2 * key_size + head_size);
-        let rows = n + 1;
-        let mut params = vec![];
-        for b in 0..blocks {
-            params.extend(ParamDecl::dense(&format!("block{b}.qkv"), d, qkv));
-            params.extend(layer_norm_params(&format!("block{b}.qkv_ln"), qkv));
-            params.extend(layer_norm_params(&format!("block{b}.attn_ln"), d));
-            params.extend(layer_norm_params(&format!("block{b}.mlp_ln"), d));
-        }
-        for l in 0..layers {
-            params.extend(ParamDecl::dense(&format!("mlp.layer{l}"), d, d));
-        }
-        let per_block = 2 * rows * d * qkv
-            + 8 * rows * qkv
-            + 2 * heads * rows * rows * (key_size + head_size)
-            + 5 * heads * rows * rows
-            + layers * 2 * rows * d * d
-            + 20 * rows * d;
-        let op = MhdpaOp { n, heads, head_size, key_size, layers, blocks };
-        Ok(Instance::new(op, vec![Ty::Tensor(vec![n, d])], params, (blocks * per_block) as u64))
+        let mut two_blocks = args(2, 1, 3);
+        two_blocks.extend([("blocks", int(2)), ("key_size", int(2)), ("attention_mlp_layers", int(1))]);
+        vec![Example::new(args(2, 2, 2)), Example::new(two_blocks)]
     }
 }
 
-fn layer_norm_params(prefix: &str, size: usize) -> [ParamDecl; 2] {
-    [
-        ParamDecl::new(format!("{prefix}.weight"), vec![size], Init::Constant(1.0)),
-        ParamDecl::new(format!("{prefix}.bias"), vec![size], Init::Constant(0.0)),
-    ]
+impl Lower for Mhdpa {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(MhdpaOp { config: configure(args)?.0 }))
+    }
+}
+
+/// The shape of the attention: `heads` heads with keys (and queries) of `key_size` and
+/// values of `head_size`.
+#[derive(Clone, Copy)]
+struct Heads {
+    heads: usize,
+    key_size: usize,
+    head_size: usize,
+}
+
+/// One attention block's parameters: the `qkv` projection with its layer norm, and the layer
+/// norms after the attention and after the MLP.
+struct Block {
+    qkv: Dense,
+    qkv_ln: Norm,
+    attn_ln: Norm,
+    mlp_ln: Norm,
+}
+
+struct Config {
+    /// Memory slots.
+    n: usize,
+    heads: Heads,
+    blocks: Vec<Block>,
+    /// The attention MLP, shared by every block.
+    mlp: Vec<Dense>,
+}
+
+fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
+    let m = args.shape_of_rank("M", 2, "a memory [slots, size]")?;
+    let (n, d) = (m[0], m[1]);
+    let heads = args.size("heads")?;
+    let head_size = args.size("head_size")?;
+    if heads * head_size != d {
+        return Err(PrimError::new(PrimErrorKind::HeadSizes { d, heads, head_size }).on("M").hint(Hint::RmcSize));
+    }
+    let x = args.shape("x")?;
+    if x != &vec![d] {
+        return Err(PrimError::shape("x", &[d], x, "(one row of the memory)").hint(Hint::ProjectInput { d }));
+    }
+    let key_size = match args.value("key_size")?.as_int() {
+        Some(0) => head_size,
+        _ => args.size("key_size")?,
+    };
+    let layers = args.size("attention_mlp_layers")?;
+    let block_count = args.size("blocks")?;
+    let qkv = heads * (2 * key_size + head_size);
+    let rows = n + 1;
+    let mut params = ParamList::new();
+    let blocks = (0..block_count)
+        .map(|b| Block {
+            qkv: params.dense(&format!("block{b}.qkv"), d, qkv),
+            qkv_ln: params.norm(&format!("block{b}.qkv_ln"), qkv),
+            attn_ln: params.norm(&format!("block{b}.attn_ln"), d),
+            mlp_ln: params.norm(&format!("block{b}.mlp_ln"), d),
+        })
+        .collect();
+    let mlp = (0..layers).map(|l| params.dense(&format!("mlp.layer{l}"), d, d)).collect();
+    let per_block = 2 * rows * d * qkv
+        + 8 * rows * qkv
+        + 2 * heads * rows * rows * (key_size + head_size)
+        + 5 * heads * rows * rows
+        + layers * 2 * rows * d * d
+        + 20 * rows * d;
+    let config = Config { n, heads: Heads { heads, key_size, head_size }, blocks, mlp };
+    let inferred = Inferred::new(vec![Ty::Tensor(vec![n, d])], params.into_decls(), (block_count * per_block) as u64);
+    Ok((config, inferred))
 }
 
 struct MhdpaOp {
-    n: usize,
-    heads: usize,
-    head_size: usize,
-    key_size: usize,
-    layers: usize,
-    blocks: usize,
+    config: Config,
 }
-
-/// Parameters per block: qkv weight, bias, qkv_ln weight, bias, attn_ln ×2, mlp_ln ×2.
-const PER_BLOCK: usize = 8;
 
 impl Op for MhdpaOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (m, x) = (inputs[0], inputs[1]);
+        let Config { n, heads, blocks, mlp } = &self.config;
+        let [m, x] = op::inputs("mhdpa", inputs)?;
         let batch = m.dim(0)?.max(x.dim(0)?);
-        let d = self.heads * self.head_size;
-        let m = m.broadcast_as((batch, self.n, d))?;
+        let d = heads.heads * heads.head_size;
+        let m = m.broadcast_as((batch, *n, d))?;
         let x = x.broadcast_as((batch, d))?.unsqueeze(1)?;
         let mut y = Tensor::cat(&[&m, &x], 1)?; // [B, N+1, D]
-        let mlp = &params[self.blocks * PER_BLOCK..];
-        for b in 0..self.blocks {
-            let p = &params[b * PER_BLOCK..(b + 1) * PER_BLOCK];
-            let qkv = layer_norm(&dense(&y, p[0], Some(p[1]))?, p[2], p[3])?;
-            let (attended, _) = self.attend(&qkv)?;
-            y = layer_norm(&(y + attended)?, p[4], p[5])?;
+        let norm = |t: &Tensor, ln: &Norm| layer_norm(t, ln.weight.of(params), ln.bias.of(params));
+        for block in blocks {
+            let qkv = norm(&dense(&y, block.qkv.weight.of(params), Some(block.qkv.bias.of(params)))?, &block.qkv_ln)?;
+            let (attended, _) = attend(*heads, &qkv)?;
+            y = norm(&(y + attended)?, &block.attn_ln)?;
             let mut h = y.clone();
-            for l in 0..self.layers {
-                h = dense(&h, mlp[2 * l], Some(mlp[2 * l + 1]))?;
-                if l + 1 < self.layers {
+            for (l, layer) in mlp.iter().enumerate() {
+                h = dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
+                if l + 1 < mlp.len() {
                     h = h.relu()?;
                 }
             }
-            y = layer_norm(&(y + h)?, p[6], p[7])?;
+            y = norm(&(y + h)?, &block.mlp_ln)?;
         }
-        Ok(vec![y.narrow(1, 0, self.n)?])
+        Ok(vec![y.narrow(1, 0, *n)?])
     }
 }
 
-impl MhdpaOp {
-    /// Multi-head attention of the rows of `qkv: [B, R, heads·(2k+v)]` (head-major) over
-    /// themselves: the concatenated head outputs `[B, R, heads·v]` and the attention weights
-    /// `[B, heads, R, R]` (each row a softmax over the `R` key rows).
-    fn attend(&self, qkv: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
-        let (batch, rows, _) = qkv.dims3()?;
-        let (h, k, v) = (self.heads, self.key_size, self.head_size);
-        let qkv = qkv.reshape((batch, rows, h, 2 * k + v))?.transpose(1, 2)?; // [B, H, R, 2k+v]
-        let q = (qkv.narrow(D::Minus1, 0, k)?.contiguous()? * (k as f64).powf(-0.5))?;
-        let keys = qkv.narrow(D::Minus1, k, k)?.transpose(2, 3)?.contiguous()?;
-        let values = qkv.narrow(D::Minus1, 2 * k, v)?.contiguous()?;
-        let weights = candle_nn::ops::softmax(&q.matmul(&keys)?, D::Minus1)?; // [B, H, R, R]
-        let out = weights.matmul(&values)?.transpose(1, 2)?.reshape((batch, rows, h * v))?;
-        Ok((out, weights))
-    }
+/// Multi-head attention of the rows of `qkv: [B, R, heads·(2k+v)]` (head-major) over
+/// themselves: the concatenated head outputs `[B, R, heads·v]` and the attention weights
+/// `[B, heads, R, R]` (each row a softmax over the `R` key rows).
+fn attend(shape: Heads, qkv: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
+    let (batch, rows, _) = qkv.dims3()?;
+    let Heads { heads: h, key_size: k, head_size: v } = shape;
+    let qkv = qkv.reshape((batch, rows, h, 2 * k + v))?.transpose(1, 2)?; // [B, H, R, 2k+v]
+    let q = (qkv.narrow(D::Minus1, 0, k)?.contiguous()? * (k as f64).powf(-0.5))?;
+    let keys = qkv.narrow(D::Minus1, k, k)?.transpose(2, 3)?.contiguous()?;
+    let values = qkv.narrow(D::Minus1, 2 * k, v)?.contiguous()?;
+    let weights = candle_nn::ops::softmax(&q.matmul(&keys)?, D::Minus1)?; // [B, H, R, R]
+    let out = weights.matmul(&values)?.transpose(1, 2)?.reshape((batch, rows, h * v))?;
+    Ok((out, weights))
 }
 
 #[cfg(test)]
@@ -192,15 +217,15 @@ mod tests {
         assert!(error("mhdpa", &bad_x).contains("`x` must have shape [6]"));
     }
 
-    fn op(heads: usize, key_size: usize, head_size: usize) -> MhdpaOp {
-        MhdpaOp { n: 3, heads, head_size, key_size, layers: 2, blocks: 1 }
+    fn heads(heads: usize, key_size: usize, head_size: usize) -> Heads {
+        Heads { heads, key_size, head_size }
     }
 
     #[test]
     fn attention_rows_sum_to_one() {
         let dev = Device::Cpu;
         let qkv = Tensor::randn(0.0, 2.0, (2, 4, 3 * (2 * 2 + 5)), &dev).unwrap();
-        let (out, weights) = op(3, 2, 5).attend(&qkv).unwrap();
+        let (out, weights) = attend(heads(3, 2, 5), &qkv).unwrap();
         assert_eq!(out.dims(), &[2, 4, 15]);
         assert_eq!(weights.dims(), &[2, 3, 4, 4]);
         let sums = weights.sum(3).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
@@ -215,14 +240,14 @@ mod tests {
         // the values: rows [q, k, v1, v2] = [·, 1, 0, 3], [·, 1, 3, 6], [·, 1, 6, 0].
         let rows = [[5.0f64, 1.0, 0.0, 3.0], [-1.0, 1.0, 3.0, 6.0], [0.5, 1.0, 6.0, 0.0]];
         let qkv = Tensor::new(&[rows], &Device::Cpu).unwrap();
-        let (out, _) = op(1, 1, 2).attend(&qkv).unwrap();
+        let (out, _) = attend(heads(1, 1, 2), &qkv).unwrap();
         let out = out.flatten_all().unwrap().to_vec1::<f64>().unwrap();
         for row in out.chunks(2) {
             assert!((row[0] - 3.0).abs() < 1e-12 && (row[1] - 3.0).abs() < 1e-12, "{out:?}");
         }
         // Dot-product weights, scaled by 1/√k: keys 0 and ln 2 for a query of 1 → weights 1/3, 2/3.
         let qkv = Tensor::new(&[[[1.0f64, 0.0, 3.0], [0.0, 2f64.ln(), 6.0]]], &Device::Cpu).unwrap();
-        let (out, _) = op(1, 1, 1).attend(&qkv).unwrap();
+        let (out, _) = attend(heads(1, 1, 1), &qkv).unwrap();
         let first = out.flatten_all().unwrap().to_vec1::<f64>().unwrap()[0];
         assert!((first - (3.0 / 3.0 + 6.0 * 2.0 / 3.0)).abs() < 1e-12, "{first}");
     }
@@ -237,13 +262,5 @@ mod tests {
             let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / 6.0;
             assert!(mean.abs() < 1e-9 && (var - 1.0).abs() < 1e-3, "mean {mean}, var {var}");
         }
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("mhdpa", &args(2, 2, 2));
-        let mut two = args(2, 1, 3);
-        two.extend([("blocks", int(2)), ("key_size", int(2)), ("attention_mlp_layers", int(1))]);
-        grad_check("mhdpa", &two);
     }
 }

@@ -1,6 +1,6 @@
 //! `mlp(x, sizes, final_relu = true)`: dense layers of the given sizes with ReLU between them
 //! (and after the last unless `final_relu = false`). STM's output head is `mlp(o, [128, 128])`
-//! (ReLU after both layers, as the authors' code; reference.md §1.2).
+//! (ReLU after both layers, as the authors' code; docs/models.md, STM).
 
 use candle_core::Tensor;
 
@@ -27,78 +27,123 @@ impl Primitive for Mlp {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let x = args.shape("x")?;
-        let Some((&fan_in, lead)) = x.split_last() else {
-            return Err(PrimError::new("`x` must be a vector or larger, but is a scalar").on("x"));
-        };
-        let sizes = args.sizes("sizes")?;
-        if sizes.is_empty() {
-            return Err(PrimError::new("`sizes` must list at least one layer size").on("sizes"));
-        }
-        let rows: usize = lead.iter().product();
-        let mut params = vec![];
-        let mut flops = 0;
-        let mut prev = fan_in;
-        for (i, &s) in sizes.iter().enumerate() {
-            params.extend(ParamDecl::dense(&format!("layer{i}"), prev, s));
-            flops += (2 * prev * s * rows) as u64;
-            prev = s;
-        }
-        let mut out = lead.to_vec();
-        out.push(prev);
-        let wts = (0..sizes.len()).map(|_| Transposed::default()).collect();
-        let op = MlpOp { layers: sizes.len(), final_relu: args.bool("final_relu")?, wts };
-        Ok(Instance::new(op, vec![Ty::Tensor(out)], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))]),
+            Example::new([("x", t(&[2, 3])), ("sizes", ints(&[6, 5, 4]))]),
+        ]
     }
 }
 
-struct MlpOp {
-    layers: usize,
+impl Lower for Mlp {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        let (config, _) = configure(args)?;
+        let wts = config.layers.iter().map(|_| Transposed::default()).collect();
+        Ok(Arc::new(MlpOp { config, wts }))
+    }
+}
+
+struct Config {
+    /// `layer0`, `layer1`, … in order.
+    layers: Vec<Dense>,
     final_relu: bool,
+}
+
+fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
+    let x = args.shape("x")?;
+    let Some((&fan_in, lead)) = x.split_last() else {
+        return Err(PrimError::new(PrimErrorKind::Scalar {
+            needs: "an mlp maps the last axis of a vector (or larger)",
+        })
+        .on("x"));
+    };
+    let sizes = args.sizes("sizes")?;
+    if sizes.is_empty() {
+        return Err(PrimError::new(PrimErrorKind::NoSizes).on("sizes"));
+    }
+    let rows: usize = lead.iter().product();
+    let mut params = ParamList::new();
+    let mut layers = vec![];
+    let mut flops = 0;
+    let mut prev = fan_in;
+    for (i, &s) in sizes.iter().enumerate() {
+        layers.push(params.dense(&format!("layer{i}"), prev, s));
+        flops += (2 * prev * s * rows) as u64;
+        prev = s;
+    }
+    let mut out = lead.to_vec();
+    out.push(prev);
+    let config = Config { layers, final_relu: args.bool("final_relu")? };
+    Ok((config, Inferred::new(vec![Ty::Tensor(out)], params.into_decls(), flops)))
+}
+
+struct MlpOp {
+    config: Config,
+    /// Each layer's weight, transposed.
     wts: Vec<Transposed>,
 }
 
 impl Op for MlpOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let mut h = inputs[0].clone();
-        for i in 0..self.layers {
-            h = dense(&h, params[2 * i], Some(params[2 * i + 1]))?;
-            if i + 1 < self.layers || self.final_relu {
+        let [x] = op::inputs("mlp", inputs)?;
+        let mut h = x.clone();
+        for (i, layer) in self.config.layers.iter().enumerate() {
+            h = dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
+            if self.relu_after(i) {
                 h = h.relu()?;
             }
         }
         Ok(vec![h])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for MlpOp {
+    /// Every hidden layer's output (after its ReLU); the last layer's is the output itself.
+    type Saved = Vec<Tensor>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Vec<Tensor>)> {
+        let [x] = op::inputs("mlp", inputs)?;
+        with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
     }
 
-    /// Saves every hidden layer's output (after its ReLU); the last is the output.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs[0], params))
-    }
-
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    fn backward(
+        &self,
+        b: &Backward<'_, Vec<Tensor>>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [x] = b.inputs_of()?;
+        with_real!(x.dtype(), T => self.train_backward::<T>(x, b, param_grads))
     }
 }
 
 impl MlpOp {
     fn relu_after(&self, layer: usize) -> bool {
-        layer + 1 < self.layers || self.final_relu
+        layer + 1 < self.config.layers.len() || self.config.final_relu
     }
 
-    fn train_forward<T: Real>(&self, x: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+    fn train_forward<T: Real>(
+        &self,
+        x: &Tensor,
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Vec<Tensor>)> {
         let mut h = x.clone();
         let mut saved = vec![];
-        for i in 0..self.layers {
-            let (fan_out, fan_in) = params[2 * i].dims2()?;
+        let depth = self.config.layers.len();
+        for (i, (layer, wt)) in self.config.layers.iter().zip(&self.wts).enumerate() {
+            let (fan_out, fan_in) = layer.weight.of(params).dims2()?;
             let rows = h.elem_count() / fan_in.max(1);
             let mut y = {
-                let wt = self.wts[i].of(params[2 * i])?;
-                let (hr, wr, br) = (view::Read::new(&h)?, view::Read::new(&wt)?, view::Read::new(params[2 * i + 1])?);
+                let wt = wt.of(layer.weight.of(params))?;
+                let (hr, wr, br) =
+                    (view::Read::new(&h)?, view::Read::new(&wt)?, view::Read::new(layer.bias.of(params))?);
                 forward_slices(hr.slice::<T>()?, rows, wr.slice::<T>()?, Some(br.slice::<T>()?), fan_in, fan_out)
             };
             if self.relu_after(i) {
@@ -111,7 +156,7 @@ impl MlpOp {
                 *last = fan_out;
             }
             h = view::tensor(y, dims)?;
-            if i + 1 < self.layers {
+            if i + 1 < depth {
                 saved.push(h.clone());
             }
         }
@@ -120,13 +165,17 @@ impl MlpOp {
 
     fn train_backward<T: Real>(
         &self,
-        b: &Backward<'_>,
+        x: &Tensor,
+        b: &Backward<'_, Vec<Tensor>>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let mut g: Vec<T> = view::values(&b.grad_or_zeros(0)?)?;
-        for i in (0..self.layers).rev() {
-            let out = if i + 1 == self.layers { &b.outputs[0] } else { &b.saved[i] };
-            let input = if i == 0 { &b.inputs[0] } else { &b.saved[i - 1] };
+        // Layer i reads layer i − 1's output (the input for the first) and writes its own
+        // (the op's output for the last).
+        let hidden = b.saved;
+        for (i, layer) in self.config.layers.iter().enumerate().rev() {
+            let out = hidden.get(i).unwrap_or(&b.outputs[0]);
+            let input = if i == 0 { x } else { &hidden[i - 1] };
             if self.relu_after(i) {
                 let outr = view::Read::new(out)?;
                 for (gv, &y) in g.iter_mut().zip(outr.slice::<T>()?) {
@@ -135,10 +184,11 @@ impl MlpOp {
                     }
                 }
             }
-            let (fan_out, fan_in) = b.params[2 * i].dims2()?;
+            let w = layer.weight.of(b.params);
+            let (fan_out, fan_in) = w.dims2()?;
             let rows = input.elem_count() / fan_in.max(1);
-            let (gw, gb) = param_grads[2 * i..2 * i + 2].split_at_mut(1);
-            let (inr, wr) = (view::Read::new(input)?, view::Read::new(&b.params[2 * i])?);
+            let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, param_grads);
+            let (inr, wr) = (view::Read::new(input)?, view::Read::new(w)?);
             let gx = backward_slices(
                 &g,
                 inr.slice::<T>()?,
@@ -146,8 +196,8 @@ impl MlpOp {
                 wr.slice::<T>()?,
                 fan_in,
                 fan_out,
-                Some(gw[0].slice_mut::<T>(fan_out * fan_in)?),
-                Some(gb[0].slice_mut::<T>(fan_out)?),
+                Some(gw.slice_mut::<T>(fan_out * fan_in)?),
+                Some(gb.slice_mut::<T>(fan_out)?),
                 i > 0 || b.needs[0],
             );
             match gx {
@@ -155,7 +205,7 @@ impl MlpOp {
                 None => return Ok(vec![None]),
             }
         }
-        Ok(vec![Some(view::tensor(g, b.inputs[0].dims())?)])
+        Ok(vec![Some(view::tensor(g, x.dims())?)])
     }
 }
 
@@ -164,16 +214,9 @@ mod tests {
     use super::super::testing::*;
 
     #[test]
-    fn shapes_and_gradients() {
+    fn shapes() {
         assert_eq!(out_shapes("mlp", &[("x", t(&[5])), ("sizes", ints(&[4, 3]))]), vec![vec![3]]);
         assert_eq!(param_count("mlp", &[("x", t(&[5])), ("sizes", ints(&[4, 3]))]), 5 * 4 + 4 + 4 * 3 + 3);
         assert!(error("mlp", &[("x", t(&[5])), ("sizes", ints(&[]))]).contains("at least one"));
-        grad_check("mlp", &[("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))]);
-    }
-
-    #[test]
-    fn manual_backward_matches_autograd() {
-        manual_backward_check("mlp", &[("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))]);
-        manual_backward_check("mlp", &[("x", t(&[2, 3])), ("sizes", ints(&[5, 4, 3]))]);
     }
 }

@@ -33,14 +33,31 @@ impl Primitive for NamRd {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let heads = args.size("heads")?;
-        let (dv, dk) = memory_dims(args, heads)?;
-        check_split(args, "q", heads, dk, "key")?;
-        check_per_head(args, "pr", heads)?;
-        let flops = (heads * (2 * dv * dk + dv + 3 * dk)) as u64;
-        Ok(Instance::new(NamRdOp { heads }, vec![Ty::Tensor(vec![heads * dv])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))]),
+            Example::new([("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))]),
+        ]
+    }
+}
+
+impl Lower for NamRd {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let heads = args.size("heads")?;
+    let (dv, dk) = memory_dims(args, heads)?;
+    check_split(args, "q", heads, dk, "key")?;
+    check_per_head(args, "pr", heads)?;
+    let flops = (heads * (2 * dv * dk + dv + 3 * dk)) as u64;
+    Ok((NamRdOp { heads }, Inferred::new(vec![Ty::Tensor(vec![heads * dv])], vec![], flops)))
 }
 
 struct NamRdOp {
@@ -49,7 +66,7 @@ struct NamRdOp {
 
 impl Op for NamRdOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (m, q, pr) = (inputs[0], inputs[1], inputs[2]);
+        let [m, q, pr] = op::inputs("namRD", inputs)?;
         let batch = batch_of(&[m, q])?;
         let m4 = if m.rank() == 3 { m.unsqueeze(1)? } else { m.clone() };
         let m4 = expand_batch(&m4, batch)?;
@@ -77,11 +94,5 @@ mod tests {
                 .contains("`q` (key) has 2 elements per head")
         );
         assert!(error("namRD", &[("M", t(&[2, 3, 4])), ("q", t(&[8])), ("pr", t(&[2]))]).contains("[dv, dk]"));
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("namRD", &[("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))]);
-        grad_check("namRD", &[("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))]);
     }
 }

@@ -40,17 +40,11 @@ pub(crate) fn memory_dims(args: &Args, heads: usize) -> Result<(usize, usize), P
     match m[..] {
         [dv, dk] if heads == 1 => Ok((dv, dk)),
         [h, dv, dk] if h == heads => Ok((dv, dk)),
-        _ if heads == 1 => Err(PrimError::new(format!(
-            "`M` must be a memory matrix [dv, dk] (or [1, dv, dk]), but has shape {}",
-            ShapeDisplay(m)
-        ))
-        .on("M")),
-        _ => Err(PrimError::new(format!(
-            "with heads = {heads}, `M` must hold one matrix per head [{heads}, dv/{heads}, dk/{heads}], but has shape {}",
-            ShapeDisplay(m)
-        ))
-        .on("M")
-        .hint(format!("declare it e.g. `state M = zeros({heads}, d / {heads}, d / {heads})`"))),
+        _ => {
+            let kind = PrimErrorKind::PerHead { what: "a memory", heads, layout: HeadLayout::Memory, found: m.clone() };
+            let error = PrimError::new(kind).on("M");
+            Err(if heads == 1 { error } else { error.hint(Hint::MemoryState { heads }) })
+        }
     }
 }
 
@@ -60,16 +54,13 @@ pub(crate) fn check_split(
     name: &'static str,
     heads: usize,
     size: usize,
-    what: &str,
+    what: &'static str,
 ) -> Result<(), PrimError> {
     let dh = split_size(args, name, heads, what)?;
     if dh != size {
-        return Err(PrimError::new(format!(
-            "`{name}` ({what}) has {} elements per head, but the memory's {what} axis has {size}",
-            dh
-        ))
-        .on(name)
-        .hint(format!("with heads = {heads}, `{name}` must have shape [{}]", heads * size)));
+        return Err(PrimError::new(PrimErrorKind::PerHeadSize { what, per_head: dh, axis: size })
+            .on(name)
+            .hint(Hint::HeadsShape { heads, size }));
     }
     Ok(())
 }
@@ -84,17 +75,41 @@ impl Primitive for NamWr {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let heads = args.size("heads")?;
-        let (dv, dk) = memory_dims(args, heads)?;
-        check_split(args, "k", heads, dk, "key")?;
-        check_split(args, "v", heads, dv, "value")?;
-        check_per_head(args, "pw", heads)?;
-        check_per_head(args, "pe", heads)?;
-        let out = args.shape("M")?.clone();
-        let flops = (heads * (4 * dv * dk + 3 * dv + 3 * dk)) as u64;
-        Ok(Instance::new(NamWrOp { heads }, vec![Ty::Tensor(out)], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("M", t(&[3, 4])), ("k", t(&[4])), ("v", t(&[3])), ("pw", t(&[])), ("pe", t(&[]))]),
+            Example::new([
+                ("M", t(&[2, 2, 3])),
+                ("k", t(&[6])),
+                ("v", t(&[4])),
+                ("pw", t(&[2])),
+                ("pe", t(&[2])),
+                ("heads", int(2)),
+            ]),
+        ]
+    }
+}
+
+impl Lower for NamWr {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let heads = args.size("heads")?;
+    let (dv, dk) = memory_dims(args, heads)?;
+    check_split(args, "k", heads, dk, "key")?;
+    check_split(args, "v", heads, dv, "value")?;
+    check_per_head(args, "pw", heads)?;
+    check_per_head(args, "pe", heads)?;
+    let out = args.shape("M")?.clone();
+    let flops = (heads * (4 * dv * dk + 3 * dv + 3 * dk)) as u64;
+    Ok((NamWrOp { heads }, Inferred::new(vec![Ty::Tensor(out)], vec![], flops)))
 }
 
 struct NamWrOp {
@@ -103,7 +118,7 @@ struct NamWrOp {
 
 impl Op for NamWrOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (m, k, v, pw, pe) = (inputs[0], inputs[1], inputs[2], inputs[3], inputs[4]);
+        let [m, k, v, pw, pe] = op::inputs("namWR", inputs)?;
         let batch = batch_of(&[m, k])?;
         let dims = m.dims().to_vec();
         let m4 = match m.rank() {
@@ -154,25 +169,9 @@ mod tests {
         assert!(error("namWR", &bad).contains("do not split into 2 heads"));
     }
 
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("namWR", &[("M", t(&[3, 4])), ("k", t(&[4])), ("v", t(&[3])), ("pw", t(&[])), ("pe", t(&[]))]);
-        grad_check(
-            "namWR",
-            &[
-                ("M", t(&[2, 2, 3])),
-                ("k", t(&[6])),
-                ("v", t(&[4])),
-                ("pw", t(&[2])),
-                ("pe", t(&[2])),
-                ("heads", int(2)),
-            ],
-        );
-    }
-
     /// Runs a configured op on batched f64 tensors.
-    pub(crate) fn apply(name: &str, args: &[(&str, TArg)], inputs: &[&Tensor]) -> Tensor {
-        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    pub(crate) fn apply(name: &str, args: &[(&'static str, TArg)], inputs: &[&Tensor]) -> Tensor {
+        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
         inst.op.forward(inputs, &[]).unwrap().remove(0)
     }
 

@@ -20,47 +20,76 @@ impl Primitive for Outer {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (a, b) = (args.shape("a")?, args.shape("b")?);
-        let (Some((&n, lead_a)), Some((&m, lead_b))) = (a.split_last(), b.split_last()) else {
-            return Err(PrimError::new("outer products need vectors (or larger), not scalars").on("a"));
-        };
-        if lead_a != lead_b {
-            return Err(PrimError::new(format!("leading axes differ: {} ⊗ {}", ShapeDisplay(a), ShapeDisplay(b)))
-                .on("b")
-                .hint("both operands must have the same shape except for the last axis"));
-        }
-        let mut out = lead_a.to_vec();
-        out.extend([n, m]);
-        let flops = out.iter().product::<usize>() as u64;
-        Ok(Instance::new(OuterOp, vec![Ty::Tensor(out)], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))]),
+            Example::new([("a", t(&[4])), ("b", t(&[3]))]),
+            Example::new([("a", shared(&[4])), ("b", t(&[3]))]),
+        ]
+    }
+}
+
+impl Lower for Outer {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (a, b) = (args.shape("a")?, args.shape("b")?);
+    let (Some((&n, lead_a)), Some((&m, lead_b))) = (a.split_last(), b.split_last()) else {
+        let arg = if a.is_empty() { "a" } else { "b" };
+        return Err(PrimError::new(PrimErrorKind::Scalar { needs: "outer products need vectors (or larger)" }).on(arg));
+    };
+    if lead_a != lead_b {
+        let how = Combine::Leading { op: "outer" };
+        return Err(PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how })
+            .on("b")
+            .hint(Hint::SameLeadingAxes));
+    }
+    let mut out = lead_a.to_vec();
+    out.extend([n, m]);
+    let flops = out.iter().product::<usize>() as u64;
+    Ok((OuterOp, Inferred::new(vec![Ty::Tensor(out)], vec![], flops)))
 }
 
 struct OuterOp;
 
 impl Op for OuterOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let a = inputs[0].unsqueeze(D::Minus1)?;
-        let b = inputs[1].unsqueeze(inputs[1].rank() - 1)?;
+        let [a, b] = op::inputs("outer", inputs)?;
+        let (a, b) = (a.unsqueeze(D::Minus1)?, b.unsqueeze(b.rank() - 1)?);
         Ok(vec![a.broadcast_mul(&b)?])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
     }
+}
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        let (a, b) = (inputs[0], inputs[1]);
+impl ManualBackward for OuterOp {
+    /// Nothing: the backward reads the operands.
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        let [a, b] = op::inputs("outer", inputs)?;
         if a.dim(0)? != b.dim(0)? {
-            return Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]));
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], ()));
         }
-        with_real!(a.dtype(), T => Ok((vec![outer_forward::<T>(a, b)?], vec![])))
+        with_real!(a.dtype(), T => Ok((vec![outer_forward::<T>(a, b)?], ())))
     }
 
     /// `d a_i = Σ_j g_ij b_j`, `d b_j = Σ_i g_ij a_i` (row by row).
-    fn backward(&self, bw: &Backward<'_>, _param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let (a, b) = (&bw.inputs[0], &bw.inputs[1]);
+    fn backward(
+        &self,
+        bw: &Backward<'_, ()>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [a, b] = bw.inputs_of()?;
         if a.dim(0)? != b.dim(0)? {
             return super::backward::via_autograd(self, bw, _param_grads);
         }
@@ -133,9 +162,5 @@ mod tests {
         );
         assert_eq!(out_shapes("outer", &[("a", t(&[3, 2])), ("b", t(&[3, 4]))]), vec![vec![3, 2, 4]]);
         assert!(error("outer", &[("a", t(&[3, 2])), ("b", t(&[2, 4]))]).contains("leading axes differ"));
-        grad_check("outer", &[("a", t(&[2, 3])), ("b", t(&[2, 2]))]);
-        manual_backward_check("outer", &[("a", t(&[2, 3])), ("b", t(&[2, 2]))]);
-        manual_backward_check("outer", &[("a", t(&[4])), ("b", t(&[3]))]);
-        manual_backward_check("outer", &[("a", shared(&[4])), ("b", t(&[3]))]);
     }
 }

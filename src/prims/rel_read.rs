@@ -28,20 +28,37 @@ impl Primitive for RelRead {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let mr = args.shape_of_rank("Mr", 3, "a relational memory [nq, d, d]")?;
-        let (nq, d, d2) = (mr[0], mr[1], mr[2]);
-        let c = args.shape("c")?;
-        if c != &vec![nq] {
-            return Err(PrimError::shape_mismatch("c", &[nq], c, "(one logit per relational slot)"));
-        }
-        let b = args.shape("b")?;
-        if b != &vec![d] {
-            return Err(PrimError::shape_mismatch("b", &[d], b, "to contract with the memory's second axis"));
-        }
-        let flops = (2 * nq * d * d2 + nq * d + 5 * nq) as u64;
-        Ok(Instance::new(RelReadOp { nq, d, d2 }, vec![Ty::Tensor(vec![d2])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![
+            Example::new([("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]),
+            Example::new([("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))]),
+        ]
+    }
+}
+
+impl Lower for RelRead {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let mr = args.shape_of_rank("Mr", 3, "a relational memory [nq, d, d]")?;
+    let (nq, d, d2) = (mr[0], mr[1], mr[2]);
+    let c = args.shape("c")?;
+    if c != &vec![nq] {
+        return Err(PrimError::shape("c", &[nq], c, "(one logit per relational slot)"));
+    }
+    let b = args.shape("b")?;
+    if b != &vec![d] {
+        return Err(PrimError::shape("b", &[d], b, "to contract with the memory's second axis"));
+    }
+    let flops = (2 * nq * d * d2 + nq * d + 5 * nq) as u64;
+    Ok((RelReadOp { nq, d, d2 }, Inferred::new(vec![Ty::Tensor(vec![d2])], vec![], flops)))
 }
 
 struct RelReadOp {
@@ -52,7 +69,7 @@ struct RelReadOp {
 
 impl Op for RelReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (mr, c, b) = (inputs[0], inputs[1], inputs[2]);
+        let [mr, c, b] = op::inputs("relRead", inputs)?;
         let batch = mr.dim(0)?;
         let p = candle_nn::ops::softmax(c, D::Minus1)?;
         let pb = p.unsqueeze(2)?.broadcast_mul(&b.unsqueeze(1)?)?.reshape((batch, 1, self.nq * self.d))?;
@@ -60,24 +77,44 @@ impl Op for RelReadOp {
         Ok(vec![v.reshape((batch, self.d2))?])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
     }
+}
+
+/// What the read's training forward keeps: `p = softmax(c)` `[B, nq]` and `u = p ⊗ b`
+/// `[B, nq·d]`.
+struct ReadWeights {
+    p: Tensor,
+    u: Tensor,
+}
+
+impl ManualBackward for RelReadOp {
+    /// `None` for operands of different batch sizes (one shared by the batch), whose
+    /// backward falls back to candle's autograd.
+    type Saved = Option<ReadWeights>;
 
     /// Per example: `p = softmax(c)`, `u = p ⊗ b`, `v = uᵀ Mr` (rows of `Mr` scaled and
-    /// summed); saves `p` and `u`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        if !same_batch(inputs)? {
-            return Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]));
+    /// summed).
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [mr, c, b] = op::inputs("relRead", inputs)?;
+        let batch = mr.dim(0)?;
+        if c.dim(0)? != batch || b.dim(0)? != batch {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
         }
-        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs))
+        with_real!(mr.dtype(), T => self.train_forward::<T>(mr, c, b))
     }
 
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        if b.saved.is_empty() {
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
             return super::backward::via_autograd(self, b, param_grads);
-        }
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b))
+        };
+        let [mr, _, _] = b.inputs_of()?;
+        with_real!(mr.dtype(), T => self.train_backward::<T>(saved, b))
     }
 }
 
@@ -94,16 +131,16 @@ multiversion! {
     }
 }
 
-fn same_batch(inputs: &[&Tensor]) -> candle_core::Result<bool> {
-    let b = inputs[0].dim(0)?;
-    Ok(inputs[1].dim(0)? == b && inputs[2].dim(0)? == b)
-}
-
 impl RelReadOp {
-    fn train_forward<T: Real>(&self, inputs: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+    fn train_forward<T: Real>(
+        &self,
+        mr: &Tensor,
+        c: &Tensor,
+        b: &Tensor,
+    ) -> candle_core::Result<(Vec<Tensor>, Option<ReadWeights>)> {
         let (nq, d, d2) = (self.nq, self.d, self.d2);
-        let batch = inputs[0].dim(0)?;
-        let (mr, c, b) = (view::Read::new(inputs[0])?, view::Read::new(inputs[1])?, view::Read::new(inputs[2])?);
+        let batch = mr.dim(0)?;
+        let (mr, c, b) = (view::Read::new(mr)?, view::Read::new(c)?, view::Read::new(b)?);
         let (mr, c, b) = (mr.slice::<T>()?, c.slice::<T>()?, b.slice::<T>()?);
         let mut p = Vec::with_capacity(batch * nq);
         for cs in c.chunks_exact(nq) {
@@ -137,20 +174,23 @@ impl RelReadOp {
                 }
             }
         });
-        Ok((
-            vec![view::tensor(v, (batch, d2))?],
-            vec![view::tensor(p, (batch, nq))?, view::tensor(u, (batch, nq * d))?],
-        ))
+        let saved = ReadWeights { p: view::tensor(p, (batch, nq))?, u: view::tensor(u, (batch, nq * d))? };
+        Ok((vec![view::tensor(v, (batch, d2))?], Some(saved)))
     }
 
     /// `gu = Mr gv`, `gMr = u ⊗ gv`, `gp_n = Σ_e gu_ne b_e`, `gb_e = Σ_n gu_ne p_n`,
     /// `gc = p ⊙ (gp − ⟨p, gp⟩)`.
-    fn train_backward<T: Real>(&self, bw: &Backward<'_>) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn train_backward<T: Real>(
+        &self,
+        saved: &ReadWeights,
+        bw: &Backward<'_, Option<ReadWeights>>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let (nq, d, d2) = (self.nq, self.d, self.d2);
-        let batch = bw.inputs[0].dim(0)?;
+        let [mr_t, c_t, b_t] = bw.inputs_of()?;
+        let batch = mr_t.dim(0)?;
         let gv = bw.grad_or_zeros(0)?;
-        let (mr, b) = (view::Read::new(&bw.inputs[0])?, view::Read::new(&bw.inputs[2])?);
-        let (p, u, gv) = (view::Read::new(&bw.saved[0])?, view::Read::new(&bw.saved[1])?, view::Read::new(&gv)?);
+        let (mr, b) = (view::Read::new(mr_t)?, view::Read::new(b_t)?);
+        let (p, u, gv) = (view::Read::new(&saved.p)?, view::Read::new(&saved.u)?, view::Read::new(&gv)?);
         let (mr, b, p, u, gv) = (mr.slice::<T>()?, b.slice::<T>()?, p.slice::<T>()?, u.slice::<T>()?, gv.slice::<T>()?);
         let gmr = bw.needs[0].then(|| {
             let fill = |gmr: &mut [std::mem::MaybeUninit<T>]| {
@@ -188,9 +228,9 @@ impl RelReadOp {
             }
         }
         Ok(vec![
-            gmr.map(|g| view::tensor(g, bw.inputs[0].dims())).transpose()?,
-            if bw.needs[1] { Some(view::tensor(gc, bw.inputs[1].dims())?) } else { None },
-            if bw.needs[2] { Some(view::tensor(gb, bw.inputs[2].dims())?) } else { None },
+            gmr.map(|g| view::tensor(g, mr_t.dims())).transpose()?,
+            if bw.needs[1] { Some(view::tensor(gc, c_t.dims())?) } else { None },
+            if bw.needs[2] { Some(view::tensor(gb, b_t.dims())?) } else { None },
         ])
     }
 }
@@ -218,16 +258,5 @@ mod tests {
             &[vec![1.0, 2.0, 3.0, 4.0], vec![0.0, 0.0], vec![2.0]],
         );
         assert_eq!(out, vec![4.0, 6.0]);
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]);
-    }
-
-    #[test]
-    fn manual_backward_matches_autograd() {
-        manual_backward_check("relRead", &[("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]);
-        manual_backward_check("relRead", &[("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))]);
     }
 }

@@ -41,48 +41,70 @@ impl Primitive for RmcGate {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let m = args.shape_of_rank("M", 2, "a memory [slots, size]")?.clone();
-        let (n, d) = (m[0], m[1]);
-        let new = args.shape("Mnew")?;
-        if new != &m {
-            return Err(PrimError::shape_mismatch("Mnew", &m, new, "(like the previous memory `M`)"));
-        }
-        let x = args.shape("x")?;
-        if x != &vec![d] {
-            return Err(PrimError::shape_mismatch("x", &[d], x, "(the projected input row)")
-                .hint(format!("project the input first: `linear(x, {d})`")));
-        }
-        let gate = match args.str("style")? {
-            "unit" => d,
-            "memory" => 1,
-            other => {
-                return Err(PrimError::new(format!("`style` must be \"unit\" or \"memory\", found \"{other}\""))
-                    .on("style")
-                    .hint("for no gating, use the attended memory directly"));
-            }
-        };
-        let forget_bias = args.float("forget_bias")?;
-        let input_bias = args.float("input_bias")?;
-        let mut params = ParamDecl::dense("gate_in", d, 2 * gate).to_vec();
-        params.extend(ParamDecl::dense("gate_mem", d, 2 * gate));
-        let flops = (2 * d * 2 * gate * (n + 1) + 4 * n * 2 * gate + 10 * n * d) as u64;
-        let op = RmcGateOp { gate, forget_bias, input_bias };
-        Ok(Instance::new(op, vec![Ty::Tensor(m)], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        let args = |style: &str| [("M", t(&[3, 4])), ("Mnew", t(&[3, 4])), ("x", t(&[4])), ("style", string(style))];
+        vec![Example::new(args("unit")), Example::new(args("memory"))]
     }
 }
 
+impl Lower for RmcGate {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+/// The gating styles: one gate per element, or one per slot.
+const STYLES: &[&str] = &["unit", "memory"];
+
+fn configure(args: &Args) -> Result<(RmcGateOp, Inferred), PrimError> {
+    let m = args.shape_of_rank("M", 2, "a memory [slots, size]")?.clone();
+    let (n, d) = (m[0], m[1]);
+    let new = args.shape("Mnew")?;
+    if new != &m {
+        return Err(PrimError::shape("Mnew", &m, new, "(like the previous memory `M`)"));
+    }
+    let x = args.shape("x")?;
+    if x != &vec![d] {
+        return Err(PrimError::shape("x", &[d], x, "(the projected input row)").hint(Hint::ProjectInput { d }));
+    }
+    let gate = match args.str("style")? {
+        "unit" => d,
+        "memory" => 1,
+        other => {
+            return Err(PrimError::new(PrimErrorKind::NotOneOf { choices: STYLES, found: other.to_string() })
+                .on("style")
+                .hint(Hint::NoGating));
+        }
+    };
+    let forget_bias = args.float("forget_bias")?;
+    let input_bias = args.float("input_bias")?;
+    let mut params = ParamList::new();
+    let (gate_in, gate_mem) = (params.dense("gate_in", d, 2 * gate), params.dense("gate_mem", d, 2 * gate));
+    let flops = (2 * d * 2 * gate * (n + 1) + 4 * n * 2 * gate + 10 * n * d) as u64;
+    let op = RmcGateOp { gate, forget_bias, input_bias, gate_in, gate_mem };
+    Ok((op, Inferred::new(vec![Ty::Tensor(m)], params.into_decls(), flops)))
+}
+
 struct RmcGateOp {
+    /// Gates per slot: `D` (unit style) or 1 (memory style).
     gate: usize,
     forget_bias: f64,
     input_bias: f64,
+    /// `W` on the input row and `U` on every slot of `tanh(M)`, each `D → 2·gate`.
+    gate_in: Dense,
+    gate_mem: Dense,
 }
 
 impl Op for RmcGateOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (m, new, x) = (inputs[0], inputs[1], inputs[2]);
-        let g_mem = dense(&m.tanh()?, params[2], Some(params[3]))?; // [B, N, 2g]
-        let g_in = dense(x, params[0], Some(params[1]))?.unsqueeze(1)?; // [B, 1, 2g]
+        let [m, new, x] = op::inputs("rmcGate", inputs)?;
+        let (gate_in, gate_mem) = (&self.gate_in, &self.gate_mem);
+        let g_mem = dense(&m.tanh()?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, N, 2g]
+        let g_in = dense(x, gate_in.weight.of(params), Some(gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2g]
         let g = g_mem.broadcast_add(&g_in)?;
         let input_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, 0, self.gate)? + self.input_bias)?)?;
         let forget_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, self.gate, self.gate)? + self.forget_bias)?)?;
@@ -156,11 +178,5 @@ mod tests {
                 assert!((o[c] - (a * t[c] + b * m[c])).abs() < 1e-12, "row {r} column {c}");
             }
         }
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("rmcGate", &args("unit"));
-        grad_check("rmcGate", &args("memory"));
     }
 }

@@ -1,7 +1,7 @@
 //! `samRead(M, nq)`: the Self-attentive Associative Memory operator (SAM paper Eq. 4–8).
 //!
 //! Shapes: `M: [n, d]` → `[nq, n, n]` (in STM, `n = d`).
-//! Follows the authors' code (reference.md §1.1), not the paper's three projections:
+//! Follows the authors' code (docs/models.md, SAM), not the paper's three projections:
 //! - one dense layer `d → 3·nq` with bias on every **row** of `M` (the paper's `W_q M` mixes
 //!   rows; the code mixes columns, i.e. acts on `Mᵀ` — they differ because `M` is not symmetric);
 //! - one LayerNorm over the whole `[n, 3·nq]` projection jointly (the paper has three);
@@ -34,36 +34,81 @@ impl Primitive for SamRead {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let m = args.shape_of_rank("M", 2, "an item memory [n, d]")?;
-        let (n, d) = (m[0], m[1]);
-        let nq = args.size("nq")?;
-        let mut params = ParamDecl::dense("qkv", d, 3 * nq).to_vec();
-        params.push(ParamDecl::new("ln.weight", vec![n * 3 * nq], Init::Constant(1.0)));
-        params.push(ParamDecl::new("ln.bias", vec![n * 3 * nq], Init::Constant(0.0)));
-        let flops = (2 * n * d * 3 * nq + 8 * n * 3 * nq + 3 * nq * nq * n + 2 * nq * n * nq * n) as u64;
-        Ok(Instance::new(SamReadOp::new(n, nq), vec![Ty::Tensor(vec![nq, n, n])], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("M", t(&[3, 3])), ("nq", int(2))]), Example::new([("M", t(&[5, 4])), ("nq", int(3))])]
     }
 }
 
+impl Lower for SamRead {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(SamReadOp::new(configure(args)?.0)))
+    }
+}
+
+/// One call, configured: `M: [n, d]`, `nq` queries.
+pub(crate) struct Config {
+    n: usize,
+    nq: usize,
+    /// `d → 3·nq` on every row of `M`.
+    qkv: Dense,
+    /// The joint layer norm's affine map over the `[n, 3·nq]` projection.
+    ln: Norm,
+}
+
+pub(crate) fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
+    let m = args.shape_of_rank("M", 2, "an item memory [n, d]")?;
+    let (n, d) = (m[0], m[1]);
+    let nq = args.size("nq")?;
+    let mut params = ParamList::new();
+    let qkv = params.dense("qkv", d, 3 * nq);
+    let ln = params.norm("ln", n * 3 * nq);
+    let flops = (2 * n * d * 3 * nq + 8 * n * 3 * nq + 3 * nq * nq * n + 2 * nq * n * nq * n) as u64;
+    let inferred = Inferred::new(vec![Ty::Tensor(vec![nq, n, n])], params.into_decls(), flops);
+    Ok((Config { n, nq, qkv, ln }, inferred))
+}
+
 pub(crate) struct SamReadOp {
-    pub(crate) n: usize,
-    pub(crate) nq: usize,
+    config: Config,
     wt: Transposed,
 }
 
+/// What samRead's training forward keeps, per example.
+pub(crate) struct SamValues {
+    /// The normalised projection `x̂` before the layer norm's affine map, `[B, n·3nq]`.
+    xhat: Tensor,
+    /// `y = x̂ ⊙ w + b`, `[B, n·3nq]`: row `f` holds `[q[·, f] | k[·, f] | v[·, f]]`, so `v[j, f]`
+    /// sits at `f·3nq + 2nq + j`.
+    pub(crate) normed: Tensor,
+    /// `1/σ` of each example's projection, `[B]`.
+    rstd: Tensor,
+    /// The attention weights `A[j, (s, e)] = tanh(q[s, e] k[j, e])`, key-major `[B, nq, nq·n]`:
+    /// stacked over the batch, its rows are uniformly strided, which the fused transfer uses.
+    pub(crate) att: Tensor,
+}
+
 impl SamReadOp {
-    pub(crate) fn new(n: usize, nq: usize) -> SamReadOp {
-        SamReadOp { n, nq, wt: Transposed::default() }
+    pub(crate) fn new(config: Config) -> SamReadOp {
+        SamReadOp { config, wt: Transposed::default() }
+    }
+
+    /// The memory's rows `n` and the number of queries `nq`.
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        (self.config.n, self.config.nq)
     }
 }
 
 impl Op for SamReadOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let m = inputs[0];
-        let (batch, n, nq) = (m.dim(0)?, self.n, self.nq);
-        let proj = dense(m, params[0], Some(params[1]))?; // [B, n, 3nq]
-        let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, params[2], params[3])?;
+        let Config { n, nq, qkv, ln } = &self.config;
+        let (n, nq) = (*n, *nq);
+        let [m] = op::inputs("samRead", inputs)?;
+        let batch = m.dim(0)?;
+        let proj = dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
+        let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
         let qkv = normed.reshape((batch, n, 3 * nq))?.transpose(1, 2)?; // [B, 3nq, n]
         let q = qkv.narrow(1, 0, nq)?;
         let k = qkv.narrow(1, nq, nq)?;
@@ -71,41 +116,48 @@ impl Op for SamReadOp {
         Ok(vec![outer_product_attention(&q, &k, &v)?])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
     }
+}
+
+impl ManualBackward for SamReadOp {
+    type Saved = SamValues;
 
     /// The projection GEMM, the joint layer norm, the attention weights
     /// `A[s, e, j] = tanh(q[s, e] k[j, e])` and one `[nq·n × nq] · [nq × n]` GEMM per
     /// example, reading `q`, `k`, `v` in place in the normalised `[n, 3nq]` projection.
-    /// Saves the normalised projection before and after the affine map, `1/σ`, and `A`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        with_real!(inputs[0].dtype(), T => self.train_forward::<T>(inputs[0], params))
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, SamValues)> {
+        let [m] = op::inputs("samRead", inputs)?;
+        with_real!(m.dtype(), T => self.train_forward::<T>(m, params))
     }
 
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    fn backward(
+        &self,
+        b: &Backward<'_, SamValues>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [m] = b.inputs_of()?;
+        with_real!(m.dtype(), T => self.backward_with::<T>(b, param_grads, None))
     }
 }
 
 impl SamReadOp {
-    /// Saves `[x̂, normed, 1/σ, A]`: `normed` `[B, n·3nq]` holds `v[j, f]` at
-    /// `[f·3nq + 2nq + j]`; `A` `[B, nq, nq·n]` holds `A[j, (s, e)] = tanh(q[s, e] k[j, e])`,
-    /// so that `R[(s, e), f] = Σ_j A[j, (s, e)] v[j, f]` (key-major: stacked over the batch,
-    /// `A`'s rows are uniformly strided, which the fused transfer uses).
+    /// The output `R[(s, e), f] = Σ_j A[j, (s, e)] v[j, f]` and the values the backward needs.
     pub(crate) fn train_forward<T: Real>(
         &self,
         m: &Tensor,
         params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        let (n, nq) = (self.n, self.nq);
+    ) -> candle_core::Result<(Vec<Tensor>, SamValues)> {
+        let Config { n, nq, qkv, ln } = &self.config;
+        let (n, nq) = (*n, *nq);
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
         let w3 = 3 * nq;
         let len = n * w3;
-        let wt = self.wt.of(params[0])?;
-        let p: Vec<view::Read> = params.iter().map(|t| view::Read::new(t)).collect::<candle_core::Result<_>>()?;
-        let wtr = view::Read::new(&wt)?;
-        let (w, bias, lnw, lnb) = (wtr.slice::<T>()?, p[1].slice::<T>()?, p[2].slice::<T>()?, p[3].slice::<T>()?);
+        let wt = self.wt.of(qkv.weight.of(params))?;
+        let (wtr, br) = (view::Read::new(&wt)?, view::Read::new(qkv.bias.of(params))?);
+        let (lnwr, lnbr) = (view::Read::new(ln.weight.of(params))?, view::Read::new(ln.bias.of(params))?);
+        let (w, bias, lnw, lnb) = (wtr.slice::<T>()?, br.slice::<T>()?, lnwr.slice::<T>()?, lnbr.slice::<T>()?);
         let mr = view::Read::new(m)?;
         // The projection, normalised in place into x̂; `normed` = x̂ ⊙ w + b.
         let mut xhat = forward_slices(mr.slice::<T>()?, batch * n, w, Some(bias), d, w3);
@@ -136,21 +188,13 @@ impl SamReadOp {
         };
         // SAFETY: one product per example overwrites all of its output.
         let out = unsafe { filled(batch * nq * n * n, fill) };
-        let saved = vec![
-            view::tensor(xhat, (batch, len))?,
-            view::tensor(normed, (batch, len))?,
-            view::tensor(rstd, batch)?,
-            view::tensor(att, (batch, nq * n * nq))?,
-        ];
+        let saved = SamValues {
+            xhat: view::tensor(xhat, (batch, len))?,
+            normed: view::tensor(normed, (batch, len))?,
+            rstd: view::tensor(rstd, batch)?,
+            att: view::tensor(att, (batch, nq * n * nq))?,
+        };
         Ok((vec![view::tensor(out, (batch, nq, n, n))?], saved))
-    }
-
-    fn train_backward<T: Real>(
-        &self,
-        bw: &Backward<'_>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        self.backward_with::<T>(bw, param_grads, None)
     }
 
     /// The backward, with optional further gradients of the attention weights and of `v`
@@ -158,28 +202,30 @@ impl SamReadOp {
     /// that works on the factors, see `prims::fusion`) added to those from `d loss / d R`.
     pub(crate) fn backward_with<T: Real>(
         &self,
-        bw: &Backward<'_>,
+        bw: &Backward<'_, SamValues>,
         param_grads: &mut [ParamGrad],
         extra: Option<(&[T], &[T])>,
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let (n, nq) = (self.n, self.nq);
-        let m = &bw.inputs[0];
+        let Config { n, nq, qkv, ln } = &self.config;
+        let (n, nq) = (*n, *nq);
+        let [m] = bw.inputs_of()?;
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
         let w3 = 3 * nq;
         let len = n * w3;
         let g = bw.grads[0].as_ref().map(view::contiguous).transpose()?;
         let gr = g.as_ref().map(view::Read::new).transpose()?;
         let mr = view::Read::new(m)?;
+        let saved = bw.saved;
         let (xr, yr, rr, ar) = (
-            view::Read::new(&bw.saved[0])?,
-            view::Read::new(&bw.saved[1])?,
-            view::Read::new(&bw.saved[2])?,
-            view::Read::new(&bw.saved[3])?,
+            view::Read::new(&saved.xhat)?,
+            view::Read::new(&saved.normed)?,
+            view::Read::new(&saved.rstd)?,
+            view::Read::new(&saved.att)?,
         );
         let g = gr.as_ref().map(|r| r.slice::<T>()).transpose()?;
         let (xhat, normed, rstd, att) = (xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
-        let p: Vec<view::Read> = bw.params.iter().map(view::Read::new).collect::<candle_core::Result<_>>()?;
-        let (w, lnw) = (p[0].slice::<T>()?, p[2].slice::<T>()?);
+        let (wr, lnwr) = (view::Read::new(qkv.weight.of(bw.params))?, view::Read::new(ln.weight.of(bw.params))?);
+        let (w, lnw) = (wr.slice::<T>()?, lnwr.slice::<T>()?);
         // d loss / d normed, per example: v's part from one GEMM, q's and k's from the
         // attention weights' gradient.
         let mut gn = vec![T::zero(); batch * len];
@@ -223,8 +269,8 @@ impl SamReadOp {
         drop(gatt);
         // The layer norm: weight and bias gradients, then d loss / d projection in place.
         {
-            let (glnw, glnb) = param_grads[2..4].split_at_mut(1);
-            let (glnw, glnb) = (glnw[0].slice_mut::<T>(len)?, glnb[0].slice_mut::<T>(len)?);
+            let (glnw, glnb) = Slot::pair_mut(ln.weight, ln.bias, param_grads);
+            let (glnw, glnb) = (glnw.slice_mut::<T>(len)?, glnb.slice_mut::<T>(len)?);
             for (gy, x) in gn.chunks_exact(len).zip(xhat.chunks_exact(len)) {
                 for j in 0..len {
                     glnw[j] += gy[j] * x[j];
@@ -239,7 +285,7 @@ impl SamReadOp {
                 layer_norm_backward(lnw, &xhat[ex * len..][..len], rstd[ex], gy);
             }
         });
-        let (gw, gb) = param_grads[..2].split_at_mut(1);
+        let (gw, gb) = Slot::pair_mut(qkv.weight, qkv.bias, param_grads);
         let gm = backward_slices(
             &gn,
             mr.slice::<T>()?,
@@ -247,8 +293,8 @@ impl SamReadOp {
             w,
             d,
             w3,
-            Some(gw[0].slice_mut::<T>(w3 * d)?),
-            Some(gb[0].slice_mut::<T>(w3)?),
+            Some(gw.slice_mut::<T>(w3 * d)?),
+            Some(gb.slice_mut::<T>(w3)?),
             bw.needs[0],
         );
         Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
@@ -346,16 +392,5 @@ mod tests {
         assert_eq!(param_count("samRead", &[("M", t(&[4, 4])), ("nq", int(2))]), 30 + 48);
         assert!(error("samRead", &[("M", t(&[2, 4, 4])), ("nq", int(2))]).contains("2 dimensions"));
         assert!(error("samRead", &[("M", t(&[4, 4])), ("nq", int(0))]).contains("`nq` must be a size"));
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("samRead", &[("M", t(&[3, 3])), ("nq", int(2))]);
-    }
-
-    #[test]
-    fn manual_backward_matches_autograd() {
-        manual_backward_check("samRead", &[("M", t(&[3, 3])), ("nq", int(2))]);
-        manual_backward_check("samRead", &[("M", t(&[5, 4])), ("nq", int(3))]);
     }
 }

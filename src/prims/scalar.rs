@@ -1,8 +1,9 @@
 //! `scalar(init = 0.0)`: one learned number, shared by the whole batch (e.g. STM's α1–α3,
-//! which the authors' code initialises to 0 and trains unconstrained; reference.md §1.2).
+//! which the authors' code initialises to 0 and trains unconstrained; docs/models.md, STM).
 
 use candle_core::Tensor;
 
+use super::backward::forward_saving_nothing;
 use super::*;
 
 pub struct Scalar;
@@ -19,28 +20,56 @@ impl Primitive for Scalar {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let init = args.float("init")?;
-        let params = vec![ParamDecl::new("value", vec![1], Init::Constant(init))];
-        Ok(Instance::new(ScalarOp, vec![Ty::Tensor(vec![])], params, 0))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        vec![Example { args: vec![] }]
     }
 }
 
-struct ScalarOp;
+impl Lower for Scalar {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        let (value, _) = configure(args)?;
+        Ok(Arc::new(ScalarOp { value }))
+    }
+}
+
+fn configure(args: &Args) -> Result<(Slot, Inferred), PrimError> {
+    let mut params = ParamList::new();
+    let value = params.push("value", vec![1], Init::Constant(args.float("init")?));
+    Ok((value, Inferred::new(vec![Ty::Tensor(vec![])], params.into_decls(), 0)))
+}
+
+struct ScalarOp {
+    value: Slot,
+}
 
 impl Op for ScalarOp {
     /// Batch axis of size 1: broadcasting spreads it over the batch.
     fn forward(&self, _inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        Ok(vec![params[0].clone()])
+        Ok(vec![(*self.value.of(params)).clone()])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for ScalarOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        forward_saving_nothing(self, inputs, params)
     }
 
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
         if let Some(g) = &b.grads[0] {
-            param_grads[0].add(g)?;
+            self.value.of_mut(param_grads).add(g)?;
         }
         Ok(vec![])
     }
@@ -54,6 +83,5 @@ mod tests {
     fn is_one_learned_number() {
         assert_eq!(param_count("scalar", &[]), 1);
         assert_eq!(run("scalar", &[("init", float(0.25))], &[]), vec![0.25]);
-        manual_backward_check("scalar", &[]);
     }
 }

@@ -8,14 +8,17 @@ super::unary::unary_elementwise!(
     |y: T| y * (T::one() - y)
 );
 
+fn examples() -> Vec<super::Example> {
+    use crate::signature::example_args::*;
+    vec![super::Example::new([("x", t(&[3]))]), super::Example::new([("x", t(&[2, 3]))])]
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::*;
 
     #[test]
-    fn values_and_gradients() {
+    fn values() {
         assert_eq!(run("sigmoid", &[("x", t(&[2]))], &[vec![0.0, 100.0]]), vec![0.5, 1.0]);
-        grad_check("sigmoid", &[("x", t(&[3]))]);
-        manual_backward_check("sigmoid", &[("x", t(&[2, 3]))]);
     }
 }

@@ -4,13 +4,17 @@ super::unary::unary_elementwise!(Softmax, "softmax", "softmax over the last axis
     candle_nn::ops::softmax(x, candle_core::D::Minus1)
 });
 
+fn examples() -> Vec<super::Example> {
+    use crate::signature::example_args::*;
+    vec![super::Example::new([("x", t(&[2, 3]))])]
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::*;
 
     #[test]
-    fn values_and_gradients() {
+    fn values() {
         assert_eq!(run("softmax", &[("x", t(&[2]))], &[vec![1.0, 1.0]]), vec![0.5, 0.5]);
-        grad_check("softmax", &[("x", t(&[2, 3]))]);
     }
 }

@@ -33,13 +33,27 @@ impl Primitive for TapeRead {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (heads, len, dh) = tape_dims(args, "T")?;
-        check_position(args, "pos", heads, len)?;
-        check_per_head(args, "pr", heads)?;
-        let flops = (heads * (2 * len * dh + dh)) as u64;
-        Ok(Instance::new(TapeReadOp, vec![Ty::Tensor(vec![heads * dh])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))])]
+    }
+}
+
+impl Lower for TapeRead {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (heads, len, dh) = tape_dims(args, "T")?;
+    check_position(args, "pos", heads, len)?;
+    check_per_head(args, "pr", heads)?;
+    let flops = (heads * (2 * len * dh + dh)) as u64;
+    Ok((TapeReadOp, Inferred::new(vec![Ty::Tensor(vec![heads * dh])], vec![], flops)))
 }
 
 struct TapeReadOp;
@@ -47,9 +61,9 @@ struct TapeReadOp;
 impl Op for TapeReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let batch = batch_of(&inputs[..2])?;
-        let t = expand_batch(inputs[0], batch)?;
-        let pos = expand_batch(inputs[1], batch)?;
-        let r = tape_read(&t, &pos, &per_head(inputs[2])?)?; // [B, H, dh]
+        let [t, pos, pr] = op::inputs("tapeRead", inputs)?;
+        let (t, pos) = (expand_batch(t, batch)?, expand_batch(pos, batch)?);
+        let r = tape_read(&t, &pos, &per_head(pr)?)?; // [B, H, dh]
         Ok(vec![r.flatten_from(1)?])
     }
 }
@@ -75,10 +89,5 @@ mod tests {
                 .contains("`pos` must have shape [2, 5]")
         );
         assert!(error("tapeRead", &[("T", t(&[5, 3])), ("pos", t(&[5])), ("pr", t(&[]))]).contains("tape [heads, L"));
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("tapeRead", &[("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))]);
     }
 }

@@ -37,15 +37,29 @@ impl Primitive for TapeWrite {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let (heads, len, dh) = tape_dims(args, "T")?;
-        check_position(args, "pos", heads, len)?;
-        check_split(args, "v", heads, dh, "value")?;
-        check_per_head(args, "pw", heads)?;
-        check_per_head(args, "pe", heads)?;
-        let flops = (heads * (4 * len * dh + 3 * dh)) as u64;
-        Ok(Instance::new(TapeWriteOp { heads }, vec![Ty::Tensor(vec![heads, len, dh])], vec![], flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
     }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))])]
+    }
+}
+
+impl Lower for TapeWrite {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(configure(args)?.0))
+    }
+}
+
+fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (heads, len, dh) = tape_dims(args, "T")?;
+    check_position(args, "pos", heads, len)?;
+    check_split(args, "v", heads, dh, "value")?;
+    check_per_head(args, "pw", heads)?;
+    check_per_head(args, "pe", heads)?;
+    let flops = (heads * (4 * len * dh + 3 * dh)) as u64;
+    Ok((TapeWriteOp { heads }, Inferred::new(vec![Ty::Tensor(vec![heads, len, dh])], vec![], flops)))
 }
 
 struct TapeWriteOp {
@@ -55,10 +69,10 @@ struct TapeWriteOp {
 impl Op for TapeWriteOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let batch = batch_of(&inputs[..3])?;
-        let t = expand_batch(inputs[0], batch)?;
-        let pos = expand_batch(inputs[1], batch)?;
-        let v = to_heads(inputs[2], self.heads)?;
-        Ok(vec![tape_write(&t, &pos, &v, &per_head(inputs[3])?, &per_head(inputs[4])?)?])
+        let [t, pos, v, pw, pe] = op::inputs("tapeWrite", inputs)?;
+        let (t, pos) = (expand_batch(t, batch)?, expand_batch(pos, batch)?);
+        let v = to_heads(v, self.heads)?;
+        Ok(vec![tape_write(&t, &pos, &v, &per_head(pw)?, &per_head(pe)?)?])
     }
 }
 
@@ -83,13 +97,5 @@ mod tests {
         let mut bad = two.clone();
         bad[2] = ("v", t(&[8]));
         assert!(error("tapeWrite", &bad).contains("`v` (value) has 4 elements per head"));
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check(
-            "tapeWrite",
-            &[("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))],
-        );
     }
 }

@@ -5,117 +5,85 @@ use candle_core::{DType, Device, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use std::sync::Arc;
+
 use super::*;
 
-/// A test argument: a tensor of this per-example shape, tokens, or a value.
-#[derive(Clone, Debug)]
-pub enum TArg {
-    Shape(Vec<usize>),
-    /// A tensor shared by the whole batch (batch axis 1), such as a `scalar`'s value.
-    Shared(Vec<usize>),
-    Tokens(usize),
-    Val(Value),
-}
+/// A test argument: an example call's argument.
+pub type TArg = ExampleArg;
 
-pub fn t(shape: &[usize]) -> TArg {
-    TArg::Shape(shape.to_vec())
-}
-pub fn shared(shape: &[usize]) -> TArg {
-    TArg::Shared(shape.to_vec())
-}
-pub fn tokens(vocab: usize) -> TArg {
-    TArg::Tokens(vocab)
-}
-pub fn int(i: i64) -> TArg {
-    TArg::Val(Value::Int(i))
-}
-pub fn float(f: f64) -> TArg {
-    TArg::Val(Value::Float(f))
-}
-pub fn boolean(b: bool) -> TArg {
-    TArg::Val(Value::Bool(b))
-}
-pub fn string(s: &str) -> TArg {
-    TArg::Val(Value::Str(s.to_string()))
-}
-pub fn ints(v: &[i64]) -> TArg {
-    TArg::Val(Value::List(v.iter().map(|&i| Value::Int(i)).collect()))
-}
+pub use crate::signature::example_args::*;
 
-/// Binds named test arguments to the primitive's signature, filling defaults.
-pub fn bind(prim: &dyn Primitive, args: &[(&str, TArg)]) -> Args {
-    for (name, _) in args {
-        assert!(prim.signature().iter().any(|s| s.name == *name), "{} has no argument {name}", prim.name());
-    }
-    let values = prim
-        .signature()
-        .iter()
-        .map(|spec| match args.iter().find(|(n, _)| *n == spec.name) {
-            Some((_, TArg::Shape(s) | TArg::Shared(s))) => ArgVal::Tensor(Ty::Tensor(s.clone())),
-            Some((_, TArg::Tokens(v))) => ArgVal::Tensor(Ty::Tokens(*v)),
-            Some((_, TArg::Val(v))) => ArgVal::Value(v.clone()),
-            None => match spec.default.value() {
-                Some(v) => ArgVal::Value(v),
-                None => ArgVal::Absent,
-            },
-        })
-        .collect();
-    Args { signature: prim.signature(), values }
-}
-
-fn prim(name: &str) -> &'static dyn Primitive {
+fn prim(name: &str) -> &'static dyn Lower {
     get(name).unwrap_or_else(|| panic!("no primitive {name}"))
 }
 
-pub fn instance(name: &str, args: &[(&str, TArg)]) -> Result<Instance, PrimError> {
+fn example(args: &[(&'static str, TArg)]) -> Example {
+    Example::new(args.to_vec())
+}
+
+/// Binds named test arguments to the primitive's signature, filling defaults.
+pub fn bind(prim: &dyn Primitive, args: &[(&'static str, TArg)]) -> Args {
+    example(args).bind(prim).unwrap_or_else(|| panic!("{} has no argument among {args:?}", prim.name()))
+}
+
+/// A checked call: its shape inference and its op.
+pub struct Instance {
+    pub inferred: Inferred,
+    pub op: Arc<dyn Op>,
+}
+
+pub fn instance(name: &str, args: &[(&'static str, TArg)]) -> Result<Instance, PrimError> {
     let p = prim(name);
-    p.instantiate(&bind(p, args))
+    let bound = bind(p, args);
+    Ok(Instance { inferred: p.infer(&bound)?, op: p.lower(&bound)? })
 }
 
-pub fn out_shapes(name: &str, args: &[(&str, TArg)]) -> Vec<Vec<usize>> {
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
-    inst.outputs.iter().map(|t| t.shape().cloned().unwrap_or_default()).collect()
+pub fn out_shapes(name: &str, args: &[(&'static str, TArg)]) -> Vec<Vec<usize>> {
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    inst.inferred.outputs.iter().map(|t| t.shape().cloned().unwrap_or_default()).collect()
 }
 
-pub fn param_count(name: &str, args: &[(&str, TArg)]) -> usize {
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
-    inst.params.iter().map(|p| p.shape.iter().product::<usize>()).sum()
+pub fn param_count(name: &str, args: &[(&'static str, TArg)]) -> usize {
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    inst.inferred.params.iter().map(|p| p.shape.iter().product::<usize>()).sum()
 }
 
-/// The error message of a call that must not fit.
-pub fn error(name: &str, args: &[(&str, TArg)]) -> String {
+/// The error of a call that must not fit.
+pub fn rejection(name: &str, args: &[(&'static str, TArg)]) -> PrimError {
     match instance(name, args) {
         Ok(_) => panic!("{name} accepted arguments it should reject"),
-        Err(e) => e.message,
+        Err(e) => e,
     }
 }
 
+/// The error message of a call that must not fit.
+pub fn error(name: &str, args: &[(&'static str, TArg)]) -> String {
+    rejection(name, args).to_string()
+}
+
 /// Tensor inputs (in signature order) of a bound call, as per-example shapes or vocab sizes.
-fn tensor_inputs(p: &dyn Primitive, args: &[(&str, TArg)]) -> Vec<TArg> {
-    p.signature()
-        .iter()
-        .filter_map(|spec| args.iter().find(|(n, _)| *n == spec.name).map(|(_, a)| a.clone()))
-        .filter(|a| !matches!(a, TArg::Val(_)))
-        .collect()
+fn tensor_inputs(p: &dyn Primitive, args: &[(&'static str, TArg)]) -> Vec<TArg> {
+    example(args).tensor_args(p)
 }
 
 /// Runs a call on one example (batch 1) with the given input data, parameters at their init
 /// (seeded), and returns the first output flattened.
-pub fn run(name: &str, args: &[(&str, TArg)], data: &[Vec<f64>]) -> Vec<f64> {
+pub fn run(name: &str, args: &[(&'static str, TArg)], data: &[Vec<f64>]) -> Vec<f64> {
     run_all(name, args, data).remove(0)
 }
 
 /// Like [`run`], every output.
-pub fn run_all(name: &str, args: &[(&str, TArg)], data: &[Vec<f64>]) -> Vec<Vec<f64>> {
+pub fn run_all(name: &str, args: &[(&'static str, TArg)], data: &[Vec<f64>]) -> Vec<Vec<f64>> {
     let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(7);
     let inputs: Vec<Tensor> = tensor_inputs(p, args)
         .iter()
         .zip(data)
         .map(|(a, d)| match a {
-            TArg::Shape(s) | TArg::Shared(s) => {
+            TArg::Tensor(s) | TArg::Shared(s) => {
                 let mut dims = vec![1];
                 dims.extend(s);
                 Tensor::from_vec(d.clone(), dims, &dev).unwrap()
@@ -124,6 +92,7 @@ pub fn run_all(name: &str, args: &[(&str, TArg)], data: &[Vec<f64>]) -> Vec<Vec<
         })
         .collect();
     let params: Vec<Tensor> = inst
+        .inferred
         .params
         .iter()
         .map(|pd| {
@@ -143,16 +112,16 @@ fn normal(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
 
 /// Checks the gradient of `Σ_k ⟨out_k, R_k⟩` (fixed random `R_k`) with respect to every float
 /// input and parameter against central finite differences, in f64, on random values.
-pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
+pub fn grad_check(name: &str, args: &[(&'static str, TArg)]) {
     let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let mut vars: Vec<(String, Var)> = vec![];
     let mut inputs: Vec<Tensor> = vec![];
     for (i, a) in tensor_inputs(p, args).iter().enumerate() {
         match a {
-            TArg::Shape(s) | TArg::Shared(s) => {
+            TArg::Tensor(s) | TArg::Shared(s) => {
                 let mut dims = vec![if matches!(a, TArg::Shared(_)) { 1 } else { BATCH }];
                 dims.extend(s);
                 let n = dims.iter().product();
@@ -164,11 +133,11 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
                 let ids: Vec<u32> = (0..BATCH).map(|_| rng.random_range(0..*vocab as u32)).collect();
                 inputs.push(Tensor::from_vec(ids, BATCH, &dev).unwrap());
             }
-            TArg::Val(_) => unreachable!(),
+            TArg::Value(_) => unreachable!("tensor_inputs keeps tensors only"),
         }
     }
     let mut params = vec![];
-    for pd in &inst.params {
+    for pd in &inst.inferred.params {
         let n = pd.shape.iter().product();
         let v = Var::from_tensor(&Tensor::from_vec(normal(&mut rng, n, 0.5), pd.shape.clone(), &dev).unwrap()).unwrap();
         params.push(v.as_tensor().clone());
@@ -206,7 +175,7 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
                 v[c] += delta;
                 let t = Tensor::from_vec(v, var.dims(), &dev).unwrap();
                 let (mut ins, mut ps) = (inputs.clone(), params.clone());
-                if let Some(pi) = inst.params.iter().position(|pd| &pd.name == label) {
+                if let Some(pi) = inst.inferred.params.iter().position(|pd| &pd.name == label) {
                     ps[pi] = t;
                 } else {
                     let idx: usize = label.trim_start_matches("input ").parse().unwrap();
@@ -227,22 +196,22 @@ pub fn grad_check(name: &str, args: &[(&str, TArg)]) {
     }
 }
 
-/// For a primitive with a manual backward (`Op::has_backward`), on random f64 values (batch
+/// For a primitive with a manual backward ([`Op::manual`]), on random f64 values (batch
 /// 3, shared inputs batch 1): `forward_train` gives `forward`'s outputs; `backward` gives the
 /// input and parameter gradients candle's autograd gives for `Σ_k ⟨out_k, R_k⟩` (random
 /// `R_k`), also with only one output's gradient given, and sums parameter gradients into
 /// what its accumulators already hold.
-pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
+pub fn manual_backward_check(name: &str, args: &[(&'static str, TArg)]) {
     const B: usize = 3;
     let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {}", e.message));
-    assert!(inst.op.has_backward(), "{name} has no manual backward");
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(inst.op.manual().is_some(), "{name} has no manual backward");
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut inputs: Vec<Tensor> = vec![];
     for a in tensor_inputs(p, args) {
         inputs.push(match &a {
-            TArg::Shape(s) | TArg::Shared(s) => {
+            TArg::Tensor(s) | TArg::Shared(s) => {
                 let mut dims = vec![if matches!(a, TArg::Shared(_)) { 1 } else { B }];
                 dims.extend(s);
                 let n = dims.iter().product();
@@ -252,15 +221,16 @@ pub fn manual_backward_check(name: &str, args: &[(&str, TArg)]) {
                 let ids: Vec<u32> = (0..B).map(|_| rng.random_range(0..*vocab as u32)).collect();
                 Tensor::from_vec(ids, B, &dev).unwrap()
             }
-            TArg::Val(_) => unreachable!(),
+            TArg::Value(_) => unreachable!("tensor_inputs keeps tensors only"),
         });
     }
     let params: Vec<Tensor> = inst
+        .inferred
         .params
         .iter()
         .map(|pd| Tensor::from_vec(normal(&mut rng, pd.shape.iter().product(), 0.5), pd.shape.clone(), &dev).unwrap())
         .collect();
-    let names: Vec<String> = inst.params.iter().map(|p| p.name.clone()).collect();
+    let names: Vec<String> = inst.inferred.params.iter().map(|p| p.name.clone()).collect();
     check_manual(name, &*inst.op, inputs, params, &names, &mut rng);
 }
 
@@ -294,11 +264,13 @@ fn check_manual(
     rng: &mut ChaCha8Rng,
 ) {
     let dev = Device::Cpu;
+    let param_refs: Vec<&Tensor> = params.iter().collect();
     let refs = |v: &[Tensor]| -> Vec<Tensor> { v.to_vec() };
     let (ins, ps) = (refs(&inputs), refs(&params));
     let outs = op.forward(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+    let manual = op.manual().unwrap_or_else(|| panic!("{name} has no manual backward"));
     let (train_outs, saved) =
-        op.forward_train(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
+        manual.forward_train(&ins.iter().collect::<Vec<_>>(), &ps.iter().collect::<Vec<_>>()).unwrap();
     assert_eq!(outs.len(), train_outs.len(), "{name}: number of outputs");
     for (k, (a, b)) in outs.iter().zip(&train_outs).enumerate() {
         assert_eq!(a.dims(), b.dims(), "{name}: output {k} shape");
@@ -337,13 +309,13 @@ fn check_manual(
         for _ in 0..2 {
             let b = Backward {
                 inputs: &inputs,
-                params: &params,
+                params: &param_refs,
                 outputs: &train_outs,
                 saved: &saved,
                 grads: &grads,
                 needs: &needs,
             };
-            input_grads = op.backward(&b, &mut acc).unwrap();
+            input_grads = manual.backward(&b, &mut acc).unwrap();
         }
         assert_eq!(input_grads.len(), inputs.len(), "{name}: one gradient per input");
         for (i, (v, g)) in in_vars.iter().zip(&input_grads).enumerate() {
@@ -369,13 +341,13 @@ fn check_manual(
         let mut acc2: Vec<ParamGrad> = params.iter().map(|_| ParamGrad::default()).collect();
         let b = Backward {
             inputs: &inputs,
-            params: &params,
+            params: &param_refs,
             outputs: &train_outs,
             saved: &saved,
             grads: &grads,
             needs: &none,
         };
-        op.backward(&b, &mut acc2).unwrap();
+        manual.backward(&b, &mut acc2).unwrap();
         for ((pname, v), a) in names.iter().zip(&p_vars).zip(acc2) {
             let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
             let got = a.into_tensor(v.dims()).unwrap().unwrap_or(expected.zeros_like().unwrap());
@@ -391,5 +363,59 @@ fn assert_close(name: &str, what: &str, got: &Tensor, expected: &Tensor, tol: f6
     let scale = e.iter().fold(1e-12f64, |m, v| m.max(v.abs()));
     for (i, (a, b)) in g.iter().zip(&e).enumerate() {
         assert!((a - b).abs() <= tol * scale, "{name}: {what}[{i}]: manual {a}, candle {b} (largest {scale})");
+    }
+}
+
+/// The registry drives the gradient tests: every primitive's examples run through the finite-
+/// difference check, and through the manual-backward check where the op has one. A primitive
+/// registered without examples fails `registry_problems`.
+#[cfg(test)]
+mod registry {
+    use super::*;
+
+    #[test]
+    fn the_registry_is_consistent() {
+        assert_eq!(registry_problems(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn every_primitive_passes_its_gradient_checks_on_its_examples() {
+        for p in PRIMS {
+            for e in p.examples() {
+                grad_check(p.name(), &e.args);
+                if instance(p.name(), &e.args).is_ok_and(|i| i.op.manual().is_some()) {
+                    manual_backward_check(p.name(), &e.args);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_primitive_without_examples_is_a_registry_problem() {
+        struct Bare;
+        impl Primitive for Bare {
+            fn name(&self) -> &'static str {
+                "bare"
+            }
+            fn summary(&self) -> &'static str {
+                "a primitive someone forgot to give examples"
+            }
+            fn signature(&self) -> &'static [ArgSpec] {
+                &[]
+            }
+            fn infer(&self, _: &Args) -> Result<Inferred, PrimError> {
+                Ok(Inferred::new(vec![], vec![], 0))
+            }
+            fn examples(&self) -> Vec<Example> {
+                vec![]
+            }
+        }
+        impl Lower for Bare {
+            fn lower(&self, _: &Args) -> Result<Arc<dyn Op>, PrimError> {
+                unreachable!("never lowered")
+            }
+        }
+        let problems = super::super::problems_of(&[&Bare]);
+        assert_eq!(problems, ["primitive `bare` has no examples, so no gradient check runs on it"]);
     }
 }

@@ -3,8 +3,8 @@
 //! Shapes: `R: [nq, d, d2]` → `[d2, size]`, with
 //! `out[f, j] = Σ_{n,e} W[j, (n, e)] R[n, e, f] + b[j]`: `R` is flattened to `(nq·d) × d2`,
 //! transposed, and a dense layer `nq·d → size` is applied, as in the authors' code.
-//! The code transfers from the fresh SAM output, not the accumulated `M^r` (reference.md
-//! §1.2, DIFF 5); the STM spec wires it that way. "STM w/o transfer" removes this call.
+//! The code transfers from the fresh SAM output, not the accumulated `M^r` (docs/models.md,
+//! STM); the STM spec wires it that way. "STM w/o transfer" removes this call.
 
 use candle_core::Tensor;
 
@@ -29,62 +29,101 @@ impl Primitive for Transfer {
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
     }
-    fn instantiate(&self, args: &Args) -> Result<Instance, PrimError> {
-        let r = args.shape_of_rank("R", 3, "a relational memory [nq, d, d]")?;
-        let (nq, d, d2) = (r[0], r[1], r[2]);
-        // size = 0 means "the memory width d", the item memory's shape in STM.
-        let size = match args.value("size")?.as_int() {
-            Some(0) => d,
-            _ => args.size("size")?,
-        };
-        let params = ParamDecl::dense("", nq * d, size).to_vec();
-        let flops = (2 * nq * d * size * d2) as u64;
-        Ok(Instance::new(TransferOp::new(nq, d, d2), vec![Ty::Tensor(vec![d2, size])], params, flops))
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        configure(args).map(|(_, inferred)| inferred)
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("R", t(&[2, 3, 3]))]), Example::new([("R", t(&[2, 3, 4])), ("size", int(5))])]
     }
 }
 
-pub(crate) struct TransferOp {
+impl Lower for Transfer {
+    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(TransferOp::new(configure(args)?.0)))
+    }
+}
+
+/// One call, configured: `R`'s shape `[nq, d, d2]` and the dense layer `nq·d → size`.
+pub(crate) struct Config {
     nq: usize,
     d: usize,
     d2: usize,
+    layer: Dense,
+}
+
+pub(crate) fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
+    let r = args.shape_of_rank("R", 3, "a relational memory [nq, d, d]")?;
+    let (nq, d, d2) = (r[0], r[1], r[2]);
+    // size = 0 means "the memory width d", the item memory's shape in STM.
+    let size = match args.value("size")?.as_int() {
+        Some(0) => d,
+        _ => args.size("size")?,
+    };
+    let mut params = ParamList::new();
+    let layer = params.dense("", nq * d, size);
+    let flops = (2 * nq * d * size * d2) as u64;
+    Ok((Config { nq, d, d2, layer }, Inferred::new(vec![Ty::Tensor(vec![d2, size])], params.into_decls(), flops)))
+}
+
+pub(crate) struct TransferOp {
+    config: Config,
     wt: Transposed,
 }
 
 impl TransferOp {
-    pub(crate) fn new(nq: usize, d: usize, d2: usize) -> TransferOp {
-        TransferOp { nq, d, d2, wt: Transposed::default() }
+    pub(crate) fn new(config: Config) -> TransferOp {
+        TransferOp { config, wt: Transposed::default() }
+    }
+
+    /// The dense layer's parameters, among the call's own.
+    pub(crate) fn layer(&self) -> Dense {
+        self.config.layer
     }
 }
 
 impl Op for TransferOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let r = inputs[0];
+        let Config { nq, d, d2, layer } = &self.config;
+        let [r] = op::inputs("transfer", inputs)?;
         let batch = r.dim(0)?;
-        let flat = r.reshape((batch, self.nq * self.d, self.d2))?.transpose(1, 2)?; // [B, d2, nq·d]
-        Ok(vec![dense(&flat, params[0], Some(params[1]))?])
+        let flat = r.reshape((batch, nq * d, *d2))?.transpose(1, 2)?; // [B, d2, nq·d]
+        Ok(vec![dense(&flat, layer.weight.of(params), Some(layer.bias.of(params)))?])
     }
 
-    fn has_backward(&self) -> bool {
-        true
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
     }
+}
+
+impl ManualBackward for TransferOp {
+    type Saved = ();
 
     /// One `[d2 × nq·d] · [nq·d × size]` GEMM per example, reading `R` transposed in place.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
-        with_real!(inputs[0].dtype(), T => Ok((vec![self.train_forward::<T>(inputs[0], params)?], vec![])))
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        let [r] = op::inputs("transfer", inputs)?;
+        with_real!(r.dtype(), T => Ok((vec![self.train_forward::<T>(r, params)?], ())))
     }
 
-    fn backward(&self, b: &Backward<'_>, param_grads: &mut [ParamGrad]) -> candle_core::Result<Vec<Option<Tensor>>> {
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [r] = b.inputs_of()?;
+        with_real!(r.dtype(), T => self.train_backward::<T>(r, b, param_grads))
     }
 }
 
 impl TransferOp {
     fn train_forward<T: Real>(&self, r: &Tensor, params: &[&Tensor]) -> candle_core::Result<Tensor> {
+        let Config { nq, d, d2, layer } = &self.config;
         let batch = r.dim(0)?;
-        let (k, d2) = (self.nq * self.d, self.d2);
-        let size = params[0].dim(0)?;
-        let wt = self.wt.of(params[0])?;
-        let (rr, wr, br) = (view::Read::new(r)?, view::Read::new(&wt)?, view::Read::new(params[1])?);
+        let (k, d2) = (nq * d, *d2);
+        let w = layer.weight.of(params);
+        let size = w.dim(0)?;
+        let wt = self.wt.of(w)?;
+        let (rr, wr, br) = (view::Read::new(r)?, view::Read::new(&wt)?, view::Read::new(layer.bias.of(params))?);
         let (r, wt, bias) = (rr.slice::<T>()?, wr.slice::<T>()?, br.slice::<T>()?);
         let mut out = Vec::with_capacity(batch * d2 * size);
         for _ in 0..batch * d2 {
@@ -101,24 +140,26 @@ impl TransferOp {
 
     fn train_backward<T: Real>(
         &self,
-        b: &Backward<'_>,
+        r: &Tensor,
+        b: &Backward<'_, ()>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let r = &b.inputs[0];
+        let Config { nq, d, d2, layer } = &self.config;
         let batch = r.dim(0)?;
-        let (k, d2) = (self.nq * self.d, self.d2);
-        let size = b.params[0].dim(0)?;
+        let (k, d2) = (nq * d, *d2);
+        let w = layer.weight.of(b.params);
+        let size = w.dim(0)?;
         let gy = b.grad_or_zeros(0)?;
-        let (gyr, rr, wr) = (view::Read::new(&gy)?, view::Read::new(r)?, view::Read::new(&b.params[0])?);
+        let (gyr, rr, wr) = (view::Read::new(&gy)?, view::Read::new(r)?, view::Read::new(w)?);
         let (g, rs, w) = (gyr.slice::<T>()?, rr.slice::<T>()?, wr.slice::<T>()?);
-        let (gw, gb) = param_grads.split_at_mut(1);
+        let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, param_grads);
         // d loss / d W += Σ_b g_bᵀ R_bᵀ ([size × d2] · [d2 × nq·d]).
-        let gw = gw[0].slice_mut::<T>(size * k)?;
+        let gw = gw.slice_mut::<T>(size * k)?;
         for ex in 0..batch {
             let (gb_, rb) = (&g[ex * d2 * size..][..d2 * size], &rs[ex * k * d2..][..k * d2]);
             matmul(MatMut::new(gw, size, k), Mat::new(gb_, d2, size).t(), Mat::new(rb, k, d2).t(), true, Par::Pool);
         }
-        column_sums_into(g, size, gb[0].slice_mut::<T>(size)?);
+        column_sums_into(g, size, gb.slice_mut::<T>(size)?);
         if !b.needs[0] {
             return Ok(vec![None]);
         }
@@ -143,15 +184,5 @@ mod tests {
         assert_eq!(out_shapes("transfer", &[("R", t(&[2, 3, 3]))]), vec![vec![3, 3]]);
         assert_eq!(out_shapes("transfer", &[("R", t(&[2, 3, 4])), ("size", int(5))]), vec![vec![4, 5]]);
         assert_eq!(param_count("transfer", &[("R", t(&[2, 3, 3]))]), 6 * 3 + 3);
-    }
-
-    #[test]
-    fn gradients_match_finite_differences() {
-        grad_check("transfer", &[("R", t(&[2, 3, 3]))]);
-    }
-
-    #[test]
-    fn manual_backward_matches_autograd() {
-        manual_backward_check("transfer", &[("R", t(&[2, 3, 4])), ("size", int(5))]);
     }
 }

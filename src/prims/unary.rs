@@ -3,15 +3,81 @@
 
 /// Defines an element-wise primitive `$ty` named `$name` computing `$f(x)`; with
 /// `$dydx`, the derivative as a function of the output `y` (with `T` the float type), it has
-/// a manual backward: `d x = d y · dydx(y)` from the output the tape keeps.
+/// a manual backward: `d x = d y · dydx(y)` from the output the tape keeps. The file defines
+/// `examples()`.
 macro_rules! unary_elementwise {
     ($ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr) => {
-        $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f, false, |_y| T::one());
+        $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f);
+        impl $crate::prims::Op for UnaryOp {
+            fn forward(
+                &self,
+                inputs: &[&candle_core::Tensor],
+                _params: &[&candle_core::Tensor],
+            ) -> candle_core::Result<Vec<candle_core::Tensor>> {
+                let [x] = $crate::prims::op::inputs($name, inputs)?;
+                let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
+                Ok(vec![f(x)?])
+            }
+        }
     };
     ($ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr, $dydx:expr) => {
-        $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f, true, $dydx);
+        $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f);
+        impl $crate::prims::Op for UnaryOp {
+            fn forward(
+                &self,
+                inputs: &[&candle_core::Tensor],
+                _params: &[&candle_core::Tensor],
+            ) -> candle_core::Result<Vec<candle_core::Tensor>> {
+                let [x] = $crate::prims::op::inputs($name, inputs)?;
+                let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
+                Ok(vec![f(x)?])
+            }
+
+            fn manual(&self) -> Option<&dyn $crate::prims::TrainOp> {
+                Some(self)
+            }
+        }
+
+        impl $crate::prims::ManualBackward for UnaryOp {
+            type Saved = ();
+
+            fn forward_train(
+                &self,
+                inputs: &[&candle_core::Tensor],
+                params: &[&candle_core::Tensor],
+            ) -> candle_core::Result<(Vec<candle_core::Tensor>, ())> {
+                use $crate::prims::Op;
+                let y = self.forward(inputs, params)?.remove(0);
+                Ok((vec![y.contiguous()?], ()))
+            }
+
+            fn backward(
+                &self,
+                b: &$crate::prims::Backward<'_, ()>,
+                _param_grads: &mut [$crate::prims::ParamGrad],
+            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
+                match &b.grads[0] {
+                    Some(g) if b.needs[0] => {
+                        let y = &b.outputs[0];
+                        $crate::prims::backward::with_real!(y.dtype(), T => Ok(vec![Some(manual_backward::<T>(y, g)?)]))
+                    }
+                    _ => Ok(vec![None]),
+                }
+            }
+        }
+
+        fn manual_backward<T: $crate::kernels::real::Real>(
+            y: &candle_core::Tensor,
+            g: &candle_core::Tensor,
+        ) -> candle_core::Result<candle_core::Tensor> {
+            use $crate::kernels::view;
+            let g = view::contiguous(g)?;
+            let (yr, gr) = (view::Read::new(y)?, view::Read::new(&g)?);
+            let dx: Vec<T> = yr.slice::<T>()?.iter().zip(gr.slice::<T>()?).map(|(&y, &g)| g * ($dydx)(y)).collect();
+            view::tensor(dx, y.dims())
+        }
     };
-    (@define $ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr, $manual:literal, $dydx:expr) => {
+    (@define $ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr) => {
         pub struct $ty;
 
         static SIGNATURE: [$crate::prims::ArgSpec; 1] = [$crate::prims::ArgSpec::tensor("x")];
@@ -26,66 +92,26 @@ macro_rules! unary_elementwise {
             fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
                 &SIGNATURE
             }
-            fn instantiate(
-                &self,
-                args: &$crate::prims::Args,
-            ) -> Result<$crate::prims::Instance, $crate::prims::PrimError> {
+            fn infer(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Inferred, $crate::prims::PrimError> {
                 let x = args.shape("x")?.clone();
                 let flops = ($flops_per_elem * x.iter().product::<usize>()) as u64;
-                Ok($crate::prims::Instance::new(UnaryOp, vec![$crate::graph::Ty::Tensor(x)], vec![], flops))
+                Ok($crate::prims::Inferred::new(vec![$crate::prims::Ty::Tensor(x)], vec![], flops))
+            }
+            fn examples(&self) -> Vec<$crate::prims::Example> {
+                examples()
+            }
+        }
+
+        impl $crate::prims::Lower for $ty {
+            fn lower(
+                &self,
+                _args: &$crate::prims::Args,
+            ) -> Result<std::sync::Arc<dyn $crate::prims::Op>, $crate::prims::PrimError> {
+                Ok(std::sync::Arc::new(UnaryOp))
             }
         }
 
         struct UnaryOp;
-
-        impl $crate::prims::Op for UnaryOp {
-            fn forward(
-                &self,
-                inputs: &[&candle_core::Tensor],
-                _params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<Vec<candle_core::Tensor>> {
-                let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
-                Ok(vec![f(inputs[0])?])
-            }
-
-            fn has_backward(&self) -> bool {
-                $manual
-            }
-
-            fn forward_train(
-                &self,
-                inputs: &[&candle_core::Tensor],
-                params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<(Vec<candle_core::Tensor>, $crate::prims::Saved)> {
-                Ok((vec![self.forward(inputs, params)?[0].contiguous()?], vec![]))
-            }
-
-            fn backward(
-                &self,
-                b: &$crate::prims::Backward<'_>,
-                _param_grads: &mut [$crate::prims::ParamGrad],
-            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
-                match &b.grads[0] {
-                    Some(g) if b.needs[0] => {
-                        let y = &b.outputs[0];
-                        $crate::prims::backward::with_real!(y.dtype(), T => Ok(vec![Some(manual_backward::<T>(y, g)?)]))
-                    }
-                    _ => Ok(vec![None]),
-                }
-            }
-        }
-
-        #[allow(dead_code)]
-        fn manual_backward<T: $crate::kernels::real::Real>(
-            y: &candle_core::Tensor,
-            g: &candle_core::Tensor,
-        ) -> candle_core::Result<candle_core::Tensor> {
-            use $crate::kernels::view;
-            let g = view::contiguous(g)?;
-            let (yr, gr) = (view::Read::new(y)?, view::Read::new(&g)?);
-            let dx: Vec<T> = yr.slice::<T>()?.iter().zip(gr.slice::<T>()?).map(|(&y, &g)| g * ($dydx)(y)).collect();
-            view::tensor(dx, y.dims())
-        }
     };
 }
 

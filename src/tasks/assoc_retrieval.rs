@@ -54,7 +54,7 @@ impl TaskKind for AssocRetrievalKind {
         let int = |i: usize, name: &'static str, lo: i64, hi: i64| -> Result<usize, PrimError> {
             let v = options.get(i).and_then(Value::as_int).unwrap_or(0);
             if v < lo || v > hi {
-                return Err(PrimError::new(format!("`{name}` must be between {lo} and {hi}, found {v}")).on(name));
+                return Err(PrimError::task(format!("`{name}` must be between {lo} and {hi}, found {v}")).on(name));
             }
             Ok(v as usize)
         };

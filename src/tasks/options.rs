@@ -24,7 +24,7 @@ impl<'a> Options<'a> {
     pub(super) fn int(&self, name: &'static str, lo: i64, hi: i64) -> Result<usize, PrimError> {
         let v = self.value(name).and_then(|v| v.as_int()).ok_or_else(|| missing(name))?;
         if v < lo || v > hi {
-            return Err(PrimError::new(format!("`{name}` must be between {lo} and {hi}, found {v}")).on(name));
+            return Err(PrimError::task(format!("`{name}` must be between {lo} and {hi}, found {v}")).on(name));
         }
         Ok(v as usize)
     }
@@ -35,7 +35,7 @@ impl<'a> Options<'a> {
         let above = if hi_open { v >= hi } else { v > hi };
         if !v.is_finite() || v < lo || above {
             let to = if hi_open { format!("below {hi}") } else { format!("at most {hi}") };
-            return Err(PrimError::new(format!("`{name}` must be at least {lo} and {to}, found {v}")).on(name));
+            return Err(PrimError::task(format!("`{name}` must be at least {lo} and {to}, found {v}")).on(name));
         }
         Ok(v)
     }
@@ -46,19 +46,19 @@ impl<'a> Options<'a> {
         let s = v.as_str().unwrap_or_default();
         choices.iter().position(|c| *c == s).ok_or_else(|| {
             let list = choices.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
-            PrimError::new(format!("`{name}` must be one of {list}, found {v}")).on(name)
+            PrimError::task(format!("`{name}` must be one of {list}, found {v}")).on(name)
         })
     }
 }
 
 fn missing(name: &'static str) -> PrimError {
-    PrimError::new(format!("internal: option `{name}` is not bound")).on(name)
+    PrimError::task(format!("internal: option `{name}` is not bound")).on(name)
 }
 
 /// `lo ≤ hi` for a pair of range options; blames `hi`.
 pub(super) fn ordered(lo: (&'static str, usize), hi: (&'static str, usize)) -> Result<(), PrimError> {
     if lo.1 > hi.1 {
-        return Err(PrimError::new(format!("`{}` ({}) must be at least `{}` ({})", hi.0, hi.1, lo.0, lo.1)).on(hi.0));
+        return Err(PrimError::task(format!("`{}` ({}) must be at least `{}` ({})", hi.0, hi.1, lo.0, lo.1)).on(hi.0));
     }
     Ok(())
 }

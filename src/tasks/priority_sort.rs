@@ -54,7 +54,7 @@ impl TaskKind for PrioritySortKind {
             test: o.int("test", 1, 10_000_000)?,
         };
         if task.outputs > task.inputs {
-            return Err(PrimError::new(format!(
+            return Err(PrimError::task(format!(
                 "`outputs` ({}) must be at most `inputs` ({}): only inputs can be sorted",
                 task.outputs, task.inputs
             ))

@@ -36,14 +36,15 @@ impl TaskKind for RandomSequenceKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let size =
-            |i: usize, name: &'static str| -> Result<usize, PrimError> {
-                match options.get(i).and_then(Value::as_int) {
-                    Some(v) if (1..=1 << 16).contains(&v) => Ok(v as usize),
-                    v => Err(PrimError::new(format!("`{name}` must be between 1 and 65536, found {}", v.unwrap_or(0)))
-                        .on(name)),
+        let size = |i: usize, name: &'static str| -> Result<usize, PrimError> {
+            match options.get(i).and_then(Value::as_int) {
+                Some(v) if (1..=1 << 16).contains(&v) => Ok(v as usize),
+                v => {
+                    Err(PrimError::task(format!("`{name}` must be between 1 and 65536, found {}", v.unwrap_or(0)))
+                        .on(name))
                 }
-            };
+            }
+        };
         Ok(Box::new(RandomSequence {
             input: size(0, "input")?,
             output: size(1, "output")?,

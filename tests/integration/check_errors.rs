@@ -20,7 +20,7 @@ fn first_error(text: &str) -> Result<(Diagnostic, SourceMap), String> {
             Some(d) => Ok((d.clone(), e.sources)),
             None => Err("parse failed without a diagnostic".into()),
         },
-        Ok(spec) => match check::check(&spec) {
+        Ok(spec) => match check::check(&spec, &memctl::prims::Primitives) {
             Err(ds) => match ds.0.first() {
                 Some(d) => Ok((d.clone(), spec.sources)),
                 None => Err("check failed without a diagnostic".into()),

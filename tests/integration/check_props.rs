@@ -51,7 +51,7 @@ experiment named { task assoc; model net }
 fn parse_and_check(text: &str) -> Result<(), TestCaseError> {
     match lang::parse_str("spec.mem", text) {
         Err(e) => all_located(&e.sources, &e.diagnostics.0),
-        Ok(spec) => match check::check(&spec) {
+        Ok(spec) => match check::check(&spec, &memctl::prims::Primitives) {
             Err(ds) => all_located(&spec.sources, &ds.0),
             Ok(_) => Ok(()),
         },
@@ -286,7 +286,7 @@ fn mutate(text: &str, mutations: &[Mutation]) -> String {
 fn the_seed_specs_check() {
     for (name, text) in [("quickstart", QUICKSTART), ("rich", RICH)] {
         let spec = lang::parse_str("spec.mem", text).unwrap_or_else(|e| panic!("{name}: {}", e.render(false)));
-        if let Err(d) = check::check(&spec) {
+        if let Err(d) = check::check(&spec, &memctl::prims::Primitives) {
             panic!("{name}: {}", d.render(&spec.sources, false));
         }
         // The lexer used for mutations loses nothing.

@@ -22,7 +22,7 @@ fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 fn errors(text: &str) -> Vec<Diagnostic> {
     match lang::parse_str("spec.mem", text) {
         Err(e) => located(&e.sources, e.diagnostics.0),
-        Ok(spec) => match check::check(&spec) {
+        Ok(spec) => match check::check(&spec, &memctl::prims::Primitives) {
             Err(ds) => located(&spec.sources, ds.0),
             Ok(_) => vec![],
         },

@@ -43,7 +43,7 @@ fn every_spec_under_specs_checks() {
         match lang::load(path) {
             Err(e) => failures.push(format!("{}:\n{}", path.display(), e.render(false))),
             Ok(spec) => {
-                if let Err(d) = check::check(&spec) {
+                if let Err(d) = check::check(&spec, &memctl::prims::Primitives) {
                     failures.push(format!("{}:\n{}", path.display(), d.render(&spec.sources, false)));
                 }
             }

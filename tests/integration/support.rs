@@ -6,7 +6,8 @@ use memctl::lang;
 /// Parses and checks a spec given as text; panics with the rendered diagnostics on error.
 pub fn trials(name: &str, text: &str) -> Vec<Trial> {
     let spec = lang::parse_str(name, text).unwrap_or_else(|e| panic!("{}", e.render(false)));
-    let program = check::check(&spec).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+    let program = check::check(&spec, &memctl::prims::Primitives)
+        .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
     program.experiments.into_iter().flat_map(|e| e.trials).collect()
 }
 

@@ -49,7 +49,7 @@ experiment red   { task red   model tok_lstm train { batch = 4, steps = 2, eval_
 #[test]
 fn every_task_checks_and_trains_with_a_tiny_model() {
     let spec = lang::parse_str("tasks.mem", SPEC).expect("parses");
-    let program = match check::check(&spec) {
+    let program = match check::check(&spec, &memctl::prims::Primitives) {
         Ok(p) => p,
         Err(d) => panic!("check failed: {d:?}"),
     };
@@ -84,7 +84,9 @@ fn a_model_that_does_not_fit_the_task_is_rejected() {
     let spec =
         SPEC.replace("experiment add   { task add   model tok_lstm", "experiment add   { task add   model vec_lstm");
     let spec = lang::parse_str("tasks.mem", &spec).expect("parses");
-    let Err(errors) = check::check(&spec) else { panic!("a float-input model checked against token input") };
+    let Err(errors) = check::check(&spec, &memctl::prims::Primitives) else {
+        panic!("a float-input model checked against token input")
+    };
     let text = format!("{errors:?}");
     assert!(text.contains("token"), "{text}");
 }
