@@ -43,13 +43,17 @@ pub trait FusedOp: Op + TrainOp {}
 
 impl<T: Op + TrainOp> FusedOp for T {}
 
+/// What a fusion rule builds from the producer's and the consumer's arguments: the fused op,
+/// or `None` where the shapes do not suit it.
+type Build = fn(&Args, &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError>;
+
 /// A fusion: a producer primitive whose first output is a consumer primitive's only input,
 /// and how to build the fused op from the two calls' arguments (`None` where the shapes do
 /// not suit it).
 struct Rule {
     producer: &'static str,
     consumer: &'static str,
-    build: fn(&Args, &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError>,
+    build: Build,
 }
 
 /// Every fusion, tried in order.
