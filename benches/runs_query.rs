@@ -70,10 +70,11 @@ fn synthetic(base: &memctl::check::TrialConfig, i: usize) -> RunRecord {
         final_metrics.insert("val_loss".into(), 1.0 - x / 1.1);
     }
     RunRecord {
+        record_version: memctl::store::record::RECORD_VERSION,
         id: i as u64 + 1,
         trial_key: format!("{:016x}", i),
         status,
-        config,
+        config: memctl::store::StoredConfig::of(&config),
         spec_path: "specs/bench.mem".into(),
         spec_text: SPEC.into(),
         spec_hash: "0".repeat(64),
@@ -87,6 +88,7 @@ fn synthetic(base: &memctl::check::TrialConfig, i: usize) -> RunRecord {
             memctl_version: "0".into(),
             features: vec![],
             pid: 1,
+            process: None,
         },
         started_at: 1.7e9 + i as f64 * 60.0,
         ended_at: Some(1.7e9 + i as f64 * 60.0 + 50.0),
@@ -103,6 +105,7 @@ fn synthetic(base: &memctl::check::TrialConfig, i: usize) -> RunRecord {
         eval_seconds: 5.0,
         error: None,
         tags: if i % 10 == 0 { vec!["ablation".into()] } else { vec![] },
+        progress: None,
     }
 }
 

@@ -173,6 +173,15 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
             .at(span_of("device"), "not a device")
             .hint("devices: cpu, cuda, cuda:N"));
     }
+    let checkpoint_every = float("checkpoint_every");
+    if !(checkpoint_every >= 0.0 && checkpoint_every.is_finite()) {
+        return Err(Diagnostic::error(format!(
+            "`checkpoint_every` must be 0 or more minutes, found {checkpoint_every}"
+        ))
+        .at(span_of("checkpoint_every"), "not a duration")
+        .hint("0 saves checkpoints only when training is stopped from outside"));
+    }
+    let keep_checkpoint = get("keep_checkpoint").and_then(|(v, _)| v.as_bool()).unwrap_or(false);
     let eval_size = match get("eval_size") {
         None => None,
         Some(_) => Some(positive_int("eval_size")?),
@@ -195,5 +204,7 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
         max_time: optional_positive("max_time")?,
         device,
         stop_when: block.stop_when.clone(),
+        checkpoint_every,
+        keep_checkpoint,
     })
 }

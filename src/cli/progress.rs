@@ -76,8 +76,15 @@ fn label(index: usize, total: usize, trial: &Trial) -> String {
 }
 
 impl Reporter for Progress {
-    fn trial_started(&self, index: usize, trial: &Trial, run_id: u64) -> Box<dyn Observer + '_> {
+    fn trial_started(
+        &self,
+        index: usize,
+        trial: &Trial,
+        run_id: u64,
+        resumed_from: Option<u64>,
+    ) -> Box<dyn Observer + '_> {
         let name = format!("{} (run {run_id})", label(index, self.total, trial));
+        let resumed = resumed_from.map(|s| format!(", resumed from its checkpoint at step {s}")).unwrap_or_default();
         let bar = self.bars.as_ref().map(|m| {
             let bar = match &self.overall {
                 Some(o) => m.insert_before(o, ProgressBar::new(trial.config.train.steps as u64)),
@@ -90,8 +97,9 @@ impl Reporter for Progress {
             bar.set_prefix(name.clone());
             bar
         });
-        if bar.is_none() {
-            self.line(&format!("{name}: started"));
+        match &bar {
+            Some(b) => b.set_position(resumed_from.unwrap_or(0)),
+            None => self.line(&format!("{name}: started{resumed}")),
         }
         Box::new(TrialProgress { bar, name, progress: self, metric: Mutex::new(String::new()) })
     }
@@ -100,6 +108,7 @@ impl Reporter for Progress {
         self.settle(false);
         let why = match status {
             Status::Failed => format!("failed before (run {run_id}), skipped; --retry-failed re-runs it"),
+            Status::Running => format!("running in another process (run {run_id}), skipped"),
             _ => format!("already done (run {run_id}), skipped"),
         };
         self.line(&format!("{}: {why}", label(index, self.total, trial)));
@@ -128,6 +137,10 @@ impl Reporter for Progress {
             }
         };
         self.line(&text);
+    }
+
+    fn warning(&self, message: &str) {
+        self.line(&format!("warning: {message}"));
     }
 }
 

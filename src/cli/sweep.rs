@@ -114,7 +114,6 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         crate::device::open(d)?;
     }
     let store = Store::open(&ctx.store)?;
-    report_recovered(&store);
     let source = load::spec_source(&args.file, &spec);
     let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
     let mut opts = Options {
@@ -144,20 +143,6 @@ pub fn budget(jobs: Option<usize>, threads: Option<usize>, trials: usize) -> (us
     (jobs, threads)
 }
 
-fn report_recovered(store: &Store) {
-    let ids = store.recovered();
-    if !ids.is_empty() {
-        let list: Vec<String> = ids.iter().map(u64::to_string).collect();
-        eprintln!(
-            "note: run{} {} stopped with {} process and {} now marked interrupted; they will run again",
-            if ids.len() == 1 { "" } else { "s" },
-            list.join(", "),
-            if ids.len() == 1 { "its" } else { "their" },
-            if ids.len() == 1 { "is" } else { "are" }
-        );
-    }
-}
-
 fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
     let mut runs = 0;
     for (i, (t, p)) in trials.iter().zip(plans).enumerate() {
@@ -168,6 +153,7 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
             Plan::Done(id) => format!("done (run {id})"),
             Plan::Failed(id) => format!("failed (run {id})"),
             Plan::Interrupted(id) => format!("interrupted (run {id})"),
+            Plan::Running(id) => format!("running elsewhere (run {id})"),
         };
         let values: Vec<String> = t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!(
@@ -213,6 +199,9 @@ pub fn execute(
     );
     if s.failed_before > 0 {
         line.push_str(&format!(", {} failed before (skipped; --retry-failed re-runs them)", s.failed_before));
+    }
+    if s.elsewhere > 0 {
+        line.push_str(&format!(", {} running in another process", s.elsewhere));
     }
     if s.interrupted + s.not_started > 0 {
         line.push_str(&format!(", {} interrupted, {} not started", s.interrupted, s.not_started));

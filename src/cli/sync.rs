@@ -53,7 +53,7 @@ pub fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
 fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> {
     let (mut imported, mut present, mut unreadable) = (0, 0, 0);
     for (path, shard) in shard::read_all(dir) {
-        let mut record = match shard {
+        let record = match shard {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("warning: {}: {e}", path.display());
@@ -61,17 +61,15 @@ fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> 
                 continue;
             }
         };
-        let latest = store.latest_of_trial(&record.trial_key)?;
-        let same = latest.as_ref().is_some_and(|l| {
-            l.status == Status::Done || (l.status == record.status && l.started_at == record.started_at)
-        });
-        if same {
+        let (status, started_at) = (record.status, record.started_at);
+        let added = store.import(record, |latest| {
+            latest.is_some_and(|l| l.status == Status::Done || (l.status == status && l.started_at == started_at))
+        })?;
+        if added {
+            imported += 1;
+        } else {
             present += 1;
-            continue;
         }
-        record.id = store.next_id()?;
-        store.put(&record)?;
-        imported += 1;
     }
     Ok((imported, present, unreadable))
 }

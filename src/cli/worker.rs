@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 use crate::cli::{Context, load};
 use crate::slurm::manifest::{Manifest, Snapshot};
 use crate::slurm::shard;
+use crate::store::checkpoints::CheckpointDir;
 use crate::sweep::{self, Options, identity};
 use crate::train::Silent;
 
@@ -47,9 +48,50 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let source = load::spec_source(&spec_path, &spec);
     let mut record = sweep::new_record(0, trial, &source, &opts);
     eprintln!("memctl worker: trial {} ({})", entry.trial_key, entry.label);
-    sweep::train_into_record(&mut record, trial, threads, &Silent, &AtomicBool::new(false));
-    let sweep_dir = args.manifest.parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default();
+    let checkpoints = CheckpointDir::new(sweep_dir(&args.manifest).join("checkpoints"));
+    let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, &Log);
+    if let (Some(state), Some(p)) = (&resume, record.progress.as_mut()) {
+        p.resumed_from = Some(state.step as u64);
+        eprintln!("memctl worker: resuming from its checkpoint at step {}", state.step);
+    }
+    let live = sweep::live::Live::new(
+        None,
+        checkpoints.clone(),
+        record.clone(),
+        entry.trial_key.clone(),
+        &Silent,
+        &Log,
+        resume,
+    );
+    sweep::train_into_record(&mut record, trial, threads, &live, &AtomicBool::new(false));
+    record.progress = live.progress();
+    let sweep_dir = sweep_dir(&args.manifest);
     shard::write(&sweep_dir, &record)?;
     eprintln!("memctl worker: {} → {}", record.status.as_str(), shard::path(&sweep_dir, &record.trial_key).display());
     Ok(if record.status == crate::store::Status::Done { 0 } else { 1 })
+}
+
+/// The sweep directory a manifest belongs to (`SWEEP/manifests/NAME.json`).
+fn sweep_dir(manifest: &std::path::Path) -> PathBuf {
+    manifest.parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default()
+}
+
+/// A worker runs one trial and reports to its log (stderr): only warnings matter.
+struct Log;
+
+impl sweep::Reporter for Log {
+    fn trial_started(
+        &self,
+        _: usize,
+        _: &crate::check::Trial,
+        _: u64,
+        _: Option<u64>,
+    ) -> Box<dyn crate::train::Observer + '_> {
+        Box::new(Silent)
+    }
+    fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: crate::store::Status) {}
+    fn trial_finished(&self, _: usize, _: &crate::store::RunRecord) {}
+    fn warning(&self, message: &str) {
+        eprintln!("memctl worker: warning: {message}");
+    }
 }

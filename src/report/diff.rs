@@ -5,7 +5,6 @@ use comfy_table::{CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::numbers::{duration, sig3};
 use crate::store::RunRecord;
-use crate::store::summary::train_values;
 
 pub struct Diff {
     /// `(name, value in A, value in B)` for each configuration value that differs.
@@ -28,7 +27,9 @@ fn config(r: &RunRecord) -> Vec<(String, String)> {
     out.extend(r.config.params.iter().map(|(k, v)| (format!("param.{k}"), v.to_string())));
     out.extend(r.config.task_options.iter().map(|(k, v)| (format!("task.{k}"), v.to_string())));
     out.extend(
-        train_values(&r.config.train)
+        r.config
+            .train
+            .clone()
             .into_iter()
             .filter(|(k, _)| k != "device")
             .map(|(k, v)| (format!("train.{k}"), v.to_string())),

@@ -7,7 +7,6 @@ use serde::Serialize;
 use super::numbers::duration;
 use crate::query::fields::format_date;
 use crate::store::RunRecord;
-use crate::store::summary::train_values;
 use crate::value::Value;
 
 #[derive(Serialize)]
@@ -97,7 +96,7 @@ pub fn yaml(r: &RunRecord) -> Result<String, serde_saphyr::SerializeError> {
         swept: r.config.swept.iter().map(|(k, v)| (k.as_str(), v)).collect(),
         parameters: &r.config.params,
         task_options: &r.config.task_options,
-        train: train_values(&r.config.train),
+        train: r.config.train.clone(),
         final_metrics: &r.final_metrics,
         steps_run: r.steps_run,
         steps_to_converge: r.steps_to_converge,

@@ -1,10 +1,27 @@
-//! What the store keeps for each run.
+//! What the store keeps for each run: the store's own types, versioned.
+//!
+//! A record is written as JSON. Its layout belongs to the store, not to the checker: the
+//! configuration is a [`StoredConfig`] built from the checker's `TrialConfig` by an explicit
+//! conversion ([`StoredConfig::of`]), so renaming a field in the checker is a compile error
+//! here, not a silent change on disk. Every record carries its [`RECORD_VERSION`]; [`decode`]
+//! reads every version this memctl has written and brings older ones up to date
+//! ([`migrate`]), and the test beside it reads a record written by version 1.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::check::TrialConfig;
+use crate::train::config::{OptimizerKind, TrainConfig};
+use crate::value::Value;
+
+/// The record layout this memctl writes.
+///
+/// - 1: `config.train` was the checker's `TrainConfig`; no version field, no progress, no
+///   process identity.
+/// - 2: `config.train` is a map of named settings; `record_version`, `progress` and
+///   `environment.process` added.
+pub const RECORD_VERSION: u32 = 2;
 
 /// Where a run is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -13,7 +30,8 @@ pub enum Status {
     Running,
     Done,
     Failed,
-    /// Was running when its process stopped (Ctrl-C, or found `running` by a later process).
+    /// Stopped before it finished (Ctrl-C, a time limit, or found `running` with its process
+    /// gone); the trial resumes from its last checkpoint when a sweep runs it again.
     Interrupted,
 }
 
@@ -28,6 +46,18 @@ impl Status {
     }
 }
 
+/// Which process, on which machine and boot, ran a run: enough to tell whether it is still
+/// alive (a pid alone is reused).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessIdentity {
+    pub hostname: String,
+    /// `/proc/sys/kernel/random/boot_id`: pids restart at every boot.
+    pub boot_id: String,
+    pub pid: u32,
+    /// The process's start time in clock ticks after boot (`/proc/PID/stat`, field 22).
+    pub start_ticks: u64,
+}
+
 /// The machine and build a run ran on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
@@ -40,18 +70,135 @@ pub struct Environment {
     pub device: String,
     pub memctl_version: String,
     pub features: Vec<String>,
-    /// PID of the process that ran it (to detect runs left `running` by a dead process).
+    /// PID of the process that ran it.
     pub pid: u32,
+    /// The process that ran it (absent in version 1 records).
+    #[serde(default)]
+    pub process: Option<ProcessIdentity>,
+}
+
+/// A trial's resolved configuration as stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredConfig {
+    pub experiment: String,
+    pub model: String,
+    pub params: BTreeMap<String, Value>,
+    pub task: String,
+    pub task_options: BTreeMap<String, Value>,
+    /// Training settings by name (`lr`, `optimizer`, `batch`, …); unset optional ones absent.
+    pub train: BTreeMap<String, Value>,
+    pub seed: u64,
+    /// The swept axes with this trial's values, in sweep order.
+    pub swept: Vec<(String, Value)>,
+}
+
+impl StoredConfig {
+    pub fn of(c: &TrialConfig) -> StoredConfig {
+        StoredConfig {
+            experiment: c.experiment.clone(),
+            model: c.model.clone(),
+            params: c.params.clone(),
+            task: c.task.clone(),
+            task_options: c.task_options.clone(),
+            train: train_values(&c.train),
+            seed: c.seed,
+            swept: c.swept.clone(),
+        }
+    }
+
+    /// A training setting as text (`"cpu"` for `device`), if set.
+    pub fn train_str(&self, name: &str) -> Option<&str> {
+        self.train.get(name).and_then(Value::as_str)
+    }
+}
+
+/// A trial's training settings as named values: the stored form of `TrainConfig`.
+pub fn train_values(t: &TrainConfig) -> BTreeMap<String, Value> {
+    let mut m = BTreeMap::new();
+    let optimizer = match t.optimizer {
+        OptimizerKind::Adam => "adam",
+        OptimizerKind::RmsProp => "rmsprop",
+        OptimizerKind::Sgd => "sgd",
+    };
+    m.insert("optimizer".into(), Value::Str(optimizer.into()));
+    for (k, v) in [
+        ("lr", t.lr),
+        ("momentum", t.momentum),
+        ("alpha", t.alpha),
+        ("beta1", t.beta1),
+        ("beta2", t.beta2),
+        ("eps", t.eps),
+        ("weight_decay", t.weight_decay),
+    ] {
+        m.insert(k.into(), Value::Float(v));
+    }
+    m.insert("batch".into(), Value::Int(t.batch as i64));
+    m.insert("steps".into(), Value::Int(t.steps as i64));
+    m.insert("eval_every".into(), Value::Int(t.eval_every as i64));
+    if let Some(n) = t.eval_size {
+        m.insert("eval_size".into(), Value::Int(n as i64));
+    }
+    for (k, v) in [("clip_value", t.clip_value), ("clip_norm", t.clip_norm), ("max_time", t.max_time)] {
+        if let Some(v) = v {
+            m.insert(k.into(), Value::Float(v));
+        }
+    }
+    m.insert("device".into(), Value::Str(t.device.clone()));
+    if let Some(s) = &t.stop_when {
+        m.insert("stop_when".into(), Value::Str(s.to_string()));
+    }
+    m.insert("checkpoint_every".into(), Value::Float(t.checkpoint_every));
+    m.insert("keep_checkpoint".into(), Value::Bool(t.keep_checkpoint));
+    m
+}
+
+/// A running trial's progress, rewritten as it trains (at evaluations, at most every few
+/// seconds): what `runs`, `show` and the dashboard show of it while it trains.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The steps it will run at most (`steps`).
+    pub steps_total: u64,
+    /// Unix seconds of the last update (a heartbeat: a run whose process is on another machine
+    /// is presumed dead when this is old).
+    pub updated_at: f64,
+    /// The step its checkpoint resumed it from, if it resumed.
+    pub resumed_from: Option<u64>,
+    /// The step of its latest checkpoint.
+    pub checkpoint_step: Option<u64>,
+    /// Its `max_time` budget in seconds, if any (bounds the estimate of the rest).
+    pub max_time: Option<f64>,
+    /// How many runs of this trial before it, in a row, lost their process before their
+    /// first step (see `store::MAX_DEATHS`).
+    #[serde(default)]
+    pub deaths: u32,
+}
+
+impl Progress {
+    /// Seconds left, estimated from the pace so far: the rest of the steps at the mean
+    /// seconds per step, or the rest of `max_time` if that ends it first.
+    pub fn eta_seconds(&self, steps_run: u64, train_seconds: f64) -> Option<f64> {
+        let done = steps_run.saturating_sub(self.resumed_from.unwrap_or(0));
+        if done == 0 {
+            return None;
+        }
+        let by_steps = train_seconds / done as f64 * self.steps_total.saturating_sub(steps_run) as f64;
+        Some(match self.max_time {
+            Some(t) => by_steps.min((t - train_seconds).max(0.0)),
+            None => by_steps,
+        })
+    }
 }
 
 /// One run of one trial.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    /// The layout version ([`RECORD_VERSION`] when written by this memctl).
+    pub record_version: u32,
     pub id: u64,
     /// The trial's identity: equal for runs of the same resolved trial.
     pub trial_key: String,
     pub status: Status,
-    pub config: TrialConfig,
+    pub config: StoredConfig,
     /// Path of the spec file as given on the command line.
     pub spec_path: String,
     /// The text of the spec and every file it uses.
@@ -76,4 +223,114 @@ pub struct RunRecord {
     pub error: Option<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// Live progress while running (kept once it ends, for the record).
+    #[serde(default)]
+    pub progress: Option<Progress>,
+}
+
+/// Why a stored record cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a run record: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("record version {0} is newer than this memctl reads ({RECORD_VERSION}); update memctl")]
+    Newer(u32),
+    #[error("version {version} record: {reason}")]
+    Migration { version: u32, reason: String },
+}
+
+pub fn encode(record: &RunRecord) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(record)
+}
+
+/// Reads a record of any version this memctl knows, as the current layout.
+pub fn decode(bytes: &[u8]) -> Result<RunRecord, DecodeError> {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+    let version = value.get("record_version").and_then(serde_json::Value::as_u64).unwrap_or(1) as u32;
+    if version > RECORD_VERSION {
+        return Err(DecodeError::Newer(version));
+    }
+    migrate(&mut value, version)?;
+    Ok(serde_json::from_value(value)?)
+}
+
+/// Brings a record of layout `version` up to [`RECORD_VERSION`], one version at a time.
+pub fn migrate(record: &mut serde_json::Value, version: u32) -> Result<(), DecodeError> {
+    let fail = |reason: &str| DecodeError::Migration { version, reason: reason.into() };
+    if version < 2 {
+        // 1 → 2: the checker's TrainConfig becomes named settings, as `train_values` writes them.
+        let train = record
+            .pointer_mut("/config/train")
+            .and_then(serde_json::Value::as_object_mut)
+            .ok_or_else(|| fail("no config.train"))?;
+        let mut named = serde_json::Map::new();
+        for (key, v) in std::mem::take(train) {
+            match (key.as_str(), v) {
+                (_, serde_json::Value::Null) => {}
+                ("optimizer", serde_json::Value::String(kind)) => {
+                    named.insert(key, kind.to_lowercase().into());
+                }
+                ("stop_when", serde_json::Value::Object(s)) => {
+                    let op = match s.get("op").and_then(serde_json::Value::as_str) {
+                        Some("Ge") => ">=",
+                        Some("Gt") => ">",
+                        Some("Le") => "<=",
+                        Some("Lt") => "<",
+                        _ => return Err(fail("stop_when has an unknown comparison")),
+                    };
+                    let metric = s.get("metric").and_then(serde_json::Value::as_str).unwrap_or("?");
+                    let threshold = s.get("threshold").and_then(serde_json::Value::as_f64).unwrap_or(f64::NAN);
+                    named.insert(key, format!("{metric} {op} {threshold}").into());
+                }
+                (_, v) => {
+                    named.insert(key, v);
+                }
+            }
+        }
+        *train = named;
+        record["record_version"] = 2.into();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A record as memctl 0.1 wrote it (layout 1), before the store had a layout of its own.
+    const V1: &str = include_str!("../../tests/fixtures/run_record_v1.json");
+
+    #[test]
+    fn a_version_1_record_reads_as_the_current_layout() {
+        let r = decode(V1.as_bytes()).unwrap();
+        assert_eq!(r.record_version, RECORD_VERSION);
+        assert_eq!((r.id, r.status, r.config.model.as_str()), (1, Status::Done, "lstm"));
+        assert_eq!(r.config.train["optimizer"], Value::Str("rmsprop".into()));
+        assert_eq!(r.config.train["lr"], Value::Float(0.001));
+        assert_eq!(r.config.train["batch"], Value::Int(8));
+        assert_eq!(r.config.train["stop_when"], Value::Str("accuracy >= 0.99".into()));
+        // Unset options (null in version 1) are absent, as `train_values` leaves them.
+        assert!(!r.config.train.contains_key("clip_norm") && !r.config.train.contains_key("eval_size"));
+        assert_eq!(r.environment.process, None);
+        assert_eq!(r.progress, None);
+        // And it round-trips in the new layout.
+        assert_eq!(decode(&encode(&r).unwrap()).unwrap(), r);
+    }
+
+    #[test]
+    fn stop_when_is_stored_as_the_checker_prints_it() {
+        use crate::train::config::{Comparison, StopWhen};
+        let mut t = crate::train::test_config();
+        t.stop_when = Some(StopWhen { metric: "accuracy".into(), op: Comparison::Ge, threshold: 0.99 });
+        // The migration of version 1 and the current conversion agree.
+        assert_eq!(train_values(&t)["stop_when"], Value::Str("accuracy >= 0.99".into()));
+    }
+
+    #[test]
+    fn a_record_from_a_newer_memctl_is_refused_with_a_reason() {
+        let mut v: serde_json::Value = serde_json::from_str(V1).unwrap();
+        v["record_version"] = 99.into();
+        let err = decode(&serde_json::to_vec(&v).unwrap()).unwrap_err();
+        assert!(err.to_string().contains("record version 99 is newer"), "{err}");
+    }
 }

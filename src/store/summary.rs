@@ -10,7 +10,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::record::{RunRecord, Status};
-use crate::train::config::{OptimizerKind, TrainConfig};
 use crate::value::Value;
 
 /// Layout version of summaries; a store with another version rebuilds them at open.
@@ -63,7 +62,7 @@ impl RunSummary {
             swept: r.config.swept.iter().map(|(k, _)| k.clone()).collect(),
             params: Arc::new(r.config.params.clone()),
             task_options: Arc::new(r.config.task_options.clone()),
-            train: Arc::new(train_values(&r.config.train)),
+            train: Arc::new(r.config.train.clone()),
             final_metrics: r.final_metrics.clone(),
             steps_run: r.steps_run,
             steps_to_converge: r.steps_to_converge,
@@ -77,44 +76,6 @@ impl RunSummary {
             spec_hash: r.spec_hash.clone(),
         }
     }
-}
-
-/// Training settings by their spec names (`lr`, `batch`, `optimizer = "adam"`, ...).
-pub fn train_values(t: &TrainConfig) -> BTreeMap<String, Value> {
-    let mut m = BTreeMap::new();
-    let optimizer = match t.optimizer {
-        OptimizerKind::Adam => "adam",
-        OptimizerKind::RmsProp => "rmsprop",
-        OptimizerKind::Sgd => "sgd",
-    };
-    m.insert("optimizer".into(), Value::Str(optimizer.into()));
-    for (k, v) in [
-        ("lr", t.lr),
-        ("momentum", t.momentum),
-        ("alpha", t.alpha),
-        ("beta1", t.beta1),
-        ("beta2", t.beta2),
-        ("eps", t.eps),
-        ("weight_decay", t.weight_decay),
-    ] {
-        m.insert(k.into(), Value::Float(v));
-    }
-    m.insert("batch".into(), Value::Int(t.batch as i64));
-    m.insert("steps".into(), Value::Int(t.steps as i64));
-    m.insert("eval_every".into(), Value::Int(t.eval_every as i64));
-    if let Some(n) = t.eval_size {
-        m.insert("eval_size".into(), Value::Int(n as i64));
-    }
-    for (k, v) in [("clip_value", t.clip_value), ("clip_norm", t.clip_norm), ("max_time", t.max_time)] {
-        if let Some(v) = v {
-            m.insert(k.into(), Value::Float(v));
-        }
-    }
-    m.insert("device".into(), Value::Str(t.device.clone()));
-    if let Some(s) = &t.stop_when {
-        m.insert("stop_when".into(), Value::Str(s.to_string()));
-    }
-    m
 }
 
 // ---------------------------------------------------------------- encoding

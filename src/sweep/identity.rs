@@ -2,7 +2,8 @@
 //!
 //! Hashed: the compatibility level, the elaborated step graph's fingerprint (wiring, shapes,
 //! parameters — not comments or spacing), the model's parameter values, the task and its
-//! options, the training settings (except the device), and the seed. Same identity ⇒ same
+//! options, the training settings (except those that change how a trial runs, not what it
+//! computes: the device and checkpointing), and the seed. Same identity ⇒ same
 //! data and initial weights; a sweep skips trials whose identity is already `done`.
 
 use sha2::{Digest, Sha256};
@@ -13,8 +14,14 @@ use crate::check::Trial;
 pub const COMPAT_LEVEL: u32 = 1;
 
 pub fn trial_key(trial: &Trial) -> String {
-    let mut train = trial.config.train.clone();
-    train.device = String::new();
+    let mut train = serde_json::to_value(&trial.config.train).unwrap_or_default();
+    if let Some(settings) = train.as_object_mut() {
+        for name in crate::train::config::NOT_IN_IDENTITY.iter().filter(|n| **n != "device") {
+            settings.remove(*name);
+        }
+        // Earlier identities hashed the device as "" (kept, so that they stay the same).
+        settings.insert("device".into(), "".into());
+    }
     let canonical = serde_json::json!({
         "compat": COMPAT_LEVEL,
         "graph": trial.graph.fingerprint(),

@@ -1,16 +1,17 @@
-//! Running trials: skip those already done, record each run in the store before and after,
-//! train each inside its own thread pool (flush-to-zero on every thread).
+//! Running trials: claim each in the store (so that no trial runs twice, whichever process
+//! reaches it), train it inside its own thread pool (flush-to-zero on every thread) with its
+//! progress and checkpoints going to the store as it trains, and record how it ended.
 
 pub mod identity;
+pub mod live;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha2::{Digest, Sha256};
 
 use crate::check::Trial;
-use crate::store::{Environment, RunRecord, Status, Store, StoreError};
+use crate::store::{Claim, Environment, Progress, Rerun, RunRecord, Status, Store, StoreError, StoredConfig, now};
 use crate::train::{self, Ending, Observer};
 
 /// The spec a sweep comes from, as stored with each run.
@@ -51,25 +52,30 @@ pub enum TrialResult {
     NotStarted,
 }
 
-/// What the store says about a trial before a sweep: whether it will run.
+/// What the store says about a trial before a sweep: whether it will run (for `--dry-run`
+/// and the count of trials to run; the decision itself is [`Store::claim`]'s, made when the
+/// trial's turn comes).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Plan {
     New,
     Done(u64),
     /// Failed before; skipped unless `--retry-failed`.
     Failed(u64),
-    /// Interrupted before; runs again.
+    /// Interrupted before; runs again, from its checkpoint.
     Interrupted(u64),
+    /// Running in another live process.
+    Running(u64),
 }
 
 impl Plan {
     pub fn of(store: &Store, trial: &Trial) -> Result<Plan, StoreError> {
-        Ok(match store.latest_of_trial(&identity::trial_key(trial))? {
+        Ok(match store.latest_of_trial(&identity::trial_key(trial))?.map(crate::store::as_seen) {
             None => Plan::New,
             Some(r) => match r.status {
                 Status::Done => Plan::Done(r.id),
                 Status::Failed => Plan::Failed(r.id),
-                Status::Interrupted | Status::Running => Plan::Interrupted(r.id),
+                Status::Interrupted => Plan::Interrupted(r.id),
+                Status::Running => Plan::Running(r.id),
             },
         })
     }
@@ -80,6 +86,7 @@ impl Plan {
             Plan::New | Plan::Interrupted(_) => true,
             Plan::Done(_) => opts.force,
             Plan::Failed(_) => opts.force || opts.retry_failed,
+            Plan::Running(_) => false,
         }
     }
 }
@@ -93,6 +100,8 @@ pub struct Summary {
     pub failed: usize,
     pub interrupted: usize,
     pub not_started: usize,
+    /// Running in another process when this sweep reached them.
+    pub elsewhere: usize,
 }
 
 /// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
@@ -142,6 +151,7 @@ pub fn run_all(
     for r in results.into_inner().unwrap_or_default() {
         match r? {
             TrialResult::Skipped { status: Status::Failed, .. } => summary.failed_before += 1,
+            TrialResult::Skipped { status: Status::Running, .. } => summary.elsewhere += 1,
             TrialResult::Skipped { .. } => summary.done_before += 1,
             TrialResult::NotStarted => summary.not_started += 1,
             TrialResult::Finished(rec) => {
@@ -159,14 +169,24 @@ pub fn run_all(
 
 /// Progress reporting for a sweep.
 pub trait Reporter: Sync {
-    /// An observer for one trial's training progress.
-    fn trial_started(&self, index: usize, trial: &Trial, run_id: u64) -> Box<dyn Observer + '_>;
-    /// Not run: its latest run (`run_id`) is done, or failed (without `--retry-failed`).
+    /// An observer for one trial's training progress; `resumed_from` is the step its
+    /// checkpoint resumes it from.
+    fn trial_started(
+        &self,
+        index: usize,
+        trial: &Trial,
+        run_id: u64,
+        resumed_from: Option<u64>,
+    ) -> Box<dyn Observer + '_>;
+    /// Not run: its latest run (`run_id`) is done, or failed (without `--retry-failed`), or
+    /// running in another process.
     fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status);
     fn trial_finished(&self, index: usize, record: &RunRecord);
+    /// Something went wrong that does not stop the trial (a checkpoint that could not be saved).
+    fn warning(&self, message: &str);
 }
 
-/// Runs one trial (unless done and not forced) and records it.
+/// Runs one trial (unless it is settled, or running elsewhere) and records it.
 pub fn run_trial(
     store: &Store,
     spec: &SpecSource,
@@ -176,23 +196,59 @@ pub fn run_trial(
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
 ) -> Result<TrialResult, StoreError> {
-    let plan = Plan::of(store, trial)?;
-    if !plan.runs(opts) {
-        let (run_id, status) = match plan {
-            Plan::Failed(id) => (id, Status::Failed),
-            Plan::Done(id) | Plan::Interrupted(id) => (id, Status::Done),
-            Plan::New => (0, Status::Done),
-        };
-        reporter.trial_skipped(index, trial, run_id, status);
-        return Ok(TrialResult::Skipped { run_id, status });
+    let key = identity::trial_key(trial);
+    let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
+    let (mut record, took_over) = match store.claim(&key, rerun, |id, _| new_record(id, trial, spec, opts))? {
+        Claim::Run { record, took_over } => (*record, took_over),
+        Claim::Settled { run_id, status } => {
+            reporter.trial_skipped(index, trial, run_id, status);
+            return Ok(TrialResult::Skipped { run_id, status });
+        }
+        Claim::RunningElsewhere { run_id, .. } => {
+            reporter.trial_skipped(index, trial, run_id, Status::Running);
+            return Ok(TrialResult::Skipped { run_id, status: Status::Running });
+        }
+        Claim::GaveUp(record) => {
+            reporter.trial_finished(index, &record);
+            return Ok(TrialResult::Finished(record));
+        }
+    };
+    // A trial taken over from an interrupted run resumes from its checkpoint; one run again on
+    // purpose (`--force`, `--retry-failed`) starts afresh.
+    let resume = match took_over {
+        Some(_) => live::load_checkpoint(&store.checkpoints(), &key, reporter),
+        None => {
+            if let Err(e) = store.remove_checkpoint(&key) {
+                reporter.warning(&e.to_string());
+            }
+            None
+        }
+    };
+    if let (Some(state), Some(p)) = (&resume, record.progress.as_mut()) {
+        p.resumed_from = Some(state.step as u64);
+        p.checkpoint_step = Some(state.step as u64);
     }
-    let id = store.next_id()?;
-    let mut record = new_record(id, trial, spec, opts);
-    store.put(&record)?;
-    let observer = reporter.trial_started(index, trial, id);
-    train_into_record(&mut record, trial, opts.threads, observer.as_ref(), cancel);
+    let resumed_from = record.progress.as_ref().and_then(|p| p.resumed_from);
+    let observer = reporter.trial_started(index, trial, record.id, resumed_from);
+    let live = live::Live::new(
+        Some(store),
+        store.checkpoints(),
+        record.clone(),
+        key.clone(),
+        observer.as_ref(),
+        reporter,
+        resume,
+    );
+    train_into_record(&mut record, trial, opts.threads, &live, cancel);
+    record.progress = live.progress();
+    drop(live);
     drop(observer);
     store.put(&record)?;
+    if record.status == Status::Done && !trial.config.train.keep_checkpoint {
+        if let Err(e) = store.remove_checkpoint(&key) {
+            reporter.warning(&e.to_string());
+        }
+    }
     reporter.trial_finished(index, &record);
     Ok(TrialResult::Finished(Box::new(record)))
 }
@@ -203,12 +259,21 @@ pub fn new_record(id: u64, trial: &Trial, spec: &SpecSource, opts: &Options) -> 
     if let Some(d) = &opts.device {
         config.train.device = d.clone();
     }
+    let progress = Progress {
+        steps_total: config.train.steps as u64,
+        updated_at: now(),
+        resumed_from: None,
+        checkpoint_step: None,
+        max_time: config.train.max_time,
+        deaths: 0,
+    };
     RunRecord {
+        record_version: crate::store::record::RECORD_VERSION,
         id,
         trial_key: identity::trial_key(trial),
         status: Status::Running,
         environment: environment(opts.threads, &config.train.device),
-        config,
+        config: StoredConfig::of(&config),
         spec_path: spec.path.clone(),
         spec_text: spec.text.clone(),
         spec_hash: spec.hash(),
@@ -227,19 +292,22 @@ pub fn new_record(id: u64, trial: &Trial, spec: &SpecSource, opts: &Options) -> 
         eval_seconds: 0.0,
         error: None,
         tags: vec![],
+        progress: Some(progress),
     }
 }
 
-/// Trains the trial and completes its record (status, curves, metrics, timings).
+/// Trains the trial (resuming from and saving checkpoints through `live`) and completes its
+/// record (status, curves, metrics, timings).
 pub fn train_into_record(
     record: &mut RunRecord,
     trial: &Trial,
     threads: usize,
-    observer: &dyn Observer,
+    live: &live::Live<'_>,
     cancel: &AtomicBool,
 ) {
     let started = std::time::Instant::now();
-    let outcome = execute(trial, &record.config.train.device, threads, observer, cancel);
+    let device = record.config.train_str("device").unwrap_or("cpu").to_string();
+    let outcome = execute(trial, &device, threads, live, cancel);
     record.wall_seconds = started.elapsed().as_secs_f64();
     record.ended_at = Some(now());
     match outcome {
@@ -275,12 +343,15 @@ fn execute(
     trial: &Trial,
     device: &str,
     threads: usize,
-    observer: &dyn Observer,
+    live: &live::Live<'_>,
     cancel: &AtomicBool,
 ) -> Result<train::Outcome, String> {
     let device = crate::device::open(device).map_err(|e| e.to_string())?;
+    let autograd = train::Autograd::default_for(&device);
     let result = crate::pool::run_in_pool(threads, || {
-        std::panic::catch_unwind(AssertUnwindSafe(|| train::train(trial, &device, observer, cancel)))
+        std::panic::catch_unwind(AssertUnwindSafe(|| {
+            train::train_resumable(trial, &device, autograd, live, cancel, live)
+        }))
     })?;
     result.map_err(|panic| {
         let msg = panic
@@ -292,15 +363,9 @@ fn execute(
     })
 }
 
-fn now() -> f64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
-}
-
 fn environment(threads: usize, device: &str) -> Environment {
     Environment {
-        hostname: std::fs::read_to_string("/etc/hostname")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "unknown".into()),
+        hostname: crate::store::owner::hostname(),
         os: std::env::consts::OS.into(),
         arch: std::env::consts::ARCH.into(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -309,5 +374,6 @@ fn environment(threads: usize, device: &str) -> Environment {
         memctl_version: env!("CARGO_PKG_VERSION").into(),
         features: if cfg!(feature = "cuda") { vec!["cuda".into()] } else { vec![] },
         pid: std::process::id(),
+        process: Some(crate::store::owner::this_process().clone()),
     }
 }

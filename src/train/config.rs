@@ -75,7 +75,26 @@ pub static SETTINGS: &[SettingSpec] = &[
     },
     SettingSpec { name: "max_time", kind: Kind::Float, default: None, doc: "seconds of training before stopping" },
     SettingSpec { name: "device", kind: Kind::Str, default: Some(|| Value::Str("cpu".into())), doc: "cpu or cuda[:N]" },
+    SettingSpec {
+        name: "checkpoint_every",
+        kind: Kind::Float,
+        default: Some(|| Value::Float(DEFAULT_CHECKPOINT_MINUTES)),
+        doc: "minutes of training between checkpoints (0: only when stopped)",
+    },
+    SettingSpec {
+        name: "keep_checkpoint",
+        kind: Kind::Bool,
+        default: Some(|| Value::Bool(false)),
+        doc: "keep a finished run's last checkpoint",
+    },
 ];
+
+/// Minutes of training between checkpoints, by default: a trial killed loses at most this much.
+pub const DEFAULT_CHECKPOINT_MINUTES: f64 = 10.0;
+
+/// Settings that change how a trial is run, not what it computes: they are not part of its
+/// identity (`sweep::identity`), so changing them re-runs nothing.
+pub const NOT_IN_IDENTITY: &[&str] = &["device", "checkpoint_every", "keep_checkpoint"];
 
 pub fn setting(name: &str) -> Option<&'static SettingSpec> {
     SETTINGS.iter().find(|s| s.name == name)
@@ -160,4 +179,8 @@ pub struct TrainConfig {
     pub max_time: Option<f64>,
     pub device: String,
     pub stop_when: Option<StopWhen>,
+    /// Minutes of training between checkpoints; 0: only when stopped from outside.
+    pub checkpoint_every: f64,
+    /// Whether a finished run keeps its last checkpoint (by default it is deleted).
+    pub keep_checkpoint: bool,
 }

@@ -5,6 +5,7 @@
 //! Errors never escape as panics: a candle error or a non-finite loss ends the trial `failed`
 //! with the reason, keeping the curves recorded so far.
 
+pub mod checkpoint;
 pub mod clip;
 pub mod config;
 pub mod loss;
@@ -29,7 +30,13 @@ pub trait Observer: Sync {
     fn on_step(&self, _step: usize, _steps: usize, _loss: f64) {}
     /// After every validation.
     fn on_eval(&self, _step: usize, _metrics: &[(&str, f64)]) {}
+    /// The outcome so far (curves, steps, timings): after the first step, after every
+    /// validation, and at least every `HEARTBEAT` of training.
+    fn on_progress(&self, _so_far: &Outcome) {}
 }
+
+/// How often, at least, a trial reports its progress ([`Observer::on_progress`]).
+pub const HEARTBEAT: std::time::Duration = crate::store::HEARTBEAT;
 
 /// An observer that ignores everything.
 pub struct Silent;
@@ -186,6 +193,26 @@ impl Stepper {
         Ok((total, grads))
     }
 
+    /// The parameters and the optimiser's state (a checkpoint's content).
+    pub fn snapshot(&self) -> (Vec<candle_core::Tensor>, optim::OptimState) {
+        (self.cell.weights(false), self.opt.state())
+    }
+
+    /// Continues from a snapshot of a stepper of the same trial.
+    pub fn restore(&mut self, params: &[candle_core::Tensor], optimizer: optim::OptimState) -> candle_core::Result<()> {
+        let vars = self.cell.vars();
+        if params.len() != vars.len() {
+            candle_core::bail!("the checkpoint has {} parameters, the model {}", params.len(), vars.len());
+        }
+        for (v, p) in vars.iter().zip(params) {
+            if v.dims() != p.dims() {
+                candle_core::bail!("a checkpoint parameter of shape {:?} for one of shape {:?}", p.dims(), v.dims());
+            }
+            v.set(&p.to_dtype(v.dtype())?.to_device(v.device())?)?;
+        }
+        self.opt.restore(optimizer)
+    }
+
     /// Trains on `batch` once; returns the loss before the update.
     pub fn step(&mut self, batch: &crate::tasks::Batch) -> candle_core::Result<f64> {
         let (value, mut grads) = self.loss_and_grads(batch)?;
@@ -223,6 +250,20 @@ pub fn train_with(
     observer: &dyn Observer,
     cancel: &AtomicBool,
 ) -> Outcome {
+    train_resumable(trial, device, autograd, observer, cancel, &checkpoint::NoCheckpoints)
+}
+
+/// [`train_with`] that resumes from and saves checkpoints: it starts where
+/// `checkpoints.resume()` left off, and saves its state every `checkpoints.every()` of
+/// training time and when it is stopped from outside (`cancel`).
+pub fn train_resumable(
+    trial: &Trial,
+    device: &Device,
+    autograd: Autograd,
+    observer: &dyn Observer,
+    cancel: &AtomicBool,
+    checkpoints: &dyn checkpoint::Checkpoints,
+) -> Outcome {
     let mut out = Outcome {
         ending: Ending::Done,
         stop_reason: "steps".into(),
@@ -235,7 +276,7 @@ pub fn train_with(
         train_seconds: 0.0,
         eval_seconds: 0.0,
     };
-    if let Err(e) = train_into(trial, device, autograd, observer, cancel, &mut out) {
+    if let Err(e) = train_into(trial, device, autograd, observer, cancel, checkpoints, &mut out) {
         out.ending = Ending::Failed(e.to_string());
         out.stop_reason = e.to_string();
     }
@@ -256,6 +297,7 @@ fn train_into(
     autograd: Autograd,
     observer: &dyn Observer,
     cancel: &AtomicBool,
+    checkpoints: &dyn checkpoint::Checkpoints,
     out: &mut Outcome,
 ) -> Result<(), TrainError> {
     let cfg = &trial.config.train;
@@ -263,13 +305,43 @@ fn train_into(
     let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let eval_batch = (cfg.batch * 2).clamp(64, 512);
-    let started = Instant::now();
-    let mut eval_time = 0.0;
     let mut interval_loss = (0.0, 0usize);
-    for step in 1..=cfg.steps {
+    // Training and evaluation seconds of earlier runs of this trial (resumed from a checkpoint).
+    let (mut train_before, mut eval_time) = (0.0, 0.0);
+    if let Some(state) = checkpoints.resume(device) {
+        stepper.restore(&state.params, state.optimizer)?;
+        // The data stream restarts from the seed: draw the batches the steps so far used.
+        for _ in 0..state.step {
+            data.train_batch(cfg.batch)?;
+        }
+        out.steps_run = state.step;
+        out.curves = state.curves;
+        interval_loss = state.interval_loss;
+        (train_before, eval_time) = (state.train_seconds, state.eval_seconds);
+    }
+    let started = Instant::now();
+    let eval_before = eval_time;
+    // Training seconds so far, over every run of this trial.
+    let train_seconds = |eval_time: f64| train_before + started.elapsed().as_secs_f64() - (eval_time - eval_before);
+    let mut last_checkpoint = Instant::now();
+    let (mut reported, mut last_progress) = (false, Instant::now());
+    let save = |stepper: &Stepper, out: &Outcome, interval_loss: (f64, usize), eval_time: f64| {
+        let (params, optimizer) = stepper.snapshot();
+        checkpoints.save(&checkpoint::TrainState {
+            step: out.steps_run,
+            curves: out.curves.clone(),
+            interval_loss,
+            train_seconds: train_seconds(eval_time),
+            eval_seconds: eval_time,
+            params,
+            optimizer,
+        });
+    };
+    for step in out.steps_run + 1..=cfg.steps {
         if cancel.load(Ordering::Relaxed) {
             out.ending = Ending::Interrupted;
             out.stop_reason = "interrupted".into();
+            save(&stepper, out, interval_loss, eval_time);
             break;
         }
         let batch = data.train_batch(cfg.batch)?;
@@ -281,8 +353,15 @@ fn train_into(
         interval_loss.0 += value;
         interval_loss.1 += 1;
         observer.on_step(step, cfg.steps, value);
+        // A first report as soon as training runs (a process that dies before it has not
+        // trained at all; see `store::MAX_DEATHS`), then at every validation or heartbeat.
+        if !reported || last_progress.elapsed() >= HEARTBEAT {
+            (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
+            observer.on_progress(out);
+            (reported, last_progress) = (true, Instant::now());
+        }
 
-        let out_of_time = cfg.max_time.is_some_and(|t| started.elapsed().as_secs_f64() - eval_time >= t);
+        let out_of_time = cfg.max_time.is_some_and(|t| train_seconds(eval_time) >= t);
         if step % cfg.eval_every == 0 || step == cfg.steps || out_of_time {
             push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
             interval_loss = (0.0, 0);
@@ -294,6 +373,9 @@ fn train_into(
                 push(out, &format!("val_{name}"), step, *v);
             }
             observer.on_eval(step, &metrics);
+            (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
+            observer.on_progress(out);
+            last_progress = Instant::now();
             if let Some(stop) = &cfg.stop_when {
                 let met = metrics
                     .iter()
@@ -311,8 +393,13 @@ fn train_into(
                 break;
             }
         }
+        // After the step's evaluation, so that a resumed run goes on from a whole step.
+        if checkpoints.every().is_some_and(|every| last_checkpoint.elapsed() >= every) {
+            save(&stepper, out, interval_loss, eval_time);
+            last_checkpoint = Instant::now();
+        }
     }
-    out.train_seconds = started.elapsed().as_secs_f64() - eval_time;
+    out.train_seconds = train_seconds(eval_time);
     if out.ending == Ending::Done {
         let t0 = Instant::now();
         for (i, split) in trial.task.test_splits().iter().enumerate() {
@@ -392,5 +479,7 @@ pub fn test_config() -> config::TrainConfig {
         max_time: None,
         device: "cpu".into(),
         stop_when: None,
+        checkpoint_every: config::DEFAULT_CHECKPOINT_MINUTES,
+        keep_checkpoint: false,
     }
 }

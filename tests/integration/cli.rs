@@ -46,14 +46,32 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
 }
 
 #[test]
-fn a_locked_store_gets_a_clear_message() {
+fn a_store_held_too_long_gets_a_message_naming_the_holder() {
     let dir = tempfile::tempdir().unwrap();
     let store_path = dir.path().join("store");
-    let _held = memctl::store::Store::open(&store_path).unwrap();
-    let out = memctl(&store_path, &["runs"]);
+    memctl::store::Store::open(&store_path).unwrap();
+    // Another process in a session that does not end: it holds sled's lock, and its holder
+    // line names it (as memctl writes it at the start of every session).
+    let held = sled::Config::new().path(store_path.join("db")).open().unwrap();
+    std::fs::write(store_path.join("holder"), "pid 4242: memctl sweep big.mem").unwrap();
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_memctl"))
+        .env("NO_COLOR", "1")
+        .env("MEMCTL_STORE_WAIT", "0.5")
+        .arg("--store")
+        .arg(&store_path)
+        .arg("runs")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
-    assert!(err.contains("is in use by another memctl process") && err.contains("--store"), "{err}");
+    assert!(err.contains("is in use by another memctl process (pid 4242: memctl sweep big.mem)"), "{err}");
+    assert!(err.contains("MEMCTL_STORE_WAIT") && err.contains("--store"), "{err}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(500), "it waited its turn first");
+    // Once the holder lets go, the same command succeeds.
+    drop(held);
+    let out = memctl(&store_path, &["runs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
 #[test]

@@ -72,10 +72,11 @@ fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64>) -
     curves.insert("val_accuracy".to_string(), vec![(10, accuracy / 4.0), (20, accuracy / 2.0), (30, accuracy)]);
     curves.insert("train_loss".to_string(), vec![(10, 2.0), (20, 1.0), (30, 1.0 - accuracy)]);
     RunRecord {
+        record_version: memctl::store::record::RECORD_VERSION,
         id,
         trial_key: format!("trial{id}"),
         status: Status::Done,
-        config,
+        config: memctl::store::StoredConfig::of(&config),
         spec_path: "tiny.mem".into(),
         spec_text: TINY.into(),
         spec_hash: "h".into(),
@@ -89,6 +90,7 @@ fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64>) -
             memctl_version: "0".into(),
             features: vec![],
             pid: 1,
+            process: None,
         },
         started_at: 1_738_281_600.0 + id as f64 * 3600.0,
         ended_at: Some(1_738_281_600.0 + id as f64 * 3600.0 + 60.0),
@@ -105,6 +107,7 @@ fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64>) -
         eval_seconds: 10.0,
         error: None,
         tags: vec![],
+        progress: None,
     }
 }
 

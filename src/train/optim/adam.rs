@@ -3,7 +3,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::Optimizer;
+use super::{OptimState, Optimizer, check_state};
 use crate::train::config::TrainConfig;
 
 pub struct Adam {
@@ -54,6 +54,24 @@ impl Optimizer for Adam {
             self.m[i] = next_m;
             self.v[i] = next_v;
         }
+        Ok(())
+    }
+
+    fn state(&self) -> OptimState {
+        let some = |ts: &[Tensor]| ts.iter().cloned().map(Some).collect();
+        OptimState { updates: self.step_t as u64, buffers: vec![some(&self.m), some(&self.v)] }
+    }
+
+    fn restore(&mut self, state: OptimState) -> Result<()> {
+        check_state(&state, 2, &self.vars)?;
+        let mut buffers = state.buffers.into_iter();
+        let mut take = |current: &[Tensor]| -> Vec<Tensor> {
+            let saved = buffers.next().unwrap_or_default();
+            current.iter().zip(saved).map(|(c, s)| s.unwrap_or_else(|| c.clone())).collect()
+        };
+        self.m = take(&self.m);
+        self.v = take(&self.v);
+        self.step_t = i32::try_from(state.updates).unwrap_or(i32::MAX);
         Ok(())
     }
 }

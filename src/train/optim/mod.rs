@@ -15,6 +15,40 @@ mod sgd;
 /// One update from the gradients in `grads` (one per `Var`, in the order given to [`build`]).
 pub trait Optimizer: Send + Sync {
     fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()>;
+    /// Everything the next updates depend on besides the parameters (for checkpoints).
+    fn state(&self) -> OptimState;
+    /// Continues from a saved state (of an optimiser of the same kind over the same `Var`s).
+    fn restore(&mut self, state: OptimState) -> Result<()>;
+}
+
+/// An optimiser's state: its update count and its per-parameter buffers (Adam: `m` and `v`;
+/// RMSprop: the square average and the momentum buffer; SGD: the momentum buffer, absent
+/// before the first update), each one tensor per `Var` in order.
+#[derive(Clone, Debug)]
+pub struct OptimState {
+    pub updates: u64,
+    pub buffers: Vec<Vec<Option<Tensor>>>,
+}
+
+/// Checks `state` has `kinds` buffers of one tensor per `Var` each, shaped like the `Var`s.
+fn check_state(state: &OptimState, kinds: usize, vars: &[Var]) -> Result<()> {
+    if state.buffers.len() != kinds || state.buffers.iter().any(|b| b.len() != vars.len()) {
+        candle_core::bail!(
+            "optimiser state does not fit: {} buffers of {:?} tensors",
+            state.buffers.len(),
+            state.buffers.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+    }
+    for buffer in &state.buffers {
+        for (t, v) in buffer.iter().zip(vars) {
+            if let Some(t) = t
+                && t.dims() != v.dims()
+            {
+                candle_core::bail!("optimiser state of shape {:?} for a parameter of shape {:?}", t.dims(), v.dims());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The gradients of `vars` in `store`, in order.

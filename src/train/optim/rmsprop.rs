@@ -9,7 +9,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::Optimizer;
+use super::{OptimState, Optimizer, check_state};
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
 use crate::train::config::TrainConfig;
@@ -56,6 +56,23 @@ impl Optimizer for RmsProp {
             self.square_avg[i] = v;
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }
+        Ok(())
+    }
+
+    fn state(&self) -> OptimState {
+        let some = |ts: &[Tensor]| ts.iter().cloned().map(Some).collect();
+        OptimState { updates: 0, buffers: vec![some(&self.square_avg), some(&self.momentum_buf)] }
+    }
+
+    fn restore(&mut self, state: OptimState) -> Result<()> {
+        check_state(&state, 2, &self.vars)?;
+        let mut buffers = state.buffers.into_iter();
+        let mut take = |current: &[Tensor]| -> Vec<Tensor> {
+            let saved = buffers.next().unwrap_or_default();
+            current.iter().zip(saved).map(|(c, s)| s.unwrap_or_else(|| c.clone())).collect()
+        };
+        self.square_avg = take(&self.square_avg);
+        self.momentum_buf = take(&self.momentum_buf);
         Ok(())
     }
 }

@@ -2,7 +2,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::Optimizer;
+use super::{OptimState, Optimizer, check_state};
 use crate::train::config::TrainConfig;
 
 pub struct Sgd {
@@ -34,6 +34,16 @@ impl Optimizer for Sgd {
             }
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }
+        Ok(())
+    }
+
+    fn state(&self) -> OptimState {
+        OptimState { updates: 0, buffers: vec![self.buf.clone()] }
+    }
+
+    fn restore(&mut self, state: OptimState) -> Result<()> {
+        check_state(&state, 1, &self.vars)?;
+        self.buf = state.buffers.into_iter().next().unwrap_or_default();
         Ok(())
     }
 }

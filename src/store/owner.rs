@@ -1,0 +1,75 @@
+//! Which process runs a trial, and whether it still does.
+//!
+//! A `running` record names its process ([`ProcessIdentity`]: host, boot, pid, start time).
+//! On the same machine and boot, the process is alive exactly when `/proc/PID` exists with the
+//! same start time (a pid alone may have been reused). A process on another machine cannot be
+//! asked; its run is presumed dead when its heartbeat (`progress.updated_at`) is older than
+//! [`REMOTE_SILENCE`].
+
+use std::sync::OnceLock;
+
+use super::record::{ProcessIdentity, RunRecord};
+
+/// How long a run on another machine may go without a progress update before another sweep
+/// takes its trial over. Running trials write at least every [`super::HEARTBEAT`].
+pub const REMOTE_SILENCE: f64 = 15.0 * 60.0;
+
+/// This process.
+pub fn this_process() -> &'static ProcessIdentity {
+    static ME: OnceLock<ProcessIdentity> = OnceLock::new();
+    ME.get_or_init(|| {
+        let pid = std::process::id();
+        ProcessIdentity { hostname: hostname(), boot_id: boot_id(), pid, start_ticks: start_ticks(pid).unwrap_or(0) }
+    })
+}
+
+pub fn hostname() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .or_else(|_| std::fs::read_to_string("/proc/sys/kernel/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
+}
+
+/// Field 22 of `/proc/PID/stat` (after the parenthesised command, which may hold spaces).
+fn start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_command = &stat[stat.rfind(')')? + 1..];
+    after_command.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process that runs `record` is gone (`now`: Unix seconds).
+pub fn is_gone(record: &RunRecord, now: f64) -> bool {
+    let Some(owner) = &record.environment.process else {
+        // A version 1 record: its process held the whole store, so whoever reads it now
+        // outlived it.
+        return true;
+    };
+    let me = this_process();
+    if owner.hostname == me.hostname && owner.boot_id == me.boot_id && !me.boot_id.is_empty() {
+        return owner.pid != me.pid && start_ticks(owner.pid) != Some(owner.start_ticks);
+    }
+    let last_sign = record.progress.as_ref().map_or(record.started_at, |p| p.updated_at);
+    now - last_sign > REMOTE_SILENCE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_dead_child_is_gone() {
+        let me = this_process();
+        assert!(me.start_ticks > 0 && !me.boot_id.is_empty(), "{me:?}");
+        assert_eq!(start_ticks(me.pid), Some(me.start_ticks));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        // Reaped: its pid has no /proc entry (or a reused one with another start time).
+        let dead = ProcessIdentity { pid, start_ticks: 1, ..me.clone() };
+        assert_ne!(start_ticks(dead.pid), Some(1));
+    }
+}

@@ -1,0 +1,112 @@
+//! One short exclusive use of the sled database: open, read or write, flush, close.
+//!
+//! sled lets one process at a time open a database (it takes a file lock). memctl never keeps
+//! it open longer than one operation, so many processes share a store by taking turns: a
+//! process that finds it locked waits (polling with a growing pause) until the holder's
+//! operation ends, for at most the store's wait limit, and then says who holds it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{StoreError, keys, summary};
+
+/// The trees of an open store.
+pub(super) struct Session {
+    db: sled::Db,
+    pub runs: sled::Tree,
+    pub trials: sled::Tree,
+    pub running: sled::Tree,
+    pub summaries: sled::Tree,
+}
+
+/// File next to the database naming the process in a session (for the lock message).
+const HOLDER_FILE: &str = "holder";
+
+/// Version of the store layout; bumped when it changes incompatibly.
+pub const SCHEMA: u32 = 1;
+
+impl Session {
+    /// Opens the database under `path`, waiting up to `wait` while another process has it.
+    pub fn open(path: &Path, wait: Duration) -> Result<Session, StoreError> {
+        let db = open_waiting(path, wait)?;
+        let _ = std::fs::write(path.join(HOLDER_FILE), holder_line());
+        let meta = db.open_tree(keys::META)?;
+        match meta.get(keys::SCHEMA_KEY)? {
+            None => {
+                meta.insert(keys::SCHEMA_KEY, SCHEMA.to_string().as_bytes())?;
+            }
+            Some(v) if v.as_ref() == SCHEMA.to_string().as_bytes() => {}
+            Some(v) => {
+                return Err(StoreError::Schema { path: path.into(), found: String::from_utf8_lossy(&v).into() });
+            }
+        }
+        let session = Session {
+            runs: db.open_tree(keys::RUNS)?,
+            trials: db.open_tree(keys::TRIALS)?,
+            running: db.open_tree(keys::RUNNING)?,
+            summaries: db.open_tree(keys::SUMMARIES)?,
+            db,
+        };
+        let version = summary::SUMMARY_VERSION.to_string();
+        if meta.get(keys::SUMMARY_VERSION_KEY)?.is_none_or(|v| v.as_ref() != version.as_bytes()) {
+            session.rebuild_summaries()?;
+            meta.insert(keys::SUMMARY_VERSION_KEY, version.as_bytes())?;
+            session.flush()?;
+        }
+        Ok(session)
+    }
+
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Rewrites every summary from its record (a store from before summaries, or with an
+    /// older summary layout).
+    fn rebuild_summaries(&self) -> Result<(), StoreError> {
+        self.summaries.clear()?;
+        for item in self.runs.iter() {
+            let (k, v) = item?;
+            let id = keys::run_id(&k).unwrap_or(0);
+            let record = super::decode(id, &v)?;
+            self.summaries.insert(k, summary::encode(&summary::RunSummary::of(&record)))?;
+        }
+        Ok(())
+    }
+}
+
+fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
+    let db_path = path.join("db");
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(500);
+    loop {
+        match sled::Config::new().path(&db_path).open() {
+            Ok(db) => return Ok(db),
+            Err(sled::Error::Io(e)) if is_lock_error(&e) => {
+                if started.elapsed() >= wait {
+                    return Err(locked(path, wait));
+                }
+                std::thread::sleep(pause);
+                // Sessions last milliseconds: poll often at first, then back off.
+                pause = (pause * 2).min(Duration::from_millis(25));
+            }
+            Err(source) => return Err(StoreError::Open { path: path.into(), source }),
+        }
+    }
+}
+
+/// sled reports the lock as an I/O error "could not acquire lock …".
+fn is_lock_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("acquire lock")
+}
+
+fn locked(path: &Path, waited: Duration) -> StoreError {
+    let holder =
+        std::fs::read_to_string(path.join(HOLDER_FILE)).map(|h| format!(" ({})", h.trim())).unwrap_or_default();
+    StoreError::Locked { path: PathBuf::from(path), holder, waited_secs: waited.as_secs_f64() }
+}
+
+fn holder_line() -> String {
+    let args: Vec<String> = std::env::args().collect();
+    format!("pid {}: {}", std::process::id(), args.join(" "))
+}

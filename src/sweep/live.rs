@@ -1,0 +1,168 @@
+//! A trial's life while it trains: its progress written to its `running` record in the store
+//! (so that other processes can watch it), and its checkpoints saved and loaded (in the
+//! store's, or a Slurm sweep's, checkpoint directory).
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use candle_core::Device;
+
+use super::Reporter;
+use crate::store::checkpoints::CheckpointDir;
+use crate::store::{PROGRESS_EVERY, Progress, RunRecord, Store, now};
+use crate::train::checkpoint::{Checkpoints, TrainState};
+use crate::train::{Observer, Outcome};
+
+/// The trial's checkpoint, if it has one that reads; a damaged one is reported and ignored
+/// (the trial then starts from step 0, which loses time but nothing else).
+pub fn load_checkpoint(dir: &CheckpointDir, key: &str, reporter: &dyn Reporter) -> Option<TrainState> {
+    match dir.load(key) {
+        Ok(Some(bytes)) => match TrainState::from_bytes(&bytes, &Device::Cpu) {
+            Ok(state) => Some(state),
+            Err(e) => {
+                reporter.warning(&format!("trial {key}: its checkpoint cannot be read ({e}); starting from step 0"));
+                None
+            }
+        },
+        Ok(None) => None,
+        Err(e) => {
+            reporter.warning(&e.to_string());
+            None
+        }
+    }
+}
+
+/// One running trial: an [`Observer`] that forwards to the sweep's display and writes the
+/// progress to the store, and the trial's [`Checkpoints`].
+pub struct Live<'a> {
+    /// Where progress goes (none for a Slurm worker, which writes its shard at the end).
+    store: Option<&'a Store>,
+    checkpoints: CheckpointDir,
+    key: String,
+    /// The `running` record as last written (curves and timings so far).
+    record: Mutex<RunRecord>,
+    last_write: Mutex<Option<Instant>>,
+    display: &'a dyn Observer,
+    reporter: &'a dyn Reporter,
+    /// Taken by the first `resume` call.
+    resume: Mutex<Option<TrainState>>,
+    every: Option<Duration>,
+}
+
+impl<'a> Live<'a> {
+    pub fn new(
+        store: Option<&'a Store>,
+        checkpoints: CheckpointDir,
+        record: RunRecord,
+        key: String,
+        display: &'a dyn Observer,
+        reporter: &'a dyn Reporter,
+        resume: Option<TrainState>,
+    ) -> Live<'a> {
+        let minutes = record.config.train.get("checkpoint_every").and_then(crate::value::Value::as_float);
+        let every = minutes.filter(|m| *m > 0.0).map(|m| Duration::from_secs_f64(m * 60.0));
+        Live {
+            store,
+            checkpoints,
+            key,
+            record: Mutex::new(record),
+            last_write: Mutex::new(None),
+            display,
+            reporter,
+            resume: Mutex::new(resume),
+            every,
+        }
+    }
+
+    /// The record's progress as last known.
+    pub fn progress(&self) -> Option<Progress> {
+        self.record.lock().ok().and_then(|r| r.progress.clone())
+    }
+
+    /// Writes the record now if the last write is `PROGRESS_EVERY` old (or `force`).
+    fn write(&self, force: bool) {
+        let Some(store) = self.store else { return };
+        let (Ok(mut last), Ok(mut record)) = (self.last_write.lock(), self.record.lock()) else { return };
+        if !force && last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
+            return;
+        }
+        if let Some(p) = record.progress.as_mut() {
+            p.updated_at = now();
+        }
+        // Progress is best effort: a store busy beyond its wait costs this update only.
+        if let Err(e) = store.put(&record) {
+            self.reporter.warning(&format!("run {}: progress not recorded: {e}", record.id));
+        }
+        *last = Some(Instant::now());
+    }
+}
+
+impl Observer for Live<'_> {
+    fn on_step(&self, step: usize, steps: usize, loss: f64) {
+        self.display.on_step(step, steps, loss);
+    }
+
+    fn on_eval(&self, step: usize, metrics: &[(&str, f64)]) {
+        self.display.on_eval(step, metrics);
+    }
+
+    fn on_progress(&self, so_far: &Outcome) {
+        let first = match self.record.lock() {
+            Ok(mut r) => {
+                let first = r.steps_run == r.progress.as_ref().and_then(|p| p.resumed_from).unwrap_or(0);
+                r.curves = so_far.curves.clone();
+                r.steps_run = so_far.steps_run as u64;
+                r.train_seconds = so_far.train_seconds;
+                r.eval_seconds = so_far.eval_seconds;
+                r.wall_seconds = now() - r.started_at;
+                first
+            }
+            Err(_) => return,
+        };
+        // The first report is always written: it tells a later sweep that this attempt trained.
+        self.write(first);
+    }
+}
+
+impl Checkpoints for Live<'_> {
+    fn resume(&self, device: &Device) -> Option<TrainState> {
+        let state = self.resume.lock().ok()?.take()?;
+        // Loaded on the CPU; a trial on another device gets its tensors moved there.
+        if device.is_cpu() {
+            return Some(state);
+        }
+        let to = |t: &candle_core::Tensor| t.to_device(device);
+        let params = state.params.iter().map(to).collect::<candle_core::Result<Vec<_>>>().ok()?;
+        let mut optimizer = state.optimizer.clone();
+        for buffer in &mut optimizer.buffers {
+            for t in buffer.iter_mut().flatten() {
+                *t = to(t).ok()?;
+            }
+        }
+        Some(TrainState { params, optimizer, ..state })
+    }
+
+    fn every(&self) -> Option<Duration> {
+        self.every
+    }
+
+    fn save(&self, state: &TrainState) {
+        let saved = state
+            .to_bytes()
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| self.checkpoints.save(&self.key, &bytes).map_err(|e| e.to_string()));
+        match saved {
+            Ok(()) => {
+                if let Ok(mut r) = self.record.lock()
+                    && let Some(p) = r.progress.as_mut()
+                {
+                    p.checkpoint_step = Some(state.step as u64);
+                }
+                self.write(true);
+            }
+            Err(e) => {
+                self.reporter.warning(&format!("trial {}: checkpoint at step {} not saved: {e}", self.key, state.step))
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! A trial's training state, to stop and resume it: the step reached, the parameters, the
+//! optimiser's state, and the curves and timings so far ([`TrainState`]), written as bytes
+//! ([`TrainState::to_bytes`]) for the store to keep.
+//!
+//! What is *not* saved is the data stream's random state: a resumed trial re-creates its
+//! data from the trial's seed and draws (and discards) the batches of the steps already run,
+//! so that it trains on exactly the batches an uninterrupted run would have. Together with the
+//! exact parameters and optimiser buffers, a resumed run ends where an uninterrupted one ends
+//! (for the same thread count, which fixes the order of the sums).
+//!
+//! Layout: `memctl-checkpoint 1\n`, a u32 (little-endian) length and that many bytes of JSON
+//! header (step, curves, timings, and each tensor's place, dtype and shape), then every
+//! tensor's elements, little-endian, in header order.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use candle_core::{DType, Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use super::optim::OptimState;
+
+const MAGIC: &[u8] = b"memctl-checkpoint 1\n";
+
+/// Where a trial's training stands after `step` steps.
+#[derive(Clone, Debug)]
+pub struct TrainState {
+    pub step: usize,
+    pub curves: BTreeMap<String, Vec<(u64, f64)>>,
+    /// Sum and count of the training losses since the last evaluation.
+    pub interval_loss: (f64, usize),
+    pub train_seconds: f64,
+    pub eval_seconds: f64,
+    /// The parameters, in the graph's order.
+    pub params: Vec<Tensor>,
+    pub optimizer: OptimState,
+}
+
+/// Where a trial's checkpoints come from and go: the store, for a sweep.
+pub trait Checkpoints: Sync {
+    /// The state to resume from (this trial's), its tensors on `device`, if any.
+    fn resume(&self, device: &Device) -> Option<TrainState>;
+    /// Training time between checkpoints (`None`: only at a clean stop).
+    fn every(&self) -> Option<Duration>;
+    /// Keeps `state`; a failure is reported and training goes on.
+    fn save(&self, state: &TrainState);
+}
+
+/// No checkpoints: train from step 0, save nothing.
+pub struct NoCheckpoints;
+
+impl Checkpoints for NoCheckpoints {
+    fn resume(&self, _: &Device) -> Option<TrainState> {
+        None
+    }
+    fn every(&self) -> Option<Duration> {
+        None
+    }
+    fn save(&self, _: &TrainState) {}
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    step: usize,
+    curves: BTreeMap<String, Vec<(u64, f64)>>,
+    interval_loss: (f64, usize),
+    train_seconds: f64,
+    eval_seconds: f64,
+    optimizer_updates: u64,
+    /// The parameters' tensors, then each optimiser buffer's (absent ones skipped).
+    params: Vec<TensorInfo>,
+    buffers: Vec<Vec<Option<TensorInfo>>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct TensorInfo {
+    dtype: String,
+    shape: Vec<usize>,
+}
+
+impl TrainState {
+    pub fn to_bytes(&self) -> candle_core::Result<Vec<u8>> {
+        let info = |t: &Tensor| TensorInfo { dtype: format!("{:?}", t.dtype()), shape: t.dims().to_vec() };
+        let header = Header {
+            step: self.step,
+            curves: self.curves.clone(),
+            interval_loss: self.interval_loss,
+            train_seconds: self.train_seconds,
+            eval_seconds: self.eval_seconds,
+            optimizer_updates: self.optimizer.updates,
+            params: self.params.iter().map(info).collect(),
+            buffers: self.optimizer.buffers.iter().map(|b| b.iter().map(|t| t.as_ref().map(info)).collect()).collect(),
+        };
+        let json = serde_json::to_vec(&header).map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        let elements: usize = self.tensors().map(Tensor::elem_count).sum();
+        let mut out = Vec::with_capacity(MAGIC.len() + 4 + json.len() + 8 * elements);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(&json);
+        for t in self.tensors() {
+            let t = t.to_device(&Device::Cpu)?.flatten_all()?;
+            match t.dtype() {
+                DType::F32 => t.to_vec1::<f32>()?.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+                DType::F64 => t.to_vec1::<f64>()?.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes())),
+                other => candle_core::bail!("checkpoints hold f32 and f64 tensors, not {other:?}"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Reads a checkpoint, placing its tensors on `device`.
+    pub fn from_bytes(bytes: &[u8], device: &Device) -> Result<TrainState, String> {
+        let rest = bytes.strip_prefix(MAGIC).ok_or("not a memctl checkpoint (or of another version)")?;
+        let (len, rest) = rest.split_at_checked(4).ok_or("truncated header")?;
+        let len = u32::from_le_bytes(len.try_into().map_err(|_| "truncated header")?) as usize;
+        let (json, mut data) = rest.split_at_checked(len).ok_or("truncated header")?;
+        let header: Header = serde_json::from_slice(json).map_err(|e| format!("header: {e}"))?;
+        let mut read = |info: &TensorInfo| -> Result<Tensor, String> {
+            let n: usize = info.shape.iter().product();
+            let t = match info.dtype.as_str() {
+                "F32" => {
+                    let (raw, tail) = data.split_at_checked(4 * n).ok_or("truncated tensor data")?;
+                    data = tail;
+                    let v: Vec<f32> =
+                        raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+                    Tensor::from_vec(v, info.shape.clone(), &Device::Cpu)
+                }
+                "F64" => {
+                    let (raw, tail) = data.split_at_checked(8 * n).ok_or("truncated tensor data")?;
+                    data = tail;
+                    let v: Vec<f64> = raw
+                        .chunks_exact(8)
+                        .map(|c| f64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                        .collect();
+                    Tensor::from_vec(v, info.shape.clone(), &Device::Cpu)
+                }
+                other => return Err(format!("tensor of dtype {other}")),
+            };
+            t.and_then(|t| t.to_device(device)).map_err(|e| e.to_string())
+        };
+        let params = header.params.iter().map(&mut read).collect::<Result<Vec<_>, _>>()?;
+        let mut buffers = vec![];
+        for b in &header.buffers {
+            buffers.push(b.iter().map(|i| i.as_ref().map(&mut read).transpose()).collect::<Result<Vec<_>, _>>()?);
+        }
+        if !data.is_empty() {
+            return Err(format!("{} bytes after the last tensor", data.len()));
+        }
+        Ok(TrainState {
+            step: header.step,
+            curves: header.curves,
+            interval_loss: header.interval_loss,
+            train_seconds: header.train_seconds,
+            eval_seconds: header.eval_seconds,
+            params,
+            optimizer: OptimState { updates: header.optimizer_updates, buffers },
+        })
+    }
+
+    fn tensors(&self) -> impl Iterator<Item = &Tensor> {
+        self.params.iter().chain(self.optimizer.buffers.iter().flatten().flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_round_trips_exactly_and_damage_is_an_error() {
+        let dev = Device::Cpu;
+        let p = Tensor::new(&[[1.5f32, -2.25], [f32::MIN_POSITIVE, 3.0]], &dev).unwrap();
+        let q = Tensor::new(&[0.1f64, 0.2, 0.3], &dev).unwrap();
+        let state = TrainState {
+            step: 42,
+            curves: BTreeMap::from([("val_loss".to_string(), vec![(20, 1.5), (40, 1.25)])]),
+            interval_loss: (0.75, 2),
+            train_seconds: 3.5,
+            eval_seconds: 0.5,
+            params: vec![p.clone(), q.clone()],
+            optimizer: OptimState { updates: 42, buffers: vec![vec![Some(p.clone()), None]] },
+        };
+        let bytes = state.to_bytes().unwrap();
+        let back = TrainState::from_bytes(&bytes, &dev).unwrap();
+        assert_eq!((back.step, back.interval_loss, back.optimizer.updates), (42, (0.75, 2), 42));
+        assert_eq!(back.curves, state.curves);
+        assert_eq!(back.params[0].to_vec2::<f32>().unwrap(), p.to_vec2::<f32>().unwrap());
+        assert_eq!(back.params[1].to_vec1::<f64>().unwrap(), q.to_vec1::<f64>().unwrap());
+        assert!(back.optimizer.buffers[0][1].is_none());
+        assert!(TrainState::from_bytes(&bytes[..bytes.len() - 1], &dev).unwrap_err().contains("truncated"));
+        assert!(TrainState::from_bytes(b"something else", &dev).unwrap_err().contains("not a memctl checkpoint"));
+    }
+}
