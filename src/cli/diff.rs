@@ -14,8 +14,8 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
-    let a = store.get(args.run_a)?;
-    let b = store.get(args.run_b)?;
+    let a = crate::store::as_seen(store.get(args.run_a)?);
+    let b = crate::store::as_seen(store.get(args.run_b)?);
     print!("{}", diff::diff(&a, &b).render(&a, &b));
     Ok(0)
 }

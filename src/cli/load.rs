@@ -128,5 +128,18 @@ pub fn select(program: &Program, experiment: Option<&str>, file: &Path) -> anyho
             anyhow::bail!("no experiment `{e}` in {} (experiments: {})", file.display(), names.join(", "));
         }
     }
+    // A trial listed twice (`seed in [1, 1]`, two experiments with the same configuration)
+    // is one trial: it runs once.
+    let mut seen = std::collections::HashSet::new();
+    let before = trials.len();
+    trials.retain(|t| seen.insert(crate::sweep::identity::trial_key(t)));
+    if trials.len() < before {
+        let repeats = before - trials.len();
+        eprintln!(
+            "note: {repeats} trial{} repeat{} another's configuration and seed exactly; each distinct trial runs once",
+            if repeats == 1 { "" } else { "s" },
+            if repeats == 1 { "s" } else { "" }
+        );
+    }
     Ok(trials)
 }

@@ -39,7 +39,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
     let mut ids = args.runs.clone();
     if let Some(text) = &args.filter {
-        let summaries = store.summaries()?;
+        let summaries = crate::cli::runs::listed(store.summaries()?, true).0;
         match query::prepare(text, &summaries) {
             Ok(q) => ids.extend(summaries.iter().filter(|s| q.matches(s)).map(|s| s.id)),
             Err(e) => {
@@ -54,7 +54,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if ids.is_empty() {
         anyhow::bail!("no runs to plot: name run ids, or choose runs with --where");
     }
-    let runs: Vec<RunRecord> = ids.iter().map(|id| store.get(*id)).collect::<Result<_, _>>()?;
+    let runs: Vec<RunRecord> = store.get_many(&ids)?.into_iter().map(crate::store::as_seen).collect();
     let metric = match args.metric.clone().or_else(|| curves::default_metric(&runs)) {
         Some(m) => m,
         None => anyhow::bail!("the runs have no curve in common; name one with --metric"),

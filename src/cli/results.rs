@@ -22,7 +22,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let report: results::Report =
         serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
     let store = Store::open(&ctx.store)?;
-    let md = results::render(&report, &store.all()?);
+    let md = results::render(&report, &store.all()?.into_iter().map(crate::store::as_seen).collect::<Vec<_>>());
     match &args.output {
         Some(p) => {
             std::fs::write(p, md)?;

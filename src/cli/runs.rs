@@ -4,7 +4,7 @@ use crate::cli::Context;
 use crate::query;
 use crate::report::sheet::Cell;
 use crate::report::{csv, json, markdown, table, view};
-use crate::store::Store;
+use crate::store::{RunSummary, Status, Store};
 
 /// Show past runs, newest first: filter them, sort them, choose columns, or group them.
 ///
@@ -45,6 +45,9 @@ pub struct Args {
     /// JSON.
     #[arg(long, default_value = "table")]
     format: RunsFormat,
+    /// Also list interrupted attempts of trials that ran again later (hidden by default).
+    #[arg(long)]
+    all: bool,
 }
 
 /// How a sheet is printed (also `memctl ablate --format`).
@@ -80,7 +83,7 @@ pub fn print(sheet: &crate::report::sheet::Sheet, format: Format) -> anyhow::Res
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
-    let runs = store.summaries()?;
+    let (runs, hidden) = listed(store.summaries()?, args.all);
     let filter = match &args.filter {
         Some(text) => match query::prepare(text, &runs) {
             Ok(q) => Some(q),
@@ -120,7 +123,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             let mut out = vec![];
             for row in &sheet.rows {
                 if let [Cell::Int(id)] = row[..] {
-                    out.push(store.get(id as u64)?);
+                    out.push(crate::store::as_seen(store.get(id as u64)?));
                 }
             }
             println!("{}", serde_json::to_string_pretty(&out)?);
@@ -136,8 +139,36 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         RunsFormat::Md => Format::Md,
     };
     print(&sheet, format)?;
+    if hidden > 0 && format == Format::Table {
+        eprintln!(
+            "({hidden} interrupted attempt{} of trials that ran again not shown; --all shows them)",
+            if hidden == 1 { "" } else { "s" }
+        );
+    }
     // Freeing ten thousand summaries one by one takes longer than the query; the process is
     // about to exit and the OS reclaims them at once.
     std::mem::forget(runs);
     Ok(0)
+}
+
+/// The runs to list, as readers see them (`RunSummary::as_seen`), and how many were left
+/// out: interrupted attempts of a trial that has a later run (a resumed or re-run trial), unless
+/// `all`. They stay in the store and in `--all`.
+pub fn listed(runs: Vec<RunSummary>, all: bool) -> (Vec<RunSummary>, usize) {
+    let runs: Vec<RunSummary> = runs.into_iter().map(RunSummary::as_seen).collect();
+    if all {
+        return (runs, 0);
+    }
+    let mut latest: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for r in &runs {
+        let id = latest.entry(r.trial_key.as_str()).or_insert(r.id);
+        *id = (*id).max(r.id);
+    }
+    let superseded: std::collections::HashSet<u64> = runs
+        .iter()
+        .filter(|r| r.status == Status::Interrupted && latest.get(r.trial_key.as_str()).is_some_and(|&l| l > r.id))
+        .map(|r| r.id)
+        .collect();
+    let hidden = superseded.len();
+    (runs.into_iter().filter(|r| !superseded.contains(&r.id)).collect(), hidden)
 }

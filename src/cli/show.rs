@@ -23,7 +23,7 @@ enum Format {
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
-    let record = store.get(args.run)?;
+    let record = crate::store::as_seen(store.get(args.run)?);
     match args.format {
         Format::Yaml => print!("{}", show::yaml(&record)?),
         Format::Json => println!("{}", serde_json::to_string_pretty(&record)?),

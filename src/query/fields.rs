@@ -1,7 +1,8 @@
 //! The fields of a run that filters, sorting, columns and grouping name.
 //!
 //! Built in: `id`, `status`, `experiment`, `model`, `task`, `seed`, `tags`, `started`, `ended`,
-//! `steps_run`, `steps_to_converge`, `epochs_to_converge`, `wall`, `param_count`, `spec`,
+//! `steps_run`, `steps_to_converge`, `epochs_to_converge`, `wall`, `progress`, `eta`,
+//! `param_count`, `spec`,
 //! `spec_hash`, `trial`. Any other name is a model parameter (`d`, `gates`), a task option
 //! (`pairs`), a training setting (`lr`, `batch`, `steps`) or a final metric (`accuracy`,
 //! `val_accuracy`), looked up in that order; `param.d`, `task.pairs`, `train.lr` and
@@ -28,6 +29,10 @@ pub enum Field {
     StepsToConverge,
     EpochsToConverge,
     Wall,
+    /// A running run's share of its steps done (0–1).
+    Progress,
+    /// A running run's estimated seconds to go.
+    Eta,
     ParamCount,
     Spec,
     SpecHash,
@@ -54,7 +59,9 @@ pub const BUILTINS: &[(&str, &str)] = &[
     ("steps_run", "training steps run"),
     ("steps_to_converge", "step at which `stop_when` held (absent if it never did)"),
     ("epochs_to_converge", "the same in epochs, for tasks with a fixed training set"),
-    ("wall", "wall-clock seconds"),
+    ("wall", "wall-clock seconds (so far, for a running run)"),
+    ("progress", "a running run's share of its steps done, 0 to 1"),
+    ("eta", "a running run's estimated seconds to go"),
     ("param_count", "trainable parameters"),
     ("spec", "spec file path"),
     ("spec_hash", "SHA-256 of the spec text"),
@@ -190,6 +197,8 @@ impl Field {
             "steps_to_converge" => Field::StepsToConverge,
             "epochs_to_converge" => Field::EpochsToConverge,
             "wall" => Field::Wall,
+            "progress" => Field::Progress,
+            "eta" => Field::Eta,
             "param_count" => Field::ParamCount,
             "spec" => Field::Spec,
             "spec_hash" => Field::SpecHash,
@@ -214,6 +223,11 @@ impl Field {
             Field::StepsToConverge => Val::Num(s.steps_to_converge? as f64),
             Field::EpochsToConverge => Val::Num(s.epochs_to_converge?),
             Field::Wall => Val::Num(s.wall_seconds),
+            Field::Progress => {
+                let l = s.live.as_ref()?;
+                Val::Num(s.steps_run as f64 / l.steps_total.max(1) as f64)
+            }
+            Field::Eta => Val::Num(s.eta_seconds()?),
             Field::ParamCount => Val::Num(s.param_count as f64),
             Field::Spec => Val::Str(&s.spec_path),
             Field::SpecHash => Val::Str(&s.spec_hash),

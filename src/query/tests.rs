@@ -33,6 +33,7 @@ fn run(id: u64, experiment: &str, params: &[(&str, Value)], metrics: &[(&str, f6
         param_count: 10,
         spec_path: "x.mem".into(),
         spec_hash: "h".into(),
+        live: None,
     }
 }
 

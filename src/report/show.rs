@@ -33,6 +33,9 @@ struct Shown<'a> {
     train: BTreeMap<String, Value>,
     final_metrics: &'a BTreeMap<String, f64>,
     steps_run: u64,
+    /// While running: how far along, and the time left at its pace so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    progress: Option<ShownProgress>,
     #[serde(skip_serializing_if = "Option::is_none")]
     steps_to_converge: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -47,6 +50,18 @@ struct Shown<'a> {
     spec_path: &'a str,
     spec_hash: &'a str,
     spec: serde_saphyr::LitStr<'a>,
+}
+
+#[derive(Serialize)]
+struct ShownProgress {
+    steps: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    eta: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resumed_from_step: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checkpoint_step: Option<u64>,
+    updated: String,
 }
 
 #[derive(Serialize)]
@@ -99,6 +114,13 @@ pub fn yaml(r: &RunRecord) -> Result<String, serde_saphyr::SerializeError> {
         train: r.config.train.clone(),
         final_metrics: &r.final_metrics,
         steps_run: r.steps_run,
+        progress: r.progress.as_ref().filter(|_| r.status == crate::store::Status::Running).map(|p| ShownProgress {
+            steps: format!("{}/{}", r.steps_run, p.steps_total),
+            eta: p.eta_seconds(r.steps_run, r.train_seconds).map(duration),
+            resumed_from_step: p.resumed_from,
+            checkpoint_step: p.checkpoint_step,
+            updated: format_date(p.updated_at),
+        }),
         steps_to_converge: r.steps_to_converge,
         epochs_to_converge: r.epochs_to_converge,
         curves: r

@@ -90,6 +90,11 @@ pub fn cell(field: &Field, r: &RunSummary) -> Cell {
         Field::StepsToConverge => r.steps_to_converge.map_or(Cell::Missing, |s| Cell::Int(s as i64)),
         Field::ParamCount => Cell::Int(r.param_count as i64),
         Field::Wall => Cell::Seconds(r.wall_seconds),
+        Field::Eta => r.eta_seconds().map_or(Cell::Missing, Cell::Seconds),
+        Field::Progress => match &r.live {
+            Some(l) => Cell::Text(format!("{}/{}", r.steps_run, l.steps_total)),
+            None => Cell::Missing,
+        },
         Field::Tags => Cell::List(r.tags.iter().map(|t| Cell::Text(t.clone())).collect()),
         _ => match field.get(r) {
             None => Cell::Missing,
@@ -122,7 +127,17 @@ fn metrics(runs: &[&RunSummary]) -> Vec<String> {
     }
     let rank = |m: &str| METRIC_ORDER.iter().position(|o| *o == m).unwrap_or(METRIC_ORDER.len());
     all.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
-    all.into_iter().cloned().collect()
+    // Running runs have no test metrics yet: their latest validation ones stand in.
+    let mut latest: Vec<&String> = vec![];
+    for r in runs.iter().filter(|r| r.live.is_some()) {
+        for k in r.final_metrics.keys().filter(|k| k.starts_with("val_")) {
+            if !latest.contains(&k) && !k.ends_with("loss") {
+                latest.push(k);
+            }
+        }
+    }
+    latest.sort();
+    all.into_iter().chain(latest).cloned().collect()
 }
 
 /// id, experiment, model, the swept parameters (with `only_changed`: every configuration
@@ -159,6 +174,10 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
     push(&mut cols, "steps_to_converge", Field::StepsToConverge);
     push(&mut cols, "steps_run", Field::StepsRun);
     push(&mut cols, "wall", Field::Wall);
+    if runs.iter().any(|r| r.live.is_some()) {
+        push(&mut cols, "progress", Field::Progress);
+        push(&mut cols, "eta", Field::Eta);
+    }
     if runs.iter().any(|r| !r.tags.is_empty()) {
         push(&mut cols, "tags", Field::Tags);
     }

@@ -43,7 +43,17 @@ fn start_ticks(pid: u32) -> Option<u64> {
 
 /// Whether the process that runs `record` is gone (`now`: Unix seconds).
 pub fn is_gone(record: &RunRecord, now: f64) -> bool {
-    let Some(owner) = &record.environment.process else {
+    let last_sign = record.progress.as_ref().map_or(record.started_at, |p| p.updated_at);
+    gone(record.environment.process.as_ref(), last_sign, now)
+}
+
+/// [`is_gone`] for a run known by its process and last sign of life (a summary's).
+pub fn is_gone_process(owner: Option<&ProcessIdentity>, last_sign: f64) -> bool {
+    gone(owner, last_sign, super::now())
+}
+
+fn gone(owner: Option<&ProcessIdentity>, last_sign: f64, now: f64) -> bool {
+    let Some(owner) = owner else {
         // A version 1 record: its process held the whole store, so whoever reads it now
         // outlived it.
         return true;
@@ -52,7 +62,6 @@ pub fn is_gone(record: &RunRecord, now: f64) -> bool {
     if owner.hostname == me.hostname && owner.boot_id == me.boot_id && !me.boot_id.is_empty() {
         return owner.pid != me.pid && start_ticks(owner.pid) != Some(owner.start_ticks);
     }
-    let last_sign = record.progress.as_ref().map_or(record.started_at, |p| p.updated_at);
     now - last_sign > REMOTE_SILENCE
 }
 

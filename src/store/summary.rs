@@ -9,11 +9,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use super::record::{RunRecord, Status};
+use super::record::{ProcessIdentity, RunRecord, Status};
 use crate::value::Value;
 
 /// Layout version of summaries; a store with another version rebuilds them at open.
-pub const SUMMARY_VERSION: u32 = 2;
+pub const SUMMARY_VERSION: u32 = 3;
 
 /// Configuration values by name. Shared between summaries that have equal ones (the runs of a
 /// sweep mostly do), which saves most of the allocations of reading many summaries.
@@ -47,6 +47,50 @@ pub struct RunSummary {
     pub param_count: u64,
     pub spec_path: String,
     pub spec_hash: String,
+    /// While `running`: its progress and its process (to tell a live run from a dead one).
+    pub live: Option<LiveSummary>,
+}
+
+/// A running run's progress, in its summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveSummary {
+    pub steps_total: u64,
+    pub train_seconds: f64,
+    /// The step it resumed from (its pace is measured from there).
+    pub resumed_from: u64,
+    pub max_time: Option<f64>,
+    /// Unix seconds of its last progress update.
+    pub updated_at: f64,
+    pub owner: Option<ProcessIdentity>,
+}
+
+impl RunSummary {
+    /// The summary as readers should see it: a `running` run whose process is gone shows as
+    /// `interrupted` (what the next sweep will record).
+    pub fn as_seen(mut self) -> RunSummary {
+        if self.status != Status::Running {
+            return self;
+        }
+        if self.live.as_ref().is_none_or(|l| super::owner::is_gone_process(l.owner.as_ref(), l.updated_at)) {
+            self.status = Status::Interrupted;
+            self.live = None;
+        } else {
+            // Its wall time so far, not as of its last update.
+            self.wall_seconds = super::now() - self.started_at;
+        }
+        self
+    }
+
+    /// Seconds left for a running run, estimated from its pace (see `Progress::eta_seconds`).
+    pub fn eta_seconds(&self) -> Option<f64> {
+        let l = self.live.as_ref()?;
+        let done = self.steps_run.saturating_sub(l.resumed_from);
+        if done == 0 {
+            return None;
+        }
+        let by_steps = l.train_seconds / done as f64 * l.steps_total.saturating_sub(self.steps_run) as f64;
+        Some(l.max_time.map_or(by_steps, |t| by_steps.min((t - l.train_seconds).max(0.0))))
+    }
 }
 
 impl RunSummary {
@@ -63,7 +107,16 @@ impl RunSummary {
             params: Arc::new(r.config.params.clone()),
             task_options: Arc::new(r.config.task_options.clone()),
             train: Arc::new(r.config.train.clone()),
-            final_metrics: r.final_metrics.clone(),
+            final_metrics: match r.status {
+                // While it trains: its latest validation metrics (`val_accuracy`, …).
+                Status::Running => r
+                    .curves
+                    .iter()
+                    .filter(|(k, _)| k.starts_with("val_"))
+                    .filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v)))
+                    .collect(),
+                _ => r.final_metrics.clone(),
+            },
             steps_run: r.steps_run,
             steps_to_converge: r.steps_to_converge,
             epochs_to_converge: r.epochs_to_converge,
@@ -74,6 +127,17 @@ impl RunSummary {
             param_count: r.param_count,
             spec_path: r.spec_path.clone(),
             spec_hash: r.spec_hash.clone(),
+            live: (r.status == Status::Running).then(|| {
+                let p = r.progress.as_ref();
+                LiveSummary {
+                    steps_total: p.map_or(0, |p| p.steps_total),
+                    train_seconds: r.train_seconds,
+                    resumed_from: p.and_then(|p| p.resumed_from).unwrap_or(0),
+                    max_time: p.and_then(|p| p.max_time),
+                    updated_at: p.map_or(r.started_at, |p| p.updated_at),
+                    owner: r.environment.process.clone(),
+                }
+            }),
         }
     }
 }
@@ -132,6 +196,27 @@ pub fn encode(s: &RunSummary) -> Vec<u8> {
     w.u64(s.param_count);
     w.str(&s.spec_path);
     w.str(&s.spec_hash);
+    match &s.live {
+        None => w.u8(0),
+        Some(l) => {
+            w.u8(1);
+            w.u64(l.steps_total);
+            w.f64(l.train_seconds);
+            w.u64(l.resumed_from);
+            w.opt(l.max_time);
+            w.f64(l.updated_at);
+            match &l.owner {
+                None => w.u8(0),
+                Some(o) => {
+                    w.u8(1);
+                    w.str(&o.hostname);
+                    w.str(&o.boot_id);
+                    w.u64(o.pid as u64);
+                    w.u64(o.start_ticks);
+                }
+            }
+        }
+    }
     w.0
 }
 
@@ -228,6 +313,25 @@ fn read(r: &mut Reader, d: &mut Decoder) -> Option<RunSummary> {
         param_count: r.u64()?,
         spec_path: r.string()?,
         spec_hash: r.string()?,
+        live: match r.u8()? {
+            0 => None,
+            _ => Some(LiveSummary {
+                steps_total: r.u64()?,
+                train_seconds: r.f64()?,
+                resumed_from: r.u64()?,
+                max_time: r.opt()?,
+                updated_at: r.f64()?,
+                owner: match r.u8()? {
+                    0 => None,
+                    _ => Some(ProcessIdentity {
+                        hostname: r.string()?,
+                        boot_id: r.string()?,
+                        pid: u32::try_from(r.u64()?).ok()?,
+                        start_ticks: r.u64()?,
+                    }),
+                },
+            }),
+        },
     })
 }
 
@@ -383,6 +487,7 @@ mod tests {
             param_count: 1234,
             spec_path: "x.mem".into(),
             spec_hash: "ff".into(),
+            live: None,
         }
     }
 

@@ -6,6 +6,7 @@
 //! - `grammar_doc`: GRAMMAR.md's complete example checks.
 //! - `slurm`: the Slurm executor against a real one-node cluster (skipped without one).
 //! - `sweeps`: SIGKILL at random moments, failing trials, command-line overrides.
+//! - `sharing`: one store, many processes: concurrent sweeps, live progress, checkpoints.
 //! - `tasks_fit_models`: every task against a tiny model.
 //! - `training`: specs train through the library API (fixed-batch overfitting, failures).
 //! - `models`: the model library in `specs/models/` and every shipped spec.
@@ -21,6 +22,7 @@ mod gradients;
 mod grammar_doc;
 mod models;
 mod querying;
+mod sharing;
 mod slurm;
 mod support;
 mod sweeps;

@@ -15,7 +15,7 @@ fn memctl() -> Command {
 }
 
 fn records(store: &Path) -> Vec<serde_json::Value> {
-    let out = memctl().arg("--store").arg(store).args(["runs", "--format", "records"]).output().unwrap();
+    let out = memctl().arg("--store").arg(store).args(["runs", "--all", "--format", "records"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "the store opens: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
 }
@@ -50,6 +50,8 @@ fn sigkill_at_random_moments_loses_and_repeats_nothing() {
         c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1"]);
         c
     };
+    // Runs found done after a kill: each must stay done, and its trial never run again.
+    let mut done_runs: HashMap<String, u64> = HashMap::new();
     // Kill at varying moments after the n-th trial has started (its `running` record is
     // durable by then), so the kills land mid-trial on a fast machine and a slow one alike.
     for (nth_start, delay_ms) in [(1usize, 0u64), (2, 40), (1, 15), (3, 80), (2, 5)] {
@@ -74,6 +76,21 @@ fn sigkill_at_random_moments_loses_and_repeats_nothing() {
         ids.sort();
         ids.dedup();
         assert_eq!(ids.len(), recs.len(), "duplicate run ids");
+        for r in recs.iter().filter(|r| r["status"] == "done") {
+            done_runs.insert(r["trial_key"].as_str().unwrap().to_string(), r["id"].as_u64().unwrap());
+        }
+        for (trial, id) in &done_runs {
+            let done_now: Vec<u64> = recs
+                .iter()
+                .filter(|r| r["trial_key"] == trial.as_str() && r["status"] == "done")
+                .map(|r| r["id"].as_u64().unwrap())
+                .collect();
+            assert_eq!(done_now, vec![*id], "trial {trial}: its done run {id} stays the only done run");
+            assert!(
+                recs.iter().all(|r| r["trial_key"] != trial.as_str() || r["id"].as_u64().unwrap() <= *id),
+                "trial {trial} ran again after it was done"
+            );
+        }
     }
     let out = sweep().output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
