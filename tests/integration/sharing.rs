@@ -158,9 +158,16 @@ experiment long {
 }
 "#;
 
+/// The newest run (the store holds one trial's runs).
+fn newest(store: &Path) -> Option<serde_json::Value> {
+    if !store.join("db").exists() {
+        return None;
+    }
+    records(store).into_iter().max_by_key(|r| r["id"].as_u64().unwrap())
+}
+
 fn only_record(store: &Path) -> serde_json::Value {
-    let recs = records(store);
-    recs.into_iter().max_by_key(|r| r["id"].as_u64().unwrap()).unwrap()
+    newest(store).expect("a run")
 }
 
 /// Waits (up to a minute) until `cond` holds.
@@ -190,10 +197,17 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
 
     let store = dir.path().join("store");
     for signal in [libc::SIGKILL, libc::SIGINT] {
+        let before = newest(&store).map_or(0, |r| r["id"].as_u64().unwrap());
         let mut child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-        // Caught mid-way: after a checkpoint and an evaluation, well before the end.
+        // Caught mid-way, in this sweep's own run: after a checkpoint of its own and an
+        // evaluation, well before the end.
         eventually("a checkpoint and some progress", || {
-            checkpoint_exists(&store) && only_record(&store)["steps_run"].as_u64().is_some_and(|s| s >= 200)
+            newest(&store).is_some_and(|r| {
+                let from = r["progress"]["resumed_from"].as_u64().unwrap_or(0);
+                r["id"].as_u64().unwrap() > before
+                    && r["progress"]["checkpoint_step"].as_u64().is_some_and(|c| c > from)
+                    && r["steps_run"].as_u64().is_some_and(|s| s >= from + 200)
+            })
         });
         // SAFETY: signalling our own child process.
         unsafe { libc::kill(child.id() as i32, signal) };
@@ -226,7 +240,7 @@ fn runs_shows_a_trial_training_in_another_process_and_then_its_end() {
     let spec = write_spec(dir.path(), "long.mem", &LONG.replace("steps = 1500", "steps = 100000"));
     let store = dir.path().join("store");
     let mut child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    eventually("a first evaluation", || only_record(&store)["curves"]["val_accuracy"].is_array());
+    eventually("a first evaluation", || newest(&store).is_some_and(|r| r["curves"]["val_accuracy"].is_array()));
     let out = memctl(&store).args(["runs", "--format", "json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "runs works while the sweep trains: {}", text(&out.stderr));
     let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
