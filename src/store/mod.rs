@@ -436,3 +436,95 @@ fn decode(id: u64, bytes: &[u8]) -> Result<RunRecord, StoreError> {
 pub fn now() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::record::{ProcessIdentity, RECORD_VERSION};
+
+    /// A `running` record of trial `t` whose process is this one, or a dead one.
+    fn running(id: u64, alive: bool) -> RunRecord {
+        let mut r: RunRecord = record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+        (r.id, r.trial_key, r.status, r.record_version) = (id, "t".into(), Status::Running, RECORD_VERSION);
+        let me = owner::this_process().clone();
+        r.environment.process = Some(if alive { me } else { ProcessIdentity { pid: 1 << 30, start_ticks: 1, ..me } });
+        r.steps_run = 0;
+        r.progress = Some(Progress {
+            steps_total: 10,
+            updated_at: now(),
+            resumed_from: None,
+            checkpoint_step: None,
+            max_time: None,
+            deaths: 0,
+        });
+        r
+    }
+
+    fn claim(store: &Store) -> Claim {
+        store.claim("t", Rerun::default(), |id, _| running(id, true)).unwrap()
+    }
+
+    #[test]
+    fn a_trial_running_here_is_not_claimed_twice_and_a_dead_run_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let Claim::Run { record, took_over: None } = claim(&store) else { panic!("a new trial runs") };
+        assert_eq!(record.id, 1);
+        assert!(matches!(claim(&store), Claim::RunningElsewhere { run_id: 1, .. }), "its process is alive");
+        // Its process dies: the next claim takes over and records the dead run interrupted.
+        store.put(&running(1, false)).unwrap();
+        let Claim::Run { record, took_over: Some(1) } = claim(&store) else { panic!("taken over") };
+        assert_eq!(record.id, 2);
+        let dead = store.get(1).unwrap();
+        assert_eq!((dead.status, dead.stop_reason.as_str()), (Status::Interrupted, PROCESS_DIED));
+    }
+
+    #[test]
+    fn a_trial_whose_process_keeps_dying_before_its_first_step_is_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut deaths = 0;
+        let failed = loop {
+            match claim(&store) {
+                Claim::Run { record, .. } => {
+                    assert_eq!(record.progress.as_ref().unwrap().deaths, deaths);
+                    // Its process dies before the first step.
+                    let mut dead = running(record.id, false);
+                    dead.progress = record.progress.clone();
+                    store.put(&dead).unwrap();
+                    deaths += 1;
+                }
+                Claim::GaveUp(record) => break record,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert_eq!(deaths, MAX_DEATHS);
+        assert_eq!(failed.status, Status::Failed);
+        assert!(failed.error.as_deref().unwrap().contains("died 4 times in a row"), "{:?}", failed.error);
+        assert!(matches!(claim(&store), Claim::Settled { status: Status::Failed, .. }));
+        // Retrying failures runs it again.
+        let retried = store.claim("t", Rerun { done: false, failed: true }, |id, _| running(id, true)).unwrap();
+        assert!(matches!(retried, Claim::Run { .. }));
+    }
+
+    #[test]
+    fn a_death_after_training_resets_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for _ in 0..3 {
+            let Claim::Run { record, .. } = claim(&store) else { panic!() };
+            let mut dead = running(record.id, false);
+            dead.progress = record.progress.clone();
+            store.put(&dead).unwrap();
+        }
+        let Claim::Run { record, .. } = claim(&store) else { panic!() };
+        assert_eq!(record.progress.as_ref().unwrap().deaths, 3);
+        // This attempt trains before its process dies: the trial is not crash-looping.
+        let mut dead = running(record.id, false);
+        dead.progress = record.progress.clone();
+        dead.steps_run = 5;
+        store.put(&dead).unwrap();
+        let Claim::Run { record, .. } = claim(&store) else { panic!("runs again") };
+        assert_eq!(record.progress.as_ref().unwrap().deaths, 0);
+    }
+}
