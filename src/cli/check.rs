@@ -43,6 +43,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             );
             // One line per distinct model configuration (sweeps may change the size).
             let mut seen: Vec<(usize, u64)> = vec![];
+            let mut memory = crate::cli::memory::Estimates::default();
             for t in &exp.trials {
                 let key = (t.graph.param_count(), t.graph.flops_per_step());
                 if seen.contains(&key) {
@@ -63,6 +64,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                     count(key.0 as u64),
                     si(key.1 as f64)
                 );
+                match memory.of(t) {
+                    Ok(e) => println!("      memory to train: {}", crate::cli::memory::describe(&e)),
+                    Err(e) => println!("      memory to train: not estimated ({e})"),
+                }
             }
         }
         for m in &program.unused_models {

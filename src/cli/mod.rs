@@ -14,6 +14,7 @@ mod check;
 mod diff;
 mod doctor;
 mod load;
+mod memory;
 mod plot;
 mod prims;
 mod progress;

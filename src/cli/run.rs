@@ -45,6 +45,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if let Some(d) = &args.device {
         crate::device::open(d)?;
     }
+    if !crate::cli::memory::fits(&spec, &program, &exp.trials[..1], args.device.as_deref(), ctx) {
+        return Ok(2);
+    }
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
     let opts = Options {

@@ -25,6 +25,14 @@ pub fn si(x: f64) -> String {
     format!("{} {p}", sig3(v))
 }
 
+/// Bytes as `512 B`, `3.25 MB`, `1.20 GB` (decimal units, three significant digits).
+pub fn bytes(n: u64) -> String {
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    format!("{}B", si(n as f64))
+}
+
 /// Three significant digits: `0.8412` → `0.841`, `97.25` → `97.3`.
 pub fn sig3(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {

@@ -9,6 +9,7 @@ pub mod checkpoint;
 pub mod clip;
 pub mod config;
 pub mod loss;
+pub mod memory;
 pub mod optim;
 
 use std::collections::BTreeMap;

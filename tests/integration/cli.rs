@@ -99,3 +99,33 @@ fn cuda_without_the_feature_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--features cuda"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("big.mem");
+    // A batch of 2^40 sequences cannot fit on any machine this test runs on.
+    std::fs::write(&spec, TINY.replacen("batch = 16", "batch = 1099511627776", 1)).unwrap();
+    let store = dir.path().join("store");
+    for verb in ["sweep", "run"] {
+        let out = memctl(&store, &[verb, spec.to_str().unwrap(), "--threads", "1"]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{verb}: {err}");
+        assert!(err.contains("needs about") && err.contains("free"), "{verb}: {err}");
+        assert!(err.contains("big.mem:33:") && err.contains("the batch size"), "{verb}: {err}");
+        assert!(err.contains("lower `batch`"), "{verb}: {err}");
+    }
+    let runs = memctl(&store, &["runs", "--all"]);
+    assert!(!text(&runs.stdout).contains("running"), "{}", text(&runs.stdout));
+}
+
+#[test]
+fn check_prints_the_memory_each_model_needs_to_train() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny.mem");
+    std::fs::write(&spec, TINY).unwrap();
+    let out = memctl(&dir.path().join("store"), &["check", spec.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("memory to train: ") && stdout.contains("activations"), "{stdout}");
+}

@@ -1,0 +1,89 @@
+//! Memory before training: each trial's estimate (`train::memory`), printed by `memctl check`,
+//! and the sweep's refusal, located in the spec, of trials that cannot fit in the memory free.
+
+use std::collections::HashMap;
+
+use crate::check::{ExperimentPlan, Program, Trial};
+use crate::cli::Context;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::lang::Spec;
+use crate::report::numbers::bytes;
+use crate::train::memory::{self, MemoryEstimate};
+
+/// Estimates for a program's trials, computed once per distinct configuration.
+#[derive(Default)]
+pub struct Estimates(HashMap<String, Result<MemoryEstimate, String>>);
+
+impl Estimates {
+    pub fn of(&mut self, trial: &Trial) -> Result<MemoryEstimate, String> {
+        let key = format!("{} {:?} {:?}", trial.graph.fingerprint(), trial.config.train, trial.config.task_options);
+        self.0.entry(key).or_insert_with(|| memory::estimate(trial).map_err(|e| e.to_string())).clone()
+    }
+}
+
+/// `1.2 GB (parameters 4.0 MB, gradients 4.0 MB, optimiser 8.0 MB, activations 1.1 GB, batch 2.0 MB)`.
+pub fn describe(e: &MemoryEstimate) -> String {
+    format!(
+        "{} (parameters {}, gradients {}, optimiser {}, activations {}, batch {})",
+        bytes(e.total()),
+        bytes(e.params),
+        bytes(e.gradients),
+        bytes(e.optimizer),
+        bytes(e.activations),
+        bytes(e.batch)
+    )
+}
+
+/// True when the trials fit; otherwise prints why (located in the spec) and returns false.
+/// The host's memory bounds a CPU trial; a GPU trial's bound is the device's (not checked).
+pub fn fits(spec: &Spec, program: &Program, trials: &[Trial], device: Option<&str>, ctx: &Context) -> bool {
+    if device.is_some_and(|d| d != "cpu") {
+        return true;
+    }
+    match refuse_too_large(spec, program, trials) {
+        Ok(()) => true,
+        Err(d) => {
+            eprint!("{}", d.render(&spec.sources, ctx.color));
+            false
+        }
+    }
+}
+
+/// Errors, located at the experiment's `batch` setting (or its name), for the trials whose
+/// estimate exceeds the memory free now.
+pub fn refuse_too_large(spec: &Spec, program: &Program, trials: &[Trial]) -> Result<(), Diagnostics> {
+    let Some(free) = memory::available() else { return Ok(()) };
+    let mut estimates = Estimates::default();
+    let mut errors = vec![];
+    for exp in &program.experiments {
+        let mine: Vec<&Trial> = trials.iter().filter(|t| t.config.experiment == exp.name).collect();
+        let worst = mine.iter().filter_map(|t| estimates.of(t).ok().map(|e| (e, *t))).max_by_key(|(e, _)| e.total());
+        if let Some((e, t)) = worst.filter(|(e, _)| e.total() > free) {
+            errors.push(too_large(spec, exp, t, &e, free));
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { Err(Diagnostics(errors)) }
+}
+
+fn too_large(spec: &Spec, exp: &ExperimentPlan, trial: &Trial, e: &MemoryEstimate, free: u64) -> Diagnostic {
+    let batch = spec
+        .ast
+        .experiments
+        .iter()
+        .find(|x| x.name.name == exp.name)
+        .and_then(|x| x.train.iter().flatten().find(|s| s.key.name == "batch"))
+        .map(|s| s.value.span);
+    let swept: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let which = if swept.is_empty() { String::new() } else { format!(" (at {})", swept.join(" ")) };
+    let d = Diagnostic::error(format!(
+        "experiment `{}` needs about {} to train{which}, but this machine has {} free",
+        exp.name,
+        describe(e),
+        bytes(free)
+    ));
+    let d = match batch {
+        Some(span) => d.at(span, "the batch size"),
+        None => d.at(exp.span, "this experiment"),
+    };
+    d.hint("lower `batch`, or the model's sizes; the activations grow with batch × sequence length")
+}

@@ -1,0 +1,119 @@
+//! How much memory a trial's training needs, estimated before it runs: what `memctl check`
+//! prints, and what a sweep compares with the memory free so as to refuse a trial that cannot
+//! fit instead of dying in the middle of a sweep.
+//!
+//! Counted (f32, 4 bytes each):
+//! - the parameters, their gradients, and the optimiser's buffers (Adam and RMSprop two per
+//!   parameter, SGD one with momentum);
+//! - the activations the backward keeps: for every time step of a sequence, every node's
+//!   outputs and the states, twice over (the ops' saved intermediates are of the same
+//!   order), for every sequence of the batch;
+//! - one training batch (inputs and targets).
+//!
+//! Not counted: the evaluation batches (no backward, far smaller) and the task's data set
+//! (generated once, usually small next to the rest).
+
+use candle_core::Device;
+
+use super::config::OptimizerKind;
+use crate::check::Trial;
+use crate::graph::Ty;
+
+/// Bytes, by what they hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryEstimate {
+    pub params: u64,
+    pub gradients: u64,
+    pub optimizer: u64,
+    pub activations: u64,
+    pub batch: u64,
+}
+
+impl MemoryEstimate {
+    pub fn total(&self) -> u64 {
+        self.params + self.gradients + self.optimizer + self.activations + self.batch
+    }
+}
+
+const F32: u64 = 4;
+
+/// The estimate for one trial (generates one training example to learn the sequence length).
+pub fn estimate(trial: &Trial) -> candle_core::Result<MemoryEstimate> {
+    let cfg = &trial.config.train;
+    let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
+    let example = data.train_batch(1)?;
+    let steps = example.steps()? as u64;
+    let batch = cfg.batch as u64;
+    let params = trial.graph.param_count() as u64 * F32;
+    let buffers = match cfg.optimizer {
+        OptimizerKind::Adam | OptimizerKind::RmsProp => 2,
+        OptimizerKind::Sgd if cfg.momentum > 0.0 => 1,
+        OptimizerKind::Sgd => 0,
+    };
+    let elements = |t: &Ty| match t {
+        Ty::Tensor(s) => s.iter().product::<usize>() as u64,
+        Ty::Tokens(_) => 1,
+    };
+    let per_step: u64 = trial.graph.nodes.iter().flat_map(|n| &n.outputs).map(elements).sum::<u64>()
+        + trial.graph.states.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum::<u64>();
+    let example_bytes = (example.inputs.elem_count() + example.targets.elem_count()) as u64 * F32;
+    Ok(MemoryEstimate {
+        params,
+        gradients: params,
+        optimizer: buffers * params,
+        activations: 2 * per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32),
+        batch: example_bytes.saturating_mul(batch),
+    })
+}
+
+/// Bytes of memory the system can give a new process now (`MemAvailable`), if known.
+pub fn available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(batch: usize) -> Trial {
+        let spec = crate::lang::parse_str(
+            "t.mem",
+            &format!(
+                r#"
+                model m() {{
+                  state h = zeros(4)
+                  step x {{ h = tanh(linear(x, 4) + h)  out linear(h, output_size) }}
+                }}
+                experiment e {{ task randomSequence(input = 2, output = 2, length = 3) model m
+                               train {{ batch = {batch}, optimizer = adam(lr = 1e-3) }} }}
+                "#
+            ),
+        )
+        .unwrap();
+        let program = crate::check::check(&spec, &crate::prims::Primitives).unwrap();
+        program.experiments[0].trials[0].clone()
+    }
+
+    #[test]
+    fn the_estimate_adds_up_what_training_holds() {
+        let e = estimate(&trial(8)).unwrap();
+        // Parameters: linear 2 → 4 (12) and 4 → 2 (10).
+        assert_eq!((e.params, e.gradients, e.optimizer), (22 * 4, 22 * 4, 2 * 22 * 4));
+        // Per step: the nodes' outputs (linear 4, add 4, tanh 4, linear 2) and the state (4),
+        // twice, over 3 steps and 8 sequences.
+        assert_eq!(e.activations, 2 * 18 * 3 * 8 * 4);
+        // A batch: 3 steps of 2 inputs and of 2 targets per sequence.
+        assert_eq!(e.batch, (3 * 2 + 3 * 2) * 4 * 8);
+        assert_eq!(e.total(), e.params + e.gradients + e.optimizer + e.activations + e.batch);
+    }
+
+    #[test]
+    fn an_absurd_batch_is_estimated_without_allocating_it() {
+        let e = estimate(&trial(1 << 40)).unwrap();
+        assert!(e.total() > 1 << 45, "{e:?}");
+        assert!(available().is_some_and(|a| a < e.total()));
+    }
+}
