@@ -53,6 +53,10 @@ pub struct Args {
     /// Slurm: time limit per array task (e.g. `2:00:00`).
     #[arg(long)]
     time: Option<String>,
+    /// Slurm: seconds before the time limit at which a worker checkpoints its trial and
+    /// requeues itself (the requeued task resumes from the checkpoint).
+    #[arg(long, default_value_t = crate::slurm::scheduler::DEFAULT_GRACE_SECONDS)]
+    grace: u32,
     /// Slurm: CPUs per array task (also the trial's compute threads).
     #[arg(long, default_value_t = 1)]
     cpus_per_task: usize,
@@ -96,6 +100,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             partition: args.partition.clone(),
             time: args.time.clone(),
             cpus_per_task: args.cpus_per_task,
+            grace_seconds: args.grace,
             array_parallelism: args.array_parallelism,
             extra: args.sbatch_args.clone(),
         };

@@ -2,11 +2,10 @@
 //! and write its run record as a shard. Started by Slurm, not by hand.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 
 use crate::cli::{Context, load};
 use crate::slurm::manifest::{Manifest, Snapshot};
-use crate::slurm::shard;
+use crate::slurm::{scheduler, shard, signals};
 use crate::store::checkpoints::CheckpointDir;
 use crate::sweep::{self, Options, identity};
 use crate::train::Silent;
@@ -63,8 +62,19 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         &Log,
         resume,
     );
-    sweep::train_into_record(&mut record, trial, threads, &live, &AtomicBool::new(false));
+    let stop = signals::install();
+    sweep::train_into_record(&mut record, trial, threads, &live, stop);
     record.progress = live.progress();
+    if record.status == crate::store::Status::Interrupted {
+        // Stopped by Slurm: the checkpoint is saved and no shard is written, so the trial
+        // counts as not run yet; a requeued or resubmitted task resumes it.
+        eprintln!("memctl worker: stopped at step {}; checkpoint saved", record.steps_run);
+        if signals::time_limit_near() {
+            eprintln!("memctl worker: time limit near: requeueing this task");
+            scheduler::requeue_this_task()?;
+        }
+        return Ok(1);
+    }
     let sweep_dir = sweep_dir(&args.manifest);
     shard::write(&sweep_dir, &record)?;
     eprintln!("memctl worker: {} → {}", record.status.as_str(), shard::path(&sweep_dir, &record.trial_key).display());

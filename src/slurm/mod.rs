@@ -7,18 +7,22 @@
 //! <shared>/<spec>-<experiment>/
 //!     manifests/<n>.json     one per submission: the spec files, overrides, trials (index → identity)
 //!     shards/<trial>.json    one finished run record per trial, written atomically by the worker
+//!     checkpoints/<trial>.ckpt  the latest checkpoint of each unfinished trial
 //!     logs/<job>_<task>.log  Slurm's output of each array task
 //! ```
 //!
 //! `memctl worker` runs one array task: it re-checks the spec from the manifest's copy of its
 //! files, runs the trial with the identity the manifest names, and writes the run record to a
-//! temporary file that it renames into `shards/` — a preempted or killed task leaves no shard.
+//! temporary file that it renames into `shards/`. A task stopped early (time limit near,
+//! `scancel`, preemption: see [`signals`]) leaves no shard, only its trial's checkpoint in
+//! `checkpoints/`: a requeued or resubmitted task resumes from it.
 //! `memctl sync` merges shards into the local store (the sled store never lives on the shared
 //! file system), deduplicated by trial identity, so syncing twice adds nothing.
 
 pub mod manifest;
 pub mod scheduler;
 pub mod shard;
+pub mod signals;
 
 use std::path::{Path, PathBuf};
 

@@ -5,16 +5,22 @@ use std::path::Path;
 use std::process::Command;
 
 /// Options passed to `sbatch`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct SlurmOptions {
     pub partition: Option<String>,
     pub time: Option<String>,
     pub cpus_per_task: usize,
     /// At most this many array tasks at once (`--array=0-N%K`).
     pub array_parallelism: Option<usize>,
+    /// Seconds before the time limit at which Slurm warns the worker (`--signal=B:USR1@N`):
+    /// it checkpoints its trial and requeues itself, and the requeued task resumes.
+    pub grace_seconds: u32,
     /// Extra `sbatch` arguments, verbatim.
     pub extra: Vec<String>,
 }
+
+/// Time the worker gets, before its time limit, to save a checkpoint and requeue itself.
+pub const DEFAULT_GRACE_SECONDS: u32 = 120;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SlurmError {
@@ -48,7 +54,12 @@ pub fn submit(
         .arg(format!("--array={array}"))
         .arg(format!("--job-name={name}"))
         .arg(format!("--cpus-per-task={}", opts.cpus_per_task.max(1)))
-        .arg(format!("--output={}", logs.join("%A_%a.log").display()));
+        .arg(format!("--output={}", logs.join("%A_%a.log").display()))
+        // `B:` signals the batch shell, which `exec` made the worker itself.
+        .arg(format!("--signal=B:USR1@{}", opts.grace_seconds))
+        .arg("--requeue")
+        // A requeued task appends to its log instead of overwriting the first attempt's.
+        .arg("--open-mode=append");
     if let Some(p) = &opts.partition {
         cmd.arg(format!("--partition={p}"));
     }
@@ -63,6 +74,22 @@ pub fn submit(
     // `--parsable` prints `jobid` or `jobid;cluster`.
     let text = String::from_utf8_lossy(&out.stdout);
     Ok(text.trim().split(';').next().unwrap_or("").to_string())
+}
+
+/// Puts this array task back in the queue (`scontrol requeue`); Slurm ends the running
+/// process, so this is the worker's last act.
+pub fn requeue_this_task() -> Result<(), SlurmError> {
+    let var = |name: &str| {
+        std::env::var(name)
+            .map_err(|_| SlurmError::Failed("scontrol requeue", format!("${name} is not set: not a Slurm array task")))
+    };
+    let task = format!("{}_{}", var("SLURM_ARRAY_JOB_ID")?, var("SLURM_ARRAY_TASK_ID")?);
+    let out =
+        Command::new("scontrol").args(["requeue", &task]).output().map_err(|e| SlurmError::Spawn("scontrol", e))?;
+    if !out.status.success() {
+        return Err(SlurmError::Failed("scontrol requeue", String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    Ok(())
 }
 
 /// Array tasks of `job` still known to `squeue`: (task index, state), e.g. (3, "RUNNING").

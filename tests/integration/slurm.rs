@@ -1,6 +1,7 @@
 //! The Slurm executor against a real cluster (`../shared/ci/slurm-local.sh up` starts a
-//! one-node cluster; `.ci/run` does so before the tests). Skipped, saying so, where no cluster
-//! answers.
+//! one-node cluster; `.ci/run` does so before the tests). Where no cluster answers they fail
+//! under CI (`CI` or `MEMCTL_REQUIRE_SLURM` set, as `.ci/run` does) and are skipped, saying so,
+//! elsewhere.
 
 use std::path::Path;
 use std::process::Command;
@@ -26,6 +27,32 @@ fn cluster_up() -> bool {
     Command::new("sinfo").args(["-h", "-o", "%T"]).output().is_ok_and(|o| {
         o.status.success() && text(&o.stdout).lines().any(|l| ["idle", "mixed", "allocated"].contains(&l.trim()))
     })
+}
+
+/// Whether to run a Slurm test: a cluster answers. Without one, fails under CI and skips
+/// elsewhere.
+fn cluster_or_skip(test: &str) -> bool {
+    if cluster_up() {
+        return true;
+    }
+    let required = ["CI", "MEMCTL_REQUIRE_SLURM"].iter().any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    assert!(!required, "{test} needs a Slurm cluster and none answers (../shared/ci/slurm-local.sh up starts one)");
+    eprintln!("skipping {test}: no Slurm cluster answers (start one with ../shared/ci/slurm-local.sh up)");
+    false
+}
+
+/// Waits until the array task `task` of `job` is in `state`.
+fn wait_for_state(job: &str, task: usize, state: &str, limit: Duration) {
+    let start = Instant::now();
+    let want = format!("{task} {state}");
+    loop {
+        let out = Command::new("squeue").args(["-h", "-r", "-j", job, "-o", "%K %T"]).output().unwrap();
+        if text(&out.stdout).lines().any(|l| l.trim() == want) {
+            return;
+        }
+        assert!(start.elapsed() < limit, "task {task} of job {job} never {state}: {}", text(&out.stdout));
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Waits until Slurm no longer lists any task of `job`.
@@ -74,8 +101,7 @@ experiment slow {
 
 #[test]
 fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
-    if !cluster_up() {
-        eprintln!("skipping the Slurm test: no Slurm cluster answers (start one with ../shared/ci/slurm-local.sh up)");
+    if !cluster_or_skip("the Slurm sweep test") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -110,15 +136,7 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
 
     // Kill one array task mid-run: it leaves no result; resubmitting runs only that trial.
     let job = submit("slow");
-    let start = Instant::now();
-    loop {
-        let out = Command::new("squeue").args(["-h", "-r", "-j", &job, "-o", "%K %T"]).output().unwrap();
-        if text(&out.stdout).lines().any(|l| l.trim() == "1 RUNNING") {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(120), "task 1 never ran: {}", text(&out.stdout));
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_state(&job, 1, "RUNNING", Duration::from_secs(120));
     std::thread::sleep(Duration::from_millis(500));
     assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
     wait_for(&job, Duration::from_secs(300));
@@ -144,4 +162,65 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 8, "every trial is in the store once");
+    let resumed: Vec<_> = done.iter().filter(|r| !r["progress"]["resumed_from"].is_null()).collect();
+    assert_eq!(resumed.len(), 1, "the cancelled trial resumed from the checkpoint it saved on SIGTERM");
+}
+
+/// One trial, bounded by time; the test plays Slurm's time-limit warning on it.
+const LONG_SPEC: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model lstm(hidden = 16) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+experiment long {
+  task tiny
+  model lstm
+  train { batch = 16, steps = 10000000, eval_every = 1000, max_time = 6 }
+}
+"#;
+
+#[test]
+fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
+    if !cluster_or_skip("the Slurm time-limit test") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path();
+    std::fs::write(cwd.join("s.mem"), LONG_SPEC).unwrap();
+    let store = cwd.join("store");
+    let shared = cwd.join("shared");
+    let out = memctl(
+        &store,
+        cwd,
+        &["sweep", "s.mem", "long", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let job = text(&out.stdout).trim().to_string();
+    wait_for_state(&job, 0, "RUNNING", Duration::from_secs(180));
+    std::thread::sleep(Duration::from_secs(1));
+    // What `--signal=B:USR1@grace` sends when the time limit is `grace` seconds away.
+    let warned = Command::new("scancel").args(["--signal=USR1", "--batch", &format!("{job}_0")]).status().unwrap();
+    assert!(warned.success());
+    // The task requeued itself; Slurm holds a requeued job back for two minutes, which the
+    // test skips.
+    wait_for_state(&job, 0, "PENDING", Duration::from_secs(60));
+    let release = Command::new("scontrol").args(["update", &format!("JobId={job}_0"), "StartTime=now"]).status();
+    assert!(release.unwrap().success());
+    wait_for(&job, Duration::from_secs(180));
+
+    let log = std::fs::read_dir(shared.join("s-long").join("logs")).unwrap().next().unwrap().unwrap().path();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("time limit near: requeueing this task"), "{log}");
+    assert!(log.contains("resuming from its checkpoint at step"), "{log}");
+    assert!(text(&memctl(&store, cwd, &["sync", shared.to_str().unwrap()]).stderr).contains("1 imported"));
+    let done = done_runs(&store, cwd);
+    assert_eq!(done.len(), 1, "the trial finished once");
+    let resumed_from = done[0]["progress"]["resumed_from"].as_u64().expect("the finished run resumed");
+    assert!(resumed_from > 0);
+    assert!(done[0]["steps_run"].as_u64().unwrap() > resumed_from);
 }
