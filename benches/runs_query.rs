@@ -5,109 +5,15 @@
 //! (a) opening the store and reading every summary, (b) the whole query in-process (open,
 //! read, filter, group, render), and (c) the `memctl runs` process end to end.
 
-use std::collections::BTreeMap;
 use std::time::Instant;
 
-use memctl::store::{RunRecord, Status, Store};
-use memctl::value::Value;
+use memctl::store::Store;
 
-const RUNS: usize = 10_000;
-const POINTS: u64 = 200;
+#[path = "support/synthetic_runs.rs"]
+mod synthetic_runs;
+use synthetic_runs::RUNS;
+
 const REPEATS: usize = 11;
-
-const SPEC: &str = r#"
-task assoc = assocRetrieval(pairs = 4, train = 20000, validation = 1000, test = 2000)
-model stm(d = 24, nq = 1, nr = 24, gates = true, transfer = true, input_width = 32) {
-  state Mi = learned(d, d)
-  state Mr = learned(nq, d, d)
-  step token {
-    x = embed(token, input_width)
-    a = linear(x, d)
-    b = linear(x, d)
-    c = linear(x, nq)
-    vr = relRead(Mr, c, b)
-    Mi = itemWrite(Mi, a, gated = gates)
-    R = samRead(Mi + scalar(0.0) * (vr ⊗ b), nq = nq)
-    if transfer { Mi = Mi + scalar(0.0) * transfer(R) }
-    Mr = scalar(0.0) * Mr + R
-    h = mlp(distill(Mr, nr = nr), [128, 128])
-    out linear(h, output_size)
-  }
-}
-experiment bench {
-  task assoc
-  model stm
-  train { optimizer = adam(lr = 3e-3), batch = 32, steps = 20000, eval_every = 100,
-          clip_value = 10, stop_when = accuracy >= 0.98 }
-  sweep { d in [24, 48, 96], gates in [true, false], seed in 1..5 }
-}
-"#;
-
-fn synthetic(base: &memctl::check::TrialConfig, i: usize) -> RunRecord {
-    let mut config = base.clone();
-    let d = [24i64, 48, 96][i % 3];
-    let gates = (i / 3) % 2 == 0;
-    let seed = (i / 6) % 5 + 1;
-    config.params.insert("d".into(), Value::Int(d));
-    config.params.insert("gates".into(), Value::Bool(gates));
-    config.seed = seed as u64;
-    config.swept = vec![
-        ("d".into(), Value::Int(d)),
-        ("gates".into(), Value::Bool(gates)),
-        ("seed".into(), Value::Int(seed as i64)),
-    ];
-    let x = ((i * 7919) % 1000) as f64 / 1000.0;
-    let mut curves = BTreeMap::new();
-    for name in ["train_loss", "val_accuracy", "val_loss"] {
-        curves.insert(name.to_string(), (1..=POINTS).map(|s| (s * 100, x / s as f64)).collect());
-    }
-    let status = if i % 17 == 0 { Status::Failed } else { Status::Done };
-    let mut final_metrics = BTreeMap::new();
-    if status == Status::Done {
-        final_metrics.insert("accuracy".into(), 0.5 + x / 2.0);
-        final_metrics.insert("loss".into(), 1.0 - x);
-        final_metrics.insert("val_accuracy".into(), 0.5 + x / 2.1);
-        final_metrics.insert("val_loss".into(), 1.0 - x / 1.1);
-    }
-    RunRecord {
-        record_version: memctl::store::record::RECORD_VERSION,
-        id: i as u64 + 1,
-        trial_key: format!("{:016x}", i),
-        status,
-        config: memctl::store::StoredConfig::of(&config),
-        spec_path: "specs/bench.mem".into(),
-        spec_text: SPEC.into(),
-        spec_hash: "0".repeat(64),
-        environment: memctl::store::Environment {
-            hostname: "bench".into(),
-            os: "linux".into(),
-            arch: "x86_64".into(),
-            cpus: 2,
-            threads: 1,
-            device: "cpu".into(),
-            memctl_version: "0".into(),
-            features: vec![],
-            pid: 1,
-            process: None,
-        },
-        started_at: 1.7e9 + i as f64 * 60.0,
-        ended_at: Some(1.7e9 + i as f64 * 60.0 + 50.0),
-        curves,
-        final_metrics,
-        steps_run: 20000,
-        steps_to_converge: (i % 5 != 0).then_some(1000 + (i as u64 % 13) * 100),
-        epochs_to_converge: None,
-        stop_reason: "stop_when".into(),
-        param_count: 12345,
-        flops_per_step: 1_000_000,
-        wall_seconds: 50.0,
-        train_seconds: 45.0,
-        eval_seconds: 5.0,
-        error: None,
-        tags: if i % 10 == 0 { vec!["ablation".into()] } else { vec![] },
-        progress: None,
-    }
-}
 
 /// `median X ms (min Y)`: on a busy machine the minimum is the better estimate.
 fn median(mut v: Vec<f64>) -> String {
@@ -125,22 +31,12 @@ fn children_cpu() -> f64 {
 }
 
 fn main() {
-    let spec = memctl::lang::parse_str("bench.mem", SPEC).unwrap_or_else(|e| panic!("{}", e.render(false)));
-    let program = memctl::check::check(&spec, &memctl::prims::Primitives)
-        .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
-    let base = program.experiments[0].trials[0].config.clone();
     // RUNS_QUERY_STORE=PATH keeps the filled store there (for timing `memctl` by hand).
     let dir = tempfile::tempdir().expect("temporary directory");
     let path = std::env::var_os("RUNS_QUERY_STORE").map_or_else(|| dir.path().join("store"), std::path::PathBuf::from);
     let _ = std::fs::remove_dir_all(&path);
     let t0 = Instant::now();
-    {
-        let store = Store::open(&path).expect("store opens");
-        let records: Vec<RunRecord> = (0..RUNS).map(|i| synthetic(&base, i)).collect();
-        for chunk in records.chunks(1000) {
-            store.put_many(chunk).expect("records written");
-        }
-    }
+    synthetic_runs::fill(&path);
     eprintln!("filled {RUNS} runs in {:.1} s", t0.elapsed().as_secs_f64());
 
     let filter = "d in [48, 96] and (status == \"done\" or accuracy > 0.9) and not \"ablation\" in tags";

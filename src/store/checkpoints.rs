@@ -35,6 +35,10 @@ impl CheckpointDir {
 
     /// Replaces the trial's checkpoint with `bytes`.
     pub fn save(&self, trial_key: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        super::cost::timed(|| self.write(trial_key, bytes))
+    }
+
+    fn write(&self, trial_key: &str, bytes: &[u8]) -> Result<(), StoreError> {
         let path = self.file(trial_key)?;
         let fail = |e: std::io::Error| StoreError::Checkpoint { trial: trial_key.into(), reason: e.to_string() };
         std::fs::create_dir_all(&self.path).map_err(fail)?;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use candle_core::Device;
 
 use super::Reporter;
+use super::progress_writer::ProgressWriter;
 use crate::store::checkpoints::CheckpointDir;
 use crate::store::{PROGRESS_EVERY, Progress, RunRecord, Store, now};
 use crate::train::checkpoint::{Checkpoints, TrainState};
@@ -35,8 +36,9 @@ pub fn load_checkpoint(dir: &CheckpointDir, key: &str, reporter: &dyn Reporter) 
 /// One running trial: an [`Observer`] that forwards to the sweep's display and writes the
 /// progress to the store, and the trial's [`Checkpoints`].
 pub struct Live<'a> {
-    /// Where progress goes (none for a Slurm worker, which writes its shard at the end).
-    store: Option<&'a Store>,
+    /// Writes progress to the store (none for a Slurm worker, which writes its shard at the
+    /// end).
+    writer: Option<ProgressWriter>,
     checkpoints: CheckpointDir,
     key: String,
     /// The `running` record as last written (curves and timings so far).
@@ -62,7 +64,7 @@ impl<'a> Live<'a> {
         let minutes = record.config.train.get("checkpoint_every").and_then(crate::value::Value::as_float);
         let every = minutes.filter(|m| *m > 0.0).map(|m| Duration::from_secs_f64(m * 60.0));
         Live {
-            store,
+            writer: store.map(|s| ProgressWriter::start(s.clone())),
             checkpoints,
             key,
             record: Mutex::new(record),
@@ -79,9 +81,13 @@ impl<'a> Live<'a> {
         self.record.lock().ok().and_then(|r| r.progress.clone())
     }
 
-    /// Writes the record now if the last write is `PROGRESS_EVERY` old (or `force`).
+    /// Hands the record to the progress writer if the last write is `PROGRESS_EVERY` old (or
+    /// `force`).
     fn write(&self, force: bool) {
-        let Some(store) = self.store else { return };
+        let Some(writer) = &self.writer else { return };
+        for e in writer.errors() {
+            self.reporter.warning(&e);
+        }
         let (Ok(mut last), Ok(mut record)) = (self.last_write.lock(), self.record.lock()) else { return };
         if !force && last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
             return;
@@ -89,11 +95,19 @@ impl<'a> Live<'a> {
         if let Some(p) = record.progress.as_mut() {
             p.updated_at = now();
         }
-        // Progress is best effort: a store busy beyond its wait costs this update only.
-        if let Err(e) = store.put(&record) {
-            self.reporter.warning(&format!("run {}: progress not recorded: {e}", record.id));
-        }
+        writer.send(record.clone());
         *last = Some(Instant::now());
+    }
+}
+
+impl Drop for Live<'_> {
+    /// Waits for the last progress write, so that none lands after the trial's final record.
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            for e in writer.finish() {
+                self.reporter.warning(&e);
+            }
+        }
     }
 }
 
@@ -147,8 +161,8 @@ impl Checkpoints for Live<'_> {
     }
 
     fn save(&self, state: &TrainState) {
-        let saved = state
-            .to_bytes()
+        // Serialising counts as store time too: it is checkpointing's cost.
+        let saved = crate::store::cost::timed(|| state.to_bytes())
             .map_err(|e| e.to_string())
             .and_then(|bytes| self.checkpoints.save(&self.key, &bytes).map_err(|e| e.to_string()));
         match saved {

@@ -4,6 +4,7 @@
 
 pub mod identity;
 pub mod live;
+pub mod progress_writer;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
