@@ -65,12 +65,22 @@ fn sweep(store: &Path, spec: &Path) -> Command {
 }
 
 #[test]
-fn two_sweeps_at_once_run_every_trial_exactly_once() {
+fn two_sweeps_at_once_and_a_watching_runs_run_every_trial_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), "eight.mem", EIGHT);
     let store = dir.path().join("store");
-    let a = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let b = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut a = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut b = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // `watch memctl runs` beside them: every query answers, and some see trials running.
+    let mut saw_running = 0;
+    while a.try_wait().unwrap().is_none() || b.try_wait().unwrap().is_none() {
+        let out = memctl(&store).args(["runs", "--format", "records"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let runs: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+        saw_running += runs.iter().any(|r| r["status"] == "running") as usize;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(saw_running > 0, "`memctl runs` never saw a trial running");
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     assert_eq!(a.status.code(), Some(0), "{}", text(&a.stderr));
     assert_eq!(b.status.code(), Some(0), "{}", text(&b.stderr));
