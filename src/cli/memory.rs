@@ -35,12 +35,10 @@ pub fn describe(e: &MemoryEstimate) -> String {
 }
 
 /// True when the trials fit; otherwise prints why (located in the spec) and returns false.
-/// The host's memory bounds a CPU trial; a GPU trial's bound is the device's (not checked).
+/// Each trial is bounded by its device's free memory: the host's for the CPU, the GPU's for
+/// a CUDA device. `device` overrides the trials' own `device` setting.
 pub fn fits(spec: &Spec, program: &Program, trials: &[Trial], device: Option<&str>, ctx: &Context) -> bool {
-    if device.is_some_and(|d| d != "cpu") {
-        return true;
-    }
-    match refuse_too_large(spec, program, trials) {
+    match refuse_too_large(spec, program, trials, device) {
         Ok(()) => true,
         Err(d) => {
             eprint!("{}", d.render(&spec.sources, ctx.color));
@@ -50,22 +48,45 @@ pub fn fits(spec: &Spec, program: &Program, trials: &[Trial], device: Option<&st
 }
 
 /// Errors, located at the experiment's `batch` setting (or its name), for the trials whose
-/// estimate exceeds the memory free now.
-pub fn refuse_too_large(spec: &Spec, program: &Program, trials: &[Trial]) -> Result<(), Diagnostics> {
-    let Some(free) = memory::available() else { return Ok(()) };
+/// estimate exceeds the memory free now on their device. A device whose free memory cannot
+/// be read (not present, no CUDA support) is not checked here: opening it fails later, with
+/// its own message.
+pub fn refuse_too_large(
+    spec: &Spec,
+    program: &Program,
+    trials: &[Trial],
+    device: Option<&str>,
+) -> Result<(), Diagnostics> {
+    let mut free_on: HashMap<String, Option<u64>> = HashMap::new();
     let mut estimates = Estimates::default();
     let mut errors = vec![];
     for exp in &program.experiments {
-        let mine: Vec<&Trial> = trials.iter().filter(|t| t.config.experiment == exp.name).collect();
-        let worst = mine.iter().filter_map(|t| estimates.of(t).ok().map(|e| (e, *t))).max_by_key(|(e, _)| e.total());
-        if let Some((e, t)) = worst.filter(|(e, _)| e.total() > free) {
-            errors.push(too_large(spec, exp, t, &e, free));
+        // The trial of this experiment that overshoots its device's memory the most.
+        let mut worst: Option<(i128, MemoryEstimate, &Trial, String, u64)> = None;
+        for t in trials.iter().filter(|t| t.config.experiment == exp.name) {
+            let name = device.unwrap_or(&t.config.train.device).to_string();
+            let free = *free_on.entry(name.clone()).or_insert_with(|| memory::available_on(&name));
+            let (Some(free), Ok(e)) = (free, estimates.of(t)) else { continue };
+            let over = e.total() as i128 - free as i128;
+            if over > 0 && worst.as_ref().is_none_or(|w| over > w.0) {
+                worst = Some((over, e, t, name, free));
+            }
+        }
+        if let Some((_, e, t, name, free)) = worst {
+            errors.push(too_large(spec, exp, t, &e, &name, free));
         }
     }
     if errors.is_empty() { Ok(()) } else { Err(Diagnostics(errors)) }
 }
 
-fn too_large(spec: &Spec, exp: &ExperimentPlan, trial: &Trial, e: &MemoryEstimate, free: u64) -> Diagnostic {
+fn too_large(
+    spec: &Spec,
+    exp: &ExperimentPlan,
+    trial: &Trial,
+    e: &MemoryEstimate,
+    device: &str,
+    free: u64,
+) -> Diagnostic {
     let batch = spec
         .ast
         .experiments
@@ -75,8 +96,9 @@ fn too_large(spec: &Spec, exp: &ExperimentPlan, trial: &Trial, e: &MemoryEstimat
         .map(|s| s.value.span);
     let swept: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let which = if swept.is_empty() { String::new() } else { format!(" (at {})", swept.join(" ")) };
+    let place = if device == "cpu" { "this machine has".to_string() } else { format!("`{device}` has") };
     let d = Diagnostic::error(format!(
-        "experiment `{}` needs about {} to train{which}, but this machine has {} free",
+        "experiment `{}` needs about {} to train{which}, but {place} {} free",
         exp.name,
         describe(e),
         bytes(free)

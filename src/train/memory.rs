@@ -66,7 +66,29 @@ pub fn estimate(trial: &Trial) -> candle_core::Result<MemoryEstimate> {
     })
 }
 
-/// Bytes of memory the system can give a new process now (`MemAvailable`), if known.
+/// Free memory on the named device (`cpu`, `cuda`, `cuda:1`), if it can be read.
+pub fn available_on(device: &str) -> Option<u64> {
+    match crate::device::parse(device)? {
+        crate::device::DeviceSpec::Cpu => available(),
+        crate::device::DeviceSpec::Cuda(_) => gpu_free(&crate::device::open(device).ok()?),
+    }
+}
+
+/// Free memory of a CUDA device, as its driver reports it.
+#[cfg(feature = "cuda")]
+fn gpu_free(device: &candle_core::Device) -> Option<u64> {
+    use candle_core::cuda_backend::cudarc::driver::result;
+    let candle_core::Device::Cuda(d) = device else { return None };
+    d.cuda_stream().context().bind_to_thread().ok()?;
+    result::mem_get_info().ok().map(|(free, _total)| free as u64)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_free(_: &candle_core::Device) -> Option<u64> {
+    None
+}
+
+/// Memory the host can give a new process now (`MemAvailable`).
 pub fn available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
