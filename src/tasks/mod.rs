@@ -10,9 +10,13 @@ use crate::prims::{ArgSpec, PrimError};
 use crate::value::Value;
 
 pub mod addition;
+mod answers;
 pub mod assoc_retrieval;
+pub mod convex_hull;
 pub mod copy;
 mod fresh;
+mod geometry;
+mod graphs;
 mod nam;
 pub mod nth_farthest;
 mod options;
@@ -22,7 +26,10 @@ pub mod priority_sort;
 pub mod random_sequence;
 pub mod rar;
 pub mod reduce;
+pub mod shortest_path;
+pub mod spanning_tree;
 mod streams;
+pub mod tsp;
 
 /// Every task generator, by name.
 pub static TASKS: &[&dyn TaskKind] = &[
@@ -36,6 +43,10 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &reduce::ReduceKind,
     &pattern_completion::PatternCompletionKind,
     &random_sequence::RandomSequenceKind,
+    &convex_hull::ConvexHullKind,
+    &tsp::TspKind,
+    &shortest_path::ShortestPathKind,
+    &spanning_tree::SpanningTreeKind,
 ];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
@@ -86,6 +97,12 @@ pub trait Task: Send + Sync {
     /// as `accuracy`, `loss`, ...; the others as `<split>_accuracy` (e.g. NAM's `od_easy`).
     fn test_splits(&self) -> &'static [&'static str] {
         &["test"]
+    }
+    /// Metrics of the task's own, beyond its target's, from one evaluation batch and the
+    /// model's logits for it (`[S, B, n]`): `(name, sum, count)`, averaged over the split as
+    /// Σ sum / Σ count (e.g. the TSP's predicted tour length). Most tasks have none.
+    fn task_metrics(&self, _batch: &Batch, _logits: &Tensor) -> candle_core::Result<Vec<(&'static str, f64, f64)>> {
+        Ok(vec![])
     }
     /// Generates the task's data for one trial, deterministically from `seed`.
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;

@@ -302,7 +302,6 @@ fn train_into(
     out: &mut Outcome,
 ) -> Result<(), TrainError> {
     let cfg = &trial.config.train;
-    let target = trial.task.target();
     let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let eval_batch = (cfg.batch * 2).clamp(64, 512);
@@ -368,7 +367,7 @@ fn train_into(
             interval_loss = (0.0, 0);
             let t0 = Instant::now();
             let metrics =
-                evaluate(stepper.cell(), data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, target)?;
+                evaluate(stepper.cell(), data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, &*trial.task)?;
             eval_time += t0.elapsed().as_secs_f64();
             for (name, v) in &metrics {
                 push(out, &format!("val_{name}"), step, *v);
@@ -404,7 +403,7 @@ fn train_into(
     if out.ending == Ending::Done {
         let t0 = Instant::now();
         for (i, split) in trial.task.test_splits().iter().enumerate() {
-            for (name, v) in evaluate(stepper.cell(), data.as_ref(), Split::Test(i), eval_batch, None, target)? {
+            for (name, v) in evaluate(stepper.cell(), data.as_ref(), Split::Test(i), eval_batch, None, &*trial.task)? {
                 let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
                 out.final_metrics.insert(key, v);
             }
@@ -426,17 +425,20 @@ fn push(out: &mut Outcome, curve: &str, step: usize, value: f64) {
     out.curves.entry(curve.to_string()).or_default().push((step as u64, value));
 }
 
-/// Metrics on a held-out split with detached weights (no autograd graph is built).
+/// Metrics on a held-out split with detached weights (no autograd graph is built): the
+/// target's, then the task's own ([`crate::tasks::Task::task_metrics`]).
 pub fn evaluate(
     cell: &Cell,
     data: &dyn TaskData,
     split: Split,
     batch: usize,
     limit: Option<usize>,
-    target: Target,
+    task: &dyn crate::tasks::Task,
 ) -> candle_core::Result<Vec<(&'static str, f64)>> {
+    let target = task.target();
     let weights = cell.weights(false);
     let mut sums = MetricSums::default();
+    let mut own: Vec<(&'static str, f64, f64)> = vec![];
     let mut seen = 0;
     for b in data.eval_batches(split, batch)? {
         if limit.is_some_and(|l| seen >= l) {
@@ -446,8 +448,17 @@ pub fn evaluate(
         let logits = cell.run(&weights, &b.inputs, &b.scored)?;
         let l = loss::loss(target, &logits, &b.targets)?;
         sums.add(target, &logits, &b.targets, &l)?;
+        for (name, sum, count) in task.task_metrics(&b, &logits)? {
+            match own.iter_mut().find(|(n, ..)| *n == name) {
+                Some(m) => (m.1, m.2) = (m.1 + sum, m.2 + count),
+                None => own.push((name, sum, count)),
+            }
+        }
     }
-    sums.metrics(target)
+    let mut metrics = sums.metrics(target)?;
+    // A metric that nothing counted towards (no valid tour, say) is left out, not NaN.
+    metrics.extend(own.into_iter().filter(|m| m.2 > 0.0).map(|(name, sum, count)| (name, sum / count)));
+    Ok(metrics)
 }
 
 /// Trains on one fixed training batch for `steps` steps and returns the loss before each

@@ -1,0 +1,67 @@
+//! Minimum spanning tree — SAM Table 3 (§3.3, App. H): the graphs of
+//! [`super::shortest_path`], triplets only; answer with the tree's edges in Kruskal's order,
+//! each as the features of its two nodes (2(N − 1) answer steps).
+//!
+//! ```text
+//!   step      1 … E                                    answer steps
+//!   input     [onehot(a) | onehot(b) | w/W | 0]        [0 … 0 | 1]
+//!   target    —                                        f(a₁) f(b₁) f(a₂) f(b₂) …
+//! ```
+//!
+//! Edges are taken by (weight, smaller feature, larger feature), and each is answered smaller
+//! feature first ([`super::graphs`]), so the answer is unique. Options and ranges as
+//! `shortestPath`. Metric: `accuracy` over the answer steps.
+
+use super::options::Options;
+use super::shortest_path::{GRAPH_SIGNATURE, GraphTask, Question};
+use super::*;
+
+pub struct SpanningTreeKind;
+
+static SIGNATURE: [ArgSpec; 8] = GRAPH_SIGNATURE;
+
+impl TaskKind for SpanningTreeKind {
+    fn name(&self) -> &'static str {
+        "spanningTree"
+    }
+    fn summary(&self) -> &'static str {
+        "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        Ok(Box::new(GraphTask::read(&Options::new(&SIGNATURE, options), Question::Tree)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::answers::testing;
+    use super::super::shortest_path::tests::read_back;
+    use super::*;
+
+    #[test]
+    fn answers_are_the_spanning_trees_edges_in_kruskals_order() {
+        let data = SpanningTreeKind.instantiate(&[]).unwrap().data(5, &Device::Cpu).unwrap();
+        for (rows, answer) in testing::examples(data.as_ref(), Split::Test(0)) {
+            assert_eq!(rows[0].len(), 82);
+            let (graph, label, _) = read_back(&rows, 40, false);
+            assert_eq!(answer.len(), 2 * (graph.nodes - 1));
+            let want: Vec<u32> = graph
+                .spanning_tree(&label)
+                .into_iter()
+                .flat_map(|i| {
+                    let (a, b) = (label[graph.edges[i].a], label[graph.edges[i].b]);
+                    [a.min(b), a.max(b)]
+                })
+                .collect();
+            assert_eq!(answer, want);
+        }
+    }
+
+    #[test]
+    fn same_seed_same_data() {
+        testing::determinism(&SpanningTreeKind, &[]);
+    }
+}

@@ -1,0 +1,61 @@
+//! Travelling salesman — SAM Table 3 (§3.3, App. H): the points of [`super::convex_hull`];
+//! answer with the features of the optimal closed tour's points, the start repeated at the
+//! end (N + 1 answer steps).
+//!
+//! The tour is exact (Held–Karp, [`super::geometry::optimal_tour`]) and canonical: it starts at
+//! the point with the smallest x (then y) and goes first to the smaller of that point's two
+//! neighbours. Training: N uniform in `min_points..=points` (the paper's 5..10); test sets N = 5
+//! (`accuracy`) and N = 10 (`n10_accuracy`). The paper also reports the predicted tours'
+//! average length; the optimum averages 2.05 (N = 5) and 2.88 (N = 10).
+
+use super::convex_hull::{GEOMETRY_SIGNATURE, Geometry, Problem};
+use super::options::Options;
+use super::*;
+use crate::prims::Default;
+
+pub struct TspKind;
+
+static SIGNATURE: [ArgSpec; 5] = {
+    let mut s = GEOMETRY_SIGNATURE;
+    s[0].default = Default::Int(10);
+    s
+};
+
+impl TaskKind for TspKind {
+    fn name(&self) -> &'static str {
+        "tsp"
+    }
+    fn summary(&self) -> &'static str {
+        "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        Ok(Box::new(Geometry::read(&Options::new(&SIGNATURE, options), 3, Problem::Tour)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::answers::testing;
+    use super::super::convex_hull::tests::check_answers;
+    use super::super::geometry;
+    use super::*;
+
+    #[test]
+    fn answers_are_the_optimal_closed_tour() {
+        check_answers(&TspKind, geometry::optimal_tour, true);
+    }
+
+    #[test]
+    fn same_seed_same_data() {
+        testing::determinism(&TspKind, &[]);
+    }
+
+    #[test]
+    fn tours_are_limited_to_what_an_exact_solver_can_do() {
+        let e = TspKind.instantiate(&[Value::Int(30)]).err().unwrap();
+        assert!(e.to_string().contains("`points` must be between 3 and 12"), "{e}");
+    }
+}
