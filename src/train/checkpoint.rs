@@ -190,4 +190,34 @@ mod tests {
         assert!(TrainState::from_bytes(&bytes[..bytes.len() - 1], &dev).unwrap_err().contains("truncated"));
         assert!(TrainState::from_bytes(b"something else", &dev).unwrap_err().contains("not a memctl checkpoint"));
     }
+
+    /// A resumed run's curves must equal an uninterrupted run's bit for bit, so every f64 in
+    /// the header (curve points, the interval's partial loss sum) must read back exactly.
+    /// serde_json's default float parser is off by an ulp for some values; this found them.
+    #[test]
+    fn header_floats_read_back_bit_for_bit() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let values: Vec<f64> = (0..20_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Losses and their sums: positive, spread over many magnitudes.
+                (x >> 11) as f64 / (1u64 << 53) as f64 * 10f64.powi((x % 7) as i32 - 2)
+            })
+            .collect();
+        let state = TrainState {
+            step: 1,
+            curves: BTreeMap::from([("train_loss".to_string(), values.iter().map(|&v| (1, v)).collect())]),
+            interval_loss: (values[0], 1),
+            train_seconds: 0.0,
+            eval_seconds: 0.0,
+            params: vec![],
+            optimizer: OptimState { updates: 0, buffers: vec![] },
+        };
+        let back = TrainState::from_bytes(&state.to_bytes().unwrap(), &Device::Cpu).unwrap();
+        let off =
+            back.curves["train_loss"].iter().zip(&values).filter(|((_, b), v)| b.to_bits() != v.to_bits()).count();
+        assert_eq!(off, 0, "{off} of {} values read back differently", values.len());
+    }
 }
