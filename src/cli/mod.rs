@@ -28,6 +28,7 @@ mod status;
 mod sweep;
 mod sync;
 mod tag;
+mod tasks;
 mod worker;
 
 #[derive(Parser)]
@@ -65,6 +66,7 @@ pub enum Command {
     Tag(tag::Args),
     Rm(rm::Args),
     Prims(prims::Args),
+    Tasks(tasks::Args),
     Results(results::Args),
     Status(status::Args),
     Sync(sync::Args),
@@ -102,6 +104,7 @@ pub fn main() -> i32 {
         Command::Tag(a) => tag::run(a, &ctx),
         Command::Rm(a) => rm::run(a, &ctx),
         Command::Prims(a) => prims::run(a, &ctx),
+        Command::Tasks(a) => tasks::run(a, &ctx),
         Command::Results(a) => results::run(a, &ctx),
         Command::Status(a) => status::run(a, &ctx),
         Command::Sync(a) => sync::run(a, &ctx),

@@ -110,6 +110,12 @@ impl Task for Geometry {
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         Ok(Box::new(AnswerData::new(*self, seed, (self.validation, self.test, TEST_POINTS.len()), device)?))
     }
+    fn task_metric_names(&self) -> &'static [&'static str] {
+        match self.problem {
+            Problem::Tour => &["tour_length", "valid_tours", "optimal_tour_length"],
+            Problem::Hull => &[],
+        }
+    }
     fn task_metrics(&self, batch: &Batch, logits: &Tensor) -> candle_core::Result<Vec<(&'static str, f64, f64)>> {
         if self.problem != Problem::Tour {
             return Ok(vec![]);

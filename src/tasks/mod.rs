@@ -101,6 +101,10 @@ pub trait Task: Send + Sync {
     /// Metrics of the task's own, beyond its target's, from one evaluation batch and the
     /// model's logits for it (`[S, B, n]`): `(name, sum, count)`, averaged over the split as
     /// Σ sum / Σ count (e.g. the TSP's predicted tour length). Most tasks have none.
+    /// The names [`Task::task_metrics`] reports.
+    fn task_metric_names(&self) -> &'static [&'static str] {
+        &[]
+    }
     fn task_metrics(&self, _batch: &Batch, _logits: &Tensor) -> candle_core::Result<Vec<(&'static str, f64, f64)>> {
         Ok(vec![])
     }

@@ -129,3 +129,28 @@ fn check_prints_the_memory_each_model_needs_to_train() {
     let stdout = text(&out.stdout);
     assert!(stdout.contains("memory to train: ") && stdout.contains("activations"), "{stdout}");
 }
+
+#[test]
+fn tasks_lists_every_task_with_its_options_and_metrics_and_an_unknown_one_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let out = memctl(&store, &["tasks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let listing = text(&out.stdout);
+    for kind in memctl::tasks::TASKS {
+        assert!(
+            listing.contains(&format!("\n{}(", kind.name())) || listing.starts_with(&format!("{}(", kind.name())),
+            "{} missing:\n{listing}",
+            kind.name()
+        );
+    }
+    // A task's own metrics and its extra test sets are named.
+    let tsp = text(&memctl(&store, &["tasks", "tsp"]).stdout);
+    assert!(tsp.starts_with("tsp(points = 10"), "{tsp}");
+    assert!(tsp.contains("tour_length") && tsp.contains("n10_<metric>"), "{tsp}");
+
+    let unknown = memctl(&store, &["tasks", "tps"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let err = text(&unknown.stderr);
+    assert!(err.contains("no task `tps`") && err.contains("tsp"), "{err}");
+}

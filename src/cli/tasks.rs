@@ -1,0 +1,54 @@
+//! `memctl tasks`: the task generators a spec can use, with their options, inputs, targets,
+//! metrics and test sets.
+
+use crate::cli::Context;
+use crate::tasks::{TASKS, Target};
+
+/// List the tasks, their options (with defaults) and what they report.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Show only this task.
+    name: Option<String>,
+}
+
+pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
+    let chosen: Vec<_> = TASKS.iter().filter(|t| args.name.as_deref().is_none_or(|n| n == t.name())).collect();
+    if chosen.is_empty() {
+        let names: Vec<&str> = TASKS.iter().map(|t| t.name()).collect();
+        let name = args.name.unwrap_or_default();
+        anyhow::bail!("no task `{name}`; the tasks are {}", names.join(", "));
+    }
+    for (i, kind) in chosen.into_iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        println!("{}({})", kind.name(), crate::check::call_signature(kind.signature()));
+        println!("    {}", kind.summary());
+        // What the defaults give: the sizes depend on the options, the metrics do not.
+        let defaults: Option<Vec<_>> = kind.signature().iter().map(|s| s.default.value()).collect();
+        let configured = match defaults {
+            Some(values) => kind.instantiate(&values).map_err(|e| e.to_string()),
+            None => Err("it has options without a default".to_string()),
+        };
+        match configured {
+            Ok(task) => {
+                let target = match task.target() {
+                    Target::Classes(n) => format!("{n} classes"),
+                    Target::Bits(n) => format!("{n} bits"),
+                };
+                println!("    input {} per step; target {target} (with the default options)", task.input());
+                let mut metrics: Vec<&str> = vec!["loss"];
+                metrics.extend(task.target().metrics());
+                metrics.extend(task.task_metric_names());
+                println!("    metrics: {}", metrics.join(", "));
+                let splits = task.test_splits();
+                if splits.len() > 1 {
+                    let rest: Vec<String> = splits[1..].iter().map(|s| format!("{s}_<metric>")).collect();
+                    println!("    test sets: {} (as <metric>), {}", splits[0], rest.join(", "));
+                }
+            }
+            Err(e) => println!("    (its defaults do not configure it: {e})"),
+        }
+    }
+    Ok(0)
+}
