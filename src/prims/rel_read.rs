@@ -1,7 +1,21 @@
-//! `relRead(Mr, c, b)`: read of the relational memory (SAM paper Eq. 11).
+//! `relRead(Mr, c, b)`: read of the relational memory (SAM paper Eq. 11, contracted over the
+//! axis the authors' code uses).
 //!
-//! `v_r = softmax(c)ᵀ · Mr · b`, i.e. `v_r[f] = Σ_n Σ_e p[n] b[e] Mr[n, e, f]` with `p = softmax(c)`.
-//! Shapes: `Mr: [nq, d, d2]`, `c: [nq]` (the logits `f3(x)`), `b: [d]` (`f2(x)`) → `[d2]`.
+//! `v_r[f] = Σ_n Σ_e p[n] b[e] Mr[n, e, f]` with `p = softmax(c)`: the slots are averaged by
+//! `p`, then `b` is contracted with the **second** axis of `Mr` (the first axis of each `d × d`
+//! block, the one the SAM output's `tanh(q ⊙ k)` factor fills) and the read runs along the
+//! last (value) axis. Shapes: `Mr: [nq, d, d2]`, `c: [nq]` (the logits `f3(x)`), `b: [d]`
+//! (`f2(x)`) → `[d2]`.
+//!
+//! Which form, and why. Eq. 11 as printed, `softmax(f3(x)ᵀ) M^r f2(x)`, multiplies the
+//! slot-averaged `d × d` matrix by `f2(x)` on the right, which contracts the **last** axis:
+//! `v_r[e] = Σ_n Σ_f p[n] Mr[n, e, f] b[f]` (App. C, Prop. 7 reads it the same way). The
+//! authors' code (thaihungle/SAM, `baselines/sam/stm_basic.py`, the STM step's `M^r` read)
+//! contracts `f2(x)` with the second axis instead, i.e. it reads the transposed blocks.
+//! memctl follows the code, because the code is what produced the paper's numbers
+//! (shared/design/reference.md §1.2, step 4, gives the code's contraction). The two agree
+//! only when every block of `Mr` is symmetric, which SAM's output is not.
+//!
 //! The paper folds `f2`/`f3` into the read; memctl takes their outputs as inputs so the
 //! spec can reuse `f2(x)` for the association `v_r ⊗ f2(x)` as the authors' code does.
 //! Computed as one batched `[1 × nq·d] @ [nq·d × d2]` product: `(p ⊗ b)` flattened times `Mr`.
@@ -23,7 +37,7 @@ impl Primitive for RelRead {
         "relRead"
     }
     fn summary(&self) -> &'static str {
-        "relational memory read v = softmax(c)ᵀ Mr b (SAM Eq. 11)"
+        "relational memory read v[f] = Σ p[n] b[e] Mr[n,e,f], p = softmax(c) (SAM Eq. 11 on the authors' code's axis)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE

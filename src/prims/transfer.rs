@@ -1,10 +1,23 @@
-//! `transfer(R, size = d)`: relational → item memory transfer (SAM paper Eq. 13, `G1 ∘ Vf`).
+//! `transfer(R, size = d)`: relational → item memory transfer (SAM paper Eq. 13, `G1 ∘ Vf`),
+//! oriented as the authors' code orients it.
 //!
 //! Shapes: `R: [nq, d, d2]` → `[d2, size]`, with
 //! `out[f, j] = Σ_{n,e} W[j, (n, e)] R[n, e, f] + b[j]`: `R` is flattened to `(nq·d) × d2`,
-//! transposed, and a dense layer `nq·d → size` is applied, as in the authors' code.
-//! The code transfers from the fresh SAM output, not the accumulated `M^r` (docs/models.md,
-//! STM); the STM spec wires it that way. "STM w/o transfer" removes this call.
+//! transposed, and a dense layer `nq·d → size` is applied along the last axis.
+//!
+//! Which orientation, and why. Eq. 13 says only that `G1` maps `(nq·d) × d → d × d`; App. B,
+//! Prop. 5 writes it as `G(X) = W Vf(X)`, a matrix product on the left, which gives
+//! `out[j, f] = Σ_{n,e} W[j, (n, e)] R[n, e, f]` (no bias): the layer's output indexes the
+//! rows. The authors' code (thaihungle/SAM, `baselines/sam/stm_basic.py`) flattens the slots
+//! to `(nq·d) × d`, swaps the two axes and applies a linear layer `nq·d → d` to each row, which
+//! gives the **transpose** of that, `out[f, j]`, plus a bias. memctl follows the code,
+//! because the code is what produced the paper's numbers (shared/design/reference.md §1.2,
+//! step 6, gives the code's transfer). The item memory is not symmetric, so the two are
+//! different models.
+//!
+//! The code also transfers from the fresh SAM output, not the accumulated `M^r` that Eq. 13
+//! names (reference.md §1.2 and §5, item 5); the STM spec wires it that way. "STM w/o transfer"
+//! removes this call.
 
 use candle_core::Tensor;
 
@@ -24,7 +37,7 @@ impl Primitive for Transfer {
         "transfer"
     }
     fn summary(&self) -> &'static str {
-        "relational to item memory: G1(Vf(R))ᵀ, dense over the flattened slots (SAM Eq. 13)"
+        "relational to item memory: (G1 Vf(R))ᵀ + bias over the flattened slots (SAM Eq. 13, the code's orientation)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE

@@ -134,8 +134,9 @@ fn lstm_overfits_the_nam_tasks() {
 
 #[test]
 fn kanerva_machines_overfit_pattern_completion() {
-    overfits("pkm(k = 1, m = 8, code = 8, hidden = 16)", &["pc"], 30, 1e-2);
-    overfits("pkm(k = 2, m = 8, code = 8, hidden = 16, assign = true)", &["pc"], 30, 1e-2);
+    // The ablation "equal weights (no assignment)", then the paper's model (the default).
+    overfits("pkm(k = 1, m = 8, code = 8, hidden = 16, assign = false)", &["pc"], 30, 1e-2);
+    overfits("pkm(k = 2, m = 8, code = 8, hidden = 16)", &["pc"], 30, 1e-2);
 }
 
 /// The trials of a sweep over one model parameter, by the parameter's value.
@@ -223,7 +224,8 @@ fn rmc_gate_styles_differ_by_their_gate_layers() {
 #[test]
 fn pkm_machines_split_the_memory_without_changing_the_parameters() {
     // k machines of m/k columns: same encoder/decoder, same prior size k·c·(m/k) = c·m.
-    let ts = sweep("pkm(m = 8, code = 8, hidden = 16)", "pc", "k in [1, 2, 4]");
+    // Equal weights (no assignment): the assignment network's last layers are k wide.
+    let ts = sweep("pkm(m = 8, code = 8, hidden = 16, assign = false)", "pc", "k in [1, 2, 4]");
     let counts: Vec<usize> = ts.iter().map(params).collect();
     assert!(counts.windows(2).all(|w| w[0] == w[1]), "{counts:?}");
     let shapes: Vec<Vec<usize>> = ts.iter().map(|t| t.graph.states[1].shape.clone()).collect();
