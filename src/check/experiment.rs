@@ -133,9 +133,9 @@ pub fn plan(
         });
     }
 
-    // Instantiate once with the unswept options to learn the target (for settings checks).
+    // Instantiate once with the unswept options to learn the target, metrics and test splits
+    // (for the settings checks).
     let probe = instantiate_task(kind, &task_options, task_call.span)?;
-    let target = probe.target();
 
     if exp.train.len() > 1 {
         let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
@@ -144,7 +144,7 @@ pub fn plan(
             .hint("merge them into one `train { … }`"));
     }
     let block = match exp.train.first() {
-        Some(s) => settings::read(s, target)?,
+        Some(s) => settings::read(s, &*probe)?,
         None => settings::Block::default(),
     };
 

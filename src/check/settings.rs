@@ -6,8 +6,8 @@ use super::consteval;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{BinaryOp, ExprKind, Setting};
 use crate::source::Span;
-use crate::tasks::Target;
-use crate::train::config::{self, Comparison, OptimizerKind, StopWhen, TrainConfig};
+use crate::tasks::{Target, Task};
+use crate::train::config::{self, Comparison, OptimizerKind, Select, StopWhen, TrainConfig};
 use crate::value::{Kind, Value};
 
 /// A `train` block's settings, checked for names and kinds.
@@ -15,20 +15,22 @@ use crate::value::{Kind, Value};
 pub struct Block {
     pub values: BTreeMap<String, (Value, Span)>,
     pub stop_when: Option<StopWhen>,
+    pub select: Option<Select>,
 }
 
-/// Reads a `train` block.
-pub fn read(settings: &[Setting], target: Target) -> Result<Block, Diagnostic> {
+/// Reads a `train` block of an experiment on `task`.
+pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> {
+    let target = task.target();
     let mut block = Block::default();
     let put =
         |key: &str, value: Value, key_span: Span, value_span: Span, block: &mut Block| -> Result<(), Diagnostic> {
             let Some(spec) = config::setting(key) else {
                 let mut d = Diagnostic::error(format!("unknown train setting `{key}`")).at(key_span, "not a setting");
-                let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when"]);
+                let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when", "select"]);
                 d = match super::suggest::did_you_mean(key, names) {
                     Some(h) => d.hint(h),
                     None => d.hint(format!(
-                        "settings: {}, stop_when",
+                        "settings: {}, stop_when, select",
                         config::SETTINGS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
                     )),
                 };
@@ -47,6 +49,7 @@ pub fn read(settings: &[Setting], target: Target) -> Result<Block, Diagnostic> {
         let key = s.key.name.as_str();
         match (key, &s.value.kind) {
             ("stop_when", _) => block.stop_when = Some(stop_when(&s.value, target)?),
+            ("select", _) => block.select = Some(select(&s.value, task)?),
             ("optimizer", ExprKind::Call(_) | ExprKind::Name(_)) => {
                 let (name, span, args) = match &s.value.kind {
                     ExprKind::Call(c) => (c.callee.name.clone(), c.callee.span, c.args.as_slice()),
@@ -118,6 +121,62 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
     }
     let threshold = consteval::eval(rhs, &|_| None, &[])?.as_float().ok_or_else(bad)?;
     Ok(StopWhen { metric: metric.clone(), op, threshold })
+}
+
+/// `select = best(metric)`: a validation metric (`val_accuracy`) or one of an extra test
+/// split's (`od_easy_seq_accuracy`); the reported test set's own metrics are not allowed.
+fn select(e: &crate::lang::ast::Expr, task: &dyn Task) -> Result<Select, Diagnostic> {
+    let target = task.target();
+    let per_split: Vec<&str> =
+        target.metrics().iter().copied().chain(["loss"]).chain(task.task_metric_names().iter().copied()).collect();
+    let splits = task.test_splits();
+    let mut known: Vec<String> = per_split.iter().map(|m| format!("val_{m}")).collect();
+    for split in &splits[1..] {
+        known.extend(per_split.iter().map(|m| format!("{split}_{m}")));
+    }
+    let bad = || {
+        Diagnostic::error("`select` must name the metric whose best evaluation a run reports")
+            .at(e.span, "e.g. `best(val_accuracy)`")
+            .hint(format!("metrics to select on: {}", known.join(", ")))
+    };
+    let ExprKind::Call(call) = &e.kind else {
+        return Err(bad());
+    };
+    if call.callee.name != "best" || call.args.len() != 1 || call.args[0].name.is_some() {
+        return Err(bad());
+    }
+    let arg = &call.args[0].value;
+    let ExprKind::Name(metric) = &arg.kind else {
+        return Err(bad());
+    };
+    if !known.contains(metric) {
+        let main = per_split.contains(&metric.as_str());
+        let mut d = Diagnostic::error(if main {
+            format!("`{metric}` is a metric of the test set a run reports, so it cannot select the run's evaluation")
+        } else {
+            format!("this task has no metric `{metric}` to select on")
+        })
+        .at(arg.span, if main { "the reported test set" } else { "unknown metric" });
+        d = if main {
+            d.hint(format!("select on the validation set instead: `best(val_{metric})`"))
+        } else {
+            d.hint(format!("metrics to select on: {}", known.join(", ")))
+        };
+        if !main && let Some(h) = super::suggest::did_you_mean(metric, known.iter().map(String::as_str)) {
+            d = d.hint(h);
+        }
+        return Err(d);
+    }
+    let (split, base) = match metric.strip_prefix("val_") {
+        Some(base) => (None, base.to_string()),
+        None => {
+            let i = (1..splits.len())
+                .find(|&i| metric.strip_prefix(splits[i]).is_some_and(|r| r.starts_with('_')))
+                .expect("a known metric names a split");
+            (Some(i), metric[splits[i].len() + 1..].to_string())
+        }
+    };
+    Ok(Select { higher_is_better: Select::higher_is_better(&base), metric: metric.clone(), split, base })
 }
 
 /// The trial's training configuration: block values, then sweep overrides, then defaults.
@@ -204,6 +263,7 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
         max_time: optional_positive("max_time")?,
         device,
         stop_when: block.stop_when.clone(),
+        select: block.select.clone(),
         checkpoint_every,
         keep_checkpoint,
     })

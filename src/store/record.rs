@@ -147,6 +147,9 @@ pub fn train_values(t: &TrainConfig) -> BTreeMap<String, Value> {
     if let Some(s) = &t.stop_when {
         m.insert("stop_when".into(), Value::Str(s.to_string()));
     }
+    if let Some(s) = &t.select {
+        m.insert("select".into(), Value::Str(s.to_string()));
+    }
     m.insert("checkpoint_every".into(), Value::Float(t.checkpoint_every));
     m.insert("keep_checkpoint".into(), Value::Bool(t.keep_checkpoint));
     m

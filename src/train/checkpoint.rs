@@ -9,7 +9,7 @@
 //! (for the same thread count, which fixes the order of the sums).
 //!
 //! Layout: `memctl-checkpoint 1\n`, a u32 (little-endian) length and that many bytes of JSON
-//! header (step, curves, timings, and each tensor's place, dtype and shape), then every
+//! header (step, curves, the selected evaluation, timings, and each tensor's place, dtype and shape), then every
 //! tensor's elements, little-endian, in header order.
 
 use std::collections::BTreeMap;
@@ -18,6 +18,7 @@ use std::time::Duration;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use super::Selected;
 use super::optim::OptimState;
 
 const MAGIC: &[u8] = b"memctl-checkpoint 1\n";
@@ -29,6 +30,8 @@ pub struct TrainState {
     pub curves: BTreeMap<String, Vec<(u64, f64)>>,
     /// Sum and count of the training losses since the last evaluation.
     pub interval_loss: (f64, usize),
+    /// The evaluation `select` chose so far.
+    pub selected: Option<Selected>,
     pub train_seconds: f64,
     pub eval_seconds: f64,
     /// The parameters, in the graph's order.
@@ -64,6 +67,9 @@ struct Header {
     step: usize,
     curves: BTreeMap<String, Vec<(u64, f64)>>,
     interval_loss: (f64, usize),
+    /// Absent in checkpoints written before `select` existed.
+    #[serde(default)]
+    selected: Option<Selected>,
     train_seconds: f64,
     eval_seconds: f64,
     optimizer_updates: u64,
@@ -85,6 +91,7 @@ impl TrainState {
             step: self.step,
             curves: self.curves.clone(),
             interval_loss: self.interval_loss,
+            selected: self.selected.clone(),
             train_seconds: self.train_seconds,
             eval_seconds: self.eval_seconds,
             optimizer_updates: self.optimizer.updates,
@@ -150,6 +157,7 @@ impl TrainState {
             step: header.step,
             curves: header.curves,
             interval_loss: header.interval_loss,
+            selected: header.selected,
             train_seconds: header.train_seconds,
             eval_seconds: header.eval_seconds,
             params,
@@ -175,6 +183,7 @@ mod tests {
             step: 42,
             curves: BTreeMap::from([("val_loss".to_string(), vec![(20, 1.5), (40, 1.25)])]),
             interval_loss: (0.75, 2),
+            selected: Some(Selected { step: 40, value: 0.5, metrics: BTreeMap::from([("accuracy".into(), 0.25)]) }),
             train_seconds: 3.5,
             eval_seconds: 0.5,
             params: vec![p.clone(), q.clone()],
@@ -184,6 +193,7 @@ mod tests {
         let back = TrainState::from_bytes(&bytes, &dev).unwrap();
         assert_eq!((back.step, back.interval_loss, back.optimizer.updates), (42, (0.75, 2), 42));
         assert_eq!(back.curves, state.curves);
+        assert_eq!(back.selected, state.selected);
         assert_eq!(back.params[0].to_vec2::<f32>().unwrap(), p.to_vec2::<f32>().unwrap());
         assert_eq!(back.params[1].to_vec1::<f64>().unwrap(), q.to_vec1::<f64>().unwrap());
         assert!(back.optimizer.buffers[0][1].is_none());
@@ -210,6 +220,7 @@ mod tests {
             step: 1,
             curves: BTreeMap::from([("train_loss".to_string(), values.iter().map(|&v| (1, v)).collect())]),
             interval_loss: (values[0], 1),
+            selected: None,
             train_seconds: 0.0,
             eval_seconds: 0.0,
             params: vec![],

@@ -17,7 +17,7 @@ pub struct SettingSpec {
     pub doc: &'static str,
 }
 
-/// Every setting a `train` block accepts (besides `stop_when`).
+/// Every setting a `train` block accepts (besides `stop_when` and `select`).
 pub static SETTINGS: &[SettingSpec] = &[
     SettingSpec {
         name: "optimizer",
@@ -159,6 +159,44 @@ impl std::fmt::Display for StopWhen {
     }
 }
 
+/// `select = best(od_easy_seq_accuracy)`: which evaluation a run reports besides its last.
+///
+/// At every evaluation the metric is read (a validation metric, `val_*`, or a metric of one of
+/// the task's extra test splits, `<split>_*`, which is then evaluated too); when it is better
+/// than every earlier value, the test splits are evaluated there and kept as the run's
+/// `selected_*` metrics. NAM Table 1 reports each run this way ("the epochs of the best
+/// OD-easy validation accuracies", NAM §5.1).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Select {
+    /// The metric as written: `val_accuracy`, `od_easy_seq_accuracy`.
+    pub metric: String,
+    /// `None`: a validation metric; `Some(i)`: a metric of test split `i` (never 0, the
+    /// reported test set).
+    pub split: Option<usize>,
+    /// The metric's name within its split's metrics (`accuracy`, `loss`).
+    pub base: String,
+    /// Accuracies are better higher; losses, errors and lengths lower.
+    pub higher_is_better: bool,
+}
+
+impl Select {
+    /// Whether a metric named `base` is better when higher: accuracies and shares of valid
+    /// answers are; losses, bit errors, error rates, perplexities and tour lengths are not.
+    pub fn higher_is_better(base: &str) -> bool {
+        base.ends_with("accuracy") || base.starts_with("valid")
+    }
+
+    pub fn improves(&self, value: f64, best: Option<f64>) -> bool {
+        value.is_finite() && best.is_none_or(|b| if self.higher_is_better { value > b } else { value < b })
+    }
+}
+
+impl std::fmt::Display for Select {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "best({})", self.metric)
+    }
+}
+
 /// Resolved training settings of one trial.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainConfig {
@@ -179,6 +217,7 @@ pub struct TrainConfig {
     pub max_time: Option<f64>,
     pub device: String,
     pub stop_when: Option<StopWhen>,
+    pub select: Option<Select>,
     /// Minutes of training between checkpoints; 0: only when stopped from outside.
     pub checkpoint_every: f64,
     /// Whether a finished run keeps its last checkpoint (by default it is deleted).

@@ -61,6 +61,67 @@ pub struct Converged {
     pub epoch: Option<f64>,
 }
 
+/// Every test split's metrics, keyed as `final_metrics` keeps them: the first split's bare
+/// (`accuracy`), the others' prefixed (`od_easy_accuracy`).
+fn evaluate_tests(
+    stepper: &Stepper,
+    data: &dyn TaskData,
+    eval_batch: usize,
+    trial: &Trial,
+) -> candle_core::Result<BTreeMap<String, f64>> {
+    let mut out = BTreeMap::new();
+    for (i, split) in trial.task.test_splits().iter().enumerate() {
+        for (name, v) in evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)? {
+            let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
+            out.insert(key, v);
+        }
+    }
+    Ok(out)
+}
+
+/// After an evaluation at `step` (its validation `metrics`): reads the `select` metric
+/// (evaluating its split when it is a test split's, recorded as curves `<split>_<metric>`),
+/// and when it improves on the best so far, evaluates the test splits and keeps them.
+#[allow(clippy::too_many_arguments)]
+fn select_evaluation(
+    select: &config::Select,
+    step: usize,
+    metrics: &[(&'static str, f64)],
+    stepper: &Stepper,
+    data: &dyn TaskData,
+    eval_batch: usize,
+    trial: &Trial,
+    out: &mut Outcome,
+) -> candle_core::Result<()> {
+    let value = match select.split {
+        None => metrics.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v),
+        Some(i) => {
+            let split = trial.task.test_splits()[i];
+            let split_metrics = evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)?;
+            for (name, v) in &split_metrics {
+                push(out, &format!("{split}_{name}"), step, *v);
+            }
+            split_metrics.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v)
+        }
+    };
+    let Some(value) = value else { return Ok(()) };
+    if select.improves(value, out.selected.as_ref().map(|s| s.value)) {
+        let mut at = evaluate_tests(stepper, data, eval_batch, trial)?;
+        at.extend(metrics.iter().map(|(n, v)| (format!("val_{n}"), *v)));
+        out.selected = Some(Selected { step, value, metrics: at });
+    }
+    Ok(())
+}
+
+/// The evaluation a `select` rule chose: where, the metric's value, and the test splits'
+/// metrics there (keyed as in `final_metrics`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Selected {
+    pub step: usize,
+    pub value: f64,
+    pub metrics: BTreeMap<String, f64>,
+}
+
 /// Everything a trial produced.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
@@ -70,8 +131,11 @@ pub struct Outcome {
     /// `name → [(step, value)]`: `train_loss` (mean over each evaluation interval) and the
     /// validation metrics (`val_loss`, `val_accuracy`, ...).
     pub curves: BTreeMap<String, Vec<(u64, f64)>>,
-    /// Test-set metrics at the end (`loss`, `accuracy`, ...) and the last validation (`val_*`).
+    /// Test-set metrics at the end (`loss`, `accuracy`, ...) and the last validation (`val_*`);
+    /// with `select`, also the selected evaluation's, as `selected_*` and `selected_step`.
     pub final_metrics: BTreeMap<String, f64>,
+    /// The best evaluation by the `select` rule, so far.
+    pub selected: Option<Selected>,
     pub steps_run: usize,
     pub converged: Option<Converged>,
     pub param_count: usize,
@@ -270,6 +334,7 @@ pub fn train_resumable(
         stop_reason: "steps".into(),
         curves: BTreeMap::new(),
         final_metrics: BTreeMap::new(),
+        selected: None,
         steps_run: 0,
         converged: None,
         param_count: trial.graph.param_count(),
@@ -316,6 +381,7 @@ fn train_into(
         }
         out.steps_run = state.step;
         out.curves = state.curves;
+        out.selected = state.selected;
         interval_loss = state.interval_loss;
         (train_before, eval_time) = (state.train_seconds, state.eval_seconds);
     }
@@ -331,6 +397,7 @@ fn train_into(
             step: out.steps_run,
             curves: out.curves.clone(),
             interval_loss,
+            selected: out.selected.clone(),
             train_seconds: train_seconds(eval_time),
             eval_seconds: eval_time,
             params,
@@ -372,6 +439,11 @@ fn train_into(
             for (name, v) in &metrics {
                 push(out, &format!("val_{name}"), step, *v);
             }
+            if let Some(select) = &cfg.select {
+                let t0 = Instant::now();
+                select_evaluation(select, step, &metrics, &stepper, data.as_ref(), eval_batch, trial, out)?;
+                eval_time += t0.elapsed().as_secs_f64();
+            }
             observer.on_eval(step, &metrics);
             (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
             observer.on_progress(out);
@@ -402,13 +474,14 @@ fn train_into(
     out.train_seconds = train_seconds(eval_time);
     if out.ending == Ending::Done {
         let t0 = Instant::now();
-        for (i, split) in trial.task.test_splits().iter().enumerate() {
-            for (name, v) in evaluate(stepper.cell(), data.as_ref(), Split::Test(i), eval_batch, None, &*trial.task)? {
-                let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
-                out.final_metrics.insert(key, v);
+        out.final_metrics = evaluate_tests(&stepper, data.as_ref(), eval_batch, trial)?;
+        eval_time += t0.elapsed().as_secs_f64();
+        if let Some(selected) = &out.selected {
+            out.final_metrics.insert("selected_step".into(), selected.step as f64);
+            for (k, v) in &selected.metrics {
+                out.final_metrics.insert(format!("selected_{k}"), *v);
             }
         }
-        eval_time += t0.elapsed().as_secs_f64();
         let last_val: Vec<(String, f64)> = out
             .curves
             .iter()
@@ -491,6 +564,7 @@ pub fn test_config() -> config::TrainConfig {
         max_time: None,
         device: "cpu".into(),
         stop_when: None,
+        select: None,
         checkpoint_every: config::DEFAULT_CHECKPOINT_MINUTES,
         keep_checkpoint: false,
     }

@@ -80,3 +80,47 @@ fn stop_when_records_the_step_it_was_first_met() {
     assert_eq!(out.steps_run, 3);
     assert_eq!(out.stop_reason, "stop_when");
 }
+
+#[test]
+fn select_reports_the_test_metrics_at_the_best_validation_as_well_as_the_last() {
+    let spec = TINY.replace("steps = 6, eval_every = 3 }", "steps = 12, eval_every = 2, select = best(val_loss) }");
+    let trial = &trials("tiny.mem", &spec)[0];
+    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    assert_eq!(out.ending, Ending::Done);
+    // The selected step is the first evaluation of the lowest validation loss.
+    let curve = &out.curves["val_loss"];
+    let best = curve.iter().map(|(_, v)| *v).fold(f64::INFINITY, f64::min);
+    let step = curve.iter().find(|(_, v)| *v == best).unwrap().0;
+    let m = &out.final_metrics;
+    assert_eq!(m["selected_step"], step as f64);
+    assert_eq!(m["selected_val_loss"], best);
+    // Both evaluations are kept; at the last step they are the same parameters.
+    for k in ["accuracy", "loss", "seq_accuracy"] {
+        assert!(m[&format!("selected_{k}")].is_finite(), "selected_{k}");
+    }
+    if step == 12 {
+        assert_eq!(m["selected_loss"], m["loss"]);
+    }
+}
+
+/// NAM's protocol: select on a test split other than the reported one (OD-easy); its
+/// metrics are evaluated at every evaluation and kept as curves.
+#[test]
+fn select_on_an_extra_test_split_evaluates_it_at_every_evaluation() {
+    let spec = format!(
+        "{TINY}\ntask r = reduce(digits = 3, train = 64, validation = 32, test = 32)\n\
+         experiment sel {{ task r  model lstm(hidden = 8)  \
+         train {{ batch = 16, steps = 8, eval_every = 2, select = best(od_easy_seq_accuracy) }} }}\n"
+    );
+    let trial = trials("sel.mem", &spec).into_iter().find(|t| t.config.experiment == "sel").unwrap();
+    let out = train::train(&trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    assert_eq!(out.ending, Ending::Done, "{}", out.stop_reason);
+    let steps: Vec<u64> = out.curves["od_easy_seq_accuracy"].iter().map(|(s, _)| *s).collect();
+    assert_eq!(steps, vec![2, 4, 6, 8]);
+    let curve = &out.curves["od_easy_seq_accuracy"];
+    let best = curve.iter().map(|(_, v)| *v).fold(f64::NEG_INFINITY, f64::max);
+    let m = &out.final_metrics;
+    assert_eq!(m["selected_od_easy_seq_accuracy"], best);
+    assert_eq!(m["selected_step"], curve.iter().find(|(_, v)| *v == best).unwrap().0 as f64);
+    assert!(m.contains_key("selected_od_hard_seq_accuracy") && m.contains_key("od_hard_seq_accuracy"));
+}
