@@ -10,11 +10,16 @@
 //! Shapes: `Q: [Sq, dk]`, `K: [Sk, dk]`, `V: [Sk, dv]` → `[Sq, dv]`. With `heads = H` the
 //! feature axes split into `H` contiguous chunks (`dk/H`, `dv/H`), `μ` per head, and the heads'
 //! outputs are concatenated along the last axis. No causal mask (the paper's bidirectional form).
+//!
+//! Backward (per head, `q̂ = μ(Q)`, `k̂ = μ(K)`, `M = k̂ᵀ V`, `G = ∂L/∂out`):
+//! `∂q̂ = G Mᵀ`, `∂M = q̂ᵀ G`, `∂k̂ = V ∂Mᵀ`, `∂V = k̂ ∂M`, and through each row's `μ(x) = x/‖x‖`:
+//! `∂x = (∂x̂ − x̂ ⟨x̂, ∂x̂⟩) / ‖x‖` (below the norm floor `ε`, where μ divides by `ε`, just
+//! `∂x̂ / ε`). Four matmuls of the forward's size: the backward stays linear in the length too.
 
 use candle_core::{D, Tensor};
 
 use super::*;
-use crate::kernels::nam::{batch_of, expand_batch, l2_normalize};
+use crate::kernels::nam::{EPS, batch_of, expand_batch};
 
 pub struct NamAttend;
 
@@ -40,7 +45,12 @@ impl Primitive for NamAttend {
     }
     fn examples(&self) -> Vec<Example> {
         use crate::signature::example_args::*;
-        vec![Example::new([("Q", t(&[2, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 2])), ("heads", int(2))])]
+        vec![
+            Example::new([("Q", t(&[2, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 2])), ("heads", int(2))]),
+            Example::new([("Q", t(&[5, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))]),
+            // Learned keys and values shared by every example (batch 1).
+            Example::new([("Q", t(&[2, 4])), ("K", shared(&[3, 4])), ("V", shared(&[3, 2])), ("heads", int(2))]),
+        ]
     }
 }
 
@@ -82,18 +92,94 @@ fn split(x: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
     x.reshape((b, s, heads, n / heads))?.transpose(1, 2)?.contiguous()
 }
 
-impl Op for NamAttendOp {
-    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+/// `[B, H, S, d]` → `[B, S, H·d]`.
+fn merge(x: &Tensor) -> candle_core::Result<Tensor> {
+    let (b, _, s, _) = x.dims4()?;
+    x.transpose(1, 2)?.contiguous()?.reshape((b, s, ()))
+}
+
+/// Each row's norm, floored at `ε` as [`l2_normalize`] floors it: `[…, S, 1]`.
+fn row_norms(x: &Tensor) -> candle_core::Result<Tensor> {
+    x.sqr()?.sum_keepdim(D::Minus1)?.maximum(EPS * EPS)?.sqrt()
+}
+
+/// `∂x` from `∂x̂` through `x̂ = x / max(‖x‖, ε)`, given `x̂` and the floored norms.
+fn normalize_backward(unit: &Tensor, norms: &Tensor, grad: &Tensor) -> candle_core::Result<Tensor> {
+    // Rows at the floor were scaled, not projected: their x̂ has norm < 1, and the projection
+    // term is dropped for them by weighting it with [‖x‖ > ε].
+    let above = norms.gt(EPS)?.to_dtype(unit.dtype())?;
+    let along = (unit * grad)?.sum_keepdim(D::Minus1)?.broadcast_mul(&above)?;
+    (grad - unit.broadcast_mul(&along)?)?.broadcast_div(norms)
+}
+
+/// What the backward needs: the normalised queries and keys with their norms, the values
+/// and the memory, all `[B, H, …]`.
+struct Saved {
+    q: Tensor,
+    q_norms: Tensor,
+    k: Tensor,
+    k_norms: Tensor,
+    v: Tensor,
+    memory: Tensor,
+}
+
+impl NamAttendOp {
+    fn run(&self, inputs: &[&Tensor]) -> candle_core::Result<(Tensor, Saved)> {
         let batch = batch_of(inputs)?;
         let h = self.heads;
         let [q, k, v] = op::inputs("namAttend", inputs)?;
-        let q = expand_batch(&l2_normalize(&split(q, h)?)?, batch)?;
-        let k = expand_batch(&l2_normalize(&split(k, h)?)?, batch)?;
+        let (q, k) = (expand_batch(&split(q, h)?, batch)?, expand_batch(&split(k, h)?, batch)?);
+        let (q_norms, k_norms) = (row_norms(&q)?, row_norms(&k)?);
+        let (q, k) = (q.broadcast_div(&q_norms)?, k.broadcast_div(&k_norms)?);
         let v = expand_batch(&split(v, h)?, batch)?;
-        let memory = k.transpose(D::Minus1, D::Minus2)?.matmul(&v)?; // [B, H, dk/H, dv/H]
-        let out = q.matmul(&memory)?; // [B, H, Sq, dv/H]
-        let (b, _, sq, _) = out.dims4()?;
-        Ok(vec![out.transpose(1, 2)?.reshape((b, sq, ()))?])
+        let memory = k.transpose(D::Minus1, D::Minus2)?.contiguous()?.matmul(&v)?; // [B, H, dk/H, dv/H]
+        let out = merge(&q.matmul(&memory)?)?; // [B, Sq, dv]
+        Ok((out, Saved { q, q_norms, k, k_norms, v, memory }))
+    }
+}
+
+impl Op for NamAttendOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        Ok(vec![self.run(inputs)?.0])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for NamAttendOp {
+    type Saved = Saved;
+
+    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+        let (out, saved) = self.run(inputs)?;
+        Ok((vec![out], saved))
+    }
+
+    fn backward(
+        &self,
+        bw: &Backward<'_, Saved>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Saved { q, q_norms, k, k_norms, v, memory } = bw.saved;
+        let g = split(&bw.grad_or_zeros(0)?, self.heads)?; // [B, H, Sq, dv/H]
+        let t = |x: &Tensor| x.transpose(D::Minus1, D::Minus2)?.contiguous();
+        let d_memory = t(q)?.matmul(&g)?;
+        // A batch-shared input (batch 1) gets the sum of its examples' gradients.
+        let fold = |grad: Tensor, input: &Tensor| -> candle_core::Result<Tensor> {
+            let grad = merge(&grad)?;
+            if input.dim(0)? == 1 && grad.dim(0)? != 1 { grad.sum_keepdim(0) } else { Ok(grad) }
+        };
+        let [qi, ki, vi] = bw.inputs_of()?;
+        let dq =
+            if bw.needs[0] { Some(fold(normalize_backward(q, q_norms, &g.matmul(&t(memory)?)?)?, qi)?) } else { None };
+        let dk = if bw.needs[1] {
+            Some(fold(normalize_backward(k, k_norms, &v.matmul(&t(&d_memory)?)?)?, ki)?)
+        } else {
+            None
+        };
+        let dv = if bw.needs[2] { Some(fold(k.matmul(&d_memory)?, vi)?) } else { None };
+        Ok(vec![dq, dk, dv])
     }
 }
 
