@@ -17,6 +17,7 @@ pub mod copy;
 mod fresh;
 mod geometry;
 mod graphs;
+pub mod listops;
 mod nam;
 pub mod nth_farthest;
 mod options;
@@ -47,6 +48,7 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &tsp::TspKind,
     &shortest_path::ShortestPathKind,
     &spanning_tree::SpanningTreeKind,
+    &listops::ListOpsKind,
 ];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {

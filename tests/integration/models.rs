@@ -56,7 +56,7 @@ fn every_spec_under_specs_checks() {
 fn spec_with(body: &str) -> String {
     let models = specs_dir().join("models");
     let mut s = String::new();
-    for m in ["stm", "lstm", "rmc", "lsam", "namtm", "pkm"] {
+    for m in ["stm", "lstm", "rmc", "lsam", "namtm", "pkm", "nam_encoder"] {
         s += &format!("use \"{}\"\n", models.join(format!("{m}.mem")).display());
     }
     s += r#"
@@ -69,6 +69,7 @@ task add   = addition(digits = 3, train = 32, validation = 8, test = 8)
 task pal   = palindrome(digits = 3, train = 32, validation = 8, test = 8)
 task red   = reduce(digits = 3, train = 32, validation = 8, test = 8)
 task pc    = patternCompletion(patterns = 3, bits = 8, noise = 0.1, queries = 2, validation = 8, test = 8)
+task lops  = listOps(max_depth = 3, max_args = 3, min_length = 4, max_length = 11, validation = 8, test = 8)
 "#;
     s + body
 }
@@ -130,6 +131,13 @@ fn namtm_overfits_the_nam_tasks() {
 #[test]
 fn lstm_overfits_the_nam_tasks() {
     overfits("lstm(hidden = 16, embed_width = 8)", NAM_TASKS, 30, 3e-2);
+}
+
+#[test]
+fn nam_encoders_overfit_listops() {
+    // NAM's linear attention, then the softmax baseline, over the whole expression.
+    overfits("namEncoder(d = 8, heads = 2, window = 12, ffn = 16)", &["lops"], 30, 1e-2);
+    overfits("namEncoder(d = 8, heads = 2, window = 12, softmax = true)", &["lops"], 30, 1e-2);
 }
 
 #[test]

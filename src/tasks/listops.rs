@@ -1,0 +1,334 @@
+//! ListOps — nested list operations on digits (Nangia & Bowman 2018), synthetic as in the Long
+//! Range Arena (Tay et al. 2021), the benchmark of NAM's efficient-attention experiments (NAM
+//! §5.3): `[MAX 2 9 [MIN 4 7 ] 0 ]` → 9.
+//!
+//! The generator follows LRA's `listops.py`: a tree node below `max_depth` is a digit with
+//! probability ¾, else an operator (MIN, MAX, MED, SM) over 2..=`max_args` sub-trees;
+//! at `max_depth` it is a digit. `MED` is the median truncated to an integer (`int(np.median)`:
+//! the mean of the two middle values for an even count, rounded down), `SM` the sum modulo 10.
+//! Trees whose token count falls outside `min_length..=max_length` are drawn again. LRA uses
+//! lengths 500–2000; the defaults here are CPU-sized.
+//!
+//! Layout: the expression's tokens, left-padded to `max_length`, then one query step, scored:
+//!
+//! ```text
+//!   input   pad … pad  [MAX 2 9 [MIN 4 7 ] 0 ]  ?
+//!   target                                      9     (Classes(10), the last step only)
+//! ```
+//!
+//! Tokens: digits 0–9, `[MIN` 10, `[MAX` 11, `[MED` 12, `[SM` 13, `]` 14, pad 15, query 16.
+//! Fresh training data every batch; fixed validation and test sets.
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::options::Options;
+use super::streams::{Stream, stream};
+use super::*;
+use crate::prims::{Default, Kind};
+
+pub struct ListOpsKind;
+
+static SIGNATURE: [ArgSpec; 6] = [
+    ArgSpec::value("max_depth", Kind::Int, Default::Int(10)),
+    ArgSpec::value("max_args", Kind::Int, Default::Int(10)),
+    ArgSpec::value("min_length", Kind::Int, Default::Int(10)),
+    ArgSpec::value("max_length", Kind::Int, Default::Int(100)),
+    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
+    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+];
+
+const MIN: u32 = 10;
+const MAX: u32 = 11;
+const MED: u32 = 12;
+const SM: u32 = 13;
+const CLOSE: u32 = 14;
+const PAD: u32 = 15;
+const QUERY: u32 = 16;
+const VOCAB: usize = 17;
+
+impl TaskKind for ListOpsKind {
+    fn name(&self) -> &'static str {
+        "listOps"
+    }
+    fn summary(&self) -> &'static str {
+        "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        let o = Options::new(&SIGNATURE, options);
+        let config = ListOps {
+            max_depth: o.int("max_depth", 1, 100)?,
+            max_args: o.int("max_args", 2, 100)?,
+            min_length: o.int("min_length", 1, 1 << 16)?,
+            max_length: o.int("max_length", 1, 1 << 16)?,
+            validation: o.int("validation", 1, 1 << 24)?,
+            test: o.int("test", 1, 1 << 24)?,
+        };
+        super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
+        Ok(Box::new(config))
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ListOps {
+    max_depth: usize,
+    max_args: usize,
+    min_length: usize,
+    max_length: usize,
+    validation: usize,
+    test: usize,
+}
+
+/// Draws before a generator gives up on the length bounds (they are checked to be reachable
+/// in practice by the tests; an impossible range fails the trial with a message).
+const TRIES: usize = 1_000_000;
+
+impl ListOps {
+    /// One tree's tokens and value, LRA's `generate_tree`.
+    fn tree(&self, rng: &mut ChaCha8Rng, depth: usize, tokens: &mut Vec<u32>) -> u32 {
+        let leaf = depth >= self.max_depth || rng.random::<f64>() > 0.25;
+        if leaf {
+            let v = rng.random_range(0..10);
+            tokens.push(v);
+            return v;
+        }
+        let op = [MIN, MAX, MED, SM][rng.random_range(0..4)];
+        tokens.push(op);
+        let n = rng.random_range(2..=self.max_args);
+        let values: Vec<u32> = (0..n).map(|_| self.tree(rng, depth + 1, tokens)).collect();
+        tokens.push(CLOSE);
+        apply(op, &values)
+    }
+
+    /// An expression within the length bounds: its tokens and value.
+    fn example(&self, rng: &mut ChaCha8Rng) -> candle_core::Result<(Vec<u32>, u32)> {
+        let mut tokens = vec![];
+        for _ in 0..TRIES {
+            tokens.clear();
+            let value = self.tree(rng, 1, &mut tokens);
+            if (self.min_length..=self.max_length).contains(&tokens.len()) {
+                return Ok((tokens, value));
+            }
+        }
+        candle_core::bail!(
+            "listOps drew {TRIES} expressions and none had {}..={} tokens; widen the range or raise max_depth/max_args",
+            self.min_length,
+            self.max_length
+        )
+    }
+
+    /// `n` examples as a batch: `[max_length + 1, n]` inputs, targets `[1, n]`.
+    fn batch(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+        let t = self.max_length + 1;
+        let mut inputs = vec![PAD; t * n];
+        let mut targets = Vec::with_capacity(n);
+        for b in 0..n {
+            let (tokens, value) = self.example(rng)?;
+            let start = self.max_length - tokens.len();
+            for (i, tok) in tokens.iter().enumerate() {
+                inputs[(start + i) * n + b] = *tok;
+            }
+            inputs[(t - 1) * n + b] = QUERY;
+            targets.push(value);
+        }
+        Ok(Batch {
+            inputs: Tensor::from_vec(inputs, (t, n), device)?,
+            scored: vec![t - 1],
+            targets: Tensor::from_vec(targets, (1, n), device)?,
+        })
+    }
+}
+
+/// An operator on its arguments' values.
+fn apply(op: u32, values: &[u32]) -> u32 {
+    match op {
+        MIN => *values.iter().min().expect("at least two arguments"),
+        MAX => *values.iter().max().expect("at least two arguments"),
+        SM => values.iter().sum::<u32>() % 10,
+        MED => {
+            let mut v = values.to_vec();
+            v.sort_unstable();
+            let n = v.len();
+            // int(np.median(v)): the middle value, or the floor of the two middle ones' mean.
+            if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2 }
+        }
+        _ => unreachable!("not an operator: {op}"),
+    }
+}
+
+impl Task for ListOps {
+    fn input(&self) -> Ty {
+        Ty::Tokens(VOCAB)
+    }
+    fn target(&self) -> Target {
+        Target::Classes(10)
+    }
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
+        // One group of equal shape each; `eval_batches` cuts it.
+        let held_out = |split: Stream, n: usize| -> candle_core::Result<Vec<Batch>> {
+            Ok(vec![self.batch(&mut stream(seed, split), n, device)?])
+        };
+        Ok(Box::new(ListOpsData {
+            task: *self,
+            rng: stream(seed, Stream::Train),
+            validation: held_out(Stream::Validation, self.validation)?,
+            test: held_out(Stream::Test(0), self.test)?,
+            device: device.clone(),
+        }))
+    }
+}
+
+struct ListOpsData {
+    task: ListOps,
+    rng: ChaCha8Rng,
+    validation: Vec<Batch>,
+    test: Vec<Batch>,
+    device: Device,
+}
+
+impl TaskData for ListOpsData {
+    fn train_batch(&mut self, batch_size: usize) -> candle_core::Result<Batch> {
+        self.task.batch(&mut self.rng, batch_size, &self.device)
+    }
+    fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>> {
+        let set = match split {
+            Split::Validation => &self.validation,
+            Split::Test(0) => &self.test,
+            Split::Test(i) => candle_core::bail!("listOps has one test split, not {}", i + 1),
+        };
+        super::fresh::cut(set, batch_size)
+    }
+    fn train_size(&self) -> Option<usize> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An independent evaluator: reads the tokens with a stack, as a person would.
+    fn evaluate(tokens: &[u32]) -> u32 {
+        let mut stack: Vec<(u32, Vec<u32>)> = vec![];
+        let mut result = None;
+        for &t in tokens {
+            match t {
+                0..=9 => match stack.last_mut() {
+                    Some((_, args)) => args.push(t),
+                    None => result = Some(t),
+                },
+                MIN | MAX | MED | SM => stack.push((t, vec![])),
+                CLOSE => {
+                    let (op, mut args) = stack.pop().expect("balanced");
+                    args.sort_unstable();
+                    let v = match op {
+                        MIN => args[0],
+                        MAX => args[args.len() - 1],
+                        SM => args.iter().sum::<u32>() % 10,
+                        _ => {
+                            let n = args.len();
+                            let median = if n % 2 == 1 {
+                                args[n / 2] as f64
+                            } else {
+                                (args[n / 2 - 1] + args[n / 2]) as f64 / 2.0
+                            };
+                            median as u32
+                        }
+                    };
+                    match stack.last_mut() {
+                        Some((_, outer)) => outer.push(v),
+                        None => result = Some(v),
+                    }
+                }
+                _ => panic!("not an expression token: {t}"),
+            }
+        }
+        assert!(stack.is_empty());
+        result.expect("an expression")
+    }
+
+    fn task(options: &[(&str, i64)]) -> Box<dyn Task> {
+        let values: Vec<Value> = SIGNATURE
+            .iter()
+            .map(|s| {
+                options.iter().find(|(n, _)| *n == s.name).map_or(s.default.value().unwrap(), |(_, v)| Value::Int(*v))
+            })
+            .collect();
+        ListOpsKind.instantiate(&values).unwrap()
+    }
+
+    #[test]
+    fn hand_worked_expressions() {
+        let e = |s: &str| -> Vec<u32> {
+            s.split_whitespace()
+                .map(|w| match w {
+                    "[MIN" => MIN,
+                    "[MAX" => MAX,
+                    "[MED" => MED,
+                    "[SM" => SM,
+                    "]" => CLOSE,
+                    d => d.parse().unwrap(),
+                })
+                .collect()
+        };
+        assert_eq!(apply(MAX, &[2, 9, 4, 0]), 9);
+        assert_eq!(evaluate(&e("[MAX 2 9 [MIN 4 7 ] 0 ]")), 9);
+        assert_eq!(apply(MED, &[1, 5, 3, 8]), 4, "(3 + 5) / 2");
+        assert_eq!(apply(MED, &[1, 2]), 1, "int(1.5)");
+        assert_eq!(apply(MED, &[7, 1, 4]), 4);
+        assert_eq!(apply(SM, &[5, 6, 7]), 8);
+        assert_eq!(evaluate(&e("[SM [MED 1 2 ] [MIN 3 8 ] 9 ]")), 3, "1 + 3 + 9 = 13");
+    }
+
+    #[test]
+    fn targets_are_the_expressions_values_and_lengths_stay_in_bounds() {
+        let t = task(&[("min_length", 5), ("max_length", 40), ("validation", 300), ("test", 10)]);
+        let data = t.data(7, &Device::Cpu).unwrap();
+        let (mut ops, mut values) = (0, [0usize; 10]);
+        for b in data.eval_batches(Split::Validation, 64).unwrap() {
+            assert_eq!(b.scored, vec![40]);
+            let x = b.inputs.t().unwrap().to_vec2::<u32>().unwrap();
+            let y = b.targets.to_vec2::<u32>().unwrap()[0].clone();
+            for (row, target) in x.iter().zip(&y) {
+                assert_eq!(row[40], QUERY);
+                let start = row.iter().position(|t| *t != PAD).unwrap();
+                assert!(row[..start].iter().all(|t| *t == PAD), "left-padded");
+                let tokens = &row[start..40];
+                assert!((5..=40).contains(&tokens.len()), "{} tokens", tokens.len());
+                assert_eq!(evaluate(tokens), *target, "{tokens:?}");
+                ops += tokens.iter().filter(|t| (MIN..=SM).contains(*t)).count();
+                values[*target as usize] += 1;
+            }
+        }
+        assert!(ops > 300, "nested operators appear: {ops}");
+        assert!(values.iter().filter(|n| **n > 0).count() >= 8, "answers spread over the digits: {values:?}");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_data_and_another_seed_other_data() {
+        let t = task(&[("max_length", 30), ("validation", 50), ("test", 50)]);
+        let batch = |seed: u64| {
+            let mut d = t.data(seed, &Device::Cpu).unwrap();
+            let b = d.train_batch(8).unwrap();
+            let v = &d.eval_batches(Split::Test(0), 50).unwrap()[0];
+            (b.inputs.to_vec2::<u32>().unwrap(), v.inputs.to_vec2::<u32>().unwrap())
+        };
+        assert_eq!(batch(3), batch(3));
+        assert_ne!(batch(3), batch(4));
+    }
+
+    #[test]
+    fn depth_one_is_a_single_digit_and_bad_bounds_are_errors() {
+        let t = task(&[("max_depth", 1), ("min_length", 1), ("max_length", 1), ("validation", 5), ("test", 5)]);
+        let b = t.data(1, &Device::Cpu).unwrap().eval_batches(Split::Validation, 5).unwrap().remove(0);
+        assert_eq!(b.inputs.dims(), &[2, 5]);
+        let err = ListOpsKind.instantiate(&[10, 10, 50, 20, 10, 10].map(Value::Int)).err().unwrap().to_string();
+        assert!(err.contains("`max_length` (20) must be at least `min_length` (50)"), "{err}");
+        let impossible = task(&[("max_depth", 1), ("min_length", 3), ("max_length", 9)]);
+        let err = impossible.data(1, &Device::Cpu).err().unwrap().to_string();
+        assert!(err.contains("none had 3..=9 tokens"), "{err}");
+    }
+}
