@@ -27,7 +27,7 @@ pub struct Table {
     /// Which runs: their experiment name(s).
     pub experiments: Vec<String>,
     /// Swept or fixed values that tell the rows apart (a row per distinct combination);
-    /// `model` and `experiment` may be used too.
+    /// `model`, `task` and `experiment` may be used too.
     pub rows: Vec<String>,
     /// Final metrics to show (`accuracy`, `bit_error`, `od_easy_seq_accuracy`, ...) and
     /// `steps_to_converge` / `epochs_to_converge`.
@@ -54,11 +54,13 @@ pub struct PaperRow {
     pub figures: BTreeMap<String, String>,
 }
 
-/// A run's value for a row key: a swept or fixed parameter, a setting, or the model/experiment.
+/// A run's value for a row key: a swept or fixed parameter, a task option, or the
+/// model/task/experiment.
 fn key_value(r: &RunRecord, key: &str) -> String {
     match key {
         "model" => r.config.model.clone(),
         "experiment" => r.config.experiment.clone(),
+        "task" => r.config.task.clone(),
         "seed" => r.config.seed.to_string(),
         _ => {
             r.config.params.get(key).or_else(|| r.config.task_options.get(key)).map(plain).unwrap_or_else(|| "·".into())
