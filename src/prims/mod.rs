@@ -73,6 +73,7 @@ pub mod scalar;
 pub mod sigmoid;
 pub mod slice;
 pub mod softmax;
+pub mod stop_gradient;
 pub mod sub;
 pub mod tanh;
 pub mod tape_read;
@@ -113,6 +114,7 @@ pub static PRIMS: &[&dyn Lower] = &[
     &sigmoid::Sigmoid,
     &tanh::Tanh,
     &relu::Relu,
+    &stop_gradient::StopGradient,
     &softmax::Softmax,
     &add::Add,
     &sub::Sub,

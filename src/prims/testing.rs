@@ -366,6 +366,48 @@ fn assert_close(name: &str, what: &str, got: &Tensor, expected: &Tensor, tol: f6
     }
 }
 
+/// For a primitive that blocks gradients by design ([`Primitive::passes_gradients`]): neither
+/// candle's autograd through its forward nor its manual backward gives its inputs a gradient.
+pub fn assert_blocks_gradients(name: &str, args: &[(&'static str, TArg)]) {
+    let p = prim(name);
+    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let dev = Device::Cpu;
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let vars: Vec<Var> = tensor_inputs(p, args)
+        .iter()
+        .map(|a| match a {
+            TArg::Tensor(s) | TArg::Shared(s) => {
+                let mut dims = vec![BATCH];
+                dims.extend(s);
+                let n = dims.iter().product();
+                Var::from_tensor(&Tensor::from_vec(normal(&mut rng, n, 0.8), dims, &dev).unwrap()).unwrap()
+            }
+            _ => panic!("{name}: a gradient-blocking primitive takes float tensors"),
+        })
+        .collect();
+    let inputs: Vec<&Tensor> = vars.iter().map(|v| v.as_tensor()).collect();
+    let outs = inst.op.forward(&inputs, &[]).unwrap();
+    let total = outs.iter().map(|o| o.sum_all().unwrap()).reduce(|a, b| (a + b).unwrap()).unwrap();
+    let grads = total.backward().unwrap();
+    for (i, v) in vars.iter().enumerate() {
+        let none = grads
+            .get(v.as_tensor())
+            .is_none_or(|g| g.abs().unwrap().sum_all().unwrap().to_scalar::<f64>().unwrap() == 0.0);
+        assert!(none, "{name}: autograd gives input {i} a gradient");
+    }
+    let train = inst.op.manual().unwrap_or_else(|| panic!("{name}: no manual backward"));
+    let inputs: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+    let refs: Vec<&Tensor> = inputs.iter().collect();
+    let (outputs, saved) = train.forward_train(&refs, &[]).unwrap();
+    let grads: Vec<Option<Tensor>> = outputs.iter().map(|o| Some(o.ones_like().unwrap())).collect();
+    let needs = vec![true; inputs.len()];
+    let b = Backward { inputs: &inputs, params: &[], outputs: &outputs, saved: &saved, grads: &grads, needs: &needs };
+    assert!(
+        train.backward(&b, &mut []).unwrap().iter().all(Option::is_none),
+        "{name}: its manual backward gives a gradient"
+    );
+}
+
 /// The registry drives the gradient tests: every primitive's examples run through the finite-
 /// difference check, and through the manual-backward check where the op has one. A primitive
 /// registered without examples fails `registry_problems`.
@@ -382,6 +424,10 @@ mod registry {
     fn every_primitive_passes_its_gradient_checks_on_its_examples() {
         for p in PRIMS {
             for e in p.examples() {
+                if !p.passes_gradients() {
+                    assert_blocks_gradients(p.name(), &e.args);
+                    continue;
+                }
                 grad_check(p.name(), &e.args);
                 if instance(p.name(), &e.args).is_ok_and(|i| i.op.manual().is_some()) {
                     manual_backward_check(p.name(), &e.args);

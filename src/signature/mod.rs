@@ -37,6 +37,12 @@ pub trait Primitive: Send + Sync {
     /// Every primitive's gradient tests run on these, so a primitive without examples
     /// fails the registry test.
     fn examples(&self) -> Vec<Example>;
+    /// Whether gradients flow back through it. `false` only for a primitive whose purpose is
+    /// to block them (`stopGradient`): the gradient tests then assert that none flows, in
+    /// place of the finite-difference check.
+    fn passes_gradients(&self) -> bool {
+        true
+    }
 }
 
 /// The shape inference of one call.

@@ -1,0 +1,83 @@
+//! `stopGradient(x)`: `x` in the forward pass, no gradient back to `x` in the backward pass.
+//!
+//! For ablations that keep a quantity's value but stop it from being trained through one
+//! path: the Product Kanerva Machine paper's control "a stop gradient on the assignment
+//! weights r" (PKM §4, Fig. 2C) shows that the assignment is optimised, because its
+//! advantage goes away without the gradient.
+
+use candle_core::Tensor;
+
+use super::backward::forward_saving_nothing;
+use super::*;
+
+pub struct StopGradient;
+
+static SIGNATURE: [ArgSpec; 1] = [ArgSpec::tensor("x")];
+
+impl Primitive for StopGradient {
+    fn name(&self) -> &'static str {
+        "stopGradient"
+    }
+    fn summary(&self) -> &'static str {
+        "x, with no gradient flowing back to x (ablations: PKM's stop-gradient on the assignment)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
+        Ok(Inferred::new(vec![Ty::Tensor(args.shape("x")?.clone())], vec![], 0))
+    }
+    fn examples(&self) -> Vec<Example> {
+        use crate::signature::example_args::*;
+        vec![Example::new([("x", t(&[3]))]), Example::new([("x", t(&[2, 3]))])]
+    }
+    fn passes_gradients(&self) -> bool {
+        false
+    }
+}
+
+impl Lower for StopGradient {
+    fn lower(&self, _args: &Args) -> Result<Arc<dyn Op>, PrimError> {
+        Ok(Arc::new(StopGradientOp))
+    }
+}
+
+struct StopGradientOp;
+
+impl Op for StopGradientOp {
+    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let [x] = op::inputs("stopGradient", inputs)?;
+        Ok(vec![x.detach()])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for StopGradientOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        let [x] = op::inputs("stopGradient", inputs)?;
+        forward_saving_nothing(self, &[&x.contiguous()?], params)
+    }
+
+    fn backward(
+        &self,
+        _b: &Backward<'_, ()>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        Ok(vec![None])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::*;
+
+    #[test]
+    fn the_value_passes_unchanged() {
+        assert_eq!(run("stopGradient", &[("x", t(&[3]))], &[vec![1.5, -2.0, 0.0]]), vec![1.5, -2.0, 0.0]);
+    }
+}
