@@ -176,7 +176,7 @@ fn select(e: &crate::lang::ast::Expr, task: &dyn Task) -> Result<Select, Diagnos
             (Some(i), metric[splits[i].len() + 1..].to_string())
         }
     };
-    Ok(Select { higher_is_better: Select::higher_is_better(&base), metric: metric.clone(), split, base })
+    Ok(Select { higher_is_better: crate::tasks::higher_is_better(&base), metric: metric.clone(), split, base })
 }
 
 /// The trial's training configuration: block values, then sweep overrides, then defaults.

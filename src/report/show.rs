@@ -77,13 +77,13 @@ pub struct CurveSummary {
     pub points: usize,
     pub first: (u64, f64),
     pub last: (u64, f64),
-    /// Lowest for losses and errors, highest otherwise.
+    /// Highest for accuracies, lowest for losses, errors and lengths.
     pub best: (u64, f64),
 }
 
-/// Whether lower values of a curve or metric are better (losses and errors).
+/// Whether lower values of a curve or metric are better: see [`crate::tasks::higher_is_better`].
 pub fn lower_is_better(name: &str) -> bool {
-    name.contains("loss") || name.contains("error")
+    !crate::tasks::higher_is_better(name)
 }
 
 pub fn curve_summary(name: &str, points: &[(u64, f64)]) -> Option<CurveSummary> {
@@ -151,6 +151,9 @@ mod tests {
         assert_eq!((loss.first, loss.last, loss.best, loss.points), ((100, 0.5), (300, 0.3), (200, 0.2), 3));
         let acc = curve_summary("val_accuracy", &pts).unwrap();
         assert_eq!(acc.best, (100, 0.5));
+        // A tour is better shorter; a share of valid tours higher.
+        assert_eq!(curve_summary("val_tour_length", &pts).unwrap().best, (200, 0.2));
+        assert_eq!(curve_summary("n10_valid_tours", &pts).unwrap().best, (100, 0.5));
         assert!(curve_summary("x", &[]).is_none());
     }
 }

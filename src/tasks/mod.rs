@@ -27,6 +27,7 @@ pub mod priority_sort;
 pub mod random_sequence;
 pub mod rar;
 pub mod reduce;
+pub mod rgb_binding;
 pub mod shortest_path;
 pub mod spanning_tree;
 mod streams;
@@ -49,6 +50,7 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &shortest_path::ShortestPathKind,
     &spanning_tree::SpanningTreeKind,
     &listops::ListOpsKind,
+    &rgb_binding::RgbBindingKind,
 ];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
@@ -112,6 +114,13 @@ pub trait Task: Send + Sync {
     }
     /// Generates the task's data for one trial, deterministically from `seed`.
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;
+}
+
+/// Whether a higher value of a metric (or of its curve, `val_*`, `<split>_*`) is better:
+/// accuracies and the share of valid answers (`valid_tours`) are; losses, errors, lengths and
+/// perplexities are not. One rule for `select = best(…)`, curve summaries and reports.
+pub fn higher_is_better(metric: &str) -> bool {
+    metric.ends_with("accuracy") || metric.ends_with("valid_tours")
 }
 
 /// Which held-out set to evaluate on.

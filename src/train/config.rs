@@ -180,12 +180,6 @@ pub struct Select {
 }
 
 impl Select {
-    /// Whether a metric named `base` is better when higher: accuracies and shares of valid
-    /// answers are; losses, bit errors, error rates, perplexities and tour lengths are not.
-    pub fn higher_is_better(base: &str) -> bool {
-        base.ends_with("accuracy") || base.starts_with("valid")
-    }
-
     pub fn improves(&self, value: f64, best: Option<f64>) -> bool {
         value.is_finite() && best.is_none_or(|b| if self.higher_is_better { value > b } else { value < b })
     }

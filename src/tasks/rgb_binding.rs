@@ -1,0 +1,297 @@
+//! RGB binding — the Product Kanerva Machine paper's binding task (PKM §4, Fig. 2), on
+//! synthetic patterns: MNIST is not available offline, so each "digit" is a class prototype of
+//! random bits and each "image" a noisy copy of its class's prototype.
+//!
+//! A sequence **writes** `triplets` (45 in the paper) bound triplets — a Red, a Green and a Blue
+//! pattern, each of a class drawn uniformly from `classes` — then **queries** `queries` stored
+//! triplets by their R and B parts only (G erased) and must reconstruct all three parts. The
+//! score is the reconstruction loss over the three parts, as the paper's.
+//!
+//! - The prototypes are fixed for the task (drawn from the option `world`, the same in every
+//!   trial, as MNIST's digit classes are), so a model can learn the classes; a pattern is its
+//!   class's prototype with every bit flipped with probability `variation`.
+//! - Inputs are bipolar, width 3N + 2: writes `[R | G | B as ±1 (3N) | 1 | 0]`, queries
+//!   `[R | 0…0 | B | 0 | 1]`; target `Bits(3N)`, the stored triplet, at each query step.
+//!   `bit_error` is the number of wrong bits summed over the queries; `accuracy` the share of
+//!   sequences with every query reconstructed exactly.
+//!
+//! Fresh data every training batch; fixed validation and test sets.
+
+use candle_core::Device;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::fresh::{Fresh, FreshData, Seq};
+use super::options::Options;
+use super::*;
+use crate::prims::Default;
+use crate::value::Kind;
+
+pub struct RgbBindingKind;
+
+static SIGNATURE: [ArgSpec; 8] = [
+    ArgSpec::value("triplets", Kind::Int, Default::Int(45)),
+    ArgSpec::value("bits", Kind::Int, Default::Int(32)),
+    ArgSpec::value("classes", Kind::Int, Default::Int(10)),
+    ArgSpec::value("variation", Kind::Float, Default::Float(0.1)),
+    ArgSpec::value("queries", Kind::Int, Default::Int(10)),
+    ArgSpec::value("world", Kind::Int, Default::Int(0)),
+    ArgSpec::value("validation", Kind::Int, Default::Int(500)),
+    ArgSpec::value("test", Kind::Int, Default::Int(1000)),
+];
+
+impl TaskKind for RgbBindingKind {
+    fn name(&self) -> &'static str {
+        "rgbBinding"
+    }
+    fn summary(&self) -> &'static str {
+        "RGB binding: write R-G-B triplets of class patterns, recall each whole triplet from its R and B parts (PKM Fig. 2)"
+    }
+    fn signature(&self) -> &'static [ArgSpec] {
+        &SIGNATURE
+    }
+    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
+        let o = Options::new(&SIGNATURE, options);
+        let (bits, classes) = (o.int("bits", 1, 65_536)?, o.int("classes", 1, 10_000)?);
+        let mut world = ChaCha8Rng::seed_from_u64(o.int("world", 0, i64::MAX)? as u64);
+        let prototypes = (0..classes * bits).map(|_| world.random_bool(0.5)).collect();
+        Ok(Box::new(RgbBinding {
+            triplets: o.int("triplets", 1, 100_000)?,
+            bits,
+            classes,
+            // Flipping half the bits or more leaves no class to learn.
+            variation: o.float("variation", 0.0, 0.5, true)?,
+            queries: o.int("queries", 1, 100_000)?,
+            prototypes,
+            validation: o.int("validation", 1, 10_000_000)?,
+            test: o.int("test", 1, 10_000_000)?,
+        }))
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RgbBinding {
+    triplets: usize,
+    bits: usize,
+    classes: usize,
+    variation: f64,
+    queries: usize,
+    /// `classes × bits`: each class's prototype.
+    prototypes: Vec<bool>,
+    validation: usize,
+    test: usize,
+}
+
+impl RgbBinding {
+    /// One pattern of class `c`: its prototype with bits flipped at the variation rate.
+    fn pattern(&self, rng: &mut ChaCha8Rng, c: usize, out: &mut [bool]) {
+        let proto = &self.prototypes[c * self.bits..(c + 1) * self.bits];
+        for (o, &p) in out.iter_mut().zip(proto) {
+            *o = p ^ (self.variation > 0.0 && rng.random_bool(self.variation));
+        }
+    }
+
+    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+        let (t, w) = (self.triplets, 3 * self.bits);
+        let mut x = Seq::zeros(t + self.queries, n, w + 2);
+        let mut y = Seq::zeros(self.queries, n, w);
+        let mut stored = vec![false; t * w];
+        for b in 0..n {
+            for (i, triplet) in stored.chunks_exact_mut(w).enumerate() {
+                for part in triplet.chunks_exact_mut(self.bits) {
+                    let c = rng.random_range(0..self.classes);
+                    self.pattern(rng, c, part);
+                }
+                let row = x.row_mut(i, b);
+                for (r, &bit) in row.iter_mut().zip(triplet.iter()) {
+                    *r = if bit { 1.0 } else { -1.0 };
+                }
+                row[w] = 1.0;
+            }
+            for k in 0..self.queries {
+                let j = rng.random_range(0..t);
+                let triplet = &stored[j * w..(j + 1) * w];
+                let row = x.row_mut(t + k, b);
+                for (c, &bit) in triplet.iter().enumerate() {
+                    // The G part (the middle third) is erased: presented as 0.
+                    let green = (self.bits..2 * self.bits).contains(&c);
+                    row[c] = if green {
+                        0.0
+                    } else if bit {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                }
+                row[w + 1] = 1.0;
+                for (o, &bit) in y.row_mut(k, b).iter_mut().zip(triplet) {
+                    *o = if bit { 1.0 } else { 0.0 };
+                }
+            }
+        }
+        Ok(Batch {
+            inputs: x.into_tensor(device)?,
+            scored: (t..t + self.queries).collect(),
+            targets: y.into_tensor(device)?,
+        })
+    }
+}
+
+impl Fresh for RgbBinding {
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
+    }
+    fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
+        Ok(vec![self.generate(rng, n, device)?])
+    }
+}
+
+impl Task for RgbBinding {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![3 * self.bits + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(3 * self.bits)
+    }
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(triplets: i64, bits: i64, classes: i64, variation: f64, queries: i64) -> Box<dyn Task> {
+        let o = [
+            Value::Int(triplets),
+            Value::Int(bits),
+            Value::Int(classes),
+            Value::Float(variation),
+            Value::Int(queries),
+            Value::Int(0),
+            Value::Int(40),
+            Value::Int(40),
+        ];
+        RgbBindingKind.instantiate(&o).unwrap()
+    }
+
+    fn validation(t: &dyn Task, seed: u64) -> Batch {
+        t.data(seed, &Device::Cpu).unwrap().eval_batches(Split::Validation, 40).unwrap().remove(0)
+    }
+
+    #[test]
+    fn queries_show_r_and_b_and_ask_for_a_stored_triplet() {
+        let (p, n, q) = (5, 4, 3);
+        let b = validation(&*task(p, n, 3, 0.1, q), 1);
+        let x = b.inputs.to_vec3::<f32>().unwrap();
+        let y = b.targets.to_vec3::<f32>().unwrap();
+        assert_eq!(b.scored, vec![5, 6, 7]);
+        let w = (3 * n) as usize;
+        for e in 0..40 {
+            let stored: Vec<Vec<f32>> = (0..p as usize)
+                .map(|i| {
+                    assert_eq!(&x[i][e][w..], &[1.0, 0.0], "write flag");
+                    x[i][e][..w].iter().map(|v| (*v > 0.0) as u8 as f32).collect()
+                })
+                .collect();
+            for k in 0..q as usize {
+                let row = &x[p as usize + k][e];
+                assert_eq!(&row[w..], &[0.0, 1.0], "read flag");
+                let target = &y[k][e];
+                assert!(stored.contains(target), "the target is a stored triplet");
+                for (c, (&v, &t)) in row[..w].iter().zip(target).enumerate() {
+                    if (n as usize..2 * n as usize).contains(&c) {
+                        assert_eq!(v, 0.0, "G is erased");
+                    } else {
+                        assert_eq!(v > 0.0, t == 1.0, "R and B are shown as stored");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parts_are_noisy_copies_of_class_prototypes() {
+        // With no variation, every part is one of the `classes` prototypes.
+        let b = validation(&*task(6, 8, 3, 0.0, 1), 2);
+        let x = b.inputs.to_vec3::<f32>().unwrap();
+        let mut parts = std::collections::BTreeSet::new();
+        for step in &x[..6] {
+            for e in step {
+                for part in e[..24].chunks(8) {
+                    parts.insert(part.iter().map(|v| (*v > 0.0) as u8).collect::<Vec<_>>());
+                }
+            }
+        }
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        // With variation 0.1, about a tenth of the bits differ from the nearest prototype.
+        let b = validation(&*task(6, 64, 3, 0.1, 1), 2);
+        let x = b.inputs.to_vec3::<f32>().unwrap();
+        let (mut flipped, mut total) = (0usize, 0usize);
+        let full = RgbBinding {
+            triplets: 6,
+            bits: 64,
+            classes: 3,
+            variation: 0.1,
+            queries: 1,
+            prototypes: {
+                let mut world = ChaCha8Rng::seed_from_u64(0);
+                (0..3 * 64).map(|_| world.random_bool(0.5)).collect()
+            },
+            validation: 40,
+            test: 40,
+        };
+        for step in &x[..6] {
+            for e in step {
+                for part in e[..192].chunks(64) {
+                    let bits: Vec<bool> = part.iter().map(|v| *v > 0.0).collect();
+                    let nearest = (0..3)
+                        .map(|c| {
+                            bits.iter().zip(&full.prototypes[c * 64..(c + 1) * 64]).filter(|(a, b)| a != b).count()
+                        })
+                        .min()
+                        .unwrap();
+                    flipped += nearest;
+                    total += 64;
+                }
+            }
+        }
+        let rate = flipped as f64 / total as f64;
+        assert!((0.07..0.13).contains(&rate), "{rate}");
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_data_and_the_classes_are_the_same_in_every_trial() {
+        let t = task(4, 8, 2, 0.1, 2);
+        let x = |seed| validation(&*t, seed).inputs.to_vec3::<f32>().unwrap();
+        assert_eq!(x(3), x(3));
+        assert_ne!(x(3), x(4));
+        // The prototypes come from `world`, not from the trial's seed.
+        let a = RgbBindingKind
+            .instantiate(
+                &[4, 8, 2]
+                    .map(Value::Int)
+                    .into_iter()
+                    .chain([Value::Float(0.0), Value::Int(1), Value::Int(0), Value::Int(40), Value::Int(40)])
+                    .collect::<Vec<_>>(),
+            )
+            .unwrap();
+        let parts = |seed| -> std::collections::BTreeSet<Vec<u8>> {
+            let b = validation(&*a, seed);
+            let x = b.inputs.to_vec3::<f32>().unwrap();
+            x[..4]
+                .iter()
+                .flat_map(|s| {
+                    s.iter().flat_map(|e| {
+                        e[..24]
+                            .chunks(8)
+                            .map(|p| p.iter().map(|v| (*v > 0.0) as u8).collect::<Vec<_>>())
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect()
+        };
+        assert_eq!(parts(1), parts(2));
+    }
+}
