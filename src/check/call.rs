@@ -39,7 +39,7 @@ pub fn bind<'e>(what: &str, signature: &[ArgSpec], call: &'e Call) -> Result<Vec
                     let mut d = Diagnostic::error(format!("{what} has no argument `{}`", name.name))
                         .at(name.span, "unknown argument")
                         .hint(format!("its arguments are: {}", signature_list(signature)));
-                    if let Some(h) = super::suggest::did_you_mean(&name.name, signature.iter().map(|s| s.name)) {
+                    if let Some(h) = crate::suggest::did_you_mean(&name.name, signature.iter().map(|s| s.name)) {
                         d = d.hint(h);
                     }
                     return Err(d);

@@ -90,7 +90,7 @@ pub fn equals_hint(d: Diagnostic, op: BinaryOp, lhs: &Expr) -> Diagnostic {
 
 pub fn unknown_name(name: &str, span: Span, names: &[&str]) -> Diagnostic {
     let mut d = Diagnostic::error(format!("unknown name `{name}`")).at(span, "not defined here");
-    if let Some(h) = super::suggest::did_you_mean(name, names.iter().copied()) {
+    if let Some(h) = crate::suggest::did_you_mean(name, names.iter().copied()) {
         d = d.hint(h);
     }
     d

@@ -152,7 +152,7 @@ impl Elab {
         };
         if !STATE_INITS.contains(&c.callee.name.as_str()) {
             let mut d = state_init_error(c.callee.span);
-            if let Some(h) = super::suggest::did_you_mean(&c.callee.name, STATE_INITS.iter().copied()) {
+            if let Some(h) = crate::suggest::did_you_mean(&c.callee.name, STATE_INITS.iter().copied()) {
                 d = d.hint(h);
             }
             return Err(d);
@@ -491,7 +491,7 @@ impl Elab {
                     .hint(format!("declare `state S = {name}(…)` in the model, outside `step`")));
             }
             let mut d = Diagnostic::error(format!("unknown primitive `{name}`")).at(c.callee.span, "not a primitive");
-            if let Some(h) = super::suggest::did_you_mean(name, self.catalog.primitive_names()) {
+            if let Some(h) = crate::suggest::did_you_mean(name, self.catalog.primitive_names()) {
                 d = d.hint(h);
             } else {
                 d = d.hint("`memctl prims` lists the primitives");

@@ -12,7 +12,7 @@ use crate::lang::ast;
 use crate::signature::{ArgKind, Catalog};
 use crate::source::Span;
 use crate::tasks::{self, Task};
-use crate::train::config::TrainConfig;
+use crate::train_config::TrainConfig;
 use crate::value::Value;
 
 /// Sweeps larger than this are refused (a typo in a range should not plan a billion trials).
@@ -76,7 +76,7 @@ pub fn plan(
     let model = *models.get(model_call.callee.name.as_str()).ok_or_else(|| {
         let mut d = Diagnostic::error(format!("unknown model `{}`", model_call.callee.name))
             .at(model_call.callee.span, "no such model");
-        if let Some(h) = super::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
+        if let Some(h) = crate::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
             d = d.hint(h);
         }
         d
@@ -275,7 +275,7 @@ fn axis_target(
     if entries.iter().any(|e| e.name == name) {
         targets.push(AxisTarget::Param);
     }
-    if crate::train::config::setting(name).is_some() {
+    if crate::train_config::setting(name).is_some() {
         targets.push(AxisTarget::Setting);
     }
     if kind.signature().iter().any(|s| s.name == name) {
@@ -291,7 +291,7 @@ fn axis_target(
                 Diagnostic::error(format!("cannot sweep `{name}`: model `{}` has no such parameter", model.name.name))
                     .at(n.span, "unknown parameter");
             let names = entries.iter().map(|e| e.name).chain(["seed"]);
-            if let Some(h) = super::suggest::did_you_mean(name, names) {
+            if let Some(h) = crate::suggest::did_you_mean(name, names) {
                 d = d.hint(h);
             } else {
                 d = d.hint(format!(
@@ -385,7 +385,7 @@ fn task_kind(
         let mut defined: Vec<&str> = task_defs.keys().copied().collect();
         defined.sort_unstable();
         let generators: Vec<&str> = tasks::TASKS.iter().map(|t| t.name()).collect();
-        d = match super::suggest::did_you_mean(&call.callee.name, defined.iter().chain(&generators).copied()) {
+        d = match crate::suggest::did_you_mean(&call.callee.name, defined.iter().chain(&generators).copied()) {
             Some(h) => d.hint(h),
             None if defined.is_empty() => d.hint(format!("generators: {}", generators.join(", "))),
             None => d.hint(format!("tasks defined: {}; generators: {}", defined.join(", "), generators.join(", "))),
@@ -417,7 +417,7 @@ fn instantiate_task(
 fn no_such_param(model: &ast::Model, entries: &[model_params::ParamEntry], n: &ast::Ident) -> Diagnostic {
     let mut d = Diagnostic::error(format!("model `{}` has no parameter `{}`", model.name.name, n.name))
         .at(n.span, "unknown parameter");
-    match super::suggest::did_you_mean(&n.name, entries.iter().map(|e| e.name)) {
+    match crate::suggest::did_you_mean(&n.name, entries.iter().map(|e| e.name)) {
         Some(h) => d = d.hint(h),
         None => {
             d = d.hint(format!("its parameters: {}", entries.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")))

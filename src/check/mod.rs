@@ -9,7 +9,6 @@ pub mod elaborate;
 pub mod experiment;
 mod model_params;
 mod settings;
-pub mod suggest;
 mod sweep;
 
 use std::collections::HashMap;

@@ -7,7 +7,7 @@ use crate::diag::Diagnostic;
 use crate::lang::ast::{BinaryOp, ExprKind, Setting};
 use crate::source::Span;
 use crate::tasks::{Target, Task};
-use crate::train::config::{self, Comparison, OptimizerKind, Select, StopWhen, TrainConfig};
+use crate::train_config::{self as config, Comparison, OptimizerKind, Select, StopWhen, TrainConfig};
 use crate::value::{Kind, Value};
 
 /// A `train` block's settings, checked for names and kinds.
@@ -27,7 +27,7 @@ pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> 
             let Some(spec) = config::setting(key) else {
                 let mut d = Diagnostic::error(format!("unknown train setting `{key}`")).at(key_span, "not a setting");
                 let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when", "select"]);
-                d = match super::suggest::did_you_mean(key, names) {
+                d = match crate::suggest::did_you_mean(key, names) {
                     Some(h) => d.hint(h),
                     None => d.hint(format!(
                         "settings: {}, stop_when, select",
@@ -114,7 +114,7 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
         let mut d = Diagnostic::error(format!("this task has no metric `{metric}`"))
             .at(lhs.span, "unknown metric")
             .hint(format!("metrics of this task: {}", known.join(", ")));
-        if let Some(h) = super::suggest::did_you_mean(metric, known.iter().copied()) {
+        if let Some(h) = crate::suggest::did_you_mean(metric, known.iter().copied()) {
             d = d.hint(h);
         }
         return Err(d);
@@ -162,7 +162,7 @@ fn select(e: &crate::lang::ast::Expr, task: &dyn Task) -> Result<Select, Diagnos
         } else {
             d.hint(format!("metrics to select on: {}", known.join(", ")))
         };
-        if !main && let Some(h) = super::suggest::did_you_mean(metric, known.iter().map(String::as_str)) {
+        if !main && let Some(h) = crate::suggest::did_you_mean(metric, known.iter().map(String::as_str)) {
             d = d.hint(h);
         }
         return Err(d);
@@ -217,7 +217,7 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
         let mut d = Diagnostic::error(format!("unknown optimizer `{opt_name}`"))
             .at(span_of("optimizer"), "not an optimizer")
             .hint("optimizers: adam, rmsprop, sgd");
-        if let Some(h) = super::suggest::did_you_mean(&opt_name, ["adam", "rmsprop", "sgd"]) {
+        if let Some(h) = crate::suggest::did_you_mean(&opt_name, ["adam", "rmsprop", "sgd"]) {
             d = d.hint(h);
         }
         d

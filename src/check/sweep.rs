@@ -185,7 +185,7 @@ fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
             let mut e = Diagnostic::error(format!("unknown distribution `{name}`"))
                 .at(d.dist.callee.span, "not a distribution")
                 .hint(format!("distributions: {}", DISTRIBUTIONS.join(", ")));
-            if let Some(h) = super::suggest::did_you_mean(name, DISTRIBUTIONS.iter().copied()) {
+            if let Some(h) = crate::suggest::did_you_mean(name, DISTRIBUTIONS.iter().copied()) {
                 e = e.hint(h);
             }
             Err(e)

@@ -4,7 +4,6 @@
 //! weights, then `backward`) or with memctl's own reverse mode ([`Cell::train_grads`], the
 //! fast path on the CPU; see [`tape`]).
 
-pub mod init;
 pub mod tape;
 
 use std::sync::Arc;
@@ -12,7 +11,7 @@ use std::sync::Arc;
 use candle_core::{DType, Device, Result, Tensor, Var};
 
 use crate::graph::{Node, Source, StateInit, StepGraph};
-use crate::prims::Op;
+use crate::prims::{Op, init};
 
 /// A model ready to run: its graph, each node's op, and its parameters on one device.
 pub struct Cell {

@@ -424,5 +424,5 @@ fn closest_word<'a>(word: &str, raw: &'a BTreeSet<String>) -> Option<&'a str> {
         .iter()
         .filter_map(|e| e.strip_prefix('`')?.strip_suffix('`'))
         .filter(|k| k.chars().all(|c| c.is_ascii_alphabetic()));
-    crate::check::suggest::closest(word, keywords).filter(|k| *k != word)
+    crate::suggest::closest(word, keywords).filter(|k| *k != word)
 }

@@ -46,6 +46,7 @@ pub mod fusion;
 pub mod gru_cell;
 pub mod head_move;
 mod heads;
+pub mod init;
 pub mod item_write;
 pub mod kanerva_read;
 pub mod kanerva_update;

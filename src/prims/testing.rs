@@ -96,7 +96,7 @@ pub fn run_all(name: &str, args: &[(&'static str, TArg)], data: &[Vec<f64>]) -> 
         .params
         .iter()
         .map(|pd| {
-            let v = crate::compile::init::values(&pd.init, pd.shape.iter().product(), &mut rng);
+            let v = crate::prims::init::values(&pd.init, pd.shape.iter().product(), &mut rng);
             Tensor::from_vec(v, pd.shape.clone(), &dev).unwrap()
         })
         .collect();

@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 
 use super::ast::{CmpOp, Filter, Lit, Operand, OperandKind, TestKind};
 use super::fields::{self, Field, Kind};
-use crate::check::suggest::did_you_mean;
 use crate::diag::Diagnostic;
 use crate::source::Span;
 use crate::store::RunSummary;
+use crate::suggest::did_you_mean;
 
 /// A checked filter, ready to evaluate.
 #[derive(Clone, Debug, PartialEq)]

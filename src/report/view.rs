@@ -4,9 +4,9 @@
 use std::collections::HashMap;
 
 use super::sheet::{Cell, Sheet, Stat};
-use crate::check::suggest::did_you_mean;
 use crate::query::{Field, Query, Val, fields};
 use crate::store::RunSummary;
+use crate::suggest::did_you_mean;
 
 /// What `memctl runs` was asked to show.
 #[derive(Clone, Debug, Default)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::check::TrialConfig;
-use crate::train::config::{OptimizerKind, TrainConfig};
+use crate::train_config::{OptimizerKind, TrainConfig};
 use crate::value::Value;
 
 /// The record layout this memctl writes.
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn stop_when_is_stored_as_the_checker_prints_it() {
-        use crate::train::config::{Comparison, StopWhen};
+        use crate::train_config::{Comparison, StopWhen};
         let mut t = crate::train::test_config();
         t.stop_when = Some(StopWhen { metric: "accuracy".into(), op: Comparison::Ge, threshold: 0.99 });
         // The migration of version 1 and the current conversion agree.

@@ -16,7 +16,7 @@ pub const COMPAT_LEVEL: u32 = 1;
 pub fn trial_key(trial: &Trial) -> String {
     let mut train = serde_json::to_value(&trial.config.train).unwrap_or_default();
     if let Some(settings) = train.as_object_mut() {
-        for name in crate::train::config::NOT_IN_IDENTITY.iter().filter(|n| **n != "device") {
+        for name in crate::train_config::NOT_IN_IDENTITY.iter().filter(|n| **n != "device") {
             settings.remove(*name);
         }
         // Earlier identities hashed the device as "" (kept, so that they stay the same).

@@ -15,9 +15,9 @@
 
 use candle_core::Device;
 
-use super::config::OptimizerKind;
 use crate::check::Trial;
 use crate::graph::Ty;
+use crate::train_config::OptimizerKind;
 
 /// Bytes, by what they hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,6 @@
 
 pub mod checkpoint;
 pub mod clip;
-pub mod config;
 pub mod loss;
 pub mod memory;
 pub mod optim;
@@ -84,7 +83,7 @@ fn evaluate_tests(
 /// and when it improves on the best so far, evaluates the test splits and keeps them.
 #[allow(clippy::too_many_arguments)]
 fn select_evaluation(
-    select: &config::Select,
+    select: &crate::train_config::Select,
     step: usize,
     metrics: &[(&'static str, f64)],
     stepper: &Stepper,
@@ -545,9 +544,9 @@ pub fn fixed_batch_losses(trial: &Trial, steps: usize, device: &Device) -> candl
 
 /// Settings for unit tests: Adam 1e-3, batch 8, 10 steps.
 #[cfg(test)]
-pub fn test_config() -> config::TrainConfig {
-    config::TrainConfig {
-        optimizer: config::OptimizerKind::Adam,
+pub fn test_config() -> crate::train_config::TrainConfig {
+    crate::train_config::TrainConfig {
+        optimizer: crate::train_config::OptimizerKind::Adam,
         lr: 1e-3,
         momentum: 0.0,
         alpha: 0.99,
@@ -565,7 +564,7 @@ pub fn test_config() -> config::TrainConfig {
         device: "cpu".into(),
         stop_when: None,
         select: None,
-        checkpoint_every: config::DEFAULT_CHECKPOINT_MINUTES,
+        checkpoint_every: crate::train_config::DEFAULT_CHECKPOINT_MINUTES,
         keep_checkpoint: false,
     }
 }

@@ -20,6 +20,7 @@ mod cli;
 mod cli_check;
 mod gradients;
 mod grammar_doc;
+mod layering;
 mod models;
 mod querying;
 mod sharing;

@@ -6,7 +6,7 @@
 use candle_core::backprop::GradStore;
 use candle_core::{Result, Tensor, Var};
 
-use super::config::{OptimizerKind, TrainConfig};
+use crate::train_config::{OptimizerKind, TrainConfig};
 
 mod adam;
 mod rmsprop;

@@ -12,7 +12,7 @@ use candle_core::{Result, Tensor, Var};
 use super::{OptimState, Optimizer, check_state};
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
-use crate::train::config::TrainConfig;
+use crate::train_config::TrainConfig;
 
 pub struct RmsProp {
     vars: Vec<Var>,

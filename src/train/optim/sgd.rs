@@ -3,7 +3,7 @@
 use candle_core::{Result, Tensor, Var};
 
 use super::{OptimState, Optimizer, check_state};
-use crate::train::config::TrainConfig;
+use crate::train_config::TrainConfig;
 
 pub struct Sgd {
     vars: Vec<Var>,
