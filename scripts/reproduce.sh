@@ -15,7 +15,7 @@ fi
 store=${STORE:-store/paper}
 # The timing sweep runs alone (one trial at a time) so that trials do not slow each other.
 "$memctl" --store "$store" sweep specs/paper/pkm.mem pkm_timing --jobs 1 --threads 1 --quiet
-for spec in sam_table1 sam_table2 sam_fig2 sam_table3 nam_table1 pkm; do
+for spec in sam_table1 sam_table2 sam_fig2 sam_table3 nam_table1 pkm pkm_fig2; do
   "$memctl" --store "$store" sweep "specs/paper/$spec.mem" --jobs 2 --threads 1 --quiet || true
 done
 "$memctl" --store "$store" results specs/paper/results.yaml -o docs/results.md
