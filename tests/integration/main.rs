@@ -23,6 +23,7 @@ mod grammar_doc;
 mod layering;
 mod models;
 mod querying;
+mod readme_tables;
 mod sharing;
 mod slurm;
 mod support;
