@@ -26,6 +26,7 @@ mod querying;
 mod readme_tables;
 mod sharing;
 mod slurm;
+mod snapshots;
 mod support;
 mod sweeps;
 mod tasks_fit_models;
