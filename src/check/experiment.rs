@@ -10,7 +10,7 @@ use crate::diag::Diagnostic;
 use crate::graph::StepGraph;
 use crate::lang::ast;
 use crate::signature::{ArgKind, Catalog};
-use crate::source::Span;
+use crate::source::{SourceMap, Span};
 use crate::tasks::{self, Task};
 use crate::train_config::TrainConfig;
 use crate::value::Value;
@@ -69,6 +69,7 @@ pub fn plan(
     task_defs: &HashMap<&str, &ast::TaskDef>,
     overrides: &[Override],
     catalog: &'static dyn Catalog,
+    sources: &SourceMap,
 ) -> Result<(ExperimentPlan, Vec<String>), Diagnostic> {
     let name = &exp.name.name;
     let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
@@ -133,21 +134,12 @@ pub fn plan(
         });
     }
 
-    // Instantiate once with the unswept options to learn the target, metrics and test splits
-    // (for the settings checks).
-    let probe = instantiate_task(kind, &task_options, task_call.span)?;
-
     if exp.train.len() > 1 {
         let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
         return Err(Diagnostic::error(format!("experiment `{name}` has two `train` blocks"))
             .at(at, "in the second block")
             .hint("merge them into one `train { … }`"));
     }
-    let block = match exp.train.first() {
-        Some(s) => settings::read(s, &*probe)?,
-        None => settings::Block::default(),
-    };
-
     // Sweep groups; every swept name must be something this experiment can vary.
     let applicable: Vec<Override> =
         overrides.iter().filter(|o| axis_target(&o.name, &entries, kind, model).is_ok()).cloned().collect();
@@ -168,6 +160,26 @@ pub fn plan(
         }
         axes.push(Axis { names: g.names.iter().zip(targets).map(|(n, t)| (n.clone(), t)).collect(), rows });
     }
+
+    // Instantiate once with the first trial's options to learn the target, metrics and test
+    // splits (for the settings checks); the trials reuse it. The first trial's, not the
+    // unswept ones: a data path set on the command line replaces one that may not exist.
+    let mut first_options = task_options.clone();
+    for a in &axes {
+        for ((n, target), (v, span)) in a.names.iter().zip(&a.rows[0]) {
+            if *target == AxisTarget::TaskOption
+                && let Some(i) = kind.signature().iter().position(|s| s.name == n.name)
+            {
+                first_options[i] = (v.clone(), *span);
+            }
+        }
+    }
+    let probe: Arc<dyn Task> = Arc::from(instantiate_task(kind, &first_options, task_call.span, sources)?);
+    let block = match exp.train.first() {
+        Some(s) => settings::read(s, &*probe)?,
+        None => settings::Block::default(),
+    };
+
     let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.rows.len())).filter(|t| *t <= MAX_TRIALS);
     let Some(total) = total else {
         return Err(Diagnostic::error(format!("the sweep of `{name}` has more than {MAX_TRIALS} trials"))
@@ -178,6 +190,7 @@ pub fn plan(
     let mut trials = vec![];
     let mut graphs: HashMap<String, Arc<StepGraph>> = HashMap::new();
     let mut task_cache: HashMap<String, Arc<dyn Task>> = HashMap::new();
+    task_cache.insert(format!("{first_options:?}"), probe);
     for index in 0..total {
         let mut rest = index;
         let mut picks = vec![0; axes.len()];
@@ -216,7 +229,7 @@ pub fn plan(
         let task = match task_cache.get(&option_key) {
             Some(t) => t.clone(),
             None => {
-                let t: Arc<dyn Task> = Arc::from(instantiate_task(kind, &options, task_call.span)?);
+                let t: Arc<dyn Task> = Arc::from(instantiate_task(kind, &options, task_call.span, sources)?);
                 task_cache.insert(option_key, t.clone());
                 t
             }
@@ -394,13 +407,22 @@ fn task_kind(
     })
 }
 
+/// Configures the task. A relative `path` option is resolved against the directory of the
+/// file it is written in (as `use` paths are; the working directory for a command-line
+/// override); the options keep it as written, so a trial's identity does not depend on where
+/// memctl runs.
 fn instantiate_task(
     kind: &dyn tasks::TaskKind,
     options: &[(Value, Span)],
     at: Span,
+    sources: &SourceMap,
 ) -> Result<Box<dyn Task>, Diagnostic> {
     let values: Vec<Value> = options.iter().map(|(v, _)| v.clone()).collect();
-    kind.instantiate(&values).map_err(|e| {
+    let written_in =
+        kind.signature().iter().position(|s| s.name == "path").and_then(|i| options.get(i)).map_or(at, |o| o.1);
+    let file = &sources.get(written_in.file).path;
+    let dir = file.parent().unwrap_or(std::path::Path::new(""));
+    kind.instantiate_in(&values, dir).map_err(|e| {
         let span = e
             .arg
             .and_then(|a| kind.signature().iter().position(|s| s.name == a))

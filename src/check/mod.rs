@@ -60,7 +60,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Cat
     let mut experiments = vec![];
     let mut applied: Vec<String> = vec![];
     for e in &ast.experiments {
-        match experiment::plan(e, &models, &tasks, overrides, catalog) {
+        match experiment::plan(e, &models, &tasks, overrides, catalog, &spec.sources) {
             Ok((p, names)) => {
                 experiments.push(p);
                 applied.extend(names);

@@ -47,7 +47,11 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                     println!("    test sets: {} (as <metric>), {}", splits[0], rest.join(", "));
                 }
             }
-            Err(e) => println!("    (its defaults do not configure it: {e})"),
+            Err(e) => match kind.reads() {
+                // A reader of files: what it reads, since there is no data to show sizes from.
+                Some(reads) => println!("    reads {reads}"),
+                None => println!("    (its defaults do not configure it: {e})"),
+            },
         }
     }
     Ok(0)

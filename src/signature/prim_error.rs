@@ -142,6 +142,10 @@ pub enum Hint {
         start: usize,
         most: usize,
     },
+    /// Where the bAbI tasks come from and where `dir` (the missing folder) must hold them.
+    BabiData {
+        dir: String,
+    },
 }
 
 impl PrimError {
@@ -308,6 +312,9 @@ impl fmt::Display for PrimError {
     }
 }
 
+/// The bAbI tasks' release (Weston et al. 2015, v1.2: 20 tasks, en-valid-10k among its layouts).
+pub const BABI_URL: &str = "https://dl.fbaipublicfiles.com/babi/tasks_1-20_v1-2.tar.gz";
+
 /// `"a"`, `"a" or "b"`, `one of "a", "b", "c"`.
 fn one_of(items: &[String]) -> String {
     match items {
@@ -347,6 +354,11 @@ impl fmt::Display for Hint {
             }
             Hint::RmcSize => f.write_str("the memory size of an RMC is heads · head_size"),
             Hint::SliceSize { start, most } => write!(f, "with `start` = {start}, `size` can be at most {most}"),
+            Hint::BabiData { dir } => write!(
+                f,
+                "download {BABI_URL}, unpack it (`tar xzf tasks_1-20_v1-2.tar.gz`) and move its folder \
+                 `tasks_1-20_v1-2/en-valid-10k` to `{dir}`, or set `path` to where that folder is"
+            ),
         }
     }
 }

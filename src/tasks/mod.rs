@@ -1,7 +1,10 @@
-//! Synthetic tasks: seeded data generators with the sizes and metric the checker and trainer need.
+//! Tasks: seeded data generators, and readers of data sets on disk (`babi`, `corpus`, `jsonl`),
+//! with the sizes and metrics the checker and trainer need.
 //!
 //! Adding a task: one file here implementing [`TaskKind`] (its options) and [`Task`] (its data),
 //! its `mod` line, and one entry in [`TASKS`].
+
+use std::path::Path;
 
 use candle_core::{Device, Tensor};
 
@@ -12,11 +15,15 @@ use crate::value::Value;
 pub mod addition;
 mod answers;
 pub mod assoc_retrieval;
+pub mod babi;
 pub mod convex_hull;
 pub mod copy;
+pub mod corpus;
+mod data_file;
 mod fresh;
 mod geometry;
 mod graphs;
+pub mod jsonl;
 pub mod listops;
 mod nam;
 pub mod nth_farthest;
@@ -31,7 +38,9 @@ pub mod rgb_binding;
 pub mod shortest_path;
 pub mod spanning_tree;
 mod streams;
+mod token_examples;
 pub mod tsp;
+mod vocab;
 
 /// Every task generator, by name.
 pub static TASKS: &[&dyn TaskKind] = &[
@@ -51,6 +60,9 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &spanning_tree::SpanningTreeKind,
     &listops::ListOpsKind,
     &rgb_binding::RgbBindingKind,
+    &babi::BabiKind,
+    &corpus::CorpusKind,
+    &jsonl::JsonlKind,
 ];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
@@ -64,7 +76,20 @@ pub trait TaskKind: Send + Sync {
     /// Options (all values; no tensors).
     fn signature(&self) -> &'static [ArgSpec];
     /// Configures the task; `options` are aligned with the signature, defaults filled in.
+    /// A task that reads files resolves a relative path against the working directory here.
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError>;
+    /// Configures the task, resolving relative paths in its options against `dir` (the checker
+    /// passes the directory of the spec file the path is written in, as `use` paths are).
+    /// Tasks that read no files ignore `dir`.
+    fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
+        let _ = dir;
+        self.instantiate(options)
+    }
+    /// For a task that reads a data set: the files it reads and what it reports, in one line
+    /// (`memctl tasks` shows it, since such a task has no data to configure it by default).
+    fn reads(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// What the model is scored on at the scored time steps.
@@ -111,6 +136,11 @@ pub trait Task: Send + Sync {
     }
     fn task_metrics(&self, _batch: &Batch, _logits: &Tensor) -> candle_core::Result<Vec<(&'static str, f64, f64)>> {
         Ok(vec![])
+    }
+    /// The value of a task metric from its average over a split (Σ sum / Σ count); most are
+    /// the average itself, a perplexity is `exp` of the averaged cross-entropy.
+    fn task_metric_value(&self, _name: &'static str, mean: f64) -> f64 {
+        mean
     }
     /// Generates the task's data for one trial, deterministically from `seed`.
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;

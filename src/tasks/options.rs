@@ -40,6 +40,15 @@ impl<'a> Options<'a> {
         Ok(v)
     }
 
+    /// A path: a non-empty string; `what` says what it should name.
+    pub(super) fn path(&self, name: &'static str, what: &str) -> Result<String, PrimError> {
+        let v = self.value(name).ok_or_else(|| missing(name))?;
+        match v.as_str() {
+            Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
+            _ => Err(PrimError::task(format!("`{name}` must name {what}, found {v}")).on(name)),
+        }
+    }
+
     /// One of `choices`; returns its index.
     pub(super) fn choice(&self, name: &'static str, choices: &[&str]) -> Result<usize, PrimError> {
         let v = self.value(name).ok_or_else(|| missing(name))?;

@@ -529,7 +529,11 @@ pub fn evaluate(
     }
     let mut metrics = sums.metrics(target)?;
     // A metric that nothing counted towards (no valid tour, say) is left out, not NaN.
-    metrics.extend(own.into_iter().filter(|m| m.2 > 0.0).map(|(name, sum, count)| (name, sum / count)));
+    metrics.extend(
+        own.into_iter()
+            .filter(|m| m.2 > 0.0)
+            .map(|(name, sum, count)| (name, task.task_metric_value(name, sum / count))),
+    );
     Ok(metrics)
 }
 
