@@ -17,7 +17,9 @@ pub mod copy;
 mod fresh;
 mod geometry;
 mod graphs;
+pub mod learn_to_execute;
 pub mod listops;
+mod lte_program;
 mod nam;
 pub mod nth_farthest;
 mod options;
@@ -49,6 +51,7 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &shortest_path::ShortestPathKind,
     &spanning_tree::SpanningTreeKind,
     &listops::ListOpsKind,
+    &learn_to_execute::LearnToExecuteKind,
 ];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {
