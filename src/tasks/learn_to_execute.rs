@@ -74,7 +74,7 @@ impl TaskKind for LearnToExecuteKind {
     }
     fn summary(&self) -> &'static str {
         "Learning to Execute: read a program (addition, control, program) or a number (copy, reverse, double) \
-         character by character, write its output; accuracy is per character (RMC Table 1)"
+         character by character, write its output; accuracy per character (RMC Table 1), seq_accuracy per answer"
     }
     fn signature(&self) -> &'static [ArgSpec] {
         &SIGNATURE
