@@ -24,7 +24,9 @@ mod fresh;
 mod geometry;
 mod graphs;
 pub mod jsonl;
+pub mod learn_to_execute;
 pub mod listops;
+mod lte_program;
 mod nam;
 pub mod nth_farthest;
 mod options;
@@ -63,6 +65,7 @@ pub static TASKS: &[&dyn TaskKind] = &[
     &babi::BabiKind,
     &corpus::CorpusKind,
     &jsonl::JsonlKind,
+    &learn_to_execute::LearnToExecuteKind,
 ];
 
 pub fn get(name: &str) -> Option<&'static dyn TaskKind> {

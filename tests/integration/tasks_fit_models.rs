@@ -17,6 +17,8 @@ task pc    = patternCompletion(patterns = 3, bits = 8, noise = 0.1, queries = 2,
 task add   = addition(digits = 3, train = 32, validation = 8, test = 8)
 task pal   = palindrome(digits = 3, train = 32, validation = 8, test = 8)
 task red   = reduce(digits = 3, train = 32, validation = 8, test = 8)
+task lte   = learnToExecute(mode = "program", length = 2, nesting = 2, validation = 8, test = 8)
+task dbl   = learnToExecute(mode = "double", length = 3, validation = 8, test = 8)
 
 model vec_lstm(hidden = 8) {
   state c = zeros(hidden)
@@ -44,6 +46,8 @@ experiment pc    { task pc    model vec_lstm train { batch = 4, steps = 2, eval_
 experiment add   { task add   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment pal   { task pal   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment red   { task red   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment lte   { task lte   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment dbl   { task dbl   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 "#;
 
 #[test]
@@ -53,14 +57,14 @@ fn every_task_checks_and_trains_with_a_tiny_model() {
         Ok(p) => p,
         Err(d) => panic!("check failed: {d:?}"),
     };
-    assert_eq!(program.experiments.len(), 8);
+    assert_eq!(program.experiments.len(), 10);
     for plan in &program.experiments {
         let trial = &plan.trials[0];
         let out = train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
         assert_eq!(out.ending, Ending::Done, "{}: {}", plan.name, out.stop_reason);
         assert_eq!(out.steps_run, 2, "{}", plan.name);
         let metric = match plan.name.as_str() {
-            "nfar" | "add" | "pal" | "red" => "seq_accuracy",
+            "nfar" | "add" | "pal" | "red" | "lte" | "dbl" => "seq_accuracy",
             _ => "bit_error",
         };
         assert!(out.final_metrics.contains_key(metric), "{}: {:?}", plan.name, out.final_metrics);
