@@ -165,8 +165,8 @@ pub fn plan(
     // splits (for the settings checks); the trials reuse it. The first trial's, not the
     // unswept ones: a data path set on the command line replaces one that may not exist.
     let mut first_options = task_options.clone();
-    for a in &axes {
-        for ((n, target), (v, span)) in a.names.iter().zip(&a.rows[0]) {
+    for (a, row) in axes.iter().filter_map(|a| Some((a, a.rows.first()?))) {
+        for ((n, target), (v, span)) in a.names.iter().zip(row) {
             if *target == AxisTarget::TaskOption
                 && let Some(i) = kind.signature().iter().position(|s| s.name == n.name)
             {

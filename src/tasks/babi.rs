@@ -9,12 +9,12 @@
 //!
 //! **Format.** Numbered lines; the numbering restarts at 1 for a new story. A statement is
 //! `id sentence`, a question `id question<TAB>answer<TAB>supporting facts` (the supporting
-//! facts are line numbers of the story, checked but not used):
+//! facts are line numbers of the story, checked but not used); `→` is a tab:
 //!
 //! ```text
 //! 1 Mary moved to the bathroom.
 //! 2 John went to the hallway.
-//! 3 Where is Mary? 	bathroom	1
+//! 3 Where is Mary? →bathroom→1
 //! ```
 //!
 //! **Examples.** One per question: the statements of its story before it (the last

@@ -71,10 +71,23 @@ pub(super) fn quote(text: &str) -> String {
     }
 }
 
-/// `path` as written in the spec, relative to `dir` unless it is absolute.
+/// `path` as written in the spec, relative to `dir` unless it is absolute, with `a/..` pairs
+/// taken out (so messages show `data/x`, not `specs/paper/../../data/x`).
 pub(super) fn resolve(dir: &Path, path: &str) -> PathBuf {
+    use std::path::Component;
     let p = Path::new(path);
-    if p.is_absolute() { p.to_path_buf() } else { dir.join(p) }
+    let joined = if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.components().next_back(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    if out.as_os_str().is_empty() { PathBuf::from(".") } else { out }
 }
 
 /// Whether `path` is a folder (`false` for a file); [`DataError::Missing`] if nothing is there.
@@ -152,8 +165,11 @@ mod tests {
 
     #[test]
     fn relative_paths_resolve_against_the_directory() {
-        assert_eq!(resolve(Path::new("specs/paper"), "../data/x"), PathBuf::from("specs/paper/../data/x"));
+        assert_eq!(resolve(Path::new("specs/paper"), "../data/x"), PathBuf::from("specs/data/x"));
+        assert_eq!(resolve(Path::new("specs/paper"), "../../data/./x"), PathBuf::from("data/x"));
+        assert_eq!(resolve(Path::new("specs"), "../../x"), PathBuf::from("../x"));
         assert_eq!(resolve(Path::new(""), "data/x"), PathBuf::from("data/x"));
-        assert_eq!(resolve(Path::new("specs"), "/abs/x"), PathBuf::from("/abs/x"));
+        assert_eq!(resolve(Path::new("specs"), ".."), PathBuf::from("."));
+        assert_eq!(resolve(Path::new("specs"), "/abs/../x"), PathBuf::from("/x"));
     }
 }

@@ -192,4 +192,9 @@ pub trait TaskData: Send {
     fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>>;
     /// Size of the training set, if fixed (for epochs); `None` for fresh data every batch.
     fn train_size(&self) -> Option<usize>;
+    /// The most time steps a training batch can have, for data whose batches differ in length
+    /// (the memory estimate plans for it); `None`: as long as any batch.
+    fn longest_train_steps(&self) -> Option<usize> {
+        None
+    }
 }

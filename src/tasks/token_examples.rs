@@ -165,6 +165,15 @@ impl<E: Examples> TaskData for ExampleData<E> {
     fn train_size(&self) -> Option<usize> {
         Some(self.train.members.len())
     }
+
+    fn longest_train_steps(&self) -> Option<usize> {
+        let set = &*self.train.set;
+        let steps = |i: usize| match self.layout {
+            Layout::After { .. } => set.input_len(i) + set.target(i).len(),
+            Layout::Aligned => set.input_len(i),
+        };
+        self.train.members.iter().map(|&i| steps(i)).max()
+    }
 }
 
 /// Examples `idx` of `set` (all of one shape) as a time-major batch.
@@ -326,6 +335,7 @@ mod tests {
         all.sort();
         assert_eq!(got, all);
         assert_eq!(examples(&data, Split::Test(0), AFTER).len(), 2);
+        assert_eq!(data.longest_train_steps(), Some(4), "3 input tokens and 1 answer step, or 2 and 2");
         assert!(data.eval_batches(Split::Test(1), 3).is_err());
 
         let mut data = data;

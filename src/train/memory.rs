@@ -37,12 +37,13 @@ impl MemoryEstimate {
 
 const F32: u64 = 4;
 
-/// The estimate for one trial (generates one training example to learn the sequence length).
+/// The estimate for one trial (generates one training example to learn the sequence length,
+/// or asks the data for its longest, where lengths differ).
 pub fn estimate(trial: &Trial) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
     let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
     let example = data.train_batch(1)?;
-    let steps = example.steps()? as u64;
+    let steps = data.longest_train_steps().unwrap_or(example.steps()?) as u64;
     let batch = cfg.batch as u64;
     let params = trial.graph.param_count() as u64 * F32;
     let buffers = match cfg.optimizer {

@@ -103,3 +103,65 @@ fn quickstart_checks_and_one_bad_file_fails_the_batch() {
     assert!(stderr.contains("bad.mem:2:1"), "{stderr}");
     assert!(stderr.contains("this `{` is not closed"), "{stderr}");
 }
+
+/// A spec in `specs/` reading bAbI from `../data/en-valid-10k`, i.e. `data/en-valid-10k` next
+/// to `specs/`.
+const BABI: &str = "task qa = babi(path = \"../data/en-valid-10k\")
+model m(d = 8) {
+  step x {
+    out linear(embed(x, d), output_size)
+  }
+}
+experiment ex { task qa  model m }
+";
+
+#[test]
+fn missing_babi_data_is_located_at_the_path_and_says_where_to_get_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("specs")).expect("mkdir");
+    std::fs::write(dir.path().join("specs/qa.mem"), BABI).expect("write");
+    let out = memctl_check(&[Path::new("specs/qa.mem")], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    let expected = "error: babi: `data/en-valid-10k` does not exist; expected a bAbI folder in the en-valid-10k \
+                    layout (qa1_train.txt, qa1_valid.txt, qa1_test.txt, … qa20_test.txt) there
+ --> specs/qa.mem:1:23
+  |
+1 | task qa = babi(path = \"../data/en-valid-10k\")
+  |                       ^^^^^^^^^^^^^^^^^^^^^^ invalid option
+  |
+  = help: download https://dl.fbaipublicfiles.com/babi/tasks_1-20_v1-2.tar.gz, unpack it (`tar xzf \
+                    tasks_1-20_v1-2.tar.gz`) and move its folder `tasks_1-20_v1-2/en-valid-10k` to \
+                    `data/en-valid-10k`, or set `path` to where that folder is
+
+specs/qa.mem: 1 error
+";
+    assert_eq!(stderr, expected);
+}
+
+#[test]
+fn data_paths_are_relative_to_the_spec_file_and_bad_lines_are_located_in_the_data() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(dir.path().join("specs")).expect("mkdir");
+    let spec = dir.path().join("specs/qa.mem");
+    std::fs::write(&spec, BABI).expect("write");
+    let data = dir.path().join("data/en-valid-10k");
+    crate::support::write_babi(&data);
+    // From elsewhere: the path is relative to the spec, not to the working directory.
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    let out = memctl_check(&[&spec], elsewhere.path());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("task babi"));
+
+    std::fs::write(data.join("qa3_train.txt"), "1 Mary went home.\n2 Where is Mary?\thome\t1\nJohn went out.\n")
+        .expect("write");
+    let out = memctl_check(&[Path::new("specs/qa.mem")], dir.path());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(
+            "error: babi: data/en-valid-10k/qa3_train.txt:3: expected a line number, found \"John\"\n --> specs/qa.mem:1:23"
+        ),
+        "{stderr}"
+    );
+}

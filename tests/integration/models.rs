@@ -1,6 +1,7 @@
 //! The model library (`specs/models/*.mem`) and every shipped spec.
 //!
-//! - Every `.mem` file under `specs/` loads and checks.
+//! - Every `.mem` file under `specs/` loads and checks (one that reads a data set that is not
+//!   shipped may instead fail with exactly the missing-data error, when the data is absent).
 //! - Each model overfits one fixed batch of each task it is meant for, at tiny sizes given
 //!   here (the model files are `use`d as they are, only their parameters are overridden).
 //! - One-line ablations change the parameter count by exactly the ablated layers and change
@@ -44,12 +45,23 @@ fn every_spec_under_specs_checks() {
             Err(e) => failures.push(format!("{}:\n{}", path.display(), e.render(false))),
             Ok(spec) => {
                 if let Err(d) = check::check(&spec, &memctl::prims::Primitives) {
+                    if d.0.iter().all(missing_babi_data) {
+                        continue;
+                    }
                     failures.push(format!("{}:\n{}", path.display(), d.render(&spec.sources, false)));
                 }
             }
         }
     }
     assert!(failures.is_empty(), "{} spec(s) do not check:\n\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The error of a spec whose bAbI data is not there (`data/` is not shipped; a spec that
+/// reads it says where to get it). Any other error, or this one with the data present, fails.
+fn missing_babi_data(d: &memctl::diag::Diagnostic) -> bool {
+    let Some(rest) = d.message.strip_prefix("babi: `") else { return false };
+    let Some((path, why)) = rest.split_once('`') else { return false };
+    why.starts_with(" does not exist; expected a bAbI folder") && !Path::new(path).exists() && d.hints.len() == 1
 }
 
 /// A spec that `use`s the model files and defines the tiny tasks.

@@ -54,3 +54,17 @@ experiment tiny_lstm {
   train { optimizer = rmsprop(lr = 1e-2, momentum = 0.9), batch = 16, steps = 6, eval_every = 3, clip_value = 10 }
 }
 "#;
+
+/// A tiny bAbI folder in the en-valid-10k layout: every task's train, valid and test file
+/// holds two stories (three questions), worded after task 1.
+pub fn write_babi(dir: &std::path::Path) {
+    const STORIES: &str = "1 Mary moved to the bathroom.\n2 John went to the hallway.\n3 Where is Mary? \tbathroom\t1\n\
+                           4 Daniel went back to the hallway.\n5 Where is Daniel? \thallway\t4\n\
+                           1 Sandra journeyed to the garden.\n2 Where is Sandra? \tgarden\t1\n";
+    std::fs::create_dir_all(dir).unwrap();
+    for task in 1..=20 {
+        for split in ["train", "valid", "test"] {
+            std::fs::write(dir.join(format!("qa{task}_{split}.txt")), STORIES).unwrap();
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Every task generator, checked against a tiny model and trained for two steps: the checker
 //! accepts the task's input and target types, and the generated batches run through the
-//! compiled cell, the loss and every held-out split.
+//! compiled cell, the loss and every held-out split. The readers of data sets on disk (`babi`,
+//! `corpus`, `jsonl`) get small files written here.
 
 use std::sync::atomic::AtomicBool;
 
@@ -93,4 +94,85 @@ fn a_model_that_does_not_fit_the_task_is_rejected() {
     };
     let text = format!("{errors:?}");
     assert!(text.contains("token"), "{text}");
+}
+
+/// The readers of data sets, on small files written here: each checks against a tiny token
+/// model, trains two steps and reports its own metrics on every test split.
+#[test]
+fn data_readers_check_and_train_with_a_tiny_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let babi = dir.path().join("babi");
+    crate::support::write_babi(&babi);
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    for (name, text) in [
+        ("train.txt", "the cat sat on the mat\n".repeat(8)),
+        ("valid.txt", "the mat sat\n".into()),
+        ("test.txt", "a cat\n".into()),
+    ] {
+        std::fs::write(corpus.join(name), text).unwrap();
+    }
+    let jsonl = dir.path().join("examples.jsonl");
+    let lines: String = (0..20)
+        .map(|i| format!("{{\"input\": [{}, {}], \"target\": [{}]}}\n", i % 7, i % 3, (i % 7 + i % 3) % 4))
+        .collect();
+    std::fs::write(&jsonl, lines).unwrap();
+    let spec = format!(
+        r#"
+task qa = babi(path = "{}", max_facts = 3)
+task lm = corpus(path = "{}", level = "word", length = 4)
+task ch = corpus(path = "{}", length = 6)
+task js = jsonl(path = "{}", valid = 0.2, test = 0.2)
+
+model tok_lstm(hidden = 8) {{
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {{
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }}
+}}
+
+experiment qa {{ task qa model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
+experiment lm {{ task lm model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
+experiment ch {{ task ch model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
+experiment js {{ task js model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
+"#,
+        babi.display(),
+        corpus.display(),
+        corpus.join("train.txt").display(),
+        jsonl.display()
+    );
+    let spec = lang::parse_str("readers.mem", &spec).expect("parses");
+    let program = match check::check(&spec, &memctl::prims::Primitives) {
+        Ok(p) => p,
+        Err(d) => panic!("check failed:\n{}", d.render(&spec.sources, false)),
+    };
+    assert_eq!(program.experiments.len(), 4);
+    for plan in &program.experiments {
+        let trial = &plan.trials[0];
+        let out = train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+        assert_eq!(out.ending, Ending::Done, "{}: {}", plan.name, out.stop_reason);
+        assert_eq!(out.steps_run, 2, "{}", plan.name);
+        let metrics: &[&str] = match plan.name.as_str() {
+            "qa" => &["error", "accuracy", "qa1_error", "qa20_error"],
+            "lm" => &["perplexity", "accuracy"],
+            "ch" => &["perplexity", "bits_per_char"],
+            _ => &["seq_accuracy", "accuracy"],
+        };
+        for m in metrics {
+            let v =
+                out.final_metrics.get(*m).unwrap_or_else(|| panic!("{}: no {m} in {:?}", plan.name, out.final_metrics));
+            assert!(v.is_finite(), "{}: {m} = {v}", plan.name);
+        }
+        if let Some(p) = out.final_metrics.get("perplexity") {
+            // exp of a mean cross-entropy, near the vocabulary size for an untrained model.
+            assert!(*p > 1.0 && *p < 100.0, "{}: perplexity {p}", plan.name);
+        }
+        if let Some(e) = out.final_metrics.get("error") {
+            assert!((0.0..=100.0).contains(e), "{e}");
+            let accuracy = out.final_metrics["accuracy"];
+            assert!((e - 100.0 * (1.0 - accuracy)).abs() < 1e-9, "error is 100 (1 - accuracy): {e} vs {accuracy}");
+        }
+    }
 }
