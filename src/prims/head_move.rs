@@ -21,7 +21,7 @@
 //! `tapeWrite` (WR on the value and key tapes), `tapeRead` (RD at the read head), `keyJump`
 //! (RD of the key tape's transpose) and `headMove`. Tapes are `[H, L, d/H]` (one tape per
 //! head, one row per position) and positions `[H, L]`. One layer, as the paper's §3.3 with
-//! the authors' @972108f details (reference.md §1.6):
+//! the authors' @972108f details (docs/models.md, NAM-TM):
 //!
 //! ```text
 //! model namtm(d = 256, heads = 2, L = 32, jump = true, input_width = 256) {

@@ -2,7 +2,7 @@
 //!
 //! Shapes: `M: [d, d]`, `a: [d]`, optional `b: [d]` → `[d, d]`.
 //! - Write candidate `X = a ⊗ b`; without `b`, `X = a ⊗ a`. The paper writes `f1(x) ⊗ f2(x)`;
-//!   the authors' code writes `f1(x) ⊗ f1(x)` (reference.md §1.2, DIFF 1). memctl's STM spec
+//!   the authors' code writes `f1(x) ⊗ f1(x)` (docs/models.md, STM, DIFF 1). memctl's STM spec
 //!   follows the code by passing only `a`; pass `b` for the paper's form.
 //! - Ungated (Eq. 9, the "w/o gates" ablation): `M' = M + X`.
 //! - Gated, as the authors' code (not the paper's App. D, which has no squashing and uses raw

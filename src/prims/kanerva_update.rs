@@ -14,8 +14,8 @@
 //!    memctl implements this textbook ridge form — the MAP of `w_i` under the prior `N(0, I)`,
 //!    and what TF's `matrix_solve_ls(R, z, λ)` (which PKM A.1.2 cites, λ ≈ 0.35) computes when
 //!    given `R` itself — not the DKM code's `((RᵀR)² + λI)⁻¹ RᵀR Rᵀ z`, which solves on the Gram
-//!    matrix, squares its condition number and agrees with ridge only as λ → 0 (reference.md
-//!    §1.7). The `m_i × m_i` system goes through the differentiable Cholesky solve
+//!    matrix, squares its condition number and agrees with ridge only as λ → 0 (docs/models.md,
+//!    PKM). The `m_i × m_i` system goes through the differentiable Cholesky solve
 //!    (`kernels::spd_solve`), as in the paper (its O((m/k)³) cost is what k machines reduce).
 //! 2. `γ_i = (1/η_i²) / Σ_j 1/η_j²`, `Δ = z − Σ_i γ_i R_i w_i` (Eq. 2; shared by all machines).
 //! 3. `β_i = 1 / (w_iᵀ V_i w_i + η_i²)`, `R_i ← R_i + β_i Δ w_iᵀ V_i`,

@@ -8,7 +8,7 @@
 //!
 //! The query is normalised per head (the paper's "unit jump query", the authors'
 //! `μ(W_q hidden)`); the result is **not** normalised or softmaxed (authors' code @972108f,
-//! reference.md §1.6). Pass the key tape *after* this step's write, as the paper's `K'`.
+//! docs/models.md, NAM-TM). Pass the key tape *after* this step's write, as the paper's `K'`.
 //!
 //! Shapes: `K: [H, L, dh]`, `q: [H·dh]` or `[H, dh]` → `[H, L]`, a head position for `headMove`.
 

@@ -12,7 +12,7 @@
 //! - `Y ← LN(Y + A)`, then `Y ← LN(Y + MLP(Y))` with a row-wise MLP.
 //!
 //! Finally the input row is dropped. Follows the official Sonnet code, not the L0SG port
-//! (reference.md §1.3): **all `N + 1` rows are queries** (the paper's Eq. 2 takes queries from
+//! (docs/models.md, RMC): **all `N + 1` rows are queries** (the paper's Eq. 2 takes queries from
 //! `M` only); every layer norm is **per row** over the feature axis (eps 1e-5); the MLP has
 //! `attention_mlp_layers` **distinct** `D → D` layers with ReLU between them and **none after
 //! the last**; with `blocks > 1` each block has its own qkv layer and layer norms while the MLP

@@ -13,7 +13,7 @@
 //! authors' code (thaihungle/SAM, `baselines/sam/stm_basic.py`, the STM step's `M^r` read)
 //! contracts `f2(x)` with the second axis instead, i.e. it reads the transposed blocks.
 //! memctl follows the code, because the code is what produced the paper's numbers
-//! (shared/design/reference.md §1.2, step 4, gives the code's contraction). The two agree
+//! (docs/models.md, STM, step 4, gives the code's contraction). The two agree
 //! only when every block of `Mr` is symmetric, which SAM's output is not.
 //!
 //! The paper folds `f2`/`f3` into the read; memctl takes their outputs as inputs so the

@@ -1,5 +1,5 @@
 //! `rmcGate(M, Mnew, x, style = "unit", forget_bias = 1.0, input_bias = 0.0)`: the LSTM-style
-//! gating of the Relational Memory Core (RMC paper Eq. 3–9; reference.md §1.3 step 4).
+//! gating of the Relational Memory Core (RMC paper Eq. 3–9; docs/models.md, RMC, step 4).
 //!
 //! Shapes: `M: [N, D]` (the memory of the previous step), `Mnew: [N, D]` (the attended memory
 //! `M̃`, e.g. from `mhdpa`), `x: [D]` (the **projected** input row, the same one `mhdpa` saw)

@@ -8,7 +8,7 @@
 //!
 //! Unlike `namRD`, the position is **not** normalised: head positions are probability-weighted
 //! sums of (rolled) one-hot vectors and the jump vector, used as they are (authors' code
-//! @972108f, reference.md §1.6).
+//! @972108f, docs/models.md, NAM-TM).
 //!
 //! Shapes: `T: [H, L, dh]`, `pos: [H, L]`, `pr: [H]` or `[]` → `[H·dh]` (heads concatenated).
 //! See `headMove` for how a NAM-TM step is wired from these primitives.

@@ -11,12 +11,12 @@
 //! rows. The authors' code (thaihungle/SAM, `baselines/sam/stm_basic.py`) flattens the slots
 //! to `(nq·d) × d`, swaps the two axes and applies a linear layer `nq·d → d` to each row, which
 //! gives the **transpose** of that, `out[f, j]`, plus a bias. memctl follows the code,
-//! because the code is what produced the paper's numbers (shared/design/reference.md §1.2,
+//! because the code is what produced the paper's numbers (docs/models.md, STM,
 //! step 6, gives the code's transfer). The item memory is not symmetric, so the two are
 //! different models.
 //!
 //! The code also transfers from the fresh SAM output, not the accumulated `M^r` that Eq. 13
-//! names (reference.md §1.2 and §5, item 5); the STM spec wires it that way. "STM w/o transfer"
+//! names (docs/models.md, STM, DIFF 5); the STM spec wires it that way. "STM w/o transfer"
 //! removes this call.
 
 use candle_core::Tensor;

@@ -1,6 +1,6 @@
 //! Addition — the NAM paper's "Fib" (§4.1, Table 1): the number-sequence-prediction task
 //! `fib` with two numbers, i.e. **the sum of two numbers**, as masked completion
-//! (hwnam831/neuralattentionmemory @972108f `NSPDatasetAE2(fib)`; reference.md §3.6).
+//! (hwnam831/neuralattentionmemory @972108f `NSPDatasetAE2(fib)`; docs/models.md, NAM tasks).
 //!
 //! For an example with `n` digits: `s2` has exactly `n` digits (uniform in [10ⁿ⁻¹, 10ⁿ − 1]);
 //! `s1` has a uniform digit budget `k ∈ 1..=n` and value uniform in [1, 10ᵏ − 2]; `y = s1 + s2`

@@ -1,4 +1,5 @@
-//! Associative retrieval (SAM paper §3.1; the authors' `number_arecall` generator, reference.md §3.1).
+//! Associative retrieval (SAM paper §3.1; the authors' `number_arecall` generator,
+//! docs/models.md, Associative retrieval).
 //!
 //! A sequence of `pairs` key–value pairs, then `??` and a query key; the answer is the value
 //! stored under the query key:

@@ -1,4 +1,4 @@
-//! Copy (NTM; SAM Fig. 2, thaihungle/SAM `datasets/copy.py`, reference.md §3.3): read a sequence
+//! Copy (NTM; SAM Fig. 2, thaihungle/SAM `datasets/copy.py`, docs/models.md, Copy): read a sequence
 //! of random bit vectors, then write it back.
 //!
 //! `L` vectors of `width` (W) bits, each bit Bernoulli(½); input width W + 2 (two flag channels):

@@ -1,5 +1,5 @@
 //! The NAM paper's algorithmic tasks (§4.1; hwnam831/neuralattentionmemory @972108f,
-//! `NSPDataset.py`, `AutoEncode.py`; reference.md §3.6): what `addition`, `palindrome` and
+//! `NSPDataset.py`, `AutoEncode.py`; docs/models.md, NAM tasks): what `addition`, `palindrome` and
 //! `reduce` share.
 //!
 //! - **Masked completion.** Every example is a fixed-length sequence of token ids with one

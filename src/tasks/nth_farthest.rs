@@ -8,13 +8,14 @@
 //!   step i = [ vector_i (D) | onehot(id_i) (V) | onehot(n) (V) | onehot(m) (V) ]
 //! ```
 //!
-//! **Encoding: the SAM / L0SG one** (thaihungle/SAM `datasets/nfar.py`, reference.md §3.2), the
-//! one STM's published numbers were measured on. The IDs are a random permutation of 0..V
-//! (so IDs are not positions); `m` is the ID of the reference vector (drawn uniformly among the
-//! V); `n` is uniform in 0..V; the answer is the ID of the vector at rank `n` in **descending**
-//! Euclidean distance from the reference — `n = 0` is the farthest, `n = V−1` the reference
-//! itself. (Sonnet's official encoding orders the two question one-hots the other way and counts
-//! ranks ascending; the problems are the same up to relabelling `n ↔ V−1−n`.)
+//! **Encoding: the SAM / L0SG one** (thaihungle/SAM `datasets/nfar.py`, docs/models.md,
+//! Nth-farthest), the one STM's published numbers were measured on. The IDs are a random
+//! permutation of 0..V (so IDs are not positions); `m` is the ID of the reference vector (drawn
+//! uniformly among the V); `n` is uniform in 0..V; the answer is the ID of the vector at rank
+//! `n` in **descending** Euclidean distance from the reference — `n = 0` is the farthest,
+//! `n = V−1` the reference itself. (Sonnet's official encoding orders the two question one-hots
+//! the other way and counts ranks ascending; the problems are the same up to relabelling
+//! `n ↔ V−1−n`.)
 //!
 //! V steps, no extra output steps (the SAM code reads the output after the last input step):
 //! only the last step is scored, with a V-way cross-entropy (`Classes(V)`); metric accuracy.

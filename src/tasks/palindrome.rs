@@ -1,6 +1,6 @@
 //! Palindrome — the NAM paper's "Palin" (§4.1, Table 1): write a digit string reversed, as
 //! masked completion (hwnam831/neuralattentionmemory @972108f `StringDataset('palin')`;
-//! reference.md §3.6).
+//! docs/models.md, NAM tasks).
 //!
 //! An example with `n` digits (uniform 0–9 each):
 //!

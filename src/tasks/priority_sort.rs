@@ -1,5 +1,6 @@
-//! Priority sort (NTM; SAM Fig. 2, thaihungle/SAM `datasets/prioritysort.py`, reference.md §3.4):
-//! read bit vectors tagged with priorities, then write out the highest-priority ones in order.
+//! Priority sort (NTM; SAM Fig. 2, thaihungle/SAM `datasets/prioritysort.py`, docs/models.md,
+//! Priority sort): read bit vectors tagged with priorities, then write out the highest-priority
+//! ones in order.
 //!
 //! `inputs` vectors of `width` (W) bits (Bernoulli(½)); input width W + 2:
 //!

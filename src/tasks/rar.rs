@@ -1,5 +1,5 @@
 //! Relational associative recall, RAR (SAM §3.2 / Fig. 2; thaihungle/SAM `datasets/rar.py`,
-//! reference.md §3.5): given a list of items and a query item from it, recall the item that is
+//! docs/models.md, RAR): given a list of items and a query item from it, recall the item that is
 //! farthest from (or closest to) the query.
 //!
 //! Each item is `L` bit vectors of `width` (W) bits, Bernoulli(½). Input width W + 2:

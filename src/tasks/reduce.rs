@@ -1,6 +1,6 @@
 //! Reduce — the NAM paper's sequence reduction (§4.1, Table 1): drop the zeros from a digit
 //! string, as masked completion (hwnam831/neuralattentionmemory @972108f `ReductionDatasetAE`;
-//! reference.md §3.6).
+//! docs/models.md, NAM tasks).
 //!
 //! An example with `n` digits, each 0 with probability ½, else uniform in 1–9, placed at an
 //! offset `pos` uniform in `0..=D − n` and followed by a delimiter:
