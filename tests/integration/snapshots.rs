@@ -65,10 +65,10 @@ fn redact(text: &str) -> String {
         }
         skipping = false;
         let mut l = String::new();
-        let mut chars = line.chars().peekable();
+        let chars = line.chars();
         // Shorten every decimal fraction to 3 digits.
         let mut digits_after_point: Option<usize> = None;
-        while let Some(c) = chars.next() {
+        for c in chars {
             match (c, digits_after_point) {
                 ('.', None) if l.chars().last().is_some_and(|p| p.is_ascii_digit()) => {
                     digits_after_point = Some(0);
