@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every paper-reproduction spec in specs/paper/ into the store `store/paper`, then writes
 # docs/results.md from that store. Trials already done are skipped, so an interrupted run picks
-# up where it stopped. Expected time on a 2-core machine: about 3½ hours (each spec states its own).
+# up where it stopped. Expected time on a 2-core machine: about 4 hours (each spec states its own).
 #
 #   scripts/reproduce.sh            # everything
 #   MEMCTL=path/to/memctl scripts/reproduce.sh
@@ -15,7 +15,7 @@ fi
 store=${STORE:-store/paper}
 # The timing sweep runs alone (one trial at a time) so that trials do not slow each other.
 "$memctl" --store "$store" sweep specs/paper/pkm.mem pkm_timing --jobs 1 --threads 1 --quiet
-for spec in sam_table1 sam_table2 sam_fig2 sam_table3 nam_table1 pkm pkm_fig2; do
+for spec in sam_table1 sam_table2 sam_fig2 sam_table3 nam_table1 rmc_table1 pkm pkm_fig2; do
   "$memctl" --store "$store" sweep "specs/paper/$spec.mem" --jobs 2 --threads 1 --quiet || true
 done
 # SAM Table 4 reads the bAbI tasks, which are not shipped (specs/paper/sam_babi.mem says where
