@@ -31,6 +31,14 @@ fn cluster_up() -> bool {
 
 /// Whether to run a Slurm test: a cluster answers. Without one, fails under CI and skips
 /// elsewhere.
+/// The local cluster has one node of 2 CPUs: tests that run jobs on it take turns, so that one
+/// test's arrays do not hold the CPUs another test's requeued task waits for.
+static CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    CLUSTER.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn cluster_or_skip(test: &str) -> bool {
     if cluster_up() {
         return true;
@@ -101,6 +109,7 @@ experiment slow {
 
 #[test]
 fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
+    let _turn = one_at_a_time();
     if !cluster_or_skip("the Slurm sweep test") {
         return;
     }
@@ -186,6 +195,7 @@ experiment long {
 
 #[test]
 fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
+    let _turn = one_at_a_time();
     if !cluster_or_skip("the Slurm time-limit test") {
         return;
     }
@@ -211,10 +221,22 @@ fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
     wait_for_state(&job, 0, "PENDING", Duration::from_secs(60));
     let release = Command::new("scontrol").args(["update", &format!("JobId={job}_0"), "StartTime=now"]).status();
     assert!(release.unwrap().success());
+    // The requeued task appends to the same log. squeue can list nothing for a moment while
+    // Slurm moves a requeued array task between states, so wait for the resumed run's own
+    // lines in the log (it resumed, then recorded its end) as well as for the job to leave the
+    // queue.
+    let log_path = shared.join("s-long").join("logs").join(format!("{job}_0.log"));
+    let start = Instant::now();
+    let log = loop {
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let resumed = log.split("resuming from its checkpoint at step").nth(1);
+        if resumed.is_some_and(|after| after.contains("memctl worker: done")) {
+            break log;
+        }
+        assert!(start.elapsed() < Duration::from_secs(300), "the requeued task never resumed:\n{log}");
+        std::thread::sleep(Duration::from_millis(300));
+    };
     wait_for(&job, Duration::from_secs(180));
-
-    let log = std::fs::read_dir(shared.join("s-long").join("logs")).unwrap().next().unwrap().unwrap().path();
-    let log = std::fs::read_to_string(log).unwrap();
     assert!(log.contains("time limit near: requeueing this task"), "{log}");
     assert!(log.contains("resuming from its checkpoint at step"), "{log}");
     assert!(text(&memctl(&store, cwd, &["sync", shared.to_str().unwrap()]).stderr).contains("1 imported"));
