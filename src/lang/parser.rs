@@ -568,3 +568,52 @@ fn parse_number(s: &str) -> Option<ExprKind> {
 fn unquote(s: &str) -> String {
     s.trim_start_matches('"').trim_end_matches('"').to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lang::ast::{BinaryOp, ExprKind};
+
+    const FILE: FileId = FileId(0);
+
+    #[test]
+    fn a_file_parses_into_its_parts() {
+        let text = "task t = copy(width = 4)\n\
+                    model m(d = 8, gates = true) {\n  state M = zeros(d, d)\n  step x { out linear(x, d) }\n}\n\
+                    experiment e { task t  model m(d = 4)  train { steps = 10 }  sweep { seed in 1..2 } }\n";
+        let file = parse_file(FILE, text).unwrap();
+        assert_eq!((file.tasks.len(), file.models.len(), file.experiments.len()), (1, 1, 1));
+        let m = &file.models[0];
+        assert_eq!(m.name.name, "m");
+        assert_eq!(m.params.iter().map(|p| p.name.name.as_str()).collect::<Vec<_>>(), ["d", "gates"]);
+        assert_eq!(m.states[0].name.name, "M");
+        assert_eq!(m.step.as_ref().unwrap().input.name, "x");
+        let e = &file.experiments[0];
+        assert_eq!((e.name.name.as_str(), e.train.len(), e.sweep.len()), ("e", 1, 1));
+        // Spans point into the text.
+        assert_eq!(&text[m.name.span.start..m.name.span.end], "m");
+    }
+
+    #[test]
+    fn products_bind_tighter_than_sums_and_sums_than_comparisons() {
+        let e = parse_expr_at(FILE, "a + b * c >= d", 0).unwrap();
+        let ExprKind::Binary(BinaryOp::Ge, lhs, _) = &e.kind else { panic!("{e:?}") };
+        let ExprKind::Binary(BinaryOp::Add, _, rhs) = &lhs.kind else { panic!("{lhs:?}") };
+        assert!(matches!(rhs.kind, ExprKind::Binary(BinaryOp::Mul, _, _)), "{rhs:?}");
+    }
+
+    #[test]
+    fn an_expression_is_read_from_its_offset_in_the_file() {
+        let e = parse_expr_at(FILE, "steps = 3\nx + 1", 10).unwrap();
+        assert_eq!((e.span.start, e.span.end), (10, 15));
+    }
+
+    #[test]
+    fn a_syntax_error_is_located_where_the_input_stops_making_sense() {
+        let text = "model m() {\n  step x { out linear(x d) }\n}\n";
+        let d = parse_file(FILE, text).unwrap_err();
+        let at = d.primary.as_ref().expect("a located error").span.start;
+        // At `d`, where the argument list needed a comma.
+        assert_eq!(&text[at..at + 1], "d", "at {at}: {}", d.message);
+    }
+}
