@@ -79,12 +79,7 @@ impl TaskKind for CorpusKind {
         let path = o.path("path", "a text file, or a folder holding train.txt, valid.txt and test.txt")?;
         let words = o.choice("level", &["char", "word"])? == 1;
         let length = o.int("length", 1, 1 << 20)?;
-        let valid = o.float("valid", 0.0, 1.0, true)?;
-        let test = o.float("test", 0.0, 1.0, true)?;
-        if valid + test >= 1.0 {
-            let message = format!("`valid` + `test` ({valid} + {test}) must leave some text to train on");
-            return Err(PrimError::task(message).on("test"));
-        }
+        let (valid, test) = super::options::held_out_fractions(&o, "text")?;
         let at = data_file::resolve(dir, &path);
         let texts = read(&at, words, (valid, test)).map_err(DataError::on_path)?;
         // At least one whole training window, and something to predict in each held-out text.

@@ -74,12 +74,7 @@ impl TaskKind for JsonlKind {
         let o = Options::new(&SIGNATURE, options);
         let path = o.path("path", "a .jsonl file, or a folder holding train.jsonl, valid.jsonl and test.jsonl")?;
         let aligned = o.choice("layout", &["after", "aligned"])? == 1;
-        let valid = o.float("valid", 0.0, 1.0, true)?;
-        let test = o.float("test", 0.0, 1.0, true)?;
-        if valid + test >= 1.0 {
-            let message = format!("`valid` + `test` ({valid} + {test}) must leave some examples to train on");
-            return Err(PrimError::task(message).on("test"));
-        }
+        let (valid, test) = super::options::held_out_fractions(&o, "examples")?;
         let at = data_file::resolve(dir, &path);
         let sets = read(&at, aligned, (valid, test)).map_err(DataError::on_path)?;
         Ok(Box::new(sets))

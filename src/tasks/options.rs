@@ -71,3 +71,15 @@ pub(super) fn ordered(lo: (&'static str, usize), hi: (&'static str, usize)) -> R
     }
     Ok(())
 }
+
+/// The `valid` and `test` fractions of a data file cut into three sets: each in [0, 1), and
+/// together leaving some `what` ("text", "examples") to train on; blames `test`.
+pub(super) fn held_out_fractions(o: &Options, what: &str) -> Result<(f64, f64), PrimError> {
+    let valid = o.float("valid", 0.0, 1.0, true)?;
+    let test = o.float("test", 0.0, 1.0, true)?;
+    if valid + test >= 1.0 {
+        let message = format!("`valid` + `test` ({valid} + {test}) must leave some {what} to train on");
+        return Err(PrimError::task(message).on("test"));
+    }
+    Ok((valid, test))
+}

@@ -53,8 +53,7 @@ impl TaskKind for RgbBindingKind {
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
         let o = Options::new(&SIGNATURE, options);
         let (bits, classes) = (o.int("bits", 1, 65_536)?, o.int("classes", 1, 10_000)?);
-        let mut world = ChaCha8Rng::seed_from_u64(o.int("world", 0, i64::MAX)? as u64);
-        let prototypes = (0..classes * bits).map(|_| world.random_bool(0.5)).collect();
+        let prototypes = prototypes(o.int("world", 0, i64::MAX)? as u64, classes, bits);
         Ok(Box::new(RgbBinding {
             triplets: o.int("triplets", 1, 100_000)?,
             bits,
@@ -67,6 +66,12 @@ impl TaskKind for RgbBindingKind {
             test: o.int("test", 1, 10_000_000)?,
         }))
     }
+}
+
+/// `classes × bits` prototype bits, the same for every trial of a `world`.
+fn prototypes(world: u64, classes: usize, bits: usize) -> Vec<bool> {
+    let mut rng = ChaCha8Rng::seed_from_u64(world);
+    (0..classes * bits).map(|_| rng.random_bool(0.5)).collect()
 }
 
 #[derive(Clone, Debug)]
@@ -229,27 +234,13 @@ mod tests {
         let b = validation(&*task(6, 64, 3, 0.1, 1), 2);
         let x = b.inputs.to_vec3::<f32>().unwrap();
         let (mut flipped, mut total) = (0usize, 0usize);
-        let full = RgbBinding {
-            triplets: 6,
-            bits: 64,
-            classes: 3,
-            variation: 0.1,
-            queries: 1,
-            prototypes: {
-                let mut world = ChaCha8Rng::seed_from_u64(0);
-                (0..3 * 64).map(|_| world.random_bool(0.5)).collect()
-            },
-            validation: 40,
-            test: 40,
-        };
+        let protos = prototypes(0, 3, 64);
         for step in &x[..6] {
             for e in step {
                 for part in e[..192].chunks(64) {
                     let bits: Vec<bool> = part.iter().map(|v| *v > 0.0).collect();
                     let nearest = (0..3)
-                        .map(|c| {
-                            bits.iter().zip(&full.prototypes[c * 64..(c + 1) * 64]).filter(|(a, b)| a != b).count()
-                        })
+                        .map(|c| bits.iter().zip(&protos[c * 64..(c + 1) * 64]).filter(|(a, b)| a != b).count())
                         .min()
                         .unwrap();
                     flipped += nearest;

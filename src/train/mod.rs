@@ -61,16 +61,22 @@ pub struct Converged {
 }
 
 /// Every test split's metrics, keyed as `final_metrics` keeps them: the first split's bare
-/// (`accuracy`), the others' prefixed (`od_easy_accuracy`).
+/// (`accuracy`), the others' prefixed (`od_easy_accuracy`). A split in `known` (its index
+/// and metrics, just evaluated with these parameters) is not evaluated again.
 fn evaluate_tests(
     stepper: &Stepper,
     data: &dyn TaskData,
     eval_batch: usize,
     trial: &Trial,
+    known: Option<(usize, &[(&'static str, f64)])>,
 ) -> candle_core::Result<BTreeMap<String, f64>> {
     let mut out = BTreeMap::new();
     for (i, split) in trial.task.test_splits().iter().enumerate() {
-        for (name, v) in evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)? {
+        let metrics = match known {
+            Some((k, metrics)) if k == i => metrics.to_vec(),
+            _ => evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)?,
+        };
+        for (name, v) in metrics {
             let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
             out.insert(key, v);
         }
@@ -92,20 +98,22 @@ fn select_evaluation(
     trial: &Trial,
     out: &mut Outcome,
 ) -> candle_core::Result<()> {
-    let value = match select.split {
-        None => metrics.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v),
+    let split_metrics = match select.split {
+        None => None,
         Some(i) => {
             let split = trial.task.test_splits()[i];
             let split_metrics = evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)?;
             for (name, v) in &split_metrics {
                 push(out, &format!("{split}_{name}"), step, *v);
             }
-            split_metrics.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v)
+            Some((i, split_metrics))
         }
     };
-    let Some(value) = value else { return Ok(()) };
+    let read_from = split_metrics.as_ref().map_or(metrics, |(_, m)| m.as_slice());
+    let Some(value) = read_from.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v) else { return Ok(()) };
     if select.improves(value, out.selected.as_ref().map(|s| s.value)) {
-        let mut at = evaluate_tests(stepper, data, eval_batch, trial)?;
+        let known = split_metrics.as_ref().map(|(i, m)| (*i, m.as_slice()));
+        let mut at = evaluate_tests(stepper, data, eval_batch, trial, known)?;
         at.extend(metrics.iter().map(|(n, v)| (format!("val_{n}"), *v)));
         out.selected = Some(Selected { step, value, metrics: at });
     }
@@ -473,7 +481,7 @@ fn train_into(
     out.train_seconds = train_seconds(eval_time);
     if out.ending == Ending::Done {
         let t0 = Instant::now();
-        out.final_metrics = evaluate_tests(&stepper, data.as_ref(), eval_batch, trial)?;
+        out.final_metrics = evaluate_tests(&stepper, data.as_ref(), eval_batch, trial, None)?;
         eval_time += t0.elapsed().as_secs_f64();
         if let Some(selected) = &out.selected {
             out.final_metrics.insert("selected_step".into(), selected.step as f64);
