@@ -82,7 +82,7 @@ fn queries_while_a_sweep_writes(path: &Path) {
     let program = check("writer.mem", &text);
     let trials = program.experiments[0].trials.clone();
     let spec = SpecSource { path: "writer.mem".into(), text };
-    let opts = Options { force: false, retry_failed: false, jobs: 1, threads: 1, device: None };
+    let opts = Options { force: false, retry_failed: false, jobs: 1, threads: 1, device: None, prober: None };
     let done = AtomicBool::new(false);
     let before = cost::spent();
     let (sweep_wall, samples) = std::thread::scope(|s| {

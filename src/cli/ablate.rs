@@ -13,6 +13,9 @@ use crate::cli::{Context, load, sweep};
 use crate::lang::Spec;
 use crate::report::ablation;
 use crate::store::{RunSummary, Store};
+use std::sync::Arc;
+
+use crate::sweep::probe::ChildProber;
 use crate::sweep::{Options, identity};
 use crate::value::Value;
 
@@ -155,10 +158,24 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
     let total: usize = variants.iter().map(|v| v.trials.len()).sum();
     let (jobs, threads) = sweep::budget(args.jobs, args.threads, total);
-    let opts = Options { force: false, retry_failed: false, jobs, threads, device: None };
     let mut code = 0;
     for v in &variants {
         eprintln!("{}: {}", v.name, v.overrides.join(" "));
+        let prober = ChildProber::for_this_exe(
+            args.file.clone(),
+            Some(args.experiment.clone()),
+            v.overrides.clone(),
+            threads,
+            None,
+        );
+        let opts = Options {
+            force: false,
+            retry_failed: false,
+            jobs,
+            threads,
+            device: None,
+            prober: prober.map(|p| Arc::new(p) as _),
+        };
         let source = load::spec_source(&args.file, &v.spec);
         code = code.max(sweep::execute(&store, &source, &v.trials, &opts, args.quiet)?);
     }

@@ -17,6 +17,7 @@ mod load;
 mod memory;
 mod plot;
 mod prims;
+mod probe;
 mod progress;
 mod results;
 mod rm;
@@ -72,6 +73,8 @@ pub enum Command {
     Sync(sync::Args),
     #[command(hide = true)]
     Worker(worker::Args),
+    #[command(hide = true)]
+    Probe(probe::Args),
 }
 
 /// Shared by every verb.
@@ -109,6 +112,7 @@ pub fn main() -> i32 {
         Command::Status(a) => status::run(a, &ctx),
         Command::Sync(a) => sync::run(a, &ctx),
         Command::Worker(a) => worker::run(a, &ctx),
+        Command::Probe(a) => probe::run(a, &ctx),
     };
     match result {
         Ok(code) => code,

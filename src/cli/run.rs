@@ -2,10 +2,12 @@
 //! point), even if it was run before.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crate::cli::{Context, load, sweep};
 use crate::store::Store;
 use crate::sweep::Options;
+use crate::sweep::probe::ChildProber;
 
 /// Run an experiment once: the first trial of its sweep, always (re-runs if already done).
 #[derive(clap::Args)]
@@ -50,12 +52,16 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
-    let opts = Options {
+    let mut opts = Options {
         force: true,
         retry_failed: true,
         jobs: 1,
         threads: sweep::threads(args.threads),
         device: args.device.clone(),
+        prober: None,
     };
+    opts.prober =
+        ChildProber::for_this_exe(args.file.clone(), Some(exp.name.clone()), vec![], opts.threads, args.device.clone())
+            .map(|p| Arc::new(p) as _);
     sweep::execute(&store, &source, &exp.trials[..1], &opts, args.quiet)
 }

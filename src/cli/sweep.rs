@@ -2,11 +2,13 @@
 //! skipping trials already done in the store, several at a time.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::check::Trial;
 use crate::cli::{Context, load, progress::Progress, slurm_submit};
 use crate::store::Store;
+use crate::sweep::probe::ChildProber;
 use crate::sweep::{self, Options, Plan, SpecSource};
 
 /// Run every trial of a spec's experiments (or of one), skipping trials already done.
@@ -90,6 +92,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             jobs: 1,
             threads: args.cpus_per_task.max(1),
             device: args.device.clone(),
+            prober: None,
         };
         let shared = std::path::absolute(&args.shared_dir)?;
         let memctl = match &args.memctl {
@@ -130,9 +133,13 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         jobs: 1,
         threads: 1,
         device: args.device.clone(),
+        prober: None,
     };
     let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
     (opts.jobs, opts.threads) = budget(args.jobs, args.threads, to_run);
+    opts.prober =
+        ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, args.device.clone())
+            .map(|p| Arc::new(p) as _);
     if args.dry_run {
         print_plan(&trials, &plans, &opts);
         return Ok(0);

@@ -171,7 +171,7 @@ pub struct Progress {
     /// Its `max_time` budget in seconds, if any (bounds the estimate of the rest).
     pub max_time: Option<f64>,
     /// How many runs of this trial before it, in a row, lost their process before their
-    /// first step (see `store::MAX_DEATHS`).
+    /// first step (see `sweep::probe`).
     #[serde(default)]
     pub deaths: u32,
 }

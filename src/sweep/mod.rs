@@ -4,6 +4,7 @@
 
 pub mod identity;
 pub mod live;
+pub mod probe;
 pub mod progress_writer;
 
 use std::panic::AssertUnwindSafe;
@@ -38,6 +39,9 @@ pub struct Options {
     pub threads: usize,
     /// Overrides every trial's `device` setting.
     pub device: Option<String>,
+    /// Tries a trial whose process died before its first step in a process of its own before
+    /// running it again ([`probe`]); without one, such a trial simply runs again.
+    pub prober: Option<std::sync::Arc<dyn probe::Prober>>,
 }
 
 /// What happened to one trial.
@@ -105,6 +109,15 @@ pub struct Summary {
     pub elsewhere: usize,
 }
 
+/// Why a sweep stopped before its trials were done.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot start {workers} worker threads for the sweep's trials: {source}; try fewer `--jobs`")]
+    Threads { workers: usize, source: rayon::ThreadPoolBuildError },
+}
+
 /// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
 /// its own pool of `opts.threads` compute threads. Stops starting trials once `cancel` is set.
 pub fn run_all(
@@ -114,7 +127,7 @@ pub fn run_all(
     opts: &Options,
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
-) -> Result<Summary, StoreError> {
+) -> Result<Summary, SweepError> {
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
@@ -123,7 +136,7 @@ pub fn run_all(
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(workers)
         .build()
-        .map_err(|e| StoreError::Corrupt { id: 0, reason: format!("cannot start worker threads: {e}") })?;
+        .map_err(|source| SweepError::Threads { workers, source })?;
     pool.scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|_| {
@@ -209,11 +222,12 @@ pub fn run_trial(
             reporter.trial_skipped(index, trial, run_id, Status::Running);
             return Ok(TrialResult::Skipped { run_id, status: Status::Running });
         }
-        Claim::GaveUp(record) => {
-            reporter.trial_finished(index, &record);
-            return Ok(TrialResult::Finished(record));
-        }
     };
+    if let Some(crashed) = probe_if_suspected(&mut record, trial, opts, reporter) {
+        store.put(&crashed)?;
+        reporter.trial_finished(index, &crashed);
+        return Ok(TrialResult::Finished(Box::new(crashed)));
+    }
     // A trial taken over from an interrupted run resumes from its checkpoint; one run again on
     // purpose (`--force`, `--retry-failed`) starts afresh.
     let resume = match took_over {
@@ -252,6 +266,38 @@ pub fn run_trial(
     }
     reporter.trial_finished(index, &record);
     Ok(TrialResult::Finished(Box::new(record)))
+}
+
+/// A trial whose process died before its first step is probed in a process of its own first
+/// ([`probe`]); returns its record, failed, if the probe crashed.
+fn probe_if_suspected(
+    record: &mut RunRecord,
+    trial: &Trial,
+    opts: &Options,
+    reporter: &dyn Reporter,
+) -> Option<RunRecord> {
+    let deaths = record.progress.as_ref().map_or(0, |p| p.deaths);
+    let prober = opts.prober.as_ref().filter(|_| deaths > 0)?;
+    match prober.probe(trial) {
+        probe::Probe::Clean => None,
+        probe::Probe::Inconclusive(why) => {
+            reporter
+                .warning(&format!("run {}: could not probe it in a process of its own ({why}); running it", record.id));
+            None
+        }
+        probe::Probe::Crashed(why) => {
+            let mut failed = record.clone();
+            let reason = format!(
+                "its process died before its first training step, and {why}; `memctl check` shows \
+                 its memory estimate; `memctl sweep --retry-failed` runs it again"
+            );
+            failed.status = Status::Failed;
+            failed.stop_reason = reason.clone();
+            failed.error = Some(reason);
+            failed.ended_at = Some(now());
+            Some(failed)
+        }
+    }
 }
 
 /// A `running` record for a trial about to start.

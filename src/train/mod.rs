@@ -428,7 +428,7 @@ fn train_into(
         interval_loss.1 += 1;
         observer.on_step(step, cfg.steps, value);
         // A first report as soon as training runs (a process that dies before it has not
-        // trained at all; see `store::MAX_DEATHS`), then at every validation or heartbeat.
+        // trained at all; see `sweep::probe`), then at every validation or heartbeat.
         if !reported || last_progress.elapsed() >= HEARTBEAT {
             (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
             observer.on_progress(out);

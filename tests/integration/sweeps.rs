@@ -112,6 +112,89 @@ fn sigkill_at_random_moments_loses_and_repeats_nothing() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("0 trials run, 8 already done"));
 }
 
+/// Four trials; the two with `hidden = 5000` need 1.6 GB to train.
+const ONE_TOO_BIG: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model lstm(hidden = 16) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+experiment crash {
+  task tiny
+  model lstm
+  train { batch = 16, steps = 40, eval_every = 20 }
+  sweep { hidden in [8, 5000]  seed in 1..2 }
+}
+"#;
+
+#[test]
+fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("crash.mem");
+    std::fs::write(&spec, ONE_TOO_BIG).unwrap();
+    let store = dir.path().join("store");
+    // A machine with 600 MB for the sweep: the big trials' allocations fail and abort the
+    // process (the memory check reads the host's free memory, so it lets them through).
+    // Few malloc arenas, so that the small trials' share does not depend on the cores.
+    let sweep = || {
+        let mut c = memctl();
+        c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1"]);
+        c.env("MALLOC_ARENA_MAX", "2");
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit is async-signal-safe.
+        unsafe {
+            c.pre_exec(|| {
+                let limit = libc::rlimit { rlim_cur: 600 << 20, rlim_max: 600 << 20 };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        c.output().unwrap()
+    };
+    use std::os::unix::process::ExitStatusExt;
+    let first = sweep();
+    assert_eq!(first.status.signal(), Some(libc::SIGABRT), "{}", String::from_utf8_lossy(&first.stderr));
+    // Each sweep again probes the trials its predecessor died with, and dies on a big trial it
+    // had not suspected yet, until each big trial has been probed: at most one sweep each.
+    let mut last = sweep();
+    for _ in 0..2 {
+        if last.status.signal() != Some(libc::SIGABRT) {
+            break;
+        }
+        last = sweep();
+    }
+    let stderr = String::from_utf8_lossy(&last.stderr);
+    assert_eq!(last.status.code(), Some(1), "the sweep ends, with failures: {stderr}");
+    let recs = records(&store);
+    for hidden in [8, 5000] {
+        for seed in [1, 2] {
+            let runs: Vec<&serde_json::Value> = recs
+                .iter()
+                .filter(|r| r["config"]["params"]["hidden"] == hidden && r["config"]["seed"] == seed)
+                .collect();
+            let latest = runs.iter().max_by_key(|r| r["id"].as_u64()).unwrap();
+            if hidden == 8 {
+                assert_eq!(latest["status"], "done", "hidden=8 seed={seed}: {stderr}");
+            } else {
+                assert_eq!(latest["status"], "failed", "hidden=5000 seed={seed}: {stderr}");
+                let error = latest["error"].as_str().unwrap();
+                assert!(
+                    error.contains("SIGABRT") && error.contains("memory allocation of"),
+                    "the crash is named with the probe's last words: {error}"
+                );
+                let failed = runs.iter().filter(|r| r["status"] == "failed").count();
+                assert_eq!(failed, 1, "one probe fails it: {stderr}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_failing_trial_is_recorded_and_the_others_complete() {
     let dir = tempfile::tempdir().unwrap();
