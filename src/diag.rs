@@ -29,6 +29,8 @@ pub struct Label {
 /// One user-facing error about a spec.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Diagnostic {
+    /// The stable code of the kind of mistake (`C014`, `P003`), printed as `error[C014]`.
+    pub code: Option<&'static str>,
     pub message: String,
     pub primary: Option<Label>,
     pub secondary: Vec<Label>,
@@ -40,7 +42,13 @@ const MAX_SNIPPET_LINES: usize = 6;
 
 impl Diagnostic {
     pub fn error(message: impl Into<String>) -> Diagnostic {
-        Diagnostic { message: message.into(), primary: None, secondary: vec![], hints: vec![] }
+        Diagnostic { code: None, message: message.into(), primary: None, secondary: vec![], hints: vec![] }
+    }
+
+    /// Sets the stable code of the kind of mistake.
+    pub fn code(mut self, code: &'static str) -> Diagnostic {
+        self.code = Some(code);
+        self
     }
 
     /// Points the diagnostic at `span` with a label.
@@ -68,7 +76,10 @@ impl Diagnostic {
     /// Renders the diagnostic; `color` selects ANSI styling.
     pub fn render(&self, sources: &SourceMap, color: bool) -> String {
         let renderer = if color { Renderer::styled() } else { Renderer::plain() };
-        let title = Level::ERROR.primary_title(self.message.as_str());
+        let mut title = Level::ERROR.primary_title(self.message.as_str());
+        if let Some(code) = self.code {
+            title = title.id(code);
+        }
         let labels = self.primary.iter().map(|l| (l, AnnotationKind::Primary));
         let labels = labels.chain(self.secondary.iter().map(|l| (l, AnnotationKind::Context)));
         let mut elements = Vec::new();

@@ -1,5 +1,6 @@
 //! Binding a call's positional and named arguments to a signature.
 
+use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{Call, Expr};
 use crate::signature::{ArgKind, ArgSpec, Default};
@@ -16,18 +17,19 @@ pub fn bind<'e>(what: &str, signature: &[ArgSpec], call: &'e Call) -> Result<Vec
         match &arg.name {
             None => {
                 if seen_named {
-                    return Err(Diagnostic::error("positional argument after a named one")
+                    return Err(CheckErrorKind::PositionalAfterNamed
+                        .error()
                         .at(arg.value.span, "positional")
                         .hint("put positional arguments first, or name this one"));
                 }
                 if positional >= signature.len() {
-                    return Err(Diagnostic::error(format!(
-                        "{what} takes {} argument{} ({}), but {} were given",
-                        signature.len(),
-                        if signature.len() == 1 { "" } else { "s" },
-                        signature_list(signature),
-                        call.args.iter().filter(|a| a.name.is_none()).count()
-                    ))
+                    return Err(CheckErrorKind::TooManyArguments {
+                        callee: what.to_string(),
+                        takes: signature.len(),
+                        signature: signature_list(signature),
+                        given: call.args.iter().filter(|a| a.name.is_none()).count(),
+                    }
+                    .error()
                     .at(arg.value.span, "extra argument"));
                 }
                 slots[positional] = Some(&arg.value);
@@ -36,7 +38,8 @@ pub fn bind<'e>(what: &str, signature: &[ArgSpec], call: &'e Call) -> Result<Vec
             Some(name) => {
                 seen_named = true;
                 let Some(i) = signature.iter().position(|s| s.name == name.name) else {
-                    let mut d = Diagnostic::error(format!("{what} has no argument `{}`", name.name))
+                    let mut d = CheckErrorKind::NoSuchArgument { callee: what.to_string(), arg: name.name.clone() }
+                        .error()
                         .at(name.span, "unknown argument")
                         .hint(format!("its arguments are: {}", signature_list(signature)));
                     if let Some(h) = crate::suggest::did_you_mean(&name.name, signature.iter().map(|s| s.name)) {
@@ -45,9 +48,9 @@ pub fn bind<'e>(what: &str, signature: &[ArgSpec], call: &'e Call) -> Result<Vec
                     return Err(d);
                 };
                 if slots[i].is_some() {
-                    return Err(
-                        Diagnostic::error(format!("argument `{}` given twice", name.name)).at(name.span, "again here")
-                    );
+                    return Err(CheckErrorKind::ArgumentTwice { arg: name.name.clone() }
+                        .error()
+                        .at(name.span, "again here"));
                 }
                 slots[i] = Some(&arg.value);
             }
@@ -55,7 +58,8 @@ pub fn bind<'e>(what: &str, signature: &[ArgSpec], call: &'e Call) -> Result<Vec
     }
     for (spec, slot) in signature.iter().zip(&slots) {
         if slot.is_none() && spec.default == Default::Required {
-            return Err(Diagnostic::error(format!("{what} needs argument `{}`", spec.name))
+            return Err(CheckErrorKind::MissingArgument { callee: what.to_string(), arg: spec.name }
+                .error()
                 .at(call.span, format!("`{}` missing", spec.name))
                 .hint(format!("its arguments are: {}", signature_list(signature))));
         }
@@ -79,12 +83,8 @@ pub fn signature_list(signature: &[ArgSpec]) -> String {
 /// Checks that an argument's value has the kind the signature asks for (ints widen to floats).
 pub fn coerce(what: &str, spec: &ArgSpec, kind: Kind, value: Value, expr: &Expr) -> Result<Value, Diagnostic> {
     value.coerce(kind).ok_or_else(|| {
-        Diagnostic::error(format!(
-            "argument `{}` of {what} must be {}, found {}",
-            spec.name,
-            super::a(kind),
-            value.describe()
-        ))
-        .at(expr.span, format!("expected {}", super::a(kind)))
+        CheckErrorKind::ArgumentKind { callee: what.to_string(), arg: spec.name, expected: kind, found: value.clone() }
+            .error()
+            .at(expr.span, format!("expected {}", super::a(kind)))
     })
 }

@@ -1,6 +1,7 @@
 //! Evaluation of expressions whose value is known before anything runs: parameter defaults,
 //! overrides, options, settings and sweep values.
 
+use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
 use crate::source::Span;
@@ -26,7 +27,8 @@ pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str])
             binary(*op, x, eval(b, lookup, names)?, a.span, b.span)
         }
         ExprKind::Call(c) if VALUE_FUNCTIONS.contains(&c.callee.name.as_str()) => spaced(c, lookup, names),
-        ExprKind::Call(c) => Err(Diagnostic::error(format!("`{}(…)` cannot be used here", c.callee.name))
+        ExprKind::Call(c) => Err(CheckErrorKind::CallNotAValue { callee: c.callee.name.clone() }
+            .error()
             .at(c.span, "a call is not a value")
             .hint("primitives are called inside a model's `step`; here a number, bool, string or list is expected")),
     }
@@ -44,7 +46,8 @@ fn spaced(
 ) -> Result<Value, Diagnostic> {
     let name = c.callee.name.as_str();
     let usage = || {
-        Diagnostic::error(format!("`{name}` takes a start, an end and a count"))
+        CheckErrorKind::SpaceArguments { function: name.to_string() }
+            .error()
             .at(c.span, "bad arguments")
             .hint(format!("e.g. `{name}(1e-4, 1e-2, 3)`"))
     };
@@ -59,15 +62,11 @@ fn spaced(
     let count = match eval(&n.value, lookup, names)? {
         Value::Int(k) if (1..=MAX_RANGE).contains(&k) => k as usize,
         v => {
-            return Err(Diagnostic::error(format!(
-                "the count must be an integer from 1 to {MAX_RANGE}, found {}",
-                v.describe()
-            ))
-            .at(n.value.span, "bad count"));
+            return Err(CheckErrorKind::SpaceCount { found: v }.error().at(n.value.span, "bad count"));
         }
     };
     if name == "logspace" && (lo <= 0.0 || hi <= 0.0) {
-        return Err(Diagnostic::error("`logspace` needs positive bounds").at(c.span, "not positive"));
+        return Err(CheckErrorKind::LogspaceBounds.error().at(c.span, "not positive"));
     }
     let at = |i: usize| -> f64 {
         let f = if count == 1 { 0.0 } else { i as f64 / (count - 1) as f64 };
@@ -89,7 +88,7 @@ pub fn equals_hint(d: Diagnostic, op: BinaryOp, lhs: &Expr) -> Diagnostic {
 }
 
 pub fn unknown_name(name: &str, span: Span, names: &[&str]) -> Diagnostic {
-    let mut d = Diagnostic::error(format!("unknown name `{name}`")).at(span, "not defined here");
+    let mut d = CheckErrorKind::UnknownName { name: name.to_string() }.error().at(span, "not defined here");
     if let Some(h) = crate::suggest::did_you_mean(name, names.iter().copied()) {
         d = d.hint(h);
     }
@@ -107,11 +106,13 @@ pub fn unary(op: UnaryOp, v: Value, span: Span) -> Result<Value, Diagnostic> {
 }
 
 fn overflow(span: Span) -> Diagnostic {
-    Diagnostic::error("integer overflow").at(span, "the result does not fit in 64 bits")
+    CheckErrorKind::IntegerOverflow.error().at(span, "the result does not fit in 64 bits")
 }
 
 fn type_error(what: &str, v: &Value, span: Span) -> Diagnostic {
-    Diagnostic::error(format!("{what}, found {}", v.describe())).at(span, format!("this is {}", super::a(v.kind())))
+    CheckErrorKind::WrongKind { needs: what.to_string(), found: v.clone() }
+        .error()
+        .at(span, format!("this is {}", super::a(v.kind())))
 }
 
 /// Applies a binary operator to two values.
@@ -125,13 +126,13 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Va
                 return Err(type_error("ranges `a..b` need integers", bad, s));
             };
             if hi < lo {
-                return Err(Diagnostic::error(format!("empty range {lo}..{hi}"))
+                return Err(CheckErrorKind::EmptyRange { lo: *lo, hi: *hi }
+                    .error()
                     .at(span, "the end is before the start")
                     .hint("ranges include both ends: `1..3` is 1, 2, 3"));
             }
             if hi.checked_sub(*lo).is_none_or(|n| n >= MAX_RANGE) {
-                return Err(Diagnostic::error(format!("range {lo}..{hi} has more than {MAX_RANGE} values"))
-                    .at(span, "too long"));
+                return Err(CheckErrorKind::RangeTooLong { lo: *lo, hi: *hi }.error().at(span, "too long"));
             }
             Ok(Value::List((*lo..=*hi).map(Value::Int).collect()))
         }
@@ -147,7 +148,8 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Va
                 (Some(x), Some(y)) => x == y,
                 _ if a.kind() == b.kind() => a == b,
                 _ => {
-                    return Err(Diagnostic::error(format!("cannot compare {} with {}", a.describe(), b.describe()))
+                    return Err(CheckErrorKind::Incomparable { a: a.clone(), b: b.clone() }
+                        .error()
                         .at(span, "different kinds"));
                 }
             };
@@ -166,7 +168,8 @@ pub fn binary(op: BinaryOp, a: Value, b: Value, sa: Span, sb: Span) -> Result<Va
             }))
         }
         Add | Sub | Mul | Div | Hadamard => arithmetic(op, &a, &b, sa, sb),
-        Outer | MatMul => Err(Diagnostic::error(format!("`{}` works on tensors, not on numbers", op.symbol()))
+        Outer | MatMul => Err(CheckErrorKind::TensorOperatorOnNumbers { op: op.symbol() }
+            .error()
             .at(span, "both sides are known before the model runs")),
     }
 }
@@ -181,10 +184,11 @@ fn arithmetic(op: BinaryOp, a: &Value, b: &Value, sa: Span, sb: Span) -> Result<
                 BinaryOp::Mul | BinaryOp::Hadamard => x.checked_mul(*y),
                 _ => {
                     if *y == 0 {
-                        return Err(Diagnostic::error("division by zero").at(sb, "this is 0"));
+                        return Err(CheckErrorKind::DivisionByZero.error().at(sb, "this is 0"));
                     }
                     if x % y != 0 {
-                        return Err(Diagnostic::error(format!("{x} / {y} is not a whole number"))
+                        return Err(CheckErrorKind::NotWhole { x: *x, y: *y }
+                            .error()
                             .at(span, "integer division must be exact")
                             .hint("write a float (e.g. `1.0 * a / b`) for a fractional result"));
                     }
@@ -204,7 +208,7 @@ fn arithmetic(op: BinaryOp, a: &Value, b: &Value, sa: Span, sb: Span) -> Result<
                 BinaryOp::Mul | BinaryOp::Hadamard => x * y,
                 _ => {
                     if y == 0.0 {
-                        return Err(Diagnostic::error("division by zero").at(sb, "this is 0"));
+                        return Err(CheckErrorKind::DivisionByZero.error().at(sb, "this is 0"));
                     }
                     x / y
                 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::call;
 use super::consteval;
+use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::graph::{Init, Node, ParamSpec, Shape, ShapeDisplay, Source, StateInit, StateSpec, StepGraph, Ty};
 use crate::lang::ast::{self, BinaryOp, Expr, ExprKind, Stmt, UnaryOp};
@@ -42,7 +43,8 @@ pub fn elaborate(
     catalog: &'static dyn Catalog,
 ) -> Result<StepGraph, Diagnostic> {
     let Some(step) = &model.step else {
-        return Err(Diagnostic::error(format!("model `{}` has no `step`", model.name.name))
+        return Err(CheckErrorKind::NoStep { model: model.name.name.clone() }
+            .error()
             .at(model.name.span, "no step")
             .hint("add `step x { ... out ... }`: the computation run at every time step"));
     };
@@ -81,24 +83,27 @@ pub fn elaborate(
     e.graph.next_states = (0..e.graph.states.len()).map(Source::State).collect();
     if e.env.contains_key(&step.input.name) {
         let what = if e.fixed.contains(&step.input.name) { "a parameter" } else { "a state" };
-        return Err(Diagnostic::error(format!("the step input `{}` hides {what}", step.input.name))
+        return Err(CheckErrorKind::StepInputHides { input: step.input.name.clone(), what }
+            .error()
             .at(step.input.span, format!("same name as {what}"))
             .hint("rename the step input, e.g. `step x`"));
     }
     e.env.insert(step.input.name.clone(), Binding::Tensor(Source::Input, task.input.clone()));
     e.block(&step.body)?;
     let Some((src, ty, span)) = e.out.take() else {
-        return Err(Diagnostic::error(format!("the step of `{}` has no `out`", model.name.name))
+        return Err(CheckErrorKind::NoOut { model: model.name.name.clone() }
+            .error()
             .at(Span::new(step.span.file, step.span.start, step.input.span.end), "no output")
             .hint("end the step with `out linear(h, output_size)`"));
     };
     let want = vec![task.output_size];
     if ty != Ty::Tensor(want.clone()) {
-        return Err(Diagnostic::error(format!(
-            "the step's output has shape {ty}, but task `{}` scores {} logits",
-            task.name,
-            ShapeDisplay(&want)
-        ))
+        return Err(CheckErrorKind::OutputShape {
+            found: ty.clone(),
+            task: task.name.to_string(),
+            logits: want.clone(),
+        }
+        .error()
         .at(span, format!("shape {ty}"))
         .hint("end the step with `out linear(h, output_size)`"));
     }
@@ -144,7 +149,8 @@ impl Elab {
         let name = &st.name.name;
         if self.env.contains_key(name) {
             let what = if self.fixed.contains(name) { "a parameter" } else { "another state" };
-            return Err(Diagnostic::error(format!("state `{name}` is already defined"))
+            return Err(CheckErrorKind::StateDefinedTwice { name: name.to_string() }
+                .error()
                 .at(st.name.span, format!("same name as {what}")));
         }
         let ExprKind::Call(c) = &st.init.kind else {
@@ -160,7 +166,8 @@ impl Elab {
         let mut dims: Shape = vec![];
         for arg in &c.args {
             if let Some(n) = &arg.name {
-                return Err(Diagnostic::error(format!("`{}` takes only sizes", c.callee.name))
+                return Err(CheckErrorKind::StateTakesOnlySizes { init: c.callee.name.clone() }
+                    .error()
                     .at(n.span, "named argument")
                     .hint(format!("write e.g. `{}(d, d)`", c.callee.name)));
             }
@@ -169,16 +176,13 @@ impl Elab {
             match v {
                 Value::Int(i) if (1..=1 << 24).contains(&i) => dims.push(i as usize),
                 other => {
-                    return Err(Diagnostic::error(format!(
-                        "state sizes must be positive integers, found {}",
-                        other.describe()
-                    ))
-                    .at(arg.value.span, "not a size"));
+                    return Err(CheckErrorKind::StateSize { found: other }.error().at(arg.value.span, "not a size"));
                 }
             }
         }
         if elements(&dims).is_none_or(|n| n > MAX_ELEMENTS) {
-            return Err(Diagnostic::error(format!("state `{name}` is too large: {}", ShapeDisplay(&dims)))
+            return Err(CheckErrorKind::StateTooLarge { name: name.to_string(), dims: dims.clone() }
+                .error()
                 .at(st.init.span, "too large"));
         }
         let init = match c.callee.name.as_str() {
@@ -197,8 +201,7 @@ impl Elab {
                 // identity(…, n, m): every trailing n×m block is the identity, zero-padded or cut
                 // (RMC's initial memory is identity(slots, size); a PKM covariance identity(k, c, c)).
                 let [.., rows, cols] = dims[..] else {
-                    return Err(Diagnostic::error("`identity` needs at least two sizes: rows and columns")
-                        .at(c.span, "e.g. identity(slots, size)"));
+                    return Err(CheckErrorKind::IdentitySizes.error().at(c.span, "e.g. identity(slots, size)"));
                 };
                 let total: usize = dims.iter().product();
                 StateInit::Fixed(
@@ -208,16 +211,14 @@ impl Elab {
             _ => {
                 // onehot(…, L): every vector along the last axis is e_0 (a NAM-TM head at cell 0).
                 let Some(&len) = dims.last() else {
-                    return Err(Diagnostic::error("`onehot` needs a size").at(c.span, "e.g. onehot(heads, L)"));
+                    return Err(CheckErrorKind::OnehotSize.error().at(c.span, "e.g. onehot(heads, L)"));
                 };
                 let total: usize = dims.iter().product();
                 StateInit::Fixed((0..total).map(|i| if i % len == 0 { 1.0 } else { 0.0 }).collect())
             }
         };
         if dims.is_empty() {
-            return Err(
-                Diagnostic::error(format!("`{}` needs at least one size", c.callee.name)).at(c.span, "no sizes")
-            );
+            return Err(CheckErrorKind::NoSizes { init: c.callee.name.clone() }.error().at(c.span, "no sizes"));
         }
         let index = self.graph.states.len();
         self.graph.states.push(StateSpec { name: name.clone(), shape: dims.clone(), init, span: st.name.span });
@@ -247,15 +248,12 @@ impl Elab {
                         Ev::Value(Value::Bool(true)) => return self.block(&arm.then),
                         Ev::Value(Value::Bool(false)) => {}
                         Ev::Value(v) => {
-                            return Err(Diagnostic::error(format!("`if` needs a bool, found {}", v.describe()))
-                                .at(arm.cond.span, "not a bool"));
+                            return Err(CheckErrorKind::IfNotBool { found: v }.error().at(arm.cond.span, "not a bool"));
                         }
                         _ => {
-                            return Err(Diagnostic::error("`if` conditions must be known before the model runs")
-                                .at(arm.cond.span, "this is a tensor")
-                                .hint(
-                                    "wire on parameters (`if gates { ... }`); for data-dependent choices use gates",
-                                ));
+                            return Err(CheckErrorKind::IfNotKnown.error().at(arm.cond.span, "this is a tensor").hint(
+                                "wire on parameters (`if gates { ... }`); for data-dependent choices use gates",
+                            ));
                         }
                     }
                 }
@@ -263,7 +261,8 @@ impl Elab {
             }
             Stmt::Out { value, span } => {
                 if let Some((_, _, first)) = &self.out {
-                    return Err(Diagnostic::error("the step has two `out` statements")
+                    return Err(CheckErrorKind::TwoOuts
+                        .error()
                         .at(*span, "second output")
                         .also(*first, "first output"));
                 }
@@ -272,8 +271,9 @@ impl Elab {
                         self.out = Some((src, ty, value.span));
                         Ok(())
                     }
-                    Ev::Value(v) => Err(Diagnostic::error(format!("`out` needs a tensor, found {}", v.describe()))
-                        .at(value.span, "not a tensor")),
+                    Ev::Value(v) => {
+                        Err(CheckErrorKind::OutNotTensor { found: v }.error().at(value.span, "not a tensor"))
+                    }
                     Ev::Multi(_, p) => Err(multi_error(p, value.span)),
                 }
             }
@@ -283,14 +283,12 @@ impl Elab {
                 let values: Vec<Binding> = match ev {
                     Ev::Multi(outs, prim) => {
                         if targets.len() != outs.len() {
-                            return Err(Diagnostic::error(format!(
-                                "`{}` returns {} values ({}), but {} name{} assigned",
-                                prim.name(),
-                                outs.len(),
-                                prim.outputs().join(", "),
-                                targets.len(),
-                                if targets.len() == 1 { " is" } else { "s are" }
-                            ))
+                            return Err(CheckErrorKind::OutputCount {
+                                prim: prim.name(),
+                                outputs: prim.outputs(),
+                                names: targets.len(),
+                            }
+                            .error()
                             .at(value.span, format!("{} values", outs.len()))
                             .hint(format!(
                                 "write `{} = {}(…)`",
@@ -304,7 +302,8 @@ impl Elab {
                     Ev::Value(v) => vec![Binding::Value(v)],
                 };
                 if values.len() != targets.len() {
-                    return Err(Diagnostic::error(format!("{} names assigned from one value", targets.len()))
+                    return Err(CheckErrorKind::OneValueManyNames { names: targets.len() }
+                        .error()
                         .at(value.span, "one value")
                         .hint("`a, b = …` needs a primitive with several outputs, such as `lstmCell`"));
                 }
@@ -319,23 +318,23 @@ impl Elab {
     fn assign(&mut self, target: &ast::Ident, b: Binding, value_span: Span) -> Res<()> {
         let name = &target.name;
         if self.fixed.contains(name) {
-            return Err(Diagnostic::error(format!("cannot assign to parameter `{name}`"))
+            return Err(CheckErrorKind::AssignParameter { name: name.clone() }
+                .error()
                 .at(target.span, "a parameter")
                 .hint("parameters are fixed for a trial; pick another name"));
         }
         if let Some(i) = self.graph.states.iter().position(|s| &s.name == name) {
             let want = &self.graph.states[i].shape;
             let Binding::Tensor(src, ty) = &b else {
-                return Err(Diagnostic::error(format!("state `{name}` must be assigned a tensor"))
+                return Err(CheckErrorKind::StateNotTensor { name: name.clone() }
+                    .error()
                     .at(value_span, "not a tensor"));
             };
             if ty != &Ty::Tensor(want.clone()) {
-                return Err(Diagnostic::error(format!(
-                    "state `{name}` has shape {}, but is assigned a value of shape {ty}",
-                    ShapeDisplay(want)
-                ))
-                .at(value_span, format!("shape {ty}"))
-                .also(self.graph.states[i].span, format!("declared {} here", ShapeDisplay(want))));
+                return Err(CheckErrorKind::StateShape { name: name.clone(), shape: want.clone(), found: ty.clone() }
+                    .error()
+                    .at(value_span, format!("shape {ty}"))
+                    .also(self.graph.states[i].span, format!("declared {} here", ShapeDisplay(want))));
             }
             self.graph.next_states[i] = *src;
         }
@@ -366,8 +365,7 @@ impl Elab {
                     match self.eval(item, hint)? {
                         Ev::Value(v) => values.push(v),
                         _ => {
-                            return Err(Diagnostic::error("lists hold numbers, bools or strings, not tensors")
-                                .at(item.span, "a tensor"));
+                            return Err(CheckErrorKind::TensorInList.error().at(item.span, "a tensor"));
                         }
                     }
                 }
@@ -381,7 +379,7 @@ impl Elab {
                     e.span,
                     hint,
                 ),
-                Ev::Tensor(..) => Err(Diagnostic::error("`not` needs a bool, found a tensor").at(x.span, "a tensor")),
+                Ev::Tensor(..) => Err(CheckErrorKind::NotOnTensor.error().at(x.span, "a tensor")),
                 Ev::Multi(_, p) => Err(multi_error(p, x.span)),
             },
             ExprKind::Binary(op, a, b) => self.binary(*op, a, b, e.span, hint),
@@ -434,10 +432,11 @@ impl Elab {
                 self.tensor_number(op, (st, tt, b.span), (v, a.span), true, span, hint)
             }
             (Outer | MatMul, _, _) => {
-                Err(Diagnostic::error(format!("`{}` needs two tensors", op.symbol())).at(span, "one side is a number"))
+                Err(CheckErrorKind::OperatorNeedsTensors { op: op.symbol() }.error().at(span, "one side is a number"))
             }
-            (Range, ..) => Err(Diagnostic::error("ranges `a..b` are for sweeps").at(span, "not allowed in a model")),
-            _ => Err(Diagnostic::error(format!("`{}` works on parameters, not on tensors", op.symbol()))
+            (Range, ..) => Err(CheckErrorKind::RangeInModel.error().at(span, "not allowed in a model")),
+            _ => Err(CheckErrorKind::ParameterOperatorOnTensors { op: op.symbol() }
+                .error()
                 .at(span, "a tensor is involved")
                 .hint("comparisons and `and`/`or` decide wiring before the model runs")),
         }
@@ -454,7 +453,8 @@ impl Elab {
         hint: &str,
     ) -> Res<Ev> {
         let Some(c) = v.as_float() else {
-            return Err(Diagnostic::error(format!("`{}` between a tensor and {}", op.symbol(), v.describe()))
+            return Err(CheckErrorKind::TensorAndValue { op: op.symbol(), found: v.clone() }
+                .error()
                 .at(vspan, "not a number"));
         };
         let (scale, shift) = match (op, value_left) {
@@ -463,12 +463,13 @@ impl Elab {
             (BinaryOp::Sub, true) => (-1.0, c),
             (BinaryOp::Div, false) => {
                 if c == 0.0 {
-                    return Err(Diagnostic::error("division by zero").at(vspan, "this is 0"));
+                    return Err(CheckErrorKind::DivisionByZero.error().at(vspan, "this is 0"));
                 }
                 (1.0 / c, 0.0)
             }
             (BinaryOp::Div, true) => {
-                return Err(Diagnostic::error("a number divided by a tensor is not supported")
+                return Err(CheckErrorKind::NumberOverTensor
+                    .error()
                     .at(span, "number / tensor")
                     .hint("use `div(a, b)` with two tensors"));
             }
@@ -486,11 +487,14 @@ impl Elab {
         let name = c.callee.name.as_str();
         let Some(prim) = self.catalog.primitive(name) else {
             if STATE_INITS.contains(&name) {
-                return Err(Diagnostic::error(format!("`{name}` can only initialise a `state`"))
+                return Err(CheckErrorKind::InitOutsideState { name: name.to_string() }
+                    .error()
                     .at(c.callee.span, "not a primitive")
                     .hint(format!("declare `state S = {name}(…)` in the model, outside `step`")));
             }
-            let mut d = Diagnostic::error(format!("unknown primitive `{name}`")).at(c.callee.span, "not a primitive");
+            let mut d = CheckErrorKind::UnknownPrimitive { name: name.to_string() }
+                .error()
+                .at(c.callee.span, "not a primitive");
             if let Some(h) = crate::suggest::did_you_mean(name, self.catalog.primitive_names()) {
                 d = d.hint(h);
             } else {
@@ -506,11 +510,12 @@ impl Elab {
                 (ArgKind::Tensor, Some(e)) => match self.eval(e, hint)? {
                     Ev::Tensor(s, t) => args.push((ArgVal::Tensor(t), Some(s), e.span)),
                     Ev::Value(v) => {
-                        return Err(Diagnostic::error(format!(
-                            "argument `{}` of {what} must be a tensor, found {}",
-                            spec.name,
-                            v.describe()
-                        ))
+                        return Err(CheckErrorKind::ArgumentNotTensor {
+                            callee: what.clone(),
+                            arg: spec.name,
+                            found: v,
+                        }
+                        .error()
                         .at(e.span, "expected a tensor"));
                     }
                     Ev::Multi(_, p) => return Err(multi_error(p, e.span)),
@@ -519,12 +524,10 @@ impl Elab {
                 (ArgKind::Value(kind), Some(e)) => match self.eval(e, hint)? {
                     Ev::Value(v) => args.push((ArgVal::Value(call::coerce(&what, spec, kind, v, e)?), None, e.span)),
                     _ => {
-                        return Err(Diagnostic::error(format!(
-                            "argument `{}` of {what} must be known before the model runs, but is a tensor",
-                            spec.name
-                        ))
-                        .at(e.span, format!("expected {}", super::a(kind)))
-                        .hint("pass a parameter or a number"));
+                        return Err(CheckErrorKind::ArgumentNotKnown { callee: what.clone(), arg: spec.name }
+                            .error()
+                            .at(e.span, format!("expected {}", super::a(kind)))
+                            .hint("pass a parameter or a number"));
                     }
                 },
                 (ArgKind::Value(_), None) => {
@@ -545,7 +548,7 @@ impl Elab {
         hint: &str,
     ) -> Res<Ev> {
         let prim = self.catalog.primitive(name).ok_or_else(|| {
-            Diagnostic::error(format!("internal error: primitive `{name}` is not registered")).at(span, "here")
+            CheckErrorKind::Internal { what: format!("primitive `{name}` is not registered") }.error().at(span, "here")
         })?;
         let mut args = args;
         // Operators pass only leading arguments; fill the rest with defaults.
@@ -572,12 +575,10 @@ impl Elab {
         // a located internal error rather than a crash.
         let inst = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prim.infer(&bound)))
             .map_err(|_| {
-                Diagnostic::error(format!(
-                    "internal error in memctl: `{}` failed while checking this call",
-                    prim.name()
-                ))
-                .at(span, "while checking this call")
-                .hint("this is a bug in memctl; please report it with this spec")
+                CheckErrorKind::PrimitivePanicked { prim: prim.name() }
+                    .error()
+                    .at(span, "while checking this call")
+                    .hint("this is a bug in memctl; please report it with this spec")
             })?
             .map_err(|pe| self.prim_error(prim, pe, &args, span))?;
         let too_large = |s: &[usize]| elements(s).is_none_or(|n| n > MAX_ELEMENTS);
@@ -585,23 +586,20 @@ impl Elab {
             if let Ty::Tensor(s) = t
                 && too_large(s)
             {
-                return Err(Diagnostic::error(format!(
-                    "`{}` would give a tensor of shape {}: more than 2^28 elements per example",
-                    prim.name(),
-                    ShapeDisplay(s)
-                ))
-                .at(span, "too large")
-                .hint("check the sizes that reach this call"));
+                return Err(CheckErrorKind::TensorTooLarge { prim: prim.name(), shape: s.clone() }
+                    .error()
+                    .at(span, "too large")
+                    .hint("check the sizes that reach this call"));
             }
         }
         for p in &inst.params {
             if too_large(&p.shape) {
-                return Err(Diagnostic::error(format!(
-                    "`{}` would have a parameter `{}` of shape {}: more than 2^28 elements",
-                    prim.name(),
-                    p.name,
-                    ShapeDisplay(&p.shape)
-                ))
+                return Err(CheckErrorKind::ParameterTooLarge {
+                    prim: prim.name(),
+                    param: p.name.to_string(),
+                    shape: p.shape.clone(),
+                }
+                .error()
                 .at(span, "too large")
                 .hint("check the sizes that reach this call"));
             }
@@ -643,7 +641,7 @@ impl Elab {
             let (s, t) = outs
                 .into_iter()
                 .next()
-                .ok_or_else(|| Diagnostic::error("internal error: no output").at(span, "here"))?;
+                .ok_or_else(|| CheckErrorKind::Internal { what: "no output".into() }.error().at(span, "here"))?;
             Ok(Ev::Tensor(s, t))
         } else {
             Ok(Ev::Multi(outs, prim))
@@ -668,12 +666,13 @@ impl Elab {
                 Some((ArgVal::Value(v), _, _)) => format!("{v}"),
                 _ => format!("in `{}`", prim.name()),
             };
-        let mut d = Diagnostic::error(format!("{}: {pe}", prim.name())).at(at, label);
+        let hint = pe.hint.as_ref().map(|h| h.to_string());
+        let mut d = CheckErrorKind::Primitive { prim: prim.name(), error: pe }.error().at(at, label);
         if at != span {
             d = d.also(span, "in this call");
         }
-        if let Some(h) = &pe.hint {
-            d = d.hint(h.to_string());
+        if let Some(h) = hint {
+            d = d.hint(h);
         }
         d
     }
@@ -697,18 +696,15 @@ fn value_arg(v: Value, span: Span) -> (ArgVal, Option<Source>, Span) {
 }
 
 fn multi_error(p: &dyn Primitive, span: Span) -> Diagnostic {
-    Diagnostic::error(format!(
-        "`{}` returns {} values ({}); it cannot be used inside an expression",
-        p.name(),
-        p.outputs().len(),
-        p.outputs().join(", ")
-    ))
-    .at(span, "several values")
-    .hint(format!("assign them first: `{} = {}(…)`", p.outputs().join(", "), p.name()))
+    CheckErrorKind::MultiInExpression { prim: p.name(), outputs: p.outputs() }
+        .error()
+        .at(span, "several values")
+        .hint(format!("assign them first: `{} = {}(…)`", p.outputs().join(", "), p.name()))
 }
 
 fn state_init_error(span: Span) -> Diagnostic {
-    Diagnostic::error("a state starts from `zeros(…)`, `learned(…)`, `identity(…)` or `onehot(…)`")
+    CheckErrorKind::StateInit
+        .error()
         .at(span, "not a state initialiser")
         .hint("e.g. `state M = zeros(d, d)`; `learned(d, d)` makes the initial value a parameter")
 }

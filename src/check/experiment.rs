@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use super::error_kind::CheckErrorKind;
 use super::sweep::Override;
 use super::{call, consteval, elaborate, model_params, settings};
 use crate::diag::Diagnostic;
@@ -75,7 +76,8 @@ pub fn plan(
     let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
     let task_call = single(&exp.task, exp, "task", "task assocRetrieval(pairs = 4)")?;
     let model = *models.get(model_call.callee.name.as_str()).ok_or_else(|| {
-        let mut d = Diagnostic::error(format!("unknown model `{}`", model_call.callee.name))
+        let mut d = CheckErrorKind::UnknownModel { name: model_call.callee.name.clone() }
+            .error()
             .at(model_call.callee.span, "no such model");
         if let Some(h) = crate::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
             d = d.hint(h);
@@ -86,7 +88,7 @@ pub fn plan(
     let mut model_overrides: BTreeMap<String, (Value, Span)> = BTreeMap::new();
     for a in &model_call.args {
         let Some(n) = &a.name else {
-            return Err(Diagnostic::error("model parameters must be named").at(a.value.span, "unnamed").hint(format!(
+            return Err(CheckErrorKind::ModelParamsUnnamed.error().at(a.value.span, "unnamed").hint(format!(
                 "e.g. `model {}({} = …)`",
                 model.name.name,
                 entries.first().map_or("d", |e| e.name)
@@ -96,7 +98,7 @@ pub fn plan(
             return Err(no_such_param(model, &entries, n));
         }
         if model_overrides.contains_key(&n.name) {
-            return Err(Diagnostic::error(format!("parameter `{}` given twice", n.name)).at(n.span, "again here"));
+            return Err(CheckErrorKind::ParamGivenTwice { name: n.name.clone() }.error().at(n.span, "again here"));
         }
         model_overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
     }
@@ -136,7 +138,8 @@ pub fn plan(
 
     if exp.train.len() > 1 {
         let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
-        return Err(Diagnostic::error(format!("experiment `{name}` has two `train` blocks"))
+        return Err(CheckErrorKind::TwoTrainBlocks { experiment: name.to_string() }
+            .error()
             .at(at, "in the second block")
             .hint("merge them into one `train { … }`"));
     }
@@ -182,7 +185,8 @@ pub fn plan(
 
     let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.rows.len())).filter(|t| *t <= MAX_TRIALS);
     let Some(total) = total else {
-        return Err(Diagnostic::error(format!("the sweep of `{name}` has more than {MAX_TRIALS} trials"))
+        return Err(CheckErrorKind::TooManyTrials { experiment: name.to_string() }
+            .error()
             .at(exp.name.span, "too many trials"));
     };
 
@@ -301,7 +305,8 @@ fn axis_target(
         [t] => Ok(t),
         [] => {
             let mut d =
-                Diagnostic::error(format!("cannot sweep `{name}`: model `{}` has no such parameter", model.name.name))
+                CheckErrorKind::SweepUnknownParameter { name: name.to_string(), model: model.name.name.clone() }
+                    .error()
                     .at(n.span, "unknown parameter");
             let names = entries.iter().map(|e| e.name).chain(["seed"]);
             if let Some(h) = crate::suggest::did_you_mean(name, names) {
@@ -314,11 +319,10 @@ fn axis_target(
             }
             Err(d)
         }
-        _ => Err(Diagnostic::error(format!(
-            "`{name}` is ambiguous: it names both a model parameter and a setting or task option"
-        ))
-        .at(n.span, "ambiguous")
-        .hint("rename the model parameter")),
+        _ => Err(CheckErrorKind::Ambiguous { name: name.to_string() }
+            .error()
+            .at(n.span, "ambiguous")
+            .hint("rename the model parameter")),
     }
 }
 
@@ -332,9 +336,10 @@ fn check_value(
     kind: &dyn tasks::TaskKind,
 ) -> Result<Value, Diagnostic> {
     let name = n.name.as_str();
-    let expect = |k: crate::value::Kind, what: &str, v: Value| {
+    let expect = |k: crate::value::Kind, what: &'static str, v: Value| {
         v.coerce(k).ok_or_else(|| {
-            Diagnostic::error(format!("{what} `{name}` is {}, but the sweep gives {}", super::a(k), v.describe()))
+            CheckErrorKind::SweptKind { what, name: name.to_string(), expected: k, found: v.clone() }
+                .error()
                 .at(span, format!("expected {}", super::a(k)))
         })
     };
@@ -350,8 +355,7 @@ fn check_value(
         },
         AxisTarget::Seed => match v {
             Value::Int(i) if i >= 0 => Ok(v),
-            _ => Err(Diagnostic::error(format!("seeds are non-negative integers, found {}", v.describe()))
-                .at(span, "not a seed")),
+            _ => Err(CheckErrorKind::Seed { found: v }.error().at(span, "not a seed")),
         },
     }
 }
@@ -373,15 +377,17 @@ pub fn check_task_def(def: &ast::TaskDef, task_defs: &HashMap<&str, &ast::TaskDe
 fn single<'a>(
     calls: &'a [ast::Call],
     exp: &ast::Experiment,
-    what: &str,
+    what: &'static str,
     example: &str,
 ) -> Result<&'a ast::Call, Diagnostic> {
     match calls {
         [c] => Ok(c),
-        [] => Err(Diagnostic::error(format!("experiment `{}` has no {what}", exp.name.name))
+        [] => Err(CheckErrorKind::MissingPart { experiment: exp.name.name.clone(), what }
+            .error()
             .at(exp.name.span, format!("no `{what}`"))
             .hint(format!("add e.g. `{example}`"))),
-        [first, second, ..] => Err(Diagnostic::error(format!("experiment `{}` names two {what}s", exp.name.name))
+        [first, second, ..] => Err(CheckErrorKind::TwoParts { experiment: exp.name.name.clone(), what }
+            .error()
             .at(second.span, "second")
             .also(first.span, "first")
             .hint("sweep over a parameter instead, or write two experiments")),
@@ -393,7 +399,8 @@ fn task_kind(
     task_defs: &HashMap<&str, &ast::TaskDef>,
 ) -> Result<&'static dyn tasks::TaskKind, Diagnostic> {
     tasks::get(&call.callee.name).ok_or_else(|| {
-        let mut d = Diagnostic::error(format!("unknown task `{}`", call.callee.name))
+        let mut d = CheckErrorKind::UnknownTask { name: call.callee.name.clone() }
+            .error()
             .at(call.callee.span, "no such task or generator");
         let mut defined: Vec<&str> = task_defs.keys().copied().collect();
         defined.sort_unstable();
@@ -428,16 +435,18 @@ fn instantiate_task(
             .and_then(|a| kind.signature().iter().position(|s| s.name == a))
             .and_then(|i| options.get(i))
             .map_or(at, |(_, s)| *s);
-        let mut d = Diagnostic::error(format!("{}: {e}", kind.name())).at(span, "invalid option");
-        if let Some(h) = &e.hint {
-            d = d.hint(h.to_string());
+        let hint = e.hint.as_ref().map(|h| h.to_string());
+        let d = CheckErrorKind::TaskOption { task: kind.name(), error: e }.error().at(span, "invalid option");
+        match hint {
+            Some(h) => d.hint(h),
+            None => d,
         }
-        d
     })
 }
 
 fn no_such_param(model: &ast::Model, entries: &[model_params::ParamEntry], n: &ast::Ident) -> Diagnostic {
-    let mut d = Diagnostic::error(format!("model `{}` has no parameter `{}`", model.name.name, n.name))
+    let mut d = CheckErrorKind::NoSuchParameter { model: model.name.name.clone(), name: n.name.clone() }
+        .error()
         .at(n.span, "unknown parameter");
     match crate::suggest::did_you_mean(&n.name, entries.iter().map(|e| e.name)) {
         Some(h) => d = d.hint(h),

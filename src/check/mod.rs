@@ -6,6 +6,7 @@
 mod call;
 mod consteval;
 pub mod elaborate;
+pub mod error_kind;
 pub mod experiment;
 mod model_params;
 mod settings;
@@ -20,6 +21,7 @@ pub use sweep::Override;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::lang::{Spec, ast};
 use crate::signature::Catalog;
+use error_kind::CheckErrorKind;
 
 /// A checked spec: its experiments, expanded.
 pub struct Program {
@@ -47,9 +49,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Cat
             errors.push(d);
         }
         for extra in &m.extra_steps {
-            errors.push(
-                Diagnostic::error(format!("model `{}` has two `step` blocks", m.name.name)).at(*extra, "second step"),
-            );
+            errors.push(CheckErrorKind::TwoSteps { model: m.name.name.clone() }.error().at(*extra, "second step"));
         }
     }
     for t in &ast.tasks {
@@ -71,7 +71,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Cat
     if errors.is_empty() {
         for o in overrides.iter().filter(|o| !applied.contains(&o.name.name)) {
             errors.push(
-                Diagnostic::error(format!("`{}` is not a parameter, train setting or task option of any experiment here", o.name.name))
+                CheckErrorKind::OverrideSetsNothing { name: o.name.name.clone() }.error()
                     .at(o.name.span, "sets nothing")
                     .hint("overrides name a model parameter (`d=48,96`), a train setting (`lr=1e-3`), a task option, or `seed`"),
             );
@@ -129,8 +129,10 @@ fn probe(model: &ast::Model, catalog: &'static dyn Catalog) -> Result<(), Diagno
          (16-wide vectors or tokens in, 10 outputs)",
         model.name.name
     );
-    Err(first_error
-        .map_or_else(|| Diagnostic::error("internal error: probe failed without a diagnostic"), |d| d.hint(note)))
+    Err(first_error.map_or_else(
+        || CheckErrorKind::Internal { what: "probe failed without a diagnostic".into() }.error(),
+        |d| d.hint(note),
+    ))
 }
 
 /// `an int`, `a float`, `a bool`, `a str`, `a list`: a kind with its article.
@@ -143,7 +145,7 @@ pub(crate) fn a(kind: crate::value::Kind) -> String {
 fn unique<'a, T>(
     items: &'a [T],
     name: impl Fn(&T) -> &ast::Ident,
-    what: &str,
+    what: &'static str,
     errors: &mut Vec<Diagnostic>,
 ) -> HashMap<&'a str, &'a T> {
     let mut map: HashMap<&str, &T> = HashMap::new();
@@ -151,7 +153,8 @@ fn unique<'a, T>(
         let n = name(item);
         if let Some(prev) = map.get(n.name.as_str()) {
             errors.push(
-                Diagnostic::error(format!("{what} `{}` is defined twice", n.name))
+                CheckErrorKind::DefinedTwice { what, name: n.name.clone() }
+                    .error()
                     .at(n.span, "second definition")
                     .also(name(prev).span, "first definition")
                     .hint(format!("rename one of them; {what} names must be unique")),

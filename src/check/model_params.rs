@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::consteval;
+use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{self, TypeName};
 use crate::source::Span;
@@ -23,7 +24,8 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
     let mut defaults: BTreeMap<String, Value> = BTreeMap::new();
     for p in &model.params {
         if let Some(prev) = entries.iter().find(|e| e.name == p.name.name) {
-            return Err(Diagnostic::error(format!("parameter `{}` is defined twice", p.name.name))
+            return Err(CheckErrorKind::ParamDefinedTwice { name: p.name.name.clone() }
+                .error()
                 .at(p.name.span, "second definition")
                 .also(prev.span, "first definition"));
         }
@@ -38,12 +40,9 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
         let kind = match (declared, &default_value) {
             (Some((k, _)), Some(v)) => {
                 let coerced = v.coerce(k).ok_or_else(|| {
-                    Diagnostic::error(format!(
-                        "parameter `{}` is declared {k}, but its default is {}",
-                        p.name.name,
-                        v.describe()
-                    ))
-                    .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not {}", super::a(k)))
+                    CheckErrorKind::ParamDefault { name: p.name.name.clone(), declared: k, found: v.clone() }
+                        .error()
+                        .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not {}", super::a(k)))
                 })?;
                 defaults.insert(p.name.name.clone(), coerced);
                 k
@@ -54,7 +53,8 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
                 v.kind()
             }
             (None, None) => {
-                return Err(Diagnostic::error(format!("parameter `{}` has neither a type nor a default", p.name.name))
+                return Err(CheckErrorKind::ParamUntyped { name: p.name.name.clone() }
+                    .error()
                     .at(p.name.span, "type unknown")
                     .hint(format!("write `{0}: int` or `{0} = 32`", p.name.name)));
             }
@@ -85,13 +85,13 @@ pub fn resolve(
     for e in entries {
         let value = match given.get(e.name) {
             Some((v, span)) => v.coerce(e.kind).ok_or_else(|| {
-                Diagnostic::error(format!(
-                    "parameter `{}` of `{}` is {}, but is given {}",
-                    e.name,
-                    model.name.name,
-                    super::a(e.kind),
-                    v.describe()
-                ))
+                CheckErrorKind::ParamGiven {
+                    name: e.name.to_string(),
+                    model: model.name.name.clone(),
+                    expected: e.kind,
+                    found: v.clone(),
+                }
+                .error()
                 .at(*span, format!("expected {}", super::a(e.kind)))
                 .also(e.span, "declared here")
             })?,
@@ -100,20 +100,21 @@ pub fn resolve(
                     let names: Vec<&str> = values.keys().map(String::as_str).collect();
                     let v = consteval::eval(expr, &|n| values.get(n).cloned(), &names)?;
                     v.coerce(e.kind).ok_or_else(|| {
-                        Diagnostic::error(format!(
-                            "the default of `{}` is {}, not {}",
-                            e.name,
-                            v.describe(),
-                            super::a(e.kind)
-                        ))
+                        CheckErrorKind::ParamDefaultKind {
+                            name: e.name.to_string(),
+                            found: v.clone(),
+                            expected: e.kind,
+                        }
+                        .error()
                         .at(expr.span, "here")
                     })?
                 }
                 None => {
-                    return Err(Diagnostic::error(format!(
-                        "model `{}` needs a value for `{}`",
-                        model.name.name, e.name
-                    ))
+                    return Err(CheckErrorKind::ParamMissing {
+                        model: model.name.name.clone(),
+                        name: e.name.to_string(),
+                    }
+                    .error()
                     .at(used_at, format!("`{}` not given", e.name))
                     .also(e.span, "declared without a default")
                     .hint(format!("write `model {}({} = …)` or sweep it", model.name.name, e.name)));

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::consteval;
+use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{BinaryOp, ExprKind, Setting};
 use crate::source::Span;
@@ -25,7 +26,8 @@ pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> 
     let put =
         |key: &str, value: Value, key_span: Span, value_span: Span, block: &mut Block| -> Result<(), Diagnostic> {
             let Some(spec) = config::setting(key) else {
-                let mut d = Diagnostic::error(format!("unknown train setting `{key}`")).at(key_span, "not a setting");
+                let mut d =
+                    CheckErrorKind::UnknownSetting { key: key.to_string() }.error().at(key_span, "not a setting");
                 let names = config::SETTINGS.iter().map(|s| s.name).chain(["stop_when", "select"]);
                 d = match crate::suggest::did_you_mean(key, names) {
                     Some(h) => d.hint(h),
@@ -37,9 +39,7 @@ pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> 
                 return Err(d);
             };
             if block.values.contains_key(key) {
-                return Err(
-                    Diagnostic::error(format!("train setting `{key}` is given twice")).at(key_span, "again here")
-                );
+                return Err(CheckErrorKind::SettingTwice { key: key.to_string() }.error().at(key_span, "again here"));
             }
             let v = check_kind(key, spec.kind, value, value_span)?;
             block.values.insert(key.to_string(), (v, value_span));
@@ -59,7 +59,8 @@ pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> 
                 put("optimizer", Value::Str(name), s.key.span, span, &mut block)?;
                 for a in args {
                     let Some(arg_name) = &a.name else {
-                        return Err(Diagnostic::error("optimizer arguments must be named")
+                        return Err(CheckErrorKind::OptimizerArgsUnnamed
+                            .error()
                             .at(a.value.span, "unnamed")
                             .hint("e.g. `rmsprop(lr = 1e-4, momentum = 0.9)`"));
                     };
@@ -78,7 +79,8 @@ pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> 
 
 fn check_kind(key: &str, kind: Kind, v: Value, span: Span) -> Result<Value, Diagnostic> {
     v.coerce(kind).ok_or_else(|| {
-        Diagnostic::error(format!("train setting `{key}` must be {}, found {}", super::a(kind), v.describe()))
+        CheckErrorKind::SettingKind { key: key.to_string(), expected: kind, found: v.clone() }
+            .error()
             .at(span, format!("expected {}", super::a(kind)))
     })
 }
@@ -86,13 +88,14 @@ fn check_kind(key: &str, kind: Kind, v: Value, span: Span) -> Result<Value, Diag
 /// Checks a swept value for a train setting.
 pub fn check_swept(key: &str, v: Value, span: Span) -> Result<Value, Diagnostic> {
     let spec = config::setting(key)
-        .ok_or_else(|| Diagnostic::error(format!("unknown train setting `{key}`")).at(span, "here"))?;
+        .ok_or_else(|| CheckErrorKind::UnknownSetting { key: key.to_string() }.error().at(span, "here"))?;
     check_kind(key, spec.kind, v, span)
 }
 
 fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Diagnostic> {
     let bad = || {
-        Diagnostic::error("`stop_when` must compare a metric with a number")
+        CheckErrorKind::StopWhen
+            .error()
             .at(e.span, "e.g. `accuracy >= 0.99`")
             .hint(format!("metrics of this task: {}, loss", target.metrics().join(", ")))
     };
@@ -111,7 +114,8 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
     };
     let known: Vec<&str> = target.metrics().iter().copied().chain(["loss"]).collect();
     if !known.contains(&metric.as_str()) {
-        let mut d = Diagnostic::error(format!("this task has no metric `{metric}`"))
+        let mut d = CheckErrorKind::NoMetric { metric: metric.to_string() }
+            .error()
             .at(lhs.span, "unknown metric")
             .hint(format!("metrics of this task: {}", known.join(", ")));
         if let Some(h) = crate::suggest::did_you_mean(metric, known.iter().copied()) {
@@ -135,7 +139,8 @@ fn select(e: &crate::lang::ast::Expr, task: &dyn Task) -> Result<Select, Diagnos
         known.extend(per_split.iter().map(|m| format!("{split}_{m}")));
     }
     let bad = || {
-        Diagnostic::error("`select` must name the metric whose best evaluation a run reports")
+        CheckErrorKind::Select
+            .error()
             .at(e.span, "e.g. `best(val_accuracy)`")
             .hint(format!("metrics to select on: {}", known.join(", ")))
     };
@@ -151,11 +156,12 @@ fn select(e: &crate::lang::ast::Expr, task: &dyn Task) -> Result<Select, Diagnos
     };
     if !known.contains(metric) {
         let main = per_split.contains(&metric.as_str());
-        let mut d = Diagnostic::error(if main {
-            format!("`{metric}` is a metric of the test set a run reports, so it cannot select the run's evaluation")
+        let mut d = if main {
+            CheckErrorKind::SelectOnTestMetric { metric: metric.clone() }
         } else {
-            format!("this task has no metric `{metric}` to select on")
-        })
+            CheckErrorKind::NoMetricToSelect { metric: metric.clone() }
+        }
+        .error()
         .at(arg.span, if main { "the reported test set" } else { "unknown metric" });
         d = if main {
             d.hint(format!("select on the validation set instead: `best(val_{metric})`"))
@@ -193,13 +199,13 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
         let v = get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
         match v.and_then(|v| v.as_int()) {
             Some(i) if (1..=1 << 40).contains(&i) => Ok(i as usize),
-            Some(i) if i < 1 => {
-                Err(Diagnostic::error(format!("`{key}` must be at least 1, found {i}")).at(span_of(key), "too small"))
-            }
-            Some(i) => {
-                Err(Diagnostic::error(format!("`{key}` must be at most 2^40, found {i}")).at(span_of(key), "too large"))
-            }
-            None => Err(Diagnostic::error(format!("`{key}` is not set")).at(at, "here")),
+            Some(i) if i < 1 => Err(CheckErrorKind::SettingTooSmall { key: key.to_string(), found: i }
+                .error()
+                .at(span_of(key), "too small")),
+            Some(i) => Err(CheckErrorKind::SettingTooLarge { key: key.to_string(), found: i }
+                .error()
+                .at(span_of(key), "too large")),
+            None => Err(CheckErrorKind::SettingNotSet { key: key.to_string() }.error().at(at, "here")),
         }
     };
     let optional_positive = |key: &str| -> Result<Option<f64>, Diagnostic> {
@@ -207,14 +213,16 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
             None => Ok(None),
             Some((v, span)) => match v.as_float() {
                 Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
-                _ => Err(Diagnostic::error(format!("`{key}` must be a positive number, found {}", v.describe()))
+                _ => Err(CheckErrorKind::NotPositive { key: key.to_string(), found: v.clone() }
+                    .error()
                     .at(span, "not positive")),
             },
         }
     };
     let opt_name = get("optimizer").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "adam".into());
     let optimizer = OptimizerKind::parse(&opt_name).ok_or_else(|| {
-        let mut d = Diagnostic::error(format!("unknown optimizer `{opt_name}`"))
+        let mut d = CheckErrorKind::UnknownOptimizer { name: opt_name.clone() }
+            .error()
             .at(span_of("optimizer"), "not an optimizer")
             .hint("optimizers: adam, rmsprop, sgd");
         if let Some(h) = crate::suggest::did_you_mean(&opt_name, ["adam", "rmsprop", "sgd"]) {
@@ -224,21 +232,21 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
     })?;
     let lr = float("lr");
     if !(lr > 0.0 && lr.is_finite()) {
-        return Err(Diagnostic::error(format!("`lr` must be positive, found {lr}")).at(span_of("lr"), "not positive"));
+        return Err(CheckErrorKind::LearningRate { lr }.error().at(span_of("lr"), "not positive"));
     }
     let device = get("device").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "cpu".into());
     if crate::device::parse(&device).is_none() {
-        return Err(Diagnostic::error(format!("unknown device `{device}`"))
+        return Err(CheckErrorKind::UnknownDevice { name: device.clone() }
+            .error()
             .at(span_of("device"), "not a device")
             .hint("devices: cpu, cuda, cuda:N"));
     }
     let checkpoint_every = float("checkpoint_every");
     if !(checkpoint_every >= 0.0 && checkpoint_every.is_finite()) {
-        return Err(Diagnostic::error(format!(
-            "`checkpoint_every` must be 0 or more minutes, found {checkpoint_every}"
-        ))
-        .at(span_of("checkpoint_every"), "not a duration")
-        .hint("0 saves checkpoints only when training is stopped from outside"));
+        return Err(CheckErrorKind::CheckpointEvery { minutes: checkpoint_every }
+            .error()
+            .at(span_of("checkpoint_every"), "not a duration")
+            .hint("0 saves checkpoints only when training is stopped from outside"));
     }
     let keep_checkpoint = get("keep_checkpoint").and_then(|(v, _)| v.as_bool()).unwrap_or(false);
     let eval_size = match get("eval_size") {

@@ -6,13 +6,14 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::consteval;
+use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{self, Ident, SweepEntry};
 use crate::source::Span;
 use crate::value::Value;
 
 /// Draws per random group at most.
-const MAX_DRAWS: i64 = 100_000;
+pub(crate) const MAX_DRAWS: i64 = 100_000;
 
 /// Columns (swept names) and rows (one value per column, with where it was written).
 pub struct Group {
@@ -34,7 +35,8 @@ fn axis_values(ax: &ast::SweepAxis) -> Result<Vec<(Value, Span)>, Diagnostic> {
         v => vec![v],
     };
     if values.is_empty() {
-        return Err(Diagnostic::error(format!("the sweep over `{}` has no values", ax.name.name))
+        return Err(CheckErrorKind::EmptyAxis { name: ax.name.name.clone() }
+            .error()
             .at(ax.values.span, "empty")
             .hint("an empty axis would give no trials"));
     }
@@ -64,7 +66,8 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
     for g in &groups {
         for n in &g.names {
             if let Some(prev) = seen.iter().find(|p| p.name == n.name) {
-                return Err(Diagnostic::error(format!("`{}` is swept twice", n.name))
+                return Err(CheckErrorKind::SweptTwice { name: n.name.clone() }
+                    .error()
                     .at(n.span, "second time")
                     .also(prev.span, "first time"));
             }
@@ -92,7 +95,8 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
 
 fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
     let Some(first) = axes.first() else {
-        return Err(Diagnostic::error("empty `zip` group")
+        return Err(CheckErrorKind::EmptyZip
+            .error()
             .at(span, "no axes")
             .hint("e.g. `zip { lr in [1e-3, 1e-4], batch in [32, 64] }`"));
     };
@@ -100,12 +104,13 @@ fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
     let n = columns[0].len();
     for (ax, col) in axes.iter().zip(&columns) {
         if col.len() != n {
-            return Err(Diagnostic::error(format!(
-                "`zip` pairs values by position, but `{}` has {} values and `{}` has {n}",
-                ax.name.name,
-                col.len(),
-                first.name.name
-            ))
+            return Err(CheckErrorKind::ZipLengths {
+                name: ax.name.name.clone(),
+                len: col.len(),
+                first: first.name.name.clone(),
+                first_len: n,
+            }
+            .error()
             .at(ax.values.span, format!("{} values", col.len()))
             .also(first.values.span, format!("{n} values")));
         }
@@ -126,19 +131,19 @@ fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, D
             (None, 0, Some(n)) | (Some("n"), _, Some(n)) if (1..=MAX_DRAWS).contains(&n) => count = Some(n as usize),
             (Some("seed"), _, Some(s)) if s >= 0 => seed = s as u64,
             _ => {
-                return Err(Diagnostic::error(format!(
-                    "`random` takes a number of draws (1 to {MAX_DRAWS}) and an optional `seed`"
-                ))
-                .at(a.value.span, "not valid here")
-                .hint("e.g. `random(8, seed = 1) { lr ~ loguniform(1e-4, 1e-2) }`"));
+                return Err(CheckErrorKind::RandomArguments
+                    .error()
+                    .at(a.value.span, "not valid here")
+                    .hint("e.g. `random(8, seed = 1) { lr ~ loguniform(1e-4, 1e-2) }`"));
             }
         }
     }
     let Some(count) = count else {
-        return Err(Diagnostic::error("`random` needs the number of draws").at(span, "e.g. random(8)"));
+        return Err(CheckErrorKind::RandomCount.error().at(span, "e.g. random(8)"));
     };
     if draws.is_empty() {
-        return Err(Diagnostic::error("empty `random` group")
+        return Err(CheckErrorKind::EmptyRandom
+            .error()
             .at(span, "nothing to draw")
             .hint("e.g. `lr ~ loguniform(1e-4, 1e-2)`"));
     }
@@ -156,8 +161,9 @@ fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
     let name = d.dist.callee.name.as_str();
     let args: Vec<Value> =
         d.dist.args.iter().map(|a| consteval::eval(&a.value, &|_| None, &[])).collect::<Result<_, _>>()?;
-    let bad = |why: &str| {
-        Diagnostic::error(format!("`{name}`: {why}"))
+    let bad = |why: &'static str| {
+        CheckErrorKind::BadDistribution { name: name.to_string(), why }
+            .error()
             .at(d.dist.span, "bad distribution")
             .hint("uniform(a, b), loguniform(a, b) with 0 < a < b, randint(a, b) (inclusive), choice([v1, v2, ...])")
     };
@@ -182,7 +188,8 @@ fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
         ("choice", _) => Err(bad("choice takes a non-empty list")),
         _ if DISTRIBUTIONS.contains(&name) => Err(bad("wrong number of arguments")),
         _ => {
-            let mut e = Diagnostic::error(format!("unknown distribution `{name}`"))
+            let mut e = CheckErrorKind::UnknownDistribution { name: name.to_string() }
+                .error()
                 .at(d.dist.callee.span, "not a distribution")
                 .hint(format!("distributions: {}", DISTRIBUTIONS.join(", ")));
             if let Some(h) = crate::suggest::did_you_mean(name, DISTRIBUTIONS.iter().copied()) {

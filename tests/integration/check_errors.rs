@@ -381,7 +381,7 @@ fn rendered(spec: &str) -> String {
 
 #[test]
 fn unknown_primitive_renders_caret_and_did_you_mean() {
-    let want = r#"error: unknown primitive `linaer`
+    let want = r#"error[C060]: unknown primitive `linaer`
  --> spec.mem:6:9
   |
 6 |     h = linaer(e, d)
@@ -393,7 +393,7 @@ fn unknown_primitive_renders_caret_and_did_you_mean() {
 
 #[test]
 fn unknown_train_setting_renders_did_you_mean() {
-    let want = r#"error: unknown train setting `setps`
+    let want = r#"error[C100]: unknown train setting `setps`
  --> spec.mem:3:42
   |
 3 | experiment ex { task t  model m  train { setps = 10 } }
@@ -435,7 +435,7 @@ fn missing_brace_at_end_of_file_renders_the_open_brace() {
 
 #[test]
 fn state_shape_mismatch_renders_the_declaration() {
-    let want = r#"error: state `M` has shape [8, 8], but is assigned a value of shape [3]
+    let want = r#"error[C052]: state `M` has shape [8, 8], but is assigned a value of shape [3]
  --> spec.mem:6:9
   |
 6 |     M = linear(e, 3)
@@ -450,7 +450,7 @@ fn state_shape_mismatch_renders_the_declaration() {
 
 #[test]
 fn primitive_shape_error_renders_argument_and_call() {
-    let want = r#"error: itemWrite: `a` must have shape [8] to write into a [d, d] memory, but has shape [16]
+    let want = r#"error[P005]: itemWrite: `a` must have shape [8] to write into a [d, d] memory, but has shape [16]
  --> spec.mem:6:22
   |
 6 |     M = itemWrite(M, e)
@@ -469,7 +469,12 @@ fn every_catalogue_diagnostic_renders_its_location() {
         let (d, sources) = first_error(&c.spec).expect("an error");
         let text = d.render(&sources, false);
         let header = format!(" --> {FILE}:{}", c.at);
-        assert!(text.starts_with(&format!("error: {}\n", c.message)), "{}: {text}", c.name);
+        // Every error of the checker (past the parser) names its kind's code.
+        if lang::parse_str(FILE, &c.spec).is_ok() {
+            assert!(d.code.is_some(), "{}: no code in\n{text}", c.name);
+        }
+        let code = d.code.map(|c| format!("[{c}]")).unwrap_or_default();
+        assert!(text.starts_with(&format!("error{code}: {}\n", c.message)), "{}: {text}", c.name);
         assert!(text.contains(&header), "{}: no `{header}` in\n{text}", c.name);
         assert!(text.contains('^'), "{}: no caret in\n{text}", c.name);
     }

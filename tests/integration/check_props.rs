@@ -73,7 +73,9 @@ fn all_located(sources: &SourceMap, diagnostics: &[Diagnostic]) -> Result<(), Te
         }
         prop_assert!(d.location(sources).is_some());
         let rendered = d.render(sources, false);
-        prop_assert!(rendered.starts_with("error: "), "{rendered}");
+        // Check errors name their kind's code (`error[C014]: …`).
+        let title = d.code.map_or("error: ".to_string(), |c| format!("error[{c}]: "));
+        prop_assert!(rendered.starts_with(&title), "{rendered}");
         prop_assert!(rendered.len() < 10_000, "`{}` renders to {} bytes", d.message, rendered.len());
         // Syntax errors read as words: no pest rule names (`kw_if`, `op_add`, `EOI`).
         if d.message.starts_with("syntax error") {

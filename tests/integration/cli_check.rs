@@ -36,7 +36,7 @@ fn malformed_spec_exits_2_with_a_located_error() {
     let out = memctl_check(&[Path::new("bad.mem")], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
-    assert!(stderr.contains("error: unknown primitive `linaer`"), "{stderr}");
+    assert!(stderr.contains("error[C060]: unknown primitive `linaer`"), "{stderr}");
     assert!(stderr.contains("bad.mem:6:22"), "{stderr}");
     assert!(stderr.contains("^^^^^^ not a primitive"), "{stderr}");
     assert!(stderr.contains("help: did you mean `linear`?"), "{stderr}");
@@ -123,7 +123,7 @@ fn missing_babi_data_is_located_at_the_path_and_says_where_to_get_it() {
     let out = memctl_check(&[Path::new("specs/qa.mem")], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
-    let expected = "error: babi: `data/en-valid-10k` does not exist; expected a bAbI folder in the en-valid-10k \
+    let expected = "error[P099]: babi: `data/en-valid-10k` does not exist; expected a bAbI folder in the en-valid-10k \
                     layout (qa1_train.txt, qa1_valid.txt, qa1_test.txt, … qa20_test.txt) there
  --> specs/qa.mem:1:23
   |
@@ -160,7 +160,7 @@ fn data_paths_are_relative_to_the_spec_file_and_bad_lines_are_located_in_the_dat
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.starts_with(
-            "error: babi: data/en-valid-10k/qa3_train.txt:3: expected a line number, found \"John\"\n --> specs/qa.mem:1:23"
+            "error[P099]: babi: data/en-valid-10k/qa3_train.txt:3: expected a line number, found \"John\"\n --> specs/qa.mem:1:23"
         ),
         "{stderr}"
     );
