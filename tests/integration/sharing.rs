@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::tiny_lstm_sweep;
+
 fn memctl(store: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
     c.env("NO_COLOR", "1").arg("--store").arg(store);
@@ -39,35 +41,28 @@ fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-/// Eight LSTM trials of a few hundred milliseconds each.
-const EIGHT: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-experiment eight {
-  task tiny
-  model lstm
-  train { batch = 16, steps = 60, eval_every = 20 }
-  sweep { hidden in [8, 16]  seed in 1..4 }
-}
-"#;
-
 fn sweep(store: &Path, spec: &Path) -> Command {
     let mut c = memctl(store);
     c.arg("sweep").arg(spec).args(["--jobs", "1", "--threads", "1"]);
     c
 }
 
+/// Eight LSTM trials of a few hundred milliseconds each.
+fn eight() -> String {
+    tiny_lstm_sweep("eight", "batch = 16, steps = 60, eval_every = 20", "hidden in [8, 16]  seed in 1..4")
+}
+
 #[test]
 fn two_sweeps_at_once_and_a_watching_runs_run_every_trial_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(dir.path(), "eight.mem", EIGHT);
+    // Trials of half a second each, bounded by time (not steps) so that the watcher sees them
+    // running however fast the machine trains.
+    let timed = tiny_lstm_sweep(
+        "eight",
+        "batch = 16, steps = 10000000, eval_every = 1000, max_time = 0.5",
+        "hidden in [8, 16]  seed in 1..4",
+    );
+    let spec = write_spec(dir.path(), "eight.mem", &timed);
     let store = dir.path().join("store");
     let mut a = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let mut b = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
@@ -116,7 +111,7 @@ fn wait_for_start(child: &mut Child, n: usize) -> BufReader<std::process::ChildS
 #[test]
 fn two_sweeps_killed_at_random_moments_still_end_every_trial_once() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(dir.path(), "eight.mem", EIGHT);
+    let spec = write_spec(dir.path(), "eight.mem", &eight());
     let store = dir.path().join("store");
     for (n, delay_ms) in [(1usize, 10u64), (2, 0), (1, 60), (2, 25)] {
         let mut a = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
@@ -274,7 +269,7 @@ fn runs_shows_a_trial_training_in_another_process_and_then_its_end() {
 #[test]
 fn force_runs_done_trials_again_from_scratch() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(dir.path(), "eight.mem", EIGHT);
+    let spec = write_spec(dir.path(), "eight.mem", &eight());
     let store = dir.path().join("store");
     let first = sweep(&store, &spec).args(["hidden=8", "seed=1"]).output().unwrap();
     assert_eq!(first.status.code(), Some(0));
@@ -292,7 +287,11 @@ fn force_runs_done_trials_again_from_scratch() {
 #[test]
 fn a_trial_listed_twice_runs_once() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(dir.path(), "eight.mem", &EIGHT.replace("hidden in [8, 16]  seed in 1..4", "seed in [1, 1]"));
+    let spec = write_spec(
+        dir.path(),
+        "eight.mem",
+        &tiny_lstm_sweep("eight", "batch = 16, steps = 60, eval_every = 20", "seed in [1, 1]"),
+    );
     let store = dir.path().join("store");
     let out = sweep(&store, &spec).output().unwrap();
     let err = text(&out.stderr);

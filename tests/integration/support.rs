@@ -12,6 +12,30 @@ pub fn trials(name: &str, text: &str) -> Vec<Trial> {
 }
 
 /// A tiny STM and LSTM on a tiny associative retrieval task.
+/// A spec of tiny LSTM trials on 2-pair associative retrieval: one experiment `name` with its
+/// `train` settings and `sweep` (each trial takes a few hundred milliseconds).
+pub fn tiny_lstm_sweep(name: &str, train: &str, sweep: &str) -> String {
+    format!(
+        r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model lstm(hidden = 16) {{
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {{
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }}
+}}
+experiment {name} {{
+  task tiny
+  model lstm
+  train {{ {train} }}
+  sweep {{ {sweep} }}
+}}
+"#
+    )
+}
+
 pub const TINY: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
 

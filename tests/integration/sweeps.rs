@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::TINY;
+use crate::support::{TINY, tiny_lstm_sweep};
 
 fn memctl() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
@@ -20,30 +20,15 @@ fn records(store: &Path) -> Vec<serde_json::Value> {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
 }
 
-/// Eight tiny LSTM trials of a few hundred milliseconds each.
-const EIGHT: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-experiment eight {
-  task tiny
-  model lstm
-  train { batch = 16, steps = 40, eval_every = 20 }
-  sweep { hidden in [8, 16]  seed in 1..4 }
-}
-"#;
-
 #[test]
 fn sigkill_at_random_moments_loses_and_repeats_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("eight.mem");
-    std::fs::write(&spec, EIGHT).unwrap();
+    std::fs::write(
+        &spec,
+        tiny_lstm_sweep("eight", "batch = 16, steps = 40, eval_every = 20", "hidden in [8, 16]  seed in 1..4"),
+    )
+    .unwrap();
     let store = dir.path().join("store");
     let sweep = || {
         let mut c = memctl();
@@ -112,30 +97,16 @@ fn sigkill_at_random_moments_loses_and_repeats_nothing() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("0 trials run, 8 already done"));
 }
 
-/// Four trials; the two with `hidden = 5000` need 1.6 GB to train.
-const ONE_TOO_BIG: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-experiment crash {
-  task tiny
-  model lstm
-  train { batch = 16, steps = 40, eval_every = 20 }
-  sweep { hidden in [8, 5000]  seed in 1..2 }
-}
-"#;
-
 #[test]
 fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("crash.mem");
-    std::fs::write(&spec, ONE_TOO_BIG).unwrap();
+    // Four trials; the two with `hidden = 5000` need 1.6 GB to train.
+    std::fs::write(
+        &spec,
+        tiny_lstm_sweep("crash", "batch = 16, steps = 40, eval_every = 20", "hidden in [8, 5000]  seed in 1..2"),
+    )
+    .unwrap();
     let store = dir.path().join("store");
     // A machine with 600 MB for the sweep: the big trials' allocations fail and abort the
     // process (the memory check reads the host's free memory, so it lets them through).
