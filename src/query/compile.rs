@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use super::ast::{CmpOp, Filter, Lit, Operand, OperandKind, TestKind};
+use super::error_kind::QueryErrorKind;
 use super::fields::{self, Field, Kind};
 use crate::diag::Diagnostic;
 use crate::source::Span;
@@ -65,12 +66,12 @@ impl Cx<'_> {
                     if !c.kinds.contains(&Kind::Bool) {
                         let what = c.name.as_deref().map_or("this value".to_string(), |n| format!("`{n}`"));
                         let kind = c.kinds.iter().next().map_or("a value", |k| k.noun());
-                        return Err(Diagnostic::error(format!("{what} is {kind}, not true or false"))
-                            .at(c.span, "not a test")
-                            .hint(format!(
+                        return Err(QueryErrorKind::NotATest { what, kind }.error().at(c.span, "not a test").hint(
+                            format!(
                                 "compare it, e.g. `{} == …`, or combine tests with `and` / `or`",
                                 c.name.as_deref().unwrap_or("field")
-                            )));
+                            ),
+                        ));
                     }
                     Query::Truthy(c.arg)
                 }
@@ -110,7 +111,8 @@ impl Cx<'_> {
             OperandKind::Field(name) => {
                 let Some(field) = Field::parse(name) else {
                     let ns = name.split('.').next().unwrap_or_default();
-                    return Err(Diagnostic::error(format!("unknown namespace `{ns}`"))
+                    return Err(QueryErrorKind::UnknownNamespace { namespace: ns.to_string() }
+                        .error()
                         .at(o.span, "not a field")
                         .hint("namespaces: `param.`, `task.`, `train.`, `metric.`"));
                 };
@@ -120,7 +122,8 @@ impl Cx<'_> {
                     kinds = [Kind::Num, Kind::Str, Kind::Bool, Kind::Date, Kind::List].into();
                 }
                 if kinds.is_empty() {
-                    let mut d = Diagnostic::error(format!("no run has a field `{name}`")).at(o.span, "unknown field");
+                    let mut d =
+                        QueryErrorKind::UnknownField { name: name.to_string() }.error().at(o.span, "unknown field");
                     if let Some(h) = did_you_mean(name, self.names.iter().map(String::as_str)) {
                         d = d.hint(h);
                     }
@@ -144,7 +147,8 @@ impl Cx<'_> {
         if op == CmpOp::Glob {
             for c in [&a, &b] {
                 if !c.kinds.contains(&Kind::Str) {
-                    return Err(Diagnostic::error("`~` matches strings against a pattern such as \"quick*\"")
+                    return Err(QueryErrorKind::MatchNeedsStrings
+                        .error()
                         .at(c.span, format!("{}, not a string", nouns(&c.kinds))));
                 }
             }
@@ -165,13 +169,15 @@ impl Cx<'_> {
                 (None, Arg::Lit(l)) => l.describe(),
                 _ => "a list".to_string(),
             };
-            return Err(Diagnostic::error(format!("cannot compare {} with {}", what(&a), what(&b)))
+            return Err(QueryErrorKind::Incomparable { a: what(&a), b: what(&b) }
+                .error()
                 .at(b.span, nouns(&b.kinds))
                 .also(a.span, nouns(&a.kinds)));
         }
         if op.is_ordering() && common.iter().all(|k| matches!(k, Kind::Bool | Kind::List)) {
             let c = if a.name.is_some() { &a } else { &b };
-            return Err(Diagnostic::error(format!("`{}` needs numbers, strings or dates", op.symbol()))
+            return Err(QueryErrorKind::OrderingNeedsOrdered { op: op.symbol() }
+                .error()
                 .at(c.span, nouns(&c.kinds))
                 .hint("compare booleans and lists with `==` or `!=`"));
         }
@@ -191,7 +197,8 @@ impl Cx<'_> {
             _ if set.kinds.contains(&Kind::List) => {}
             _ if set.kinds.contains(&Kind::Str) && item.kinds.contains(&Kind::Str) => {}
             _ => {
-                return Err(Diagnostic::error("`in` needs a list on its right")
+                return Err(QueryErrorKind::InNeedsList
+                    .error()
                     .at(set.span, format!("{}, not a list", nouns(&set.kinds)))
                     .hint("e.g. `d in [48, 96]` or `\"ablation\" in tags`"));
             }
@@ -207,7 +214,8 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
             match super::parser::parse_date(s) {
                 Some(t) => *lit = Lit::Date(t),
                 None => {
-                    return Err(Diagnostic::error(format!("`{name}` is a date, but \"{s}\" is not one"))
+                    return Err(QueryErrorKind::NotADate { field: name.to_string(), text: s.clone() }
+                        .error()
                         .at(span, "not a date")
                         .hint("write a date as 2025-01-31 or 2025-01-31T14:05 (UTC)"));
                 }
@@ -215,7 +223,7 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
             return Ok(());
         }
         if field.arg == Arg::Field(Field::Status) && !STATUSES.contains(&s.as_str()) {
-            let mut d = Diagnostic::error(format!("no status \"{s}\"")).at(span, "unknown status");
+            let mut d = QueryErrorKind::UnknownStatus { status: s.clone() }.error().at(span, "unknown status");
             d = match did_you_mean(s, STATUSES.iter().copied()) {
                 Some(h) => d.hint(h),
                 None => d.hint("statuses: \"running\", \"done\", \"failed\", \"interrupted\""),
@@ -228,7 +236,8 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
         return Ok(());
     }
     let mut d =
-        Diagnostic::error(format!("`{name}` is {}, but is compared with {}", nouns(&field.kinds), lit.describe()))
+        QueryErrorKind::LiteralKind { field: name.to_string(), kinds: nouns(&field.kinds), literal: lit.describe() }
+            .error()
             .at(span, k.noun())
             .also(field.span, nouns(&field.kinds));
     d = match lit {

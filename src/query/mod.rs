@@ -13,6 +13,7 @@
 
 pub mod ast;
 pub mod compile;
+pub mod error_kind;
 pub mod eval;
 pub mod fields;
 pub mod parser;

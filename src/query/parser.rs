@@ -8,6 +8,7 @@ use pest::error::{ErrorVariant, InputLocation};
 use pest::iterators::Pair;
 
 use super::ast::*;
+use super::error_kind::QueryErrorKind;
 use crate::diag::Diagnostic;
 use crate::source::{FileId, Span, floor_char_boundary};
 
@@ -40,8 +41,7 @@ fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
             (None, '(' | '[') => {
                 depth += 1;
                 if depth > MAX_NESTING {
-                    return Err(Diagnostic::error(format!("brackets nested deeper than {MAX_NESTING} levels"))
-                        .at(Span::new(file, i, i + 1), "too deep"));
+                    return Err(QueryErrorKind::TooDeep.error().at(Span::new(file, i, i + 1), "too deep"));
                 }
             }
             (None, ')' | ']') => depth = depth.saturating_sub(1),
@@ -62,8 +62,7 @@ impl Builder {
 
     /// A parse tree the grammar rules out: a bug in memctl, reported instead of a panic.
     fn bug(&self, at: usize) -> Diagnostic {
-        Diagnostic::error("internal error: unexpected filter parse tree (a bug in memctl)")
-            .at(Span::new(self.file, at, at), "here")
+        QueryErrorKind::Internal.error().at(Span::new(self.file, at, at), "here")
     }
 
     fn disjunction(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {
@@ -163,14 +162,17 @@ impl Builder {
         Ok(match p.as_rule() {
             Rule::number => match s.parse::<f64>() {
                 Ok(x) if x.is_finite() => Lit::Num(x),
-                _ => return Err(Diagnostic::error(format!("`{s}` is out of range")).at(span, "not a finite number")),
+                _ => {
+                    return Err(QueryErrorKind::OutOfRange { text: s.to_string() }
+                        .error()
+                        .at(span, "not a finite number"));
+                }
             },
             Rule::string => Lit::Str(s[1..s.len() - 1].to_string()),
             Rule::boolean => Lit::Bool(s == "true"),
-            Rule::date => Lit::Date(
-                parse_date(s)
-                    .ok_or_else(|| Diagnostic::error(format!("`{s}` is not a date")).at(span, "no such day or time"))?,
-            ),
+            Rule::date => Lit::Date(parse_date(s).ok_or_else(|| {
+                QueryErrorKind::BadDate { text: s.to_string() }.error().at(span, "no such day or time")
+            })?),
             _ => return Err(self.bug(span.start)),
         })
     }
@@ -272,8 +274,7 @@ fn syntax_error(file: FileId, text: &str, err: pest::error::Error<Rule>) -> Diag
         1 => list[0].to_string(),
         n => format!("{} or {}", list[..n - 1].join(", "), list[n - 1]),
     };
-    let mut d =
-        Diagnostic::error(format!("syntax error: expected {expected_text}")).at(Span::new(file, pos, end), label);
+    let mut d = QueryErrorKind::Syntax { expected: expected_text }.error().at(Span::new(file, pos, end), label);
     let hint = match found.as_deref() {
         Some("=") => Some("compare with `==`"),
         Some("&&" | "&") => Some("combine tests with `and`"),
