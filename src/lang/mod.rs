@@ -2,6 +2,7 @@
 //! Nothing here depends on candle.
 
 pub mod ast;
+pub mod error_kind;
 pub mod parser;
 pub mod syntax_error;
 
@@ -9,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, SourceMap, Span};
+use error_kind::{MAX_USE_DEPTH, SpecErrorKind};
 
 /// A parsed spec: its files and their merged items.
 #[derive(Debug, Clone)]
@@ -31,9 +33,6 @@ impl SpecError {
         self.diagnostics.render(&self.sources, color)
     }
 }
-
-/// Files may `use` each other this deep at most.
-const MAX_USE_DEPTH: usize = 16;
 
 /// Where spec files are read from: the disk, or a snapshot taken earlier (a Slurm manifest
 /// carries the spec files so that workers check exactly what was submitted).
@@ -108,10 +107,10 @@ fn load_into(
         None => d,
     };
     if depth > MAX_USE_DEPTH {
-        return Err(locate(Diagnostic::error(format!("`use` nested more than {MAX_USE_DEPTH} files deep"))));
+        return Err(locate(SpecErrorKind::UseTooDeep.error()));
     }
     let (canonical, bytes) = reader.read(path).map_err(|e| {
-        locate(Diagnostic::error(format!("cannot read `{}`: {}", path.display(), io_reason(&e))))
+        locate(SpecErrorKind::CannotRead { path: path.display().to_string(), reason: io_reason(&e) }.error())
             .hint("check the path; `use` paths are relative to the file that uses them")
     })?;
     if loaded.contains(&canonical) {
@@ -128,7 +127,8 @@ fn load_into(
     };
     let id = sources.add(path, text);
     if let Some(at) = bad_utf8 {
-        return Err(Diagnostic::error("spec files must be UTF-8 text")
+        return Err(SpecErrorKind::NotUtf8
+            .error()
             .at(Span::new(id, at, at + 1), "not valid UTF-8 here")
             .hint("is this a binary file? .mem specs are plain text"));
     }

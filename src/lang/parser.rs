@@ -9,6 +9,7 @@ use pest::Parser;
 use pest::iterators::Pair;
 
 use super::ast::*;
+use super::error_kind::SpecErrorKind;
 use super::syntax_error;
 use crate::diag::Diagnostic;
 use crate::source::{FileId, Span};
@@ -55,7 +56,8 @@ fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
-                    return Err(Diagnostic::error(format!("brackets nested more than {MAX_NESTING} levels deep"))
+                    return Err(SpecErrorKind::BracketsTooDeep
+                        .error()
                         .at(Span::new(file, i, i + 1), "too deep")
                         .hint("split the expression with intermediate assignments"));
                 }
@@ -129,7 +131,8 @@ impl Builder {
     }
 
     fn bug(&self, what: &str, at: usize) -> Diagnostic {
-        Diagnostic::error(format!("internal error in memctl's parser: {what}"))
+        SpecErrorKind::Internal { what: what.to_string() }
+            .error()
             .at(Span::new(self.file, at, at), "while parsing here")
             .hint("this is a bug in memctl; please report it with this spec")
     }
@@ -473,11 +476,13 @@ impl Builder {
             Rule::number => (
                 parse_number(p.as_str()).ok_or_else(|| {
                     if p.as_str().contains(['.', 'e', 'E']) {
-                        Diagnostic::error("number out of range")
+                        SpecErrorKind::NumberOutOfRange
+                            .error()
                             .at(span, "too large for a 64-bit float")
                             .hint("floats go up to about 1.8e308")
                     } else {
-                        Diagnostic::error("number out of range")
+                        SpecErrorKind::NumberOutOfRange
+                            .error()
                             .at(span, "does not fit in a 64-bit integer")
                             .hint("write large values as floats, e.g. 1e20")
                     }
@@ -517,7 +522,8 @@ impl Builder {
 }
 
 fn too_deep(span: Span) -> Diagnostic {
-    Diagnostic::error(format!("expression nested more than {MAX_EXPR_DEPTH} levels deep"))
+    SpecErrorKind::ExpressionTooDeep
+        .error()
         .at(span, "too deep")
         .hint("split the expression with intermediate assignments")
 }

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 use pest::Parser;
 use pest::error::{ErrorVariant, InputLocation};
 
+use super::error_kind::SpecErrorKind;
 use super::parser::{Brackets, MemParser, Rule};
 use crate::diag::Diagnostic;
 use crate::source::{FileId, Span, floor_char_boundary};
@@ -116,8 +117,7 @@ pub fn convert(file: FileId, text: &str, err: pest::error::Error<Rule>) -> Diagn
         None => "unexpected end of file".to_string(),
     };
     let end = pos + found.as_ref().map_or(0, |t| t.len());
-    let mut d = Diagnostic::error(format!("syntax error: expected {}", join_or(&expected)))
-        .at(Span::new(file, pos, end), label);
+    let mut d = SpecErrorKind::Syntax { expected: join_or(&expected) }.error().at(Span::new(file, pos, end), label);
     match unclosed_bracket(text, pos, &raw, found.as_deref()) {
         Some((open, what)) => {
             d = d.also(Span::new(file, open, open + 1), format!("this `{what}` is not closed"));
@@ -255,7 +255,8 @@ fn unclosed(file: FileId, text: &str, pos: usize) -> Option<Diagnostic> {
         let line = rest.split('\n').next().unwrap_or(rest);
         if !line[1..].contains('"') {
             return Some(
-                Diagnostic::error("unclosed string")
+                SpecErrorKind::UnclosedString
+                    .error()
                     .at(Span::new(file, pos, pos + 1), "this string is not closed on its line")
                     .hint("strings start and end with `\"` on the same line"),
             );
@@ -270,7 +271,8 @@ fn unclosed(file: FileId, text: &str, pos: usize) -> Option<Diagnostic> {
         None
     };
     comment_start.map(|at| {
-        Diagnostic::error("unclosed comment")
+        SpecErrorKind::UnclosedComment
+            .error()
             .at(Span::new(file, at, at + 2), "this comment is not closed")
             .hint("block comments end with `*/`")
     })

@@ -405,7 +405,7 @@ fn unknown_train_setting_renders_did_you_mean() {
 
 #[test]
 fn unclosed_call_renders_the_open_bracket() {
-    let want = r#"error: syntax error: expected `)`, `,` or an operator
+    let want = r#"error[S001]: syntax error: expected `)`, `,` or an operator
  --> spec.mem:4:3
   |
 4 |   }
@@ -420,7 +420,7 @@ fn unclosed_call_renders_the_open_bracket() {
 
 #[test]
 fn missing_brace_at_end_of_file_renders_the_open_brace() {
-    let want = r#"error: syntax error: expected `state`, `step` or `}`
+    let want = r#"error[S001]: syntax error: expected `state`, `step` or `}`
  --> spec.mem:5:1
   |
 5 |

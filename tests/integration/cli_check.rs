@@ -52,7 +52,7 @@ fn syntax_error_exits_2_with_a_located_error() {
     let out = memctl_check(&[Path::new("syntax.mem")], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
-    assert!(stderr.contains("error: syntax error: expected an expression"), "{stderr}");
+    assert!(stderr.contains("error[S001]: syntax error: expected an expression"), "{stderr}");
     assert!(stderr.contains("syntax.mem:2:13"), "{stderr}");
 }
 
