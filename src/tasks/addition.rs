@@ -31,8 +31,6 @@ use super::*;
 
 pub struct AdditionKind;
 
-static SIGNATURE: [ArgSpec; 6] = nam::signature_with_od();
-
 impl TaskKind for AdditionKind {
     fn name(&self) -> &'static str {
         "addition"
@@ -41,10 +39,10 @@ impl TaskKind for AdditionKind {
         "addition (NAM's \"Fib\"): complete the masked little-endian digits of s1 + s2 (NAM §4.1)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
+        &nam::SIGNATURE_WITH_OD
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let config = Config::read(&Options::new(&SIGNATURE, options), true)?;
+        let config = Config::read(&Options::new(&nam::OPTIONS_WITH_OD, options), true)?;
         Ok(Box::new(NamTask { rule: Addition, config }))
     }
 }
@@ -167,7 +165,7 @@ mod tests {
 
     #[test]
     fn code_od_ranges_are_available() {
-        let mut o: Vec<Value> = SIGNATURE.iter().map(|s| s.default.value().unwrap()).collect();
+        let mut o: Vec<Value> = nam::SIGNATURE_WITH_OD.iter().map(|s| s.default.value().unwrap()).collect();
         o[5] = Value::Str("code".into());
         let data = AdditionKind.instantiate(&o).unwrap().data(0, &Device::Cpu).unwrap();
         let hard = testing::split(data.as_ref(), Split::Test(2));

@@ -45,19 +45,20 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::data_file::{self, DataError, numbered_lines};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::token_examples::{ExampleData, Examples, Layout, Part};
 use super::vocab::Interner;
 use super::*;
-use crate::prims::{Default, Hint, Kind};
+use crate::prims::Hint;
 
 pub struct BabiKind;
 
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::value("path", Kind::Str, Default::Required),
-    ArgSpec::value("task", Kind::Int, Default::Int(0)),
-    ArgSpec::value("max_facts", Kind::Int, Default::Int(0)),
+static OPTIONS: [TaskOption; 3] = [
+    TaskOption::path("path", "the bAbI folder (en-valid-10k)"),
+    TaskOption::int("task", 0, 0, TASKS as i64),
+    TaskOption::int("max_facts", 0, 0, 1 << 20),
 ];
+static SIGNATURE: [ArgSpec; 3] = signature(&OPTIONS);
 
 /// Token ids of the reserved words.
 const PAD: u32 = 0;
@@ -91,10 +92,10 @@ impl TaskKind for BabiKind {
         self.instantiate_in(options, Path::new(""))
     }
     fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
-        let path = o.path("path", "the bAbI folder (en-valid-10k)")?;
-        let task = o.int("task", 0, TASKS as i64)?;
-        let max_facts = o.int("max_facts", 0, 1 << 20)?;
+        let o = Options::new(&OPTIONS, options);
+        let path = o.path("path")?;
+        let task = o.int("task")?;
+        let max_facts = o.int("max_facts")?;
         let folder = data_file::resolve(dir, &path);
         let sets = read(&folder, task, max_facts).map_err(|e| {
             let missing = matches!(e, DataError::Missing { .. });

@@ -20,22 +20,25 @@ use rand_chacha::ChaCha8Rng;
 
 use super::answers::{AnswerData, Example, Generator, features};
 use super::geometry::{self, Point};
-use super::options::{Options, ordered};
+use super::options::{Options, TaskOption, ordered, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct ConvexHullKind;
 
-pub(super) const GEOMETRY_SIGNATURE: [ArgSpec; 5] = [
-    ArgSpec::value("points", Kind::Int, Default::Int(20)),
-    ArgSpec::value("min_points", Kind::Int, Default::Int(5)),
-    ArgSpec::value("features", Kind::Int, Default::Int(20)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(512)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2048)),
-];
+/// The options of a geometry task: `points` defaults to `default_points`, and point counts go
+/// from 3 up to `most`.
+pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOption; 5] {
+    [
+        TaskOption::int("points", default_points, 3, most),
+        TaskOption::int("min_points", 5, 3, most),
+        TaskOption::int("features", 20, 1, 4096),
+        TaskOption::int("validation", 512, 1, 10_000_000),
+        TaskOption::int("test", 2048, 1, 10_000_000),
+    ]
+}
 
-static SIGNATURE: [ArgSpec; 5] = GEOMETRY_SIGNATURE;
+static OPTIONS: [TaskOption; 5] = geometry_options(20, 100);
+static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 /// The test sets' point counts, as the paper's Table 3 columns.
 pub(super) const TEST_POINTS: [usize; 2] = [5, 10];
@@ -52,7 +55,7 @@ impl TaskKind for ConvexHullKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(Geometry::read(&Options::new(&SIGNATURE, options), 3, Problem::Hull)?))
+        Ok(Box::new(Geometry::read(&Options::new(&OPTIONS, options), Problem::Hull)?))
     }
 }
 
@@ -74,15 +77,13 @@ pub(super) struct Geometry {
 }
 
 impl Geometry {
-    /// Reads the options; `fewest` is the smallest sensible point count.
-    pub(super) fn read(o: &Options, fewest: i64, problem: Problem) -> Result<Geometry, PrimError> {
-        // Exact tours are Held–Karp, exponential in N: keep them small.
-        let most = if problem == Problem::Tour { 12 } else { 100 };
-        let points = o.int("points", fewest, most)?;
-        let min_points = o.int("min_points", fewest, most)?;
+    /// Reads the options (`geometry_options`).
+    pub(super) fn read(o: &Options, problem: Problem) -> Result<Geometry, PrimError> {
+        let points = o.int("points")?;
+        let min_points = o.int("min_points")?;
         ordered(("min_points", min_points), ("points", points))?;
         let needed = points.max(TEST_POINTS[1]) as i64;
-        let features = o.int("features", 1, 4096)?;
+        let features = o.int("features")?;
         if features < needed as usize {
             let why = format!("`features` must be at least {needed}, one per point (found {features})");
             return Err(PrimError::task(why).on("features"));
@@ -90,8 +91,8 @@ impl Geometry {
         Ok(Geometry {
             points: (min_points, points),
             features,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
             problem,
         })
     }

@@ -22,20 +22,19 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData, Seq, stratify};
-use super::options::{Options, ordered};
+use super::options::{Options, TaskOption, ordered, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct CopyKind;
 
-static SIGNATURE: [ArgSpec; 5] = [
-    ArgSpec::value("width", Kind::Int, Default::Int(32)),
-    ArgSpec::value("min_len", Kind::Int, Default::Int(1)),
-    ArgSpec::value("max_len", Kind::Int, Default::Int(20)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+static OPTIONS: [TaskOption; 5] = [
+    TaskOption::int("width", 32, 1, 4096),
+    TaskOption::int("min_len", 1, 1, 10_000),
+    TaskOption::int("max_len", 20, 1, 10_000),
+    TaskOption::int("validation", 1000, 1, 10_000_000),
+    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 impl TaskKind for CopyKind {
     fn name(&self) -> &'static str {
@@ -48,13 +47,13 @@ impl TaskKind for CopyKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
+        let o = Options::new(&OPTIONS, options);
         let task = Copy {
-            width: o.int("width", 1, 4096)?,
-            min_len: o.int("min_len", 1, 10_000)?,
-            max_len: o.int("max_len", 1, 10_000)?,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            width: o.int("width")?,
+            min_len: o.int("min_len")?,
+            max_len: o.int("max_len")?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         };
         ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
         Ok(Box::new(task))

@@ -39,21 +39,21 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::data_file::{self, DataError, numbered_lines};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::streams::{Stream, stream};
 use super::vocab::Interner;
 use super::*;
-use crate::prims::{Default, Kind};
 
 pub struct CorpusKind;
 
-static SIGNATURE: [ArgSpec; 5] = [
-    ArgSpec::value("path", Kind::Str, Default::Required),
-    ArgSpec::value("level", Kind::Str, Default::Str("char")),
-    ArgSpec::value("length", Kind::Int, Default::Int(100)),
-    ArgSpec::value("valid", Kind::Float, Default::Float(0.05)),
-    ArgSpec::value("test", Kind::Float, Default::Float(0.05)),
+static OPTIONS: [TaskOption; 5] = [
+    TaskOption::path("path", "a text file, or a folder holding train.txt, valid.txt and test.txt"),
+    TaskOption::choice("level", "char", &["char", "word"]),
+    TaskOption::int("length", 100, 1, 1 << 20),
+    TaskOption::float_below("valid", 0.05, 0.0, 1.0),
+    TaskOption::float_below("test", 0.05, 0.0, 1.0),
 ];
+static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 const UNKNOWN: u32 = 0;
 const EOS: &str = "<eos>";
@@ -75,10 +75,10 @@ impl TaskKind for CorpusKind {
         self.instantiate_in(options, Path::new(""))
     }
     fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
-        let path = o.path("path", "a text file, or a folder holding train.txt, valid.txt and test.txt")?;
-        let words = o.choice("level", &["char", "word"])? == 1;
-        let length = o.int("length", 1, 1 << 20)?;
+        let o = Options::new(&OPTIONS, options);
+        let path = o.path("path")?;
+        let words = o.choice("level")? == 1;
+        let length = o.int("length")?;
         let (valid, test) = super::options::held_out_fractions(&o, "text")?;
         let at = data_file::resolve(dir, &path);
         let texts = read(&at, words, (valid, test)).map_err(DataError::on_path)?;

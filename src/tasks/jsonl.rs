@@ -33,20 +33,20 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::data_file::{self, DataError, numbered_lines};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::token_examples::{ExampleData, Layout, Listed, Part};
 use super::vocab::{Interner, Vocab};
 use super::*;
-use crate::prims::{Default, Kind};
 
 pub struct JsonlKind;
 
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::value("path", Kind::Str, Default::Required),
-    ArgSpec::value("layout", Kind::Str, Default::Str("after")),
-    ArgSpec::value("valid", Kind::Float, Default::Float(0.1)),
-    ArgSpec::value("test", Kind::Float, Default::Float(0.1)),
+static OPTIONS: [TaskOption; 4] = [
+    TaskOption::path("path", "a .jsonl file, or a folder holding train.jsonl, valid.jsonl and test.jsonl"),
+    TaskOption::choice("layout", "after", &["after", "aligned"]),
+    TaskOption::float_below("valid", 0.1, 0.0, 1.0),
+    TaskOption::float_below("test", 0.1, 0.0, 1.0),
 ];
+static SIGNATURE: [ArgSpec; 4] = signature(&OPTIONS);
 
 /// The largest token id accepted (a vocabulary of 16 M).
 const MAX_ID: u64 = (1 << 24) - 1;
@@ -71,9 +71,9 @@ impl TaskKind for JsonlKind {
         self.instantiate_in(options, Path::new(""))
     }
     fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
-        let path = o.path("path", "a .jsonl file, or a folder holding train.jsonl, valid.jsonl and test.jsonl")?;
-        let aligned = o.choice("layout", &["after", "aligned"])? == 1;
+        let o = Options::new(&OPTIONS, options);
+        let path = o.path("path")?;
+        let aligned = o.choice("layout")? == 1;
         let (valid, test) = super::options::held_out_fractions(&o, "examples")?;
         let at = data_file::resolve(dir, &path);
         let sets = read(&at, aligned, (valid, test)).map_err(DataError::on_path)?;

@@ -40,21 +40,21 @@ use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData};
 use super::lte_program::{self, Example, Hardness, Mode};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct LearnToExecuteKind;
 
-static SIGNATURE: [ArgSpec; 6] = [
-    ArgSpec::value("mode", Kind::Str, Default::Str("program")),
-    ArgSpec::value("length", Kind::Int, Default::Int(5)),
-    ArgSpec::value("nesting", Kind::Int, Default::Int(2)),
-    ArgSpec::value("curriculum", Kind::Str, Default::Str("mix")),
-    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+static OPTIONS: [TaskOption; 6] = [
+    TaskOption::choice("mode", "program", &Mode::NAMES),
+    // At most `Mode::max_length` of the chosen mode (read with `int_in`).
+    TaskOption::int("length", 5, 1, 1000),
+    TaskOption::int("nesting", 2, 1, 10),
+    TaskOption::choice("curriculum", "mix", &["mix", "baseline"]),
+    TaskOption::int("validation", 1000, 1, 10_000_000),
+    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 6] = signature(&OPTIONS);
 
 /// The character vocabulary, one token per character: digits, letters, the program
 /// symbols, then the end token `.`, the answer delimiter `@` and pad `_`.
@@ -80,17 +80,14 @@ impl TaskKind for LearnToExecuteKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
-        let mode = Mode::ALL[o.choice("mode", &Mode::NAMES)?];
+        let o = Options::new(&OPTIONS, options);
+        let mode = Mode::ALL[o.choice("mode")?];
         let task = LearnToExecute {
             mode,
-            target: Hardness {
-                length: o.int("length", 1, mode.max_length() as i64)?,
-                nesting: o.int("nesting", 1, 10)?,
-            },
-            mix: o.choice("curriculum", &["mix", "baseline"])? == 0,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            target: Hardness { length: o.int_in("length", 1, mode.max_length() as i64)?, nesting: o.int("nesting")? },
+            mix: o.choice("curriculum")? == 0,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         };
         Ok(Box::new(task))
     }

@@ -22,21 +22,21 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::streams::{Stream, stream};
 use super::*;
-use crate::prims::{Default, Kind};
 
 pub struct ListOpsKind;
 
-static SIGNATURE: [ArgSpec; 6] = [
-    ArgSpec::value("max_depth", Kind::Int, Default::Int(10)),
-    ArgSpec::value("max_args", Kind::Int, Default::Int(10)),
-    ArgSpec::value("min_length", Kind::Int, Default::Int(10)),
-    ArgSpec::value("max_length", Kind::Int, Default::Int(100)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+static OPTIONS: [TaskOption; 6] = [
+    TaskOption::int("max_depth", 10, 1, 100),
+    TaskOption::int("max_args", 10, 2, 100),
+    TaskOption::int("min_length", 10, 1, 1 << 16),
+    TaskOption::int("max_length", 100, 1, 1 << 16),
+    TaskOption::int("validation", 1000, 1, 1 << 24),
+    TaskOption::int("test", 2000, 1, 1 << 24),
 ];
+static SIGNATURE: [ArgSpec; 6] = signature(&OPTIONS);
 
 const MIN: u32 = 10;
 const MAX: u32 = 11;
@@ -58,14 +58,14 @@ impl TaskKind for ListOpsKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
+        let o = Options::new(&OPTIONS, options);
         let config = ListOps {
-            max_depth: o.int("max_depth", 1, 100)?,
-            max_args: o.int("max_args", 2, 100)?,
-            min_length: o.int("min_length", 1, 1 << 16)?,
-            max_length: o.int("max_length", 1, 1 << 16)?,
-            validation: o.int("validation", 1, 1 << 24)?,
-            test: o.int("test", 1, 1 << 24)?,
+            max_depth: o.int("max_depth")?,
+            max_args: o.int("max_args")?,
+            min_length: o.int("min_length")?,
+            max_length: o.int("max_length")?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         };
         super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
         Ok(Box::new(config))

@@ -28,11 +28,9 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use super::options::{Options, ordered};
+use super::options::{Options, TaskOption, ordered, signature};
 use super::streams::{Stream, stream};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 /// Token ids.
 pub(super) const DELIM: u32 = 10;
@@ -43,23 +41,21 @@ pub(super) const MASK: u32 = 14;
 /// The held-out splits, in-distribution first.
 pub(super) const TEST_SPLITS: &[&str] = &["test", "od_easy", "od_hard"];
 
-/// The options every NAM task has, in signature order (`od` last, for tasks that offer it).
-pub(super) const fn signature_with_od() -> [ArgSpec; 6] {
-    [
-        ArgSpec::value("digits", Kind::Int, Default::Int(10)),
-        ArgSpec::value("min_digits", Kind::Int, Default::Int(1)),
-        ArgSpec::value("train", Kind::Int, Default::Int(25_600)),
-        ArgSpec::value("validation", Kind::Int, Default::Int(2048)),
-        ArgSpec::value("test", Kind::Int, Default::Int(2048)),
-        ArgSpec::value("od", Kind::Str, Default::Str("paper")),
-    ]
-}
+/// The options every NAM task has (`od` last, for tasks that offer it).
+pub(super) static OPTIONS_WITH_OD: [TaskOption; 6] = [
+    TaskOption::int("digits", 10, 1, 1000),
+    TaskOption::int("min_digits", 1, 1, 1000),
+    TaskOption::int("train", 25_600, 1, 10_000_000),
+    TaskOption::int("validation", 2048, 1, 10_000_000),
+    TaskOption::int("test", 2048, 1, 10_000_000),
+    TaskOption::choice("od", "paper", &["paper", "code"]),
+];
+pub(super) static SIGNATURE_WITH_OD: [ArgSpec; 6] = signature(&OPTIONS_WITH_OD);
 
 /// The shared options without `od` (for `reduce`, whose OD ranges are the same in paper and code).
-pub(super) const fn signature_without_od() -> [ArgSpec; 5] {
-    let s = signature_with_od();
-    [s[0], s[1], s[2], s[3], s[4]]
-}
+pub(super) static OPTIONS_WITHOUT_OD: [TaskOption; 5] =
+    [OPTIONS_WITH_OD[0], OPTIONS_WITH_OD[1], OPTIONS_WITH_OD[2], OPTIONS_WITH_OD[3], OPTIONS_WITH_OD[4]];
+pub(super) static SIGNATURE_WITHOUT_OD: [ArgSpec; 5] = signature(&OPTIONS_WITHOUT_OD);
 
 /// How one task lays out an example.
 pub(super) trait Rule: Clone + Send + Sync + 'static {
@@ -88,12 +84,12 @@ impl Config {
     /// Reads the shared options (`od` only if the signature has it).
     pub(super) fn read(o: &Options, with_od: bool) -> Result<Config, PrimError> {
         let c = Config {
-            digits: o.int("digits", 1, 1000)?,
-            min_digits: o.int("min_digits", 1, 1000)?,
-            train: o.int("train", 1, 10_000_000)?,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
-            od_code: with_od && o.choice("od", &["paper", "code"])? == 1,
+            digits: o.int("digits")?,
+            min_digits: o.int("min_digits")?,
+            train: o.int("train")?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
+            od_code: with_od && o.choice("od")? == 1,
         };
         ordered(("min_digits", c.min_digits), ("digits", c.digits))?;
         Ok(c)

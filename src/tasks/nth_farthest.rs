@@ -28,19 +28,18 @@ use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct NthFarthestKind;
 
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::value("vectors", Kind::Int, Default::Int(8)),
-    ArgSpec::value("dims", Kind::Int, Default::Int(16)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(2048)),
-    ArgSpec::value("test", Kind::Int, Default::Int(10_000)),
+static OPTIONS: [TaskOption; 4] = [
+    TaskOption::int("vectors", 8, 2, 256),
+    TaskOption::int("dims", 16, 1, 4096),
+    TaskOption::int("validation", 2048, 1, 10_000_000),
+    TaskOption::int("test", 10_000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 4] = signature(&OPTIONS);
 
 impl TaskKind for NthFarthestKind {
     fn name(&self) -> &'static str {
@@ -53,12 +52,12 @@ impl TaskKind for NthFarthestKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
+        let o = Options::new(&OPTIONS, options);
         Ok(Box::new(NthFarthest {
-            vectors: o.int("vectors", 2, 256)?,
-            dims: o.int("dims", 1, 4096)?,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            vectors: o.int("vectors")?,
+            dims: o.int("dims")?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         }))
     }
 }

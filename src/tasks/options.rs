@@ -1,37 +1,116 @@
-//! Reading a task's options: values aligned with its signature, checked against their ranges.
+//! A task's options, declared once: each [`TaskOption`] gives an option's name, kind and
+//! default (the task's signature, which the checker binds, is derived from the table) and the
+//! values it accepts (which [`Options`] checks when the task is instantiated).
+//!
+//! ```text
+//! static OPTIONS: [TaskOption; 2] = [TaskOption::int("width", 32, 1, 4096), TaskOption::int("test", 2000, 1, 10_000_000)];
+//! static SIGNATURE: [ArgSpec; 2] = signature(&OPTIONS);
+//! … let o = Options::new(&OPTIONS, values); let width = o.int("width")?;
+//! ```
 //!
 //! Every problem is a [`PrimError`] naming the option, so the checker points at it.
 
 use super::*;
+use crate::prims::Default;
+use crate::value::Kind;
 
-/// A task's options, aligned with its signature (defaults already filled in by the checker).
+/// What values an option accepts.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Accepts {
+    /// Integers in `lo..=hi`.
+    Ints(i64, i64),
+    /// Finite floats from `lo` up to `hi` (`hi` itself excluded when `hi_open`).
+    Floats { lo: f64, hi: f64, hi_open: bool },
+    /// A non-empty path naming this ("the bAbI folder").
+    Path(&'static str),
+    /// One of these strings.
+    Choice(&'static [&'static str]),
+}
+
+/// One option of a task: what the checker binds and what the task accepts.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TaskOption {
+    spec: ArgSpec,
+    accepts: Accepts,
+}
+
+impl TaskOption {
+    pub(super) const fn int(name: &'static str, default: i64, lo: i64, hi: i64) -> TaskOption {
+        TaskOption { spec: ArgSpec::value(name, Kind::Int, Default::Int(default)), accepts: Accepts::Ints(lo, hi) }
+    }
+    /// A float in `lo..hi`.
+    pub(super) const fn float_below(name: &'static str, default: f64, lo: f64, hi: f64) -> TaskOption {
+        let accepts = Accepts::Floats { lo, hi, hi_open: true };
+        TaskOption { spec: ArgSpec::value(name, Kind::Float, Default::Float(default)), accepts }
+    }
+    /// A required path naming `what`.
+    pub(super) const fn path(name: &'static str, what: &'static str) -> TaskOption {
+        TaskOption { spec: ArgSpec::value(name, Kind::Str, Default::Required), accepts: Accepts::Path(what) }
+    }
+    pub(super) const fn choice(
+        name: &'static str,
+        default: &'static str,
+        choices: &'static [&'static str],
+    ) -> TaskOption {
+        TaskOption { spec: ArgSpec::value(name, Kind::Str, Default::Str(default)), accepts: Accepts::Choice(choices) }
+    }
+}
+
+/// The signature of a task with these options (in their order).
+pub(super) const fn signature<const N: usize>(options: &[TaskOption; N]) -> [ArgSpec; N] {
+    let mut specs = [ArgSpec::value("", Kind::Int, Default::Required); N];
+    let mut i = 0;
+    while i < N {
+        specs[i] = options[i].spec;
+        i += 1;
+    }
+    specs
+}
+
+/// A task's option values, aligned with its options (defaults already filled in by the checker).
 pub(super) struct Options<'a> {
-    signature: &'static [ArgSpec],
+    options: &'static [TaskOption],
     values: &'a [Value],
 }
 
 impl<'a> Options<'a> {
-    pub(super) fn new(signature: &'static [ArgSpec], values: &'a [Value]) -> Options<'a> {
-        Options { signature, values }
+    pub(super) fn new(options: &'static [TaskOption], values: &'a [Value]) -> Options<'a> {
+        Options { options, values }
     }
 
-    fn value(&self, name: &'static str) -> Option<Value> {
-        let i = self.signature.iter().position(|s| s.name == name)?;
-        self.values.get(i).cloned().or_else(|| self.signature[i].default.value())
+    /// The option's value and what it accepts.
+    fn get(&self, name: &'static str) -> Result<(Value, Accepts), PrimError> {
+        let i = self.options.iter().position(|o| o.spec.name == name).ok_or_else(|| missing(name))?;
+        let value = self.values.get(i).cloned().or_else(|| self.options[i].spec.default.value());
+        Ok((value.ok_or_else(|| missing(name))?, self.options[i].accepts))
     }
 
-    /// An integer in `lo..=hi`.
-    pub(super) fn int(&self, name: &'static str, lo: i64, hi: i64) -> Result<usize, PrimError> {
-        let v = self.value(name).and_then(|v| v.as_int()).ok_or_else(|| missing(name))?;
+    /// An integer option, in its declared range.
+    pub(super) fn int(&self, name: &'static str) -> Result<usize, PrimError> {
+        let (_, Accepts::Ints(lo, hi)) = self.get(name)? else { return Err(missing(name)) };
+        self.int_in(name, lo, hi)
+    }
+
+    /// An integer option in `lo..=hi`, a range that depends on other options (declare the
+    /// widest in the table).
+    pub(super) fn int_in(&self, name: &'static str, lo: i64, hi: i64) -> Result<usize, PrimError> {
+        let v = self.get(name)?.0.as_int().ok_or_else(|| missing(name))?;
         if v < lo || v > hi {
             return Err(PrimError::task(format!("`{name}` must be between {lo} and {hi}, found {v}")).on(name));
         }
         Ok(v as usize)
     }
 
-    /// A float in `lo..=hi` (`hi_open`: `lo..hi`).
-    pub(super) fn float(&self, name: &'static str, lo: f64, hi: f64, hi_open: bool) -> Result<f64, PrimError> {
-        let v = self.value(name).and_then(|v| v.as_float()).ok_or_else(|| missing(name))?;
+    /// A float option, in its declared range.
+    pub(super) fn float(&self, name: &'static str) -> Result<f64, PrimError> {
+        let (_, Accepts::Floats { lo, hi, hi_open }) = self.get(name)? else { return Err(missing(name)) };
+        self.float_in(name, lo, hi, hi_open)
+    }
+
+    /// A float option from `lo` up to `hi` (excluded when `hi_open`), a range that depends on
+    /// other options (declare the widest in the table).
+    pub(super) fn float_in(&self, name: &'static str, lo: f64, hi: f64, hi_open: bool) -> Result<f64, PrimError> {
+        let v = self.get(name)?.0.as_float().ok_or_else(|| missing(name))?;
         let above = if hi_open { v >= hi } else { v > hi };
         if !v.is_finite() || v < lo || above {
             let to = if hi_open { format!("below {hi}") } else { format!("at most {hi}") };
@@ -40,18 +119,18 @@ impl<'a> Options<'a> {
         Ok(v)
     }
 
-    /// A path: a non-empty string; `what` says what it should name.
-    pub(super) fn path(&self, name: &'static str, what: &str) -> Result<String, PrimError> {
-        let v = self.value(name).ok_or_else(|| missing(name))?;
+    /// A path option: a non-empty string.
+    pub(super) fn path(&self, name: &'static str) -> Result<String, PrimError> {
+        let (v, Accepts::Path(what)) = self.get(name)? else { return Err(missing(name)) };
         match v.as_str() {
             Some(s) if !s.trim().is_empty() => Ok(s.to_string()),
             _ => Err(PrimError::task(format!("`{name}` must name {what}, found {v}")).on(name)),
         }
     }
 
-    /// One of `choices`; returns its index.
-    pub(super) fn choice(&self, name: &'static str, choices: &[&str]) -> Result<usize, PrimError> {
-        let v = self.value(name).ok_or_else(|| missing(name))?;
+    /// A choice option; returns the index of the value among its choices.
+    pub(super) fn choice(&self, name: &'static str) -> Result<usize, PrimError> {
+        let (v, Accepts::Choice(choices)) = self.get(name)? else { return Err(missing(name)) };
         let s = v.as_str().unwrap_or_default();
         choices.iter().position(|c| *c == s).ok_or_else(|| {
             let list = choices.iter().map(|c| format!("\"{c}\"")).collect::<Vec<_>>().join(", ");
@@ -60,6 +139,7 @@ impl<'a> Options<'a> {
     }
 }
 
+/// An option read as something it was not declared as, or not declared: a bug in the task.
 fn missing(name: &'static str) -> PrimError {
     PrimError::task(format!("internal: option `{name}` is not bound")).on(name)
 }
@@ -75,11 +155,49 @@ pub(super) fn ordered(lo: (&'static str, usize), hi: (&'static str, usize)) -> R
 /// The `valid` and `test` fractions of a data file cut into three sets: each in [0, 1), and
 /// together leaving some `what` ("text", "examples") to train on; blames `test`.
 pub(super) fn held_out_fractions(o: &Options, what: &str) -> Result<(f64, f64), PrimError> {
-    let valid = o.float("valid", 0.0, 1.0, true)?;
-    let test = o.float("test", 0.0, 1.0, true)?;
+    let valid = o.float("valid")?;
+    let test = o.float("test")?;
     if valid + test >= 1.0 {
         let message = format!("`valid` + `test` ({valid} + {test}) must leave some {what} to train on");
         return Err(PrimError::task(message).on("test"));
     }
     Ok((valid, test))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static OPTIONS: [TaskOption; 3] = [
+        TaskOption::int("width", 32, 1, 4096),
+        TaskOption::float_below("noise", 0.2, 0.0, 0.5),
+        TaskOption::choice("mode", "flip", &["flip", "erase"]),
+    ];
+    static SIGNATURE: [ArgSpec; 3] = signature(&OPTIONS);
+
+    #[test]
+    fn the_table_gives_the_signature_and_the_ranges() {
+        let names: Vec<&str> = SIGNATURE.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["width", "noise", "mode"]);
+        assert_eq!(SIGNATURE[0].default, Default::Int(32));
+        let values = [Value::Int(5000), Value::Float(0.5), Value::Str("erase".into())];
+        let o = Options::new(&OPTIONS, &values);
+        let width = o.int("width").unwrap_err();
+        assert_eq!(
+            (width.arg, width.to_string()),
+            (Some("width"), "`width` must be between 1 and 4096, found 5000".into())
+        );
+        assert_eq!(o.float("noise").unwrap_err().to_string(), "`noise` must be at least 0 and below 0.5, found 0.5");
+        assert_eq!(o.choice("mode").unwrap(), 1);
+        // A tighter bound that depends on another option.
+        assert_eq!(o.int_in("width", 1, 10_000).unwrap(), 5000);
+    }
+
+    #[test]
+    fn an_option_read_as_another_kind_or_not_declared_is_a_bug_named_as_such() {
+        let o = Options::new(&OPTIONS, &[]);
+        assert!(o.float("width").unwrap_err().to_string().contains("internal"));
+        assert!(o.int("depth").unwrap_err().to_string().contains("internal"));
+        assert_eq!(o.int("width").unwrap(), 32, "defaults fill what is not given");
+    }
 }

@@ -31,8 +31,6 @@ use super::*;
 
 pub struct PalindromeKind;
 
-static SIGNATURE: [ArgSpec; 6] = nam::signature_with_od();
-
 impl TaskKind for PalindromeKind {
     fn name(&self) -> &'static str {
         "palindrome"
@@ -41,10 +39,10 @@ impl TaskKind for PalindromeKind {
         "palindrome (NAM's \"Palin\"): complete the masked reversal of a digit string (NAM §4.1, paper version)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
+        &nam::SIGNATURE_WITH_OD
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let config = Config::read(&Options::new(&SIGNATURE, options), true)?;
+        let config = Config::read(&Options::new(&nam::OPTIONS_WITH_OD, options), true)?;
         Ok(Box::new(NamTask { rule: Palindrome, config }))
     }
 }

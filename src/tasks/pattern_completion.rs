@@ -30,22 +30,22 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct PatternCompletionKind;
 
-static SIGNATURE: [ArgSpec; 7] = [
-    ArgSpec::value("patterns", Kind::Int, Default::Int(8)),
-    ArgSpec::value("bits", Kind::Int, Default::Int(64)),
-    ArgSpec::value("noise", Kind::Float, Default::Float(0.2)),
-    ArgSpec::value("queries", Kind::Int, Default::Int(1)),
-    ArgSpec::value("corruption", Kind::Str, Default::Str("flip")),
-    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+static OPTIONS: [TaskOption; 7] = [
+    TaskOption::int("patterns", 8, 1, 100_000),
+    TaskOption::int("bits", 64, 1, 65_536),
+    // Below ½ with `flip` (read with `float_in`).
+    TaskOption::float_below("noise", 0.2, 0.0, 1.0),
+    TaskOption::int("queries", 1, 1, 100_000),
+    TaskOption::choice("corruption", "flip", &CORRUPTIONS),
+    TaskOption::int("validation", 1000, 1, 10_000_000),
+    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 7] = signature(&OPTIONS);
 
 const CORRUPTIONS: [&str; 2] = ["flip", "erase"];
 
@@ -60,17 +60,17 @@ impl TaskKind for PatternCompletionKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
-        let erase = o.choice("corruption", &CORRUPTIONS)? == 1;
+        let o = Options::new(&OPTIONS, options);
+        let erase = o.choice("corruption")? == 1;
         Ok(Box::new(PatternCompletion {
-            patterns: o.int("patterns", 1, 100_000)?,
-            bits: o.int("bits", 1, 65_536)?,
+            patterns: o.int("patterns")?,
+            bits: o.int("bits")?,
             // Flipping half the bits or more leaves nothing to recover.
-            noise: o.float("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
-            queries: o.int("queries", 1, 100_000)?,
+            noise: o.float_in("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
+            queries: o.int("queries")?,
             erase,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         }))
     }
 }

@@ -20,20 +20,19 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct PrioritySortKind;
 
-static SIGNATURE: [ArgSpec; 5] = [
-    ArgSpec::value("width", Kind::Int, Default::Int(32)),
-    ArgSpec::value("inputs", Kind::Int, Default::Int(20)),
-    ArgSpec::value("outputs", Kind::Int, Default::Int(16)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+static OPTIONS: [TaskOption; 5] = [
+    TaskOption::int("width", 32, 1, 4096),
+    TaskOption::int("inputs", 20, 1, 10_000),
+    TaskOption::int("outputs", 16, 1, 10_000),
+    TaskOption::int("validation", 1000, 1, 10_000_000),
+    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 impl TaskKind for PrioritySortKind {
     fn name(&self) -> &'static str {
@@ -46,13 +45,13 @@ impl TaskKind for PrioritySortKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
+        let o = Options::new(&OPTIONS, options);
         let task = PrioritySort {
-            width: o.int("width", 1, 4096)?,
-            inputs: o.int("inputs", 1, 10_000)?,
-            outputs: o.int("outputs", 1, 10_000)?,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            width: o.int("width")?,
+            inputs: o.int("inputs")?,
+            outputs: o.int("outputs")?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         };
         if task.outputs > task.inputs {
             return Err(PrimError::task(format!(

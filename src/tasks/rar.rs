@@ -35,22 +35,21 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData, Seq, stratify};
-use super::options::{Options, ordered};
+use super::options::{Options, TaskOption, ordered, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct RarKind;
 
-static SIGNATURE: [ArgSpec; 7] = [
-    ArgSpec::value("width", Kind::Int, Default::Int(32)),
-    ArgSpec::value("min_items", Kind::Int, Default::Int(3)),
-    ArgSpec::value("max_items", Kind::Int, Default::Int(3)),
-    ArgSpec::value("min_len", Kind::Int, Default::Int(2)),
-    ArgSpec::value("max_len", Kind::Int, Default::Int(5)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(1000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2000)),
+static OPTIONS: [TaskOption; 7] = [
+    TaskOption::int("width", 32, 1, 4096),
+    TaskOption::int("min_items", 3, 2, 1000),
+    TaskOption::int("max_items", 3, 2, 1000),
+    TaskOption::int("min_len", 2, 1, 1000),
+    TaskOption::int("max_len", 5, 1, 1000),
+    TaskOption::int("validation", 1000, 1, 10_000_000),
+    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 7] = signature(&OPTIONS);
 
 impl TaskKind for RarKind {
     fn name(&self) -> &'static str {
@@ -63,15 +62,15 @@ impl TaskKind for RarKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
+        let o = Options::new(&OPTIONS, options);
         let task = Rar {
-            width: o.int("width", 1, 4096)?,
-            min_items: o.int("min_items", 2, 1000)?,
-            max_items: o.int("max_items", 2, 1000)?,
-            min_len: o.int("min_len", 1, 1000)?,
-            max_len: o.int("max_len", 1, 1000)?,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            width: o.int("width")?,
+            min_items: o.int("min_items")?,
+            max_items: o.int("max_items")?,
+            min_len: o.int("min_len")?,
+            max_len: o.int("max_len")?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         };
         ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
         ordered(("min_len", task.min_len), ("max_len", task.max_len))?;

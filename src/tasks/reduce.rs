@@ -30,8 +30,6 @@ use super::*;
 
 pub struct ReduceKind;
 
-static SIGNATURE: [ArgSpec; 5] = nam::signature_without_od();
-
 impl TaskKind for ReduceKind {
     fn name(&self) -> &'static str {
         "reduce"
@@ -40,10 +38,10 @@ impl TaskKind for ReduceKind {
         "reduce: after a digit string and a delimiter, output its non-zero digits in order (NAM §4.1)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
+        &nam::SIGNATURE_WITHOUT_OD
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let config = Config::read(&Options::new(&SIGNATURE, options), false)?;
+        let config = Config::read(&Options::new(&nam::OPTIONS_WITHOUT_OD, options), false)?;
         Ok(Box::new(NamTask { rule: Reduce, config }))
     }
 }

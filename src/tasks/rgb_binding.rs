@@ -22,23 +22,22 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::Options;
+use super::options::{Options, TaskOption, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct RgbBindingKind;
 
-static SIGNATURE: [ArgSpec; 8] = [
-    ArgSpec::value("triplets", Kind::Int, Default::Int(45)),
-    ArgSpec::value("bits", Kind::Int, Default::Int(32)),
-    ArgSpec::value("classes", Kind::Int, Default::Int(10)),
-    ArgSpec::value("variation", Kind::Float, Default::Float(0.1)),
-    ArgSpec::value("queries", Kind::Int, Default::Int(10)),
-    ArgSpec::value("world", Kind::Int, Default::Int(0)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(500)),
-    ArgSpec::value("test", Kind::Int, Default::Int(1000)),
+static OPTIONS: [TaskOption; 8] = [
+    TaskOption::int("triplets", 45, 1, 100_000),
+    TaskOption::int("bits", 32, 1, 65_536),
+    TaskOption::int("classes", 10, 1, 10_000),
+    TaskOption::float_below("variation", 0.1, 0.0, 0.5),
+    TaskOption::int("queries", 10, 1, 100_000),
+    TaskOption::int("world", 0, 0, i64::MAX),
+    TaskOption::int("validation", 500, 1, 10_000_000),
+    TaskOption::int("test", 1000, 1, 10_000_000),
 ];
+static SIGNATURE: [ArgSpec; 8] = signature(&OPTIONS);
 
 impl TaskKind for RgbBindingKind {
     fn name(&self) -> &'static str {
@@ -51,19 +50,19 @@ impl TaskKind for RgbBindingKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&SIGNATURE, options);
-        let (bits, classes) = (o.int("bits", 1, 65_536)?, o.int("classes", 1, 10_000)?);
-        let prototypes = prototypes(o.int("world", 0, i64::MAX)? as u64, classes, bits);
+        let o = Options::new(&OPTIONS, options);
+        let (bits, classes) = (o.int("bits")?, o.int("classes")?);
+        let prototypes = prototypes(o.int("world")? as u64, classes, bits);
         Ok(Box::new(RgbBinding {
-            triplets: o.int("triplets", 1, 100_000)?,
+            triplets: o.int("triplets")?,
             bits,
             classes,
             // Flipping half the bits or more leaves no class to learn.
-            variation: o.float("variation", 0.0, 0.5, true)?,
-            queries: o.int("queries", 1, 100_000)?,
+            variation: o.float("variation")?,
+            queries: o.int("queries")?,
             prototypes,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
         }))
     }
 }

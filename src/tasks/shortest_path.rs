@@ -22,25 +22,23 @@ use rand_chacha::ChaCha8Rng;
 
 use super::answers::{AnswerData, Example, Generator, features};
 use super::graphs::Graph;
-use super::options::{Options, ordered};
+use super::options::{Options, TaskOption, ordered, signature};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
 pub struct ShortestPathKind;
 
-pub(super) const GRAPH_SIGNATURE: [ArgSpec; 8] = [
-    ArgSpec::value("nodes", Kind::Int, Default::Int(20)),
-    ArgSpec::value("min_nodes", Kind::Int, Default::Int(5)),
-    ArgSpec::value("edges", Kind::Int, Default::Int(30)),
-    ArgSpec::value("min_edges", Kind::Int, Default::Int(6)),
-    ArgSpec::value("max_weight", Kind::Int, Default::Int(10)),
-    ArgSpec::value("features", Kind::Int, Default::Int(40)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(512)),
-    ArgSpec::value("test", Kind::Int, Default::Int(2048)),
+/// The options of a graph task (shortest path, spanning tree).
+pub(super) static GRAPH_OPTIONS: [TaskOption; 8] = [
+    TaskOption::int("nodes", 20, 2, 1000),
+    TaskOption::int("min_nodes", 5, 2, 1000),
+    TaskOption::int("edges", 30, 1, 100_000),
+    TaskOption::int("min_edges", 6, 1, 100_000),
+    TaskOption::int("max_weight", 10, 1, 1_000_000),
+    TaskOption::int("features", 40, 1, 4096),
+    TaskOption::int("validation", 512, 1, 10_000_000),
+    TaskOption::int("test", 2048, 1, 10_000_000),
 ];
-
-static SIGNATURE: [ArgSpec; 8] = GRAPH_SIGNATURE;
+pub(super) static GRAPH_SIGNATURE: [ArgSpec; 8] = signature(&GRAPH_OPTIONS);
 
 impl TaskKind for ShortestPathKind {
     fn name(&self) -> &'static str {
@@ -50,10 +48,10 @@ impl TaskKind for ShortestPathKind {
         "shortest path: a weighted graph as triplets, then source and destination; answer the path's node features (SAM Table 3)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
+        &GRAPH_SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(GraphTask::read(&Options::new(&SIGNATURE, options), Question::Path)?))
+        Ok(Box::new(GraphTask::read(&Options::new(&GRAPH_OPTIONS, options), Question::Path)?))
     }
 }
 
@@ -77,18 +75,18 @@ pub(super) struct GraphTask {
 
 impl GraphTask {
     pub(super) fn read(o: &Options, question: Question) -> Result<GraphTask, PrimError> {
-        let nodes = o.int("nodes", 2, 1000)?;
-        let min_nodes = o.int("min_nodes", 2, 1000)?;
+        let nodes = o.int("nodes")?;
+        let min_nodes = o.int("min_nodes")?;
         ordered(("min_nodes", min_nodes), ("nodes", nodes))?;
-        let edges = o.int("edges", 1, 100_000)?;
-        let min_edges = o.int("min_edges", 1, 100_000)?;
+        let edges = o.int("edges")?;
+        let min_edges = o.int("min_edges")?;
         ordered(("min_edges", min_edges), ("edges", edges))?;
         if edges < nodes - 1 {
             let why =
                 format!("`edges` ({edges}) must be at least `nodes` − 1 ({}) for the graph to be connected", nodes - 1);
             return Err(PrimError::task(why).on("edges"));
         }
-        let features = o.int("features", 1, 4096)?;
+        let features = o.int("features")?;
         if features < nodes {
             let why = format!("`features` must be at least `nodes` ({nodes}), one per node (found {features})");
             return Err(PrimError::task(why).on("features"));
@@ -96,10 +94,10 @@ impl GraphTask {
         Ok(GraphTask {
             nodes: (min_nodes, nodes),
             edges: (min_edges, edges),
-            max_weight: o.int("max_weight", 1, 1_000_000)? as u32,
+            max_weight: o.int("max_weight")? as u32,
             features,
-            validation: o.int("validation", 1, 10_000_000)?,
-            test: o.int("test", 1, 10_000_000)?,
+            validation: o.int("validation")?,
+            test: o.int("test")?,
             question,
         })
     }

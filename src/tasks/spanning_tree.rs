@@ -13,12 +13,10 @@
 //! `shortestPath`. Metric: `accuracy` over the answer steps.
 
 use super::options::Options;
-use super::shortest_path::{GRAPH_SIGNATURE, GraphTask, Question};
+use super::shortest_path::{GRAPH_OPTIONS, GRAPH_SIGNATURE, GraphTask, Question};
 use super::*;
 
 pub struct SpanningTreeKind;
-
-static SIGNATURE: [ArgSpec; 8] = GRAPH_SIGNATURE;
 
 impl TaskKind for SpanningTreeKind {
     fn name(&self) -> &'static str {
@@ -28,10 +26,10 @@ impl TaskKind for SpanningTreeKind {
         "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)"
     }
     fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
+        &GRAPH_SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(GraphTask::read(&Options::new(&SIGNATURE, options), Question::Tree)?))
+        Ok(Box::new(GraphTask::read(&Options::new(&GRAPH_OPTIONS, options), Question::Tree)?))
     }
 }
 

@@ -8,18 +8,15 @@
 //! (`accuracy`) and N = 10 (`n10_accuracy`). The paper also reports the predicted tours'
 //! average length; the optimum averages 2.05 (N = 5) and 2.88 (N = 10).
 
-use super::convex_hull::{GEOMETRY_SIGNATURE, Geometry, Problem};
-use super::options::Options;
+use super::convex_hull::{Geometry, Problem, geometry_options};
+use super::options::{Options, TaskOption, signature};
 use super::*;
-use crate::prims::Default;
 
 pub struct TspKind;
 
-static SIGNATURE: [ArgSpec; 5] = {
-    let mut s = GEOMETRY_SIGNATURE;
-    s[0].default = Default::Int(10);
-    s
-};
+// Exact tours are Held–Karp, exponential in N: keep them small.
+static OPTIONS: [TaskOption; 5] = geometry_options(10, 12);
+static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 impl TaskKind for TspKind {
     fn name(&self) -> &'static str {
@@ -32,7 +29,7 @@ impl TaskKind for TspKind {
         &SIGNATURE
     }
     fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(Geometry::read(&Options::new(&SIGNATURE, options), 3, Problem::Tour)?))
+        Ok(Box::new(Geometry::read(&Options::new(&OPTIONS, options), Problem::Tour)?))
     }
 }
 
