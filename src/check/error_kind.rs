@@ -698,16 +698,9 @@ mod tests {
 
     #[test]
     fn every_code_is_given_to_one_kind() {
-        // The codes as written in `code()`: each string literal `"C…"` once.
-        let source = include_str!("error_kind.rs");
-        let body = &source[source.find("pub fn code").unwrap()..source.find("pub fn error(self)").unwrap()];
-        let codes: Vec<&str> = body.split('"').skip(1).step_by(2).collect();
+        let codes = crate::diag::codes_given_in(include_str!("error_kind.rs"));
         assert!(codes.len() > 100, "{codes:?}");
-        let mut sorted = codes.clone();
-        sorted.sort_unstable();
-        sorted.dedup();
-        assert_eq!(sorted.len(), codes.len(), "a code is given twice");
-        assert!(codes.iter().all(|c| c.len() == 4 && c.starts_with('C')), "{codes:?}");
+        crate::diag::assert_distinct_codes(&codes, 'C');
     }
 
     #[test]

@@ -115,13 +115,9 @@ mod tests {
 
     #[test]
     fn codes_are_unique_and_printed_with_the_message() {
-        let source = include_str!("error_kind.rs");
-        let body = &source[source.find("pub fn code").unwrap()..source.find("pub fn error(self)").unwrap()];
-        let codes: Vec<&str> = body.split('"').skip(1).step_by(2).collect();
-        let mut unique = codes.clone();
-        unique.sort_unstable();
-        unique.dedup();
-        assert_eq!((unique.len(), codes.len()), (15, 15), "{codes:?}");
+        let codes = crate::diag::codes_given_in(include_str!("error_kind.rs"));
+        assert_eq!(codes.len(), 15, "{codes:?}");
+        crate::diag::assert_distinct_codes(&codes, 'Q');
         let d = QueryErrorKind::UnknownStatus { status: "dne".into() }.error();
         assert_eq!((d.code, d.message.as_str()), (Some("Q009"), "no status \"dne\""));
     }
