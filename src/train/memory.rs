@@ -89,17 +89,80 @@ fn gpu_free(_: &candle_core::Device) -> Option<u64> {
     None
 }
 
-/// Memory the host can give a new process now (`MemAvailable`).
+/// Memory this process can still take: what the host has (`MemAvailable`), or less where the
+/// process's control groups cap it (a Slurm job's `--mem`, a container's limit), since going
+/// past a cgroup's limit gets the process killed however much the host has free.
 pub fn available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
+    let host = kb * 1024;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok();
+    let capped = cgroups.and_then(|c| cgroup_headroom(&c, &|path| std::fs::read_to_string(path).ok()));
+    Some(capped.map_or(host, |c| c.min(host)))
+}
+
+/// The least room left under the memory limits of this process's cgroup and its ancestors
+/// (`limit − usage`), from `/proc/self/cgroup`; `read` reads a file of the cgroup file system.
+/// cgroup v2 (`0::/path`: `memory.max`, `memory.current`) and v1 (`N:memory:/path`:
+/// `memory.limit_in_bytes`, `memory.usage_in_bytes`). `None` where no limit is set.
+fn cgroup_headroom(proc_cgroup: &str, read: &dyn Fn(&str) -> Option<String>) -> Option<u64> {
+    let number = |path: String| read(&path).and_then(|s| s.trim().parse::<u64>().ok());
+    let mut least: Option<u64> = None;
+    for line in proc_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (_, controllers, path) = (parts.next()?, parts.next()?, parts.next()?);
+        let (root, limit_file, usage_file) = match controllers {
+            "" => ("/sys/fs/cgroup", "memory.max", "memory.current"),
+            c if c.split(',').any(|c| c == "memory") => {
+                ("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes")
+            }
+            _ => continue,
+        };
+        // The process's own cgroup, then each ancestor up to the root.
+        let mut dir = std::path::PathBuf::from(path.trim_end_matches('/'));
+        loop {
+            let at = format!("{root}{}", dir.display()).trim_end_matches('/').to_string();
+            // "max" (v2) does not parse, and v1 says "no limit" with a huge number.
+            if let (Some(limit), Some(usage)) =
+                (number(format!("{at}/{limit_file}")), number(format!("{at}/{usage_file}")))
+                && limit < 1 << 60
+            {
+                let room = limit.saturating_sub(usage);
+                least = Some(least.map_or(room, |l| l.min(room)));
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+    }
+    least
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tightest_cgroup_limit_on_the_way_to_the_root_caps_the_memory() {
+        let files = std::collections::HashMap::from([
+            // v2: the job's cgroup has no limit of its own, its parent (the Slurm job) does.
+            ("/sys/fs/cgroup/job/step/memory.max", "max\n"),
+            ("/sys/fs/cgroup/job/step/memory.current", "100\n"),
+            ("/sys/fs/cgroup/job/memory.max", "4000\n"),
+            ("/sys/fs/cgroup/job/memory.current", "1500\n"),
+            // v1: a limit of "none" is a huge number.
+            ("/sys/fs/cgroup/memory/c/memory.limit_in_bytes", "9223372036854771712\n"),
+            ("/sys/fs/cgroup/memory/c/memory.usage_in_bytes", "6713290752\n"),
+            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"),
+            ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "6713290752\n"),
+        ]);
+        let read = |p: &str| files.get(p).map(|s| s.to_string());
+        assert_eq!(cgroup_headroom("0::/job/step\n", &read), Some(2500));
+        assert_eq!(cgroup_headroom("4:memory:/c\n3:cpuset:/\n", &read), None, "no limit set");
+        assert_eq!(cgroup_headroom("12:cpu,memory:/c\n0::/job/step\n", &read), Some(2500));
+        assert_eq!(cgroup_headroom("", &read), None);
+    }
 
     fn trial(batch: usize) -> Trial {
         let spec = crate::lang::parse_str(
