@@ -35,8 +35,8 @@ pub fn describe(e: &MemoryEstimate) -> String {
 }
 
 /// True when the trials fit; otherwise prints why (located in the spec) and returns false.
-/// Each trial is bounded by its device's free memory: the host's (or its cgroup's) for the CPU, the GPU's for
-/// a CUDA device. `device` overrides the trials' own `device` setting.
+/// Each trial is bounded by its device's free memory: the host's (or its cgroup's) for the
+/// CPU, the GPU's for a CUDA device. `device` overrides the trials' own `device` setting.
 pub fn fits(spec: &Spec, program: &Program, trials: &[Trial], device: Option<&str>, ctx: &Context) -> bool {
     match refuse_too_large(spec, program, trials, device) {
         Ok(()) => true,
