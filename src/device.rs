@@ -50,9 +50,41 @@ fn open_cuda(name: &str, _ordinal: usize) -> Result<Device, DeviceError> {
     Err(DeviceError::NoCudaSupport(name.to_string()))
 }
 
+/// What a device computed when tried: the largest difference from the CPU's result, and how
+/// long the first run took (on a GPU, mostly loading its kernels).
+#[derive(Debug, Clone, Copy)]
+pub struct Tried {
+    pub max_difference: f32,
+    pub seconds: f64,
+}
+
+/// Runs a small computation on `device` (a 256 × 256 matrix product, `tanh`, row sums) and
+/// compares it with the CPU's. Opening a device proves little: a CUDA device whose driver is
+/// older than the toolkit that built the kernels opens, then fails at the first launch. This
+/// launches.
+pub fn try_device(device: &Device) -> candle_core::Result<Tried> {
+    let compute = |d: &Device| -> candle_core::Result<Vec<f32>> {
+        let a = candle_core::Tensor::arange(0f32, 65_536., d)?.reshape((256, 256))?.affine(1e-4, -3.0)?.sin()?;
+        let product = a.matmul(&a.t()?)?;
+        (product * 0.01)?.tanh()?.sum(1)?.to_device(&Device::Cpu)?.to_vec1()
+    };
+    let started = std::time::Instant::now();
+    let here = compute(device)?;
+    let seconds = started.elapsed().as_secs_f64();
+    let cpu = compute(&Device::Cpu)?;
+    let max_difference = here.iter().zip(&cpu).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+    Ok(Tried { max_difference, seconds })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_agrees_with_itself_when_tried() {
+        let tried = try_device(&Device::Cpu).unwrap();
+        assert_eq!(tried.max_difference, 0.0);
+    }
 
     #[test]
     fn parses_device_names() {

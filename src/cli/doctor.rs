@@ -13,8 +13,32 @@ pub fn run(_args: Args, ctx: &Context) -> anyhow::Result<i32> {
     println!("features: {}", if features.is_empty() { "none (CPU only)".to_string() } else { features.join(", ") });
     println!("devices:");
     println!("  cpu: {} cores available, {}", cores(), cpu_model());
+    let mut code = 0;
     match crate::device::open("cuda") {
-        Ok(_) => println!("  cuda:0: available"),
+        Ok(device) => match crate::device::try_device(&device) {
+            // TF32 products on a GPU differ from the CPU's in the third decimal at most.
+            Ok(t) if t.max_difference < 0.05 => {
+                let free = crate::train::memory::available_on("cuda")
+                    .map(|b| format!("; {} free", crate::report::numbers::bytes(b)))
+                    .unwrap_or_default();
+                println!(
+                    "  cuda:0: works (a 256×256 product agrees with the CPU's to {:.1e}; first launch {:.0} ms){free}",
+                    t.max_difference,
+                    t.seconds * 1e3
+                );
+            }
+            Ok(t) => {
+                println!("  cuda:0: opens, but computes wrong results (off by {:.2} from the CPU's)", t.max_difference);
+                code = 1;
+            }
+            Err(e) => {
+                println!(
+                    "  cuda:0: opens, but cannot compute: {e}\n    (kernels built by a CUDA toolkit newer than the driver do not \
+                     load: build with the driver's toolkit version)"
+                );
+                code = 1;
+            }
+        },
         Err(e) => println!("  cuda: {e}"),
     }
     println!("threads:");
@@ -24,7 +48,7 @@ pub fn run(_args: Args, ctx: &Context) -> anyhow::Result<i32> {
     println!("  each trial computes on its own pool of --threads threads (default: cores / jobs);");
     println!("  flush-to-zero and denormals-are-zero are set on every compute thread");
     println!("store: {}", ctx.store.display());
-    Ok(0)
+    Ok(code)
 }
 
 fn cores() -> usize {
