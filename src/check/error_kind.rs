@@ -283,6 +283,18 @@ pub enum CheckErrorKind {
     OverrideSetsNothing {
         name: String,
     },
+    /// A command-line override whose left side is not a name (`1x=3`).
+    OverrideNotAName {
+        key: String,
+    },
+    /// A trial whose training memory (`needs`, in words) exceeds the memory free on its device.
+    TooLargeForDevice {
+        experiment: String,
+        needs: String,
+        at: String,
+        place: String,
+        free: String,
+    },
     DefinedTwice {
         what: &'static str,
         name: String,
@@ -457,6 +469,8 @@ impl CheckErrorKind {
             UnknownTask { .. } => "C091",
             TaskOption { error, .. } => error.kind.code(),
             OverrideSetsNothing { .. } => "C092",
+            OverrideNotAName { .. } => "C094",
+            TooLargeForDevice { .. } => "C095",
             DefinedTwice { .. } => "C093",
             UnknownSetting { .. } => "C100",
             SettingTwice { .. } => "C101",
@@ -644,6 +658,10 @@ impl fmt::Display for CheckErrorKind {
                 write!(f, "`{name}` is not a parameter, train setting or task option of any experiment here")
             }
             DefinedTwice { what, name } => write!(f, "{what} `{name}` is defined twice"),
+            OverrideNotAName { key } => write!(f, "`{key}` is not a name"),
+            TooLargeForDevice { experiment, needs, at, place, free } => {
+                write!(f, "experiment `{experiment}` needs about {needs} to train{at}, but {place} {free} free")
+            }
 
             UnknownSetting { key } => write!(f, "unknown train setting `{key}`"),
             SettingTwice { key } => write!(f, "train setting `{key}` is given twice"),

@@ -79,7 +79,8 @@ pub fn load_checked_from(
         match (valid_key, parsed_value) {
             (true, Ok(values)) => parsed.push(check::Override { name, values }),
             (false, _) => {
-                let d = crate::diag::Diagnostic::error(format!("`{key}` is not a name"))
+                let d = crate::check::error_kind::CheckErrorKind::OverrideNotAName { key: key.to_string() }
+                    .error()
                     .at(name.span, "expected a parameter, setting or task option name");
                 eprint!("{}", crate::diag::Diagnostics(vec![d]).render(&spec.sources, ctx.color));
                 return Err(2);

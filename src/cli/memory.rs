@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::check::error_kind::CheckErrorKind;
 use crate::check::{ExperimentPlan, Program, Trial};
 use crate::cli::Context;
 use crate::diag::{Diagnostic, Diagnostics};
@@ -97,12 +98,14 @@ fn too_large(
     let swept: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let which = if swept.is_empty() { String::new() } else { format!(" (at {})", swept.join(" ")) };
     let place = if device == "cpu" { "this machine has".to_string() } else { format!("`{device}` has") };
-    let d = Diagnostic::error(format!(
-        "experiment `{}` needs about {} to train{which}, but {place} {} free",
-        exp.name,
-        describe(e),
-        bytes(free)
-    ));
+    let d = CheckErrorKind::TooLargeForDevice {
+        experiment: exp.name.clone(),
+        needs: describe(e),
+        at: which,
+        place,
+        free: bytes(free),
+    }
+    .error();
     let d = match batch {
         Some(span) => d.at(span, "the batch size"),
         None => d.at(exp.span, "this experiment"),
