@@ -192,15 +192,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             }
         }
     }
-    let metric = args.metric.clone().unwrap_or_else(|| {
-        let all = rows.iter().flat_map(|r| &r.runs);
-        let mut names = all.flat_map(|s| s.final_metrics.keys()).filter(|k| !k.starts_with("val_"));
-        if rows.iter().flat_map(|r| &r.runs).any(|s| s.final_metrics.contains_key("accuracy")) {
-            "accuracy".to_string()
-        } else {
-            names.next().cloned().unwrap_or_else(|| "accuracy".to_string())
-        }
-    });
+    let metric = args.metric.clone().unwrap_or_else(|| ablation::default_metric(&rows));
     let sheet = ablation::sheet(&rows, &metric);
     runs::print(&sheet, args.format)?;
     Ok(code)

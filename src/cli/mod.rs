@@ -30,6 +30,7 @@ mod sweep;
 mod sync;
 mod tag;
 mod tasks;
+mod ui;
 mod worker;
 
 #[derive(Parser)]
@@ -68,6 +69,7 @@ pub enum Command {
     Rm(rm::Args),
     Prims(prims::Args),
     Tasks(tasks::Args),
+    Ui(ui::Args),
     Results(results::Args),
     Status(status::Args),
     Sync(sync::Args),
@@ -108,6 +110,7 @@ pub fn main() -> i32 {
         Command::Rm(a) => rm::run(a, &ctx),
         Command::Prims(a) => prims::run(a, &ctx),
         Command::Tasks(a) => tasks::run(a, &ctx),
+        Command::Ui(a) => ui::run(a, &ctx),
         Command::Results(a) => results::run(a, &ctx),
         Command::Status(a) => status::run(a, &ctx),
         Command::Sync(a) => sync::run(a, &ctx),

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use crate::cli::Context;
 use crate::query::{self, Field};
-use crate::report::curves::{self, Band};
+use crate::report::curves::{self, Band, XAxis};
 use crate::report::plot::{self, Plot};
 use crate::store::{RunRecord, Store};
 
@@ -27,6 +27,9 @@ pub struct Args {
     /// The band around each group's mean.
     #[arg(long, default_value = "std")]
     band: Band,
+    /// What the x axis measures: steps, or seconds of training (at each run's mean rate).
+    #[arg(long, default_value = "step")]
+    x: XAxis,
     /// Plot title (default: the metric and experiments).
     #[arg(long)]
     title: Option<String>,
@@ -74,14 +77,14 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                 let f = Field::parse(k).ok_or_else(|| anyhow::anyhow!("`{k}`: unknown namespace"))?;
                 fields.push((k.clone(), f));
             }
-            curves::per_group(&runs, &metric, &fields, args.band)
+            curves::per_group(&runs, &metric, &fields, args.band, args.x)
         }
-        None => curves::per_run(&runs, &metric),
+        None => curves::per_run(&runs, &metric, args.x),
     };
     let mut experiments: Vec<&str> = runs.iter().map(|r| r.config.experiment.as_str()).collect();
     experiments.dedup();
     let title = args.title.clone().unwrap_or_else(|| format!("{metric}: {}", experiments.join(", ")));
-    let plot = Plot { title: &title, x_label: "training step", y_label: &metric, series: &series };
+    let plot = Plot { title: &title, x_label: args.x.label(), y_label: &metric, series: &series };
     if let Err(e) = plot::draw(&args.output, &plot) {
         anyhow::bail!("{e}");
     }

@@ -5,6 +5,7 @@
 
 use super::sheet::{Cell, Sheet, Stat};
 use crate::store::RunSummary;
+use crate::value::Value;
 
 /// One row's runs: the variant's name (`full`, `w/o gates`), the values of other swept
 /// parameters (`d=48`, may be empty) and its runs (one per seed).
@@ -44,4 +45,57 @@ pub fn sheet(rows: &[Row], metric: &str) -> Sheet {
         })
         .collect();
     Sheet { columns, rows }
+}
+
+/// The final metric an ablation table reports when none is named: `accuracy` if any run has
+/// it, else the first test metric (not `val_…`) of the first run that has one.
+pub fn default_metric(rows: &[Row]) -> String {
+    let runs = || rows.iter().flat_map(|r| &r.runs);
+    if runs().any(|s| s.final_metrics.contains_key("accuracy")) {
+        return "accuracy".to_string();
+    }
+    runs().flat_map(|s| s.final_metrics.keys()).find(|k| !k.starts_with("val_")).cloned().unwrap_or("accuracy".into())
+}
+
+/// The rows of an ablation table read back from the store, from the runs of one experiment:
+/// its switches are the boolean model parameters whose value differs between the runs; a run
+/// with every switch on is the `full` model, one with only `S` off is `w/o S`, as `memctl
+/// ablate` names them (other combinations are not leave-one-out variants and are left out).
+/// Runs split further by the other values their sweep set.
+pub fn rows_from_runs(runs: &[&RunSummary]) -> Vec<Row> {
+    let switch = |name: &str| {
+        let mut values = runs.iter().filter_map(|r| match r.params.get(name) {
+            Some(Value::Bool(on)) => Some(*on),
+            _ => None,
+        });
+        values.next().is_some_and(|first| values.any(|v| v != first))
+    };
+    let switches: Vec<&String> = runs.first().map_or(vec![], |r| r.params.keys().filter(|k| switch(k)).collect());
+    let mut rows: Vec<Row> = vec![];
+    for r in runs {
+        let off: Vec<&&String> =
+            switches.iter().filter(|s| matches!(r.params.get(s.as_str()), Some(Value::Bool(false)))).collect();
+        let variant = match off.as_slice() {
+            [] => "full".to_string(),
+            [one] => format!("w/o {one}"),
+            _ => continue,
+        };
+        let other = r
+            .swept
+            .iter()
+            .filter(|k| k.as_str() != "seed" && !switches.contains(k))
+            .map(|k| {
+                let v = r.params.get(k).or_else(|| r.task_options.get(k)).or_else(|| r.train.get(k));
+                format!("{k}={}", v.map_or("·".to_string(), |v| v.to_string()))
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        match rows.iter_mut().find(|row| row.variant == variant && row.other == other) {
+            Some(row) => row.runs.push((*r).clone()),
+            None => rows.push(Row { variant, other, runs: vec![(*r).clone()] }),
+        }
+    }
+    // The full model first, then the variants in the order of their switches' names.
+    rows.sort_by(|a, b| (a.variant != "full", &a.variant, &a.other).cmp(&(b.variant != "full", &b.variant, &b.other)));
+    rows
 }

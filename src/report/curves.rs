@@ -14,6 +14,34 @@ pub enum Band {
     Std,
 }
 
+/// What a curve's x axis measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum XAxis {
+    /// Training steps.
+    Step,
+    /// Seconds of training, at the run's mean rate (its training seconds over its steps;
+    /// evaluation time excluded), so runs of different speeds compare by the time they took.
+    Seconds,
+}
+
+impl XAxis {
+    pub fn label(self) -> &'static str {
+        match self {
+            XAxis::Step => "training step",
+            XAxis::Seconds => "training seconds",
+        }
+    }
+
+    /// Seconds per step of `r` on this axis (1 for steps).
+    fn scale(self, r: &RunRecord) -> f64 {
+        match self {
+            XAxis::Step => 1.0,
+            XAxis::Seconds if r.steps_run > 0 => r.train_seconds / r.steps_run as f64,
+            XAxis::Seconds => 0.0,
+        }
+    }
+}
+
 /// The metric to plot when none is named: `val_accuracy` if every run has it, else the first
 /// curve every run has.
 pub fn default_metric(runs: &[RunRecord]) -> Option<String> {
@@ -31,18 +59,24 @@ pub fn run_label(r: &RunRecord) -> String {
     label
 }
 
-pub fn per_run(runs: &[RunRecord], metric: &str) -> Vec<Series> {
+pub fn per_run(runs: &[RunRecord], metric: &str, x: XAxis) -> Vec<Series> {
     runs.iter()
         .filter_map(|r| {
             let c = r.curves.get(metric)?;
-            Some(Series { label: run_label(r), points: c.iter().map(|(s, v)| (*s as f64, *v)).collect(), band: None })
+            let scale = x.scale(r);
+            Some(Series {
+                label: run_label(r),
+                points: c.iter().map(|(s, v)| (*s as f64 * scale, *v)).collect(),
+                band: None,
+            })
         })
         .collect()
 }
 
 /// One series per distinct value of `keys` (fields as in `memctl runs`): the mean over the
-/// group's runs at each step where any has a point, with a band.
-pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], band: Band) -> Vec<Series> {
+/// group's runs at each step where any has a point, with a band. In seconds, a group's steps
+/// are placed at its runs' mean rate.
+pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], band: Band, x: XAxis) -> Vec<Series> {
     let mut groups: Vec<(String, Vec<&RunRecord>)> = vec![];
     for r in runs {
         if !r.curves.contains_key(metric) {
@@ -65,6 +99,7 @@ pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], ban
             let mut steps: Vec<u64> = members.iter().flat_map(|r| r.curves[metric].iter().map(|(s, _)| *s)).collect();
             steps.sort_unstable();
             steps.dedup();
+            let scale = members.iter().map(|r| x.scale(r)).sum::<f64>() / members.len() as f64;
             let mut points = vec![];
             let mut bands = vec![];
             for step in steps {
@@ -73,8 +108,9 @@ pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], ban
                     .filter_map(|r| r.curves[metric].iter().find(|(s, _)| *s == step).map(|(_, v)| *v))
                     .collect();
                 let (mean, lo, hi) = spread(&values, band);
-                points.push((step as f64, mean));
-                bands.push((step as f64, lo, hi));
+                let at = step as f64 * scale;
+                points.push((at, mean));
+                bands.push((at, lo, hi));
             }
             Series {
                 label: format!("{label} ({} run{})", members.len(), if members.len() == 1 { "" } else { "s" }),

@@ -1,0 +1,205 @@
+//! The dashboard's JSON answers: the same views `memctl runs`, `show`, `diff` and `plot`
+//! give, read from the store on every request (so running trials show as they train).
+//! Nothing here writes the store.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value as Json, json};
+
+use crate::cli::runs::listed;
+use crate::query::{self, Field};
+use crate::report::curves::{self, Band, XAxis};
+use crate::report::{ablation, diff, json as sheet_json, show, view};
+use crate::store::{RunRecord, RunSummary, Status, Store};
+
+/// A request's answer: an HTTP status and a JSON body.
+pub struct Answer {
+    pub status: u16,
+    pub body: String,
+}
+
+impl Answer {
+    fn ok(body: String) -> Answer {
+        Answer { status: 200, body }
+    }
+    fn bad(message: String) -> Answer {
+        Answer { status: 400, body: json!({ "error": message }).to_string() }
+    }
+    fn missing(message: String) -> Answer {
+        Answer { status: 404, body: json!({ "error": message }).to_string() }
+    }
+}
+
+/// Most rows the runs table sends; the page says how many more matched.
+const MOST_ROWS: usize = 2000;
+/// Most runs whose curves one answer reads (each is a whole record).
+const MOST_CURVES: usize = 500;
+
+/// The store's runs as `memctl runs` lists them (superseded attempts hidden unless `all=1`),
+/// filtered by `where`; a malformed filter is the 400 answer with the CLI's located error.
+fn filtered(store: &Store, q: &Params) -> Result<(Vec<RunSummary>, Option<query::Query>), Answer> {
+    let summaries = store.summaries().map_err(|e| Answer::bad(e.to_string()))?;
+    let (runs, _) = listed(summaries, q.get("all") == Some("1"));
+    let filter = match q.nonempty("where") {
+        Some(text) => Some(query::prepare(text, &runs).map_err(|e| {
+            let (d, sources) = *e;
+            Answer::bad(d.render(&sources, false))
+        })?),
+        None => None,
+    };
+    Ok((runs, filter))
+}
+
+/// `GET /api/runs?where=…&group_by=a,b&sort=-x&columns=a,b&all=1`: the runs table, as
+/// `{"columns": [...], "rows": [{...}], "matched": n, "running": n}`, the same sheet
+/// `memctl runs --format json` prints (plus each run's `id`, so rows can be picked).
+pub fn runs(store: &Store, q: &Params) -> Answer {
+    let (runs, filter) = match filtered(store, q) {
+        Ok(f) => f,
+        Err(a) => return a,
+    };
+    let sort = q.nonempty("sort").map(|s| match s.strip_prefix('-') {
+        Some(name) => (name.to_string(), true),
+        None => (s.to_string(), false),
+    });
+    let group_by = q.list("group_by");
+    let mut columns = q.list("columns");
+    if let (Some(c), None) = (&mut columns, &group_by) {
+        if !c.iter().any(|c| c == "id") {
+            c.insert(0, "id".into());
+        }
+    }
+    let v = view::View { filter, sort, limit: None, columns, only_changed: false, group_by };
+    let mut sheet = match view::build(&runs, &v) {
+        Ok(s) => s,
+        Err(e) => return Answer::bad(format!("error: {e}")),
+    };
+    let matched = sheet.rows.len();
+    sheet.rows.truncate(MOST_ROWS);
+    let rows: Json = serde_json::from_str(&sheet_json::render(&sheet)).unwrap_or(Json::Null);
+    let running = runs.iter().filter(|r| r.status == Status::Running).count();
+    Answer::ok(json!({ "columns": sheet.columns, "rows": rows, "matched": matched, "running": running }).to_string())
+}
+
+/// `GET /api/run/ID`: one run as `memctl show` prints it (YAML), and its curves.
+pub fn run(store: &Store, id: &str) -> Answer {
+    let Ok(id) = id.parse::<u64>() else { return Answer::bad(format!("`{id}` is not a run id")) };
+    match store.get(id) {
+        Ok(r) => {
+            let r = crate::store::as_seen(r);
+            let text = show::yaml(&r).unwrap_or_else(|e| format!("cannot show run {id}: {e}"));
+            Answer::ok(
+                json!({ "id": id, "label": curves::run_label(&r), "show": text, "spec": r.spec_text }).to_string(),
+            )
+        }
+        Err(e) => Answer::missing(e.to_string()),
+    }
+}
+
+/// `GET /api/curves?ids=1,2,3&metric=val_loss&x=step|seconds`: one series per run;
+/// `GET /api/curves?where=…&group_by=a,b&band=std|minmax`: one series per group of the runs
+/// the filter keeps, the mean over its runs with a band (as `memctl plot --group-by`).
+/// Answers `{metric, metrics, x, series: [{label, points: [[x, y]], band: [[x, lo, hi]]}]}`;
+/// without `metric`, the one `memctl plot` picks.
+pub fn curves(store: &Store, q: &Params) -> Answer {
+    let x = match q.get("x").unwrap_or("step") {
+        "seconds" => XAxis::Seconds,
+        "step" => XAxis::Step,
+        other => return Answer::bad(format!("x is `step` or `seconds`, not `{other}`")),
+    };
+    let band = if q.get("band") == Some("minmax") { Band::Minmax } else { Band::Std };
+    let mut keys = vec![];
+    for k in q.list("group_by").unwrap_or_default() {
+        match Field::parse(&k) {
+            Some(f) => keys.push((k, f)),
+            None => return Answer::bad(format!("`{k}`: unknown namespace (use param., task., train. or metric.)")),
+        }
+    }
+    let ids: Vec<u64> = if keys.is_empty() {
+        q.get("ids").unwrap_or_default().split(',').filter_map(|s| s.trim().parse().ok()).collect()
+    } else {
+        match filtered(store, q) {
+            Ok((runs, filter)) => {
+                runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).map(|r| r.id).collect()
+            }
+            Err(a) => return a,
+        }
+    };
+    let capped = ids.len() > MOST_CURVES;
+    let records: Vec<RunRecord> = match store.get_many(&ids[..ids.len().min(MOST_CURVES)]) {
+        Ok(r) => r.into_iter().map(crate::store::as_seen).collect(),
+        Err(e) => return Answer::missing(e.to_string()),
+    };
+    let metrics: BTreeSet<&String> = records.iter().flat_map(|r| r.curves.keys()).collect();
+    let Some(metric) = q.nonempty("metric").map(str::to_string).or_else(|| curves::default_metric(&records)) else {
+        return Answer::ok(json!({ "metric": null, "metrics": metrics, "series": [] }).to_string());
+    };
+    let series = if keys.is_empty() {
+        curves::per_run(&records, &metric, x)
+    } else {
+        curves::per_group(&records, &metric, &keys, band, x)
+    };
+    let series: Vec<Json> = series
+        .into_iter()
+        .map(|s| {
+            let band = s.band.map(|b| b.iter().map(|(x, lo, hi)| [*x, *lo, *hi]).collect::<Vec<_>>());
+            json!({ "label": s.label, "points": s.points.iter().map(|(x, y)| [*x, *y]).collect::<Vec<_>>(), "band": band })
+        })
+        .collect();
+    Answer::ok(
+        json!({ "metric": metric, "metrics": metrics, "x": x.label(), "series": series, "capped": capped }).to_string(),
+    )
+}
+
+/// `GET /api/ablation?experiment=NAME&where=…&metric=…`: the ablation table `memctl ablate`
+/// prints, read back from the experiment's runs in the store (variants named by which of
+/// the model's switches is off).
+pub fn ablation(store: &Store, q: &Params) -> Answer {
+    let Some(experiment) = q.nonempty("experiment") else {
+        return Answer::bad("the ablation table needs an experiment".into());
+    };
+    let (runs, filter) = match filtered(store, q) {
+        Ok(f) => f,
+        Err(a) => return a,
+    };
+    let kept: Vec<&RunSummary> = runs
+        .iter()
+        .filter(|r| r.experiment == experiment && r.status == Status::Done)
+        .filter(|r| filter.as_ref().is_none_or(|f| f.matches(r)))
+        .collect();
+    let rows = ablation::rows_from_runs(&kept);
+    let metric = q.nonempty("metric").map_or_else(|| ablation::default_metric(&rows), str::to_string);
+    let sheet = ablation::sheet(&rows, &metric);
+    let body: Json = serde_json::from_str(&sheet_json::render(&sheet)).unwrap_or(Json::Null);
+    Answer::ok(json!({ "columns": sheet.columns, "rows": body, "metric": metric }).to_string())
+}
+
+/// `GET /api/diff?a=ID&b=ID`: what differs between two runs, as `memctl diff` prints it.
+pub fn diff(store: &Store, q: &Params) -> Answer {
+    let id = |k: &str| q.get(k).and_then(|s| s.parse::<u64>().ok());
+    let (Some(a), Some(b)) = (id("a"), id("b")) else { return Answer::bad("diff needs two run ids, a and b".into()) };
+    match (store.get(a), store.get(b)) {
+        (Ok(ra), Ok(rb)) => Answer::ok(json!({ "text": diff::diff(&ra, &rb).render(&ra, &rb) }).to_string()),
+        (Err(e), _) | (_, Err(e)) => Answer::missing(e.to_string()),
+    }
+}
+
+/// A request's query parameters, percent-decoded.
+pub struct Params(Vec<(String, String)>);
+
+impl Params {
+    pub fn parse(query: &str) -> Params {
+        Params(form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+    }
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+    /// The value, unless it is missing or blank.
+    pub fn nonempty(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.trim().is_empty())
+    }
+    /// A comma-separated list, unless it is missing or blank.
+    pub fn list(&self, key: &str) -> Option<Vec<String>> {
+        self.nonempty(key).map(|s| s.split(',').map(|c| c.trim().to_string()).filter(|c| !c.is_empty()).collect())
+    }
+}

@@ -1,0 +1,95 @@
+//! `memctl ui`: a local, read-only dashboard of the store — the runs table with the same
+//! `--where` filters, sorting, columns and group-by as `memctl runs`, learning curves of the
+//! runs picked, a run's record and spec, and the diff of two runs — refreshed while trials
+//! train. Everything it serves is inside the binary (clusters are often offline), and it
+//! serves nothing else: requests name an asset or an API route, never a file.
+
+mod api;
+mod assets;
+
+use std::net::{IpAddr, SocketAddr};
+
+use crate::cli::Context;
+use crate::store::Store;
+
+/// Serve a live dashboard of the store on a local port (read-only).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Port to listen on (default: a free one).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+    /// Address to listen on; anything but a loopback address shows the store to the network.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: IpAddr,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let store = Store::open(&ctx.store)?;
+    if !args.host.is_loopback() {
+        eprintln!(
+            "warning: listening on {}: anyone who can reach this address can read the store (runs, specs, \
+             hostnames); the dashboard has no login",
+            args.host
+        );
+    }
+    let server = tiny_http::Server::http(SocketAddr::new(args.host, args.port))
+        .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", args.host, args.port))?;
+    let addr = server.server_addr().to_ip().map_or_else(|| "?".to_string(), |a| a.to_string());
+    // The first line says where to look (tests and scripts read it).
+    println!("memctl ui: http://{addr}/  (store {}; Ctrl-C stops)", ctx.store.display());
+    for request in server.incoming_requests() {
+        let (status, content_type, body) = answer(&store, request.method(), request.url());
+        let header = tiny_http::Header::from_bytes("Content-Type", content_type).expect("a valid header");
+        let response = tiny_http::Response::from_data(body).with_status_code(status).with_header(header);
+        // A client that went away is not the server's problem.
+        let _ = request.respond(response);
+    }
+    Ok(0)
+}
+
+/// The status, content type and body for a request.
+fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'static str, Vec<u8>) {
+    const JSON: &str = "application/json; charset=utf-8";
+    if *method != tiny_http::Method::Get {
+        return (405, "text/plain; charset=utf-8", b"the dashboard only reads: GET".to_vec());
+    }
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let q = api::Params::parse(query);
+    let json = |a: api::Answer| (a.status, JSON, a.body.into_bytes());
+    match path {
+        "/api/runs" => json(api::runs(store, &q)),
+        "/api/curves" => json(api::curves(store, &q)),
+        "/api/diff" => json(api::diff(store, &q)),
+        "/api/ablation" => json(api::ablation(store, &q)),
+        _ if path.starts_with("/api/run/") => json(api::run(store, &path["/api/run/".len()..])),
+        _ => match assets::get(path) {
+            Some((content_type, body)) => (200, content_type, body.to_vec()),
+            None => (404, "text/plain; charset=utf-8", format!("no page {path}").into_bytes()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_embedded_assets_and_the_api_are_served_and_only_to_get() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let get = tiny_http::Method::Get;
+        assert_eq!(answer(&store, &get, "/").0, 200);
+        assert_eq!(answer(&store, &get, "/app.js").0, 200);
+        for path in ["/../../etc/passwd", "/assets/..%2f..%2fCargo.toml", "/Cargo.toml", "//etc/passwd", "/src/main.rs"]
+        {
+            assert_eq!(answer(&store, &get, path).0, 404, "{path}");
+        }
+        assert_eq!(answer(&store, &tiny_http::Method::Post, "/api/runs").0, 405);
+        assert_eq!(answer(&store, &tiny_http::Method::Delete, "/api/run/1").0, 405);
+        let (status, _, body) = answer(&store, &get, "/api/runs?where=d%20%3D%2016");
+        assert_eq!(status, 400);
+        let body = String::from_utf8(body).unwrap();
+        assert!(body.contains("error[Q014]: syntax error") && body.contains("<--where>:1:3"), "{body}");
+        assert_eq!(answer(&store, &get, "/api/run/7").0, 404);
+    }
+}
