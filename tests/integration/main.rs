@@ -11,6 +11,7 @@
 //! - `training`: specs train through the library API (fixed-batch overfitting, failures).
 //! - `models`: the model library in `specs/models/` and every shipped spec.
 //! - `querying`: `runs` filters, grouping and formats, `show`, `diff`, `plot`, `tag`, `rm`, `ablate`.
+//! - `dashboard`: `memctl ui` over HTTP and in headless Chromium (`synthetic` stores).
 //! - `gradients`: memctl's reverse mode against candle's autograd on whole training steps.
 
 mod check_errors;
@@ -18,6 +19,7 @@ mod check_props;
 mod check_robustness;
 mod cli;
 mod cli_check;
+mod dashboard;
 mod gradients;
 mod grammar_doc;
 mod layering;
@@ -29,5 +31,6 @@ mod slurm;
 mod snapshots;
 mod support;
 mod sweeps;
+mod synthetic;
 mod tasks_fit_models;
 mod training;

@@ -2,15 +2,13 @@
 //! `tag`, `rm` and `ablate`, against stores filled with synthetic runs (no training) except
 //! for one tiny ablation.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
-use memctl::check::TrialConfig;
-use memctl::store::{RunRecord, Status, Store};
 use memctl::value::Value;
 
-use crate::support::{TINY, trials};
+use crate::support::TINY;
+use crate::synthetic::{fill, open};
 
 /// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
 /// milliseconds (its I/O threads finish asynchronously), so a locked store is retried briefly.
@@ -32,17 +30,6 @@ fn memctl(store: &Path, args: &[&str]) -> Output {
     panic!("the store stayed locked");
 }
 
-/// Opens the store, waiting out the lock of one this process just dropped.
-fn open(path: &Path) -> Store {
-    for _ in 0..100 {
-        match Store::open(path) {
-            Err(memctl::store::StoreError::Locked { .. }) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            other => return other.unwrap(),
-        }
-    }
-    panic!("the store stayed locked");
-}
-
 fn ok(out: &Output) -> String {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -50,85 +37,6 @@ fn ok(out: &Output) -> String {
 
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// The config of TINY's `tiny_stm` trial with `d`, `gates` and the seed set (and swept).
-fn config(d: i64, gates: bool, seed: u64) -> TrialConfig {
-    let mut c = trials("tiny.mem", TINY).into_iter().find(|t| t.config.experiment == "tiny_stm").unwrap().config;
-    c.params.insert("d".into(), Value::Int(d));
-    c.params.insert("gates".into(), Value::Bool(gates));
-    c.seed = seed;
-    c.swept = vec![
-        ("d".into(), Value::Int(d)),
-        ("gates".into(), Value::Bool(gates)),
-        ("seed".into(), Value::Int(seed as i64)),
-    ];
-    c
-}
-
-/// A finished run with a final accuracy, steps to converge and a three-point curve.
-fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64>) -> RunRecord {
-    let mut curves = BTreeMap::new();
-    curves.insert("val_accuracy".to_string(), vec![(10, accuracy / 4.0), (20, accuracy / 2.0), (30, accuracy)]);
-    curves.insert("train_loss".to_string(), vec![(10, 2.0), (20, 1.0), (30, 1.0 - accuracy)]);
-    RunRecord {
-        record_version: memctl::store::record::RECORD_VERSION,
-        id,
-        trial_key: format!("trial{id}"),
-        status: Status::Done,
-        config: memctl::store::StoredConfig::of(&config),
-        spec_path: "tiny.mem".into(),
-        spec_text: TINY.into(),
-        spec_hash: "h".into(),
-        environment: memctl::store::Environment {
-            hostname: "test".into(),
-            os: "linux".into(),
-            arch: "x86_64".into(),
-            cpus: 1,
-            threads: 1,
-            device: "cpu".into(),
-            memctl_version: "0".into(),
-            features: vec![],
-            pid: 1,
-            process: None,
-        },
-        started_at: 1_738_281_600.0 + id as f64 * 3600.0,
-        ended_at: Some(1_738_281_600.0 + id as f64 * 3600.0 + 60.0),
-        curves,
-        final_metrics: [("accuracy".to_string(), accuracy), ("loss".to_string(), 1.0 - accuracy)].into(),
-        steps_run: 30,
-        steps_to_converge: converged,
-        epochs_to_converge: None,
-        stop_reason: "steps".into(),
-        param_count: 100,
-        flops_per_step: 1000,
-        wall_seconds: 60.0,
-        train_seconds: 50.0,
-        eval_seconds: 10.0,
-        error: None,
-        tags: vec![],
-        progress: None,
-    }
-}
-
-/// Seven runs: d=48 gated, seeds 1-3 (accuracy 0.5, 0.7, 0.9; converged at 100, 300, never);
-/// d=96 gated, seeds 1-2 (1.0, 0.8; 200, 400); d=96 ungated seed 1 (0.25); and a failed run.
-fn fill(store: &Path) {
-    let s = open(store);
-    let mut runs = vec![
-        record(1, config(48, true, 1), 0.5, Some(100)),
-        record(2, config(48, true, 2), 0.7, Some(300)),
-        record(3, config(48, true, 3), 0.9, None),
-        record(4, config(96, true, 1), 1.0, Some(200)),
-        record(5, config(96, true, 2), 0.8, Some(400)),
-        record(6, config(96, false, 1), 0.25, None),
-    ];
-    let mut failed = record(7, config(96, false, 2), 0.0, None);
-    failed.status = Status::Failed;
-    failed.final_metrics.clear();
-    failed.error = Some("loss is NaN".into());
-    runs.push(failed);
-    s.put_many(&runs).unwrap();
 }
 
 fn json(out: &Output) -> Vec<serde_json::Value> {

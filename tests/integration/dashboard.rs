@@ -1,0 +1,351 @@
+//! `memctl ui` end to end: the real binary serving a store of synthetic runs, asked over HTTP
+//! (its API and its refusals) and driven in headless Chromium over the DevTools protocol (a
+//! filter and a group-by typed into the page, the rows and curves it renders, a screenshot
+//! saved to `docs/ui.png` for the README).
+//!
+//! The browser test needs Chromium (Debian's `chromium`; `MEMCTL_CHROMIUM` names another
+//! binary). Without it, it fails under CI or with `MEMCTL_REQUIRE_BROWSER` set (as `.ci/run`
+//! does), and skips elsewhere, saying so.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use crate::synthetic::{config, fill, open, record};
+
+/// A `memctl ui` process on a free port, stopped when dropped.
+struct Dashboard {
+    child: Child,
+    /// `127.0.0.1:PORT`
+    addr: String,
+    stderr: std::process::ChildStderr,
+}
+
+impl Dashboard {
+    fn start(store: &Path, extra: &[&str]) -> Dashboard {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_memctl"))
+            .arg("--store")
+            .arg(store)
+            .arg("ui")
+            .args(["--port", "0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("memctl ui starts");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let addr = first
+            .strip_prefix("memctl ui: http://")
+            .and_then(|rest| rest.split('/').next())
+            .unwrap_or_else(|| panic!("the first line names the address: {first:?}"))
+            .to_string();
+        Dashboard { child, addr, stderr }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A raw HTTP request: (status, body). Raw, so that paths reach the server unnormalised.
+    fn request(&self, method: &str, path: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        write!(s, "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", self.addr)
+            .unwrap();
+        let mut response = String::new();
+        s.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+        let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{head}"));
+        (status, body.to_string())
+    }
+
+    fn get_json(&self, path: &str) -> (u16, Json) {
+        let (status, body) = self.request("GET", path);
+        (status, serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}")))
+    }
+
+    fn ok_json(&self, path: &str) -> Json {
+        let (status, body) = self.get_json(path);
+        assert_eq!(status, 200, "{path}: {body}");
+        body
+    }
+}
+
+impl Drop for Dashboard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn filled_store() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    dir
+}
+
+fn encode(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+fn close(a: &Json, b: f64) -> bool {
+    a.as_f64().is_some_and(|a| (a - b).abs() < 1e-9)
+}
+
+#[test]
+fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+
+    // Every run, newest first, with the CLI's default columns.
+    let all = ui.ok_json("/api/runs");
+    assert_eq!(all["matched"], 7);
+    let ids: Vec<u64> = all["rows"].as_array().unwrap().iter().map(|r| r["id"].as_u64().unwrap()).collect();
+    assert_eq!(ids, [7, 6, 5, 4, 3, 2, 1]);
+
+    // The filter, sort and columns of `memctl runs`; `id` is always there to pick runs by.
+    let q = format!("/api/runs?where={}&sort=-accuracy&columns=accuracy", encode("status == \"done\" and d == 48"));
+    let some = ui.ok_json(&q);
+    assert_eq!(some["columns"], serde_json::json!(["id", "accuracy"]));
+    let rows: Vec<(u64, f64)> = some["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["id"].as_u64().unwrap(), r["accuracy"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(rows, [(3, 0.9), (2, 0.7), (1, 0.5)]);
+
+    // Group-by: mean ± sample std (n), as `memctl runs --group-by`.
+    let groups = ui.ok_json(&format!("/api/runs?where={}&group_by=d", encode("status == \"done\" and gates")));
+    let rows = groups["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{groups}");
+    let d48 = rows.iter().find(|r| r["d"] == 48).unwrap();
+    assert!(close(&d48["accuracy"]["mean"], 0.7) && close(&d48["accuracy"]["std"], 0.2), "{d48}");
+    assert_eq!(d48["accuracy"]["n"], 3);
+
+    // Curves of picked runs: one series each, all their points, the metric `plot` picks.
+    let curves = ui.ok_json("/api/curves?ids=1,4");
+    assert_eq!(curves["metric"], "val_accuracy");
+    assert_eq!(curves["x"], "training step");
+    let series = curves["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2);
+    assert_eq!(series[0]["points"], serde_json::json!([[10.0, 0.125], [20.0, 0.25], [30.0, 0.5]]));
+    // By wall time: each run trained 30 steps in 50 s.
+    let by_time = ui.ok_json("/api/curves?ids=1&x=seconds");
+    assert_eq!(by_time["x"], "training seconds");
+    let last = &by_time["series"][0]["points"][2];
+    assert!(close(&last[0], 50.0) && close(&last[1], 0.5), "{last}");
+
+    // Curves of groups: the mean over seeds with a band (± sample std).
+    let grouped = ui.ok_json(&format!("/api/curves?where={}&group_by=d", encode("gates and status == \"done\"")));
+    let series = grouped["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2, "{grouped}");
+    let d48 = series.iter().find(|s| s["label"].as_str().unwrap().contains("48")).unwrap();
+    let end = &d48["band"][2];
+    assert!(close(&end[0], 30.0) && close(&end[1], 0.5) && close(&end[2], 0.9), "final accuracy 0.7 ± 0.2: {end}");
+
+    // The ablation table of `memctl ablate`, from the runs in the store.
+    let ablation = ui.ok_json("/api/ablation?experiment=tiny_stm");
+    let variants: Vec<(&str, &str)> = ablation["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["variant"].as_str().unwrap(), r["with"].as_str().unwrap()))
+        .collect();
+    assert_eq!(variants, [("full", "d=48"), ("full", "d=96"), ("w/o gates", "d=96")], "{ablation}");
+
+    // A run's page and a two-run diff, as `memctl show` and `memctl diff` print them.
+    let run = ui.ok_json("/api/run/6");
+    assert!(run["show"].as_str().unwrap().contains("gates: false"), "{run}");
+    assert!(run["spec"].as_str().unwrap().contains("experiment tiny_stm"), "{run}");
+    let diff = ui.ok_json("/api/diff?a=5&b=6");
+    assert!(diff["text"].as_str().unwrap().contains("gates"), "{diff}");
+}
+
+#[test]
+fn a_malformed_filter_gets_the_clis_located_error() {
+    let dir = filled_store();
+    let filter = "d >= 48 and";
+    let cli = Command::new(env!("CARGO_BIN_EXE_memctl"))
+        .arg("--store")
+        .arg(dir.path())
+        .args(["runs", "--where", filter])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(cli.status.code(), Some(2), "the CLI refuses the filter");
+    let cli_error = String::from_utf8_lossy(&cli.stderr).trim_end().to_string();
+    assert!(cli_error.contains("<--where>:1:12"), "{cli_error}");
+
+    let ui = Dashboard::start(dir.path(), &[]);
+    for route in ["runs", "curves", "ablation"] {
+        let (status, body) =
+            ui.get_json(&format!("/api/{route}?where={}&group_by=d&experiment=tiny_stm", encode(filter)));
+        assert_eq!(status, 400, "{route}");
+        assert_eq!(body["error"].as_str().unwrap().trim_end(), cli_error, "{route}");
+    }
+    let (status, body) = ui.get_json("/api/runs?group_by=nonsense.d");
+    assert_eq!(status, 400);
+    assert!(body["error"].as_str().unwrap().contains("nonsense"), "{body}");
+}
+
+#[test]
+fn it_serves_only_its_own_pages_and_never_writes() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let (status, page) = ui.request("GET", "/");
+    assert_eq!(status, 200);
+    assert!(page.contains("<script src=\"/app.js\">") && !page.contains("http"), "no CDN, nothing external");
+    for path in [
+        "/../Cargo.toml",
+        "/../../../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/..%2fCargo.toml",
+        "/src/cli/ui/mod.rs",
+        "/db",
+        "/store/conf",
+    ] {
+        let (status, body) = ui.request("GET", path);
+        assert_eq!(status, 404, "{path}: {body}");
+        assert!(!body.contains("root:") && !body.contains("[package]"), "{path}");
+    }
+    for method in ["POST", "PUT", "DELETE", "PATCH"] {
+        assert_eq!(ui.request(method, "/api/runs").0, 405, "{method}");
+    }
+    assert_eq!(ui.request("DELETE", "/api/run/1").0, 405);
+    assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "nothing was deleted");
+}
+
+#[test]
+fn it_reads_the_store_while_another_process_writes_it() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    assert_eq!(ui.ok_json("/api/runs")["matched"], 7);
+    // The dashboard does not hold the store: this process writes a run while it serves.
+    open(dir.path()).put_many(&[record(8, config(48, false, 1), 0.3, None)]).unwrap();
+    let runs = ui.ok_json("/api/runs?where=gates%20%3D%3D%20false%20and%20d%20%3D%3D%2048");
+    assert_eq!(runs["matched"], 1);
+    assert_eq!(runs["rows"][0]["id"], 8);
+}
+
+#[test]
+fn listening_beyond_localhost_warns() {
+    let dir = filled_store();
+    let mut ui = Dashboard::start(dir.path(), &["--host", "0.0.0.0"]);
+    let mut line = String::new();
+    BufReader::new(&mut ui.stderr).read_line(&mut line).unwrap();
+    assert!(line.starts_with("warning: listening on 0.0.0.0") && line.contains("no login"), "{line}");
+    let local = Dashboard::start(dir.path(), &[]);
+    assert!(local.addr.starts_with("127.0.0.1:"), "{}", local.addr);
+}
+
+/// Chromium's binary: `MEMCTL_CHROMIUM`, else the first of Debian's and others' names on PATH.
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("MEMCTL_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+        .find(|p| p.is_file())
+}
+
+fn chromium_or_skip(test: &str) -> Option<PathBuf> {
+    if let Some(p) = chromium() {
+        return Some(p);
+    }
+    let required = ["CI", "MEMCTL_REQUIRE_BROWSER"].iter().any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    assert!(!required, "{test} needs Chromium and none was found (apt-get install chromium, or set MEMCTL_CHROMIUM)");
+    eprintln!("skipping {test}: no Chromium found (apt-get install chromium, or set MEMCTL_CHROMIUM)");
+    None
+}
+
+/// Evaluates `js` in the page until it returns `want`, or panics with what it last returned.
+fn wait_for(tab: &headless_chrome::Tab, js: &str, want: &Json) {
+    let start = Instant::now();
+    loop {
+        let got = tab.evaluate(js, false).unwrap().value.unwrap_or(Json::Null);
+        if &got == want {
+            return;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "`{js}` stayed {got}, not {want}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves") else {
+        return;
+    };
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let options = headless_chrome::LaunchOptions::default_builder()
+        .path(Some(chromium))
+        .headless(true)
+        // Containers (CI) run as root, where Chromium's sandbox cannot start.
+        .sandbox(false)
+        .window_size(Some((1280, 800)))
+        .user_data_dir(Some(profile.path().to_path_buf()))
+        .args(vec!["--disable-gpu".as_ref(), "--disable-quic".as_ref(), "--disable-component-update".as_ref()])
+        .idle_browser_timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    let browser = headless_chrome::Browser::new(options).expect("Chromium starts");
+    let tab = browser.new_tab().unwrap();
+    tab.navigate_to(&ui.url("/")).unwrap().wait_until_navigated().unwrap();
+
+    // Every run, and the curves of the first ten.
+    let rows = "document.querySelectorAll('#runs tbody tr').length";
+    wait_for(&tab, rows, &Json::from(7));
+    wait_for(&tab, "document.querySelectorAll('#curves polyline.curve').length", &Json::from(7));
+
+    // A filter and a group-by, typed in and submitted as a researcher would.
+    tab.find_element("input[name=where]").unwrap().click().unwrap();
+    tab.type_str("status == \"done\" and gates").unwrap();
+    tab.find_element("input[name=group_by]").unwrap().click().unwrap();
+    tab.type_str("d").unwrap();
+    tab.find_element("button[type=submit]").unwrap().click().unwrap();
+
+    wait_for(&tab, rows, &Json::from(2));
+    let table = tab
+        .evaluate(
+            "JSON.stringify([...document.querySelectorAll('#runs tr')].map(tr => [...tr.cells].map(c => c.textContent)))",
+            false,
+        )
+        .unwrap()
+        .value
+        .unwrap();
+    let table: Vec<Vec<String>> = serde_json::from_str(table.as_str().unwrap()).unwrap();
+    let column = |name: &str| table[0].iter().position(|c| c == name).unwrap_or_else(|| panic!("{name}: {table:?}"));
+    let (d, accuracy) = (column("d"), column("accuracy"));
+    let mut shown: Vec<(&str, &str)> = table[1..].iter().map(|r| (r[d].as_str(), r[accuracy].as_str())).collect();
+    shown.sort();
+    assert_eq!(shown, [("48", "0.700 ± 0.200 (3)"), ("96", "0.900 ± 0.141 (2)")]);
+
+    // One mean curve per group, each over its three evaluations, with its band over seeds.
+    wait_for(&tab, "document.querySelectorAll('#curves polyline.curve').length", &Json::from(2));
+    wait_for(
+        &tab,
+        "[...document.querySelectorAll('#curves polyline.curve')].every(l => l.points.length === 3)",
+        &Json::Bool(true),
+    );
+    wait_for(&tab, "document.querySelectorAll('#curves polygon.band').length", &Json::from(2));
+    // The view is in the address bar, to be shared.
+    let url = tab.get_url();
+    assert!(url.contains("where=status") && url.contains("group_by=d"), "{url}");
+
+    let png = tab
+        .capture_screenshot(headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption::Png, None, None, true)
+        .unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ui.png"), png).unwrap();
+}
