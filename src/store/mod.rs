@@ -317,7 +317,13 @@ impl Store {
 
     /// Several runs in one session, in the order asked.
     pub fn get_many(&self, ids: &[u64]) -> Result<Vec<RunRecord>, StoreError> {
-        self.session(|s| ids.iter().map(|&id| get_in(s, id)).collect())
+        use rayon::prelude::*;
+        // The bytes are read in the session; decoding them (JSON, most of the time) happens
+        // after it, in parallel, so that writers wait for the reads only.
+        let raw: Vec<(u64, sled::IVec)> = self.session(|s| {
+            ids.iter().map(|&id| Ok((id, s.runs.get(keys::run_key(id))?.ok_or(StoreError::NoSuchRun(id))?))).collect()
+        })?;
+        raw.par_iter().map(|(id, bytes)| decode(*id, bytes)).collect()
     }
 
     /// The latest run of a trial, if any.

@@ -31,7 +31,7 @@ impl Answer {
 }
 
 /// Most rows the runs table sends; the page says how many more matched.
-const MOST_ROWS: usize = 2000;
+const MOST_ROWS: usize = 500;
 /// Most runs whose curves one answer reads (each is a whole record).
 const MOST_CURVES: usize = 500;
 
@@ -147,7 +147,11 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         })
         .collect();
     Answer::ok(
-        json!({ "metric": metric, "metrics": metrics, "x": x.label(), "series": series, "capped": capped }).to_string(),
+        json!({
+            "metric": metric, "metrics": metrics, "x": x.label(), "series": series,
+            "capped": capped, "drawn": records.len(), "matched": ids.len(),
+        })
+        .to_string(),
     )
 }
 

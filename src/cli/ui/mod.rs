@@ -37,15 +37,25 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let addr = server.server_addr().to_ip().map_or_else(|| "?".to_string(), |a| a.to_string());
     // The first line says where to look (tests and scripts read it).
     println!("memctl ui: http://{addr}/  (store {}; Ctrl-C stops)", ctx.store.display());
-    for request in server.incoming_requests() {
-        let (status, content_type, body) = answer(&store, request.method(), request.url());
-        let header = tiny_http::Header::from_bytes("Content-Type", content_type).expect("a valid header");
-        let response = tiny_http::Response::from_data(body).with_status_code(status).with_header(header);
-        // A client that went away is not the server's problem.
-        let _ = request.respond(response);
-    }
+    // A few workers, so that the page's table and curves are read and encoded side by side
+    // (each read is its own short store session; decoding happens outside it).
+    std::thread::scope(|scope| {
+        for _ in 0..WORKERS {
+            scope.spawn(|| {
+                while let Ok(request) = server.recv() {
+                    let (status, content_type, body) = answer(&store, request.method(), request.url());
+                    let header = tiny_http::Header::from_bytes("Content-Type", content_type).expect("a valid header");
+                    let response = tiny_http::Response::from_data(body).with_status_code(status).with_header(header);
+                    // A client that went away is not the server's problem.
+                    let _ = request.respond(response);
+                }
+            });
+        }
+    });
     Ok(0)
 }
+
+const WORKERS: usize = 4;
 
 /// The status, content type and body for a request.
 fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'static str, Vec<u8>) {
