@@ -13,8 +13,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+#[path = "support/chromium.rs"]
+mod chromium;
 #[path = "support/synthetic_runs.rs"]
 mod synthetic_runs;
 use synthetic_runs::RUNS;
@@ -94,30 +96,14 @@ fn main() {
     }
 
     // 2. In a browser.
-    let chromium = std::env::var_os("MEMCTL_CHROMIUM").map(std::path::PathBuf::from).or_else(|| {
-        let path = std::env::var_os("PATH")?;
-        std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| p.is_file())
-    });
-    let Some(chromium) = chromium else {
+    let Some(chromium) = chromium::find() else {
         println!("no Chromium: the browser timings were not taken");
         let _ = ui.kill();
         let _ = ui.wait();
         return;
     };
     let profile = tempfile::tempdir().unwrap();
-    let options = headless_chrome::LaunchOptions::default_builder()
-        .path(Some(chromium))
-        .headless(true)
-        .sandbox(false)
-        .window_size(Some((1280, 800)))
-        .user_data_dir(Some(profile.path().to_path_buf()))
-        .args(vec!["--disable-gpu".as_ref(), "--disable-quic".as_ref(), "--disable-component-update".as_ref()])
-        .idle_browser_timeout(Duration::from_secs(300))
-        .build()
-        .unwrap();
-    let browser = headless_chrome::Browser::new(options).expect("Chromium starts");
-    let tab = browser.new_tab().unwrap();
-    tab.set_default_timeout(Duration::from_secs(60));
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
 
     // The page marks `memctl:drawn` once a view's table and curves are painted.
     let mut paint = vec![];

@@ -17,6 +17,9 @@ use serde_json::Value as Json;
 
 use crate::synthetic::{config, fill, open, record};
 
+#[path = "../../benches/support/chromium.rs"]
+mod chromium;
+
 /// A `memctl ui` process on a free port, stopped when dropped.
 struct Dashboard {
     child: Child,
@@ -245,20 +248,8 @@ fn listening_beyond_localhost_warns() {
     assert!(local.addr.starts_with("127.0.0.1:"), "{}", local.addr);
 }
 
-/// Chromium's binary: `MEMCTL_CHROMIUM`, else the first of Debian's and others' names on PATH.
-fn chromium() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("MEMCTL_CHROMIUM") {
-        return Some(PathBuf::from(p));
-    }
-    let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|p| p.is_file())
-}
-
 fn chromium_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(p) = chromium() {
+    if let Some(p) = chromium::find() {
         return Some(p);
     }
     let required = ["CI", "MEMCTL_REQUIRE_BROWSER"].iter().any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
@@ -288,19 +279,7 @@ fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
     let dir = filled_store();
     let ui = Dashboard::start(dir.path(), &[]);
     let profile = tempfile::tempdir().unwrap();
-    let options = headless_chrome::LaunchOptions::default_builder()
-        .path(Some(chromium))
-        .headless(true)
-        // Containers (CI) run as root, where Chromium's sandbox cannot start.
-        .sandbox(false)
-        .window_size(Some((1280, 800)))
-        .user_data_dir(Some(profile.path().to_path_buf()))
-        .args(vec!["--disable-gpu".as_ref(), "--disable-quic".as_ref(), "--disable-component-update".as_ref()])
-        .idle_browser_timeout(Duration::from_secs(120))
-        .build()
-        .unwrap();
-    let browser = headless_chrome::Browser::new(options).expect("Chromium starts");
-    let tab = browser.new_tab().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
     tab.navigate_to(&ui.url("/")).unwrap().wait_until_navigated().unwrap();
 
     // Every run, and the curves of the first ten.
@@ -348,4 +327,46 @@ fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
         .unwrap();
     assert!(png.starts_with(b"\x89PNG"));
     std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ui.png"), png).unwrap();
+}
+
+#[test]
+fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_a_running_trial_refreshes_until_it_finishes") else {
+        return;
+    };
+    let dir = filled_store();
+    // Run 8 trains in this process (alive to the dashboard): one evaluation so far.
+    let mut running = record(8, config(48, false, 1), 0.3, None);
+    running.status = memctl::store::Status::Running;
+    running.ended_at = None;
+    running.final_metrics.clear();
+    running.environment.process = Some(memctl::store::owner::this_process().clone());
+    for curve in running.curves.values_mut() {
+        curve.truncate(1);
+    }
+    running.steps_run = 10;
+    running.progress = Some(memctl::store::Progress {
+        steps_total: 30,
+        updated_at: memctl::store::now(),
+        resumed_from: None,
+        checkpoint_step: None,
+        max_time: None,
+        deaths: 0,
+    });
+    open(dir.path()).put_many(std::slice::from_ref(&running)).unwrap();
+
+    let ui = Dashboard::start(dir.path(), &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    tab.navigate_to(&ui.url("/?picked=8")).unwrap().wait_until_navigated().unwrap();
+    let summary = "document.getElementById('summary').textContent";
+    wait_for(&tab, summary, &Json::from("8 runs; 1 running, refreshing"));
+    let points = "document.querySelector('#curves polyline.curve').points.length";
+    wait_for(&tab, points, &Json::from(1));
+
+    // It finishes: the page shows it within a refresh (every 2 s), then stops refreshing.
+    open(dir.path()).put_many(&[record(8, config(48, false, 1), 0.3, None)]).unwrap();
+    wait_for(&tab, summary, &Json::from("8 runs"));
+    wait_for(&tab, points, &Json::from(3));
+    wait_for(&tab, "document.querySelector('#runs tr[data-id=\"8\"] .status-done') !== null", &Json::Bool(true));
 }
