@@ -457,6 +457,28 @@ mod tests {
         r
     }
 
+    #[test]
+    fn a_snapshot_torn_by_a_killed_process_does_not_lose_the_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut r = running(1, true);
+        r.status = Status::Done;
+        store.put(&r).unwrap();
+        // What a `kill -9` between sled's writing a snapshot and renaming it leaves: a newer
+        // `.generating` file, here with a few bytes of a snapshot and no checksum.
+        let db = dir.path().join("db");
+        let snapshot = std::fs::read_dir(&db)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.starts_with("snap.") && !n.ends_with(".generating"))
+            .expect("sled wrote a snapshot when the session closed");
+        std::fs::write(db.join(format!("{snapshot}.generating")), b"torn snap").unwrap();
+        let again = Store::open(dir.path()).unwrap();
+        assert_eq!(again.get(1).unwrap().status, Status::Done, "the run survives");
+        assert!(!db.join(format!("{snapshot}.generating")).exists());
+    }
+
     fn claim(store: &Store) -> Claim {
         store.claim("t", Rerun::default(), |id, _| running(id, true)).unwrap()
     }

@@ -79,9 +79,11 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
     let db_path = path.join("db");
     let started = Instant::now();
     let mut pause = Duration::from_micros(500);
+    let mut cleared = false;
     loop {
         match sled::Config::new().path(&db_path).open() {
             Ok(db) => return Ok(db),
+            Err(sled::Error::Corruption { .. }) if !cleared && clear_torn_snapshots(&db_path) => cleared = true,
             Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                 if started.elapsed() >= wait {
                     return Err(locked(path, wait));
@@ -93,6 +95,34 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
             Err(source) => return Err(StoreError::Open { path: path.into(), source }),
         }
     }
+}
+
+/// Removes the snapshots a killed process left half-written, if no process has the database.
+///
+/// sled 0.34 writes a snapshot to `snap.LSN.generating` and then renames it, but when it
+/// opens it reads the newest `snap.*` file, `.generating` ones included: a process killed
+/// between the two (a `kill -9` during a session's close) leaves a store that no longer opens
+/// ("Read corrupted data"). The snapshot only summarises the log, so the torn file is dropped
+/// and sled replays the log from the previous one. This happens under sled's own lock (an
+/// exclusive `flock` of `db/db`), so no live process's snapshot is touched. Whether any was
+/// removed.
+fn clear_torn_snapshots(db_path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(lock) = std::fs::File::open(db_path.join("db")) else { return false };
+    // SAFETY: flock only reads the descriptor, which `lock` keeps open until it is dropped.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(db_path) else { return false };
+    let mut removed = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            removed |= std::fs::remove_file(entry.path()).is_ok();
+        }
+    }
+    removed // the lock goes with `lock`
 }
 
 /// sled reports the lock as an I/O error "could not acquire lock …".
