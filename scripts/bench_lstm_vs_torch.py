@@ -15,6 +15,8 @@ the peak resident memory. Needs the torch interpreter (`--python`, default
 """
 import argparse, json, re, subprocess, sys, statistics
 
+from peak_memory import timed
+
 p = argparse.ArgumentParser()
 p.add_argument("--memctl", default="target/release/memctl")
 p.add_argument("--python", default="/tmp/torchbench/bin/python")
@@ -65,14 +67,6 @@ for _ in range(iters):
     times.append((time.perf_counter() - t) * 1e3)
 print(f"median_ms={statistics.median(times):.3f}")
 """
-
-
-def timed(cmd):
-    out = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) / 1024
-    return out.stdout, rss
 
 
 def memctl():

@@ -12,6 +12,8 @@ Needs the torch interpreter (`--python`, default /tmp/torchbench/bin/python).
 """
 import argparse, re, subprocess, sys, statistics
 
+from peak_memory import timed
+
 p = argparse.ArgumentParser()
 p.add_argument("--memctl", default="target/release/memctl")
 p.add_argument("--python", default="/tmp/torchbench/bin/python")
@@ -25,14 +27,6 @@ a = p.parse_args()
 sizes = {"a": "--d 32 --nq 4 --nr 32", "b": "--d 96 --nq 8 --nr 96"}[a.config]
 iters = a.iters or (20 if a.config == "a" else 5)
 warmup = 3 if a.config == "a" else 1
-
-
-def timed(cmd):
-    out = subprocess.run(["/usr/bin/time", "-v"] + cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{out.stderr}")
-    rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", out.stderr).group(1)) / 1024
-    return out.stdout, rss
 
 
 def torch(cpu):
