@@ -25,6 +25,13 @@ pub fn render(sheet: &Sheet) -> String {
     out
 }
 
+/// The rows as JSON objects, for a caller that sends the column order separately (JSON
+/// objects do not keep it).
+pub fn row_objects(sheet: &Sheet) -> Vec<Json> {
+    let object = |row: &Vec<Cell>| Json::Object(sheet.columns.iter().cloned().zip(row.iter().map(value)).collect());
+    sheet.rows.iter().map(object).collect()
+}
+
 pub fn value(c: &Cell) -> Json {
     match c {
         Cell::Missing => Json::Null,

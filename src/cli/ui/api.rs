@@ -10,7 +10,7 @@ use crate::cli::runs::listed;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
 use crate::report::{ablation, diff, json as sheet_json, show, view};
-use crate::store::{RunRecord, RunSummary, Status, Store};
+use crate::store::{RunRecord, RunSummary, Status, Store, StoreError};
 
 /// A request's answer: an HTTP status and a JSON body.
 pub struct Answer {
@@ -25,8 +25,11 @@ impl Answer {
     fn bad(message: String) -> Answer {
         Answer { status: 400, body: json!({ "error": message }).to_string() }
     }
-    fn missing(message: String) -> Answer {
-        Answer { status: 404, body: json!({ "error": message }).to_string() }
+    /// A store that cannot be read is the server's trouble (503: busy, damaged), unless the
+    /// run asked for does not exist (404).
+    fn store(e: StoreError) -> Answer {
+        let status = if matches!(e, StoreError::NoSuchRun(_)) { 404 } else { 503 };
+        Answer { status, body: json!({ "error": e.to_string() }).to_string() }
     }
 }
 
@@ -38,7 +41,7 @@ const MOST_CURVES: usize = 500;
 /// The store's runs as `memctl runs` lists them (superseded attempts hidden unless `all=1`),
 /// filtered by `where`; a malformed filter is the 400 answer with the CLI's located error.
 fn filtered(store: &Store, q: &Params) -> Result<(Vec<RunSummary>, Option<query::Query>), Answer> {
-    let summaries = store.summaries().map_err(|e| Answer::bad(e.to_string()))?;
+    let summaries = store.summaries().map_err(Answer::store)?;
     let (runs, _) = listed(summaries, q.get("all") == Some("1"));
     let filter = match q.nonempty("where") {
         Some(text) => Some(query::prepare(text, &runs).map_err(|e| {
@@ -76,7 +79,7 @@ pub fn runs(store: &Store, q: &Params) -> Answer {
     };
     let matched = sheet.rows.len();
     sheet.rows.truncate(MOST_ROWS);
-    let rows: Json = serde_json::from_str(&sheet_json::render(&sheet)).unwrap_or(Json::Null);
+    let rows = sheet_json::row_objects(&sheet);
     let running = runs.iter().filter(|r| r.status == Status::Running).count();
     Answer::ok(json!({ "columns": sheet.columns, "rows": rows, "matched": matched, "running": running }).to_string())
 }
@@ -92,7 +95,7 @@ pub fn run(store: &Store, id: &str) -> Answer {
                 json!({ "id": id, "label": curves::run_label(&r), "show": text, "spec": r.spec_text }).to_string(),
             )
         }
-        Err(e) => Answer::missing(e.to_string()),
+        Err(e) => Answer::store(e),
     }
 }
 
@@ -102,12 +105,14 @@ pub fn run(store: &Store, id: &str) -> Answer {
 /// Answers `{metric, metrics, x, series: [{label, points: [[x, y]], band: [[x, lo, hi]]}]}`;
 /// without `metric`, the one `memctl plot` picks.
 pub fn curves(store: &Store, q: &Params) -> Answer {
-    let x = match q.get("x").unwrap_or("step") {
-        "seconds" => XAxis::Seconds,
-        "step" => XAxis::Step,
-        other => return Answer::bad(format!("x is `step` or `seconds`, not `{other}`")),
+    let x = match choice::<XAxis>(q, "x", XAxis::Step) {
+        Ok(x) => x,
+        Err(a) => return a,
     };
-    let band = if q.get("band") == Some("minmax") { Band::Minmax } else { Band::Std };
+    let band = match choice::<Band>(q, "band", Band::Std) {
+        Ok(b) => b,
+        Err(a) => return a,
+    };
     let mut keys = vec![];
     for k in q.list("group_by").unwrap_or_default() {
         match Field::parse(&k) {
@@ -128,7 +133,7 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
     let capped = ids.len() > MOST_CURVES;
     let records: Vec<RunRecord> = match store.get_many(&ids[..ids.len().min(MOST_CURVES)]) {
         Ok(r) => r.into_iter().map(crate::store::as_seen).collect(),
-        Err(e) => return Answer::missing(e.to_string()),
+        Err(e) => return Answer::store(e),
     };
     let metrics: BTreeSet<&String> = records.iter().flat_map(|r| r.curves.keys()).collect();
     let Some(metric) = q.nonempty("metric").map(str::to_string).or_else(|| curves::default_metric(&records)) else {
@@ -174,8 +179,8 @@ pub fn ablation(store: &Store, q: &Params) -> Answer {
     let rows = ablation::rows_from_runs(&kept);
     let metric = q.nonempty("metric").map_or_else(|| ablation::default_metric(&rows), str::to_string);
     let sheet = ablation::sheet(&rows, &metric);
-    let body: Json = serde_json::from_str(&sheet_json::render(&sheet)).unwrap_or(Json::Null);
-    Answer::ok(json!({ "columns": sheet.columns, "rows": body, "metric": metric }).to_string())
+    let rows = sheet_json::row_objects(&sheet);
+    Answer::ok(json!({ "columns": sheet.columns, "rows": rows, "metric": metric }).to_string())
 }
 
 /// `GET /api/diff?a=ID&b=ID`: what differs between two runs, as `memctl diff` prints it.
@@ -183,8 +188,27 @@ pub fn diff(store: &Store, q: &Params) -> Answer {
     let id = |k: &str| q.get(k).and_then(|s| s.parse::<u64>().ok());
     let (Some(a), Some(b)) = (id("a"), id("b")) else { return Answer::bad("diff needs two run ids, a and b".into()) };
     match (store.get(a), store.get(b)) {
-        (Ok(ra), Ok(rb)) => Answer::ok(json!({ "text": diff::diff(&ra, &rb).render(&ra, &rb) }).to_string()),
-        (Err(e), _) | (_, Err(e)) => Answer::missing(e.to_string()),
+        (Ok(ra), Ok(rb)) => {
+            let (ra, rb) = (crate::store::as_seen(ra), crate::store::as_seen(rb));
+            Answer::ok(json!({ "text": diff::diff(&ra, &rb).render(&ra, &rb) }).to_string())
+        }
+        (Err(e), _) | (_, Err(e)) => Answer::store(e),
+    }
+}
+
+/// A choice among a CLI option's values (`x=seconds`, `band=minmax`), spelt as on the command
+/// line; `default` when absent.
+fn choice<T: clap::ValueEnum>(q: &Params, key: &str, default: T) -> Result<T, Answer> {
+    match q.nonempty(key) {
+        None => Ok(default),
+        Some(v) => T::from_str(v, false).map_err(|_| {
+            let names: Vec<String> = T::value_variants()
+                .iter()
+                .filter_map(|t| t.to_possible_value())
+                .map(|p| format!("`{}`", p.get_name()))
+                .collect();
+            Answer::bad(format!("{key} is one of {}, not `{v}`", names.join(", ")))
+        }),
     }
 }
 

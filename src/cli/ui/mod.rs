@@ -101,5 +101,8 @@ mod tests {
         let body = String::from_utf8(body).unwrap();
         assert!(body.contains("error[Q014]: syntax error") && body.contains("<--where>:1:3"), "{body}");
         assert_eq!(answer(&store, &get, "/api/run/7").0, 404);
+        let (status, _, body) = answer(&store, &get, "/api/curves?ids=1&x=hours");
+        assert_eq!(status, 400);
+        assert!(String::from_utf8(body).unwrap().contains("x is one of `step`, `seconds`, not `hours`"));
     }
 }
