@@ -4,42 +4,21 @@
 use candle_core::Tensor;
 
 use super::backward::forward_saving_nothing;
+use super::define::primitive;
 use super::*;
 
-pub struct Affine;
-
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::tensor("x"),
-    ArgSpec::value("scale", Kind::Float, Default::Float(1.0)),
-    ArgSpec::value("shift", Kind::Float, Default::Float(0.0)),
-];
-
-impl Primitive for Affine {
-    fn name(&self) -> &'static str {
-        "affine"
-    }
-    fn summary(&self) -> &'static str {
-        "scale · x + shift with constant scale and shift (tensor-number arithmetic)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("x", t(&[3])), ("scale", float(-0.5))]),
-            Example::new([("x", t(&[3])), ("scale", float(-0.5)), ("shift", float(2.0))]),
-        ]
-    }
+primitive! {
+    Affine = "affine",
+    "scale · x + shift with constant scale and shift (tensor-number arithmetic)",
+    args: [tensor("x"), float_or("scale", 1.0), float_or("shift", 0.0)],
 }
 
-impl Lower for Affine {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("x", t(&[3])), ("scale", float(-0.5))]),
+        Example::new([("x", t(&[3])), ("scale", float(-0.5)), ("shift", float(2.0))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(AffineOp, Inferred), PrimError> {

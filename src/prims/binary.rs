@@ -201,36 +201,15 @@ fn sum_to(g: &Tensor, like: &Tensor) -> Result<Tensor> {
 /// (`$kind` names the operation for the manual backward). The file defines `examples()`.
 macro_rules! binary_broadcast {
     ($ty:ident, $name:literal, $summary:literal, $kind:ident, $f:expr) => {
-        pub struct $ty;
-
-        static SIGNATURE: [$crate::prims::ArgSpec; 2] =
-            [$crate::prims::ArgSpec::tensor("a"), $crate::prims::ArgSpec::tensor("b")];
-
-        impl $crate::prims::Primitive for $ty {
-            fn name(&self) -> &'static str {
-                $name
-            }
-            fn summary(&self) -> &'static str {
-                $summary
-            }
-            fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
-                &SIGNATURE
-            }
-            fn infer(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Inferred, $crate::prims::PrimError> {
-                $crate::prims::binary::infer(args)
-            }
-            fn examples(&self) -> Vec<$crate::prims::Example> {
-                examples()
-            }
+        $crate::prims::define::primitive! {
+            $ty = $name, $summary,
+            args: [tensor("a"), tensor("b")],
         }
 
-        impl $crate::prims::Lower for $ty {
-            fn lower(
-                &self,
-                _args: &$crate::prims::Args,
-            ) -> Result<std::sync::Arc<dyn $crate::prims::Op>, $crate::prims::PrimError> {
-                Ok(std::sync::Arc::new(BinaryOp))
-            }
+        fn configure(
+            args: &$crate::prims::Args,
+        ) -> Result<(BinaryOp, $crate::prims::Inferred), $crate::prims::PrimError> {
+            Ok((BinaryOp, $crate::prims::binary::infer(args)?))
         }
 
         struct BinaryOp;

@@ -5,36 +5,19 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch};
 
-pub struct Concat;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("a"), ArgSpec::tensor("b")];
-
-impl Primitive for Concat {
-    fn name(&self) -> &'static str {
-        "concat"
-    }
-    fn summary(&self) -> &'static str {
-        "concatenation [a : b] along the last axis"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))])]
-    }
+primitive! {
+    Concat = "concat",
+    "concatenation [a : b] along the last axis",
+    args: [tensor("a"), tensor("b")],
 }
 
-impl Lower for Concat {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -8,45 +8,24 @@
 use candle_core::Tensor;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
-pub struct Distill;
-
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::tensor("Mr"),
-    ArgSpec::value("nr", Kind::Int, Default::Required),
-    ArgSpec::value("size", Kind::Int, Default::Int(64)),
-];
-
-impl Primitive for Distill {
-    fn name(&self) -> &'static str {
-        "distill"
-    }
-    fn summary(&self) -> &'static str {
-        "STM read-out G3(Vl(G2(Vl(Mr)))) (SAM Eq. 14)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("Mr", t(&[2, 3, 3])), ("nr", int(4)), ("size", int(3))]),
-            Example::new([("Mr", t(&[2, 3, 4])), ("nr", int(4)), ("size", int(3))]),
-        ]
-    }
+primitive! {
+    Distill = "distill",
+    "STM read-out G3(Vl(G2(Vl(Mr)))) (SAM Eq. 14)",
+    args: [tensor("Mr"), int("nr"), int_or("size", 64)],
+    op: |config| DistillOp { config, w2t: Transposed::default(), w3t: Transposed::default() },
 }
 
-impl Lower for Distill {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        let (config, _) = configure(args)?;
-        Ok(Arc::new(DistillOp { config, w2t: Transposed::default(), w3t: Transposed::default() }))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("Mr", t(&[2, 3, 3])), ("nr", int(4)), ("size", int(3))]),
+        Example::new([("Mr", t(&[2, 3, 4])), ("nr", int(4)), ("size", int(3))]),
+    ]
 }
 
 struct Config {

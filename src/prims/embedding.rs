@@ -4,36 +4,19 @@
 use candle_core::Tensor;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::view;
 
-pub struct Embedding;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("x"), ArgSpec::value("size", Kind::Int, Default::Required)];
-
-impl Primitive for Embedding {
-    fn name(&self) -> &'static str {
-        "embedding"
-    }
-    fn summary(&self) -> &'static str {
-        "a learned vector per token id"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", tokens(3)), ("size", int(2))]), Example::new([("x", tokens(2)), ("size", int(3))])]
-    }
+primitive! {
+    Embedding = "embedding",
+    "a learned vector per token id",
+    args: [tensor("x"), int("size")],
 }
 
-impl Lower for Embedding {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", tokens(3)), ("size", int(2))]), Example::new([("x", tokens(2)), ("size", int(3))])]
 }
 
 fn configure(args: &Args) -> Result<(EmbeddingOp, Inferred), PrimError> {

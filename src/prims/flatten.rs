@@ -3,35 +3,18 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::*;
 
-pub struct Flatten;
-
-static SIGNATURE: [ArgSpec; 1] = [ArgSpec::tensor("x")];
-
-impl Primitive for Flatten {
-    fn name(&self) -> &'static str {
-        "flatten"
-    }
-    fn summary(&self) -> &'static str {
-        "all per-example axes flattened into one (row-major)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", t(&[2, 3]))])]
-    }
+primitive! {
+    Flatten = "flatten",
+    "all per-example axes flattened into one (row-major)",
+    args: [tensor("x")],
 }
 
-impl Lower for Flatten {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", t(&[2, 3]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -8,36 +8,19 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::dense;
 
-pub struct GruCell;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("h"), ArgSpec::tensor("x")];
-
-impl Primitive for GruCell {
-    fn name(&self) -> &'static str {
-        "gruCell"
-    }
-    fn summary(&self) -> &'static str {
-        "one GRU step h → h', PyTorch's GRUCell (gates r, z, n)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("h", t(&[3])), ("x", t(&[2]))])]
-    }
+primitive! {
+    GruCell = "gruCell",
+    "one GRU step h → h', PyTorch's GRUCell (gates r, z, n)",
+    args: [tensor("h"), tensor("x")],
 }
 
-impl Lower for GruCell {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("h", t(&[3])), ("x", t(&[2]))])]
 }
 
 fn configure(args: &Args) -> Result<(GruOp, Inferred), PrimError> {

@@ -71,39 +71,22 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::heads::check_position;
 use super::*;
 
-pub struct HeadMove;
-
-static SIGNATURE: [ArgSpec; 3] = [ArgSpec::tensor("pos"), ArgSpec::tensor("moves"), ArgSpec::optional_tensor("jump")];
-
-impl Primitive for HeadMove {
-    fn name(&self) -> &'static str {
-        "headMove"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM-TM head transition: moves-weighted sum of LEFT, NO-OP, RIGHT (circular) and JUMP (NAM §3.3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 3]))]),
-            Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 4])), ("jump", t(&[2, 5]))]),
-        ]
-    }
+primitive! {
+    HeadMove = "headMove",
+    "NAM-TM head transition: moves-weighted sum of LEFT, NO-OP, RIGHT (circular) and JUMP (NAM §3.3)",
+    args: [tensor("pos"), tensor("moves"), optional("jump")],
 }
 
-impl Lower for HeadMove {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 3]))]),
+        Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 4])), ("jump", t(&[2, 5]))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -16,6 +16,7 @@ use candle_core::{D, Tensor};
 use rayon::prelude::*;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::op;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, column_sums_into, dense, forward_slices};
@@ -23,46 +24,23 @@ use crate::kernels::elementwise::{map1, map3};
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{real::Real, view};
 
-pub struct ItemWrite;
-
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::tensor("M"),
-    ArgSpec::tensor("a"),
-    ArgSpec::optional_tensor("b"),
-    ArgSpec::value("gated", Kind::Bool, Default::Bool(true)),
-];
-
-impl Primitive for ItemWrite {
-    fn name(&self) -> &'static str {
-        "itemWrite"
-    }
-    fn summary(&self) -> &'static str {
-        "STM item memory write M' = I ⊙ tanh(a ⊗ b) + F ⊙ M, or M + a ⊗ b ungated (SAM Eq. 9-10)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        let (m3, v3) = (("M", t(&[3, 3])), ("a", t(&[3])));
-        vec![
-            Example::new([("M", t(&[4, 4])), ("a", t(&[4]))]),
-            Example::new([m3.clone(), v3.clone()]),
-            Example::new([m3.clone(), v3.clone(), ("b", t(&[3]))]),
-            Example::new([m3.clone(), v3.clone(), ("gated", boolean(false))]),
-            Example::new([m3, v3, ("b", t(&[3])), ("gated", boolean(false))]),
-        ]
-    }
+primitive! {
+    ItemWrite = "itemWrite",
+    "STM item memory write M' = I ⊙ tanh(a ⊗ b) + F ⊙ M, or M + a ⊗ b ungated (SAM Eq. 9-10)",
+    args: [tensor("M"), tensor("a"), optional("b"), bool_or("gated", true)],
+    op: |config| ItemWriteOp { config, wi_t: Transposed::default(), wm_t: Transposed::default() },
 }
 
-impl Lower for ItemWrite {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        let (config, _) = configure(args)?;
-        Ok(Arc::new(ItemWriteOp { config, wi_t: Transposed::default(), wm_t: Transposed::default() }))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    let (m3, v3) = (("M", t(&[3, 3])), ("a", t(&[3])));
+    vec![
+        Example::new([("M", t(&[4, 4])), ("a", t(&[4]))]),
+        Example::new([m3.clone(), v3.clone()]),
+        Example::new([m3.clone(), v3.clone(), ("b", t(&[3]))]),
+        Example::new([m3.clone(), v3.clone(), ("gated", boolean(false))]),
+        Example::new([m3, v3, ("b", t(&[3])), ("gated", boolean(false))]),
+    ]
 }
 
 /// One call, configured.

@@ -10,45 +10,23 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::kanerva_update::{address_flops, check_memory};
 use super::*;
 use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
 
-pub struct KanervaRead;
-
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::tensor("R"),
-    ArgSpec::tensor("z"),
-    ArgSpec::optional_tensor("eta"),
-    ArgSpec::value("lambda", Kind::Float, Default::Float(0.35)),
-];
-
-impl Primitive for KanervaRead {
-    fn name(&self) -> &'static str {
-        "kanervaRead"
-    }
-    fn summary(&self) -> &'static str {
-        "Product Kanerva Machine read μ_z = Σ γ_j R_j w_j, ridge-solved w_j (PKM Eq. 44-45, Alg. 2)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("R", t(&[1, 3, 2])), ("z", t(&[3]))]),
-            Example::new([("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))]),
-        ]
-    }
+primitive! {
+    KanervaRead = "kanervaRead",
+    "Product Kanerva Machine read μ_z = Σ γ_j R_j w_j, ridge-solved w_j (PKM Eq. 44-45, Alg. 2)",
+    args: [tensor("R"), tensor("z"), optional("eta"), float_or("lambda", 0.35)],
 }
 
-impl Lower for KanervaRead {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("R", t(&[1, 3, 2])), ("z", t(&[3]))]),
+        Example::new([("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -29,18 +29,9 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
-
-pub struct KanervaUpdate;
-
-static SIGNATURE: [ArgSpec; 5] = [
-    ArgSpec::tensor("R"),
-    ArgSpec::tensor("V"),
-    ArgSpec::tensor("z"),
-    ArgSpec::optional_tensor("eta"),
-    ArgSpec::value("lambda", Kind::Float, Default::Float(0.35)),
-];
 
 /// Checks `R: [k, c, m]`, `z: [c]`, `eta: [k] | [1]` and `lambda > 0`; returns `(k, c, m, λ)`.
 pub(crate) fn check_memory(args: &Args) -> Result<(usize, usize, usize, f64), PrimError> {
@@ -68,37 +59,21 @@ pub(crate) fn address_flops(k: usize, c: usize, m: usize) -> u64 {
     (k * (2 * c * m * m + 2 * c * m + m * m * m / 3 + 2 * m * m + 2 * c * m) + 2 * k * c) as u64
 }
 
-impl Primitive for KanervaUpdate {
-    fn name(&self) -> &'static str {
-        "kanervaUpdate"
-    }
-    fn summary(&self) -> &'static str {
-        "Product Kanerva Machine write: R_i += β_i Δ w_iᵀV_i, V_i -= β_i V_i w_i w_iᵀ V_i (PKM Eq. 2-4)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn outputs(&self) -> &'static [&'static str] {
-        &["R", "V"]
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("R", t(&[1, 3, 2])), ("V", t(&[1, 2, 2])), ("z", t(&[3]))]),
-            Example::new([("R", t(&[2, 3, 2])), ("V", t(&[2, 2, 2])), ("z", t(&[3])), ("eta", t(&[2]))]),
-            // A shared noise for every machine.
-            Example::new([("R", t(&[3, 2, 2])), ("V", t(&[3, 2, 2])), ("z", t(&[2])), ("eta", t(&[1]))]),
-        ]
-    }
+primitive! {
+    KanervaUpdate = "kanervaUpdate",
+    "Product Kanerva Machine write: R_i += β_i Δ w_iᵀV_i, V_i -= β_i V_i w_i w_iᵀ V_i (PKM Eq. 2-4)",
+    args: [tensor("R"), tensor("V"), tensor("z"), optional("eta"), float_or("lambda", 0.35)],
+    outputs: ["R", "V"],
 }
 
-impl Lower for KanervaUpdate {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("R", t(&[1, 3, 2])), ("V", t(&[1, 2, 2])), ("z", t(&[3]))]),
+        Example::new([("R", t(&[2, 3, 2])), ("V", t(&[2, 2, 2])), ("z", t(&[3])), ("eta", t(&[2]))]),
+        // A shared noise for every machine.
+        Example::new([("R", t(&[3, 2, 2])), ("V", t(&[3, 2, 2])), ("z", t(&[2])), ("eta", t(&[1]))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -14,38 +14,21 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::heads::{tape_dims, to_heads};
 use super::nam_wr::check_split;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, l2_normalize};
 
-pub struct KeyJump;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("K"), ArgSpec::tensor("q")];
-
-impl Primitive for KeyJump {
-    fn name(&self) -> &'static str {
-        "keyJump"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM-TM jump position K μ(q): the key tape's transpose read with a unit query (NAM §3.3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))])]
-    }
+primitive! {
+    KeyJump = "keyJump",
+    "NAM-TM jump position K μ(q): the key tape's transpose read with a unit query (NAM §3.3)",
+    args: [tensor("K"), tensor("q")],
 }
 
-impl Lower for KeyJump {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -3,36 +3,19 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::layer_norm::layer_norm;
 
-pub struct LayerNorm;
-
-static SIGNATURE: [ArgSpec; 1] = [ArgSpec::tensor("x")];
-
-impl Primitive for LayerNorm {
-    fn name(&self) -> &'static str {
-        "layerNorm"
-    }
-    fn summary(&self) -> &'static str {
-        "layer normalisation over the last axis, learned gain and bias"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", t(&[2, 4]))])]
-    }
+primitive! {
+    LayerNorm = "layerNorm",
+    "layer normalisation over the last axis, learned gain and bias",
+    args: [tensor("x")],
 }
 
-impl Lower for LayerNorm {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", t(&[2, 4]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

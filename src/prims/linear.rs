@@ -6,45 +6,24 @@
 use candle_core::Tensor;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
-pub struct Linear;
-
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::tensor("x"),
-    ArgSpec::value("size", Kind::Int, Default::Required),
-    ArgSpec::value("bias", Kind::Bool, Default::Bool(true)),
-];
-
-impl Primitive for Linear {
-    fn name(&self) -> &'static str {
-        "linear"
-    }
-    fn summary(&self) -> &'static str {
-        "dense layer y = W x + b on the last axis"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("x", t(&[3, 5])), ("size", int(4))]),
-            Example::new([("x", t(&[5])), ("size", int(4)), ("bias", boolean(false))]),
-        ]
-    }
+primitive! {
+    Linear = "linear",
+    "dense layer y = W x + b on the last axis",
+    args: [tensor("x"), int("size"), bool_or("bias", true)],
+    op: |layer| LinearOp { layer, wt: Transposed::default() },
 }
 
-impl Lower for Linear {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        let (layer, _) = configure(args)?;
-        Ok(Arc::new(LinearOp { layer, wt: Transposed::default() }))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("x", t(&[3, 5])), ("size", int(4))]),
+        Example::new([("x", t(&[5])), ("size", int(4)), ("bias", boolean(false))]),
+    ]
 }
 
 /// A dense layer's parameters: its weight, and its bias unless left out.

@@ -6,45 +6,26 @@
 use candle_core::{D, Tensor};
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::par::simd;
 use crate::kernels::{real::Real, view};
 
-pub struct LstmCell;
-
-static SIGNATURE: [ArgSpec; 3] = [ArgSpec::tensor("c"), ArgSpec::tensor("h"), ArgSpec::tensor("x")];
-
-impl Primitive for LstmCell {
-    fn name(&self) -> &'static str {
-        "lstmCell"
-    }
-    fn summary(&self) -> &'static str {
-        "one LSTM step (c, h) → (c', h'), PyTorch's LSTMCell"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn outputs(&self) -> &'static [&'static str] {
-        &["c", "h"]
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))]),
-            Example::new([("c", t(&[4])), ("h", t(&[4])), ("x", t(&[3]))]),
-        ]
-    }
+primitive! {
+    LstmCell = "lstmCell",
+    "one LSTM step (c, h) → (c', h'), PyTorch's LSTMCell",
+    args: [tensor("c"), tensor("h"), tensor("x")],
+    outputs: ["c", "h"],
+    op: |config| LstmOp { config, wih_t: Transposed::default(), whh_t: Transposed::default() },
 }
 
-impl Lower for LstmCell {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        let (config, _) = configure(args)?;
-        Ok(Arc::new(LstmOp { config, wih_t: Transposed::default(), whh_t: Transposed::default() }))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))]),
+        Example::new([("c", t(&[4])), ("h", t(&[4])), ("x", t(&[3]))]),
+    ]
 }
 
 struct Config {

@@ -3,35 +3,18 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::*;
 
-pub struct MatMul;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("a"), ArgSpec::tensor("b")];
-
-impl Primitive for MatMul {
-    fn name(&self) -> &'static str {
-        "matmul"
-    }
-    fn summary(&self) -> &'static str {
-        "matrix product a @ b (the `@` operator)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("a", t(&[2, 3])), ("b", t(&[3, 2]))]), Example::new([("a", t(&[3])), ("b", t(&[3, 2]))])]
-    }
+primitive! {
+    MatMul = "matmul",
+    "matrix product a @ b (the `@` operator)",
+    args: [tensor("a"), tensor("b")],
 }
 
-impl Lower for MatMul {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("a", t(&[2, 3])), ("b", t(&[3, 2]))]), Example::new([("a", t(&[3])), ("b", t(&[3, 2]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

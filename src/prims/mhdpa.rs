@@ -23,50 +23,29 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::{dense::dense, layer_norm::layer_norm};
 
-pub struct Mhdpa;
-
-static SIGNATURE: [ArgSpec; 7] = [
-    ArgSpec::tensor("M"),
-    ArgSpec::tensor("x"),
-    ArgSpec::value("heads", Kind::Int, Default::Required),
-    ArgSpec::value("head_size", Kind::Int, Default::Required),
-    ArgSpec::value("key_size", Kind::Int, Default::Int(0)),
-    ArgSpec::value("attention_mlp_layers", Kind::Int, Default::Int(2)),
-    ArgSpec::value("blocks", Kind::Int, Default::Int(1)),
-];
-
-impl Primitive for Mhdpa {
-    fn name(&self) -> &'static str {
-        "mhdpa"
-    }
-    fn summary(&self) -> &'static str {
-        "RMC multi-head dot product attention over [M; x], residual MLP and layer norms (RMC Eq. 1-2, Sonnet form)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        let args = |n: usize, heads: i64, head_size: i64| {
-            let d = (heads * head_size) as usize;
-            vec![("M", t(&[n, d])), ("x", t(&[d])), ("heads", int(heads)), ("head_size", int(head_size))]
-        };
-        let mut two_blocks = args(2, 1, 3);
-        two_blocks.extend([("blocks", int(2)), ("key_size", int(2)), ("attention_mlp_layers", int(1))]);
-        vec![Example::new(args(2, 2, 2)), Example::new(two_blocks)]
-    }
+primitive! {
+    Mhdpa = "mhdpa",
+    "RMC multi-head dot product attention over [M; x], residual MLP and layer norms (RMC Eq. 1-2, Sonnet form)",
+    args: [
+        tensor("M"), tensor("x"), int("heads"), int("head_size"), int_or("key_size", 0),
+        int_or("attention_mlp_layers", 2), int_or("blocks", 1),
+    ],
+    op: |config| MhdpaOp { config },
 }
 
-impl Lower for Mhdpa {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(MhdpaOp { config: configure(args)?.0 }))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    let args = |n: usize, heads: i64, head_size: i64| {
+        let d = (heads * head_size) as usize;
+        vec![("M", t(&[n, d])), ("x", t(&[d])), ("heads", int(heads)), ("head_size", int(head_size))]
+    };
+    let mut two_blocks = args(2, 1, 3);
+    two_blocks.extend([("blocks", int(2)), ("key_size", int(2)), ("attention_mlp_layers", int(1))]);
+    vec![Example::new(args(2, 2, 2)), Example::new(two_blocks)]
 }
 
 /// The shape of the attention: `heads` heads with keys (and queries) of `key_size` and

@@ -5,46 +5,27 @@
 use candle_core::Tensor;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
-pub struct Mlp;
-
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::tensor("x"),
-    ArgSpec::value("sizes", Kind::List, Default::Required),
-    ArgSpec::value("final_relu", Kind::Bool, Default::Bool(true)),
-];
-
-impl Primitive for Mlp {
-    fn name(&self) -> &'static str {
-        "mlp"
-    }
-    fn summary(&self) -> &'static str {
-        "dense layers of the given sizes with ReLU between them"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))]),
-            Example::new([("x", t(&[2, 3])), ("sizes", ints(&[6, 5, 4]))]),
-        ]
-    }
+primitive! {
+    Mlp = "mlp",
+    "dense layers of the given sizes with ReLU between them",
+    args: [tensor("x"), list("sizes"), bool_or("final_relu", true)],
+    op: |config: Config| {
+        let wts = config.layers.iter().map(|_| Transposed::default()).collect();
+        MlpOp { config, wts }
+    },
 }
 
-impl Lower for Mlp {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        let (config, _) = configure(args)?;
-        let wts = config.layers.iter().map(|_| Transposed::default()).collect();
-        Ok(Arc::new(MlpOp { config, wts }))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))]),
+        Example::new([("x", t(&[2, 3])), ("sizes", ints(&[6, 5, 4]))]),
+    ]
 }
 
 struct Config {

@@ -11,12 +11,14 @@
 //! # Adding a primitive
 //!
 //! One file in this folder, plus its `mod` line and one entry in [`PRIMS`]:
-//! 1. a unit struct implementing [`Primitive`]: `infer` checks the call and declares its
-//!    parameters with a [`ParamList`], whose [`Slot`]s the op keeps to read its parameters by
-//!    name; `examples` gives calls that fit (the registry tests run the primitive's
-//!    finite-difference gradient check on each, and its manual backward check if it has one);
-//! 2. [`Lower`]: builds the op from the same configuration `infer` computed;
-//! 3. the op: [`Op::forward`] on candle tensors (batch first), and optionally
+//! 1. a [`primitive!`](define) declaration: name, summary and arguments (from which the
+//!    macro derives the unit struct, [`Primitive`] and [`Lower`]);
+//! 2. `configure(args)`: checks the call and returns the op's configuration with its
+//!    [`Inferred`]; parameters are declared with a [`ParamList`], whose [`Slot`]s the op keeps
+//!    to read them by name;
+//! 3. `examples()`: calls that fit (the registry tests run the primitive's finite-difference
+//!    gradient check on each, and its manual backward check if it has one);
+//! 4. the op: [`Op::forward`] on candle tensors (batch first), and optionally
 //!    [`ManualBackward`] with a typed `Saved`, exposed through [`Op::manual`].
 //!
 //! The checker, compiler, tests and `memctl prims` read the registry; nothing else changes.
@@ -37,6 +39,7 @@ pub mod affine;
 pub mod backward;
 mod binary;
 pub mod concat;
+pub(crate) mod define;
 pub mod distill;
 pub mod div;
 pub mod embed;

@@ -18,46 +18,24 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::nam::{EPS, batch_of, expand_batch};
 
-pub struct NamAttend;
-
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::tensor("Q"),
-    ArgSpec::tensor("K"),
-    ArgSpec::tensor("V"),
-    ArgSpec::value("heads", Kind::Int, Default::Int(1)),
-];
-
-impl Primitive for NamAttend {
-    fn name(&self) -> &'static str {
-        "namAttend"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM attention (Vᵀ μ(K)) μ(Q), linear in sequence length, per head (NAM §3.5)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("Q", t(&[2, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 2])), ("heads", int(2))]),
-            Example::new([("Q", t(&[5, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))]),
-            // Learned keys and values shared by every example (batch 1).
-            Example::new([("Q", t(&[2, 4])), ("K", shared(&[3, 4])), ("V", shared(&[3, 2])), ("heads", int(2))]),
-        ]
-    }
+primitive! {
+    NamAttend = "namAttend",
+    "NAM attention (Vᵀ μ(K)) μ(Q), linear in sequence length, per head (NAM §3.5)",
+    args: [tensor("Q"), tensor("K"), tensor("V"), int_or("heads", 1)],
 }
 
-impl Lower for NamAttend {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("Q", t(&[2, 4])), ("K", t(&[3, 4])), ("V", t(&[3, 2])), ("heads", int(2))]),
+        Example::new([("Q", t(&[5, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))]),
+        // Learned keys and values shared by every example (batch 1).
+        Example::new([("Q", t(&[2, 4])), ("K", shared(&[3, 4])), ("V", shared(&[3, 2])), ("heads", int(2))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

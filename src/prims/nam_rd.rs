@@ -9,46 +9,24 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::heads::{check_per_head, per_head, to_heads};
 use super::nam_wr::{check_split, memory_dims};
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, l2_normalize, read};
 
-pub struct NamRd;
-
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::tensor("M"),
-    ArgSpec::tensor("q"),
-    ArgSpec::tensor("pr"),
-    ArgSpec::value("heads", Kind::Int, Default::Int(1)),
-];
-
-impl Primitive for NamRd {
-    fn name(&self) -> &'static str {
-        "namRD"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM read pr · M μ(q), per head, heads concatenated (NAM §3.1)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))]),
-            Example::new([("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))]),
-        ]
-    }
+primitive! {
+    NamRd = "namRD",
+    "NAM read pr · M μ(q), per head, heads concatenated (NAM §3.1)",
+    args: [tensor("M"), tensor("q"), tensor("pr"), int_or("heads", 1)],
 }
 
-impl Lower for NamRd {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))]),
+        Example::new([("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -19,20 +19,10 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::heads::{check_per_head, per_head, split_size, to_heads};
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, l2_normalize, write};
-
-pub struct NamWr;
-
-static SIGNATURE: [ArgSpec; 6] = [
-    ArgSpec::tensor("M"),
-    ArgSpec::tensor("k"),
-    ArgSpec::tensor("v"),
-    ArgSpec::tensor("pw"),
-    ArgSpec::tensor("pe"),
-    ArgSpec::value("heads", Kind::Int, Default::Int(1)),
-];
 
 /// Checks `M` against `heads` and returns `(dv/H, dk/H)`.
 pub(crate) fn memory_dims(args: &Args, heads: usize) -> Result<(usize, usize), PrimError> {
@@ -65,39 +55,25 @@ pub(crate) fn check_split(
     Ok(())
 }
 
-impl Primitive for NamWr {
-    fn name(&self) -> &'static str {
-        "namWR"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM write M' = M + pw·v kᵀ − pe·M k kᵀ with k ← μ(k), per head (NAM §3.1)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("M", t(&[3, 4])), ("k", t(&[4])), ("v", t(&[3])), ("pw", t(&[])), ("pe", t(&[]))]),
-            Example::new([
-                ("M", t(&[2, 2, 3])),
-                ("k", t(&[6])),
-                ("v", t(&[4])),
-                ("pw", t(&[2])),
-                ("pe", t(&[2])),
-                ("heads", int(2)),
-            ]),
-        ]
-    }
+primitive! {
+    NamWr = "namWR",
+    "NAM write M' = M + pw·v kᵀ − pe·M k kᵀ with k ← μ(k), per head (NAM §3.1)",
+    args: [tensor("M"), tensor("k"), tensor("v"), tensor("pw"), tensor("pe"), int_or("heads", 1)],
 }
 
-impl Lower for NamWr {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("M", t(&[3, 4])), ("k", t(&[4])), ("v", t(&[3])), ("pw", t(&[])), ("pe", t(&[]))]),
+        Example::new([
+            ("M", t(&[2, 2, 3])),
+            ("k", t(&[6])),
+            ("v", t(&[4])),
+            ("pw", t(&[2])),
+            ("pe", t(&[2])),
+            ("heads", int(2)),
+        ]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -4,36 +4,19 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::nam::l2_normalize;
 
-pub struct Normalize;
-
-static SIGNATURE: [ArgSpec; 1] = [ArgSpec::tensor("x")];
-
-impl Primitive for Normalize {
-    fn name(&self) -> &'static str {
-        "normalize"
-    }
-    fn summary(&self) -> &'static str {
-        "unit L2 normalisation μ(x) along the last axis (F.normalize, eps 1e-12)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", t(&[2, 3]))])]
-    }
+primitive! {
+    Normalize = "normalize",
+    "unit L2 normalisation μ(x) along the last axis (F.normalize, eps 1e-12)",
+    args: [tensor("x")],
 }
 
-impl Lower for Normalize {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", t(&[2, 3]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

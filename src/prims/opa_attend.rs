@@ -6,36 +6,19 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::opa::outer_product_attention;
 
-pub struct OpaAttend;
-
-static SIGNATURE: [ArgSpec; 3] = [ArgSpec::tensor("q"), ArgSpec::tensor("K"), ArgSpec::tensor("V")];
-
-impl Primitive for OpaAttend {
-    fn name(&self) -> &'static str {
-        "opaAttend"
-    }
-    fn summary(&self) -> &'static str {
-        "outer product attention Σ_i tanh(q ⊙ k_i) ⊗ v_i per query (SAM Eq. 2)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))])]
-    }
+primitive! {
+    OpaAttend = "opaAttend",
+    "outer product attention Σ_i tanh(q ⊙ k_i) ⊗ v_i per query (SAM Eq. 2)",
+    args: [tensor("q"), tensor("K"), tensor("V")],
 }
 
-impl Lower for OpaAttend {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

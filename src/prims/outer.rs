@@ -3,40 +3,23 @@
 use candle_core::{D, Tensor};
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::{real::Real, view};
 
-pub struct Outer;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("a"), ArgSpec::tensor("b")];
-
-impl Primitive for Outer {
-    fn name(&self) -> &'static str {
-        "outer"
-    }
-    fn summary(&self) -> &'static str {
-        "outer product a ⊗ b over the last axes (the `⊗` operator)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))]),
-            Example::new([("a", t(&[4])), ("b", t(&[3]))]),
-            Example::new([("a", shared(&[4])), ("b", t(&[3]))]),
-        ]
-    }
+primitive! {
+    Outer = "outer",
+    "outer product a ⊗ b over the last axes (the `⊗` operator)",
+    args: [tensor("a"), tensor("b")],
 }
 
-impl Lower for Outer {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))]),
+        Example::new([("a", t(&[4])), ("b", t(&[3]))]),
+        Example::new([("a", shared(&[4])), ("b", t(&[3]))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -23,41 +23,24 @@
 use candle_core::{D, Tensor};
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::gemm::filled;
 use crate::kernels::par::{for_each_batch, multiversion};
 use crate::kernels::{real::Real, view};
 
-pub struct RelRead;
-
-static SIGNATURE: [ArgSpec; 3] = [ArgSpec::tensor("Mr"), ArgSpec::tensor("c"), ArgSpec::tensor("b")];
-
-impl Primitive for RelRead {
-    fn name(&self) -> &'static str {
-        "relRead"
-    }
-    fn summary(&self) -> &'static str {
-        "relational memory read v[f] = Σ p[n] b[e] Mr[n,e,f], p = softmax(c) (SAM Eq. 11 on the authors' code's axis)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![
-            Example::new([("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]),
-            Example::new([("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))]),
-        ]
-    }
+primitive! {
+    RelRead = "relRead",
+    "relational memory read v[f] = Σ p[n] b[e] Mr[n,e,f], p = softmax(c) (SAM Eq. 11 on the authors' code's axis)",
+    args: [tensor("Mr"), tensor("c"), tensor("b")],
 }
 
-impl Lower for RelRead {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![
+        Example::new([("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]),
+        Example::new([("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))]),
+    ]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

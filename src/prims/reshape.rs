@@ -4,35 +4,18 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::*;
 
-pub struct Reshape;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("x"), ArgSpec::value("shape", Kind::List, Default::Required)];
-
-impl Primitive for Reshape {
-    fn name(&self) -> &'static str {
-        "reshape"
-    }
-    fn summary(&self) -> &'static str {
-        "the same elements in a new per-example shape (a list of sizes)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", t(&[2, 3])), ("shape", ints(&[3, 2]))])]
-    }
+primitive! {
+    Reshape = "reshape",
+    "the same elements in a new per-example shape (a list of sizes)",
+    args: [tensor("x"), list("shape")],
 }
 
-impl Lower for Reshape {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", t(&[2, 3])), ("shape", ints(&[3, 2]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -17,44 +17,23 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::dense;
 
-pub struct RmcGate;
-
-static SIGNATURE: [ArgSpec; 6] = [
-    ArgSpec::tensor("M"),
-    ArgSpec::tensor("Mnew"),
-    ArgSpec::tensor("x"),
-    ArgSpec::value("style", Kind::Str, Default::Str("unit")),
-    ArgSpec::value("forget_bias", Kind::Float, Default::Float(1.0)),
-    ArgSpec::value("input_bias", Kind::Float, Default::Float(0.0)),
-];
-
-impl Primitive for RmcGate {
-    fn name(&self) -> &'static str {
-        "rmcGate"
-    }
-    fn summary(&self) -> &'static str {
-        "RMC gating M' = σ(i + b_i) ⊙ tanh(M̃) + σ(f + b_f) ⊙ M, per unit or per slot (RMC Eq. 3-9, Sonnet form)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        let args = |style: &str| [("M", t(&[3, 4])), ("Mnew", t(&[3, 4])), ("x", t(&[4])), ("style", string(style))];
-        vec![Example::new(args("unit")), Example::new(args("memory"))]
-    }
+primitive! {
+    RmcGate = "rmcGate",
+    "RMC gating M' = σ(i + b_i) ⊙ tanh(M̃) + σ(f + b_f) ⊙ M, per unit or per slot (RMC Eq. 3-9, Sonnet form)",
+    args: [
+        tensor("M"), tensor("Mnew"), tensor("x"), str_or("style", "unit"), float_or("forget_bias", 1.0),
+        float_or("input_bias", 0.0),
+    ],
 }
 
-impl Lower for RmcGate {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    let args = |style: &str| [("M", t(&[3, 4])), ("Mnew", t(&[3, 4])), ("x", t(&[4])), ("style", string(style))];
+    vec![Example::new(args("unit")), Example::new(args("memory"))]
 }
 
 /// The gating styles: one gate per element, or one per slot.

@@ -12,6 +12,7 @@ use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, forward_slices};
 use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
@@ -20,33 +21,16 @@ use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
 use crate::kernels::{real::Real, view};
 
-pub struct SamRead;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("M"), ArgSpec::value("nq", Kind::Int, Default::Int(1))];
-
-impl Primitive for SamRead {
-    fn name(&self) -> &'static str {
-        "samRead"
-    }
-    fn summary(&self) -> &'static str {
-        "SAM: nq queries of outer product attention over LN(W M) (SAM Eq. 4-8, authors' form)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("M", t(&[3, 3])), ("nq", int(2))]), Example::new([("M", t(&[5, 4])), ("nq", int(3))])]
-    }
+primitive! {
+    SamRead = "samRead",
+    "SAM: nq queries of outer product attention over LN(W M) (SAM Eq. 4-8, authors' form)",
+    args: [tensor("M"), int_or("nq", 1)],
+    op: SamReadOp::new,
 }
 
-impl Lower for SamRead {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(SamReadOp::new(configure(args)?.0)))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("M", t(&[3, 3])), ("nq", int(2))]), Example::new([("M", t(&[5, 4])), ("nq", int(3))])]
 }
 
 /// One call, configured: `M: [n, d]`, `nq` queries.

@@ -4,35 +4,18 @@
 use candle_core::Tensor;
 
 use super::backward::forward_saving_nothing;
+use super::define::primitive;
 use super::*;
 
-pub struct Scalar;
-
-static SIGNATURE: [ArgSpec; 1] = [ArgSpec::value("init", Kind::Float, Default::Float(0.0))];
-
-impl Primitive for Scalar {
-    fn name(&self) -> &'static str {
-        "scalar"
-    }
-    fn summary(&self) -> &'static str {
-        "a learned scalar, initialised to `init`"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        vec![Example { args: vec![] }]
-    }
+primitive! {
+    Scalar = "scalar",
+    "a learned scalar, initialised to `init`",
+    args: [float_or("init", 0.0)],
+    op: |value| ScalarOp { value },
 }
 
-impl Lower for Scalar {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        let (value, _) = configure(args)?;
-        Ok(Arc::new(ScalarOp { value }))
-    }
+fn examples() -> Vec<Example> {
+    vec![Example { args: vec![] }]
 }
 
 fn configure(args: &Args) -> Result<(Slot, Inferred), PrimError> {

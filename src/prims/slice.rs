@@ -4,39 +4,18 @@
 
 use candle_core::{D, Tensor};
 
+use super::define::primitive;
 use super::*;
 
-pub struct Slice;
-
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::tensor("x"),
-    ArgSpec::value("start", Kind::Int, Default::Required),
-    ArgSpec::value("size", Kind::Int, Default::Required),
-];
-
-impl Primitive for Slice {
-    fn name(&self) -> &'static str {
-        "slice"
-    }
-    fn summary(&self) -> &'static str {
-        "elements start .. start + size of the last axis"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", t(&[2, 5])), ("start", int(1)), ("size", int(3))])]
-    }
+primitive! {
+    Slice = "slice",
+    "elements start .. start + size of the last axis",
+    args: [tensor("x"), int("start"), int("size")],
 }
 
-impl Lower for Slice {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", t(&[2, 5])), ("start", int(1)), ("size", int(3))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

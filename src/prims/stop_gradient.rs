@@ -8,38 +8,23 @@
 use candle_core::Tensor;
 
 use super::backward::forward_saving_nothing;
+use super::define::primitive;
 use super::*;
 
-pub struct StopGradient;
-
-static SIGNATURE: [ArgSpec; 1] = [ArgSpec::tensor("x")];
-
-impl Primitive for StopGradient {
-    fn name(&self) -> &'static str {
-        "stopGradient"
-    }
-    fn summary(&self) -> &'static str {
-        "x, with no gradient flowing back to x (ablations: PKM's stop-gradient on the assignment)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        Ok(Inferred::new(vec![Ty::Tensor(args.shape("x")?.clone())], vec![], 0))
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("x", t(&[3]))]), Example::new([("x", t(&[2, 3]))])]
-    }
-    fn passes_gradients(&self) -> bool {
-        false
-    }
+primitive! {
+    StopGradient = "stopGradient",
+    "x, with no gradient flowing back to x (ablations: PKM's stop-gradient on the assignment)",
+    args: [tensor("x")],
+    passes_gradients: false,
 }
 
-impl Lower for StopGradient {
-    fn lower(&self, _args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(StopGradientOp))
-    }
+fn configure(args: &Args) -> Result<(StopGradientOp, Inferred), PrimError> {
+    Ok((StopGradientOp, Inferred::new(vec![Ty::Tensor(args.shape("x")?.clone())], vec![], 0)))
+}
+
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("x", t(&[3]))]), Example::new([("x", t(&[2, 3]))])]
 }
 
 struct StopGradientOp;

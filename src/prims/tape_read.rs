@@ -15,37 +15,20 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::heads::{check_per_head, check_position, per_head, tape_dims};
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, tape_read};
 
-pub struct TapeRead;
-
-static SIGNATURE: [ArgSpec; 3] = [ArgSpec::tensor("T"), ArgSpec::tensor("pos"), ArgSpec::tensor("pr")];
-
-impl Primitive for TapeRead {
-    fn name(&self) -> &'static str {
-        "tapeRead"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM-TM tape read pr · Tᵀ pos at a soft head position, per head (NAM §3.3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))])]
-    }
+primitive! {
+    TapeRead = "tapeRead",
+    "NAM-TM tape read pr · Tᵀ pos at a soft head position, per head (NAM §3.3)",
+    args: [tensor("T"), tensor("pos"), tensor("pr")],
 }
 
-impl Lower for TapeRead {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -17,39 +17,21 @@
 
 use candle_core::Tensor;
 
+use super::define::primitive;
 use super::heads::{check_per_head, check_position, per_head, tape_dims, to_heads};
 use super::nam_wr::check_split;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, tape_write};
 
-pub struct TapeWrite;
-
-static SIGNATURE: [ArgSpec; 5] =
-    [ArgSpec::tensor("T"), ArgSpec::tensor("pos"), ArgSpec::tensor("v"), ArgSpec::tensor("pw"), ArgSpec::tensor("pe")];
-
-impl Primitive for TapeWrite {
-    fn name(&self) -> &'static str {
-        "tapeWrite"
-    }
-    fn summary(&self) -> &'static str {
-        "NAM-TM tape write T + pos ⊗ (pw·v − pe·Tᵀpos) at a soft head position, per head (NAM §3.3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))])]
-    }
+primitive! {
+    TapeWrite = "tapeWrite",
+    "NAM-TM tape write T + pos ⊗ (pw·v − pe·Tᵀpos) at a soft head position, per head (NAM §3.3)",
+    args: [tensor("T"), tensor("pos"), tensor("v"), tensor("pw"), tensor("pe")],
 }
 
-impl Lower for TapeWrite {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(configure(args)?.0))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))])]
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

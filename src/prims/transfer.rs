@@ -22,39 +22,23 @@
 use candle_core::Tensor;
 
 use super::backward::with_real;
+use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, column_sums_into, dense};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::par::for_each_batch;
 use crate::kernels::{real::Real, view};
 
-pub struct Transfer;
-
-static SIGNATURE: [ArgSpec; 2] = [ArgSpec::tensor("R"), ArgSpec::value("size", Kind::Int, Default::Int(0))];
-
-impl Primitive for Transfer {
-    fn name(&self) -> &'static str {
-        "transfer"
-    }
-    fn summary(&self) -> &'static str {
-        "relational to item memory: (G1 Vf(R))ᵀ + bias over the flattened slots (SAM Eq. 13, the code's orientation)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn infer(&self, args: &Args) -> Result<Inferred, PrimError> {
-        configure(args).map(|(_, inferred)| inferred)
-    }
-    fn examples(&self) -> Vec<Example> {
-        use crate::signature::example_args::*;
-        vec![Example::new([("R", t(&[2, 3, 3]))]), Example::new([("R", t(&[2, 3, 4])), ("size", int(5))])]
-    }
+primitive! {
+    Transfer = "transfer",
+    "relational to item memory: (G1 Vf(R))ᵀ + bias over the flattened slots (SAM Eq. 13, the code's orientation)",
+    args: [tensor("R"), int_or("size", 0)],
+    op: TransferOp::new,
 }
 
-impl Lower for Transfer {
-    fn lower(&self, args: &Args) -> Result<Arc<dyn Op>, PrimError> {
-        Ok(Arc::new(TransferOp::new(configure(args)?.0)))
-    }
+fn examples() -> Vec<Example> {
+    use crate::signature::example_args::*;
+    vec![Example::new([("R", t(&[2, 3, 3]))]), Example::new([("R", t(&[2, 3, 4])), ("size", int(5))])]
 }
 
 /// One call, configured: `R`'s shape `[nq, d, d2]` and the dense layer `nq·d → size`.

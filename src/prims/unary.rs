@@ -9,29 +9,13 @@ macro_rules! unary_elementwise {
     ($ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr) => {
         $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f);
         impl $crate::prims::Op for UnaryOp {
-            fn forward(
-                &self,
-                inputs: &[&candle_core::Tensor],
-                _params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<Vec<candle_core::Tensor>> {
-                let [x] = $crate::prims::op::inputs($name, inputs)?;
-                let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
-                Ok(vec![f(x)?])
-            }
+            $crate::prims::unary::unary_elementwise!(@forward $name, $f);
         }
     };
     ($ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr, $dydx:expr) => {
         $crate::prims::unary::unary_elementwise!(@define $ty, $name, $summary, $flops_per_elem, $f);
         impl $crate::prims::Op for UnaryOp {
-            fn forward(
-                &self,
-                inputs: &[&candle_core::Tensor],
-                _params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<Vec<candle_core::Tensor>> {
-                let [x] = $crate::prims::op::inputs($name, inputs)?;
-                let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
-                Ok(vec![f(x)?])
-            }
+            $crate::prims::unary::unary_elementwise!(@forward $name, $f);
 
             fn manual(&self) -> Option<&dyn $crate::prims::TrainOp> {
                 Some(self)
@@ -78,40 +62,31 @@ macro_rules! unary_elementwise {
         }
     };
     (@define $ty:ident, $name:literal, $summary:literal, $flops_per_elem:literal, $f:expr) => {
-        pub struct $ty;
-
-        static SIGNATURE: [$crate::prims::ArgSpec; 1] = [$crate::prims::ArgSpec::tensor("x")];
-
-        impl $crate::prims::Primitive for $ty {
-            fn name(&self) -> &'static str {
-                $name
-            }
-            fn summary(&self) -> &'static str {
-                $summary
-            }
-            fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
-                &SIGNATURE
-            }
-            fn infer(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Inferred, $crate::prims::PrimError> {
-                let x = args.shape("x")?.clone();
-                let flops = ($flops_per_elem * x.iter().product::<usize>()) as u64;
-                Ok($crate::prims::Inferred::new(vec![$crate::prims::Ty::Tensor(x)], vec![], flops))
-            }
-            fn examples(&self) -> Vec<$crate::prims::Example> {
-                examples()
-            }
+        $crate::prims::define::primitive! {
+            $ty = $name, $summary,
+            args: [tensor("x")],
         }
 
-        impl $crate::prims::Lower for $ty {
-            fn lower(
-                &self,
-                _args: &$crate::prims::Args,
-            ) -> Result<std::sync::Arc<dyn $crate::prims::Op>, $crate::prims::PrimError> {
-                Ok(std::sync::Arc::new(UnaryOp))
-            }
+        fn configure(
+            args: &$crate::prims::Args,
+        ) -> Result<(UnaryOp, $crate::prims::Inferred), $crate::prims::PrimError> {
+            let x = args.shape("x")?.clone();
+            let flops = ($flops_per_elem * x.iter().product::<usize>()) as u64;
+            Ok((UnaryOp, $crate::prims::Inferred::new(vec![$crate::prims::Ty::Tensor(x)], vec![], flops)))
         }
 
         struct UnaryOp;
+    };
+    (@forward $name:literal, $f:expr) => {
+        fn forward(
+            &self,
+            inputs: &[&candle_core::Tensor],
+            _params: &[&candle_core::Tensor],
+        ) -> candle_core::Result<Vec<candle_core::Tensor>> {
+            let [x] = $crate::prims::op::inputs($name, inputs)?;
+            let f: fn(&candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
+            Ok(vec![f(x)?])
+        }
     };
 }
 

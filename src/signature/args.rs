@@ -57,6 +57,42 @@ impl ArgSpec {
     }
 }
 
+/// Short constructors for signatures, so that a primitive's argument list reads like a call
+/// (`[tensor("M"), int("heads"), float_or("lambda", 0.35)]`).
+pub mod arg {
+    use super::{ArgSpec, Default};
+    use crate::value::Kind;
+
+    /// A tensor input.
+    pub const fn tensor(name: &'static str) -> ArgSpec {
+        ArgSpec::tensor(name)
+    }
+    /// A tensor input that may be left out.
+    pub const fn optional(name: &'static str) -> ArgSpec {
+        ArgSpec::optional_tensor(name)
+    }
+    /// A required integer.
+    pub const fn int(name: &'static str) -> ArgSpec {
+        ArgSpec::value(name, Kind::Int, Default::Required)
+    }
+    pub const fn int_or(name: &'static str, default: i64) -> ArgSpec {
+        ArgSpec::value(name, Kind::Int, Default::Int(default))
+    }
+    pub const fn float_or(name: &'static str, default: f64) -> ArgSpec {
+        ArgSpec::value(name, Kind::Float, Default::Float(default))
+    }
+    pub const fn bool_or(name: &'static str, default: bool) -> ArgSpec {
+        ArgSpec::value(name, Kind::Bool, Default::Bool(default))
+    }
+    pub const fn str_or(name: &'static str, default: &'static str) -> ArgSpec {
+        ArgSpec::value(name, Kind::Str, Default::Str(default))
+    }
+    /// A required list of integers.
+    pub const fn list(name: &'static str) -> ArgSpec {
+        ArgSpec::value(name, Kind::List, Default::Required)
+    }
+}
+
 /// One argument as bound at a call site.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArgVal {

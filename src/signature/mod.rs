@@ -12,7 +12,7 @@ mod example;
 mod param_decl;
 mod prim_error;
 
-pub use args::{ArgKind, ArgSpec, ArgVal, Args, Default, MAX_SIZE};
+pub use args::{ArgKind, ArgSpec, ArgVal, Args, Default, MAX_SIZE, arg};
 pub use example::{Example, ExampleArg, example_args};
 pub use param_decl::{Dense, Norm, ParamDecl, ParamList, Slot};
 pub use prim_error::{Combine, HeadLayout, Hint, PrimError, PrimErrorKind};

@@ -1,0 +1,81 @@
+//! `primitive!`: the declaration a primitive file starts with.
+//!
+//! A primitive file writes only what is its own: the name used in `.mem` files, a one-line
+//! summary, the arguments, and two functions,
+//! - `configure(args) -> Result<(Config, Inferred), PrimError>`, which checks one call and
+//!   returns what the op needs (its configuration) with the call's shape inference, and
+//! - `examples() -> Vec<Example>`, calls that fit (the registry's gradient tests run on them).
+//!
+//! The macro derives the rest: the unit struct, [`Primitive`](super::Primitive) for the
+//! checker (`infer` is `configure` without the configuration) and [`Lower`](super::Lower)
+//! for the compiler (the op built from that same configuration, so what the checker accepted
+//! and what runs cannot disagree). The arguments are written with the short constructors of
+//! `crate::signature::arg` (`tensor("M")`, `int("heads")`, `float_or("lambda", 0.35)`). Options, each at most once and in this order:
+//! - `outputs: ["c", "h"]` names several outputs (the default is one, `out`);
+//! - `op: |config| SomeOp { .. }` builds the op from the configuration (by default the
+//!   configuration is the op);
+//! - `passes_gradients: false` for a primitive whose purpose is to block gradients.
+//!
+//! ```ignore
+//! primitive! {
+//!     Concat = "concat", "concatenation [a : b] along the last axis",
+//!     args: [tensor("a"), tensor("b")],
+//! }
+//! ```
+
+macro_rules! primitive {
+    (
+        $ty:ident = $name:literal, $summary:literal,
+        args: [$($arg:expr),* $(,)?],
+        $(outputs: [$($output:literal),+ $(,)?],)?
+        $(op: $op:expr,)?
+        $(passes_gradients: $passes:literal,)?
+    ) => {
+        pub struct $ty;
+
+        impl $crate::prims::Primitive for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn summary(&self) -> &'static str {
+                $summary
+            }
+            fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
+                #[allow(unused_imports)]
+                use $crate::signature::arg::*;
+                static SIGNATURE: &[$crate::prims::ArgSpec] = &[$($arg),*];
+                SIGNATURE
+            }
+            $(fn outputs(&self) -> &'static [&'static str] {
+                &[$($output),+]
+            })?
+            fn infer(&self, args: &$crate::prims::Args) -> Result<$crate::prims::Inferred, $crate::prims::PrimError> {
+                configure(args).map(|(_, inferred)| inferred)
+            }
+            fn examples(&self) -> Vec<$crate::prims::Example> {
+                examples()
+            }
+            $(fn passes_gradients(&self) -> bool {
+                $passes
+            })?
+        }
+
+        impl $crate::prims::Lower for $ty {
+            fn lower(
+                &self,
+                args: &$crate::prims::Args,
+            ) -> Result<std::sync::Arc<dyn $crate::prims::Op>, $crate::prims::PrimError> {
+                let (config, _) = configure(args)?;
+                Ok(std::sync::Arc::new($crate::prims::define::primitive!(@op config $(, $op)?)))
+            }
+        }
+    };
+    (@op $config:ident) => {
+        $config
+    };
+    (@op $config:ident, $op:expr) => {
+        ($op)($config)
+    };
+}
+
+pub(crate) use primitive;
