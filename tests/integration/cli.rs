@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::TINY;
+use crate::support::tiny_spec;
 
 fn memctl(store: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_memctl"))
@@ -23,7 +23,7 @@ fn text(b: &[u8]) -> String {
 fn sweep_records_runs_and_skips_them_the_second_time() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, TINY).unwrap();
+    std::fs::write(&spec, tiny_spec()).unwrap();
     let store = dir.path().join("store");
     let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -39,7 +39,7 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     for r in records {
         assert_eq!(r["status"], "done");
         assert!(r["final_metrics"]["accuracy"].as_f64().is_some());
-        assert_eq!(r["spec_text"].as_str().unwrap(), TINY);
+        assert_eq!(r["spec_text"].as_str().unwrap(), tiny_spec());
     }
     let table = text(&memctl(&store, &["runs"]).stdout);
     assert!(table.contains("tiny_stm") && table.contains("tiny_lstm") && table.contains("accuracy"), "{table}");
@@ -78,7 +78,7 @@ fn a_store_held_too_long_gets_a_message_naming_the_holder() {
 fn check_reports_a_located_error_and_exit_code_2() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("bad.mem");
-    std::fs::write(&spec, TINY.replace("relRead(Mr, c, b)", "relRaed(Mr, c, b)")).unwrap();
+    std::fs::write(&spec, tiny_spec().replace("relRead(Mr, c, b)", "relRaed(Mr, c, b)")).unwrap();
     let out = memctl(&dir.path().join("store"), &["check", spec.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
@@ -94,7 +94,7 @@ fn cuda_without_the_feature_is_a_clear_error() {
     }
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, TINY).unwrap();
+    std::fs::write(&spec, tiny_spec()).unwrap();
     let out = memctl(&dir.path().join("store"), &["run", spec.to_str().unwrap(), "--device", "cuda"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--features cuda"), "{}", text(&out.stderr));
@@ -105,7 +105,7 @@ fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs(
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("big.mem");
     // A batch of 2^40 sequences cannot fit on any machine this test runs on.
-    std::fs::write(&spec, TINY.replacen("batch = 16", "batch = 1099511627776", 1)).unwrap();
+    std::fs::write(&spec, tiny_spec().replacen("batch = 16", "batch = 1099511627776", 1)).unwrap();
     let store = dir.path().join("store");
     for verb in ["sweep", "run"] {
         let out = memctl(&store, &[verb, spec.to_str().unwrap(), "--threads", "1"]);
@@ -123,7 +123,7 @@ fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs(
 fn check_prints_the_memory_each_model_needs_to_train() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, TINY).unwrap();
+    std::fs::write(&spec, tiny_spec()).unwrap();
     let out = memctl(&dir.path().join("store"), &["check", spec.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);

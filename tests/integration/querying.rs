@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use memctl::value::Value;
 
-use crate::support::TINY;
+use crate::support::tiny_spec;
 use crate::synthetic::{fill, open};
 
 /// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
@@ -206,7 +206,7 @@ fn show_prints_the_record_as_yaml_with_curve_summaries_and_spec() {
     assert_eq!(doc["curves"]["train_loss"]["best"][0], 30);
     assert_eq!(doc["curves"]["train_loss"]["first"][1].as_f64(), Some(2.0));
     assert_eq!(doc["curves"]["train_loss"]["best"][1].as_f64(), Some(1.0 - 0.7));
-    assert_eq!(doc["spec"].as_str().unwrap().trim_end(), TINY.trim_end());
+    assert_eq!(doc["spec"].as_str().unwrap().trim_end(), tiny_spec().trim_end());
     let missing = memctl(&store, &["show", "99"]);
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("no run with id 99"));
@@ -220,7 +220,7 @@ fn diff_shows_the_ablation_and_metrics_side_by_side() {
     {
         let s = open(&store);
         let mut r = s.get(6).unwrap();
-        r.spec_text = TINY.replace("steps = 6", "steps = 8");
+        r.spec_text = tiny_spec().replace("steps = 6", "steps = 8");
         s.put(&r).unwrap();
     }
     let out = ok(&memctl(&store, &["diff", "4", "6"]));
@@ -365,7 +365,7 @@ fn summaries_are_rebuilt_for_a_store_written_before_them() {
 fn ablate_plans_the_full_model_and_each_switch_off() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, TINY).unwrap();
+    std::fs::write(&spec, tiny_spec()).unwrap();
     let ctx = memctl::cli::Context { store: dir.path().join("store"), color: false };
     let variants = memctl::cli::ablate::plan(&spec, "tiny_stm", None, Some(3), &ctx).unwrap().unwrap();
     let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
@@ -406,7 +406,7 @@ fn ablate_plans_the_full_model_and_each_switch_off() {
 fn ablate_runs_the_variants_once_and_prints_the_table() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, TINY).unwrap();
+    std::fs::write(&spec, tiny_spec()).unwrap();
     let store = dir.path().join("store");
     let args =
         ["ablate", spec.to_str().unwrap(), "tiny_stm", "--switches", "gates", "--seeds", "1", "--threads", "1", "-q"];

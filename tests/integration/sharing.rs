@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::support::tiny_lstm_sweep;
+use crate::support::{tiny_lstm_sweep, token_lstm};
 
 fn memctl(store: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
@@ -146,17 +146,14 @@ fn two_sweeps_killed_at_random_moments_still_end_every_trial_once() {
 
 /// One LSTM trial that trains long enough to be caught mid-way, with a checkpoint every
 /// ~30 ms of training.
-const LONG: &str = r#"
-task tiny = assocRetrieval(pairs = 3, train = 256, validation = 64, test = 64)
-model lstm(hidden = 24) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
+fn long() -> String {
+    format!(
+        "task tiny = assocRetrieval(pairs = 3, train = 256, validation = 64, test = 64)\n{}{LONG_EXPERIMENT}",
+        token_lstm("lstm", 24)
+    )
 }
-experiment long {
+
+const LONG_EXPERIMENT: &str = r#"experiment long {
   task tiny
   model lstm
   train { optimizer = adam(lr = 3e-3), batch = 16, steps = 1500, eval_every = 100, checkpoint_every = 0.0005 }
@@ -192,7 +189,7 @@ fn checkpoint_exists(store: &Path) -> bool {
 #[test]
 fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(dir.path(), "long.mem", LONG);
+    let spec = write_spec(dir.path(), "long.mem", &long());
     // The reference: the same trial, never interrupted.
     let reference_store = dir.path().join("reference");
     let out = sweep(&reference_store, &spec).output().unwrap();
@@ -242,7 +239,7 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
 #[test]
 fn runs_shows_a_trial_training_in_another_process_and_then_its_end() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write_spec(dir.path(), "long.mem", &LONG.replace("steps = 1500", "steps = 100000"));
+    let spec = write_spec(dir.path(), "long.mem", &long().replace("steps = 1500", "steps = 100000"));
     let store = dir.path().join("store");
     let mut child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     eventually("a first evaluation", || newest(&store).is_some_and(|r| r["curves"]["val_accuracy"].is_array()));

@@ -3,6 +3,7 @@
 //! under CI (`CI` or `MEMCTL_REQUIRE_SLURM` set, as `.ci/run` does) and are skipped, saying so,
 //! elsewhere.
 
+use crate::support::{TINY_TASK, token_lstm};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -82,17 +83,11 @@ fn done_runs(store: &Path, cwd: &Path) -> Vec<serde_json::Value> {
     all.as_array().unwrap().iter().filter(|r| r["status"] == "done").cloned().collect()
 }
 
-const SPEC: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
+fn spec() -> String {
+    format!("{TINY_TASK}{}{}", token_lstm("lstm", 16), SPEC_EXPERIMENTS)
 }
-experiment quick {
+
+const SPEC_EXPERIMENTS: &str = r#"experiment quick {
   task tiny
   model lstm
   train { batch = 16, steps = 30, eval_every = 10 }
@@ -115,7 +110,7 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    std::fs::write(cwd.join("s.mem"), SPEC).unwrap();
+    std::fs::write(cwd.join("s.mem"), spec()).unwrap();
     let store = cwd.join("store");
     let shared = cwd.join("shared");
     let submit = |experiment: &str| -> String {
@@ -176,17 +171,11 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
 }
 
 /// One trial, bounded by time; the test plays Slurm's time-limit warning on it.
-const LONG_SPEC: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
+fn long_spec() -> String {
+    format!("{TINY_TASK}{}{}", token_lstm("lstm", 16), LONG_SPEC_EXPERIMENTS)
 }
-experiment long {
+
+const LONG_SPEC_EXPERIMENTS: &str = r#"experiment long {
   task tiny
   model lstm
   train { batch = 16, steps = 10000000, eval_every = 1000, max_time = 6 }
@@ -201,7 +190,7 @@ fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path();
-    std::fs::write(cwd.join("s.mem"), LONG_SPEC).unwrap();
+    std::fs::write(cwd.join("s.mem"), long_spec()).unwrap();
     let store = cwd.join("store");
     let shared = cwd.join("shared");
     let out = memctl(

@@ -6,6 +6,7 @@
 //! After an intended change of output: `MEMCTL_UPDATE_SNAPSHOTS=1 cargo test snapshots`, then
 //! read the diff of `tests/snapshots/` before committing it.
 
+use crate::support::{TINY_TASK, token_lstm};
 use std::path::Path;
 use std::process::Command;
 
@@ -95,17 +96,12 @@ fn redact(text: &str) -> String {
     out
 }
 
-const SPEC: &str = r#"task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
+/// The tiny task and LSTM with one experiment of two seeds.
+fn spec() -> String {
+    format!("{TINY_TASK}\n{}{EXPERIMENT}", token_lstm("lstm", 16))
 }
 
+const EXPERIMENT: &str = r#"
 experiment tiny_lstm {
   task tiny
   model lstm(hidden = 8)
@@ -117,7 +113,7 @@ experiment tiny_lstm {
 #[test]
 fn check_prints_trials_parameters_flops_and_memory() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tiny.mem"), SPEC).unwrap();
+    std::fs::write(dir.path().join("tiny.mem"), spec()).unwrap();
     let (code, out, err) = memctl(dir.path(), &["check", "tiny.mem"]);
     assert_eq!(code, 0, "{err}");
     snapshot("check", &out);
@@ -126,7 +122,7 @@ fn check_prints_trials_parameters_flops_and_memory() {
 #[test]
 fn check_of_a_malformed_spec_underlines_the_cause() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bad.mem"), SPEC.replace("lstmCell(c, h,", "lstmCel(c, h,")).unwrap();
+    std::fs::write(dir.path().join("bad.mem"), spec().replace("lstmCell(c, h,", "lstmCel(c, h,")).unwrap();
     let (code, out, err) = memctl(dir.path(), &["check", "bad.mem"]);
     assert_ne!(code, 0);
     snapshot("check_error", &format!("{out}{err}"));
@@ -135,7 +131,7 @@ fn check_of_a_malformed_spec_underlines_the_cause() {
 #[test]
 fn runs_and_show_after_a_sweep() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("tiny.mem"), SPEC).unwrap();
+    std::fs::write(dir.path().join("tiny.mem"), spec()).unwrap();
     let (code, _, err) = memctl(dir.path(), &["sweep", "tiny.mem", "--threads", "1", "--jobs", "1"]);
     assert_eq!(code, 0, "{err}");
     let (_, runs, _) = memctl(dir.path(), &["runs", "--columns", "id,experiment,model,seed,status,steps_run"]);

@@ -11,14 +11,14 @@ pub fn trials(name: &str, text: &str) -> Vec<Trial> {
     program.experiments.into_iter().flat_map(|e| e.trials).collect()
 }
 
-/// A tiny STM and LSTM on a tiny associative retrieval task.
-/// A spec of tiny LSTM trials on 2-pair associative retrieval: one experiment `name` with its
-/// `train` settings and `sweep` (each trial takes a few hundred milliseconds).
-pub fn tiny_lstm_sweep(name: &str, train: &str, sweep: &str) -> String {
+/// The 2-pair associative-retrieval task most CLI tests train on (a trial takes well under a
+/// second).
+pub const TINY_TASK: &str = "task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)\n";
+
+/// The LSTM baseline over token inputs, as a `.mem` model `name` with `hidden` units by default.
+pub fn token_lstm(name: &str, hidden: usize) -> String {
     format!(
-        r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 16) {{
+        r#"model {name}(hidden = {hidden}) {{
   state c = zeros(hidden)
   state h = zeros(hidden)
   step token {{
@@ -26,17 +26,26 @@ model lstm(hidden = 16) {{
     out linear(h, output_size)
   }}
 }}
-experiment {name} {{
-  task tiny
-  model lstm
-  train {{ {train} }}
-  sweep {{ {sweep} }}
-}}
 "#
     )
 }
 
-pub const TINY: &str = r#"
+/// A spec of tiny LSTM trials on 2-pair associative retrieval: one experiment `name` with its
+/// `train` settings and `sweep` (each trial takes a few hundred milliseconds).
+pub fn tiny_lstm_sweep(name: &str, train: &str, sweep: &str) -> String {
+    format!(
+        "\n{TINY_TASK}{}experiment {name} {{\n  task tiny\n  model lstm\n  train {{ {train} }}\n  sweep {{ {sweep} }}\n}}\n",
+        token_lstm("lstm", 16)
+    )
+}
+
+/// A tiny STM and LSTM on a tiny associative retrieval task.
+pub fn tiny_spec() -> String {
+    let (stm, experiments) = (TINY_STM, TINY_EXPERIMENTS);
+    format!("{stm}{}{experiments}", token_lstm("lstm", 16))
+}
+
+const TINY_STM: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
 
 model stm(d = 8, nq = 2, nr = 8, gates = true, transfer = true) {
@@ -56,15 +65,9 @@ model stm(d = 8, nq = 2, nr = 8, gates = true, transfer = true) {
   }
 }
 
-model lstm(hidden = 16) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
+"#;
 
+const TINY_EXPERIMENTS: &str = r#"
 experiment tiny_stm {
   task tiny
   model stm

@@ -8,7 +8,7 @@ use memctl::check::TrialConfig;
 use memctl::store::{RunRecord, Status, Store};
 use memctl::value::Value;
 
-use crate::support::{TINY, trials};
+use crate::support::{tiny_spec, trials};
 
 /// Opens the store, waiting out the lock of one this process just dropped.
 pub fn open(path: &Path) -> Store {
@@ -21,9 +21,10 @@ pub fn open(path: &Path) -> Store {
     panic!("the store stayed locked");
 }
 
-/// The config of TINY's `tiny_stm` trial with `d`, `gates` and the seed set (and swept).
+/// The config of the tiny spec's `tiny_stm` trial with `d`, `gates` and the seed set (and swept).
 pub fn config(d: i64, gates: bool, seed: u64) -> TrialConfig {
-    let mut c = trials("tiny.mem", TINY).into_iter().find(|t| t.config.experiment == "tiny_stm").unwrap().config;
+    let mut c =
+        trials("tiny.mem", &tiny_spec()).into_iter().find(|t| t.config.experiment == "tiny_stm").unwrap().config;
     c.params.insert("d".into(), Value::Int(d));
     c.params.insert("gates".into(), Value::Bool(gates));
     c.seed = seed;
@@ -47,7 +48,7 @@ pub fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64
         status: Status::Done,
         config: memctl::store::StoredConfig::of(&config),
         spec_path: "tiny.mem".into(),
-        spec_text: TINY.into(),
+        spec_text: tiny_spec(),
         spec_hash: "h".into(),
         environment: memctl::store::Environment {
             hostname: "test".into(),

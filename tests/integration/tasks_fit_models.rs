@@ -9,7 +9,13 @@ use candle_core::Device;
 use memctl::train::{Ending, Silent, train};
 use memctl::{check, lang};
 
-const SPEC: &str = r#"
+use crate::support::token_lstm;
+
+fn spec() -> String {
+    format!("{GENERATED_TASKS}{}{GENERATED_EXPERIMENTS}", token_lstm("tok_lstm", 8))
+}
+
+const GENERATED_TASKS: &str = r#"
 task nfar  = nthFarthest(vectors = 4, dims = 3, validation = 8, test = 8)
 task cp    = copy(width = 4, min_len = 1, max_len = 3, validation = 8, test = 8)
 task psort = prioritySort(width = 4, inputs = 5, outputs = 3, validation = 8, test = 8)
@@ -30,15 +36,9 @@ model vec_lstm(hidden = 8) {
   }
 }
 
-model tok_lstm(hidden = 8) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
+"#;
 
+const GENERATED_EXPERIMENTS: &str = r#"
 experiment nfar  { task nfar  model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment cp    { task cp    model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment psort { task psort model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
@@ -53,7 +53,7 @@ experiment dbl   { task dbl   model tok_lstm train { batch = 4, steps = 2, eval_
 
 #[test]
 fn every_task_checks_and_trains_with_a_tiny_model() {
-    let spec = lang::parse_str("tasks.mem", SPEC).expect("parses");
+    let spec = lang::parse_str("tasks.mem", &spec()).expect("parses");
     let program = match check::check(&spec, &memctl::prims::Primitives) {
         Ok(p) => p,
         Err(d) => panic!("check failed: {d:?}"),
@@ -87,7 +87,7 @@ fn every_task_checks_and_trains_with_a_tiny_model() {
 fn a_model_that_does_not_fit_the_task_is_rejected() {
     // A float-input model on a token task: the checker must refuse it.
     let spec =
-        SPEC.replace("experiment add   { task add   model tok_lstm", "experiment add   { task add   model vec_lstm");
+        spec().replace("experiment add   { task add   model tok_lstm", "experiment add   { task add   model vec_lstm");
     let spec = lang::parse_str("tasks.mem", &spec).expect("parses");
     let Err(errors) = check::check(&spec, &memctl::prims::Primitives) else {
         panic!("a float-input model checked against token input")
@@ -124,15 +124,7 @@ task lm = corpus(path = "{}", level = "word", length = 4)
 task ch = corpus(path = "{}", length = 6)
 task js = jsonl(path = "{}", valid = 0.2, test = 0.2)
 
-model tok_lstm(hidden = 8) {{
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {{
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }}
-}}
-
+{}
 experiment qa {{ task qa model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
 experiment lm {{ task lm model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
 experiment ch {{ task ch model tok_lstm train {{ batch = 4, steps = 2, eval_every = 1 }} }}
@@ -141,7 +133,8 @@ experiment js {{ task js model tok_lstm train {{ batch = 4, steps = 2, eval_ever
         babi.display(),
         corpus.display(),
         corpus.join("train.txt").display(),
-        jsonl.display()
+        jsonl.display(),
+        token_lstm("tok_lstm", 8)
     );
     let spec = lang::parse_str("readers.mem", &spec).expect("parses");
     let program = match check::check(&spec, &memctl::prims::Primitives) {

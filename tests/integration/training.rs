@@ -5,11 +5,11 @@ use std::sync::atomic::AtomicBool;
 use candle_core::Device;
 use memctl::train::{self, Autograd, Ending, Silent};
 
-use crate::support::{TINY, trials};
+use crate::support::{tiny_spec, trials};
 
 #[test]
 fn stm_and_lstm_overfit_a_fixed_batch() {
-    for trial in trials("tiny.mem", TINY).iter().filter(|t| t.config.seed <= 1) {
+    for trial in trials("tiny.mem", &tiny_spec()).iter().filter(|t| t.config.seed <= 1) {
         let losses = train::fixed_batch_losses(trial, 30, &Device::Cpu).unwrap();
         let (first, last) = (losses[0], losses[losses.len() - 1]);
         assert!(last < 0.5 * first, "{}: loss {first:.3} → {last:.3} did not halve", trial.config.model);
@@ -18,7 +18,7 @@ fn stm_and_lstm_overfit_a_fixed_batch() {
 
 #[test]
 fn a_trial_records_curves_and_final_metrics() {
-    let trial = &trials("tiny.mem", TINY)[0];
+    let trial = &trials("tiny.mem", &tiny_spec())[0];
     let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     assert_eq!(out.ending, Ending::Done);
     assert_eq!(out.steps_run, 6);
@@ -34,7 +34,7 @@ fn a_trial_records_curves_and_final_metrics() {
 
 #[test]
 fn the_same_trial_gives_the_same_result() {
-    let trial = &trials("tiny.mem", TINY)[0];
+    let trial = &trials("tiny.mem", &tiny_spec())[0];
     let a = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     let b = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     assert_eq!(a.curves, b.curves);
@@ -46,7 +46,7 @@ fn the_same_trial_gives_the_same_result() {
 /// CPU's own reverse mode.
 #[test]
 fn the_device_generic_path_trains_and_agrees_with_the_cpu_path() {
-    for trial in trials("tiny.mem", TINY).iter().filter(|t| t.config.seed <= 1) {
+    for trial in trials("tiny.mem", &tiny_spec()).iter().filter(|t| t.config.seed <= 1) {
         let generic = train::train_with(trial, &Device::Cpu, Autograd::Candle, &Silent, &AtomicBool::new(false));
         let tape = train::train_with(trial, &Device::Cpu, Autograd::Tape, &Silent, &AtomicBool::new(false));
         assert_eq!(generic.ending, Ending::Done, "{}", trial.config.model);
@@ -61,7 +61,7 @@ fn the_device_generic_path_trains_and_agrees_with_the_cpu_path() {
 
 #[test]
 fn a_diverging_loss_fails_the_trial_with_a_reason() {
-    let spec = TINY.replace("optimizer = adam(lr = 1e-2)", "optimizer = sgd(lr = 1e300)");
+    let spec = tiny_spec().replace("optimizer = adam(lr = 1e-2)", "optimizer = sgd(lr = 1e300)");
     let trial = &trials("tiny.mem", &spec)[0];
     let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     let Ending::Failed(reason) = &out.ending else { panic!("expected a failure, got {:?}", out.ending) };
@@ -71,7 +71,8 @@ fn a_diverging_loss_fails_the_trial_with_a_reason() {
 #[test]
 fn stop_when_records_the_step_it_was_first_met() {
     // Loss below 100 is met at the first evaluation.
-    let spec = TINY.replace("steps = 6, eval_every = 3 }", "steps = 6, eval_every = 3, stop_when = loss < 100 }");
+    let spec =
+        tiny_spec().replace("steps = 6, eval_every = 3 }", "steps = 6, eval_every = 3, stop_when = loss < 100 }");
     let trial = &trials("tiny.mem", &spec)[0];
     let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     let conv = out.converged.expect("converged");
@@ -83,7 +84,8 @@ fn stop_when_records_the_step_it_was_first_met() {
 
 #[test]
 fn select_reports_the_test_metrics_at_the_best_validation_as_well_as_the_last() {
-    let spec = TINY.replace("steps = 6, eval_every = 3 }", "steps = 12, eval_every = 2, select = best(val_loss) }");
+    let spec =
+        tiny_spec().replace("steps = 6, eval_every = 3 }", "steps = 12, eval_every = 2, select = best(val_loss) }");
     let trial = &trials("tiny.mem", &spec)[0];
     let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
     assert_eq!(out.ending, Ending::Done);
@@ -108,9 +110,10 @@ fn select_reports_the_test_metrics_at_the_best_validation_as_well_as_the_last() 
 #[test]
 fn select_on_an_extra_test_split_evaluates_it_at_every_evaluation() {
     let spec = format!(
-        "{TINY}\ntask r = reduce(digits = 3, train = 64, validation = 32, test = 32)\n\
+        "{}\ntask r = reduce(digits = 3, train = 64, validation = 32, test = 32)\n\
          experiment sel {{ task r  model lstm(hidden = 8)  \
-         train {{ batch = 16, steps = 8, eval_every = 2, select = best(od_easy_seq_accuracy) }} }}\n"
+         train {{ batch = 16, steps = 8, eval_every = 2, select = best(od_easy_seq_accuracy) }} }}\n",
+        tiny_spec()
     );
     let trial = trials("sel.mem", &spec).into_iter().find(|t| t.config.experiment == "sel").unwrap();
     let out = train::train(&trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
