@@ -25,26 +25,20 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::nam::{self, Config, DELIM, EOS, MASK, NamTask, Rule};
 use super::options::Options;
 use super::*;
 
-pub struct AdditionKind;
+task_kind! {
+    AdditionKind = "addition",
+    "addition (NAM's \"Fib\"): complete the masked little-endian digits of s1 + s2 (NAM §4.1)",
+    options: &nam::OPTIONS_WITH_OD,
+}
 
-impl TaskKind for AdditionKind {
-    fn name(&self) -> &'static str {
-        "addition"
-    }
-    fn summary(&self) -> &'static str {
-        "addition (NAM's \"Fib\"): complete the masked little-endian digits of s1 + s2 (NAM §4.1)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &nam::SIGNATURE_WITH_OD
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let config = Config::read(&Options::new(&nam::OPTIONS_WITH_OD, options), true)?;
-        Ok(Box::new(NamTask { rule: Addition, config }))
-    }
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let config = Config::read(o, true)?;
+    Ok(Box::new(NamTask { rule: Addition, config }))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -165,7 +159,7 @@ mod tests {
 
     #[test]
     fn code_od_ranges_are_available() {
-        let mut o: Vec<Value> = nam::SIGNATURE_WITH_OD.iter().map(|s| s.default.value().unwrap()).collect();
+        let mut o: Vec<Value> = AdditionKind.signature().iter().map(|s| s.default.value().unwrap()).collect();
         o[5] = Value::Str("code".into());
         let data = AdditionKind.instantiate(&o).unwrap().data(0, &Device::Cpu).unwrap();
         let hard = testing::split(data.as_ref(), Split::Test(2));

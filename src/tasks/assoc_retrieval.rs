@@ -23,17 +23,15 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
-pub struct AssocRetrievalKind;
-
-static SIGNATURE: [ArgSpec; 4] = [
-    ArgSpec::value("pairs", Kind::Int, Default::Int(13)),
-    ArgSpec::value("train", Kind::Int, Default::Int(100_000)),
-    ArgSpec::value("validation", Kind::Int, Default::Int(10_000)),
-    ArgSpec::value("test", Kind::Int, Default::Int(20_000)),
+static OPTIONS: [TaskOption; 4] = [
+    TaskOption::int("pairs", 13, 1, LETTERS as i64),
+    TaskOption::int("train", 100_000, 1, 10_000_000),
+    TaskOption::int("validation", 10_000, 1, 10_000_000),
+    TaskOption::int("test", 20_000, 1, 10_000_000),
 ];
 
 /// Token id of `?`.
@@ -41,31 +39,19 @@ const QUESTION: u32 = 36;
 const VOCAB: usize = 37;
 const LETTERS: u32 = 26;
 
-impl TaskKind for AssocRetrievalKind {
-    fn name(&self) -> &'static str {
-        "assocRetrieval"
-    }
-    fn summary(&self) -> &'static str {
-        "associative retrieval: k1 v1 … kK vK ? ? kq → value of kq (SAM §3.1)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let int = |i: usize, name: &'static str, lo: i64, hi: i64| -> Result<usize, PrimError> {
-            let v = options.get(i).and_then(Value::as_int).unwrap_or(0);
-            if v < lo || v > hi {
-                return Err(PrimError::task(format!("`{name}` must be between {lo} and {hi}, found {v}")).on(name));
-            }
-            Ok(v as usize)
-        };
-        Ok(Box::new(AssocRetrieval {
-            pairs: int(0, "pairs", 1, LETTERS as i64)?,
-            train: int(1, "train", 1, 10_000_000)?,
-            validation: int(2, "validation", 1, 10_000_000)?,
-            test: int(3, "test", 1, 10_000_000)?,
-        }))
-    }
+task_kind! {
+    AssocRetrievalKind = "assocRetrieval",
+    "associative retrieval: k1 v1 … kK vK ? ? kq → value of kq (SAM §3.1)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(AssocRetrieval {
+        pairs: o.int("pairs")?,
+        train: o.int("train")?,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    }))
 }
 
 pub struct AssocRetrieval {

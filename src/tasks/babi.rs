@@ -45,20 +45,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::data_file::{self, DataError, numbered_lines};
-use super::options::{Options, TaskOption, signature};
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::token_examples::{ExampleData, Examples, Layout, Part};
 use super::vocab::Interner;
 use super::*;
 use crate::prims::Hint;
-
-pub struct BabiKind;
 
 static OPTIONS: [TaskOption; 3] = [
     TaskOption::path("path", "the bAbI folder (en-valid-10k)"),
     TaskOption::int("task", 0, 0, TASKS as i64),
     TaskOption::int("max_facts", 0, 0, 1 << 20),
 ];
-static SIGNATURE: [ArgSpec; 3] = signature(&OPTIONS);
 
 /// Token ids of the reserved words.
 const PAD: u32 = 0;
@@ -78,39 +76,26 @@ const TASKS: usize = 20;
 const LAYOUT: &str =
     "a bAbI folder in the en-valid-10k layout (qa1_train.txt, qa1_valid.txt, qa1_test.txt, … qa20_test.txt)";
 
-impl TaskKind for BabiKind {
-    fn name(&self) -> &'static str {
-        "babi"
-    }
-    fn summary(&self) -> &'static str {
-        "bAbI question answering read from files: a story and a question word by word, then the answer (SAM Table 4)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        self.instantiate_in(options, Path::new(""))
-    }
-    fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let path = o.path("path")?;
-        let task = o.int("task")?;
-        let max_facts = o.int("max_facts")?;
-        let folder = data_file::resolve(dir, &path);
-        let sets = read(&folder, task, max_facts).map_err(|e| {
-            let missing = matches!(e, DataError::Missing { .. });
-            let err = e.on_path();
-            if missing { err.hint(Hint::BabiData { dir: folder.display().to_string() }) } else { err }
-        })?;
-        Ok(Box::new(Babi { sets: Arc::new(sets), joint: task == 0 }))
-    }
-    fn reads(&self) -> Option<&'static str> {
-        Some(
-            "a folder in bAbI's en-valid-10k layout (qa{N}_train.txt, qa{N}_valid.txt, qa{N}_test.txt, N = 1..20), \
+task_kind! {
+    BabiKind = "babi",
+    "bAbI question answering read from files: a story and a question word by word, then the answer (SAM Table 4)",
+    options: &OPTIONS,
+    reads: "a folder in bAbI's en-valid-10k layout (qa{N}_train.txt, qa{N}_valid.txt, qa{N}_test.txt, N = 1..20), \
              relative to the spec file; input tokens(V), target one class per answer; metrics loss, accuracy, \
              seq_accuracy, error (%); test sets test and, with task = 0, qa1 … qa20",
-        )
-    }
+}
+
+fn instantiate(o: &Options, dir: &Path) -> Result<Box<dyn Task>, PrimError> {
+    let path = o.path("path")?;
+    let task = o.int("task")?;
+    let max_facts = o.int("max_facts")?;
+    let folder = data_file::resolve(dir, &path);
+    let sets = read(&folder, task, max_facts).map_err(|e| {
+        let missing = matches!(e, DataError::Missing { .. });
+        let err = e.on_path();
+        if missing { err.hint(Hint::BabiData { dir: folder.display().to_string() }) } else { err }
+    })?;
+    Ok(Box::new(Babi { sets: Arc::new(sets), joint: task == 0 }))
 }
 
 /// The questions of some files, with the statements they follow.

@@ -19,11 +19,10 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::answers::{AnswerData, Example, Generator, features};
+use super::define::task_kind;
 use super::geometry::{self, Point};
-use super::options::{Options, TaskOption, ordered, signature};
+use super::options::{Options, TaskOption, ordered};
 use super::*;
-
-pub struct ConvexHullKind;
 
 /// The options of a geometry task: `points` defaults to `default_points`, and point counts go
 /// from 3 up to `most`.
@@ -38,25 +37,19 @@ pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOpt
 }
 
 static OPTIONS: [TaskOption; 5] = geometry_options(20, 100);
-static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 /// The test sets' point counts, as the paper's Table 3 columns.
 pub(super) const TEST_POINTS: [usize; 2] = [5, 10];
 pub(super) const TEST_SPLITS: &[&str] = &["n5", "n10"];
 
-impl TaskKind for ConvexHullKind {
-    fn name(&self) -> &'static str {
-        "convexHull"
-    }
-    fn summary(&self) -> &'static str {
-        "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(Geometry::read(&Options::new(&OPTIONS, options), Problem::Hull)?))
-    }
+task_kind! {
+    ConvexHullKind = "convexHull",
+    "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(Geometry::read(o, Problem::Hull)?))
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).

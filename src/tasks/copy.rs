@@ -21,11 +21,10 @@ use candle_core::Device;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq, stratify};
-use super::options::{Options, TaskOption, ordered, signature};
+use super::options::{Options, TaskOption, ordered};
 use super::*;
-
-pub struct CopyKind;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("width", 32, 1, 4096),
@@ -34,30 +33,23 @@ static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("validation", 1000, 1, 10_000_000),
     TaskOption::int("test", 2000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
-impl TaskKind for CopyKind {
-    fn name(&self) -> &'static str {
-        "copy"
-    }
-    fn summary(&self) -> &'static str {
-        "copy: read L random bit vectors between start/end flags, then write them back (NTM; SAM Fig. 2)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let task = Copy {
-            width: o.int("width")?,
-            min_len: o.int("min_len")?,
-            max_len: o.int("max_len")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        };
-        ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
-        Ok(Box::new(task))
-    }
+task_kind! {
+    CopyKind = "copy",
+    "copy: read L random bit vectors between start/end flags, then write them back (NTM; SAM Fig. 2)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let task = Copy {
+        width: o.int("width")?,
+        min_len: o.int("min_len")?,
+        max_len: o.int("max_len")?,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    };
+    ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+    Ok(Box::new(task))
 }
 
 #[derive(Clone, Debug)]

@@ -39,12 +39,11 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::data_file::{self, DataError, numbered_lines};
-use super::options::{Options, TaskOption, signature};
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::streams::{Stream, stream};
 use super::vocab::Interner;
 use super::*;
-
-pub struct CorpusKind;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::path("path", "a text file, or a folder holding train.txt, valid.txt and test.txt"),
@@ -53,7 +52,6 @@ static OPTIONS: [TaskOption; 5] = [
     TaskOption::float_below("valid", 0.05, 0.0, 1.0),
     TaskOption::float_below("test", 0.05, 0.0, 1.0),
 ];
-static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
 const UNKNOWN: u32 = 0;
 const EOS: &str = "<eos>";
@@ -61,57 +59,44 @@ const EOS: &str = "<eos>";
 /// What a corpus file holds (for messages).
 const TEXT: &str = "plain text";
 
-impl TaskKind for CorpusKind {
-    fn name(&self) -> &'static str {
-        "corpus"
-    }
-    fn summary(&self) -> &'static str {
-        "language modelling on a text corpus read from files: the next character or word at every step"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        self.instantiate_in(options, Path::new(""))
-    }
-    fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let path = o.path("path")?;
-        let words = o.choice("level")? == 1;
-        let length = o.int("length")?;
-        let (valid, test) = super::options::held_out_fractions(&o, "text")?;
-        let at = data_file::resolve(dir, &path);
-        let texts = read(&at, words, (valid, test)).map_err(DataError::on_path)?;
-        // At least one whole training window, and something to predict in each held-out text.
-        if texts.train.len() < length + 1 {
-            let message = format!(
-                "`length` = {length} needs at least {} training tokens; the training text of `{}` has {}",
-                length + 1,
-                at.display(),
-                texts.train.len()
-            );
-            return Err(PrimError::task(message).on("length"));
-        }
-        for (name, held_out) in [("validation", &texts.validation), ("test", &texts.test)] {
-            if held_out.len() < 2 {
-                let what = if words { "words" } else { "characters" };
-                return Err(DataError::File {
-                    path: at.clone(),
-                    problem: format!("the {name} text has {} token(s); it needs at least 2 {what}", held_out.len()),
-                }
-                .on_path());
-            }
-        }
-        Ok(Box::new(Corpus { texts: Arc::new(texts), words, length }))
-    }
-    fn reads(&self) -> Option<&'static str> {
-        Some(
-            "a text file (cut into train, valid and test by the fractions `valid` and `test`) or a folder holding \
+task_kind! {
+    CorpusKind = "corpus",
+    "language modelling on a text corpus read from files: the next character or word at every step",
+    options: &OPTIONS,
+    reads: "a text file (cut into train, valid and test by the fractions `valid` and `test`) or a folder holding \
              train.txt, valid.txt and test.txt, relative to the spec file; input tokens(V), target the next token \
              (V classes) at every step; metrics loss, accuracy, seq_accuracy, perplexity, and bits_per_char \
              with level = \"char\"",
-        )
+}
+
+fn instantiate(o: &Options, dir: &Path) -> Result<Box<dyn Task>, PrimError> {
+    let path = o.path("path")?;
+    let words = o.choice("level")? == 1;
+    let length = o.int("length")?;
+    let (valid, test) = super::options::held_out_fractions(&o, "text")?;
+    let at = data_file::resolve(dir, &path);
+    let texts = read(&at, words, (valid, test)).map_err(DataError::on_path)?;
+    // At least one whole training window, and something to predict in each held-out text.
+    if texts.train.len() < length + 1 {
+        let message = format!(
+            "`length` = {length} needs at least {} training tokens; the training text of `{}` has {}",
+            length + 1,
+            at.display(),
+            texts.train.len()
+        );
+        return Err(PrimError::task(message).on("length"));
     }
+    for (name, held_out) in [("validation", &texts.validation), ("test", &texts.test)] {
+        if held_out.len() < 2 {
+            let what = if words { "words" } else { "characters" };
+            return Err(DataError::File {
+                path: at.clone(),
+                problem: format!("the {name} text has {} token(s); it needs at least 2 {what}", held_out.len()),
+            }
+            .on_path());
+        }
+    }
+    Ok(Box::new(Corpus { texts: Arc::new(texts), words, length }))
 }
 
 /// The three texts as token ids.

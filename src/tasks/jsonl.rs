@@ -33,12 +33,11 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::data_file::{self, DataError, numbered_lines};
-use super::options::{Options, TaskOption, signature};
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::token_examples::{ExampleData, Layout, Listed, Part};
 use super::vocab::{Interner, Vocab};
 use super::*;
-
-pub struct JsonlKind;
 
 static OPTIONS: [TaskOption; 4] = [
     TaskOption::path("path", "a .jsonl file, or a folder holding train.jsonl, valid.jsonl and test.jsonl"),
@@ -46,7 +45,6 @@ static OPTIONS: [TaskOption; 4] = [
     TaskOption::float_below("valid", 0.1, 0.0, 1.0),
     TaskOption::float_below("test", 0.1, 0.0, 1.0),
 ];
-static SIGNATURE: [ArgSpec; 4] = signature(&OPTIONS);
 
 /// The largest token id accepted (a vocabulary of 16 M).
 const MAX_ID: u64 = (1 << 24) - 1;
@@ -57,36 +55,23 @@ const RESERVED: [&str; 3] = ["<pad>", "<unk>", "<answer>"];
 /// What a JSON-lines file holds (for messages).
 const LINES: &str = "JSON lines {\"input\": [...], \"target\": [...]}";
 
-impl TaskKind for JsonlKind {
-    fn name(&self) -> &'static str {
-        "jsonl"
-    }
-    fn summary(&self) -> &'static str {
-        "any token-sequence task read from JSON lines {\"input\": [...], \"target\": [...]}"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        self.instantiate_in(options, Path::new(""))
-    }
-    fn instantiate_in(&self, options: &[Value], dir: &Path) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let path = o.path("path")?;
-        let aligned = o.choice("layout")? == 1;
-        let (valid, test) = super::options::held_out_fractions(&o, "examples")?;
-        let at = data_file::resolve(dir, &path);
-        let sets = read(&at, aligned, (valid, test)).map_err(DataError::on_path)?;
-        Ok(Box::new(sets))
-    }
-    fn reads(&self) -> Option<&'static str> {
-        Some(
-            "JSON lines {\"input\": [...], \"target\": [...]} (token ids or strings) from a .jsonl file (cut by the \
+task_kind! {
+    JsonlKind = "jsonl",
+    "any token-sequence task read from JSON lines {\"input\": [...], \"target\": [...]}",
+    options: &OPTIONS,
+    reads: "JSON lines {\"input\": [...], \"target\": [...]} (token ids or strings) from a .jsonl file (cut by the \
              fractions `valid` and `test`) or a folder holding train.jsonl, valid.jsonl and test.jsonl, relative to \
              the spec file; the targets follow the input (layout = \"after\") or align with it (\"aligned\"); \
              metrics loss, accuracy, seq_accuracy",
-        )
-    }
+}
+
+fn instantiate(o: &Options, dir: &Path) -> Result<Box<dyn Task>, PrimError> {
+    let path = o.path("path")?;
+    let aligned = o.choice("layout")? == 1;
+    let (valid, test) = super::options::held_out_fractions(&o, "examples")?;
+    let at = data_file::resolve(dir, &path);
+    let sets = read(&at, aligned, (valid, test)).map_err(DataError::on_path)?;
+    Ok(Box::new(sets))
 }
 
 /// Whether a list holds token ids or strings, and the first line that showed it.

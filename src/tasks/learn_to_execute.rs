@@ -38,12 +38,11 @@ use std::collections::BTreeMap;
 use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData};
 use super::lte_program::{self, Example, Hardness, Mode};
-use super::options::{Options, TaskOption, signature};
+use super::options::{Options, TaskOption};
 use super::*;
-
-pub struct LearnToExecuteKind;
 
 static OPTIONS: [TaskOption; 6] = [
     TaskOption::choice("mode", "program", &Mode::NAMES),
@@ -54,7 +53,6 @@ static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("validation", 1000, 1, 10_000_000),
     TaskOption::int("test", 2000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 6] = signature(&OPTIONS);
 
 /// The character vocabulary, one token per character: digits, letters, the program
 /// symbols, then the end token `.`, the answer delimiter `@` and pad `_`.
@@ -68,29 +66,23 @@ fn token(c: char) -> u32 {
     ALPHABET.find(c).unwrap_or_else(|| panic!("{c:?} is not in the learnToExecute alphabet")) as u32
 }
 
-impl TaskKind for LearnToExecuteKind {
-    fn name(&self) -> &'static str {
-        "learnToExecute"
-    }
-    fn summary(&self) -> &'static str {
-        "Learning to Execute: read a program (addition, control, program) or a number (copy, reverse, double) \
-         character by character, write its output; accuracy per character (RMC Table 1), seq_accuracy per answer"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let mode = Mode::ALL[o.choice("mode")?];
-        let task = LearnToExecute {
-            mode,
-            target: Hardness { length: o.int_in("length", 1, mode.max_length() as i64)?, nesting: o.int("nesting")? },
-            mix: o.choice("curriculum")? == 0,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        };
-        Ok(Box::new(task))
-    }
+task_kind! {
+    LearnToExecuteKind = "learnToExecute",
+    "Learning to Execute: read a program (addition, control, program) or a number (copy, reverse, double) \
+         character by character, write its output; accuracy per character (RMC Table 1), seq_accuracy per answer",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let mode = Mode::ALL[o.choice("mode")?];
+    let task = LearnToExecute {
+        mode,
+        target: Hardness { length: o.int_in("length", 1, mode.max_length() as i64)?, nesting: o.int("nesting")? },
+        mix: o.choice("curriculum")? == 0,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    };
+    Ok(Box::new(task))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -189,7 +181,8 @@ mod tests {
     use super::*;
 
     fn task(options: &[(&str, Value)]) -> Box<dyn Task> {
-        let values: Vec<Value> = SIGNATURE
+        let values: Vec<Value> = LearnToExecuteKind
+            .signature()
             .iter()
             .map(|s| options.iter().find(|(n, _)| *n == s.name).map_or(s.default.value().unwrap(), |(_, v)| v.clone()))
             .collect();
@@ -342,7 +335,8 @@ mod tests {
     fn options_are_checked() {
         let err = |options: &[(&str, Value)]| {
             LearnToExecuteKind.instantiate(&{
-                SIGNATURE
+                LearnToExecuteKind
+                    .signature()
                     .iter()
                     .map(|s| {
                         options

@@ -22,11 +22,10 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::options::{Options, TaskOption, signature};
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::streams::{Stream, stream};
 use super::*;
-
-pub struct ListOpsKind;
 
 static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("max_depth", 10, 1, 100),
@@ -36,7 +35,6 @@ static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("validation", 1000, 1, 1 << 24),
     TaskOption::int("test", 2000, 1, 1 << 24),
 ];
-static SIGNATURE: [ArgSpec; 6] = signature(&OPTIONS);
 
 const MIN: u32 = 10;
 const MAX: u32 = 11;
@@ -47,29 +45,23 @@ const PAD: u32 = 15;
 const QUERY: u32 = 16;
 const VOCAB: usize = 17;
 
-impl TaskKind for ListOpsKind {
-    fn name(&self) -> &'static str {
-        "listOps"
-    }
-    fn summary(&self) -> &'static str {
-        "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let config = ListOps {
-            max_depth: o.int("max_depth")?,
-            max_args: o.int("max_args")?,
-            min_length: o.int("min_length")?,
-            max_length: o.int("max_length")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        };
-        super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
-        Ok(Box::new(config))
-    }
+task_kind! {
+    ListOpsKind = "listOps",
+    "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let config = ListOps {
+        max_depth: o.int("max_depth")?,
+        max_args: o.int("max_args")?,
+        min_length: o.int("min_length")?,
+        max_length: o.int("max_length")?,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    };
+    super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
+    Ok(Box::new(config))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -251,7 +243,8 @@ mod tests {
     }
 
     fn task(options: &[(&str, i64)]) -> Box<dyn Task> {
-        let values: Vec<Value> = SIGNATURE
+        let values: Vec<Value> = ListOpsKind
+            .signature()
             .iter()
             .map(|s| {
                 options.iter().find(|(n, _)| *n == s.name).map_or(s.default.value().unwrap(), |(_, v)| Value::Int(*v))

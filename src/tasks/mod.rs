@@ -20,6 +20,7 @@ pub mod convex_hull;
 pub mod copy;
 pub mod corpus;
 mod data_file;
+mod define;
 mod fresh;
 mod geometry;
 mod graphs;

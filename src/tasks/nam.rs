@@ -28,7 +28,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
-use super::options::{Options, TaskOption, ordered, signature};
+use super::options::{Options, TaskOption, ordered};
 use super::streams::{Stream, stream};
 use super::*;
 
@@ -50,12 +50,10 @@ pub(super) static OPTIONS_WITH_OD: [TaskOption; 6] = [
     TaskOption::int("test", 2048, 1, 10_000_000),
     TaskOption::choice("od", "paper", &["paper", "code"]),
 ];
-pub(super) static SIGNATURE_WITH_OD: [ArgSpec; 6] = signature(&OPTIONS_WITH_OD);
 
 /// The shared options without `od` (for `reduce`, whose OD ranges are the same in paper and code).
 pub(super) static OPTIONS_WITHOUT_OD: [TaskOption; 5] =
     [OPTIONS_WITH_OD[0], OPTIONS_WITH_OD[1], OPTIONS_WITH_OD[2], OPTIONS_WITH_OD[3], OPTIONS_WITH_OD[4]];
-pub(super) static SIGNATURE_WITHOUT_OD: [ArgSpec; 5] = signature(&OPTIONS_WITHOUT_OD);
 
 /// How one task lays out an example.
 pub(super) trait Rule: Clone + Send + Sync + 'static {

@@ -27,11 +27,10 @@ use rand::seq::SliceRandom;
 use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::{Options, TaskOption, signature};
+use super::options::{Options, TaskOption};
 use super::*;
-
-pub struct NthFarthestKind;
 
 static OPTIONS: [TaskOption; 4] = [
     TaskOption::int("vectors", 8, 2, 256),
@@ -39,27 +38,20 @@ static OPTIONS: [TaskOption; 4] = [
     TaskOption::int("validation", 2048, 1, 10_000_000),
     TaskOption::int("test", 10_000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 4] = signature(&OPTIONS);
 
-impl TaskKind for NthFarthestKind {
-    fn name(&self) -> &'static str {
-        "nthFarthest"
-    }
-    fn summary(&self) -> &'static str {
-        "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        Ok(Box::new(NthFarthest {
-            vectors: o.int("vectors")?,
-            dims: o.int("dims")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        }))
-    }
+task_kind! {
+    NthFarthestKind = "nthFarthest",
+    "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(NthFarthest {
+        vectors: o.int("vectors")?,
+        dims: o.int("dims")?,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    }))
 }
 
 #[derive(Clone, Debug)]

@@ -57,14 +57,8 @@ impl TaskOption {
 }
 
 /// The signature of a task with these options (in their order).
-pub(super) const fn signature<const N: usize>(options: &[TaskOption; N]) -> [ArgSpec; N] {
-    let mut specs = [ArgSpec::value("", Kind::Int, Default::Required); N];
-    let mut i = 0;
-    while i < N {
-        specs[i] = options[i].spec;
-        i += 1;
-    }
-    specs
+pub(super) fn signature(options: &[TaskOption]) -> Vec<ArgSpec> {
+    options.iter().map(|o| o.spec).collect()
 }
 
 /// A task's option values, aligned with its options (defaults already filled in by the checker).
@@ -173,13 +167,12 @@ mod tests {
         TaskOption::float_below("noise", 0.2, 0.0, 0.5),
         TaskOption::choice("mode", "flip", &["flip", "erase"]),
     ];
-    static SIGNATURE: [ArgSpec; 3] = signature(&OPTIONS);
-
     #[test]
     fn the_table_gives_the_signature_and_the_ranges() {
-        let names: Vec<&str> = SIGNATURE.iter().map(|s| s.name).collect();
+        let signature = signature(&OPTIONS);
+        let names: Vec<&str> = signature.iter().map(|s| s.name).collect();
         assert_eq!(names, ["width", "noise", "mode"]);
-        assert_eq!(SIGNATURE[0].default, Default::Int(32));
+        assert_eq!(signature[0].default, Default::Int(32));
         let values = [Value::Int(5000), Value::Float(0.5), Value::Str("erase".into())];
         let o = Options::new(&OPTIONS, &values);
         let width = o.int("width").unwrap_err();

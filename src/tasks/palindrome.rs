@@ -25,26 +25,20 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::nam::{self, Config, DELIM, EOS, MASK, NamTask, Rule};
 use super::options::Options;
 use super::*;
 
-pub struct PalindromeKind;
+task_kind! {
+    PalindromeKind = "palindrome",
+    "palindrome (NAM's \"Palin\"): complete the masked reversal of a digit string (NAM §4.1, paper version)",
+    options: &nam::OPTIONS_WITH_OD,
+}
 
-impl TaskKind for PalindromeKind {
-    fn name(&self) -> &'static str {
-        "palindrome"
-    }
-    fn summary(&self) -> &'static str {
-        "palindrome (NAM's \"Palin\"): complete the masked reversal of a digit string (NAM §4.1, paper version)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &nam::SIGNATURE_WITH_OD
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let config = Config::read(&Options::new(&nam::OPTIONS_WITH_OD, options), true)?;
-        Ok(Box::new(NamTask { rule: Palindrome, config }))
-    }
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let config = Config::read(o, true)?;
+    Ok(Box::new(NamTask { rule: Palindrome, config }))
 }
 
 #[derive(Clone, Copy, Debug)]

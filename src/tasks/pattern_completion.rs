@@ -29,11 +29,10 @@ use candle_core::Device;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::{Options, TaskOption, signature};
+use super::options::{Options, TaskOption};
 use super::*;
-
-pub struct PatternCompletionKind;
 
 static OPTIONS: [TaskOption; 7] = [
     TaskOption::int("patterns", 8, 1, 100_000),
@@ -45,34 +44,27 @@ static OPTIONS: [TaskOption; 7] = [
     TaskOption::int("validation", 1000, 1, 10_000_000),
     TaskOption::int("test", 2000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 7] = signature(&OPTIONS);
 
 const CORRUPTIONS: [&str; 2] = ["flip", "erase"];
 
-impl TaskKind for PatternCompletionKind {
-    fn name(&self) -> &'static str {
-        "patternCompletion"
-    }
-    fn summary(&self) -> &'static str {
-        "pattern completion: write P binary patterns, then recall each from a noisy or partial query (Kanerva-style)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let erase = o.choice("corruption")? == 1;
-        Ok(Box::new(PatternCompletion {
-            patterns: o.int("patterns")?,
-            bits: o.int("bits")?,
-            // Flipping half the bits or more leaves nothing to recover.
-            noise: o.float_in("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
-            queries: o.int("queries")?,
-            erase,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        }))
-    }
+task_kind! {
+    PatternCompletionKind = "patternCompletion",
+    "pattern completion: write P binary patterns, then recall each from a noisy or partial query (Kanerva-style)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let erase = o.choice("corruption")? == 1;
+    Ok(Box::new(PatternCompletion {
+        patterns: o.int("patterns")?,
+        bits: o.int("bits")?,
+        // Flipping half the bits or more leaves nothing to recover.
+        noise: o.float_in("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
+        queries: o.int("queries")?,
+        erase,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    }))
 }
 
 #[derive(Clone, Debug)]

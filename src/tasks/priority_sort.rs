@@ -19,11 +19,10 @@ use candle_core::Device;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::{Options, TaskOption, signature};
+use super::options::{Options, TaskOption};
 use super::*;
-
-pub struct PrioritySortKind;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("width", 32, 1, 4096),
@@ -32,36 +31,29 @@ static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("validation", 1000, 1, 10_000_000),
     TaskOption::int("test", 2000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
-impl TaskKind for PrioritySortKind {
-    fn name(&self) -> &'static str {
-        "prioritySort"
+task_kind! {
+    PrioritySortKind = "prioritySort",
+    "priority sort: read bit vectors with priorities, write the top ones in descending priority (NTM; SAM Fig. 2)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let task = PrioritySort {
+        width: o.int("width")?,
+        inputs: o.int("inputs")?,
+        outputs: o.int("outputs")?,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    };
+    if task.outputs > task.inputs {
+        return Err(PrimError::task(format!(
+            "`outputs` ({}) must be at most `inputs` ({}): only inputs can be sorted",
+            task.outputs, task.inputs
+        ))
+        .on("outputs"));
     }
-    fn summary(&self) -> &'static str {
-        "priority sort: read bit vectors with priorities, write the top ones in descending priority (NTM; SAM Fig. 2)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let task = PrioritySort {
-            width: o.int("width")?,
-            inputs: o.int("inputs")?,
-            outputs: o.int("outputs")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        };
-        if task.outputs > task.inputs {
-            return Err(PrimError::task(format!(
-                "`outputs` ({}) must be at most `inputs` ({}): only inputs can be sorted",
-                task.outputs, task.inputs
-            ))
-            .on("outputs"));
-        }
-        Ok(Box::new(task))
-    }
+    Ok(Box::new(task))
 }
 
 #[derive(Clone, Debug)]

@@ -10,47 +10,27 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::*;
-use crate::prims::Default;
-use crate::value::Kind;
 
-pub struct RandomSequenceKind;
-
-static SIGNATURE: [ArgSpec; 3] = [
-    ArgSpec::value("input", Kind::Int, Default::Int(8)),
-    ArgSpec::value("output", Kind::Int, Default::Int(8)),
-    ArgSpec::value("length", Kind::Int, Default::Int(20)),
+static OPTIONS: [TaskOption; 3] = [
+    TaskOption::int("input", 8, 1, 1 << 16),
+    TaskOption::int("output", 8, 1, 1 << 16),
+    TaskOption::int("length", 20, 1, 1 << 16),
 ];
 
 /// Sequences in each held-out set.
 const HELD_OUT: usize = 256;
 
-impl TaskKind for RandomSequenceKind {
-    fn name(&self) -> &'static str {
-        "randomSequence"
-    }
-    fn summary(&self) -> &'static str {
-        "random inputs and target bits at every step (benchmarks and smoke tests)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let size = |i: usize, name: &'static str| -> Result<usize, PrimError> {
-            match options.get(i).and_then(Value::as_int) {
-                Some(v) if (1..=1 << 16).contains(&v) => Ok(v as usize),
-                v => {
-                    Err(PrimError::task(format!("`{name}` must be between 1 and 65536, found {}", v.unwrap_or(0)))
-                        .on(name))
-                }
-            }
-        };
-        Ok(Box::new(RandomSequence {
-            input: size(0, "input")?,
-            output: size(1, "output")?,
-            length: size(2, "length")?,
-        }))
-    }
+task_kind! {
+    RandomSequenceKind = "randomSequence",
+    "random inputs and target bits at every step (benchmarks and smoke tests)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(RandomSequence { input: o.int("input")?, output: o.int("output")?, length: o.int("length")? }))
 }
 
 pub struct RandomSequence {

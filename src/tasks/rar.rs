@@ -34,11 +34,10 @@ use candle_core::Device;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq, stratify};
-use super::options::{Options, TaskOption, ordered, signature};
+use super::options::{Options, TaskOption, ordered};
 use super::*;
-
-pub struct RarKind;
 
 static OPTIONS: [TaskOption; 7] = [
     TaskOption::int("width", 32, 1, 4096),
@@ -49,33 +48,26 @@ static OPTIONS: [TaskOption; 7] = [
     TaskOption::int("validation", 1000, 1, 10_000_000),
     TaskOption::int("test", 2000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 7] = signature(&OPTIONS);
 
-impl TaskKind for RarKind {
-    fn name(&self) -> &'static str {
-        "rar"
-    }
-    fn summary(&self) -> &'static str {
-        "relational associative recall: K items and a query; recall the farthest or closest item (SAM §3.2)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let task = Rar {
-            width: o.int("width")?,
-            min_items: o.int("min_items")?,
-            max_items: o.int("max_items")?,
-            min_len: o.int("min_len")?,
-            max_len: o.int("max_len")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        };
-        ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
-        ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
-        Ok(Box::new(task))
-    }
+task_kind! {
+    RarKind = "rar",
+    "relational associative recall: K items and a query; recall the farthest or closest item (SAM §3.2)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let task = Rar {
+        width: o.int("width")?,
+        min_items: o.int("min_items")?,
+        max_items: o.int("max_items")?,
+        min_len: o.int("min_len")?,
+        max_len: o.int("max_len")?,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    };
+    ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
+    ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+    Ok(Box::new(task))
 }
 
 #[derive(Clone, Debug)]

@@ -24,26 +24,20 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::nam::{self, Config, DELIM, NamTask, Rule};
 use super::options::Options;
 use super::*;
 
-pub struct ReduceKind;
+task_kind! {
+    ReduceKind = "reduce",
+    "reduce: after a digit string and a delimiter, output its non-zero digits in order (NAM §4.1)",
+    options: &nam::OPTIONS_WITHOUT_OD,
+}
 
-impl TaskKind for ReduceKind {
-    fn name(&self) -> &'static str {
-        "reduce"
-    }
-    fn summary(&self) -> &'static str {
-        "reduce: after a digit string and a delimiter, output its non-zero digits in order (NAM §4.1)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &nam::SIGNATURE_WITHOUT_OD
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let config = Config::read(&Options::new(&nam::OPTIONS_WITHOUT_OD, options), false)?;
-        Ok(Box::new(NamTask { rule: Reduce, config }))
-    }
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let config = Config::read(o, false)?;
+    Ok(Box::new(NamTask { rule: Reduce, config }))
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -21,11 +21,10 @@ use candle_core::Device;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
-use super::options::{Options, TaskOption, signature};
+use super::options::{Options, TaskOption};
 use super::*;
-
-pub struct RgbBindingKind;
 
 static OPTIONS: [TaskOption; 8] = [
     TaskOption::int("triplets", 45, 1, 100_000),
@@ -37,34 +36,27 @@ static OPTIONS: [TaskOption; 8] = [
     TaskOption::int("validation", 500, 1, 10_000_000),
     TaskOption::int("test", 1000, 1, 10_000_000),
 ];
-static SIGNATURE: [ArgSpec; 8] = signature(&OPTIONS);
 
-impl TaskKind for RgbBindingKind {
-    fn name(&self) -> &'static str {
-        "rgbBinding"
-    }
-    fn summary(&self) -> &'static str {
-        "RGB binding: write R-G-B triplets of class patterns, recall each whole triplet from its R and B parts (PKM Fig. 2)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        let o = Options::new(&OPTIONS, options);
-        let (bits, classes) = (o.int("bits")?, o.int("classes")?);
-        let prototypes = prototypes(o.int("world")? as u64, classes, bits);
-        Ok(Box::new(RgbBinding {
-            triplets: o.int("triplets")?,
-            bits,
-            classes,
-            // Flipping half the bits or more leaves no class to learn.
-            variation: o.float("variation")?,
-            queries: o.int("queries")?,
-            prototypes,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-        }))
-    }
+task_kind! {
+    RgbBindingKind = "rgbBinding",
+    "RGB binding: write R-G-B triplets of class patterns, recall each whole triplet from its R and B parts (PKM Fig. 2)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    let (bits, classes) = (o.int("bits")?, o.int("classes")?);
+    let prototypes = prototypes(o.int("world")? as u64, classes, bits);
+    Ok(Box::new(RgbBinding {
+        triplets: o.int("triplets")?,
+        bits,
+        classes,
+        // Flipping half the bits or more leaves no class to learn.
+        variation: o.float("variation")?,
+        queries: o.int("queries")?,
+        prototypes,
+        validation: o.int("validation")?,
+        test: o.int("test")?,
+    }))
 }
 
 /// `classes × bits` prototype bits, the same for every trial of a `world`.

@@ -21,11 +21,10 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::answers::{AnswerData, Example, Generator, features};
+use super::define::task_kind;
 use super::graphs::Graph;
-use super::options::{Options, TaskOption, ordered, signature};
+use super::options::{Options, TaskOption, ordered};
 use super::*;
-
-pub struct ShortestPathKind;
 
 /// The options of a graph task (shortest path, spanning tree).
 pub(super) static GRAPH_OPTIONS: [TaskOption; 8] = [
@@ -38,21 +37,15 @@ pub(super) static GRAPH_OPTIONS: [TaskOption; 8] = [
     TaskOption::int("validation", 512, 1, 10_000_000),
     TaskOption::int("test", 2048, 1, 10_000_000),
 ];
-pub(super) static GRAPH_SIGNATURE: [ArgSpec; 8] = signature(&GRAPH_OPTIONS);
 
-impl TaskKind for ShortestPathKind {
-    fn name(&self) -> &'static str {
-        "shortestPath"
-    }
-    fn summary(&self) -> &'static str {
-        "shortest path: a weighted graph as triplets, then source and destination; answer the path's node features (SAM Table 3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &GRAPH_SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(GraphTask::read(&Options::new(&GRAPH_OPTIONS, options), Question::Path)?))
-    }
+task_kind! {
+    ShortestPathKind = "shortestPath",
+    "shortest path: a weighted graph as triplets, then source and destination; answer the path's node features (SAM Table 3)",
+    options: &GRAPH_OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(GraphTask::read(o, Question::Path)?))
 }
 
 /// What is asked of the graph: a shortest path, or the spanning tree ([`super::spanning_tree`]).

@@ -12,25 +12,19 @@
 //! feature first ([`super::graphs`]), so the answer is unique. Options and ranges as
 //! `shortestPath`. Metric: `accuracy` over the answer steps.
 
+use super::define::task_kind;
 use super::options::Options;
-use super::shortest_path::{GRAPH_OPTIONS, GRAPH_SIGNATURE, GraphTask, Question};
+use super::shortest_path::{GRAPH_OPTIONS, GraphTask, Question};
 use super::*;
 
-pub struct SpanningTreeKind;
+task_kind! {
+    SpanningTreeKind = "spanningTree",
+    "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)",
+    options: &GRAPH_OPTIONS,
+}
 
-impl TaskKind for SpanningTreeKind {
-    fn name(&self) -> &'static str {
-        "spanningTree"
-    }
-    fn summary(&self) -> &'static str {
-        "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &GRAPH_SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(GraphTask::read(&Options::new(&GRAPH_OPTIONS, options), Question::Tree)?))
-    }
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(GraphTask::read(o, Question::Tree)?))
 }
 
 #[cfg(test)]

@@ -9,28 +9,21 @@
 //! average length; the optimum averages 2.05 (N = 5) and 2.88 (N = 10).
 
 use super::convex_hull::{Geometry, Problem, geometry_options};
-use super::options::{Options, TaskOption, signature};
+use super::define::task_kind;
+use super::options::{Options, TaskOption};
 use super::*;
-
-pub struct TspKind;
 
 // Exact tours are Held–Karp, exponential in N: keep them small.
 static OPTIONS: [TaskOption; 5] = geometry_options(10, 12);
-static SIGNATURE: [ArgSpec; 5] = signature(&OPTIONS);
 
-impl TaskKind for TspKind {
-    fn name(&self) -> &'static str {
-        "tsp"
-    }
-    fn summary(&self) -> &'static str {
-        "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)"
-    }
-    fn signature(&self) -> &'static [ArgSpec] {
-        &SIGNATURE
-    }
-    fn instantiate(&self, options: &[Value]) -> Result<Box<dyn Task>, PrimError> {
-        Ok(Box::new(Geometry::read(&Options::new(&OPTIONS, options), Problem::Tour)?))
-    }
+task_kind! {
+    TspKind = "tsp",
+    "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)",
+    options: &OPTIONS,
+}
+
+fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(Geometry::read(o, Problem::Tour)?))
 }
 
 #[cfg(test)]

@@ -1,0 +1,69 @@
+//! `task_kind!`: the declaration a task file starts with.
+//!
+//! A task file writes what is its own: the name used in `.mem` files, a one-line summary, its
+//! options table ([`TaskOption`](super::options::TaskOption)s, from which the signature the
+//! checker binds is derived) and a function that builds the configured task from the checked
+//! option values:
+//! - `fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError>`, or, for a task that
+//!   reads files (declared with `reads: "…"`, the line `memctl tasks` shows),
+//!   `fn instantiate(o: &Options, dir: &Path) -> …`, where `dir` is the folder relative paths
+//!   are resolved against (the spec file's, or the working directory).
+//!
+//! The macro derives the unit struct and its [`TaskKind`](super::TaskKind).
+//!
+//! ```ignore
+//! task_kind! {
+//!     CopyKind = "copy", "copy: read L random bit vectors, then write them back",
+//!     options: &OPTIONS,
+//! }
+//! ```
+
+macro_rules! task_kind {
+    (
+        $ty:ident = $name:literal, $summary:literal,
+        options: $options:expr,
+        $(reads: $reads:literal,)?
+    ) => {
+        pub struct $ty;
+
+        impl $crate::tasks::TaskKind for $ty {
+            fn name(&self) -> &'static str {
+                $name
+            }
+            fn summary(&self) -> &'static str {
+                $summary
+            }
+            fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
+                static SIGNATURE: std::sync::LazyLock<Vec<$crate::prims::ArgSpec>> =
+                    std::sync::LazyLock::new(|| $crate::tasks::options::signature($options));
+                &SIGNATURE
+            }
+            fn instantiate(
+                &self,
+                options: &[$crate::value::Value],
+            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::prims::PrimError> {
+                self.instantiate_in(options, std::path::Path::new(""))
+            }
+            fn instantiate_in(
+                &self,
+                options: &[$crate::value::Value],
+                dir: &std::path::Path,
+            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::prims::PrimError> {
+                let options = $crate::tasks::options::Options::new($options, options);
+                $crate::tasks::define::task_kind!(@instantiate options, dir $(, $reads)?)
+            }
+            $(fn reads(&self) -> Option<&'static str> {
+                Some($reads)
+            })?
+        }
+    };
+    (@instantiate $options:ident, $dir:ident) => {{
+        let _ = $dir;
+        instantiate(&$options)
+    }};
+    (@instantiate $options:ident, $dir:ident, $reads:literal) => {
+        instantiate(&$options, $dir)
+    };
+}
+
+pub(crate) use task_kind;
