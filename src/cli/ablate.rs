@@ -40,12 +40,8 @@ pub struct Args {
     /// Show the variants and their trials; run nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Trials at once (default: one per core).
-    #[arg(long, short)]
-    jobs: Option<usize>,
-    /// Compute threads per trial (default: cores / jobs).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    parallel: sweep::Parallelism,
     /// No progress bars.
     #[arg(long, short)]
     quiet: bool,
@@ -157,7 +153,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     let store = Store::open(&ctx.store)?;
     let total: usize = variants.iter().map(|v| v.trials.len()).sum();
-    let (jobs, threads) = sweep::budget(args.jobs, args.threads, total);
+    let (jobs, threads) = args.parallel.budget(total);
     let mut code = 0;
     for v in &variants {
         eprintln!("{}: {}", v.name, v.overrides.join(" "));

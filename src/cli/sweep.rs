@@ -31,12 +31,8 @@ pub struct Args {
     /// Show which trials would run and which are already done; run nothing.
     #[arg(long)]
     dry_run: bool,
-    /// Trials at once (default: one per core, at most the number of trials).
-    #[arg(long, short)]
-    jobs: Option<usize>,
-    /// Compute threads per trial (default: cores / jobs).
-    #[arg(long)]
-    threads: Option<usize>,
+    #[command(flatten)]
+    parallel: Parallelism,
     /// Device for every trial: cpu, cuda or cuda:N (overrides the spec's `device`).
     #[arg(long)]
     device: Option<String>,
@@ -136,7 +132,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         prober: None,
     };
     let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
-    (opts.jobs, opts.threads) = budget(args.jobs, args.threads, to_run);
+    (opts.jobs, opts.threads) = args.parallel.budget(to_run);
     opts.prober =
         ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, args.device.clone())
             .map(|p| Arc::new(p) as _);
@@ -147,15 +143,29 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     execute(&store, &source, &trials, &opts, args.quiet)
 }
 
-/// Trials at once and threads per trial: never more than the cores unless asked.
-pub fn budget(jobs: Option<usize>, threads: Option<usize>, trials: usize) -> (usize, usize) {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = jobs.unwrap_or_else(|| cores.min(trials.max(1))).max(1);
-    let threads = threads.unwrap_or_else(|| (cores / jobs).max(1)).max(1);
-    if jobs * threads > cores {
-        eprintln!("note: {jobs} jobs × {threads} threads exceeds the {cores} cores; trials will compete for them");
+/// How many trials run at once, and on how many compute threads each (`sweep`, `ablate`).
+#[derive(clap::Args)]
+pub struct Parallelism {
+    /// Trials at once (default: one per core, at most the number of trials).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// Compute threads per trial (default: cores / jobs).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+impl Parallelism {
+    /// Trials at once and threads per trial for `trials` trials: never more than the cores
+    /// unless asked.
+    pub fn budget(&self, trials: usize) -> (usize, usize) {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let jobs = self.jobs.unwrap_or_else(|| cores.min(trials.max(1))).max(1);
+        let threads = self.threads.unwrap_or_else(|| (cores / jobs).max(1)).max(1);
+        if jobs * threads > cores {
+            eprintln!("note: {jobs} jobs × {threads} threads exceeds the {cores} cores; trials will compete for them");
+        }
+        (jobs, threads)
     }
-    (jobs, threads)
 }
 
 fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {

@@ -1,14 +1,10 @@
 //! `relu(x)` = max(x, 0), element-wise.
+use super::unary::vector_and_matrix_examples as examples;
 super::unary::unary_elementwise!(Relu, "relu", "element-wise max(x, 0)", 1, |x| x.relu(), |y: T| if y > T::zero() {
     T::one()
 } else {
     T::zero()
 });
-
-fn examples() -> Vec<super::Example> {
-    use crate::signature::example_args::*;
-    vec![super::Example::new([("x", t(&[3]))]), super::Example::new([("x", t(&[2, 3]))])]
-}
 
 #[cfg(test)]
 mod tests {

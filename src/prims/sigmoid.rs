@@ -1,4 +1,5 @@
 //! `sigmoid(x)`: σ(x) = 1 / (1 + e^-x), element-wise.
+use super::unary::vector_and_matrix_examples as examples;
 super::unary::unary_elementwise!(
     Sigmoid,
     "sigmoid",
@@ -7,11 +8,6 @@ super::unary::unary_elementwise!(
     |x| { candle_nn::ops::sigmoid(x) },
     |y: T| y * (T::one() - y)
 );
-
-fn examples() -> Vec<super::Example> {
-    use crate::signature::example_args::*;
-    vec![super::Example::new([("x", t(&[3]))]), super::Example::new([("x", t(&[2, 3]))])]
-}
 
 #[cfg(test)]
 mod tests {

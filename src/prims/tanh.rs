@@ -1,11 +1,7 @@
 //! `tanh(x)`, element-wise.
+use super::unary::vector_and_matrix_examples as examples;
 super::unary::unary_elementwise!(Tanh, "tanh", "element-wise hyperbolic tangent", 4, |x| x.tanh(), |y: T| T::one()
     - y * y);
-
-fn examples() -> Vec<super::Example> {
-    use crate::signature::example_args::*;
-    vec![super::Example::new([("x", t(&[3]))]), super::Example::new([("x", t(&[2, 3]))])]
-}
 
 #[cfg(test)]
 mod tests {

@@ -91,3 +91,9 @@ macro_rules! unary_elementwise {
 }
 
 pub(crate) use unary_elementwise;
+
+/// The examples of an element-wise primitive defined everywhere: a vector and a matrix.
+pub(super) fn vector_and_matrix_examples() -> Vec<super::Example> {
+    use crate::signature::example_args::*;
+    vec![super::Example::new([("x", t(&[3]))]), super::Example::new([("x", t(&[2, 3]))])]
+}

@@ -3,7 +3,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, check_state};
+use super::{OptimState, Optimizer, restore_buffers};
 use crate::train_config::TrainConfig;
 
 pub struct Adam {
@@ -63,16 +63,8 @@ impl Optimizer for Adam {
     }
 
     fn restore(&mut self, state: OptimState) -> Result<()> {
-        check_state(&state, 2, &self.vars)?;
-        let mut buffers = state.buffers.into_iter();
-        let mut take = |current: &[Tensor]| -> Vec<Tensor> {
-            let saved = buffers.next().unwrap_or_default();
-            current.iter().zip(saved).map(|(c, s)| s.unwrap_or_else(|| c.clone())).collect()
-        };
-        self.m = take(&self.m);
-        self.v = take(&self.v);
         self.step_t = i32::try_from(state.updates).unwrap_or(i32::MAX);
-        Ok(())
+        restore_buffers(state, &self.vars, &mut [&mut self.m, &mut self.v])
     }
 }
 

@@ -51,6 +51,20 @@ fn check_state(state: &OptimState, kinds: usize, vars: &[Var]) -> Result<()> {
     Ok(())
 }
 
+/// Puts a saved state's buffers back, in order, after checking that they fit `vars`; a
+/// parameter with no saved tensor keeps its current one.
+fn restore_buffers(state: OptimState, vars: &[Var], current: &mut [&mut Vec<Tensor>]) -> Result<()> {
+    check_state(&state, current.len(), vars)?;
+    for (buffer, saved) in current.iter_mut().zip(state.buffers) {
+        for (c, s) in buffer.iter_mut().zip(saved) {
+            if let Some(s) = s {
+                *c = s;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The gradients of `vars` in `store`, in order.
 pub fn from_store(store: &GradStore, vars: &[Var]) -> Vec<Option<Tensor>> {
     vars.iter().map(|v| store.get(v.as_tensor()).cloned()).collect()

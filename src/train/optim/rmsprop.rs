@@ -9,7 +9,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, check_state};
+use super::{OptimState, Optimizer, restore_buffers};
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
 use crate::train_config::TrainConfig;
@@ -65,15 +65,7 @@ impl Optimizer for RmsProp {
     }
 
     fn restore(&mut self, state: OptimState) -> Result<()> {
-        check_state(&state, 2, &self.vars)?;
-        let mut buffers = state.buffers.into_iter();
-        let mut take = |current: &[Tensor]| -> Vec<Tensor> {
-            let saved = buffers.next().unwrap_or_default();
-            current.iter().zip(saved).map(|(c, s)| s.unwrap_or_else(|| c.clone())).collect()
-        };
-        self.square_avg = take(&self.square_avg);
-        self.momentum_buf = take(&self.momentum_buf);
-        Ok(())
+        restore_buffers(state, &self.vars, &mut [&mut self.square_avg, &mut self.momentum_buf])
     }
 }
 
