@@ -73,7 +73,7 @@ fn instantiate(o: &Options, dir: &Path) -> Result<Box<dyn Task>, PrimError> {
     let path = o.path("path")?;
     let words = o.choice("level")? == 1;
     let length = o.int("length")?;
-    let (valid, test) = super::options::held_out_fractions(&o, "text")?;
+    let (valid, test) = super::options::held_out_fractions(o, "text")?;
     let at = data_file::resolve(dir, &path);
     let texts = read(&at, words, (valid, test)).map_err(DataError::on_path)?;
     // At least one whole training window, and something to predict in each held-out text.

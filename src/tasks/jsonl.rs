@@ -68,7 +68,7 @@ task_kind! {
 fn instantiate(o: &Options, dir: &Path) -> Result<Box<dyn Task>, PrimError> {
     let path = o.path("path")?;
     let aligned = o.choice("layout")? == 1;
-    let (valid, test) = super::options::held_out_fractions(&o, "examples")?;
+    let (valid, test) = super::options::held_out_fractions(o, "examples")?;
     let at = data_file::resolve(dir, &path);
     let sets = read(&at, aligned, (valid, test)).map_err(DataError::on_path)?;
     Ok(Box::new(sets))
