@@ -111,8 +111,7 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
         if !t.scale.is_empty() {
             let _ = writeln!(out, "{}\n", t.scale.trim());
         }
-        let mine: Vec<&RunRecord> =
-            runs.iter().filter(|r| t.experiments.contains(&r.config.experiment) && r.status == Status::Done).collect();
+        let (mine, left_out) = table_runs(&t.experiments, runs);
         if mine.is_empty() {
             let _ = writeln!(out, "_No finished runs of {} in the store yet._\n", t.experiments.join(", "));
             continue;
@@ -159,6 +158,9 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
             duration(total),
             duration((last - first).max(0.0))
         );
+        if left_out.any() {
+            let _ = writeln!(out, "{}\n", left_out);
+        }
         if t.fit.as_deref() == Some("kanerva_runtime") {
             let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
         }
@@ -167,6 +169,65 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
         }
     }
     out
+}
+
+/// The runs a table reports: finished runs of its experiments, each experiment at its newest
+/// spec version (the spec hash of its newest finished run), and each trial once, by its newest
+/// finished run. Without this, runs of an edited spec and `--force` re-runs of a trial would be
+/// averaged in as extra seeds.
+fn table_runs<'a>(experiments: &[String], runs: &'a [RunRecord]) -> (Vec<&'a RunRecord>, LeftOut) {
+    let done: Vec<&RunRecord> =
+        runs.iter().filter(|r| experiments.contains(&r.config.experiment) && r.status == Status::Done).collect();
+    let mut newest_spec: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
+    for r in &done {
+        let entry = newest_spec.entry(&r.config.experiment).or_insert((r.started_at, &r.spec_hash));
+        if r.started_at > entry.0 {
+            *entry = (r.started_at, &r.spec_hash);
+        }
+    }
+    let mut left_out = LeftOut::default();
+    let mut by_trial: BTreeMap<&str, &RunRecord> = BTreeMap::new();
+    for r in done {
+        if newest_spec[r.config.experiment.as_str()].1 != r.spec_hash {
+            left_out.older_spec += 1;
+            continue;
+        }
+        let kept = by_trial.entry(&r.trial_key).or_insert(r);
+        if kept.id != r.id {
+            left_out.repeats += 1;
+            if r.started_at > kept.started_at {
+                *kept = r;
+            }
+        }
+    }
+    let mut kept: Vec<&RunRecord> = by_trial.into_values().collect();
+    kept.sort_by_key(|r| r.id);
+    (kept, left_out)
+}
+
+/// Finished runs a table does not count, and why.
+#[derive(Debug, Default, PartialEq)]
+struct LeftOut {
+    /// Runs of an older version of the experiment's spec.
+    older_spec: usize,
+    /// Earlier runs of a trial that was run again (`--force`).
+    repeats: usize,
+}
+
+impl LeftOut {
+    fn any(&self) -> bool {
+        self.older_spec + self.repeats > 0
+    }
+}
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Not counted: {} run(s) of an older version of the spec, {} earlier run(s) of a trial run again.",
+            self.older_spec, self.repeats
+        )
+    }
 }
 
 /// Least-squares fit of seconds per step to `c + a·k + b·(m/k)³` (the PKM paper's model).
@@ -253,6 +314,28 @@ mod tests {
             .collect();
         let ([c, a, b], r2) = least_squares(&pts).unwrap();
         assert!((c - 0.5).abs() < 1e-9 && (a - 2.0).abs() < 1e-9 && (b - 0.1).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-12);
+    }
+
+    /// A finished run of trial `trial` of experiment `table1` under spec version `spec`.
+    fn run(id: u64, trial: &str, spec: &str, started_at: f64) -> RunRecord {
+        let mut r = crate::store::record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+        (r.id, r.trial_key, r.spec_hash, r.started_at) = (id, trial.into(), spec.into(), started_at);
+        (r.status, r.config.experiment) = (Status::Done, "table1".into());
+        r
+    }
+
+    #[test]
+    fn a_table_counts_each_trial_once_and_only_the_newest_spec_version() {
+        let runs = [
+            run(1, "seed1", "old", 1.0),
+            run(2, "seed2", "old", 2.0),
+            run(3, "seed1", "new", 3.0),
+            run(4, "seed2", "new", 4.0),
+            run(5, "seed1", "new", 5.0), // `--force` re-run of seed 1
+        ];
+        let (kept, left_out) = table_runs(&["table1".into()], &runs);
+        assert_eq!(kept.iter().map(|r| r.id).collect::<Vec<_>>(), vec![4, 5]);
+        assert_eq!(left_out, LeftOut { older_spec: 2, repeats: 1 });
     }
 
     #[test]
