@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod numbers;
 pub mod plot;
 pub mod results;
+pub mod selection;
 pub mod sheet;
 pub mod show;
 pub mod table;

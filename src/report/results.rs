@@ -9,8 +9,8 @@ use std::fmt::Write;
 use serde::Deserialize;
 
 use super::numbers::{duration, sig3};
-use crate::store::{RunRecord, Status};
-use crate::value::Value;
+use super::selection::{Selection, select};
+use crate::store::RunRecord;
 
 /// The report's description.
 #[derive(Debug, Deserialize)]
@@ -54,27 +54,6 @@ pub struct PaperRow {
     pub figures: BTreeMap<String, String>,
 }
 
-/// A run's value for a row key: a swept or fixed parameter, a task option, or the
-/// model/task/experiment.
-fn key_value(r: &RunRecord, key: &str) -> String {
-    match key {
-        "model" => r.config.model.clone(),
-        "experiment" => r.config.experiment.clone(),
-        "task" => r.config.task.clone(),
-        "seed" => r.config.seed.to_string(),
-        _ => {
-            r.config.params.get(key).or_else(|| r.config.task_options.get(key)).map(plain).unwrap_or_else(|| "·".into())
-        }
-    }
-}
-
-fn plain(v: &Value) -> String {
-    match v {
-        Value::Str(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// `mean ± std (n)` with the sample standard deviation (n − 1); just the value when n = 1.
 pub fn mean_std(values: &[f64]) -> String {
     let n = values.len();
@@ -111,16 +90,12 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
         if !t.scale.is_empty() {
             let _ = writeln!(out, "{}\n", t.scale.trim());
         }
-        let mine: Vec<&RunRecord> =
-            runs.iter().filter(|r| t.experiments.contains(&r.config.experiment) && r.status == Status::Done).collect();
-        if mine.is_empty() {
+        let selection = select(runs, &t.experiments, &t.rows);
+        if selection.is_empty() {
             let _ = writeln!(out, "_No finished runs of {} in the store yet._\n", t.experiments.join(", "));
             continue;
         }
-        let mut groups: BTreeMap<Vec<String>, Vec<&RunRecord>> = BTreeMap::new();
-        for r in &mine {
-            groups.entry(t.rows.iter().map(|k| key_value(r, k)).collect()).or_default().push(r);
-        }
+        let mine: Vec<&RunRecord> = selection.runs().collect();
         let mut header: Vec<String> = t.rows.clone();
         for m in &t.metrics {
             header.push(m.clone());
@@ -128,11 +103,17 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
                 header.push(format!("paper {m}"));
             }
         }
+        // Rows of different spec versions are marked, so that a reader sees which ran together.
+        let versions = selection.rows.iter().map(|r| r.spec_hash.as_str()).collect::<std::collections::BTreeSet<_>>();
+        if versions.len() > 1 {
+            header.push("spec".into());
+        }
         header.push("converged".into());
         header.push("wall (sum)".into());
         let _ = writeln!(out, "| {} |", header.join(" | "));
         let _ = writeln!(out, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
-        for (values, rs) in &groups {
+        for row in &selection.rows {
+            let (values, rs) = (&row.key, &row.runs);
             let paper = t.paper.iter().find(|p| {
                 p.when.iter().all(|(k, v)| t.rows.iter().position(|r| r == k).is_some_and(|i| &values[i] == v))
             });
@@ -143,6 +124,9 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
                 if t.paper.iter().any(|p| p.figures.contains_key(m)) {
                     cells.push(paper.and_then(|p| p.figures.get(m)).cloned().unwrap_or_else(|| "·".into()));
                 }
+            }
+            if versions.len() > 1 {
+                cells.push(row.spec_hash.chars().take(8).collect());
             }
             let converged = rs.iter().filter(|r| r.steps_to_converge.is_some()).count();
             cells.push(format!("{converged}/{}", rs.len()));
@@ -159,6 +143,9 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
             duration(total),
             duration((last - first).max(0.0))
         );
+        if let Some(note) = left_out_note(&selection) {
+            let _ = writeln!(out, "{note}\n");
+        }
         if t.fit.as_deref() == Some("kanerva_runtime") {
             let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
         }
@@ -167,6 +154,30 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
         }
     }
     out
+}
+
+/// What the table leaves out, if anything: repeated runs of a trial and older spec versions.
+fn left_out_note(s: &Selection) -> Option<String> {
+    let mut parts = vec![];
+    if s.repeats_left_out > 0 {
+        parts.push(format!(
+            "{} earlier run{} of trials that ran again (each trial counts once, by its newest finished run)",
+            s.repeats_left_out,
+            plural(s.repeats_left_out)
+        ));
+    }
+    if s.older_versions_left_out > 0 {
+        parts.push(format!(
+            "{} run{} of older spec versions (a row shows the runs of its newest run's spec version)",
+            s.older_versions_left_out,
+            plural(s.older_versions_left_out)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("Left out: {}.", parts.join("; ")))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// Least-squares fit of seconds per step to `c + a·k + b·(m/k)³` (the PKM paper's model).
@@ -235,6 +246,7 @@ pub fn least_squares(points: &[([f64; 3], f64)]) -> Option<([f64; 3], f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Value;
 
     #[test]
     fn mean_and_sample_std() {
@@ -253,6 +265,21 @@ mod tests {
             .collect();
         let ([c, a, b], r2) = least_squares(&pts).unwrap();
         assert!((c - 0.5).abs() < 1e-9 && (a - 2.0).abs() < 1e-9 && (b - 0.1).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-12);
+    }
+
+    const ONE_TABLE: &str = "title: R\ntables:\n  - {title: T, experiments: [exp], rows: [d], metrics: [accuracy]}\n";
+
+    #[test]
+    fn a_forced_rerun_and_an_older_spec_version_are_not_extra_seeds() {
+        use crate::report::selection::tests::run;
+        let d = [("d", Value::Int(8))];
+        let report: Report = serde_saphyr::from_str(ONE_TABLE).unwrap();
+        // Trial t1 ran twice (--force); t0 ran under an older spec version.
+        let runs = [run(1, "t0", "v1", &d, 0.1), run(2, "t1", "v2", &d, 0.5), run(3, "t1", "v2", &d, 0.7)];
+        let md = render(&report, &runs);
+        assert!(md.contains("| 8 | 0.700 (1) |"), "{md}");
+        assert!(md.contains("1 earlier run of trials that ran again"), "{md}");
+        assert!(md.contains("1 run of older spec versions"), "{md}");
     }
 
     #[test]
