@@ -19,8 +19,7 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&args.description)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.description.display()))?;
-    let report: results::Report =
-        serde_saphyr::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
+    let report = results::load(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
     let store = Store::open(&ctx.store)?;
     let md = results::render(&report, &store.all()?.into_iter().map(crate::store::as_seen).collect::<Vec<_>>());
     match &args.output {

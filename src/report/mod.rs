@@ -15,4 +15,5 @@ pub mod selection;
 pub mod sheet;
 pub mod show;
 pub mod table;
+pub mod verdict;
 pub mod view;

@@ -3,17 +3,20 @@
 //! beside it, and the wall time the runs took. The tables are described in a YAML file
 //! (`specs/paper/results.yaml`), read with serde-saphyr; the numbers come only from the store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use serde::Deserialize;
 
 use super::numbers::{duration, sig3};
-use super::selection::{Selection, select};
+use super::selection::{Selection, metric, select};
+use super::sheet::Stat;
+use super::verdict::{self, Context, Criterion, CriterionError, Judgement, RowMatch, row_matches};
 use crate::store::RunRecord;
 
 /// The report's description.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Report {
     pub title: String,
     #[serde(default)]
@@ -22,6 +25,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Table {
     pub title: String,
     /// Which runs: their experiment name(s).
@@ -35,12 +39,18 @@ pub struct Table {
     /// How the CPU-scale setting differs from the paper's.
     #[serde(default)]
     pub scale: String,
-    /// The paper's figures: a row (values of `rows`, as text) and metric → figure.
+    /// The paper's figures: a row (values of `rows`) and metric → figure.
     #[serde(default)]
     pub paper: Vec<PaperRow>,
-    /// What reproduced and what did not (written after reading the numbers).
+    /// How long the paper trained, to compare with the runs' length.
     #[serde(default)]
-    pub verdict: String,
+    pub paper_training: Option<PaperTraining>,
+    /// What must hold for the table to count as reproduced; the verdict is computed from them.
+    #[serde(default)]
+    pub criteria: Vec<Criterion>,
+    /// Context for the reader, written after reading the numbers (the verdict is computed).
+    #[serde(default)]
+    pub notes: String,
     /// A model fitted to the runs: `kanerva_runtime` fits the seconds per step to
     /// `c + a·k + b·(m/k)³` over the parameters `k` and `m` (Product Kanerva Machines, Fig. 1C–D).
     #[serde(default)]
@@ -48,33 +58,107 @@ pub struct Table {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PaperRow {
     #[serde(rename = "match")]
-    pub when: BTreeMap<String, String>,
-    pub figures: BTreeMap<String, String>,
+    pub when: RowMatch,
+    pub figures: BTreeMap<String, Figure>,
+}
+
+/// A figure of the paper: its number (in the metric's own units: 0.84 for 84 % accuracy),
+/// a label to show instead (for context, or a figure that is not a number), or both.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    #[serde(default)]
+    pub value: Option<f64>,
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl Figure {
+    pub fn display(&self) -> String {
+        match (&self.label, self.value) {
+            (Some(label), _) => label.clone(),
+            (None, Some(v)) => sig3(v),
+            (None, None) => "·".into(),
+        }
+    }
+}
+
+/// The paper's training length.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperTraining {
+    #[serde(default)]
+    pub steps: Option<u64>,
+    #[serde(default)]
+    pub epochs: Option<f64>,
+    /// In words, where numbers do not say it all ("up to 100 epochs of 100 000 sequences").
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// Why a description cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptionError {
+    #[error("{0}")]
+    Yaml(String),
+    #[error("table \"{table}\", criterion {index}: {error}")]
+    Criterion { table: String, index: usize, error: CriterionError },
+    #[error("table \"{table}\": a paper figure for `{metric}` has neither a value nor a label")]
+    EmptyFigure { table: String, metric: String },
+}
+
+/// Reads and checks a description: YAML that does not fit, and criteria that name rows,
+/// metrics or paper figures the table does not have, are errors here, before any run is read.
+pub fn load(text: &str) -> Result<Report, DescriptionError> {
+    let report: Report = serde_saphyr::from_str(text).map_err(|e| DescriptionError::Yaml(e.to_string()))?;
+    for t in &report.tables {
+        for (metric, f) in t.paper.iter().flat_map(|p| &p.figures) {
+            if f.value.is_none() && f.label.is_none() {
+                return Err(DescriptionError::EmptyFigure { table: t.title.clone(), metric: metric.clone() });
+            }
+        }
+        let paper = |m: &RowMatch, metric: &str| t.paper_number(m, metric);
+        let cx = Context { row_keys: &t.rows, metrics: &t.metrics, rows: &[], paper: &paper };
+        for (i, c) in t.criteria.iter().enumerate() {
+            c.validate(&cx).map_err(|error| DescriptionError::Criterion {
+                table: t.title.clone(),
+                index: i + 1,
+                error,
+            })?;
+        }
+    }
+    Ok(report)
+}
+
+impl Table {
+    /// The paper's number for the row a criterion names: from the paper row whose match
+    /// agrees with it.
+    fn paper_number(&self, m: &RowMatch, metric: &str) -> Option<f64> {
+        self.paper
+            .iter()
+            .filter(|p| p.when.iter().all(|(k, v)| m.get(k) == Some(v)))
+            .find_map(|p| p.figures.get(metric)?.value)
+    }
+
+    /// The paper row for a table row.
+    fn paper_row(&self, key: &[String]) -> Option<&PaperRow> {
+        self.paper.iter().find(|p| row_matches(&self.rows, key, &p.when))
+    }
+
+    /// Every criterion judged on the selected rows.
+    pub fn judge(&self, selection: &Selection) -> Vec<Judgement> {
+        let paper = |m: &RowMatch, metric: &str| self.paper_number(m, metric);
+        let cx = Context { row_keys: &self.rows, metrics: &self.metrics, rows: &selection.rows, paper: &paper };
+        self.criteria.iter().map(|c| c.judge(&cx)).collect()
+    }
 }
 
 /// `mean ± std (n)` with the sample standard deviation (n − 1); just the value when n = 1.
 pub fn mean_std(values: &[f64]) -> String {
-    let n = values.len();
-    if n == 0 {
-        return "·".into();
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n == 1 {
-        return format!("{} (1)", sig3(mean));
-    }
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    format!("{} ± {} ({n})", sig3(mean), sig3(var.sqrt()))
-}
-
-fn metric(r: &RunRecord, name: &str) -> Option<f64> {
-    match name {
-        "ms_per_step" => (r.steps_run > 0).then(|| 1e3 * r.train_seconds / r.steps_run as f64),
-        "steps_to_converge" => r.steps_to_converge.map(|s| s as f64),
-        "epochs_to_converge" => r.epochs_to_converge,
-        _ => r.final_metrics.get(name).copied(),
-    }
+    Stat::of(values).map_or_else(|| "·".into(), |s| s.display())
 }
 
 /// Renders the report as Markdown from the store's runs.
@@ -86,74 +170,88 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
     }
     let _ = writeln!(out, "_Generated by `memctl results` from the run store; do not edit by hand._\n");
     for t in &report.tables {
-        let _ = writeln!(out, "## {}\n", t.title);
-        if !t.scale.is_empty() {
-            let _ = writeln!(out, "{}\n", t.scale.trim());
-        }
         let selection = select(runs, &t.experiments, &t.rows);
-        if selection.is_empty() {
-            let _ = writeln!(out, "_No finished runs of {} in the store yet._\n", t.experiments.join(", "));
-            continue;
-        }
-        let mine: Vec<&RunRecord> = selection.runs().collect();
-        let mut header: Vec<String> = t.rows.clone();
-        for m in &t.metrics {
-            header.push(m.clone());
-            if t.paper.iter().any(|p| p.figures.contains_key(m)) {
-                header.push(format!("paper {m}"));
-            }
-        }
-        // Rows of different spec versions are marked, so that a reader sees which ran together.
-        let versions = selection.rows.iter().map(|r| r.spec_hash.as_str()).collect::<std::collections::BTreeSet<_>>();
-        if versions.len() > 1 {
-            header.push("spec".into());
-        }
-        header.push("converged".into());
-        header.push("wall (sum)".into());
-        let _ = writeln!(out, "| {} |", header.join(" | "));
-        let _ = writeln!(out, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
-        for row in &selection.rows {
-            let (values, rs) = (&row.key, &row.runs);
-            let paper = t.paper.iter().find(|p| {
-                p.when.iter().all(|(k, v)| t.rows.iter().position(|r| r == k).is_some_and(|i| &values[i] == v))
-            });
-            let mut cells: Vec<String> = values.clone();
-            for m in &t.metrics {
-                let vals: Vec<f64> = rs.iter().filter_map(|r| metric(r, m)).collect();
-                cells.push(mean_std(&vals));
-                if t.paper.iter().any(|p| p.figures.contains_key(m)) {
-                    cells.push(paper.and_then(|p| p.figures.get(m)).cloned().unwrap_or_else(|| "·".into()));
-                }
-            }
-            if versions.len() > 1 {
-                cells.push(row.spec_hash.chars().take(8).collect());
-            }
-            let converged = rs.iter().filter(|r| r.steps_to_converge.is_some()).count();
-            cells.push(format!("{converged}/{}", rs.len()));
-            cells.push(duration(rs.iter().map(|r| r.wall_seconds).sum()));
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
-        let total: f64 = mine.iter().map(|r| r.wall_seconds).sum();
-        let first = mine.iter().map(|r| r.started_at).fold(f64::INFINITY, f64::min);
-        let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
-        let _ = writeln!(
-            out,
-            "\n{} runs; compute time {} (sum over runs), elapsed {} from the first start to the last end.\n",
-            mine.len(),
-            duration(total),
-            duration((last - first).max(0.0))
-        );
-        if let Some(note) = left_out_note(&selection) {
-            let _ = writeln!(out, "{note}\n");
-        }
-        if t.fit.as_deref() == Some("kanerva_runtime") {
-            let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
-        }
-        if !t.verdict.is_empty() {
-            let _ = writeln!(out, "**What reproduced.** {}\n", t.verdict.trim());
-        }
+        render_table(&mut out, t, &selection);
     }
     out
+}
+
+fn render_table(out: &mut String, t: &Table, selection: &Selection) {
+    let _ = writeln!(out, "## {}\n", t.title);
+    if !t.scale.is_empty() {
+        let _ = writeln!(out, "{}\n", t.scale.trim());
+    }
+    let judgements = t.judge(selection);
+    let _ = writeln!(out, "**Verdict: {}.**\n", verdict::summary(&judgements));
+    for j in &judgements {
+        let _ = writeln!(out, "- {}", j.line);
+    }
+    if !judgements.is_empty() {
+        out.push('\n');
+    }
+    if selection.is_empty() {
+        let _ = writeln!(out, "_No finished runs of {} in the store yet._\n", t.experiments.join(", "));
+    } else {
+        render_rows(out, t, selection);
+    }
+    if !t.notes.is_empty() {
+        let _ = writeln!(out, "**Notes.** {}\n", t.notes.trim());
+    }
+}
+
+fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
+    let mine: Vec<&RunRecord> = selection.runs().collect();
+    let has_paper = |m: &String| t.paper.iter().any(|p| p.figures.contains_key(m));
+    let mut header: Vec<String> = t.rows.clone();
+    for m in &t.metrics {
+        header.push(m.clone());
+        if has_paper(m) {
+            header.push(format!("paper {m}"));
+        }
+    }
+    // Rows of different spec versions are marked, so that a reader sees which ran together.
+    let versions = selection.rows.iter().map(|r| r.spec_hash.as_str()).collect::<BTreeSet<_>>();
+    if versions.len() > 1 {
+        header.push("spec".into());
+    }
+    header.push("converged".into());
+    header.push("wall (sum)".into());
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    for row in &selection.rows {
+        let paper = t.paper_row(&row.key);
+        let mut cells: Vec<String> = row.key.clone();
+        for m in &t.metrics {
+            let vals: Vec<f64> = row.runs.iter().filter_map(|r| metric(r, m)).collect();
+            cells.push(mean_std(&vals));
+            if has_paper(m) {
+                cells.push(paper.and_then(|p| p.figures.get(m)).map_or_else(|| "·".into(), Figure::display));
+            }
+        }
+        if versions.len() > 1 {
+            cells.push(row.spec_hash.chars().take(8).collect());
+        }
+        let converged = row.runs.iter().filter(|r| r.steps_to_converge.is_some()).count();
+        cells.push(format!("{converged}/{}", row.runs.len()));
+        cells.push(duration(row.runs.iter().map(|r| r.wall_seconds).sum()));
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    let total: f64 = mine.iter().map(|r| r.wall_seconds).sum();
+    let first = mine.iter().map(|r| r.started_at).fold(f64::INFINITY, f64::min);
+    let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "\n{} runs; compute time {} (sum over runs), elapsed {} from the first start to the last end.\n",
+        mine.len(),
+        duration(total),
+        duration((last - first).max(0.0))
+    );
+    if let Some(note) = left_out_note(selection) {
+        let _ = writeln!(out, "{note}\n");
+    }
+    if t.fit.as_deref() == Some("kanerva_runtime") {
+        let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
+    }
 }
 
 /// What the table leaves out, if anything: repeated runs of a trial and older spec versions.
@@ -283,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn the_description_reads_from_yaml() {
+    fn the_description_reads_from_yaml_and_an_empty_store_is_not_run() {
         let yaml = r#"
 title: Results
 tables:
@@ -292,13 +390,44 @@ tables:
     rows: [gates, transfer]
     metrics: [accuracy, epochs_to_converge]
     paper:
-      - match: {gates: "true", transfer: "true"}
-        figures: {accuracy: "100%", epochs_to_converge: "10"}
-    verdict: Partly.
+      - match: {gates: true, transfer: true}
+        figures: {accuracy: {value: 1.0, label: "100%"}, epochs_to_converge: {value: 10}}
+    criteria:
+      - reaches_paper: {row: {gates: true, transfer: true}, metric: accuracy, tolerance: 0.02}
+    notes: Partly.
 "#;
-        let r: Report = serde_saphyr::from_str(yaml).unwrap();
+        let r = load(yaml).unwrap();
         assert_eq!(r.tables[0].rows, vec!["gates", "transfer"]);
-        assert_eq!(r.tables[0].paper[0].figures["accuracy"], "100%");
-        assert_eq!(render(&r, &[]).lines().filter(|l| l.starts_with("_No finished runs")).count(), 1);
+        assert_eq!(r.tables[0].paper[0].figures["accuracy"].display(), "100%");
+        assert_eq!(r.tables[0].paper_number(&r.tables[0].paper[0].when, "accuracy"), Some(1.0));
+        let md = render(&r, &[]);
+        assert_eq!(md.lines().filter(|l| l.starts_with("_No finished runs")).count(), 1);
+        assert!(md.contains("**Verdict: not run (0 of 1 criteria met, 1 not run).**"), "{md}");
+        assert!(
+            md.contains(
+                "- · not run: accuracy of {gates: true, transfer: true} (no runs) ≥ paper 1.00 − 0.0200 = 0.980"
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn the_shipped_description_states_criteria_for_every_table_and_an_empty_store_runs_none() {
+        let report = load(include_str!("../../specs/paper/results.yaml")).unwrap();
+        assert!(report.tables.iter().all(|t| !t.criteria.is_empty()));
+        let md = render(&report, &[]);
+        assert_eq!(md.matches("**Verdict: not run (").count(), report.tables.len(), "{md}");
+    }
+
+    #[test]
+    fn a_description_with_a_bad_criterion_is_refused_before_any_run_is_read() {
+        let yaml = "title: R\ntables:\n  - title: T\n    experiments: [e]\n    rows: [d]\n    metrics: [accuracy]\n    \
+                    criteria:\n      - reaches_paper: {row: {d: 8}, metric: accuracy, tolerance: 0.1}\n";
+        let err = load(yaml).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "table \"T\", criterion 1: compares with the paper, but no paper row for {d: 8} gives a number for `accuracy`"
+        );
+        assert!(load("title: R\ntables: []\nverdict: x\n").unwrap_err().to_string().contains("verdict"));
     }
 }

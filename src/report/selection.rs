@@ -72,6 +72,17 @@ pub fn select<'a>(runs: &'a [RunRecord], experiments: &[String], row_keys: &[Str
     selection
 }
 
+/// A run's value of a table metric: a final metric, or `ms_per_step`, `steps_to_converge`,
+/// `epochs_to_converge`.
+pub fn metric(r: &RunRecord, name: &str) -> Option<f64> {
+    match name {
+        "ms_per_step" => (r.steps_run > 0).then(|| 1e3 * r.train_seconds / r.steps_run as f64),
+        "steps_to_converge" => r.steps_to_converge.map(|s| s as f64),
+        "epochs_to_converge" => r.epochs_to_converge,
+        _ => r.final_metrics.get(name).copied(),
+    }
+}
+
 /// A run's value for a row key: a swept or fixed parameter, a task option, or the
 /// model/task/experiment.
 pub fn key_value(r: &RunRecord, key: &str) -> String {
