@@ -249,9 +249,31 @@ fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
     if let Some(note) = left_out_note(selection) {
         let _ = writeln!(out, "{note}\n");
     }
+    let _ = writeln!(out, "{}\n", trivial_note(&mine));
     if t.fit.as_deref() == Some("kanerva_runtime") {
         let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
     }
+}
+
+/// The tasks' trivial levels (chance, the best input-only shortcut) for the options the runs
+/// used, one entry per distinct set; tasks with none are named.
+fn trivial_note(runs: &[&RunRecord]) -> String {
+    let mut stated = BTreeSet::new();
+    let mut none = BTreeSet::new();
+    for r in runs {
+        let levels = crate::tasks::trivial_levels(&r.config.task, &r.config.task_options);
+        if levels.is_empty() {
+            none.insert(r.config.task.clone());
+            continue;
+        }
+        let shown: Vec<String> = levels.iter().map(|l| format!("{} {} {}", l.name, l.metric, sig3(l.value))).collect();
+        stated.insert(format!("{}: {}", r.config.task, shown.join("; ")));
+    }
+    let mut parts: Vec<String> = stated.into_iter().collect();
+    if !none.is_empty() {
+        parts.push(format!("none worked out for {}", none.into_iter().collect::<Vec<_>>().join(", ")));
+    }
+    format!("Trivial levels — {}.", parts.join(". "))
 }
 
 /// What the table leaves out, if anything: repeated runs of a trial and older spec versions.
@@ -378,6 +400,9 @@ mod tests {
         assert!(md.contains("| 8 | 0.700 (1) |"), "{md}");
         assert!(md.contains("1 earlier run of trials that ran again"), "{md}");
         assert!(md.contains("1 run of older spec versions"), "{md}");
+        // The fixture's task is associative retrieval with 2 pairs: chance 0.1, and the value
+        // stored most often (either of two distinct ones, or the one stored twice) 0.55.
+        assert!(md.contains("Trivial levels — assocRetrieval: chance (1 of 10 digits) accuracy 0.100; the value stored most often among the 2 accuracy 0.550."), "{md}");
     }
 
     #[test]
