@@ -8,9 +8,11 @@ use std::fmt::Write;
 
 use serde::Deserialize;
 
-use super::numbers::{duration, sig3};
+use super::markdown;
+use super::numbers::{count, duration, sig3};
+use super::provenance;
 use super::selection::{Selection, metric, select};
-use super::sheet::Stat;
+use super::sheet::{Cell, Sheet, Stat};
 use super::verdict::{self, Context, Criterion, CriterionError, Judgement, RowMatch, row_matches};
 use crate::store::RunRecord;
 
@@ -99,6 +101,18 @@ pub struct PaperTraining {
     pub label: Option<String>,
 }
 
+impl PaperTraining {
+    /// The label, or the numbers.
+    pub fn display(&self) -> Option<String> {
+        let numbers: Vec<String> =
+            [self.steps.map(|s| format!("{} steps", count(s))), self.epochs.map(|e| format!("{} epochs", sig3(e)))]
+                .into_iter()
+                .flatten()
+                .collect();
+        self.label.clone().or_else(|| (!numbers.is_empty()).then(|| numbers.join(", ")))
+    }
+}
+
 /// Why a description cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum DescriptionError {
@@ -141,6 +155,11 @@ impl Table {
             .iter()
             .filter(|p| p.when.iter().all(|(k, v)| m.get(k) == Some(v)))
             .find_map(|p| p.figures.get(metric)?.value)
+    }
+
+    /// The paper's training length in words, if stated.
+    fn paper_length(&self) -> Option<String> {
+        self.paper_training.as_ref().and_then(PaperTraining::display)
     }
 
     /// The paper row for a table row.
@@ -199,43 +218,51 @@ fn render_table(out: &mut String, t: &Table, selection: &Selection) {
     }
 }
 
-fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
-    let mine: Vec<&RunRecord> = selection.runs().collect();
+/// The table's rows as a sheet: key values, each metric's mean ± std with the paper's figure
+/// beside it, the spec version where rows differ in it, convergence and wall time. The
+/// Markdown table and the exported JSON rows are both printed from it.
+pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
     let has_paper = |m: &String| t.paper.iter().any(|p| p.figures.contains_key(m));
-    let mut header: Vec<String> = t.rows.clone();
+    let mut columns: Vec<String> = t.rows.clone();
     for m in &t.metrics {
-        header.push(m.clone());
+        columns.push(m.clone());
         if has_paper(m) {
-            header.push(format!("paper {m}"));
+            columns.push(format!("paper {m}"));
         }
     }
     // Rows of different spec versions are marked, so that a reader sees which ran together.
     let versions = selection.rows.iter().map(|r| r.spec_hash.as_str()).collect::<BTreeSet<_>>();
     if versions.len() > 1 {
-        header.push("spec".into());
+        columns.push("spec".into());
     }
-    header.push("converged".into());
-    header.push("wall (sum)".into());
-    let _ = writeln!(out, "| {} |", header.join(" | "));
-    let _ = writeln!(out, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
+    columns.push("converged".into());
+    columns.push("wall (sum)".into());
+    let mut rows = vec![];
     for row in &selection.rows {
         let paper = t.paper_row(&row.key);
-        let mut cells: Vec<String> = row.key.clone();
+        let mut cells: Vec<Cell> = row.key.iter().map(|k| Cell::Text(k.clone())).collect();
         for m in &t.metrics {
             let vals: Vec<f64> = row.runs.iter().filter_map(|r| metric(r, m)).collect();
-            cells.push(mean_std(&vals));
+            cells.push(Stat::of(&vals).map_or(Cell::Missing, Cell::Stat));
             if has_paper(m) {
-                cells.push(paper.and_then(|p| p.figures.get(m)).map_or_else(|| "·".into(), Figure::display));
+                let figure = paper.and_then(|p| p.figures.get(m));
+                cells.push(figure.map_or(Cell::Missing, |f| Cell::Text(f.display())));
             }
         }
         if versions.len() > 1 {
-            cells.push(row.spec_hash.chars().take(8).collect());
+            cells.push(Cell::Text(row.spec_hash.chars().take(8).collect()));
         }
         let converged = row.runs.iter().filter(|r| r.steps_to_converge.is_some()).count();
-        cells.push(format!("{converged}/{}", row.runs.len()));
-        cells.push(duration(row.runs.iter().map(|r| r.wall_seconds).sum()));
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
+        cells.push(Cell::Text(format!("{converged}/{}", row.runs.len())));
+        cells.push(Cell::Seconds(row.runs.iter().map(|r| r.wall_seconds).sum()));
+        rows.push(cells);
     }
+    Sheet { columns, rows }
+}
+
+fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
+    let mine: Vec<&RunRecord> = selection.runs().collect();
+    out.push_str(&markdown::render(&sheet(t, selection)));
     let total: f64 = mine.iter().map(|r| r.wall_seconds).sum();
     let first = mine.iter().map(|r| r.started_at).fold(f64::INFINITY, f64::min);
     let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
@@ -250,6 +277,12 @@ fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
         let _ = writeln!(out, "{note}\n");
     }
     let _ = writeln!(out, "{}\n", trivial_note(&mine));
+    let _ = writeln!(
+        out,
+        "{} {}\n",
+        provenance::where_line(&mine),
+        provenance::length_line(&mine, t.paper_length().as_deref())
+    );
     if t.fit.as_deref() == Some("kanerva_runtime") {
         let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
     }
