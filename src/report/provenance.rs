@@ -8,13 +8,13 @@ use super::numbers::{count, sig3};
 use crate::store::RunRecord;
 use crate::value::Value;
 
-/// `cpu on host (2 CPUs, x86_64)`: the machine a run ran on. The record keeps the device name
+/// `cpu on host vm (2 CPUs, x86_64)`: the machine a run ran on. The record keeps the device name
 /// (`cuda:0`), not the GPU's model.
 pub fn machine(r: &RunRecord) -> String {
     let e = &r.environment;
     let device =
         if e.device.starts_with("cuda") { format!("{} (GPU model not recorded)", e.device) } else { e.device.clone() };
-    format!("{device} on {} ({} CPUs, {})", e.hostname, e.cpus, e.arch)
+    format!("{device} on host {} ({} CPU{}, {})", e.hostname, e.cpus, if e.cpus == 1 { "" } else { "s" }, e.arch)
 }
 
 /// The memctl build a run ran on: its version (the records keep no commit).
@@ -34,7 +34,7 @@ pub fn epochs(r: &RunRecord) -> Option<f64> {
     Some(r.steps_run as f64 * batch as f64 / examples as f64)
 }
 
-/// "Ran on cpu on h (2 CPUs, x86_64) (12 runs); memctl 0.1.0 (12 runs)."
+/// "Ran on cpu on host vm (2 CPUs, x86_64) (12 runs); built as memctl 0.1.0 (12 runs)."
 pub fn where_line(runs: &[&RunRecord]) -> String {
     format!("Ran on {}; built as {}.", tally(runs, machine), tally(runs, build))
 }
@@ -91,7 +91,7 @@ mod tests {
         b.environment.device = "cuda:0".into();
         let runs = [&a, &b];
         let line = where_line(&runs);
-        assert!(line.contains(&format!("cpu on {}", a.environment.hostname)), "{line}");
+        assert!(line.contains("cpu on host vm (2 CPUs, x86_64) (1 run)"), "{line}");
         assert!(line.contains("cuda:0 (GPU model not recorded)"), "{line}");
         assert!(line.contains(&format!("memctl {} (2 runs)", a.environment.memctl_version)), "{line}");
         // The fixture: 2-pair associative retrieval with 64 training examples, batch 8.

@@ -45,7 +45,6 @@ pub struct Table {
     #[serde(default)]
     pub paper: Vec<PaperRow>,
     /// How long the paper trained, to compare with the runs' length.
-    #[serde(default)]
     pub paper_training: Option<PaperTraining>,
     /// What must hold for the table to count as reproduced; the verdict is computed from them.
     #[serde(default)]
@@ -72,9 +71,7 @@ pub struct PaperRow {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Figure {
-    #[serde(default)]
     pub value: Option<f64>,
-    #[serde(default)]
     pub label: Option<String>,
 }
 
@@ -92,12 +89,9 @@ impl Figure {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PaperTraining {
-    #[serde(default)]
     pub steps: Option<u64>,
-    #[serde(default)]
     pub epochs: Option<f64>,
     /// In words, where numbers do not say it all ("up to 100 epochs of 100 000 sequences").
-    #[serde(default)]
     pub label: Option<String>,
 }
 
