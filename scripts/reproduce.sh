@@ -23,4 +23,4 @@ done
 if [ -d data/babi/en-valid-10k ]; then
   "$memctl" --store "$store" sweep specs/paper/sam_babi.mem --jobs 2 --threads 1 --quiet || true
 fi
-"$memctl" --store "$store" results specs/paper/results.yaml -o docs/results.md
+"$memctl" --store "$store" results specs/paper/results.yaml -o docs/results.md --data-dir docs/results/

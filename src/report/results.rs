@@ -3,17 +3,22 @@
 //! beside it, and the wall time the runs took. The tables are described in a YAML file
 //! (`specs/paper/results.yaml`), read with serde-saphyr; the numbers come only from the store.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
 use serde::Deserialize;
 
-use super::numbers::{duration, sig3};
-use crate::store::{RunRecord, Status};
-use crate::value::Value;
+use super::markdown;
+use super::numbers::{count, duration, sig3};
+use super::provenance;
+use super::selection::{Selection, metric, select};
+use super::sheet::{Cell, Sheet, Stat};
+use super::verdict::{self, Context, Criterion, CriterionError, Judgement, RowMatch, row_matches};
+use crate::store::RunRecord;
 
 /// The report's description.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Report {
     pub title: String,
     #[serde(default)]
@@ -22,6 +27,7 @@ pub struct Report {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Table {
     pub title: String,
     /// Which runs: their experiment name(s).
@@ -35,12 +41,17 @@ pub struct Table {
     /// How the CPU-scale setting differs from the paper's.
     #[serde(default)]
     pub scale: String,
-    /// The paper's figures: a row (values of `rows`, as text) and metric → figure.
+    /// The paper's figures: a row (values of `rows`) and metric → figure.
     #[serde(default)]
     pub paper: Vec<PaperRow>,
-    /// What reproduced and what did not (written after reading the numbers).
+    /// How long the paper trained, to compare with the runs' length.
+    pub paper_training: Option<PaperTraining>,
+    /// What must hold for the table to count as reproduced; the verdict is computed from them.
     #[serde(default)]
-    pub verdict: String,
+    pub criteria: Vec<Criterion>,
+    /// Context for the reader, written after reading the numbers (the verdict is computed).
+    #[serde(default)]
+    pub notes: String,
     /// A model fitted to the runs: `kanerva_runtime` fits the seconds per step to
     /// `c + a·k + b·(m/k)³` over the parameters `k` and `m` (Product Kanerva Machines, Fig. 1C–D).
     #[serde(default)]
@@ -48,54 +59,119 @@ pub struct Table {
 }
 
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PaperRow {
     #[serde(rename = "match")]
-    pub when: BTreeMap<String, String>,
-    pub figures: BTreeMap<String, String>,
+    pub when: RowMatch,
+    pub figures: BTreeMap<String, Figure>,
 }
 
-/// A run's value for a row key: a swept or fixed parameter, a task option, or the
-/// model/task/experiment.
-fn key_value(r: &RunRecord, key: &str) -> String {
-    match key {
-        "model" => r.config.model.clone(),
-        "experiment" => r.config.experiment.clone(),
-        "task" => r.config.task.clone(),
-        "seed" => r.config.seed.to_string(),
-        _ => {
-            r.config.params.get(key).or_else(|| r.config.task_options.get(key)).map(plain).unwrap_or_else(|| "·".into())
+/// A figure of the paper: its number (in the metric's own units: 0.84 for 84 % accuracy),
+/// a label to show instead (for context, or a figure that is not a number), or both.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figure {
+    pub value: Option<f64>,
+    pub label: Option<String>,
+}
+
+impl Figure {
+    pub fn display(&self) -> String {
+        match (&self.label, self.value) {
+            (Some(label), _) => label.clone(),
+            (None, Some(v)) => sig3(v),
+            (None, None) => "·".into(),
         }
     }
 }
 
-fn plain(v: &Value) -> String {
-    match v {
-        Value::Str(s) => s.clone(),
-        other => other.to_string(),
+/// The paper's training length.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperTraining {
+    pub steps: Option<u64>,
+    pub epochs: Option<f64>,
+    /// In words, where numbers do not say it all ("up to 100 epochs of 100 000 sequences").
+    pub label: Option<String>,
+}
+
+impl PaperTraining {
+    /// The label, or the numbers.
+    pub fn display(&self) -> Option<String> {
+        let numbers: Vec<String> =
+            [self.steps.map(|s| format!("{} steps", count(s))), self.epochs.map(|e| format!("{} epochs", sig3(e)))]
+                .into_iter()
+                .flatten()
+                .collect();
+        self.label.clone().or_else(|| (!numbers.is_empty()).then(|| numbers.join(", ")))
+    }
+}
+
+/// Why a description cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptionError {
+    #[error("{0}")]
+    Yaml(String),
+    #[error("table \"{table}\", criterion {index}: {error}")]
+    Criterion { table: String, index: usize, error: CriterionError },
+    #[error("table \"{table}\": a paper figure for `{metric}` has neither a value nor a label")]
+    EmptyFigure { table: String, metric: String },
+}
+
+/// Reads and checks a description: YAML that does not fit, and criteria that name rows,
+/// metrics or paper figures the table does not have, are errors here, before any run is read.
+pub fn load(text: &str) -> Result<Report, DescriptionError> {
+    let report: Report = serde_saphyr::from_str(text).map_err(|e| DescriptionError::Yaml(e.to_string()))?;
+    for t in &report.tables {
+        for (metric, f) in t.paper.iter().flat_map(|p| &p.figures) {
+            if f.value.is_none() && f.label.is_none() {
+                return Err(DescriptionError::EmptyFigure { table: t.title.clone(), metric: metric.clone() });
+            }
+        }
+        let paper = |m: &RowMatch, metric: &str| t.paper_number(m, metric);
+        let cx = Context { row_keys: &t.rows, metrics: &t.metrics, rows: &[], paper: &paper };
+        for (i, c) in t.criteria.iter().enumerate() {
+            c.validate(&cx).map_err(|error| DescriptionError::Criterion {
+                table: t.title.clone(),
+                index: i + 1,
+                error,
+            })?;
+        }
+    }
+    Ok(report)
+}
+
+impl Table {
+    /// The paper's number for the row a criterion names: from the paper row whose match
+    /// agrees with it.
+    fn paper_number(&self, m: &RowMatch, metric: &str) -> Option<f64> {
+        self.paper
+            .iter()
+            .filter(|p| p.when.iter().all(|(k, v)| m.get(k) == Some(v)))
+            .find_map(|p| p.figures.get(metric)?.value)
+    }
+
+    /// The paper's training length in words, if stated.
+    fn paper_length(&self) -> Option<String> {
+        self.paper_training.as_ref().and_then(PaperTraining::display)
+    }
+
+    /// The paper row for a table row.
+    fn paper_row(&self, key: &[String]) -> Option<&PaperRow> {
+        self.paper.iter().find(|p| row_matches(&self.rows, key, &p.when))
+    }
+
+    /// Every criterion judged on the selected rows.
+    pub fn judge(&self, selection: &Selection) -> Vec<Judgement> {
+        let paper = |m: &RowMatch, metric: &str| self.paper_number(m, metric);
+        let cx = Context { row_keys: &self.rows, metrics: &self.metrics, rows: &selection.rows, paper: &paper };
+        self.criteria.iter().map(|c| c.judge(&cx)).collect()
     }
 }
 
 /// `mean ± std (n)` with the sample standard deviation (n − 1); just the value when n = 1.
 pub fn mean_std(values: &[f64]) -> String {
-    let n = values.len();
-    if n == 0 {
-        return "·".into();
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n == 1 {
-        return format!("{} (1)", sig3(mean));
-    }
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-    format!("{} ± {} ({n})", sig3(mean), sig3(var.sqrt()))
-}
-
-fn metric(r: &RunRecord, name: &str) -> Option<f64> {
-    match name {
-        "ms_per_step" => (r.steps_run > 0).then(|| 1e3 * r.train_seconds / r.steps_run as f64),
-        "steps_to_converge" => r.steps_to_converge.map(|s| s as f64),
-        "epochs_to_converge" => r.epochs_to_converge,
-        _ => r.final_metrics.get(name).copied(),
-    }
+    Stat::of(values).map_or_else(|| "·".into(), |s| s.display())
 }
 
 /// Renders the report as Markdown from the store's runs.
@@ -107,127 +183,148 @@ pub fn render(report: &Report, runs: &[RunRecord]) -> String {
     }
     let _ = writeln!(out, "_Generated by `memctl results` from the run store; do not edit by hand._\n");
     for t in &report.tables {
-        let _ = writeln!(out, "## {}\n", t.title);
-        if !t.scale.is_empty() {
-            let _ = writeln!(out, "{}\n", t.scale.trim());
-        }
-        let (mine, left_out) = table_runs(&t.experiments, runs);
-        if mine.is_empty() {
-            let _ = writeln!(out, "_No finished runs of {} in the store yet._\n", t.experiments.join(", "));
-            continue;
-        }
-        let mut groups: BTreeMap<Vec<String>, Vec<&RunRecord>> = BTreeMap::new();
-        for r in &mine {
-            groups.entry(t.rows.iter().map(|k| key_value(r, k)).collect()).or_default().push(r);
-        }
-        let mut header: Vec<String> = t.rows.clone();
-        for m in &t.metrics {
-            header.push(m.clone());
-            if t.paper.iter().any(|p| p.figures.contains_key(m)) {
-                header.push(format!("paper {m}"));
-            }
-        }
-        header.push("converged".into());
-        header.push("wall (sum)".into());
-        let _ = writeln!(out, "| {} |", header.join(" | "));
-        let _ = writeln!(out, "|{}|", header.iter().map(|_| "---").collect::<Vec<_>>().join("|"));
-        for (values, rs) in &groups {
-            let paper = t.paper.iter().find(|p| {
-                p.when.iter().all(|(k, v)| t.rows.iter().position(|r| r == k).is_some_and(|i| &values[i] == v))
-            });
-            let mut cells: Vec<String> = values.clone();
-            for m in &t.metrics {
-                let vals: Vec<f64> = rs.iter().filter_map(|r| metric(r, m)).collect();
-                cells.push(mean_std(&vals));
-                if t.paper.iter().any(|p| p.figures.contains_key(m)) {
-                    cells.push(paper.and_then(|p| p.figures.get(m)).cloned().unwrap_or_else(|| "·".into()));
-                }
-            }
-            let converged = rs.iter().filter(|r| r.steps_to_converge.is_some()).count();
-            cells.push(format!("{converged}/{}", rs.len()));
-            cells.push(duration(rs.iter().map(|r| r.wall_seconds).sum()));
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
-        let total: f64 = mine.iter().map(|r| r.wall_seconds).sum();
-        let first = mine.iter().map(|r| r.started_at).fold(f64::INFINITY, f64::min);
-        let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
-        let _ = writeln!(
-            out,
-            "\n{} runs; compute time {} (sum over runs), elapsed {} from the first start to the last end.\n",
-            mine.len(),
-            duration(total),
-            duration((last - first).max(0.0))
-        );
-        if left_out.any() {
-            let _ = writeln!(out, "{}\n", left_out);
-        }
-        if t.fit.as_deref() == Some("kanerva_runtime") {
-            let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
-        }
-        if !t.verdict.is_empty() {
-            let _ = writeln!(out, "**What reproduced.** {}\n", t.verdict.trim());
-        }
+        let selection = select(runs, &t.experiments, &t.rows);
+        render_table(&mut out, t, &selection);
     }
     out
 }
 
-/// The runs a table reports: finished runs of its experiments, each experiment at its newest
-/// spec version (the spec hash of its newest finished run), and each trial once, by its newest
-/// finished run. Without this, runs of an edited spec and `--force` re-runs of a trial would be
-/// averaged in as extra seeds.
-fn table_runs<'a>(experiments: &[String], runs: &'a [RunRecord]) -> (Vec<&'a RunRecord>, LeftOut) {
-    let done: Vec<&RunRecord> =
-        runs.iter().filter(|r| experiments.contains(&r.config.experiment) && r.status == Status::Done).collect();
-    let mut newest_spec: BTreeMap<&str, (f64, &str)> = BTreeMap::new();
-    for r in &done {
-        let entry = newest_spec.entry(&r.config.experiment).or_insert((r.started_at, &r.spec_hash));
-        if r.started_at > entry.0 {
-            *entry = (r.started_at, &r.spec_hash);
+fn render_table(out: &mut String, t: &Table, selection: &Selection) {
+    let _ = writeln!(out, "## {}\n", t.title);
+    if !t.scale.is_empty() {
+        let _ = writeln!(out, "{}\n", t.scale.trim());
+    }
+    let judgements = t.judge(selection);
+    let _ = writeln!(out, "**Verdict: {}.**\n", verdict::summary(&judgements));
+    for j in &judgements {
+        let _ = writeln!(out, "- {}", j.line);
+    }
+    if !judgements.is_empty() {
+        out.push('\n');
+    }
+    if selection.is_empty() {
+        let _ = writeln!(out, "_No finished runs of {} in the store yet._\n", t.experiments.join(", "));
+    } else {
+        render_rows(out, t, selection);
+    }
+    if !t.notes.is_empty() {
+        let _ = writeln!(out, "**Notes.** {}\n", t.notes.trim());
+    }
+}
+
+/// The table's rows as a sheet: key values, each metric's mean ± std with the paper's figure
+/// beside it, the spec version where rows differ in it, convergence and wall time. The
+/// Markdown table and the exported JSON rows are both printed from it.
+pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
+    let has_paper = |m: &String| t.paper.iter().any(|p| p.figures.contains_key(m));
+    let mut columns: Vec<String> = t.rows.clone();
+    for m in &t.metrics {
+        columns.push(m.clone());
+        if has_paper(m) {
+            columns.push(format!("paper {m}"));
         }
     }
-    let mut left_out = LeftOut::default();
-    let mut by_trial: BTreeMap<&str, &RunRecord> = BTreeMap::new();
-    for r in done {
-        if newest_spec[r.config.experiment.as_str()].1 != r.spec_hash {
-            left_out.older_spec += 1;
-            continue;
-        }
-        let kept = by_trial.entry(&r.trial_key).or_insert(r);
-        if kept.id != r.id {
-            left_out.repeats += 1;
-            if r.started_at > kept.started_at {
-                *kept = r;
+    // Rows of different spec versions are marked, so that a reader sees which ran together.
+    let versions = selection.rows.iter().map(|r| r.spec_hash.as_str()).collect::<BTreeSet<_>>();
+    if versions.len() > 1 {
+        columns.push("spec".into());
+    }
+    columns.push("converged".into());
+    columns.push("wall (sum)".into());
+    let mut rows = vec![];
+    for row in &selection.rows {
+        let paper = t.paper_row(&row.key);
+        let mut cells: Vec<Cell> = row.key.iter().map(|k| Cell::Text(k.clone())).collect();
+        for m in &t.metrics {
+            let vals: Vec<f64> = row.runs.iter().filter_map(|r| metric(r, m)).collect();
+            cells.push(Stat::of(&vals).map_or(Cell::Missing, Cell::Stat));
+            if has_paper(m) {
+                let figure = paper.and_then(|p| p.figures.get(m));
+                cells.push(figure.map_or(Cell::Missing, |f| Cell::Text(f.display())));
             }
         }
+        if versions.len() > 1 {
+            cells.push(Cell::Text(row.spec_hash.chars().take(8).collect()));
+        }
+        let converged = row.runs.iter().filter(|r| r.steps_to_converge.is_some()).count();
+        cells.push(Cell::Text(format!("{converged}/{}", row.runs.len())));
+        cells.push(Cell::Seconds(row.runs.iter().map(|r| r.wall_seconds).sum()));
+        rows.push(cells);
     }
-    let mut kept: Vec<&RunRecord> = by_trial.into_values().collect();
-    kept.sort_by_key(|r| r.id);
-    (kept, left_out)
+    Sheet { columns, rows }
 }
 
-/// Finished runs a table does not count, and why.
-#[derive(Debug, Default, PartialEq)]
-struct LeftOut {
-    /// Runs of an older version of the experiment's spec.
-    older_spec: usize,
-    /// Earlier runs of a trial that was run again (`--force`).
-    repeats: usize,
-}
-
-impl LeftOut {
-    fn any(&self) -> bool {
-        self.older_spec + self.repeats > 0
+fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
+    let mine: Vec<&RunRecord> = selection.runs().collect();
+    out.push_str(&markdown::render(&sheet(t, selection)));
+    let total: f64 = mine.iter().map(|r| r.wall_seconds).sum();
+    let first = mine.iter().map(|r| r.started_at).fold(f64::INFINITY, f64::min);
+    let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "\n{} runs; compute time {} (sum over runs), elapsed {} from the first start to the last end.\n",
+        mine.len(),
+        duration(total),
+        duration((last - first).max(0.0))
+    );
+    if let Some(note) = left_out_note(selection) {
+        let _ = writeln!(out, "{note}\n");
+    }
+    let _ = writeln!(out, "{}\n", trivial_note(&mine));
+    let _ = writeln!(
+        out,
+        "{} {}\n",
+        provenance::where_line(&mine),
+        provenance::length_line(&mine, t.paper_length().as_deref())
+    );
+    if t.fit.as_deref() == Some("kanerva_runtime") {
+        let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
     }
 }
 
-impl std::fmt::Display for LeftOut {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Not counted: {} run(s) of an older version of the spec, {} earlier run(s) of a trial run again.",
-            self.older_spec, self.repeats
-        )
+/// The tasks' trivial levels (chance, the best input-only shortcut) for the options the runs
+/// used, one entry per distinct set; tasks with none are named.
+fn trivial_note(runs: &[&RunRecord]) -> String {
+    let mut stated = BTreeSet::new();
+    let mut none = BTreeSet::new();
+    for r in runs {
+        let levels = crate::tasks::trivial_levels(&r.config.task, &r.config.task_options);
+        if levels.is_empty() {
+            none.insert(r.config.task.clone());
+            continue;
+        }
+        let shown: Vec<String> = levels.iter().map(|l| format!("{} {} {}", l.name, l.metric, sig3(l.value))).collect();
+        stated.insert(format!("{}: {}", r.config.task, shown.join("; ")));
     }
+    let mut parts: Vec<String> = stated.into_iter().collect();
+    if !none.is_empty() {
+        parts.push(format!("none worked out for {}", none.into_iter().collect::<Vec<_>>().join(", ")));
+    }
+    format!("Trivial levels — {}.", parts.join(". "))
+}
+
+/// What the table leaves out, if anything: repeated runs of a trial and older spec versions.
+fn left_out_note(s: &Selection) -> Option<String> {
+    let mut parts = vec![];
+    if s.repeats_left_out > 0 {
+        parts.push(format!(
+            "{} earlier run{} of trials that ran again (each trial counts once, by its newest finished run)",
+            s.repeats_left_out,
+            plural(s.repeats_left_out)
+        ));
+    }
+    if s.older_versions_left_out > 0 {
+        parts.push(format!(
+            "{} run{} of older spec versions (a row shows the runs of its newest run's spec version)",
+            s.older_versions_left_out,
+            plural(s.older_versions_left_out)
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("Left out: {}.", parts.join("; ")))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 /// Least-squares fit of seconds per step to `c + a·k + b·(m/k)³` (the PKM paper's model).
@@ -296,6 +393,7 @@ pub fn least_squares(points: &[([f64; 3], f64)]) -> Option<([f64; 3], f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::value::Value;
 
     #[test]
     fn mean_and_sample_std() {
@@ -316,30 +414,26 @@ mod tests {
         assert!((c - 0.5).abs() < 1e-9 && (a - 2.0).abs() < 1e-9 && (b - 0.1).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-12);
     }
 
-    /// A finished run of trial `trial` of experiment `table1` under spec version `spec`.
-    fn run(id: u64, trial: &str, spec: &str, started_at: f64) -> RunRecord {
-        let mut r = crate::store::record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
-        (r.id, r.trial_key, r.spec_hash, r.started_at) = (id, trial.into(), spec.into(), started_at);
-        (r.status, r.config.experiment) = (Status::Done, "table1".into());
-        r
+    const ONE_TABLE: &str = "title: R\ntables:\n  - {title: T, experiments: [exp], rows: [d], metrics: [accuracy]}\n";
+
+    #[test]
+    fn a_forced_rerun_and_an_older_spec_version_are_not_extra_seeds() {
+        use crate::report::selection::tests::run;
+        let d = [("d", Value::Int(8))];
+        let report: Report = serde_saphyr::from_str(ONE_TABLE).unwrap();
+        // Trial t1 ran twice (--force); t0 ran under an older spec version.
+        let runs = [run(1, "t0", "v1", &d, 0.1), run(2, "t1", "v2", &d, 0.5), run(3, "t1", "v2", &d, 0.7)];
+        let md = render(&report, &runs);
+        assert!(md.contains("| 8 | 0.700 (1) |"), "{md}");
+        assert!(md.contains("1 earlier run of trials that ran again"), "{md}");
+        assert!(md.contains("1 run of older spec versions"), "{md}");
+        // The fixture's task is associative retrieval with 2 pairs: chance 0.1, and the value
+        // stored most often (either of two distinct ones, or the one stored twice) 0.55.
+        assert!(md.contains("Trivial levels — assocRetrieval: chance (1 of 10 digits) accuracy 0.100; the value stored most often among the 2 accuracy 0.550."), "{md}");
     }
 
     #[test]
-    fn a_table_counts_each_trial_once_and_only_the_newest_spec_version() {
-        let runs = [
-            run(1, "seed1", "old", 1.0),
-            run(2, "seed2", "old", 2.0),
-            run(3, "seed1", "new", 3.0),
-            run(4, "seed2", "new", 4.0),
-            run(5, "seed1", "new", 5.0), // `--force` re-run of seed 1
-        ];
-        let (kept, left_out) = table_runs(&["table1".into()], &runs);
-        assert_eq!(kept.iter().map(|r| r.id).collect::<Vec<_>>(), vec![4, 5]);
-        assert_eq!(left_out, LeftOut { older_spec: 2, repeats: 1 });
-    }
-
-    #[test]
-    fn the_description_reads_from_yaml() {
+    fn the_description_reads_from_yaml_and_an_empty_store_is_not_run() {
         let yaml = r#"
 title: Results
 tables:
@@ -348,13 +442,44 @@ tables:
     rows: [gates, transfer]
     metrics: [accuracy, epochs_to_converge]
     paper:
-      - match: {gates: "true", transfer: "true"}
-        figures: {accuracy: "100%", epochs_to_converge: "10"}
-    verdict: Partly.
+      - match: {gates: true, transfer: true}
+        figures: {accuracy: {value: 1.0, label: "100%"}, epochs_to_converge: {value: 10}}
+    criteria:
+      - reaches_paper: {row: {gates: true, transfer: true}, metric: accuracy, tolerance: 0.02}
+    notes: Partly.
 "#;
-        let r: Report = serde_saphyr::from_str(yaml).unwrap();
+        let r = load(yaml).unwrap();
         assert_eq!(r.tables[0].rows, vec!["gates", "transfer"]);
-        assert_eq!(r.tables[0].paper[0].figures["accuracy"], "100%");
-        assert_eq!(render(&r, &[]).lines().filter(|l| l.starts_with("_No finished runs")).count(), 1);
+        assert_eq!(r.tables[0].paper[0].figures["accuracy"].display(), "100%");
+        assert_eq!(r.tables[0].paper_number(&r.tables[0].paper[0].when, "accuracy"), Some(1.0));
+        let md = render(&r, &[]);
+        assert_eq!(md.lines().filter(|l| l.starts_with("_No finished runs")).count(), 1);
+        assert!(md.contains("**Verdict: not run (0 of 1 criteria met, 1 not run).**"), "{md}");
+        assert!(
+            md.contains(
+                "- · not run: accuracy of {gates: true, transfer: true} (no runs) ≥ paper 1.00 − 0.0200 = 0.980"
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn the_shipped_description_states_criteria_for_every_table_and_an_empty_store_runs_none() {
+        let report = load(include_str!("../../specs/paper/results.yaml")).unwrap();
+        assert!(report.tables.iter().all(|t| !t.criteria.is_empty()));
+        let md = render(&report, &[]);
+        assert_eq!(md.matches("**Verdict: not run (").count(), report.tables.len(), "{md}");
+    }
+
+    #[test]
+    fn a_description_with_a_bad_criterion_is_refused_before_any_run_is_read() {
+        let yaml = "title: R\ntables:\n  - title: T\n    experiments: [e]\n    rows: [d]\n    metrics: [accuracy]\n    \
+                    criteria:\n      - reaches_paper: {row: {d: 8}, metric: accuracy, tolerance: 0.1}\n";
+        let err = load(yaml).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "table \"T\", criterion 1: compares with the paper, but no paper row for {d: 8} gives a number for `accuracy`"
+        );
+        assert!(load("title: R\ntables: []\nverdict: x\n").unwrap_err().to_string().contains("verdict"));
     }
 }

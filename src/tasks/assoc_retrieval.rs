@@ -43,6 +43,7 @@ task_kind! {
     AssocRetrievalKind = "assocRetrieval",
     "associative retrieval: k1 v1 … kK vK ? ? kq → value of kq (SAM §3.1)",
     options: &OPTIONS,
+    trivial: trivial_levels,
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -52,6 +53,40 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         validation: o.int("validation")?,
         test: o.int("test")?,
     }))
+}
+
+/// Chance over the 10 digits, and the best guess that ignores the query: the value stored
+/// most often in the sequence (a single stored value is right 1/pairs of the time, more
+/// with repeats).
+fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
+    let Ok(pairs) = o.int("pairs") else { return vec![] };
+    vec![
+        TrivialLevel { name: "chance (1 of 10 digits)".into(), metric: "accuracy", value: 0.1 },
+        TrivialLevel {
+            name: format!("the value stored most often among the {pairs}"),
+            metric: "accuracy",
+            value: expected_max_count(pairs, 10) / pairs as f64,
+        },
+    ]
+}
+
+/// E[the largest count] when `balls` fall uniformly into `bins`: Σₘ P(max > m), with
+/// P(max ≤ m) counted exactly (sequences whose every bin holds at most m, by dynamic
+/// programming over bins).
+fn expected_max_count(balls: usize, bins: usize) -> f64 {
+    let binomial = |n: usize, k: usize| (0..k).fold(1.0, |acc, i| acc * (n - i) as f64 / (i + 1) as f64);
+    let total = (bins as f64).powi(balls as i32);
+    (0..balls)
+        .map(|cap| {
+            // ways[n]: sequences of n labelled balls in the bins so far, each holding ≤ cap.
+            let mut ways = vec![0.0; balls + 1];
+            ways[0] = 1.0;
+            for _ in 0..bins {
+                ways = (0..=balls).map(|n| (0..=cap.min(n)).map(|c| binomial(n, c) * ways[n - c]).sum()).collect();
+            }
+            1.0 - ways[balls] / total
+        })
+        .sum()
 }
 
 pub struct AssocRetrieval {
@@ -172,6 +207,35 @@ impl TaskData for AssocData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_most_frequent_stored_value_scores_as_computed() {
+        for pairs in [1usize, 4, 13] {
+            let task = AssocRetrieval { pairs, train: 1, validation: 1, test: 1 };
+            let (tokens, answers) = task.generate(20_000, &mut ChaCha8Rng::seed_from_u64(7));
+            let t = task.seq_len();
+            // Guess the (smallest) value stored most often; the query is what it ignores.
+            let hits = answers.iter().enumerate().filter(|&(i, &answer)| {
+                let mut counts = [0usize; 10];
+                (0..pairs).for_each(|k| counts[tokens[i * t + 2 * k + 1] as usize] += 1);
+                let mode = (0..10).max_by_key(|&v| (counts[v], std::cmp::Reverse(v))).unwrap_or(0);
+                mode == answer as usize
+            });
+            let estimate = hits.count() as f64 / answers.len() as f64;
+            let levels = AssocRetrievalKind.trivial_levels(&[Value::Int(pairs as i64)]);
+            assert_eq!(levels[0].value, 0.1);
+            // Three standard errors of a 20 000-sample proportion.
+            let se = (levels[1].value * (1.0 - levels[1].value) / 20_000.0).sqrt();
+            assert!(
+                (estimate - levels[1].value).abs() <= 3.0 * se + 1e-12,
+                "pairs {pairs}: {estimate} vs {}",
+                levels[1].value
+            );
+        }
+        // One ball fills one bin; two share one with probability 1/10.
+        assert_eq!(expected_max_count(1, 10), 1.0);
+        assert!((expected_max_count(2, 10) - 1.1).abs() < 1e-12);
+    }
 
     fn task(pairs: i64) -> Box<dyn Task> {
         AssocRetrievalKind.instantiate(&[Value::Int(pairs), Value::Int(50), Value::Int(20), Value::Int(20)]).unwrap()

@@ -9,6 +9,11 @@
 //!   `fn instantiate(o: &Options, dir: &Path) -> …`, where `dir` is the folder relative paths
 //!   are resolved against (the spec file's, or the working directory).
 //!
+//! - optionally, declared with `trivial: trivial_levels,`,
+//!   `fn trivial_levels(o: &Options) -> Vec<TrivialLevel>`: the scores a model reaches without
+//!   learning the task (chance, input-only shortcuts), which results tables print beside the
+//!   model's. Options that fail their checks give no levels.
+//!
 //! The macro derives the unit struct and its [`TaskKind`](super::TaskKind).
 //!
 //! ```ignore
@@ -23,6 +28,7 @@ macro_rules! task_kind {
         $ty:ident = $name:literal, $summary:literal,
         options: $options:expr,
         $(reads: $reads:literal,)?
+        $(trivial: $trivial:ident,)?
     ) => {
         pub struct $ty;
 
@@ -54,6 +60,9 @@ macro_rules! task_kind {
             }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
+            })?
+            $(fn trivial_levels(&self, options: &[$crate::value::Value]) -> Vec<$crate::tasks::TrivialLevel> {
+                $trivial(&$crate::tasks::options::Options::new($options, options))
             })?
         }
     };

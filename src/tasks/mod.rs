@@ -94,6 +94,31 @@ pub trait TaskKind: Send + Sync {
     fn reads(&self) -> Option<&'static str> {
         None
     }
+    /// What a model that has learnt nothing of the task scores for these options (aligned
+    /// with the signature, defaults filled in): chance, and the best shortcut from the input
+    /// alone, so that a result can be read against them. Empty where the task has no level
+    /// worth stating (or none worked out yet).
+    fn trivial_levels(&self, options: &[Value]) -> Vec<TrivialLevel> {
+        let _ = options;
+        vec![]
+    }
+}
+
+/// A score reachable without the task's memory: `value` of `metric` by the strategy `name`.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TrivialLevel {
+    pub name: String,
+    pub metric: &'static str,
+    pub value: f64,
+}
+
+/// The trivial levels of task `name` with options by name (as a run record stores them);
+/// options it does not give take their defaults. Empty for an unknown task.
+pub fn trivial_levels(name: &str, options: &std::collections::BTreeMap<String, Value>) -> Vec<TrivialLevel> {
+    let Some(kind) = get(name) else { return vec![] };
+    let aligned: Option<Vec<Value>> =
+        kind.signature().iter().map(|s| options.get(s.name).cloned().or_else(|| s.default.value())).collect();
+    aligned.map_or_else(Vec::new, |o| kind.trivial_levels(&o))
 }
 
 /// What the model is scored on at the scored time steps.

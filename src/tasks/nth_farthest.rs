@@ -43,6 +43,7 @@ task_kind! {
     NthFarthestKind = "nthFarthest",
     "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)",
     options: &OPTIONS,
+    trivial: trivial_levels,
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -52,6 +53,21 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         validation: o.int("validation")?,
         test: o.int("test")?,
     }))
+}
+
+/// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
+/// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
+fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
+    let Ok(v) = o.int("vectors") else { return vec![] };
+    let v = v as f64;
+    vec![
+        TrivialLevel { name: format!("chance (1 of {v} IDs)"), metric: "accuracy", value: 1.0 / v },
+        TrivialLevel {
+            name: "the reference when n = V−1, else a guess among the others".into(),
+            metric: "accuracy",
+            value: 1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
+        },
+    ]
 }
 
 #[derive(Clone, Debug)]
@@ -144,6 +160,41 @@ mod tests {
     fn first_eval(seed: u64) -> Batch {
         let data = task(4, 3).data(seed, &Device::Cpu).unwrap();
         data.eval_batches(Split::Validation, 16).unwrap().remove(0)
+    }
+
+    #[test]
+    fn the_reference_shortcut_scores_as_computed() {
+        for vectors in [4usize, 8] {
+            let task = NthFarthest { vectors, dims: 3, validation: 1, test: 1 };
+            let b =
+                task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu).unwrap();
+            let x = b.inputs.to_vec3::<f32>().unwrap().remove(0); // step 0: [b][c]
+            let answers = b.targets.to_vec2::<u32>().unwrap().remove(0);
+            let one_hot = |row: &[f32], at: usize| (0..vectors).find(|&i| row[at + i] == 1.0).unwrap();
+            // The strategy's expected score per example: 1 if n = V−1 and the answer is the
+            // reference, else 1/(V−1) if the answer is another ID.
+            let score: f64 = answers
+                .iter()
+                .zip(&x)
+                .map(|(&answer, row)| {
+                    let (n, m) = (one_hot(row, 3 + vectors), one_hot(row, 3 + 2 * vectors));
+                    match (n == vectors - 1, answer as usize == m) {
+                        (true, true) => 1.0,
+                        (false, false) => 1.0 / (vectors - 1) as f64,
+                        _ => 0.0,
+                    }
+                })
+                .sum();
+            let estimate = score / answers.len() as f64;
+            let levels = NthFarthestKind.trivial_levels(&[
+                Value::Int(vectors as i64),
+                Value::Int(3),
+                Value::Int(1),
+                Value::Int(1),
+            ]);
+            assert_eq!(levels[0].value, 1.0 / vectors as f64);
+            assert!((estimate - levels[1].value).abs() < 0.01, "V = {vectors}: {estimate} vs {}", levels[1].value);
+        }
     }
 
     #[test]

@@ -51,11 +51,17 @@ task_kind! {
     PatternCompletionKind = "patternCompletion",
     "pattern completion: write P binary patterns, then recall each from a noisy or partial query (Kanerva-style)",
     options: &OPTIONS,
+    trivial: trivial_levels,
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
+    Ok(Box::new(configured(o)?))
+}
+
+/// The task these options configure, or the first option at fault.
+fn configured(o: &Options) -> Result<PatternCompletion, PrimError> {
     let erase = o.choice("corruption")? == 1;
-    Ok(Box::new(PatternCompletion {
+    Ok(PatternCompletion {
         patterns: o.int("patterns")?,
         bits: o.int("bits")?,
         // Flipping half the bits or more leaves nothing to recover.
@@ -64,7 +70,19 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         erase,
         validation: o.int("validation")?,
         test: o.int("test")?,
-    }))
+    })
+}
+
+/// Wrong bits per sequence over the Q queries of N bits: a coin for every bit, and echoing
+/// the query (its flipped bits wrong; an erased bit a coin).
+fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
+    let Ok(PatternCompletion { bits, noise, queries, erase, .. }) = configured(o) else { return vec![] };
+    let scored_bits = (bits * queries) as f64;
+    let echo = scored_bits * noise as f64 * if erase { 0.5 } else { 1.0 };
+    vec![
+        TrivialLevel { name: "chance (a coin per bit)".into(), metric: "bit_error", value: scored_bits / 2.0 },
+        TrivialLevel { name: "echoing the query".into(), metric: "bit_error", value: echo },
+    ]
 }
 
 #[derive(Clone, Debug)]
@@ -232,6 +250,37 @@ mod tests {
         }
         let rate = erased as f64 / total as f64;
         assert!((0.45..0.55).contains(&rate), "erase rate {rate}");
+    }
+
+    #[test]
+    fn echoing_the_query_scores_as_computed() {
+        for corruption in ["flip", "erase"] {
+            let o = options(8, 32, 0.1, 4, corruption);
+            let task = configured(&Options::new(&OPTIONS, &o)).unwrap();
+            let b =
+                task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu).unwrap();
+            let x = b.inputs.to_vec3::<f32>().unwrap(); // [t][b][c]
+            let y = b.targets.to_vec3::<f32>().unwrap(); // [q][b][c]
+            // Echo: a presented bit as it is; an erased one (0) a coin, worth half a wrong bit.
+            let mut wrong = 0.0;
+            for (q, targets) in y.iter().enumerate() {
+                for (row, target) in x[8 + q].iter().zip(targets) {
+                    for (v, t) in row.iter().zip(target) {
+                        wrong += if *v == 0.0 {
+                            0.5
+                        } else if (*v > 0.0) != (*t > 0.5) {
+                            1.0
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+            let estimate = wrong / 4000.0;
+            let levels = PatternCompletionKind.trivial_levels(&o);
+            assert_eq!(levels[0].value, 64.0);
+            assert!((estimate - levels[1].value).abs() < 0.2, "{corruption}: {estimate} vs {}", levels[1].value);
+        }
     }
 
     #[test]

@@ -424,3 +424,62 @@ fn ablate_runs_the_variants_once_and_prints_the_table() {
     assert_eq!(runs.len(), 2);
     assert_eq!(runs.iter().filter(|r| r["gates"] == false).count(), 1);
 }
+
+/// `memctl results`: a trial re-run with `--force` counts once and an older spec version's run
+/// is left out of its row; the verdict is computed from the criteria; `--data-dir` writes the
+/// data behind each table.
+#[test]
+fn results_count_each_trial_once_and_compute_the_verdict() {
+    use crate::synthetic::{config, record};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let mut old = record(1, config(48, true, 3), 0.1, None);
+    old.spec_hash = "old".into();
+    let mut rerun = record(5, config(96, true, 1), 0.6, None);
+    rerun.trial_key = "trial4".into();
+    open(&store)
+        .put_many(&[
+            old,
+            record(2, config(48, true, 1), 0.5, None),
+            record(3, config(48, true, 2), 0.7, None),
+            record(4, config(96, true, 1), 1.0, None),
+            rerun,
+            record(6, config(96, false, 1), 0.25, None),
+        ])
+        .unwrap();
+    let yaml = dir.path().join("results.yaml");
+    std::fs::write(
+        &yaml,
+        r#"
+title: Results
+tables:
+  - title: "Tiny: gates"
+    experiments: [tiny_stm]
+    rows: [d, gates]
+    metrics: [accuracy]
+    criteria:
+      - descending: {metric: accuracy, rows: [{d: 96, gates: true}, {d: 96, gates: false}]}
+      - at_least: {row: {d: 48, gates: true}, metric: accuracy, value: 0.65}
+  - title: "Never run"
+    experiments: [nothing]
+    rows: [d]
+    metrics: [accuracy]
+    criteria:
+      - above: {row: {d: 8}, metric: accuracy, value: 0.5}
+"#,
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let md = ok(&memctl(&store, &["results", yaml.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]));
+    assert!(md.contains("| 48 | true | 0.600 ± 0.141 (2) |"), "{md}");
+    assert!(md.contains("| 96 | true | 0.600 (1) |"), "{md}");
+    assert!(md.contains("1 earlier run of trials that ran again"), "{md}");
+    assert!(md.contains("1 run of older spec versions"), "{md}");
+    assert!(md.contains("**Verdict: partly reproduced (1 of 2 criteria met).**"), "{md}");
+    assert!(md.contains("- ✗ accuracy of {d: 48, gates: true} = 0.600 (n = 2) ≥ 0.650"), "{md}");
+    assert!(md.contains("**Verdict: not run (0 of 1 criteria met, 1 not run).**"), "{md}");
+    let table: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(data.join("tiny-gates.json")).unwrap()).unwrap();
+    assert_eq!(table["runs"].as_array().map(Vec::len), Some(4));
+    assert!(data.join("never-run.json").exists());
+}

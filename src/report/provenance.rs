@@ -1,0 +1,104 @@
+//! Where and how long a table's runs ran, from their records: the machines (device, CPUs,
+//! host), the memctl builds, and the training length (steps, and epochs where the task has a
+//! fixed training set), beside the paper's length when the description states it.
+
+use std::collections::BTreeMap;
+
+use super::numbers::{count, sig3};
+use crate::store::RunRecord;
+use crate::value::Value;
+
+/// `cpu on host vm (2 CPUs, x86_64)`: the machine a run ran on. The record keeps the device name
+/// (`cuda:0`), not the GPU's model.
+pub fn machine(r: &RunRecord) -> String {
+    let e = &r.environment;
+    let device =
+        if e.device.starts_with("cuda") { format!("{} (GPU model not recorded)", e.device) } else { e.device.clone() };
+    format!("{device} on host {} ({} CPU{}, {})", e.hostname, e.cpus, if e.cpus == 1 { "" } else { "s" }, e.arch)
+}
+
+/// The memctl build a run ran on: its version (the records keep no commit).
+pub fn build(r: &RunRecord) -> String {
+    let features = &r.environment.features;
+    if features.is_empty() {
+        format!("memctl {}", r.environment.memctl_version)
+    } else {
+        format!("memctl {} ({})", r.environment.memctl_version, features.join(", "))
+    }
+}
+
+/// Epochs a run trained: steps × batch over the training set, for a task with a fixed one.
+pub fn epochs(r: &RunRecord) -> Option<f64> {
+    let examples = r.config.task_options.get("train").and_then(Value::as_int).filter(|n| *n > 0)?;
+    let batch = r.config.train.get("batch").and_then(Value::as_int)?;
+    Some(r.steps_run as f64 * batch as f64 / examples as f64)
+}
+
+/// "Ran on cpu on host vm (2 CPUs, x86_64) (12 runs); built as memctl 0.1.0 (12 runs)."
+pub fn where_line(runs: &[&RunRecord]) -> String {
+    format!("Ran on {}; built as {}.", tally(runs, machine), tally(runs, build))
+}
+
+/// "Trained 1,500–2,300 steps (≈ 2.40–3.68 epochs); the paper: up to 100 epochs."
+pub fn length_line(runs: &[&RunRecord], paper: Option<&str>) -> String {
+    let steps = range(runs.iter().map(|r| r.steps_run as f64), |v| count(v as u64));
+    let epochs = range(runs.iter().filter_map(|r| epochs(r)), sig3);
+    let mut line = format!("Trained {} steps", steps.unwrap_or_else(|| "no".into()));
+    if let Some(e) = epochs {
+        line.push_str(&format!(" (≈ {e} epochs)"));
+    }
+    if let Some(p) = paper {
+        line.push_str(&format!("; the paper: {p}"));
+    }
+    line.push('.');
+    line
+}
+
+/// Distinct values with their number of runs, most runs first.
+fn tally(runs: &[&RunRecord], of: fn(&RunRecord) -> String) -> String {
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    for r in runs {
+        *counts.entry(of(r)).or_default() += 1;
+    }
+    let mut by_count: Vec<(String, usize)> = counts.into_iter().collect();
+    by_count.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    by_count
+        .iter()
+        .map(|(v, n)| format!("{v} ({n} run{})", if *n == 1 { "" } else { "s" }))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `lo–hi`, or the one value.
+fn range(values: impl Iterator<Item = f64>, show: fn(f64) -> String) -> Option<String> {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if lo > hi {
+        return None;
+    }
+    Some(if lo == hi { show(lo) } else { format!("{}–{}", show(lo), show(hi)) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::selection::tests::run;
+
+    #[test]
+    fn machines_builds_and_lengths_are_read_from_the_records() {
+        let mut a = run(1, "a", "h", &[], 0.5);
+        let mut b = run(2, "b", "h", &[], 0.5);
+        (a.steps_run, b.steps_run) = (1500, 2300);
+        b.environment.device = "cuda:0".into();
+        let runs = [&a, &b];
+        let line = where_line(&runs);
+        assert!(line.contains("cpu on host vm (2 CPUs, x86_64) (1 run)"), "{line}");
+        assert!(line.contains("cuda:0 (GPU model not recorded)"), "{line}");
+        assert!(line.contains(&format!("memctl {} (2 runs)", a.environment.memctl_version)), "{line}");
+        // The fixture: 2-pair associative retrieval with 64 training examples, batch 8.
+        assert_eq!(epochs(&a), Some(1500.0 * 8.0 / 64.0));
+        assert_eq!(
+            length_line(&runs, Some("100 epochs")),
+            "Trained 1,500–2,300 steps (≈ 188–288 epochs); the paper: 100 epochs."
+        );
+    }
+}

@@ -1,0 +1,168 @@
+//! Which runs make up a results table's rows.
+//!
+//! A trial (one identity: same data, weights and settings) counts once, by its newest finished
+//! run: a `--force` re-run replaces the earlier run, it is not one more seed. A row combines
+//! runs of one spec version (spec hash) only: when a row has runs of several versions, the
+//! version of its newest run is the row's and the others are left out (and counted), so that
+//! runs of an edited spec are never averaged with runs of the old one. The choice is per row,
+//! not per experiment, because a sweep of an edited spec skips the trials whose identity did
+//! not change: their runs keep the older spec hash and still are the current spec's results.
+
+use std::collections::BTreeMap;
+
+use crate::store::{RunRecord, Status};
+use crate::value::Value;
+
+/// One row of a table: its key values and the runs behind it.
+#[derive(Debug)]
+pub struct Row<'a> {
+    /// The values of the table's row keys, as text (`·` where a run has no such key).
+    pub key: Vec<String>,
+    /// The spec version the row's runs share.
+    pub spec_hash: String,
+    pub runs: Vec<&'a RunRecord>,
+}
+
+/// The rows of a table and what was left out of them.
+#[derive(Debug, Default)]
+pub struct Selection<'a> {
+    /// In key order.
+    pub rows: Vec<Row<'a>>,
+    /// Finished runs of a trial that has a newer finished run.
+    pub repeats_left_out: usize,
+    /// Runs of a row's older spec versions.
+    pub older_versions_left_out: usize,
+}
+
+impl Selection<'_> {
+    pub fn runs(&self) -> impl Iterator<Item = &RunRecord> {
+        self.rows.iter().flat_map(|r| r.runs.iter().copied())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// The finished runs of `experiments`, grouped into rows by the values of `row_keys`.
+pub fn select<'a>(runs: &'a [RunRecord], experiments: &[String], row_keys: &[String]) -> Selection<'a> {
+    // The newest finished run of each trial (ids grow with time).
+    let mut newest: BTreeMap<&str, &RunRecord> = BTreeMap::new();
+    let mut finished = 0;
+    for r in runs.iter().filter(|r| r.status == Status::Done && experiments.contains(&r.config.experiment)) {
+        finished += 1;
+        let slot = newest.entry(r.trial_key.as_str()).or_insert(r);
+        if r.id > slot.id {
+            *slot = r;
+        }
+    }
+    let mut by_key: BTreeMap<Vec<String>, Vec<&RunRecord>> = BTreeMap::new();
+    for r in newest.values() {
+        by_key.entry(row_keys.iter().map(|k| key_value(r, k)).collect()).or_default().push(r);
+    }
+    let mut selection = Selection { repeats_left_out: finished - newest.len(), ..Selection::default() };
+    for (key, mut runs) in by_key {
+        runs.sort_by_key(|r| r.id);
+        let spec_hash = runs.last().map(|r| r.spec_hash.clone()).unwrap_or_default();
+        let before = runs.len();
+        runs.retain(|r| r.spec_hash == spec_hash);
+        selection.older_versions_left_out += before - runs.len();
+        selection.rows.push(Row { key, spec_hash, runs });
+    }
+    selection
+}
+
+/// A run's value of a table metric: a final metric, or `ms_per_step`, `steps_to_converge`,
+/// `epochs_to_converge`.
+pub fn metric(r: &RunRecord, name: &str) -> Option<f64> {
+    match name {
+        "ms_per_step" => (r.steps_run > 0).then(|| 1e3 * r.train_seconds / r.steps_run as f64),
+        "steps_to_converge" => r.steps_to_converge.map(|s| s as f64),
+        "epochs_to_converge" => r.epochs_to_converge,
+        _ => r.final_metrics.get(name).copied(),
+    }
+}
+
+/// A run's value for a row key: a swept or fixed parameter, a task option, or the
+/// model/task/experiment.
+pub fn key_value(r: &RunRecord, key: &str) -> String {
+    match key {
+        "model" => r.config.model.clone(),
+        "experiment" => r.config.experiment.clone(),
+        "task" => r.config.task.clone(),
+        "seed" => r.config.seed.to_string(),
+        _ => {
+            r.config.params.get(key).or_else(|| r.config.task_options.get(key)).map(plain).unwrap_or_else(|| "·".into())
+        }
+    }
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A finished run of experiment `exp`, trial `trial`, spec version `hash`, with `params`
+    /// and an accuracy.
+    pub(crate) fn run(id: u64, trial: &str, hash: &str, params: &[(&str, Value)], accuracy: f64) -> RunRecord {
+        let mut r: RunRecord =
+            crate::store::record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+        r.id = id;
+        r.trial_key = trial.into();
+        r.spec_hash = hash.into();
+        r.status = Status::Done;
+        r.config.experiment = "exp".into();
+        r.config.params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        r.final_metrics = [("accuracy".to_string(), accuracy)].into();
+        r
+    }
+
+    fn rows(s: &Selection) -> Vec<(Vec<String>, Vec<u64>)> {
+        s.rows.iter().map(|r| (r.key.clone(), r.runs.iter().map(|r| r.id).collect())).collect()
+    }
+
+    #[test]
+    fn a_forced_rerun_replaces_the_trials_run_and_is_not_another_seed() {
+        let d = [("d", Value::Int(8))];
+        let runs = [run(1, "t1", "h", &d, 0.5), run(2, "t2", "h", &d, 0.7), run(3, "t1", "h", &d, 0.9)];
+        let s = select(&runs, &["exp".into()], &["d".into()]);
+        assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![2, 3])]);
+        assert_eq!((s.repeats_left_out, s.older_versions_left_out), (1, 0));
+    }
+
+    #[test]
+    fn an_older_spec_versions_runs_are_not_mixed_into_a_row() {
+        let d = [("d", Value::Int(8))];
+        // Seeds 1–2 under the old spec, seed 1 again (a new identity) under the new one.
+        let runs = [run(1, "old1", "v1", &d, 0.2), run(2, "old2", "v1", &d, 0.3), run(3, "new1", "v2", &d, 0.9)];
+        let s = select(&runs, &["exp".into()], &["d".into()]);
+        assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![3])]);
+        assert_eq!(s.rows[0].spec_hash, "v2");
+        assert_eq!(s.older_versions_left_out, 2);
+    }
+
+    #[test]
+    fn a_row_the_edited_spec_did_not_rerun_keeps_its_version() {
+        // The sweep of the edited spec (v2) skipped d = 8, whose identity did not change.
+        let runs = [run(1, "a", "v1", &[("d", Value::Int(8))], 0.5), run(2, "b", "v2", &[("d", Value::Int(16))], 0.6)];
+        let s = select(&runs, &["exp".into()], &["d".into()]);
+        assert_eq!(rows(&s), vec![(vec!["16".to_string()], vec![2]), (vec!["8".to_string()], vec![1])]);
+        assert_eq!(s.older_versions_left_out, 0);
+    }
+
+    #[test]
+    fn unfinished_runs_and_other_experiments_are_not_selected() {
+        let mut failed = run(1, "a", "h", &[], 0.0);
+        failed.status = Status::Failed;
+        let mut other = run(2, "b", "h", &[], 0.5);
+        other.config.experiment = "other".into();
+        let runs = [failed, other];
+        assert!(select(&runs, &["exp".into()], &[]).is_empty());
+    }
+}

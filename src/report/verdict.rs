@@ -1,0 +1,494 @@
+//! A results table's criteria of reproduction, stated as data in the description, and the
+//! verdict computed from them: reproduced (every criterion met), not reproduced (none met),
+//! partly reproduced (some), or not run (no criterion could be judged). A criterion whose rows
+//! have no runs is "not run", never met.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+
+use super::numbers::sig3;
+use super::selection::{Row, metric};
+use crate::tasks::higher_is_better;
+
+/// A row named by some of its key values: `{model: stm, nq: 8}`. Values are compared as the
+/// table shows them (`8`, `true`, `stm`).
+pub type RowMatch = BTreeMap<String, Scalar>;
+
+/// A YAML scalar read as text (`8`, `true` and `"8"` are the same row value).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Scalar(pub String);
+
+impl<'de> Deserialize<'de> for Scalar {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Scalar;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a row value (text, a number or a boolean)")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar, E> {
+                Ok(Scalar(v.into()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar, E> {
+                Ok(Scalar(crate::value::Value::Float(v).to_string()))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar, E> {
+                Ok(Scalar(v.to_string()))
+            }
+        }
+        d.deserialize_any(Text)
+    }
+}
+
+/// One criterion, written as a one-key map: `at_least: {row: {…}, metric: accuracy, value: 0.98}`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Criterion {
+    /// The row's mean is at least `value`.
+    AtLeast(Threshold),
+    /// The row's mean is at most `value`.
+    AtMost(Threshold),
+    /// The row's mean is below `value`.
+    Below(Threshold),
+    /// The row's mean is above `value`.
+    Above(Threshold),
+    /// The row's mean is as good as the paper's figure for it, give or take `tolerance`:
+    /// at least figure − tolerance for a metric where higher is better, at most figure +
+    /// tolerance otherwise.
+    ReachesPaper(Tolerance),
+    /// The rows' means strictly decrease in the order listed (`nq8 > nq4 > nq1`).
+    Descending(Order),
+    /// The rows' means strictly increase in the order listed.
+    Ascending(Order),
+    /// The rows' means lie within `tolerance` of each other (the paper's "similar for k = 1..15").
+    Similar(Spread),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Threshold {
+    pub row: RowMatch,
+    pub metric: String,
+    pub value: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tolerance {
+    pub row: RowMatch,
+    pub metric: String,
+    pub tolerance: f64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Order {
+    pub rows: Vec<RowMatch>,
+    pub metric: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spread {
+    pub rows: Vec<RowMatch>,
+    pub metric: String,
+    pub tolerance: f64,
+}
+
+/// Why a criterion cannot be judged against its table, whatever the runs.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CriterionError {
+    #[error("names `{key}`, which is not one of the table's rows ({keys})")]
+    UnknownRowKey { key: String, keys: String },
+    #[error("judges `{metric}`, which is not one of the table's metrics ({metrics})")]
+    UnknownMetric { metric: String, metrics: String },
+    #[error("compares with the paper, but no paper row for {row} gives a number for `{metric}`")]
+    NoPaperNumber { row: String, metric: String },
+    #[error("orders {n} row(s); an order needs at least two")]
+    TooFewRows { n: usize },
+    #[error("has a threshold or tolerance that is not a finite number")]
+    NotFinite,
+}
+
+/// What a criterion's check came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Met,
+    Unmet,
+    /// A row it names has no runs (or no value of its metric).
+    NotRun,
+    /// A row match fits several rows: it needs more keys.
+    Ambiguous,
+}
+
+/// A criterion's outcome and the line that shows the numbers that decided it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Judgement {
+    pub outcome: Outcome,
+    pub line: String,
+}
+
+/// A table's verdict.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Reproduced,
+    PartlyReproduced,
+    NotReproduced,
+    NotRun,
+    /// The description states no criteria for the table.
+    NoCriteria,
+}
+
+impl Verdict {
+    /// All met → reproduced; none → not reproduced; some → partly. A criterion not run counts
+    /// as not met, so a table is "reproduced" only when every criterion was run and met.
+    pub fn of(judgements: &[Judgement]) -> Verdict {
+        let met = judgements.iter().filter(|j| j.outcome == Outcome::Met).count();
+        let decided = judgements.iter().filter(|j| matches!(j.outcome, Outcome::Met | Outcome::Unmet)).count();
+        match (judgements.len(), decided, met) {
+            (0, _, _) => Verdict::NoCriteria,
+            (_, 0, _) => Verdict::NotRun,
+            (n, _, m) if m == n => Verdict::Reproduced,
+            (_, _, 0) => Verdict::NotReproduced,
+            _ => Verdict::PartlyReproduced,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Reproduced => "reproduced",
+            Verdict::PartlyReproduced => "partly reproduced",
+            Verdict::NotReproduced => "not reproduced",
+            Verdict::NotRun => "not run",
+            Verdict::NoCriteria => "no criteria stated",
+        }
+    }
+}
+
+/// "reproduced (3 of 3 criteria met)", "partly reproduced (1 of 3 met, 1 not run)".
+pub fn summary(judgements: &[Judgement]) -> String {
+    let verdict = Verdict::of(judgements);
+    let n = judgements.len();
+    if n == 0 {
+        return verdict.as_str().into();
+    }
+    let count = |o: Outcome| judgements.iter().filter(|j| j.outcome == o).count();
+    let mut parts = vec![format!("{} of {n} criteria met", count(Outcome::Met))];
+    for (outcome, what) in [(Outcome::NotRun, "not run"), (Outcome::Ambiguous, "ambiguous")] {
+        if count(outcome) > 0 {
+            parts.push(format!("{} {what}", count(outcome)));
+        }
+    }
+    format!("{} ({})", verdict.as_str(), parts.join(", "))
+}
+
+/// What a criterion is checked against: the table's row keys, metrics, rows and the paper's
+/// numbers.
+pub struct Context<'a, 'r> {
+    pub row_keys: &'a [String],
+    pub metrics: &'a [String],
+    pub rows: &'a [Row<'r>],
+    /// The paper's number for a row match and metric, if the description gives one.
+    pub paper: &'a dyn Fn(&RowMatch, &str) -> Option<f64>,
+}
+
+impl Criterion {
+    fn metric(&self) -> &str {
+        match self {
+            Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t) => &t.metric,
+            Criterion::ReachesPaper(t) => &t.metric,
+            Criterion::Descending(o) | Criterion::Ascending(o) => &o.metric,
+            Criterion::Similar(s) => &s.metric,
+        }
+    }
+
+    fn rows(&self) -> Vec<&RowMatch> {
+        match self {
+            Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t) => vec![&t.row],
+            Criterion::ReachesPaper(t) => vec![&t.row],
+            Criterion::Descending(o) | Criterion::Ascending(o) => o.rows.iter().collect(),
+            Criterion::Similar(s) => s.rows.iter().collect(),
+        }
+    }
+
+    /// Checks the criterion against its table, before any run is looked at.
+    pub fn validate(&self, cx: &Context) -> Result<(), CriterionError> {
+        for row in self.rows() {
+            if let Some(key) = row.keys().find(|k| !cx.row_keys.contains(k)) {
+                return Err(CriterionError::UnknownRowKey { key: key.clone(), keys: cx.row_keys.join(", ") });
+            }
+        }
+        if !cx.metrics.iter().any(|m| m == self.metric()) {
+            return Err(CriterionError::UnknownMetric { metric: self.metric().into(), metrics: cx.metrics.join(", ") });
+        }
+        match self {
+            Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t)
+                if !t.value.is_finite() =>
+            {
+                Err(CriterionError::NotFinite)
+            }
+            Criterion::ReachesPaper(Tolerance { tolerance, .. }) | Criterion::Similar(Spread { tolerance, .. })
+                if !tolerance.is_finite() =>
+            {
+                Err(CriterionError::NotFinite)
+            }
+            Criterion::ReachesPaper(t) if (cx.paper)(&t.row, &t.metric).is_none() => {
+                Err(CriterionError::NoPaperNumber { row: show_match(&t.row, cx.row_keys), metric: t.metric.clone() })
+            }
+            _ if self.rows().len() < 2
+                && matches!(self, Criterion::Descending(_) | Criterion::Ascending(_) | Criterion::Similar(_)) =>
+            {
+                Err(CriterionError::TooFewRows { n: self.rows().len() })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Judges the criterion on the table's rows, with the numbers that decided it.
+    pub fn judge(&self, cx: &Context) -> Judgement {
+        let metric = self.metric();
+        let found: Vec<(String, Result<Mean, Missing>)> =
+            self.rows().into_iter().map(|m| (show_match(m, cx.row_keys), mean_of(cx, m, metric))).collect();
+        let shown = |(label, mean): &(String, Result<Mean, Missing>)| match mean {
+            Ok(m) => format!("{label} {}", m.show()),
+            Err(Missing::Ambiguous) => format!("{label} (matches several rows: name more keys)"),
+            Err(Missing::NoRuns) => format!("{label} (no runs)"),
+            Err(Missing::NoValue) => format!("{label} (no `{metric}` in its runs)"),
+        };
+        let joined = |op: &str| found.iter().map(shown).collect::<Vec<_>>().join(op);
+        let means: Result<Vec<f64>, Outcome> =
+            found.iter().map(|(_, m)| m.map(|m| m.mean).map_err(Missing::outcome)).collect();
+        let first = |test: &dyn Fn(f64) -> bool| means.as_ref().map(|ms| test(ms[0])).map_err(|o| *o);
+        let single = |claim: String| format!("{metric} of {} {claim}", shown(&found[0]));
+        let (passed, line) = match self {
+            Criterion::AtLeast(t) => (first(&|m| m >= t.value), single(format!("≥ {}", sig3(t.value)))),
+            Criterion::AtMost(t) => (first(&|m| m <= t.value), single(format!("≤ {}", sig3(t.value)))),
+            Criterion::Below(t) => (first(&|m| m < t.value), single(format!("< {}", sig3(t.value)))),
+            Criterion::Above(t) => (first(&|m| m > t.value), single(format!("> {}", sig3(t.value)))),
+            Criterion::ReachesPaper(t) => {
+                let paper = (cx.paper)(&t.row, metric).unwrap_or(f64::NAN);
+                let higher = higher_is_better(metric);
+                let bound = if higher { paper - t.tolerance } else { paper + t.tolerance };
+                let (op, sign) = if higher { ("≥", "−") } else { ("≤", "+") };
+                let claim = format!("{op} paper {} {sign} {} = {}", sig3(paper), sig3(t.tolerance), sig3(bound));
+                (first(&|m| if higher { m >= bound } else { m <= bound }), single(claim))
+            }
+            Criterion::Descending(_) => {
+                (means.map(|ms| ms.windows(2).all(|w| w[0] > w[1])), format!("{metric}: {}", joined(" > ")))
+            }
+            Criterion::Ascending(_) => {
+                (means.map(|ms| ms.windows(2).all(|w| w[0] < w[1])), format!("{metric}: {}", joined(" < ")))
+            }
+            Criterion::Similar(s) => {
+                let spread = means.map(|ms| {
+                    ms.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+                        - ms.iter().copied().fold(f64::INFINITY, f64::min)
+                });
+                let said = spread.map_or(String::new(), |d| format!(": spread {}", sig3(d)));
+                let line = format!("{metric}: {}{said} ≤ {}", joined(" ~ "), sig3(s.tolerance));
+                (spread.map(|d| d <= s.tolerance), line)
+            }
+        };
+        let outcome = outcome_of(passed);
+        Judgement { outcome, line: format!("{} {line}", mark(outcome)) }
+    }
+}
+
+/// A row's mean of a metric over its runs, and how many runs.
+#[derive(Clone, Copy, Debug)]
+struct Mean {
+    mean: f64,
+    n: usize,
+}
+
+impl Mean {
+    fn show(&self) -> String {
+        format!("= {} (n = {})", sig3(self.mean), self.n)
+    }
+}
+
+/// Why a row has no mean to judge.
+#[derive(Clone, Copy, Debug)]
+enum Missing {
+    NoRuns,
+    /// Its runs do not have the metric (runs made before the spec recorded it).
+    NoValue,
+    Ambiguous,
+}
+
+impl Missing {
+    fn outcome(self) -> Outcome {
+        match self {
+            Missing::NoRuns | Missing::NoValue => Outcome::NotRun,
+            Missing::Ambiguous => Outcome::Ambiguous,
+        }
+    }
+}
+
+fn mean_of(cx: &Context, m: &RowMatch, metric_name: &str) -> Result<Mean, Missing> {
+    let matching: Vec<&Row> = cx.rows.iter().filter(|r| row_matches(cx.row_keys, &r.key, m)).collect();
+    let row = match matching[..] {
+        [] => return Err(Missing::NoRuns),
+        [row] => row,
+        _ => return Err(Missing::Ambiguous),
+    };
+    let values: Vec<f64> = row.runs.iter().filter_map(|r| metric(r, metric_name)).collect();
+    if values.is_empty() {
+        return Err(Missing::NoValue);
+    }
+    Ok(Mean { mean: values.iter().sum::<f64>() / values.len() as f64, n: values.len() })
+}
+
+/// Whether a row's key values agree with every value the match names.
+pub fn row_matches(row_keys: &[String], key: &[String], m: &RowMatch) -> bool {
+    m.iter().all(|(k, v)| row_keys.iter().position(|r| r == k).is_some_and(|i| key[i] == v.0))
+}
+
+fn outcome_of(passed: Result<bool, Outcome>) -> Outcome {
+    match passed {
+        Ok(true) => Outcome::Met,
+        Ok(false) => Outcome::Unmet,
+        Err(o) => o,
+    }
+}
+
+fn mark(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Met => "✓",
+        Outcome::Unmet => "✗",
+        Outcome::NotRun => "· not run:",
+        Outcome::Ambiguous => "? ambiguous:",
+    }
+}
+
+/// `{d: 32, gates: true}`, as the description writes it, keys in the table's row order.
+pub fn show_match(m: &RowMatch, row_keys: &[String]) -> String {
+    let mut pairs: Vec<(&String, &Scalar)> = m.iter().collect();
+    pairs.sort_by_key(|(k, _)| row_keys.iter().position(|r| r == *k));
+    format!("{{{}}}", pairs.iter().map(|(k, v)| format!("{k}: {}", v.0)).collect::<Vec<_>>().join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::selection::tests::run;
+    use crate::store::RunRecord;
+    use crate::value::Value;
+
+    fn criteria(yaml: &str) -> Vec<Criterion> {
+        serde_saphyr::from_str(yaml).unwrap()
+    }
+
+    /// Rows keyed by `nq`, each with the accuracies given.
+    fn runs(rows: &[(i64, &[f64])]) -> Vec<RunRecord> {
+        let mut out = vec![];
+        for (nq, accs) in rows {
+            for a in *accs {
+                let id = out.len() as u64;
+                out.push(run(id, &format!("t{id}"), "h", &[("nq", Value::Int(*nq))], *a));
+            }
+        }
+        out
+    }
+
+    fn judge_all(cs: &[Criterion], runs: &[RunRecord]) -> Vec<Judgement> {
+        let keys = ["nq".to_string()];
+        let metrics = ["accuracy".to_string()];
+        let sel = crate::report::selection::select(runs, &["exp".into()], &keys);
+        let paper = |m: &RowMatch, _: &str| (m.get("nq").map(|v| v.0.as_str()) == Some("8")).then_some(0.98);
+        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &sel.rows, paper: &paper };
+        cs.iter().map(|c| c.validate(&cx).map(|()| c.judge(&cx)).unwrap()).collect()
+    }
+
+    const THREE: &str = r#"
+- reaches_paper: {row: {nq: 8}, metric: accuracy, tolerance: 0.02}
+- descending: {metric: accuracy, rows: [{nq: 8}, {nq: 4}, {nq: 1}]}
+- below: {row: {nq: 1}, metric: accuracy, value: 0.3}
+"#;
+
+    #[test]
+    fn every_criterion_met_is_reproduced_with_its_numbers() {
+        let js = judge_all(&criteria(THREE), &runs(&[(8, &[0.97, 0.99]), (4, &[0.9]), (1, &[0.25])]));
+        assert_eq!(Verdict::of(&js), Verdict::Reproduced);
+        assert_eq!(js[0].line, "✓ accuracy of {nq: 8} = 0.980 (n = 2) ≥ paper 0.980 − 0.0200 = 0.960");
+        assert_eq!(
+            js[1].line,
+            "✓ accuracy: {nq: 8} = 0.980 (n = 2) > {nq: 4} = 0.900 (n = 1) > {nq: 1} = 0.250 (n = 1)"
+        );
+        assert_eq!(js[2].line, "✓ accuracy of {nq: 1} = 0.250 (n = 1) < 0.300");
+        assert_eq!(summary(&js), "reproduced (3 of 3 criteria met)");
+    }
+
+    #[test]
+    fn some_met_is_partly_and_none_met_is_not_reproduced() {
+        let partly = judge_all(&criteria(THREE), &runs(&[(8, &[0.5]), (4, &[0.4]), (1, &[0.35])]));
+        assert_eq!(
+            partly.iter().map(|j| j.outcome).collect::<Vec<_>>(),
+            [Outcome::Unmet, Outcome::Met, Outcome::Unmet]
+        );
+        assert_eq!(Verdict::of(&partly), Verdict::PartlyReproduced);
+        let none = judge_all(&criteria(THREE), &runs(&[(8, &[0.5]), (4, &[0.5]), (1, &[0.5])]));
+        assert_eq!(Verdict::of(&none), Verdict::NotReproduced);
+    }
+
+    #[test]
+    fn similar_rows_are_within_the_tolerance_of_each_other() {
+        let similar = criteria("- similar: {metric: accuracy, rows: [{nq: 1}, {nq: 4}], tolerance: 0.05}");
+        let close = judge_all(&similar, &runs(&[(1, &[0.5]), (4, &[0.53])]));
+        assert_eq!(
+            close[0].line,
+            "✓ accuracy: {nq: 1} = 0.500 (n = 1) ~ {nq: 4} = 0.530 (n = 1): spread 0.0300 ≤ 0.0500"
+        );
+        let far = judge_all(&similar, &runs(&[(1, &[0.5]), (4, &[0.6])]));
+        assert_eq!(far[0].outcome, Outcome::Unmet);
+    }
+
+    #[test]
+    fn a_criterion_without_runs_is_not_run_and_never_met() {
+        let js = judge_all(&criteria(THREE), &runs(&[(8, &[0.99]), (1, &[0.2])]));
+        assert_eq!(js[1].outcome, Outcome::NotRun);
+        assert!(js[1].line.contains("{nq: 4} (no runs)"), "{}", js[1].line);
+        assert_eq!(summary(&js), "partly reproduced (2 of 3 criteria met, 1 not run)");
+        let empty = judge_all(&criteria(THREE), &[]);
+        assert_eq!(Verdict::of(&empty), Verdict::NotRun);
+        assert!(empty.iter().all(|j| j.line.starts_with("· not run:")));
+    }
+
+    #[test]
+    fn a_malformed_criterion_is_refused_with_a_reason() {
+        let err = |yaml: &str| serde_saphyr::from_str::<Vec<Criterion>>(yaml).unwrap_err().to_string();
+        assert!(err("- at_leest: {row: {nq: 1}, metric: accuracy, value: 1}").contains("at_leest"));
+        assert!(err("- at_least: {row: {nq: 1}, metric: accuracy, valeu: 1}").contains("valeu"));
+        assert!(err("- at_least: {row: {nq: 1}, metric: accuracy}").contains("value"));
+        let keys = ["nq".to_string()];
+        let metrics = ["accuracy".to_string()];
+        let paper = |_: &RowMatch, _: &str| None;
+        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &[], paper: &paper };
+        let check = |yaml: &str| criteria(yaml)[0].validate(&cx).unwrap_err();
+        assert!(matches!(
+            check("- above: {row: {d: 1}, metric: accuracy, value: 1}"),
+            CriterionError::UnknownRowKey { .. }
+        ));
+        assert!(matches!(
+            check("- above: {row: {nq: 1}, metric: acc, value: 1}"),
+            CriterionError::UnknownMetric { .. }
+        ));
+        assert!(matches!(
+            check("- reaches_paper: {row: {nq: 1}, metric: accuracy, tolerance: 0.1}"),
+            CriterionError::NoPaperNumber { .. }
+        ));
+        assert_eq!(check("- ascending: {metric: accuracy, rows: [{nq: 1}]}"), CriterionError::TooFewRows { n: 1 });
+        assert_eq!(
+            check("- similar: {metric: accuracy, rows: [{nq: 1}, {nq: 4}], tolerance: .nan}"),
+            CriterionError::NotFinite
+        );
+    }
+}
