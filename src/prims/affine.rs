@@ -11,14 +11,10 @@ primitive! {
     Affine = "affine",
     "scale · x + shift with constant scale and shift (tensor-number arithmetic)",
     args: [tensor("x"), float_or("scale", 1.0), float_or("shift", 0.0)],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("x", t(&[3])), ("scale", float(-0.5))]),
-        Example::new([("x", t(&[3])), ("scale", float(-0.5)), ("shift", float(2.0))]),
-    ]
+    examples: [
+        [("x", t(&[3])), ("scale", float(-0.5))],
+        [("x", t(&[3])), ("scale", float(-0.5)), ("shift", float(2.0))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(AffineOp, Inferred), PrimError> {

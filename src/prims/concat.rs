@@ -13,11 +13,7 @@ primitive! {
     Concat = "concat",
     "concatenation [a : b] along the last axis",
     args: [tensor("a"), tensor("b")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))])]
+    examples: [[("a", t(&[2, 3])), ("b", t(&[2, 2]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

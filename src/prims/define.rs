@@ -1,16 +1,20 @@
 //! `primitive!`: the declaration a primitive file starts with.
 //!
 //! A primitive file writes only what is its own: the name used in `.mem` files, a one-line
-//! summary, the arguments, and two functions,
-//! - `configure(args) -> Result<(Config, Inferred), PrimError>`, which checks one call and
-//!   returns what the op needs (its configuration) with the call's shape inference, and
-//! - `examples() -> Vec<Example>`, calls that fit (the registry's gradient tests run on them).
+//! summary, the arguments, calls that fit (the registry's gradient tests run on them) and one
+//! function, `configure(args) -> Result<(Config, Inferred), PrimError>`, which checks one call
+//! and returns what the op needs (its configuration) with the call's shape inference.
+//!
+//! The example calls are written in the declaration, `examples: [[("x", t(&[2, 3]))], …]`
+//! (one bracket per call, arguments built with `crate::signature::example_args`), or, where
+//! they are computed, by a file function `examples() -> Vec<Example>`.
 //!
 //! The macro derives the rest: the unit struct, [`Primitive`](super::Primitive) for the
 //! checker (`infer` is `configure` without the configuration) and [`Lower`](super::Lower)
 //! for the compiler (the op built from that same configuration, so what the checker accepted
 //! and what runs cannot disagree). The arguments are written with the short constructors of
-//! `crate::signature::arg` (`tensor("M")`, `int("heads")`, `float_or("lambda", 0.35)`). Options, each at most once and in this order:
+//! `crate::signature::arg` (`tensor("M")`, `int("heads")`, `float_or("lambda", 0.35)`).
+//! Options, each at most once and in this order:
 //! - `outputs: ["c", "h"]` names several outputs (the default is one, `out`);
 //! - `op: |config| SomeOp { .. }` builds the op from the configuration (by default the
 //!   configuration is the op);
@@ -20,6 +24,7 @@
 //! primitive! {
 //!     Concat = "concat", "concatenation [a : b] along the last axis",
 //!     args: [tensor("a"), tensor("b")],
+//!     examples: [[("a", t(&[2, 3])), ("b", t(&[4]))]],
 //! }
 //! ```
 
@@ -27,6 +32,7 @@ macro_rules! primitive {
     (
         $ty:ident = $name:literal, $summary:literal,
         args: [$($arg:expr),* $(,)?],
+        $(examples: [$([$($example:expr),* $(,)?]),+ $(,)?],)?
         $(outputs: [$($output:literal),+ $(,)?],)?
         $(op: $op:expr,)?
         $(passes_gradients: $passes:literal,)?
@@ -53,7 +59,7 @@ macro_rules! primitive {
                 configure(args).map(|(_, inferred)| inferred)
             }
             fn examples(&self) -> Vec<$crate::prims::Example> {
-                examples()
+                $crate::prims::define::primitive!(@examples $($([$($example),*]),+)?)
             }
             $(fn passes_gradients(&self) -> bool {
                 $passes
@@ -70,6 +76,13 @@ macro_rules! primitive {
             }
         }
     };
+    (@examples) => {
+        examples()
+    };
+    (@examples $([$($example:expr),*]),+) => {{
+        use $crate::signature::example_args::*;
+        vec![$($crate::prims::Example::new([$($example),*])),+]
+    }};
     (@op $config:ident) => {
         $config
     };

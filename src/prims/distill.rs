@@ -17,15 +17,11 @@ primitive! {
     Distill = "distill",
     "STM read-out G3(Vl(G2(Vl(Mr)))) (SAM Eq. 14)",
     args: [tensor("Mr"), int("nr"), int_or("size", 64)],
+    examples: [
+        [("Mr", t(&[2, 3, 3])), ("nr", int(4)), ("size", int(3))],
+        [("Mr", t(&[2, 3, 4])), ("nr", int(4)), ("size", int(3))],
+    ],
     op: |config| DistillOp { config, w2t: Transposed::default(), w3t: Transposed::default() },
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("Mr", t(&[2, 3, 3])), ("nr", int(4)), ("size", int(3))]),
-        Example::new([("Mr", t(&[2, 3, 4])), ("nr", int(4)), ("size", int(3))]),
-    ]
 }
 
 struct Config {

@@ -12,11 +12,7 @@ primitive! {
     Embedding = "embedding",
     "a learned vector per token id",
     args: [tensor("x"), int("size")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", tokens(3)), ("size", int(2))]), Example::new([("x", tokens(2)), ("size", int(3))])]
+    examples: [[("x", tokens(3)), ("size", int(2))], [("x", tokens(2)), ("size", int(3))]],
 }
 
 fn configure(args: &Args) -> Result<(EmbeddingOp, Inferred), PrimError> {

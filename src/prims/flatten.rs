@@ -10,11 +10,7 @@ primitive! {
     Flatten = "flatten",
     "all per-example axes flattened into one (row-major)",
     args: [tensor("x")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", t(&[2, 3]))])]
+    examples: [[("x", t(&[2, 3]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

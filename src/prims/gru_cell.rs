@@ -16,11 +16,7 @@ primitive! {
     GruCell = "gruCell",
     "one GRU step h → h', PyTorch's GRUCell (gates r, z, n)",
     args: [tensor("h"), tensor("x")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("h", t(&[3])), ("x", t(&[2]))])]
+    examples: [[("h", t(&[3])), ("x", t(&[2]))]],
 }
 
 fn configure(args: &Args) -> Result<(GruOp, Inferred), PrimError> {

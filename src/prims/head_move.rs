@@ -79,14 +79,10 @@ primitive! {
     HeadMove = "headMove",
     "NAM-TM head transition: moves-weighted sum of LEFT, NO-OP, RIGHT (circular) and JUMP (NAM §3.3)",
     args: [tensor("pos"), tensor("moves"), optional("jump")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 3]))]),
-        Example::new([("pos", t(&[2, 5])), ("moves", t(&[2, 4])), ("jump", t(&[2, 5]))]),
-    ]
+    examples: [
+        [("pos", t(&[2, 5])), ("moves", t(&[2, 3]))],
+        [("pos", t(&[2, 5])), ("moves", t(&[2, 4])), ("jump", t(&[2, 5]))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

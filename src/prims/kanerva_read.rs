@@ -19,14 +19,10 @@ primitive! {
     KanervaRead = "kanervaRead",
     "Product Kanerva Machine read μ_z = Σ γ_j R_j w_j, ridge-solved w_j (PKM Eq. 44-45, Alg. 2)",
     args: [tensor("R"), tensor("z"), optional("eta"), float_or("lambda", 0.35)],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("R", t(&[1, 3, 2])), ("z", t(&[3]))]),
-        Example::new([("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))]),
-    ]
+    examples: [
+        [("R", t(&[1, 3, 2])), ("z", t(&[3]))],
+        [("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -24,11 +24,7 @@ primitive! {
     KeyJump = "keyJump",
     "NAM-TM jump position K μ(q): the key tape's transpose read with a unit query (NAM §3.3)",
     args: [tensor("K"), tensor("q")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))])]
+    examples: [[("K", t(&[2, 4, 3])), ("q", t(&[2, 3]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -11,11 +11,7 @@ primitive! {
     LayerNorm = "layerNorm",
     "layer normalisation over the last axis, learned gain and bias",
     args: [tensor("x")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", t(&[2, 4]))])]
+    examples: [[("x", t(&[2, 4]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -15,15 +15,8 @@ primitive! {
     Linear = "linear",
     "dense layer y = W x + b on the last axis",
     args: [tensor("x"), int("size"), bool_or("bias", true)],
+    examples: [[("x", t(&[3, 5])), ("size", int(4))], [("x", t(&[5])), ("size", int(4)), ("bias", boolean(false))]],
     op: |layer| LinearOp { layer, wt: Transposed::default() },
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("x", t(&[3, 5])), ("size", int(4))]),
-        Example::new([("x", t(&[5])), ("size", int(4)), ("bias", boolean(false))]),
-    ]
 }
 
 /// A dense layer's parameters: its weight, and its bias unless left out.

@@ -16,16 +16,9 @@ primitive! {
     LstmCell = "lstmCell",
     "one LSTM step (c, h) → (c', h'), PyTorch's LSTMCell",
     args: [tensor("c"), tensor("h"), tensor("x")],
+    examples: [[("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))], [("c", t(&[4])), ("h", t(&[4])), ("x", t(&[3]))]],
     outputs: ["c", "h"],
     op: |config| LstmOp { config, wih_t: Transposed::default(), whh_t: Transposed::default() },
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("c", t(&[3])), ("h", t(&[3])), ("x", t(&[2]))]),
-        Example::new([("c", t(&[4])), ("h", t(&[4])), ("x", t(&[3]))]),
-    ]
 }
 
 struct Config {

@@ -10,11 +10,7 @@ primitive! {
     MatMul = "matmul",
     "matrix product a @ b (the `@` operator)",
     args: [tensor("a"), tensor("b")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("a", t(&[2, 3])), ("b", t(&[3, 2]))]), Example::new([("a", t(&[3])), ("b", t(&[3, 2]))])]
+    examples: [[("a", t(&[2, 3])), ("b", t(&[3, 2]))], [("a", t(&[3])), ("b", t(&[3, 2]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

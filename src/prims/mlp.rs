@@ -14,18 +14,14 @@ primitive! {
     Mlp = "mlp",
     "dense layers of the given sizes with ReLU between them",
     args: [tensor("x"), list("sizes"), bool_or("final_relu", true)],
+    examples: [
+        [("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))],
+        [("x", t(&[2, 3])), ("sizes", ints(&[6, 5, 4]))],
+    ],
     op: |config: Config| {
         let wts = config.layers.iter().map(|_| Transposed::default()).collect();
         MlpOp { config, wts }
     },
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("x", t(&[3])), ("sizes", ints(&[4, 2])), ("final_relu", boolean(false))]),
-        Example::new([("x", t(&[2, 3])), ("sizes", ints(&[6, 5, 4]))]),
-    ]
 }
 
 struct Config {

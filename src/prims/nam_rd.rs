@@ -19,14 +19,10 @@ primitive! {
     NamRd = "namRD",
     "NAM read pr · M μ(q), per head, heads concatenated (NAM §3.1)",
     args: [tensor("M"), tensor("q"), tensor("pr"), int_or("heads", 1)],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))]),
-        Example::new([("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))]),
-    ]
+    examples: [
+        [("M", t(&[3, 4])), ("q", t(&[4])), ("pr", t(&[]))],
+        [("M", t(&[2, 2, 3])), ("q", t(&[2, 3])), ("pr", t(&[2])), ("heads", int(2))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -59,21 +59,10 @@ primitive! {
     NamWr = "namWR",
     "NAM write M' = M + pw·v kᵀ − pe·M k kᵀ with k ← μ(k), per head (NAM §3.1)",
     args: [tensor("M"), tensor("k"), tensor("v"), tensor("pw"), tensor("pe"), int_or("heads", 1)],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("M", t(&[3, 4])), ("k", t(&[4])), ("v", t(&[3])), ("pw", t(&[])), ("pe", t(&[]))]),
-        Example::new([
-            ("M", t(&[2, 2, 3])),
-            ("k", t(&[6])),
-            ("v", t(&[4])),
-            ("pw", t(&[2])),
-            ("pe", t(&[2])),
-            ("heads", int(2)),
-        ]),
-    ]
+    examples: [
+        [("M", t(&[3, 4])), ("k", t(&[4])), ("v", t(&[3])), ("pw", t(&[])), ("pe", t(&[]))],
+        [("M", t(&[2, 2, 3])), ("k", t(&[6])), ("v", t(&[4])), ("pw", t(&[2])), ("pe", t(&[2])), ("heads", int(2))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -12,11 +12,7 @@ primitive! {
     Normalize = "normalize",
     "unit L2 normalisation μ(x) along the last axis (F.normalize, eps 1e-12)",
     args: [tensor("x")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", t(&[2, 3]))])]
+    examples: [[("x", t(&[2, 3]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

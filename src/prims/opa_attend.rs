@@ -14,11 +14,7 @@ primitive! {
     OpaAttend = "opaAttend",
     "outer product attention Σ_i tanh(q ⊙ k_i) ⊗ v_i per query (SAM Eq. 2)",
     args: [tensor("q"), tensor("K"), tensor("V")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))])]
+    examples: [[("q", t(&[2, 3])), ("K", t(&[4, 3])), ("V", t(&[4, 2]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

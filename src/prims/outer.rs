@@ -11,15 +11,11 @@ primitive! {
     Outer = "outer",
     "outer product a ⊗ b over the last axes (the `⊗` operator)",
     args: [tensor("a"), tensor("b")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("a", t(&[2, 3])), ("b", t(&[2, 2]))]),
-        Example::new([("a", t(&[4])), ("b", t(&[3]))]),
-        Example::new([("a", shared(&[4])), ("b", t(&[3]))]),
-    ]
+    examples: [
+        [("a", t(&[2, 3])), ("b", t(&[2, 2]))],
+        [("a", t(&[4])), ("b", t(&[3]))],
+        [("a", shared(&[4])), ("b", t(&[3]))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

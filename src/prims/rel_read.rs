@@ -33,14 +33,10 @@ primitive! {
     RelRead = "relRead",
     "relational memory read v[f] = Σ p[n] b[e] Mr[n,e,f], p = softmax(c) (SAM Eq. 11 on the authors' code's axis)",
     args: [tensor("Mr"), tensor("c"), tensor("b")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![
-        Example::new([("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))]),
-        Example::new([("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))]),
-    ]
+    examples: [
+        [("Mr", t(&[2, 3, 4])), ("c", t(&[2])), ("b", t(&[3]))],
+        [("Mr", t(&[3, 2, 5])), ("c", t(&[3])), ("b", t(&[2]))],
+    ],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -11,11 +11,7 @@ primitive! {
     Reshape = "reshape",
     "the same elements in a new per-example shape (a list of sizes)",
     args: [tensor("x"), list("shape")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", t(&[2, 3])), ("shape", ints(&[3, 2]))])]
+    examples: [[("x", t(&[2, 3])), ("shape", ints(&[3, 2]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -25,12 +25,8 @@ primitive! {
     SamRead = "samRead",
     "SAM: nq queries of outer product attention over LN(W M) (SAM Eq. 4-8, authors' form)",
     args: [tensor("M"), int_or("nq", 1)],
+    examples: [[("M", t(&[3, 3])), ("nq", int(2))], [("M", t(&[5, 4])), ("nq", int(3))]],
     op: SamReadOp::new,
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("M", t(&[3, 3])), ("nq", int(2))]), Example::new([("M", t(&[5, 4])), ("nq", int(3))])]
 }
 
 /// One call, configured: `M: [n, d]`, `nq` queries.

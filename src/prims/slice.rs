@@ -11,11 +11,7 @@ primitive! {
     Slice = "slice",
     "elements start .. start + size of the last axis",
     args: [tensor("x"), int("start"), int("size")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", t(&[2, 5])), ("start", int(1)), ("size", int(3))])]
+    examples: [[("x", t(&[2, 5])), ("start", int(1)), ("size", int(3))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -15,16 +15,12 @@ primitive! {
     StopGradient = "stopGradient",
     "x, with no gradient flowing back to x (ablations: PKM's stop-gradient on the assignment)",
     args: [tensor("x")],
+    examples: [[("x", t(&[3]))], [("x", t(&[2, 3]))]],
     passes_gradients: false,
 }
 
 fn configure(args: &Args) -> Result<(StopGradientOp, Inferred), PrimError> {
     Ok((StopGradientOp, Inferred::new(vec![Ty::Tensor(args.shape("x")?.clone())], vec![], 0)))
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("x", t(&[3]))]), Example::new([("x", t(&[2, 3]))])]
 }
 
 struct StopGradientOp;

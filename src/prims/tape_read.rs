@@ -24,11 +24,7 @@ primitive! {
     TapeRead = "tapeRead",
     "NAM-TM tape read pr · Tᵀ pos at a soft head position, per head (NAM §3.3)",
     args: [tensor("T"), tensor("pos"), tensor("pr")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))])]
+    examples: [[("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("pr", t(&[2]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

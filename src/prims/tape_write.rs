@@ -27,11 +27,7 @@ primitive! {
     TapeWrite = "tapeWrite",
     "NAM-TM tape write T + pos ⊗ (pw·v − pe·Tᵀpos) at a soft head position, per head (NAM §3.3)",
     args: [tensor("T"), tensor("pos"), tensor("v"), tensor("pw"), tensor("pe")],
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))])]
+    examples: [[("T", t(&[2, 4, 3])), ("pos", t(&[2, 4])), ("v", t(&[6])), ("pw", t(&[2])), ("pe", t(&[]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {

@@ -33,12 +33,8 @@ primitive! {
     Transfer = "transfer",
     "relational to item memory: (G1 Vf(R))ᵀ + bias over the flattened slots (SAM Eq. 13, the code's orientation)",
     args: [tensor("R"), int_or("size", 0)],
+    examples: [[("R", t(&[2, 3, 3]))], [("R", t(&[2, 3, 4])), ("size", int(5))]],
     op: TransferOp::new,
-}
-
-fn examples() -> Vec<Example> {
-    use crate::signature::example_args::*;
-    vec![Example::new([("R", t(&[2, 3, 3]))]), Example::new([("R", t(&[2, 3, 4])), ("size", int(5))])]
 }
 
 /// One call, configured: `R`'s shape `[nq, d, d2]` and the dense layer `nq·d → size`.
