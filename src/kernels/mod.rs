@@ -9,6 +9,7 @@ pub mod elementwise;
 pub mod gemm;
 pub mod kanerva;
 pub mod layer_norm;
+pub mod lstm;
 pub mod nam;
 pub mod opa;
 pub mod par;

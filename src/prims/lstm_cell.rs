@@ -9,7 +9,7 @@ use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
-use crate::kernels::par::simd;
+use crate::kernels::lstm::{lstm_backward, lstm_forward};
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -138,27 +138,7 @@ impl LstmOp {
         let mut c_next = vec![T::zero(); batch * hd];
         let mut h_next = vec![T::zero(); batch * hd];
         let mut tc = vec![T::zero(); batch * hd];
-        simd(|| {
-            for ex in 0..batch {
-                let gt = &mut gates[ex * 4 * hd..][..4 * hd];
-                for (v, &u) in gt.iter_mut().zip(&gh[ex * 4 * hd..][..4 * hd]) {
-                    *v += u;
-                }
-                for j in 0..hd {
-                    let (i, f, g, o) =
-                        (gt[j].sigmoid(), gt[hd + j].sigmoid(), gt[2 * hd + j].tanh(), gt[3 * hd + j].sigmoid());
-                    let cn = f * c[ex * hd + j] + i * g;
-                    let t = cn.tanh();
-                    gt[j] = i;
-                    gt[hd + j] = f;
-                    gt[2 * hd + j] = g;
-                    gt[3 * hd + j] = o;
-                    c_next[ex * hd + j] = cn;
-                    tc[ex * hd + j] = t;
-                    h_next[ex * hd + j] = o * t;
-                }
-            }
-        });
+        lstm_forward(&mut gates, &gh, c, hd, &mut c_next, &mut tc, &mut h_next);
         let saved =
             Activations { gates: view::tensor(gates, (batch, 4 * hd))?, tanh_c: view::tensor(tc, (batch, hd))? };
         Ok((vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?], Some(saved)))
@@ -182,23 +162,7 @@ impl LstmOp {
         // Pre-activation gradients [gi, gf, gg, go] and d loss / d c.
         let mut gpre = vec![T::zero(); batch * 4 * hd];
         let mut gc_prev = vec![T::zero(); batch * hd];
-        simd(|| {
-            for ex in 0..batch {
-                let gt = &gates[ex * 4 * hd..][..4 * hd];
-                let gp = &mut gpre[ex * 4 * hd..][..4 * hd];
-                for j in 0..hd {
-                    let k = ex * hd + j;
-                    let (i, f, g, o) = (gt[j], gt[hd + j], gt[2 * hd + j], gt[3 * hd + j]);
-                    let t = tc[k];
-                    let gct = gc[k] + gh[k] * o * (T::one() - t * t);
-                    gp[j] = gct * g * i * (T::one() - i);
-                    gp[hd + j] = gct * c[k] * f * (T::one() - f);
-                    gp[2 * hd + j] = gct * i * (T::one() - g * g);
-                    gp[3 * hd + j] = gh[k] * t * o * (T::one() - o);
-                    gc_prev[k] = gct * f;
-                }
-            }
-        });
+        lstm_backward(gates, tc, c, gc, gh, hd, &mut gpre, &mut gc_prev);
         let (hr, xr) = (view::Read::new(h)?, view::Read::new(x)?);
         let (wir, whr) =
             (view::Read::new(input.weight.of(bw.params))?, view::Read::new(recurrent.weight.of(bw.params))?);
