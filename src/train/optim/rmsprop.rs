@@ -10,6 +10,7 @@
 use candle_core::{Result, Tensor, Var};
 
 use super::{OptimState, Optimizer, restore_buffers};
+use crate::kernels::par::multiversion;
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
 use crate::train_config::TrainConfig;
@@ -79,20 +80,13 @@ impl RmsProp {
         let (g, p) = (view::contiguous(g)?, var.as_tensor().contiguous()?);
         let (sq, b) = (self.square_avg[i].contiguous()?, self.momentum_buf[i].contiguous()?);
         let n = p.elem_count();
-        let (mut next_sq, mut next_b, mut next_p) =
-            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut next_sq, mut next_b, mut next_p) = (vec![T::zero(); n], vec![T::zero(); n], vec![T::zero(); n]);
         {
             let (gr, pr, sr, br) =
                 (view::Read::new(&g)?, view::Read::new(&p)?, view::Read::new(&sq)?, view::Read::new(&b)?);
             let (g, p, sq, b) = (gr.slice::<T>()?, pr.slice::<T>()?, sr.slice::<T>()?, br.slice::<T>()?);
-            for j in 0..n {
-                let v = sq[j] * alpha + g[j] * g[j] * one_minus_alpha;
-                let step = g[j] / (v.sqrt() + eps);
-                let update = if with_momentum { b[j] * mu + step } else { step };
-                next_sq.push(v);
-                next_b.push(update);
-                next_p.push(p[j] - update * lr);
-            }
+            let rule = Rule { alpha, one_minus_alpha, eps, lr, mu, with_momentum };
+            update(&rule, g, p, sq, b, &mut next_sq, &mut next_b, &mut next_p);
         }
         let shape = p.dims().to_vec();
         self.square_avg[i] = view::tensor(next_sq, shape.clone())?;
@@ -100,6 +94,43 @@ impl RmsProp {
             self.momentum_buf[i] = view::tensor(next_b, shape.clone())?;
         }
         var.set(&view::tensor(next_p, shape)?)
+    }
+}
+
+/// RMSprop's constants in the element type.
+struct Rule<T> {
+    alpha: T,
+    one_minus_alpha: T,
+    eps: T,
+    lr: T,
+    mu: T,
+    with_momentum: bool,
+}
+
+multiversion! {
+    /// One update of every element: the new square average, momentum buffer and parameter
+    /// from the gradient `g` and the old ones (all of one length). Multiversioned so that the
+    /// square roots and divisions run 8 wide (as a scalar loop it was 10 % of an LSTM step).
+    fn update[T: Real][T](
+        rule: &Rule<T>,
+        g: &[T],
+        p: &[T],
+        sq: &[T],
+        b: &[T],
+        next_sq: &mut [T],
+        next_b: &mut [T],
+        next_p: &mut [T],
+    ) {
+        let n = next_p.len();
+        let (g, p, sq, b, next_sq, next_b) = (&g[..n], &p[..n], &sq[..n], &b[..n], &mut next_sq[..n], &mut next_b[..n]);
+        for j in 0..n {
+            let v = sq[j] * rule.alpha + g[j] * g[j] * rule.one_minus_alpha;
+            let step = g[j] / (v.sqrt() + rule.eps);
+            let update = if rule.with_momentum { b[j] * rule.mu + step } else { step };
+            next_sq[j] = v;
+            next_b[j] = update;
+            next_p[j] = p[j] - update * rule.lr;
+        }
     }
 }
 
