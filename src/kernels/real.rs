@@ -96,15 +96,18 @@ pub fn exp_f32(x: f32) -> f32 {
     // Round to nearest by the 1.5·2^23 trick (no rounding instruction needed).
     const SHIFTER: f32 = 12_582_912.0;
     let x = x.clamp(-87.3, 88.0);
-    let n = (x * LOG2E + SHIFTER) - SHIFTER;
+    let shifted = x * LOG2E + SHIFTER;
+    let n = shifted - SHIFTER;
     let r = x - n * LN2_HI - n * LN2_LO;
     let r2 = r * r;
     let p = ((((1.987_569_2e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 1.666_666_5e-1)
         * r
         + 5.000_000_1e-1;
     let er = p * r2 + r + 1.0;
-    // `as` saturates and maps NaN to 0: a NaN input stays NaN (through `r`).
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // `n` as an integer is in the low mantissa bits of `shifted` (read as bits, not with `as`,
+    // whose saturating conversion does not vectorise); a NaN input stays NaN through `r`.
+    let n_int = shifted.to_bits().wrapping_sub(SHIFTER.to_bits());
+    let scale = f32::from_bits(n_int.wrapping_add(127) << 23);
     er * scale
 }
 
@@ -154,6 +157,11 @@ mod tests {
         assert_eq!(tanh_f32(-50.0), -1.0);
         assert!(exp_f32(-200.0) >= 0.0 && exp_f32(-200.0) < 1e-37);
         assert!(exp_f32(200.0).is_finite());
+        assert!(exp_f32(f32::NAN).is_nan() && tanh_f32(f32::NAN).is_nan(), "a NaN stays NaN");
+        // The extremes of the clamped range, where 2^n is built from its exponent bits.
+        for x in [-87.3f32, -80.0, 80.0, 88.0] {
+            assert!(ulps(exp_f32(x), (x as f64).exp() as f32) <= 2.0, "exp({x})");
+        }
         assert!((0.0f32).sigmoid() == 0.5 && (100.0f32).sigmoid() == 1.0 && (-100.0f32).sigmoid() < 1e-37);
     }
 }
