@@ -14,5 +14,6 @@ pub mod nam;
 pub mod opa;
 pub mod par;
 pub mod real;
+pub mod row_norm;
 pub mod spd_solve;
 pub mod view;

@@ -23,9 +23,14 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::{dense::dense, layer_norm::layer_norm};
+use crate::kernels::dense::{Transposed, dense};
+use crate::kernels::layer_norm::layer_norm;
+
+#[path = "mhdpa_train.rs"]
+mod train;
 
 primitive! {
     Mhdpa = "mhdpa",
@@ -34,7 +39,7 @@ primitive! {
         tensor("M"), tensor("x"), int("heads"), int("head_size"), int_or("key_size", 0),
         int_or("attention_mlp_layers", 2), int_or("blocks", 1),
     ],
-    op: |config| MhdpaOp { config },
+    op: MhdpaOp::new,
 }
 
 fn examples() -> Vec<Example> {
@@ -50,7 +55,7 @@ fn examples() -> Vec<Example> {
 
 /// The shape of the attention: `heads` heads with keys (and queries) of `key_size` and
 /// values of `head_size`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct Heads {
     heads: usize,
     key_size: usize,
@@ -118,6 +123,17 @@ fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
 
 struct MhdpaOp {
     config: Config,
+    /// The weights' transposes for the training forward, per block's `qkv` and per MLP layer.
+    qkv_t: Vec<Transposed>,
+    mlp_t: Vec<Transposed>,
+}
+
+impl MhdpaOp {
+    fn new(config: Config) -> MhdpaOp {
+        let qkv_t = config.blocks.iter().map(|_| Transposed::default()).collect();
+        let mlp_t = config.mlp.iter().map(|_| Transposed::default()).collect();
+        MhdpaOp { config, qkv_t, mlp_t }
+    }
 }
 
 impl Op for MhdpaOp {
@@ -144,6 +160,42 @@ impl Op for MhdpaOp {
             y = norm(&(y + h)?, &block.mlp_ln)?;
         }
         Ok(vec![y.narrow(1, 0, *n)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for MhdpaOp {
+    /// [`train::Saved`] of the element type; `None` when `M` and `x` differ in batch size (one
+    /// shared by the batch), whose backward falls back to candle's autograd.
+    type Saved = Option<SavedAny>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [m, x] = op::inputs("mhdpa", inputs)?;
+        if m.dim(0)? != x.dim(0)? {
+            let outs = self.forward(inputs, params)?;
+            return Ok((outs.iter().map(|o| o.contiguous()).collect::<candle_core::Result<_>>()?, None));
+        }
+        with_real!(m.dtype(), T => {
+            let (outs, saved) = self.train_forward::<T>(m, x, params)?;
+            Ok((outs, Some(Box::new(saved) as SavedAny)))
+        })
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => match saved.downcast_ref::<train::Saved<T>>() {
+            Some(saved) => self.train_backward::<T>(saved, b, param_grads),
+            None => candle_core::bail!("internal: mhdpa's backward received saved values of another type"),
+        })
     }
 }
 
