@@ -34,14 +34,14 @@ multiversion! {
             }
             let (ifg, o) = gates.split_at_mut(3 * hd);
             let (i_f, g) = ifg.split_at_mut(2 * hd);
-            for k in 0..2 * hd {
-                i_f[k] = i_f[k].sigmoid();
+            for v in i_f.iter_mut() {
+                *v = v.sigmoid();
             }
-            for k in 0..hd {
-                g[k] = g[k].tanh();
+            for v in g.iter_mut() {
+                *v = v.tanh();
             }
-            for k in 0..hd {
-                o[k] = o[k].sigmoid();
+            for v in o.iter_mut() {
+                *v = v.sigmoid();
             }
             let (i, f) = i_f.split_at(hd);
             let (c, c_next) = (&c[ex * hd..][..hd], &mut c_next[ex * hd..][..hd]);

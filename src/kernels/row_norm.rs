@@ -16,13 +16,13 @@ multiversion! {
             let xs = &x[r * width..][..width];
             let (hs, ys) = (&mut xhat[r * width..][..width], &mut y[r * width..][..width]);
             let mut mean = T::zero();
-            for j in 0..width {
-                mean += xs[j];
+            for &v in xs {
+                mean += v;
             }
             mean *= inv;
             let mut var = T::zero();
-            for j in 0..width {
-                var += (xs[j] - mean) * (xs[j] - mean);
+            for &v in xs {
+                var += (v - mean) * (v - mean);
             }
             let rs = T::one() / (var * inv + T::from_f64(EPS)).sqrt();
             for j in 0..width {

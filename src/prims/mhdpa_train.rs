@@ -251,12 +251,12 @@ multiversion! {
                         max = max.max(pi[j]);
                     }
                     let mut sum = T::zero();
-                    for j in 0..rows {
-                        pi[j] = (pi[j] - max).exp();
-                        sum += pi[j];
+                    for w in pi.iter_mut() {
+                        *w = (*w - max).exp();
+                        sum += *w;
                     }
-                    for j in 0..rows {
-                        pi[j] /= sum;
+                    for w in pi.iter_mut() {
+                        *w /= sum;
                     }
                     let o = &mut out[(b * rows + i) * d + h * v..][..v];
                     for j in 0..rows {
