@@ -17,9 +17,12 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::dense;
+use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::par::multiversion;
+use crate::kernels::{real::Real, view};
 
 primitive! {
     RmcGate = "rmcGate",
@@ -64,7 +67,15 @@ fn configure(args: &Args) -> Result<(RmcGateOp, Inferred), PrimError> {
     let mut params = ParamList::new();
     let (gate_in, gate_mem) = (params.dense("gate_in", d, 2 * gate), params.dense("gate_mem", d, 2 * gate));
     let flops = (2 * d * 2 * gate * (n + 1) + 4 * n * 2 * gate + 10 * n * d) as u64;
-    let op = RmcGateOp { gate, forget_bias, input_bias, gate_in, gate_mem };
+    let op = RmcGateOp {
+        gate,
+        forget_bias,
+        input_bias,
+        gate_in,
+        gate_mem,
+        gate_in_t: Transposed::default(),
+        gate_mem_t: Transposed::default(),
+    };
     Ok((op, Inferred::new(vec![Ty::Tensor(m)], params.into_decls(), flops)))
 }
 
@@ -76,6 +87,9 @@ struct RmcGateOp {
     /// `W` on the input row and `U` on every slot of `tanh(M)`, each `D → 2·gate`.
     gate_in: Dense,
     gate_mem: Dense,
+    /// Their weights transposed, for the training forward.
+    gate_in_t: Transposed,
+    gate_mem_t: Transposed,
 }
 
 impl Op for RmcGateOp {
@@ -89,6 +103,218 @@ impl Op for RmcGateOp {
         let forget_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, self.gate, self.gate)? + self.forget_bias)?)?;
         let written = input_gate.broadcast_mul(&new.tanh()?)?;
         Ok(vec![written.broadcast_add(&forget_gate.broadcast_mul(m)?)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// What the gate's training forward keeps (rows `[B·N, ·]`): `tanh M`, `tanh M̃` and the
+/// gates `[σ(i), σ(f)]`.
+struct GateSaved {
+    tanh_m: Tensor,
+    tanh_new: Tensor,
+    gates: Tensor,
+}
+
+impl ManualBackward for RmcGateOp {
+    /// `None` for operands of different batch sizes (one shared by the batch), whose
+    /// backward falls back to candle's autograd.
+    type Saved = Option<GateSaved>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [m, new, x] = op::inputs("rmcGate", inputs)?;
+        let batch = m.dim(0)?;
+        if new.dim(0)? != batch || x.dim(0)? != batch {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(m.dtype(), T => self.train_forward::<T>(m, new, x, params))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b, param_grads))
+    }
+}
+
+impl RmcGateOp {
+    fn train_forward<T: Real>(
+        &self,
+        m: &Tensor,
+        new: &Tensor,
+        x: &Tensor,
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Option<GateSaved>)> {
+        let (batch, n, d) = m.dims3()?;
+        let g2 = 2 * self.gate;
+        let (mr, nr, xr) = (view::Read::new(m)?, view::Read::new(new)?, view::Read::new(x)?);
+        let (ms, ns, xs) = (mr.slice::<T>()?, nr.slice::<T>()?, xr.slice::<T>()?);
+        let (um_t, w_t) =
+            (self.gate_mem_t.of(self.gate_mem.weight.of(params))?, self.gate_in_t.of(self.gate_in.weight.of(params))?);
+        let (um_t, w_t) = (view::Read::new(&um_t)?, view::Read::new(&w_t)?);
+        let (bu, bw) =
+            (view::Read::new(self.gate_mem.bias.of(params))?, view::Read::new(self.gate_in.bias.of(params))?);
+        let tanh_m: Vec<T> = ms.iter().map(|v| v.tanh()).collect();
+        let mut gates = forward_slices(&tanh_m, batch * n, um_t.slice::<T>()?, Some(bu.slice::<T>()?), d, g2);
+        let from_input = forward_slices(xs, batch, w_t.slice::<T>()?, Some(bw.slice::<T>()?), d, g2);
+        let (mut tanh_new, mut out) = (vec![T::zero(); batch * n * d], vec![T::zero(); batch * n * d]);
+        let biases = [T::from_f64(self.input_bias), T::from_f64(self.forget_bias)];
+        for b in 0..batch {
+            let rows = b * n..(b + 1) * n;
+            gate_forward(
+                self.gate,
+                biases,
+                &from_input[b * g2..][..g2],
+                &ms[rows.start * d..rows.end * d],
+                &ns[rows.start * d..rows.end * d],
+                &mut gates[rows.start * g2..rows.end * g2],
+                &mut tanh_new[rows.start * d..rows.end * d],
+                &mut out[rows.start * d..rows.end * d],
+            );
+        }
+        let saved = GateSaved {
+            tanh_m: view::tensor(tanh_m, (batch * n, d))?,
+            tanh_new: view::tensor(tanh_new, (batch * n, d))?,
+            gates: view::tensor(gates, (batch * n, g2))?,
+        };
+        Ok((vec![view::tensor(out, (batch, n, d))?], Some(saved)))
+    }
+
+    /// `gM = go ⊙ f + (gG U) ⊙ (1 − tanh² M)`, `gM̃ = go ⊙ i ⊙ (1 − tanh² M̃)`, `gx = (Σ_rows gG) W`,
+    /// with `gG` the gates' pre-activation gradients.
+    fn train_backward<T: Real>(
+        &self,
+        saved: &GateSaved,
+        bw: &Backward<'_, Option<GateSaved>>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [m, _, x] = bw.inputs_of()?;
+        let (batch, n, d) = m.dims3()?;
+        let g2 = 2 * self.gate;
+        let go = bw.grad_or_zeros(0)?;
+        let (gor, mr, xr) = (view::Read::new(&go)?, view::Read::new(m)?, view::Read::new(x)?);
+        let (tmr, tnr, gtr) =
+            (view::Read::new(&saved.tanh_m)?, view::Read::new(&saved.tanh_new)?, view::Read::new(&saved.gates)?);
+        let (go, ms, xs) = (gor.slice::<T>()?, mr.slice::<T>()?, xr.slice::<T>()?);
+        let (tanh_m, tanh_new, gates) = (tmr.slice::<T>()?, tnr.slice::<T>()?, gtr.slice::<T>()?);
+        let (mut g_pre, mut g_new, mut g_m) =
+            (vec![T::zero(); batch * n * g2], vec![T::zero(); batch * n * d], vec![T::zero(); batch * n * d]);
+        gate_backward(self.gate, go, ms, tanh_new, gates, &mut g_pre, &mut g_new, &mut g_m);
+        let (umr, wr) =
+            (view::Read::new(self.gate_mem.weight.of(bw.params))?, view::Read::new(self.gate_in.weight.of(bw.params))?);
+        let (gum, gbu) = Slot::pair_mut(self.gate_mem.weight, self.gate_mem.bias, param_grads);
+        let g_tanh_m = backward_slices(
+            &g_pre,
+            tanh_m,
+            batch * n,
+            umr.slice::<T>()?,
+            d,
+            g2,
+            Some(gum.slice_mut::<T>(g2 * d)?),
+            Some(gbu.slice_mut::<T>(g2)?),
+            bw.needs[0],
+        );
+        if let Some(g_tanh_m) = g_tanh_m {
+            for ((gm, g), t) in g_m.iter_mut().zip(&g_tanh_m).zip(tanh_m) {
+                *gm += *g * (T::one() - *t * *t);
+            }
+        }
+        let mut g_in = vec![T::zero(); batch * g2];
+        for (b, rows) in g_pre.chunks_exact(n * g2).enumerate() {
+            for row in rows.chunks_exact(g2) {
+                for (a, v) in g_in[b * g2..][..g2].iter_mut().zip(row) {
+                    *a += *v;
+                }
+            }
+        }
+        let (gw, gbw) = Slot::pair_mut(self.gate_in.weight, self.gate_in.bias, param_grads);
+        let gx = backward_slices(
+            &g_in,
+            xs,
+            batch,
+            wr.slice::<T>()?,
+            d,
+            g2,
+            Some(gw.slice_mut::<T>(g2 * d)?),
+            Some(gbw.slice_mut::<T>(g2)?),
+            bw.needs[2],
+        );
+        Ok(vec![
+            bw.needs[0].then(|| view::tensor(g_m, (batch, n, d))).transpose()?,
+            bw.needs[1].then(|| view::tensor(g_new, (batch, n, d))).transpose()?,
+            gx.map(|g| view::tensor(g, (batch, d))).transpose()?,
+        ])
+    }
+}
+
+multiversion! {
+    /// One example's `N` rows: `gates` (`[N, 2g]`, `U tanh M + b_U` on entry) get the input's
+    /// part added and become `[σ(i + b_i), σ(f + b_f)]`; writes `tanh M̃` and
+    /// `M' = σ(i) ⊙ tanh M̃ + σ(f) ⊙ M` (a gate per element, or one per row when `g = 1`).
+    fn gate_forward[T: Real][T](
+        gate: usize,
+        biases: [T; 2],
+        from_input: &[T],
+        m: &[T],
+        new: &[T],
+        gates: &mut [T],
+        tanh_new: &mut [T],
+        out: &mut [T],
+    ) {
+        let d = m.len() / (gates.len() / (2 * gate));
+        for (r, g) in gates.chunks_exact_mut(2 * gate).enumerate() {
+            for (k, v) in g.iter_mut().enumerate() {
+                *v = (*v + from_input[k] + biases[k / gate]).sigmoid();
+            }
+            let (ms, ns) = (&m[r * d..][..d], &new[r * d..][..d]);
+            let (ts, os) = (&mut tanh_new[r * d..][..d], &mut out[r * d..][..d]);
+            for c in 0..d {
+                let (i, f) = if gate == 1 { (g[0], g[1]) } else { (g[c], g[gate + c]) };
+                let t = ns[c].tanh();
+                ts[c] = t;
+                os[c] = i * t + f * ms[c];
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// The element-wise backward of [`gate_forward`] over all rows: from `go = d loss / d M'`
+    /// writes the gates' pre-activation gradients, `d loss / d M̃` and the direct part of
+    /// `d loss / d M` (`go ⊙ f`).
+    fn gate_backward[T: Real][T](
+        gate: usize,
+        go: &[T],
+        m: &[T],
+        tanh_new: &[T],
+        gates: &[T],
+        g_pre: &mut [T],
+        g_new: &mut [T],
+        g_m: &mut [T],
+    ) {
+        let d = go.len() / (gates.len() / (2 * gate));
+        for (r, (g, gp)) in gates.chunks_exact(2 * gate).zip(g_pre.chunks_exact_mut(2 * gate)).enumerate() {
+            let (gos, ms, ts) = (&go[r * d..][..d], &m[r * d..][..d], &tanh_new[r * d..][..d]);
+            let (gns, gms) = (&mut g_new[r * d..][..d], &mut g_m[r * d..][..d]);
+            for c in 0..d {
+                let k = if gate == 1 { 0 } else { c };
+                let (i, f) = (g[k], g[gate + k]);
+                gp[k] += gos[c] * ts[c];
+                gp[gate + k] += gos[c] * ms[c];
+                gns[c] = gos[c] * i * (T::one() - ts[c] * ts[c]);
+                gms[c] = gos[c] * f;
+            }
+            for k in 0..2 * gate {
+                gp[k] *= g[k] * (T::one() - g[k]);
+            }
+        }
     }
 }
 
