@@ -275,11 +275,19 @@ multiversion! {
             }
             let (ms, ns) = (&m[r * d..][..d], &new[r * d..][..d]);
             let (ts, os) = (&mut tanh_new[r * d..][..d], &mut out[r * d..][..d]);
-            for c in 0..d {
-                let (i, f) = if gate == 1 { (g[0], g[1]) } else { (g[c], g[gate + c]) };
-                let t = ns[c].tanh();
-                ts[c] = t;
-                os[c] = i * t + f * ms[c];
+            for (t, &v) in ts.iter_mut().zip(ns) {
+                *t = v.tanh();
+            }
+            // Two loops rather than a branch per element, so that each vectorises.
+            if gate == 1 {
+                for c in 0..d {
+                    os[c] = g[0] * ts[c] + g[1] * ms[c];
+                }
+            } else {
+                let (i, f) = g.split_at(gate);
+                for c in 0..d {
+                    os[c] = i[c] * ts[c] + f[c] * ms[c];
+                }
             }
         }
     }
