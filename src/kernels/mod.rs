@@ -11,6 +11,7 @@ pub mod kanerva;
 pub mod layer_norm;
 pub mod lstm;
 pub mod nam;
+pub mod nam_manual;
 pub mod opa;
 pub mod par;
 pub mod real;

@@ -9,11 +9,15 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, per_head, to_heads};
+use super::nam_wr::Blocks;
 use super::nam_wr::{check_split, memory_dims};
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, l2_normalize, read};
+use crate::kernels::nam_manual::{normalize, normalize_backward, read_backward, read_forward};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     NamRd = "namRD",
@@ -47,6 +51,108 @@ impl Op for NamRdOp {
         let q = expand_batch(&l2_normalize(&to_heads(q, self.heads)?)?, batch)?;
         let r = read(&m4, &q, &per_head(pr)?)?; // [B, H, dv/H]
         Ok(vec![r.flatten_from(1)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// What the read's training forward keeps: the unit queries, their norms and `M q`.
+struct ReadSaved {
+    unit: Tensor,
+    norms: Tensor,
+    mq: Tensor,
+}
+
+impl ManualBackward for NamRdOp {
+    /// `None` for operands of different batch sizes (one shared by the batch), whose
+    /// backward falls back to candle's autograd.
+    type Saved = Option<ReadSaved>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [m, q, pr] = op::inputs("namRD", inputs)?;
+        let batch = m.dim(0)?;
+        if q.dim(0)? != batch || pr.dim(0)? != batch {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(m.dtype(), T => self.train_forward::<T>(m, q, pr))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b))
+    }
+}
+
+impl NamRdOp {
+    fn train_forward<T: Real>(
+        &self,
+        m: &Tensor,
+        q: &Tensor,
+        pr: &Tensor,
+    ) -> candle_core::Result<(Vec<Tensor>, Option<ReadSaved>)> {
+        let l = Blocks::of(m, self.heads)?;
+        let (mr, qr, prr) = (view::Read::new(m)?, view::Read::new(q)?, view::Read::new(pr)?);
+        let (ms, qs, prs) = (mr.slice::<T>()?, qr.slice::<T>()?, prr.slice::<T>()?);
+        let blocks = l.batch * l.heads;
+        let (mut unit, mut norms) = (vec![T::zero(); blocks * l.dk], vec![T::zero(); blocks]);
+        let (mut mq, mut out) = (vec![T::zero(); blocks * l.dv], vec![T::zero(); blocks * l.dv]);
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let u = &mut unit[i * l.dk..][..l.dk];
+                norms[i] = normalize(&qs[i * l.dk..][..l.dk], u);
+                let (mb, rows) = (&ms[i * l.dv * l.dk..][..l.dv * l.dk], i * l.dv..(i + 1) * l.dv);
+                read_forward(mb, u, prs[l.prob(prs.len(), b, h)], &mut mq[rows.clone()], &mut out[rows]);
+            }
+        }
+        let saved = ReadSaved {
+            unit: view::tensor(unit, blocks * l.dk)?,
+            norms: view::tensor(norms, blocks)?,
+            mq: view::tensor(mq, blocks * l.dv)?,
+        };
+        Ok((vec![view::tensor(out, (l.batch, l.heads * l.dv))?], Some(saved)))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        saved: &ReadSaved,
+        bw: &Backward<'_, Option<ReadSaved>>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [m, q, pr] = bw.inputs_of()?;
+        let l = Blocks::of(m, self.heads)?;
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, mr, prr) = (view::Read::new(&g)?, view::Read::new(m)?, view::Read::new(pr)?);
+        let (ur, nr, mqr) =
+            (view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?, view::Read::new(&saved.mq)?);
+        let (gs, ms, prs) = (gr.slice::<T>()?, mr.slice::<T>()?, prr.slice::<T>()?);
+        let (unit, norms, mqs) = (ur.slice::<T>()?, nr.slice::<T>()?, mqr.slice::<T>()?);
+        let mut gm = bw.needs[0].then(|| vec![T::zero(); ms.len()]);
+        let (mut gq, mut gpr) = (vec![T::zero(); unit.len()], vec![T::zero(); prs.len()]);
+        let mut g_unit = vec![T::zero(); l.dk];
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (mm, n, rows) = (i * l.dv * l.dk, l.dv * l.dk, i * l.dv..(i + 1) * l.dv);
+                let u = &unit[i * l.dk..][..l.dk];
+                let j = l.prob(prs.len(), b, h);
+                let gmb = gm.as_mut().map(|gm| &mut gm[mm..][..n]);
+                gpr[j] += read_backward(&ms[mm..][..n], u, &mqs[rows.clone()], prs[j], &gs[rows], gmb, &mut g_unit);
+                normalize_backward(u, norms[i], &g_unit, &mut gq[i * l.dk..][..l.dk]);
+            }
+        }
+        Ok(vec![
+            gm.map(|gm| view::tensor(gm, m.dims())).transpose()?,
+            bw.needs[1].then(|| view::tensor(gq, q.dims())).transpose()?,
+            bw.needs[2].then(|| view::tensor(gpr, pr.dims())).transpose()?,
+        ])
     }
 }
 

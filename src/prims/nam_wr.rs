@@ -19,10 +19,13 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, per_head, split_size, to_heads};
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, l2_normalize, write};
+use crate::kernels::nam_manual::{normalize, normalize_backward, write_backward, write_forward};
+use crate::kernels::{real::Real, view};
 
 /// Checks `M` against `heads` and returns `(dv/H, dk/H)`.
 pub(crate) fn memory_dims(args: &Args, heads: usize) -> Result<(usize, usize), PrimError> {
@@ -97,6 +100,156 @@ impl Op for NamWrOp {
         let mut out_dims = dims;
         out_dims[0] = batch;
         Ok(vec![out.reshape(out_dims)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// The layout of one call on slices: `B` examples of `H` memories `[dv, dk]` each, and how
+/// many `pw`/`pe` values an example has (1, shared by its heads, or `H`).
+#[derive(Clone, Copy)]
+pub(super) struct Blocks {
+    pub batch: usize,
+    pub heads: usize,
+    pub dv: usize,
+    pub dk: usize,
+}
+
+impl Blocks {
+    /// The layout of `m` (`[B, dv, dk]` or `[B, H, dv, dk]`).
+    pub fn of(m: &Tensor, heads: usize) -> candle_core::Result<Blocks> {
+        let dims = m.dims();
+        let (dv, dk) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+        Ok(Blocks { batch: dims[0], heads, dv, dk })
+    }
+
+    /// The index of example `b`'s head `h` in a per-head probability with `n` values per
+    /// example.
+    pub fn prob(&self, p_len: usize, b: usize, h: usize) -> usize {
+        let per = p_len / self.batch;
+        b * per + if per == 1 { 0 } else { h }
+    }
+}
+
+/// What the write's training forward keeps: the unit keys, their norms and `M k`.
+struct WriteSaved {
+    unit: Tensor,
+    norms: Tensor,
+    mk: Tensor,
+}
+
+impl ManualBackward for NamWrOp {
+    /// `None` for operands of different batch sizes (one shared by the batch), whose
+    /// backward falls back to candle's autograd.
+    type Saved = Option<WriteSaved>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [m, ..] = op::inputs::<5>("namWR", inputs)?;
+        let batch = m.dim(0)?;
+        if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(m.dtype(), T => self.train_forward::<T>(inputs))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b))
+    }
+}
+
+impl NamWrOp {
+    fn train_forward<T: Real>(&self, inputs: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Option<WriteSaved>)> {
+        let [m, k, v, pw, pe] = op::inputs("namWR", inputs)?;
+        let l = Blocks::of(m, self.heads)?;
+        let (mr, kr, vr, pwr, per) =
+            (view::Read::new(m)?, view::Read::new(k)?, view::Read::new(v)?, view::Read::new(pw)?, view::Read::new(pe)?);
+        let (ms, ks, vs) = (mr.slice::<T>()?, kr.slice::<T>()?, vr.slice::<T>()?);
+        let (pws, pes) = (pwr.slice::<T>()?, per.slice::<T>()?);
+        let blocks = l.batch * l.heads;
+        let (mut unit, mut norms) = (vec![T::zero(); blocks * l.dk], vec![T::zero(); blocks]);
+        let (mut mk, mut out) = (vec![T::zero(); blocks * l.dv], vec![T::zero(); ms.len()]);
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (mm, u) = (i * l.dv * l.dk, &mut unit[i * l.dk..][..l.dk]);
+                norms[i] = normalize(&ks[i * l.dk..][..l.dk], u);
+                let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
+                let (mb, ob) = (&ms[mm..][..l.dv * l.dk], &mut out[mm..][..l.dv * l.dk]);
+                write_forward(mb, u, &vs[i * l.dv..][..l.dv], pw, pe, &mut mk[i * l.dv..][..l.dv], ob);
+            }
+        }
+        let saved = WriteSaved {
+            unit: view::tensor(unit, blocks * l.dk)?,
+            norms: view::tensor(norms, blocks)?,
+            mk: view::tensor(mk, blocks * l.dv)?,
+        };
+        Ok((vec![view::tensor(out, m.dims())?], Some(saved)))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        saved: &WriteSaved,
+        bw: &Backward<'_, Option<WriteSaved>>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [m, k, v, pw, pe] = bw.inputs_of()?;
+        let l = Blocks::of(m, self.heads)?;
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, mr, vr, pwr, per) = (
+            view::Read::new(&g)?,
+            view::Read::new(m)?,
+            view::Read::new(v)?,
+            view::Read::new(pw)?,
+            view::Read::new(pe)?,
+        );
+        let (ur, nr, mkr) =
+            (view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?, view::Read::new(&saved.mk)?);
+        let (gs, ms, vs, pws, pes) =
+            (gr.slice::<T>()?, mr.slice::<T>()?, vr.slice::<T>()?, pwr.slice::<T>()?, per.slice::<T>()?);
+        let (unit, norms, mks) = (ur.slice::<T>()?, nr.slice::<T>()?, mkr.slice::<T>()?);
+        let mut gm = vec![T::zero(); ms.len()];
+        let (mut gk, mut gv) = (vec![T::zero(); unit.len()], vec![T::zero(); mks.len()]);
+        let (mut gpw, mut gpe) = (vec![T::zero(); pws.len()], vec![T::zero(); pes.len()]);
+        let mut g_unit = vec![T::zero(); l.dk];
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (mm, n) = (i * l.dv * l.dk, l.dv * l.dk);
+                let (u, dv) = (&unit[i * l.dk..][..l.dk], i * l.dv..(i + 1) * l.dv);
+                let (jw, je) = (l.prob(pws.len(), b, h), l.prob(pes.len(), b, h));
+                let (dpw, dpe) = write_backward(
+                    &ms[mm..][..n],
+                    u,
+                    &vs[dv.clone()],
+                    &mks[dv.clone()],
+                    pws[jw],
+                    pes[je],
+                    &gs[mm..][..n],
+                    &mut gm[mm..][..n],
+                    &mut gv[dv],
+                    &mut g_unit,
+                );
+                gpw[jw] += dpw;
+                gpe[je] += dpe;
+                normalize_backward(u, norms[i], &g_unit, &mut gk[i * l.dk..][..l.dk]);
+            }
+        }
+        let grads = [
+            view::tensor(gm, m.dims())?,
+            view::tensor(gk, k.dims())?,
+            view::tensor(gv, v.dims())?,
+            view::tensor(gpw, pw.dims())?,
+            view::tensor(gpe, pe.dims())?,
+        ];
+        Ok(grads.into_iter().zip(bw.needs).map(|(g, &need)| need.then_some(g)).collect())
     }
 }
 

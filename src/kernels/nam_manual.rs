@@ -1,0 +1,140 @@
+//! NAM's matrix-memory write and read (NAM §3.1) on plain slices, forward and backward, for
+//! the manual backward passes of `namWR` and `namRD`: the same formulas as
+//! [`write`](super::nam::write) and [`read`](super::nam::read), one memory `[dv, dk]` (one
+//! example's head) at a time.
+
+use super::nam::EPS;
+use super::par::multiversion;
+use super::real::Real;
+
+multiversion! {
+    /// `μ(x)` into `unit`; returns the norm used, `max(‖x‖₂, eps)`.
+    pub fn normalize[T: Real][T](x: &[T], unit: &mut [T]) -> T {
+        let mut sq = T::zero();
+        for &v in x {
+            sq += v * v;
+        }
+        let norm = sq.max(T::from_f64(EPS * EPS)).sqrt();
+        let inv = T::one() / norm;
+        for (u, &v) in unit.iter_mut().zip(x) {
+            *u = v * inv;
+        }
+        norm
+    }
+}
+
+/// The backward of [`normalize`]: `gx = (g − μ ⟨μ, g⟩) / ‖x‖`, or `g / eps` where the norm
+/// was clamped (PyTorch's `F.normalize` gradient there).
+pub fn normalize_backward<T: Real>(unit: &[T], norm: T, g: &[T], gx: &mut [T]) {
+    let clamped = norm <= T::from_f64(EPS);
+    let mut dot = T::zero();
+    for (&u, &gv) in unit.iter().zip(g) {
+        dot += u * gv;
+    }
+    let inv = T::one() / norm;
+    for ((o, &u), &gv) in gx.iter_mut().zip(unit).zip(g) {
+        *o = if clamped { gv * inv } else { (gv - u * dot) * inv };
+    }
+}
+
+multiversion! {
+    /// WR: `out = M + (pw v − pe M k) kᵀ` for one memory `m` (`[dv, dk]`, row-major) and a unit
+    /// key `k`; writes `M k` into `mk`.
+    pub fn write_forward[T: Real][T](m: &[T], k: &[T], v: &[T], pw: T, pe: T, mk: &mut [T], out: &mut [T]) {
+        let dk = k.len();
+        for (r, row) in m.chunks_exact(dk).enumerate() {
+            let mut dot = T::zero();
+            for c in 0..dk {
+                dot += row[c] * k[c];
+            }
+            mk[r] = dot;
+            let delta = pw * v[r] - pe * dot;
+            let o = &mut out[r * dk..][..dk];
+            for c in 0..dk {
+                o[c] = row[c] + delta * k[c];
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// The backward of [`write_forward`] given `g = d loss / d out`: writes `gm`
+    /// (`g − pe (g k) kᵀ`), `gv`, `gk` (of the unit key) and returns `(gpw, gpe)`.
+    pub fn write_backward[T: Real][T](
+        m: &[T],
+        k: &[T],
+        v: &[T],
+        mk: &[T],
+        pw: T,
+        pe: T,
+        g: &[T],
+        gm: &mut [T],
+        gv: &mut [T],
+        gk: &mut [T],
+    ) -> (T, T) {
+        let dk = k.len();
+        let (mut gpw, mut gpe) = (T::zero(), T::zero());
+        gk[..dk].fill(T::zero());
+        for r in 0..mk.len() {
+            let (gr, mr) = (&g[r * dk..][..dk], &m[r * dk..][..dk]);
+            let mut gdelta = T::zero();
+            for c in 0..dk {
+                gdelta += gr[c] * k[c];
+            }
+            let delta = pw * v[r] - pe * mk[r];
+            gv[r] = pw * gdelta;
+            gpw += v[r] * gdelta;
+            gpe -= mk[r] * gdelta;
+            // Through the outer product (δ kᵀ) and through M k (with gmk = −pe gδ).
+            let gmk = -pe * gdelta;
+            let gmr = &mut gm[r * dk..][..dk];
+            for c in 0..dk {
+                gk[c] += gr[c] * delta + mr[c] * gmk;
+                gmr[c] = gr[c] + gmk * k[c];
+            }
+        }
+        (gpw, gpe)
+    }
+}
+
+multiversion! {
+    /// RD: `out = pr · M q` for one memory (`[dv, dk]`) and a unit query `q`; writes `M q` into
+    /// `mq`.
+    pub fn read_forward[T: Real][T](m: &[T], q: &[T], pr: T, mq: &mut [T], out: &mut [T]) {
+        let dk = q.len();
+        for (r, row) in m.chunks_exact(dk).enumerate() {
+            let mut dot = T::zero();
+            for c in 0..dk {
+                dot += row[c] * q[c];
+            }
+            mq[r] = dot;
+            out[r] = pr * dot;
+        }
+    }
+}
+
+multiversion! {
+    /// The backward of [`read_forward`] given `g = d loss / d out`: writes `gm = pr g qᵀ` (when
+    /// asked) and `gq` (of the unit query), returns `gpr = ⟨M q, g⟩`.
+    pub fn read_backward[T: Real][T](m: &[T], q: &[T], mq: &[T], pr: T, g: &[T], gm: Option<&mut [T]>, gq: &mut [T]) -> T {
+        let dk = q.len();
+        let mut gpr = T::zero();
+        gq[..dk].fill(T::zero());
+        for r in 0..mq.len() {
+            gpr += mq[r] * g[r];
+            let (s, mr) = (pr * g[r], &m[r * dk..][..dk]);
+            for c in 0..dk {
+                gq[c] += s * mr[c];
+            }
+        }
+        if let Some(gm) = gm {
+            for r in 0..mq.len() {
+                let (s, gmr) = (pr * g[r], &mut gm[r * dk..][..dk]);
+                for c in 0..dk {
+                    gmr[c] = s * q[c];
+                }
+            }
+        }
+        gpr
+    }
+}
