@@ -138,3 +138,112 @@ multiversion! {
         gpr
     }
 }
+
+multiversion! {
+    /// WR on a tape (NAM §3.3): `out = T + p ⊗ (pw v − pe Tᵀ p)` for one tape `t` (`[L, d]`,
+    /// row-major) and position `p` (`[L]`); writes the value under the head, `Tᵀ p`, into `old`.
+    pub fn tape_write_forward[T: Real][T](t: &[T], p: &[T], v: &[T], pw: T, pe: T, old: &mut [T], out: &mut [T]) {
+        let d = v.len();
+        old.fill(T::zero());
+        for (l, row) in t.chunks_exact(d).enumerate() {
+            for c in 0..d {
+                old[c] += p[l] * row[c];
+            }
+        }
+        for (l, row) in t.chunks_exact(d).enumerate() {
+            let o = &mut out[l * d..][..d];
+            for c in 0..d {
+                o[c] = row[c] + p[l] * (pw * v[c] - pe * old[c]);
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// The backward of [`tape_write_forward`] given `g = d loss / d out` (`[L, d]`): writes
+    /// `gt`, `gp`, `gv` and returns `(gpw, gpe)`.
+    pub fn tape_write_backward[T: Real][T](
+        t: &[T],
+        p: &[T],
+        v: &[T],
+        old: &[T],
+        pw: T,
+        pe: T,
+        g: &[T],
+        gt: &mut [T],
+        gp: &mut [T],
+        gv: &mut [T],
+    ) -> (T, T) {
+        let d = v.len();
+        // gδ = gᵀ p: the update δ = pw v − pe old reaches every row l scaled by p_l.
+        let mut gdelta = vec![T::zero(); d];
+        for (l, gr) in g.chunks_exact(d).enumerate() {
+            for c in 0..d {
+                gdelta[c] += p[l] * gr[c];
+            }
+        }
+        let (mut gpw, mut gpe) = (T::zero(), T::zero());
+        for c in 0..d {
+            gv[c] = pw * gdelta[c];
+            gpw += v[c] * gdelta[c];
+            gpe -= old[c] * gdelta[c];
+        }
+        // old = Tᵀ p gets g_old = −pe gδ.
+        for (l, (gr, tr)) in g.chunks_exact(d).zip(t.chunks_exact(d)).enumerate() {
+            let gtr = &mut gt[l * d..][..d];
+            let mut dot = T::zero();
+            for c in 0..d {
+                let delta = pw * v[c] - pe * old[c];
+                let gold = -pe * gdelta[c];
+                dot += gr[c] * delta + tr[c] * gold;
+                gtr[c] = gr[c] + p[l] * gold;
+            }
+            gp[l] = dot;
+        }
+        (gpw, gpe)
+    }
+}
+
+multiversion! {
+    /// RD on a tape: `out = pr · Tᵀ p` for one tape (`[L, d]`) and position `p`; writes `Tᵀ p`
+    /// into `old`.
+    pub fn tape_read_forward[T: Real][T](t: &[T], p: &[T], pr: T, old: &mut [T], out: &mut [T]) {
+        let d = out.len();
+        old.fill(T::zero());
+        for (l, row) in t.chunks_exact(d).enumerate() {
+            for c in 0..d {
+                old[c] += p[l] * row[c];
+            }
+        }
+        for c in 0..d {
+            out[c] = pr * old[c];
+        }
+    }
+}
+
+multiversion! {
+    /// The backward of [`tape_read_forward`] given `g = d loss / d out` (`[d]`): writes
+    /// `gt = pr p ⊗ g` (when asked) and `gp`, returns `gpr = ⟨Tᵀ p, g⟩`.
+    pub fn tape_read_backward[T: Real][T](t: &[T], p: &[T], old: &[T], pr: T, g: &[T], gt: Option<&mut [T]>, gp: &mut [T]) -> T {
+        let d = g.len();
+        let mut gpr = T::zero();
+        for c in 0..d {
+            gpr += old[c] * g[c];
+        }
+        for (l, row) in t.chunks_exact(d).enumerate() {
+            let mut dot = T::zero();
+            for c in 0..d {
+                dot += row[c] * g[c];
+            }
+            gp[l] = pr * dot;
+        }
+        if let Some(gt) = gt {
+            for (l, gtr) in gt.chunks_exact_mut(d).enumerate() {
+                for c in 0..d {
+                    gtr[c] = pr * p[l] * g[c];
+                }
+            }
+        }
+        gpr
+    }
+}

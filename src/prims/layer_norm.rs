@@ -3,9 +3,12 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::layer_norm::layer_norm;
+use crate::kernels::row_norm::{backward_rows, forward_rows};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     LayerNorm = "layerNorm",
@@ -36,6 +39,76 @@ impl Op for LayerNormOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [x] = op::inputs("layerNorm", inputs)?;
         Ok(vec![layer_norm(x, self.norm.weight.of(params), self.norm.bias.of(params))?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// What the training forward keeps: the normalised rows and their `1/σ`.
+struct Normalised {
+    xhat: Tensor,
+    rstd: Tensor,
+}
+
+impl ManualBackward for LayerNormOp {
+    type Saved = Normalised;
+
+    /// Every row of the last axis at once (`forward_rows`), the formula of `layer_norm`.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Normalised)> {
+        let [x] = op::inputs("layerNorm", inputs)?;
+        with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Normalised>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+impl LayerNormOp {
+    fn train_forward<T: Real>(&self, x: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Normalised)> {
+        let width = x.dims().last().copied().unwrap_or(1);
+        let rows = x.elem_count() / width;
+        let (xr, wr, br) = (
+            view::Read::new(x)?,
+            view::Read::new(self.norm.weight.of(params))?,
+            view::Read::new(self.norm.bias.of(params))?,
+        );
+        let (mut xhat, mut y, mut rstd) =
+            (vec![T::zero(); rows * width], vec![T::zero(); rows * width], vec![T::zero(); rows]);
+        forward_rows(xr.slice::<T>()?, width, wr.slice::<T>()?, br.slice::<T>()?, &mut xhat, &mut y, &mut rstd);
+        let saved = Normalised { xhat: view::tensor(xhat, x.dims())?, rstd: view::tensor(rstd, rows)? };
+        Ok((vec![view::tensor(y, x.dims())?], saved))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        b: &Backward<'_, Normalised>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let x = &b.inputs[0];
+        let width = x.dims().last().copied().unwrap_or(1);
+        let gy = b.grad_or_zeros(0)?;
+        let (gr, hr, rr) = (view::Read::new(&gy)?, view::Read::new(&b.saved.xhat)?, view::Read::new(&b.saved.rstd)?);
+        let wr = view::Read::new(self.norm.weight.of(b.params))?;
+        let mut gx = vec![T::zero(); x.elem_count()];
+        let (gw, gb) = Slot::pair_mut(self.norm.weight, self.norm.bias, param_grads);
+        backward_rows(
+            gr.slice::<T>()?,
+            hr.slice::<T>()?,
+            rr.slice::<T>()?,
+            width,
+            wr.slice::<T>()?,
+            &mut gx,
+            gw.slice_mut::<T>(width)?,
+            gb.slice_mut::<T>(width)?,
+        );
+        Ok(vec![b.needs[0].then(|| view::tensor(gx, x.dims())).transpose()?])
     }
 }
 

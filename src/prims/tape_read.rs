@@ -15,10 +15,14 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, check_position, per_head, tape_dims};
+use super::nam_wr::Blocks;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, tape_read};
+use crate::kernels::nam_manual::{tape_read_backward, tape_read_forward};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     TapeRead = "tapeRead",
@@ -44,6 +48,105 @@ impl Op for TapeReadOp {
         let (t, pos) = (expand_batch(t, batch)?, expand_batch(pos, batch)?);
         let r = tape_read(&t, &pos, &per_head(pr)?)?; // [B, H, dh]
         Ok(vec![r.flatten_from(1)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for TapeReadOp {
+    /// The value under the head, `Tᵀ p`, per example and head; `None` for operands of different
+    /// batch sizes (one shared by the batch), whose backward falls back to candle's autograd.
+    type Saved = Option<Tensor>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [t, pos, pr] = op::inputs("tapeRead", inputs)?;
+        let batch = t.dim(0)?;
+        if pos.dim(0)? != batch || pr.dim(0)? != batch {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(t.dtype(), T => self.train_forward::<T>(t, pos, pr))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(old) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(old, b))
+    }
+}
+
+impl TapeReadOp {
+    fn train_forward<T: Real>(
+        &self,
+        t: &Tensor,
+        pos: &Tensor,
+        pr: &Tensor,
+    ) -> candle_core::Result<(Vec<Tensor>, Option<Tensor>)> {
+        let l = Blocks::of(t, t.dim(1)?)?;
+        let (len, d) = (l.dv, l.dk);
+        let (tr, pr_, rr) = (view::Read::new(t)?, view::Read::new(pos)?, view::Read::new(pr)?);
+        let (ts, ps, prs) = (tr.slice::<T>()?, pr_.slice::<T>()?, rr.slice::<T>()?);
+        let (mut old, mut out) = (vec![T::zero(); l.batch * l.heads * d], vec![T::zero(); l.batch * l.heads * d]);
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (tb, p) = (&ts[i * len * d..][..len * d], &ps[i * len..][..len]);
+                let pr = prs[l.prob(prs.len(), b, h)];
+                tape_read_forward(tb, p, pr, &mut old[i * d..][..d], &mut out[i * d..][..d]);
+            }
+        }
+        let old = view::tensor(old, l.batch * l.heads * d)?;
+        Ok((vec![view::tensor(out, (l.batch, l.heads * d))?], Some(old)))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        old: &Tensor,
+        bw: &Backward<'_, Option<Tensor>>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [t, pos, pr] = bw.inputs_of()?;
+        let l = Blocks::of(t, t.dim(1)?)?;
+        let (len, d) = (l.dv, l.dk);
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, tr, pr_, rr, or) = (
+            view::Read::new(&g)?,
+            view::Read::new(t)?,
+            view::Read::new(pos)?,
+            view::Read::new(pr)?,
+            view::Read::new(old)?,
+        );
+        let (gs, ts, ps, prs, olds) =
+            (gr.slice::<T>()?, tr.slice::<T>()?, pr_.slice::<T>()?, rr.slice::<T>()?, or.slice::<T>()?);
+        let mut gt = bw.needs[0].then(|| vec![T::zero(); ts.len()]);
+        let (mut gp, mut gpr) = (vec![T::zero(); ps.len()], vec![T::zero(); prs.len()]);
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (tt, n) = (i * len * d, len * d);
+                let j = l.prob(prs.len(), b, h);
+                let gtb = gt.as_mut().map(|gt| &mut gt[tt..][..n]);
+                gpr[j] += tape_read_backward(
+                    &ts[tt..][..n],
+                    &ps[i * len..][..len],
+                    &olds[i * d..][..d],
+                    prs[j],
+                    &gs[i * d..][..d],
+                    gtb,
+                    &mut gp[i * len..][..len],
+                );
+            }
+        }
+        Ok(vec![
+            gt.map(|gt| view::tensor(gt, t.dims())).transpose()?,
+            bw.needs[1].then(|| view::tensor(gp, pos.dims())).transpose()?,
+            bw.needs[2].then(|| view::tensor(gpr, pr.dims())).transpose()?,
+        ])
     }
 }
 

@@ -17,11 +17,15 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, check_position, per_head, tape_dims, to_heads};
+use super::nam_wr::Blocks;
 use super::nam_wr::check_split;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, tape_write};
+use crate::kernels::nam_manual::{tape_write_backward, tape_write_forward};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     TapeWrite = "tapeWrite",
@@ -51,6 +55,111 @@ impl Op for TapeWriteOp {
         let (t, pos) = (expand_batch(t, batch)?, expand_batch(pos, batch)?);
         let v = to_heads(v, self.heads)?;
         Ok(vec![tape_write(&t, &pos, &v, &per_head(pw)?, &per_head(pe)?)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for TapeWriteOp {
+    /// The value under the head, `Tᵀ p`, per example and head; `None` for operands of different
+    /// batch sizes (one shared by the batch), whose backward falls back to candle's autograd.
+    type Saved = Option<Tensor>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [t, ..] = op::inputs::<5>("tapeWrite", inputs)?;
+        let batch = t.dim(0)?;
+        if inputs.iter().any(|x| x.dim(0).ok() != Some(batch)) {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(t.dtype(), T => self.train_forward::<T>(inputs))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(old) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(old, b))
+    }
+}
+
+impl TapeWriteOp {
+    fn train_forward<T: Real>(&self, inputs: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Option<Tensor>)> {
+        let [t, pos, v, pw, pe] = op::inputs("tapeWrite", inputs)?;
+        let l = Blocks::of(t, self.heads)?;
+        let (len, d) = (l.dv, l.dk);
+        let (tr, pr, vr, pwr, per) = (
+            view::Read::new(t)?,
+            view::Read::new(pos)?,
+            view::Read::new(v)?,
+            view::Read::new(pw)?,
+            view::Read::new(pe)?,
+        );
+        let (ts, ps, vs, pws, pes) =
+            (tr.slice::<T>()?, pr.slice::<T>()?, vr.slice::<T>()?, pwr.slice::<T>()?, per.slice::<T>()?);
+        let (mut old, mut out) = (vec![T::zero(); l.batch * l.heads * d], vec![T::zero(); ts.len()]);
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (tb, ob) = (&ts[i * len * d..][..len * d], &mut out[i * len * d..][..len * d]);
+                let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
+                let (p, vv) = (&ps[i * len..][..len], &vs[i * d..][..d]);
+                tape_write_forward(tb, p, vv, pw, pe, &mut old[i * d..][..d], ob);
+            }
+        }
+        Ok((vec![view::tensor(out, t.dims())?], Some(view::tensor(old, l.batch * l.heads * d)?)))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        old: &Tensor,
+        bw: &Backward<'_, Option<Tensor>>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [t, pos, v, pw, pe] = bw.inputs_of()?;
+        let l = Blocks::of(t, self.heads)?;
+        let (len, d) = (l.dv, l.dk);
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, tr, pr, vr) = (view::Read::new(&g)?, view::Read::new(t)?, view::Read::new(pos)?, view::Read::new(v)?);
+        let (pwr, per, or) = (view::Read::new(pw)?, view::Read::new(pe)?, view::Read::new(old)?);
+        let (gs, ts, ps, vs) = (gr.slice::<T>()?, tr.slice::<T>()?, pr.slice::<T>()?, vr.slice::<T>()?);
+        let (pws, pes, olds) = (pwr.slice::<T>()?, per.slice::<T>()?, or.slice::<T>()?);
+        let (mut gt, mut gp, mut gv) =
+            (vec![T::zero(); ts.len()], vec![T::zero(); ps.len()], vec![T::zero(); vs.len()]);
+        let (mut gpw, mut gpe) = (vec![T::zero(); pws.len()], vec![T::zero(); pes.len()]);
+        for b in 0..l.batch {
+            for h in 0..l.heads {
+                let i = b * l.heads + h;
+                let (tt, n) = (i * len * d, len * d);
+                let (jw, je) = (l.prob(pws.len(), b, h), l.prob(pes.len(), b, h));
+                let (dpw, dpe) = tape_write_backward(
+                    &ts[tt..][..n],
+                    &ps[i * len..][..len],
+                    &vs[i * d..][..d],
+                    &olds[i * d..][..d],
+                    pws[jw],
+                    pes[je],
+                    &gs[tt..][..n],
+                    &mut gt[tt..][..n],
+                    &mut gp[i * len..][..len],
+                    &mut gv[i * d..][..d],
+                );
+                gpw[jw] += dpw;
+                gpe[je] += dpe;
+            }
+        }
+        let grads = [
+            view::tensor(gt, t.dims())?,
+            view::tensor(gp, pos.dims())?,
+            view::tensor(gv, v.dims())?,
+            view::tensor(gpw, pw.dims())?,
+            view::tensor(gpe, pe.dims())?,
+        ];
+        Ok(grads.into_iter().zip(bw.needs).map(|(g, &need)| need.then_some(g)).collect())
     }
 }
 
