@@ -15,6 +15,12 @@ Models (`--model`, default all), each an example experiment of `specs/examples/`
   (lr 1e-3), gradients clipped to norm 0.1. PyTorch: the Sonnet form memctl's `rmc` model
   follows (specs/models/rmc.mem), written with `nn.Linear`, `nn.LayerNorm` and a loop over
   the steps.
+- `lsam`, `namtm`: `nam_algorithmic.mem add_lsam` / `add_namtm`, NAM's addition task (35 tokens
+  of a 16-token vocabulary, 16 classes scored at every step), batch 64, width 64 in 2 heads;
+  Adam (lr 1e-3), gradients clipped to norm 0.5. LSAM: one layer, an FFN of 128, a residual
+  from the embedding. NAM-TM: a tape of 32 positions, JUMP on, a GRU controller. PyTorch: the
+  step each spec in specs/models/ writes (`namWR`/`namRD`, `tapeWrite`/`tapeRead`, `keyJump`,
+  `headMove` as their tensor formulas), a loop over the steps.
 
 Both sides time whole training steps (forward, backward, clipping, optimiser) on one fixed
 batch after a warm-up; PyTorch eager and `torch.compile` (default mode) are timed. Prints, per
@@ -29,7 +35,7 @@ from peak_memory import timed
 p = argparse.ArgumentParser()
 p.add_argument("--memctl", default="target/release/memctl")
 p.add_argument("--python", default="/tmp/torchbench/bin/python")
-p.add_argument("--model", choices=["lstm", "rmc", "all"], default="all")
+p.add_argument("--model", choices=["lstm", "rmc", "lsam", "namtm", "all"], default="all")
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--reps", type=int, default=3)
 p.add_argument("--iters", type=int, default=50)
@@ -129,9 +135,104 @@ x = torch.randn(B, T, IN)
 y = torch.randint(0, C, (B,))
 """
 
+NAM_TASK = r"""
+B, T, V, D, H = 64, 35, 16, 64, 2
+DH = D // H
+L = torch.nn.Linear
+unit = lambda t: torch.nn.functional.normalize(t, dim=-1)
+x = torch.randint(0, V, (B, T))
+y = torch.randint(0, V, (B, T))
+
+class Seq(torch.nn.Module):
+    # Logits of every step, flattened for the cross-entropy against `y`.
+    def forward(self, tokens):
+        state = self.initial(tokens.shape[0])
+        outs = []
+        e = self.embed(tokens)
+        for t in range(T):
+            state, out = self.step(state, e[:, t])
+            outs.append(out)
+        return torch.stack(outs, 1).reshape(-1, V)
+
+y = y.reshape(-1)
+"""
+
+LSAM = NAM_TASK + r"""
+class Net(Seq):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(V, D)
+        self.qkv, self.p = L(2 * D, 3 * D), L(2 * D, 2 * H)
+        self.o, self.f1, self.f2, self.ln = L(D, D), L(D, 128), L(128, D), torch.nn.LayerNorm(D)
+        self.out = L(D, V)
+    def initial(self, b):
+        return torch.zeros(b, H, DH, DH), torch.zeros(b, D)
+    def step(self, state, x):
+        m, h = state
+        z = torch.cat([x, h], -1)
+        q, k, v = self.qkv(z).view(-1, 3, H, DH).unbind(1)
+        pr, pw = torch.sigmoid(self.p(z)).view(-1, 2, H, 1).unbind(1)
+        k = unit(k)
+        mk = (m @ k[..., None])[..., 0]                                    # M k
+        m = m + ((pw * v - pw * mk)[..., None] * k[:, :, None, :])       # WR, pe = pw
+        h = (pr * (m @ unit(q)[..., None])[..., 0]).reshape(-1, D)        # RD
+        y = torch.relu(self.o(h)) + x
+        y = self.ln(y + self.f2(torch.relu(self.f1(y))))
+        return (m, h), self.out(y)
+
+net = Net()
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+clip = lambda ps: torch.nn.utils.clip_grad_norm_(ps, 0.5)
+"""
+
+NAMTM = NAM_TASK + r"""
+LEN = 32
+
+def tape_write(tape, pos, v, pw):                                     # pe = pw
+    old = (pos[..., None] * tape).sum(2)                              # Tᵀ p: [B, H, DH]
+    return tape + pos[..., None] * (pw * v - pw * old)[:, :, None]
+
+def head_move(pos, moves, jump):
+    left, noop, right, jmp = moves.unbind(-1)
+    return (left[..., None] * torch.roll(pos, -1, -1) + noop[..., None] * pos
+            + right[..., None] * torch.roll(pos, 1, -1) + jmp[..., None] * jump)
+
+class Net(Seq):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(V, D)
+        self.inp, self.inp_ln = L(D, D), torch.nn.LayerNorm(D)
+        self.gru = torch.nn.GRUCell(D, D)
+        self.p, self.v, self.k, self.q = L(D, 2 * H), L(D, D), L(D, D), L(D, D)
+        self.move_r, self.move_w = L(D, 4 * H), L(D, 4 * H)
+        self.r, self.r_ln, self.out = L(D, D), torch.nn.LayerNorm(D), L(D, V)
+    def initial(self, b):
+        heads = torch.eye(H, LEN).expand(b, H, LEN)
+        return torch.zeros(b, H, LEN, DH), torch.zeros(b, H, LEN, DH), heads, heads, torch.zeros(b, D)
+    def step(self, state, x):
+        tape, keys, hr, hw, h = state
+        x = self.inp_ln(self.inp(x))
+        h = self.gru(x, h)
+        pr, pw = torch.sigmoid(self.p(h)).view(-1, 2, H, 1).unbind(1)
+        tape = tape_write(tape, hw, self.v(x).view(-1, H, DH), pw)
+        r = (pr * (hr[..., None] * tape).sum(2)).reshape(-1, D)
+        keys = tape_write(keys, hw, unit(self.k(x).view(-1, H, DH)), pw)
+        jump = (keys @ unit(self.q(h).view(-1, H, DH))[..., None])[..., 0]
+        hr = head_move(hr, torch.softmax(self.move_r(h).view(-1, H, 4), -1), jump)
+        hw = head_move(hw, torch.softmax(self.move_w(h).view(-1, H, 4), -1), jump)
+        return (tape, keys, hr, hw, h), self.out(torch.relu(self.r_ln(self.r(r))))
+
+net = Net()
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+clip = lambda ps: torch.nn.utils.clip_grad_norm_(ps, 0.5)
+"""
+
 MODELS = {
     "lstm": ("specs/examples/assoc.mem", "assoc_lstm", LSTM, "LSTM (assoc_lstm: batch 32, 17 steps, hidden 128)"),
     "rmc": ("specs/examples/nth_farthest.mem", "nfar_rmc", RMC, "RMC (nfar_rmc: batch 128, 4 steps, 4 slots × 64)"),
+    "lsam": ("specs/examples/nam_algorithmic.mem", "add_lsam", LSAM, "LSAM (add_lsam: batch 64, 35 steps, width 64)"),
+    "namtm": ("specs/examples/nam_algorithmic.mem", "add_namtm", NAMTM,
+              "NAM-TM (add_namtm: batch 64, 35 steps, width 64, tape 32)"),
 }
 
 
