@@ -7,6 +7,7 @@ pub mod broadcast;
 pub mod dense;
 pub mod elementwise;
 pub mod gemm;
+pub mod gru;
 pub mod kanerva;
 pub mod layer_norm;
 pub mod lstm;

@@ -8,18 +8,22 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::dense;
+use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::gru::{gru_backward, gru_forward};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     GruCell = "gruCell",
     "one GRU step h → h', PyTorch's GRUCell (gates r, z, n)",
     args: [tensor("h"), tensor("x")],
     examples: [[("h", t(&[3])), ("x", t(&[2]))]],
+    op: |config| GruOp { config, wih_t: Transposed::default(), whh_t: Transposed::default() },
 }
 
-fn configure(args: &Args) -> Result<(GruOp, Inferred), PrimError> {
+fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
     let h = args.shape_of_rank("h", 1, "a hidden state vector")?;
     let hidden = h[0];
     let x = args.shape_of_rank("x", 1, "an input vector")?;
@@ -36,23 +40,30 @@ fn configure(args: &Args) -> Result<(GruOp, Inferred), PrimError> {
         bias: params.push("b_hh", vec![3 * hidden], init),
     };
     let flops = (2 * 3 * hidden * (n + hidden) + 16 * hidden) as u64;
-    let op = GruOp { hidden, input, recurrent };
-    Ok((op, Inferred::new(vec![Ty::Tensor(vec![hidden])], params.into_decls(), flops)))
+    let config = Config { hidden, input, recurrent };
+    Ok((config, Inferred::new(vec![Ty::Tensor(vec![hidden])], params.into_decls(), flops)))
 }
 
-struct GruOp {
+struct Config {
     hidden: usize,
     /// `W_ih, b_ih` on the input and `W_hh, b_hh` on the state, each `→ 3H` (gates r, z, n).
     input: Dense,
     recurrent: Dense,
 }
 
+struct GruOp {
+    config: Config,
+    wih_t: Transposed,
+    whh_t: Transposed,
+}
+
 impl Op for GruOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+        let Config { hidden: n, input, recurrent } = &self.config;
         let [h, x] = op::inputs("gruCell", inputs)?;
-        let gi = dense(x, self.input.weight.of(params), Some(self.input.bias.of(params)))?;
-        let gh = dense(h, self.recurrent.weight.of(params), Some(self.recurrent.bias.of(params)))?;
-        let n = self.hidden;
+        let gi = dense(x, input.weight.of(params), Some(input.bias.of(params)))?;
+        let gh = dense(h, recurrent.weight.of(params), Some(recurrent.bias.of(params)))?;
+        let n = *n;
         let part = |g: &Tensor, i: usize| g.narrow(D::Minus1, i * n, n);
         let sig = candle_nn::ops::sigmoid;
         let r = sig(&part(&gi, 0)?.broadcast_add(&part(&gh, 0)?)?)?;
@@ -61,6 +72,113 @@ impl Op for GruOp {
         // h' = (1 − z) ⊙ n + z ⊙ h = n + z ⊙ (h − n)
         let h_next = cand.broadcast_add(&z.broadcast_mul(&h.broadcast_sub(&cand)?)?)?;
         Ok(vec![h_next])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for GruOp {
+    /// `[r, z, n, n_h]` per example (`[B, 4H]`); `None` for operands of different batch
+    /// sizes, whose backward falls back to candle's autograd.
+    type Saved = Option<Tensor>;
+
+    /// Two GEMMs (input and recurrent halves), then one pass for the gates and the new state.
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [h, x] = op::inputs("gruCell", inputs)?;
+        if h.dim(0)? != x.dim(0)? {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(x.dtype(), T => self.train_forward::<T>(h, x, params))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b, param_grads))
+    }
+}
+
+impl GruOp {
+    fn train_forward<T: Real>(
+        &self,
+        h: &Tensor,
+        x: &Tensor,
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Option<Tensor>)> {
+        let Config { hidden: hd, input, recurrent } = &self.config;
+        let hd = *hd;
+        let (batch, n) = (x.dim(0)?, x.dim(1)?);
+        let (wih_t, whh_t) = (self.wih_t.of(input.weight.of(params))?, self.whh_t.of(recurrent.weight.of(params))?);
+        let (wih, whh) = (view::Read::new(&wih_t)?, view::Read::new(&whh_t)?);
+        let (bih, bhh) = (view::Read::new(input.bias.of(params))?, view::Read::new(recurrent.bias.of(params))?);
+        let (hr, xr) = (view::Read::new(h)?, view::Read::new(x)?);
+        let (hs, xs) = (hr.slice::<T>()?, xr.slice::<T>()?);
+        let gi = forward_slices(xs, batch, wih.slice::<T>()?, Some(bih.slice::<T>()?), n, 3 * hd);
+        let gh = forward_slices(hs, batch, whh.slice::<T>()?, Some(bhh.slice::<T>()?), hd, 3 * hd);
+        let (mut saved, mut h_next) = (vec![T::zero(); batch * 4 * hd], vec![T::zero(); batch * hd]);
+        gru_forward(&gi, &gh, hs, hd, &mut saved, &mut h_next);
+        Ok((vec![view::tensor(h_next, (batch, hd))?], Some(view::tensor(saved, (batch, 4 * hd))?)))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        saved: &Tensor,
+        bw: &Backward<'_, Option<Tensor>>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Config { hidden: hd, input, recurrent } = &self.config;
+        let hd = *hd;
+        let [h, x] = bw.inputs_of()?;
+        let (batch, n) = (x.dim(0)?, x.dim(1)?);
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, sr, hr, xr) =
+            (view::Read::new(&g)?, view::Read::new(saved)?, view::Read::new(h)?, view::Read::new(x)?);
+        let (hs, xs) = (hr.slice::<T>()?, xr.slice::<T>()?);
+        let (mut g_gi, mut g_gh) = (vec![T::zero(); batch * 3 * hd], vec![T::zero(); batch * 3 * hd]);
+        let mut g_h = vec![T::zero(); batch * hd];
+        gru_backward(sr.slice::<T>()?, hs, gr.slice::<T>()?, hd, &mut g_gi, &mut g_gh, &mut g_h);
+        let (wir, whr) =
+            (view::Read::new(input.weight.of(bw.params))?, view::Read::new(recurrent.weight.of(bw.params))?);
+        let (gwi, gbi) = Slot::pair_mut(input.weight, input.bias, param_grads);
+        let gx = backward_slices(
+            &g_gi,
+            xs,
+            batch,
+            wir.slice::<T>()?,
+            n,
+            3 * hd,
+            Some(gwi.slice_mut::<T>(3 * hd * n)?),
+            Some(gbi.slice_mut::<T>(3 * hd)?),
+            bw.needs[1],
+        );
+        let (gwh, gbh) = Slot::pair_mut(recurrent.weight, recurrent.bias, param_grads);
+        let g_h_rec = backward_slices(
+            &g_gh,
+            hs,
+            batch,
+            whr.slice::<T>()?,
+            hd,
+            3 * hd,
+            Some(gwh.slice_mut::<T>(3 * hd * hd)?),
+            Some(gbh.slice_mut::<T>(3 * hd)?),
+            bw.needs[0],
+        );
+        if let Some(rec) = g_h_rec {
+            for (a, b) in g_h.iter_mut().zip(&rec) {
+                *a += *b;
+            }
+        }
+        Ok(vec![
+            bw.needs[0].then(|| view::tensor(g_h, (batch, hd))).transpose()?,
+            gx.map(|g| view::tensor(g, (batch, n))).transpose()?,
+        ])
     }
 }
 

@@ -71,9 +71,11 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::{forward_saving_nothing, with_real};
 use super::define::primitive;
 use super::heads::check_position;
 use super::*;
+use crate::kernels::{real::Real, view};
 
 primitive! {
     HeadMove = "headMove",
@@ -136,6 +138,74 @@ impl Op for HeadMoveOp {
             next = next.broadcast_add(&jump.broadcast_mul(&p(3)?)?)?;
         }
         Ok(vec![next])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for HeadMoveOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        forward_saving_nothing(self, inputs, params)
+    }
+
+    /// `g pos_l = m_left g_{l−1} + m_noop g_l + m_right g_{l+1}` (indices mod L), each move's
+    /// probability gets `⟨g, its shifted position⟩`, `g jump = m_jump g`.
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let batch = b.inputs[0].dim(0)?;
+        if b.inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
+            return super::backward::via_autograd(self, b, param_grads);
+        }
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b))
+    }
+}
+
+impl HeadMoveOp {
+    fn train_backward<T: Real>(&self, b: &Backward<'_, ()>) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let (pos, moves) = (&b.inputs[0], &b.inputs[1]);
+        let len = pos.dims().last().copied().unwrap_or(1);
+        let n_moves = moves.dims().last().copied().unwrap_or(1);
+        let g = b.grad_or_zeros(0)?;
+        let (gr, pr, mr) = (view::Read::new(&g)?, view::Read::new(pos)?, view::Read::new(moves)?);
+        let (gs, ps, ms) = (gr.slice::<T>()?, pr.slice::<T>()?, mr.slice::<T>()?);
+        let jr = b.inputs.get(2).map(view::Read::new).transpose()?;
+        let js = jr.as_ref().map(|j| j.slice::<T>()).transpose()?;
+        let (mut gpos, mut gmoves) = (vec![T::zero(); ps.len()], vec![T::zero(); ms.len()]);
+        let mut gjump = js.map(|j| vec![T::zero(); j.len()]);
+        for (i, (g, p)) in gs.chunks_exact(len).zip(ps.chunks_exact(len)).enumerate() {
+            let m = &ms[i * n_moves..][..n_moves];
+            let gm = &mut gmoves[i * n_moves..][..n_moves];
+            let gp = &mut gpos[i * len..][..len];
+            for l in 0..len {
+                let (prev, next) = ((l + len - 1) % len, (l + 1) % len);
+                gp[l] = m[0] * g[prev] + m[1] * g[l] + m[2] * g[next];
+                gm[0] += g[l] * p[next];
+                gm[1] += g[l] * p[l];
+                gm[2] += g[l] * p[prev];
+            }
+            if let (Some(js), Some(gj)) = (js, gjump.as_mut()) {
+                let (j, gj) = (&js[i * len..][..len], &mut gj[i * len..][..len]);
+                for l in 0..len {
+                    gm[3] += g[l] * j[l];
+                    gj[l] = m[3] * g[l];
+                }
+            }
+        }
+        let mut grads = vec![
+            b.needs[0].then(|| view::tensor(gpos, pos.dims())).transpose()?,
+            b.needs[1].then(|| view::tensor(gmoves, moves.dims())).transpose()?,
+        ];
+        if let Some(gj) = gjump {
+            grads.push(b.needs[2].then(|| view::tensor(gj, b.inputs[2].dims())).transpose()?);
+        }
+        Ok(grads)
     }
 }
 

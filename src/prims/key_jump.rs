@@ -14,11 +14,15 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{tape_dims, to_heads};
+use super::nam_wr::Blocks;
 use super::nam_wr::check_split;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch, l2_normalize};
+use crate::kernels::nam_manual::{normalize, normalize_backward, read_backward, read_forward};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     KeyJump = "keyJump",
@@ -45,6 +49,97 @@ impl Op for KeyJumpOp {
         let k = expand_batch(k, batch)?;
         let q = expand_batch(&l2_normalize(&to_heads(q, self.heads)?)?, batch)?;
         Ok(vec![k.matmul(&q.unsqueeze(D::Minus1)?)?.squeeze(D::Minus1)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// What the training forward keeps: the unit queries and their norms.
+struct UnitQueries {
+    unit: Tensor,
+    norms: Tensor,
+}
+
+impl ManualBackward for KeyJumpOp {
+    /// `None` for operands of different batch sizes (one shared by the batch), whose
+    /// backward falls back to candle's autograd.
+    type Saved = Option<UnitQueries>;
+
+    /// A NAM read of each head's key tape with its unit query and `pr = 1` (`read_forward`).
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [k, q] = op::inputs("keyJump", inputs)?;
+        if k.dim(0)? != q.dim(0)? {
+            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
+        }
+        with_real!(k.dtype(), T => self.train_forward::<T>(k, q))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Self::Saved>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return super::backward::via_autograd(self, b, param_grads);
+        };
+        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b))
+    }
+}
+
+impl KeyJumpOp {
+    fn train_forward<T: Real>(
+        &self,
+        k: &Tensor,
+        q: &Tensor,
+    ) -> candle_core::Result<(Vec<Tensor>, Option<UnitQueries>)> {
+        // The key tapes as memories of `L` rows of `dh`.
+        let l = Blocks::of(k, self.heads)?;
+        let (kr, qr) = (view::Read::new(k)?, view::Read::new(q)?);
+        let (ks, qs) = (kr.slice::<T>()?, qr.slice::<T>()?);
+        let blocks = l.batch * l.heads;
+        let (mut unit, mut norms) = (vec![T::zero(); blocks * l.dk], vec![T::zero(); blocks]);
+        let (mut scratch, mut out) = (vec![T::zero(); l.dv], vec![T::zero(); blocks * l.dv]);
+        for i in 0..blocks {
+            let u = &mut unit[i * l.dk..][..l.dk];
+            norms[i] = normalize(&qs[i * l.dk..][..l.dk], u);
+            let kb = &ks[i * l.dv * l.dk..][..l.dv * l.dk];
+            read_forward(kb, u, T::one(), &mut scratch, &mut out[i * l.dv..][..l.dv]);
+        }
+        let saved = UnitQueries { unit: view::tensor(unit, blocks * l.dk)?, norms: view::tensor(norms, blocks)? };
+        Ok((vec![view::tensor(out, (l.batch, l.heads, l.dv))?], Some(saved)))
+    }
+
+    fn train_backward<T: Real>(
+        &self,
+        saved: &UnitQueries,
+        bw: &Backward<'_, Option<UnitQueries>>,
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [k, q] = bw.inputs_of()?;
+        let l = Blocks::of(k, self.heads)?;
+        let g = bw.grad_or_zeros(0)?;
+        let (gr, kr, ur, nr) =
+            (view::Read::new(&g)?, view::Read::new(k)?, view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?);
+        let (gs, ks, unit, norms) = (gr.slice::<T>()?, kr.slice::<T>()?, ur.slice::<T>()?, nr.slice::<T>()?);
+        let blocks = l.batch * l.heads;
+        let mut gk = bw.needs[0].then(|| vec![T::zero(); ks.len()]);
+        let mut gq = vec![T::zero(); unit.len()];
+        let mut g_unit = vec![T::zero(); l.dk];
+        // `K q` (for `read_backward`'s unused gradient of `pr = 1`) is the output itself.
+        let outr = view::Read::new(&bw.outputs[0])?;
+        let kq = outr.slice::<T>()?;
+        for i in 0..blocks {
+            let (n, u) = (l.dv * l.dk, &unit[i * l.dk..][..l.dk]);
+            let (kb, rows) = (&ks[i * n..][..n], i * l.dv..(i + 1) * l.dv);
+            let gkb = gk.as_mut().map(|gk| &mut gk[i * n..][..n]);
+            read_backward(kb, u, &kq[rows.clone()], T::one(), &gs[rows], gkb, &mut g_unit);
+            normalize_backward(u, norms[i], &g_unit, &mut gq[i * l.dk..][..l.dk]);
+        }
+        Ok(vec![
+            gk.map(|gk| view::tensor(gk, k.dims())).transpose()?,
+            bw.needs[1].then(|| view::tensor(gq, q.dims())).transpose()?,
+        ])
     }
 }
 

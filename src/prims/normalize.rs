@@ -4,9 +4,12 @@
 
 use candle_core::Tensor;
 
+use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::nam::l2_normalize;
+use crate::kernels::nam_manual::{normalize, normalize_backward};
+use crate::kernels::{real::Real, view};
 
 primitive! {
     Normalize = "normalize",
@@ -31,6 +34,55 @@ impl Op for NormalizeOp {
         let [x] = op::inputs("normalize", inputs)?;
         Ok(vec![l2_normalize(x)?])
     }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+impl ManualBackward for NormalizeOp {
+    /// Each row's norm, `max(‖x‖₂, eps)` (the unit rows are the output).
+    type Saved = Tensor;
+
+    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+        let [x] = op::inputs("normalize", inputs)?;
+        with_real!(x.dtype(), T => rows_forward::<T>(x))
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, Tensor>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        if !b.needs[0] {
+            return Ok(vec![None]);
+        }
+        let (unit, g) = (&b.outputs[0], b.grad_or_zeros(0)?);
+        with_real!(unit.dtype(), T => Ok(vec![Some(rows_backward::<T>(unit, &g, b.saved)?)]))
+    }
+}
+
+/// Every row of the last axis made unit, and the norms used.
+fn rows_forward<T: Real>(x: &Tensor) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+    let width = x.dims().last().copied().unwrap_or(1).max(1);
+    let xr = view::Read::new(x)?;
+    let mut unit = vec![T::zero(); x.elem_count()];
+    let norms: Vec<T> =
+        xr.slice::<T>()?.chunks_exact(width).zip(unit.chunks_exact_mut(width)).map(|(x, u)| normalize(x, u)).collect();
+    let rows = norms.len();
+    Ok((vec![view::tensor(unit, x.dims())?], view::tensor(norms, rows)?))
+}
+
+/// The backward of [`rows_forward`] from the unit rows, the gradient and the norms.
+fn rows_backward<T: Real>(unit: &Tensor, g: &Tensor, norms: &Tensor) -> candle_core::Result<Tensor> {
+    let width = unit.dims().last().copied().unwrap_or(1).max(1);
+    let (ur, gr, nr) = (view::Read::new(unit)?, view::Read::new(g)?, view::Read::new(norms)?);
+    let mut gx = vec![T::zero(); unit.elem_count()];
+    let rows = ur.slice::<T>()?.chunks_exact(width).zip(gr.slice::<T>()?.chunks_exact(width));
+    for (((u, g), out), &norm) in rows.zip(gx.chunks_exact_mut(width)).zip(nr.slice::<T>()?) {
+        normalize_backward(u, norm, g, out);
+    }
+    view::tensor(gx, unit.dims())
 }
 
 #[cfg(test)]
