@@ -150,10 +150,14 @@ multiversion! {
                 old[c] += p[l] * row[c];
             }
         }
+        let mut delta = vec![T::zero(); d];
+        for c in 0..d {
+            delta[c] = pw * v[c] - pe * old[c];
+        }
         for (l, row) in t.chunks_exact(d).enumerate() {
             let o = &mut out[l * d..][..d];
             for c in 0..d {
-                o[c] = row[c] + p[l] * (pw * v[c] - pe * old[c]);
+                o[c] = row[c] + p[l] * delta[c];
             }
         }
     }
@@ -189,14 +193,17 @@ multiversion! {
             gpe -= old[c] * gdelta[c];
         }
         // old = Tᵀ p gets g_old = −pe gδ.
+        let (mut delta, mut gold) = (vec![T::zero(); d], vec![T::zero(); d]);
+        for c in 0..d {
+            delta[c] = pw * v[c] - pe * old[c];
+            gold[c] = -pe * gdelta[c];
+        }
         for (l, (gr, tr)) in g.chunks_exact(d).zip(t.chunks_exact(d)).enumerate() {
             let gtr = &mut gt[l * d..][..d];
             let mut dot = T::zero();
             for c in 0..d {
-                let delta = pw * v[c] - pe * old[c];
-                let gold = -pe * gdelta[c];
-                dot += gr[c] * delta + tr[c] * gold;
-                gtr[c] = gr[c] + p[l] * gold;
+                dot += gr[c] * delta[c] + tr[c] * gold[c];
+                gtr[c] = gr[c] + p[l] * gold[c];
             }
             gp[l] = dot;
         }
