@@ -239,6 +239,53 @@ macro_rules! with_real {
 }
 pub(crate) use with_real;
 
+/// A manual backward written on plain slices of one element type, for operands that share the
+/// batch size: the common shape of the fused ones. Implementing it gives [`ManualBackward`],
+/// which dispatches on the element type (f32 or f64) and, when an operand is shared by the
+/// batch (batch axis 1), runs the plain forward and differentiates it with candle's autograd
+/// ([`via_autograd`]) instead.
+pub trait SlicedBackward: Op {
+    /// What the training forward keeps for the backward.
+    type Saved: Send + Sync + 'static;
+
+    /// The outputs and saved values, all operands of one batch size and contiguous.
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)>;
+
+    /// The inputs' gradients; adds the parameters'.
+    fn backward_typed<T: Real>(
+        &self,
+        saved: &Self::Saved,
+        b: &Backward<'_, Option<Self::Saved>>,
+        param_grads: &mut [ParamGrad],
+    ) -> Result<Vec<Option<Tensor>>>;
+}
+
+impl<S: SlicedBackward> ManualBackward for S {
+    /// `None` when the operands' batch sizes differ.
+    type Saved = Option<S::Saved>;
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)> {
+        let batch = inputs.first().map(|t| t.dim(0)).transpose()?;
+        if inputs.iter().any(|t| t.dim(0).ok() != batch) {
+            let outs = self.forward(inputs, params)?;
+            return Ok((outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?, None));
+        }
+        let dtype = inputs.first().map_or(DType::F32, |t| t.dtype());
+        with_real!(dtype, T => {
+            let (outs, saved) = self.forward_typed::<T>(inputs, params)?;
+            Ok((outs, Some(saved)))
+        })
+    }
+
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>> {
+        let Some(saved) = b.saved else {
+            return via_autograd(self, b, param_grads);
+        };
+        let dtype = b.inputs.first().map_or(DType::F32, |t| t.dtype());
+        with_real!(dtype, T => self.backward_typed::<T>(saved, b, param_grads))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,7 +8,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
@@ -79,39 +78,15 @@ impl Op for GruOp {
     }
 }
 
-impl ManualBackward for GruOp {
-    /// `[r, z, n, n_h]` per example (`[B, 4H]`); `None` for operands of different batch
-    /// sizes, whose backward falls back to candle's autograd.
-    type Saved = Option<Tensor>;
+impl SlicedBackward for GruOp {
+    type Saved = Tensor;
 
-    /// Two GEMMs (input and recurrent halves), then one pass for the gates and the new state.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [h, x] = op::inputs("gruCell", inputs)?;
-        if h.dim(0)? != x.dim(0)? {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(x.dtype(), T => self.train_forward::<T>(h, x, params))
-    }
-
-    fn backward(
+    fn forward_typed<T: Real>(
         &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b, param_grads))
-    }
-}
-
-impl GruOp {
-    fn train_forward<T: Real>(
-        &self,
-        h: &Tensor,
-        x: &Tensor,
+        inputs: &[&Tensor],
         params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Option<Tensor>)> {
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [h, x] = op::inputs("gruCell", inputs)?;
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
         let (batch, n) = (x.dim(0)?, x.dim(1)?);
@@ -124,13 +99,13 @@ impl GruOp {
         let gh = forward_slices(hs, batch, whh.slice::<T>()?, Some(bhh.slice::<T>()?), hd, 3 * hd);
         let (mut saved, mut h_next) = (vec![T::zero(); batch * 4 * hd], vec![T::zero(); batch * hd]);
         gru_forward(&gi, &gh, hs, hd, &mut saved, &mut h_next);
-        Ok((vec![view::tensor(h_next, (batch, hd))?], Some(view::tensor(saved, (batch, 4 * hd))?)))
+        Ok((vec![view::tensor(h_next, (batch, hd))?], view::tensor(saved, (batch, 4 * hd))?))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &Tensor,
-        bw: &Backward<'_, Option<Tensor>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let Config { hidden: hd, input, recurrent } = &self.config;

@@ -14,7 +14,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{tape_dims, to_heads};
 use super::nam_wr::Blocks;
@@ -62,38 +61,15 @@ struct UnitQueries {
     norms: Tensor,
 }
 
-impl ManualBackward for KeyJumpOp {
-    /// `None` for operands of different batch sizes (one shared by the batch), whose
-    /// backward falls back to candle's autograd.
-    type Saved = Option<UnitQueries>;
+impl SlicedBackward for KeyJumpOp {
+    type Saved = UnitQueries;
 
-    /// A NAM read of each head's key tape with its unit query and `pr = 1` (`read_forward`).
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(
+        &self,
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
         let [k, q] = op::inputs("keyJump", inputs)?;
-        if k.dim(0)? != q.dim(0)? {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(k.dtype(), T => self.train_forward::<T>(k, q))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b))
-    }
-}
-
-impl KeyJumpOp {
-    fn train_forward<T: Real>(
-        &self,
-        k: &Tensor,
-        q: &Tensor,
-    ) -> candle_core::Result<(Vec<Tensor>, Option<UnitQueries>)> {
         // The key tapes as memories of `L` rows of `dh`.
         let l = Blocks::of(k, self.heads)?;
         let (kr, qr) = (view::Read::new(k)?, view::Read::new(q)?);
@@ -108,13 +84,14 @@ impl KeyJumpOp {
             read_forward(kb, u, T::one(), &mut scratch, &mut out[i * l.dv..][..l.dv]);
         }
         let saved = UnitQueries { unit: view::tensor(unit, blocks * l.dk)?, norms: view::tensor(norms, blocks)? };
-        Ok((vec![view::tensor(out, (l.batch, l.heads, l.dv))?], Some(saved)))
+        Ok((vec![view::tensor(out, (l.batch, l.heads, l.dv))?], saved))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &UnitQueries,
-        bw: &Backward<'_, Option<UnitQueries>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
+        _param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let [k, q] = bw.inputs_of()?;
         let l = Blocks::of(k, self.heads)?;

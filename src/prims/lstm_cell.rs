@@ -5,7 +5,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
@@ -88,43 +87,15 @@ impl Op for LstmOp {
     }
 }
 
-impl ManualBackward for LstmOp {
-    /// `None` for operands of different batch sizes, whose backward falls back to candle's
-    /// autograd.
-    type Saved = Option<Activations>;
+impl SlicedBackward for LstmOp {
+    type Saved = Activations;
 
-    /// Two GEMMs into one gate buffer, then one pass for the activations and the new state.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [c, h, x] = op::inputs("lstmCell", inputs)?;
-        let batch = x.dim(0)?;
-        if c.dim(0)? != batch || h.dim(0)? != batch {
-            let outs = self.forward(inputs, params)?;
-            return Ok((outs.iter().map(|o| o.contiguous()).collect::<candle_core::Result<_>>()?, None));
-        }
-        with_real!(x.dtype(), T => self.train_forward::<T>(c, h, x, params))
-    }
-
-    fn backward(
+    fn forward_typed<T: Real>(
         &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        let [_, _, x] = b.inputs_of()?;
-        with_real!(x.dtype(), T => self.train_backward::<T>(saved, b, param_grads))
-    }
-}
-
-impl LstmOp {
-    fn train_forward<T: Real>(
-        &self,
-        c: &Tensor,
-        h: &Tensor,
-        x: &Tensor,
+        inputs: &[&Tensor],
         params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Option<Activations>)> {
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [c, h, x] = op::inputs("lstmCell", inputs)?;
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
         let (batch, n) = (x.dim(0)?, x.dim(1)?);
@@ -141,13 +112,13 @@ impl LstmOp {
         lstm_forward(&mut gates, &gh, c, hd, &mut c_next, &mut tc, &mut h_next);
         let saved =
             Activations { gates: view::tensor(gates, (batch, 4 * hd))?, tanh_c: view::tensor(tc, (batch, hd))? };
-        Ok((vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?], Some(saved)))
+        Ok((vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?], saved))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &Activations,
-        bw: &Backward<'_, Option<Activations>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let Config { hidden: hd, input, recurrent } = &self.config;

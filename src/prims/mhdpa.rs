@@ -23,7 +23,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, dense};
@@ -164,38 +163,6 @@ impl Op for MhdpaOp {
 
     fn manual(&self) -> Option<&dyn TrainOp> {
         Some(self)
-    }
-}
-
-impl ManualBackward for MhdpaOp {
-    /// [`train::Saved`] of the element type; `None` when `M` and `x` differ in batch size (one
-    /// shared by the batch), whose backward falls back to candle's autograd.
-    type Saved = Option<SavedAny>;
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [m, x] = op::inputs("mhdpa", inputs)?;
-        if m.dim(0)? != x.dim(0)? {
-            let outs = self.forward(inputs, params)?;
-            return Ok((outs.iter().map(|o| o.contiguous()).collect::<candle_core::Result<_>>()?, None));
-        }
-        with_real!(m.dtype(), T => {
-            let (outs, saved) = self.train_forward::<T>(m, x, params)?;
-            Ok((outs, Some(Box::new(saved) as SavedAny)))
-        })
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => match saved.downcast_ref::<train::Saved<T>>() {
-            Some(saved) => self.train_backward::<T>(saved, b, param_grads),
-            None => candle_core::bail!("internal: mhdpa's backward received saved values of another type"),
-        })
     }
 }
 

@@ -47,14 +47,13 @@ fn values<'a, T: Real>(reads: &'a [view::Read<'a>], slot: Slot) -> Result<&'a [T
     reads[slot.index()].slice::<T>()
 }
 
-impl MhdpaOp {
-    /// `m`: `[B, N, D]`, `x`: `[B, D]`, both of batch `B`.
-    pub(super) fn train_forward<T: Real>(
-        &self,
-        m: &Tensor,
-        x: &Tensor,
-        params: &[&Tensor],
-    ) -> Result<(Vec<Tensor>, Saved<T>)> {
+impl SlicedBackward for MhdpaOp {
+    /// A [`Saved`] of the element type.
+    type Saved = SavedAny;
+
+    /// `M`: `[B, N, D]`, `x`: `[B, D]`.
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)> {
+        let [m, x] = op::inputs("mhdpa", inputs)?;
         let Config { n, heads, blocks, mlp } = &self.config;
         let (n, d) = (*n, heads.heads * heads.head_size);
         let (batch, rows) = (m.dim(0)?, n + 1);
@@ -120,16 +119,19 @@ impl MhdpaOp {
         for b in 0..batch {
             out.extend_from_slice(&y[b * rows * d..][..n * d]);
         }
-        Ok((vec![view::tensor(out, (batch, n, d))?], Saved { blocks: saved }))
+        Ok((vec![view::tensor(out, (batch, n, d))?], Box::new(Saved { blocks: saved })))
     }
 
     /// The gradients of `M` and `x` from that of `M̃`; adds every parameter's.
-    pub(super) fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &Saved<T>,
+        saved: &SavedAny,
         bw: &Backward<'_, Option<SavedAny>>,
         param_grads: &mut [ParamGrad],
     ) -> Result<Vec<Option<Tensor>>> {
+        let Some(saved) = saved.downcast_ref::<Saved<T>>() else {
+            candle_core::bail!("internal: mhdpa's backward received saved values of another type")
+        };
         let Config { n, heads, blocks, mlp } = &self.config;
         let (n, d) = (*n, heads.heads * heads.head_size);
         let [m, _] = bw.inputs_of()?;

@@ -9,7 +9,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, per_head, to_heads};
 use super::nam_wr::Blocks;
@@ -65,39 +64,15 @@ struct ReadSaved {
     mq: Tensor,
 }
 
-impl ManualBackward for NamRdOp {
-    /// `None` for operands of different batch sizes (one shared by the batch), whose
-    /// backward falls back to candle's autograd.
-    type Saved = Option<ReadSaved>;
+impl SlicedBackward for NamRdOp {
+    type Saved = ReadSaved;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(
+        &self,
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
         let [m, q, pr] = op::inputs("namRD", inputs)?;
-        let batch = m.dim(0)?;
-        if q.dim(0)? != batch || pr.dim(0)? != batch {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(m.dtype(), T => self.train_forward::<T>(m, q, pr))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b))
-    }
-}
-
-impl NamRdOp {
-    fn train_forward<T: Real>(
-        &self,
-        m: &Tensor,
-        q: &Tensor,
-        pr: &Tensor,
-    ) -> candle_core::Result<(Vec<Tensor>, Option<ReadSaved>)> {
         let l = Blocks::of(m, self.heads)?;
         let (mr, qr, prr) = (view::Read::new(m)?, view::Read::new(q)?, view::Read::new(pr)?);
         let (ms, qs, prs) = (mr.slice::<T>()?, qr.slice::<T>()?, prr.slice::<T>()?);
@@ -118,13 +93,14 @@ impl NamRdOp {
             norms: view::tensor(norms, blocks)?,
             mq: view::tensor(mq, blocks * l.dv)?,
         };
-        Ok((vec![view::tensor(out, (l.batch, l.heads * l.dv))?], Some(saved)))
+        Ok((vec![view::tensor(out, (l.batch, l.heads * l.dv))?], saved))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &ReadSaved,
-        bw: &Backward<'_, Option<ReadSaved>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
+        _param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let [m, q, pr] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;

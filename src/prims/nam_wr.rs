@@ -19,7 +19,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, per_head, split_size, to_heads};
 use super::*;
@@ -140,34 +139,14 @@ struct WriteSaved {
     mk: Tensor,
 }
 
-impl ManualBackward for NamWrOp {
-    /// `None` for operands of different batch sizes (one shared by the batch), whose
-    /// backward falls back to candle's autograd.
-    type Saved = Option<WriteSaved>;
+impl SlicedBackward for NamWrOp {
+    type Saved = WriteSaved;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [m, ..] = op::inputs::<5>("namWR", inputs)?;
-        let batch = m.dim(0)?;
-        if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(m.dtype(), T => self.train_forward::<T>(inputs))
-    }
-
-    fn backward(
+    fn forward_typed<T: Real>(
         &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b))
-    }
-}
-
-impl NamWrOp {
-    fn train_forward<T: Real>(&self, inputs: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Option<WriteSaved>)> {
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
         let [m, k, v, pw, pe] = op::inputs("namWR", inputs)?;
         let l = Blocks::of(m, self.heads)?;
         let (mr, kr, vr, pwr, per) =
@@ -192,13 +171,14 @@ impl NamWrOp {
             norms: view::tensor(norms, blocks)?,
             mk: view::tensor(mk, blocks * l.dv)?,
         };
-        Ok((vec![view::tensor(out, m.dims())?], Some(saved)))
+        Ok((vec![view::tensor(out, m.dims())?], saved))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &WriteSaved,
-        bw: &Backward<'_, Option<WriteSaved>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
+        _param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let [m, k, v, pw, pe] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;

@@ -22,7 +22,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::gemm::filled;
@@ -82,35 +81,6 @@ struct ReadWeights {
     u: Tensor,
 }
 
-impl ManualBackward for RelReadOp {
-    /// `None` for operands of different batch sizes (one shared by the batch), whose
-    /// backward falls back to candle's autograd.
-    type Saved = Option<ReadWeights>;
-
-    /// Per example: `p = softmax(c)`, `u = p ⊗ b`, `v = uᵀ Mr` (rows of `Mr` scaled and
-    /// summed).
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [mr, c, b] = op::inputs("relRead", inputs)?;
-        let batch = mr.dim(0)?;
-        if c.dim(0)? != batch || b.dim(0)? != batch {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(mr.dtype(), T => self.train_forward::<T>(mr, c, b))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        let [mr, _, _] = b.inputs_of()?;
-        with_real!(mr.dtype(), T => self.train_backward::<T>(saved, b))
-    }
-}
-
 multiversion! {
     /// `out[r, f] = u[r] g[f]` (row-major, written without being read).
     fn outer_rows[T: Real][T](u: &[T], g: &[T], out: &mut [std::mem::MaybeUninit<T>]) {
@@ -124,13 +94,15 @@ multiversion! {
     }
 }
 
-impl RelReadOp {
-    fn train_forward<T: Real>(
+impl SlicedBackward for RelReadOp {
+    type Saved = ReadWeights;
+
+    fn forward_typed<T: Real>(
         &self,
-        mr: &Tensor,
-        c: &Tensor,
-        b: &Tensor,
-    ) -> candle_core::Result<(Vec<Tensor>, Option<ReadWeights>)> {
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [mr, c, b] = op::inputs("relRead", inputs)?;
         let (nq, d, d2) = (self.nq, self.d, self.d2);
         let batch = mr.dim(0)?;
         let (mr, c, b) = (view::Read::new(mr)?, view::Read::new(c)?, view::Read::new(b)?);
@@ -168,15 +140,16 @@ impl RelReadOp {
             }
         });
         let saved = ReadWeights { p: view::tensor(p, (batch, nq))?, u: view::tensor(u, (batch, nq * d))? };
-        Ok((vec![view::tensor(v, (batch, d2))?], Some(saved)))
+        Ok((vec![view::tensor(v, (batch, d2))?], saved))
     }
 
     /// `gu = Mr gv`, `gMr = u ⊗ gv`, `gp_n = Σ_e gu_ne b_e`, `gb_e = Σ_n gu_ne p_n`,
     /// `gc = p ⊙ (gp − ⟨p, gp⟩)`.
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &ReadWeights,
-        bw: &Backward<'_, Option<ReadWeights>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
+        _param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let (nq, d, d2) = (self.nq, self.d, self.d2);
         let [mr_t, c_t, b_t] = bw.inputs_of()?;

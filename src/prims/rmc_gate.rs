@@ -17,7 +17,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
@@ -118,40 +117,15 @@ struct GateSaved {
     gates: Tensor,
 }
 
-impl ManualBackward for RmcGateOp {
-    /// `None` for operands of different batch sizes (one shared by the batch), whose
-    /// backward falls back to candle's autograd.
-    type Saved = Option<GateSaved>;
+impl SlicedBackward for RmcGateOp {
+    type Saved = GateSaved;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [m, new, x] = op::inputs("rmcGate", inputs)?;
-        let batch = m.dim(0)?;
-        if new.dim(0)? != batch || x.dim(0)? != batch {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(m.dtype(), T => self.train_forward::<T>(m, new, x, params))
-    }
-
-    fn backward(
+    fn forward_typed<T: Real>(
         &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(saved) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(saved, b, param_grads))
-    }
-}
-
-impl RmcGateOp {
-    fn train_forward<T: Real>(
-        &self,
-        m: &Tensor,
-        new: &Tensor,
-        x: &Tensor,
+        inputs: &[&Tensor],
         params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Option<GateSaved>)> {
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+        let [m, new, x] = op::inputs("rmcGate", inputs)?;
         let (batch, n, d) = m.dims3()?;
         let g2 = 2 * self.gate;
         let (mr, nr, xr) = (view::Read::new(m)?, view::Read::new(new)?, view::Read::new(x)?);
@@ -184,15 +158,15 @@ impl RmcGateOp {
             tanh_new: view::tensor(tanh_new, (batch * n, d))?,
             gates: view::tensor(gates, (batch * n, g2))?,
         };
-        Ok((vec![view::tensor(out, (batch, n, d))?], Some(saved)))
+        Ok((vec![view::tensor(out, (batch, n, d))?], saved))
     }
 
     /// `gM = go ⊙ f + (gG U) ⊙ (1 − tanh² M)`, `gM̃ = go ⊙ i ⊙ (1 − tanh² M̃)`, `gx = (Σ_rows gG) W`,
     /// with `gG` the gates' pre-activation gradients.
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        saved: &GateSaved,
-        bw: &Backward<'_, Option<GateSaved>>,
+        saved: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let [m, _, x] = bw.inputs_of()?;

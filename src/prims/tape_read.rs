@@ -15,7 +15,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, check_position, per_head, tape_dims};
 use super::nam_wr::Blocks;
@@ -55,39 +54,15 @@ impl Op for TapeReadOp {
     }
 }
 
-impl ManualBackward for TapeReadOp {
-    /// The value under the head, `Tᵀ p`, per example and head; `None` for operands of different
-    /// batch sizes (one shared by the batch), whose backward falls back to candle's autograd.
-    type Saved = Option<Tensor>;
+impl SlicedBackward for TapeReadOp {
+    type Saved = Tensor;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(
+        &self,
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
         let [t, pos, pr] = op::inputs("tapeRead", inputs)?;
-        let batch = t.dim(0)?;
-        if pos.dim(0)? != batch || pr.dim(0)? != batch {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(t.dtype(), T => self.train_forward::<T>(t, pos, pr))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(old) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(old, b))
-    }
-}
-
-impl TapeReadOp {
-    fn train_forward<T: Real>(
-        &self,
-        t: &Tensor,
-        pos: &Tensor,
-        pr: &Tensor,
-    ) -> candle_core::Result<(Vec<Tensor>, Option<Tensor>)> {
         let l = Blocks::of(t, t.dim(1)?)?;
         let (len, d) = (l.dv, l.dk);
         let (tr, pr_, rr) = (view::Read::new(t)?, view::Read::new(pos)?, view::Read::new(pr)?);
@@ -102,13 +77,14 @@ impl TapeReadOp {
             }
         }
         let old = view::tensor(old, l.batch * l.heads * d)?;
-        Ok((vec![view::tensor(out, (l.batch, l.heads * d))?], Some(old)))
+        Ok((vec![view::tensor(out, (l.batch, l.heads * d))?], old))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        old: &Tensor,
-        bw: &Backward<'_, Option<Tensor>>,
+        old: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
+        _param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let [t, pos, pr] = bw.inputs_of()?;
         let l = Blocks::of(t, t.dim(1)?)?;

@@ -17,7 +17,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::heads::{check_per_head, check_position, per_head, tape_dims, to_heads};
 use super::nam_wr::Blocks;
@@ -62,34 +61,14 @@ impl Op for TapeWriteOp {
     }
 }
 
-impl ManualBackward for TapeWriteOp {
-    /// The value under the head, `Tᵀ p`, per example and head; `None` for operands of different
-    /// batch sizes (one shared by the batch), whose backward falls back to candle's autograd.
-    type Saved = Option<Tensor>;
+impl SlicedBackward for TapeWriteOp {
+    type Saved = Tensor;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
-        let [t, ..] = op::inputs::<5>("tapeWrite", inputs)?;
-        let batch = t.dim(0)?;
-        if inputs.iter().any(|x| x.dim(0).ok() != Some(batch)) {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], None));
-        }
-        with_real!(t.dtype(), T => self.train_forward::<T>(inputs))
-    }
-
-    fn backward(
+    fn forward_typed<T: Real>(
         &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Some(old) = b.saved else {
-            return super::backward::via_autograd(self, b, param_grads);
-        };
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(old, b))
-    }
-}
-
-impl TapeWriteOp {
-    fn train_forward<T: Real>(&self, inputs: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Option<Tensor>)> {
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
         let [t, pos, v, pw, pe] = op::inputs("tapeWrite", inputs)?;
         let l = Blocks::of(t, self.heads)?;
         let (len, d) = (l.dv, l.dk);
@@ -112,13 +91,14 @@ impl TapeWriteOp {
                 tape_write_forward(tb, p, vv, pw, pe, &mut old[i * d..][..d], ob);
             }
         }
-        Ok((vec![view::tensor(out, t.dims())?], Some(view::tensor(old, l.batch * l.heads * d)?)))
+        Ok((vec![view::tensor(out, t.dims())?], view::tensor(old, l.batch * l.heads * d)?))
     }
 
-    fn train_backward<T: Real>(
+    fn backward_typed<T: Real>(
         &self,
-        old: &Tensor,
-        bw: &Backward<'_, Option<Tensor>>,
+        old: &Self::Saved,
+        bw: &Backward<'_, Option<Self::Saved>>,
+        _param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let [t, pos, v, pw, pe] = bw.inputs_of()?;
         let l = Blocks::of(t, self.heads)?;
