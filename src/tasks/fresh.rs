@@ -21,8 +21,11 @@ use super::*;
 pub(super) trait Fresh: Send + Sync + 'static {
     /// One training batch of `batch` examples.
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch>;
-    /// A held-out set of `n` examples, as groups of equal-shape examples.
-    fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>>;
+    /// A held-out set of `n` examples, as groups of equal-shape examples; by default one group,
+    /// drawn as a training batch (for generators whose examples all share one shape).
+    fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
+        Ok(vec![self.train_batch(rng, n, device)?])
+    }
 }
 
 /// A trial's data for a [`Fresh`] generator.

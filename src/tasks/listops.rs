@@ -23,8 +23,8 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
+use super::fresh::{Fresh, FreshData};
 use super::options::{Options, TaskOption};
-use super::streams::{Stream, stream};
 use super::*;
 
 static OPTIONS: [TaskOption; 6] = [
@@ -151,6 +151,12 @@ fn apply(op: u32, values: &[u32]) -> u32 {
     }
 }
 
+impl Fresh for ListOps {
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.batch(rng, batch, device)
+    }
+}
+
 impl Task for ListOps {
     fn input(&self) -> Ty {
         Ty::Tokens(VOCAB)
@@ -159,42 +165,7 @@ impl Task for ListOps {
         Target::Classes(10)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        // One group of equal shape each; `eval_batches` cuts it.
-        let held_out = |split: Stream, n: usize| -> candle_core::Result<Vec<Batch>> {
-            Ok(vec![self.batch(&mut stream(seed, split), n, device)?])
-        };
-        Ok(Box::new(ListOpsData {
-            task: *self,
-            rng: stream(seed, Stream::Train),
-            validation: held_out(Stream::Validation, self.validation)?,
-            test: held_out(Stream::Test(0), self.test)?,
-            device: device.clone(),
-        }))
-    }
-}
-
-struct ListOpsData {
-    task: ListOps,
-    rng: ChaCha8Rng,
-    validation: Vec<Batch>,
-    test: Vec<Batch>,
-    device: Device,
-}
-
-impl TaskData for ListOpsData {
-    fn train_batch(&mut self, batch_size: usize) -> candle_core::Result<Batch> {
-        self.task.batch(&mut self.rng, batch_size, &self.device)
-    }
-    fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>> {
-        let set = match split {
-            Split::Validation => &self.validation,
-            Split::Test(0) => &self.test,
-            Split::Test(i) => candle_core::bail!("listOps has one test split, not {}", i + 1),
-        };
-        super::fresh::cut(set, batch_size)
-    }
-    fn train_size(&self) -> Option<usize> {
-        None
+        Ok(Box::new(FreshData::new(*self, seed, self.validation, self.test, device)?))
     }
 }
 

@@ -100,9 +100,6 @@ impl Fresh for PrioritySort {
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         self.generate(rng, batch, device)
     }
-    fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
-        Ok(vec![self.generate(rng, n, device)?])
-    }
 }
 
 impl Task for PrioritySort {
