@@ -21,22 +21,21 @@ use rand_chacha::ChaCha8Rng;
 use super::answers::{AnswerData, Example, Generator, features};
 use super::define::task_kind;
 use super::geometry::{self, Point};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-/// The options of a geometry task: `points` defaults to `default_points`, and point counts go
-/// from 3 up to `most`.
-pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOption; 5] {
+/// The options of a geometry task (then `held_out: (512, 2048)`): `points` defaults to
+/// `default_points`, and point counts go from 3 up to `most`.
+pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOption; 3] {
     [
         TaskOption::int("points", default_points, 3, most),
         TaskOption::int("min_points", 5, 3, most),
         TaskOption::int("features", 20, 1, 4096),
-        TaskOption::int("validation", 512, 1, 10_000_000),
-        TaskOption::int("test", 2048, 1, 10_000_000),
     ]
 }
 
-static OPTIONS: [TaskOption; 5] = geometry_options(20, 100);
+static OPTIONS: [TaskOption; 3] = geometry_options(20, 100);
 
 /// The test sets' point counts, as the paper's Table 3 columns.
 pub(super) const TEST_POINTS: [usize; 2] = [5, 10];
@@ -46,6 +45,7 @@ task_kind! {
     ConvexHullKind = "convexHull",
     "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
     options: &OPTIONS,
+    held_out: (512, 2048),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -64,8 +64,7 @@ pub(super) enum Problem {
 pub(super) struct Geometry {
     pub points: (usize, usize),
     pub features: usize,
-    pub validation: usize,
-    pub test: usize,
+    pub held_out: HeldOut,
     pub problem: Problem,
 }
 
@@ -81,13 +80,7 @@ impl Geometry {
             let why = format!("`features` must be at least {needed}, one per point (found {features})");
             return Err(PrimError::task(why).on("features"));
         }
-        Ok(Geometry {
-            points: (min_points, points),
-            features,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-            problem,
-        })
+        Ok(Geometry { points: (min_points, points), features, held_out: o.held_out()?, problem })
     }
 }
 
@@ -102,7 +95,7 @@ impl Task for Geometry {
         TEST_SPLITS
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(AnswerData::new(*self, seed, (self.validation, self.test, TEST_POINTS.len()), device)?))
+        Ok(Box::new(AnswerData::new(*self, seed, self.held_out, TEST_POINTS.len(), device)?))
     }
     fn task_metric_names(&self) -> &'static [&'static str] {
         match self.problem {

@@ -23,21 +23,21 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq, stratify};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-static OPTIONS: [TaskOption; 5] = [
+static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("min_len", 1, 1, 10_000),
     TaskOption::int("max_len", 20, 1, 10_000),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 task_kind! {
     CopyKind = "copy",
     "copy: read L random bit vectors between start/end flags, then write them back (NTM; SAM Fig. 2)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -45,8 +45,7 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         width: o.int("width")?,
         min_len: o.int("min_len")?,
         max_len: o.int("max_len")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     };
     ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
     Ok(Box::new(task))
@@ -57,8 +56,7 @@ pub struct Copy {
     width: usize,
     min_len: usize,
     max_len: usize,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 impl Copy {
@@ -109,7 +107,7 @@ impl Task for Copy {
         Target::Bits(self.width)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 

@@ -14,6 +14,7 @@ use candle_core::{Device, Tensor};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use super::held_out::HeldOut;
 use super::streams::{Stream, stream};
 use super::*;
 
@@ -38,21 +39,15 @@ pub(super) struct FreshData<G: Fresh> {
 }
 
 impl<G: Fresh> FreshData<G> {
-    pub(super) fn new(
-        generator: G,
-        seed: u64,
-        validation: usize,
-        test: usize,
-        device: &Device,
-    ) -> candle_core::Result<FreshData<G>> {
+    pub(super) fn new(generator: G, seed: u64, sizes: HeldOut, device: &Device) -> candle_core::Result<FreshData<G>> {
         let held_out = |which: Stream, n: usize| -> candle_core::Result<Vec<Batch>> {
             let mut rng = stream(seed, which);
             let mut groups = generator.held_out(&mut rng, n, device)?;
             groups.shuffle(&mut rng);
             Ok(groups)
         };
-        let validation = held_out(Stream::Validation, validation)?;
-        let test = held_out(Stream::Test(0), test)?;
+        let validation = held_out(Stream::Validation, sizes.validation)?;
+        let test = held_out(Stream::Test(0), sizes.test)?;
         Ok(FreshData { generator, rng: stream(seed, Stream::Train), validation, test, device: device.clone() })
     }
 }

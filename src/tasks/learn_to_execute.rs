@@ -40,18 +40,17 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData};
+use super::held_out::HeldOut;
 use super::lte_program::{self, Example, Hardness, Mode};
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 6] = [
+static OPTIONS: [TaskOption; 4] = [
     TaskOption::choice("mode", "program", &Mode::NAMES),
     // At most `Mode::max_length` of the chosen mode (read with `int_in`).
     TaskOption::int("length", 5, 1, 1000),
     TaskOption::int("nesting", 2, 1, 10),
     TaskOption::choice("curriculum", "mix", &["mix", "baseline"]),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 /// The character vocabulary, one token per character: digits, letters, the program
@@ -71,6 +70,7 @@ task_kind! {
     "Learning to Execute: read a program (addition, control, program) or a number (copy, reverse, double) \
          character by character, write its output; accuracy per character (RMC Table 1), seq_accuracy per answer",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -79,8 +79,7 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         mode,
         target: Hardness { length: o.int_in("length", 1, mode.max_length() as i64)?, nesting: o.int("nesting")? },
         mix: o.choice("curriculum")? == 0,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     };
     Ok(Box::new(task))
 }
@@ -92,8 +91,7 @@ struct LearnToExecute {
     target: Hardness,
     /// The mix curriculum for training (else baseline: always `target`).
     mix: bool,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 /// Tries per example before a training batch gives up on its answer length and starts over.
@@ -171,7 +169,7 @@ impl Task for LearnToExecute {
         Target::Classes(VOCAB)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(*self, seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(*self, seed, self.held_out, device)?))
     }
 }
 

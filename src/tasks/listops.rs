@@ -24,16 +24,15 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 6] = [
+static OPTIONS: [TaskOption; 4] = [
     TaskOption::int("max_depth", 10, 1, 100),
     TaskOption::int("max_args", 10, 2, 100),
     TaskOption::int("min_length", 10, 1, 1 << 16),
     TaskOption::int("max_length", 100, 1, 1 << 16),
-    TaskOption::int("validation", 1000, 1, 1 << 24),
-    TaskOption::int("test", 2000, 1, 1 << 24),
 ];
 
 const MIN: u32 = 10;
@@ -49,6 +48,7 @@ task_kind! {
     ListOpsKind = "listOps",
     "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -57,8 +57,7 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         max_args: o.int("max_args")?,
         min_length: o.int("min_length")?,
         max_length: o.int("max_length")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     };
     super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
     Ok(Box::new(config))
@@ -70,8 +69,7 @@ struct ListOps {
     max_args: usize,
     min_length: usize,
     max_length: usize,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 /// Draws before a generator gives up on the length bounds (they are checked to be reachable
@@ -165,7 +163,7 @@ impl Task for ListOps {
         Target::Classes(10)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(*self, seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(*self, seed, self.held_out, device)?))
     }
 }
 

@@ -24,6 +24,7 @@ mod define;
 mod fresh;
 mod geometry;
 mod graphs;
+mod held_out;
 pub mod jsonl;
 pub mod learn_to_execute;
 pub mod listops;

@@ -28,6 +28,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::streams::{Stream, stream};
 use super::*;
@@ -41,13 +42,16 @@ pub(super) const MASK: u32 = 14;
 /// The held-out splits, in-distribution first.
 pub(super) const TEST_SPLITS: &[&str] = &["test", "od_easy", "od_hard"];
 
-/// The options every NAM task has (`od` last, for tasks that offer it).
+const HELD_OUT: [TaskOption; 2] = HeldOut::options(2048, 2048);
+
+/// The options every NAM task has (`od` last, for tasks that offer it; the held-out sizes
+/// before it, where specs have always had them).
 pub(super) static OPTIONS_WITH_OD: [TaskOption; 6] = [
     TaskOption::int("digits", 10, 1, 1000),
     TaskOption::int("min_digits", 1, 1, 1000),
     TaskOption::int("train", 25_600, 1, 10_000_000),
-    TaskOption::int("validation", 2048, 1, 10_000_000),
-    TaskOption::int("test", 2048, 1, 10_000_000),
+    HELD_OUT[0],
+    HELD_OUT[1],
     TaskOption::choice("od", "paper", &["paper", "code"]),
 ];
 
@@ -72,8 +76,7 @@ pub(super) struct Config {
     pub digits: usize,
     pub min_digits: usize,
     pub train: usize,
-    pub validation: usize,
-    pub test: usize,
+    pub held_out: HeldOut,
     /// The code's OD ranges instead of the paper's.
     pub od_code: bool,
 }
@@ -85,8 +88,7 @@ impl Config {
             digits: o.int("digits")?,
             min_digits: o.int("min_digits")?,
             train: o.int("train")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
+            held_out: o.held_out()?,
             od_code: with_od && o.choice("od")? == 1,
         };
         ordered(("min_digits", c.min_digits), ("digits", c.digits))?;
@@ -138,9 +140,9 @@ impl<R: Rule + std::fmt::Debug> Task for NamTask<R> {
             TokenSet::generate(&self.rule, &mut stream(seed, which), n, range, device)
         };
         let train = set(Stream::Train, c.train, c.train_range())?;
-        let validation = set(Stream::Validation, c.validation, c.id_range())?;
+        let validation = set(Stream::Validation, c.held_out.validation, c.id_range())?;
         let tests = (0..TEST_SPLITS.len())
-            .map(|i| set(Stream::Test(i), c.test, c.test_range(i)))
+            .map(|i| set(Stream::Test(i), c.held_out.test, c.test_range(i)))
             .collect::<candle_core::Result<Vec<_>>>()?;
         let order: Vec<u32> = (0..c.train as u32).collect();
         Ok(Box::new(FixedData {
@@ -365,7 +367,13 @@ pub(super) mod testing {
 
     #[test]
     fn od_ranges_follow_the_paper_or_the_code() {
-        let mut c = Config { digits: 10, min_digits: 1, train: 1, validation: 1, test: 1, od_code: false };
+        let mut c = Config {
+            digits: 10,
+            min_digits: 1,
+            train: 1,
+            held_out: HeldOut { validation: 1, test: 1 },
+            od_code: false,
+        };
         assert_eq!(c.train_range(), (1, 10));
         assert_eq!([c.test_range(0), c.test_range(1), c.test_range(2)], [(5, 10), (11, 13), (14, 16)]);
         c.od_code = true;

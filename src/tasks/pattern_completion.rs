@@ -31,18 +31,17 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 7] = [
+static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("patterns", 8, 1, 100_000),
     TaskOption::int("bits", 64, 1, 65_536),
     // Below ½ with `flip` (read with `float_in`).
     TaskOption::float_below("noise", 0.2, 0.0, 1.0),
     TaskOption::int("queries", 1, 1, 100_000),
     TaskOption::choice("corruption", "flip", &CORRUPTIONS),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 const CORRUPTIONS: [&str; 2] = ["flip", "erase"];
@@ -51,6 +50,7 @@ task_kind! {
     PatternCompletionKind = "patternCompletion",
     "pattern completion: write P binary patterns, then recall each from a noisy or partial query (Kanerva-style)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
     trivial: trivial_levels,
 }
 
@@ -68,8 +68,7 @@ fn configured(o: &Options) -> Result<PatternCompletion, PrimError> {
         noise: o.float_in("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
         queries: o.int("queries")?,
         erase,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     })
 }
 
@@ -92,8 +91,7 @@ pub struct PatternCompletion {
     noise: f32,
     queries: usize,
     erase: bool,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 impl PatternCompletion {
@@ -155,7 +153,7 @@ impl Task for PatternCompletion {
         Target::Bits(self.bits)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 
@@ -253,7 +251,7 @@ mod tests {
     fn echoing_the_query_scores_as_computed() {
         for corruption in ["flip", "erase"] {
             let o = options(8, 32, 0.1, 4, corruption);
-            let task = configured(&Options::new(&OPTIONS, &o)).unwrap();
+            let task = configured(&Options::new(PatternCompletionKind::options(), &o)).unwrap();
             let b =
                 task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu).unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap(); // [t][b][c]

@@ -21,21 +21,21 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 5] = [
+static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("inputs", 20, 1, 10_000),
     TaskOption::int("outputs", 16, 1, 10_000),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 task_kind! {
     PrioritySortKind = "prioritySort",
     "priority sort: read bit vectors with priorities, write the top ones in descending priority (NTM; SAM Fig. 2)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -43,8 +43,7 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         width: o.int("width")?,
         inputs: o.int("inputs")?,
         outputs: o.int("outputs")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     };
     if task.outputs > task.inputs {
         return Err(PrimError::task(format!(
@@ -61,8 +60,7 @@ pub struct PrioritySort {
     width: usize,
     inputs: usize,
     outputs: usize,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 impl PrioritySort {
@@ -110,7 +108,7 @@ impl Task for PrioritySort {
         Target::Bits(self.width)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 

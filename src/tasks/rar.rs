@@ -36,23 +36,23 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq, stratify};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-static OPTIONS: [TaskOption; 7] = [
+static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("min_items", 3, 2, 1000),
     TaskOption::int("max_items", 3, 2, 1000),
     TaskOption::int("min_len", 2, 1, 1000),
     TaskOption::int("max_len", 5, 1, 1000),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 task_kind! {
     RarKind = "rar",
     "relational associative recall: K items and a query; recall the farthest or closest item (SAM §3.2)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -62,8 +62,7 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         max_items: o.int("max_items")?,
         min_len: o.int("min_len")?,
         max_len: o.int("max_len")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     };
     ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
     ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
@@ -77,8 +76,7 @@ pub struct Rar {
     max_items: usize,
     min_len: usize,
     max_len: usize,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 impl Rar {
@@ -170,7 +168,7 @@ impl Task for Rar {
         Target::Bits(self.width)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 

@@ -23,24 +23,24 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshData, Seq};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 8] = [
+static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("triplets", 45, 1, 100_000),
     TaskOption::int("bits", 32, 1, 65_536),
     TaskOption::int("classes", 10, 1, 10_000),
     TaskOption::float_below("variation", 0.1, 0.0, 0.5),
     TaskOption::int("queries", 10, 1, 100_000),
     TaskOption::int("world", 0, 0, i64::MAX),
-    TaskOption::int("validation", 500, 1, 10_000_000),
-    TaskOption::int("test", 1000, 1, 10_000_000),
 ];
 
 task_kind! {
     RgbBindingKind = "rgbBinding",
     "RGB binding: write R-G-B triplets of class patterns, recall each whole triplet from its R and B parts (PKM Fig. 2)",
     options: &OPTIONS,
+    held_out: (500, 1000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -54,8 +54,7 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
         variation: o.float("variation")?,
         queries: o.int("queries")?,
         prototypes,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
+        held_out: o.held_out()?,
     }))
 }
 
@@ -74,8 +73,7 @@ pub struct RgbBinding {
     queries: usize,
     /// `classes × bits`: each class's prototype.
     prototypes: Vec<bool>,
-    validation: usize,
-    test: usize,
+    held_out: HeldOut,
 }
 
 impl RgbBinding {
@@ -147,7 +145,7 @@ impl Task for RgbBinding {
         Target::Bits(3 * self.bits)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 

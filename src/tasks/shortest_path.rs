@@ -23,25 +23,25 @@ use rand_chacha::ChaCha8Rng;
 use super::answers::{AnswerData, Example, Generator, features};
 use super::define::task_kind;
 use super::graphs::Graph;
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-/// The options of a graph task (shortest path, spanning tree).
-pub(super) static GRAPH_OPTIONS: [TaskOption; 8] = [
+/// The options of a graph task (shortest path, spanning tree; then `held_out: (512, 2048)`).
+pub(super) static GRAPH_OPTIONS: [TaskOption; 6] = [
     TaskOption::int("nodes", 20, 2, 1000),
     TaskOption::int("min_nodes", 5, 2, 1000),
     TaskOption::int("edges", 30, 1, 100_000),
     TaskOption::int("min_edges", 6, 1, 100_000),
     TaskOption::int("max_weight", 10, 1, 1_000_000),
     TaskOption::int("features", 40, 1, 4096),
-    TaskOption::int("validation", 512, 1, 10_000_000),
-    TaskOption::int("test", 2048, 1, 10_000_000),
 ];
 
 task_kind! {
     ShortestPathKind = "shortestPath",
     "shortest path: a weighted graph as triplets, then source and destination; answer the path's node features (SAM Table 3)",
     options: &GRAPH_OPTIONS,
+    held_out: (512, 2048),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -61,8 +61,7 @@ pub(super) struct GraphTask {
     pub edges: (usize, usize),
     pub max_weight: u32,
     pub features: usize,
-    pub validation: usize,
-    pub test: usize,
+    pub held_out: HeldOut,
     pub question: Question,
 }
 
@@ -89,8 +88,7 @@ impl GraphTask {
             edges: (min_edges, edges),
             max_weight: o.int("max_weight")? as u32,
             features,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
+            held_out: o.held_out()?,
             question,
         })
     }
@@ -112,7 +110,7 @@ impl Task for GraphTask {
         Target::Classes(self.features)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(AnswerData::new(*self, seed, (self.validation, self.test, 1), device)?))
+        Ok(Box::new(AnswerData::new(*self, seed, self.held_out, 1, device)?))
     }
 }
 

@@ -1,0 +1,27 @@
+//! The sizes of a generated task's fixed held-out sets: the options `validation` and `test`
+//! (examples in the validation set and in each test set), declared with the `task_kind!` item
+//! `held_out: (validation, test),` (their defaults), which appends them to the task's options.
+
+use super::options::{Options, TaskOption};
+use super::*;
+
+/// Examples in the validation set and in each test set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+pub(super) struct HeldOut {
+    pub validation: usize,
+    pub test: usize,
+}
+
+impl HeldOut {
+    /// The two options, with these defaults.
+    pub(super) const fn options(validation: i64, test: i64) -> [TaskOption; 2] {
+        [TaskOption::int("validation", validation, 1, 10_000_000), TaskOption::int("test", test, 1, 10_000_000)]
+    }
+}
+
+impl Options<'_> {
+    /// The held-out set sizes ([`HeldOut::options`]).
+    pub(super) fn held_out(&self) -> Result<HeldOut, PrimError> {
+        Ok(HeldOut { validation: self.int("validation")?, test: self.int("test")? })
+    }
+}
