@@ -45,7 +45,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(AssocRetrieval { pairs: o.int("pairs")?, train: o.int("train")?, held_out: o.held_out()? }))
+    Ok(Box::new(o.parse::<AssocRetrieval>()?))
 }
 
 /// Chance over the 10 digits, and the best guess that ignores the query: the value stored
@@ -82,9 +82,11 @@ fn expected_max_count(balls: usize, bins: usize) -> f64 {
         .sum()
 }
 
+#[derive(serde::Deserialize)]
 pub struct AssocRetrieval {
     pairs: usize,
     train: usize,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

@@ -53,34 +53,37 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum Problem {
+    #[default]
     Hull,
     Tour,
 }
 
 /// The configured geometry task, shared with [`super::tsp`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 pub(super) struct Geometry {
-    pub points: (usize, usize),
+    pub points: usize,
+    pub min_points: usize,
     pub features: usize,
+    #[serde(flatten)]
     pub held_out: HeldOut,
+    /// Not an option: the task's own ([`Geometry::read`]).
+    #[serde(skip)]
     pub problem: Problem,
 }
 
 impl Geometry {
     /// Reads the options (`geometry_options`).
     pub(super) fn read(o: &Options, problem: Problem) -> Result<Geometry, PrimError> {
-        let points = o.int("points")?;
-        let min_points = o.int("min_points")?;
-        ordered(("min_points", min_points), ("points", points))?;
-        let needed = points.max(TEST_POINTS[1]) as i64;
-        let features = o.int("features")?;
-        if features < needed as usize {
-            let why = format!("`features` must be at least {needed}, one per point (found {features})");
+        let task = Geometry { problem, ..o.parse()? };
+        ordered(("min_points", task.min_points), ("points", task.points))?;
+        let needed = task.points.max(TEST_POINTS[1]);
+        if task.features < needed {
+            let why = format!("`features` must be at least {needed}, one per point (found {})", task.features);
             return Err(PrimError::task(why).on("features"));
         }
-        Ok(Geometry { points: (min_points, points), features, held_out: o.held_out()?, problem })
+        Ok(task)
     }
 }
 
@@ -165,7 +168,7 @@ impl Generator for Geometry {
     fn size(&self, rng: &mut ChaCha8Rng, split: Option<Split>) -> usize {
         match split {
             Some(Split::Test(i)) => TEST_POINTS[i.min(TEST_POINTS.len() - 1)],
-            _ => rng.random_range(self.points.0..=self.points.1),
+            _ => rng.random_range(self.min_points..=self.points),
         }
     }
 

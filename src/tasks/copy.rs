@@ -41,21 +41,17 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task = Copy {
-        width: o.int("width")?,
-        min_len: o.int("min_len")?,
-        max_len: o.int("max_len")?,
-        held_out: o.held_out()?,
-    };
+    let task: Copy = o.parse()?;
     ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct Copy {
     width: usize,
     min_len: usize,
     max_len: usize,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

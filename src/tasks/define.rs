@@ -7,7 +7,9 @@
 //! - `fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError>`, or, for a task that
 //!   reads files (declared with `reads: "…"`, the line `memctl tasks` shows),
 //!   `fn instantiate(o: &Options, dir: &Path) -> …`, where `dir` is the folder relative paths
-//!   are resolved against (the spec file's, or the working directory).
+//!   are resolved against (the spec file's, or the working directory). It typically reads
+//!   every option at once into the task's struct, `let task: Copy = o.parse()?;`
+//!   ([`Options::parse`](super::options::Options::parse)), then checks what relates options.
 //!
 //! - optionally, declared with `trivial: trivial_levels,`,
 //!   `fn trivial_levels(o: &Options) -> Vec<TrivialLevel>`: the scores a model reaches without

@@ -74,24 +74,30 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let mode = Mode::ALL[o.choice("mode")?];
-    let task = LearnToExecute {
-        mode,
-        target: Hardness { length: o.int_in("length", 1, mode.max_length() as i64)?, nesting: o.int("nesting")? },
-        mix: o.choice("curriculum")? == 0,
-        held_out: o.held_out()?,
-    };
+    let task: LearnToExecute = o.parse()?;
+    o.int_in("length", 1, task.mode.max_length() as i64)?;
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 struct LearnToExecute {
     mode: Mode,
-    /// The held-out sets' difficulty, and the training curriculum's bound.
+    /// The held-out sets' difficulty (`length`, `nesting`), and the training curriculum's bound.
+    #[serde(flatten)]
     target: Hardness,
-    /// The mix curriculum for training (else baseline: always `target`).
-    mix: bool,
+    curriculum: Curriculum,
+    #[serde(flatten)]
     held_out: HeldOut,
+}
+
+/// The difficulty of training programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Curriculum {
+    /// Each bound drawn uniformly up to `target` ([`Hardness::mixed`]).
+    Mix,
+    /// Always `target`.
+    Baseline,
 }
 
 /// Tries per example before a training batch gives up on its answer length and starts over.
@@ -99,7 +105,10 @@ const TRIES: usize = 1000;
 
 impl LearnToExecute {
     fn train_example(&self, rng: &mut ChaCha8Rng) -> Example {
-        let hardness = if self.mix { self.target.mixed(rng) } else { self.target };
+        let hardness = match self.curriculum {
+            Curriculum::Mix => self.target.mixed(rng),
+            Curriculum::Baseline => self.target,
+        };
         lte_program::example(rng, self.mode, hardness)
     }
 }

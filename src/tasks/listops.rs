@@ -52,23 +52,18 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config = ListOps {
-        max_depth: o.int("max_depth")?,
-        max_args: o.int("max_args")?,
-        min_length: o.int("min_length")?,
-        max_length: o.int("max_length")?,
-        held_out: o.held_out()?,
-    };
+    let config: ListOps = o.parse()?;
     super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
     Ok(Box::new(config))
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 struct ListOps {
     max_depth: usize,
     max_args: usize,
     min_length: usize,
     max_length: usize,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

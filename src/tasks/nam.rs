@@ -71,26 +71,31 @@ pub(super) trait Rule: Clone + Send + Sync + 'static {
 }
 
 /// Digit ranges and set sizes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 pub(super) struct Config {
     pub digits: usize,
     pub min_digits: usize,
     pub train: usize,
+    #[serde(flatten)]
     pub held_out: HeldOut,
-    /// The code's OD ranges instead of the paper's.
-    pub od_code: bool,
+    /// The paper's when the task has no `od` option.
+    #[serde(default)]
+    pub od: Od,
+}
+
+/// Whose out-of-distribution digit ranges: the paper's or the 972108f code's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Od {
+    #[default]
+    Paper,
+    Code,
 }
 
 impl Config {
-    /// Reads the shared options (`od` only if the signature has it).
-    pub(super) fn read(o: &Options, with_od: bool) -> Result<Config, PrimError> {
-        let c = Config {
-            digits: o.int("digits")?,
-            min_digits: o.int("min_digits")?,
-            train: o.int("train")?,
-            held_out: o.held_out()?,
-            od_code: with_od && o.choice("od")? == 1,
-        };
+    /// Reads the shared options (`od` where the signature has it).
+    pub(super) fn read(o: &Options) -> Result<Config, PrimError> {
+        let c: Config = o.parse()?;
         ordered(("min_digits", c.min_digits), ("digits", c.digits))?;
         Ok(c)
     }
@@ -107,12 +112,12 @@ impl Config {
     /// Digits of the `i`-th test split.
     pub(super) fn test_range(&self, i: usize) -> (usize, usize) {
         let d = self.digits;
-        match (i, self.od_code) {
+        match (i, self.od) {
             (0, _) => self.id_range(),
-            (1, false) => (d + 1, d + 3),
-            (1, true) => (d + 1, d + 4),
-            (_, false) => (d + 4, d + 6),
-            (_, true) => (d + 5, d + 8),
+            (1, Od::Paper) => (d + 1, d + 3),
+            (1, Od::Code) => (d + 1, d + 4),
+            (_, Od::Paper) => (d + 4, d + 6),
+            (_, Od::Code) => (d + 5, d + 8),
         }
     }
 }
@@ -367,16 +372,11 @@ pub(super) mod testing {
 
     #[test]
     fn od_ranges_follow_the_paper_or_the_code() {
-        let mut c = Config {
-            digits: 10,
-            min_digits: 1,
-            train: 1,
-            held_out: HeldOut { validation: 1, test: 1 },
-            od_code: false,
-        };
+        let mut c =
+            Config { digits: 10, min_digits: 1, train: 1, held_out: HeldOut { validation: 1, test: 1 }, od: Od::Paper };
         assert_eq!(c.train_range(), (1, 10));
         assert_eq!([c.test_range(0), c.test_range(1), c.test_range(2)], [(5, 10), (11, 13), (14, 16)]);
-        c.od_code = true;
+        c.od = Od::Code;
         assert_eq!([c.test_range(0), c.test_range(1), c.test_range(2)], [(5, 10), (11, 14), (15, 18)]);
         c.min_digits = 7;
         assert_eq!(c.id_range(), (7, 10));

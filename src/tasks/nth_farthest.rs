@@ -44,7 +44,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(NthFarthest { vectors: o.int("vectors")?, dims: o.int("dims")?, held_out: o.held_out()? }))
+    Ok(Box::new(o.parse::<NthFarthest>()?))
 }
 
 /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
@@ -62,10 +62,11 @@ fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
     ]
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct NthFarthest {
     vectors: usize,
     dims: usize,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

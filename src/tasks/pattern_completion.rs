@@ -38,13 +38,21 @@ use super::*;
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("patterns", 8, 1, 100_000),
     TaskOption::int("bits", 64, 1, 65_536),
-    // Below ½ with `flip` (read with `float_in`).
+    // Below ½ with `flip` (checked in `configured`).
     TaskOption::float_below("noise", 0.2, 0.0, 1.0),
     TaskOption::int("queries", 1, 1, 100_000),
     TaskOption::choice("corruption", "flip", &CORRUPTIONS),
 ];
 
 const CORRUPTIONS: [&str; 2] = ["flip", "erase"];
+
+/// How a query hides its pattern (named as in [`CORRUPTIONS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Corruption {
+    Flip,
+    Erase,
+}
 
 task_kind! {
     PatternCompletionKind = "patternCompletion",
@@ -60,37 +68,34 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 
 /// The task these options configure, or the first option at fault.
 fn configured(o: &Options) -> Result<PatternCompletion, PrimError> {
-    let erase = o.choice("corruption")? == 1;
-    Ok(PatternCompletion {
-        patterns: o.int("patterns")?,
-        bits: o.int("bits")?,
+    let task: PatternCompletion = o.parse()?;
+    if task.corruption == Corruption::Flip {
         // Flipping half the bits or more leaves nothing to recover.
-        noise: o.float_in("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
-        queries: o.int("queries")?,
-        erase,
-        held_out: o.held_out()?,
-    })
+        o.float_in("noise", 0.0, 0.5, true)?;
+    }
+    Ok(task)
 }
 
 /// Wrong bits per sequence over the Q queries of N bits: a coin for every bit, and echoing
 /// the query (its flipped bits wrong; an erased bit a coin).
 fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
-    let Ok(PatternCompletion { bits, noise, queries, erase, .. }) = configured(o) else { return vec![] };
+    let Ok(PatternCompletion { bits, noise, queries, corruption, .. }) = configured(o) else { return vec![] };
     let scored_bits = (bits * queries) as f64;
-    let echo = scored_bits * noise as f64 * if erase { 0.5 } else { 1.0 };
+    let echo = scored_bits * noise as f64 * if corruption == Corruption::Erase { 0.5 } else { 1.0 };
     vec![
         TrivialLevel { name: "chance (a coin per bit)".into(), metric: "bit_error", value: scored_bits / 2.0 },
         TrivialLevel { name: "echoing the query".into(), metric: "bit_error", value: echo },
     ]
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct PatternCompletion {
     patterns: usize,
     bits: usize,
     noise: f32,
     queries: usize,
-    erase: bool,
+    corruption: Corruption,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 
@@ -119,10 +124,10 @@ impl PatternCompletion {
                 for (c, &bit) in pattern.iter().enumerate() {
                     let v = if bit { 1.0 } else { -1.0 };
                     let hit = noise > 0.0 && rng.random_bool(noise);
-                    row[c] = match (hit, self.erase) {
+                    row[c] = match (hit, self.corruption) {
                         (false, _) => v,
-                        (true, false) => -v,
-                        (true, true) => 0.0,
+                        (true, Corruption::Flip) => -v,
+                        (true, Corruption::Erase) => 0.0,
                     };
                 }
                 row[w + 1] = 1.0;

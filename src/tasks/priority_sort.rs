@@ -39,12 +39,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task = PrioritySort {
-        width: o.int("width")?,
-        inputs: o.int("inputs")?,
-        outputs: o.int("outputs")?,
-        held_out: o.held_out()?,
-    };
+    let task: PrioritySort = o.parse()?;
     if task.outputs > task.inputs {
         return Err(PrimError::task(format!(
             "`outputs` ({}) must be at most `inputs` ({}): only inputs can be sorted",
@@ -55,11 +50,12 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct PrioritySort {
     width: usize,
     inputs: usize,
     outputs: usize,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

@@ -56,26 +56,20 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task = Rar {
-        width: o.int("width")?,
-        min_items: o.int("min_items")?,
-        max_items: o.int("max_items")?,
-        min_len: o.int("min_len")?,
-        max_len: o.int("max_len")?,
-        held_out: o.held_out()?,
-    };
+    let task: Rar = o.parse()?;
     ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
     ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct Rar {
     width: usize,
     min_items: usize,
     max_items: usize,
     min_len: usize,
     max_len: usize,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

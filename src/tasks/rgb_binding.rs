@@ -31,6 +31,7 @@ static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("triplets", 45, 1, 100_000),
     TaskOption::int("bits", 32, 1, 65_536),
     TaskOption::int("classes", 10, 1, 10_000),
+    // Flipping half the bits or more leaves no class to learn.
     TaskOption::float_below("variation", 0.1, 0.0, 0.5),
     TaskOption::int("queries", 10, 1, 100_000),
     TaskOption::int("world", 0, 0, i64::MAX),
@@ -44,18 +45,8 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let (bits, classes) = (o.int("bits")?, o.int("classes")?);
-    let prototypes = prototypes(o.int("world")? as u64, classes, bits);
-    Ok(Box::new(RgbBinding {
-        triplets: o.int("triplets")?,
-        bits,
-        classes,
-        // Flipping half the bits or more leaves no class to learn.
-        variation: o.float("variation")?,
-        queries: o.int("queries")?,
-        prototypes,
-        held_out: o.held_out()?,
-    }))
+    let task: RgbBinding = o.parse()?;
+    Ok(Box::new(RgbBinding { prototypes: prototypes(task.world, task.classes, task.bits), ..task }))
 }
 
 /// `classes × bits` prototype bits, the same for every trial of a `world`.
@@ -64,15 +55,18 @@ fn prototypes(world: u64, classes: usize, bits: usize) -> Vec<bool> {
     (0..classes * bits).map(|_| rng.random_bool(0.5)).collect()
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct RgbBinding {
     triplets: usize,
     bits: usize,
     classes: usize,
     variation: f64,
     queries: usize,
-    /// `classes × bits`: each class's prototype.
+    world: u64,
+    /// `classes × bits`: each class's prototype, drawn from `world` once the options are read.
+    #[serde(skip)]
     prototypes: Vec<bool>,
+    #[serde(flatten)]
     held_out: HeldOut,
 }
 

@@ -49,48 +49,44 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 }
 
 /// What is asked of the graph: a shortest path, or the spanning tree ([`super::spanning_tree`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum Question {
+    #[default]
     Path,
     Tree,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 pub(super) struct GraphTask {
-    pub nodes: (usize, usize),
-    pub edges: (usize, usize),
+    pub nodes: usize,
+    pub min_nodes: usize,
+    pub edges: usize,
+    pub min_edges: usize,
     pub max_weight: u32,
     pub features: usize,
+    #[serde(flatten)]
     pub held_out: HeldOut,
+    /// Not an option: the task's own ([`GraphTask::read`]).
+    #[serde(skip)]
     pub question: Question,
 }
 
 impl GraphTask {
     pub(super) fn read(o: &Options, question: Question) -> Result<GraphTask, PrimError> {
-        let nodes = o.int("nodes")?;
-        let min_nodes = o.int("min_nodes")?;
-        ordered(("min_nodes", min_nodes), ("nodes", nodes))?;
-        let edges = o.int("edges")?;
-        let min_edges = o.int("min_edges")?;
-        ordered(("min_edges", min_edges), ("edges", edges))?;
+        let task = GraphTask { question, ..o.parse()? };
+        let GraphTask { nodes, edges, features, .. } = task;
+        ordered(("min_nodes", task.min_nodes), ("nodes", nodes))?;
+        ordered(("min_edges", task.min_edges), ("edges", edges))?;
         if edges < nodes - 1 {
             let why =
                 format!("`edges` ({edges}) must be at least `nodes` − 1 ({}) for the graph to be connected", nodes - 1);
             return Err(PrimError::task(why).on("edges"));
         }
-        let features = o.int("features")?;
         if features < nodes {
             let why = format!("`features` must be at least `nodes` ({nodes}), one per node (found {features})");
             return Err(PrimError::task(why).on("features"));
         }
-        Ok(GraphTask {
-            nodes: (min_nodes, nodes),
-            edges: (min_edges, edges),
-            max_weight: o.int("max_weight")? as u32,
-            features,
-            held_out: o.held_out()?,
-            question,
-        })
+        Ok(task)
     }
 
     /// Channels after the two node one-hots: weight, (source, destination,) answer flag.
@@ -123,8 +119,8 @@ impl Generator for GraphTask {
     }
 
     fn size(&self, rng: &mut ChaCha8Rng, _: Option<Split>) -> (usize, usize) {
-        let n = rng.random_range(self.nodes.0..=self.nodes.1);
-        let (lo, hi) = (self.edges.0.max(n - 1), self.edges.1.min(n * (n - 1) / 2));
+        let n = rng.random_range(self.min_nodes..=self.nodes);
+        let (lo, hi) = (self.min_edges.max(n - 1), self.edges.min(n * (n - 1) / 2));
         (n, rng.random_range(lo..=hi.max(lo)))
     }
 
