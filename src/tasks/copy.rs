@@ -22,8 +22,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq, stratify};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask, Seq, stratify};
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
@@ -41,8 +40,9 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: Copy = o.parse()?;
-    ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+    let task: FreshTask<Copy> = o.parse()?;
+    let Copy { min_len, max_len, .. } = task.generator;
+    ordered(("min_len", min_len), ("max_len", max_len))?;
     Ok(Box::new(task))
 }
 
@@ -51,8 +51,6 @@ pub struct Copy {
     width: usize,
     min_len: usize,
     max_len: usize,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 impl Copy {
@@ -81,6 +79,12 @@ impl Copy {
 }
 
 impl Fresh for Copy {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.width)
+    }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         let len = rng.random_range(self.min_len..=self.max_len);
         self.generate(rng, batch, len, device)
@@ -92,18 +96,6 @@ impl Fresh for Copy {
             groups.push(self.generate(rng, count, self.min_len + i, device)?);
         }
         Ok(groups)
-    }
-}
-
-impl Task for Copy {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width + 2])
-    }
-    fn target(&self) -> Target {
-        Target::Bits(self.width)
-    }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 

@@ -39,8 +39,7 @@ use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask};
 use super::lte_program::{self, Example, Hardness, Mode};
 use super::options::{Options, TaskOption};
 use super::*;
@@ -74,8 +73,8 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: LearnToExecute = o.parse()?;
-    o.int_in("length", 1, task.mode.max_length() as i64)?;
+    let task: FreshTask<LearnToExecute> = o.parse()?;
+    o.int_in("length", 1, task.generator.mode.max_length() as i64)?;
     Ok(Box::new(task))
 }
 
@@ -86,8 +85,6 @@ struct LearnToExecute {
     #[serde(flatten)]
     target: Hardness,
     curriculum: Curriculum,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 /// The difficulty of training programs.
@@ -114,6 +111,12 @@ impl LearnToExecute {
 }
 
 impl Fresh for LearnToExecute {
+    fn input(&self) -> Ty {
+        Ty::Tokens(VOCAB)
+    }
+    fn target(&self) -> Target {
+        Target::Classes(VOCAB)
+    }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         let n = batch.max(1);
         loop {
@@ -168,18 +171,6 @@ fn layout(examples: &[Example], device: &Device) -> candle_core::Result<Batch> {
         scored: (q + 1..steps).collect(),
         targets: Tensor::from_vec(targets, (k, n), device)?,
     })
-}
-
-impl Task for LearnToExecute {
-    fn input(&self) -> Ty {
-        Ty::Tokens(VOCAB)
-    }
-    fn target(&self) -> Target {
-        Target::Classes(VOCAB)
-    }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(*self, seed, self.held_out, device)?))
-    }
 }
 
 #[cfg(test)]

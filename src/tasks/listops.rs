@@ -23,8 +23,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
 use super::*;
 
@@ -52,9 +51,10 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config: ListOps = o.parse()?;
-    super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
-    Ok(Box::new(config))
+    let task: FreshTask<ListOps> = o.parse()?;
+    let ListOps { min_length, max_length, .. } = task.generator;
+    super::options::ordered(("min_length", min_length), ("max_length", max_length))?;
+    Ok(Box::new(task))
 }
 
 #[derive(Clone, Copy, Debug, serde::Deserialize)]
@@ -63,8 +63,6 @@ struct ListOps {
     max_args: usize,
     min_length: usize,
     max_length: usize,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 /// Draws before a generator gives up on the length bounds (they are checked to be reachable
@@ -145,20 +143,14 @@ fn apply(op: u32, values: &[u32]) -> u32 {
 }
 
 impl Fresh for ListOps {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.batch(rng, batch, device)
-    }
-}
-
-impl Task for ListOps {
     fn input(&self) -> Ty {
         Ty::Tokens(VOCAB)
     }
     fn target(&self) -> Target {
         Target::Classes(10)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(*self, seed, self.held_out, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.batch(rng, batch, device)
     }
 }
 

@@ -28,8 +28,7 @@ use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::{Options, TaskOption};
 use super::*;
 
@@ -44,7 +43,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<NthFarthest>()?))
+    Ok(Box::new(o.parse::<FreshTask<NthFarthest>>()?))
 }
 
 /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
@@ -66,8 +65,6 @@ fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
 pub struct NthFarthest {
     vectors: usize,
     dims: usize,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 impl NthFarthest {
@@ -121,20 +118,14 @@ fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
 }
 
 impl Fresh for NthFarthest {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for NthFarthest {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width()])
     }
     fn target(&self) -> Target {
         Target::Classes(self.vectors)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 
@@ -154,7 +145,7 @@ mod tests {
     #[test]
     fn the_reference_shortcut_scores_as_computed() {
         for vectors in [4usize, 8] {
-            let task = NthFarthest { vectors, dims: 3, held_out: HeldOut { validation: 1, test: 1 } };
+            let task = NthFarthest { vectors, dims: 3 };
             let b =
                 task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu).unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap().remove(0); // step 0: [b][c]

@@ -30,8 +30,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::{Options, TaskOption};
 use super::*;
 
@@ -67,9 +66,9 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 }
 
 /// The task these options configure, or the first option at fault.
-fn configured(o: &Options) -> Result<PatternCompletion, PrimError> {
-    let task: PatternCompletion = o.parse()?;
-    if task.corruption == Corruption::Flip {
+fn configured(o: &Options) -> Result<FreshTask<PatternCompletion>, PrimError> {
+    let task: FreshTask<PatternCompletion> = o.parse()?;
+    if task.generator.corruption == Corruption::Flip {
         // Flipping half the bits or more leaves nothing to recover.
         o.float_in("noise", 0.0, 0.5, true)?;
     }
@@ -79,7 +78,10 @@ fn configured(o: &Options) -> Result<PatternCompletion, PrimError> {
 /// Wrong bits per sequence over the Q queries of N bits: a coin for every bit, and echoing
 /// the query (its flipped bits wrong; an erased bit a coin).
 fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
-    let Ok(PatternCompletion { bits, noise, queries, corruption, .. }) = configured(o) else { return vec![] };
+    let Ok(FreshTask { generator: PatternCompletion { bits, noise, queries, corruption, .. }, .. }) = configured(o)
+    else {
+        return vec![];
+    };
     let scored_bits = (bits * queries) as f64;
     let echo = scored_bits * noise as f64 * if corruption == Corruption::Erase { 0.5 } else { 1.0 };
     vec![
@@ -95,8 +97,6 @@ pub struct PatternCompletion {
     noise: f32,
     queries: usize,
     corruption: Corruption,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 impl PatternCompletion {
@@ -145,20 +145,14 @@ impl PatternCompletion {
 }
 
 impl Fresh for PatternCompletion {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for PatternCompletion {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.bits + 2])
     }
     fn target(&self) -> Target {
         Target::Bits(self.bits)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 
@@ -257,8 +251,10 @@ mod tests {
         for corruption in ["flip", "erase"] {
             let o = options(8, 32, 0.1, 4, corruption);
             let task = configured(&Options::new(PatternCompletionKind::options(), &o)).unwrap();
-            let b =
-                task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu).unwrap();
+            let b = task
+                .generator
+                .generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu)
+                .unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap(); // [t][b][c]
             let y = b.targets.to_vec3::<f32>().unwrap(); // [q][b][c]
             // Echo: a presented bit as it is; an erased one (0) a coin, worth half a wrong bit.

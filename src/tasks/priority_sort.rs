@@ -20,8 +20,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::{Options, TaskOption};
 use super::*;
 
@@ -39,13 +38,11 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: PrioritySort = o.parse()?;
-    if task.outputs > task.inputs {
-        return Err(PrimError::task(format!(
-            "`outputs` ({}) must be at most `inputs` ({}): only inputs can be sorted",
-            task.outputs, task.inputs
-        ))
-        .on("outputs"));
+    let task: FreshTask<PrioritySort> = o.parse()?;
+    let PrioritySort { inputs, outputs, .. } = task.generator;
+    if outputs > inputs {
+        let why = format!("`outputs` ({outputs}) must be at most `inputs` ({inputs}): only inputs can be sorted");
+        return Err(PrimError::task(why).on("outputs"));
     }
     Ok(Box::new(task))
 }
@@ -55,8 +52,6 @@ pub struct PrioritySort {
     width: usize,
     inputs: usize,
     outputs: usize,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 impl PrioritySort {
@@ -91,20 +86,14 @@ impl PrioritySort {
 }
 
 impl Fresh for PrioritySort {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for PrioritySort {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width + 2])
     }
     fn target(&self) -> Target {
         Target::Bits(self.width)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 

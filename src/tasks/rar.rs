@@ -35,8 +35,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq, stratify};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask, Seq, stratify};
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
@@ -56,9 +55,10 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: Rar = o.parse()?;
-    ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
-    ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+    let task: FreshTask<Rar> = o.parse()?;
+    let Rar { min_items, max_items, min_len, max_len, .. } = task.generator;
+    ordered(("min_items", min_items), ("max_items", max_items))?;
+    ordered(("min_len", min_len), ("max_len", max_len))?;
     Ok(Box::new(task))
 }
 
@@ -69,8 +69,6 @@ pub struct Rar {
     max_items: usize,
     min_len: usize,
     max_len: usize,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 impl Rar {
@@ -136,6 +134,12 @@ impl Rar {
 }
 
 impl Fresh for Rar {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.width)
+    }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         let items = rng.random_range(self.min_items..=self.max_items);
         let len = rng.random_range(self.min_len..=self.max_len);
@@ -151,18 +155,6 @@ impl Fresh for Rar {
             groups.push(self.generate(rng, count, items, len, None, device)?);
         }
         Ok(groups)
-    }
-}
-
-impl Task for Rar {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width + 2])
-    }
-    fn target(&self) -> Target {
-        Target::Bits(self.width)
-    }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
     }
 }
 

@@ -22,8 +22,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
-use super::held_out::HeldOut;
+use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::{Options, TaskOption};
 use super::*;
 
@@ -45,8 +44,9 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: RgbBinding = o.parse()?;
-    Ok(Box::new(RgbBinding { prototypes: prototypes(task.world, task.classes, task.bits), ..task }))
+    let FreshTask { generator: task, held_out } = o.parse::<FreshTask<RgbBinding>>()?;
+    let generator = RgbBinding { prototypes: prototypes(task.world, task.classes, task.bits), ..task };
+    Ok(Box::new(FreshTask { generator, held_out }))
 }
 
 /// `classes × bits` prototype bits, the same for every trial of a `world`.
@@ -66,8 +66,6 @@ pub struct RgbBinding {
     /// `classes × bits`: each class's prototype, drawn from `world` once the options are read.
     #[serde(skip)]
     prototypes: Vec<bool>,
-    #[serde(flatten)]
-    held_out: HeldOut,
 }
 
 impl RgbBinding {
@@ -126,20 +124,14 @@ impl RgbBinding {
 }
 
 impl Fresh for RgbBinding {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for RgbBinding {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![3 * self.bits + 2])
     }
     fn target(&self) -> Target {
         Target::Bits(3 * self.bits)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.held_out, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 
