@@ -70,11 +70,7 @@ impl Copy {
             }
             x.set(len + 1, b, w + 1, 1.0);
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (len + 2..2 * len + 2).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 

@@ -164,6 +164,13 @@ impl Seq {
     pub(super) fn into_tensor(self, device: &Device) -> candle_core::Result<Tensor> {
         Tensor::from_vec(self.data, (self.steps, self.batch, self.width), device)
     }
+
+    /// A batch of these inputs that answers at its end: its last steps, one per step of
+    /// `targets`, are scored (the layout of tasks that read, then write).
+    pub(super) fn into_batch(self, targets: Seq, device: &Device) -> candle_core::Result<Batch> {
+        let scored = (self.steps - targets.steps..self.steps).collect();
+        Ok(Batch { inputs: self.into_tensor(device)?, scored, targets: targets.into_tensor(device)? })
+    }
 }
 
 #[cfg(test)]

@@ -136,11 +136,7 @@ impl PatternCompletion {
                 }
             }
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (p..p + self.queries).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 

@@ -77,11 +77,7 @@ impl PrioritySort {
                 y.row_mut(s, b).copy_from_slice(&bits);
             }
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (k..k + self.outputs).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 

@@ -125,11 +125,7 @@ impl Rar {
                 y.row_mut(t, b).copy_from_slice(&item(answer)[t * w..(t + 1) * w]);
             }
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (steps_in..steps_in + len).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 

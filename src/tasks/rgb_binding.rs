@@ -115,11 +115,7 @@ impl RgbBinding {
                 }
             }
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (t..t + self.queries).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 
