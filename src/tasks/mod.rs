@@ -37,6 +37,7 @@ pub mod pattern_completion;
 pub mod priority_sort;
 pub mod random_sequence;
 pub mod rar;
+mod recall;
 pub mod reduce;
 pub mod rgb_binding;
 pub mod shortest_path;

@@ -30,8 +30,9 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshTask, Seq};
+use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
+use super::recall::{self, Shape, bipolar};
 use super::*;
 
 static OPTIONS: [TaskOption; 5] = [
@@ -101,42 +102,19 @@ pub struct PatternCompletion {
 
 impl PatternCompletion {
     fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
-        let (p, w) = (self.patterns, self.bits);
-        let mut x = Seq::zeros(p + self.queries, n, w + 2);
-        let mut y = Seq::zeros(self.queries, n, w);
-        let mut stored = vec![false; p * w];
+        let shape = Shape { patterns: self.patterns, bits: self.bits, queries: self.queries };
         let noise = self.noise as f64;
-        for b in 0..n {
-            for s in stored.iter_mut() {
-                *s = rng.random_bool(0.5);
+        let store =
+            |rng: &mut ChaCha8Rng, stored: &mut [bool]| stored.iter_mut().for_each(|s| *s = rng.random_bool(0.5));
+        let show = |rng: &mut ChaCha8Rng, _, bit| {
+            let hit = noise > 0.0 && rng.random_bool(noise);
+            match (hit, self.corruption) {
+                (false, _) => bipolar(bit),
+                (true, Corruption::Flip) => -bipolar(bit),
+                (true, Corruption::Erase) => 0.0,
             }
-            for i in 0..p {
-                let row = x.row_mut(i, b);
-                for (c, &bit) in stored[i * w..(i + 1) * w].iter().enumerate() {
-                    row[c] = if bit { 1.0 } else { -1.0 };
-                }
-                row[w] = 1.0;
-            }
-            for k in 0..self.queries {
-                let j = rng.random_range(0..p);
-                let pattern = &stored[j * w..(j + 1) * w];
-                let row = x.row_mut(p + k, b);
-                for (c, &bit) in pattern.iter().enumerate() {
-                    let v = if bit { 1.0 } else { -1.0 };
-                    let hit = noise > 0.0 && rng.random_bool(noise);
-                    row[c] = match (hit, self.corruption) {
-                        (false, _) => v,
-                        (true, Corruption::Flip) => -v,
-                        (true, Corruption::Erase) => 0.0,
-                    };
-                }
-                row[w + 1] = 1.0;
-                for (t, &bit) in y.row_mut(k, b).iter_mut().zip(pattern) {
-                    *t = if bit { 1.0 } else { 0.0 };
-                }
-            }
-        }
-        x.into_batch(y, device)
+        };
+        recall::batch(rng, n, shape, store, show, device)
     }
 }
 

@@ -22,8 +22,9 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshTask, Seq};
+use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
+use super::recall::{self, Shape, bipolar};
 use super::*;
 
 static OPTIONS: [TaskOption; 6] = [
@@ -78,44 +79,17 @@ impl RgbBinding {
     }
 
     fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
-        let (t, w) = (self.triplets, 3 * self.bits);
-        let mut x = Seq::zeros(t + self.queries, n, w + 2);
-        let mut y = Seq::zeros(self.queries, n, w);
-        let mut stored = vec![false; t * w];
-        for b in 0..n {
-            for (i, triplet) in stored.chunks_exact_mut(w).enumerate() {
-                for part in triplet.chunks_exact_mut(self.bits) {
-                    let c = rng.random_range(0..self.classes);
-                    self.pattern(rng, c, part);
-                }
-                let row = x.row_mut(i, b);
-                for (r, &bit) in row.iter_mut().zip(triplet.iter()) {
-                    *r = if bit { 1.0 } else { -1.0 };
-                }
-                row[w] = 1.0;
+        let shape = Shape { patterns: self.triplets, bits: 3 * self.bits, queries: self.queries };
+        let store = |rng: &mut ChaCha8Rng, stored: &mut [bool]| {
+            for part in stored.chunks_exact_mut(self.bits) {
+                let c = rng.random_range(0..self.classes);
+                self.pattern(rng, c, part);
             }
-            for k in 0..self.queries {
-                let j = rng.random_range(0..t);
-                let triplet = &stored[j * w..(j + 1) * w];
-                let row = x.row_mut(t + k, b);
-                for (c, &bit) in triplet.iter().enumerate() {
-                    // The G part (the middle third) is erased: presented as 0.
-                    let green = (self.bits..2 * self.bits).contains(&c);
-                    row[c] = if green {
-                        0.0
-                    } else if bit {
-                        1.0
-                    } else {
-                        -1.0
-                    };
-                }
-                row[w + 1] = 1.0;
-                for (o, &bit) in y.row_mut(k, b).iter_mut().zip(triplet) {
-                    *o = if bit { 1.0 } else { 0.0 };
-                }
-            }
-        }
-        x.into_batch(y, device)
+        };
+        // The G part (the middle third) is erased: presented as 0.
+        let show =
+            |_: &mut ChaCha8Rng, c, bit| if (self.bits..2 * self.bits).contains(&c) { 0.0 } else { bipolar(bit) };
+        recall::batch(rng, n, shape, store, show, device)
     }
 }
 
