@@ -20,6 +20,7 @@ use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Seq, cut};
+use super::held_out::HeldOut;
 use super::streams::{Stream, stream};
 use super::*;
 
@@ -57,7 +58,8 @@ impl<G: Generator> AnswerData<G> {
     pub(super) fn new(
         generator: G,
         seed: u64,
-        (validation, test, tests): (usize, usize, usize),
+        sizes: HeldOut,
+        tests: usize,
         device: &Device,
     ) -> candle_core::Result<AnswerData<G>> {
         let held_out = |split: Split, which: Stream, n: usize| -> candle_core::Result<Vec<Batch>> {
@@ -70,9 +72,10 @@ impl<G: Generator> AnswerData<G> {
                 .collect();
             groups(&examples, generator.width(), device)
         };
-        let validation = held_out(Split::Validation, Stream::Validation, validation)?;
-        let tests =
-            (0..tests).map(|i| held_out(Split::Test(i), Stream::Test(i), test)).collect::<candle_core::Result<_>>()?;
+        let validation = held_out(Split::Validation, Stream::Validation, sizes.validation)?;
+        let tests = (0..tests)
+            .map(|i| held_out(Split::Test(i), Stream::Test(i), sizes.test))
+            .collect::<candle_core::Result<_>>()?;
         Ok(AnswerData { generator, rng: stream(seed, Stream::Train), validation, tests, device: device.clone() })
     }
 }

@@ -24,15 +24,12 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 4] = [
-    TaskOption::int("pairs", 13, 1, LETTERS as i64),
-    TaskOption::int("train", 100_000, 1, 10_000_000),
-    TaskOption::int("validation", 10_000, 1, 10_000_000),
-    TaskOption::int("test", 20_000, 1, 10_000_000),
-];
+static OPTIONS: [TaskOption; 2] =
+    [TaskOption::int("pairs", 13, 1, LETTERS as i64), TaskOption::int("train", 100_000, 1, 10_000_000)];
 
 /// Token id of `?`.
 const QUESTION: u32 = 36;
@@ -43,16 +40,12 @@ task_kind! {
     AssocRetrievalKind = "assocRetrieval",
     "associative retrieval: k1 v1 … kK vK ? ? kq → value of kq (SAM §3.1)",
     options: &OPTIONS,
+    held_out: (10_000, 20_000),
     trivial: trivial_levels,
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(AssocRetrieval {
-        pairs: o.int("pairs")?,
-        train: o.int("train")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    }))
+    Ok(Box::new(o.parse::<AssocRetrieval>()?))
 }
 
 /// Chance over the 10 digits, and the best guess that ignores the query: the value stored
@@ -89,11 +82,12 @@ fn expected_max_count(balls: usize, bins: usize) -> f64 {
         .sum()
 }
 
+#[derive(serde::Deserialize)]
 pub struct AssocRetrieval {
     pairs: usize,
     train: usize,
-    validation: usize,
-    test: usize,
+    #[serde(flatten)]
+    held_out: HeldOut,
 }
 
 impl AssocRetrieval {
@@ -141,8 +135,8 @@ impl Task for AssocRetrieval {
             })
         };
         let train = split(self.train)?;
-        let validation = split(self.validation)?;
-        let test = split(self.test)?;
+        let validation = split(self.held_out.validation)?;
+        let test = split(self.held_out.test)?;
         Ok(Box::new(AssocData { train, validation, test, rng, seq_len: t, device: device.clone() }))
     }
 }
@@ -211,7 +205,7 @@ mod tests {
     #[test]
     fn the_most_frequent_stored_value_scores_as_computed() {
         for pairs in [1usize, 4, 13] {
-            let task = AssocRetrieval { pairs, train: 1, validation: 1, test: 1 };
+            let task = AssocRetrieval { pairs, train: 1, held_out: HeldOut { validation: 1, test: 1 } };
             let (tokens, answers) = task.generate(20_000, &mut ChaCha8Rng::seed_from_u64(7));
             let t = task.seq_len();
             // Guess the (smallest) value stored most often; the query is what it ignores.

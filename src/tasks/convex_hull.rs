@@ -21,22 +21,21 @@ use rand_chacha::ChaCha8Rng;
 use super::answers::{AnswerData, Example, Generator, features};
 use super::define::task_kind;
 use super::geometry::{self, Point};
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-/// The options of a geometry task: `points` defaults to `default_points`, and point counts go
-/// from 3 up to `most`.
-pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOption; 5] {
+/// The options of a geometry task (then `held_out: (512, 2048)`): `points` defaults to
+/// `default_points`, and point counts go from 3 up to `most`.
+pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOption; 3] {
     [
         TaskOption::int("points", default_points, 3, most),
         TaskOption::int("min_points", 5, 3, most),
         TaskOption::int("features", 20, 1, 4096),
-        TaskOption::int("validation", 512, 1, 10_000_000),
-        TaskOption::int("test", 2048, 1, 10_000_000),
     ]
 }
 
-static OPTIONS: [TaskOption; 5] = geometry_options(20, 100);
+static OPTIONS: [TaskOption; 3] = geometry_options(20, 100);
 
 /// The test sets' point counts, as the paper's Table 3 columns.
 pub(super) const TEST_POINTS: [usize; 2] = [5, 10];
@@ -46,6 +45,7 @@ task_kind! {
     ConvexHullKind = "convexHull",
     "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
     options: &OPTIONS,
+    held_out: (512, 2048),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -53,41 +53,37 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum Problem {
+    #[default]
     Hull,
     Tour,
 }
 
 /// The configured geometry task, shared with [`super::tsp`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 pub(super) struct Geometry {
-    pub points: (usize, usize),
+    pub points: usize,
+    pub min_points: usize,
     pub features: usize,
-    pub validation: usize,
-    pub test: usize,
+    #[serde(flatten)]
+    pub held_out: HeldOut,
+    /// Not an option: the task's own ([`Geometry::read`]).
+    #[serde(skip)]
     pub problem: Problem,
 }
 
 impl Geometry {
     /// Reads the options (`geometry_options`).
     pub(super) fn read(o: &Options, problem: Problem) -> Result<Geometry, PrimError> {
-        let points = o.int("points")?;
-        let min_points = o.int("min_points")?;
-        ordered(("min_points", min_points), ("points", points))?;
-        let needed = points.max(TEST_POINTS[1]) as i64;
-        let features = o.int("features")?;
-        if features < needed as usize {
-            let why = format!("`features` must be at least {needed}, one per point (found {features})");
+        let task = Geometry { problem, ..o.parse()? };
+        ordered(("min_points", task.min_points), ("points", task.points))?;
+        let needed = task.points.max(TEST_POINTS[1]);
+        if task.features < needed {
+            let why = format!("`features` must be at least {needed}, one per point (found {})", task.features);
             return Err(PrimError::task(why).on("features"));
         }
-        Ok(Geometry {
-            points: (min_points, points),
-            features,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-            problem,
-        })
+        Ok(task)
     }
 }
 
@@ -102,7 +98,7 @@ impl Task for Geometry {
         TEST_SPLITS
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(AnswerData::new(*self, seed, (self.validation, self.test, TEST_POINTS.len()), device)?))
+        Ok(Box::new(AnswerData::new(*self, seed, self.held_out, TEST_POINTS.len(), device)?))
     }
     fn task_metric_names(&self) -> &'static [&'static str] {
         match self.problem {
@@ -172,7 +168,7 @@ impl Generator for Geometry {
     fn size(&self, rng: &mut ChaCha8Rng, split: Option<Split>) -> usize {
         match split {
             Some(Split::Test(i)) => TEST_POINTS[i.min(TEST_POINTS.len() - 1)],
-            _ => rng.random_range(self.points.0..=self.points.1),
+            _ => rng.random_range(self.min_points..=self.points),
         }
     }
 

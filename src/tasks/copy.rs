@@ -22,43 +22,35 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq, stratify};
+use super::fresh::{Fresh, FreshTask, Seq, stratify};
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-static OPTIONS: [TaskOption; 5] = [
+static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("min_len", 1, 1, 10_000),
     TaskOption::int("max_len", 20, 1, 10_000),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 task_kind! {
     CopyKind = "copy",
     "copy: read L random bit vectors between start/end flags, then write them back (NTM; SAM Fig. 2)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task = Copy {
-        width: o.int("width")?,
-        min_len: o.int("min_len")?,
-        max_len: o.int("max_len")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    };
-    ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+    let task: FreshTask<Copy> = o.parse()?;
+    let Copy { min_len, max_len, .. } = task.generator;
+    ordered(("min_len", min_len), ("max_len", max_len))?;
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct Copy {
     width: usize,
     min_len: usize,
     max_len: usize,
-    validation: usize,
-    test: usize,
 }
 
 impl Copy {
@@ -78,15 +70,17 @@ impl Copy {
             }
             x.set(len + 1, b, w + 1, 1.0);
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (len + 2..2 * len + 2).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 
 impl Fresh for Copy {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.width)
+    }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         let len = rng.random_range(self.min_len..=self.max_len);
         self.generate(rng, batch, len, device)
@@ -98,18 +92,6 @@ impl Fresh for Copy {
             groups.push(self.generate(rng, count, self.min_len + i, device)?);
         }
         Ok(groups)
-    }
-}
-
-impl Task for Copy {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width + 2])
-    }
-    fn target(&self) -> Target {
-        Target::Bits(self.width)
-    }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
     }
 }
 

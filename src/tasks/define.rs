@@ -7,19 +7,27 @@
 //! - `fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError>`, or, for a task that
 //!   reads files (declared with `reads: "…"`, the line `memctl tasks` shows),
 //!   `fn instantiate(o: &Options, dir: &Path) -> …`, where `dir` is the folder relative paths
-//!   are resolved against (the spec file's, or the working directory).
+//!   are resolved against (the spec file's, or the working directory). It typically reads
+//!   every option at once into the task's struct, `let task: Copy = o.parse()?;`
+//!   ([`Options::parse`](super::options::Options::parse)), then checks what relates options.
 //!
 //! - optionally, declared with `trivial: trivial_levels,`,
 //!   `fn trivial_levels(o: &Options) -> Vec<TrivialLevel>`: the scores a model reaches without
 //!   learning the task (chance, input-only shortcuts), which results tables print beside the
 //!   model's. Options that fail their checks give no levels.
 //!
-//! The macro derives the unit struct and its [`TaskKind`](super::TaskKind).
+//! A generated task with fixed held-out sets declares their default sizes with
+//! `held_out: (validation, test),`: the options `validation` and `test`
+//! ([`HeldOut`](super::held_out::HeldOut)) follow its own.
+//!
+//! The macro derives the unit struct, its options table (`Kind::options()`) and its
+//! [`TaskKind`](super::TaskKind).
 //!
 //! ```ignore
 //! task_kind! {
 //!     CopyKind = "copy", "copy: read L random bit vectors, then write them back",
 //!     options: &OPTIONS,
+//!     held_out: (1000, 2000),
 //! }
 //! ```
 
@@ -27,10 +35,26 @@ macro_rules! task_kind {
     (
         $ty:ident = $name:literal, $summary:literal,
         options: $options:expr,
+        $(held_out: ($validation:expr, $test:expr),)?
         $(reads: $reads:literal,)?
         $(trivial: $trivial:ident,)?
     ) => {
         pub struct $ty;
+
+        impl $ty {
+            /// The task's options: its own, then the held-out set sizes where it has them.
+            fn options() -> &'static [$crate::tasks::options::TaskOption] {
+                static TABLE: std::sync::LazyLock<Vec<$crate::tasks::options::TaskOption>> =
+                    std::sync::LazyLock::new(|| {
+                        $options
+                            .iter()
+                            .copied()
+                            $(.chain($crate::tasks::held_out::HeldOut::options($validation, $test)))?
+                            .collect()
+                    });
+                &TABLE
+            }
+        }
 
         impl $crate::tasks::TaskKind for $ty {
             fn name(&self) -> &'static str {
@@ -41,7 +65,7 @@ macro_rules! task_kind {
             }
             fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
                 static SIGNATURE: std::sync::LazyLock<Vec<$crate::prims::ArgSpec>> =
-                    std::sync::LazyLock::new(|| $crate::tasks::options::signature($options));
+                    std::sync::LazyLock::new(|| $crate::tasks::options::signature($ty::options()));
                 &SIGNATURE
             }
             fn instantiate(
@@ -55,14 +79,14 @@ macro_rules! task_kind {
                 options: &[$crate::value::Value],
                 dir: &std::path::Path,
             ) -> Result<Box<dyn $crate::tasks::Task>, $crate::prims::PrimError> {
-                let options = $crate::tasks::options::Options::new($options, options);
+                let options = $crate::tasks::options::Options::new($ty::options(), options);
                 $crate::tasks::define::task_kind!(@instantiate options, dir $(, $reads)?)
             }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
             })?
             $(fn trivial_levels(&self, options: &[$crate::value::Value]) -> Vec<$crate::tasks::TrivialLevel> {
-                $trivial(&$crate::tasks::options::Options::new($options, options))
+                $trivial(&$crate::tasks::options::Options::new($ty::options(), options))
             })?
         }
     };

@@ -1,6 +1,7 @@
 //! Tasks with fresh random data every training batch (the SAM toy tasks) and fixed held-out sets.
 //!
-//! A generator implements [`Fresh`]; [`FreshData`] turns it into a trial's [`TaskData`]:
+//! A generator implements [`Fresh`]; the configured task is a [`FreshTask`] (the generator and
+//! its held-out set sizes, parsed from the options), and [`FreshData`] a trial's [`TaskData`]:
 //! training batches are drawn from one random stream, the validation set and each test set are
 //! generated once from streams of their own (so their contents do not depend on how many
 //! training batches were drawn, nor on the other sets' sizes).
@@ -14,17 +15,44 @@ use candle_core::{Device, Tensor};
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use super::held_out::HeldOut;
 use super::streams::{Stream, stream};
 use super::*;
 
 /// A generator of fresh batches.
-pub(super) trait Fresh: Send + Sync + 'static {
+pub(super) trait Fresh: Clone + Send + Sync + 'static {
+    /// The per-step input type of its batches.
+    fn input(&self) -> Ty;
+    /// What its batches' targets are.
+    fn target(&self) -> Target;
     /// One training batch of `batch` examples.
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch>;
     /// A held-out set of `n` examples, as groups of equal-shape examples; by default one group,
     /// drawn as a training batch (for generators whose examples all share one shape).
     fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
         Ok(vec![self.train_batch(rng, n, device)?])
+    }
+}
+
+/// A task of fresh data: a generator, configured by its options, and the sizes of its held-out
+/// sets, the options `validation` and `test` that follow.
+#[derive(Clone, Debug, serde::Deserialize)]
+pub(super) struct FreshTask<G> {
+    #[serde(flatten)]
+    pub generator: G,
+    #[serde(flatten)]
+    pub held_out: HeldOut,
+}
+
+impl<G: Fresh> Task for FreshTask<G> {
+    fn input(&self) -> Ty {
+        self.generator.input()
+    }
+    fn target(&self) -> Target {
+        self.generator.target()
+    }
+    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
+        Ok(Box::new(FreshData::new(self.generator.clone(), seed, self.held_out, device)?))
     }
 }
 
@@ -38,21 +66,15 @@ pub(super) struct FreshData<G: Fresh> {
 }
 
 impl<G: Fresh> FreshData<G> {
-    pub(super) fn new(
-        generator: G,
-        seed: u64,
-        validation: usize,
-        test: usize,
-        device: &Device,
-    ) -> candle_core::Result<FreshData<G>> {
+    pub(super) fn new(generator: G, seed: u64, sizes: HeldOut, device: &Device) -> candle_core::Result<FreshData<G>> {
         let held_out = |which: Stream, n: usize| -> candle_core::Result<Vec<Batch>> {
             let mut rng = stream(seed, which);
             let mut groups = generator.held_out(&mut rng, n, device)?;
             groups.shuffle(&mut rng);
             Ok(groups)
         };
-        let validation = held_out(Stream::Validation, validation)?;
-        let test = held_out(Stream::Test(0), test)?;
+        let validation = held_out(Stream::Validation, sizes.validation)?;
+        let test = held_out(Stream::Test(0), sizes.test)?;
         Ok(FreshData { generator, rng: stream(seed, Stream::Train), validation, test, device: device.clone() })
     }
 }
@@ -141,6 +163,13 @@ impl Seq {
 
     pub(super) fn into_tensor(self, device: &Device) -> candle_core::Result<Tensor> {
         Tensor::from_vec(self.data, (self.steps, self.batch, self.width), device)
+    }
+
+    /// A batch of these inputs that answers at its end: its last steps, one per step of
+    /// `targets`, are scored (the layout of tasks that read, then write).
+    pub(super) fn into_batch(self, targets: Seq, device: &Device) -> candle_core::Result<Batch> {
+        let scored = (self.steps - targets.steps..self.steps).collect();
+        Ok(Batch { inputs: self.into_tensor(device)?, scored, targets: targets.into_tensor(device)? })
     }
 }
 

@@ -39,19 +39,17 @@ use candle_core::{Device, Tensor};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData};
+use super::fresh::{Fresh, FreshTask};
 use super::lte_program::{self, Example, Hardness, Mode};
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 6] = [
+static OPTIONS: [TaskOption; 4] = [
     TaskOption::choice("mode", "program", &Mode::NAMES),
     // At most `Mode::max_length` of the chosen mode (read with `int_in`).
     TaskOption::int("length", 5, 1, 1000),
     TaskOption::int("nesting", 2, 1, 10),
     TaskOption::choice("curriculum", "mix", &["mix", "baseline"]),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 /// The character vocabulary, one token per character: digits, letters, the program
@@ -71,29 +69,32 @@ task_kind! {
     "Learning to Execute: read a program (addition, control, program) or a number (copy, reverse, double) \
          character by character, write its output; accuracy per character (RMC Table 1), seq_accuracy per answer",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let mode = Mode::ALL[o.choice("mode")?];
-    let task = LearnToExecute {
-        mode,
-        target: Hardness { length: o.int_in("length", 1, mode.max_length() as i64)?, nesting: o.int("nesting")? },
-        mix: o.choice("curriculum")? == 0,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    };
+    let task: FreshTask<LearnToExecute> = o.parse()?;
+    o.int_in("length", 1, task.generator.mode.max_length() as i64)?;
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 struct LearnToExecute {
     mode: Mode,
-    /// The held-out sets' difficulty, and the training curriculum's bound.
+    /// The held-out sets' difficulty (`length`, `nesting`), and the training curriculum's bound.
+    #[serde(flatten)]
     target: Hardness,
-    /// The mix curriculum for training (else baseline: always `target`).
-    mix: bool,
-    validation: usize,
-    test: usize,
+    curriculum: Curriculum,
+}
+
+/// The difficulty of training programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Curriculum {
+    /// Each bound drawn uniformly up to `target` ([`Hardness::mixed`]).
+    Mix,
+    /// Always `target`.
+    Baseline,
 }
 
 /// Tries per example before a training batch gives up on its answer length and starts over.
@@ -101,12 +102,21 @@ const TRIES: usize = 1000;
 
 impl LearnToExecute {
     fn train_example(&self, rng: &mut ChaCha8Rng) -> Example {
-        let hardness = if self.mix { self.target.mixed(rng) } else { self.target };
+        let hardness = match self.curriculum {
+            Curriculum::Mix => self.target.mixed(rng),
+            Curriculum::Baseline => self.target,
+        };
         lte_program::example(rng, self.mode, hardness)
     }
 }
 
 impl Fresh for LearnToExecute {
+    fn input(&self) -> Ty {
+        Ty::Tokens(VOCAB)
+    }
+    fn target(&self) -> Target {
+        Target::Classes(VOCAB)
+    }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         let n = batch.max(1);
         loop {
@@ -161,18 +171,6 @@ fn layout(examples: &[Example], device: &Device) -> candle_core::Result<Batch> {
         scored: (q + 1..steps).collect(),
         targets: Tensor::from_vec(targets, (k, n), device)?,
     })
-}
-
-impl Task for LearnToExecute {
-    fn input(&self) -> Ty {
-        Ty::Tokens(VOCAB)
-    }
-    fn target(&self) -> Target {
-        Target::Classes(VOCAB)
-    }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(*self, seed, self.validation, self.test, device)?))
-    }
 }
 
 #[cfg(test)]

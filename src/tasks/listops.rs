@@ -23,17 +23,15 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData};
+use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 6] = [
+static OPTIONS: [TaskOption; 4] = [
     TaskOption::int("max_depth", 10, 1, 100),
     TaskOption::int("max_args", 10, 2, 100),
     TaskOption::int("min_length", 10, 1, 1 << 16),
     TaskOption::int("max_length", 100, 1, 1 << 16),
-    TaskOption::int("validation", 1000, 1, 1 << 24),
-    TaskOption::int("test", 2000, 1, 1 << 24),
 ];
 
 const MIN: u32 = 10;
@@ -49,29 +47,22 @@ task_kind! {
     ListOpsKind = "listOps",
     "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config = ListOps {
-        max_depth: o.int("max_depth")?,
-        max_args: o.int("max_args")?,
-        min_length: o.int("min_length")?,
-        max_length: o.int("max_length")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    };
-    super::options::ordered(("min_length", config.min_length), ("max_length", config.max_length))?;
-    Ok(Box::new(config))
+    let task: FreshTask<ListOps> = o.parse()?;
+    let ListOps { min_length, max_length, .. } = task.generator;
+    super::options::ordered(("min_length", min_length), ("max_length", max_length))?;
+    Ok(Box::new(task))
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 struct ListOps {
     max_depth: usize,
     max_args: usize,
     min_length: usize,
     max_length: usize,
-    validation: usize,
-    test: usize,
 }
 
 /// Draws before a generator gives up on the length bounds (they are checked to be reachable
@@ -152,20 +143,14 @@ fn apply(op: u32, values: &[u32]) -> u32 {
 }
 
 impl Fresh for ListOps {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.batch(rng, batch, device)
-    }
-}
-
-impl Task for ListOps {
     fn input(&self) -> Ty {
         Ty::Tokens(VOCAB)
     }
     fn target(&self) -> Target {
         Target::Classes(10)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(*self, seed, self.validation, self.test, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.batch(rng, batch, device)
     }
 }
 

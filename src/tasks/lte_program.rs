@@ -42,7 +42,8 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 /// What the programs compute.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub(super) enum Mode {
     Addition,
     Control,
@@ -53,10 +54,8 @@ pub(super) enum Mode {
 }
 
 impl Mode {
-    /// The names in specs, in [`Mode::ALL`] order.
+    /// The names in specs: the variants', lowercased (as they deserialize).
     pub(super) const NAMES: [&'static str; 6] = ["addition", "control", "program", "copy", "reverse", "double"];
-    pub(super) const ALL: [Mode; 6] =
-        [Mode::Addition, Mode::Control, Mode::Program, Mode::Copy, Mode::Reverse, Mode::Double];
 
     /// Copy, reverse and double: digit strings, no program.
     pub(super) fn is_memorisation(self) -> bool {
@@ -80,7 +79,7 @@ impl Mode {
 }
 
 /// Digits of the numbers and operations composed, for one program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
 pub(super) struct Hardness {
     pub length: usize,
     pub nesting: usize,

@@ -24,6 +24,7 @@ mod define;
 mod fresh;
 mod geometry;
 mod graphs;
+mod held_out;
 pub mod jsonl;
 pub mod learn_to_execute;
 pub mod listops;
@@ -36,6 +37,7 @@ pub mod pattern_completion;
 pub mod priority_sort;
 pub mod random_sequence;
 pub mod rar;
+mod recall;
 pub mod reduce;
 pub mod rgb_binding;
 pub mod shortest_path;
@@ -222,5 +224,26 @@ pub trait TaskData: Send {
     /// (the memory estimate plans for it); `None`: as long as any batch.
     fn longest_train_steps(&self) -> Option<usize> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every generator's defaults configure it, so its options struct fits its options table
+    /// (the readers of files have no default path and are left out).
+    #[test]
+    fn every_task_instantiates_from_its_defaults() {
+        for kind in TASKS.iter().filter(|k| k.reads().is_none()) {
+            let defaults: Vec<Value> = kind
+                .signature()
+                .iter()
+                .map(|s| s.default.value().unwrap_or_else(|| panic!("{}: `{}` has no default", kind.name(), s.name)))
+                .collect();
+            if let Err(e) = kind.instantiate(&defaults) {
+                panic!("{}: {e}", kind.name());
+            }
+        }
     }
 }

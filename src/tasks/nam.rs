@@ -28,6 +28,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::streams::{Stream, stream};
 use super::*;
@@ -41,13 +42,16 @@ pub(super) const MASK: u32 = 14;
 /// The held-out splits, in-distribution first.
 pub(super) const TEST_SPLITS: &[&str] = &["test", "od_easy", "od_hard"];
 
-/// The options every NAM task has (`od` last, for tasks that offer it).
+const HELD_OUT: [TaskOption; 2] = HeldOut::options(2048, 2048);
+
+/// The options every NAM task has (`od` last, for tasks that offer it; the held-out sizes
+/// before it, where specs have always had them).
 pub(super) static OPTIONS_WITH_OD: [TaskOption; 6] = [
     TaskOption::int("digits", 10, 1, 1000),
     TaskOption::int("min_digits", 1, 1, 1000),
     TaskOption::int("train", 25_600, 1, 10_000_000),
-    TaskOption::int("validation", 2048, 1, 10_000_000),
-    TaskOption::int("test", 2048, 1, 10_000_000),
+    HELD_OUT[0],
+    HELD_OUT[1],
     TaskOption::choice("od", "paper", &["paper", "code"]),
 ];
 
@@ -67,28 +71,31 @@ pub(super) trait Rule: Clone + Send + Sync + 'static {
 }
 
 /// Digit ranges and set sizes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
 pub(super) struct Config {
     pub digits: usize,
     pub min_digits: usize,
     pub train: usize,
-    pub validation: usize,
-    pub test: usize,
-    /// The code's OD ranges instead of the paper's.
-    pub od_code: bool,
+    #[serde(flatten)]
+    pub held_out: HeldOut,
+    /// The paper's when the task has no `od` option.
+    #[serde(default)]
+    pub od: Od,
+}
+
+/// Whose out-of-distribution digit ranges: the paper's or the 972108f code's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(super) enum Od {
+    #[default]
+    Paper,
+    Code,
 }
 
 impl Config {
-    /// Reads the shared options (`od` only if the signature has it).
-    pub(super) fn read(o: &Options, with_od: bool) -> Result<Config, PrimError> {
-        let c = Config {
-            digits: o.int("digits")?,
-            min_digits: o.int("min_digits")?,
-            train: o.int("train")?,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-            od_code: with_od && o.choice("od")? == 1,
-        };
+    /// Reads the shared options (`od` where the signature has it).
+    pub(super) fn read(o: &Options) -> Result<Config, PrimError> {
+        let c: Config = o.parse()?;
         ordered(("min_digits", c.min_digits), ("digits", c.digits))?;
         Ok(c)
     }
@@ -105,12 +112,12 @@ impl Config {
     /// Digits of the `i`-th test split.
     pub(super) fn test_range(&self, i: usize) -> (usize, usize) {
         let d = self.digits;
-        match (i, self.od_code) {
+        match (i, self.od) {
             (0, _) => self.id_range(),
-            (1, false) => (d + 1, d + 3),
-            (1, true) => (d + 1, d + 4),
-            (_, false) => (d + 4, d + 6),
-            (_, true) => (d + 5, d + 8),
+            (1, Od::Paper) => (d + 1, d + 3),
+            (1, Od::Code) => (d + 1, d + 4),
+            (_, Od::Paper) => (d + 4, d + 6),
+            (_, Od::Code) => (d + 5, d + 8),
         }
     }
 }
@@ -138,9 +145,9 @@ impl<R: Rule + std::fmt::Debug> Task for NamTask<R> {
             TokenSet::generate(&self.rule, &mut stream(seed, which), n, range, device)
         };
         let train = set(Stream::Train, c.train, c.train_range())?;
-        let validation = set(Stream::Validation, c.validation, c.id_range())?;
+        let validation = set(Stream::Validation, c.held_out.validation, c.id_range())?;
         let tests = (0..TEST_SPLITS.len())
-            .map(|i| set(Stream::Test(i), c.test, c.test_range(i)))
+            .map(|i| set(Stream::Test(i), c.held_out.test, c.test_range(i)))
             .collect::<candle_core::Result<Vec<_>>>()?;
         let order: Vec<u32> = (0..c.train as u32).collect();
         Ok(Box::new(FixedData {
@@ -365,10 +372,11 @@ pub(super) mod testing {
 
     #[test]
     fn od_ranges_follow_the_paper_or_the_code() {
-        let mut c = Config { digits: 10, min_digits: 1, train: 1, validation: 1, test: 1, od_code: false };
+        let mut c =
+            Config { digits: 10, min_digits: 1, train: 1, held_out: HeldOut { validation: 1, test: 1 }, od: Od::Paper };
         assert_eq!(c.train_range(), (1, 10));
         assert_eq!([c.test_range(0), c.test_range(1), c.test_range(2)], [(5, 10), (11, 13), (14, 16)]);
-        c.od_code = true;
+        c.od = Od::Code;
         assert_eq!([c.test_range(0), c.test_range(1), c.test_range(2)], [(5, 10), (11, 14), (15, 18)]);
         c.min_digits = 7;
         assert_eq!(c.id_range(), (7, 10));

@@ -28,31 +28,22 @@ use rand::{Rng, RngCore};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
+use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 4] = [
-    TaskOption::int("vectors", 8, 2, 256),
-    TaskOption::int("dims", 16, 1, 4096),
-    TaskOption::int("validation", 2048, 1, 10_000_000),
-    TaskOption::int("test", 10_000, 1, 10_000_000),
-];
+static OPTIONS: [TaskOption; 2] = [TaskOption::int("vectors", 8, 2, 256), TaskOption::int("dims", 16, 1, 4096)];
 
 task_kind! {
     NthFarthestKind = "nthFarthest",
     "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)",
     options: &OPTIONS,
+    held_out: (2048, 10_000),
     trivial: trivial_levels,
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(NthFarthest {
-        vectors: o.int("vectors")?,
-        dims: o.int("dims")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    }))
+    Ok(Box::new(o.parse::<FreshTask<NthFarthest>>()?))
 }
 
 /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
@@ -70,12 +61,10 @@ fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
     ]
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct NthFarthest {
     vectors: usize,
     dims: usize,
-    validation: usize,
-    test: usize,
 }
 
 impl NthFarthest {
@@ -129,20 +118,14 @@ fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
 }
 
 impl Fresh for NthFarthest {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for NthFarthest {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width()])
     }
     fn target(&self) -> Target {
         Target::Classes(self.vectors)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 
@@ -162,7 +145,7 @@ mod tests {
     #[test]
     fn the_reference_shortcut_scores_as_computed() {
         for vectors in [4usize, 8] {
-            let task = NthFarthest { vectors, dims: 3, validation: 1, test: 1 };
+            let task = NthFarthest { vectors, dims: 3 };
             let b =
                 task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu).unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap().remove(0); // step 0: [b][c]

@@ -3,9 +3,11 @@
 //! values it accepts (which [`Options`] checks when the task is instantiated).
 //!
 //! ```text
-//! static OPTIONS: [TaskOption; 2] = [TaskOption::int("width", 32, 1, 4096), TaskOption::int("test", 2000, 1, 10_000_000)];
+//! static OPTIONS: [TaskOption; 2] = [TaskOption::int("width", 32, 1, 4096), TaskOption::choice("mode", "flip", &["flip", "erase"])];
 //! static SIGNATURE: [ArgSpec; 2] = signature(&OPTIONS);
 //! … let o = Options::new(&OPTIONS, values); let width = o.int("width")?;
+//! … or, into a struct with the fields `width: usize` and `mode: Mode` (an enum of `flip`, `erase`):
+//! let task: Task = o.parse()?;
 //! ```
 //!
 //! Every problem is a [`PrimError`] naming the option, so the checker points at it.
@@ -122,6 +124,27 @@ impl<'a> Options<'a> {
         }
     }
 
+    /// Every option, checked as its reader above checks it, deserialized by name into `T` (a
+    /// struct of the task's options: integers, floats, paths as strings, choices as their
+    /// strings, e.g. into an enum). A `T` that does not fit the table is a bug in the task.
+    pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, PrimError> {
+        let mut fields = serde_json::Map::new();
+        for option in self.options {
+            let name = option.spec.name;
+            let value = match option.accepts {
+                Accepts::Ints(..) => serde_json::Value::from(self.int(name)?),
+                Accepts::Floats { .. } => serde_json::Value::from(self.float(name)?),
+                Accepts::Path(_) => serde_json::Value::from(self.path(name)?),
+                Accepts::Choice(choices) => serde_json::Value::from(choices[self.choice(name)?]),
+            };
+            fields.insert(name.to_string(), value);
+        }
+        serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| {
+            let task = std::any::type_name::<T>();
+            PrimError::task(format!("internal: the options table does not fit the struct `{task}`: {e}"))
+        })
+    }
+
     /// A choice option; returns the index of the value among its choices.
     pub(super) fn choice(&self, name: &'static str) -> Result<usize, PrimError> {
         let (v, Accepts::Choice(choices)) = self.get(name)? else { return Err(missing(name)) };
@@ -192,5 +215,40 @@ mod tests {
         assert!(o.float("width").unwrap_err().to_string().contains("internal"));
         assert!(o.int("depth").unwrap_err().to_string().contains("internal"));
         assert_eq!(o.int("width").unwrap(), 32, "defaults fill what is not given");
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Mode {
+        Flip,
+        Erase,
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Parsed {
+        width: usize,
+        noise: f64,
+        mode: Mode,
+    }
+
+    #[test]
+    fn parse_checks_every_option_then_fills_a_struct_by_name() {
+        let values = [Value::Int(7), Value::Float(0.25), Value::Str("erase".into())];
+        let parsed: Parsed = Options::new(&OPTIONS, &values).parse().unwrap();
+        assert_eq!(parsed, Parsed { width: 7, noise: 0.25, mode: Mode::Erase });
+        let values = [Value::Int(7), Value::Float(0.25), Value::Str("blur".into())];
+        let err = Options::new(&OPTIONS, &values).parse::<Parsed>().unwrap_err();
+        assert_eq!(err.arg, Some("mode"), "the option's own check, naming it: {err}");
+    }
+
+    #[test]
+    fn a_struct_that_does_not_fit_the_table_is_a_bug_named_as_such() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Other {
+            depth: usize,
+        }
+        let err = Options::new(&OPTIONS, &[]).parse::<Other>().unwrap_err().to_string();
+        assert!(err.contains("internal") && err.contains("Other") && err.contains("depth"), "{err}");
     }
 }

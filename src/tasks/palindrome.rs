@@ -37,7 +37,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config = Config::read(o, true)?;
+    let config = Config::read(o)?;
     Ok(Box::new(NamTask { rule: Palindrome, config }))
 }
 

@@ -30,27 +30,35 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
+use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
+use super::recall::{self, Shape, bipolar};
 use super::*;
 
-static OPTIONS: [TaskOption; 7] = [
+static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("patterns", 8, 1, 100_000),
     TaskOption::int("bits", 64, 1, 65_536),
-    // Below ½ with `flip` (read with `float_in`).
+    // Below ½ with `flip` (checked in `configured`).
     TaskOption::float_below("noise", 0.2, 0.0, 1.0),
     TaskOption::int("queries", 1, 1, 100_000),
     TaskOption::choice("corruption", "flip", &CORRUPTIONS),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 const CORRUPTIONS: [&str; 2] = ["flip", "erase"];
+
+/// How a query hides its pattern (named as in [`CORRUPTIONS`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum Corruption {
+    Flip,
+    Erase,
+}
 
 task_kind! {
     PatternCompletionKind = "patternCompletion",
     "pattern completion: write P binary patterns, then recall each from a noisy or partial query (Kanerva-style)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
     trivial: trivial_levels,
 }
 
@@ -59,103 +67,66 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 }
 
 /// The task these options configure, or the first option at fault.
-fn configured(o: &Options) -> Result<PatternCompletion, PrimError> {
-    let erase = o.choice("corruption")? == 1;
-    Ok(PatternCompletion {
-        patterns: o.int("patterns")?,
-        bits: o.int("bits")?,
+fn configured(o: &Options) -> Result<FreshTask<PatternCompletion>, PrimError> {
+    let task: FreshTask<PatternCompletion> = o.parse()?;
+    if task.generator.corruption == Corruption::Flip {
         // Flipping half the bits or more leaves nothing to recover.
-        noise: o.float_in("noise", 0.0, if erase { 1.0 } else { 0.5 }, true)? as f32,
-        queries: o.int("queries")?,
-        erase,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    })
+        o.float_in("noise", 0.0, 0.5, true)?;
+    }
+    Ok(task)
 }
 
 /// Wrong bits per sequence over the Q queries of N bits: a coin for every bit, and echoing
 /// the query (its flipped bits wrong; an erased bit a coin).
 fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
-    let Ok(PatternCompletion { bits, noise, queries, erase, .. }) = configured(o) else { return vec![] };
+    let Ok(FreshTask { generator: PatternCompletion { bits, noise, queries, corruption, .. }, .. }) = configured(o)
+    else {
+        return vec![];
+    };
     let scored_bits = (bits * queries) as f64;
-    let echo = scored_bits * noise as f64 * if erase { 0.5 } else { 1.0 };
+    let echo = scored_bits * noise as f64 * if corruption == Corruption::Erase { 0.5 } else { 1.0 };
     vec![
         TrivialLevel { name: "chance (a coin per bit)".into(), metric: "bit_error", value: scored_bits / 2.0 },
         TrivialLevel { name: "echoing the query".into(), metric: "bit_error", value: echo },
     ]
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct PatternCompletion {
     patterns: usize,
     bits: usize,
     noise: f32,
     queries: usize,
-    erase: bool,
-    validation: usize,
-    test: usize,
+    corruption: Corruption,
 }
 
 impl PatternCompletion {
     fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
-        let (p, w) = (self.patterns, self.bits);
-        let mut x = Seq::zeros(p + self.queries, n, w + 2);
-        let mut y = Seq::zeros(self.queries, n, w);
-        let mut stored = vec![false; p * w];
+        let shape = Shape { patterns: self.patterns, bits: self.bits, queries: self.queries };
         let noise = self.noise as f64;
-        for b in 0..n {
-            for s in stored.iter_mut() {
-                *s = rng.random_bool(0.5);
+        let store =
+            |rng: &mut ChaCha8Rng, stored: &mut [bool]| stored.iter_mut().for_each(|s| *s = rng.random_bool(0.5));
+        let show = |rng: &mut ChaCha8Rng, _, bit| {
+            let hit = noise > 0.0 && rng.random_bool(noise);
+            match (hit, self.corruption) {
+                (false, _) => bipolar(bit),
+                (true, Corruption::Flip) => -bipolar(bit),
+                (true, Corruption::Erase) => 0.0,
             }
-            for i in 0..p {
-                let row = x.row_mut(i, b);
-                for (c, &bit) in stored[i * w..(i + 1) * w].iter().enumerate() {
-                    row[c] = if bit { 1.0 } else { -1.0 };
-                }
-                row[w] = 1.0;
-            }
-            for k in 0..self.queries {
-                let j = rng.random_range(0..p);
-                let pattern = &stored[j * w..(j + 1) * w];
-                let row = x.row_mut(p + k, b);
-                for (c, &bit) in pattern.iter().enumerate() {
-                    let v = if bit { 1.0 } else { -1.0 };
-                    let hit = noise > 0.0 && rng.random_bool(noise);
-                    row[c] = match (hit, self.erase) {
-                        (false, _) => v,
-                        (true, false) => -v,
-                        (true, true) => 0.0,
-                    };
-                }
-                row[w + 1] = 1.0;
-                for (t, &bit) in y.row_mut(k, b).iter_mut().zip(pattern) {
-                    *t = if bit { 1.0 } else { 0.0 };
-                }
-            }
-        }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (p..p + self.queries).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        };
+        recall::batch(rng, n, shape, store, show, device)
     }
 }
 
 impl Fresh for PatternCompletion {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for PatternCompletion {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.bits + 2])
     }
     fn target(&self) -> Target {
         Target::Bits(self.bits)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 
@@ -253,9 +224,11 @@ mod tests {
     fn echoing_the_query_scores_as_computed() {
         for corruption in ["flip", "erase"] {
             let o = options(8, 32, 0.1, 4, corruption);
-            let task = configured(&Options::new(&OPTIONS, &o)).unwrap();
-            let b =
-                task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu).unwrap();
+            let task = configured(&Options::new(PatternCompletionKind::options(), &o)).unwrap();
+            let b = task
+                .generator
+                .generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu)
+                .unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap(); // [t][b][c]
             let y = b.targets.to_vec3::<f32>().unwrap(); // [q][b][c]
             // Echo: a presented bit as it is; an erased one (0) a coin, worth half a wrong bit.

@@ -20,49 +20,38 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
+use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::{Options, TaskOption};
 use super::*;
 
-static OPTIONS: [TaskOption; 5] = [
+static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("inputs", 20, 1, 10_000),
     TaskOption::int("outputs", 16, 1, 10_000),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 task_kind! {
     PrioritySortKind = "prioritySort",
     "priority sort: read bit vectors with priorities, write the top ones in descending priority (NTM; SAM Fig. 2)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task = PrioritySort {
-        width: o.int("width")?,
-        inputs: o.int("inputs")?,
-        outputs: o.int("outputs")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    };
-    if task.outputs > task.inputs {
-        return Err(PrimError::task(format!(
-            "`outputs` ({}) must be at most `inputs` ({}): only inputs can be sorted",
-            task.outputs, task.inputs
-        ))
-        .on("outputs"));
+    let task: FreshTask<PrioritySort> = o.parse()?;
+    let PrioritySort { inputs, outputs, .. } = task.generator;
+    if outputs > inputs {
+        let why = format!("`outputs` ({outputs}) must be at most `inputs` ({inputs}): only inputs can be sorted");
+        return Err(PrimError::task(why).on("outputs"));
     }
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct PrioritySort {
     width: usize,
     inputs: usize,
     outputs: usize,
-    validation: usize,
-    test: usize,
 }
 
 impl PrioritySort {
@@ -88,29 +77,19 @@ impl PrioritySort {
                 y.row_mut(s, b).copy_from_slice(&bits);
             }
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (k..k + self.outputs).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 
 impl Fresh for PrioritySort {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for PrioritySort {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width + 2])
     }
     fn target(&self) -> Target {
         Target::Bits(self.width)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 

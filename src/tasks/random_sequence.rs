@@ -30,9 +30,10 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(RandomSequence { input: o.int("input")?, output: o.int("output")?, length: o.int("length")? }))
+    Ok(Box::new(o.parse::<RandomSequence>()?))
 }
 
+#[derive(serde::Deserialize)]
 pub struct RandomSequence {
     input: usize,
     output: usize,

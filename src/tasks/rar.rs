@@ -35,50 +35,40 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq, stratify};
+use super::fresh::{Fresh, FreshTask, Seq, stratify};
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-static OPTIONS: [TaskOption; 7] = [
+static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("min_items", 3, 2, 1000),
     TaskOption::int("max_items", 3, 2, 1000),
     TaskOption::int("min_len", 2, 1, 1000),
     TaskOption::int("max_len", 5, 1, 1000),
-    TaskOption::int("validation", 1000, 1, 10_000_000),
-    TaskOption::int("test", 2000, 1, 10_000_000),
 ];
 
 task_kind! {
     RarKind = "rar",
     "relational associative recall: K items and a query; recall the farthest or closest item (SAM §3.2)",
     options: &OPTIONS,
+    held_out: (1000, 2000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task = Rar {
-        width: o.int("width")?,
-        min_items: o.int("min_items")?,
-        max_items: o.int("max_items")?,
-        min_len: o.int("min_len")?,
-        max_len: o.int("max_len")?,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    };
-    ordered(("min_items", task.min_items), ("max_items", task.max_items))?;
-    ordered(("min_len", task.min_len), ("max_len", task.max_len))?;
+    let task: FreshTask<Rar> = o.parse()?;
+    let Rar { min_items, max_items, min_len, max_len, .. } = task.generator;
+    ordered(("min_items", min_items), ("max_items", max_items))?;
+    ordered(("min_len", min_len), ("max_len", max_len))?;
     Ok(Box::new(task))
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct Rar {
     width: usize,
     min_items: usize,
     max_items: usize,
     min_len: usize,
     max_len: usize,
-    validation: usize,
-    test: usize,
 }
 
 impl Rar {
@@ -135,15 +125,17 @@ impl Rar {
                 y.row_mut(t, b).copy_from_slice(&item(answer)[t * w..(t + 1) * w]);
             }
         }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (steps_in..steps_in + len).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        x.into_batch(y, device)
     }
 }
 
 impl Fresh for Rar {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.width)
+    }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         let items = rng.random_range(self.min_items..=self.max_items);
         let len = rng.random_range(self.min_len..=self.max_len);
@@ -159,18 +151,6 @@ impl Fresh for Rar {
             groups.push(self.generate(rng, count, items, len, None, device)?);
         }
         Ok(groups)
-    }
-}
-
-impl Task for Rar {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width + 2])
-    }
-    fn target(&self) -> Target {
-        Target::Bits(self.width)
-    }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
     }
 }
 

@@ -36,7 +36,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config = Config::read(o, false)?;
+    let config = Config::read(o)?;
     Ok(Box::new(NamTask { rule: Reduce, config }))
 }
 

@@ -22,41 +22,32 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshData, Seq};
+use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
+use super::recall::{self, Shape, bipolar};
 use super::*;
 
-static OPTIONS: [TaskOption; 8] = [
+static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("triplets", 45, 1, 100_000),
     TaskOption::int("bits", 32, 1, 65_536),
     TaskOption::int("classes", 10, 1, 10_000),
+    // Flipping half the bits or more leaves no class to learn.
     TaskOption::float_below("variation", 0.1, 0.0, 0.5),
     TaskOption::int("queries", 10, 1, 100_000),
     TaskOption::int("world", 0, 0, i64::MAX),
-    TaskOption::int("validation", 500, 1, 10_000_000),
-    TaskOption::int("test", 1000, 1, 10_000_000),
 ];
 
 task_kind! {
     RgbBindingKind = "rgbBinding",
     "RGB binding: write R-G-B triplets of class patterns, recall each whole triplet from its R and B parts (PKM Fig. 2)",
     options: &OPTIONS,
+    held_out: (500, 1000),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let (bits, classes) = (o.int("bits")?, o.int("classes")?);
-    let prototypes = prototypes(o.int("world")? as u64, classes, bits);
-    Ok(Box::new(RgbBinding {
-        triplets: o.int("triplets")?,
-        bits,
-        classes,
-        // Flipping half the bits or more leaves no class to learn.
-        variation: o.float("variation")?,
-        queries: o.int("queries")?,
-        prototypes,
-        validation: o.int("validation")?,
-        test: o.int("test")?,
-    }))
+    let FreshTask { generator: task, held_out } = o.parse::<FreshTask<RgbBinding>>()?;
+    let generator = RgbBinding { prototypes: prototypes(task.world, task.classes, task.bits), ..task };
+    Ok(Box::new(FreshTask { generator, held_out }))
 }
 
 /// `classes × bits` prototype bits, the same for every trial of a `world`.
@@ -65,17 +56,17 @@ fn prototypes(world: u64, classes: usize, bits: usize) -> Vec<bool> {
     (0..classes * bits).map(|_| rng.random_bool(0.5)).collect()
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Deserialize)]
 pub struct RgbBinding {
     triplets: usize,
     bits: usize,
     classes: usize,
     variation: f64,
     queries: usize,
-    /// `classes × bits`: each class's prototype.
+    world: u64,
+    /// `classes × bits`: each class's prototype, drawn from `world` once the options are read.
+    #[serde(skip)]
     prototypes: Vec<bool>,
-    validation: usize,
-    test: usize,
 }
 
 impl RgbBinding {
@@ -88,66 +79,29 @@ impl RgbBinding {
     }
 
     fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
-        let (t, w) = (self.triplets, 3 * self.bits);
-        let mut x = Seq::zeros(t + self.queries, n, w + 2);
-        let mut y = Seq::zeros(self.queries, n, w);
-        let mut stored = vec![false; t * w];
-        for b in 0..n {
-            for (i, triplet) in stored.chunks_exact_mut(w).enumerate() {
-                for part in triplet.chunks_exact_mut(self.bits) {
-                    let c = rng.random_range(0..self.classes);
-                    self.pattern(rng, c, part);
-                }
-                let row = x.row_mut(i, b);
-                for (r, &bit) in row.iter_mut().zip(triplet.iter()) {
-                    *r = if bit { 1.0 } else { -1.0 };
-                }
-                row[w] = 1.0;
+        let shape = Shape { patterns: self.triplets, bits: 3 * self.bits, queries: self.queries };
+        let store = |rng: &mut ChaCha8Rng, stored: &mut [bool]| {
+            for part in stored.chunks_exact_mut(self.bits) {
+                let c = rng.random_range(0..self.classes);
+                self.pattern(rng, c, part);
             }
-            for k in 0..self.queries {
-                let j = rng.random_range(0..t);
-                let triplet = &stored[j * w..(j + 1) * w];
-                let row = x.row_mut(t + k, b);
-                for (c, &bit) in triplet.iter().enumerate() {
-                    // The G part (the middle third) is erased: presented as 0.
-                    let green = (self.bits..2 * self.bits).contains(&c);
-                    row[c] = if green {
-                        0.0
-                    } else if bit {
-                        1.0
-                    } else {
-                        -1.0
-                    };
-                }
-                row[w + 1] = 1.0;
-                for (o, &bit) in y.row_mut(k, b).iter_mut().zip(triplet) {
-                    *o = if bit { 1.0 } else { 0.0 };
-                }
-            }
-        }
-        Ok(Batch {
-            inputs: x.into_tensor(device)?,
-            scored: (t..t + self.queries).collect(),
-            targets: y.into_tensor(device)?,
-        })
+        };
+        // The G part (the middle third) is erased: presented as 0.
+        let show =
+            |_: &mut ChaCha8Rng, c, bit| if (self.bits..2 * self.bits).contains(&c) { 0.0 } else { bipolar(bit) };
+        recall::batch(rng, n, shape, store, show, device)
     }
 }
 
 impl Fresh for RgbBinding {
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
-impl Task for RgbBinding {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![3 * self.bits + 2])
     }
     fn target(&self) -> Target {
         Target::Bits(3 * self.bits)
     }
-    fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(FreshData::new(self.clone(), seed, self.validation, self.test, device)?))
+    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
+        self.generate(rng, batch, device)
     }
 }
 

@@ -23,25 +23,25 @@ use rand_chacha::ChaCha8Rng;
 use super::answers::{AnswerData, Example, Generator, features};
 use super::define::task_kind;
 use super::graphs::Graph;
+use super::held_out::HeldOut;
 use super::options::{Options, TaskOption, ordered};
 use super::*;
 
-/// The options of a graph task (shortest path, spanning tree).
-pub(super) static GRAPH_OPTIONS: [TaskOption; 8] = [
+/// The options of a graph task (shortest path, spanning tree; then `held_out: (512, 2048)`).
+pub(super) static GRAPH_OPTIONS: [TaskOption; 6] = [
     TaskOption::int("nodes", 20, 2, 1000),
     TaskOption::int("min_nodes", 5, 2, 1000),
     TaskOption::int("edges", 30, 1, 100_000),
     TaskOption::int("min_edges", 6, 1, 100_000),
     TaskOption::int("max_weight", 10, 1, 1_000_000),
     TaskOption::int("features", 40, 1, 4096),
-    TaskOption::int("validation", 512, 1, 10_000_000),
-    TaskOption::int("test", 2048, 1, 10_000_000),
 ];
 
 task_kind! {
     ShortestPathKind = "shortestPath",
     "shortest path: a weighted graph as triplets, then source and destination; answer the path's node features (SAM Table 3)",
     options: &GRAPH_OPTIONS,
+    held_out: (512, 2048),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
@@ -49,50 +49,44 @@ fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
 }
 
 /// What is asked of the graph: a shortest path, or the spanning tree ([`super::spanning_tree`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) enum Question {
+    #[default]
     Path,
     Tree,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Deserialize)]
 pub(super) struct GraphTask {
-    pub nodes: (usize, usize),
-    pub edges: (usize, usize),
+    pub nodes: usize,
+    pub min_nodes: usize,
+    pub edges: usize,
+    pub min_edges: usize,
     pub max_weight: u32,
     pub features: usize,
-    pub validation: usize,
-    pub test: usize,
+    #[serde(flatten)]
+    pub held_out: HeldOut,
+    /// Not an option: the task's own ([`GraphTask::read`]).
+    #[serde(skip)]
     pub question: Question,
 }
 
 impl GraphTask {
     pub(super) fn read(o: &Options, question: Question) -> Result<GraphTask, PrimError> {
-        let nodes = o.int("nodes")?;
-        let min_nodes = o.int("min_nodes")?;
-        ordered(("min_nodes", min_nodes), ("nodes", nodes))?;
-        let edges = o.int("edges")?;
-        let min_edges = o.int("min_edges")?;
-        ordered(("min_edges", min_edges), ("edges", edges))?;
+        let task = GraphTask { question, ..o.parse()? };
+        let GraphTask { nodes, edges, features, .. } = task;
+        ordered(("min_nodes", task.min_nodes), ("nodes", nodes))?;
+        ordered(("min_edges", task.min_edges), ("edges", edges))?;
         if edges < nodes - 1 {
             let why =
                 format!("`edges` ({edges}) must be at least `nodes` − 1 ({}) for the graph to be connected", nodes - 1);
             return Err(PrimError::task(why).on("edges"));
         }
-        let features = o.int("features")?;
         if features < nodes {
             let why = format!("`features` must be at least `nodes` ({nodes}), one per node (found {features})");
             return Err(PrimError::task(why).on("features"));
         }
-        Ok(GraphTask {
-            nodes: (min_nodes, nodes),
-            edges: (min_edges, edges),
-            max_weight: o.int("max_weight")? as u32,
-            features,
-            validation: o.int("validation")?,
-            test: o.int("test")?,
-            question,
-        })
+        Ok(task)
     }
 
     /// Channels after the two node one-hots: weight, (source, destination,) answer flag.
@@ -112,7 +106,7 @@ impl Task for GraphTask {
         Target::Classes(self.features)
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
-        Ok(Box::new(AnswerData::new(*self, seed, (self.validation, self.test, 1), device)?))
+        Ok(Box::new(AnswerData::new(*self, seed, self.held_out, 1, device)?))
     }
 }
 
@@ -125,8 +119,8 @@ impl Generator for GraphTask {
     }
 
     fn size(&self, rng: &mut ChaCha8Rng, _: Option<Split>) -> (usize, usize) {
-        let n = rng.random_range(self.nodes.0..=self.nodes.1);
-        let (lo, hi) = (self.edges.0.max(n - 1), self.edges.1.min(n * (n - 1) / 2));
+        let n = rng.random_range(self.min_nodes..=self.nodes);
+        let (lo, hi) = (self.min_edges.max(n - 1), self.edges.min(n * (n - 1) / 2));
         (n, rng.random_range(lo..=hi.max(lo)))
     }
 

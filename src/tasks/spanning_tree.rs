@@ -21,6 +21,7 @@ task_kind! {
     SpanningTreeKind = "spanningTree",
     "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)",
     options: &GRAPH_OPTIONS,
+    held_out: (512, 2048),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {

@@ -14,12 +14,13 @@ use super::options::{Options, TaskOption};
 use super::*;
 
 // Exact tours are Held–Karp, exponential in N: keep them small.
-static OPTIONS: [TaskOption; 5] = geometry_options(10, 12);
+static OPTIONS: [TaskOption; 3] = geometry_options(10, 12);
 
 task_kind! {
     TspKind = "tsp",
     "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)",
     options: &OPTIONS,
+    held_out: (512, 2048),
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
