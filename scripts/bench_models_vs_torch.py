@@ -35,19 +35,19 @@ from peak_memory import timed
 p = argparse.ArgumentParser()
 p.add_argument("--memctl", default="target/release/memctl")
 p.add_argument("--python", default="/tmp/torchbench/bin/python")
-p.add_argument("--model", choices=["lstm", "rmc", "lsam", "namtm", "all"], default="all")
+p.add_argument("--model", choices=["lstm", "rmc", "lsam", "namtm", "pkm", "pkm4", "all"], default="all")
 p.add_argument("--threads", type=int, default=1)
 p.add_argument("--reps", type=int, default=3)
 p.add_argument("--iters", type=int, default=50)
 p.add_argument("--no-compile", action="store_true", help="skip torch.compile (it takes a minute)")
 a = p.parse_args()
 
-# The training loop both PyTorch models share: `net`, `opt`, `x`, `y` and `clip` are defined
-# by the model's code before it.
+# The training loop every PyTorch model shares: `net`, `opt`, `x`, `y` and `clip` are defined
+# by the model's code before it (and `lossf` where it is not the cross-entropy).
 LOOP = r"""
 def step():
     opt.zero_grad(set_to_none=True)
-    loss = torch.nn.functional.cross_entropy(net(x), y)
+    loss = lossf(net(x), y)
     loss.backward()
     clip(net.parameters())
     opt.step()
@@ -70,6 +70,7 @@ import sys, time, statistics, torch
 threads, iters, compiled = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "1"
 torch.set_num_threads(threads)
 torch.manual_seed(0)
+lossf = torch.nn.functional.cross_entropy
 """
 
 LSTM = r"""
@@ -227,35 +228,91 @@ opt = torch.optim.Adam(net.parameters(), lr=1e-3)
 clip = lambda ps: torch.nn.utils.clip_grad_norm_(ps, 0.5)
 """
 
+PKM = r"""
+B, P, Q, N, C, HID, M, LAM = 24, 8, 4, 32, 32, 64, 32, 0.35
+T, K = P + Q, int(sys.argv[4])
+MI, ASSIGN = M // K, sys.argv[5] == "1"
+L = torch.nn.Linear
+pattern = torch.randint(0, 2, (B, T, N)).float() * 2 - 1
+flags = torch.zeros(B, T, 2)
+flags[:, :P, 0], flags[:, P:, 1] = 1, 1
+x = torch.cat([pattern, flags], -1)
+y = torch.randint(0, 2, (B, Q, N)).float()
+lossf = torch.nn.functional.binary_cross_entropy_with_logits
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.enc = torch.nn.Sequential(L(N, HID), torch.nn.ReLU(), L(HID, C))
+        self.dec = torch.nn.Sequential(L(C, HID), torch.nn.ReLU(), L(HID, N))
+        if ASSIGN:
+            self.assign = torch.nn.Sequential(L(C, 40), torch.nn.ReLU(), L(40, 20), torch.nn.ReLU(),
+                                              L(20, K), torch.nn.ReLU(), L(K, K))
+        self.r0 = torch.nn.Parameter(torch.rand(K, C, MI) * 0.2 - 0.1)
+    def forward(self, xs):
+        r = self.r0.expand(xs.shape[0], K, C, MI)
+        v = torch.eye(MI).expand(xs.shape[0], K, MI, MI)
+        eye = LAM * torch.eye(MI)
+        outs = []
+        for t in range(T):
+            z = self.enc(xs[:, t, :N])                                      # [B, C]
+            write = xs[:, t, N, None, None, None]
+            eta = (0.05 + 2 * torch.sigmoid(self.assign(z)) if ASSIGN else torch.ones(1, K))[..., None]
+            gamma = eta ** -2 / (eta ** -2).sum(1, keepdim=True)           # [B, K, 1]
+            rt = r.transpose(-1, -2)
+            w = torch.linalg.solve(rt @ r + eye, rt @ z[:, None, :, None])  # ridge: [B, K, MI, 1]
+            mu = ((r @ w)[..., 0] * gamma).sum(1)                           # [B, C]
+            if t >= P:
+                outs.append(self.dec(mu))
+            u = v @ w
+            beta = 1 / ((w * u).sum(-2, keepdim=True) + eta[..., None] ** 2)
+            rn = r + (z - mu)[:, None, :, None] * (beta * u.transpose(-1, -2))
+            vn = v - beta * u @ u.transpose(-1, -2)
+            r, v = r + write * (rn - r), v + write * (vn - v)
+        return torch.stack(outs, 1)
+
+net = Net()
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+clip = lambda ps: torch.nn.utils.clip_grad_norm_(ps, 10.0)
+"""
+
+# name: (spec, experiment, memctl overrides, PyTorch code, its extra arguments, title)
 MODELS = {
-    "lstm": ("specs/examples/assoc.mem", "assoc_lstm", LSTM, "LSTM (assoc_lstm: batch 32, 17 steps, hidden 128)"),
-    "rmc": ("specs/examples/nth_farthest.mem", "nfar_rmc", RMC, "RMC (nfar_rmc: batch 128, 4 steps, 4 slots × 64)"),
-    "lsam": ("specs/examples/nam_algorithmic.mem", "add_lsam", LSAM, "LSAM (add_lsam: batch 64, 35 steps, width 64)"),
-    "namtm": ("specs/examples/nam_algorithmic.mem", "add_namtm", NAMTM,
+    "lstm": ("specs/examples/assoc.mem", "assoc_lstm", [], LSTM, [],
+             "LSTM (assoc_lstm: batch 32, 17 steps, hidden 128)"),
+    "rmc": ("specs/examples/nth_farthest.mem", "nfar_rmc", [], RMC, [],
+            "RMC (nfar_rmc: batch 128, 4 steps, 4 slots × 64)"),
+    "lsam": ("specs/examples/nam_algorithmic.mem", "add_lsam", [], LSAM, [],
+             "LSAM (add_lsam: batch 64, 35 steps, width 64)"),
+    "namtm": ("specs/examples/nam_algorithmic.mem", "add_namtm", [], NAMTM, [],
               "NAM-TM (add_namtm: batch 64, 35 steps, width 64, tape 32)"),
+    "pkm": ("specs/examples/pattern_completion.mem", "pc_pkm", ["k=1", "assign=false"], PKM, ["1", "0"],
+            "PKM (pc_pkm k=1, equal weights: batch 24, 12 steps, m 32, code 32)"),
+    "pkm4": ("specs/examples/pattern_completion.mem", "pc_pkm", ["k=4", "assign=true"], PKM, ["4", "1"],
+             "PKM (pc_pkm k=4, assignment network: batch 24, 12 steps, m 32, code 32)"),
 }
 
 
-def memctl(spec, experiment):
-    out, rss = timed([a.memctl, "bench", spec, experiment, "--threads", str(a.threads), "--iters", str(a.iters),
-                      "--json"])
+def memctl(spec, experiment, overrides):
+    out, rss = timed([a.memctl, "bench", spec, experiment, *overrides, "--threads", str(a.threads), "--iters",
+                      str(a.iters), "--json"])
     return json.loads(out)["report"]["median_ms"], rss
 
 
-def torch(code, compiled):
+def torch(code, extra, compiled):
     out, rss = timed([a.python, "-W", "ignore", "-c", HEADER + code + LOOP, str(a.threads), str(a.iters),
-                      "1" if compiled else "0"])
+                      "1" if compiled else "0", *extra])
     return float(re.search(r"median_ms=([\d.]+)", out).group(1)), rss
 
 
 for name in (MODELS if a.model == "all" else [a.model]):
-    spec, experiment, code, title = MODELS[name]
+    spec, experiment, overrides, code, extra, title = MODELS[name]
     runs = {"memctl": [], "torch eager": [], "torch.compile": []}
     for _ in range(a.reps):
-        runs["memctl"].append(memctl(spec, experiment))
-        runs["torch eager"].append(torch(code, False))
+        runs["memctl"].append(memctl(spec, experiment, overrides))
+        runs["torch eager"].append(torch(code, extra, False))
         if not a.no_compile:
-            runs["torch.compile"].append(torch(code, True))
+            runs["torch.compile"].append(torch(code, extra, True))
     ours = statistics.median(ms for ms, _ in runs["memctl"])
     print(f"{title}, {a.threads} thread(s), medians of {a.reps} runs")
     print(f"{'':14} {'ms/step':>9} {'vs memctl':>10} {'peak MB':>8}")

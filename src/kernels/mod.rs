@@ -9,6 +9,7 @@ pub mod elementwise;
 pub mod gemm;
 pub mod gru;
 pub mod kanerva;
+pub mod kanerva_manual;
 pub mod layer_norm;
 pub mod lstm;
 pub mod nam;

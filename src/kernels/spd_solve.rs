@@ -147,7 +147,7 @@ pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
 
 /// Writes the lower Cholesky factor of `a` into the zeroed `l`; `false` if `a` is not
 /// positive definite.
-fn cholesky_into(a: &[f64], n: usize, l: &mut [f64]) -> bool {
+pub(crate) fn cholesky_into(a: &[f64], n: usize, l: &mut [f64]) -> bool {
     for i in 0..n {
         for j in 0..=i {
             let s = a[i * n + j] - dot(&l[i * n..i * n + j], &l[j * n..j * n + j]);
@@ -165,7 +165,7 @@ fn cholesky_into(a: &[f64], n: usize, l: &mut [f64]) -> bool {
 }
 
 /// Overwrites the `n × r` row-major `y` with `(L Lᵀ)⁻¹ y`.
-fn cholesky_solve_in_place(l: &[f64], n: usize, y: &mut [f64], r: usize) {
+pub(crate) fn cholesky_solve_in_place(l: &[f64], n: usize, y: &mut [f64], r: usize) {
     // Forward: L z = y, row by row over all right-hand sides at once.
     for i in 0..n {
         let (done, rest) = y.split_at_mut(i * r);

@@ -30,8 +30,11 @@
 use candle_core::{D, Tensor};
 
 use super::define::primitive;
+use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::*;
 use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
+use crate::kernels::kanerva_manual::{Written, write, write_backward};
+use crate::kernels::{real::Real, view};
 
 /// Checks `R: [k, c, m]`, `z: [c]`, `eta: [k] | [1]` and `lambda > 0`; returns `(k, c, m, λ)`.
 pub(crate) fn check_memory(args: &Args) -> Result<(usize, usize, usize, f64), PrimError> {
@@ -124,6 +127,118 @@ impl Op for KanervaUpdateOp {
         let r_next = r.broadcast_add(&delta.broadcast_mul(&u_row.broadcast_mul(&beta)?)?)?;
         let v_next = v.broadcast_sub(&u.broadcast_mul(&u_row)?.broadcast_mul(&beta)?)?; // (u uᵀ) β: exactly symmetric
         Ok(vec![r_next, v_next])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// What the write keeps: the addressing, and per batch element `u = V w`, `β` and `δ`.
+struct WriteSaved {
+    address: AddressSaved,
+    u: Tensor,
+    beta: Tensor,
+    delta: Tensor,
+}
+
+impl SlicedBackward for KanervaUpdateOp {
+    type Saved = WriteSaved;
+
+    fn forward_typed<T: Real>(
+        &self,
+        inputs: &[&Tensor],
+        _params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, WriteSaved)> {
+        let locked = Locked::new(inputs[0], inputs[2], inputs.get(3).copied())?;
+        let o = locked.operands::<T>()?;
+        let vr = view::Read::new(inputs[1])?;
+        let v = vr.slice::<T>()?;
+        let (mu, address) = address_all(&o, self.lambda)?;
+        let w = address.weights::<T>()?;
+        let (b, k, c, m) = (o.batch, o.s.k, o.s.c, o.s.m);
+        let (mut r_next, mut v_next) = (vec![T::zero(); o.r.len()], vec![T::zero(); v.len()]);
+        let (mut u, mut beta, mut delta) = (vec![T::zero(); b * k * m], vec![T::zero(); b * k], vec![T::zero(); b * c]);
+        for i in 0..b {
+            let out = Written {
+                u: &mut u[i * k * m..][..k * m],
+                beta: &mut beta[i * k..][..k],
+                delta: &mut delta[i * c..][..c],
+            };
+            write(
+                o.s,
+                o.r_of(i),
+                &v[i * k * m * m..][..k * m * m],
+                o.z_of(i),
+                o.eta_of(i),
+                &w[i * k * m..][..k * m],
+                &mu[i * c..][..c],
+                out,
+                &mut r_next[i * k * c * m..][..k * c * m],
+                &mut v_next[i * k * m * m..][..k * m * m],
+            );
+        }
+        let saved = WriteSaved {
+            address,
+            u: view::tensor(u, b * k * m)?,
+            beta: view::tensor(beta, b * k)?,
+            delta: view::tensor(delta, b * c)?,
+        };
+        Ok((vec![view::tensor(r_next, inputs[0].dims())?, view::tensor(v_next, inputs[1].dims())?], saved))
+    }
+
+    fn backward_typed<T: Real>(
+        &self,
+        saved: &WriteSaved,
+        bw: &Backward<'_, Option<WriteSaved>>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let ins: Vec<&Tensor> = bw.inputs.iter().collect();
+        let locked = Locked::new(ins[0], ins[2], ins.get(3).copied())?;
+        let o = locked.operands::<T>()?;
+        let (g_rn, g_vn) = (bw.grad_or_zeros(0)?, bw.grad_or_zeros(1)?);
+        let reads = [ins[1], &g_rn, &g_vn, &saved.u, &saved.beta, &saved.delta].map(view::Read::new);
+        let [vr, grn, gvn, ur, br, dr] = reads;
+        let (v, g_rn, g_vn) = (vr?, grn?, gvn?);
+        let (v, g_rn, g_vn) = (v.slice::<T>()?, g_rn.slice::<T>()?, g_vn.slice::<T>()?);
+        let (ur, br, dr) = (ur?, br?, dr?);
+        let (u, beta, delta) = (ur.slice::<T>()?, br.slice::<T>()?, dr.slice::<T>()?);
+        let w = saved.address.weights::<T>()?;
+        let (b, k, c, m) = (o.batch, o.s.k, o.s.c, o.s.m);
+        let (mut g_r, mut g_v, mut g_z) =
+            (vec![T::zero(); o.r.len()], vec![T::zero(); v.len()], vec![T::zero(); o.z.len()]);
+        let mut g_eta = o.eta.map(|e| vec![T::zero(); e.len()]);
+        let eta_len = o.eta.map_or(0, |e| e.len() / b);
+        let (mut g_mu, mut g_w) = (vec![T::zero(); b * c], vec![T::zero(); b * k * m]);
+        for i in 0..b {
+            let written =
+                Written { u: &u[i * k * m..][..k * m], beta: &beta[i * k..][..k], delta: &delta[i * c..][..c] };
+            write_backward(
+                o.s,
+                &v[i * k * m * m..][..k * m * m],
+                o.eta_of(i),
+                &w[i * k * m..][..k * m],
+                &written,
+                &g_rn[i * k * c * m..][..k * c * m],
+                &g_vn[i * k * m * m..][..k * m * m],
+                &mut g_r[i * k * c * m..][..k * c * m],
+                &mut g_v[i * k * m * m..][..k * m * m],
+                &mut g_z[i * c..][..c],
+                g_eta.as_deref_mut().map(|g| &mut g[i * eta_len..][..eta_len]),
+                &mut g_mu[i * c..][..c],
+                &mut g_w[i * k * m..][..k * m],
+            );
+        }
+        saved.address.backward(&o, &g_mu, Some(&g_w), &mut g_r, &mut g_z, g_eta.as_deref_mut())?;
+        let mut grads = vec![
+            Some(view::tensor(g_r, ins[0].dims())?),
+            Some(view::tensor(g_v, ins[1].dims())?),
+            Some(view::tensor(g_z, ins[2].dims())?),
+        ];
+        if let Some(g_eta) = g_eta {
+            grads.push(Some(view::tensor(g_eta, ins[3].dims())?));
+        }
+        Ok(grads)
     }
 }
 

@@ -52,6 +52,7 @@ mod heads;
 pub mod init;
 pub mod item_write;
 pub mod kanerva_read;
+mod kanerva_train;
 pub mod kanerva_update;
 pub mod key_jump;
 pub mod layer_norm;

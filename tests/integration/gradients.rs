@@ -1,7 +1,9 @@
 //! memctl's reverse mode (`compile::tape`, manual backward passes with candle's autograd as
 //! the per-node fallback) gives the gradients candle's autograd gives over the whole run, on
 //! tiny models in f64: STM with and without gates and transfer, learned and fixed α, LSTM on
-//! tokens, and models built on primitives without a manual backward (`namWR`, `mhdpa`).
+//! tokens, the PKM (`kanervaUpdate`'s two outputs, with and without the assignment network), and
+//! a model that mixes fused ops with primitives that have no manual backward (`opaAttend`,
+//! `matmul`, `concat`, `reshape`, `slice`, `flatten`).
 
 use candle_core::{DType, Device, Tensor};
 use memctl::check::Trial;
@@ -10,6 +12,7 @@ use memctl::train::{Autograd, Stepper, data_seed};
 use crate::support::trials;
 
 const STM: &str = include_str!("../../specs/models/stm.mem");
+const PKM: &str = include_str!("../../specs/models/pkm.mem");
 
 /// The loss and every parameter's gradient of the first batch, both ways.
 fn compare(trial: &Trial, tolerance: f64) {
@@ -109,10 +112,22 @@ fn lstm_tape_gradients_equal_candle_autograd() {
 }
 
 #[test]
-fn primitives_without_a_manual_backward_fall_back_to_candle() {
+fn pkm_tape_gradients_equal_candle_autograd() {
+    let spec = format!(
+        "{PKM}\ntask pc = patternCompletion(patterns = 3, bits = 5, queries = 2, validation = 8, test = 8)\n\
+         experiment e {{ task pc model pkm(m = 4, code = 3, hidden = 6) train {{ batch = 3 }} \
+         sweep {{ k in [1, 2]  assign in [true, false] }} }}"
+    );
+    for trial in trials("pkm.mem", &spec) {
+        compare(&trial, 1e-8);
+    }
+}
+
+#[test]
+fn fused_ops_and_primitives_without_a_manual_backward_mix() {
     let spec = r#"
     task random = randomSequence(input = 3, output = 2, length = 4)
-    model nam(d = 4) {
+    model mixed(d = 4) {
       state M = zeros(d, d)
       state R = learned(3, d)
       step x {
@@ -120,10 +135,12 @@ fn primitives_without_a_manual_backward_fall_back_to_candle() {
         p = sigmoid(linear(x, 1))
         M = namWR(M, k, tanh(linear(x, d)), p, p)
         R = mhdpa(R, linear(x, d), heads = 2, head_size = 2)
-        out linear(relu(flatten(M) + concat(flatten(R), linear(x, 4))), output_size)
+        a = flatten(opaAttend(reshape(linear(x, 2), [1, 2]), reshape(linear(x, 6), [3, 2]), R))
+        b = matmul(slice(linear(x, 6), 1, 4), M)
+        out linear(relu(concat(concat(a, b), flatten(R))), output_size)
       }
     }
-    experiment e { task random model nam train { batch = 3 } }
+    experiment e { task random model mixed train { batch = 3 } }
     "#;
     compare(&trials("t.mem", spec)[0], 1e-9);
 }
