@@ -20,6 +20,8 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, D, DType, Layout, Result, Shape, Tensor, WithDType, bail};
 use rayon::prelude::*;
 
+use super::par::multiversion;
+
 /// `X = A⁻¹ B` for a batch of SPD matrices `A: [..., n, n]` and right-hand sides `B: [..., n, r]`.
 pub fn spd_solve(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (ad, bd) = (a.dims(), b.dims());
@@ -145,50 +147,72 @@ pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
     cholesky_into(a, n, &mut l).then_some(l)
 }
 
-/// Writes the lower Cholesky factor of `a` into the zeroed `l`; `false` if `a` is not
-/// positive definite.
-pub(crate) fn cholesky_into(a: &[f64], n: usize, l: &mut [f64]) -> bool {
-    for i in 0..n {
-        for j in 0..=i {
-            let s = a[i * n + j] - dot(&l[i * n..i * n + j], &l[j * n..j * n + j]);
-            if i == j {
-                if s <= 0.0 || !s.is_finite() {
-                    return false;
+multiversion! {
+    /// Writes the lower Cholesky factor of `a` into the zeroed `l`; `false` if `a` is not
+    /// positive definite.
+    pub(crate) fn cholesky_into[][](a: &[f64], n: usize, l: &mut [f64]) -> bool {
+        for i in 0..n {
+            for j in 0..=i {
+                let s = a[i * n + j] - dot(&l[i * n..i * n + j], &l[j * n..j * n + j]);
+                if i == j {
+                    if s <= 0.0 || !s.is_finite() {
+                        return false;
+                    }
+                    l[i * n + i] = s.sqrt();
+                } else {
+                    l[i * n + j] = s / l[j * n + j];
                 }
-                l[i * n + i] = s.sqrt();
-            } else {
-                l[i * n + j] = s / l[j * n + j];
             }
         }
+        true
     }
-    true
 }
 
-/// Overwrites the `n × r` row-major `y` with `(L Lᵀ)⁻¹ y`.
-pub(crate) fn cholesky_solve_in_place(l: &[f64], n: usize, y: &mut [f64], r: usize) {
-    // Forward: L z = y, row by row over all right-hand sides at once.
-    for i in 0..n {
-        let (done, rest) = y.split_at_mut(i * r);
-        let row = &mut rest[..r];
-        for j in 0..i {
-            axpy(-l[i * n + j], &done[j * r..(j + 1) * r], row);
+multiversion! {
+    /// Overwrites the `n × r` row-major `y` with `(L Lᵀ)⁻¹ y`.
+    pub(crate) fn cholesky_solve_in_place[][](l: &[f64], n: usize, y: &mut [f64], r: usize) {
+        if r == 1 {
+            return solve_one(l, n, y);
         }
-        let inv = 1.0 / l[i * n + i];
-        row.iter_mut().for_each(|v| *v *= inv);
+        // Forward: L z = y, row by row over all right-hand sides at once.
+        for i in 0..n {
+            let (done, rest) = y.split_at_mut(i * r);
+            let row = &mut rest[..r];
+            for j in 0..i {
+                axpy(-l[i * n + j], &done[j * r..(j + 1) * r], row);
+            }
+            let inv = 1.0 / l[i * n + i];
+            row.iter_mut().for_each(|v| *v *= inv);
+        }
+        // Backward: Lᵀ x = z.
+        for i in (0..n).rev() {
+            let (head, tail) = y.split_at_mut((i + 1) * r);
+            let row = &mut head[i * r..];
+            for j in i + 1..n {
+                axpy(-l[j * n + i], &tail[(j - i - 1) * r..(j - i) * r], row);
+            }
+            let inv = 1.0 / l[i * n + i];
+            row.iter_mut().for_each(|v| *v *= inv);
+        }
     }
-    // Backward: Lᵀ x = z.
+}
+
+/// [`cholesky_solve_in_place`] for one right-hand side, reading `L` by rows only: the forward
+/// substitution as dot products, the backward one as `axpy`s (one row of `L` each).
+#[inline(always)]
+fn solve_one(l: &[f64], n: usize, y: &mut [f64]) {
+    for i in 0..n {
+        y[i] = (y[i] - dot(&l[i * n..i * n + i], &y[..i])) / l[i * n + i];
+    }
     for i in (0..n).rev() {
-        let (head, tail) = y.split_at_mut((i + 1) * r);
-        let row = &mut head[i * r..];
-        for j in i + 1..n {
-            axpy(-l[j * n + i], &tail[(j - i - 1) * r..(j - i) * r], row);
-        }
-        let inv = 1.0 / l[i * n + i];
-        row.iter_mut().for_each(|v| *v *= inv);
+        y[i] /= l[i * n + i];
+        let (head, yi) = (i, y[i]);
+        axpy(-yi, &l[i * n..i * n + head], &mut y[..head]);
     }
 }
 
 /// Dot product with four independent accumulators (lets the compiler vectorise).
+#[inline(always)]
 fn dot(a: &[f64], b: &[f64]) -> f64 {
     let mut acc = [0.0; 4];
     let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
@@ -202,6 +226,7 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// `y += alpha · x`.
+#[inline(always)]
 fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     for (yv, xv) in y.iter_mut().zip(x) {
         *yv += alpha * xv;
