@@ -5,6 +5,7 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch};
@@ -13,7 +14,7 @@ primitive! {
     Concat = "concat",
     "concatenation [a : b] along the last axis",
     args: [tensor("a"), tensor("b")],
-    examples: [[("a", t(&[2, 3])), ("b", t(&[2, 2]))]],
+    examples: [[("a", t(&[2, 3])), ("b", t(&[2, 2]))], [("a", shared(&[2, 3])), ("b", t(&[2, 2]))]],
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
@@ -43,6 +44,41 @@ impl Op for ConcatOp {
         let [a, b] = op::inputs("concat", inputs)?;
         let (a, b) = (expand_batch(a, batch)?, expand_batch(b, batch)?);
         Ok(vec![Tensor::cat(&[&a, &b], D::Minus1)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// A shape op: the backward moves the gradient back to where the elements came from.
+impl ManualBackward for ConcatOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        forward_saving_nothing(self, inputs, params)
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [a, _] = b.inputs_of()?;
+        let Some(g) = &b.grads[0] else { return Ok(vec![None, None]) };
+        let n = a.dim(D::Minus1)?;
+        let parts = [(0, n), (n, g.dim(D::Minus1)? - n)];
+        // A part shared by the batch (batch axis 1) was repeated: its gradient is the batch sum.
+        let grad = |k: usize| -> candle_core::Result<Option<Tensor>> {
+            if !b.needs[k] {
+                return Ok(None);
+            }
+            let (start, len) = parts[k];
+            let part = g.narrow(D::Minus1, start, len)?.contiguous()?;
+            let shared = b.inputs[k].dim(0)? != part.dim(0)?;
+            Ok(Some(if shared { part.sum_keepdim(0)? } else { part }))
+        };
+        Ok(vec![grad(0)?, grad(1)?])
     }
 }
 

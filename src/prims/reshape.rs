@@ -4,6 +4,7 @@
 
 use candle_core::Tensor;
 
+use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::*;
 
@@ -36,6 +37,28 @@ impl Op for ReshapeOp {
         let mut dims = vec![x.dim(0)?];
         dims.extend(&self.shape);
         Ok(vec![x.reshape(dims)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// A shape op: the backward moves the gradient back to where the elements came from.
+impl ManualBackward for ReshapeOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        forward_saving_nothing(self, inputs, params)
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [x] = b.inputs_of()?;
+        Ok(vec![b.grads[0].as_ref().map(|g| g.reshape(x.dims())).transpose()?])
     }
 }
 

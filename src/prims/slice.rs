@@ -4,6 +4,7 @@
 
 use candle_core::{D, Tensor};
 
+use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::*;
 
@@ -47,6 +48,30 @@ impl Op for SliceOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [x] = op::inputs("slice", inputs)?;
         Ok(vec![x.narrow(D::Minus1, self.start, self.size)?])
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+}
+
+/// A shape op: the backward moves the gradient back to where the elements came from.
+impl ManualBackward for SliceOp {
+    type Saved = ();
+
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+        forward_saving_nothing(self, inputs, params)
+    }
+
+    fn backward(
+        &self,
+        b: &Backward<'_, ()>,
+        _param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+        let [x] = b.inputs_of()?;
+        let n = x.dim(D::Minus1)?;
+        let pad = |g: &Tensor| g.pad_with_zeros(D::Minus1, self.start, n - self.start - self.size);
+        Ok(vec![b.grads[0].as_ref().map(pad).transpose()?])
     }
 }
 
