@@ -3,6 +3,8 @@
 //! [`write`](super::nam::write) and [`read`](super::nam::read), one memory `[dv, dk]` (one
 //! example's head) at a time.
 
+use std::mem::MaybeUninit;
+
 use super::nam::EPS;
 use super::par::multiversion;
 use super::real::Real;
@@ -40,7 +42,7 @@ pub fn normalize_backward<T: Real>(unit: &[T], norm: T, g: &[T], gx: &mut [T]) {
 multiversion! {
     /// WR: `out = M + (pw v − pe M k) kᵀ` for one memory `m` (`[dv, dk]`, row-major) and a unit
     /// key `k`; writes `M k` into `mk`.
-    pub fn write_forward[T: Real][T](m: &[T], k: &[T], v: &[T], pw: T, pe: T, mk: &mut [T], out: &mut [T]) {
+    pub fn write_forward[T: Real][T](m: &[T], k: &[T], v: &[T], pw: T, pe: T, mk: &mut [T], out: &mut [MaybeUninit<T>]) {
         let dk = k.len();
         for (r, row) in m.chunks_exact(dk).enumerate() {
             let mut dot = T::zero();
@@ -51,7 +53,7 @@ multiversion! {
             let delta = pw * v[r] - pe * dot;
             let o = &mut out[r * dk..][..dk];
             for c in 0..dk {
-                o[c] = row[c] + delta * k[c];
+                o[c] = MaybeUninit::new(row[c] + delta * k[c]);
             }
         }
     }
@@ -68,7 +70,7 @@ multiversion! {
         pw: T,
         pe: T,
         g: &[T],
-        gm: &mut [T],
+        gm: &mut [MaybeUninit<T>],
         gv: &mut [T],
         gk: &mut [T],
     ) -> (T, T) {
@@ -90,7 +92,7 @@ multiversion! {
             let gmr = &mut gm[r * dk..][..dk];
             for c in 0..dk {
                 gk[c] += gr[c] * delta + mr[c] * gmk;
-                gmr[c] = gr[c] + gmk * k[c];
+                gmr[c] = MaybeUninit::new(gr[c] + gmk * k[c]);
             }
         }
         (gpw, gpe)
@@ -142,7 +144,7 @@ multiversion! {
 multiversion! {
     /// WR on a tape (NAM §3.3): `out = T + p ⊗ (pw v − pe Tᵀ p)` for one tape `t` (`[L, d]`,
     /// row-major) and position `p` (`[L]`); writes the value under the head, `Tᵀ p`, into `old`.
-    pub fn tape_write_forward[T: Real][T](t: &[T], p: &[T], v: &[T], pw: T, pe: T, old: &mut [T], out: &mut [T]) {
+    pub fn tape_write_forward[T: Real][T](t: &[T], p: &[T], v: &[T], pw: T, pe: T, old: &mut [T], out: &mut [MaybeUninit<T>]) {
         let d = v.len();
         old.fill(T::zero());
         for (l, row) in t.chunks_exact(d).enumerate() {
@@ -157,7 +159,7 @@ multiversion! {
         for (l, row) in t.chunks_exact(d).enumerate() {
             let o = &mut out[l * d..][..d];
             for c in 0..d {
-                o[c] = row[c] + p[l] * delta[c];
+                o[c] = MaybeUninit::new(row[c] + p[l] * delta[c]);
             }
         }
     }
@@ -174,7 +176,7 @@ multiversion! {
         pw: T,
         pe: T,
         g: &[T],
-        gt: &mut [T],
+        gt: &mut [MaybeUninit<T>],
         gp: &mut [T],
         gv: &mut [T],
     ) -> (T, T) {
@@ -203,7 +205,7 @@ multiversion! {
             let mut dot = T::zero();
             for c in 0..d {
                 dot += gr[c] * delta[c] + tr[c] * gold[c];
-                gtr[c] = gr[c] + p[l] * gold[c];
+                gtr[c] = MaybeUninit::new(gr[c] + p[l] * gold[c]);
             }
             gp[l] = dot;
         }

@@ -4,6 +4,8 @@
 //! held by `g`); [`tensor`] wraps an owned `Vec` into a tensor without copying it. Inputs that
 //! are not contiguous (broadcast views, transposes) are copied once by [`contiguous`].
 
+use std::mem::MaybeUninit;
+
 use candle_core::backend::BackendStorage;
 use candle_core::{Device, Result, Shape, Storage, StorageRef, Tensor, bail};
 
@@ -51,6 +53,20 @@ pub fn contiguous(t: &Tensor) -> Result<Tensor> {
 /// Wraps `data` (row-major) as a CPU tensor of `shape`, without copying.
 pub fn tensor<T: Real, S: Into<Shape>>(data: Vec<T>, shape: S) -> Result<Tensor> {
     Tensor::from_vec(data, shape, &Device::Cpu)
+}
+
+/// `n` elements written by `fill` into uninitialised storage: for a kernel output that is
+/// overwritten whole (a new memory or tape, its gradient), skipping the zeroing pass that
+/// `vec![0; n]` makes first (`memset` was ~6 % of a NAM step).
+///
+/// # Safety
+/// `fill` must write every one of the `n` elements.
+pub unsafe fn written<T>(n: usize, fill: impl FnOnce(&mut [MaybeUninit<T>])) -> Vec<T> {
+    let mut v = Vec::with_capacity(n);
+    fill(&mut v.spare_capacity_mut()[..n]);
+    // SAFETY: the caller guarantees that `fill` initialised all `n` elements.
+    unsafe { v.set_len(n) };
+    v
 }
 
 /// A copy of a contiguous tensor's elements (for small tensors such as scalars).

@@ -155,17 +155,22 @@ impl SlicedBackward for NamWrOp {
         let (pws, pes) = (pwr.slice::<T>()?, per.slice::<T>()?);
         let blocks = l.batch * l.heads;
         let (mut unit, mut norms) = (vec![T::zero(); blocks * l.dk], vec![T::zero(); blocks]);
-        let (mut mk, mut out) = (vec![T::zero(); blocks * l.dv], vec![T::zero(); ms.len()]);
-        for b in 0..l.batch {
-            for h in 0..l.heads {
-                let i = b * l.heads + h;
-                let (mm, u) = (i * l.dv * l.dk, &mut unit[i * l.dk..][..l.dk]);
-                norms[i] = normalize(&ks[i * l.dk..][..l.dk], u);
-                let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
-                let (mb, ob) = (&ms[mm..][..l.dv * l.dk], &mut out[mm..][..l.dv * l.dk]);
-                write_forward(mb, u, &vs[i * l.dv..][..l.dv], pw, pe, &mut mk[i * l.dv..][..l.dv], ob);
-            }
-        }
+        let mut mk = vec![T::zero(); blocks * l.dv];
+        // SAFETY: the blocks (b, h) tile the memory, and the kernel writes each block whole.
+        let out = unsafe {
+            view::written(ms.len(), |out| {
+                for b in 0..l.batch {
+                    for h in 0..l.heads {
+                        let i = b * l.heads + h;
+                        let (mm, u) = (i * l.dv * l.dk, &mut unit[i * l.dk..][..l.dk]);
+                        norms[i] = normalize(&ks[i * l.dk..][..l.dk], u);
+                        let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
+                        let (mb, ob) = (&ms[mm..][..l.dv * l.dk], &mut out[mm..][..l.dv * l.dk]);
+                        write_forward(mb, u, &vs[i * l.dv..][..l.dv], pw, pe, &mut mk[i * l.dv..][..l.dv], ob);
+                    }
+                }
+            })
+        };
         let saved = WriteSaved {
             unit: view::tensor(unit, blocks * l.dk)?,
             norms: view::tensor(norms, blocks)?,
@@ -195,33 +200,37 @@ impl SlicedBackward for NamWrOp {
         let (gs, ms, vs, pws, pes) =
             (gr.slice::<T>()?, mr.slice::<T>()?, vr.slice::<T>()?, pwr.slice::<T>()?, per.slice::<T>()?);
         let (unit, norms, mks) = (ur.slice::<T>()?, nr.slice::<T>()?, mkr.slice::<T>()?);
-        let mut gm = vec![T::zero(); ms.len()];
         let (mut gk, mut gv) = (vec![T::zero(); unit.len()], vec![T::zero(); mks.len()]);
         let (mut gpw, mut gpe) = (vec![T::zero(); pws.len()], vec![T::zero(); pes.len()]);
         let mut g_unit = vec![T::zero(); l.dk];
-        for b in 0..l.batch {
-            for h in 0..l.heads {
-                let i = b * l.heads + h;
-                let (mm, n) = (i * l.dv * l.dk, l.dv * l.dk);
-                let (u, dv) = (&unit[i * l.dk..][..l.dk], i * l.dv..(i + 1) * l.dv);
-                let (jw, je) = (l.prob(pws.len(), b, h), l.prob(pes.len(), b, h));
-                let (dpw, dpe) = write_backward(
-                    &ms[mm..][..n],
-                    u,
-                    &vs[dv.clone()],
-                    &mks[dv.clone()],
-                    pws[jw],
-                    pes[je],
-                    &gs[mm..][..n],
-                    &mut gm[mm..][..n],
-                    &mut gv[dv],
-                    &mut g_unit,
-                );
-                gpw[jw] += dpw;
-                gpe[je] += dpe;
-                normalize_backward(u, norms[i], &g_unit, &mut gk[i * l.dk..][..l.dk]);
-            }
-        }
+        // SAFETY: the blocks (b, h) tile the memory, and the kernel writes each block of `gm` whole.
+        let gm = unsafe {
+            view::written(ms.len(), |gm| {
+                for b in 0..l.batch {
+                    for h in 0..l.heads {
+                        let i = b * l.heads + h;
+                        let (mm, n) = (i * l.dv * l.dk, l.dv * l.dk);
+                        let (u, dv) = (&unit[i * l.dk..][..l.dk], i * l.dv..(i + 1) * l.dv);
+                        let (jw, je) = (l.prob(pws.len(), b, h), l.prob(pes.len(), b, h));
+                        let (dpw, dpe) = write_backward(
+                            &ms[mm..][..n],
+                            u,
+                            &vs[dv.clone()],
+                            &mks[dv.clone()],
+                            pws[jw],
+                            pes[je],
+                            &gs[mm..][..n],
+                            &mut gm[mm..][..n],
+                            &mut gv[dv],
+                            &mut g_unit,
+                        );
+                        gpw[jw] += dpw;
+                        gpe[je] += dpe;
+                        normalize_backward(u, norms[i], &g_unit, &mut gk[i * l.dk..][..l.dk]);
+                    }
+                }
+            })
+        };
         let grads = [
             view::tensor(gm, m.dims())?,
             view::tensor(gk, k.dims())?,

@@ -81,16 +81,21 @@ impl SlicedBackward for TapeWriteOp {
         );
         let (ts, ps, vs, pws, pes) =
             (tr.slice::<T>()?, pr.slice::<T>()?, vr.slice::<T>()?, pwr.slice::<T>()?, per.slice::<T>()?);
-        let (mut old, mut out) = (vec![T::zero(); l.batch * l.heads * d], vec![T::zero(); ts.len()]);
-        for b in 0..l.batch {
-            for h in 0..l.heads {
-                let i = b * l.heads + h;
-                let (tb, ob) = (&ts[i * len * d..][..len * d], &mut out[i * len * d..][..len * d]);
-                let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
-                let (p, vv) = (&ps[i * len..][..len], &vs[i * d..][..d]);
-                tape_write_forward(tb, p, vv, pw, pe, &mut old[i * d..][..d], ob);
-            }
-        }
+        let mut old = vec![T::zero(); l.batch * l.heads * d];
+        // SAFETY: the blocks (b, h) tile the tape, and the kernel writes each block whole.
+        let out = unsafe {
+            view::written(ts.len(), |out| {
+                for b in 0..l.batch {
+                    for h in 0..l.heads {
+                        let i = b * l.heads + h;
+                        let (tb, ob) = (&ts[i * len * d..][..len * d], &mut out[i * len * d..][..len * d]);
+                        let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
+                        let (p, vv) = (&ps[i * len..][..len], &vs[i * d..][..d]);
+                        tape_write_forward(tb, p, vv, pw, pe, &mut old[i * d..][..d], ob);
+                    }
+                }
+            })
+        };
         Ok((vec![view::tensor(out, t.dims())?], view::tensor(old, l.batch * l.heads * d)?))
     }
 
@@ -108,30 +113,34 @@ impl SlicedBackward for TapeWriteOp {
         let (pwr, per, or) = (view::Read::new(pw)?, view::Read::new(pe)?, view::Read::new(old)?);
         let (gs, ts, ps, vs) = (gr.slice::<T>()?, tr.slice::<T>()?, pr.slice::<T>()?, vr.slice::<T>()?);
         let (pws, pes, olds) = (pwr.slice::<T>()?, per.slice::<T>()?, or.slice::<T>()?);
-        let (mut gt, mut gp, mut gv) =
-            (vec![T::zero(); ts.len()], vec![T::zero(); ps.len()], vec![T::zero(); vs.len()]);
+        let (mut gp, mut gv) = (vec![T::zero(); ps.len()], vec![T::zero(); vs.len()]);
         let (mut gpw, mut gpe) = (vec![T::zero(); pws.len()], vec![T::zero(); pes.len()]);
-        for b in 0..l.batch {
-            for h in 0..l.heads {
-                let i = b * l.heads + h;
-                let (tt, n) = (i * len * d, len * d);
-                let (jw, je) = (l.prob(pws.len(), b, h), l.prob(pes.len(), b, h));
-                let (dpw, dpe) = tape_write_backward(
-                    &ts[tt..][..n],
-                    &ps[i * len..][..len],
-                    &vs[i * d..][..d],
-                    &olds[i * d..][..d],
-                    pws[jw],
-                    pes[je],
-                    &gs[tt..][..n],
-                    &mut gt[tt..][..n],
-                    &mut gp[i * len..][..len],
-                    &mut gv[i * d..][..d],
-                );
-                gpw[jw] += dpw;
-                gpe[je] += dpe;
-            }
-        }
+        // SAFETY: the blocks (b, h) tile the tape, and the kernel writes each block of `gt` whole.
+        let gt = unsafe {
+            view::written(ts.len(), |gt| {
+                for b in 0..l.batch {
+                    for h in 0..l.heads {
+                        let i = b * l.heads + h;
+                        let (tt, n) = (i * len * d, len * d);
+                        let (jw, je) = (l.prob(pws.len(), b, h), l.prob(pes.len(), b, h));
+                        let (dpw, dpe) = tape_write_backward(
+                            &ts[tt..][..n],
+                            &ps[i * len..][..len],
+                            &vs[i * d..][..d],
+                            &olds[i * d..][..d],
+                            pws[jw],
+                            pes[je],
+                            &gs[tt..][..n],
+                            &mut gt[tt..][..n],
+                            &mut gp[i * len..][..len],
+                            &mut gv[i * d..][..d],
+                        );
+                        gpw[jw] += dpw;
+                        gpe[je] += dpe;
+                    }
+                }
+            })
+        };
         let grads = [
             view::tensor(gt, t.dims())?,
             view::tensor(gp, pos.dims())?,
