@@ -19,6 +19,7 @@ use candle_core::{Result, bail};
 
 use super::gemm::{Mat, Par, matmul_new};
 use super::real::Real;
+use super::reduce::dot;
 use super::spd_solve::{cholesky_into, cholesky_solve_in_place};
 
 /// The sizes: `k` machines, each `c × m`.
@@ -297,8 +298,4 @@ fn mat_t_vec<T: Real>(a: &[T], x: &[T], y: &mut [T]) {
     for (row, &xv) in a.chunks_exact(y.len()).zip(x) {
         y.iter_mut().zip(row).for_each(|(o, &v)| *o += v * xv);
     }
-}
-
-fn dot<T: Real>(a: &[T], b: &[T]) -> T {
-    a.iter().zip(b).fold(T::zero(), |s, (&x, &y)| s + x * y)
 }

@@ -17,6 +17,7 @@ pub mod nam_manual;
 pub mod opa;
 pub mod par;
 pub mod real;
+pub mod reduce;
 pub mod row_norm;
 pub mod spd_solve;
 pub mod view;

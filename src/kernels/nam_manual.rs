@@ -8,14 +8,12 @@ use std::mem::MaybeUninit;
 use super::nam::EPS;
 use super::par::multiversion;
 use super::real::Real;
+use super::reduce::dot;
 
 multiversion! {
     /// `μ(x)` into `unit`; returns the norm used, `max(‖x‖₂, eps)`.
     pub fn normalize[T: Real][T](x: &[T], unit: &mut [T]) -> T {
-        let mut sq = T::zero();
-        for &v in x {
-            sq += v * v;
-        }
+        let sq = dot(x, x);
         let norm = sq.max(T::from_f64(EPS * EPS)).sqrt();
         let inv = T::one() / norm;
         for (u, &v) in unit.iter_mut().zip(x) {
@@ -45,12 +43,9 @@ multiversion! {
     pub fn write_forward[T: Real][T](m: &[T], k: &[T], v: &[T], pw: T, pe: T, mk: &mut [T], out: &mut [MaybeUninit<T>]) {
         let dk = k.len();
         for (r, row) in m.chunks_exact(dk).enumerate() {
-            let mut dot = T::zero();
-            for c in 0..dk {
-                dot += row[c] * k[c];
-            }
-            mk[r] = dot;
-            let delta = pw * v[r] - pe * dot;
+            let mkr = dot(row, k);
+            mk[r] = mkr;
+            let delta = pw * v[r] - pe * mkr;
             let o = &mut out[r * dk..][..dk];
             for c in 0..dk {
                 o[c] = MaybeUninit::new(row[c] + delta * k[c]);
@@ -79,10 +74,7 @@ multiversion! {
         gk[..dk].fill(T::zero());
         for r in 0..mk.len() {
             let (gr, mr) = (&g[r * dk..][..dk], &m[r * dk..][..dk]);
-            let mut gdelta = T::zero();
-            for c in 0..dk {
-                gdelta += gr[c] * k[c];
-            }
+            let gdelta = dot(gr, k);
             let delta = pw * v[r] - pe * mk[r];
             gv[r] = pw * gdelta;
             gpw += v[r] * gdelta;
@@ -105,12 +97,9 @@ multiversion! {
     pub fn read_forward[T: Real][T](m: &[T], q: &[T], pr: T, mq: &mut [T], out: &mut [T]) {
         let dk = q.len();
         for (r, row) in m.chunks_exact(dk).enumerate() {
-            let mut dot = T::zero();
-            for c in 0..dk {
-                dot += row[c] * q[c];
-            }
-            mq[r] = dot;
-            out[r] = pr * dot;
+            let mqr = dot(row, q);
+            mq[r] = mqr;
+            out[r] = pr * mqr;
         }
     }
 }
@@ -202,12 +191,10 @@ multiversion! {
         }
         for (l, (gr, tr)) in g.chunks_exact(d).zip(t.chunks_exact(d)).enumerate() {
             let gtr = &mut gt[l * d..][..d];
-            let mut dot = T::zero();
             for c in 0..d {
-                dot += gr[c] * delta[c] + tr[c] * gold[c];
                 gtr[c] = MaybeUninit::new(gr[c] + p[l] * gold[c]);
             }
-            gp[l] = dot;
+            gp[l] = dot(gr, &delta) + dot(tr, &gold);
         }
         (gpw, gpe)
     }
@@ -235,16 +222,9 @@ multiversion! {
     /// `gt = pr p ⊗ g` (when asked) and `gp`, returns `gpr = ⟨Tᵀ p, g⟩`.
     pub fn tape_read_backward[T: Real][T](t: &[T], p: &[T], old: &[T], pr: T, g: &[T], gt: Option<&mut [T]>, gp: &mut [T]) -> T {
         let d = g.len();
-        let mut gpr = T::zero();
-        for c in 0..d {
-            gpr += old[c] * g[c];
-        }
+        let gpr = dot(old, g);
         for (l, row) in t.chunks_exact(d).enumerate() {
-            let mut dot = T::zero();
-            for c in 0..d {
-                dot += row[c] * g[c];
-            }
-            gp[l] = pr * dot;
+            gp[l] = pr * dot(row, g);
         }
         if let Some(gt) = gt {
             for (l, gtr) in gt.chunks_exact_mut(d).enumerate() {
