@@ -18,6 +18,12 @@ use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
 use super::Op;
 use crate::kernels::{real::Real, view};
 
+/// What a training forward returns: the outputs and the values its backward keeps.
+pub type Forward<S> = Result<(Vec<Tensor>, S)>;
+
+/// What a backward returns: the gradient of each tensor input, `None` where it is not needed.
+pub type InputGrads = Result<Vec<Option<Tensor>>>;
+
 /// Everything one node's backward at one time step can use.
 pub struct Backward<'a, S: ?Sized = SavedAny> {
     /// The tensor inputs as the forward saw them (contiguous).
@@ -72,16 +78,16 @@ pub trait ManualBackward: Op {
 
     /// The forward of a training run: outputs equal to [`Op::forward`]'s (inputs are
     /// contiguous, f32 or f64) and the values [`ManualBackward::backward`] needs.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)>;
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved>;
 
     /// The gradients of the loss with respect to the inputs (`None` where not needed), given
     /// those with respect to the outputs; adds the parameters' gradients into `param_grads`
     /// (one per parameter of the call, in declared order).
-    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>>;
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
 /// The training forward of an op whose backward needs nothing but its inputs and outputs.
-pub fn forward_saving_nothing(op: &dyn Op, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, ())> {
+pub fn forward_saving_nothing(op: &dyn Op, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
     Ok((op.forward(inputs, params)?, ()))
 }
 
@@ -90,17 +96,17 @@ pub type SavedAny = Box<dyn Any + Send + Sync>;
 
 /// [`ManualBackward`] in the form the tape calls (its `Saved` type erased).
 pub trait TrainOp: Send + Sync {
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)>;
-    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>>;
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SavedAny>;
+    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
 impl<M: ManualBackward> TrainOp for M {
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SavedAny> {
         let (outs, saved) = ManualBackward::forward_train(self, inputs, params)?;
         Ok((outs, Box::new(saved)))
     }
 
-    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Some(saved) = b.saved.downcast_ref::<M::Saved>() else {
             bail!("internal: a manual backward received another op's saved values")
         };
@@ -111,11 +117,7 @@ impl<M: ManualBackward> TrainOp for M {
 /// The backward of `op` by candle's autograd on its `forward` (for the rare shapes a manual
 /// backward does not cover): recomputes the forward on `Var` copies of the inputs and
 /// parameters and differentiates `Σ_k ⟨out_k, grad_k⟩`.
-pub fn via_autograd<S: ?Sized>(
-    op: &dyn Op,
-    b: &Backward<'_, S>,
-    param_grads: &mut [ParamGrad],
-) -> Result<Vec<Option<Tensor>>> {
+pub fn via_autograd<S: ?Sized>(op: &dyn Op, b: &Backward<'_, S>, param_grads: &mut [ParamGrad]) -> InputGrads {
     use candle_core::Var;
     let in_vars: Vec<Option<Var>> = b
         .inputs
@@ -249,22 +251,17 @@ pub trait SlicedBackward: Op {
     type Saved: Send + Sync + 'static;
 
     /// The outputs and saved values, all operands of one batch size and contiguous.
-    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)>;
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved>;
 
-    /// The inputs' gradients; adds the parameters'.
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        b: &Backward<'_, Option<Self::Saved>>,
-        param_grads: &mut [ParamGrad],
-    ) -> Result<Vec<Option<Tensor>>>;
+    /// The inputs' gradients, from the typed values in `b.saved`; adds the parameters'.
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
 impl<S: SlicedBackward> ManualBackward for S {
     /// `None` when the operands' batch sizes differ.
     type Saved = Option<S::Saved>;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let batch = inputs.first().map(|t| t.dim(0)).transpose()?;
         if inputs.iter().any(|t| t.dim(0).ok() != batch) {
             let outs = self.forward(inputs, params)?;
@@ -277,12 +274,12 @@ impl<S: SlicedBackward> ManualBackward for S {
         })
     }
 
-    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Some(saved) = b.saved else {
             return via_autograd(self, b, param_grads);
         };
         let dtype = b.inputs.first().map_or(DType::F32, |t| t.dtype());
-        with_real!(dtype, T => self.backward_typed::<T>(saved, b, param_grads))
+        with_real!(dtype, T => self.backward_typed::<T>(&b.with_saved(saved), param_grads))
     }
 }
 

@@ -70,23 +70,19 @@ impl ManualBackward for DistillOp {
     type Saved = Tensor;
 
     /// Two GEMMs.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Tensor> {
         let [mr] = op::inputs("distill", inputs)?;
         with_real!(mr.dtype(), T => self.train_forward::<T>(mr, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Tensor>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Tensor>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [mr] = b.inputs_of()?;
         with_real!(mr.dtype(), T => self.train_backward::<T>(mr, b, param_grads))
     }
 }
 
 impl DistillOp {
-    fn train_forward<T: Real>(&self, mr: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+    fn train_forward<T: Real>(&self, mr: &Tensor, params: &[&Tensor]) -> Forward<Tensor> {
         let Config { nq, slot, nr, g2, g3 } = &self.config;
         let batch = mr.dim(0)?;
         let size = g3.weight.of(params).dim(0)?;
@@ -108,7 +104,7 @@ impl DistillOp {
         mr: &Tensor,
         b: &Backward<'_, Tensor>,
         param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let Config { nq, slot, nr, g2, g3 } = &self.config;
         let batch = mr.dim(0)?;
         let size = g3.weight.of(b.params).dim(0)?;

@@ -81,11 +81,7 @@ impl Op for GruOp {
 impl SlicedBackward for GruOp {
     type Saved = Tensor;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let [h, x] = op::inputs("gruCell", inputs)?;
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
@@ -102,19 +98,14 @@ impl SlicedBackward for GruOp {
         Ok((vec![view::tensor(h_next, (batch, hd))?], view::tensor(saved, (batch, 4 * hd))?))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
         let [h, x] = bw.inputs_of()?;
         let (batch, n) = (x.dim(0)?, x.dim(1)?);
         let g = bw.grad_or_zeros(0)?;
         let (gr, sr, hr, xr) =
-            (view::Read::new(&g)?, view::Read::new(saved)?, view::Read::new(h)?, view::Read::new(x)?);
+            (view::Read::new(&g)?, view::Read::new(bw.saved)?, view::Read::new(h)?, view::Read::new(x)?);
         let (hs, xs) = (hr.slice::<T>()?, xr.slice::<T>()?);
         let (mut g_gi, mut g_gh) = (vec![T::zero(); batch * 3 * hd], vec![T::zero(); batch * 3 * hd]);
         let mut g_h = vec![T::zero(); batch * hd];

@@ -148,17 +148,13 @@ impl Op for HeadMoveOp {
 impl ManualBackward for HeadMoveOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
     /// `g pos_l = m_left g_{l−1} + m_noop g_l + m_right g_{l+1}` (indices mod L), each move's
     /// probability gets `⟨g, its shifted position⟩`, `g jump = m_jump g`.
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let batch = b.inputs[0].dim(0)?;
         if b.inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
             return super::backward::via_autograd(self, b, param_grads);
@@ -168,7 +164,7 @@ impl ManualBackward for HeadMoveOp {
 }
 
 impl HeadMoveOp {
-    fn train_backward<T: Real>(&self, b: &Backward<'_, ()>) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn train_backward<T: Real>(&self, b: &Backward<'_, ()>) -> InputGrads {
         let (pos, moves) = (&b.inputs[0], &b.inputs[1]);
         let len = pos.dims().last().copied().unwrap_or(1);
         let n_moves = moves.dims().last().copied().unwrap_or(1);

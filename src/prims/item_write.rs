@@ -154,7 +154,7 @@ impl ManualBackward for ItemWriteOp {
 
     /// Gated: `tanh(M)`, the two gate GEMMs, then one fused pass computing both gates, the
     /// squashed write and the new memory.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let (m, _, _) = self.operands(inputs)?;
         let batch = m.dim(0)?;
         if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
@@ -163,11 +163,7 @@ impl ManualBackward for ItemWriteOp {
         with_real!(m.dtype(), T => self.train_forward::<T>(inputs, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         match (&self.config.gates, b.saved) {
             (Some(gates), Some(saved)) => {
                 with_real!(b.inputs[0].dtype(), T => self.gated_backward::<T>(gates, saved, b, param_grads))
@@ -179,11 +175,7 @@ impl ManualBackward for ItemWriteOp {
 }
 
 impl ItemWriteOp {
-    fn train_forward<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Option<GateValues>)> {
+    fn train_forward<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Option<GateValues>> {
         let d = self.config.d;
         let (m, a, b) = self.operands(inputs)?;
         let batch = m.dim(0)?;
@@ -256,10 +248,7 @@ impl ItemWriteOp {
         }
     }
 
-    fn ungated_backward<T: Real>(
-        &self,
-        bw: &Backward<'_, Option<GateValues>>,
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn ungated_backward<T: Real>(&self, bw: &Backward<'_, Option<GateValues>>) -> InputGrads {
         let d = self.config.d;
         let [m, a, b] = self.backward_operands(bw)?;
         let (batch, dims) = (m.dim(0)?, m.dims().to_vec());
@@ -279,7 +268,7 @@ impl ItemWriteOp {
         saved: &GateValues,
         bw: &Backward<'_, Option<GateValues>>,
         param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let d = self.config.d;
         let [m, a, b] = self.backward_operands(bw)?;
         let (batch, dims) = (m.dim(0)?, m.dims().to_vec());
@@ -384,7 +373,7 @@ impl ItemWriteOp {
         mut ga: Vec<T>,
         gb: Vec<T>,
         dims: &[usize],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let d = self.config.d;
         let batch = dims[0];
         let mut out = vec![if bw.needs[0] { gm.map(|g| view::tensor(g, dims)).transpose()? } else { None }];

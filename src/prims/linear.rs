@@ -68,17 +68,13 @@ impl Op for LinearOp {
 impl ManualBackward for LinearOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         let [x] = op::inputs("linear", inputs)?;
         let (w, b) = (self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)));
         with_real!(x.dtype(), T => Ok((vec![linear_forward::<T>(x, w, b, &self.wt)?], ())))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [x] = b.inputs_of()?;
         let w = self.layer.weight.of(b.params);
         let (gw, gb) = match self.layer.bias {

@@ -86,16 +86,12 @@ impl ManualBackward for MlpOp {
     /// Every hidden layer's output (after its ReLU); the last layer's is the output itself.
     type Saved = Vec<Tensor>;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Vec<Tensor>)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Vec<Tensor>> {
         let [x] = op::inputs("mlp", inputs)?;
         with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Vec<Tensor>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Vec<Tensor>>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [x] = b.inputs_of()?;
         with_real!(x.dtype(), T => self.train_backward::<T>(x, b, param_grads))
     }
@@ -106,11 +102,7 @@ impl MlpOp {
         layer + 1 < self.config.layers.len() || self.config.final_relu
     }
 
-    fn train_forward<T: Real>(
-        &self,
-        x: &Tensor,
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Vec<Tensor>)> {
+    fn train_forward<T: Real>(&self, x: &Tensor, params: &[&Tensor]) -> Forward<Vec<Tensor>> {
         let mut h = x.clone();
         let mut saved = vec![];
         let depth = self.config.layers.len();
@@ -145,7 +137,7 @@ impl MlpOp {
         x: &Tensor,
         b: &Backward<'_, Vec<Tensor>>,
         param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let mut g: Vec<T> = view::values(&b.grad_or_zeros(0)?)?;
         // Layer i reads layer i − 1's output (the input for the first) and writes its own
         // (the op's output for the last).

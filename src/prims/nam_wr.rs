@@ -142,11 +142,7 @@ struct WriteSaved {
 impl SlicedBackward for NamWrOp {
     type Saved = WriteSaved;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [m, k, v, pw, pe] = op::inputs("namWR", inputs)?;
         let l = Blocks::of(m, self.heads)?;
         let (mr, kr, vr, pwr, per) =
@@ -174,12 +170,7 @@ impl SlicedBackward for NamWrOp {
         Ok((vec![view::tensor(out, m.dims())?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [m, k, v, pw, pe] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
@@ -191,7 +182,7 @@ impl SlicedBackward for NamWrOp {
             view::Read::new(pe)?,
         );
         let (ur, nr, mkr) =
-            (view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?, view::Read::new(&saved.mk)?);
+            (view::Read::new(&bw.saved.unit)?, view::Read::new(&bw.saved.norms)?, view::Read::new(&bw.saved.mk)?);
         let (gs, ms, vs, pws, pes) =
             (gr.slice::<T>()?, mr.slice::<T>()?, vr.slice::<T>()?, pwr.slice::<T>()?, per.slice::<T>()?);
         let (unit, norms, mks) = (ur.slice::<T>()?, nr.slice::<T>()?, mkr.slice::<T>()?);

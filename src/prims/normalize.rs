@@ -44,16 +44,12 @@ impl ManualBackward for NormalizeOp {
     /// Each row's norm, `max(‖x‖₂, eps)` (the unit rows are the output).
     type Saved = Tensor;
 
-    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Tensor> {
         let [x] = op::inputs("normalize", inputs)?;
         with_real!(x.dtype(), T => rows_forward::<T>(x))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Tensor>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Tensor>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         if !b.needs[0] {
             return Ok(vec![None]);
         }
@@ -63,7 +59,7 @@ impl ManualBackward for NormalizeOp {
 }
 
 /// Every row of the last axis made unit, and the norms used.
-fn rows_forward<T: Real>(x: &Tensor) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+fn rows_forward<T: Real>(x: &Tensor) -> Forward<Tensor> {
     let width = x.dims().last().copied().unwrap_or(1).max(1);
     let xr = view::Read::new(x)?;
     let mut unit = vec![T::zero(); x.elem_count()];

@@ -54,7 +54,7 @@ impl ManualBackward for OuterOp {
     /// Nothing: the backward reads the operands.
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         let [a, b] = op::inputs("outer", inputs)?;
         if a.dim(0)? != b.dim(0)? {
             return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], ()));
@@ -63,11 +63,7 @@ impl ManualBackward for OuterOp {
     }
 
     /// `d a_i = Σ_j g_ij b_j`, `d b_j = Σ_i g_ij a_i` (row by row).
-    fn backward(
-        &self,
-        bw: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, bw: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [a, b] = bw.inputs_of()?;
         if a.dim(0)? != b.dim(0)? {
             return super::backward::via_autograd(self, bw, _param_grads);
@@ -92,12 +88,7 @@ fn outer_forward<T: Real>(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor>
     view::tensor(out, dims)
 }
 
-fn outer_backward<T: Real>(
-    a: &Tensor,
-    b: &Tensor,
-    g: &Tensor,
-    needs: &[bool],
-) -> candle_core::Result<Vec<Option<Tensor>>> {
+fn outer_backward<T: Real>(a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> InputGrads {
     let (n, m) = (last(a), last(b));
     let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
     let (x, y, g) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);

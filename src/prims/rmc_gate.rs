@@ -121,11 +121,7 @@ struct GateSaved {
 impl SlicedBackward for RmcGateOp {
     type Saved = GateSaved;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let [m, new, x] = op::inputs("rmcGate", inputs)?;
         let (batch, n, d) = m.dims3()?;
         let g2 = 2 * self.gate;
@@ -165,19 +161,17 @@ impl SlicedBackward for RmcGateOp {
 
     /// `gM = go ⊙ f + (gG U) ⊙ (1 − tanh² M)`, `gM̃ = go ⊙ i ⊙ (1 − tanh² M̃)`, `gx = (Σ_rows gG) W`,
     /// with `gG` the gates' pre-activation gradients.
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [m, _, x] = bw.inputs_of()?;
         let (batch, n, d) = m.dims3()?;
         let g2 = 2 * self.gate;
         let go = bw.grad_or_zeros(0)?;
         let (gor, mr, xr) = (view::Read::new(&go)?, view::Read::new(m)?, view::Read::new(x)?);
-        let (tmr, tnr, gtr) =
-            (view::Read::new(&saved.tanh_m)?, view::Read::new(&saved.tanh_new)?, view::Read::new(&saved.gates)?);
+        let (tmr, tnr, gtr) = (
+            view::Read::new(&bw.saved.tanh_m)?,
+            view::Read::new(&bw.saved.tanh_new)?,
+            view::Read::new(&bw.saved.gates)?,
+        );
         let (go, ms, xs) = (gor.slice::<T>()?, mr.slice::<T>()?, xr.slice::<T>()?);
         let (tanh_m, tanh_new, gates) = (tmr.slice::<T>()?, tnr.slice::<T>()?, gtr.slice::<T>()?);
         let (mut g_pre, mut g_new, mut g_m) =

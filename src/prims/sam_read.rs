@@ -107,16 +107,12 @@ impl ManualBackward for SamReadOp {
     /// The projection GEMM, the joint layer norm, the attention weights
     /// `A[s, e, j] = tanh(q[s, e] k[j, e])` and one `[nq·n × nq] · [nq × n]` GEMM per
     /// example, reading `q`, `k`, `v` in place in the normalised `[n, 3nq]` projection.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, SamValues)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SamValues> {
         let [m] = op::inputs("samRead", inputs)?;
         with_real!(m.dtype(), T => self.train_forward::<T>(m, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, SamValues>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, SamValues>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [m] = b.inputs_of()?;
         with_real!(m.dtype(), T => self.backward_with::<T>(b, param_grads, None))
     }
@@ -124,11 +120,7 @@ impl ManualBackward for SamReadOp {
 
 impl SamReadOp {
     /// The output `R[(s, e), f] = Σ_j A[j, (s, e)] v[j, f]` and the values the backward needs.
-    pub(crate) fn train_forward<T: Real>(
-        &self,
-        m: &Tensor,
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, SamValues)> {
+    pub(crate) fn train_forward<T: Real>(&self, m: &Tensor, params: &[&Tensor]) -> Forward<SamValues> {
         let Config { n, nq, qkv, ln } = &self.config;
         let (n, nq) = (*n, *nq);
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
@@ -185,7 +177,7 @@ impl SamReadOp {
         bw: &Backward<'_, SamValues>,
         param_grads: &mut [ParamGrad],
         extra: Option<(&[T], &[T])>,
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let Config { n, nq, qkv, ln } = &self.config;
         let (n, nq) = (*n, *nq);
         let [m] = bw.inputs_of()?;

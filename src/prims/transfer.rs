@@ -93,16 +93,12 @@ impl ManualBackward for TransferOp {
     type Saved = ();
 
     /// One `[d2 × nq·d] · [nq·d × size]` GEMM per example, reading `R` transposed in place.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         let [r] = op::inputs("transfer", inputs)?;
         with_real!(r.dtype(), T => Ok((vec![self.train_forward::<T>(r, params)?], ())))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [r] = b.inputs_of()?;
         with_real!(r.dtype(), T => self.train_backward::<T>(r, b, param_grads))
     }
@@ -131,12 +127,7 @@ impl TransferOp {
         view::tensor(out, (batch, d2, size))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        r: &Tensor,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn train_backward<T: Real>(&self, r: &Tensor, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Config { nq, d, d2, layer } = &self.config;
         let batch = r.dim(0)?;
         let (k, d2) = (nq * d, *d2);

@@ -29,7 +29,7 @@ macro_rules! unary_elementwise {
                 &self,
                 inputs: &[&candle_core::Tensor],
                 params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<(Vec<candle_core::Tensor>, ())> {
+            ) -> $crate::prims::Forward<()> {
                 use $crate::prims::Op;
                 let y = self.forward(inputs, params)?.remove(0);
                 Ok((vec![y.contiguous()?], ()))
@@ -39,7 +39,7 @@ macro_rules! unary_elementwise {
                 &self,
                 b: &$crate::prims::Backward<'_, ()>,
                 _param_grads: &mut [$crate::prims::ParamGrad],
-            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
+            ) -> $crate::prims::InputGrads {
                 match &b.grads[0] {
                     Some(g) if b.needs[0] => {
                         let y = &b.outputs[0];
