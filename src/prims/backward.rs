@@ -15,7 +15,8 @@ use std::any::Any;
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
 
-use super::Op;
+use super::{Dense, Op, Slot};
+use crate::kernels::dense::backward_slices;
 use crate::kernels::{real::Real, view};
 
 /// What a training forward returns: the outputs and the values its backward keeps.
@@ -52,6 +53,27 @@ impl<S: ?Sized> Backward<'_, S> {
         let all: Vec<&Tensor> = self.inputs.iter().collect();
         <[&Tensor; N]>::try_from(all).map_err(|v| {
             candle_core::Error::Msg(format!("internal: a backward expects {N} tensor inputs, got {}", v.len()))
+        })
+    }
+
+    /// The backward of `layer`, a dense layer among the call's parameters (`x: [rows, fan_in]`
+    /// → `gy: [rows, fan_out]`): adds its weight's and bias's gradients into `param_grads` and
+    /// returns `gx = gy w` when `want_x`.
+    pub fn dense_backward<T: Real>(
+        &self,
+        layer: Dense,
+        gy: &[T],
+        x: &[T],
+        want_x: bool,
+        param_grads: &mut [ParamGrad],
+    ) -> Result<Option<Vec<T>>> {
+        let w = layer.weight.of(self.params);
+        let (fan_out, fan_in) = w.dims2()?;
+        let rows = x.len() / fan_in.max(1);
+        let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, param_grads);
+        let (gw, gb) = (gw.slice_mut::<T>(fan_out * fan_in)?, gb.slice_mut::<T>(fan_out)?);
+        view::with_slice::<T, _>(w, |w| {
+            Ok(backward_slices(gy, x, rows, w, fan_in, fan_out, Some(gw), Some(gb), want_x))
         })
     }
 

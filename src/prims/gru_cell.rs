@@ -10,7 +10,7 @@ use candle_core::{D, Tensor};
 
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::gru::{gru_backward, gru_forward};
 use crate::kernels::{real::Real, view};
 
@@ -110,32 +110,8 @@ impl SlicedBackward for GruOp {
         let (mut g_gi, mut g_gh) = (vec![T::zero(); batch * 3 * hd], vec![T::zero(); batch * 3 * hd]);
         let mut g_h = vec![T::zero(); batch * hd];
         gru_backward(sr.slice::<T>()?, hs, gr.slice::<T>()?, hd, &mut g_gi, &mut g_gh, &mut g_h);
-        let (wir, whr) =
-            (view::Read::new(input.weight.of(bw.params))?, view::Read::new(recurrent.weight.of(bw.params))?);
-        let (gwi, gbi) = Slot::pair_mut(input.weight, input.bias, param_grads);
-        let gx = backward_slices(
-            &g_gi,
-            xs,
-            batch,
-            wir.slice::<T>()?,
-            n,
-            3 * hd,
-            Some(gwi.slice_mut::<T>(3 * hd * n)?),
-            Some(gbi.slice_mut::<T>(3 * hd)?),
-            bw.needs[1],
-        );
-        let (gwh, gbh) = Slot::pair_mut(recurrent.weight, recurrent.bias, param_grads);
-        let g_h_rec = backward_slices(
-            &g_gh,
-            hs,
-            batch,
-            whr.slice::<T>()?,
-            hd,
-            3 * hd,
-            Some(gwh.slice_mut::<T>(3 * hd * hd)?),
-            Some(gbh.slice_mut::<T>(3 * hd)?),
-            bw.needs[0],
-        );
+        let gx = bw.dense_backward(*input, &g_gi, xs, bw.needs[1], param_grads)?;
+        let g_h_rec = bw.dense_backward(*recurrent, &g_gh, hs, bw.needs[0], param_grads)?;
         if let Some(rec) = g_h_rec {
             for (a, b) in g_h.iter_mut().zip(&rec) {
                 *a += *b;

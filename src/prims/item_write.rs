@@ -19,7 +19,7 @@ use super::backward::with_real;
 use super::define::primitive;
 use super::op;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, column_sums_into, dense, forward_slices};
+use crate::kernels::dense::{Transposed, column_sums_into, dense, forward_slices};
 use crate::kernels::elementwise::{map1, map3};
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{real::Real, view};
@@ -329,38 +329,13 @@ impl ItemWriteOp {
         }
         gate.b_in.of_mut(param_grads).slice_mut::<T>(1)?[0] += T::from_f64(s_in);
         gate.b_forget.of_mut(param_grads).slice_mut::<T>(1)?[0] += T::from_f64(s_f);
-        let (wir, wmr) =
-            (view::Read::new(gate.gate_in.weight.of(bw.params))?, view::Read::new(gate.gate_mem.weight.of(bw.params))?);
-        let (wi, wm) = (wir.slice::<T>()?, wmr.slice::<T>()?);
-        let (gin_w, gin_b) = Slot::pair_mut(gate.gate_in.weight, gate.gate_in.bias, param_grads);
-        let ga_in = backward_slices(
-            &g_in,
-            a,
-            batch,
-            wi,
-            d,
-            2 * d,
-            Some(gin_w.slice_mut::<T>(2 * d * d)?),
-            Some(gin_b.slice_mut::<T>(2 * d)?),
-            bw.needs[1],
-        );
+        let ga_in = bw.dense_backward(gate.gate_in, &g_in, a, bw.needs[1], param_grads)?;
         if let Some(ga_in) = ga_in {
             for (x, y) in ga.iter_mut().zip(&ga_in) {
                 *x += *y;
             }
         }
-        let (gmem_w, gmem_b) = Slot::pair_mut(gate.gate_mem.weight, gate.gate_mem.bias, param_grads);
-        let gtm = backward_slices(
-            &gg,
-            tm,
-            batch * d,
-            wm,
-            d,
-            2 * d,
-            Some(gmem_w.slice_mut::<T>(2 * d * d)?),
-            Some(gmem_b.slice_mut::<T>(2 * d)?),
-            bw.needs[0],
-        );
+        let gtm = bw.dense_backward(gate.gate_mem, &gg, tm, bw.needs[0], param_grads)?;
         let gm = gtm.map(|gtm| map3(&gm, &gtm, tm, |x, y, t| x + y * (T::one() - t * t)));
         self.input_grads(bw, gm, ga, gb, &dims)
     }

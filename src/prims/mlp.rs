@@ -7,7 +7,7 @@ use candle_core::Tensor;
 use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -153,22 +153,8 @@ impl MlpOp {
                     }
                 }
             }
-            let w = layer.weight.of(b.params);
-            let (fan_out, fan_in) = w.dims2()?;
-            let rows = input.elem_count() / fan_in.max(1);
-            let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, param_grads);
-            let (inr, wr) = (view::Read::new(input)?, view::Read::new(w)?);
-            let gx = backward_slices(
-                &g,
-                inr.slice::<T>()?,
-                rows,
-                wr.slice::<T>()?,
-                fan_in,
-                fan_out,
-                Some(gw.slice_mut::<T>(fan_out * fan_in)?),
-                Some(gb.slice_mut::<T>(fan_out)?),
-                i > 0 || b.needs[0],
-            );
+            let inr = view::Read::new(input)?;
+            let gx = b.dense_backward(*layer, &g, inr.slice::<T>()?, i > 0 || b.needs[0], param_grads)?;
             match gx {
                 Some(gx) => g = gx,
                 None => return Ok(vec![None]),

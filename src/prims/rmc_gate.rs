@@ -19,7 +19,7 @@ use candle_core::{D, Tensor};
 
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::elementwise::map1;
 use crate::kernels::par::multiversion;
 use crate::kernels::{real::Real, view};
@@ -177,20 +177,7 @@ impl SlicedBackward for RmcGateOp {
         let (mut g_pre, mut g_new, mut g_m) =
             (vec![T::zero(); batch * n * g2], vec![T::zero(); batch * n * d], vec![T::zero(); batch * n * d]);
         gate_backward(self.gate, go, ms, tanh_new, gates, &mut g_pre, &mut g_new, &mut g_m);
-        let (umr, wr) =
-            (view::Read::new(self.gate_mem.weight.of(bw.params))?, view::Read::new(self.gate_in.weight.of(bw.params))?);
-        let (gum, gbu) = Slot::pair_mut(self.gate_mem.weight, self.gate_mem.bias, param_grads);
-        let g_tanh_m = backward_slices(
-            &g_pre,
-            tanh_m,
-            batch * n,
-            umr.slice::<T>()?,
-            d,
-            g2,
-            Some(gum.slice_mut::<T>(g2 * d)?),
-            Some(gbu.slice_mut::<T>(g2)?),
-            bw.needs[0],
-        );
+        let g_tanh_m = bw.dense_backward(self.gate_mem, &g_pre, tanh_m, bw.needs[0], param_grads)?;
         if let Some(g_tanh_m) = g_tanh_m {
             for ((gm, g), t) in g_m.iter_mut().zip(&g_tanh_m).zip(tanh_m) {
                 *gm += *g * (T::one() - *t * *t);
@@ -204,18 +191,7 @@ impl SlicedBackward for RmcGateOp {
                 }
             }
         }
-        let (gw, gbw) = Slot::pair_mut(self.gate_in.weight, self.gate_in.bias, param_grads);
-        let gx = backward_slices(
-            &g_in,
-            xs,
-            batch,
-            wr.slice::<T>()?,
-            d,
-            g2,
-            Some(gw.slice_mut::<T>(g2 * d)?),
-            Some(gbw.slice_mut::<T>(g2)?),
-            bw.needs[2],
-        );
+        let gx = bw.dense_backward(self.gate_in, &g_in, xs, bw.needs[2], param_grads)?;
         Ok(vec![
             bw.needs[0].then(|| view::tensor(g_m, (batch, n, d))).transpose()?,
             bw.needs[1].then(|| view::tensor(g_new, (batch, n, d))).transpose()?,

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, forward_slices};
+use crate::kernels::dense::{Transposed, forward_slices};
 use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
@@ -181,7 +181,7 @@ impl SamReadOp {
         let Config { n, nq, qkv, ln } = &self.config;
         let (n, nq) = (*n, *nq);
         let [m] = bw.inputs_of()?;
-        let (batch, d) = (m.dim(0)?, m.dim(2)?);
+        let batch = m.dim(0)?;
         let w3 = 3 * nq;
         let len = n * w3;
         let g = bw.grads[0].as_ref().map(view::contiguous).transpose()?;
@@ -196,8 +196,8 @@ impl SamReadOp {
         );
         let g = gr.as_ref().map(|r| r.slice::<T>()).transpose()?;
         let (xhat, normed, rstd, att) = (xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
-        let (wr, lnwr) = (view::Read::new(qkv.weight.of(bw.params))?, view::Read::new(ln.weight.of(bw.params))?);
-        let (w, lnw) = (wr.slice::<T>()?, lnwr.slice::<T>()?);
+        let lnwr = view::Read::new(ln.weight.of(bw.params))?;
+        let lnw = lnwr.slice::<T>()?;
         // d loss / d normed, per example: v's part from one GEMM, q's and k's from the
         // attention weights' gradient.
         let mut gn = vec![T::zero(); batch * len];
@@ -257,18 +257,7 @@ impl SamReadOp {
                 layer_norm_backward(lnw, &xhat[ex * len..][..len], rstd[ex], gy);
             }
         });
-        let (gw, gb) = Slot::pair_mut(qkv.weight, qkv.bias, param_grads);
-        let gm = backward_slices(
-            &gn,
-            mr.slice::<T>()?,
-            batch * n,
-            w,
-            d,
-            w3,
-            Some(gw.slice_mut::<T>(w3 * d)?),
-            Some(gb.slice_mut::<T>(w3)?),
-            bw.needs[0],
-        );
+        let gm = bw.dense_backward(*qkv, &gn, mr.slice::<T>()?, bw.needs[0], param_grads)?;
         Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
     }
 }
