@@ -56,6 +56,13 @@ impl<S: ?Sized> Backward<'_, S> {
         })
     }
 
+    /// The inputs' gradients from their elements, in input order (`None` where not computed):
+    /// each shaped like its input, and kept only where it is needed.
+    pub fn input_grads<T: Real>(&self, grads: impl IntoIterator<Item = Option<Vec<T>>>) -> InputGrads {
+        let per_input = grads.into_iter().zip(self.inputs).zip(self.needs);
+        per_input.map(|((g, x), &need)| g.filter(|_| need).map(|g| view::tensor(g, x.dims())).transpose()).collect()
+    }
+
     /// The backward of `layer`, a dense layer among the call's parameters (`x: [rows, fan_in]`
     /// → `gy: [rows, fan_out]`): adds its weight's and bias's gradients into `param_grads` and
     /// returns `gx = gy w` when `want_x`.

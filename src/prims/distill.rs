@@ -110,7 +110,7 @@ impl DistillOp {
         let (gyr, hr, mrr) = (view::Read::new(&gy)?, view::Read::new(b.saved)?, view::Read::new(mr)?);
         let gh = b.dense_backward(*g3, gyr.slice::<T>()?, hr.slice::<T>()?, true, param_grads)?.unwrap_or_default();
         let gmr = b.dense_backward(*g2, &gh, mrr.slice::<T>()?, b.needs[0], param_grads)?;
-        Ok(vec![gmr.map(|g| view::tensor(g, mr.dims())).transpose()?])
+        b.input_grads([gmr])
     }
 }
 

@@ -27,17 +27,8 @@ fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
     let hidden = h[0];
     let x = args.shape_of_rank("x", 1, "an input vector")?;
     let n = x[0];
-    // PyTorch's GRUCell initialises every weight and bias U(±1/√H).
-    let init = Init::Uniform(1.0 / (hidden as f64).sqrt());
     let mut params = ParamList::new();
-    let input = Dense {
-        weight: params.push("w_ih", vec![3 * hidden, n], init.clone()),
-        bias: params.push("b_ih", vec![3 * hidden], init.clone()),
-    };
-    let recurrent = Dense {
-        weight: params.push("w_hh", vec![3 * hidden, hidden], init.clone()),
-        bias: params.push("b_hh", vec![3 * hidden], init),
-    };
+    let (input, recurrent) = params.rnn_cell(3, hidden, n);
     let flops = (2 * 3 * hidden * (n + hidden) + 16 * hidden) as u64;
     let config = Config { hidden, input, recurrent };
     Ok((config, Inferred::new(vec![Ty::Tensor(vec![hidden])], params.into_decls(), flops)))
@@ -102,7 +93,7 @@ impl SlicedBackward for GruOp {
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
         let [h, x] = bw.inputs_of()?;
-        let (batch, n) = (x.dim(0)?, x.dim(1)?);
+        let batch = x.dim(0)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, sr, hr, xr) =
             (view::Read::new(&g)?, view::Read::new(bw.saved)?, view::Read::new(h)?, view::Read::new(x)?);
@@ -117,10 +108,7 @@ impl SlicedBackward for GruOp {
                 *a += *b;
             }
         }
-        Ok(vec![
-            bw.needs[0].then(|| view::tensor(g_h, (batch, hd))).transpose()?,
-            gx.map(|g| view::tensor(g, (batch, n))).transpose()?,
-        ])
+        bw.input_grads([Some(g_h), gx])
     }
 }
 

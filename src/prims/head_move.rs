@@ -194,14 +194,7 @@ impl HeadMoveOp {
                 }
             }
         }
-        let mut grads = vec![
-            b.needs[0].then(|| view::tensor(gpos, pos.dims())).transpose()?,
-            b.needs[1].then(|| view::tensor(gmoves, moves.dims())).transpose()?,
-        ];
-        if let Some(gj) = gjump {
-            grads.push(b.needs[2].then(|| view::tensor(gj, b.inputs[2].dims())).transpose()?);
-        }
-        Ok(grads)
+        b.input_grads([Some(gpos), Some(gmoves), gjump])
     }
 }
 

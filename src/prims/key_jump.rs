@@ -84,7 +84,7 @@ impl SlicedBackward for KeyJumpOp {
     }
 
     fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [k, q] = bw.inputs_of()?;
+        let [k, _] = bw.inputs_of()?;
         let l = Blocks::of(k, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, kr, ur, nr) = (
@@ -108,10 +108,7 @@ impl SlicedBackward for KeyJumpOp {
             read_backward(kb, u, &kq[rows.clone()], T::one(), &gs[rows], gkb, &mut g_unit);
             normalize_backward(u, norms[i], &g_unit, &mut gq[i * l.dk..][..l.dk]);
         }
-        Ok(vec![
-            gk.map(|gk| view::tensor(gk, k.dims())).transpose()?,
-            bw.needs[1].then(|| view::tensor(gq, q.dims())).transpose()?,
-        ])
+        bw.input_grads([gk, Some(gq)])
     }
 }
 

@@ -216,10 +216,7 @@ impl SlicedBackward for MhdpaOp {
             gm.extend_from_slice(&gy[b * rows * d..][..n * d]);
             gx.extend_from_slice(&gy[(b * rows + n) * d..][..d]);
         }
-        Ok(vec![
-            bw.needs[0].then(|| view::tensor(gm, (batch, n, d))).transpose()?,
-            bw.needs[1].then(|| view::tensor(gx, (batch, d))).transpose()?,
-        ])
+        bw.input_grads([Some(gm), Some(gx)])
     }
 }
 

@@ -93,7 +93,7 @@ impl SlicedBackward for NamRdOp {
     }
 
     fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [m, q, pr] = bw.inputs_of()?;
+        let [m, _, pr] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, mr, prr) = (view::Read::new(&g)?, view::Read::new(m)?, view::Read::new(pr)?);
@@ -115,11 +115,7 @@ impl SlicedBackward for NamRdOp {
                 normalize_backward(u, norms[i], &g_unit, &mut gq[i * l.dk..][..l.dk]);
             }
         }
-        Ok(vec![
-            gm.map(|gm| view::tensor(gm, m.dims())).transpose()?,
-            bw.needs[1].then(|| view::tensor(gq, q.dims())).transpose()?,
-            bw.needs[2].then(|| view::tensor(gpr, pr.dims())).transpose()?,
-        ])
+        bw.input_grads([gm, Some(gq), Some(gpr)])
     }
 }
 

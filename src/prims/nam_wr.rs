@@ -171,7 +171,7 @@ impl SlicedBackward for NamWrOp {
     }
 
     fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [m, k, v, pw, pe] = bw.inputs_of()?;
+        let [m, _, v, pw, pe] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, mr, vr, pwr, per) = (
@@ -213,14 +213,7 @@ impl SlicedBackward for NamWrOp {
                 normalize_backward(u, norms[i], &g_unit, &mut gk[i * l.dk..][..l.dk]);
             }
         }
-        let grads = [
-            view::tensor(gm, m.dims())?,
-            view::tensor(gk, k.dims())?,
-            view::tensor(gv, v.dims())?,
-            view::tensor(gpw, pw.dims())?,
-            view::tensor(gpe, pe.dims())?,
-        ];
-        Ok(grads.into_iter().zip(bw.needs).map(|(g, &need)| need.then_some(g)).collect())
+        bw.input_grads([Some(gm), Some(gk), Some(gv), Some(gpw), Some(gpe)])
     }
 }
 

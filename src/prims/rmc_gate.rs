@@ -192,11 +192,7 @@ impl SlicedBackward for RmcGateOp {
             }
         }
         let gx = bw.dense_backward(self.gate_in, &g_in, xs, bw.needs[2], param_grads)?;
-        Ok(vec![
-            bw.needs[0].then(|| view::tensor(g_m, (batch, n, d))).transpose()?,
-            bw.needs[1].then(|| view::tensor(g_new, (batch, n, d))).transpose()?,
-            gx.map(|g| view::tensor(g, (batch, d))).transpose()?,
-        ])
+        bw.input_grads([Some(g_m), Some(g_new), gx])
     }
 }
 

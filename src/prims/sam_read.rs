@@ -258,7 +258,7 @@ impl SamReadOp {
             }
         });
         let gm = bw.dense_backward(*qkv, &gn, mr.slice::<T>()?, bw.needs[0], param_grads)?;
-        Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
+        bw.input_grads([gm])
     }
 }
 

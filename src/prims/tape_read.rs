@@ -109,11 +109,7 @@ impl SlicedBackward for TapeReadOp {
                 );
             }
         }
-        Ok(vec![
-            gt.map(|gt| view::tensor(gt, t.dims())).transpose()?,
-            bw.needs[1].then(|| view::tensor(gp, pos.dims())).transpose()?,
-            bw.needs[2].then(|| view::tensor(gpr, pr.dims())).transpose()?,
-        ])
+        bw.input_grads([gt, Some(gp), Some(gpr)])
     }
 }
 

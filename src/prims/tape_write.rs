@@ -123,14 +123,7 @@ impl SlicedBackward for TapeWriteOp {
                 gpe[je] += dpe;
             }
         }
-        let grads = [
-            view::tensor(gt, t.dims())?,
-            view::tensor(gp, pos.dims())?,
-            view::tensor(gv, v.dims())?,
-            view::tensor(gpw, pw.dims())?,
-            view::tensor(gpe, pe.dims())?,
-        ];
-        Ok(grads.into_iter().zip(bw.needs).map(|(g, &need)| need.then_some(g)).collect())
+        bw.input_grads([Some(gt), Some(gp), Some(gv), Some(gpw), Some(gpe)])
     }
 }
 
