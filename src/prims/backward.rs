@@ -271,7 +271,7 @@ macro_rules! with_real {
 pub(crate) use with_real;
 
 /// A manual backward written on plain slices of one element type, for operands that share the
-/// batch size: the common shape of the fused ones. Implementing it gives [`ManualBackward`],
+/// batch size: the common shape (any op with one tensor input has it). Implementing it gives [`ManualBackward`],
 /// which dispatches on the element type (f32 or f64) and, when an operand is shared by the
 /// batch (batch axis 1), runs the plain forward and differentiates it with candle's autograd
 /// ([`via_autograd`]) instead.

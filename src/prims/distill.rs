@@ -7,7 +7,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, dense, forward_slices};
@@ -65,24 +64,13 @@ impl Op for DistillOp {
     }
 }
 
-impl ManualBackward for DistillOp {
+impl SlicedBackward for DistillOp {
     /// `G2`'s output, `[B, nq·nr]`.
     type Saved = Tensor;
 
     /// Two GEMMs.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Tensor> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Tensor> {
         let [mr] = op::inputs("distill", inputs)?;
-        with_real!(mr.dtype(), T => self.train_forward::<T>(mr, params))
-    }
-
-    fn backward(&self, b: &Backward<'_, Tensor>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [mr] = b.inputs_of()?;
-        with_real!(mr.dtype(), T => self.train_backward::<T>(mr, b, param_grads))
-    }
-}
-
-impl DistillOp {
-    fn train_forward<T: Real>(&self, mr: &Tensor, params: &[&Tensor]) -> Forward<Tensor> {
         let Config { nq, slot, nr, g2, g3 } = &self.config;
         let batch = mr.dim(0)?;
         let size = g3.weight.of(params).dim(0)?;
@@ -99,12 +87,8 @@ impl DistillOp {
         Ok((vec![view::tensor(out, (batch, size))?], view::tensor(h, (batch, nq * nr))?))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        mr: &Tensor,
-        b: &Backward<'_, Tensor>,
-        param_grads: &mut [ParamGrad],
-    ) -> InputGrads {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Tensor>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [mr] = b.inputs_of()?;
         let Config { g2, g3, .. } = &self.config;
         let gy = b.grad_or_zeros(0)?;
         let (gyr, hr, mrr) = (view::Read::new(&gy)?, view::Read::new(b.saved)?, view::Read::new(mr)?);

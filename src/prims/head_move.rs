@@ -71,7 +71,7 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::{forward_saving_nothing, with_real};
+use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::heads::check_position;
 use super::*;
@@ -145,26 +145,16 @@ impl Op for HeadMoveOp {
     }
 }
 
-impl ManualBackward for HeadMoveOp {
+impl SlicedBackward for HeadMoveOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
     /// `g pos_l = m_left g_{l−1} + m_noop g_l + m_right g_{l+1}` (indices mod L), each move's
     /// probability gets `⟨g, its shifted position⟩`, `g jump = m_jump g`.
-    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        let batch = b.inputs[0].dim(0)?;
-        if b.inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
-            return super::backward::via_autograd(self, b, param_grads);
-        }
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b))
-    }
-}
-
-impl HeadMoveOp {
-    fn train_backward<T: Real>(&self, b: &Backward<'_, ()>) -> InputGrads {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let (pos, moves) = (&b.inputs[0], &b.inputs[1]);
         let len = pos.dims().last().copied().unwrap_or(1);
         let n_moves = moves.dims().last().copied().unwrap_or(1);

@@ -3,7 +3,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::layer_norm::layer_norm;
@@ -52,22 +51,12 @@ struct Normalised {
     rstd: Tensor,
 }
 
-impl ManualBackward for LayerNormOp {
+impl SlicedBackward for LayerNormOp {
     type Saved = Normalised;
 
     /// Every row of the last axis at once (`forward_rows`), the formula of `layer_norm`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Normalised> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Normalised> {
         let [x] = op::inputs("layerNorm", inputs)?;
-        with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
-    }
-
-    fn backward(&self, b: &Backward<'_, Normalised>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
-    }
-}
-
-impl LayerNormOp {
-    fn train_forward<T: Real>(&self, x: &Tensor, params: &[&Tensor]) -> Forward<Normalised> {
         let width = x.dims().last().copied().unwrap_or(1);
         let rows = x.elem_count() / width;
         let (xr, wr, br) = (
@@ -82,7 +71,7 @@ impl LayerNormOp {
         Ok((vec![view::tensor(y, x.dims())?], saved))
     }
 
-    fn train_backward<T: Real>(&self, b: &Backward<'_, Normalised>, param_grads: &mut [ParamGrad]) -> InputGrads {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Normalised>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let x = &b.inputs[0];
         let width = x.dims().last().copied().unwrap_or(1);
         let gy = b.grad_or_zeros(0)?;

@@ -4,7 +4,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, dense, forward_slices};
@@ -82,27 +81,12 @@ impl Op for MlpOp {
     }
 }
 
-impl ManualBackward for MlpOp {
+impl SlicedBackward for MlpOp {
     /// Every hidden layer's output (after its ReLU); the last layer's is the output itself.
     type Saved = Vec<Tensor>;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Vec<Tensor>> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Vec<Tensor>> {
         let [x] = op::inputs("mlp", inputs)?;
-        with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
-    }
-
-    fn backward(&self, b: &Backward<'_, Vec<Tensor>>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [x] = b.inputs_of()?;
-        with_real!(x.dtype(), T => self.train_backward::<T>(x, b, param_grads))
-    }
-}
-
-impl MlpOp {
-    fn relu_after(&self, layer: usize) -> bool {
-        layer + 1 < self.config.layers.len() || self.config.final_relu
-    }
-
-    fn train_forward<T: Real>(&self, x: &Tensor, params: &[&Tensor]) -> Forward<Vec<Tensor>> {
         let mut h = x.clone();
         let mut saved = vec![];
         let depth = self.config.layers.len();
@@ -132,12 +116,8 @@ impl MlpOp {
         Ok((vec![h], saved))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        x: &Tensor,
-        b: &Backward<'_, Vec<Tensor>>,
-        param_grads: &mut [ParamGrad],
-    ) -> InputGrads {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Vec<Tensor>>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [x] = b.inputs_of()?;
         let mut g: Vec<T> = view::values(&b.grad_or_zeros(0)?)?;
         // Layer i reads layer i − 1's output (the input for the first) and writes its own
         // (the op's output for the last).
@@ -161,6 +141,12 @@ impl MlpOp {
             }
         }
         Ok(vec![Some(view::tensor(g, x.dims())?)])
+    }
+}
+
+impl MlpOp {
+    fn relu_after(&self, layer: usize) -> bool {
+        layer + 1 < self.config.layers.len() || self.config.final_relu
     }
 }
 

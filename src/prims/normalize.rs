@@ -4,7 +4,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::nam::l2_normalize;
@@ -40,21 +39,21 @@ impl Op for NormalizeOp {
     }
 }
 
-impl ManualBackward for NormalizeOp {
+impl SlicedBackward for NormalizeOp {
     /// Each row's norm, `max(‖x‖₂, eps)` (the unit rows are the output).
     type Saved = Tensor;
 
-    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Tensor> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Tensor> {
         let [x] = op::inputs("normalize", inputs)?;
-        with_real!(x.dtype(), T => rows_forward::<T>(x))
+        rows_forward::<T>(x)
     }
 
-    fn backward(&self, b: &Backward<'_, Tensor>, _param_grads: &mut [ParamGrad]) -> InputGrads {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Tensor>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         if !b.needs[0] {
             return Ok(vec![None]);
         }
         let (unit, g) = (&b.outputs[0], b.grad_or_zeros(0)?);
-        with_real!(unit.dtype(), T => Ok(vec![Some(rows_backward::<T>(unit, &g, b.saved)?)]))
+        Ok(vec![Some(rows_backward::<T>(unit, &g, b.saved)?)])
     }
 }
 
