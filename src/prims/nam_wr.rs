@@ -253,7 +253,7 @@ mod tests {
 
     /// Runs a configured op on batched f64 tensors.
     pub(crate) fn apply(name: &str, args: &[(&'static str, TArg)], inputs: &[&Tensor]) -> Tensor {
-        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let inst = fitting(name, args);
         inst.op.forward(inputs, &[]).unwrap().remove(0)
     }
 
