@@ -17,13 +17,8 @@ primitive! {
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (n, _) = args.last_axis("x", "layerNorm normalises the last axis of a vector (or larger)")?;
     let x = args.shape("x")?.clone();
-    let Some(&n) = x.last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "layerNorm normalises the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
     let mut params = ParamList::new();
     let op = LayerNormOp { norm: params.norm("", n) };
     let flops = 8 * x.iter().product::<usize>() as u64;

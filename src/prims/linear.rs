@@ -26,13 +26,7 @@ struct Layer {
 }
 
 fn configure(args: &Args) -> Result<(Layer, Inferred), PrimError> {
-    let x = args.shape("x")?;
-    let Some((&fan_in, lead)) = x.split_last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "a dense layer maps the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
+    let (fan_in, lead) = args.last_axis("x", "a dense layer maps the last axis of a vector (or larger)")?;
     let size = args.size("size")?;
     let mut params = ParamList::new();
     let layer = if args.bool("bias")? {

@@ -30,13 +30,7 @@ struct Config {
 }
 
 fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
-    let x = args.shape("x")?;
-    let Some((&fan_in, lead)) = x.split_last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "an mlp maps the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
+    let (fan_in, lead) = args.last_axis("x", "an mlp maps the last axis of a vector (or larger)")?;
     let sizes = args.sizes("sizes")?;
     if sizes.is_empty() {
         return Err(PrimError::new(PrimErrorKind::NoSizes).on("sizes"));

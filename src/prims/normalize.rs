@@ -18,10 +18,8 @@ primitive! {
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    args.last_axis("x", "normalize works on vectors (or larger)")?;
     let x = args.shape("x")?.clone();
-    if x.is_empty() {
-        return Err(PrimError::new(PrimErrorKind::Scalar { needs: "normalize works on vectors (or larger)" }).on("x"));
-    }
     let flops = 3 * x.iter().product::<usize>() as u64;
     Ok((NormalizeOp, Inferred::new(vec![Ty::Tensor(x)], vec![], flops)))
 }
