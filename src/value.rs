@@ -100,6 +100,18 @@ impl Value {
     }
 }
 
+/// `items` as `[a, b, c]`, each in its own `Display` form.
+pub fn write_list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> fmt::Result {
+    f.write_str("[")?;
+    for (i, v) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{v}")?;
+    }
+    f.write_str("]")
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -113,16 +125,7 @@ impl fmt::Display for Value {
                 }
             }
             Value::Str(s) => write!(f, "\"{s}\""),
-            Value::List(items) => {
-                f.write_str("[")?;
-                for (i, v) in items.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{v}")?;
-                }
-                f.write_str("]")
-            }
+            Value::List(items) => write_list(f, items),
         }
     }
 }

@@ -43,15 +43,11 @@ impl Op for AffineOp {
 impl ManualBackward for AffineOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         Ok(vec![match &b.grads[0] {
             Some(g) if b.needs[0] => Some((g * self.scale)?),
             _ => None,

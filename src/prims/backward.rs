@@ -15,8 +15,15 @@ use std::any::Any;
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
 
-use super::Op;
+use super::{Dense, Op, Slot};
+use crate::kernels::dense::backward_slices;
 use crate::kernels::{real::Real, view};
+
+/// What a training forward returns: the outputs and the values its backward keeps.
+pub type Forward<S> = Result<(Vec<Tensor>, S)>;
+
+/// What a backward returns: the gradient of each tensor input, `None` where it is not needed.
+pub type InputGrads = Result<Vec<Option<Tensor>>>;
 
 /// Everything one node's backward at one time step can use.
 pub struct Backward<'a, S: ?Sized = SavedAny> {
@@ -49,6 +56,34 @@ impl<S: ?Sized> Backward<'_, S> {
         })
     }
 
+    /// The inputs' gradients from their elements, in input order (`None` where not computed):
+    /// each shaped like its input, and kept only where it is needed.
+    pub fn input_grads<T: Real>(&self, grads: impl IntoIterator<Item = Option<Vec<T>>>) -> InputGrads {
+        let per_input = grads.into_iter().zip(self.inputs).zip(self.needs);
+        per_input.map(|((g, x), &need)| g.filter(|_| need).map(|g| view::tensor(g, x.dims())).transpose()).collect()
+    }
+
+    /// The backward of `layer`, a dense layer among the call's parameters (`x: [rows, fan_in]`
+    /// → `gy: [rows, fan_out]`): adds its weight's and bias's gradients into `param_grads` and
+    /// returns `gx = gy w` when `want_x`.
+    pub fn dense_backward<T: Real>(
+        &self,
+        layer: Dense,
+        gy: &[T],
+        x: &[T],
+        want_x: bool,
+        param_grads: &mut [ParamGrad],
+    ) -> Result<Option<Vec<T>>> {
+        let w = layer.weight.of(self.params);
+        let (fan_out, fan_in) = w.dims2()?;
+        let rows = x.len() / fan_in.max(1);
+        let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, param_grads);
+        let (gw, gb) = (gw.slice_mut::<T>(fan_out * fan_in)?, gb.slice_mut::<T>(fan_out)?);
+        view::with_slice::<T, _>(w, |w| {
+            Ok(backward_slices(gy, x, rows, w, fan_in, fan_out, Some(gw), Some(gb), want_x))
+        })
+    }
+
     /// The same backward with other saved values (a fused op handing on to a part).
     pub fn with_saved<'b, T: ?Sized>(&self, saved: &'b T) -> Backward<'b, T>
     where
@@ -72,16 +107,16 @@ pub trait ManualBackward: Op {
 
     /// The forward of a training run: outputs equal to [`Op::forward`]'s (inputs are
     /// contiguous, f32 or f64) and the values [`ManualBackward::backward`] needs.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)>;
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved>;
 
     /// The gradients of the loss with respect to the inputs (`None` where not needed), given
     /// those with respect to the outputs; adds the parameters' gradients into `param_grads`
     /// (one per parameter of the call, in declared order).
-    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>>;
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
 /// The training forward of an op whose backward needs nothing but its inputs and outputs.
-pub fn forward_saving_nothing(op: &dyn Op, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, ())> {
+pub fn forward_saving_nothing(op: &dyn Op, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
     Ok((op.forward(inputs, params)?, ()))
 }
 
@@ -90,17 +125,17 @@ pub type SavedAny = Box<dyn Any + Send + Sync>;
 
 /// [`ManualBackward`] in the form the tape calls (its `Saved` type erased).
 pub trait TrainOp: Send + Sync {
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)>;
-    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>>;
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SavedAny>;
+    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
 impl<M: ManualBackward> TrainOp for M {
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SavedAny> {
         let (outs, saved) = ManualBackward::forward_train(self, inputs, params)?;
         Ok((outs, Box::new(saved)))
     }
 
-    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Some(saved) = b.saved.downcast_ref::<M::Saved>() else {
             bail!("internal: a manual backward received another op's saved values")
         };
@@ -111,11 +146,7 @@ impl<M: ManualBackward> TrainOp for M {
 /// The backward of `op` by candle's autograd on its `forward` (for the rare shapes a manual
 /// backward does not cover): recomputes the forward on `Var` copies of the inputs and
 /// parameters and differentiates `Σ_k ⟨out_k, grad_k⟩`.
-pub fn via_autograd<S: ?Sized>(
-    op: &dyn Op,
-    b: &Backward<'_, S>,
-    param_grads: &mut [ParamGrad],
-) -> Result<Vec<Option<Tensor>>> {
+pub fn via_autograd<S: ?Sized>(op: &dyn Op, b: &Backward<'_, S>, param_grads: &mut [ParamGrad]) -> InputGrads {
     use candle_core::Var;
     let in_vars: Vec<Option<Var>> = b
         .inputs
@@ -240,7 +271,7 @@ macro_rules! with_real {
 pub(crate) use with_real;
 
 /// A manual backward written on plain slices of one element type, for operands that share the
-/// batch size: the common shape of the fused ones. Implementing it gives [`ManualBackward`],
+/// batch size: the common shape (any op with one tensor input has it). Implementing it gives [`ManualBackward`],
 /// which dispatches on the element type (f32 or f64) and, when an operand is shared by the
 /// batch (batch axis 1), runs the plain forward and differentiates it with candle's autograd
 /// ([`via_autograd`]) instead.
@@ -249,22 +280,17 @@ pub trait SlicedBackward: Op {
     type Saved: Send + Sync + 'static;
 
     /// The outputs and saved values, all operands of one batch size and contiguous.
-    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)>;
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved>;
 
-    /// The inputs' gradients; adds the parameters'.
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        b: &Backward<'_, Option<Self::Saved>>,
-        param_grads: &mut [ParamGrad],
-    ) -> Result<Vec<Option<Tensor>>>;
+    /// The inputs' gradients, from the typed values in `b.saved`; adds the parameters'.
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
 impl<S: SlicedBackward> ManualBackward for S {
     /// `None` when the operands' batch sizes differ.
     type Saved = Option<S::Saved>;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let batch = inputs.first().map(|t| t.dim(0)).transpose()?;
         if inputs.iter().any(|t| t.dim(0).ok() != batch) {
             let outs = self.forward(inputs, params)?;
@@ -277,12 +303,12 @@ impl<S: SlicedBackward> ManualBackward for S {
         })
     }
 
-    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Some(saved) = b.saved else {
             return via_autograd(self, b, param_grads);
         };
         let dtype = b.inputs.first().map_or(DType::F32, |t| t.dtype());
-        with_real!(dtype, T => self.backward_typed::<T>(saved, b, param_grads))
+        with_real!(dtype, T => self.backward_typed::<T>(&b.with_saved(saved), param_grads))
     }
 }
 

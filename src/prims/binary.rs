@@ -10,8 +10,8 @@
 
 use candle_core::{Result, Tensor};
 
-use super::Backward;
 use super::backward::with_real;
+use super::{Backward, InputGrads};
 use crate::kernels::elementwise::{map1, map2, map3, sum1, sum2};
 use crate::kernels::{broadcast::align, real::Real, view};
 
@@ -81,7 +81,7 @@ fn simple_forward<T: Real, const K: u8>(a: &Tensor, b: &Tensor, same: bool, dims
 
 /// The gradients of `a ∘ b` with respect to `a` and `b` (where needed), each summed back to
 /// its operand's shape.
-pub(crate) fn train_backward<S>(kind: Kind, bw: &Backward<'_, S>) -> Result<Vec<Option<Tensor>>> {
+pub(crate) fn train_backward<S>(kind: Kind, bw: &Backward<'_, S>) -> InputGrads {
     let [a, b] = bw.inputs_of()?;
     let g = bw.grad_or_zeros(0)?;
     let simple = a.dims() == b.dims() || a.elem_count() == 1 || b.elem_count() == 1;
@@ -112,12 +112,7 @@ const fn kind_of(k: u8) -> Kind {
 }
 
 /// Both operands of the output's shape, or one a single number: one pass per gradient.
-fn simple_backward<T: Real, const K: u8>(
-    a: &Tensor,
-    b: &Tensor,
-    g: &Tensor,
-    needs: &[bool],
-) -> Result<Vec<Option<Tensor>>> {
+fn simple_backward<T: Real, const K: u8>(a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> InputGrads {
     let kind = const { kind_of(K) };
     let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
     let (x, y, gs) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);
@@ -167,7 +162,7 @@ fn simple_backward<T: Real, const K: u8>(
 }
 
 /// Any broadcast, with candle's operations.
-fn general_backward(kind: Kind, a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> Result<Vec<Option<Tensor>>> {
+fn general_backward(kind: Kind, a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> InputGrads {
     let (a2, b2) = align(a, b)?;
     let ga = match kind {
         Kind::Add | Kind::Sub => g.clone(),
@@ -238,7 +233,7 @@ macro_rules! binary_broadcast {
                 &self,
                 inputs: &[&candle_core::Tensor],
                 _params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<(Vec<candle_core::Tensor>, ())> {
+            ) -> $crate::prims::Forward<()> {
                 let [a, b] = $crate::prims::op::inputs($name, inputs)?;
                 Ok((vec![$crate::prims::binary::train_forward($crate::prims::binary::Kind::$kind, a, b)?], ()))
             }
@@ -247,7 +242,7 @@ macro_rules! binary_broadcast {
                 &self,
                 b: &$crate::prims::Backward<'_, ()>,
                 _param_grads: &mut [$crate::prims::ParamGrad],
-            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
+            ) -> $crate::prims::InputGrads {
                 $crate::prims::binary::train_backward($crate::prims::binary::Kind::$kind, b)
             }
         }

@@ -7,10 +7,9 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -65,28 +64,13 @@ impl Op for DistillOp {
     }
 }
 
-impl ManualBackward for DistillOp {
+impl SlicedBackward for DistillOp {
     /// `G2`'s output, `[B, nq·nr]`.
     type Saved = Tensor;
 
     /// Two GEMMs.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Tensor> {
         let [mr] = op::inputs("distill", inputs)?;
-        with_real!(mr.dtype(), T => self.train_forward::<T>(mr, params))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Tensor>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [mr] = b.inputs_of()?;
-        with_real!(mr.dtype(), T => self.train_backward::<T>(mr, b, param_grads))
-    }
-}
-
-impl DistillOp {
-    fn train_forward<T: Real>(&self, mr: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
         let Config { nq, slot, nr, g2, g3 } = &self.config;
         let batch = mr.dim(0)?;
         let size = g3.weight.of(params).dim(0)?;
@@ -103,45 +87,14 @@ impl DistillOp {
         Ok((vec![view::tensor(out, (batch, size))?], view::tensor(h, (batch, nq * nr))?))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        mr: &Tensor,
-        b: &Backward<'_, Tensor>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let Config { nq, slot, nr, g2, g3 } = &self.config;
-        let batch = mr.dim(0)?;
-        let size = g3.weight.of(b.params).dim(0)?;
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Tensor>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [mr] = b.inputs_of()?;
+        let Config { g2, g3, .. } = &self.config;
         let gy = b.grad_or_zeros(0)?;
         let (gyr, hr, mrr) = (view::Read::new(&gy)?, view::Read::new(b.saved)?, view::Read::new(mr)?);
-        let (w2, w3) = (view::Read::new(g2.weight.of(b.params))?, view::Read::new(g3.weight.of(b.params))?);
-        let (nqnr, rows2) = (nq * nr, batch * nq);
-        let (gw3, gb3) = Slot::pair_mut(g3.weight, g3.bias, param_grads);
-        let gh = backward_slices(
-            gyr.slice::<T>()?,
-            hr.slice::<T>()?,
-            batch,
-            w3.slice::<T>()?,
-            nqnr,
-            size,
-            Some(gw3.slice_mut::<T>(size * nqnr)?),
-            Some(gb3.slice_mut::<T>(size)?),
-            true,
-        )
-        .unwrap_or_default();
-        let (gw2, gb2) = Slot::pair_mut(g2.weight, g2.bias, param_grads);
-        let gmr = backward_slices(
-            &gh,
-            mrr.slice::<T>()?,
-            rows2,
-            w2.slice::<T>()?,
-            *slot,
-            *nr,
-            Some(gw2.slice_mut::<T>(nr * slot)?),
-            Some(gb2.slice_mut::<T>(*nr)?),
-            b.needs[0],
-        );
-        Ok(vec![gmr.map(|g| view::tensor(g, mr.dims())).transpose()?])
+        let gh = b.dense_backward(*g3, gyr.slice::<T>()?, hr.slice::<T>()?, true, param_grads)?.unwrap_or_default();
+        let gmr = b.dense_backward(*g2, &gh, mrr.slice::<T>()?, b.needs[0], param_grads)?;
+        b.input_grads([gmr])
     }
 }
 

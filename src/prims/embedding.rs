@@ -44,16 +44,12 @@ impl Op for EmbeddingOp {
 impl ManualBackward for EmbeddingOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], ()))
     }
 
     /// Each example's output gradient is added to its token's row.
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Some(g) = &b.grads[0] else { return Ok(vec![None]) };
         let (vocab, size) = self.table.of(b.params).dims2()?;
         let [ids] = b.inputs_of()?;

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use super::backward::with_real;
 use super::sam_read::{self, SamReadOp, SamValues};
 use super::transfer::{self, TransferOp};
-use super::{Args, Backward, ManualBackward, Op, ParamGrad, PrimError, Slot, TrainOp, op};
+use super::{Args, Backward, Forward, InputGrads, ManualBackward, Op, ParamGrad, PrimError, Slot, TrainOp, op};
 use crate::graph::{Node, Source, StepGraph};
 use crate::kernels::dense::{Transposed, column_sums_into};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
@@ -135,27 +135,19 @@ impl ManualBackward for SamTransfer {
     type Saved = SamTransferValues;
 
     /// samRead's training forward, then `P = A Wᵀ` and `T = Vᵀ P + b`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let [m] = op::inputs("samRead+transfer", inputs)?;
         with_real!(m.dtype(), T => self.train_forward::<T>(m, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [m] = b.inputs_of()?;
         with_real!(m.dtype(), T => self.train_backward::<T>(b, param_grads))
     }
 }
 
 impl SamTransfer {
-    fn train_forward<T: Real>(
-        &self,
-        m: &Tensor,
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, SamTransferValues)> {
+    fn train_forward<T: Real>(&self, m: &Tensor, params: &[&Tensor]) -> Forward<SamTransferValues> {
         let (n, nq) = self.sam.sizes();
         let (sam_params, transfer_params) = self.split(params);
         let layer = self.transfer.layer();
@@ -193,7 +185,7 @@ impl SamTransfer {
         &self,
         bw: &Backward<'_, SamTransferValues>,
         param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let (n, nq) = self.sam.sizes();
         let [m] = bw.inputs_of()?;
         let batch = m.dim(0)?;

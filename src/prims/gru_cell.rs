@@ -10,7 +10,7 @@ use candle_core::{D, Tensor};
 
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::gru::{gru_backward, gru_forward};
 use crate::kernels::{real::Real, view};
 
@@ -27,17 +27,8 @@ fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
     let hidden = h[0];
     let x = args.shape_of_rank("x", 1, "an input vector")?;
     let n = x[0];
-    // PyTorch's GRUCell initialises every weight and bias U(±1/√H).
-    let init = Init::Uniform(1.0 / (hidden as f64).sqrt());
     let mut params = ParamList::new();
-    let input = Dense {
-        weight: params.push("w_ih", vec![3 * hidden, n], init.clone()),
-        bias: params.push("b_ih", vec![3 * hidden], init.clone()),
-    };
-    let recurrent = Dense {
-        weight: params.push("w_hh", vec![3 * hidden, hidden], init.clone()),
-        bias: params.push("b_hh", vec![3 * hidden], init),
-    };
+    let (input, recurrent) = params.rnn_cell(3, hidden, n);
     let flops = (2 * 3 * hidden * (n + hidden) + 16 * hidden) as u64;
     let config = Config { hidden, input, recurrent };
     Ok((config, Inferred::new(vec![Ty::Tensor(vec![hidden])], params.into_decls(), flops)))
@@ -81,11 +72,7 @@ impl Op for GruOp {
 impl SlicedBackward for GruOp {
     type Saved = Tensor;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let [h, x] = op::inputs("gruCell", inputs)?;
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
@@ -102,58 +89,26 @@ impl SlicedBackward for GruOp {
         Ok((vec![view::tensor(h_next, (batch, hd))?], view::tensor(saved, (batch, 4 * hd))?))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
         let [h, x] = bw.inputs_of()?;
-        let (batch, n) = (x.dim(0)?, x.dim(1)?);
+        let batch = x.dim(0)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, sr, hr, xr) =
-            (view::Read::new(&g)?, view::Read::new(saved)?, view::Read::new(h)?, view::Read::new(x)?);
+            (view::Read::new(&g)?, view::Read::new(bw.saved)?, view::Read::new(h)?, view::Read::new(x)?);
         let (hs, xs) = (hr.slice::<T>()?, xr.slice::<T>()?);
         let (mut g_gi, mut g_gh) = (vec![T::zero(); batch * 3 * hd], vec![T::zero(); batch * 3 * hd]);
         let mut g_h = vec![T::zero(); batch * hd];
         gru_backward(sr.slice::<T>()?, hs, gr.slice::<T>()?, hd, &mut g_gi, &mut g_gh, &mut g_h);
-        let (wir, whr) =
-            (view::Read::new(input.weight.of(bw.params))?, view::Read::new(recurrent.weight.of(bw.params))?);
-        let (gwi, gbi) = Slot::pair_mut(input.weight, input.bias, param_grads);
-        let gx = backward_slices(
-            &g_gi,
-            xs,
-            batch,
-            wir.slice::<T>()?,
-            n,
-            3 * hd,
-            Some(gwi.slice_mut::<T>(3 * hd * n)?),
-            Some(gbi.slice_mut::<T>(3 * hd)?),
-            bw.needs[1],
-        );
-        let (gwh, gbh) = Slot::pair_mut(recurrent.weight, recurrent.bias, param_grads);
-        let g_h_rec = backward_slices(
-            &g_gh,
-            hs,
-            batch,
-            whr.slice::<T>()?,
-            hd,
-            3 * hd,
-            Some(gwh.slice_mut::<T>(3 * hd * hd)?),
-            Some(gbh.slice_mut::<T>(3 * hd)?),
-            bw.needs[0],
-        );
+        let gx = bw.dense_backward(*input, &g_gi, xs, bw.needs[1], param_grads)?;
+        let g_h_rec = bw.dense_backward(*recurrent, &g_gh, hs, bw.needs[0], param_grads)?;
         if let Some(rec) = g_h_rec {
             for (a, b) in g_h.iter_mut().zip(&rec) {
                 *a += *b;
             }
         }
-        Ok(vec![
-            bw.needs[0].then(|| view::tensor(g_h, (batch, hd))).transpose()?,
-            gx.map(|g| view::tensor(g, (batch, n))).transpose()?,
-        ])
+        bw.input_grads([Some(g_h), gx])
     }
 }
 

@@ -71,7 +71,7 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::{forward_saving_nothing, with_real};
+use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::heads::check_position;
 use super::*;
@@ -145,30 +145,16 @@ impl Op for HeadMoveOp {
     }
 }
 
-impl ManualBackward for HeadMoveOp {
+impl SlicedBackward for HeadMoveOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
     /// `g pos_l = m_left g_{l−1} + m_noop g_l + m_right g_{l+1}` (indices mod L), each move's
     /// probability gets `⟨g, its shifted position⟩`, `g jump = m_jump g`.
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let batch = b.inputs[0].dim(0)?;
-        if b.inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
-            return super::backward::via_autograd(self, b, param_grads);
-        }
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b))
-    }
-}
-
-impl HeadMoveOp {
-    fn train_backward<T: Real>(&self, b: &Backward<'_, ()>) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let (pos, moves) = (&b.inputs[0], &b.inputs[1]);
         let len = pos.dims().last().copied().unwrap_or(1);
         let n_moves = moves.dims().last().copied().unwrap_or(1);
@@ -198,14 +184,7 @@ impl HeadMoveOp {
                 }
             }
         }
-        let mut grads = vec![
-            b.needs[0].then(|| view::tensor(gpos, pos.dims())).transpose()?,
-            b.needs[1].then(|| view::tensor(gmoves, moves.dims())).transpose()?,
-        ];
-        if let Some(gj) = gjump {
-            grads.push(b.needs[2].then(|| view::tensor(gj, b.inputs[2].dims())).transpose()?);
-        }
-        Ok(grads)
+        b.input_grads([Some(gpos), Some(gmoves), gjump])
     }
 }
 
@@ -280,7 +259,7 @@ mod tests {
     }
 
     fn apply(name: &str, args: &[(&'static str, TArg)], inputs: &[&Tensor]) -> Tensor {
-        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let inst = fitting(name, args);
         inst.op.forward(inputs, &[]).unwrap().remove(0)
     }
 

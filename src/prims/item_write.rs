@@ -19,7 +19,7 @@ use super::backward::with_real;
 use super::define::primitive;
 use super::op;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, column_sums_into, dense, forward_slices};
+use crate::kernels::dense::{Transposed, column_sums_into, dense, forward_slices};
 use crate::kernels::elementwise::{map1, map3};
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::{real::Real, view};
@@ -154,7 +154,7 @@ impl ManualBackward for ItemWriteOp {
 
     /// Gated: `tanh(M)`, the two gate GEMMs, then one fused pass computing both gates, the
     /// squashed write and the new memory.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let (m, _, _) = self.operands(inputs)?;
         let batch = m.dim(0)?;
         if inputs.iter().any(|t| t.dim(0).ok() != Some(batch)) {
@@ -163,11 +163,7 @@ impl ManualBackward for ItemWriteOp {
         with_real!(m.dtype(), T => self.train_forward::<T>(inputs, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         match (&self.config.gates, b.saved) {
             (Some(gates), Some(saved)) => {
                 with_real!(b.inputs[0].dtype(), T => self.gated_backward::<T>(gates, saved, b, param_grads))
@@ -179,11 +175,7 @@ impl ManualBackward for ItemWriteOp {
 }
 
 impl ItemWriteOp {
-    fn train_forward<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Option<GateValues>)> {
+    fn train_forward<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Option<GateValues>> {
         let d = self.config.d;
         let (m, a, b) = self.operands(inputs)?;
         let batch = m.dim(0)?;
@@ -256,10 +248,7 @@ impl ItemWriteOp {
         }
     }
 
-    fn ungated_backward<T: Real>(
-        &self,
-        bw: &Backward<'_, Option<GateValues>>,
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn ungated_backward<T: Real>(&self, bw: &Backward<'_, Option<GateValues>>) -> InputGrads {
         let d = self.config.d;
         let [m, a, b] = self.backward_operands(bw)?;
         let (batch, dims) = (m.dim(0)?, m.dims().to_vec());
@@ -279,7 +268,7 @@ impl ItemWriteOp {
         saved: &GateValues,
         bw: &Backward<'_, Option<GateValues>>,
         param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let d = self.config.d;
         let [m, a, b] = self.backward_operands(bw)?;
         let (batch, dims) = (m.dim(0)?, m.dims().to_vec());
@@ -340,38 +329,13 @@ impl ItemWriteOp {
         }
         gate.b_in.of_mut(param_grads).slice_mut::<T>(1)?[0] += T::from_f64(s_in);
         gate.b_forget.of_mut(param_grads).slice_mut::<T>(1)?[0] += T::from_f64(s_f);
-        let (wir, wmr) =
-            (view::Read::new(gate.gate_in.weight.of(bw.params))?, view::Read::new(gate.gate_mem.weight.of(bw.params))?);
-        let (wi, wm) = (wir.slice::<T>()?, wmr.slice::<T>()?);
-        let (gin_w, gin_b) = Slot::pair_mut(gate.gate_in.weight, gate.gate_in.bias, param_grads);
-        let ga_in = backward_slices(
-            &g_in,
-            a,
-            batch,
-            wi,
-            d,
-            2 * d,
-            Some(gin_w.slice_mut::<T>(2 * d * d)?),
-            Some(gin_b.slice_mut::<T>(2 * d)?),
-            bw.needs[1],
-        );
+        let ga_in = bw.dense_backward(gate.gate_in, &g_in, a, bw.needs[1], param_grads)?;
         if let Some(ga_in) = ga_in {
             for (x, y) in ga.iter_mut().zip(&ga_in) {
                 *x += *y;
             }
         }
-        let (gmem_w, gmem_b) = Slot::pair_mut(gate.gate_mem.weight, gate.gate_mem.bias, param_grads);
-        let gtm = backward_slices(
-            &gg,
-            tm,
-            batch * d,
-            wm,
-            d,
-            2 * d,
-            Some(gmem_w.slice_mut::<T>(2 * d * d)?),
-            Some(gmem_b.slice_mut::<T>(2 * d)?),
-            bw.needs[0],
-        );
+        let gtm = bw.dense_backward(gate.gate_mem, &gg, tm, bw.needs[0], param_grads)?;
         let gm = gtm.map(|gtm| map3(&gm, &gtm, tm, |x, y, t| x + y * (T::one() - t * t)));
         self.input_grads(bw, gm, ga, gb, &dims)
     }
@@ -384,7 +348,7 @@ impl ItemWriteOp {
         mut ga: Vec<T>,
         gb: Vec<T>,
         dims: &[usize],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let d = self.config.d;
         let batch = dims[0];
         let mut out = vec![if bw.needs[0] { gm.map(|g| view::tensor(g, dims)).transpose()? } else { None }];

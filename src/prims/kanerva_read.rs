@@ -65,23 +65,14 @@ impl Op for KanervaReadOp {
 impl SlicedBackward for KanervaReadOp {
     type Saved = AddressSaved;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, AddressSaved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<AddressSaved> {
         let locked = Locked::new(inputs[0], inputs[1], inputs.get(2).copied())?;
         let o = locked.operands::<T>()?;
         let (mu, saved) = super::kanerva_train::address_all(&o, self.lambda)?;
         Ok((vec![view::tensor(mu, (o.batch, o.s.c))?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &AddressSaved,
-        bw: &Backward<'_, Option<AddressSaved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, AddressSaved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let g_mu = bw.grad_or_zeros(0)?;
         let ins: Vec<&Tensor> = bw.inputs.iter().collect();
         let locked = Locked::new(ins[0], ins[1], ins.get(2).copied())?;
@@ -89,12 +80,8 @@ impl SlicedBackward for KanervaReadOp {
         let (mut g_r, mut g_z) = (vec![T::zero(); o.r.len()], vec![T::zero(); o.z.len()]);
         let mut g_eta = o.eta.map(|e| vec![T::zero(); e.len()]);
         let g_mu_read = view::Read::new(&g_mu)?;
-        saved.backward(&o, g_mu_read.slice::<T>()?, None, &mut g_r, &mut g_z, g_eta.as_deref_mut())?;
-        let mut grads = vec![Some(view::tensor(g_r, ins[0].dims())?), Some(view::tensor(g_z, ins[1].dims())?)];
-        if let Some(g_eta) = g_eta {
-            grads.push(Some(view::tensor(g_eta, ins[2].dims())?));
-        }
-        Ok(grads)
+        bw.saved.backward(&o, g_mu_read.slice::<T>()?, None, &mut g_r, &mut g_z, g_eta.as_deref_mut())?;
+        bw.input_grads([Some(g_r), Some(g_z), g_eta])
     }
 }
 

@@ -187,12 +187,8 @@ impl SlicedBackward for KanervaUpdateOp {
         Ok((vec![view::tensor(r_next, inputs[0].dims())?, view::tensor(v_next, inputs[1].dims())?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &WriteSaved,
-        bw: &Backward<'_, Option<WriteSaved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, WriteSaved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
+        let saved = bw.saved;
         let ins: Vec<&Tensor> = bw.inputs.iter().collect();
         let locked = Locked::new(ins[0], ins[2], ins.get(3).copied())?;
         let o = locked.operands::<T>()?;
@@ -230,15 +226,7 @@ impl SlicedBackward for KanervaUpdateOp {
             );
         }
         saved.address.backward(&o, &g_mu, Some(&g_w), &mut g_r, &mut g_z, g_eta.as_deref_mut())?;
-        let mut grads = vec![
-            Some(view::tensor(g_r, ins[0].dims())?),
-            Some(view::tensor(g_v, ins[1].dims())?),
-            Some(view::tensor(g_z, ins[2].dims())?),
-        ];
-        if let Some(g_eta) = g_eta {
-            grads.push(Some(view::tensor(g_eta, ins[3].dims())?));
-        }
-        Ok(grads)
+        bw.input_grads([Some(g_r), Some(g_v), Some(g_z), g_eta])
     }
 }
 

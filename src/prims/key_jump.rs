@@ -64,11 +64,7 @@ struct UnitQueries {
 impl SlicedBackward for KeyJumpOp {
     type Saved = UnitQueries;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [k, q] = op::inputs("keyJump", inputs)?;
         // The key tapes as memories of `L` rows of `dh`.
         let l = Blocks::of(k, self.heads)?;
@@ -87,17 +83,16 @@ impl SlicedBackward for KeyJumpOp {
         Ok((vec![view::tensor(out, (l.batch, l.heads, l.dv))?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [k, q] = bw.inputs_of()?;
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [k, _] = bw.inputs_of()?;
         let l = Blocks::of(k, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
-        let (gr, kr, ur, nr) =
-            (view::Read::new(&g)?, view::Read::new(k)?, view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?);
+        let (gr, kr, ur, nr) = (
+            view::Read::new(&g)?,
+            view::Read::new(k)?,
+            view::Read::new(&bw.saved.unit)?,
+            view::Read::new(&bw.saved.norms)?,
+        );
         let (gs, ks, unit, norms) = (gr.slice::<T>()?, kr.slice::<T>()?, ur.slice::<T>()?, nr.slice::<T>()?);
         let blocks = l.batch * l.heads;
         let mut gk = bw.needs[0].then(|| vec![T::zero(); ks.len()]);
@@ -113,10 +108,7 @@ impl SlicedBackward for KeyJumpOp {
             read_backward(kb, u, &kq[rows.clone()], T::one(), &gs[rows], gkb, &mut g_unit);
             normalize_backward(u, norms[i], &g_unit, &mut gq[i * l.dk..][..l.dk]);
         }
-        Ok(vec![
-            gk.map(|gk| view::tensor(gk, k.dims())).transpose()?,
-            bw.needs[1].then(|| view::tensor(gq, q.dims())).transpose()?,
-        ])
+        bw.input_grads([gk, Some(gq)])
     }
 }
 

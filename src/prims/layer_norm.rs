@@ -3,7 +3,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::layer_norm::layer_norm;
@@ -18,13 +17,8 @@ primitive! {
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    let (n, _) = args.last_axis("x", "layerNorm normalises the last axis of a vector (or larger)")?;
     let x = args.shape("x")?.clone();
-    let Some(&n) = x.last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "layerNorm normalises the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
     let mut params = ParamList::new();
     let op = LayerNormOp { norm: params.norm("", n) };
     let flops = 8 * x.iter().product::<usize>() as u64;
@@ -52,26 +46,12 @@ struct Normalised {
     rstd: Tensor,
 }
 
-impl ManualBackward for LayerNormOp {
+impl SlicedBackward for LayerNormOp {
     type Saved = Normalised;
 
     /// Every row of the last axis at once (`forward_rows`), the formula of `layer_norm`.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Normalised)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Normalised> {
         let [x] = op::inputs("layerNorm", inputs)?;
-        with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Normalised>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        with_real!(b.inputs[0].dtype(), T => self.train_backward::<T>(b, param_grads))
-    }
-}
-
-impl LayerNormOp {
-    fn train_forward<T: Real>(&self, x: &Tensor, params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Normalised)> {
         let width = x.dims().last().copied().unwrap_or(1);
         let rows = x.elem_count() / width;
         let (xr, wr, br) = (
@@ -86,11 +66,7 @@ impl LayerNormOp {
         Ok((vec![view::tensor(y, x.dims())?], saved))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        b: &Backward<'_, Normalised>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Normalised>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let x = &b.inputs[0];
         let width = x.dims().last().copied().unwrap_or(1);
         let gy = b.grad_or_zeros(0)?;
@@ -108,7 +84,7 @@ impl LayerNormOp {
             gw.slice_mut::<T>(width)?,
             gb.slice_mut::<T>(width)?,
         );
-        Ok(vec![b.needs[0].then(|| view::tensor(gx, x.dims())).transpose()?])
+        b.input_grads([Some(gx)])
     }
 }
 

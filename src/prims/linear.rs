@@ -5,7 +5,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
@@ -27,13 +26,7 @@ struct Layer {
 }
 
 fn configure(args: &Args) -> Result<(Layer, Inferred), PrimError> {
-    let x = args.shape("x")?;
-    let Some((&fan_in, lead)) = x.split_last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "a dense layer maps the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
+    let (fan_in, lead) = args.last_axis("x", "a dense layer maps the last axis of a vector (or larger)")?;
     let size = args.size("size")?;
     let mut params = ParamList::new();
     let layer = if args.bool("bias")? {
@@ -65,20 +58,16 @@ impl Op for LinearOp {
     }
 }
 
-impl ManualBackward for LinearOp {
+impl SlicedBackward for LinearOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         let [x] = op::inputs("linear", inputs)?;
         let (w, b) = (self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)));
-        with_real!(x.dtype(), T => Ok((vec![linear_forward::<T>(x, w, b, &self.wt)?], ())))
+        Ok((vec![linear_forward::<T>(x, w, b, &self.wt)?], ()))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [x] = b.inputs_of()?;
         let w = self.layer.weight.of(b.params);
         let (gw, gb) = match self.layer.bias {
@@ -89,7 +78,7 @@ impl ManualBackward for LinearOp {
             None => (self.layer.weight.of_mut(param_grads), None),
         };
         let gy = b.grad_or_zeros(0)?;
-        with_real!(x.dtype(), T => Ok(vec![linear_backward::<T>(x, w, &gy, gw, gb, b.needs[0])?]))
+        Ok(vec![linear_backward::<T>(x, w, &gy, gw, gb, b.needs[0])?])
     }
 }
 

@@ -117,8 +117,7 @@ impl SlicedBackward for LstmOp {
 
     fn backward_typed<T: Real>(
         &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
+        bw: &Backward<'_, Self::Saved>,
         param_grads: &mut [ParamGrad],
     ) -> candle_core::Result<Vec<Option<Tensor>>> {
         let Config { hidden: hd, input, recurrent } = &self.config;
@@ -127,7 +126,7 @@ impl SlicedBackward for LstmOp {
         let (batch, n) = (x.dim(0)?, x.dim(1)?);
         let (gc, gh) = (bw.grad_or_zeros(0)?, bw.grad_or_zeros(1)?);
         let (gcr, ghr, cr) = (view::Read::new(&gc)?, view::Read::new(&gh)?, view::Read::new(c)?);
-        let (gtr, tcr) = (view::Read::new(&saved.gates)?, view::Read::new(&saved.tanh_c)?);
+        let (gtr, tcr) = (view::Read::new(&bw.saved.gates)?, view::Read::new(&bw.saved.tanh_c)?);
         let (gc, gh, c, gates, tc) =
             (gcr.slice::<T>()?, ghr.slice::<T>()?, cr.slice::<T>()?, gtr.slice::<T>()?, tcr.slice::<T>()?);
         // Pre-activation gradients [gi, gf, gg, go] and d loss / d c.

@@ -52,7 +52,7 @@ impl SlicedBackward for MhdpaOp {
     type Saved = SavedAny;
 
     /// `M`: `[B, N, D]`, `x`: `[B, D]`.
-    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<(Vec<Tensor>, SavedAny)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SavedAny> {
         let [m, x] = op::inputs("mhdpa", inputs)?;
         let Config { n, heads, blocks, mlp } = &self.config;
         let (n, d) = (*n, heads.heads * heads.head_size);
@@ -123,13 +123,8 @@ impl SlicedBackward for MhdpaOp {
     }
 
     /// The gradients of `M` and `x` from that of `M̃`; adds every parameter's.
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &SavedAny,
-        bw: &Backward<'_, Option<SavedAny>>,
-        param_grads: &mut [ParamGrad],
-    ) -> Result<Vec<Option<Tensor>>> {
-        let Some(saved) = saved.downcast_ref::<Saved<T>>() else {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, SavedAny>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let Some(saved) = bw.saved.downcast_ref::<Saved<T>>() else {
             candle_core::bail!("internal: mhdpa's backward received saved values of another type")
         };
         let Config { n, heads, blocks, mlp } = &self.config;
@@ -221,10 +216,7 @@ impl SlicedBackward for MhdpaOp {
             gm.extend_from_slice(&gy[b * rows * d..][..n * d]);
             gx.extend_from_slice(&gy[(b * rows + n) * d..][..d]);
         }
-        Ok(vec![
-            bw.needs[0].then(|| view::tensor(gm, (batch, n, d))).transpose()?,
-            bw.needs[1].then(|| view::tensor(gx, (batch, d))).transpose()?,
-        ])
+        bw.input_grads([Some(gm), Some(gx)])
     }
 }
 

@@ -4,10 +4,9 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -31,13 +30,7 @@ struct Config {
 }
 
 fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
-    let x = args.shape("x")?;
-    let Some((&fan_in, lead)) = x.split_last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "an mlp maps the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
+    let (fan_in, lead) = args.last_axis("x", "an mlp maps the last axis of a vector (or larger)")?;
     let sizes = args.sizes("sizes")?;
     if sizes.is_empty() {
         return Err(PrimError::new(PrimErrorKind::NoSizes).on("sizes"));
@@ -82,35 +75,12 @@ impl Op for MlpOp {
     }
 }
 
-impl ManualBackward for MlpOp {
+impl SlicedBackward for MlpOp {
     /// Every hidden layer's output (after its ReLU); the last layer's is the output itself.
     type Saved = Vec<Tensor>;
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Vec<Tensor>)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Vec<Tensor>> {
         let [x] = op::inputs("mlp", inputs)?;
-        with_real!(x.dtype(), T => self.train_forward::<T>(x, params))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, Vec<Tensor>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [x] = b.inputs_of()?;
-        with_real!(x.dtype(), T => self.train_backward::<T>(x, b, param_grads))
-    }
-}
-
-impl MlpOp {
-    fn relu_after(&self, layer: usize) -> bool {
-        layer + 1 < self.config.layers.len() || self.config.final_relu
-    }
-
-    fn train_forward<T: Real>(
-        &self,
-        x: &Tensor,
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Vec<Tensor>)> {
         let mut h = x.clone();
         let mut saved = vec![];
         let depth = self.config.layers.len();
@@ -140,12 +110,8 @@ impl MlpOp {
         Ok((vec![h], saved))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        x: &Tensor,
-        b: &Backward<'_, Vec<Tensor>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Vec<Tensor>>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [x] = b.inputs_of()?;
         let mut g: Vec<T> = view::values(&b.grad_or_zeros(0)?)?;
         // Layer i reads layer i − 1's output (the input for the first) and writes its own
         // (the op's output for the last).
@@ -161,28 +127,20 @@ impl MlpOp {
                     }
                 }
             }
-            let w = layer.weight.of(b.params);
-            let (fan_out, fan_in) = w.dims2()?;
-            let rows = input.elem_count() / fan_in.max(1);
-            let (gw, gb) = Slot::pair_mut(layer.weight, layer.bias, param_grads);
-            let (inr, wr) = (view::Read::new(input)?, view::Read::new(w)?);
-            let gx = backward_slices(
-                &g,
-                inr.slice::<T>()?,
-                rows,
-                wr.slice::<T>()?,
-                fan_in,
-                fan_out,
-                Some(gw.slice_mut::<T>(fan_out * fan_in)?),
-                Some(gb.slice_mut::<T>(fan_out)?),
-                i > 0 || b.needs[0],
-            );
+            let inr = view::Read::new(input)?;
+            let gx = b.dense_backward(*layer, &g, inr.slice::<T>()?, i > 0 || b.needs[0], param_grads)?;
             match gx {
                 Some(gx) => g = gx,
                 None => return Ok(vec![None]),
             }
         }
         Ok(vec![Some(view::tensor(g, x.dims())?)])
+    }
+}
+
+impl MlpOp {
+    fn relu_after(&self, layer: usize) -> bool {
+        layer + 1 < self.config.layers.len() || self.config.final_relu
     }
 }
 

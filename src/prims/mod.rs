@@ -159,7 +159,7 @@ impl Catalog for Primitives {
     }
 }
 
-pub use backward::{Backward, ManualBackward, ParamGrad, SavedAny, SlicedBackward, TrainOp};
+pub use backward::{Backward, Forward, InputGrads, ManualBackward, ParamGrad, SavedAny, SlicedBackward, TrainOp};
 pub use op::Op;
 
 /// Problems with the registry itself: a name registered twice, a primitive without a summary

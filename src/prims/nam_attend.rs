@@ -129,16 +129,12 @@ impl Op for NamAttendOp {
 impl ManualBackward for NamAttendOp {
     type Saved = Saved;
 
-    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Saved)> {
+    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Saved> {
         let (out, saved) = self.run(inputs)?;
         Ok((vec![out], saved))
     }
 
-    fn backward(
-        &self,
-        bw: &Backward<'_, Saved>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, bw: &Backward<'_, Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let Saved { q, q_norms, k, k_norms, v, memory } = bw.saved;
         let g = split(&bw.grad_or_zeros(0)?, self.heads)?; // [B, H, Sq, dv/H]
         let t = |x: &Tensor| x.transpose(D::Minus1, D::Minus2)?.contiguous();

@@ -67,11 +67,7 @@ struct ReadSaved {
 impl SlicedBackward for NamRdOp {
     type Saved = ReadSaved;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [m, q, pr] = op::inputs("namRD", inputs)?;
         let l = Blocks::of(m, self.heads)?;
         let (mr, qr, prr) = (view::Read::new(m)?, view::Read::new(q)?, view::Read::new(pr)?);
@@ -96,18 +92,13 @@ impl SlicedBackward for NamRdOp {
         Ok((vec![view::tensor(out, (l.batch, l.heads * l.dv))?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [m, q, pr] = bw.inputs_of()?;
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [m, _, pr] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, mr, prr) = (view::Read::new(&g)?, view::Read::new(m)?, view::Read::new(pr)?);
         let (ur, nr, mqr) =
-            (view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?, view::Read::new(&saved.mq)?);
+            (view::Read::new(&bw.saved.unit)?, view::Read::new(&bw.saved.norms)?, view::Read::new(&bw.saved.mq)?);
         let (gs, ms, prs) = (gr.slice::<T>()?, mr.slice::<T>()?, prr.slice::<T>()?);
         let (unit, norms, mqs) = (ur.slice::<T>()?, nr.slice::<T>()?, mqr.slice::<T>()?);
         let mut gm = bw.needs[0].then(|| vec![T::zero(); ms.len()]);
@@ -124,11 +115,7 @@ impl SlicedBackward for NamRdOp {
                 normalize_backward(u, norms[i], &g_unit, &mut gq[i * l.dk..][..l.dk]);
             }
         }
-        Ok(vec![
-            gm.map(|gm| view::tensor(gm, m.dims())).transpose()?,
-            bw.needs[1].then(|| view::tensor(gq, q.dims())).transpose()?,
-            bw.needs[2].then(|| view::tensor(gpr, pr.dims())).transpose()?,
-        ])
+        bw.input_grads([gm, Some(gq), Some(gpr)])
     }
 }
 

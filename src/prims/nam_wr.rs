@@ -142,11 +142,7 @@ struct WriteSaved {
 impl SlicedBackward for NamWrOp {
     type Saved = WriteSaved;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [m, k, v, pw, pe] = op::inputs("namWR", inputs)?;
         let l = Blocks::of(m, self.heads)?;
         let (mr, kr, vr, pwr, per) =
@@ -179,13 +175,8 @@ impl SlicedBackward for NamWrOp {
         Ok((vec![view::tensor(out, m.dims())?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [m, k, v, pw, pe] = bw.inputs_of()?;
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [m, _, v, pw, pe] = bw.inputs_of()?;
         let l = Blocks::of(m, self.heads)?;
         let g = bw.grad_or_zeros(0)?;
         let (gr, mr, vr, pwr, per) = (
@@ -196,7 +187,7 @@ impl SlicedBackward for NamWrOp {
             view::Read::new(pe)?,
         );
         let (ur, nr, mkr) =
-            (view::Read::new(&saved.unit)?, view::Read::new(&saved.norms)?, view::Read::new(&saved.mk)?);
+            (view::Read::new(&bw.saved.unit)?, view::Read::new(&bw.saved.norms)?, view::Read::new(&bw.saved.mk)?);
         let (gs, ms, vs, pws, pes) =
             (gr.slice::<T>()?, mr.slice::<T>()?, vr.slice::<T>()?, pwr.slice::<T>()?, per.slice::<T>()?);
         let (unit, norms, mks) = (ur.slice::<T>()?, nr.slice::<T>()?, mkr.slice::<T>()?);
@@ -231,14 +222,7 @@ impl SlicedBackward for NamWrOp {
                 }
             })
         };
-        let grads = [
-            view::tensor(gm, m.dims())?,
-            view::tensor(gk, k.dims())?,
-            view::tensor(gv, v.dims())?,
-            view::tensor(gpw, pw.dims())?,
-            view::tensor(gpe, pe.dims())?,
-        ];
-        Ok(grads.into_iter().zip(bw.needs).map(|(g, &need)| need.then_some(g)).collect())
+        bw.input_grads([Some(gm), Some(gk), Some(gv), Some(gpw), Some(gpe)])
     }
 }
 
@@ -278,7 +262,7 @@ mod tests {
 
     /// Runs a configured op on batched f64 tensors.
     pub(crate) fn apply(name: &str, args: &[(&'static str, TArg)], inputs: &[&Tensor]) -> Tensor {
-        let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let inst = fitting(name, args);
         inst.op.forward(inputs, &[]).unwrap().remove(0)
     }
 

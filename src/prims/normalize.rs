@@ -4,7 +4,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::nam::l2_normalize;
@@ -19,10 +18,8 @@ primitive! {
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+    args.last_axis("x", "normalize works on vectors (or larger)")?;
     let x = args.shape("x")?.clone();
-    if x.is_empty() {
-        return Err(PrimError::new(PrimErrorKind::Scalar { needs: "normalize works on vectors (or larger)" }).on("x"));
-    }
     let flops = 3 * x.iter().product::<usize>() as u64;
     Ok((NormalizeOp, Inferred::new(vec![Ty::Tensor(x)], vec![], flops)))
 }
@@ -40,30 +37,26 @@ impl Op for NormalizeOp {
     }
 }
 
-impl ManualBackward for NormalizeOp {
+impl SlicedBackward for NormalizeOp {
     /// Each row's norm, `max(‖x‖₂, eps)` (the unit rows are the output).
     type Saved = Tensor;
 
-    fn forward_train(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Tensor> {
         let [x] = op::inputs("normalize", inputs)?;
-        with_real!(x.dtype(), T => rows_forward::<T>(x))
+        rows_forward::<T>(x)
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, Tensor>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, Tensor>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         if !b.needs[0] {
             return Ok(vec![None]);
         }
         let (unit, g) = (&b.outputs[0], b.grad_or_zeros(0)?);
-        with_real!(unit.dtype(), T => Ok(vec![Some(rows_backward::<T>(unit, &g, b.saved)?)]))
+        Ok(vec![Some(rows_backward::<T>(unit, &g, b.saved)?)])
     }
 }
 
 /// Every row of the last axis made unit, and the norms used.
-fn rows_forward<T: Real>(x: &Tensor) -> candle_core::Result<(Vec<Tensor>, Tensor)> {
+fn rows_forward<T: Real>(x: &Tensor) -> Forward<Tensor> {
     let width = x.dims().last().copied().unwrap_or(1).max(1);
     let xr = view::Read::new(x)?;
     let mut unit = vec![T::zero(); x.elem_count()];

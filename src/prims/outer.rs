@@ -2,7 +2,6 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::{real::Real, view};
@@ -50,30 +49,19 @@ impl Op for OuterOp {
     }
 }
 
-impl ManualBackward for OuterOp {
+impl SlicedBackward for OuterOp {
     /// Nothing: the backward reads the operands.
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<()> {
         let [a, b] = op::inputs("outer", inputs)?;
-        if a.dim(0)? != b.dim(0)? {
-            return Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], ()));
-        }
-        with_real!(a.dtype(), T => Ok((vec![outer_forward::<T>(a, b)?], ())))
+        Ok((vec![outer_forward::<T>(a, b)?], ()))
     }
 
     /// `d a_i = Σ_j g_ij b_j`, `d b_j = Σ_i g_ij a_i` (row by row).
-    fn backward(
-        &self,
-        bw: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [a, b] = bw.inputs_of()?;
-        if a.dim(0)? != b.dim(0)? {
-            return super::backward::via_autograd(self, bw, _param_grads);
-        }
-        let g = bw.grad_or_zeros(0)?;
-        with_real!(a.dtype(), T => outer_backward::<T>(a, b, &g, bw.needs))
+        outer_backward::<T>(a, b, &bw.grad_or_zeros(0)?, bw.needs)
     }
 }
 
@@ -92,12 +80,7 @@ fn outer_forward<T: Real>(a: &Tensor, b: &Tensor) -> candle_core::Result<Tensor>
     view::tensor(out, dims)
 }
 
-fn outer_backward<T: Real>(
-    a: &Tensor,
-    b: &Tensor,
-    g: &Tensor,
-    needs: &[bool],
-) -> candle_core::Result<Vec<Option<Tensor>>> {
+fn outer_backward<T: Real>(a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> InputGrads {
     let (n, m) = (last(a), last(b));
     let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
     let (x, y, g) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);

@@ -97,11 +97,7 @@ multiversion! {
 impl SlicedBackward for RelReadOp {
     type Saved = ReadWeights;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [mr, c, b] = op::inputs("relRead", inputs)?;
         let (nq, d, d2) = (self.nq, self.d, self.d2);
         let batch = mr.dim(0)?;
@@ -145,18 +141,13 @@ impl SlicedBackward for RelReadOp {
 
     /// `gu = Mr gv`, `gMr = u ⊗ gv`, `gp_n = Σ_e gu_ne b_e`, `gb_e = Σ_n gu_ne p_n`,
     /// `gc = p ⊙ (gp − ⟨p, gp⟩)`.
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let (nq, d, d2) = (self.nq, self.d, self.d2);
         let [mr_t, c_t, b_t] = bw.inputs_of()?;
         let batch = mr_t.dim(0)?;
         let gv = bw.grad_or_zeros(0)?;
         let (mr, b) = (view::Read::new(mr_t)?, view::Read::new(b_t)?);
-        let (p, u, gv) = (view::Read::new(&saved.p)?, view::Read::new(&saved.u)?, view::Read::new(&gv)?);
+        let (p, u, gv) = (view::Read::new(&bw.saved.p)?, view::Read::new(&bw.saved.u)?, view::Read::new(&gv)?);
         let (mr, b, p, u, gv) = (mr.slice::<T>()?, b.slice::<T>()?, p.slice::<T>()?, u.slice::<T>()?, gv.slice::<T>()?);
         let gmr = bw.needs[0].then(|| {
             let fill = |gmr: &mut [std::mem::MaybeUninit<T>]| {

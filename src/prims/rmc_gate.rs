@@ -19,7 +19,7 @@ use candle_core::{D, Tensor};
 
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::elementwise::map1;
 use crate::kernels::par::multiversion;
 use crate::kernels::{real::Real, view};
@@ -121,11 +121,7 @@ struct GateSaved {
 impl SlicedBackward for RmcGateOp {
     type Saved = GateSaved;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Self::Saved> {
         let [m, new, x] = op::inputs("rmcGate", inputs)?;
         let (batch, n, d) = m.dims3()?;
         let g2 = 2 * self.gate;
@@ -165,38 +161,23 @@ impl SlicedBackward for RmcGateOp {
 
     /// `gM = go ⊙ f + (gG U) ⊙ (1 − tanh² M)`, `gM̃ = go ⊙ i ⊙ (1 − tanh² M̃)`, `gx = (Σ_rows gG) W`,
     /// with `gG` the gates' pre-activation gradients.
-    fn backward_typed<T: Real>(
-        &self,
-        saved: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [m, _, x] = bw.inputs_of()?;
         let (batch, n, d) = m.dims3()?;
         let g2 = 2 * self.gate;
         let go = bw.grad_or_zeros(0)?;
         let (gor, mr, xr) = (view::Read::new(&go)?, view::Read::new(m)?, view::Read::new(x)?);
-        let (tmr, tnr, gtr) =
-            (view::Read::new(&saved.tanh_m)?, view::Read::new(&saved.tanh_new)?, view::Read::new(&saved.gates)?);
+        let (tmr, tnr, gtr) = (
+            view::Read::new(&bw.saved.tanh_m)?,
+            view::Read::new(&bw.saved.tanh_new)?,
+            view::Read::new(&bw.saved.gates)?,
+        );
         let (go, ms, xs) = (gor.slice::<T>()?, mr.slice::<T>()?, xr.slice::<T>()?);
         let (tanh_m, tanh_new, gates) = (tmr.slice::<T>()?, tnr.slice::<T>()?, gtr.slice::<T>()?);
         let (mut g_pre, mut g_new, mut g_m) =
             (vec![T::zero(); batch * n * g2], vec![T::zero(); batch * n * d], vec![T::zero(); batch * n * d]);
         gate_backward(self.gate, go, ms, tanh_new, gates, &mut g_pre, &mut g_new, &mut g_m);
-        let (umr, wr) =
-            (view::Read::new(self.gate_mem.weight.of(bw.params))?, view::Read::new(self.gate_in.weight.of(bw.params))?);
-        let (gum, gbu) = Slot::pair_mut(self.gate_mem.weight, self.gate_mem.bias, param_grads);
-        let g_tanh_m = backward_slices(
-            &g_pre,
-            tanh_m,
-            batch * n,
-            umr.slice::<T>()?,
-            d,
-            g2,
-            Some(gum.slice_mut::<T>(g2 * d)?),
-            Some(gbu.slice_mut::<T>(g2)?),
-            bw.needs[0],
-        );
+        let g_tanh_m = bw.dense_backward(self.gate_mem, &g_pre, tanh_m, bw.needs[0], param_grads)?;
         if let Some(g_tanh_m) = g_tanh_m {
             for ((gm, g), t) in g_m.iter_mut().zip(&g_tanh_m).zip(tanh_m) {
                 *gm += *g * (T::one() - *t * *t);
@@ -210,23 +191,8 @@ impl SlicedBackward for RmcGateOp {
                 }
             }
         }
-        let (gw, gbw) = Slot::pair_mut(self.gate_in.weight, self.gate_in.bias, param_grads);
-        let gx = backward_slices(
-            &g_in,
-            xs,
-            batch,
-            wr.slice::<T>()?,
-            d,
-            g2,
-            Some(gw.slice_mut::<T>(g2 * d)?),
-            Some(gbw.slice_mut::<T>(g2)?),
-            bw.needs[2],
-        );
-        Ok(vec![
-            bw.needs[0].then(|| view::tensor(g_m, (batch, n, d))).transpose()?,
-            bw.needs[1].then(|| view::tensor(g_new, (batch, n, d))).transpose()?,
-            gx.map(|g| view::tensor(g, (batch, d))).transpose()?,
-        ])
+        let gx = bw.dense_backward(self.gate_in, &g_in, xs, bw.needs[2], param_grads)?;
+        bw.input_grads([Some(g_m), Some(g_new), gx])
     }
 }
 

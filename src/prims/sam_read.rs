@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::backward::with_real;
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, forward_slices};
+use crate::kernels::dense::{Transposed, forward_slices};
 use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
@@ -107,16 +107,12 @@ impl ManualBackward for SamReadOp {
     /// The projection GEMM, the joint layer norm, the attention weights
     /// `A[s, e, j] = tanh(q[s, e] k[j, e])` and one `[nq·n × nq] · [nq × n]` GEMM per
     /// example, reading `q`, `k`, `v` in place in the normalised `[n, 3nq]` projection.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, SamValues)> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<SamValues> {
         let [m] = op::inputs("samRead", inputs)?;
         with_real!(m.dtype(), T => self.train_forward::<T>(m, params))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, SamValues>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, SamValues>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let [m] = b.inputs_of()?;
         with_real!(m.dtype(), T => self.backward_with::<T>(b, param_grads, None))
     }
@@ -124,11 +120,7 @@ impl ManualBackward for SamReadOp {
 
 impl SamReadOp {
     /// The output `R[(s, e), f] = Σ_j A[j, (s, e)] v[j, f]` and the values the backward needs.
-    pub(crate) fn train_forward<T: Real>(
-        &self,
-        m: &Tensor,
-        params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, SamValues)> {
+    pub(crate) fn train_forward<T: Real>(&self, m: &Tensor, params: &[&Tensor]) -> Forward<SamValues> {
         let Config { n, nq, qkv, ln } = &self.config;
         let (n, nq) = (*n, *nq);
         let (batch, d) = (m.dim(0)?, m.dim(2)?);
@@ -185,11 +177,11 @@ impl SamReadOp {
         bw: &Backward<'_, SamValues>,
         param_grads: &mut [ParamGrad],
         extra: Option<(&[T], &[T])>,
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    ) -> InputGrads {
         let Config { n, nq, qkv, ln } = &self.config;
         let (n, nq) = (*n, *nq);
         let [m] = bw.inputs_of()?;
-        let (batch, d) = (m.dim(0)?, m.dim(2)?);
+        let batch = m.dim(0)?;
         let w3 = 3 * nq;
         let len = n * w3;
         let g = bw.grads[0].as_ref().map(view::contiguous).transpose()?;
@@ -204,8 +196,8 @@ impl SamReadOp {
         );
         let g = gr.as_ref().map(|r| r.slice::<T>()).transpose()?;
         let (xhat, normed, rstd, att) = (xr.slice::<T>()?, yr.slice::<T>()?, rr.slice::<T>()?, ar.slice::<T>()?);
-        let (wr, lnwr) = (view::Read::new(qkv.weight.of(bw.params))?, view::Read::new(ln.weight.of(bw.params))?);
-        let (w, lnw) = (wr.slice::<T>()?, lnwr.slice::<T>()?);
+        let lnwr = view::Read::new(ln.weight.of(bw.params))?;
+        let lnw = lnwr.slice::<T>()?;
         // d loss / d normed, per example: v's part from one GEMM, q's and k's from the
         // attention weights' gradient.
         let mut gn = vec![T::zero(); batch * len];
@@ -265,19 +257,8 @@ impl SamReadOp {
                 layer_norm_backward(lnw, &xhat[ex * len..][..len], rstd[ex], gy);
             }
         });
-        let (gw, gb) = Slot::pair_mut(qkv.weight, qkv.bias, param_grads);
-        let gm = backward_slices(
-            &gn,
-            mr.slice::<T>()?,
-            batch * n,
-            w,
-            d,
-            w3,
-            Some(gw.slice_mut::<T>(w3 * d)?),
-            Some(gb.slice_mut::<T>(w3)?),
-            bw.needs[0],
-        );
-        Ok(vec![gm.map(|g| view::tensor(g, m.dims())).transpose()?])
+        let gm = bw.dense_backward(*qkv, &gn, mr.slice::<T>()?, bw.needs[0], param_grads)?;
+        bw.input_grads([gm])
     }
 }
 

@@ -42,15 +42,11 @@ impl Op for ScalarOp {
 impl ManualBackward for ScalarOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
         if let Some(g) = &b.grads[0] {
             self.value.of_mut(param_grads).add(g)?;
         }

@@ -16,13 +16,7 @@ primitive! {
 }
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
-    let x = args.shape("x")?;
-    let Some((&n, lead)) = x.split_last() else {
-        return Err(PrimError::new(PrimErrorKind::Scalar {
-            needs: "slice cuts the last axis of a vector (or larger)",
-        })
-        .on("x"));
-    };
+    let (n, lead) = args.last_axis("x", "slice cuts the last axis of a vector (or larger)")?;
     let start = args.value("start")?.as_int().unwrap_or(-1);
     if start < 0 {
         return Err(PrimError::new(PrimErrorKind::AtLeast { least: 0, found: start }).on("start"));

@@ -38,15 +38,11 @@ impl Op for SoftmaxOp {
 impl ManualBackward for SoftmaxOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         Ok((vec![self.forward(inputs, params)?.remove(0).contiguous()?], ()))
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         if !b.needs[0] {
             return Ok(vec![None]);
         }

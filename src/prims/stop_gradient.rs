@@ -39,16 +39,12 @@ impl Op for StopGradientOp {
 impl ManualBackward for StopGradientOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         let [x] = op::inputs("stopGradient", inputs)?;
         forward_saving_nothing(self, &[&x.contiguous()?], params)
     }
 
-    fn backward(
-        &self,
-        _b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, _b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         Ok(vec![None])
     }
 }

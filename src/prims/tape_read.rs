@@ -57,11 +57,7 @@ impl Op for TapeReadOp {
 impl SlicedBackward for TapeReadOp {
     type Saved = Tensor;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [t, pos, pr] = op::inputs("tapeRead", inputs)?;
         let l = Blocks::of(t, t.dim(1)?)?;
         let (len, d) = (l.dv, l.dk);
@@ -80,12 +76,7 @@ impl SlicedBackward for TapeReadOp {
         Ok((vec![view::tensor(out, (l.batch, l.heads * d))?], old))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        old: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [t, pos, pr] = bw.inputs_of()?;
         let l = Blocks::of(t, t.dim(1)?)?;
         let (len, d) = (l.dv, l.dk);
@@ -95,7 +86,7 @@ impl SlicedBackward for TapeReadOp {
             view::Read::new(t)?,
             view::Read::new(pos)?,
             view::Read::new(pr)?,
-            view::Read::new(old)?,
+            view::Read::new(bw.saved)?,
         );
         let (gs, ts, ps, prs, olds) =
             (gr.slice::<T>()?, tr.slice::<T>()?, pr_.slice::<T>()?, rr.slice::<T>()?, or.slice::<T>()?);
@@ -118,11 +109,7 @@ impl SlicedBackward for TapeReadOp {
                 );
             }
         }
-        Ok(vec![
-            gt.map(|gt| view::tensor(gt, t.dims())).transpose()?,
-            bw.needs[1].then(|| view::tensor(gp, pos.dims())).transpose()?,
-            bw.needs[2].then(|| view::tensor(gpr, pr.dims())).transpose()?,
-        ])
+        bw.input_grads([gt, Some(gp), Some(gpr)])
     }
 }
 

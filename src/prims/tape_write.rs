@@ -64,11 +64,7 @@ impl Op for TapeWriteOp {
 impl SlicedBackward for TapeWriteOp {
     type Saved = Tensor;
 
-    fn forward_typed<T: Real>(
-        &self,
-        inputs: &[&Tensor],
-        _params: &[&Tensor],
-    ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<Self::Saved> {
         let [t, pos, v, pw, pe] = op::inputs("tapeWrite", inputs)?;
         let l = Blocks::of(t, self.heads)?;
         let (len, d) = (l.dv, l.dk);
@@ -99,18 +95,13 @@ impl SlicedBackward for TapeWriteOp {
         Ok((vec![view::tensor(out, t.dims())?], view::tensor(old, l.batch * l.heads * d)?))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        old: &Self::Saved,
-        bw: &Backward<'_, Option<Self::Saved>>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [t, pos, v, pw, pe] = bw.inputs_of()?;
         let l = Blocks::of(t, self.heads)?;
         let (len, d) = (l.dv, l.dk);
         let g = bw.grad_or_zeros(0)?;
         let (gr, tr, pr, vr) = (view::Read::new(&g)?, view::Read::new(t)?, view::Read::new(pos)?, view::Read::new(v)?);
-        let (pwr, per, or) = (view::Read::new(pw)?, view::Read::new(pe)?, view::Read::new(old)?);
+        let (pwr, per, or) = (view::Read::new(pw)?, view::Read::new(pe)?, view::Read::new(bw.saved)?);
         let (gs, ts, ps, vs) = (gr.slice::<T>()?, tr.slice::<T>()?, pr.slice::<T>()?, vr.slice::<T>()?);
         let (pws, pes, olds) = (pwr.slice::<T>()?, per.slice::<T>()?, or.slice::<T>()?);
         let (mut gp, mut gv) = (vec![T::zero(); ps.len()], vec![T::zero(); vs.len()]);
@@ -141,14 +132,7 @@ impl SlicedBackward for TapeWriteOp {
                 }
             })
         };
-        let grads = [
-            view::tensor(gt, t.dims())?,
-            view::tensor(gp, pos.dims())?,
-            view::tensor(gv, v.dims())?,
-            view::tensor(gpw, pw.dims())?,
-            view::tensor(gpe, pe.dims())?,
-        ];
-        Ok(grads.into_iter().zip(bw.needs).map(|(g, &need)| need.then_some(g)).collect())
+        bw.input_grads([Some(gt), Some(gp), Some(gv), Some(gpw), Some(gpe)])
     }
 }
 

@@ -39,13 +39,18 @@ pub fn instance(name: &str, args: &[(&'static str, TArg)]) -> Result<Instance, P
     Ok(Instance { inferred: p.infer(&bound)?, op: p.lower(&bound)? })
 }
 
+/// A call that must fit (a test's own arguments).
+pub fn fitting(name: &str, args: &[(&'static str, TArg)]) -> Instance {
+    instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 pub fn out_shapes(name: &str, args: &[(&'static str, TArg)]) -> Vec<Vec<usize>> {
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inst = fitting(name, args);
     inst.inferred.outputs.iter().map(|t| t.shape().cloned().unwrap_or_default()).collect()
 }
 
 pub fn param_count(name: &str, args: &[(&'static str, TArg)]) -> usize {
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inst = fitting(name, args);
     inst.inferred.params.iter().map(|p| p.shape.iter().product::<usize>()).sum()
 }
 
@@ -62,9 +67,9 @@ pub fn error(name: &str, args: &[(&'static str, TArg)]) -> String {
     rejection(name, args).to_string()
 }
 
-/// Tensor inputs (in signature order) of a bound call, as per-example shapes or vocab sizes.
-fn tensor_inputs(p: &dyn Primitive, args: &[(&'static str, TArg)]) -> Vec<TArg> {
-    example(args).tensor_args(p)
+/// Tensor inputs (in signature order) of a call, as per-example shapes or vocab sizes.
+fn tensor_inputs(name: &str, args: &[(&'static str, TArg)]) -> Vec<TArg> {
+    example(args).tensor_args(prim(name))
 }
 
 /// Runs a call on one example (batch 1) with the given input data, parameters at their init
@@ -75,11 +80,10 @@ pub fn run(name: &str, args: &[(&'static str, TArg)], data: &[Vec<f64>]) -> Vec<
 
 /// Like [`run`], every output.
 pub fn run_all(name: &str, args: &[(&'static str, TArg)], data: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inst = fitting(name, args);
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(7);
-    let inputs: Vec<Tensor> = tensor_inputs(p, args)
+    let inputs: Vec<Tensor> = tensor_inputs(name, args)
         .iter()
         .zip(data)
         .map(|(a, d)| match a {
@@ -113,13 +117,12 @@ fn normal(rng: &mut ChaCha8Rng, n: usize, scale: f64) -> Vec<f64> {
 /// Checks the gradient of `Σ_k ⟨out_k, R_k⟩` (fixed random `R_k`) with respect to every float
 /// input and parameter against central finite differences, in f64, on random values.
 pub fn grad_check(name: &str, args: &[(&'static str, TArg)]) {
-    let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inst = fitting(name, args);
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     let mut vars: Vec<(String, Var)> = vec![];
     let mut inputs: Vec<Tensor> = vec![];
-    for (i, a) in tensor_inputs(p, args).iter().enumerate() {
+    for (i, a) in tensor_inputs(name, args).iter().enumerate() {
         match a {
             TArg::Tensor(s) | TArg::Shared(s) => {
                 let mut dims = vec![if matches!(a, TArg::Shared(_)) { 1 } else { BATCH }];
@@ -203,13 +206,12 @@ pub fn grad_check(name: &str, args: &[(&'static str, TArg)]) {
 /// what its accumulators already hold.
 pub fn manual_backward_check(name: &str, args: &[(&'static str, TArg)]) {
     const B: usize = 3;
-    let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inst = fitting(name, args);
     assert!(inst.op.manual().is_some(), "{name} has no manual backward");
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(11);
     let mut inputs: Vec<Tensor> = vec![];
-    for a in tensor_inputs(p, args) {
+    for a in tensor_inputs(name, args) {
         inputs.push(match &a {
             TArg::Tensor(s) | TArg::Shared(s) => {
                 let mut dims = vec![if matches!(a, TArg::Shared(_)) { 1 } else { B }];
@@ -369,11 +371,10 @@ fn assert_close(name: &str, what: &str, got: &Tensor, expected: &Tensor, tol: f6
 /// For a primitive that blocks gradients by design ([`Primitive::passes_gradients`]): neither
 /// candle's autograd through its forward nor its manual backward gives its inputs a gradient.
 pub fn assert_blocks_gradients(name: &str, args: &[(&'static str, TArg)]) {
-    let p = prim(name);
-    let inst = instance(name, args).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inst = fitting(name, args);
     let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(5);
-    let vars: Vec<Var> = tensor_inputs(p, args)
+    let vars: Vec<Var> = tensor_inputs(name, args)
         .iter()
         .map(|a| match a {
             TArg::Tensor(s) | TArg::Shared(s) => {

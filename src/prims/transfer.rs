@@ -21,7 +21,6 @@
 
 use candle_core::Tensor;
 
-use super::backward::with_real;
 use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, column_sums_into, dense};
@@ -89,27 +88,12 @@ impl Op for TransferOp {
     }
 }
 
-impl ManualBackward for TransferOp {
+impl SlicedBackward for TransferOp {
     type Saved = ();
 
     /// One `[d2 × nq·d] · [nq·d × size]` GEMM per example, reading `R` transposed in place.
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_typed<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         let [r] = op::inputs("transfer", inputs)?;
-        with_real!(r.dtype(), T => Ok((vec![self.train_forward::<T>(r, params)?], ())))
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [r] = b.inputs_of()?;
-        with_real!(r.dtype(), T => self.train_backward::<T>(r, b, param_grads))
-    }
-}
-
-impl TransferOp {
-    fn train_forward<T: Real>(&self, r: &Tensor, params: &[&Tensor]) -> candle_core::Result<Tensor> {
         let Config { nq, d, d2, layer } = &self.config;
         let batch = r.dim(0)?;
         let (k, d2) = (nq * d, *d2);
@@ -128,15 +112,11 @@ impl TransferOp {
                 matmul(MatMut::new(o, d2, size), Mat::new(rb, k, d2).t(), Mat::new(wt, k, size), true, Par::Seq);
             }
         });
-        view::tensor(out, (batch, d2, size))
+        Ok((vec![view::tensor(out, (batch, d2, size))?], ()))
     }
 
-    fn train_backward<T: Real>(
-        &self,
-        r: &Tensor,
-        b: &Backward<'_, ()>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [r] = b.inputs_of()?;
         let Config { nq, d, d2, layer } = &self.config;
         let batch = r.dim(0)?;
         let (k, d2) = (nq * d, *d2);

@@ -22,29 +22,27 @@ macro_rules! unary_elementwise {
             }
         }
 
-        impl $crate::prims::ManualBackward for UnaryOp {
+        /// The backward reads the output, which the tape keeps.
+        impl $crate::prims::SlicedBackward for UnaryOp {
             type Saved = ();
 
-            fn forward_train(
+            fn forward_typed<T: $crate::kernels::real::Real>(
                 &self,
                 inputs: &[&candle_core::Tensor],
                 params: &[&candle_core::Tensor],
-            ) -> candle_core::Result<(Vec<candle_core::Tensor>, ())> {
+            ) -> $crate::prims::Forward<()> {
                 use $crate::prims::Op;
                 let y = self.forward(inputs, params)?.remove(0);
                 Ok((vec![y.contiguous()?], ()))
             }
 
-            fn backward(
+            fn backward_typed<T: $crate::kernels::real::Real>(
                 &self,
                 b: &$crate::prims::Backward<'_, ()>,
                 _param_grads: &mut [$crate::prims::ParamGrad],
-            ) -> candle_core::Result<Vec<Option<candle_core::Tensor>>> {
+            ) -> $crate::prims::InputGrads {
                 match &b.grads[0] {
-                    Some(g) if b.needs[0] => {
-                        let y = &b.outputs[0];
-                        $crate::prims::backward::with_real!(y.dtype(), T => Ok(vec![Some(manual_backward::<T>(y, g)?)]))
-                    }
+                    Some(g) if b.needs[0] => Ok(vec![Some(manual_backward::<T>(&b.outputs[0], g)?)]),
                     _ => Ok(vec![None]),
                 }
             }

@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 
 use crate::store::RunSummary;
-use crate::value::Value;
+use crate::value::{Value, write_list};
 
 /// A resolved field name.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -140,16 +140,7 @@ impl std::fmt::Display for Val<'_> {
             Val::Str(s) => f.write_str(s),
             Val::Bool(b) => write!(f, "{b}"),
             Val::Date(t) => f.write_str(&format_date(*t)),
-            Val::List(items) => {
-                f.write_str("[")?;
-                for (i, v) in items.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{v}")?;
-                }
-                f.write_str("]")
-            }
+            Val::List(items) => write_list(f, items),
         }
     }
 }

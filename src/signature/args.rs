@@ -146,6 +146,15 @@ impl Args {
         Ok(s)
     }
 
+    /// The size of a tensor argument's last axis and the axes before it, for a primitive that
+    /// works along that axis; a scalar is an error saying what the primitive `needs`.
+    pub fn last_axis(&self, name: &'static str, needs: &'static str) -> Result<(usize, &[usize]), PrimError> {
+        match self.shape(name)?.split_last() {
+            Some((&last, lead)) => Ok((last, lead)),
+            None => Err(PrimError::new(PrimErrorKind::Scalar { needs }).on(name)),
+        }
+    }
+
     pub fn value(&self, name: &'static str) -> Result<&Value, PrimError> {
         match self.find(name) {
             Some(ArgVal::Value(v)) => Ok(v),

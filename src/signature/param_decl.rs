@@ -103,6 +103,18 @@ impl ParamList {
         self.push(join(prefix, "weight"), vec![fan_out, fan_in], Init::Uniform(bound))
     }
 
+    /// The two dense layers of a PyTorch RNN cell with `gates` gates of `hidden` units on an input
+    /// of `fan_in`: `w_ih, b_ih` on the input and `w_hh, b_hh` on the state, each `→ gates·hidden`,
+    /// every one initialised U(±1/√hidden) as PyTorch's cells are.
+    pub fn rnn_cell(&mut self, gates: usize, hidden: usize, fan_in: usize) -> (Dense, Dense) {
+        let init = Init::Uniform(1.0 / (hidden as f64).sqrt());
+        let mut layer = |suffix: &str, fan_in: usize| Dense {
+            weight: self.push(format!("w_{suffix}"), vec![gates * hidden, fan_in], init.clone()),
+            bias: self.push(format!("b_{suffix}"), vec![gates * hidden], init.clone()),
+        };
+        (layer("ih", fan_in), layer("hh", hidden))
+    }
+
     /// A layer norm's affine map over `size` elements, named `prefix` like [`ParamList::dense`].
     pub fn norm(&mut self, prefix: &str, size: usize) -> Norm {
         let weight = self.push(join(prefix, "weight"), vec![size], Init::Constant(1.0));

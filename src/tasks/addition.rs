@@ -26,7 +26,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::nam::{self, Config, DELIM, EOS, MASK, NamTask, Rule};
+use super::nam::{self, DELIM, EOS, MASK, NamTask, Rule};
 use super::options::Options;
 use super::*;
 
@@ -37,8 +37,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config = Config::read(o)?;
-    Ok(Box::new(NamTask { rule: Addition, config }))
+    Ok(Box::new(NamTask { rule: Addition, config: o.parse()? }))
 }
 
 #[derive(Clone, Copy, Debug)]

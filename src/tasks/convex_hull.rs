@@ -22,14 +22,14 @@ use super::answers::{AnswerData, Example, Generator, features};
 use super::define::task_kind;
 use super::geometry::{self, Point};
 use super::held_out::HeldOut;
-use super::options::{Options, TaskOption, ordered};
+use super::options::{Options, TaskOption};
 use super::*;
 
 /// The options of a geometry task (then `held_out: (512, 2048)`): `points` defaults to
 /// `default_points`, and point counts go from 3 up to `most`.
 pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOption; 3] {
     [
-        TaskOption::int("points", default_points, 3, most),
+        TaskOption::int("points", default_points, 3, most).at_least("min_points"),
         TaskOption::int("min_points", 5, 3, most),
         TaskOption::int("features", 20, 1, 4096),
     ]
@@ -77,7 +77,6 @@ impl Geometry {
     /// Reads the options (`geometry_options`).
     pub(super) fn read(o: &Options, problem: Problem) -> Result<Geometry, PrimError> {
         let task = Geometry { problem, ..o.parse()? };
-        ordered(("min_points", task.min_points), ("points", task.points))?;
         let needed = task.points.max(TEST_POINTS[1]);
         if task.features < needed {
             let why = format!("`features` must be at least {needed}, one per point (found {})", task.features);

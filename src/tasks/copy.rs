@@ -23,13 +23,13 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq, stratify};
-use super::options::{Options, TaskOption, ordered};
+use super::options::{Options, TaskOption};
 use super::*;
 
 static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("min_len", 1, 1, 10_000),
-    TaskOption::int("max_len", 20, 1, 10_000),
+    TaskOption::int("max_len", 20, 1, 10_000).at_least("min_len"),
 ];
 
 task_kind! {
@@ -40,10 +40,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: FreshTask<Copy> = o.parse()?;
-    let Copy { min_len, max_len, .. } = task.generator;
-    ordered(("min_len", min_len), ("max_len", max_len))?;
-    Ok(Box::new(task))
+    Ok(Box::new(o.parse::<FreshTask<Copy>>()?))
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]

@@ -31,7 +31,7 @@ static OPTIONS: [TaskOption; 4] = [
     TaskOption::int("max_depth", 10, 1, 100),
     TaskOption::int("max_args", 10, 2, 100),
     TaskOption::int("min_length", 10, 1, 1 << 16),
-    TaskOption::int("max_length", 100, 1, 1 << 16),
+    TaskOption::int("max_length", 100, 1, 1 << 16).at_least("min_length"),
 ];
 
 const MIN: u32 = 10;
@@ -51,10 +51,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: FreshTask<ListOps> = o.parse()?;
-    let ListOps { min_length, max_length, .. } = task.generator;
-    super::options::ordered(("min_length", min_length), ("max_length", max_length))?;
-    Ok(Box::new(task))
+    Ok(Box::new(o.parse::<FreshTask<ListOps>>()?))
 }
 
 #[derive(Clone, Copy, Debug, serde::Deserialize)]

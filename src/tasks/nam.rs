@@ -29,7 +29,7 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::held_out::HeldOut;
-use super::options::{Options, TaskOption, ordered};
+use super::options::TaskOption;
 use super::streams::{Stream, stream};
 use super::*;
 
@@ -47,7 +47,7 @@ const HELD_OUT: [TaskOption; 2] = HeldOut::options(2048, 2048);
 /// The options every NAM task has (`od` last, for tasks that offer it; the held-out sizes
 /// before it, where specs have always had them).
 pub(super) static OPTIONS_WITH_OD: [TaskOption; 6] = [
-    TaskOption::int("digits", 10, 1, 1000),
+    TaskOption::int("digits", 10, 1, 1000).at_least("min_digits"),
     TaskOption::int("min_digits", 1, 1, 1000),
     TaskOption::int("train", 25_600, 1, 10_000_000),
     HELD_OUT[0],
@@ -93,13 +93,6 @@ pub(super) enum Od {
 }
 
 impl Config {
-    /// Reads the shared options (`od` where the signature has it).
-    pub(super) fn read(o: &Options) -> Result<Config, PrimError> {
-        let c: Config = o.parse()?;
-        ordered(("min_digits", c.min_digits), ("digits", c.digits))?;
-        Ok(c)
-    }
-
     pub(super) fn train_range(&self) -> (usize, usize) {
         (self.min_digits, self.digits)
     }

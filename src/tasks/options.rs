@@ -34,27 +34,39 @@ pub(super) enum Accepts {
 pub(super) struct TaskOption {
     spec: ArgSpec,
     accepts: Accepts,
+    /// The integer option this one may not be below (the lower end of a range it ends).
+    at_least: Option<&'static str>,
 }
 
 impl TaskOption {
+    const fn new(spec: ArgSpec, accepts: Accepts) -> TaskOption {
+        TaskOption { spec, accepts, at_least: None }
+    }
+
+    /// This integer option ends a range that the integer option `lower` starts: it may not be
+    /// below it ([`Options::parse`] checks, blaming this one).
+    pub(super) const fn at_least(self, lower: &'static str) -> TaskOption {
+        TaskOption { at_least: Some(lower), ..self }
+    }
+
     pub(super) const fn int(name: &'static str, default: i64, lo: i64, hi: i64) -> TaskOption {
-        TaskOption { spec: ArgSpec::value(name, Kind::Int, Default::Int(default)), accepts: Accepts::Ints(lo, hi) }
+        TaskOption::new(ArgSpec::value(name, Kind::Int, Default::Int(default)), Accepts::Ints(lo, hi))
     }
     /// A float in `lo..hi`.
     pub(super) const fn float_below(name: &'static str, default: f64, lo: f64, hi: f64) -> TaskOption {
         let accepts = Accepts::Floats { lo, hi, hi_open: true };
-        TaskOption { spec: ArgSpec::value(name, Kind::Float, Default::Float(default)), accepts }
+        TaskOption::new(ArgSpec::value(name, Kind::Float, Default::Float(default)), accepts)
     }
     /// A required path naming `what`.
     pub(super) const fn path(name: &'static str, what: &'static str) -> TaskOption {
-        TaskOption { spec: ArgSpec::value(name, Kind::Str, Default::Required), accepts: Accepts::Path(what) }
+        TaskOption::new(ArgSpec::value(name, Kind::Str, Default::Required), Accepts::Path(what))
     }
     pub(super) const fn choice(
         name: &'static str,
         default: &'static str,
         choices: &'static [&'static str],
     ) -> TaskOption {
-        TaskOption { spec: ArgSpec::value(name, Kind::Str, Default::Str(default)), accepts: Accepts::Choice(choices) }
+        TaskOption::new(ArgSpec::value(name, Kind::Str, Default::Str(default)), Accepts::Choice(choices))
     }
 }
 
@@ -124,7 +136,8 @@ impl<'a> Options<'a> {
         }
     }
 
-    /// Every option, checked as its reader above checks it, deserialized by name into `T` (a
+    /// Every option, checked as its reader above checks it (and a range's ends against each
+    /// other, [`TaskOption::at_least`]), deserialized by name into `T` (a
     /// struct of the task's options: integers, floats, paths as strings, choices as their
     /// strings, e.g. into an enum). A `T` that does not fit the table is a bug in the task.
     pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, PrimError> {
@@ -138,6 +151,12 @@ impl<'a> Options<'a> {
                 Accepts::Choice(choices) => serde_json::Value::from(choices[self.choice(name)?]),
             };
             fields.insert(name.to_string(), value);
+        }
+        for option in self.options {
+            if let Some(lower) = option.at_least {
+                let name = option.spec.name;
+                ordered((lower, self.int(lower)?), (name, self.int(name)?))?;
+            }
         }
         serde_json::from_value(serde_json::Value::Object(fields)).map_err(|e| {
             let task = std::any::type_name::<T>();
@@ -162,7 +181,7 @@ fn missing(name: &'static str) -> PrimError {
 }
 
 /// `lo ≤ hi` for a pair of range options; blames `hi`.
-pub(super) fn ordered(lo: (&'static str, usize), hi: (&'static str, usize)) -> Result<(), PrimError> {
+fn ordered(lo: (&'static str, usize), hi: (&'static str, usize)) -> Result<(), PrimError> {
     if lo.1 > hi.1 {
         return Err(PrimError::task(format!("`{}` ({}) must be at least `{}` ({})", hi.0, hi.1, lo.0, lo.1)).on(hi.0));
     }
@@ -239,6 +258,24 @@ mod tests {
         let values = [Value::Int(7), Value::Float(0.25), Value::Str("blur".into())];
         let err = Options::new(&OPTIONS, &values).parse::<Parsed>().unwrap_err();
         assert_eq!(err.arg, Some("mode"), "the option's own check, naming it: {err}");
+    }
+
+    #[test]
+    fn parse_checks_the_ends_of_a_range_against_each_other() {
+        static RANGE: [TaskOption; 2] =
+            [TaskOption::int("min_len", 1, 1, 100), TaskOption::int("max_len", 20, 1, 100).at_least("min_len")];
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Range {
+            min_len: usize,
+            max_len: usize,
+        }
+        assert!(Options::new(&RANGE, &[Value::Int(5), Value::Int(5)]).parse::<Range>().is_ok());
+        let err = Options::new(&RANGE, &[Value::Int(6), Value::Int(5)]).parse::<Range>().unwrap_err();
+        assert_eq!(
+            (err.arg, err.to_string()),
+            (Some("max_len"), "`max_len` (5) must be at least `min_len` (6)".into())
+        );
     }
 
     #[test]

@@ -36,15 +36,15 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq, stratify};
-use super::options::{Options, TaskOption, ordered};
+use super::options::{Options, TaskOption};
 use super::*;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("width", 32, 1, 4096),
     TaskOption::int("min_items", 3, 2, 1000),
-    TaskOption::int("max_items", 3, 2, 1000),
+    TaskOption::int("max_items", 3, 2, 1000).at_least("min_items"),
     TaskOption::int("min_len", 2, 1, 1000),
-    TaskOption::int("max_len", 5, 1, 1000),
+    TaskOption::int("max_len", 5, 1, 1000).at_least("min_len"),
 ];
 
 task_kind! {
@@ -55,11 +55,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let task: FreshTask<Rar> = o.parse()?;
-    let Rar { min_items, max_items, min_len, max_len, .. } = task.generator;
-    ordered(("min_items", min_items), ("max_items", max_items))?;
-    ordered(("min_len", min_len), ("max_len", max_len))?;
-    Ok(Box::new(task))
+    Ok(Box::new(o.parse::<FreshTask<Rar>>()?))
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]

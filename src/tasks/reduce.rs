@@ -25,7 +25,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::nam::{self, Config, DELIM, NamTask, Rule};
+use super::nam::{self, DELIM, NamTask, Rule};
 use super::options::Options;
 use super::*;
 
@@ -36,8 +36,7 @@ task_kind! {
 }
 
 fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    let config = Config::read(o)?;
-    Ok(Box::new(NamTask { rule: Reduce, config }))
+    Ok(Box::new(NamTask { rule: Reduce, config: o.parse()? }))
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -24,14 +24,14 @@ use super::answers::{AnswerData, Example, Generator, features};
 use super::define::task_kind;
 use super::graphs::Graph;
 use super::held_out::HeldOut;
-use super::options::{Options, TaskOption, ordered};
+use super::options::{Options, TaskOption};
 use super::*;
 
 /// The options of a graph task (shortest path, spanning tree; then `held_out: (512, 2048)`).
 pub(super) static GRAPH_OPTIONS: [TaskOption; 6] = [
-    TaskOption::int("nodes", 20, 2, 1000),
+    TaskOption::int("nodes", 20, 2, 1000).at_least("min_nodes"),
     TaskOption::int("min_nodes", 5, 2, 1000),
-    TaskOption::int("edges", 30, 1, 100_000),
+    TaskOption::int("edges", 30, 1, 100_000).at_least("min_edges"),
     TaskOption::int("min_edges", 6, 1, 100_000),
     TaskOption::int("max_weight", 10, 1, 1_000_000),
     TaskOption::int("features", 40, 1, 4096),
@@ -75,8 +75,6 @@ impl GraphTask {
     pub(super) fn read(o: &Options, question: Question) -> Result<GraphTask, PrimError> {
         let task = GraphTask { question, ..o.parse()? };
         let GraphTask { nodes, edges, features, .. } = task;
-        ordered(("min_nodes", task.min_nodes), ("nodes", nodes))?;
-        ordered(("min_edges", task.min_edges), ("edges", edges))?;
         if edges < nodes - 1 {
             let why =
                 format!("`edges` ({edges}) must be at least `nodes` − 1 ({}) for the graph to be connected", nodes - 1);
