@@ -55,15 +55,11 @@ impl Op for ConcatOp {
 impl ManualBackward for ConcatOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [a, _] = b.inputs_of()?;
         let Some(g) = &b.grads[0] else { return Ok(vec![None, None]) };
         let n = a.dim(D::Minus1)?;

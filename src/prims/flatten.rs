@@ -1,10 +1,8 @@
 //! `flatten(x)`: all per-example axes as one, `[a, b, ...] → [a·b·...]` (row-major); a scalar
 //! becomes `[1]`. The batch axis is kept.
 
-use candle_core::Tensor;
-
-use super::backward::forward_saving_nothing;
 use super::define::primitive;
+use super::reshape::ReshapeOp;
 use super::*;
 
 primitive! {
@@ -16,40 +14,8 @@ primitive! {
 
 fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
     let n = args.shape("x")?.iter().product::<usize>();
-    Ok((FlattenOp { n }, Inferred::new(vec![Ty::Tensor(vec![n])], vec![], 0)))
-}
-
-struct FlattenOp {
-    n: usize,
-}
-
-impl Op for FlattenOp {
-    fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let [x] = op::inputs("flatten", inputs)?;
-        Ok(vec![x.reshape((x.dim(0)?, self.n))?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
-    }
-}
-
-/// A shape op: the backward moves the gradient back to where the elements came from.
-impl ManualBackward for FlattenOp {
-    type Saved = ();
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
-        forward_saving_nothing(self, inputs, params)
-    }
-
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
-        let [x] = b.inputs_of()?;
-        Ok(vec![b.grads[0].as_ref().map(|g| g.reshape(x.dims())).transpose()?])
-    }
+    // A reshape to `[n]`: the same op, forward and backward.
+    Ok((ReshapeOp::to(vec![n]), Inferred::new(vec![Ty::Tensor(vec![n])], vec![], 0)))
 }
 
 #[cfg(test)]

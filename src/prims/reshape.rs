@@ -24,11 +24,18 @@ fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
             .on("shape")
             .hint(Hint::SameElements));
     }
-    Ok((ReshapeOp { shape: shape.clone() }, Inferred::new(vec![Ty::Tensor(shape)], vec![], 0)))
+    Ok((ReshapeOp::to(shape.clone()), Inferred::new(vec![Ty::Tensor(shape)], vec![], 0)))
 }
 
-struct ReshapeOp {
+/// Every example's elements in `shape` (also `flatten`'s op).
+pub(super) struct ReshapeOp {
     shape: Vec<usize>,
+}
+
+impl ReshapeOp {
+    pub(super) fn to(shape: Vec<usize>) -> ReshapeOp {
+        ReshapeOp { shape }
+    }
 }
 
 impl Op for ReshapeOp {
@@ -48,15 +55,11 @@ impl Op for ReshapeOp {
 impl ManualBackward for ReshapeOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [x] = b.inputs_of()?;
         Ok(vec![b.grads[0].as_ref().map(|g| g.reshape(x.dims())).transpose()?])
     }

@@ -53,15 +53,11 @@ impl Op for SliceOp {
 impl ManualBackward for SliceOp {
     type Saved = ();
 
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<(Vec<Tensor>, ())> {
+    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
         forward_saving_nothing(self, inputs, params)
     }
 
-    fn backward(
-        &self,
-        b: &Backward<'_, ()>,
-        _param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
         let [x] = b.inputs_of()?;
         let n = x.dim(D::Minus1)?;
         let pad = |g: &Tensor| g.pad_with_zeros(D::Minus1, self.start, n - self.start - self.size);
