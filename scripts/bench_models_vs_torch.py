@@ -21,6 +21,12 @@ Models (`--model`, default all), each an example experiment of `specs/examples/`
   from the embedding. NAM-TM: a tape of 32 positions, JUMP on, a GRU controller. PyTorch: the
   step each spec in specs/models/ writes (`namWR`/`namRD`, `tapeWrite`/`tapeRead`, `keyJump`,
   `headMove` as their tensor formulas), a loop over the steps.
+- `pkm`, `pkm4`: `pattern_completion.mem pc_pkm` with `k=1 assign=false` (its first trial: one
+  machine, equal weights) and `k=4 assign=true` (four machines and the assignment network):
+  8 patterns of 32 bits written, 4 queries scored (12 steps), batch 24, memory of 32 columns,
+  code 32, encoder/decoder MLPs of 64; Adam (lr 1e-3), gradients clipped to norm 10. PyTorch:
+  the step of specs/models/pkm.mem (ridge addressing by `torch.linalg.solve`, the gated write),
+  the decoder on the query steps only, binary cross-entropy with logits.
 
 Both sides time whole training steps (forward, backward, clipping, optimiser) on one fixed
 batch after a warm-up; PyTorch eager and `torch.compile` (default mode) are timed. Prints, per

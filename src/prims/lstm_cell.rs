@@ -7,7 +7,7 @@ use candle_core::{D, Tensor};
 
 use super::define::primitive;
 use super::*;
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::lstm::{lstm_backward, lstm_forward};
 use crate::kernels::{real::Real, view};
 
@@ -36,17 +36,9 @@ fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
     }
     let x = args.shape_of_rank("x", 1, "an input vector")?;
     let n = x[0];
-    // PyTorch's LSTMCell initialises every weight and bias U(±1/√H).
-    let init = Init::Uniform(1.0 / (hidden as f64).sqrt());
+    // PyTorch's LSTMCell: w_ih, b_ih, w_hh, b_hh → 4H, each U(±1/√H).
     let mut params = ParamList::new();
-    let input = Dense {
-        weight: params.push("w_ih", vec![4 * hidden, n], init.clone()),
-        bias: params.push("b_ih", vec![4 * hidden], init.clone()),
-    };
-    let recurrent = Dense {
-        weight: params.push("w_hh", vec![4 * hidden, hidden], init.clone()),
-        bias: params.push("b_hh", vec![4 * hidden], init),
-    };
+    let (input, recurrent) = params.rnn_cell(4, hidden, n);
     let flops = (2 * 4 * hidden * (n + hidden) + 20 * hidden) as u64;
     let out = Ty::Tensor(vec![hidden]);
     Ok((Config { hidden, input, recurrent }, Inferred::new(vec![out.clone(), out], params.into_decls(), flops)))
@@ -115,15 +107,11 @@ impl SlicedBackward for LstmOp {
         Ok((vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?], saved))
     }
 
-    fn backward_typed<T: Real>(
-        &self,
-        bw: &Backward<'_, Self::Saved>,
-        param_grads: &mut [ParamGrad],
-    ) -> candle_core::Result<Vec<Option<Tensor>>> {
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
         let Config { hidden: hd, input, recurrent } = &self.config;
         let hd = *hd;
         let [c, h, x] = bw.inputs_of()?;
-        let (batch, n) = (x.dim(0)?, x.dim(1)?);
+        let batch = x.dim(0)?;
         let (gc, gh) = (bw.grad_or_zeros(0)?, bw.grad_or_zeros(1)?);
         let (gcr, ghr, cr) = (view::Read::new(&gc)?, view::Read::new(&gh)?, view::Read::new(c)?);
         let (gtr, tcr) = (view::Read::new(&bw.saved.gates)?, view::Read::new(&bw.saved.tanh_c)?);
@@ -134,37 +122,9 @@ impl SlicedBackward for LstmOp {
         let mut gc_prev = vec![T::zero(); batch * hd];
         lstm_backward(gates, tc, c, gc, gh, hd, &mut gpre, &mut gc_prev);
         let (hr, xr) = (view::Read::new(h)?, view::Read::new(x)?);
-        let (wir, whr) =
-            (view::Read::new(input.weight.of(bw.params))?, view::Read::new(recurrent.weight.of(bw.params))?);
-        let (gwi, gbi) = Slot::pair_mut(input.weight, input.bias, param_grads);
-        let gx = backward_slices(
-            &gpre,
-            xr.slice::<T>()?,
-            batch,
-            wir.slice::<T>()?,
-            n,
-            4 * hd,
-            Some(gwi.slice_mut::<T>(4 * hd * n)?),
-            Some(gbi.slice_mut::<T>(4 * hd)?),
-            bw.needs[2],
-        );
-        let (gwh, gbh) = Slot::pair_mut(recurrent.weight, recurrent.bias, param_grads);
-        let gh_prev = backward_slices(
-            &gpre,
-            hr.slice::<T>()?,
-            batch,
-            whr.slice::<T>()?,
-            hd,
-            4 * hd,
-            Some(gwh.slice_mut::<T>(4 * hd * hd)?),
-            Some(gbh.slice_mut::<T>(4 * hd)?),
-            bw.needs[1],
-        );
-        Ok(vec![
-            if bw.needs[0] { Some(view::tensor(gc_prev, (batch, hd))?) } else { None },
-            gh_prev.map(|g| view::tensor(g, (batch, hd))).transpose()?,
-            gx.map(|g| view::tensor(g, (batch, n))).transpose()?,
-        ])
+        let gx = bw.dense_backward(*input, &gpre, xr.slice::<T>()?, bw.needs[2], param_grads)?;
+        let gh_prev = bw.dense_backward(*recurrent, &gpre, hr.slice::<T>()?, bw.needs[1], param_grads)?;
+        bw.input_grads([Some(gc_prev), gh_prev, gx])
     }
 }
 
