@@ -23,17 +23,49 @@ pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
     acc.iter().fold(tail, |s, &v| s + v)
 }
 
+/// `Σ_i a_i`.
+#[inline(always)]
+pub fn sum<T: Real>(a: &[T]) -> T {
+    let mut acc = [T::zero(); LANES];
+    let chunks = a.chunks_exact(LANES);
+    let tail = chunks.remainder().iter().fold(T::zero(), |s, &x| s + x);
+    for x in chunks {
+        for k in 0..LANES {
+            acc[k] += x[k];
+        }
+    }
+    acc.iter().fold(tail, |s, &v| s + v)
+}
+
+/// `Σ_i (a_i − c)²`.
+#[inline(always)]
+pub fn sum_sq_dev<T: Real>(a: &[T], c: T) -> T {
+    let mut acc = [T::zero(); LANES];
+    let chunks = a.chunks_exact(LANES);
+    let tail = chunks.remainder().iter().fold(T::zero(), |s, &x| s + (x - c) * (x - c));
+    for x in chunks {
+        for k in 0..LANES {
+            acc[k] += (x[k] - c) * (x[k] - c);
+        }
+    }
+    acc.iter().fold(tail, |s, &v| s + v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn dot_sums_every_product_whatever_the_length() {
+    fn sums_cover_every_element_whatever_the_length() {
         for n in [0, 1, 15, 16, 17, 40] {
             let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
             let b: Vec<f64> = (0..n + 3).map(|i| 2.0 - i as f64 * 0.5).collect();
             let want: f64 = (0..n).map(|i| a[i] * b[i]).sum();
             assert!((dot(&a, &b) - want).abs() < 1e-9, "n = {n}");
+            let (total, mean) = (a.iter().sum::<f64>(), 0.5 * n as f64);
+            assert!((sum(&a) - total).abs() < 1e-9, "n = {n}");
+            let dev: f64 = a.iter().map(|x| (x - mean) * (x - mean)).sum();
+            assert!((sum_sq_dev(&a, mean) - dev).abs() < 1e-9, "n = {n}");
         }
     }
 }

@@ -5,6 +5,7 @@
 use super::layer_norm::EPS;
 use super::par::multiversion;
 use super::real::Real;
+use super::reduce::{dot, sum, sum_sq_dev};
 
 multiversion! {
     /// Every row `x_r` (`width` wide) → `x̂_r = (x_r − mean) / σ_r` into `xhat`, `y = x̂ ⊙ w + b`
@@ -15,15 +16,8 @@ multiversion! {
         for r in 0..rstd.len() {
             let xs = &x[r * width..][..width];
             let (hs, ys) = (&mut xhat[r * width..][..width], &mut y[r * width..][..width]);
-            let mut mean = T::zero();
-            for &v in xs {
-                mean += v;
-            }
-            mean *= inv;
-            let mut var = T::zero();
-            for &v in xs {
-                var += (v - mean) * (v - mean);
-            }
+            let mean = sum(xs) * inv;
+            let var = sum_sq_dev(xs, mean);
             let rs = T::one() / (var * inv + T::from_f64(EPS)).sqrt();
             for j in 0..width {
                 let h = (xs[j] - mean) * rs;
@@ -54,16 +48,12 @@ multiversion! {
         for r in 0..rstd.len() {
             let (gys, hs) = (&gy[r * width..][..width], &xhat[r * width..][..width]);
             let gxs = &mut gx[r * width..][..width];
-            let (mut m1, mut m2) = (T::zero(), T::zero());
             for j in 0..width {
                 gw[j] += gys[j] * hs[j];
                 gb[j] += gys[j];
-                let g = gys[j] * w[j];
-                gxs[j] = g;
-                m1 += g;
-                m2 += g * hs[j];
+                gxs[j] = gys[j] * w[j];
             }
-            let (m1, m2, rs) = (m1 * inv, m2 * inv, rstd[r]);
+            let (m1, m2, rs) = (sum(gxs) * inv, dot(gxs, hs) * inv, rstd[r]);
             for j in 0..width {
                 gxs[j] = rs * (gxs[j] - m1 - hs[j] * m2);
             }

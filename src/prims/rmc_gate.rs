@@ -212,8 +212,12 @@ multiversion! {
     ) {
         let d = m.len() / (gates.len() / (2 * gate));
         for (r, g) in gates.chunks_exact_mut(2 * gate).enumerate() {
-            for (k, v) in g.iter_mut().enumerate() {
-                *v = (*v + from_input[k] + biases[k / gate]).sigmoid();
+            // Input gates then forget gates, each with its own bias (no division per element).
+            for (half, bias) in biases.iter().enumerate() {
+                let (gh, xh) = (&mut g[half * gate..][..gate], &from_input[half * gate..][..gate]);
+                for (v, &x) in gh.iter_mut().zip(xh) {
+                    *v = (*v + x + *bias).sigmoid();
+                }
             }
             let (ms, ns) = (&m[r * d..][..d], &new[r * d..][..d]);
             let (ts, os) = (&mut tanh_new[r * d..][..d], &mut out[r * d..][..d]);
