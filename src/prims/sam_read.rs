@@ -18,6 +18,7 @@ use crate::kernels::dense::{Transposed, forward_slices};
 use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
+use crate::kernels::reduce::{dot, sum, sum_sq_dev};
 use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
 use crate::kernels::{real::Real, view};
 
@@ -272,16 +273,8 @@ multiversion! {
         let (w, b, y) = (&w[..len], &b[..len], &mut y[..len]);
         let x = &mut x[..len];
         let inv = T::one() / T::from_f64(len as f64);
-        let mut mean = T::zero();
-        for &v in x.iter() {
-            mean += v;
-        }
-        mean *= inv;
-        let mut var = T::zero();
-        for &v in x.iter() {
-            var += (v - mean) * (v - mean);
-        }
-        var *= inv;
+        let mean = sum(x) * inv;
+        let var = sum_sq_dev(x, mean) * inv;
         let r = T::one() / (var + T::from_f64(EPS)).sqrt();
         for j in 0..len {
             let xv = (x[j] - mean) * r;
@@ -327,15 +320,11 @@ multiversion! {
     fn layer_norm_backward[T: Real][T](w: &[T], xhat: &[T], r: T, gy: &mut [T]) {
         let len = gy.len();
         let (w, x) = (&w[..len], &xhat[..len]);
-        let (mut m1, mut m2) = (T::zero(), T::zero());
         for j in 0..len {
-            let gx = gy[j] * w[j];
-            gy[j] = gx;
-            m1 += gx;
-            m2 += gx * x[j];
+            gy[j] *= w[j];
         }
         let inv = T::one() / T::from_f64(len as f64);
-        let (m1, m2) = (m1 * inv, m2 * inv);
+        let (m1, m2) = (sum(gy) * inv, dot(gy, x) * inv);
         for j in 0..len {
             gy[j] = r * (gy[j] - m1 - x[j] * m2);
         }
