@@ -127,6 +127,7 @@ pub fn address_backward<T: Real>(
 ) {
     let Machines { k, c, m } = s;
     let (mut g_p, mut a, mut ra) = (vec![T::zero(); c], vec![0.0f64; m], vec![T::zero(); c]);
+    let mut a_t = vec![T::zero(); m];
     let mut g_gamma = vec![T::zero(); k];
     for i in 0..k {
         let (ri, pi, wi) = (&r[i * c * m..][..c * m], &saved.p[i * c..][..c], &saved.w[i * m..][..m]);
@@ -143,12 +144,12 @@ pub fn address_backward<T: Real>(
             a.iter_mut().zip(&extra[i * m..][..m]).for_each(|(s, v)| *s += v.to_f64());
         }
         cholesky_solve_in_place(&saved.chol[i * m * m..][..m * m], m, &mut a, 1);
-        let a: Vec<T> = a.iter().map(|&v| T::from_f64(v)).collect();
-        mat_vec(ri, &a, &mut ra);
+        a_t.iter_mut().zip(&a).for_each(|(t, &v)| *t = T::from_f64(v));
+        mat_vec(ri, &a_t, &mut ra);
         let gri = &mut g_r[i * c * m..][..c * m];
         for (row_idx, row) in gri.chunks_exact_mut(m).enumerate() {
             let (left, right) = (g_p[row_idx] - ra[row_idx], z[row_idx] - pi[row_idx]);
-            for ((g, &wv), &av) in row.iter_mut().zip(wi).zip(&a) {
+            for ((g, &wv), &av) in row.iter_mut().zip(wi).zip(&a_t) {
                 *g += left * wv + right * av;
             }
         }

@@ -11,7 +11,7 @@
 use candle_core::Tensor;
 
 use super::define::primitive;
-use super::kanerva_train::{AddressSaved, Locked};
+use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::kanerva_update::{address_flops, check_memory};
 use super::*;
 use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
@@ -68,7 +68,7 @@ impl SlicedBackward for KanervaReadOp {
     fn forward_typed<T: Real>(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> Forward<AddressSaved> {
         let locked = Locked::new(inputs[0], inputs[1], inputs.get(2).copied())?;
         let o = locked.operands::<T>()?;
-        let (mu, saved) = super::kanerva_train::address_all(&o, self.lambda)?;
+        let (mu, saved) = address_all(&o, self.lambda)?;
         Ok((vec![view::tensor(mu, (o.batch, o.s.c))?], saved))
     }
 
