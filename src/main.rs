@@ -34,6 +34,31 @@ fn main() {
         // (`memctl runs | head`) instead of panicking on a broken pipe.
         #[cfg(unix)]
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        // A crash inside a native library (the CUDA driver, cuBLAS) kills the process with no
+        // word of where; for reports, MEMCTL_CRASH_BACKTRACE=1 prints the crashing thread's stack.
+        #[cfg(unix)]
+        if std::env::var_os("MEMCTL_CRASH_BACKTRACE").is_some() {
+            for signal in [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT] {
+                libc::signal(signal, print_backtrace_and_die as *const () as libc::sighandler_t);
+            }
+        }
     }
     std::process::exit(memctl::cli::main())
+}
+
+/// Prints the stack and dies of `signal` (not async-signal-safe: the process is crashing
+/// anyway, and a stack is worth the risk).
+#[cfg(unix)]
+extern "C" fn print_backtrace_and_die(signal: libc::c_int) {
+    let thread = std::thread::current();
+    eprintln!(
+        "memctl: fatal signal {signal} on thread {:?}; stack:\n{}",
+        thread.name().unwrap_or("unnamed"),
+        std::backtrace::Backtrace::force_capture()
+    );
+    // SAFETY: restores the default action and re-raises, so the process ends as it would have.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
 }

@@ -12,6 +12,7 @@ use crate::check::Trial;
 use crate::tasks::Batch;
 use crate::train::{Autograd, Stepper, data_seed};
 
+pub mod device_check;
 pub mod dump;
 
 /// What one benchmark measured.
@@ -30,6 +31,10 @@ pub struct Report {
     pub gflops: f64,
     pub peak_rss_mb: f64,
     pub final_loss: f64,
+    /// The first step, from a stepper just built: kernel loading and, on CUDA, the warm-up.
+    pub first_step_ms: f64,
+    /// How the last step ran (`Stepper::replay_status`): eager, or replayed from a CUDA graph.
+    pub step_mode: String,
 }
 
 /// Times `iters` training steps on one fixed batch after `warmup` untimed ones.
@@ -47,9 +52,13 @@ pub fn time_steps(
     let mut times = vec![];
     let mut cpu = vec![];
     let mut loss = f64::NAN;
+    let mut first_step_ms = f64::NAN;
     for i in 0..warmup + iters {
         let (t0, c0) = (Instant::now(), cpu_seconds());
         loss = stepper.step(&batch)?;
+        if i == 0 {
+            first_step_ms = t0.elapsed().as_secs_f64() * 1e3;
+        }
         if i >= warmup {
             times.push(t0.elapsed().as_secs_f64() * 1e3);
             cpu.push((cpu_seconds() - c0) * 1e3);
@@ -70,6 +79,8 @@ pub fn time_steps(
         gflops: flops / (median_ms * 1e-3) / 1e9,
         peak_rss_mb: peak_rss_mb(),
         final_loss: loss,
+        first_step_ms,
+        step_mode: stepper.replay_status(),
     })
 }
 

@@ -153,7 +153,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     let store = Store::open(&ctx.store)?;
     let total: usize = variants.iter().map(|v| v.trials.len()).sum();
-    let (jobs, threads) = args.parallel.budget(total);
+    let on_gpu = variants.iter().any(|v| crate::cli::sweep::on_gpu(None, &v.trials));
+    let (jobs, threads) = args.parallel.budget(total, on_gpu);
     let mut code = 0;
     for v in &variants {
         eprintln!("{}: {}", v.name, v.overrides.join(" "));

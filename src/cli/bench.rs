@@ -76,7 +76,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         .collect();
     values.push(format!("batch={}", trial.config.train.batch));
     println!(
-        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} median_cpu_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0}",
+        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} median_cpu_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0} first_step_ms={:.0} cuda_graph={}",
         trial.config.model,
         values.join(" "),
         report.median_ms,
@@ -88,7 +88,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         report.gflops,
         peak,
         100.0 * report.gflops / peak,
-        report.peak_rss_mb
+        report.peak_rss_mb,
+        report.first_step_ms,
+        if report.step_mode.starts_with("replayed") { "yes" } else { "no" }
     );
+    if !device.is_cpu() {
+        eprintln!("steps: {}", report.step_mode);
+    }
     Ok(0)
 }

@@ -4,9 +4,20 @@ use crate::cli::Context;
 
 /// Show the build's features, the devices it can use, thread settings and the store.
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Also train one small model of each family on `--device` and on the CPU, and print the
+    /// largest relative difference of losses and gradient norms (fails above 1e-4).
+    #[arg(long)]
+    check: bool,
+    /// The device `--check` tries: cpu, cuda or cuda:N.
+    #[arg(long, default_value = "cuda")]
+    device: String,
+    /// Training steps per model in `--check`.
+    #[arg(long, default_value_t = 6)]
+    steps: usize,
+}
 
-pub fn run(_args: Args, ctx: &Context) -> anyhow::Result<i32> {
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     println!("memctl {}", env!("CARGO_PKG_VERSION"));
     let features: Vec<&str> =
         [("cuda", cfg!(feature = "cuda"))].iter().filter(|(_, on)| *on).map(|(n, _)| *n).collect();
@@ -48,6 +59,45 @@ pub fn run(_args: Args, ctx: &Context) -> anyhow::Result<i32> {
     println!("  each trial computes on its own pool of --threads threads (default: cores / jobs);");
     println!("  flush-to-zero and denormals-are-zero are set on every compute thread");
     println!("store: {}", ctx.store.display());
+    if args.check {
+        code = code.max(device_check(&args.device, args.steps)?);
+    }
+    Ok(code)
+}
+
+/// `--check`: one line per model family; exit status 1 if any differs beyond the tolerance.
+fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
+    use crate::bench::device_check;
+    let device = crate::device::open(device_name)?;
+    let trials = device_check::trials().map_err(anyhow::Error::msg)?;
+    println!(
+        "check: {device_name} against the CPU, f32, largest relative difference (tolerance {:.0e}):",
+        device_check::TOLERANCE
+    );
+    println!("  {:<12} {:>22} {:>22}  steps ran", "experiment", "first step (loss, ∇)", "losses over steps");
+    let mut code = 0;
+    for trial in &trials {
+        let result =
+            crate::pool::run_in_pool(crate::cli::sweep::threads(None), || device_check::check(trial, &device, steps))
+                .map_err(anyhow::Error::msg)?;
+        match result {
+            Ok(c) => {
+                let verdict = if c.passed() { "" } else { "  ← beyond the tolerance" };
+                println!(
+                    "  {:<12} {:>22.1e} {:>22.1e}  {} × {}{verdict}",
+                    c.experiment, c.first_step, c.training, c.steps, c.step_mode
+                );
+                if !c.passed() {
+                    code = 1;
+                }
+            }
+            Err(e) => {
+                println!("  {:<12} failed: {e}", trial.config.experiment);
+                code = 1;
+            }
+        }
+    }
+    println!("check: {}", if code == 0 { "passed" } else { "FAILED" });
     Ok(code)
 }
 

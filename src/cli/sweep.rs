@@ -132,7 +132,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         prober: None,
     };
     let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
-    (opts.jobs, opts.threads) = args.parallel.budget(to_run);
+    (opts.jobs, opts.threads) = args.parallel.budget(to_run, on_gpu(args.device.as_deref(), &trials));
     opts.prober =
         ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, args.device.clone())
             .map(|p| Arc::new(p) as _);
@@ -146,7 +146,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 /// How many trials run at once, and on how many compute threads each (`sweep`, `ablate`).
 #[derive(clap::Args)]
 pub struct Parallelism {
-    /// Trials at once (default: one per core, at most the number of trials).
+    /// Trials at once (default: one per core, at most the number of trials; on a GPU,
+    /// at most 4).
     #[arg(long, short)]
     jobs: Option<usize>,
     /// Compute threads per trial (default: cores / jobs).
@@ -156,15 +157,30 @@ pub struct Parallelism {
 
 impl Parallelism {
     /// Trials at once and threads per trial for `trials` trials: never more than the cores
-    /// unless asked.
-    pub fn budget(&self, trials: usize) -> (usize, usize) {
+    /// unless asked. Trials on a GPU share it: a few at once keep it busy while each waits
+    /// for its own steps ([`GPU_JOBS`]).
+    pub fn budget(&self, trials: usize, on_gpu: bool) -> (usize, usize) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let jobs = self.jobs.unwrap_or_else(|| cores.min(trials.max(1))).max(1);
+        let default_jobs = if on_gpu { GPU_JOBS.min(cores) } else { cores };
+        let jobs = self.jobs.unwrap_or_else(|| default_jobs.min(trials.max(1))).max(1);
         let threads = self.threads.unwrap_or_else(|| (cores / jobs).max(1)).max(1);
         if jobs * threads > cores {
             eprintln!("note: {jobs} jobs × {threads} threads exceeds the {cores} cores; trials will compete for them");
         }
         (jobs, threads)
+    }
+}
+
+/// Trials at once on one GPU when `--jobs` is not given. Each trial replays its step from a
+/// CUDA graph on its own stream; beyond a few streams the GPU's queue is full and more
+/// trials only wait longer (docs/performance.md, "Sweeps on one GPU").
+pub const GPU_JOBS: usize = 4;
+
+/// Whether the trials run on a GPU: the `--device` flag, or else any trial's spec setting.
+pub fn on_gpu(device_flag: Option<&str>, trials: &[Trial]) -> bool {
+    match device_flag {
+        Some(d) => d != "cpu",
+        None => trials.iter().any(|t| t.config.train.device != "cpu"),
     }
 }
 

@@ -41,6 +41,25 @@ pub fn by_norm(grads: &mut [Option<Tensor>], max_norm: f64) -> Result<f64> {
     Ok(norm)
 }
 
+/// [`by_norm`] without reading the norm back to the host: the scale `min(1, max_norm /
+/// (norm + 1e-6))` is computed and applied on the device, so that a CUDA graph can hold it.
+pub fn by_norm_on_device(grads: &mut [Option<Tensor>], max_norm: f64) -> Result<()> {
+    let mut total: Option<Tensor> = None;
+    for g in grads.iter().flatten() {
+        let sum = g.sqr()?.sum_all()?;
+        total = Some(match total {
+            None => sum,
+            Some(t) => (t + sum)?,
+        });
+    }
+    let Some(total) = total else { return Ok(()) };
+    let scale = ((total.sqrt()? + 1e-6)?.recip()? * max_norm)?.clamp(0.0, 1.0)?;
+    for g in grads.iter_mut().flatten() {
+        *g = g.broadcast_mul(&scale)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,5 +85,30 @@ mod tests {
         let clipped = (ga[0].powi(2) + ga[1].powi(2) + gb[0].powi(2)).sqrt();
         assert!((clipped - 1.0).abs() < 1e-6, "{clipped}");
         Ok(())
+    }
+
+    #[test]
+    fn clipping_by_norm_on_the_device_matches_the_host_version() -> Result<()> {
+        for max_norm in [1.0, 100.0] {
+            let (mut host, mut device) = (grads_for_norm()?, grads_for_norm()?);
+            by_norm(&mut host, max_norm)?;
+            by_norm_on_device(&mut device, max_norm)?;
+            for (h, d) in host.iter().zip(&device) {
+                match (h, d) {
+                    (Some(h), Some(d)) => {
+                        for (a, b) in h.to_vec1::<f64>()?.iter().zip(d.to_vec1::<f64>()?) {
+                            assert!((a - b).abs() < 1e-12, "{a} against {b} (max norm {max_norm})");
+                        }
+                    }
+                    (h, d) => assert_eq!(h.is_none(), d.is_none()),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn grads_for_norm() -> Result<Vec<Option<Tensor>>> {
+        let dev = Device::Cpu;
+        Ok(vec![Some(Tensor::new(&[3.0f64, -4.0], &dev)?), None, Some(Tensor::new(&[12.0f64], &dev)?)])
     }
 }

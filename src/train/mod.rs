@@ -7,6 +7,9 @@
 
 pub mod checkpoint;
 pub mod clip;
+#[cfg(feature = "cuda")]
+mod graph_profile;
+mod graph_step;
 pub mod loss;
 pub mod memory;
 pub mod optim;
@@ -177,6 +180,8 @@ pub struct Stepper {
     clip_norm: Option<f64>,
     target: Target,
     autograd: Autograd,
+    /// Replay from a CUDA graph (`graph_step`).
+    replay: graph_step::Replay,
 }
 
 impl Stepper {
@@ -190,7 +195,8 @@ impl Stepper {
         let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, dtype)?;
         let opt = optim::build(cfg, cell.vars().to_vec())?;
         let (clip_value, clip_norm, target) = (cfg.clip_value, cfg.clip_norm, trial.task.target());
-        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd })
+        let replay = graph_step::Replay::for_device(device, autograd);
+        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd, replay })
     }
 
     pub fn cell(&self) -> &Cell {
@@ -202,11 +208,7 @@ impl Stepper {
         &self,
         batch: &crate::tasks::Batch,
     ) -> candle_core::Result<(f64, Vec<Option<candle_core::Tensor>>)> {
-        // Float inputs in the parameters' dtype (token ids stay u32).
-        let inputs = match batch.inputs.dtype().is_float() {
-            true => batch.inputs.to_dtype(self.cell.dtype())?,
-            false => batch.inputs.clone(),
-        };
+        let inputs = self.inputs_of(batch)?;
         match self.autograd {
             Autograd::Tape => self.tape_loss_and_grads(batch, &inputs),
             Autograd::Candle => {
@@ -218,6 +220,14 @@ impl Stepper {
                 }
                 Ok((value, optim::from_store(&loss.backward()?, self.cell.vars())))
             }
+        }
+    }
+
+    /// Float inputs in the parameters' dtype (token ids stay u32).
+    fn inputs_of(&self, batch: &crate::tasks::Batch) -> candle_core::Result<candle_core::Tensor> {
+        match batch.inputs.dtype().is_float() {
+            true => batch.inputs.to_dtype(self.cell.dtype()),
+            false => Ok(batch.inputs.clone()),
         }
     }
 
@@ -282,11 +292,17 @@ impl Stepper {
             }
             v.set(&p.to_dtype(v.dtype())?.to_device(v.device())?)?;
         }
+        // The optimiser's buffers are new tensors; a captured graph still points at the old ones.
+        let device = vars.first().map_or(Device::Cpu, |v| v.device().clone());
+        self.replay = graph_step::Replay::for_device(&device, self.autograd);
         self.opt.restore(optimizer)
     }
 
     /// Trains on `batch` once; returns the loss before the update.
     pub fn step(&mut self, batch: &crate::tasks::Batch) -> candle_core::Result<f64> {
+        if let Some(value) = self.replayed_step(&self.inputs_of(batch)?, batch)? {
+            return Ok(value);
+        }
         let (value, mut grads) = self.loss_and_grads(batch)?;
         if !value.is_finite() {
             return Ok(value); // the caller fails the trial; no update from a non-finite loss

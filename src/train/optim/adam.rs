@@ -3,7 +3,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, restore_buffers};
+use super::{OptimState, Optimizer, keep, restore_buffers};
 use crate::train_config::TrainConfig;
 
 pub struct Adam {
@@ -16,12 +16,20 @@ pub struct Adam {
     beta2: f64,
     eps: f64,
     weight_decay: f64,
+    /// The bias corrections `1 / (1 − β1ᵗ)` and `1 / (1 − β2ᵗ)` of the coming update, as a
+    /// device tensor off the CPU: they change every step, and a captured CUDA graph reads
+    /// them from memory instead of baking in the values of the step it was captured at.
+    corrections: Option<Tensor>,
 }
 
 impl Adam {
     pub fn new(vars: Vec<Var>, c: &TrainConfig) -> Result<Adam> {
         let m = vars.iter().map(|v| v.as_tensor().zeros_like()).collect::<Result<_>>()?;
         let v = vars.iter().map(|v| v.as_tensor().zeros_like()).collect::<Result<_>>()?;
+        let corrections = match vars.first() {
+            Some(p) if !p.device().is_cpu() => Some(Tensor::zeros(2, p.dtype(), p.device())?),
+            _ => None,
+        };
         Ok(Adam {
             vars,
             m,
@@ -32,27 +40,45 @@ impl Adam {
             beta2: c.beta2,
             eps: c.eps,
             weight_decay: c.weight_decay,
+            corrections,
         })
     }
 }
 
+impl Adam {
+    /// The bias corrections of update `step_t`.
+    fn scales(&self) -> (f64, f64) {
+        (1.0 / (1.0 - self.beta1.powi(self.step_t)), 1.0 / (1.0 - self.beta2.powi(self.step_t)))
+    }
+}
+
 impl Optimizer for Adam {
-    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn prepare(&mut self) -> Result<()> {
         self.step_t += 1;
+        let (scale_m, scale_v) = self.scales();
+        if let Some(c) = &self.corrections {
+            let values = Tensor::new(&[scale_m, scale_v], c.device())?.to_dtype(c.dtype())?;
+            c.slice_set(&values, 0, 0)?;
+        }
+        Ok(())
+    }
+
+    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
         let (b1, b2) = (self.beta1, self.beta2);
-        let scale_m = 1.0 / (1.0 - b1.powi(self.step_t));
-        let scale_v = 1.0 / (1.0 - b2.powi(self.step_t));
+        let (scale_m, scale_v) = self.scales();
         for (i, theta) in self.vars.iter().enumerate() {
             let Some(g) = &grads[i] else { continue };
             let next_m = ((&self.m[i] * b1)? + (g * (1.0 - b1))?)?;
             let next_v = ((&self.v[i] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
-            let m_hat = (&next_m * scale_m)?;
-            let v_hat = (&next_v * scale_v)?;
+            let (m_hat, v_hat) = match &self.corrections {
+                None => ((&next_m * scale_m)?, (&next_v * scale_v)?),
+                Some(c) => (next_m.broadcast_mul(&c.get(0)?)?, next_v.broadcast_mul(&c.get(1)?)?),
+            };
             let next_theta = (theta.as_tensor() * (1.0 - self.lr * self.weight_decay))?;
             let adjusted = (m_hat / (v_hat.sqrt()? + self.eps)?)?;
             theta.set(&(next_theta - (adjusted * self.lr)?)?)?;
-            self.m[i] = next_m;
-            self.v[i] = next_v;
+            keep(&mut self.m[i], next_m)?;
+            keep(&mut self.v[i], next_v)?;
         }
         Ok(())
     }
@@ -91,6 +117,28 @@ mod tests {
             theirs.step(&b.as_tensor().powf(3.0)?.sum_all()?.backward()?)?;
         }
         assert_eq!(a.as_tensor().to_vec1::<f64>()?, b.as_tensor().to_vec1::<f64>()?);
+        Ok(())
+    }
+
+    /// The bias corrections read from a device tensor (as on a GPU, for graph replay) give
+    /// the updates of the host-side scalars, and the moment buffers stay at their addresses.
+    #[test]
+    fn device_side_corrections_update_like_host_scalars() -> Result<()> {
+        let c = crate::train::test_config();
+        let init = [1.0f64, -2.0, 0.5];
+        let (a, b) = (Var::new(&init, &Device::Cpu)?, Var::new(&init, &Device::Cpu)?);
+        let mut host = Adam::new(vec![a.clone()], &c)?;
+        let mut device = Adam::new(vec![b.clone()], &c)?;
+        device.corrections = Some(Tensor::zeros(2, candle_core::DType::F64, &Device::Cpu)?);
+        for _ in 0..4 {
+            let ga = a.as_tensor().powf(3.0)?.sum_all()?.backward()?;
+            host.step(&super::super::from_store(&ga, std::slice::from_ref(&a)))?;
+            let gb = b.as_tensor().powf(3.0)?.sum_all()?.backward()?;
+            device.step(&super::super::from_store(&gb, std::slice::from_ref(&b)))?;
+        }
+        for (x, y) in a.as_tensor().to_vec1::<f64>()?.iter().zip(b.as_tensor().to_vec1::<f64>()?) {
+            assert!((x - y).abs() < 1e-15, "{x} against {y}");
+        }
         Ok(())
     }
 }

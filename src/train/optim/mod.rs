@@ -13,8 +13,23 @@ mod rmsprop;
 mod sgd;
 
 /// One update from the gradients in `grads` (one per `Var`, in the order given to [`build`]).
+///
+/// An update is split in two so that a GPU can replay it from a captured CUDA graph
+/// (`train::graph_step`): [`Optimizer::prepare`] does the host-side bookkeeping of one update
+/// (Adam's step count), outside the graph; [`Optimizer::update`] launches device work only and
+/// keeps every state buffer at its address (see [`keep`]).
 pub trait Optimizer: Send + Sync {
-    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()>;
+    /// Host-side work before each update; nothing here may be captured.
+    fn prepare(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// The update itself: tensor operations only, no reads back to the host.
+    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()>;
+    /// One whole update.
+    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+        self.prepare()?;
+        self.update(grads)
+    }
     /// Everything the next updates depend on besides the parameters (for checkpoints).
     fn state(&self) -> OptimState;
     /// Continues from a saved state (of an optimiser of the same kind over the same `Var`s).
@@ -63,6 +78,19 @@ fn restore_buffers(state: OptimState, vars: &[Var], current: &mut [&mut Vec<Tens
         }
     }
     Ok(())
+}
+
+/// Stores `value` as a state buffer's new content. On the CPU the buffer becomes `value`; on
+/// a GPU `value` is copied into the buffer's memory, whose address a captured CUDA graph has
+/// recorded, so that a replay updates the same buffer.
+fn keep(buffer: &mut Tensor, value: Tensor) -> Result<()> {
+    if buffer.device().is_cpu() {
+        *buffer = value;
+        Ok(())
+    } else {
+        // A flat view shares the buffer's storage; `slice_set` copies in place.
+        buffer.flatten_all()?.slice_set(&value.flatten_all()?, 0, 0)
+    }
 }
 
 /// The gradients of `vars` in `store`, in order.

@@ -9,7 +9,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, restore_buffers};
+use super::{OptimState, Optimizer, keep, restore_buffers};
 use crate::kernels::par::multiversion;
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
@@ -35,7 +35,7 @@ impl RmsProp {
 }
 
 impl Optimizer for RmsProp {
-    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
         for (i, g) in grads.iter().enumerate().take(self.vars.len()) {
             let var = self.vars[i].clone();
             let Some(g) = g else {
@@ -49,12 +49,12 @@ impl Optimizer for RmsProp {
             let step = g.div(&(v.sqrt()? + self.eps)?)?;
             let update = if self.momentum > 0.0 {
                 let b = ((&self.momentum_buf[i] * self.momentum)? + step)?;
-                self.momentum_buf[i] = b.clone();
+                keep(&mut self.momentum_buf[i], b.clone())?;
                 b
             } else {
                 step
             };
-            self.square_avg[i] = v;
+            keep(&mut self.square_avg[i], v)?;
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }
         Ok(())

@@ -2,7 +2,7 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, check_state};
+use super::{OptimState, Optimizer, check_state, keep};
 use crate::train_config::TrainConfig;
 
 pub struct Sgd {
@@ -20,7 +20,7 @@ impl Sgd {
 }
 
 impl Optimizer for Sgd {
-    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
         for (i, var) in self.vars.iter().enumerate() {
             let Some(g) = &grads[i] else {
                 continue;
@@ -29,8 +29,12 @@ impl Optimizer for Sgd {
                 (Some(b), true) => ((b * self.momentum)? + g)?,
                 _ => g.clone(),
             };
-            if self.momentum > 0.0 {
-                self.buf[i] = Some(update.clone());
+            match (&mut self.buf[i], self.momentum > 0.0) {
+                (Some(b), true) => keep(b, update.clone())?,
+                // The first update with momentum starts the buffer; on a GPU, in fresh memory
+                // before any graph is captured (the eager warm-up step, `train::graph_step`).
+                (slot @ None, true) => *slot = Some(update.clone().copy()?),
+                _ => {}
             }
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }

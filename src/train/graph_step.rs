@@ -1,0 +1,322 @@
+//! Replaying a training step from a CUDA graph.
+//!
+//! On a GPU a memctl step is a few thousand small kernels (the recurrent forward at every
+//! time step, candle's backward, clipping, the optimiser), and launching them one by one
+//! from the host costs far more than running them: STM config A took 90.7 ms a step on an
+//! H100. A CUDA graph records the launches of one step once; every later step is one launch.
+//!
+//! How a trial gets there ([`Replay`]):
+//! 1. The first step runs eagerly on persistent input buffers, with candle's host-to-device
+//!    cache on: kernels load, and the small uploads a kernel needs (layouts) are cached.
+//! 2. The second step is captured on the trial thread's stream, then launched.
+//! 3. Every later step copies its batch into the same buffers, does the optimiser's
+//!    host-side bookkeeping ([`Optimizer::prepare`](super::optim::Optimizer::prepare)) and
+//!    launches the graph. The loss comes back through a one-element buffer.
+//!
+//! What cannot be captured (a read back to the host inside the step, an upload the cache
+//! does not hold) fails the capture cleanly: the trial goes on eagerly, and
+//! [`Stepper::replay_status`](super::Stepper::replay_status) says why. A batch of other
+//! shapes than the captured one runs eagerly. `MEMCTL_CUDA_GRAPHS=0` turns replay off (for
+//! comparisons).
+//!
+//! One difference from the eager step: a replayed step updates the parameters even when its
+//! loss is not finite (the graph cannot branch on it). The trial fails at that step either way.
+
+use candle_core::{DType, Device, Result, Tensor};
+
+use super::{Autograd, Stepper, clip, loss, optim};
+
+/// Where a trial's step stands with graph replay.
+pub(super) enum Replay {
+    /// Steps run eagerly: why.
+    Off(&'static str),
+    /// A capture failed; steps run eagerly.
+    Failed(String),
+    /// The next step is the eager warm-up.
+    Cold,
+    /// Warmed up; the next step is captured.
+    WarmedUp(Buffers),
+    /// Steps are replayed.
+    Captured(Buffers, Graph),
+}
+
+impl Replay {
+    pub(super) fn for_device(device: &Device, autograd: Autograd) -> Replay {
+        if !device.is_cuda() {
+            Replay::Off("not on a CUDA device")
+        } else if autograd != Autograd::Candle {
+            Replay::Off("the step is not candle's autograd")
+        } else if std::env::var("MEMCTL_CUDA_GRAPHS").is_ok_and(|v| v == "0") {
+            Replay::Off("MEMCTL_CUDA_GRAPHS=0")
+        } else {
+            Replay::Cold
+        }
+    }
+
+    /// One line for `memctl bench` and the logs.
+    pub(super) fn status(&self) -> String {
+        match self {
+            Replay::Off(why) => format!("eager ({why})"),
+            Replay::Failed(why) => format!("eager (the CUDA graph capture failed: {why})"),
+            Replay::Cold | Replay::WarmedUp(_) => "eager (not captured yet)".into(),
+            Replay::Captured(_, graph) => format!("replayed from a CUDA graph of {} nodes", graph.nodes()),
+        }
+    }
+}
+
+/// The step's inputs, outputs and loss at fixed device addresses: a captured graph reads
+/// and writes these addresses at every replay.
+pub(super) struct Buffers {
+    inputs: Tensor,
+    targets: Tensor,
+    scored: Vec<usize>,
+    /// `[1]`, f32.
+    loss: Tensor,
+}
+
+impl Buffers {
+    fn new(inputs: &Tensor, targets: &Tensor, scored: &[usize]) -> Result<Buffers> {
+        // `copy` allocates: the buffers must not share memory with the batch.
+        Ok(Buffers {
+            inputs: inputs.contiguous()?.copy()?,
+            targets: targets.contiguous()?.copy()?,
+            scored: scored.to_vec(),
+            loss: Tensor::zeros(1, DType::F32, inputs.device())?,
+        })
+    }
+
+    fn holds(&self, inputs: &Tensor, targets: &Tensor, scored: &[usize]) -> bool {
+        let same = |a: &Tensor, b: &Tensor| a.dims() == b.dims() && a.dtype() == b.dtype();
+        same(&self.inputs, inputs) && same(&self.targets, targets) && self.scored == scored
+    }
+
+    fn fill(&self, inputs: &Tensor, targets: &Tensor) -> Result<()> {
+        self.inputs.slice_set(&inputs.contiguous()?, 0, 0)?;
+        self.targets.slice_set(&targets.contiguous()?, 0, 0)
+    }
+
+    fn loss_value(&self) -> Result<f64> {
+        self.loss.to_dtype(DType::F64)?.get(0)?.to_scalar::<f64>()
+    }
+}
+
+impl Stepper {
+    /// The step on `inputs` (already in the parameters' dtype) when it can be replayed or is
+    /// on its way there; `None`: run it eagerly.
+    pub(super) fn replayed_step(&mut self, inputs: &Tensor, batch: &crate::tasks::Batch) -> Result<Option<f64>> {
+        let (targets, scored) = (&batch.targets, &batch.scored[..]);
+        match std::mem::replace(&mut self.replay, Replay::Cold) {
+            Replay::Cold => {
+                let buffers = Buffers::new(inputs, targets, scored)?;
+                self.opt.prepare()?;
+                with_upload_cache(inputs.device(), || self.device_step(&buffers))?;
+                let value = buffers.loss_value()?;
+                self.replay = Replay::WarmedUp(buffers);
+                Ok(Some(value))
+            }
+            Replay::WarmedUp(buffers) if buffers.holds(inputs, targets, scored) => {
+                buffers.fill(inputs, targets)?;
+                self.opt.prepare()?;
+                match self.capture(&buffers) {
+                    Ok(graph) => {
+                        graph.launch()?;
+                        let value = buffers.loss_value()?;
+                        self.replay = Replay::Captured(buffers, graph);
+                        Ok(Some(value))
+                    }
+                    Err(why) => {
+                        // Nothing ran during the capture; the step runs now, eagerly.
+                        self.device_step(&buffers)?;
+                        self.replay = Replay::Failed(why.to_string());
+                        Ok(Some(buffers.loss_value()?))
+                    }
+                }
+            }
+            Replay::Captured(buffers, graph) if buffers.holds(inputs, targets, scored) => {
+                buffers.fill(inputs, targets)?;
+                self.opt.prepare()?;
+                graph.launch()?;
+                let value = buffers.loss_value()?;
+                self.replay = Replay::Captured(buffers, graph);
+                Ok(Some(value))
+            }
+            other => {
+                self.replay = other;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Forward, loss, backward, clipping and update on `b`, launching device work only: no
+    /// value comes back to the host, so that the launches can be captured.
+    fn device_step(&mut self, b: &Buffers) -> Result<()> {
+        let logits = self.cell.run(&self.cell.weights(true), &b.inputs, &b.scored)?;
+        let loss = loss::loss(self.target, &logits, &b.targets)?;
+        b.loss.slice_set(&loss.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
+        let mut grads = optim::from_store(&loss.backward()?, self.cell.vars());
+        if let Some(limit) = self.clip_value {
+            clip::by_value(&mut grads, limit)?;
+        }
+        if let Some(max_norm) = self.clip_norm {
+            clip::by_norm_on_device(&mut grads, max_norm)?;
+        }
+        self.opt.update(&grads)
+    }
+
+    /// Records the launches of one [`Stepper::device_step`] on `b` into a graph.
+    #[cfg(feature = "cuda")]
+    fn capture(&mut self, b: &Buffers) -> Result<Graph> {
+        use candle_core::cuda::cudarc::driver::sys;
+        let device = b.loss.device().as_cuda_device()?.clone();
+        let stream = device.cuda_stream();
+        let _cache = device.enable_cuda_graph_htod_cache();
+        // Thread-local: other trials' threads may allocate and launch meanwhile.
+        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+        stream.begin_capture(mode).map_err(candle_core::Error::wrap)?;
+        let recorded = self.device_step(b);
+        // End the capture whatever happened, or the stream stays in capture mode.
+        let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+        recorded?;
+        match ended.map_err(candle_core::Error::wrap)? {
+            Some(graph) => {
+                graph.upload().map_err(candle_core::Error::wrap)?;
+                if std::env::var("MEMCTL_CUDA_GRAPH_PROFILE").is_ok_and(|v| v == "1") {
+                    let lines: Vec<String> = super::graph_profile::histogram(graph.cu_graph())
+                        .into_iter()
+                        .take(40)
+                        .map(|(label, n)| format!("{n:>7}  {label}"))
+                        .collect();
+                    eprintln!("captured step, nodes by kernel:\n{}", lines.join("\n"));
+                }
+                Ok(Graph(graph))
+            }
+            None => candle_core::bail!("the capture recorded no work"),
+        }
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    fn capture(&mut self, _: &Buffers) -> Result<Graph> {
+        candle_core::bail!("this memctl was built without CUDA")
+    }
+
+    /// Whether steps are replayed from a CUDA graph, and if not, why.
+    pub fn replay_status(&self) -> String {
+        self.replay.status()
+    }
+
+    #[cfg(test)]
+    pub(super) fn force_replay(&mut self) {
+        self.replay = Replay::Cold;
+    }
+}
+
+/// A captured step.
+#[cfg(feature = "cuda")]
+pub(super) struct Graph(candle_core::cuda::cudarc::driver::CudaGraph);
+
+// SAFETY: the graph is launched only through `&mut Stepper`, never from two threads at
+// once, and on the per-thread stream of whichever thread holds the stepper, after that
+// thread copied the batch on the same stream; cudarc binds the context before launching.
+#[cfg(feature = "cuda")]
+unsafe impl Send for Graph {}
+#[cfg(feature = "cuda")]
+unsafe impl Sync for Graph {}
+
+#[cfg(feature = "cuda")]
+impl Graph {
+    fn launch(&self) -> Result<()> {
+        self.0.launch().map_err(candle_core::Error::wrap)
+    }
+
+    fn nodes(&self) -> usize {
+        super::graph_profile::node_count(self.0.cu_graph())
+    }
+}
+
+/// No graph exists in a build without CUDA.
+#[cfg(not(feature = "cuda"))]
+pub(super) enum Graph {}
+
+#[cfg(not(feature = "cuda"))]
+impl Graph {
+    fn launch(&self) -> Result<()> {
+        match *self {}
+    }
+
+    fn nodes(&self) -> usize {
+        match *self {}
+    }
+}
+
+/// Runs `f` with candle's host-to-device cache on (CUDA only): small uploads, such as the
+/// layouts kernels take, are kept by content and reused, so that a capture finds them.
+#[cfg(feature = "cuda")]
+fn with_upload_cache<R>(device: &Device, f: impl FnOnce() -> R) -> R {
+    let _cache = match device {
+        Device::Cuda(d) => Some(d.enable_cuda_graph_htod_cache()),
+        _ => None,
+    };
+    f()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn with_upload_cache<R>(_: &Device, f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+
+model stm(d = 8, nq = 2, nr = 8) {
+  state Mi = learned(d, d)
+  state Mr = learned(nq, d, d)
+  step token {
+    x = embed(token, 8)
+    vr = relRead(Mr, linear(x, nq), linear(x, d))
+    Mi = itemWrite(Mi, linear(x, d), gated = true)
+    R = samRead(Mi + scalar(0.0) * (vr ⊗ linear(x, d)), nq = nq)
+    Mr = scalar(0.0) * Mr + R
+    out linear(mlp(distill(Mr, nr = nr, size = 16), [16]), output_size)
+  }
+}
+
+experiment tiny_stm {
+  task tiny
+  model stm
+  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6, clip_norm = 0.5 }
+}
+"#;
+
+    /// Off a GPU the capture fails, so this runs the warm-up step and the fallback the way a
+    /// GPU would: the losses must be those of the plain eager step (clipping by norm on the
+    /// device rounds slightly differently from the host's f64 sum).
+    #[test]
+    fn the_warm_up_and_a_failed_capture_train_like_the_eager_step() {
+        let spec = crate::lang::parse_str("t.mem", SPEC).unwrap();
+        let program = crate::check::check(&spec, &crate::prims::Primitives)
+            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let trial = &program.experiments[0].trials[0];
+        let losses = |replay: bool| {
+            let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+            if replay {
+                stepper.force_replay();
+            }
+            let mut data = trial.task.data(super::super::data_seed(trial.config.seed), &Device::Cpu).unwrap();
+            let batch = data.train_batch(trial.config.train.batch).unwrap();
+            let losses: Vec<f64> = (0..5).map(|_| stepper.step(&batch).unwrap()).collect();
+            (losses, stepper.replay_status())
+        };
+        let ((eager, eager_status), (replayed, replay_status)) = (losses(false), losses(true));
+        assert_eq!(eager_status, "eager (not on a CUDA device)");
+        assert!(replay_status.starts_with("eager (the CUDA graph capture failed"), "{replay_status}");
+        assert_eq!(eager[..1], replayed[..1], "the first loss comes before any update");
+        for (e, r) in eager.iter().zip(&replayed) {
+            assert!((e - r).abs() <= 1e-5 * e.abs(), "eager {eager:?} against replayed {replayed:?}");
+        }
+        assert!(eager[4] < eager[0], "the fixed batch was not learned: {eager:?}");
+    }
+}
