@@ -31,12 +31,25 @@ pub enum DeviceError {
     Open { device: String, source: candle_core::Error },
 }
 
-/// Opens the named device.
+/// Opens the named device. A CUDA device is opened once per thread and handed out again
+/// to later calls on that thread: its loaded kernels, cuBLAS handle and cached uploads serve
+/// every trial the thread runs (trial threads are reused, see `pool`), and the thread's
+/// stream is the one all its work goes to.
 pub fn open(name: &str) -> Result<Device, DeviceError> {
     match parse(name) {
         None => Err(DeviceError::Unknown(name.to_string())),
         Some(DeviceSpec::Cpu) => Ok(Device::Cpu),
-        Some(DeviceSpec::Cuda(ordinal)) => open_cuda(name, ordinal),
+        Some(DeviceSpec::Cuda(ordinal)) => {
+            thread_local! {
+                static OPENED: std::cell::RefCell<Vec<(usize, Device)>> = const { std::cell::RefCell::new(vec![]) };
+            }
+            if let Some(d) = OPENED.with_borrow(|o| o.iter().find(|(n, _)| *n == ordinal).map(|(_, d)| d.clone())) {
+                return Ok(d);
+            }
+            let device = open_cuda(name, ordinal)?;
+            OPENED.with_borrow_mut(|o| o.push((ordinal, device.clone())));
+            Ok(device)
+        }
     }
 }
 

@@ -393,13 +393,14 @@ fn execute(
     live: &live::Live<'_>,
     cancel: &AtomicBool,
 ) -> Result<train::Outcome, String> {
-    let device = crate::device::open(device).map_err(|e| e.to_string())?;
-    let autograd = train::Autograd::default_for(&device);
     let result = crate::pool::run_in_pool(threads, || {
-        std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // Opened on the thread that trains: a CUDA device's work goes to this thread's stream.
+        let device = crate::device::open(device).map_err(|e| e.to_string())?;
+        let autograd = train::Autograd::default_for(&device);
+        Ok::<_, String>(std::panic::catch_unwind(AssertUnwindSafe(|| {
             train::train_resumable(trial, &device, autograd, live, cancel, live)
-        }))
-    })?;
+        })))
+    })??;
     result.map_err(|panic| {
         let msg = panic
             .downcast_ref::<&str>()
