@@ -9,9 +9,10 @@ pub struct Args {
     /// largest relative difference of losses and gradient norms (fails above 1e-4).
     #[arg(long)]
     check: bool,
-    /// The device `--check` tries: cpu, cuda or cuda:N.
-    #[arg(long, default_value = "cuda")]
-    device: String,
+    /// The device `--check` tries: cpu, cuda or cuda:N (default: cuda in a CUDA build, else
+    /// cpu, which compares candle's autograd with memctl's own gradients).
+    #[arg(long)]
+    device: Option<String>,
     /// Training steps per model in `--check`.
     #[arg(long, default_value_t = 6)]
     steps: usize,
@@ -60,7 +61,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     println!("  flush-to-zero and denormals-are-zero are set on every compute thread");
     println!("store: {}", ctx.store.display());
     if args.check {
-        code = code.max(device_check(&args.device, args.steps)?);
+        let default = if cfg!(feature = "cuda") { "cuda" } else { "cpu" };
+        code = code.max(device_check(args.device.as_deref().unwrap_or(default), args.steps)?);
     }
     Ok(code)
 }

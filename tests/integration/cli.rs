@@ -199,3 +199,23 @@ fn the_babi_paper_spec_trains_when_pointed_at_data() {
         assert_eq!(r["config"]["task_options"]["path"].as_str(), Some(data.to_str().unwrap()), "{r}");
     }
 }
+
+/// `doctor --check` on the CPU trains every model family with candle's autograd and with
+/// memctl's tape and passes; on a build without CUDA, asking for CUDA says how to get it.
+#[test]
+fn doctor_check_compares_every_model_family_and_passes_on_the_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = memctl(&dir.path().join("store"), &["doctor", "--check", "--device", "cpu", "--steps", "3"]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    for family in ["check_stm", "check_lstm", "check_rmc", "check_lsam", "check_namtm", "check_pkm"] {
+        let line = stdout.lines().find(|l| l.trim_start().starts_with(family)).unwrap_or_else(|| panic!("{stdout}"));
+        assert!(line.contains("3 × eager"), "{line}");
+    }
+    assert!(stdout.contains("check: passed"), "{stdout}");
+    if !cfg!(feature = "cuda") {
+        let cuda = memctl(&dir.path().join("store"), &["doctor", "--check", "--device", "cuda"]);
+        assert_ne!(cuda.status.code(), Some(0));
+        assert!(text(&cuda.stderr).contains("--features cuda"), "{}", text(&cuda.stderr));
+    }
+}
