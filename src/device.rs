@@ -62,6 +62,12 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     // trials, so the events only cost time (and cannot be recorded into a CUDA graph).
     // SAFETY: no tensor is used on a stream other than the one that allocated it.
     unsafe { device.as_cuda_device().map_err(open_error)?.disable_event_tracking() };
+    // TF32 tensor cores for f32 products only when asked: they round the products' inputs to
+    // 10 mantissa bits, and memctl's products are too small to gain from them
+    // (docs/performance.md, "TF32").
+    if std::env::var("MEMCTL_TF32").is_ok_and(|v| v == "1") {
+        candle_core::cuda::set_gemm_reduced_precision_f32(true);
+    }
     Ok(device)
 }
 
