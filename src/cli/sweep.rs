@@ -255,3 +255,19 @@ pub fn execute(
 pub fn threads(flag: Option<usize>) -> usize {
     flag.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gpu_sweep_runs_a_few_trials_at_once_and_a_cpu_sweep_one_per_core() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let default = Parallelism { jobs: None, threads: None };
+        assert_eq!(default.budget(16, true).0, GPU_JOBS.min(cores));
+        assert_eq!(default.budget(16, false).0, cores.min(16));
+        assert_eq!(default.budget(1, true).0, 1);
+        let asked = Parallelism { jobs: Some(8), threads: Some(1) };
+        assert_eq!(asked.budget(16, true), (8, 1));
+    }
+}
