@@ -176,7 +176,12 @@ impl Stepper {
         let recorded = self.device_step(b);
         // End the capture whatever happened, or the stream stays in capture mode.
         let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-        recorded?;
+        if let Err(e) = recorded {
+            // Frees of a broken capture fail in `Drop`, where cudarc keeps the error for the
+            // next call on the context to report; the eager step that follows must not get it.
+            let _ = stream.context().check_err();
+            return Err(e);
+        }
         match ended.map_err(candle_core::Error::wrap)? {
             Some(graph) => {
                 graph.upload().map_err(candle_core::Error::wrap)?;
