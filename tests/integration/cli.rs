@@ -52,7 +52,16 @@ fn a_store_held_too_long_gets_a_message_naming_the_holder() {
     memctl::store::Store::open(&store_path).unwrap();
     // Another process in a session that does not end: it holds sled's lock, and its holder
     // line names it (as memctl writes it at the start of every session).
-    let held = sled::Config::new().path(store_path.join("db")).open().unwrap();
+    // sled's flusher thread lets go of the store just opened a moment after it is dropped.
+    let held = (0..200)
+        .find_map(|_| {
+            let opened = sled::Config::new().path(store_path.join("db")).open().ok();
+            if opened.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            opened
+        })
+        .expect("the store's lock is free within 10 s of closing it");
     std::fs::write(store_path.join("holder"), "pid 4242: memctl sweep big.mem").unwrap();
     let started = std::time::Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_memctl"))
