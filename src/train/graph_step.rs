@@ -276,22 +276,20 @@ mod tests {
     const SPEC: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
 
-model stm(d = 8, nq = 2, nr = 8) {
-  state Mi = learned(d, d)
-  state Mr = learned(nq, d, d)
+model mix(d = 8, nq = 2) {
+  state c = zeros(d)
+  state h = zeros(d)
+  state M = learned(d, d)
   step token {
-    x = embed(token, 8)
-    vr = relRead(Mr, linear(x, nq), linear(x, d))
-    Mi = itemWrite(Mi, linear(x, d), gated = true)
-    R = samRead(Mi + scalar(0.0) * (vr ⊗ linear(x, d)), nq = nq)
-    Mr = scalar(0.0) * Mr + R
-    out linear(mlp(distill(Mr, nr = nr, size = 16), [16]), output_size)
+    c, h = lstmCell(c, h, embed(token, 8))
+    M = itemWrite(M, h, gated = true)
+    out linear(mlp(distill(samRead(M, nq = nq), nr = d, size = 16), [16]), output_size)
   }
 }
 
-experiment tiny_stm {
+experiment tiny_mix {
   task tiny
-  model stm
+  model mix
   train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6, clip_norm = 0.5 }
 }
 "#;
