@@ -306,18 +306,21 @@ fn check_manual(
         // The manual backward, run twice into the same accumulators.
         let grads: Vec<Option<Tensor>> = weights.iter().zip(&pattern).map(|(w, &on)| on.then(|| w.clone())).collect();
         let needs: Vec<bool> = inputs.iter().map(|t| t.dtype().is_float()).collect();
-        let mut acc: Vec<ParamGrad> = params.iter().map(|_| ParamGrad::default()).collect();
-        let mut input_grads = vec![];
-        for _ in 0..2 {
+        let backward = |needs: &[bool], acc: &mut [ParamGrad]| {
             let b = Backward {
                 inputs: &inputs,
                 params: &param_refs,
                 outputs: &train_outs,
                 saved: &saved,
                 grads: &grads,
-                needs: &needs,
+                needs,
             };
-            input_grads = manual.backward(&b, &mut acc).unwrap();
+            manual.backward(&b, acc).unwrap()
+        };
+        let mut acc: Vec<ParamGrad> = params.iter().map(|_| ParamGrad::default()).collect();
+        let mut input_grads = vec![];
+        for _ in 0..2 {
+            input_grads = backward(&needs, &mut acc);
         }
         assert_eq!(input_grads.len(), inputs.len(), "{name}: one gradient per input");
         for (i, (v, g)) in in_vars.iter().zip(&input_grads).enumerate() {
@@ -341,15 +344,7 @@ fn check_manual(
         // Without input gradients, the parameter gradients are the same.
         let none = vec![false; inputs.len()];
         let mut acc2: Vec<ParamGrad> = params.iter().map(|_| ParamGrad::default()).collect();
-        let b = Backward {
-            inputs: &inputs,
-            params: &param_refs,
-            outputs: &train_outs,
-            saved: &saved,
-            grads: &grads,
-            needs: &none,
-        };
-        manual.backward(&b, &mut acc2).unwrap();
+        backward(&none, &mut acc2);
         for ((pname, v), a) in names.iter().zip(&p_vars).zip(acc2) {
             let expected = store.get(v.as_tensor()).cloned().unwrap_or(v.as_tensor().zeros_like().unwrap());
             let got = a.into_tensor(v.dims()).unwrap().unwrap_or(expected.zeros_like().unwrap());
