@@ -33,7 +33,9 @@ pub struct Report {
     pub final_loss: f64,
     /// The first step, from a stepper just built: kernel loading and, on CUDA, the warm-up.
     pub first_step_ms: f64,
-    /// How the last step ran (`Stepper::replay_status`): eager, or replayed from a CUDA graph.
+    /// Whether the last step was replayed from a CUDA graph, and how the steps ran
+    /// (`Stepper::replay_status`).
+    pub cuda_graph: bool,
     pub step_mode: String,
 }
 
@@ -80,6 +82,7 @@ pub fn time_steps(
         peak_rss_mb: peak_rss_mb(),
         final_loss: loss,
         first_step_ms,
+        cuda_graph: stepper.replays(),
         step_mode: stepper.replay_status(),
     })
 }

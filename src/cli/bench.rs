@@ -90,7 +90,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         100.0 * report.gflops / peak,
         report.peak_rss_mb,
         report.first_step_ms,
-        if report.step_mode.starts_with("replayed") { "yes" } else { "no" }
+        if report.cuda_graph { "yes" } else { "no" }
     );
     if !device.is_cpu() {
         eprintln!("steps: {}", report.step_mode);

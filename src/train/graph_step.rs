@@ -101,9 +101,13 @@ impl Buffers {
 }
 
 impl Stepper {
-    /// The step on `inputs` (already in the parameters' dtype) when it can be replayed or is
-    /// on its way there; `None`: run it eagerly.
-    pub(super) fn replayed_step(&mut self, inputs: &Tensor, batch: &crate::tasks::Batch) -> Result<Option<f64>> {
+    /// The step on `batch` when it can be replayed or is on its way there; `None`: run it
+    /// eagerly.
+    pub(super) fn replayed_step(&mut self, batch: &crate::tasks::Batch) -> Result<Option<f64>> {
+        if matches!(self.replay, Replay::Off(_) | Replay::Failed(_)) {
+            return Ok(None);
+        }
+        let inputs = &self.inputs_of(batch)?;
         let (targets, scored) = (&batch.targets, &batch.scored[..]);
         match std::mem::replace(&mut self.replay, Replay::Cold) {
             Replay::Cold => {
@@ -207,6 +211,11 @@ impl Stepper {
     /// Whether steps are replayed from a CUDA graph, and if not, why.
     pub fn replay_status(&self) -> String {
         self.replay.status()
+    }
+
+    /// Whether steps are replayed from a CUDA graph.
+    pub fn replays(&self) -> bool {
+        matches!(self.replay, Replay::Captured(..))
     }
 
     #[cfg(test)]

@@ -300,7 +300,7 @@ impl Stepper {
 
     /// Trains on `batch` once; returns the loss before the update.
     pub fn step(&mut self, batch: &crate::tasks::Batch) -> candle_core::Result<f64> {
-        if let Some(value) = self.replayed_step(&self.inputs_of(batch)?, batch)? {
+        if let Some(value) = self.replayed_step(batch)? {
             return Ok(value);
         }
         let (value, mut grads) = self.loss_and_grads(batch)?;

@@ -43,9 +43,7 @@ impl Adam {
             corrections,
         })
     }
-}
 
-impl Adam {
     /// The bias corrections of update `step_t`.
     fn scales(&self) -> (f64, f64) {
         (1.0 / (1.0 - self.beta1.powi(self.step_t)), 1.0 / (1.0 - self.beta2.powi(self.step_t)))
