@@ -27,17 +27,12 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::nam::{self, DELIM, EOS, MASK, NamTask, Rule};
-use super::options::Options;
-use super::*;
 
 task_kind! {
     AdditionKind = "addition",
     "addition (NAM's \"Fib\"): complete the masked little-endian digits of s1 + s2 (NAM §4.1)",
     options: &nam::OPTIONS_WITH_OD,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(NamTask { rule: Addition, config: o.parse()? }))
+    builds: |o| NamTask { rule: Addition, config: o.parse()? },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +95,7 @@ fn add(a: &[u32], b: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::super::nam::{PAD, testing};
+    use super::super::*;
     use super::*;
 
     /// Splits an example into (s1, s2, masked answer in the input, answer in the target).

@@ -42,10 +42,7 @@ task_kind! {
     options: &OPTIONS,
     held_out: (10_000, 20_000),
     trivial: trivial_levels,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<AssocRetrieval>()?))
+    builds: |o| o.parse::<AssocRetrieval>()?,
 }
 
 /// Chance over the 10 digits, and the best guess that ignores the query: the value stored

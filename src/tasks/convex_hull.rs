@@ -46,10 +46,7 @@ task_kind! {
     "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(Geometry::read(o, Problem::Hull)?))
+    builds: |o| Geometry::read(o, Problem::Hull)?,
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).

@@ -23,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq, stratify};
-use super::options::{Options, TaskOption};
+use super::options::TaskOption;
 use super::*;
 
 static OPTIONS: [TaskOption; 3] = [
@@ -37,10 +37,7 @@ task_kind! {
     "copy: read L random bit vectors between start/end flags, then write them back (NTM; SAM Fig. 2)",
     options: &OPTIONS,
     held_out: (1000, 2000),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<FreshTask<Copy>>()?))
+    builds: |o| o.parse::<FreshTask<Copy>>()?,
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]

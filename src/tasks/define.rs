@@ -4,7 +4,9 @@
 //! options table ([`TaskOption`](super::options::TaskOption)s, from which the signature the
 //! checker binds is derived) and a function that builds the configured task from the checked
 //! option values:
-//! - `fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError>`, or, for a task that
+//! - `builds: |o| <expression>,` in the declaration when building the task is one expression
+//!   (`builds: |o| o.parse::<FreshTask<Copy>>()?,`);
+//! - otherwise `fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError>`, or, for a task that
 //!   reads files (declared with `reads: "…"`, the line `memctl tasks` shows),
 //!   `fn instantiate(o: &Options, dir: &Path) -> …`, where `dir` is the folder relative paths
 //!   are resolved against (the spec file's, or the working directory). It typically reads
@@ -28,6 +30,7 @@
 //!     CopyKind = "copy", "copy: read L random bit vectors, then write them back",
 //!     options: &OPTIONS,
 //!     held_out: (1000, 2000),
+//!     builds: |o| o.parse::<FreshTask<Copy>>()?,
 //! }
 //! ```
 
@@ -38,6 +41,7 @@ macro_rules! task_kind {
         $(held_out: ($validation:expr, $test:expr),)?
         $(reads: $reads:literal,)?
         $(trivial: $trivial:ident,)?
+        $(builds: |$o:ident| $build:expr,)?
     ) => {
         pub struct $ty;
 
@@ -80,7 +84,7 @@ macro_rules! task_kind {
                 dir: &std::path::Path,
             ) -> Result<Box<dyn $crate::tasks::Task>, $crate::prims::PrimError> {
                 let options = $crate::tasks::options::Options::new($ty::options(), options);
-                $crate::tasks::define::task_kind!(@instantiate options, dir $(, $reads)?)
+                $crate::tasks::define::task_kind!(@instantiate options, dir $(, reads $reads)? $(, builds |$o| $build)?)
             }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
@@ -94,9 +98,14 @@ macro_rules! task_kind {
         let _ = $dir;
         instantiate(&$options)
     }};
-    (@instantiate $options:ident, $dir:ident, $reads:literal) => {
+    (@instantiate $options:ident, $dir:ident, reads $reads:literal) => {
         instantiate(&$options, $dir)
     };
+    (@instantiate $options:ident, $dir:ident, builds |$o:ident| $build:expr) => {{
+        let _ = $dir;
+        let $o = &$options;
+        Ok(Box::new($build))
+    }};
 }
 
 pub(crate) use task_kind;

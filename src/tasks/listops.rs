@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask};
-use super::options::{Options, TaskOption};
+use super::options::TaskOption;
 use super::*;
 
 static OPTIONS: [TaskOption; 4] = [
@@ -48,10 +48,7 @@ task_kind! {
     "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)",
     options: &OPTIONS,
     held_out: (1000, 2000),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<FreshTask<ListOps>>()?))
+    builds: |o| o.parse::<FreshTask<ListOps>>()?,
 }
 
 #[derive(Clone, Copy, Debug, serde::Deserialize)]

@@ -40,10 +40,7 @@ task_kind! {
     options: &OPTIONS,
     held_out: (2048, 10_000),
     trivial: trivial_levels,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<FreshTask<NthFarthest>>()?))
+    builds: |o| o.parse::<FreshTask<NthFarthest>>()?,
 }
 
 /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is

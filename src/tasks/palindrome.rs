@@ -27,17 +27,12 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::nam::{self, DELIM, EOS, MASK, NamTask, Rule};
-use super::options::Options;
-use super::*;
 
 task_kind! {
     PalindromeKind = "palindrome",
     "palindrome (NAM's \"Palin\"): complete the masked reversal of a digit string (NAM §4.1, paper version)",
     options: &nam::OPTIONS_WITH_OD,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(NamTask { rule: Palindrome, config: o.parse()? }))
+    builds: |o| NamTask { rule: Palindrome, config: o.parse()? },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -70,6 +65,7 @@ impl Rule for Palindrome {
 #[cfg(test)]
 mod tests {
     use super::super::nam::{PAD, testing};
+    use super::super::*;
     use super::*;
 
     /// (digits, masked region of the input, answer region of the target).

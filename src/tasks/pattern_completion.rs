@@ -60,10 +60,7 @@ task_kind! {
     options: &OPTIONS,
     held_out: (1000, 2000),
     trivial: trivial_levels,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(configured(o)?))
+    builds: |o| configured(o)?,
 }
 
 /// The task these options configure, or the first option at fault.

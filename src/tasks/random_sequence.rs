@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::StandardNormal;
 
 use super::define::task_kind;
-use super::options::{Options, TaskOption};
+use super::options::TaskOption;
 use super::*;
 
 static OPTIONS: [TaskOption; 3] = [
@@ -27,10 +27,7 @@ task_kind! {
     RandomSequenceKind = "randomSequence",
     "random inputs and target bits at every step (benchmarks and smoke tests)",
     options: &OPTIONS,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<RandomSequence>()?))
+    builds: |o| o.parse::<RandomSequence>()?,
 }
 
 #[derive(serde::Deserialize)]

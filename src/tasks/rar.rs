@@ -36,7 +36,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq, stratify};
-use super::options::{Options, TaskOption};
+use super::options::TaskOption;
 use super::*;
 
 static OPTIONS: [TaskOption; 5] = [
@@ -52,10 +52,7 @@ task_kind! {
     "relational associative recall: K items and a query; recall the farthest or closest item (SAM §3.2)",
     options: &OPTIONS,
     held_out: (1000, 2000),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(o.parse::<FreshTask<Rar>>()?))
+    builds: |o| o.parse::<FreshTask<Rar>>()?,
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]

@@ -26,17 +26,12 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::nam::{self, DELIM, NamTask, Rule};
-use super::options::Options;
-use super::*;
 
 task_kind! {
     ReduceKind = "reduce",
     "reduce: after a digit string and a delimiter, output its non-zero digits in order (NAM §4.1)",
     options: &nam::OPTIONS_WITHOUT_OD,
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(NamTask { rule: Reduce, config: o.parse()? }))
+    builds: |o| NamTask { rule: Reduce, config: o.parse()? },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -63,6 +58,7 @@ impl Rule for Reduce {
 #[cfg(test)]
 mod tests {
     use super::super::nam::{PAD, testing};
+    use super::super::*;
     use super::*;
 
     /// (digits, target after the delimiter up to the first pad), checking pads elsewhere.

@@ -42,10 +42,7 @@ task_kind! {
     "shortest path: a weighted graph as triplets, then source and destination; answer the path's node features (SAM Table 3)",
     options: &GRAPH_OPTIONS,
     held_out: (512, 2048),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(GraphTask::read(o, Question::Path)?))
+    builds: |o| GraphTask::read(o, Question::Path)?,
 }
 
 /// What is asked of the graph: a shortest path, or the spanning tree ([`super::spanning_tree`]).

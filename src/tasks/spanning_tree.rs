@@ -13,25 +13,21 @@
 //! `shortestPath`. Metric: `accuracy` over the answer steps.
 
 use super::define::task_kind;
-use super::options::Options;
 use super::shortest_path::{GRAPH_OPTIONS, GraphTask, Question};
-use super::*;
 
 task_kind! {
     SpanningTreeKind = "spanningTree",
     "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)",
     options: &GRAPH_OPTIONS,
     held_out: (512, 2048),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(GraphTask::read(o, Question::Tree)?))
+    builds: |o| GraphTask::read(o, Question::Tree)?,
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::answers::testing;
     use super::super::shortest_path::tests::read_back;
+    use super::super::*;
     use super::*;
 
     #[test]

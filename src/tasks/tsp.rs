@@ -10,8 +10,7 @@
 
 use super::convex_hull::{Geometry, Problem, geometry_options};
 use super::define::task_kind;
-use super::options::{Options, TaskOption};
-use super::*;
+use super::options::TaskOption;
 
 // Exact tours are Held–Karp, exponential in N: keep them small.
 static OPTIONS: [TaskOption; 3] = geometry_options(10, 12);
@@ -21,10 +20,7 @@ task_kind! {
     "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
-}
-
-fn instantiate(o: &Options) -> Result<Box<dyn Task>, PrimError> {
-    Ok(Box::new(Geometry::read(o, Problem::Tour)?))
+    builds: |o| Geometry::read(o, Problem::Tour)?,
 }
 
 #[cfg(test)]
@@ -32,6 +28,7 @@ mod tests {
     use super::super::answers::testing;
     use super::super::convex_hull::tests::check_answers;
     use super::super::geometry;
+    use super::super::*;
     use super::*;
 
     #[test]
