@@ -3,7 +3,7 @@
 
 use candle_core::Tensor;
 
-use super::backward::forward_saving_nothing;
+use super::backward::backward_from_inputs;
 use super::define::primitive;
 use super::*;
 
@@ -40,20 +40,12 @@ impl Op for AffineOp {
     }
 }
 
-impl ManualBackward for AffineOp {
-    type Saved = ();
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
-        forward_saving_nothing(self, inputs, params)
-    }
-
-    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        Ok(vec![match &b.grads[0] {
-            Some(g) if b.needs[0] => Some((g * self.scale)?),
-            _ => None,
-        }])
-    }
-}
+backward_from_inputs!(AffineOp, |op, b, _param_grads| {
+    Ok(vec![match &b.grads[0] {
+        Some(g) if b.needs[0] => Some((g * op.scale)?),
+        _ => None,
+    }])
+});
 
 #[cfg(test)]
 mod tests {

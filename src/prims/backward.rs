@@ -115,6 +115,42 @@ pub trait ManualBackward: Op {
     fn backward(&self, b: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads;
 }
 
+/// Implements [`ManualBackward`] for an op whose backward needs nothing but its inputs and the
+/// output gradients: the training forward is [`Op::forward`] and saves nothing. The body gets
+/// the op as `$op` and the [`Backward`] as `$b`, and adds any parameter gradients into
+/// `$param_grads`.
+///
+/// ```ignore
+/// backward_from_inputs!(AffineOp, |op, b, _param_grads| {
+///     Ok(vec![b.grads[0].as_ref().map(|g| g * op.scale).transpose()?])
+/// });
+/// ```
+macro_rules! backward_from_inputs {
+    ($ty:ty, |$op:ident, $b:ident, $param_grads:ident| $body:block) => {
+        impl $crate::prims::ManualBackward for $ty {
+            type Saved = ();
+
+            fn forward_train(
+                &self,
+                inputs: &[&candle_core::Tensor],
+                params: &[&candle_core::Tensor],
+            ) -> $crate::prims::Forward<()> {
+                Ok(($crate::prims::Op::forward(self, inputs, params)?, ()))
+            }
+
+            fn backward(
+                &self,
+                $b: &$crate::prims::Backward<'_, ()>,
+                $param_grads: &mut [$crate::prims::ParamGrad],
+            ) -> $crate::prims::InputGrads {
+                let $op = self;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use backward_from_inputs;
+
 /// The training forward of an op whose backward needs nothing but its inputs and outputs.
 pub fn forward_saving_nothing(op: &dyn Op, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
     Ok((op.forward(inputs, params)?, ()))

@@ -5,7 +5,7 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::forward_saving_nothing;
+use super::backward::backward_from_inputs;
 use super::define::primitive;
 use super::*;
 use crate::kernels::nam::{batch_of, expand_batch};
@@ -51,32 +51,24 @@ impl Op for ConcatOp {
     }
 }
 
-/// A shape op: the backward moves the gradient back to where the elements came from.
-impl ManualBackward for ConcatOp {
-    type Saved = ();
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
-        forward_saving_nothing(self, inputs, params)
-    }
-
-    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [a, _] = b.inputs_of()?;
-        let Some(g) = &b.grads[0] else { return Ok(vec![None, None]) };
-        let n = a.dim(D::Minus1)?;
-        let parts = [(0, n), (n, g.dim(D::Minus1)? - n)];
-        // A part shared by the batch (batch axis 1) was repeated: its gradient is the batch sum.
-        let grad = |k: usize| -> candle_core::Result<Option<Tensor>> {
-            if !b.needs[k] {
-                return Ok(None);
-            }
-            let (start, len) = parts[k];
-            let part = g.narrow(D::Minus1, start, len)?.contiguous()?;
-            let shared = b.inputs[k].dim(0)? != part.dim(0)?;
-            Ok(Some(if shared { part.sum_keepdim(0)? } else { part }))
-        };
-        Ok(vec![grad(0)?, grad(1)?])
-    }
-}
+// A shape op: the backward moves the gradient back to where the elements came from.
+backward_from_inputs!(ConcatOp, |_op, b, _param_grads| {
+    let [a, _] = b.inputs_of()?;
+    let Some(g) = &b.grads[0] else { return Ok(vec![None, None]) };
+    let n = a.dim(D::Minus1)?;
+    let parts = [(0, n), (n, g.dim(D::Minus1)? - n)];
+    // A part shared by the batch (batch axis 1) was repeated: its gradient is the batch sum.
+    let grad = |k: usize| -> candle_core::Result<Option<Tensor>> {
+        if !b.needs[k] {
+            return Ok(None);
+        }
+        let (start, len) = parts[k];
+        let part = g.narrow(D::Minus1, start, len)?.contiguous()?;
+        let shared = b.inputs[k].dim(0)? != part.dim(0)?;
+        Ok(Some(if shared { part.sum_keepdim(0)? } else { part }))
+    };
+    Ok(vec![grad(0)?, grad(1)?])
+});
 
 #[cfg(test)]
 mod tests {

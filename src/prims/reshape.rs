@@ -4,7 +4,7 @@
 
 use candle_core::Tensor;
 
-use super::backward::forward_saving_nothing;
+use super::backward::backward_from_inputs;
 use super::define::primitive;
 use super::*;
 
@@ -51,19 +51,11 @@ impl Op for ReshapeOp {
     }
 }
 
-/// A shape op: the backward moves the gradient back to where the elements came from.
-impl ManualBackward for ReshapeOp {
-    type Saved = ();
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
-        forward_saving_nothing(self, inputs, params)
-    }
-
-    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [x] = b.inputs_of()?;
-        Ok(vec![b.grads[0].as_ref().map(|g| g.reshape(x.dims())).transpose()?])
-    }
-}
+// A shape op: the backward moves the gradient back to where the elements came from.
+backward_from_inputs!(ReshapeOp, |_op, b, _param_grads| {
+    let [x] = b.inputs_of()?;
+    Ok(vec![b.grads[0].as_ref().map(|g| g.reshape(x.dims())).transpose()?])
+});
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,7 @@
 
 use candle_core::Tensor;
 
-use super::backward::forward_saving_nothing;
+use super::backward::backward_from_inputs;
 use super::define::primitive;
 use super::*;
 
@@ -39,20 +39,12 @@ impl Op for ScalarOp {
     }
 }
 
-impl ManualBackward for ScalarOp {
-    type Saved = ();
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
-        forward_saving_nothing(self, inputs, params)
+backward_from_inputs!(ScalarOp, |op, b, param_grads| {
+    if let Some(g) = &b.grads[0] {
+        op.value.of_mut(param_grads).add(g)?;
     }
-
-    fn backward(&self, b: &Backward<'_, ()>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        if let Some(g) = &b.grads[0] {
-            self.value.of_mut(param_grads).add(g)?;
-        }
-        Ok(vec![])
-    }
-}
+    Ok(vec![])
+});
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,7 @@
 
 use candle_core::{D, Tensor};
 
-use super::backward::forward_saving_nothing;
+use super::backward::backward_from_inputs;
 use super::define::primitive;
 use super::*;
 
@@ -49,21 +49,13 @@ impl Op for SliceOp {
     }
 }
 
-/// A shape op: the backward moves the gradient back to where the elements came from.
-impl ManualBackward for SliceOp {
-    type Saved = ();
-
-    fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<()> {
-        forward_saving_nothing(self, inputs, params)
-    }
-
-    fn backward(&self, b: &Backward<'_, ()>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let [x] = b.inputs_of()?;
-        let n = x.dim(D::Minus1)?;
-        let pad = |g: &Tensor| g.pad_with_zeros(D::Minus1, self.start, n - self.start - self.size);
-        Ok(vec![b.grads[0].as_ref().map(pad).transpose()?])
-    }
-}
+// A shape op: the backward moves the gradient back to where the elements came from.
+backward_from_inputs!(SliceOp, |op, b, _param_grads| {
+    let [x] = b.inputs_of()?;
+    let n = x.dim(D::Minus1)?;
+    let pad = |g: &Tensor| g.pad_with_zeros(D::Minus1, op.start, n - op.start - op.size);
+    Ok(vec![b.grads[0].as_ref().map(pad).transpose()?])
+});
 
 #[cfg(test)]
 mod tests {
