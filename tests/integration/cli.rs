@@ -3,28 +3,15 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::support::tiny_spec;
+use crate::support::{memctl_at, spec_folder, text, tiny_spec};
 
 fn memctl(store: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_memctl"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("memctl runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    memctl_at(store).args(args).output().expect("memctl runs")
 }
 
 #[test]
 fn sweep_records_runs_and_skips_them_the_second_time() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, tiny_spec()).unwrap();
-    let store = dir.path().join("store");
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
     let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("3 trials run, 0 already done, 0 failed"), "{}", text(&out.stderr));
@@ -85,14 +72,12 @@ fn a_store_held_too_long_gets_a_message_naming_the_holder() {
 
 #[test]
 fn check_reports_a_located_error_and_exit_code_2() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("bad.mem");
-    std::fs::write(&spec, tiny_spec().replace("relRead(Mr, c, b)", "relRaed(Mr, c, b)")).unwrap();
-    let out = memctl(&dir.path().join("store"), &["check", spec.to_str().unwrap()]);
+    let (_dir, spec, store) = spec_folder(&tiny_spec().replace("relRead(Mr, c, b)", "relRaed(Mr, c, b)"));
+    let out = memctl(&store, &["check", spec.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(err.contains("unknown primitive `relRaed`"), "{err}");
-    assert!(err.contains("bad.mem:12:10"), "{err}");
+    assert!(err.contains("tiny.mem:12:10"), "{err}");
     assert!(err.contains("did you mean `relRead`?"), "{err}");
 }
 
@@ -101,10 +86,8 @@ fn cuda_without_the_feature_is_a_clear_error() {
     if cfg!(feature = "cuda") {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, tiny_spec()).unwrap();
-    let out = memctl(&dir.path().join("store"), &["run", spec.to_str().unwrap(), "--device", "cuda"]);
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
+    let out = memctl(&store, &["run", spec.to_str().unwrap(), "--device", "cuda"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--features cuda"), "{}", text(&out.stderr));
 }
@@ -130,10 +113,8 @@ fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs(
 
 #[test]
 fn check_prints_the_memory_each_model_needs_to_train() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, tiny_spec()).unwrap();
-    let out = memctl(&dir.path().join("store"), &["check", spec.to_str().unwrap()]);
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
+    let out = memctl(&store, &["check", spec.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("memory to train: ") && stdout.contains("activations"), "{stdout}");

@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use memctl::value::Value;
 
-use crate::support::tiny_spec;
+use crate::support::{spec_folder, tiny_spec};
 use crate::synthetic::{fill, open};
 
 /// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
@@ -404,10 +404,7 @@ fn ablate_plans_the_full_model_and_each_switch_off() {
 
 #[test]
 fn ablate_runs_the_variants_once_and_prints_the_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, tiny_spec()).unwrap();
-    let store = dir.path().join("store");
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
     let args =
         ["ablate", spec.to_str().unwrap(), "tiny_stm", "--switches", "gates", "--seeds", "1", "--threads", "1", "-q"];
     let out = memctl(&store, &args);

@@ -10,15 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::support::{tiny_lstm_sweep, token_lstm};
 
-fn memctl(store: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
-    c.env("NO_COLOR", "1").arg("--store").arg(store);
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::support::memctl_at as memctl;
+use crate::support::text;
 
 fn records(store: &Path) -> Vec<serde_json::Value> {
     let out = memctl(store).args(["runs", "--all", "--format", "records"]).output().unwrap();

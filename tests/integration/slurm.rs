@@ -3,24 +3,13 @@
 //! under CI (`CI` or `MEMCTL_REQUIRE_SLURM` set, as `.ci/run` does) and are skipped, saying so,
 //! elsewhere.
 
-use crate::support::{TINY_TASK, token_lstm};
+use crate::support::{TINY_TASK, memctl_at, text, token_lstm};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn memctl(store: &Path, cwd: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_memctl"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .current_dir(cwd)
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("memctl runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    memctl_at(store).args(args).current_dir(cwd).output().expect("memctl runs")
 }
 
 /// Whether a Slurm controller answers with a usable node.

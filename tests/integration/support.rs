@@ -1,5 +1,8 @@
 //! Helpers shared by the integration tests.
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
 use memctl::check::{self, Trial};
 use memctl::lang;
 
@@ -9,6 +12,28 @@ pub fn trials(name: &str, text: &str) -> Vec<Trial> {
     let program = check::check(&spec, &memctl::prims::Primitives)
         .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
     program.experiments.into_iter().flat_map(|e| e.trials).collect()
+}
+
+/// A temporary folder holding `text` as `tiny.mem`; the spec's path, and the path of a store
+/// in the folder (not created). The folder is deleted when the `TempDir` is dropped.
+pub fn spec_folder(text: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("tiny.mem");
+    std::fs::write(&spec, text).unwrap();
+    let store = dir.path().join("store");
+    (dir, spec, store)
+}
+
+/// `memctl --store <store>`, without colours.
+pub fn memctl_at(store: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
+    c.arg("--store").arg(store).env("NO_COLOR", "1");
+    c
+}
+
+/// Output bytes as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The 2-pair associative-retrieval task most CLI tests train on (a trial takes well under a

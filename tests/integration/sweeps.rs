@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{tiny_lstm_sweep, tiny_spec};
+use crate::support::{spec_folder, tiny_lstm_sweep, tiny_spec};
 
 fn memctl() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
@@ -168,10 +168,7 @@ fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
 
 #[test]
 fn a_failing_trial_is_recorded_and_the_others_complete() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, tiny_spec()).unwrap();
-    let store = dir.path().join("store");
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
     let run = |extra: &[&str]| {
         memctl()
             .arg("--store")
@@ -203,10 +200,7 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
 
 #[test]
 fn overrides_replace_sweeps_and_bad_ones_are_located() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("tiny.mem");
-    std::fs::write(&spec, tiny_spec()).unwrap();
-    let store = dir.path().join("store");
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
     let dry = |args: &[&str]| {
         memctl().arg("--store").arg(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap()
     };
