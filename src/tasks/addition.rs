@@ -39,9 +39,8 @@ task_kind! {
 pub struct Addition;
 
 impl Rule for Addition {
-    fn vocab(&self) -> usize {
-        16
-    }
+    const VOCAB: usize = 16;
+
     fn seq_len(&self, max_digits: usize) -> usize {
         3 * (max_digits + 1) + 2
     }

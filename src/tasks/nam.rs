@@ -62,7 +62,7 @@ pub(super) static OPTIONS_WITHOUT_OD: [TaskOption; 5] =
 /// How one task lays out an example.
 pub(super) trait Rule: Clone + Send + Sync + 'static {
     /// Vocabulary of inputs and targets.
-    fn vocab(&self) -> usize;
+    const VOCAB: usize;
     /// Sequence length of a set whose longest example has `max_digits` digits.
     fn seq_len(&self, max_digits: usize) -> usize;
     /// Writes one example with `n` digits; `input` and `target` (`seq_len(max_digits)` long)
@@ -124,10 +124,10 @@ pub(super) struct NamTask<R: Rule> {
 
 impl<R: Rule + std::fmt::Debug> Task for NamTask<R> {
     fn input(&self) -> Ty {
-        Ty::Tokens(self.rule.vocab())
+        Ty::Tokens(R::VOCAB)
     }
     fn target(&self) -> Target {
-        Target::Classes(self.rule.vocab())
+        Target::Classes(R::VOCAB)
     }
     fn test_splits(&self) -> &'static [&'static str] {
         TEST_SPLITS

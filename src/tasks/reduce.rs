@@ -38,9 +38,8 @@ task_kind! {
 pub struct Reduce;
 
 impl Rule for Reduce {
-    fn vocab(&self) -> usize {
-        12
-    }
+    const VOCAB: usize = 12;
+
     fn seq_len(&self, max_digits: usize) -> usize {
         2 * max_digits + 1
     }
