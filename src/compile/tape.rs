@@ -19,6 +19,7 @@ use crate::kernels::elementwise::map2;
 use crate::kernels::real::Real;
 use crate::kernels::view::{self, Read};
 use crate::prims::backward::with_real;
+use crate::prims::fusion::{Fusion, Joint};
 use crate::prims::{Backward, ParamGrad, SavedAny};
 
 /// The loss of scored step `s` (its index among the scored steps) from its logits: the value
@@ -38,8 +39,15 @@ enum Rec {
         saved: SavedAny,
         fusion: usize,
     },
-    /// Computed by its producer's fused op; its gradient is handled there.
+    /// Computed by a fused op run at another node (the producer of a chain, or the consumer
+    /// that absorbs it); its gradient is handled there.
     FusedConsumer,
+    /// Run as one fused op with the producer it absorbs (`Cell::fusions[fusion]`, a
+    /// [`Joint::Absorb`]); its inputs are the fusion's `absorbed_sources`.
+    Absorbing {
+        saved: SavedAny,
+        fusion: usize,
+    },
     /// Candle's autograd: the input `Var`s and the outputs with their local graph.
     Fallback {
         vars: Vec<Option<Var>>,
@@ -102,16 +110,32 @@ impl Cell {
                 if !run(i) || matches!(nodes[i], Rec::FusedConsumer) {
                     continue;
                 }
+                let absorbed_here = |f: &Fusion| matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer);
+                if self.fusions.iter().any(|f| f.producer == i && absorbed_here(f)) {
+                    nodes[i] = Rec::FusedConsumer; // its consumer runs it
+                    continue;
+                }
+                let absorbing = self.fusions.iter().position(|f| f.consumer == i && absorbed_here(f));
                 let req_of = |s: &Source, node_req: &[bool]| match *s {
                     Source::Input => false,
                     Source::State(j) => state_req[j],
                     Source::Node(n, _) => node_req[n],
                 };
-                let needs: Vec<bool> = node.inputs.iter().map(|s| req_of(s, &node_req)).collect();
+                let absorbed = absorbing.and_then(|f| self.fusions[f].absorbed_sources(g));
+                let sources: &[Source] = absorbed.as_deref().unwrap_or(&node.inputs);
+                let needs: Vec<bool> = sources.iter().map(|s| req_of(s, &node_req)).collect();
                 node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
-                let ins: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, &x, &states, &values)).collect();
-                let fusion = self.fusions.iter().position(|f| f.producer == i && run(f.consumer));
-                if !node_req[i] {
+                let ins: Vec<&Tensor> = sources.iter().map(|s| fetch(*s, &x, &states, &values)).collect();
+                let fusion =
+                    self.fusions.iter().position(|f| f.producer == i && f.joint == Joint::Chain && run(f.consumer));
+                if let Some(f) = absorbing {
+                    let producer = &g.nodes[self.fusions[f].producer];
+                    let params: Vec<&Tensor> =
+                        producer.params.iter().chain(&node.params).map(|&p| &weights[p]).collect();
+                    let (outs, saved) = self.fusions[f].op.forward_train(&ins, &params)?;
+                    values[i] = outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
+                    nodes[i] = Rec::Absorbing { saved, fusion: f };
+                } else if !node_req[i] {
                     // Nothing to differentiate: the plain forward.
                     let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
                     values[i] =
@@ -215,8 +239,12 @@ impl Cell {
                     continue;
                 }
                 let mut grads = std::mem::take(&mut g_nodes[i]);
-                let needs: Vec<bool> = node
-                    .inputs
+                let absorbed = match &rec.nodes[i] {
+                    Rec::Absorbing { fusion, .. } => self.fusions[*fusion].absorbed_sources(g),
+                    _ => None,
+                };
+                let sources: &[Source] = absorbed.as_deref().unwrap_or(&node.inputs);
+                let needs: Vec<bool> = sources
                     .iter()
                     .map(|s| match *s {
                         Source::Input => false,
@@ -229,8 +257,17 @@ impl Cell {
                     Rec::FusedProducer { fusion, .. } => Some(self.fusions[*fusion].consumer),
                     _ => None,
                 };
-                let param_ids: Vec<usize> =
-                    node.params.iter().chain(consumer.map_or(&[][..], |c| &g.nodes[c].params[..])).copied().collect();
+                let param_ids: Vec<usize> = match &rec.nodes[i] {
+                    Rec::Absorbing { fusion, .. } => {
+                        g.nodes[self.fusions[*fusion].producer].params.iter().chain(&node.params).copied().collect()
+                    }
+                    _ => node
+                        .params
+                        .iter()
+                        .chain(consumer.map_or(&[][..], |c| &g.nodes[c].params[..]))
+                        .copied()
+                        .collect(),
+                };
                 let mut local: Vec<ParamGrad> =
                     param_ids.iter().map(|&p| std::mem::take(&mut param_grads[p])).collect();
                 let input_grads = match &rec.nodes[i] {
@@ -263,6 +300,20 @@ impl Cell {
                             inputs: &inputs,
                             params: &params,
                             outputs: &outputs,
+                            saved,
+                            grads: &grads,
+                            needs: &needs,
+                        };
+                        self.fusions[*fusion].op.backward(&b, &mut local)?
+                    }
+                    Rec::Absorbing { saved, fusion } => {
+                        let inputs: Vec<Tensor> =
+                            sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
+                        let params: Vec<&Tensor> = param_ids.iter().map(|&p| &weights[p]).collect();
+                        let b = Backward {
+                            inputs: &inputs,
+                            params: &params,
+                            outputs: &rec.values[i],
                             saved,
                             grads: &grads,
                             needs: &needs,
@@ -303,7 +354,7 @@ impl Cell {
                 for (k, &p) in param_ids.iter().enumerate() {
                     param_grads[p] = std::mem::take(&mut local[k]);
                 }
-                for ((s, grad), &need) in node.inputs.iter().zip(input_grads).zip(&needs) {
+                for ((s, grad), &need) in sources.iter().zip(input_grads).zip(&needs) {
                     if let (Some(grad), true) = (grad, need) {
                         add(*s, grad, &mut g_nodes)?;
                     }

@@ -17,6 +17,7 @@ use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
 
 use super::{Dense, Op, Slot};
 use crate::kernels::dense::backward_slices;
+use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::{real::Real, view};
 
 /// What a training forward returns: the outputs and the values its backward keeps.
@@ -218,18 +219,67 @@ pub fn via_autograd<S: ?Sized>(op: &dyn Op, b: &Backward<'_, S>, param_grads: &m
 /// A parameter's gradient, summed in place over every use (nodes and time steps). Empty until
 /// the first contribution, as a parameter that never reaches the loss has no gradient.
 #[derive(Default)]
-pub struct ParamGrad(Option<CpuStorage>);
+pub struct ParamGrad {
+    sum: Option<CpuStorage>,
+    deferred: Option<Deferred>,
+}
+
+/// Contributions `a · b` (or `aᵀ · b`) with the same `b`, a weight that stays fixed for the
+/// whole run: their `a`s are summed as they come and multiplied by `b` once, when the gradient
+/// is read. One product instead of one per time step (see [`ParamGrad::deferred_product`]).
+struct Deferred {
+    a: CpuStorage,
+    rows: usize,
+    cols: usize,
+    b: Tensor,
+    transpose_a: bool,
+}
 
 impl ParamGrad {
     /// The accumulator as a slice of `n` elements (zeros on first use).
     pub fn slice_mut<T: Real>(&mut self, n: usize) -> Result<&mut [T]> {
-        let storage = self.0.get_or_insert_with(|| T::to_cpu_storage_owned(vec![T::zero(); n]));
-        let dtype = storage.dtype();
-        match T::as_mut_vec(storage) {
-            Some(v) if v.len() == n => Ok(v.as_mut_slice()),
-            Some(v) => bail!("parameter gradient has {} elements, a contribution has {n}", v.len()),
-            None => bail!("parameter gradient has dtype {dtype:?}, a contribution {:?}", T::DTYPE),
+        self.flush::<T>()?;
+        slice_of(self.sum.get_or_insert_with(|| T::to_cpu_storage_owned(vec![T::zero(); n])), n)
+    }
+
+    /// The `a` (`[rows, cols]`, zeros at first) of a contribution `a · b` to this gradient, or
+    /// `aᵀ · b` with `transpose_a`, to add into. `b` must stay the same tensor for the whole
+    /// run (a weight): contributions with the same `b` share one `a`, and the product is taken
+    /// once, when the gradient is read. Another `b` first takes the pending product.
+    pub fn deferred_product<T: Real>(
+        &mut self,
+        b: &Tensor,
+        rows: usize,
+        cols: usize,
+        transpose_a: bool,
+    ) -> Result<&mut [T]> {
+        let same = |d: &Deferred| d.b.id() == b.id() && (d.rows, d.cols, d.transpose_a) == (rows, cols, transpose_a);
+        if !self.deferred.as_ref().is_some_and(same) {
+            self.flush::<T>()?;
+            let a = T::to_cpu_storage_owned(vec![T::zero(); rows * cols]);
+            self.deferred = Some(Deferred { a, rows, cols, b: b.clone(), transpose_a });
         }
+        let Some(d) = self.deferred.as_mut() else { unreachable!("set above") };
+        slice_of(&mut d.a, rows * cols)
+    }
+
+    /// Adds the pending deferred product into the sum.
+    fn flush<T: Real>(&mut self) -> Result<()> {
+        let Some(Deferred { mut a, rows, cols, b, transpose_a }) = self.deferred.take() else { return Ok(()) };
+        let a = slice_of::<T>(&mut a, rows * cols)?;
+        let a = if transpose_a { Mat::new(a, rows, cols).t() } else { Mat::new(a, rows, cols) };
+        let (n, m) = b.dims2()?;
+        let out_rows = if transpose_a { cols } else { rows };
+        if (if transpose_a { rows } else { cols }) != n {
+            bail!("a deferred product's factors do not fit: a is {rows}×{cols}, b {n}×{m}");
+        }
+        let b = view::contiguous(&b)?;
+        let sum = self.sum.get_or_insert_with(|| T::to_cpu_storage_owned(vec![T::zero(); out_rows * m]));
+        let sum = slice_of::<T>(sum, out_rows * m)?;
+        view::with_slice::<T, _>(&b, |b| {
+            matmul(MatMut::new(sum, out_rows, m), a, Mat::new(b, n, m), true, Par::Pool);
+            Ok(())
+        })
     }
 
     /// Adds `g` (any shape with the parameter's number of elements).
@@ -277,14 +327,29 @@ impl ParamGrad {
     }
 
     /// The summed gradient as a tensor of `shape`, or `None` if nothing was added.
-    pub fn into_tensor(self, shape: impl Into<Shape>) -> Result<Option<Tensor>> {
-        let Some(storage) = self.0 else { return Ok(None) };
+    pub fn into_tensor(mut self, shape: impl Into<Shape>) -> Result<Option<Tensor>> {
+        match self.deferred.as_ref().map(|d| d.a.dtype()) {
+            Some(DType::F32) => self.flush::<f32>()?,
+            Some(DType::F64) => self.flush::<f64>()?,
+            _ => {}
+        }
+        let Some(storage) = self.sum else { return Ok(None) };
         let shape = shape.into();
         Ok(Some(match storage {
             CpuStorage::F32(v) => view::tensor(v, shape)?,
             CpuStorage::F64(v) => view::tensor(v, shape)?,
             other => bail!("parameter gradient of dtype {:?}", other.dtype()),
         }))
+    }
+}
+
+/// `storage` as a slice of `n` elements of `T`.
+fn slice_of<T: Real>(storage: &mut CpuStorage, n: usize) -> Result<&mut [T]> {
+    let dtype = storage.dtype();
+    match T::as_mut_vec(storage) {
+        Some(v) if v.len() == n => Ok(v.as_mut_slice()),
+        Some(v) => bail!("parameter gradient has {} elements, a contribution has {n}", v.len()),
+        None => bail!("parameter gradient has dtype {dtype:?}, a contribution {:?}", T::DTYPE),
     }
 }
 

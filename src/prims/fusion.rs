@@ -14,7 +14,15 @@
 //! flows into `samRead`'s backward as usual. With `A` stored key-major (`[B·nq, nq·n]`), the
 //! products for `P`, `d W` and `d A` are one GEMM each over the whole batch.
 //!
-//! A fused op's outputs are the producer's then the consumer's; its parameters likewise.
+//! **`lstmCell(c, h, embed(token, w))`**: the embedding folded into the LSTM's input weights
+//! ([`super::embed_lstm`]).
+//!
+//! Two ways to join ([`Joint`]). A *chained* pair (the consumer's only input is the producer's
+//! output) runs where the producer stands and puts out both nodes' outputs. An *absorbed*
+//! producer (one input, its output read by the consumer alone) runs inside the consumer, where
+//! the consumer stands: the fused op takes the consumer's inputs with the producer's input in
+//! place of the producer's output, and puts out the consumer's outputs. Either way its
+//! parameters are the producer's, then the consumer's.
 
 use std::sync::Arc;
 
@@ -22,6 +30,7 @@ use candle_core::Tensor;
 use rayon::prelude::*;
 
 use super::backward::with_real;
+use super::embed_lstm;
 use super::sam_read::{self, SamReadOp, SamValues};
 use super::transfer::{self, TransferOp};
 use super::{Args, Backward, Forward, InputGrads, ManualBackward, Op, ParamGrad, PrimError, Slot, TrainOp, op};
@@ -31,11 +40,34 @@ use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
 use crate::kernels::par::group_size;
 use crate::kernels::{real::Real, view};
 
-/// Two nodes run as one op: `producer`'s outputs, then `consumer`'s.
+/// Two nodes run as one op.
 pub struct Fusion {
     pub producer: usize,
     pub consumer: usize,
+    pub joint: Joint,
     pub op: Arc<dyn FusedOp>,
+}
+
+/// How the consumer takes the producer's (first) output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Joint {
+    /// As its only input: the fused op runs in the producer's place, on the producer's
+    /// inputs, and puts out the producer's outputs, then the consumer's.
+    Chain,
+    /// As its input `slot`: the fused op runs in the consumer's place, on the consumer's
+    /// inputs with the producer's (only) input in that slot, and puts out the consumer's
+    /// outputs. Nothing else reads the producer's output.
+    Absorb { slot: usize },
+}
+
+impl Fusion {
+    /// Where the inputs of an absorbing fusion's op come from (`None` for a chain).
+    pub fn absorbed_sources(&self, graph: &StepGraph) -> Option<Vec<Source>> {
+        let Joint::Absorb { slot } = self.joint else { return None };
+        let mut sources = graph.nodes[self.consumer].inputs.clone();
+        sources[slot] = graph.nodes[self.producer].inputs[0];
+        Some(sources)
+    }
 }
 
 /// A fused op: it runs (`Op`) and has its own reverse mode (`TrainOp`), which is why it exists.
@@ -47,36 +79,59 @@ impl<T: Op + TrainOp> FusedOp for T {}
 /// or `None` where the shapes do not suit it.
 type Build = fn(&Args, &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError>;
 
-/// A fusion: a producer primitive whose first output is a consumer primitive's only input,
-/// and how to build the fused op from the two calls' arguments (`None` where the shapes do
-/// not suit it).
+/// A fusion: a producer primitive whose first output a consumer primitive takes as `joint`
+/// says, and how to build the fused op from the two calls' arguments (`None` where the shapes
+/// do not suit it).
 struct Rule {
     producer: &'static str,
     consumer: &'static str,
+    joint: Joint,
     build: Build,
 }
 
 /// Every fusion, tried in order.
-static RULES: &[Rule] = &[Rule { producer: "samRead", consumer: "transfer", build: sam_transfer }];
+static RULES: &[Rule] = &[
+    Rule { producer: "samRead", consumer: "transfer", joint: Joint::Chain, build: sam_transfer },
+    Rule { producer: "embed", consumer: "lstmCell", joint: Joint::Absorb { slot: 2 }, build: embed_lstm::build },
+    Rule { producer: "embedding", consumer: "lstmCell", joint: Joint::Absorb { slot: 2 }, build: embed_lstm::build },
+];
 
 /// The fusions that apply to `graph` (each node in at most one).
 pub fn find(graph: &StepGraph) -> Vec<Fusion> {
     let mut found: Vec<Fusion> = vec![];
     for (c, node) in graph.nodes.iter().enumerate() {
-        let [Source::Node(p, 0)] = node.inputs[..] else { continue };
-        if found.iter().any(|f| f.producer == p || f.consumer == p) {
-            continue;
-        }
-        let producer: &Node = &graph.nodes[p];
-        for rule in RULES.iter().filter(|r| r.producer == producer.prim && r.consumer == node.prim) {
+        for rule in RULES.iter().filter(|r| r.consumer == node.prim) {
+            let slot = match rule.joint {
+                Joint::Chain if node.inputs.len() == 1 => 0,
+                Joint::Chain => continue,
+                Joint::Absorb { slot } => slot,
+            };
+            let Some(&Source::Node(p, 0)) = node.inputs.get(slot) else { continue };
+            let producer: &Node = &graph.nodes[p];
+            let taken = |n: usize| found.iter().any(|f| f.producer == n || f.consumer == n);
+            if producer.prim != rule.producer || taken(p) || taken(c) {
+                continue;
+            }
+            if matches!(rule.joint, Joint::Absorb { .. }) && !(producer.inputs.len() == 1 && read_only_by(graph, p, c))
+            {
+                continue;
+            }
             // The checker accepted both calls, so a refusal here only means "does not apply".
             if let Ok(Some(op)) = (rule.build)(&producer.args, &node.args) {
-                found.push(Fusion { producer: p, consumer: c, op });
+                found.push(Fusion { producer: p, consumer: c, joint: rule.joint, op });
                 break;
             }
         }
     }
     found
+}
+
+/// Whether node `p`'s outputs are read by node `c` alone, and by it once.
+fn read_only_by(graph: &StepGraph, p: usize, c: usize) -> bool {
+    let reads = |s: &Source| matches!(s, Source::Node(n, _) if *n == p);
+    let by_nodes: usize = graph.nodes.iter().map(|n| n.inputs.iter().filter(|s| reads(s)).count()).sum();
+    let by_c = graph.nodes[c].inputs.iter().filter(|s| reads(s)).count();
+    by_nodes == 1 && by_c == 1 && !graph.next_states.iter().any(reads) && !reads(&graph.output)
 }
 
 fn sam_transfer(sam: &Args, transfer: &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError> {
@@ -274,6 +329,33 @@ mod tests {
                 &[vec![3 * nq, n], vec![3 * nq], vec![n * 3 * nq], vec![n * 3 * nq], vec![size, nq * n], vec![size]],
             );
         }
+    }
+
+    fn graph_of(spec: &str) -> crate::graph::StepGraph {
+        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
+        let program = crate::check::check(&spec, &crate::prims::Primitives)
+            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        (*program.experiments[0].trials[0].graph).clone()
+    }
+
+    #[test]
+    fn an_lstm_absorbs_the_embedding_of_its_tokens_unless_another_node_reads_it() {
+        let spec = |out: &str| {
+            format!(
+                "model m(hidden = 3) {{\n state c = zeros(hidden)\n state h = zeros(hidden)\n step token {{\n \
+                 x = embed(token, 2)\n c, h = lstmCell(c, h, x)\n out linear({out}, output_size)\n }}\n}}\n\
+                 experiment e {{ task assocRetrieval(pairs = 2) model m }}"
+            )
+        };
+        let graph = graph_of(&spec("h"));
+        let f = find(&graph);
+        assert_eq!(f.len(), 1);
+        assert_eq!((graph.nodes[f[0].producer].prim, graph.nodes[f[0].consumer].prim), ("embed", "lstmCell"));
+        assert_eq!(f[0].joint, Joint::Absorb { slot: 2 });
+        let sources = f[0].absorbed_sources(&graph).unwrap();
+        assert_eq!(sources[2], Source::Input);
+        // The read-out also reads the embedding: it must stay a node of its own.
+        assert!(find(&graph_of(&spec("concat(h, x)"))).is_empty());
     }
 
     #[test]

@@ -20,14 +20,14 @@ primitive! {
     op: |config| LstmOp { config, wih_t: Transposed::default(), whh_t: Transposed::default() },
 }
 
-struct Config {
-    hidden: usize,
+pub(super) struct Config {
+    pub(super) hidden: usize,
     /// `W, b_ih` on the input and `U, b_hh` on the hidden state, each `→ 4H` (gates i, f, g, o).
-    input: Dense,
-    recurrent: Dense,
+    pub(super) input: Dense,
+    pub(super) recurrent: Dense,
 }
 
-fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
+pub(super) fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
     let c = args.shape_of_rank("c", 1, "a cell state vector")?;
     let hidden = c[0];
     let h = args.shape("h")?;
@@ -44,15 +44,15 @@ fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
     Ok((Config { hidden, input, recurrent }, Inferred::new(vec![out.clone(), out], params.into_decls(), flops)))
 }
 
-struct LstmOp {
-    config: Config,
-    wih_t: Transposed,
-    whh_t: Transposed,
+pub(super) struct LstmOp {
+    pub(super) config: Config,
+    pub(super) wih_t: Transposed,
+    pub(super) whh_t: Transposed,
 }
 
 /// What the training forward keeps: the activated gates `[σi, σf, tanh g, σo]` `[B, 4H]` and
 /// `tanh c'` `[B, H]`.
-struct Activations {
+pub(super) struct Activations {
     gates: Tensor,
     tanh_c: Tensor,
 }
@@ -88,30 +88,63 @@ impl SlicedBackward for LstmOp {
         params: &[&Tensor],
     ) -> candle_core::Result<(Vec<Tensor>, Self::Saved)> {
         let [c, h, x] = op::inputs("lstmCell", inputs)?;
-        let Config { hidden: hd, input, recurrent } = &self.config;
-        let hd = *hd;
+        let Config { hidden: hd, input, .. } = &self.config;
         let (batch, n) = (x.dim(0)?, x.dim(1)?);
-        let (cr, hr, xr) = (view::Read::new(c)?, view::Read::new(h)?, view::Read::new(x)?);
-        let (wih_t, whh_t) = (self.wih_t.of(input.weight.of(params))?, self.whh_t.of(recurrent.weight.of(params))?);
-        let (bih, bhh) = (view::Read::new(input.bias.of(params))?, view::Read::new(recurrent.bias.of(params))?);
-        let (wih, whh) = (view::Read::new(&wih_t)?, view::Read::new(&whh_t)?);
-        let (c, h, x) = (cr.slice::<T>()?, hr.slice::<T>()?, xr.slice::<T>()?);
-        let mut gates = forward_slices(x, batch, wih.slice::<T>()?, Some(bih.slice::<T>()?), n, 4 * hd);
-        let gh = forward_slices(h, batch, whh.slice::<T>()?, Some(bhh.slice::<T>()?), hd, 4 * hd);
+        let xr = view::Read::new(x)?;
+        let wih_t = self.wih_t.of(input.weight.of(params))?;
+        let (wih, bih) = (view::Read::new(&wih_t)?, view::Read::new(input.bias.of(params))?);
+        let gates = forward_slices(xr.slice::<T>()?, batch, wih.slice::<T>()?, Some(bih.slice::<T>()?), n, 4 * hd);
+        self.cell_forward(gates, c, h, params)
+    }
+
+    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
+        let [_, _, x] = bw.inputs_of()?;
+        let (gpre, gc_prev, gh_prev) = self.cell_backward::<T>(bw, param_grads)?;
+        let xr = view::Read::new(x)?;
+        let gx = bw.dense_backward(self.config.input, &gpre, xr.slice::<T>()?, bw.needs[2], param_grads)?;
+        bw.input_grads([Some(gc_prev), gh_prev, gx])
+    }
+}
+
+/// The cell's two halves, shared with the fused `embed → lstmCell` (`embed_lstm`), which
+/// computes the input half `x W_ihᵀ + b_ih` its own way.
+impl LstmOp {
+    /// The step from the input half of the gates' pre-activations (`[B, 4H]`): adds the
+    /// recurrent half and activates. Outputs `[c', h']`.
+    pub(super) fn cell_forward<T: Real>(
+        &self,
+        mut gates: Vec<T>,
+        c: &Tensor,
+        h: &Tensor,
+        params: &[&Tensor],
+    ) -> candle_core::Result<(Vec<Tensor>, Activations)> {
+        let Config { hidden: hd, recurrent, .. } = &self.config;
+        let hd = *hd;
+        let batch = c.dim(0)?;
+        let (cr, hr) = (view::Read::new(c)?, view::Read::new(h)?);
+        let whh_t = self.whh_t.of(recurrent.weight.of(params))?;
+        let (whh, bhh) = (view::Read::new(&whh_t)?, view::Read::new(recurrent.bias.of(params))?);
+        let gh = forward_slices(hr.slice::<T>()?, batch, whh.slice::<T>()?, Some(bhh.slice::<T>()?), hd, 4 * hd);
         let mut c_next = vec![T::zero(); batch * hd];
         let mut h_next = vec![T::zero(); batch * hd];
         let mut tc = vec![T::zero(); batch * hd];
-        lstm_forward(&mut gates, &gh, c, hd, &mut c_next, &mut tc, &mut h_next);
+        lstm_forward(&mut gates, &gh, cr.slice::<T>()?, hd, &mut c_next, &mut tc, &mut h_next);
         let saved =
             Activations { gates: view::tensor(gates, (batch, 4 * hd))?, tanh_c: view::tensor(tc, (batch, hd))? };
         Ok((vec![view::tensor(c_next, (batch, hd))?, view::tensor(h_next, (batch, hd))?], saved))
     }
 
-    fn backward_typed<T: Real>(&self, bw: &Backward<'_, Self::Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        let Config { hidden: hd, input, recurrent } = &self.config;
-        let hd = *hd;
-        let [c, h, x] = bw.inputs_of()?;
-        let batch = x.dim(0)?;
+    /// The backward through the activations and the recurrent half (whose parameters' gradients
+    /// it adds): the pre-activation gradients `[B, 4H]`, and those of `c` and of `h` (if needed).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn cell_backward<T: Real>(
+        &self,
+        bw: &Backward<'_, Activations>,
+        param_grads: &mut [ParamGrad],
+    ) -> candle_core::Result<(Vec<T>, Vec<T>, Option<Vec<T>>)> {
+        let hd = self.config.hidden;
+        let (c, h) = (&bw.inputs[0], &bw.inputs[1]);
+        let batch = c.dim(0)?;
         let (gc, gh) = (bw.grad_or_zeros(0)?, bw.grad_or_zeros(1)?);
         let (gcr, ghr, cr) = (view::Read::new(&gc)?, view::Read::new(&gh)?, view::Read::new(c)?);
         let (gtr, tcr) = (view::Read::new(&bw.saved.gates)?, view::Read::new(&bw.saved.tanh_c)?);
@@ -121,10 +154,9 @@ impl SlicedBackward for LstmOp {
         let mut gpre = vec![T::zero(); batch * 4 * hd];
         let mut gc_prev = vec![T::zero(); batch * hd];
         lstm_backward(gates, tc, c, gc, gh, hd, &mut gpre, &mut gc_prev);
-        let (hr, xr) = (view::Read::new(h)?, view::Read::new(x)?);
-        let gx = bw.dense_backward(*input, &gpre, xr.slice::<T>()?, bw.needs[2], param_grads)?;
-        let gh_prev = bw.dense_backward(*recurrent, &gpre, hr.slice::<T>()?, bw.needs[1], param_grads)?;
-        bw.input_grads([Some(gc_prev), gh_prev, gx])
+        let hr = view::Read::new(h)?;
+        let gh_prev = bw.dense_backward(self.config.recurrent, &gpre, hr.slice::<T>()?, bw.needs[1], param_grads)?;
+        Ok((gpre, gc_prev, gh_prev))
     }
 }
 

@@ -43,6 +43,7 @@ pub(crate) mod define;
 pub mod distill;
 pub mod div;
 pub mod embed;
+mod embed_lstm;
 pub mod embedding;
 pub mod flatten;
 pub mod fusion;

@@ -239,22 +239,37 @@ pub fn manual_backward_check(name: &str, args: &[(&'static str, TArg)]) {
 /// [`manual_backward_check`] for an op built directly (e.g. a fusion): random float inputs
 /// of these per-example shapes (batch 3) and parameters of these shapes.
 pub fn manual_backward_check_op(name: &str, op: &dyn Op, inputs: &[Vec<usize>], params: &[Vec<usize>]) {
-    let dev = Device::Cpu;
     let mut rng = ChaCha8Rng::seed_from_u64(13);
     let inputs: Vec<Tensor> = inputs
         .iter()
         .map(|s| {
             let mut dims = vec![3];
             dims.extend(s);
-            Tensor::from_vec(normal(&mut rng, dims.iter().product(), 0.8), dims, &dev).unwrap()
+            Tensor::from_vec(normal(&mut rng, dims.iter().product(), 0.8), dims, &Device::Cpu).unwrap()
         })
         .collect();
+    check_manual_with_params(name, op, inputs, params, &mut rng);
+}
+
+/// [`manual_backward_check_op`] with the inputs given (e.g. token ids beside float tensors).
+pub fn manual_backward_check_inputs(name: &str, op: &dyn Op, inputs: Vec<Tensor>, params: &[Vec<usize>]) {
+    check_manual_with_params(name, op, inputs, params, &mut ChaCha8Rng::seed_from_u64(13));
+}
+
+/// A float input of these dimensions (batch axis included), N(0, 0.8²), from `seed`.
+pub fn random_input(dims: &[usize], seed: u64) -> Tensor {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    Tensor::from_vec(normal(&mut rng, dims.iter().product(), 0.8), dims, &Device::Cpu).unwrap()
+}
+
+/// Random parameters of these shapes, then [`check_manual`].
+fn check_manual_with_params(name: &str, op: &dyn Op, inputs: Vec<Tensor>, params: &[Vec<usize>], rng: &mut ChaCha8Rng) {
     let params: Vec<Tensor> = params
         .iter()
-        .map(|s| Tensor::from_vec(normal(&mut rng, s.iter().product(), 0.5), s.clone(), &dev).unwrap())
+        .map(|s| Tensor::from_vec(normal(rng, s.iter().product(), 0.5), s.clone(), &Device::Cpu).unwrap())
         .collect();
     let names: Vec<String> = (0..params.len()).map(|i| format!("param {i}")).collect();
-    check_manual(name, op, inputs, params, &names, &mut rng);
+    check_manual(name, op, inputs, params, &names, rng);
 }
 
 fn check_manual(
