@@ -20,7 +20,7 @@ use crate::kernels::real::Real;
 use crate::kernels::view::{self, Read};
 use crate::prims::backward::with_real;
 use crate::prims::fusion::{Fusion, Joint};
-use crate::prims::{Backward, ParamGrad, SavedAny};
+use crate::prims::{Backward, ParamGrad, SavedAny, TrainOp};
 
 /// The loss of scored step `s` (its index among the scored steps) from its logits: the value
 /// (the tape sums them) and `d loss / d logits`.
@@ -270,32 +270,31 @@ impl Cell {
                 };
                 let mut local: Vec<ParamGrad> =
                     param_ids.iter().map(|&p| std::mem::take(&mut param_grads[p])).collect();
-                let input_grads = match &rec.nodes[i] {
-                    Rec::Skipped => vec![None; node.inputs.len()],
+                // A manual backward (of the node's op, or of the fused op it runs): the op, its
+                // outputs (a chain's: the producer's, then the consumer's) and what it saved.
+                let manual: Option<(&dyn TrainOp, Vec<Tensor>, &SavedAny)> = match &rec.nodes[i] {
                     Rec::Manual { saved } => {
-                        let inputs: Vec<Tensor> =
-                            node.inputs.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
-                        let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-                        let b = Backward {
-                            inputs: &inputs,
-                            params: &params,
-                            outputs: &rec.values[i],
-                            saved,
-                            grads: &grads,
-                            needs: &needs,
-                        };
-                        let Some(manual) = self.ops[i].manual() else {
+                        let Some(op) = self.ops[i].manual() else {
                             candle_core::bail!("internal: node {i} ran its manual forward but has no manual backward")
                         };
-                        manual.backward(&b, &mut local)?
+                        Some((op, rec.values[i].clone(), saved))
                     }
                     Rec::FusedProducer { saved, fusion } => {
                         let c = self.fusions[*fusion].consumer;
                         grads.extend(std::mem::take(&mut g_nodes[c]));
+                        let outputs = rec.values[i].iter().chain(&rec.values[c]).cloned().collect();
+                        Some((&*self.fusions[*fusion].op as &dyn TrainOp, outputs, saved))
+                    }
+                    Rec::Absorbing { saved, fusion } => {
+                        Some((&*self.fusions[*fusion].op as &dyn TrainOp, rec.values[i].clone(), saved))
+                    }
+                    _ => None,
+                };
+                let input_grads = match (&rec.nodes[i], manual) {
+                    (_, Some((op, outputs, saved))) => {
                         let inputs: Vec<Tensor> =
-                            node.inputs.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
+                            sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
                         let params: Vec<&Tensor> = param_ids.iter().map(|&p| &weights[p]).collect();
-                        let outputs: Vec<Tensor> = rec.values[i].iter().chain(&rec.values[c]).cloned().collect();
                         let b = Backward {
                             inputs: &inputs,
                             params: &params,
@@ -304,24 +303,10 @@ impl Cell {
                             grads: &grads,
                             needs: &needs,
                         };
-                        self.fusions[*fusion].op.backward(&b, &mut local)?
+                        op.backward(&b, &mut local)?
                     }
-                    Rec::Absorbing { saved, fusion } => {
-                        let inputs: Vec<Tensor> =
-                            sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values).clone()).collect();
-                        let params: Vec<&Tensor> = param_ids.iter().map(|&p| &weights[p]).collect();
-                        let b = Backward {
-                            inputs: &inputs,
-                            params: &params,
-                            outputs: &rec.values[i],
-                            saved,
-                            grads: &grads,
-                            needs: &needs,
-                        };
-                        self.fusions[*fusion].op.backward(&b, &mut local)?
-                    }
-                    Rec::FusedConsumer => unreachable!("skipped above"),
-                    Rec::Fallback { vars, outputs } => {
+                    (Rec::Skipped, None) => vec![None; node.inputs.len()],
+                    (Rec::Fallback { vars, outputs }, None) => {
                         let mut dot: Option<Tensor> = None;
                         for (o, grad) in outputs.iter().zip(&grads) {
                             if let Some(grad) = grad {
@@ -350,6 +335,7 @@ impl Cell {
                             None => vec![None; node.inputs.len()],
                         }
                     }
+                    (_, None) => unreachable!("manual records have an op, and fused consumers are skipped above"),
                 };
                 for (k, &p) in param_ids.iter().enumerate() {
                     param_grads[p] = std::mem::take(&mut local[k]);

@@ -8,7 +8,7 @@ use std::mem::MaybeUninit;
 use super::nam::EPS;
 use super::par::multiversion;
 use super::real::Real;
-use super::reduce::dot;
+use super::reduce::{dot, dot2};
 
 multiversion! {
     /// `μ(x)` into `unit`; returns the norm used, `max(‖x‖₂, eps)`.
@@ -135,7 +135,18 @@ multiversion! {
 multiversion! {
     /// WR on a tape (NAM §3.3): `out = T + p ⊗ (pw v − pe Tᵀ p)` for one tape `t` (`[L, d]`,
     /// row-major) and position `p` (`[L]`); writes the value under the head, `Tᵀ p`, into `old`.
-    pub fn tape_write_forward[T: Real][T](t: &[T], p: &[T], v: &[T], pw: T, pe: T, old: &mut [T], out: &mut [MaybeUninit<T>]) {
+    /// `scratch` holds at least `d` elements (the caller's, reused over the tapes of a batch:
+    /// an allocation per tape cost as much as a row's arithmetic).
+    pub fn tape_write_forward[T: Real][T](
+        t: &[T],
+        p: &[T],
+        v: &[T],
+        pw: T,
+        pe: T,
+        old: &mut [T],
+        out: &mut [MaybeUninit<T>],
+        scratch: &mut [T],
+    ) {
         // Loops over zipped slices, not indices: without bounds checks the compiler vectorises
         // the loops over a row (indexed, they ran one element at a time: 17 % of a NAM-TM step).
         let d = v.len();
@@ -146,9 +157,12 @@ multiversion! {
                 *o += pl * x;
             }
         }
-        let delta: Vec<T> = v.iter().zip(old.iter()).map(|(&vc, &oc)| pw * vc - pe * oc).collect();
+        let delta = &mut scratch[..d];
+        for ((dc, &vc), &oc) in delta.iter_mut().zip(v).zip(old.iter()) {
+            *dc = pw * vc - pe * oc;
+        }
         for ((o, row), &pl) in out.chunks_exact_mut(d).zip(t.chunks_exact(d)).zip(p) {
-            for ((oc, &x), &dc) in o.iter_mut().zip(row).zip(&delta) {
+            for ((oc, &x), &dc) in o.iter_mut().zip(row).zip(delta.iter()) {
                 *oc = MaybeUninit::new(x + pl * dc);
             }
         }
@@ -157,7 +171,7 @@ multiversion! {
 
 multiversion! {
     /// The backward of [`tape_write_forward`] given `g = d loss / d out` (`[L, d]`): writes
-    /// `gt`, `gp`, `gv` and returns `(gpw, gpe)`.
+    /// `gt`, `gp`, `gv` and returns `(gpw, gpe)`. `scratch` holds at least `3d` elements.
     pub fn tape_write_backward[T: Real][T](
         t: &[T],
         p: &[T],
@@ -169,11 +183,14 @@ multiversion! {
         gt: &mut [MaybeUninit<T>],
         gp: &mut [T],
         gv: &mut [T],
+        scratch: &mut [T],
     ) -> (T, T) {
         let d = v.len();
         let (v, old, gv) = (&v[..d], &old[..d], &mut gv[..d]);
+        let (gdelta, rest) = scratch[..3 * d].split_at_mut(d);
+        let (delta, gold) = rest.split_at_mut(d);
         // gδ = gᵀ p: the update δ = pw v − pe old reaches every row l scaled by p_l.
-        let mut gdelta = vec![T::zero(); d];
+        gdelta.fill(T::zero());
         for (gr, &pl) in g.chunks_exact(d).zip(p) {
             for (a, &x) in gdelta.iter_mut().zip(gr) {
                 *a += pl * x;
@@ -186,17 +203,16 @@ multiversion! {
             gpe -= old[c] * gdelta[c];
         }
         // old = Tᵀ p gets g_old = −pe gδ.
-        let (mut delta, mut gold) = (vec![T::zero(); d], vec![T::zero(); d]);
         for c in 0..d {
             delta[c] = pw * v[c] - pe * old[c];
             gold[c] = -pe * gdelta[c];
         }
         let rows = g.chunks_exact(d).zip(t.chunks_exact(d)).zip(gt.chunks_exact_mut(d));
         for (((gr, tr), gtr), (gpl, &pl)) in rows.zip(gp.iter_mut().zip(p)) {
-            for ((o, &x), &y) in gtr.iter_mut().zip(gr).zip(&gold) {
+            for ((o, &x), &y) in gtr.iter_mut().zip(gr).zip(gold.iter()) {
                 *o = MaybeUninit::new(x + pl * y);
             }
-            *gpl = dot(gr, &delta) + dot(tr, &gold);
+            *gpl = dot2(gr, delta, tr, gold);
         }
         (gpw, gpe)
     }

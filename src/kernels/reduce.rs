@@ -39,6 +39,24 @@ pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
     tail + sum_lanes(acc)
 }
 
+/// `Σ_i (a_i b_i + c_i d_i)` (over the shortest of the four): two dot products with one
+/// final sum of the lanes.
+#[inline(always)]
+pub fn dot2<T: Real>(a: &[T], b: &[T], c: &[T], d: &[T]) -> T {
+    let n = a.len().min(b.len()).min(c.len()).min(d.len());
+    let (a, b, c, d) = (&a[..n], &b[..n], &c[..n], &d[..n]);
+    let mut acc = [T::zero(); LANES];
+    let whole = n - n % LANES;
+    for start in (0..whole).step_by(LANES) {
+        let (x, y, z, w) = (&a[start..][..LANES], &b[start..][..LANES], &c[start..][..LANES], &d[start..][..LANES]);
+        for k in 0..LANES {
+            acc[k] += x[k] * y[k] + z[k] * w[k];
+        }
+    }
+    let tail = (whole..n).fold(T::zero(), |s, i| s + a[i] * b[i] + c[i] * d[i]);
+    tail + sum_lanes(acc)
+}
+
 /// `Σ_i a_i`.
 #[inline(always)]
 pub fn sum<T: Real>(a: &[T]) -> T {
@@ -78,6 +96,7 @@ mod tests {
             let b: Vec<f64> = (0..n + 3).map(|i| 2.0 - i as f64 * 0.5).collect();
             let want: f64 = (0..n).map(|i| a[i] * b[i]).sum();
             assert!((dot(&a, &b) - want).abs() < 1e-9, "n = {n}");
+            assert!((dot2(&a, &b, &b, &a) - 2.0 * want).abs() < 1e-9, "n = {n}");
             let (total, mean) = (a.iter().sum::<f64>(), 0.5 * n as f64);
             assert!((sum(&a) - total).abs() < 1e-9, "n = {n}");
             let dev: f64 = a.iter().map(|x| (x - mean) * (x - mean)).sum();

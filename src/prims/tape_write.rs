@@ -81,13 +81,14 @@ impl SlicedBackward for TapeWriteOp {
         // SAFETY: the blocks (b, h) tile the tape, and the kernel writes each block whole.
         let out = unsafe {
             view::written(ts.len(), |out| {
+                let mut scratch = vec![T::zero(); d];
                 for b in 0..l.batch {
                     for h in 0..l.heads {
                         let i = b * l.heads + h;
                         let (tb, ob) = (&ts[i * len * d..][..len * d], &mut out[i * len * d..][..len * d]);
                         let (pw, pe) = (pws[l.prob(pws.len(), b, h)], pes[l.prob(pes.len(), b, h)]);
                         let (p, vv) = (&ps[i * len..][..len], &vs[i * d..][..d]);
-                        tape_write_forward(tb, p, vv, pw, pe, &mut old[i * d..][..d], ob);
+                        tape_write_forward(tb, p, vv, pw, pe, &mut old[i * d..][..d], ob, &mut scratch);
                     }
                 }
             })
@@ -109,6 +110,7 @@ impl SlicedBackward for TapeWriteOp {
         // SAFETY: the blocks (b, h) tile the tape, and the kernel writes each block of `gt` whole.
         let gt = unsafe {
             view::written(ts.len(), |gt| {
+                let mut scratch = vec![T::zero(); 3 * d];
                 for b in 0..l.batch {
                     for h in 0..l.heads {
                         let i = b * l.heads + h;
@@ -125,6 +127,7 @@ impl SlicedBackward for TapeWriteOp {
                             &mut gt[tt..][..n],
                             &mut gp[i * len..][..len],
                             &mut gv[i * d..][..d],
+                            &mut scratch,
                         );
                         gpw[jw] += dpw;
                         gpe[je] += dpe;
