@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Tensor};
 use memctl::check::Trial;
 use memctl::train::{Autograd, Stepper, data_seed};
 
-use crate::support::trials;
+use crate::support::{token_lstm, trials};
 
 const STM: &str = include_str!("../../specs/models/stm.mem");
 const PKM: &str = include_str!("../../specs/models/pkm.mem");
@@ -101,18 +101,9 @@ fn lstm_tape_gradients_equal_candle_autograd() {
     // fold the embedding into the input weights.
     for batch in [3, 96] {
         let spec = format!(
-            r#"
-            task tiny = assocRetrieval(pairs = 2, train = 128, validation = 8, test = 8)
-            model lstm(hidden = 5) {{
-              state c = zeros(hidden)
-              state h = zeros(hidden)
-              step token {{
-                c, h = lstmCell(c, h, embed(token, 4))
-                out linear(h, output_size)
-              }}
-            }}
-            experiment e {{ task tiny model lstm train {{ batch = {batch} }} }}
-            "#
+            "task tiny = assocRetrieval(pairs = 2, train = 128, validation = 8, test = 8)\n{}\
+             experiment e {{ task tiny model lstm train {{ batch = {batch} }} }}",
+            token_lstm("lstm", 5)
         );
         compare(&trials("t.mem", &spec)[0], 1e-9);
     }
