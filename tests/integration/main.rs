@@ -4,7 +4,8 @@
 //! - `check_props`, `check_robustness`: random and hostile inputs never panic the checker.
 //! - `cli`, `cli_check`: the `memctl` binary end to end against a temporary store.
 //! - `grammar_doc`: GRAMMAR.md's complete example checks.
-//! - `slurm`: the Slurm executor against a real one-node cluster (skipped without one).
+//! - `slurm`: the Slurm executor against a real one-node cluster (without one: fails under CI,
+//!   skipped elsewhere, saying so).
 //! - `sweeps`: SIGKILL at random moments, failing trials, command-line overrides.
 //! - `sharing`: one store, many processes: concurrent sweeps, live progress, checkpoints.
 //! - `tasks_fit_models`: every task against a tiny model.
