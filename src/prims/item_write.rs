@@ -22,6 +22,7 @@ use super::*;
 use crate::kernels::dense::{Transposed, column_sums_into, dense, forward_slices};
 use crate::kernels::elementwise::{map1, map3};
 use crate::kernels::par::{group_size, multiversion};
+use crate::kernels::reduce::dot;
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -440,13 +441,13 @@ multiversion! {
             .zip(b.chunks_exact(d))
             .zip(ga.chunks_exact_mut(d).zip(gb.chunks_exact_mut(d)))
         {
-            for (i, row) in gx.chunks_exact(d).enumerate() {
-                let mut dot = T::zero();
-                for ((&g, &bj), gbj) in row.iter().zip(b).zip(gb.iter_mut()) {
-                    dot += g * bj;
-                    *gbj += g * a[i];
+            // The row's dot product apart from the update of `gb`: in one loop, its serial sum
+            // kept the whole loop scalar.
+            for ((row, &ai), gai) in gx.chunks_exact(d).zip(a).zip(ga.iter_mut()) {
+                for (gbj, &g) in gb.iter_mut().zip(row) {
+                    *gbj += g * ai;
                 }
-                ga[i] += dot;
+                *gai += dot(row, b);
             }
         }
     }

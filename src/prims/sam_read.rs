@@ -310,15 +310,33 @@ multiversion! {
     fn attention_backward[T: Real][T](n: usize, nq: usize, y: &[T], a: &[T], ga: &[T], gy: &mut [T]) {
         let w3 = 3 * nq;
         let (a, ga) = (&a[..nq * nq * n], &ga[..nq * nq * n]);
-        for j in 0..nq {
+        // On contiguous columns of q and k, as the forward (strided, it ran scalar); their
+        // gradients are added back into `gy`'s layout at the end.
+        let (mut qt, mut kt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
+        for (e, row) in y.chunks_exact(w3).take(n).enumerate() {
             for s in 0..nq {
-                let (aw, gaw) = (&a[(j * nq + s) * n..(j * nq + s + 1) * n], &ga[(j * nq + s) * n..(j * nq + s + 1) * n]);
+                qt[s * n + e] = row[s];
+                kt[s * n + e] = row[nq + s];
+            }
+        }
+        let (mut gqt, mut gkt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
+        for j in 0..nq {
+            let (kj, gkj) = (&kt[j * n..][..n], &mut gkt[j * n..][..n]);
+            for s in 0..nq {
+                let at = (j * nq + s) * n;
+                let (aw, gaw) = (&a[at..][..n], &ga[at..][..n]);
+                let (qs, gqs) = (&qt[s * n..][..n], &mut gqt[s * n..][..n]);
                 for e in 0..n {
                     let gp = gaw[e] * (T::one() - aw[e] * aw[e]);
-                    let (q, k) = (y[e * w3 + s], y[e * w3 + nq + j]);
-                    gy[e * w3 + s] += gp * k;
-                    gy[e * w3 + nq + j] += gp * q;
+                    gqs[e] += gp * kj[e];
+                    gkj[e] += gp * qs[e];
                 }
+            }
+        }
+        for (e, row) in gy.chunks_exact_mut(w3).take(n).enumerate() {
+            for s in 0..nq {
+                row[s] += gqt[s * n + e];
+                row[nq + s] += gkt[s * n + e];
             }
         }
     }
