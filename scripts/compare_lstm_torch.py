@@ -15,6 +15,8 @@ import json, sys
 import torch
 import torch.nn.functional as F
 
+from compare_report import report
+
 dump = json.load(open(sys.argv[1]))
 param = lambda name: torch.tensor(dump["params"][name][1], dtype=torch.float64).reshape(dump["params"][name][0])
 table = param("x.embed.table")
@@ -43,13 +45,4 @@ targets = torch.tensor(dump["targets"][1], dtype=torch.long).reshape(dump["targe
 out, _ = lstm(embed(tokens))
 loss = F.cross_entropy(readout(out[-1]), targets[0])
 loss.backward()
-print(f"loss: memctl {dump['loss']:.7f}  torch {loss.item():.7f}  rel.diff {abs(dump['loss'] - loss.item()) / abs(loss.item()):.2e}")
-worst = 0.0
-for name, p in sorted(named.items()):
-    g = p.grad.norm().item()
-    m = dump["grad_norms"][name]
-    rel = abs(m - g) / max(g, 1e-12)
-    worst = max(worst, rel if g > 1e-9 else abs(m - g))
-    print(f"  |grad| {name:20s} memctl {m:.6e}  torch {g:.6e}  rel.diff {rel:.1e}")
-print(f"worst gradient-norm relative difference: {worst:.2e}")
-sys.exit(0 if worst < 1e-3 and abs(dump['loss'] - loss.item()) < 1e-5 * abs(loss.item()) + 1e-6 else 1)
+report(dump, loss, named)

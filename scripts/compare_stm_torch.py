@@ -12,6 +12,8 @@ import json, sys
 import torch
 import torch.nn.functional as F
 
+from compare_report import report
+
 dump = json.load(open(sys.argv[1]))
 P = {k: torch.tensor(v[1], dtype=torch.float64).reshape(v[0]).requires_grad_() for k, v in dump["params"].items()}
 xs = torch.tensor(dump["inputs"][1], dtype=torch.float64).reshape(dump["inputs"][0])
@@ -54,13 +56,4 @@ for t in range(T):
     total = total + F.binary_cross_entropy_with_logits(logits, ys[t])
 loss = total / T
 loss.backward()
-print(f"loss: memctl {dump['loss']:.7f}  torch {loss.item():.7f}  rel.diff {abs(dump['loss'] - loss.item()) / abs(loss.item()):.2e}")
-worst = 0.0
-for name, p in sorted(P.items()):
-    g = 0.0 if p.grad is None else p.grad.norm().item()
-    m = dump["grad_norms"][name]
-    rel = abs(m - g) / max(g, 1e-12)
-    worst = max(worst, rel if g > 1e-9 else abs(m - g))
-    print(f"  |grad| {name:32s} memctl {m:.6e}  torch {g:.6e}  rel.diff {rel:.1e}")
-print(f"worst gradient-norm relative difference: {worst:.2e}")
-sys.exit(0 if worst < 1e-3 and abs(dump['loss'] - loss.item()) < 1e-5 * abs(loss.item()) + 1e-6 else 1)
+report(dump, loss, P)
