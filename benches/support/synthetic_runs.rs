@@ -74,15 +74,10 @@ pub fn synthetic(base: &memctl::check::TrialConfig, i: usize) -> RunRecord {
         spec_hash: "0".repeat(64),
         environment: memctl::store::Environment {
             hostname: "bench".into(),
-            os: "linux".into(),
-            arch: "x86_64".into(),
             cpus: 2,
             threads: 1,
             device: "cpu".into(),
-            memctl_version: "0".into(),
-            features: vec![],
-            pid: 1,
-            process: None,
+            ..Default::default()
         },
         started_at: 1.7e9 + i as f64 * 60.0,
         ended_at: Some(1.7e9 + i as f64 * 60.0 + 50.0),

@@ -58,8 +58,9 @@ pub struct ProcessIdentity {
     pub start_ticks: u64,
 }
 
-/// The machine and build a run ran on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The machine and build a run ran on (`Default`: all empty, for runs made up by tests and
+/// benchmarks).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Environment {
     pub hostname: String,
     pub os: String,

@@ -52,15 +52,10 @@ pub fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64
         spec_hash: "h".into(),
         environment: memctl::store::Environment {
             hostname: "test".into(),
-            os: "linux".into(),
-            arch: "x86_64".into(),
             cpus: 1,
             threads: 1,
             device: "cpu".into(),
-            memctl_version: "0".into(),
-            features: vec![],
-            pid: 1,
-            process: None,
+            ..Default::default()
         },
         started_at: 1_738_281_600.0 + id as f64 * 3600.0,
         ended_at: Some(1_738_281_600.0 + id as f64 * 3600.0 + 60.0),
