@@ -11,6 +11,8 @@
 //! the input and parameter gradients are read. So every primitive trains; fast ones skip
 //! candle's autograd entirely.
 
+use std::borrow::Cow;
+
 use candle_core::{Result, Tensor, Var};
 
 use super::Cell;
@@ -272,21 +274,21 @@ impl Cell {
                     param_ids.iter().map(|&p| std::mem::take(&mut param_grads[p])).collect();
                 // A manual backward (of the node's op, or of the fused op it runs): the op, its
                 // outputs (a chain's: the producer's, then the consumer's) and what it saved.
-                let manual: Option<(&dyn TrainOp, Vec<Tensor>, &SavedAny)> = match &rec.nodes[i] {
+                let manual: Option<(&dyn TrainOp, Cow<[Tensor]>, &SavedAny)> = match &rec.nodes[i] {
                     Rec::Manual { saved } => {
                         let Some(op) = self.ops[i].manual() else {
                             candle_core::bail!("internal: node {i} ran its manual forward but has no manual backward")
                         };
-                        Some((op, rec.values[i].clone(), saved))
+                        Some((op, Cow::Borrowed(&rec.values[i][..]), saved))
                     }
                     Rec::FusedProducer { saved, fusion } => {
                         let c = self.fusions[*fusion].consumer;
                         grads.extend(std::mem::take(&mut g_nodes[c]));
                         let outputs = rec.values[i].iter().chain(&rec.values[c]).cloned().collect();
-                        Some((&*self.fusions[*fusion].op as &dyn TrainOp, outputs, saved))
+                        Some((&*self.fusions[*fusion].op as &dyn TrainOp, Cow::Owned(outputs), saved))
                     }
                     Rec::Absorbing { saved, fusion } => {
-                        Some((&*self.fusions[*fusion].op as &dyn TrainOp, rec.values[i].clone(), saved))
+                        Some((&*self.fusions[*fusion].op as &dyn TrainOp, Cow::Borrowed(&rec.values[i][..]), saved))
                     }
                     _ => None,
                 };

@@ -267,10 +267,12 @@ impl ParamGrad {
     fn flush<T: Real>(&mut self) -> Result<()> {
         let Some(Deferred { mut a, rows, cols, b, transpose_a }) = self.deferred.take() else { return Ok(()) };
         let a = slice_of::<T>(&mut a, rows * cols)?;
-        let a = if transpose_a { Mat::new(a, rows, cols).t() } else { Mat::new(a, rows, cols) };
+        let (a, out_rows, inner) = match transpose_a {
+            true => (Mat::new(a, rows, cols).t(), cols, rows),
+            false => (Mat::new(a, rows, cols), rows, cols),
+        };
         let (n, m) = b.dims2()?;
-        let out_rows = if transpose_a { cols } else { rows };
-        if (if transpose_a { rows } else { cols }) != n {
+        if inner != n {
             bail!("a deferred product's factors do not fit: a is {rows}×{cols}, b {n}×{m}");
         }
         let b = view::contiguous(&b)?;

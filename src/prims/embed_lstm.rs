@@ -41,9 +41,11 @@ pub(super) struct EmbedLstm {
     fold: Option<bool>,
 }
 
-/// What the training forward keeps: the cell's activations, and whether it folded.
+/// What the training forward keeps: the cell's activations, the token ids as rows, and
+/// whether it folded.
 pub(super) struct Saved {
     cell: Activations,
+    ids: Vec<usize>,
     folded: bool,
 }
 
@@ -104,7 +106,7 @@ impl EmbedLstm {
             forward_slices(&x, ids.len(), wr.slice::<T>()?, Some(br.slice::<T>()?), self.width, gates)
         };
         let (outs, cell) = self.cell.cell_forward(gates, c, h, cell_params)?;
-        Ok((outs, Saved { cell, folded }))
+        Ok((outs, Saved { cell, ids, folded }))
     }
 
     fn train_backward<T: Real>(&self, bw: &Backward<'_, Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
@@ -119,22 +121,22 @@ impl EmbedLstm {
             needs: bw.needs,
         };
         let (gpre, gc_prev, gh_prev) = self.cell.cell_backward::<T>(&cell_bw, cell_grads)?;
-        let ids = token_rows(&bw.inputs[2], self.vocab)?;
+        let ids = &bw.saved.ids;
         let input = self.cell.config.input;
         let gates = 4 * self.cell.config.hidden;
         if bw.saved.folded {
             // Ḡ[token] += gpre: `d E += Ḡ W_ih` and `d W_ih += Ḡᵀ E`, taken once per step.
             let w = input.weight.of(cell_params);
             let by_token = e_grad[0].deferred_product::<T>(w, self.vocab, gates, false)?;
-            scatter_rows(by_token, &ids, &gpre, gates);
+            scatter_rows(by_token, ids, &gpre, gates);
             let by_token = input.weight.of_mut(cell_grads).deferred_product::<T>(e, self.vocab, gates, true)?;
-            scatter_rows(by_token, &ids, &gpre, gates);
+            scatter_rows(by_token, ids, &gpre, gates);
             column_sums_into(&gpre, gates, input.bias.of_mut(cell_grads).slice_mut::<T>(gates)?);
         } else {
-            let x = gather::<T>(e, &ids)?;
+            let x = gather::<T>(e, ids)?;
             let gx = cell_bw.dense_backward(input, &gpre, &x, true, cell_grads)?;
             if let Some(gx) = gx {
-                scatter_rows(e_grad[0].slice_mut::<T>(self.vocab * self.width)?, &ids, &gx, self.width);
+                scatter_rows(e_grad[0].slice_mut::<T>(self.vocab * self.width)?, ids, &gx, self.width);
             }
         }
         bw.input_grads([Some(gc_prev), gh_prev, None])
