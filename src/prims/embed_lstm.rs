@@ -91,7 +91,7 @@ impl EmbedLstm {
 
     fn train_forward<T: Real>(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Saved> {
         let [c, h, ids] = op::inputs("embed+lstmCell", inputs)?;
-        let (e, cell_params) = (params[0], &params[1..]);
+        let (e, cell_params) = table_and_cell(params)?;
         let ids = token_rows(ids, self.vocab)?;
         let folded = self.folds(ids.len());
         let gates = if folded {
@@ -110,8 +110,10 @@ impl EmbedLstm {
     }
 
     fn train_backward<T: Real>(&self, bw: &Backward<'_, Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        let (e, cell_params) = (bw.params[0], &bw.params[1..]);
-        let (e_grad, cell_grads) = param_grads.split_at_mut(1);
+        let (e, cell_params) = table_and_cell(bw.params)?;
+        let Some((e_grad, cell_grads)) = param_grads.split_first_mut() else {
+            candle_core::bail!("embed+lstmCell: no parameter gradients")
+        };
         let cell_bw = Backward {
             inputs: bw.inputs,
             params: cell_params,
@@ -127,7 +129,7 @@ impl EmbedLstm {
         if bw.saved.folded {
             // Ḡ[token] += gpre: `d E += Ḡ W_ih` and `d W_ih += Ḡᵀ E`, taken once per step.
             let w = input.weight.of(cell_params);
-            let by_token = e_grad[0].deferred_product::<T>(w, self.vocab, gates, false)?;
+            let by_token = e_grad.deferred_product::<T>(w, self.vocab, gates, false)?;
             scatter_rows(by_token, ids, &gpre, gates);
             let by_token = input.weight.of_mut(cell_grads).deferred_product::<T>(e, self.vocab, gates, true)?;
             scatter_rows(by_token, ids, &gpre, gates);
@@ -136,7 +138,7 @@ impl EmbedLstm {
             let x = gather::<T>(e, ids)?;
             let gx = cell_bw.dense_backward(input, &gpre, &x, true, cell_grads)?;
             if let Some(gx) = gx {
-                scatter_rows(e_grad[0].slice_mut::<T>(self.vocab * self.width)?, ids, &gx, self.width);
+                scatter_rows(e_grad.slice_mut::<T>(self.vocab * self.width)?, ids, &gx, self.width);
             }
         }
         bw.input_grads([Some(gc_prev), gh_prev, None])
@@ -146,8 +148,8 @@ impl EmbedLstm {
 impl Op for EmbedLstm {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [c, h, ids] = op::inputs("embed+lstmCell", inputs)?;
-        let x = params[0].index_select(ids, 0)?;
-        self.cell.forward(&[c, h, &x], &params[1..])
+        let (e, cell_params) = table_and_cell(params)?;
+        self.cell.forward(&[c, h, &e.index_select(ids, 0)?], cell_params)
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {
@@ -159,11 +161,19 @@ impl ManualBackward for EmbedLstm {
     type Saved = Saved;
 
     fn forward_train(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Forward<Saved> {
-        with_real!(params[0].dtype(), T => self.train_forward::<T>(inputs, params))
+        with_real!(table_and_cell(params)?.0.dtype(), T => self.train_forward::<T>(inputs, params))
     }
 
     fn backward(&self, b: &Backward<'_, Saved>, param_grads: &mut [ParamGrad]) -> InputGrads {
-        with_real!(b.params[0].dtype(), T => self.train_backward::<T>(b, param_grads))
+        with_real!(table_and_cell(b.params)?.0.dtype(), T => self.train_backward::<T>(b, param_grads))
+    }
+}
+
+/// The parameters, as laid out: the embedding table, then `lstmCell`'s.
+fn table_and_cell<'a>(params: &'a [&'a Tensor]) -> candle_core::Result<(&'a Tensor, &'a [&'a Tensor])> {
+    match params.split_first() {
+        Some((table, cell)) => Ok((table, cell)),
+        None => candle_core::bail!("embed+lstmCell: no parameters"),
     }
 }
 
