@@ -20,6 +20,24 @@ use crate::kernels::dense::backward_slices;
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::{real::Real, view};
 
+/// Calls `$body` with `$T` bound to the element type of `$dtype` (f32 or f64).
+macro_rules! with_real {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            candle_core::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            candle_core::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            other => candle_core::bail!("the training kernels support f32 and f64, got {other:?}"),
+        }
+    };
+}
+pub(crate) use with_real;
+
 /// What a training forward returns: the outputs and the values its backward keeps.
 pub type Forward<S> = Result<(Vec<Tensor>, S)>;
 
@@ -286,11 +304,7 @@ impl ParamGrad {
 
     /// Adds `g` (any shape with the parameter's number of elements).
     pub fn add(&mut self, g: &Tensor) -> Result<()> {
-        match g.dtype() {
-            DType::F32 => self.add_typed::<f32>(g),
-            DType::F64 => self.add_typed::<f64>(g),
-            other => bail!("parameter gradients must be f32 or f64, got {other:?}"),
-        }
+        with_real!(g.dtype(), T => self.add_typed::<T>(g))
     }
 
     fn add_typed<T: Real>(&mut self, g: &Tensor) -> Result<()> {
@@ -307,11 +321,7 @@ impl ParamGrad {
     /// Adds `g` summed over its leading (batch) axis: `g` is `[B, ...]` for a parameter of
     /// `...` elements (e.g. a learned initial state broadcast over the batch).
     pub fn add_batch_sum(&mut self, g: &Tensor) -> Result<()> {
-        match g.dtype() {
-            DType::F32 => self.add_batch_sum_typed::<f32>(g),
-            DType::F64 => self.add_batch_sum_typed::<f64>(g),
-            other => bail!("parameter gradients must be f32 or f64, got {other:?}"),
-        }
+        with_real!(g.dtype(), T => self.add_batch_sum_typed::<T>(g))
     }
 
     fn add_batch_sum_typed<T: Real>(&mut self, g: &Tensor) -> Result<()> {
@@ -354,24 +364,6 @@ fn slice_of<T: Real>(storage: &mut CpuStorage, n: usize) -> Result<&mut [T]> {
         None => bail!("parameter gradient has dtype {dtype:?}, a contribution {:?}", T::DTYPE),
     }
 }
-
-/// Calls `$body` with `$T` bound to the element type of `$dtype` (f32 or f64).
-macro_rules! with_real {
-    ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            candle_core::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            candle_core::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            other => candle_core::bail!("the training kernels support f32 and f64, got {other:?}"),
-        }
-    };
-}
-pub(crate) use with_real;
 
 /// A manual backward written on plain slices of one element type, for operands that share the
 /// batch size: the common shape (any op with one tensor input has it). Implementing it gives [`ManualBackward`],

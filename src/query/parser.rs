@@ -66,23 +66,24 @@ impl Builder {
     }
 
     fn disjunction(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {
-        let mut parts = vec![];
-        for c in p.into_inner() {
-            if c.as_rule() == Rule::conjunction {
-                parts.push(self.conjunction(c)?);
-            }
-        }
-        Ok(if parts.len() == 1 { parts.remove(0) } else { Filter::Or(parts) })
+        self.joined(p, Rule::conjunction, Self::conjunction, Filter::Or)
     }
 
     fn conjunction(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {
-        let mut parts = vec![];
-        for c in p.into_inner() {
-            if c.as_rule() == Rule::negation {
-                parts.push(self.negation(c)?);
-            }
-        }
-        Ok(if parts.len() == 1 { parts.remove(0) } else { Filter::And(parts) })
+        self.joined(p, Rule::negation, Self::negation, Filter::And)
+    }
+
+    /// The `part` children of `p` joined by `join` (a single part stands alone).
+    fn joined(
+        &self,
+        p: Pair<Rule>,
+        part: Rule,
+        parse: fn(&Self, Pair<Rule>) -> Result<Filter, Diagnostic>,
+        join: fn(Vec<Filter>) -> Filter,
+    ) -> Result<Filter, Diagnostic> {
+        let mut parts =
+            p.into_inner().filter(|c| c.as_rule() == part).map(|c| parse(self, c)).collect::<Result<Vec<_>, _>>()?;
+        Ok(if parts.len() == 1 { parts.remove(0) } else { join(parts) })
     }
 
     fn negation(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {

@@ -365,7 +365,8 @@ pub fn train_resumable(
         train_seconds: 0.0,
         eval_seconds: 0.0,
     };
-    if let Err(e) = train_into(trial, device, autograd, observer, cancel, checkpoints, &mut out) {
+    let run = Run { trial, device, autograd, observer, cancel, checkpoints };
+    if let Err(e) = run.train_into(&mut out) {
         out.ending = Ending::Failed(e.to_string());
         out.stop_reason = e.to_string();
     }
@@ -380,141 +381,154 @@ enum TrainError {
     Candle(#[from] candle_core::Error),
 }
 
-fn train_into(
-    trial: &Trial,
-    device: &Device,
+/// One training run's inputs, as [`train_resumable`] takes them.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    trial: &'a Trial,
+    device: &'a Device,
     autograd: Autograd,
-    observer: &dyn Observer,
-    cancel: &AtomicBool,
-    checkpoints: &dyn checkpoint::Checkpoints,
-    out: &mut Outcome,
-) -> Result<(), TrainError> {
-    let cfg = &trial.config.train;
-    let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
-    let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
-    let eval_batch = evaluation_batch(cfg.batch, device);
-    let mut interval_loss = (0.0, 0usize);
-    // Training and evaluation seconds of earlier runs of this trial (resumed from a checkpoint).
-    let (mut train_before, mut eval_time) = (0.0, 0.0);
-    if let Some(state) = checkpoints.resume(device) {
-        stepper.restore(&state.params, state.optimizer)?;
-        // The data stream restarts from the seed: draw the batches the steps so far used.
-        for _ in 0..state.step {
-            data.train_batch(cfg.batch)?;
-        }
-        out.steps_run = state.step;
-        out.curves = state.curves;
-        out.selected = state.selected;
-        interval_loss = state.interval_loss;
-        (train_before, eval_time) = (state.train_seconds, state.eval_seconds);
-    }
-    let started = Instant::now();
-    let eval_before = eval_time;
-    // Training seconds so far, over every run of this trial.
-    let train_seconds = |eval_time: f64| train_before + started.elapsed().as_secs_f64() - (eval_time - eval_before);
-    let mut last_checkpoint = Instant::now();
-    let (mut reported, mut last_progress) = (false, Instant::now());
-    let save = |stepper: &Stepper, out: &Outcome, interval_loss: (f64, usize), eval_time: f64| {
-        let (params, optimizer) = stepper.snapshot();
-        checkpoints.save(&checkpoint::TrainState {
-            step: out.steps_run,
-            curves: out.curves.clone(),
-            interval_loss,
-            selected: out.selected.clone(),
-            train_seconds: train_seconds(eval_time),
-            eval_seconds: eval_time,
-            params,
-            optimizer,
-        });
-    };
-    for step in out.steps_run + 1..=cfg.steps {
-        if cancel.load(Ordering::Relaxed) {
-            out.ending = Ending::Interrupted;
-            out.stop_reason = "interrupted".into();
-            save(&stepper, out, interval_loss, eval_time);
-            break;
-        }
-        let batch = data.train_batch(cfg.batch)?;
-        let value = stepper.step(&batch)?;
-        if !value.is_finite() {
-            return Err(TrainError::NonFinite { step, value });
-        }
-        out.steps_run = step;
-        interval_loss.0 += value;
-        interval_loss.1 += 1;
-        observer.on_step(step, cfg.steps, value);
-        // A first report as soon as training runs (a process that dies before it has not
-        // trained at all; see `sweep::probe`), then at every validation or heartbeat.
-        if !reported || last_progress.elapsed() >= HEARTBEAT {
-            (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
-            observer.on_progress(out);
-            (reported, last_progress) = (true, Instant::now());
-        }
+    observer: &'a dyn Observer,
+    cancel: &'a AtomicBool,
+    checkpoints: &'a dyn checkpoint::Checkpoints,
+}
 
-        let out_of_time = cfg.max_time.is_some_and(|t| train_seconds(eval_time) >= t);
-        if step % cfg.eval_every == 0 || step == cfg.steps || out_of_time {
-            push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
-            interval_loss = (0.0, 0);
-            let t0 = Instant::now();
-            let metrics =
-                evaluate(stepper.cell(), data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, &*trial.task)?;
-            eval_time += t0.elapsed().as_secs_f64();
-            for (name, v) in &metrics {
-                push(out, &format!("val_{name}"), step, *v);
+impl Run<'_> {
+    /// Trains, filling `out` as it goes (so that a failure keeps the curves so far).
+    fn train_into(self, out: &mut Outcome) -> Result<(), TrainError> {
+        let Run { trial, device, autograd, observer, cancel, checkpoints } = self;
+        let cfg = &trial.config.train;
+        let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
+        let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
+        let eval_batch = evaluation_batch(cfg.batch, device);
+        let mut interval_loss = (0.0, 0usize);
+        // Training and evaluation seconds of earlier runs of this trial (resumed from a checkpoint).
+        let (mut train_before, mut eval_time) = (0.0, 0.0);
+        if let Some(state) = checkpoints.resume(device) {
+            stepper.restore(&state.params, state.optimizer)?;
+            // The data stream restarts from the seed: draw the batches the steps so far used.
+            for _ in 0..state.step {
+                data.train_batch(cfg.batch)?;
             }
-            if let Some(select) = &cfg.select {
+            out.steps_run = state.step;
+            out.curves = state.curves;
+            out.selected = state.selected;
+            interval_loss = state.interval_loss;
+            (train_before, eval_time) = (state.train_seconds, state.eval_seconds);
+        }
+        let started = Instant::now();
+        let eval_before = eval_time;
+        // Training seconds so far, over every run of this trial.
+        let train_seconds = |eval_time: f64| train_before + started.elapsed().as_secs_f64() - (eval_time - eval_before);
+        let mut last_checkpoint = Instant::now();
+        let (mut reported, mut last_progress) = (false, Instant::now());
+        let save = |stepper: &Stepper, out: &Outcome, interval_loss: (f64, usize), eval_time: f64| {
+            let (params, optimizer) = stepper.snapshot();
+            checkpoints.save(&checkpoint::TrainState {
+                step: out.steps_run,
+                curves: out.curves.clone(),
+                interval_loss,
+                selected: out.selected.clone(),
+                train_seconds: train_seconds(eval_time),
+                eval_seconds: eval_time,
+                params,
+                optimizer,
+            });
+        };
+        for step in out.steps_run + 1..=cfg.steps {
+            if cancel.load(Ordering::Relaxed) {
+                out.ending = Ending::Interrupted;
+                out.stop_reason = "interrupted".into();
+                save(&stepper, out, interval_loss, eval_time);
+                break;
+            }
+            let batch = data.train_batch(cfg.batch)?;
+            let value = stepper.step(&batch)?;
+            if !value.is_finite() {
+                return Err(TrainError::NonFinite { step, value });
+            }
+            out.steps_run = step;
+            interval_loss.0 += value;
+            interval_loss.1 += 1;
+            observer.on_step(step, cfg.steps, value);
+            // A first report as soon as training runs (a process that dies before it has not
+            // trained at all; see `sweep::probe`), then at every validation or heartbeat.
+            if !reported || last_progress.elapsed() >= HEARTBEAT {
+                (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
+                observer.on_progress(out);
+                (reported, last_progress) = (true, Instant::now());
+            }
+
+            let out_of_time = cfg.max_time.is_some_and(|t| train_seconds(eval_time) >= t);
+            if step % cfg.eval_every == 0 || step == cfg.steps || out_of_time {
+                push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
+                interval_loss = (0.0, 0);
                 let t0 = Instant::now();
-                select_evaluation(select, step, &metrics, &stepper, data.as_ref(), eval_batch, trial, out)?;
+                let metrics = evaluate(
+                    stepper.cell(),
+                    data.as_ref(),
+                    Split::Validation,
+                    eval_batch,
+                    cfg.eval_size,
+                    &*trial.task,
+                )?;
                 eval_time += t0.elapsed().as_secs_f64();
-            }
-            observer.on_eval(step, &metrics);
-            (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
-            observer.on_progress(out);
-            last_progress = Instant::now();
-            if let Some(stop) = &cfg.stop_when {
-                let met = metrics
-                    .iter()
-                    .find(|(n, _)| *n == stop.metric)
-                    .is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
-                if met && out.converged.is_none() {
-                    let epoch = data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
-                    out.converged = Some(Converged { step, epoch });
-                    out.stop_reason = "stop_when".into();
+                for (name, v) in &metrics {
+                    push(out, &format!("val_{name}"), step, *v);
+                }
+                if let Some(select) = &cfg.select {
+                    let t0 = Instant::now();
+                    select_evaluation(select, step, &metrics, &stepper, data.as_ref(), eval_batch, trial, out)?;
+                    eval_time += t0.elapsed().as_secs_f64();
+                }
+                observer.on_eval(step, &metrics);
+                (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
+                observer.on_progress(out);
+                last_progress = Instant::now();
+                if let Some(stop) = &cfg.stop_when {
+                    let met = metrics
+                        .iter()
+                        .find(|(n, _)| *n == stop.metric)
+                        .is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
+                    if met && out.converged.is_none() {
+                        let epoch = data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
+                        out.converged = Some(Converged { step, epoch });
+                        out.stop_reason = "stop_when".into();
+                        break;
+                    }
+                }
+                if out_of_time {
+                    out.stop_reason = "max_time".into();
                     break;
                 }
             }
-            if out_of_time {
-                out.stop_reason = "max_time".into();
-                break;
+            // After the step's evaluation, so that a resumed run goes on from a whole step.
+            if checkpoints.every().is_some_and(|every| last_checkpoint.elapsed() >= every) {
+                save(&stepper, out, interval_loss, eval_time);
+                last_checkpoint = Instant::now();
             }
         }
-        // After the step's evaluation, so that a resumed run goes on from a whole step.
-        if checkpoints.every().is_some_and(|every| last_checkpoint.elapsed() >= every) {
-            save(&stepper, out, interval_loss, eval_time);
-            last_checkpoint = Instant::now();
-        }
-    }
-    out.train_seconds = train_seconds(eval_time);
-    if out.ending == Ending::Done {
-        let t0 = Instant::now();
-        out.final_metrics = evaluate_tests(&stepper, data.as_ref(), eval_batch, trial, None)?;
-        eval_time += t0.elapsed().as_secs_f64();
-        if let Some(selected) = &out.selected {
-            out.final_metrics.insert("selected_step".into(), selected.step as f64);
-            for (k, v) in &selected.metrics {
-                out.final_metrics.insert(format!("selected_{k}"), *v);
+        out.train_seconds = train_seconds(eval_time);
+        if out.ending == Ending::Done {
+            let t0 = Instant::now();
+            out.final_metrics = evaluate_tests(&stepper, data.as_ref(), eval_batch, trial, None)?;
+            eval_time += t0.elapsed().as_secs_f64();
+            if let Some(selected) = &out.selected {
+                out.final_metrics.insert("selected_step".into(), selected.step as f64);
+                for (k, v) in &selected.metrics {
+                    out.final_metrics.insert(format!("selected_{k}"), *v);
+                }
             }
+            let last_val: Vec<(String, f64)> = out
+                .curves
+                .iter()
+                .filter(|(k, _)| k.starts_with("val_"))
+                .filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v)))
+                .collect();
+            out.final_metrics.extend(last_val);
         }
-        let last_val: Vec<(String, f64)> = out
-            .curves
-            .iter()
-            .filter(|(k, _)| k.starts_with("val_"))
-            .filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v)))
-            .collect();
-        out.final_metrics.extend(last_val);
+        out.eval_seconds = eval_time;
+        Ok(())
     }
-    out.eval_seconds = eval_time;
-    Ok(())
 }
 
 /// Sequences per evaluation batch. Metrics are sums, so the size changes speed, not results.
