@@ -13,6 +13,15 @@ fn memctl_check(files: &[&Path], cwd: &Path) -> Output {
         .expect("run memctl")
 }
 
+/// `memctl check <name>` with `contents` written to `name` in a fresh folder: the exit code,
+/// stdout and stderr.
+fn check_file(name: &str, contents: impl AsRef<[u8]>) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join(name), contents).expect("write");
+    let out = memctl_check(&[Path::new(name)], dir.path());
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+}
+
 const VALID: &str = "task t = assocRetrieval(pairs = 2)
 model m(d = 8) {
   state M = zeros(d, d)
@@ -31,11 +40,8 @@ experiment ex {
 
 #[test]
 fn malformed_spec_exits_2_with_a_located_error() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("bad.mem"), VALID.replace("linear(e, d)", "linaer(e, d)")).expect("write");
-    let out = memctl_check(&[Path::new("bad.mem")], dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    let (code, _, stderr) = check_file("bad.mem", VALID.replace("linear(e, d)", "linaer(e, d)"));
+    assert_eq!(code, Some(2), "stderr:\n{stderr}");
     assert!(stderr.contains("error[C060]: unknown primitive `linaer`"), "{stderr}");
     assert!(stderr.contains("bad.mem:6:22"), "{stderr}");
     assert!(stderr.contains("^^^^^^ not a primitive"), "{stderr}");
@@ -47,25 +53,20 @@ fn malformed_spec_exits_2_with_a_located_error() {
 
 #[test]
 fn syntax_error_exits_2_with_a_located_error() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("syntax.mem"), VALID.replace("model m(d = 8)", "model m(d = )")).expect("write");
-    let out = memctl_check(&[Path::new("syntax.mem")], dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    let (code, _, stderr) = check_file("syntax.mem", VALID.replace("model m(d = 8)", "model m(d = )"));
+    assert_eq!(code, Some(2), "stderr:\n{stderr}");
     assert!(stderr.contains("error[S001]: syntax error: expected an expression"), "{stderr}");
     assert!(stderr.contains("syntax.mem:2:13"), "{stderr}");
 }
 
 #[test]
 fn binary_file_and_missing_file_exit_2() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("junk.mem"), [0x7f, 0x45, 0x4c, 0x46, 0xff, 0x00, 0x01]).expect("write");
-    let out = memctl_check(&[Path::new("junk.mem")], dir.path());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let (code, _, stderr) = check_file("junk.mem", [0x7f, 0x45, 0x4c, 0x46, 0xff, 0x00, 0x01]);
+    assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("spec files must be UTF-8 text"), "{stderr}");
     assert!(stderr.contains("junk.mem:1:5"), "{stderr}");
 
+    let dir = tempfile::tempdir().expect("temp dir");
     let out = memctl_check(&[Path::new("nowhere.mem")], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -74,12 +75,8 @@ fn binary_file_and_missing_file_exit_2() {
 
 #[test]
 fn valid_spec_exits_0_and_lists_experiments() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    std::fs::write(dir.path().join("good.mem"), VALID).expect("write");
-    let out = memctl_check(&[Path::new("good.mem")], dir.path());
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    let (code, stdout, stderr) = check_file("good.mem", VALID);
+    assert_eq!(code, Some(0), "stderr:\n{stderr}");
     assert!(stdout.starts_with("good.mem: ok\n"), "{stdout}");
     assert!(stdout.contains("experiment ex: 6 trials, task assocRetrieval"), "{stdout}");
     assert!(stdout.contains("model m (d=4):"), "{stdout}");

@@ -71,26 +71,7 @@ fn stm_tape_gradients_equal_candle_autograd() {
 
 #[test]
 fn stm_with_learned_non_zero_alphas_and_a_token_input() {
-    let spec = r#"
-    task tiny = assocRetrieval(pairs = 2, train = 16, validation = 8, test = 8)
-    model stm(d = 4, nq = 2, nr = 3) {
-      state Mi = learned(d, d)
-      state Mr = learned(nq, d, d)
-      step token {
-        x = embed(token, 5)
-        a = linear(x, d)
-        b = linear(x, d)
-        c = linear(x, nq)
-        vr = relRead(Mr, c, b)
-        Mi = itemWrite(Mi, a, b)
-        R = samRead(Mi + scalar(0.4) * (vr ⊗ b), nq = nq)
-        Mi = Mi - scalar(-0.3) * transfer(R)
-        Mr = scalar(0.6) * Mr + R
-        out linear(mlp(distill(Mr, nr = nr, size = 6), [5], final_relu = false), output_size)
-      }
-    }
-    experiment e { task tiny model stm train { batch = 3 } }
-    "#;
+    let spec = include_str!("data/stm_learned_alphas.mem");
     compare(&trials("t.mem", spec)[0], 1e-9);
 }
 

@@ -56,22 +56,10 @@ fn imports(text: &str) -> Vec<(String, usize)> {
     out
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn no_module_imports_a_module_of_its_own_or_a_higher_layer() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = vec![];
-    rust_files(&src, &mut files);
+    let files = crate::support::files_with_extension(&src, "rs");
     let mut problems = vec![];
     let mut edges: BTreeMap<(String, String), usize> = BTreeMap::new();
     for file in &files {

@@ -24,6 +24,7 @@ mod dashboard;
 mod gradients;
 mod grammar_doc;
 mod layering;
+mod made_up_run;
 mod models;
 mod querying;
 mod readme_tables;

@@ -13,31 +13,15 @@ use candle_core::Device;
 use memctl::check::Trial;
 use memctl::{check, lang, train};
 
-use crate::support::trials;
+use crate::support::{files_with_extension, trials};
 
 fn specs_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("specs")
 }
 
-fn mem_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
-        .map(|e| e.expect("directory entry").path())
-        .collect();
-    entries.sort();
-    for path in entries {
-        if path.is_dir() {
-            mem_files(&path, out);
-        } else if path.extension().is_some_and(|x| x == "mem") {
-            out.push(path);
-        }
-    }
-}
-
 #[test]
 fn every_spec_under_specs_checks() {
-    let mut files = vec![];
-    mem_files(&specs_dir(), &mut files);
+    let files = files_with_extension(&specs_dir(), "mem");
     assert!(files.len() >= 10, "only {} .mem files found under specs/", files.len());
     let mut failures = vec![];
     for path in &files {

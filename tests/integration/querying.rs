@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use memctl::value::Value;
 
 use crate::support::{spec_folder, tiny_spec};
-use crate::synthetic::{fill, open};
+use crate::synthetic::{filled, open};
 
 /// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
 /// milliseconds (its I/O threads finish asynchronously), so a locked store is retried briefly.
@@ -49,9 +49,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn grouping_gives_mean_sample_std_and_count() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     let rows = json(&memctl(&store, &["runs", "--group-by", "d,gates", "--format", "json"]));
     assert_eq!(rows.len(), 3, "{rows:?}");
     // Groups come in order of their values: (48, true), (96, false), (96, true).
@@ -86,9 +84,7 @@ fn grouping_gives_mean_sample_std_and_count() {
 
 #[test]
 fn csv_round_trips_exact_values() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     let out = ok(&memctl(&store, &["runs", "--format", "csv", "--where", "status == \"done\"", "--sort", "id"]));
     let mut reader = csv::Reader::from_reader(out.as_bytes());
     let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
@@ -120,9 +116,7 @@ fn csv_round_trips_exact_values() {
 
 #[test]
 fn json_round_trips_exact_values_in_column_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     let out = memctl(&store, &["runs", "--format", "json", "--columns", "id,d,accuracy,started,tags,wall"]);
     let text = ok(&out);
     let rows = json(&out);
@@ -145,9 +139,7 @@ fn json_round_trips_exact_values_in_column_order() {
 
 #[test]
 fn filters_sort_limit_columns_and_only_changed() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     let ids = |args: &[&str]| -> Vec<i64> {
         let mut a = vec!["runs", "--format", "json", "--columns", "id"];
         a.extend_from_slice(args);
@@ -176,9 +168,7 @@ fn filters_sort_limit_columns_and_only_changed() {
 
 #[test]
 fn bad_filters_and_names_are_located_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     let out = memctl(&store, &["runs", "--where", "d in [48, 96] and accurcy > 0.9"]);
     assert_eq!(out.status.code(), Some(2));
     let e = stderr(&out);
@@ -193,9 +183,7 @@ fn bad_filters_and_names_are_located_errors() {
 
 #[test]
 fn show_prints_the_record_as_yaml_with_curve_summaries_and_spec() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     let out = ok(&memctl(&store, &["show", "2"]));
     let doc: serde_json::Value = serde_saphyr::from_str(&out).unwrap_or_else(|e| panic!("{e}\n{out}"));
     assert_eq!(doc["id"], 2);
@@ -214,9 +202,7 @@ fn show_prints_the_record_as_yaml_with_curve_summaries_and_spec() {
 
 #[test]
 fn diff_shows_the_ablation_and_metrics_side_by_side() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     {
         let s = open(&store);
         let mut r = s.get(6).unwrap();
@@ -236,9 +222,7 @@ fn diff_shows_the_ablation_and_metrics_side_by_side() {
 
 #[test]
 fn plots_are_valid_svg_and_png_with_one_line_per_series() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (dir, store) = filled();
     let svg = dir.path().join("runs.svg");
     ok(&memctl(&store, &["plot", "1", "2", "4", "-o", svg.to_str().unwrap()]));
     let text = std::fs::read_to_string(&svg).unwrap();
@@ -287,9 +271,7 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
 
 #[test]
 fn tags_are_added_queried_and_removed() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     ok(&memctl(&store, &["tag", "3", "ablation"]));
     ok(&memctl(&store, &["tag", "5", "ablation"]));
     let again = memctl(&store, &["tag", "5", "ablation"]);
@@ -309,9 +291,7 @@ fn tags_are_added_queried_and_removed() {
 
 #[test]
 fn rm_needs_confirmation_and_falls_back_to_an_earlier_run_of_the_trial() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     // Without a terminal and without --yes: refused, nothing deleted.
     let out = memctl(&store, &["rm", "2", "3"]);
     assert_eq!(out.status.code(), Some(2));
@@ -337,9 +317,7 @@ fn rm_needs_confirmation_and_falls_back_to_an_earlier_run_of_the_trial() {
 
 #[test]
 fn summaries_are_rebuilt_for_a_store_written_before_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = dir.path().join("store");
-    fill(&store);
+    let (_dir, store) = filled();
     {
         // Drop the summaries tree and its version, as in a store from before summaries.
         let db = (0..100)

@@ -4,7 +4,7 @@
 //! elsewhere.
 
 use crate::support::{TINY_TASK, memctl_at, text, token_lstm};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,50 @@ fn cluster_or_skip(test: &str) -> bool {
     assert!(!required, "{test} needs a Slurm cluster and none answers (../shared/ci/slurm-local.sh up starts one)");
     eprintln!("skipping {test}: no Slurm cluster answers (start one with ../shared/ci/slurm-local.sh up)");
     false
+}
+
+/// A Slurm test's turn on the cluster and its folder: the spec as `s.mem`, the store, and the
+/// shared directory for manifests and results.
+struct ClusterFolder {
+    _turn: std::sync::MutexGuard<'static, ()>,
+    dir: tempfile::TempDir,
+    store: PathBuf,
+    shared: PathBuf,
+}
+
+impl ClusterFolder {
+    /// `None` (the test skips) where no cluster answers outside CI.
+    fn new(test: &str, spec: &str) -> Option<ClusterFolder> {
+        let turn = one_at_a_time();
+        if !cluster_or_skip(test) {
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.mem"), spec).unwrap();
+        let (store, shared) = (dir.path().join("store"), dir.path().join("shared"));
+        Some(ClusterFolder { _turn: turn, dir, store, shared })
+    }
+
+    fn cwd(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn memctl(&self, args: &[&str]) -> std::process::Output {
+        memctl(&self.store, self.cwd(), args)
+    }
+
+    /// `memctl sweep s.mem <experiment> --executor slurm`.
+    fn submit(&self, experiment: &str) -> std::process::Output {
+        self.memctl(&[
+            "sweep",
+            "s.mem",
+            experiment,
+            "--executor",
+            "slurm",
+            "--shared-dir",
+            self.shared.to_str().unwrap(),
+        ])
+    }
 }
 
 /// Waits until the array task `task` of `job` is in `state`.
@@ -93,25 +137,14 @@ experiment slow {
 
 #[test]
 fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
-    let _turn = one_at_a_time();
-    if !cluster_or_skip("the Slurm sweep test") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path();
-    std::fs::write(cwd.join("s.mem"), spec()).unwrap();
-    let store = cwd.join("store");
-    let shared = cwd.join("shared");
+    let Some(folder) = ClusterFolder::new("the Slurm sweep test", &spec()) else { return };
+    let shared = folder.shared.to_str().unwrap();
     let submit = |experiment: &str| -> String {
-        let out = memctl(
-            &store,
-            cwd,
-            &["sweep", "s.mem", experiment, "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
-        );
+        let out = folder.submit(experiment);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         text(&out.stdout).trim().to_string()
     };
-    let sync = || text(&memctl(&store, cwd, &["sync", shared.to_str().unwrap()]).stderr);
+    let sync = || text(&folder.memctl(&["sync", shared]).stderr);
 
     // Four tiny trials through one job array; every one lands in the store exactly once.
     let job = submit("quick");
@@ -119,12 +152,8 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     wait_for(&job, Duration::from_secs(180));
     assert!(sync().contains("4 imported, 0 already in the store"));
     assert!(sync().contains("0 imported, 4 already in the store"), "syncing twice adds nothing");
-    assert_eq!(done_runs(&store, cwd).len(), 4);
-    let again = memctl(
-        &store,
-        cwd,
-        &["sweep", "s.mem", "quick", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
-    );
+    assert_eq!(done_runs(&folder.store, folder.cwd()).len(), 4);
+    let again = folder.submit("quick");
     assert!(text(&again.stderr).contains("0 trials to submit; 4 done in the store"), "{}", text(&again.stderr));
 
     // Kill one array task mid-run: it leaves no result; resubmitting runs only that trial.
@@ -133,15 +162,11 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
     wait_for(&job, Duration::from_secs(300));
-    let status = text(&memctl(&store, cwd, &["status", shared.to_str().unwrap()]).stdout);
+    let status = text(&folder.memctl(&["status", shared]).stdout);
     assert!(status.contains("1 missing"), "{status}");
     let synced = sync();
     assert!(synced.contains("3 imported") && synced.contains("1 without a result yet"), "{synced}");
-    let resubmitted = memctl(
-        &store,
-        cwd,
-        &["sweep", "s.mem", "slow", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
-    );
+    let resubmitted = folder.submit("slow");
     assert!(
         text(&resubmitted.stderr).contains("1 trial to submit; 3 done in the store"),
         "{}",
@@ -149,7 +174,7 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     );
     wait_for(text(&resubmitted.stdout).trim(), Duration::from_secs(300));
     assert!(sync().contains("1 imported"));
-    let done = done_runs(&store, cwd);
+    let done = done_runs(&folder.store, folder.cwd());
     assert_eq!(done.len(), 8);
     let mut keys: Vec<&str> = done.iter().map(|r| r["trial_key"].as_str().unwrap()).collect();
     keys.sort();
@@ -173,20 +198,8 @@ const LONG_SPEC_EXPERIMENTS: &str = r#"experiment long {
 
 #[test]
 fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
-    let _turn = one_at_a_time();
-    if !cluster_or_skip("the Slurm time-limit test") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path();
-    std::fs::write(cwd.join("s.mem"), long_spec()).unwrap();
-    let store = cwd.join("store");
-    let shared = cwd.join("shared");
-    let out = memctl(
-        &store,
-        cwd,
-        &["sweep", "s.mem", "long", "--executor", "slurm", "--shared-dir", shared.to_str().unwrap()],
-    );
+    let Some(folder) = ClusterFolder::new("the Slurm time-limit test", &long_spec()) else { return };
+    let out = folder.submit("long");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let job = text(&out.stdout).trim().to_string();
     wait_for_state(&job, 0, "RUNNING", Duration::from_secs(180));
@@ -207,7 +220,7 @@ fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
     // Slurm moves a requeued array task between states, so wait for the resumed run's own
     // lines in the log (it resumed, then recorded its end) as well as for the job to leave the
     // queue.
-    let log_path = shared.join("s-long").join("logs").join(format!("{job}_0.log"));
+    let log_path = folder.shared.join("s-long").join("logs").join(format!("{job}_0.log"));
     let start = Instant::now();
     let log = loop {
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
@@ -221,8 +234,8 @@ fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
     wait_for(&job, Duration::from_secs(180));
     assert!(log.contains("time limit near: requeueing this task"), "{log}");
     assert!(log.contains("resuming from its checkpoint at step"), "{log}");
-    assert!(text(&memctl(&store, cwd, &["sync", shared.to_str().unwrap()]).stderr).contains("1 imported"));
-    let done = done_runs(&store, cwd);
+    assert!(text(&folder.memctl(&["sync", folder.shared.to_str().unwrap()]).stderr).contains("1 imported"));
+    let done = done_runs(&folder.store, folder.cwd());
     assert_eq!(done.len(), 1, "the trial finished once");
     let resumed_from = done[0]["progress"]["resumed_from"].as_u64().expect("the finished run resumed");
     assert!(resumed_from > 0);

@@ -120,3 +120,21 @@ pub fn write_babi(dir: &std::path::Path) {
         }
     }
 }
+
+/// Every file under `dir` (recursively) whose extension is `extension`, in path order.
+pub fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .collect();
+    entries.sort();
+    let mut files = vec![];
+    for path in entries {
+        if path.is_dir() {
+            files.extend(files_with_extension(&path, extension));
+        } else if path.extension().is_some_and(|x| x == extension) {
+            files.push(path);
+        }
+    }
+    files
+}

@@ -6,35 +6,29 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{spec_folder, tiny_lstm_sweep, tiny_spec};
+use crate::support::{memctl_at, spec_folder, tiny_lstm_sweep, tiny_spec};
 
-fn memctl() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_memctl"));
-    c.env("NO_COLOR", "1");
+/// `memctl sweep <spec>`, two trials at a time on one thread each.
+fn two_job_sweep(store: &Path, spec: &Path) -> Command {
+    let mut c = memctl_at(store);
+    c.arg("sweep").arg(spec).args(["--jobs", "2", "--threads", "1"]);
     c
 }
 
 fn records(store: &Path) -> Vec<serde_json::Value> {
-    let out = memctl().arg("--store").arg(store).args(["runs", "--all", "--format", "records"]).output().unwrap();
+    let out = memctl_at(store).args(["runs", "--all", "--format", "records"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "the store opens: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
 }
 
 #[test]
 fn sigkill_at_random_moments_loses_and_repeats_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("eight.mem");
-    std::fs::write(
-        &spec,
-        tiny_lstm_sweep("eight", "batch = 16, steps = 40, eval_every = 20", "hidden in [8, 16]  seed in 1..4"),
-    )
-    .unwrap();
-    let store = dir.path().join("store");
-    let sweep = || {
-        let mut c = memctl();
-        c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1"]);
-        c
-    };
+    let (_dir, spec, store) = spec_folder(&tiny_lstm_sweep(
+        "eight",
+        "batch = 16, steps = 40, eval_every = 20",
+        "hidden in [8, 16]  seed in 1..4",
+    ));
+    let sweep = || two_job_sweep(&store, &spec);
     // Runs found done after a kill: each must stay done, and its trial never run again.
     let mut done_runs: HashMap<String, u64> = HashMap::new();
     // Kill at varying moments after the n-th trial has started (its `running` record is
@@ -99,21 +93,17 @@ fn sigkill_at_random_moments_loses_and_repeats_nothing() {
 
 #[test]
 fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = dir.path().join("crash.mem");
     // Four trials; the two with `hidden = 5000` need 1.6 GB to train.
-    std::fs::write(
-        &spec,
-        tiny_lstm_sweep("crash", "batch = 16, steps = 40, eval_every = 20", "hidden in [8, 5000]  seed in 1..2"),
-    )
-    .unwrap();
-    let store = dir.path().join("store");
+    let (_dir, spec, store) = spec_folder(&tiny_lstm_sweep(
+        "crash",
+        "batch = 16, steps = 40, eval_every = 20",
+        "hidden in [8, 5000]  seed in 1..2",
+    ));
     // A machine with 600 MB for the sweep: the big trials' allocations fail and abort the
     // process (the memory check reads the host's free memory, so it lets them through).
     // Few malloc arenas, so that the small trials' share does not depend on the cores.
     let sweep = || {
-        let mut c = memctl();
-        c.arg("--store").arg(&store).arg("sweep").arg(&spec).args(["--jobs", "2", "--threads", "1"]);
+        let mut c = two_job_sweep(&store, &spec);
         c.env("MALLOC_ARENA_MAX", "2");
         use std::os::unix::process::CommandExt;
         // SAFETY: setrlimit is async-signal-safe.
@@ -170,9 +160,7 @@ fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
 fn a_failing_trial_is_recorded_and_the_others_complete() {
     let (_dir, spec, store) = spec_folder(&tiny_spec());
     let run = |extra: &[&str]| {
-        memctl()
-            .arg("--store")
-            .arg(&store)
+        memctl_at(&store)
             .arg("sweep")
             .arg(&spec)
             .args(["tiny_lstm", "lr=1e-2,1e300", "optimizer=\"sgd\"", "--jobs", "1"])
@@ -201,9 +189,7 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
 #[test]
 fn overrides_replace_sweeps_and_bad_ones_are_located() {
     let (_dir, spec, store) = spec_folder(&tiny_spec());
-    let dry = |args: &[&str]| {
-        memctl().arg("--store").arg(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap()
-    };
+    let dry = |args: &[&str]| memctl_at(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap();
     let out = dry(&["tiny_stm", "seed=5", "d=4,6"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2 of 2 trials would run"), "{text}");

@@ -8,6 +8,7 @@ use memctl::check::TrialConfig;
 use memctl::store::{RunRecord, Status, Store};
 use memctl::value::Value;
 
+use crate::made_up_run::made_up_run;
 use crate::support::{tiny_spec, trials};
 
 /// Opens the store, waiting out the lock of one this process just dropped.
@@ -42,38 +43,19 @@ pub fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64
     curves.insert("val_accuracy".to_string(), vec![(10, accuracy / 4.0), (20, accuracy / 2.0), (30, accuracy)]);
     curves.insert("train_loss".to_string(), vec![(10, 2.0), (20, 1.0), (30, 1.0 - accuracy)]);
     RunRecord {
-        record_version: memctl::store::record::RECORD_VERSION,
-        id,
-        trial_key: format!("trial{id}"),
-        status: Status::Done,
-        config: memctl::store::StoredConfig::of(&config),
-        spec_path: "tiny.mem".into(),
-        spec_text: tiny_spec(),
-        spec_hash: "h".into(),
-        environment: memctl::store::Environment {
-            hostname: "test".into(),
-            cpus: 1,
-            threads: 1,
-            device: "cpu".into(),
-            ..Default::default()
-        },
-        started_at: 1_738_281_600.0 + id as f64 * 3600.0,
-        ended_at: Some(1_738_281_600.0 + id as f64 * 3600.0 + 60.0),
         curves,
         final_metrics: [("accuracy".to_string(), accuracy), ("loss".to_string(), 1.0 - accuracy)].into(),
-        steps_run: 30,
         steps_to_converge: converged,
-        epochs_to_converge: None,
-        stop_reason: "steps".into(),
-        param_count: 100,
-        flops_per_step: 1000,
-        wall_seconds: 60.0,
-        train_seconds: 50.0,
-        eval_seconds: 10.0,
-        error: None,
-        tags: vec![],
-        progress: None,
+        ..made_up_run(id, &config, "tiny.mem", &tiny_spec())
     }
+}
+
+/// A temporary folder with a store at `store` in it, filled by [`fill`].
+pub fn filled() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    fill(&store);
+    (dir, store)
 }
 
 /// Seven runs: d=48 gated, seeds 1-3 (accuracy 0.5, 0.7, 0.9; converged at 100, 300, never);

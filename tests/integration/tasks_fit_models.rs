@@ -6,10 +6,30 @@
 use std::sync::atomic::AtomicBool;
 
 use candle_core::Device;
-use memctl::train::{Ending, Silent, train};
+use memctl::train::{Ending, Outcome, Silent, train};
 use memctl::{check, lang};
 
 use crate::support::token_lstm;
+
+/// Checks `text`, then trains each experiment's first trial for its two steps: (experiment,
+/// outcome) for each, once it ran to the end.
+fn trained_for_two_steps(name: &str, text: &str) -> Vec<(String, Outcome)> {
+    let spec = lang::parse_str(name, text).expect("parses");
+    let program = match check::check(&spec, &memctl::prims::Primitives) {
+        Ok(p) => p,
+        Err(d) => panic!("check failed:\n{}", d.render(&spec.sources, false)),
+    };
+    let outcomes: Vec<_> = program
+        .experiments
+        .iter()
+        .map(|plan| (plan.name.clone(), train(&plan.trials[0], &Device::Cpu, &Silent, &AtomicBool::new(false))))
+        .collect();
+    for (name, out) in &outcomes {
+        assert_eq!(out.ending, Ending::Done, "{name}: {}", out.stop_reason);
+        assert_eq!(out.steps_run, 2, "{name}");
+    }
+    outcomes
+}
 
 fn spec() -> String {
     format!("{GENERATED_TASKS}{}{GENERATED_EXPERIMENTS}", token_lstm("tok_lstm", 8))
@@ -53,29 +73,21 @@ experiment dbl   { task dbl   model tok_lstm train { batch = 4, steps = 2, eval_
 
 #[test]
 fn every_task_checks_and_trains_with_a_tiny_model() {
-    let spec = lang::parse_str("tasks.mem", &spec()).expect("parses");
-    let program = match check::check(&spec, &memctl::prims::Primitives) {
-        Ok(p) => p,
-        Err(d) => panic!("check failed: {d:?}"),
-    };
-    assert_eq!(program.experiments.len(), 10);
-    for plan in &program.experiments {
-        let trial = &plan.trials[0];
-        let out = train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
-        assert_eq!(out.ending, Ending::Done, "{}: {}", plan.name, out.stop_reason);
-        assert_eq!(out.steps_run, 2, "{}", plan.name);
-        let metric = match plan.name.as_str() {
+    let outcomes = trained_for_two_steps("tasks.mem", &spec());
+    assert_eq!(outcomes.len(), 10);
+    for (name, out) in &outcomes {
+        let metric = match name.as_str() {
             "nfar" | "add" | "pal" | "red" | "lte" | "dbl" => "seq_accuracy",
             _ => "bit_error",
         };
-        assert!(out.final_metrics.contains_key(metric), "{}: {:?}", plan.name, out.final_metrics);
-        assert!(out.curves.contains_key(&format!("val_{metric}")), "{}", plan.name);
-        if ["add", "pal", "red"].contains(&plan.name.as_str()) {
+        assert!(out.final_metrics.contains_key(metric), "{}: {:?}", name, out.final_metrics);
+        assert!(out.curves.contains_key(&format!("val_{metric}")), "{}", name);
+        if ["add", "pal", "red"].contains(&name.as_str()) {
             for split in ["od_easy", "od_hard"] {
                 assert!(
                     out.final_metrics.contains_key(&format!("{split}_seq_accuracy")),
                     "{}: {:?}",
-                    plan.name,
+                    name,
                     out.final_metrics.keys()
                 );
             }
@@ -136,31 +148,22 @@ experiment js {{ task js model tok_lstm train {{ batch = 4, steps = 2, eval_ever
         jsonl.display(),
         token_lstm("tok_lstm", 8)
     );
-    let spec = lang::parse_str("readers.mem", &spec).expect("parses");
-    let program = match check::check(&spec, &memctl::prims::Primitives) {
-        Ok(p) => p,
-        Err(d) => panic!("check failed:\n{}", d.render(&spec.sources, false)),
-    };
-    assert_eq!(program.experiments.len(), 4);
-    for plan in &program.experiments {
-        let trial = &plan.trials[0];
-        let out = train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
-        assert_eq!(out.ending, Ending::Done, "{}: {}", plan.name, out.stop_reason);
-        assert_eq!(out.steps_run, 2, "{}", plan.name);
-        let metrics: &[&str] = match plan.name.as_str() {
+    let outcomes = trained_for_two_steps("readers.mem", &spec);
+    assert_eq!(outcomes.len(), 4);
+    for (name, out) in &outcomes {
+        let metrics: &[&str] = match name.as_str() {
             "qa" => &["error", "accuracy", "qa1_error", "qa20_error"],
             "lm" => &["perplexity", "accuracy"],
             "ch" => &["perplexity", "bits_per_char"],
             _ => &["seq_accuracy", "accuracy"],
         };
         for m in metrics {
-            let v =
-                out.final_metrics.get(*m).unwrap_or_else(|| panic!("{}: no {m} in {:?}", plan.name, out.final_metrics));
-            assert!(v.is_finite(), "{}: {m} = {v}", plan.name);
+            let v = out.final_metrics.get(*m).unwrap_or_else(|| panic!("{}: no {m} in {:?}", name, out.final_metrics));
+            assert!(v.is_finite(), "{}: {m} = {v}", name);
         }
         if let Some(p) = out.final_metrics.get("perplexity") {
             // exp of a mean cross-entropy, near the vocabulary size for an untrained model.
-            assert!(*p > 1.0 && *p < 100.0, "{}: perplexity {p}", plan.name);
+            assert!(*p > 1.0 && *p < 100.0, "{}: perplexity {p}", name);
         }
         if let Some(e) = out.final_metrics.get("error") {
             assert!((0.0..=100.0).contains(e), "{e}");

@@ -7,6 +7,17 @@ use memctl::train::{self, Autograd, Ending, Silent};
 
 use crate::support::{tiny_spec, trials};
 
+fn train_on_cpu(trial: &memctl::check::Trial) -> train::Outcome {
+    train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false))
+}
+
+/// The tiny spec's first trial with `from` replaced by `to` in its text, trained.
+fn train_tiny_with(from: &str, to: &str) -> train::Outcome {
+    let spec = tiny_spec().replace(from, to);
+    assert_ne!(spec, tiny_spec(), "`{from}` is in the tiny spec");
+    train_on_cpu(&trials("tiny.mem", &spec)[0])
+}
+
 #[test]
 fn stm_and_lstm_overfit_a_fixed_batch() {
     for trial in trials("tiny.mem", &tiny_spec()).iter().filter(|t| t.config.seed <= 1) {
@@ -19,7 +30,7 @@ fn stm_and_lstm_overfit_a_fixed_batch() {
 #[test]
 fn a_trial_records_curves_and_final_metrics() {
     let trial = &trials("tiny.mem", &tiny_spec())[0];
-    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let out = train_on_cpu(trial);
     assert_eq!(out.ending, Ending::Done);
     assert_eq!(out.steps_run, 6);
     // Evaluations at steps 3 and 6.
@@ -35,8 +46,7 @@ fn a_trial_records_curves_and_final_metrics() {
 #[test]
 fn the_same_trial_gives_the_same_result() {
     let trial = &trials("tiny.mem", &tiny_spec())[0];
-    let a = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
-    let b = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let (a, b) = (train_on_cpu(trial), train_on_cpu(trial));
     assert_eq!(a.curves, b.curves);
     assert_eq!(a.final_metrics, b.final_metrics);
 }
@@ -61,9 +71,7 @@ fn the_device_generic_path_trains_and_agrees_with_the_cpu_path() {
 
 #[test]
 fn a_diverging_loss_fails_the_trial_with_a_reason() {
-    let spec = tiny_spec().replace("optimizer = adam(lr = 1e-2)", "optimizer = sgd(lr = 1e300)");
-    let trial = &trials("tiny.mem", &spec)[0];
-    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let out = train_tiny_with("optimizer = adam(lr = 1e-2)", "optimizer = sgd(lr = 1e300)");
     let Ending::Failed(reason) = &out.ending else { panic!("expected a failure, got {:?}", out.ending) };
     assert!(reason.contains("loss is") && reason.contains("at step"), "{reason}");
 }
@@ -71,10 +79,7 @@ fn a_diverging_loss_fails_the_trial_with_a_reason() {
 #[test]
 fn stop_when_records_the_step_it_was_first_met() {
     // Loss below 100 is met at the first evaluation.
-    let spec =
-        tiny_spec().replace("steps = 6, eval_every = 3 }", "steps = 6, eval_every = 3, stop_when = loss < 100 }");
-    let trial = &trials("tiny.mem", &spec)[0];
-    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let out = train_tiny_with("steps = 6, eval_every = 3 }", "steps = 6, eval_every = 3, stop_when = loss < 100 }");
     let conv = out.converged.expect("converged");
     assert_eq!(conv.step, 3);
     assert_eq!(conv.epoch, Some(3.0 * 16.0 / 64.0));
@@ -84,10 +89,7 @@ fn stop_when_records_the_step_it_was_first_met() {
 
 #[test]
 fn select_reports_the_test_metrics_at_the_best_validation_as_well_as_the_last() {
-    let spec =
-        tiny_spec().replace("steps = 6, eval_every = 3 }", "steps = 12, eval_every = 2, select = best(val_loss) }");
-    let trial = &trials("tiny.mem", &spec)[0];
-    let out = train::train(trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let out = train_tiny_with("steps = 6, eval_every = 3 }", "steps = 12, eval_every = 2, select = best(val_loss) }");
     assert_eq!(out.ending, Ending::Done);
     // The selected step is the first evaluation of the lowest validation loss.
     let curve = &out.curves["val_loss"];
@@ -116,7 +118,7 @@ fn select_on_an_extra_test_split_evaluates_it_at_every_evaluation() {
         tiny_spec()
     );
     let trial = trials("sel.mem", &spec).into_iter().find(|t| t.config.experiment == "sel").unwrap();
-    let out = train::train(&trial, &Device::Cpu, &Silent, &AtomicBool::new(false));
+    let out = train_on_cpu(&trial);
     assert_eq!(out.ending, Ending::Done, "{}", out.stop_reason);
     let steps: Vec<u64> = out.curves["od_easy_seq_accuracy"].iter().map(|(s, _)| *s).collect();
     assert_eq!(steps, vec![2, 4, 6, 8]);
