@@ -13,6 +13,7 @@ mod bench;
 mod check;
 mod diff;
 mod doctor;
+mod import;
 mod load;
 mod memory;
 mod plot;
@@ -73,6 +74,7 @@ pub enum Command {
     Results(results::Args),
     Status(status::Args),
     Sync(sync::Args),
+    Import(import::Args),
     #[command(hide = true)]
     Worker(worker::Args),
     #[command(hide = true)]
@@ -114,6 +116,7 @@ pub fn main() -> i32 {
         Command::Results(a) => results::run(a, &ctx),
         Command::Status(a) => status::run(a, &ctx),
         Command::Sync(a) => sync::run(a, &ctx),
+        Command::Import(a) => import::run(a, &ctx),
         Command::Worker(a) => worker::run(a, &ctx),
         Command::Probe(a) => probe::run(a, &ctx),
     };

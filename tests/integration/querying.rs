@@ -1,6 +1,6 @@
 //! Querying past runs: `memctl runs` filters, grouping and formats, `show`, `diff`, `plot`,
-//! `tag`, `rm` and `ablate`, against stores filled with synthetic runs (no training) except
-//! for one tiny ablation.
+//! `tag`, `rm`, `ablate` and `import`, against stores filled with synthetic runs (no training)
+//! except for one tiny ablation.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -457,4 +457,58 @@ tables:
         serde_json::from_str(&std::fs::read_to_string(data.join("tiny-gates.json")).unwrap()).unwrap();
     assert_eq!(table["runs"].as_array().map(Vec::len), Some(4));
     assert!(data.join("never-run.json").exists());
+}
+
+/// The identity and content of a store's runs, ids aside (an import renumbers them).
+fn runs_by_identity(store: &Path) -> Vec<(String, f64, serde_json::Value)> {
+    let mut runs: Vec<_> = json(&memctl(store, &["runs", "--all", "--format", "records"]))
+        .into_iter()
+        .map(|mut r| {
+            r.as_object_mut().unwrap().remove("id");
+            (r["trial_key"].as_str().unwrap().to_string(), r["started_at"].as_f64().unwrap(), r)
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.cmp(&b.0));
+    runs
+}
+
+#[test]
+fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() {
+    let (dir, from) = filled();
+    let export = dir.path().join("runs.json");
+    std::fs::write(&export, ok(&memctl(&from, &["runs", "--all", "--format", "records"]))).unwrap();
+    let into = dir.path().join("other");
+    let file = export.to_str().unwrap();
+
+    // Seven finished runs (six done, one failed) arrive whole, curves and spec text included.
+    let first = memctl(&into, &["import", file]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(stderr(&first).contains("7 imported, 0 already in the store"), "{}", stderr(&first));
+    assert_eq!(runs_by_identity(&into), runs_by_identity(&from));
+    let again = memctl(&into, &["import", file]);
+    assert!(stderr(&again).contains("0 imported, 7 already in the store"), "{}", stderr(&again));
+
+    // A running run stays with its store; a failed run of a trial done here does not replace it.
+    let mut records: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let done = records.iter().find(|r| r["status"] == "done").unwrap().clone();
+    let mut failed_rerun = done.clone();
+    failed_rerun["status"] = "failed".into();
+    failed_rerun["started_at"] = (done["started_at"].as_f64().unwrap() + 1.0).into();
+    let mut running = records[0].clone();
+    running["trial_key"] = "elsewhere".into();
+    running["status"] = "running".into();
+    records = vec![failed_rerun, running];
+    std::fs::write(&export, serde_json::to_string(&records).unwrap()).unwrap();
+    let partial = memctl(&into, &["import", file]);
+    let err = stderr(&partial);
+    assert!(err.contains("0 imported, 0 already in the store"), "{err}");
+    assert!(err.contains("1 unfinished (not imported") && err.contains("1 failed runs of trials done here"), "{err}");
+    assert_eq!(runs_by_identity(&into).len(), 7);
+
+    // Something else is refused with where it went wrong, and changes nothing.
+    std::fs::write(&export, "{\"runs\": []}").unwrap();
+    let bad = memctl(&into, &["import", file]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("runs.json:1:1: not an export of runs"), "{}", stderr(&bad));
+    assert_eq!(runs_by_identity(&into).len(), 7);
 }

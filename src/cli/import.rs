@@ -1,0 +1,119 @@
+//! `memctl import FILE...`: merge runs exported from another store
+//! (`memctl --store OTHER runs --all --format records > runs.json`) into this one.
+//!
+//! What moves between stores is a run's whole record: configuration, curves, metrics, spec
+//! text, environment. Each imported run gets a fresh id here. A run counts as already present
+//! when this store holds a run of the same trial that started at the same moment, so importing
+//! a file twice, or two exports that overlap, adds each run once. Only finished runs (`done`,
+//! `failed`) move: a running or interrupted run belongs to the store that can resume it
+//! from its checkpoint.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::cli::Context;
+use crate::store::{RunRecord, Status, Store};
+
+/// Merge runs exported with `memctl runs --all --format records` into this store (idempotent).
+#[derive(clap::Args)]
+pub struct Args {
+    /// Files written by `memctl runs --format records` (`-` reads standard input).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// What one file added, and why the rest was left out.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    pub added: usize,
+    /// Runs this store already holds.
+    pub present: usize,
+    /// Running or interrupted runs.
+    pub unfinished: usize,
+    /// Failed runs of trials whose latest run here is done (imported, the failure would
+    /// become the trial's latest run and a sweep would treat the trial as failed).
+    pub superseded: usize,
+}
+
+pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    // Read every file before touching the store, so that a bad file changes nothing.
+    let mut exports = vec![];
+    for file in &args.files {
+        exports.push((file, read_export(file)?));
+    }
+    let store = Store::open(&ctx.store)?;
+    for (file, records) in exports {
+        let n = import(&store, records)?;
+        eprintln!(
+            "{}: {} imported, {} already in the store{}{}",
+            file.display(),
+            n.added,
+            n.present,
+            match n.unfinished {
+                0 => String::new(),
+                k => format!(", {k} unfinished (not imported: they resume in the store that ran them)"),
+            },
+            match n.superseded {
+                0 => String::new(),
+                k => format!(", {k} failed runs of trials done here (not imported)"),
+            }
+        );
+    }
+    Ok(0)
+}
+
+/// The runs of one export file, as `memctl runs --format records` prints them.
+fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
+    let text = if file == Path::new("-") {
+        std::io::read_to_string(std::io::stdin())?
+    } else {
+        std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        // serde_json ends its message with the position, which leads the line here instead.
+        let message = e.to_string();
+        let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_string();
+        anyhow::anyhow!(
+            "{}:{}:{}: not an export of runs ({message}); write one with `memctl runs --all --format records`",
+            file.display(),
+            e.line(),
+            e.column().max(1)
+        )
+    })
+}
+
+/// Adds the finished runs of `records` that the store does not hold yet.
+pub fn import(store: &Store, records: Vec<RunRecord>) -> anyhow::Result<Imported> {
+    let mut held: HashSet<(String, u64)> =
+        store.summaries()?.into_iter().map(|s| (s.trial_key, s.started_at.to_bits())).collect();
+    let mut n = Imported::default();
+    for record in records {
+        if !matches!(record.status, Status::Done | Status::Failed) {
+            n.unfinished += 1;
+            continue;
+        }
+        let identity = (record.trial_key.clone(), record.started_at.to_bits());
+        if held.contains(&identity) {
+            n.present += 1;
+            continue;
+        }
+        // Decided again inside the store's session, against a concurrent import or sweep.
+        let (failed, started_at) = (record.status == Status::Failed, record.started_at.to_bits());
+        let mut superseded = false;
+        let added = store.import(record, |latest| {
+            latest.is_some_and(|l| {
+                superseded = failed && l.status == Status::Done;
+                superseded || l.started_at.to_bits() == started_at
+            })
+        })?;
+        match (added, superseded) {
+            (true, _) => {
+                held.insert(identity);
+                n.added += 1;
+            }
+            (false, true) => n.superseded += 1,
+            (false, false) => n.present += 1,
+        }
+    }
+    Ok(n)
+}
