@@ -1,5 +1,6 @@
 //! `memctl import FILE...`: merge runs exported from another store
-//! (`memctl --store OTHER runs --all --format records > runs.json`) into this one.
+//! (`memctl --store OTHER runs --all --format records > runs.json`) into this one, or the runs
+//! behind a results table (`memctl results --data-dir`, e.g. `docs/results/*.json`).
 //!
 //! What moves between stores is a run's whole record: configuration, curves, metrics, spec
 //! text, environment. Each imported run gets a fresh id here. A run counts as already present
@@ -12,12 +13,14 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::cli::Context;
-use crate::store::{RunRecord, Status, Store};
+use crate::store::{RunRecord, Status, Store, record};
 
-/// Merge runs exported with `memctl runs --all --format records` into this store (idempotent).
+/// Merge runs exported with `memctl runs --all --format records`, or the runs behind a results
+/// table (`memctl results --data-dir`), into this store (idempotent).
 #[derive(clap::Args)]
 pub struct Args {
-    /// Files written by `memctl runs --format records` (`-` reads standard input).
+    /// Files written by `memctl runs --format records` or `memctl results --data-dir`
+    /// (`-` reads standard input).
     #[arg(required = true)]
     files: Vec<PathBuf>,
 }
@@ -62,24 +65,46 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The runs of one export file, as `memctl runs --format records` prints them.
+/// The runs of one file: an export (`memctl runs --format records`: an array of records) or a
+/// table's data (`memctl results --data-dir`: records under `runs`, their spec texts under
+/// `spec_texts`, by spec hash). Records of older layouts are migrated as the store migrates
+/// its own.
 fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let text = if file == Path::new("-") {
         std::io::read_to_string(std::io::stdin())?
     } else {
         std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", file.display()))?
     };
-    serde_json::from_str(&text).map_err(|e| {
+    let not_runs = |why: String| {
+        anyhow::anyhow!(
+            "{}: not an export of runs ({why}); write one with `memctl runs --all --format records`",
+            file.display()
+        )
+    };
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
         // serde_json ends its message with the position, which leads the line here instead.
         let message = e.to_string();
         let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_string();
-        anyhow::anyhow!(
-            "{}:{}:{}: not an export of runs ({message}); write one with `memctl runs --all --format records`",
-            file.display(),
-            e.line(),
-            e.column().max(1)
-        )
-    })
+        anyhow::anyhow!("{}:{}:{}: not JSON ({message})", file.display(), e.line(), e.column().max(1))
+    })?;
+    let (runs, spec_texts) = match json {
+        serde_json::Value::Array(runs) => (runs, serde_json::Map::new()),
+        serde_json::Value::Object(mut table) => match (table.remove("runs"), table.remove("spec_texts")) {
+            (Some(serde_json::Value::Array(runs)), Some(serde_json::Value::Object(texts))) => (runs, texts),
+            _ => return Err(not_runs("an object without `runs` and `spec_texts`, which a table's data has".into())),
+        },
+        _ => return Err(not_runs("neither an array of runs nor a table's data".into())),
+    };
+    runs.into_iter()
+        .enumerate()
+        .map(|(i, mut run)| {
+            let hash = run.get("spec_hash").and_then(|h| h.as_str()).unwrap_or_default().to_string();
+            if let (Some(fields), Some(text)) = (run.as_object_mut(), spec_texts.get(&hash)) {
+                fields.entry("spec_text").or_insert_with(|| text.clone());
+            }
+            record::decode_value(run).map_err(|e| not_runs(format!("run {} of the file: {e}", i + 1)))
+        })
+        .collect()
 }
 
 /// Adds the finished runs of `records` that the store does not hold yet.

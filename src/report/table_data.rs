@@ -1,7 +1,9 @@
 //! The data behind a results table as one JSON document (`memctl results --data-dir`): the
 //! verdict and its criteria, the rows as `memctl runs --format json` prints a sheet, the
-//! trivial levels, and every run behind the rows (configuration, final metrics, curves, spec
-//! version, machine and build), without the spec text a record also keeps.
+//! trivial levels, and every run behind the rows as its whole record (configuration, final
+//! metrics, curves, spec version, machine and build), with each spec text stated once in
+//! `spec_texts` instead of in every record. `memctl import` rebuilds the runs from it, so a
+//! committed data file is enough to regenerate its table.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +14,7 @@ use super::json;
 use super::results::{Table, sheet};
 use super::selection::Selection;
 use super::verdict::{self, Outcome};
-use crate::store::{Environment, RunRecord, StoredConfig};
+use crate::store::RunRecord;
 use crate::tasks::TrivialLevel;
 
 #[derive(Serialize)]
@@ -24,7 +26,9 @@ struct TableData<'a> {
     rows: Vec<Json>,
     trivial_levels: BTreeMap<&'a str, Vec<TrivialLevel>>,
     left_out: LeftOut,
-    runs: Vec<RunData<'a>>,
+    /// Whole records, but for `spec_text` (in `spec_texts`, by the record's `spec_hash`).
+    runs: Vec<Json>,
+    spec_texts: BTreeMap<&'a str, &'a str>,
 }
 
 #[derive(Serialize)]
@@ -37,53 +41,6 @@ struct CriterionData {
 struct LeftOut {
     repeated_runs: usize,
     older_spec_versions: usize,
-}
-
-/// A run as the table used it.
-#[derive(Serialize)]
-struct RunData<'a> {
-    id: u64,
-    trial_key: &'a str,
-    spec_path: &'a str,
-    spec_hash: &'a str,
-    config: &'a StoredConfig,
-    final_metrics: &'a BTreeMap<String, f64>,
-    curves: &'a BTreeMap<String, Vec<(u64, f64)>>,
-    steps_run: u64,
-    steps_to_converge: Option<u64>,
-    epochs_to_converge: Option<f64>,
-    stop_reason: &'a str,
-    param_count: u64,
-    started_at: f64,
-    ended_at: Option<f64>,
-    wall_seconds: f64,
-    train_seconds: f64,
-    /// The device, CPUs and host, and the memctl version (the record keeps no commit).
-    environment: &'a Environment,
-}
-
-impl<'a> RunData<'a> {
-    fn of(r: &'a RunRecord) -> RunData<'a> {
-        RunData {
-            id: r.id,
-            trial_key: &r.trial_key,
-            spec_path: &r.spec_path,
-            spec_hash: &r.spec_hash,
-            config: &r.config,
-            final_metrics: &r.final_metrics,
-            curves: &r.curves,
-            steps_run: r.steps_run,
-            steps_to_converge: r.steps_to_converge,
-            epochs_to_converge: r.epochs_to_converge,
-            stop_reason: &r.stop_reason,
-            param_count: r.param_count,
-            started_at: r.started_at,
-            ended_at: r.ended_at,
-            wall_seconds: r.wall_seconds,
-            train_seconds: r.train_seconds,
-            environment: &r.environment,
-        }
-    }
 }
 
 /// The table's data as pretty-printed JSON.
@@ -110,9 +67,18 @@ pub fn render(t: &Table, selection: &Selection) -> Result<String, serde_json::Er
             repeated_runs: selection.repeats_left_out,
             older_spec_versions: selection.older_versions_left_out,
         },
-        runs: runs.into_iter().map(RunData::of).collect(),
+        runs: runs.iter().map(|r| without_spec_text(r)).collect::<Result<_, _>>()?,
+        spec_texts: runs.iter().map(|r| (r.spec_hash.as_str(), r.spec_text.as_str())).collect(),
     };
     serde_json::to_string_pretty(&data)
+}
+
+fn without_spec_text(r: &RunRecord) -> Result<Json, serde_json::Error> {
+    let mut json = serde_json::to_value(r)?;
+    if let Some(fields) = json.as_object_mut() {
+        fields.remove("spec_text");
+    }
+    Ok(json)
 }
 
 fn outcome_name(o: Outcome) -> &'static str {
@@ -154,6 +120,8 @@ mod tests {
         assert_eq!(json["runs"][0]["id"], 2);
         assert_eq!(json["runs"][0]["environment"]["device"], "cpu");
         assert!(json["runs"][0].get("spec_text").is_none());
+        assert_eq!(json["runs"][0]["status"], "done");
+        assert_eq!(json["spec_texts"]["h"], runs[1].spec_text.as_str());
         assert_eq!(json["trivial_levels"]["assocRetrieval"][0]["value"], 0.1);
     }
 

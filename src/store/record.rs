@@ -249,7 +249,11 @@ pub fn encode(record: &RunRecord) -> Result<Vec<u8>, serde_json::Error> {
 
 /// Reads a record of any version this memctl knows, as the current layout.
 pub fn decode(bytes: &[u8]) -> Result<RunRecord, DecodeError> {
-    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+    decode_value(serde_json::from_slice(bytes)?)
+}
+
+/// [`decode`] of a record already parsed as JSON (an export's element).
+pub fn decode_value(mut value: serde_json::Value) -> Result<RunRecord, DecodeError> {
     let version = value.get("record_version").and_then(serde_json::Value::as_u64).unwrap_or(1) as u32;
     if version > RECORD_VERSION {
         return Err(DecodeError::Newer(version));

@@ -457,6 +457,17 @@ tables:
         serde_json::from_str(&std::fs::read_to_string(data.join("tiny-gates.json")).unwrap()).unwrap();
     assert_eq!(table["runs"].as_array().map(Vec::len), Some(4));
     assert!(data.join("never-run.json").exists());
+
+    // The data file alone rebuilds its table: imported into an empty store, the same rows.
+    let rebuilt = dir.path().join("rebuilt");
+    ok(&memctl(&rebuilt, &["import", data.join("tiny-gates.json").to_str().unwrap()]));
+    let again = ok(&memctl(&rebuilt, &["results", yaml.to_str().unwrap()]));
+    for row in ["| 48 | true | 0.600 ± 0.141 (2) |", "| 96 | true | 0.600 (1) |", "| 96 | false | 0.250 (1) |"] {
+        assert!(md.contains(row) && again.contains(row), "{row}:\n{again}");
+    }
+    let runs = json(&memctl(&rebuilt, &["runs", "--all", "--format", "records"]));
+    assert_eq!(runs.len(), 4);
+    assert!(runs.iter().all(|r| r["spec_text"].as_str() == Some(tiny_spec().as_str())), "spec texts restored");
 }
 
 /// The identity and content of a store's runs, ids aside (an import renumbers them).
@@ -509,6 +520,6 @@ fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() 
     std::fs::write(&export, "{\"runs\": []}").unwrap();
     let bad = memctl(&into, &["import", file]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("runs.json:1:1: not an export of runs"), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("runs.json: not an export of runs (an object without `runs`"), "{}", stderr(&bad));
     assert_eq!(runs_by_identity(&into).len(), 7);
 }
