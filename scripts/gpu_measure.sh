@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The GPU figures of docs/performance.md ("On the GPU") in two device calls, with .gpu/
+# (../shared/gpu/pack.sh) carried along. Each part fits one call's 10 minutes; run both in the
+# same sitting so that memctl and PyTorch are compared on the same machine.
+#
+#   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
+#   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
+#
+# Output goes to $OUT (env.txt, doctor.txt, steps.txt, sweeps.txt, torch.txt), each line as
+# the tool printed it.
+set -uo pipefail
+out=${OUT:?OUT must name the folder whose files come back}
+[ -f .gpu/run.sh ] || { echo "no .gpu/run.sh: run ../shared/gpu/pack.sh and carry .gpu" >&2; exit 2; }
+export PYTHONUNBUFFERED=1 MEMCTL_CRASH_BACKTRACE=1
+TIMEFORMAT="wall %R s"
+m() { bash .gpu/run.sh "$@"; }
+models=("specs/examples/assoc.mem assoc_lstm" "specs/examples/nth_farthest.mem nfar_rmc"
+        "specs/examples/nam_algorithmic.mem add_lsam" "specs/examples/nam_algorithmic.mem add_namtm"
+        "specs/examples/pattern_completion.mem pc_pkm k=4")
+
+memctl_part() {
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
+  { echo "== first step from process start"; time timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 1 --warmup 0; } \
+    > "$out/first_step.txt" 2>&1
+  timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
+  {
+    for e in stm_a stm_b "stm_b batch=128"; do
+      echo "== $e replayed"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
+      echo "== $e eager"; MEMCTL_CUDA_GRAPHS=0 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 10
+    done
+    for e in stm_a stm_b; do
+      echo "== $e cpu16"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --threads 16 --iters 10 --warmup 2
+    done
+    for x in "${models[@]}"; do
+      echo "== $x cuda"; timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+      echo "== $x cpu16"; timeout 60 bash .gpu/run.sh bench $x --threads 16 --iters 10 --warmup 2
+    done
+  } > "$out/steps.txt" 2>&1
+  {
+    for j in 1 default; do
+      rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, jobs=$j"
+      flag=(); [ "$j" != default ] && flag=(--jobs "$j")
+      time timeout 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
+        seed=1..16 steps=100 --device cuda "${flag[@]}" --quiet 2>&1 | grep -v "^\[\|^✓"
+    done
+    rm -rf /tmp/quick; echo "== the quickstart on the GPU"
+    time timeout 150 bash .gpu/run.sh --store /tmp/quick sweep specs/quickstart.mem --device cuda --quiet 2>&1 | grep -v "^\["
+  } > "$out/sweeps.txt" 2>&1
+}
+
+torch_part() {
+  {
+    for cfg in "" "--d 96 --nq 8 --nr 96"; do
+      for mode in "" default reduce-overhead; do
+        echo "== stm_torch $cfg compile=${mode:-eager}"
+        time timeout 240 python3 .gpu/stm_torch.py --device cuda $cfg ${mode:+--compile $mode}
+      done
+    done
+  } > "$out/torch.txt" 2>&1
+}
+
+case "${1:-}" in
+  memctl) memctl_part ;;
+  torch) torch_part ;;
+  *) sed -n '2,10p' "$0" >&2; exit 2 ;;
+esac
+grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200
