@@ -46,7 +46,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 fn write_data(dir: &Path, report: &results::Report, runs: &[RunRecord]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let mut used = BTreeSet::new();
-    for t in &report.tables {
+    for t in report.all_tables() {
         let base = table_data::slug(&t.title);
         let name =
             (1..).map(|i| if i == 1 { base.clone() } else { format!("{base}-{i}") }).find(|n| used.insert(n.clone()));
@@ -54,6 +54,6 @@ fn write_data(dir: &Path, report: &results::Report, runs: &[RunRecord]) -> anyho
         let json = table_data::render(t, &select(runs, &t.experiments, &t.rows))?;
         std::fs::write(&path, json + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
     }
-    eprintln!("wrote {} table data files to {}", report.tables.len(), dir.display());
+    eprintln!("wrote {} table data files to {}", report.all_tables().count(), dir.display());
     Ok(())
 }
