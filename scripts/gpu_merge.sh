@@ -10,12 +10,14 @@ cd "$(dirname "$0")/.."
 files=${1:?usage: scripts/gpu_merge.sh FILES_AT}
 memctl=${MEMCTL:-target/release/memctl}
 [ -x "$memctl" ] || cargo build --release --quiet
-for f in store-gpu.tar.gz runs.json; do
-  [ -s "$files/$f" ] || { echo "$files/$f is missing or empty: the slice did not finish; nothing changed" >&2; exit 2; }
-done
+parts=("$files"/store-gpu.tar.gz.part-*)
+if [ ! -s "$files/runs.json" ] || [ ! -s "${parts[0]}" ]; then
+  echo "$files holds no runs.json or store parts: the slice did not finish; nothing changed" >&2
+  exit 2
+fi
 # Unpack beside the old store, then swap, so that a broken archive leaves store/gpu as it was.
 rm -rf store/.gpu-incoming && mkdir -p store/.gpu-incoming
-tar xzf "$files/store-gpu.tar.gz" -C store/.gpu-incoming
+cat "${parts[@]}" | tar xzf - -C store/.gpu-incoming
 rm -rf store/gpu && mv store/.gpu-incoming/store/gpu store/gpu && rm -rf store/.gpu-incoming
 "$memctl" --store "${PAPER_STORE:-store/paper}" import "$files/runs.json"
 "$memctl" --store store/gpu runs

@@ -9,10 +9,12 @@
 #   bash scripts/gpu_slice.sh 540 specs/paper/gpu/sam_table1.mem --device cuda
 #
 # The sweep is stopped as Ctrl-C stops it (SIGINT) SECONDS after it starts: running trials save
-# a checkpoint and are recorded as interrupted. Into $OUT go the store (store-gpu.tar.gz,
-# checkpoints included), its finished runs as an export for `memctl import` (runs.json), the
-# runs table (runs.txt), the sweep's log (sweep.log) and the machine (env.txt). Back on the
-# machine without a GPU, scripts/gpu_merge.sh takes them in.
+# a checkpoint and are recorded as interrupted. Into $OUT go the sweep's log with the machine and
+# the runs table (slice.log), the finished runs as an export for `memctl import` (runs.json) and
+# the store, checkpoints included, as store-gpu.tar.gz.part-aa, -ab, … (a call brings back at
+# most 8 files of 16 MiB). Back on the machine without a GPU, scripts/gpu_merge.sh takes them in.
+# The next slice carries the store again, within the call's 64 MiB with .gpu/: finished runs
+# keep no checkpoint, so what counts is the trials in flight at the slice's end (--jobs).
 set -uo pipefail
 [ $# -ge 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 [ -f .gpu/run.sh ] || { echo "no .gpu/run.sh: run ../shared/gpu/pack.sh and carry .gpu" >&2; exit 2; }
@@ -22,14 +24,16 @@ shift
 store=store/gpu
 mkdir -p "$store"
 memctl() { bash .gpu/run.sh --store "$store" "$@"; }
-{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; git rev-parse HEAD 2>/dev/null; } \
-  > "$out/env.txt" 2>&1
+log=$out/slice.log
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; echo "cores: $(nproc)"; } > "$log" 2>&1
 start=$(date +%s)
-timeout -s INT -k 60 "$seconds" bash .gpu/run.sh --store "$store" sweep "$@" --quiet > "$out/sweep.log" 2>&1
+timeout -s INT -k 60 "$seconds" bash .gpu/run.sh --store "$store" sweep "$@" --quiet >> "$log" 2>&1
 status=$?
-echo "sweep: exit $status after $(($(date +%s) - start)) s (124: stopped at the slice's end)" | tee -a "$out/sweep.log"
-tail -n 3 "$out/sweep.log"
+echo "sweep: exit $status after $(($(date +%s) - start)) s (124: stopped at the slice's end)" | tee -a "$log"
+memctl runs --all >> "$log" 2>&1
 memctl runs --all --format records > "$out/runs.json"
-memctl runs --all > "$out/runs.txt" 2>&1
-tar czf "$out/store-gpu.tar.gz" "$store"
-ls -la "$out"
+tar czf - "$store" | split -b 15M - "$out/store-gpu.tar.gz.part-"
+size=$(cat "$out"/store-gpu.tar.gz.part-* | wc -c)
+echo "store: $((size / 1048576)) MiB packed" | tee -a "$log"
+[ "$size" -lt $((50 * 1048576)) ] || echo "warning: the store will not fit the next call's 64 MiB with .gpu/; run fewer trials at once" | tee -a "$log"
+tail -n 25 "$log"
