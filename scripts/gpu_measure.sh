@@ -6,14 +6,14 @@
 #   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
 #   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
 #
-# Output goes to $OUT (env.txt, doctor.txt, steps.txt, sweeps.txt, torch.txt), each line as
-# the tool printed it.
+# Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
+# each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
+# not the expected times.
 set -uo pipefail
 out=${OUT:?OUT must name the folder whose files come back}
 [ -f .gpu/run.sh ] || { echo "no .gpu/run.sh: run ../shared/gpu/pack.sh and carry .gpu" >&2; exit 2; }
 export PYTHONUNBUFFERED=1 MEMCTL_CRASH_BACKTRACE=1
 TIMEFORMAT="wall %R s"
-m() { bash .gpu/run.sh "$@"; }
 models=("specs/examples/assoc.mem assoc_lstm" "specs/examples/nth_farthest.mem nfar_rmc"
         "specs/examples/nam_algorithmic.mem add_lsam" "specs/examples/nam_algorithmic.mem add_namtm"
         "specs/examples/pattern_completion.mem pc_pkm k=4")

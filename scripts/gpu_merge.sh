@@ -4,20 +4,28 @@
 # finished runs are imported into the paper store, each once.
 #
 #   scripts/gpu_merge.sh FILES_AT            # the device call's files_at folder
-#   MEMCTL=target/release/memctl PAPER_STORE=store/paper scripts/gpu_merge.sh FILES_AT
+#   MEMCTL=path/to/memctl PAPER_STORE=store/paper scripts/gpu_merge.sh FILES_AT
+#
+# Merge each slice once, in order: the store it brings is the newest only if no later slice
+# has been merged.
 set -euo pipefail
+files=$(cd "${1:?usage: scripts/gpu_merge.sh FILES_AT}" && pwd)
 cd "$(dirname "$0")/.."
-files=${1:?usage: scripts/gpu_merge.sh FILES_AT}
-memctl=${MEMCTL:-target/release/memctl}
-[ -x "$memctl" ] || cargo build --release --quiet
+if [ -z "${MEMCTL:-}" ]; then
+  cargo build --release --quiet
+  MEMCTL=target/release/memctl
+fi
+shopt -s nullglob
 parts=("$files"/store-gpu.tar.gz.part-*)
-if [ ! -s "$files/runs.json" ] || [ ! -s "${parts[0]}" ]; then
-  echo "$files holds no runs.json or store parts: the slice did not finish; nothing changed" >&2
+[ ${#parts[@]} -gt 0 ] || { echo "$files holds no store parts: the slice did not finish; nothing changed" >&2; exit 2; }
+if ! cat "${parts[@]}" | tar tzf - > /dev/null 2>&1; then
+  echo "$files: the store's parts do not make a whole archive (${#parts[@]} parts); nothing changed" >&2
   exit 2
 fi
-# Unpack beside the old store, then swap, so that a broken archive leaves store/gpu as it was.
+# Unpack beside the old store, then swap.
+trap 'rm -rf store/.gpu-incoming' EXIT
 rm -rf store/.gpu-incoming && mkdir -p store/.gpu-incoming
 cat "${parts[@]}" | tar xzf - -C store/.gpu-incoming
-rm -rf store/gpu && mv store/.gpu-incoming/store/gpu store/gpu && rm -rf store/.gpu-incoming
-"$memctl" --store "${PAPER_STORE:-store/paper}" import "$files/runs.json"
-"$memctl" --store store/gpu runs
+rm -rf store/gpu && mv store/.gpu-incoming/store/gpu store/gpu
+"$MEMCTL" --store store/gpu runs --all --format records | "$MEMCTL" --store "${PAPER_STORE:-store/paper}" import -
+"$MEMCTL" --store store/gpu runs

@@ -3,11 +3,17 @@
 //! behind a results table (`memctl results --data-dir`, e.g. `docs/results/*.json`).
 //!
 //! What moves between stores is a run's whole record: configuration, curves, metrics, spec
-//! text, environment. Each imported run gets a fresh id here. A run counts as already present
-//! when this store holds a run of the same trial that started at the same moment, so importing
-//! a file twice, or two exports that overlap, adds each run once. Only finished runs (`done`,
-//! `failed`) move: a running or interrupted run belongs to the store that can resume it
-//! from its checkpoint.
+//! text, environment. Each imported run gets a fresh id here, in the order the runs started,
+//! because the newest id is a trial's latest run (what sweeps skip on and tables show). A run
+//! counts as already present when this store holds a run of the same trial that started at the
+//! same moment, so importing a file twice, or two exports that overlap, adds each run once.
+//!
+//! An import never changes which run of a trial is latest here for the worse, so it leaves out:
+//! - running and interrupted runs: they belong to the store that can resume them from their
+//!   checkpoints;
+//! - runs of a trial that is running or interrupted here (the local run resumes);
+//! - runs older than the trial's latest run here;
+//! - a failed run of a trial done here.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -33,9 +39,31 @@ pub struct Imported {
     pub present: usize,
     /// Running or interrupted runs.
     pub unfinished: usize,
-    /// Failed runs of trials whose latest run here is done (imported, the failure would
-    /// become the trial's latest run and a sweep would treat the trial as failed).
+    /// Runs of trials running or interrupted here.
+    pub in_progress_here: usize,
+    /// Runs older than their trial's latest run here, and failed runs of trials done here.
     pub superseded: usize,
+}
+
+/// Why a run is not imported, as decided against the trial's latest run here.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    Present,
+    InProgressHere,
+    Superseded,
+}
+
+fn skip(run: (Status, f64), latest: &RunRecord) -> Option<Skip> {
+    let (status, started_at) = run;
+    if latest.started_at.to_bits() == started_at.to_bits() {
+        Some(Skip::Present)
+    } else if matches!(latest.status, Status::Running | Status::Interrupted) {
+        Some(Skip::InProgressHere)
+    } else if started_at < latest.started_at || (status == Status::Failed && latest.status == Status::Done) {
+        Some(Skip::Superseded)
+    } else {
+        None
+    }
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
@@ -48,7 +76,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     for (file, records) in exports {
         let n = import(&store, records)?;
         eprintln!(
-            "{}: {} imported, {} already in the store{}{}",
+            "{}: {} imported, {} already in the store{}{}{}",
             file.display(),
             n.added,
             n.present,
@@ -56,9 +84,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                 0 => String::new(),
                 k => format!(", {k} unfinished (not imported: they resume in the store that ran them)"),
             },
+            match n.in_progress_here {
+                0 => String::new(),
+                k => format!(", {k} of trials running or interrupted here (not imported)"),
+            },
             match n.superseded {
                 0 => String::new(),
-                k => format!(", {k} failed runs of trials done here (not imported)"),
+                k => format!(
+                    ", {k} older than their trial's latest run here or failing a trial done here (not imported)"
+                ),
             }
         );
     }
@@ -91,6 +125,13 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
         serde_json::Value::Array(runs) => (runs, serde_json::Map::new()),
         serde_json::Value::Object(mut table) => match (table.remove("runs"), table.remove("spec_texts")) {
             (Some(serde_json::Value::Array(runs)), Some(serde_json::Value::Object(texts))) => (runs, texts),
+            (Some(serde_json::Value::Array(_)), None) => {
+                anyhow::bail!(
+                    "{}: a table's data without `spec_texts` (written before memctl kept them), so its runs \
+                     cannot be rebuilt; regenerate it with `memctl results --data-dir` from the store that has them",
+                    file.display()
+                )
+            }
             _ => return Err(not_runs("an object without `runs` and `spec_texts`, which a table's data has".into())),
         },
         _ => return Err(not_runs("neither an array of runs nor a table's data".into())),
@@ -102,15 +143,20 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
             if let (Some(fields), Some(text)) = (run.as_object_mut(), spec_texts.get(&hash)) {
                 fields.entry("spec_text").or_insert_with(|| text.clone());
             }
-            record::decode_value(run).map_err(|e| not_runs(format!("run {} of the file: {e}", i + 1)))
+            record::decode_value(run).map_err(|e| match e {
+                // An export, but of a later layout: the remedy is a newer memctl, not a new file.
+                record::DecodeError::Newer(_) => anyhow::anyhow!("{}: run {}: {e}", file.display(), i + 1),
+                e => not_runs(format!("run {}: {e}", i + 1)),
+            })
         })
         .collect()
 }
 
-/// Adds the finished runs of `records` that the store does not hold yet.
-pub fn import(store: &Store, records: Vec<RunRecord>) -> anyhow::Result<Imported> {
+/// Adds the finished runs of `records` that the store does not hold yet, oldest first.
+pub fn import(store: &Store, mut records: Vec<RunRecord>) -> anyhow::Result<Imported> {
     let mut held: HashSet<(String, u64)> =
         store.summaries()?.into_iter().map(|s| (s.trial_key, s.started_at.to_bits())).collect();
+    records.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
     let mut n = Imported::default();
     for record in records {
         if !matches!(record.status, Status::Done | Status::Failed) {
@@ -122,22 +168,21 @@ pub fn import(store: &Store, records: Vec<RunRecord>) -> anyhow::Result<Imported
             n.present += 1;
             continue;
         }
-        // Decided again inside the store's session, against a concurrent import or sweep.
-        let (failed, started_at) = (record.status == Status::Failed, record.started_at.to_bits());
-        let mut superseded = false;
+        // Decided inside the store's session, against a concurrent import or sweep.
+        let run = (record.status, record.started_at);
+        let mut skipped = None;
         let added = store.import(record, |latest| {
-            latest.is_some_and(|l| {
-                superseded = failed && l.status == Status::Done;
-                superseded || l.started_at.to_bits() == started_at
-            })
+            skipped = latest.and_then(|l| skip(run, l));
+            skipped.is_some()
         })?;
-        match (added, superseded) {
-            (true, _) => {
+        match skipped {
+            _ if added => {
                 held.insert(identity);
                 n.added += 1;
             }
-            (false, true) => n.superseded += 1,
-            (false, false) => n.present += 1,
+            Some(Skip::InProgressHere) => n.in_progress_here += 1,
+            Some(Skip::Superseded) => n.superseded += 1,
+            Some(Skip::Present) | None => n.present += 1,
         }
     }
     Ok(n)

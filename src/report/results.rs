@@ -137,12 +137,17 @@ pub enum DescriptionError {
     Criterion { table: String, index: usize, error: CriterionError },
     #[error("table \"{table}\": a paper figure for `{metric}` has neither a value nor a label")]
     EmptyFigure { table: String, metric: String },
+    #[error("the description has no tables (`tables`, or `sections` with tables)")]
+    NoTables,
 }
 
 /// Reads and checks a description: YAML that does not fit, and criteria that name rows,
 /// metrics or paper figures the table does not have, are errors here, before any run is read.
 pub fn load(text: &str) -> Result<Report, DescriptionError> {
     let report: Report = serde_saphyr::from_str(text).map_err(|e| DescriptionError::Yaml(e.to_string()))?;
+    if report.all_tables().next().is_none() {
+        return Err(DescriptionError::NoTables);
+    }
     for t in report.all_tables() {
         for (metric, f) in t.paper.iter().flat_map(|p| &p.figures) {
             if f.value.is_none() && f.label.is_none() {
@@ -530,5 +535,6 @@ tables:
             "table \"T\", criterion 1: compares with the paper, but no paper row for {d: 8} gives a number for `accuracy`"
         );
         assert!(load("title: R\ntables: []\nverdict: x\n").unwrap_err().to_string().contains("verdict"));
+        assert_eq!(load("title: R\n").unwrap_err().to_string(), DescriptionError::NoTables.to_string());
     }
 }

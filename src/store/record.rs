@@ -239,6 +239,8 @@ pub enum DecodeError {
     Json(#[from] serde_json::Error),
     #[error("record version {0} is newer than this memctl reads ({RECORD_VERSION}); update memctl")]
     Newer(u32),
+    #[error("record_version is {0}, not a layout version")]
+    BadVersion(String),
     #[error("version {version} record: {reason}")]
     Migration { version: u32, reason: String },
 }
@@ -254,7 +256,14 @@ pub fn decode(bytes: &[u8]) -> Result<RunRecord, DecodeError> {
 
 /// [`decode`] of a record already parsed as JSON (an export's element).
 pub fn decode_value(mut value: serde_json::Value) -> Result<RunRecord, DecodeError> {
-    let version = value.get("record_version").and_then(serde_json::Value::as_u64).unwrap_or(1) as u32;
+    // Version 1 wrote no version; any other value must be a whole number.
+    let version = match value.get("record_version") {
+        None => 1,
+        Some(v) => match v.as_u64().and_then(|v| u32::try_from(v).ok()) {
+            Some(version) => version,
+            None => return Err(DecodeError::BadVersion(v.to_string())),
+        },
+    };
     if version > RECORD_VERSION {
         return Err(DecodeError::Newer(version));
     }

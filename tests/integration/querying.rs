@@ -486,40 +486,76 @@ fn runs_by_identity(store: &Path) -> Vec<(String, f64, serde_json::Value)> {
 #[test]
 fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() {
     let (dir, from) = filled();
+    // Trial 1 ran again later, better: the rerun is its latest run, wherever the runs go.
+    let mut rerun = open(&from).get(1).unwrap();
+    (rerun.id, rerun.started_at) = (8, rerun.started_at + 10.0 * 86_400.0);
+    rerun.final_metrics.insert("accuracy".into(), 0.95);
+    open(&from).put(&rerun).unwrap();
     let export = dir.path().join("runs.json");
     std::fs::write(&export, ok(&memctl(&from, &["runs", "--all", "--format", "records"]))).unwrap();
     let into = dir.path().join("other");
     let file = export.to_str().unwrap();
-
-    // Seven finished runs (six done, one failed) arrive whole, curves and spec text included.
+    // Each trial's latest run (what sweeps skip on): its start and accuracy.
+    let latest = |store: &Path| -> Vec<(String, f64, f64)> {
+        let s = open(store);
+        let keys: std::collections::BTreeSet<String> = s.all().unwrap().into_iter().map(|r| r.trial_key).collect();
+        keys.into_iter()
+            .map(|k| {
+                let r = s.latest_of_trial(&k).unwrap().unwrap();
+                (k, r.started_at, r.final_metrics.get("accuracy").copied().unwrap_or(-1.0))
+            })
+            .collect()
+    };
+    // Eight finished runs (seven done, one failed) arrive whole, curves and spec text included,
+    // in the order they started, so each trial's latest run is the same as in the store they left.
     let first = memctl(&into, &["import", file]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
-    assert!(stderr(&first).contains("7 imported, 0 already in the store"), "{}", stderr(&first));
+    assert!(stderr(&first).contains("8 imported, 0 already in the store"), "{}", stderr(&first));
     assert_eq!(runs_by_identity(&into), runs_by_identity(&from));
+    assert_eq!(latest(&into), latest(&from));
+    assert!(latest(&into).iter().any(|(k, _, a)| k == "trial1" && *a == 0.95), "{:?}", latest(&into));
     let again = memctl(&into, &["import", file]);
-    assert!(stderr(&again).contains("0 imported, 7 already in the store"), "{}", stderr(&again));
+    assert!(stderr(&again).contains("0 imported, 8 already in the store"), "{}", stderr(&again));
 
-    // A running run stays with its store; a failed run of a trial done here does not replace it.
-    let mut records: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
-    let done = records.iter().find(|r| r["status"] == "done").unwrap().clone();
-    let mut failed_rerun = done.clone();
+    // Left out: a running run (it resumes where it ran), a failure of a trial done here, a run
+    // older than its trial's latest run here, and a run of a trial interrupted here.
+    let records: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(&export).unwrap()).unwrap();
+    let of = |key: &str| records.iter().find(|r| r["trial_key"] == key && r["status"] == "done").unwrap().clone();
+    let mut failed_rerun = of("trial2");
     failed_rerun["status"] = "failed".into();
-    failed_rerun["started_at"] = (done["started_at"].as_f64().unwrap() + 1.0).into();
-    let mut running = records[0].clone();
+    failed_rerun["started_at"] = (failed_rerun["started_at"].as_f64().unwrap() + 1.0).into();
+    let mut running = of("trial3");
     running["trial_key"] = "elsewhere".into();
     running["status"] = "running".into();
-    records = vec![failed_rerun, running];
-    std::fs::write(&export, serde_json::to_string(&records).unwrap()).unwrap();
-    let partial = memctl(&into, &["import", file]);
+    let mut older = of("trial4");
+    older["started_at"] = (older["started_at"].as_f64().unwrap() - 1.0).into();
+    let mut interrupted_here = open(&into).latest_of_trial("trial5").unwrap().unwrap();
+    (interrupted_here.id, interrupted_here.status) = (20, memctl::store::Status::Interrupted);
+    interrupted_here.started_at += 1.0;
+    open(&into).put(&interrupted_here).unwrap();
+    let mut newer_of_interrupted = of("trial5");
+    newer_of_interrupted["started_at"] = (interrupted_here.started_at + 1.0).into();
+    let partial_file = dir.path().join("partial.json");
+    std::fs::write(
+        &partial_file,
+        serde_json::to_string(&[failed_rerun, running, older, newer_of_interrupted]).unwrap(),
+    )
+    .unwrap();
+    let partial = memctl(&into, &["import", partial_file.to_str().unwrap()]);
     let err = stderr(&partial);
     assert!(err.contains("0 imported, 0 already in the store"), "{err}");
-    assert!(err.contains("1 unfinished (not imported") && err.contains("1 failed runs of trials done here"), "{err}");
-    assert_eq!(runs_by_identity(&into).len(), 7);
+    assert!(err.contains("1 unfinished (not imported"), "{err}");
+    assert!(err.contains("1 of trials running or interrupted here"), "{err}");
+    assert!(err.contains("2 older than their trial's latest run here or failing a trial done here"), "{err}");
+    assert_eq!(runs_by_identity(&into).len(), 9);
 
     // Something else is refused with where it went wrong, and changes nothing.
-    std::fs::write(&export, "{\"runs\": []}").unwrap();
+    std::fs::write(&export, "{\"rows\": []}").unwrap();
     let bad = memctl(&into, &["import", file]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("runs.json: not an export of runs (an object without `runs`"), "{}", stderr(&bad));
-    assert_eq!(runs_by_identity(&into).len(), 7);
+    std::fs::write(&export, "[{\"record_version\": 99}]").unwrap();
+    let newer = stderr(&memctl(&into, &["import", file]));
+    assert!(newer.contains("runs.json: run 1: record version 99 is newer") && !newer.contains("write one"), "{newer}");
+    assert_eq!(runs_by_identity(&into).len(), 9);
 }
