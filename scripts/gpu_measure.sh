@@ -23,6 +23,8 @@ memctl_part() {
   { echo "== first step from process start"; time timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 1 --warmup 0; } \
     > "$out/first_step.txt" 2>&1
   timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
+  # The fused LSTM cell (kernels/lstm_cell_op.rs) is opt-in until this check passes with it.
+  { echo "== MEMCTL_CUDA_FUSED=1"; MEMCTL_CUDA_FUSED=1 timeout 120 bash .gpu/run.sh doctor --check; } >> "$out/doctor.txt" 2>&1
   {
     for e in stm_a stm_b "stm_b batch=128"; do
       echo "== $e replayed"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
@@ -31,6 +33,7 @@ memctl_part() {
     for e in stm_a stm_b; do
       echo "== $e cpu16"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --threads 16 --iters 10 --warmup 2
     done
+    echo "== assoc_lstm cuda fused"; MEMCTL_CUDA_FUSED=1 timeout 60 bash .gpu/run.sh bench specs/examples/assoc.mem assoc_lstm --device cuda --iters 20
     for x in "${models[@]}"; do
       echo "== $x cuda"; timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
       echo "== $x cpu16"; timeout 60 bash .gpu/run.sh bench $x --threads 16 --iters 10 --warmup 2

@@ -4,6 +4,8 @@
 //! CPU machinery of the manual backward passes (`prims::backward`), used by training.
 
 pub mod broadcast;
+#[cfg(feature = "cuda")]
+mod cuda_kernels;
 pub mod dense;
 pub mod elementwise;
 pub mod gemm;
@@ -12,6 +14,7 @@ pub mod kanerva;
 pub mod kanerva_manual;
 pub mod layer_norm;
 pub mod lstm;
+pub mod lstm_cell_op;
 pub mod nam;
 pub mod nam_manual;
 pub mod opa;

@@ -9,7 +9,7 @@ use super::define::primitive;
 use super::*;
 use crate::kernels::dense::{Transposed, dense, forward_slices};
 use crate::kernels::lstm::{lstm_backward, lstm_forward};
-use crate::kernels::{real::Real, view};
+use crate::kernels::{lstm_cell_op, real::Real, view};
 
 primitive! {
     LstmCell = "lstmCell",
@@ -66,6 +66,11 @@ impl Op for LstmOp {
             recurrent.weight.of(params),
             Some(recurrent.bias.of(params)),
         )?)?;
+        if lstm_cell_op::used_for(&gates) {
+            // One kernel each for c' and h', forward and backward (kernels::lstm_cell_op).
+            let (c_next, h_next) = lstm_cell_op::cell(&gates, c)?;
+            return Ok(vec![c_next, h_next]);
+        }
         let gate = |i: usize| gates.narrow(D::Minus1, i * n, *n);
         let (i, f, g, o) = (gate(0)?, gate(1)?, gate(2)?, gate(3)?);
         let sig = candle_nn::ops::sigmoid;

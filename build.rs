@@ -1,0 +1,38 @@
+//! With the `cuda` feature: memctl's own CUDA kernels (`src/kernels/cuda/*.cu`) compiled to
+//! PTX with the toolkit's `nvcc`, as candle's kernels are, and embedded in the binary. PTX for
+//! compute capability `CUDA_COMPUTE_CAP` (default 80) is compiled again by the driver for the
+//! GPU it meets, so one build serves the A100, the H100 and later. The default build needs
+//! no CUDA toolkit and does nothing here.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const KERNELS: &[&str] = &["lstm_cell"];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
+        return;
+    }
+    let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let nvcc = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(|home| PathBuf::from(home).join("bin").join("nvcc"))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("nvcc"));
+    let cap = std::env::var("CUDA_COMPUTE_CAP").ok().and_then(|c| c.parse::<u32>().ok()).unwrap_or(80).min(90);
+    for name in KERNELS {
+        let src = format!("src/kernels/cuda/{name}.cu");
+        println!("cargo:rerun-if-changed={src}");
+        let ptx = out.join(format!("{name}.ptx"));
+        let status = Command::new(&nvcc)
+            .args(["--ptx", "-O3", &format!("-arch=compute_{cap}"), "-o"])
+            .arg(&ptx)
+            .arg(&src)
+            .status()
+            .unwrap_or_else(|e| panic!("cannot run {} to build {src}: {e}; set CUDA_HOME", nvcc.display()));
+        assert!(status.success(), "{} failed on {src}", nvcc.display());
+    }
+}

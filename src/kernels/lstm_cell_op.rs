@@ -1,0 +1,259 @@
+//! `lstmCell`'s element-wise half as two candle ops with their own backward, for the
+//! device-generic path (candle's autograd: the GPU, and evaluation on the CPU):
+//!
+//! - `state`: `(pre, c) → c' = σ(f) ⊙ c + σ(i) ⊙ tanh(g)`;
+//! - `out`: `(pre, c') → h' = σ(o) ⊙ tanh(c')`,
+//!
+//! where `pre` is `[batch, 4·hidden]`, the gates' pre-activations per example as `[i, f, g, o]`.
+//! Each is one kernel forward and one backward, where the same cell as candle ops is about a
+//! dozen forward and three times as many backward, each gradient starting as zeros. The
+//! backward of each writes `[d pre | d c]` (`[batch, 5·hidden]`, the other half's gates zero).
+//! The formulas are `kernels::lstm`'s (the tape's manual backward), written per element.
+//!
+//! On the CPU these run everywhere the candle path does. On CUDA (`cuda_kernels.rs`,
+//! `src/kernels/cuda/lstm_cell.cu`) they run when `MEMCTL_CUDA_FUSED=1`: until `memctl doctor
+//! --check` has passed with them on the H100, the default stays candle's own kernels.
+
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+
+use super::real::Real;
+
+/// Which half of the cell an op computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Half {
+    /// `c'` from `(pre, c)`.
+    State,
+    /// `h'` from `(pre, c')`.
+    Out,
+}
+
+impl Half {
+    pub fn kernel(self, backward: bool) -> &'static str {
+        match (self, backward) {
+            (Half::State, false) => "lstm_state_fwd",
+            (Half::Out, false) => "lstm_out_fwd",
+            (Half::State, true) => "lstm_state_bwd",
+            (Half::Out, true) => "lstm_out_bwd",
+        }
+    }
+}
+
+/// `(c', h')` of the cell from its pre-activations `pre` (`[batch, 4·hidden]`) and old cell
+/// `c` (`[batch, hidden]`, or `[hidden]` shared by the batch).
+pub fn cell(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
+    let (batch, gates) = pre.dims2()?;
+    let c = c.broadcast_as((batch, gates / 4))?.contiguous()?;
+    let pre = pre.contiguous()?;
+    let c_next = pre.apply_op2(&c, Forward(Half::State))?;
+    let h_next = pre.apply_op2(&c_next, Forward(Half::Out))?;
+    Ok((c_next, h_next))
+}
+
+/// Whether the candle path uses these ops for `pre`: on the CPU always; on CUDA (f32 only)
+/// when `MEMCTL_CUDA_FUSED=1`.
+pub fn used_for(pre: &Tensor) -> bool {
+    match pre.device() {
+        candle_core::Device::Cpu => true,
+        _ => pre.dtype() == candle_core::DType::F32 && std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1"),
+    }
+}
+
+/// The forward op of one half.
+struct Forward(Half);
+
+/// The backward op of one half: `(pre, c or c', g) → [d pre | d c]`.
+struct Backward(Half);
+
+/// `(batch, hidden)` of a `pre` and a `[batch, hidden]` operand, both contiguous.
+pub fn shape_of(pre: &Layout, other: &Layout) -> Result<(usize, usize)> {
+    let (&[batch, gates], &[b, hidden]) = (pre.dims(), other.dims()) else {
+        bail!(
+            "lstmCell's fused op takes [batch, 4·hidden] and [batch, hidden], got {:?} and {:?}",
+            pre.dims(),
+            other.dims()
+        )
+    };
+    if b != batch || gates != 4 * hidden {
+        bail!("lstmCell's fused op: gates {:?} do not fit a cell of {:?}", pre.dims(), other.dims());
+    }
+    if !pre.is_contiguous() || !other.is_contiguous() {
+        bail!("lstmCell's fused op takes contiguous operands");
+    }
+    Ok((batch, hidden))
+}
+
+/// One operand's elements, by its layout's offsets.
+fn slice<'a, T: Real>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    let Some(all) = T::as_slice(s) else { bail!("lstmCell's fused op: {:?} operands", s.dtype()) };
+    Ok(&all[l.start_offset()..l.start_offset() + l.shape().elem_count()])
+}
+
+fn forward_slices<T: Real>(half: Half, pre: &[T], c: &[T], hidden: usize) -> Vec<T> {
+    let mut out = Vec::with_capacity(c.len());
+    for (k, &c) in c.iter().enumerate() {
+        let (p, j) = (&pre[k / hidden * 4 * hidden..][..4 * hidden], k % hidden);
+        out.push(match half {
+            Half::State => p[hidden + j].sigmoid() * c + p[j].sigmoid() * p[2 * hidden + j].tanh(),
+            Half::Out => p[3 * hidden + j].sigmoid() * c.tanh(),
+        });
+    }
+    out
+}
+
+fn backward_slices<T: Real>(half: Half, pre: &[T], c: &[T], g: &[T], hidden: usize) -> Vec<T> {
+    let (zero, one) = (T::zero(), T::one());
+    let mut out = vec![zero; c.len() / hidden * 5 * hidden];
+    for (k, (&c, &g)) in c.iter().zip(g).enumerate() {
+        let (p, j) = (&pre[k / hidden * 4 * hidden..][..4 * hidden], k % hidden);
+        let o = &mut out[k / hidden * 5 * hidden..][..5 * hidden];
+        match half {
+            Half::State => {
+                let (i, f, t) = (p[j].sigmoid(), p[hidden + j].sigmoid(), p[2 * hidden + j].tanh());
+                o[j] = g * t * i * (one - i);
+                o[hidden + j] = g * c * f * (one - f);
+                o[2 * hidden + j] = g * i * (one - t * t);
+                o[4 * hidden + j] = g * f;
+            }
+            Half::Out => {
+                let (og, t) = (p[3 * hidden + j].sigmoid(), c.tanh());
+                o[3 * hidden + j] = g * t * og * (one - og);
+                o[4 * hidden + j] = g * og * (one - t * t);
+            }
+        }
+    }
+    out
+}
+
+impl CustomOp2 for Forward {
+    fn name(&self) -> &'static str {
+        self.0.kernel(false)
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2)?;
+        let out = match s1 {
+            CpuStorage::F32(_) => CpuStorage::F32(forward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, hidden)),
+            CpuStorage::F64(_) => CpuStorage::F64(forward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, hidden)),
+            other => bail!("lstmCell's fused op: {:?} operands", other.dtype()),
+        };
+        Ok((out, Shape::from((batch, hidden))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2)?;
+        let out = super::cuda_kernels::lstm_cell(self.0.kernel(false), &[(s1, l1), (s2, l2)], batch, hidden, hidden)?;
+        Ok((out, Shape::from((batch, hidden))))
+    }
+
+    fn bwd(&self, pre: &Tensor, c: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let hidden = c.dim(1)?;
+        let both = pre.apply_op3_no_bwd(c, &grad.contiguous()?, &Backward(self.0))?;
+        Ok((Some(both.narrow(1, 0, 4 * hidden)?), Some(both.narrow(1, 4 * hidden, hidden)?)))
+    }
+}
+
+impl CustomOp3 for Backward {
+    fn name(&self) -> &'static str {
+        self.0.kernel(true)
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2)?;
+        shape_of(l1, l3)?;
+        let out = match s1 {
+            CpuStorage::F32(_) => {
+                CpuStorage::F32(backward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?, hidden))
+            }
+            CpuStorage::F64(_) => {
+                CpuStorage::F64(backward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?, hidden))
+            }
+            other => bail!("lstmCell's fused op: {:?} operands", other.dtype()),
+        };
+        Ok((out, Shape::from((batch, 5 * hidden))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &candle_core::CudaStorage,
+        l1: &Layout,
+        s2: &candle_core::CudaStorage,
+        l2: &Layout,
+        s3: &candle_core::CudaStorage,
+        l3: &Layout,
+    ) -> Result<(candle_core::CudaStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2)?;
+        shape_of(l1, l3)?;
+        let kernel = self.0.kernel(true);
+        let out = super::cuda_kernels::lstm_cell(kernel, &[(s1, l1), (s2, l2), (s3, l3)], batch, hidden, 5 * hidden)?;
+        Ok((out, Shape::from((batch, 5 * hidden))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{D, DType, Device, Var};
+
+    use super::*;
+
+    /// The cell as plain candle ops, differentiated by candle's autograd.
+    fn reference(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
+        let n = c.dim(1)?;
+        let gate = |i: usize| pre.narrow(D::Minus1, i * n, n);
+        let sig = |t: Tensor| candle_nn::ops::sigmoid(&t);
+        let c_next = sig(gate(1)?)?.mul(c)?.add(&sig(gate(0)?)?.mul(&gate(2)?.tanh()?)?)?;
+        let h_next = sig(gate(3)?)?.mul(&c_next.tanh()?)?;
+        Ok((c_next, h_next))
+    }
+
+    #[test]
+    fn the_fused_cell_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        let dev = Device::Cpu;
+        let pre = Var::from_tensor(&(Tensor::randn(0.0, 1.5, (3, 8), &dev)?.to_dtype(DType::F64)?))?;
+        let c = Var::from_tensor(&(Tensor::randn(0.0, 1.0, (3, 2), &dev)?.to_dtype(DType::F64)?))?;
+        // A loss that weighs c' and h' differently, so that both backward halves count.
+        let weights = |t: &Tensor| Tensor::randn(0.0, 1.0, t.dims(), &dev)?.to_dtype(DType::F64);
+        let (wc, wh) = (weights(c.as_tensor())?, weights(c.as_tensor())?);
+        let loss = |(cn, hn): (Tensor, Tensor)| cn.mul(&wc)?.sum_all()?.add(&hn.mul(&wh)?.sum_all()?);
+        let (fused, plain) = (cell(&pre, &c)?, reference(&pre, &c)?);
+        for (a, b) in [(&fused.0, &plain.0), (&fused.1, &plain.1)] {
+            let diff = a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()?;
+            assert!(diff < 1e-12, "forward differs by {diff}");
+        }
+        let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
+        for v in [&pre, &c] {
+            let (a, b) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
+            let diff = a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()?;
+            assert!(diff < 1e-12, "gradient differs by {diff}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_cell_shared_by_the_batch_broadcasts_and_a_misfit_is_an_error() -> Result<()> {
+        let dev = Device::Cpu;
+        let pre = Tensor::randn(0f32, 1.0, (2, 12), &dev)?;
+        let c = Tensor::randn(0f32, 1.0, 3, &dev)?;
+        let (shared, _) = cell(&pre, &c)?;
+        let (each, _) = cell(&pre, &c.unsqueeze(0)?.repeat((2, 1))?)?;
+        assert_eq!(shared.to_vec2::<f32>()?, each.to_vec2::<f32>()?);
+        assert!(cell(&pre, &Tensor::zeros((2, 4), DType::F32, &dev)?).is_err());
+        Ok(())
+    }
+}
