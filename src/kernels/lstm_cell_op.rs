@@ -18,6 +18,8 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
 use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
 
 /// Which half of the cell an op computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,16 +143,8 @@ impl CustomOp2 for Forward {
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &candle_core::CudaStorage,
-        l1: &Layout,
-        s2: &candle_core::CudaStorage,
-        l2: &Layout,
-    ) -> Result<(candle_core::CudaStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2)?;
-        let out = super::cuda_kernels::lstm_cell(self.0.kernel(false), &[(s1, l1), (s2, l2)], batch, hidden, hidden)?;
-        Ok((out, Shape::from((batch, hidden))))
+    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
+        launch(self.0.kernel(false), &[(s1, l1), (s2, l2)], 1)
     }
 
     fn bwd(&self, pre: &Tensor, c: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
@@ -191,19 +185,29 @@ impl CustomOp3 for Backward {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(
         &self,
-        s1: &candle_core::CudaStorage,
+        s1: &CudaStorage,
         l1: &Layout,
-        s2: &candle_core::CudaStorage,
+        s2: &CudaStorage,
         l2: &Layout,
-        s3: &candle_core::CudaStorage,
+        s3: &CudaStorage,
         l3: &Layout,
-    ) -> Result<(candle_core::CudaStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2)?;
-        shape_of(l1, l3)?;
-        let kernel = self.0.kernel(true);
-        let out = super::cuda_kernels::lstm_cell(kernel, &[(s1, l1), (s2, l2), (s3, l3)], batch, hidden, 5 * hidden)?;
-        Ok((out, Shape::from((batch, 5 * hidden))))
+    ) -> Result<(CudaStorage, Shape)> {
+        launch(self.0.kernel(true), &[(s1, l1), (s2, l2), (s3, l3)], 5)
     }
+}
+
+/// Runs `kernel` on the operands (`pre`, then `[batch, hidden]` ones): an output of
+/// `[batch, per_unit · hidden]`.
+#[cfg(feature = "cuda")]
+fn launch(kernel: &str, operands: &[(&CudaStorage, &Layout)], per_unit: usize) -> Result<(CudaStorage, Shape)> {
+    let Some((&(_, pre), rest)) = operands.split_first() else { bail!("{kernel}: no operands") };
+    let mut shape = (0, 0);
+    for (_, l) in rest {
+        shape = shape_of(pre, l)?;
+    }
+    let (batch, hidden) = shape;
+    let out = super::cuda_kernels::lstm_cell(kernel, operands, batch, hidden, per_unit * hidden)?;
+    Ok((out, Shape::from((batch, per_unit * hidden))))
 }
 
 #[cfg(test)]
