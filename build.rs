@@ -11,9 +11,13 @@ const KERNELS: &[&str] = &["lstm_cell"];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");
     if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
         return;
+    }
+    // Another toolkit writes another PTX version (a newer one than the driver knows fails to
+    // load), so a change of toolkit rebuilds the kernels.
+    for var in ["CUDA_COMPUTE_CAP", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "PATH"] {
+        println!("cargo:rerun-if-env-changed={var}");
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let nvcc = ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"]
@@ -22,7 +26,12 @@ fn main() {
         .map(|home| PathBuf::from(home).join("bin").join("nvcc"))
         .find(|p| p.exists())
         .unwrap_or_else(|| PathBuf::from("nvcc"));
-    let cap = std::env::var("CUDA_COMPUTE_CAP").ok().and_then(|c| c.parse::<u32>().ok()).unwrap_or(80).min(90);
+    // "90a" (an arch-specific target) is compute capability 90 for PTX.
+    let cap = std::env::var("CUDA_COMPUTE_CAP")
+        .ok()
+        .and_then(|c| c.trim_end_matches(char::is_alphabetic).replace('.', "").parse::<u32>().ok())
+        .unwrap_or(80)
+        .min(90);
     for name in KERNELS {
         let src = format!("src/kernels/cuda/{name}.cu");
         println!("cargo:rerun-if-changed={src}");

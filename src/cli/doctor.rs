@@ -99,6 +99,14 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             }
         }
     }
+    if matches!(device, candle_core::Device::Cuda(_)) {
+        // Whether memctl's own kernels were part of the check (they are opt-in, see
+        // kernels::lstm_cell_op), so that a pass says what it covered.
+        match crate::kernels::lstm_cell_op::device_launches() {
+            0 => println!("  memctl's fused kernels: not used (MEMCTL_CUDA_FUSED=1 checks them)"),
+            n => println!("  memctl's fused kernels: used ({n} launches outside replays)"),
+        }
+    }
     println!("check: {}", if code == 0 { "passed" } else { "FAILED" });
     Ok(code)
 }

@@ -25,13 +25,17 @@ pub fn lstm_cell(
             Ok(s.as_cuda_slice::<f32>()?.slice(start..start + l.shape().elem_count()))
         })
         .collect::<Result<Vec<_>>>()?;
-    let func = dev.get_or_load_custom_func(kernel, "memctl_lstm_cell", LSTM_CELL_PTX)?;
+    // The kernels index with C ints: the thread count must fit one.
+    let (Ok(threads), Ok(b), Ok(h)) = (i32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
+    else {
+        candle_core::bail!("{kernel}: {batch} × {hidden} elements are more than the kernel indexes")
+    };
     // SAFETY: the kernel writes every element of the output.
     let out = unsafe { dev.alloc::<f32>(batch * width)? };
-    let (b, h) = (
-        i32::try_from(batch).map_err(candle_core::Error::wrap)?,
-        i32::try_from(hidden).map_err(candle_core::Error::wrap)?,
-    );
+    if threads == 0 {
+        return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+    }
+    let func = dev.get_or_load_custom_func(kernel, "memctl_lstm_cell", LSTM_CELL_PTX)?;
     let mut builder = func.builder();
     for v in &views {
         builder.arg(v);
@@ -41,6 +45,6 @@ pub fn lstm_cell(
     builder.arg(&h);
     // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
     // this order, and guard the threads past batch · hidden.
-    unsafe { builder.launch(LaunchConfig::for_num_elems((batch * hidden) as u32)) }.w()?;
+    unsafe { builder.launch(LaunchConfig::for_num_elems(threads as u32)) }.w()?;
     Ok(CudaStorage::wrap_cuda_slice(out, dev))
 }

@@ -53,12 +53,23 @@ pub fn cell(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
 }
 
 /// Whether the candle path uses these ops for `pre`: on the CPU always; on CUDA (f32 only)
-/// when `MEMCTL_CUDA_FUSED=1`.
+/// when `MEMCTL_CUDA_FUSED=1`; never on other devices.
 pub fn used_for(pre: &Tensor) -> bool {
     match pre.device() {
         candle_core::Device::Cpu => true,
-        _ => pre.dtype() == candle_core::DType::F32 && std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1"),
+        candle_core::Device::Cuda(_) => {
+            pre.dtype() == candle_core::DType::F32 && std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1")
+        }
+        _ => false,
     }
+}
+
+/// Launches of these ops' CUDA kernels in this process (one recorded into a CUDA graph counts
+/// once, its replays do not): `doctor --check` says whether its check covered them.
+static DEVICE_LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+pub fn device_launches() -> u64 {
+    DEVICE_LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// The forward op of one half.
@@ -207,6 +218,7 @@ fn launch(kernel: &str, operands: &[(&CudaStorage, &Layout)], per_unit: usize) -
     }
     let (batch, hidden) = shape;
     let out = super::cuda_kernels::lstm_cell(kernel, operands, batch, hidden, per_unit * hidden)?;
+    DEVICE_LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok((out, Shape::from((batch, per_unit * hidden))))
 }
 
