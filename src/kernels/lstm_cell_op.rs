@@ -23,7 +23,7 @@ use candle_core::CudaStorage;
 
 /// Which half of the cell an op computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Half {
+enum Half {
     /// `c'` from `(pre, c)`.
     State,
     /// `h'` from `(pre, c')`.
@@ -31,7 +31,7 @@ pub enum Half {
 }
 
 impl Half {
-    pub fn kernel(self, backward: bool) -> &'static str {
+    fn kernel(self, backward: bool) -> &'static str {
         match (self, backward) {
             (Half::State, false) => "lstm_state_fwd",
             (Half::Out, false) => "lstm_out_fwd",
@@ -79,7 +79,7 @@ struct Forward(Half);
 struct Backward(Half);
 
 /// `(batch, hidden)` of a `pre` and a `[batch, hidden]` operand, both contiguous.
-pub fn shape_of(pre: &Layout, other: &Layout) -> Result<(usize, usize)> {
+fn shape_of(pre: &Layout, other: &Layout) -> Result<(usize, usize)> {
     let (&[batch, gates], &[b, hidden]) = (pre.dims(), other.dims()) else {
         bail!(
             "lstmCell's fused op takes [batch, 4·hidden] and [batch, hidden], got {:?} and {:?}",
