@@ -1,3 +1,6 @@
+//! Always: the git commit memctl is built from, which every run record keeps
+//! (`VERGEN_GIT_SHA`, `VERGEN_GIT_DIRTY`; see `src/build_info.rs`).
+//!
 //! With the `cuda` feature: memctl's own CUDA kernels (`src/kernels/cuda/*.cu`) compiled to
 //! PTX with the toolkit's `nvcc`, as candle's kernels are, and embedded in the binary. PTX for
 //! compute capability `CUDA_COMPUTE_CAP` (default 80) is compiled again by the driver for the
@@ -7,13 +10,31 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use vergen_gitcl::{Emitter, GitclBuilder};
+
 const KERNELS: &[&str] = &["lstm_cell"];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    if std::env::var_os("CARGO_FEATURE_CUDA").is_none() {
-        return;
+    emit_commit();
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_some() {
+        build_kernels();
     }
+}
+
+/// The commit and whether tracked files differ from it. Outside a git checkout (a source
+/// tarball) vergen emits a placeholder and a warning instead of failing the build.
+fn emit_commit() {
+    let git = GitclBuilder::default().sha(false).dirty(false).build().expect("vergen's git settings");
+    Emitter::default().add_instructions(&git).and_then(|e| e.emit()).expect("vergen emits the commit");
+    // vergen reruns on a new commit (.git/HEAD and its ref); an edit to a tracked file changes
+    // the dirty flag too, so the sources rerun it as well.
+    for path in ["src", "grammar", "Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={path}");
+    }
+}
+
+fn build_kernels() {
     // Another toolkit writes another PTX version (a newer one than the driver knows fails to
     // load), so a change of toolkit rebuilds the kernels.
     for var in ["CUDA_COMPUTE_CAP", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "PATH"] {

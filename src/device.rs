@@ -76,6 +76,41 @@ fn open_cuda(name: &str, _ordinal: usize) -> Result<Device, DeviceError> {
     Err(DeviceError::NoCudaSupport(name.to_string()))
 }
 
+/// The processor behind a device name, as its maker names it (`AMD EPYC 7B13`, `NVIDIA H100
+/// 80GB HBM3`), for run records: the device name alone does not say which machine made a
+/// figure. Empty when it cannot be read (not Linux; a CUDA device this build cannot open).
+pub fn processor(name: &str) -> String {
+    match parse(name) {
+        Some(DeviceSpec::Cpu) => cpu_model(),
+        Some(DeviceSpec::Cuda(ordinal)) => gpu_model(ordinal),
+        None => String::new(),
+    }
+}
+
+/// The first `model name` of /proc/cpuinfo.
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = info.lines().find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, v)| v.trim()));
+    model.unwrap_or_default().to_string()
+}
+
+/// The GPU's name from the driver, without creating a context (the trial's own thread opens
+/// the device later).
+#[cfg(feature = "cuda")]
+fn gpu_model(ordinal: usize) -> String {
+    use candle_core::cuda_backend::cudarc::driver::result;
+    let name = || -> Result<String, result::DriverError> {
+        result::init()?;
+        result::device::get_name(result::device::get(ordinal as i32)?)
+    };
+    name().unwrap_or_default()
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_model(_ordinal: usize) -> String {
+    String::new()
+}
+
 /// What a device computed when tried: the largest difference from the CPU's result, and how
 /// long the first run took (on a GPU, mostly loading its kernels).
 #[derive(Debug, Clone, Copy)]
@@ -105,6 +140,14 @@ pub fn try_device(device: &Device) -> candle_core::Result<Tried> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    fn the_cpu_is_named_by_its_model() {
+        let name = processor("cpu");
+        assert!(!name.is_empty() && !name.contains(':'), "{name:?}");
+        assert_eq!(processor("tpu"), "");
+    }
 
     #[test]
     fn the_cpu_agrees_with_itself_when_tried() {

@@ -5,6 +5,7 @@
 //! a trial, [`store`] records it, [`sweep`] runs many, and [`cli`] is the command line.
 
 pub mod bench;
+pub mod build_info;
 pub mod check;
 pub mod cli;
 pub mod compile;

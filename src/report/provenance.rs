@@ -8,23 +8,35 @@ use super::numbers::{count, sig3};
 use crate::store::RunRecord;
 use crate::value::Value;
 
-/// `cpu on host vm (2 CPUs, x86_64)`: the machine a run ran on. The record keeps the device name
-/// (`cuda:0`), not the GPU's model.
+/// `cpu (AMD EPYC 7B13) on host vm (2 CPUs, x86_64)`: the machine a run ran on. Records made
+/// before memctl kept the processor name only the device.
 pub fn machine(r: &RunRecord) -> String {
     let e = &r.environment;
-    let device =
-        if e.device.starts_with("cuda") { format!("{} (GPU model not recorded)", e.device) } else { e.device.clone() };
+    let device = match (e.processor.as_str(), e.device.starts_with("cuda")) {
+        ("", true) => format!("{} (GPU model not recorded)", e.device),
+        ("", false) => e.device.clone(),
+        (processor, _) => format!("{} ({processor})", e.device),
+    };
     format!("{device} on host {} ({} CPU{}, {})", e.hostname, e.cpus, if e.cpus == 1 { "" } else { "s" }, e.arch)
 }
 
-/// The memctl build a run ran on: its version (the records keep no commit).
+/// The memctl build a run ran on: its version, features and commit (12 digits).
 pub fn build(r: &RunRecord) -> String {
-    let features = &r.environment.features;
-    if features.is_empty() {
-        format!("memctl {}", r.environment.memctl_version)
-    } else {
-        format!("memctl {} ({})", r.environment.memctl_version, features.join(", "))
+    let e = &r.environment;
+    let mut build = format!("memctl {}", e.memctl_version);
+    if !e.features.is_empty() {
+        build.push_str(&format!(" ({})", e.features.join(", ")));
     }
+    match e.commit.split_once('+') {
+        _ if e.commit.is_empty() => build.push_str(" (commit not recorded)"),
+        Some((sha, _)) => build.push_str(&format!(" at {} with uncommitted changes", short(sha))),
+        None => build.push_str(&format!(" at {}", short(&e.commit))),
+    }
+    build
+}
+
+fn short(sha: &str) -> &str {
+    &sha[..sha.len().min(12)]
 }
 
 /// Epochs a run trained: steps × batch over the training set, for a task with a fixed one.
@@ -93,12 +105,24 @@ mod tests {
         let line = where_line(&runs);
         assert!(line.contains("cpu on host vm (2 CPUs, x86_64) (1 run)"), "{line}");
         assert!(line.contains("cuda:0 (GPU model not recorded)"), "{line}");
-        assert!(line.contains(&format!("memctl {} (2 runs)", a.environment.memctl_version)), "{line}");
+        assert!(
+            line.contains(&format!("memctl {} (commit not recorded) (2 runs)", a.environment.memctl_version)),
+            "{line}"
+        );
         // The fixture: 2-pair associative retrieval with 64 training examples, batch 8.
         assert_eq!(epochs(&a), Some(1500.0 * 8.0 / 64.0));
         assert_eq!(
             length_line(&runs, Some("100 epochs")),
             "Trained 1,500–2,300 steps (≈ 188–288 epochs); the paper: 100 epochs."
         );
+        // Records that keep the processor and the commit name both.
+        (a.environment.processor, b.environment.processor) = ("AMD EPYC 7B13".into(), "NVIDIA H100 80GB HBM3".into());
+        a.environment.commit = "0123456789abcdef0123456789abcdef01234567".into();
+        b.environment.commit = format!("{}+changes", a.environment.commit);
+        let line = where_line(&[&a, &b]);
+        assert!(line.contains("cpu (AMD EPYC 7B13) on host vm (2 CPUs, x86_64) (1 run)"), "{line}");
+        assert!(line.contains("cuda:0 (NVIDIA H100 80GB HBM3) on host vm"), "{line}");
+        assert!(line.contains("at 0123456789ab (1 run)"), "{line}");
+        assert!(line.contains("at 0123456789ab with uncommitted changes (1 run)"), "{line}");
     }
 }

@@ -20,7 +20,8 @@ use crate::value::Value;
 /// - 1: `config.train` was the checker's `TrainConfig`; no version field, no progress, no
 ///   process identity.
 /// - 2: `config.train` is a map of named settings; `record_version`, `progress` and
-///   `environment.process` added.
+///   `environment.process` added. Later, without a new version (older memctls ignore them, and
+///   records without them read as empty): `environment.processor` and `environment.commit`.
 pub const RECORD_VERSION: u32 = 2;
 
 /// Where a run is in its life.
@@ -69,7 +70,15 @@ pub struct Environment {
     /// Compute threads the trial was given.
     pub threads: usize,
     pub device: String,
+    /// The processor behind `device` (`AMD EPYC 7B13`, `NVIDIA H100 80GB HBM3`); empty if
+    /// unknown or recorded before memctl kept it.
+    #[serde(default)]
+    pub processor: String,
     pub memctl_version: String,
+    /// The commit memctl was built from, `+changes` if its tracked files differed; empty if
+    /// unknown or recorded before memctl kept it.
+    #[serde(default)]
+    pub commit: String,
     pub features: Vec<String>,
     /// PID of the process that ran it.
     pub pid: u32,

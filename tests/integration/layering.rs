@@ -9,7 +9,7 @@ use std::path::Path;
 /// Bottom to top. A module may import modules of strictly lower layers.
 const LAYERS: &[&[&str]] = &[
     // Shared leaf types and helpers.
-    &["ftz", "source", "ty", "value", "suggest", "kernels", "device"],
+    &["ftz", "source", "ty", "value", "suggest", "kernels", "device", "build_info"],
     // Diagnostics, the primitives' contract (shapes without candle), training settings.
     &["diag", "pool", "signature", "train_config"],
     &["graph"],
