@@ -14,7 +14,9 @@
 //! - `querying`: `runs` filters, grouping and formats, `show`, `diff`, `plot`, `tag`, `rm`, `ablate`.
 //! - `dashboard`: `memctl ui` over HTTP and in headless Chromium (`synthetic` stores).
 //! - `gradients`: memctl's reverse mode against candle's autograd on whole training steps.
+//! - `candle_backward`: the patched candle backward (vendor/README.md) sums gradients right.
 
+mod candle_backward;
 mod check_errors;
 mod check_props;
 mod check_robustness;

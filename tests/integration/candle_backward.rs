@@ -1,0 +1,72 @@
+//! The patched candle backward (vendor/README.md): a tensor's first gradient is stored as it
+//! is, not added into a fresh tensor of zeros, and later ones are still summed into it.
+
+use std::sync::{Arc, Mutex};
+
+use candle_core::{CpuStorage, CustomOp1, Device, Layout, Result, Shape, Tensor, TensorId, Var};
+
+/// `y = x`, whose backward returns a fresh tensor and remembers its id.
+struct RememberedGrad(Arc<Mutex<Option<TensorId>>>);
+
+impl CustomOp1 for RememberedGrad {
+    fn name(&self) -> &'static str {
+        "remembered-grad"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let CpuStorage::F64(v) = storage else { candle_core::bail!("f64 only") };
+        let (start, end) = layout.contiguous_offsets().expect("contiguous input");
+        Ok((CpuStorage::F64(v[start..end].to_vec()), layout.shape().clone()))
+    }
+
+    fn bwd(&self, _arg: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        let g = (grad * 1.0)?;
+        *self.0.lock().unwrap() = Some(g.id());
+        Ok(Some(g))
+    }
+}
+
+#[test]
+fn a_tensor_s_only_gradient_is_stored_as_it_is() {
+    let x = Var::from_slice(&[1.0f64, 2.0, 3.0], 3, &Device::Cpu).unwrap();
+    let remembered = Arc::new(Mutex::new(None));
+    let y = x.as_tensor().apply_op1(RememberedGrad(remembered.clone())).unwrap();
+    let grads = y.sum_all().unwrap().backward().unwrap();
+    let stored = grads.get(x.as_tensor()).expect("x has a gradient");
+    let returned = remembered.lock().unwrap().expect("the op's backward ran");
+    // Unpatched candle stores `zeros + g`, a new tensor.
+    assert_eq!(stored.id(), returned, "the gradient was copied, not stored as it is");
+    assert_eq!(stored.to_vec1::<f64>().unwrap(), [1.0, 1.0, 1.0]);
+}
+
+#[test]
+fn gradients_reaching_a_tensor_several_times_are_summed_with_their_signs() {
+    let dev = Device::Cpu;
+    let a = Var::from_slice(&[1.0f64, 2.0], 2, &dev).unwrap();
+    let b = Var::from_slice(&[4.0f64, 5.0], 2, &dev).unwrap();
+    let c = Var::from_slice(&[3.0f64, 7.0], 2, &dev).unwrap();
+    let (a, b, c) = (a.as_tensor(), b.as_tensor(), c.as_tensor());
+    // b is reached as the right-hand side of a subtraction and of a division (negated), in a
+    // product and in a sum, in whatever order the backward meets them: d/db = -1 - c/b² + a + 1.
+    let y = ((((c - b).unwrap() + (c / b).unwrap()).unwrap() + (a * b).unwrap()).unwrap() + b).unwrap();
+    let grads = y.sum_all().unwrap().backward().unwrap();
+    let gb = grads.get(b).unwrap().to_vec1::<f64>().unwrap();
+    let expected: Vec<f64> = [(1.0, 4.0, 3.0), (2.0, 5.0, 7.0)].iter().map(|&(a, b, c)| -c / (b * b) + a).collect();
+    for (g, e) in gb.iter().zip(&expected) {
+        assert!((g - e).abs() < 1e-12, "d/db {gb:?}, expected {expected:?}");
+    }
+    let gc = grads.get(c).unwrap().to_vec1::<f64>().unwrap();
+    assert_eq!(gc, [1.0 + 1.0 / 4.0, 1.0 + 1.0 / 5.0]);
+}
+
+#[test]
+fn a_transposed_first_gradient_is_stored_contiguous() {
+    let x = Var::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3), &Device::Cpu).unwrap();
+    let w = Tensor::arange(0.0f64, 6.0, &Device::Cpu).unwrap().reshape((3, 2)).unwrap();
+    let y = x.as_tensor().t().unwrap().mul(&w).unwrap();
+    let grads = y.sum_all().unwrap().backward().unwrap();
+    let g = grads.get(x.as_tensor()).unwrap();
+    // Unpatched candle's `zeros + g` was contiguous; memctl's kernels read gradients in place.
+    assert!(g.is_contiguous(), "a transposed view was stored");
+    assert_eq!(g.to_vec2::<f64>().unwrap(), [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]);
+}
