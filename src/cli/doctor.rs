@@ -100,11 +100,14 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         }
     }
     if matches!(device, candle_core::Device::Cuda(_)) {
-        // Whether memctl's own kernels were part of the check (they are opt-in, see
-        // kernels::lstm_cell_op), so that a pass says what it covered.
-        match crate::kernels::lstm_cell_op::device_launches() {
-            0 => println!("  memctl's fused kernels: not used (MEMCTL_CUDA_FUSED=1 checks them)"),
-            n => println!("  memctl's fused kernels: used ({n} launches outside replays)"),
+        // Which of memctl's own kernels were part of the check (they are opt-in, see
+        // kernels::fused), so that a pass says what it covered.
+        let launches = crate::kernels::fused::device_launches();
+        if launches.is_empty() {
+            println!("  memctl's fused kernels: not used (MEMCTL_CUDA_FUSED=1 checks them)");
+        } else {
+            let each: Vec<String> = launches.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            println!("  memctl's fused kernels, launches outside replays: {}", each.join(", "));
         }
     }
     println!("check: {}", if code == 0 { "passed" } else { "FAILED" });

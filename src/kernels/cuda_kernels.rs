@@ -6,6 +6,7 @@ use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
 use candle_core::{CudaStorage, Layout, Result};
 
 const LSTM_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/lstm_cell.ptx"));
+const LAYER_NORM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/layer_norm.ptx"));
 
 /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
 /// per `(example, unit)`, into a new buffer of `batch · width` elements.
@@ -16,6 +17,52 @@ pub fn lstm_cell(
     hidden: usize,
     width: usize,
 ) -> Result<CudaStorage> {
+    // The kernels index with C ints: the thread count must fit one.
+    let (Ok(threads), Ok(b), Ok(h)) = (i32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
+    else {
+        candle_core::bail!("{kernel}: {batch} × {hidden} elements are more than the kernel indexes")
+    };
+    let config = LaunchConfig::for_num_elems(threads.max(1) as u32);
+    // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
+    // this order, guard the threads past batch · hidden, and write every output element.
+    unsafe { run(("memctl_lstm_cell", LSTM_CELL_PTX), kernel, operands, batch * width, config, &[b, h], &[]) }
+}
+
+/// Runs `kernel` of `layer_norm.cu` on its f32 operands (`x` `[rows, n]` first, then the
+/// per-column ones), one block of 256 threads per row, into a new buffer of `rows · width`.
+pub fn layer_norm(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    rows: usize,
+    n: usize,
+    width: usize,
+    eps: f32,
+) -> Result<CudaStorage> {
+    let (Ok(r), Ok(cols), Ok(_)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows)) else {
+        candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
+    };
+    let config = LaunchConfig { grid_dim: (rows.max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: layer_norm.cu's kernels take their operands, the output, rows, n and eps, in this
+    // order, run one block (of a multiple of 32 threads) per row, return at once for a block
+    // past the last row, and write every output element of their row.
+    unsafe { run(("memctl_layer_norm", LAYER_NORM_PTX), kernel, operands, rows * width, config, &[r, cols], &[eps]) }
+}
+
+/// Launches `kernel` of `module` with the operands' f32 elements (each from its layout's start
+/// offset, contiguous), a new output buffer of `len` elements, then `ints` and `floats`.
+///
+/// # Safety
+/// The kernel must take exactly these arguments in this order, and write every element of the
+/// output (it is not initialised) without reading or writing past any buffer.
+unsafe fn run(
+    (module, ptx): (&str, &str),
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    len: usize,
+    config: LaunchConfig,
+    ints: &[i32],
+    floats: &[f32],
+) -> Result<CudaStorage> {
     let Some((first, _)) = operands.first() else { candle_core::bail!("{kernel}: no operands") };
     let dev = first.device.clone();
     let views = operands
@@ -25,26 +72,24 @@ pub fn lstm_cell(
             Ok(s.as_cuda_slice::<f32>()?.slice(start..start + l.shape().elem_count()))
         })
         .collect::<Result<Vec<_>>>()?;
-    // The kernels index with C ints: the thread count must fit one.
-    let (Ok(threads), Ok(b), Ok(h)) = (i32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
-    else {
-        candle_core::bail!("{kernel}: {batch} × {hidden} elements are more than the kernel indexes")
-    };
-    // SAFETY: the kernel writes every element of the output.
-    let out = unsafe { dev.alloc::<f32>(batch * width)? };
-    if threads == 0 {
+    // SAFETY: every element is written by the kernel (the caller's contract).
+    let out = unsafe { dev.alloc::<f32>(len)? };
+    if len == 0 {
         return Ok(CudaStorage::wrap_cuda_slice(out, dev));
     }
-    let func = dev.get_or_load_custom_func(kernel, "memctl_lstm_cell", LSTM_CELL_PTX)?;
+    let func = dev.get_or_load_custom_func(kernel, module, ptx)?;
     let mut builder = func.builder();
     for v in &views {
         builder.arg(v);
     }
     builder.arg(&out);
-    builder.arg(&b);
-    builder.arg(&h);
-    // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
-    // this order, and guard the threads past batch · hidden.
-    unsafe { builder.launch(LaunchConfig::for_num_elems(threads as u32)) }.w()?;
+    for i in ints {
+        builder.arg(i);
+    }
+    for f in floats {
+        builder.arg(f);
+    }
+    // SAFETY: the argument list is the kernel's (the caller's contract).
+    unsafe { builder.launch(config) }.w()?;
     Ok(CudaStorage::wrap_cuda_slice(out, dev))
 }

@@ -1,7 +1,9 @@
-//! Layer normalisation over the last axis, written out so candle differentiates it.
+//! Layer normalisation over the last axis, differentiable by candle's autograd.
 //!
 //! candle's fused `layer_norm` and the `LayerNorm` module on contiguous input produce no
-//! gradient (measured with candle 0.11), so memctl never uses them.
+//! gradient (measured with candle 0.11), so memctl never uses them: where memctl's fused ops
+//! run (`kernels::fused`) this is `layer_norm_op`, one op with its own backward; elsewhere it
+//! is written out as candle ops ([`reference`]).
 
 use candle_core::{D, Result, Tensor};
 
@@ -10,6 +12,11 @@ pub const EPS: f64 = 1e-5;
 
 /// `(x - mean) / sqrt(var + eps) * w + b` over the last axis (biased variance, as PyTorch).
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if super::fused::used_for(x) { super::layer_norm_op::layer_norm(x, w, b) } else { reference(x, w, b) }
+}
+
+/// [`layer_norm`] as candle ops, which candle's autograd differentiates node by node.
+pub fn reference(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
     let mean = x.mean_keepdim(D::Minus1)?;
     let centred = x.broadcast_sub(&mean)?;
     let var = centred.sqr()?.mean_keepdim(D::Minus1)?;

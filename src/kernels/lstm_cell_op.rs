@@ -10,9 +10,8 @@
 //! backward of each writes `[d pre | d c]` (`[batch, 5·hidden]`, the other half's gates zero).
 //! The formulas are `kernels::lstm`'s (the tape's manual backward), written per element.
 //!
-//! On the CPU these run everywhere the candle path does. On CUDA (`cuda_kernels.rs`,
-//! `src/kernels/cuda/lstm_cell.cu`) they run when `MEMCTL_CUDA_FUSED=1`: until `memctl doctor
-//! --check` has passed with them on the H100, the default stays candle's own kernels.
+//! Where they run is `kernels::fused`'s rule (the CPU always, CUDA with `MEMCTL_CUDA_FUSED=1`);
+//! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, launched by `cuda_kernels.rs`.
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
@@ -52,24 +51,9 @@ pub fn cell(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((c_next, h_next))
 }
 
-/// Whether the candle path uses these ops for `pre`: on the CPU always; on CUDA (f32 only)
-/// when `MEMCTL_CUDA_FUSED=1`; never on other devices.
+/// Whether the candle path uses these ops for `pre` (`kernels::fused::used_for`).
 pub fn used_for(pre: &Tensor) -> bool {
-    match pre.device() {
-        candle_core::Device::Cpu => true,
-        candle_core::Device::Cuda(_) => {
-            pre.dtype() == candle_core::DType::F32 && std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1")
-        }
-        _ => false,
-    }
-}
-
-/// Launches of these ops' CUDA kernels in this process (one recorded into a CUDA graph counts
-/// once, its replays do not): `doctor --check` says whether its check covered them.
-static DEVICE_LAUNCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-pub fn device_launches() -> u64 {
-    DEVICE_LAUNCHES.load(std::sync::atomic::Ordering::Relaxed)
+    super::fused::used_for(pre)
 }
 
 /// The forward op of one half.
@@ -210,7 +194,7 @@ impl CustomOp3 for Backward {
 /// Runs `kernel` on the operands (`pre`, then `[batch, hidden]` ones): an output of
 /// `[batch, per_unit · hidden]`.
 #[cfg(feature = "cuda")]
-fn launch(kernel: &str, operands: &[(&CudaStorage, &Layout)], per_unit: usize) -> Result<(CudaStorage, Shape)> {
+fn launch(kernel: &'static str, operands: &[(&CudaStorage, &Layout)], per_unit: usize) -> Result<(CudaStorage, Shape)> {
     let Some((&(_, pre), rest)) = operands.split_first() else { bail!("{kernel}: no operands") };
     let mut shape = (0, 0);
     for (_, l) in rest {
@@ -218,7 +202,7 @@ fn launch(kernel: &str, operands: &[(&CudaStorage, &Layout)], per_unit: usize) -
     }
     let (batch, hidden) = shape;
     let out = super::cuda_kernels::lstm_cell(kernel, operands, batch, hidden, per_unit * hidden)?;
-    DEVICE_LAUNCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    super::fused::record_launch(kernel);
     Ok((out, Shape::from((batch, per_unit * hidden))))
 }
 

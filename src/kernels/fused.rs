@@ -1,0 +1,36 @@
+//! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
+//! `layer_norm_op`) share: where they run, and a count of their CUDA launches.
+//!
+//! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
+//! tape's per-node fallback). On CUDA they run only when `MEMCTL_CUDA_FUSED=1`, until `memctl
+//! doctor --check` has passed with them on a GPU; until then the default there is candle's
+//! own kernels.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use candle_core::{DType, Device, Tensor};
+
+/// Whether the candle path uses memctl's fused ops for `t`: on the CPU always; on CUDA (f32
+/// only) when `MEMCTL_CUDA_FUSED=1`; never on other devices.
+pub fn used_for(t: &Tensor) -> bool {
+    match t.device() {
+        Device::Cpu => true,
+        Device::Cuda(_) => t.dtype() == DType::F32 && std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1"),
+        _ => false,
+    }
+}
+
+/// Launches of each fused CUDA kernel in this process (one recorded into a CUDA graph counts
+/// once; its replays do not), so that `doctor --check` can say which kernels its check covered.
+static DEVICE_LAUNCHES: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
+
+/// Counts one launch of `kernel`.
+pub fn record_launch(kernel: &'static str) {
+    *DEVICE_LAUNCHES.lock().unwrap_or_else(|e| e.into_inner()).entry(kernel).or_default() += 1;
+}
+
+/// Every fused kernel launched so far, by name, with its number of launches.
+pub fn device_launches() -> Vec<(&'static str, u64)> {
+    DEVICE_LAUNCHES.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, n)| (*k, *n)).collect()
+}

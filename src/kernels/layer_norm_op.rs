@@ -1,0 +1,252 @@
+//! Layer normalisation over the last axis as one candle op with its own backward, for the
+//! device-generic path (candle's autograd: the GPU, and evaluation on the CPU).
+//!
+//! Written as candle ops (`kernels::layer_norm`'s reference form) the normalisation is about a
+//! dozen kernels forward and three times as many backward; here it is one kernel forward and
+//! one backward (`[d x | g ⊙ x̂]`, whose second half summed over the rows is `d w`). With `x̂ =
+//! (x − mean) / σ` and `σ = sqrt(var + eps)` per row:
+//!
+//! - `y = x̂ ⊙ w + b`;
+//! - `d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ`, `d w = Σ_rows g ⊙ x̂`, `d b =
+//!   Σ_rows g`.
+//!
+//! Where it runs is `kernels::fused`'s rule (the CPU always, CUDA with `MEMCTL_CUDA_FUSED=1`);
+//! the CUDA kernels are `src/kernels/cuda/layer_norm.cu`.
+
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
+
+use super::layer_norm::EPS;
+use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// `(x − mean) / sqrt(var + eps) ⊙ w + b` over the last axis of `x`, `w` and `b` being `[n]`.
+pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Forward)
+}
+
+/// `(x, w, b) → y`.
+struct Forward;
+
+/// `(x, w, g) → [d x | g ⊙ x̂]`, `[rows, 2n]`.
+struct Backward;
+
+/// `(rows, n)` of `x` and a per-column `[n]` operand, both contiguous.
+fn shape_of(x: &Layout, column: &Layout) -> Result<(usize, usize)> {
+    let n = x.dims().last().copied().unwrap_or(1);
+    if column.dims() != [n] {
+        bail!("layer norm: {:?} does not normalise {:?} over its last axis", column.dims(), x.dims());
+    }
+    if !x.is_contiguous() || !column.is_contiguous() {
+        bail!("layer norm's fused op takes contiguous operands");
+    }
+    Ok((x.shape().elem_count().checked_div(n).unwrap_or(0), n))
+}
+
+/// One operand's elements, by its layout's offsets.
+fn slice<'a, T: Real>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
+    let Some(all) = T::as_slice(s) else { bail!("layer norm's fused op: {:?} operands", s.dtype()) };
+    Ok(&all[l.start_offset()..l.start_offset() + l.shape().elem_count()])
+}
+
+/// A row's mean and `1/σ`.
+fn moments<T: Real>(x: &[T]) -> (T, T) {
+    let n = T::from_f64(x.len() as f64);
+    let mean = x.iter().fold(T::zero(), |s, &v| s + v) / n;
+    let var = x.iter().fold(T::zero(), |s, &v| s + (v - mean) * (v - mean)) / n;
+    (mean, T::one() / (var + T::from_f64(EPS)).sqrt())
+}
+
+fn forward_slices<T: Real>(x: &[T], w: &[T], b: &[T]) -> Vec<T> {
+    let n = w.len();
+    let mut y = Vec::with_capacity(x.len());
+    for row in x.chunks_exact(n.max(1)) {
+        let (mean, rstd) = moments(row);
+        y.extend(row.iter().zip(w).zip(b).map(|((&v, &w), &b)| (v - mean) * rstd * w + b));
+    }
+    y
+}
+
+fn backward_slices<T: Real>(x: &[T], w: &[T], g: &[T]) -> Vec<T> {
+    let n = w.len();
+    let mut out = vec![T::zero(); 2 * x.len()];
+    let nf = T::from_f64(n as f64);
+    for ((row, g), o) in x.chunks_exact(n.max(1)).zip(g.chunks_exact(n.max(1))).zip(out.chunks_exact_mut(2 * n.max(1)))
+    {
+        let (mean, rstd) = moments(row);
+        let (mut a, mut c) = (T::zero(), T::zero());
+        for ((&v, &w), &g) in row.iter().zip(w).zip(g) {
+            a += g * w;
+            c += g * w * (v - mean) * rstd;
+        }
+        let (a, c) = (a / nf, c / nf);
+        let (dx, gx) = o.split_at_mut(n);
+        for j in 0..n {
+            let xhat = (row[j] - mean) * rstd;
+            dx[j] = (g[j] * w[j] - a - xhat * c) * rstd;
+            gx[j] = g[j] * xhat;
+        }
+    }
+    out
+}
+
+impl CustomOp3 for Forward {
+    fn name(&self) -> &'static str {
+        "layer_norm_fwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        shape_of(l1, l2)?;
+        shape_of(l1, l3)?;
+        let out = match s1 {
+            CpuStorage::F32(_) => CpuStorage::F32(forward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
+            CpuStorage::F64(_) => CpuStorage::F64(forward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
+            other => bail!("layer norm's fused op: {:?} operands", other.dtype()),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let (rows, n) = shape_of(l1, l2)?;
+        shape_of(l1, l3)?;
+        let out = launch("layer_norm_fwd", &[(s1, l1), (s2, l2), (s3, l3)], rows, n, n)?;
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _b: &Tensor,
+        _y: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let n = w.dim(0)?;
+        let grad = grad.contiguous()?;
+        let both = x.apply_op3_no_bwd(w, &grad, &Backward)?;
+        let rows = both.elem_count() / (2 * n).max(1);
+        let both = both.reshape((rows, 2 * n))?;
+        let dx = both.narrow(1, 0, n)?.reshape(x.shape())?;
+        let dw = both.narrow(1, n, n)?.sum(0)?;
+        let db = grad.reshape((rows, n))?.sum(0)?;
+        Ok((Some(dx), Some(dw), Some(db)))
+    }
+}
+
+impl CustomOp3 for Backward {
+    fn name(&self) -> &'static str {
+        "layer_norm_bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (rows, n) = shape_of(l1, l2)?;
+        if l3.dims() != l1.dims() || !l3.is_contiguous() {
+            bail!("layer norm's backward: a gradient of {:?} for an input of {:?}", l3.dims(), l1.dims());
+        }
+        let out = match s1 {
+            CpuStorage::F32(_) => CpuStorage::F32(backward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
+            CpuStorage::F64(_) => CpuStorage::F64(backward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
+            other => bail!("layer norm's fused op: {:?} operands", other.dtype()),
+        };
+        Ok((out, Shape::from((rows, 2 * n))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let (rows, n) = shape_of(l1, l2)?;
+        if l3.dims() != l1.dims() || !l3.is_contiguous() {
+            bail!("layer norm's backward: a gradient of {:?} for an input of {:?}", l3.dims(), l1.dims());
+        }
+        let out = launch("layer_norm_bwd", &[(s1, l1), (s2, l2), (s3, l3)], rows, n, 2 * n)?;
+        Ok((out, Shape::from((rows, 2 * n))))
+    }
+}
+
+/// Runs `kernel` (f32 only) into a new `[rows, width]` buffer and counts the launch.
+#[cfg(feature = "cuda")]
+fn launch(
+    kernel: &'static str,
+    operands: &[(&CudaStorage, &Layout)],
+    rows: usize,
+    n: usize,
+    width: usize,
+) -> Result<CudaStorage> {
+    let out = super::cuda_kernels::layer_norm(kernel, operands, rows, n, width, EPS as f32)?;
+    super::fused::record_launch(kernel);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, Var};
+
+    use super::*;
+
+    #[test]
+    fn the_fused_norm_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        let dev = Device::Cpu;
+        let var = |dims: &[usize], scale: f64| -> Result<Var> {
+            Var::from_tensor(&(Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)? * scale)?)
+        };
+        // Three leading axes' worth of rows, an offset mean, and weights far from 1.
+        let x = Var::from_tensor(&(var(&[2, 3, 7], 2.0)?.as_tensor() + 3.0)?)?;
+        let (w, b) = (var(&[7], 1.5)?, var(&[7], 1.0)?);
+        let weights = Tensor::randn(0.0, 1.0, (2, 3, 7), &dev)?.to_dtype(DType::F64)?;
+        let loss = |y: Tensor| y.mul(&weights)?.sum_all();
+        let fused = layer_norm(&x, &w, &b)?;
+        let plain = crate::kernels::layer_norm::reference(&x, &w, &b)?;
+        let diff = fused.sub(&plain)?.abs()?.max_all()?.to_scalar::<f64>()?;
+        assert!(diff < 1e-12, "forward differs by {diff}");
+        let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
+        for v in [&x, &w, &b] {
+            let (a, c) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
+            assert_eq!(a.dims(), v.dims());
+            let diff = a.sub(c)?.abs()?.max_all()?.to_scalar::<f64>()?;
+            assert!(diff < 1e-12, "gradient differs by {diff}");
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_weight_of_another_width_is_an_error() -> Result<()> {
+        let dev = Device::Cpu;
+        let x = Tensor::zeros((2, 4), DType::F32, &dev)?;
+        let err = layer_norm(&x, &Tensor::ones(3, DType::F32, &dev)?, &Tensor::zeros(4, DType::F32, &dev)?);
+        assert!(err.is_err_and(|e| e.to_string().contains("does not normalise")));
+        Ok(())
+    }
+}
