@@ -9,7 +9,10 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, DType, Device, Layout, Result, Tensor, bail};
+
+use super::real::Real;
 
 /// Whether the candle path uses memctl's fused ops for `t`: on the CPU always; on CUDA (f32
 /// only) when `MEMCTL_CUDA_FUSED=1`; never on other devices.
@@ -33,4 +36,31 @@ pub fn record_launch(kernel: &'static str) {
 /// Every fused kernel launched so far, by name, with its number of launches.
 pub fn device_launches() -> Vec<(&'static str, u64)> {
     DEVICE_LAUNCHES.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, n)| (*k, *n)).collect()
+}
+
+/// A fused op's CPU computation, written once for f32 and f64.
+pub trait RealKernel {
+    /// The output's elements from the operands' elements (each contiguous, as laid out).
+    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T>;
+}
+
+/// Runs `kernel` on the operands (each read from its layout's start offset, contiguous) in
+/// their float type, that of the first: f32 or f64. `what` names the op in errors.
+pub fn run_cpu<K: RealKernel>(kernel: &K, operands: &[(&CpuStorage, &Layout)], what: &str) -> Result<CpuStorage> {
+    fn typed<T: Real, K: RealKernel>(kernel: &K, operands: &[(&CpuStorage, &Layout)], what: &str) -> Result<Vec<T>> {
+        let slices = operands
+            .iter()
+            .map(|(s, l)| {
+                let Some(all) = T::as_slice(s) else { bail!("{what}: operands of mixed types ({:?})", s.dtype()) };
+                Ok(&all[l.start_offset()..l.start_offset() + l.shape().elem_count()])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(kernel.run(&slices))
+    }
+    match operands.first().map(|(s, _)| s) {
+        Some(CpuStorage::F32(_)) => Ok(CpuStorage::F32(typed(kernel, operands, what)?)),
+        Some(CpuStorage::F64(_)) => Ok(CpuStorage::F64(typed(kernel, operands, what)?)),
+        Some(other) => bail!("{what}: {:?} operands (f32 or f64 only)", other.dtype()),
+        None => bail!("{what}: no operands"),
+    }
 }

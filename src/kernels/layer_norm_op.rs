@@ -13,9 +13,9 @@
 //! Where it runs is `kernels::fused`'s rule (the CPU always, CUDA with `MEMCTL_CUDA_FUSED=1`);
 //! the CUDA kernels are `src/kernels/cuda/layer_norm.cu`.
 
-use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
+use super::fused::{RealKernel, run_cpu};
 use super::layer_norm::EPS;
 use super::real::Real;
 #[cfg(feature = "cuda")]
@@ -23,31 +23,55 @@ use candle_core::CudaStorage;
 
 /// `(x − mean) / sqrt(var + eps) ⊙ w + b` over the last axis of `x`, `w` and `b` being `[n]`.
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Forward)
+    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Norm::Forward)
 }
 
-/// `(x, w, b) → y`.
-struct Forward;
-
-/// `(x, w, g) → [d x | g ⊙ x̂]`, `[rows, 2n]`.
-struct Backward;
-
-/// `(rows, n)` of `x` and a per-column `[n]` operand, both contiguous.
-fn shape_of(x: &Layout, column: &Layout) -> Result<(usize, usize)> {
-    let n = x.dims().last().copied().unwrap_or(1);
-    if column.dims() != [n] {
-        bail!("layer norm: {:?} does not normalise {:?} over its last axis", column.dims(), x.dims());
-    }
-    if !x.is_contiguous() || !column.is_contiguous() {
-        bail!("layer norm's fused op takes contiguous operands");
-    }
-    Ok((x.shape().elem_count().checked_div(n).unwrap_or(0), n))
+/// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
+/// `(x, w, g) → [d x | g ⊙ x̂]` (`[rows, 2n]`).
+#[derive(Clone, Copy)]
+enum Norm {
+    Forward,
+    Backward,
 }
 
-/// One operand's elements, by its layout's offsets.
-fn slice<'a, T: Real>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
-    let Some(all) = T::as_slice(s) else { bail!("layer norm's fused op: {:?} operands", s.dtype()) };
-    Ok(&all[l.start_offset()..l.start_offset() + l.shape().elem_count()])
+impl Norm {
+    fn kernel(self) -> &'static str {
+        match self {
+            Norm::Forward => "layer_norm_fwd",
+            Norm::Backward => "layer_norm_bwd",
+        }
+    }
+
+    /// `(rows, n)` and the output's shape, from the operands' layouts (all contiguous; `w` and
+    /// `b` `[n]`, `g` shaped as `x`).
+    fn geometry(self, x: &Layout, w: &Layout, third: &Layout) -> Result<(usize, usize, Shape)> {
+        let n = x.dims().last().copied().unwrap_or(1);
+        let third_fits = match self {
+            Norm::Forward => third.dims() == [n],
+            Norm::Backward => third.dims() == x.dims(),
+        };
+        if w.dims() != [n] || !third_fits {
+            bail!("layer norm: {:?} and {:?} do not fit an input of {:?}", w.dims(), third.dims(), x.dims());
+        }
+        if !(x.is_contiguous() && w.is_contiguous() && third.is_contiguous()) {
+            bail!("layer norm's fused op takes contiguous operands");
+        }
+        let rows = x.shape().elem_count().checked_div(n).unwrap_or(0);
+        let shape = match self {
+            Norm::Forward => x.shape().clone(),
+            Norm::Backward => Shape::from((rows, 2 * n)),
+        };
+        Ok((rows, n, shape))
+    }
+}
+
+impl RealKernel for Norm {
+    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
+        match self {
+            Norm::Forward => forward_slices(operands[0], operands[1], operands[2]),
+            Norm::Backward => backward_slices(operands[0], operands[1], operands[2]),
+        }
+    }
 }
 
 /// A row's mean and `1/σ`.
@@ -91,9 +115,9 @@ fn backward_slices<T: Real>(x: &[T], w: &[T], g: &[T]) -> Vec<T> {
     out
 }
 
-impl CustomOp3 for Forward {
+impl CustomOp3 for Norm {
     fn name(&self) -> &'static str {
-        "layer_norm_fwd"
+        self.kernel()
     }
 
     fn cpu_fwd(
@@ -105,14 +129,8 @@ impl CustomOp3 for Forward {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        shape_of(l1, l2)?;
-        shape_of(l1, l3)?;
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(forward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
-            CpuStorage::F64(_) => CpuStorage::F64(forward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
-            other => bail!("layer norm's fused op: {:?} operands", other.dtype()),
-        };
-        Ok((out, l1.shape().clone()))
+        let (_, _, shape) = self.geometry(l1, l2, l3)?;
+        Ok((run_cpu(self, &[(s1, l1), (s2, l2), (s3, l3)], "layer norm")?, shape))
     }
 
     #[cfg(feature = "cuda")]
@@ -125,10 +143,12 @@ impl CustomOp3 for Forward {
         s3: &CudaStorage,
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
-        let (rows, n) = shape_of(l1, l2)?;
-        shape_of(l1, l3)?;
-        let out = launch("layer_norm_fwd", &[(s1, l1), (s2, l2), (s3, l3)], rows, n, n)?;
-        Ok((out, l1.shape().clone()))
+        let (rows, n, shape) = self.geometry(l1, l2, l3)?;
+        let width = shape.elem_count().checked_div(rows).unwrap_or(0);
+        let kernel = self.kernel();
+        let out = super::cuda_kernels::layer_norm(kernel, &[(s1, l1), (s2, l2), (s3, l3)], rows, n, width, EPS as f32)?;
+        super::fused::record_launch(kernel);
+        Ok((out, shape))
     }
 
     fn bwd(
@@ -139,9 +159,12 @@ impl CustomOp3 for Forward {
         _y: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        if matches!(self, Norm::Backward) {
+            bail!("layer norm's backward pass has no gradient of its own");
+        }
         let n = w.dim(0)?;
         let grad = grad.contiguous()?;
-        let both = x.apply_op3_no_bwd(w, &grad, &Backward)?;
+        let both = x.apply_op3_no_bwd(w, &grad, &Norm::Backward)?;
         let rows = both.elem_count() / (2 * n).max(1);
         let both = both.reshape((rows, 2 * n))?;
         let dx = both.narrow(1, 0, n)?.reshape(x.shape())?;
@@ -149,65 +172,6 @@ impl CustomOp3 for Forward {
         let db = grad.reshape((rows, n))?.sum(0)?;
         Ok((Some(dx), Some(dw), Some(db)))
     }
-}
-
-impl CustomOp3 for Backward {
-    fn name(&self) -> &'static str {
-        "layer_norm_bwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (rows, n) = shape_of(l1, l2)?;
-        if l3.dims() != l1.dims() || !l3.is_contiguous() {
-            bail!("layer norm's backward: a gradient of {:?} for an input of {:?}", l3.dims(), l1.dims());
-        }
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(backward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
-            CpuStorage::F64(_) => CpuStorage::F64(backward_slices(slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?)),
-            other => bail!("layer norm's fused op: {:?} operands", other.dtype()),
-        };
-        Ok((out, Shape::from((rows, 2 * n))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (rows, n) = shape_of(l1, l2)?;
-        if l3.dims() != l1.dims() || !l3.is_contiguous() {
-            bail!("layer norm's backward: a gradient of {:?} for an input of {:?}", l3.dims(), l1.dims());
-        }
-        let out = launch("layer_norm_bwd", &[(s1, l1), (s2, l2), (s3, l3)], rows, n, 2 * n)?;
-        Ok((out, Shape::from((rows, 2 * n))))
-    }
-}
-
-/// Runs `kernel` (f32 only) into a new `[rows, width]` buffer and counts the launch.
-#[cfg(feature = "cuda")]
-fn launch(
-    kernel: &'static str,
-    operands: &[(&CudaStorage, &Layout)],
-    rows: usize,
-    n: usize,
-    width: usize,
-) -> Result<CudaStorage> {
-    let out = super::cuda_kernels::layer_norm(kernel, operands, rows, n, width, EPS as f32)?;
-    super::fused::record_launch(kernel);
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -246,7 +210,7 @@ mod tests {
         let dev = Device::Cpu;
         let x = Tensor::zeros((2, 4), DType::F32, &dev)?;
         let err = layer_norm(&x, &Tensor::ones(3, DType::F32, &dev)?, &Tensor::zeros(4, DType::F32, &dev)?);
-        assert!(err.is_err_and(|e| e.to_string().contains("does not normalise")));
+        assert!(err.is_err_and(|e| e.to_string().contains("do not fit an input of [2, 4]")));
         Ok(())
     }
 }

@@ -13,9 +13,9 @@
 //! Where they run is `kernels::fused`'s rule (the CPU always, CUDA with `MEMCTL_CUDA_FUSED=1`);
 //! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, launched by `cuda_kernels.rs`.
 
-use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
+use super::fused::{RealKernel, run_cpu};
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -80,10 +80,22 @@ fn shape_of(pre: &Layout, other: &Layout) -> Result<(usize, usize)> {
     Ok((batch, hidden))
 }
 
-/// One operand's elements, by its layout's offsets.
-fn slice<'a, T: Real>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [T]> {
-    let Some(all) = T::as_slice(s) else { bail!("lstmCell's fused op: {:?} operands", s.dtype()) };
-    Ok(&all[l.start_offset()..l.start_offset() + l.shape().elem_count()])
+/// The CPU computation of one half's forward or backward, on a cell of `hidden` units.
+struct CellKernel {
+    half: Half,
+    backward: bool,
+    hidden: usize,
+}
+
+impl RealKernel for CellKernel {
+    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
+        let (half, hidden) = (self.half, self.hidden);
+        if self.backward {
+            backward_slices(half, operands[0], operands[1], operands[2], hidden)
+        } else {
+            forward_slices(half, operands[0], operands[1], hidden)
+        }
+    }
 }
 
 fn forward_slices<T: Real>(half: Half, pre: &[T], c: &[T], hidden: usize) -> Vec<T> {
@@ -129,12 +141,8 @@ impl CustomOp2 for Forward {
 
     fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
         let (batch, hidden) = shape_of(l1, l2)?;
-        let out = match s1 {
-            CpuStorage::F32(_) => CpuStorage::F32(forward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, hidden)),
-            CpuStorage::F64(_) => CpuStorage::F64(forward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, hidden)),
-            other => bail!("lstmCell's fused op: {:?} operands", other.dtype()),
-        };
-        Ok((out, Shape::from((batch, hidden))))
+        let kernel = CellKernel { half: self.0, backward: false, hidden };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "lstmCell's fused op")?, Shape::from((batch, hidden))))
     }
 
     #[cfg(feature = "cuda")]
@@ -165,15 +173,8 @@ impl CustomOp3 for Backward {
     ) -> Result<(CpuStorage, Shape)> {
         let (batch, hidden) = shape_of(l1, l2)?;
         shape_of(l1, l3)?;
-        let out = match s1 {
-            CpuStorage::F32(_) => {
-                CpuStorage::F32(backward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?, hidden))
-            }
-            CpuStorage::F64(_) => {
-                CpuStorage::F64(backward_slices(self.0, slice(s1, l1)?, slice(s2, l2)?, slice(s3, l3)?, hidden))
-            }
-            other => bail!("lstmCell's fused op: {:?} operands", other.dtype()),
-        };
+        let kernel = CellKernel { half: self.0, backward: true, hidden };
+        let out = run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "lstmCell's fused op")?;
         Ok((out, Shape::from((batch, 5 * hidden))))
     }
 
