@@ -7,7 +7,7 @@
 //! own kernels.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Device, Layout, Result, Tensor, bail};
@@ -19,10 +19,14 @@ use super::real::Real;
 pub fn used_for(t: &Tensor) -> bool {
     match t.device() {
         Device::Cpu => true,
-        Device::Cuda(_) => t.dtype() == DType::F32 && std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1"),
+        Device::Cuda(_) => t.dtype() == DType::F32 && *CUDA_OPTED_IN,
         _ => false,
     }
 }
+
+/// `MEMCTL_CUDA_FUSED=1`, read once: `used_for` runs for every op of every eager time step.
+static CUDA_OPTED_IN: LazyLock<bool> =
+    LazyLock::new(|| std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1"));
 
 /// Launches of each fused CUDA kernel in this process (one recorded into a CUDA graph counts
 /// once; its replays do not), so that `doctor --check` can say which kernels its check covered.

@@ -51,11 +51,6 @@ pub fn cell(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
     Ok((c_next, h_next))
 }
 
-/// Whether the candle path uses these ops for `pre` (`kernels::fused::used_for`).
-pub fn used_for(pre: &Tensor) -> bool {
-    super::fused::used_for(pre)
-}
-
 /// The forward op of one half.
 struct Forward(Half);
 
