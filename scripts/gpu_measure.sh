@@ -6,9 +6,9 @@
 #   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
 #   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
 #   bash scripts/gpu_measure.sh quick     # one call for a session with 15 minutes of device time
-#                                         # (~8 min): the checks, STM's graph profile and step
-#                                         # times with PyTorch's reduce-overhead beside them,
-#                                         # every model, one 16-seed sweep
+#                                         # (~5 min): the checks, STM's graph profile, every
+#                                         # model with and without the fused kernels, 16-seed
+#                                         # sweeps, PyTorch's reduce-overhead beside them
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
 # each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
@@ -66,8 +66,10 @@ torch_part() {
   } > "$out/torch.txt" 2>&1
 }
 
-# The figures a development session needs first, in one device call: is every kernel right,
-# what does STM's captured step hold, and where does memctl stand against torch.compile.
+# The figures a development session needs first, in one device call (about 5 minutes): is every
+# kernel right (the fused ones too), what does STM's captured step hold, what do the fused
+# kernels gain (MEMCTL_CUDA_FUSED=0: none, unset: the checked ones, 1: all), and where memctl
+# stands against torch.compile on the same machine.
 quick_part() {
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
   {
@@ -75,20 +77,24 @@ quick_part() {
     echo "== MEMCTL_CUDA_FUSED=1"; MEMCTL_CUDA_FUSED=1 timeout 120 bash .gpu/run.sh doctor --check
   } > "$out/doctor.txt" 2>&1
   {
-    echo "== stm_a graph profile"
-    MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
-    for e in stm_a stm_b; do
-      echo "== $e replayed"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
-    done
-    echo "== assoc_lstm cuda fused"; MEMCTL_CUDA_FUSED=1 timeout 60 bash .gpu/run.sh bench specs/examples/assoc.mem assoc_lstm --device cuda --iters 20
-    for x in "${models[@]}"; do
-      echo "== $x cuda"; timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+    echo "== stm_a graph profile, MEMCTL_CUDA_FUSED=1"
+    MEMCTL_CUDA_FUSED=1 MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
+    for fused in 0 default 1; do
+      for x in "specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "${models[@]}"; do
+        echo "== $x cuda fused=$fused"
+        if [ "$fused" = default ]; then timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+        else MEMCTL_CUDA_FUSED=$fused timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20; fi
+      done
     done
   } > "$out/steps.txt" 2>&1
   {
-    rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, jobs=default"
-    time timeout 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
-      seed=1..16 steps=100 --device cuda --quiet 2>&1 | grep -v "^\[\|^✓"
+    for fused in default 1; do
+      rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, jobs=default, fused=$fused"
+      [ "$fused" = 1 ] && export MEMCTL_CUDA_FUSED=1
+      time timeout 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
+        seed=1..16 steps=100 --device cuda --quiet 2>&1 | grep -v "^\[\|^✓"
+    done
+    unset MEMCTL_CUDA_FUSED
   } > "$out/sweeps.txt" 2>&1
   {
     for cfg in "" "--d 96 --nq 8 --nr 96"; do

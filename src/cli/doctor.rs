@@ -100,11 +100,11 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         }
     }
     if matches!(device, candle_core::Device::Cuda(_)) {
-        // Which of memctl's own kernels were part of the check (they are opt-in, see
-        // kernels::fused), so that a pass says what it covered.
+        // Which of memctl's own kernels were part of the check (kernels::fused says which run
+        // by default), so that a pass says what it covered.
         let launches = crate::kernels::fused::device_launches();
         if launches.is_empty() {
-            println!("  memctl's fused kernels: not used (MEMCTL_CUDA_FUSED=1 checks them)");
+            println!("  memctl's fused kernels: none launched");
         } else {
             let each: Vec<String> = launches.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("  memctl's fused kernels, launches outside replays: {}", each.join(", "));

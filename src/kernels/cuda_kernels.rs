@@ -7,6 +7,8 @@ use candle_core::{CudaStorage, Layout, Result};
 
 const LSTM_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/lstm_cell.ptx"));
 const LAYER_NORM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/layer_norm.ptx"));
+const ITEM_GATE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/item_gate.ptx"));
+const SOFTMAX_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/softmax.ptx"));
 
 /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
 /// per `(example, unit)`, into a new buffer of `batch · width` elements.
@@ -46,6 +48,39 @@ pub fn layer_norm(
     // order, run one block (of a multiple of 32 threads) per row, return at once for a block
     // past the last row, and write every output element of their row.
     unsafe { run(("memctl_layer_norm", LAYER_NORM_PTX), kernel, operands, rows * width, config, &[r, cols], &[eps]) }
+}
+
+/// Runs `kernel` of `item_gate.cu` on its f32 operands (contiguous, as laid out), one thread
+/// per `(row, column)` of `rows × d` cells, into a new buffer of `len` elements.
+pub fn item_gate(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    rows: usize,
+    d: usize,
+    len: usize,
+) -> Result<CudaStorage> {
+    // The kernels index cells with C ints (the output's offsets with size_t).
+    let (Ok(cells), Ok(r), Ok(w)) = (i32::try_from(rows * d), i32::try_from(rows), i32::try_from(d)) else {
+        candle_core::bail!("{kernel}: {rows} × {d} cells are more than the kernel indexes")
+    };
+    let config = LaunchConfig::for_num_elems(cells.max(1) as u32);
+    // SAFETY: item_gate.cu's kernels take their three operands, the output, rows and d, in
+    // this order, guard the threads past rows · d, and write every output element (`len` is
+    // rows · d forward, 4 · rows · d backward).
+    unsafe { run(("memctl_item_gate", ITEM_GATE_PTX), kernel, operands, len, config, &[r, w], &[]) }
+}
+
+/// Runs `kernel` of `softmax.cu` on its f32 operands (`[rows, n]`, contiguous, as laid out),
+/// one warp per row (eight to a block), into a new buffer of `rows · n` elements.
+pub fn softmax(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, n: usize) -> Result<CudaStorage> {
+    let (Ok(r), Ok(cols), Ok(blocks)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows.div_ceil(8))) else {
+        candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
+    };
+    let config = LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: softmax.cu's kernels take their operands, the output, rows and n, in this order,
+    // run one warp per row, return (whole warps) past the last row, and write every output
+    // element of their row.
+    unsafe { run(("memctl_softmax", SOFTMAX_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
 }
 
 /// Launches `kernel` of `module` with the operands' f32 elements (each from its layout's start

@@ -2,9 +2,11 @@
 //! `layer_norm_op`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
-//! tape's per-node fallback). On CUDA they run only when `MEMCTL_CUDA_FUSED=1`, until `memctl
-//! doctor --check` has passed with them on a GPU; until then the default there is candle's
-//! own kernels.
+//! tape's per-node fallback). On CUDA a kernel runs by default once `memctl doctor --check` has
+//! passed with it on a GPU ([`OnCuda::Checked`]); a newer one is opt-in until then.
+//! `MEMCTL_CUDA_FUSED=1` runs every fused kernel on CUDA, the unchecked ones too (what
+//! `doctor --check` is run with to check them); `MEMCTL_CUDA_FUSED=0` runs none (candle's own
+//! kernels, to compare).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
@@ -14,19 +16,49 @@ use candle_core::{CpuStorage, DType, Device, Layout, Result, Tensor, bail};
 
 use super::real::Real;
 
-/// Whether the candle path uses memctl's fused ops for `t`: on the CPU always; on CUDA (f32
-/// only) when `MEMCTL_CUDA_FUSED=1`; never on other devices.
-pub fn used_for(t: &Tensor) -> bool {
+/// Whether a fused kernel has passed `memctl doctor --check` on a GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnCuda {
+    /// Checked on a GPU (which build and which card: docs/performance.md): runs by default.
+    Checked,
+    /// Compiled but not yet checked on a GPU: runs only with `MEMCTL_CUDA_FUSED=1`.
+    Unchecked,
+}
+
+/// Which fused kernels run on CUDA, from `MEMCTL_CUDA_FUSED`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CudaFused {
+    /// `0`: none.
+    None,
+    /// Unset (or any other value): the checked ones.
+    Checked,
+    /// `1`: all.
+    All,
+}
+
+/// Whether the candle path uses the fused op standing `on_cuda` for `t`: on the CPU always; on
+/// CUDA (f32 only) by `MEMCTL_CUDA_FUSED` (the module's header); never on other devices.
+pub fn used_for(t: &Tensor, on_cuda: OnCuda) -> bool {
     match t.device() {
         Device::Cpu => true,
-        Device::Cuda(_) => t.dtype() == DType::F32 && *CUDA_OPTED_IN,
+        Device::Cuda(_) => {
+            t.dtype() == DType::F32
+                && match *CUDA_FUSED {
+                    CudaFused::None => false,
+                    CudaFused::Checked => on_cuda == OnCuda::Checked,
+                    CudaFused::All => true,
+                }
+        }
         _ => false,
     }
 }
 
-/// `MEMCTL_CUDA_FUSED=1`, read once: `used_for` runs for every op of every eager time step.
-static CUDA_OPTED_IN: LazyLock<bool> =
-    LazyLock::new(|| std::env::var_os("MEMCTL_CUDA_FUSED").is_some_and(|v| v == "1"));
+/// `MEMCTL_CUDA_FUSED`, read once: `used_for` runs for every op of every eager time step.
+static CUDA_FUSED: LazyLock<CudaFused> = LazyLock::new(|| match std::env::var_os("MEMCTL_CUDA_FUSED") {
+    Some(v) if v == "0" => CudaFused::None,
+    Some(v) if v == "1" => CudaFused::All,
+    _ => CudaFused::Checked,
+});
 
 /// Launches of each fused CUDA kernel in this process (one recorded into a CUDA graph counts
 /// once; its replays do not), so that `doctor --check` can say which kernels its check covered.

@@ -176,7 +176,7 @@ fn attend(shape: Heads, qkv: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
     let q = (qkv.narrow(D::Minus1, 0, k)?.contiguous()? * (k as f64).powf(-0.5))?;
     let keys = qkv.narrow(D::Minus1, k, k)?.transpose(2, 3)?.contiguous()?;
     let values = qkv.narrow(D::Minus1, 2 * k, v)?.contiguous()?;
-    let weights = candle_nn::ops::softmax(&q.matmul(&keys)?, D::Minus1)?; // [B, H, R, R]
+    let weights = crate::kernels::softmax_op::softmax_last(&q.matmul(&keys)?)?; // [B, H, R, R]
     let out = weights.matmul(&values)?.transpose(1, 2)?.reshape((batch, rows, h * v))?;
     Ok((out, weights))
 }

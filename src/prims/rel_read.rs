@@ -20,7 +20,7 @@
 //! spec can reuse `f2(x)` for the association `v_r ⊗ f2(x)` as the authors' code does.
 //! Computed as one batched `[1 × nq·d] @ [nq·d × d2]` product: `(p ⊗ b)` flattened times `Mr`.
 
-use candle_core::{D, Tensor};
+use candle_core::Tensor;
 
 use super::define::primitive;
 use super::*;
@@ -63,7 +63,7 @@ impl Op for RelReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [mr, c, b] = op::inputs("relRead", inputs)?;
         let batch = mr.dim(0)?;
-        let p = candle_nn::ops::softmax(c, D::Minus1)?;
+        let p = crate::kernels::softmax_op::softmax_last(c)?;
         let pb = p.unsqueeze(2)?.broadcast_mul(&b.unsqueeze(1)?)?.reshape((batch, 1, self.nq * self.d))?;
         let v = pb.matmul(&mr.reshape((batch, self.nq * self.d, self.d2))?)?;
         Ok(vec![v.reshape((batch, self.d2))?])

@@ -2,7 +2,7 @@
 //! (`softmax_last_dim` produces no gradient in candle 0.11), with a manual backward from the
 //! output: `gx = y ⊙ (g − ⟨y, g⟩)` per row.
 
-use candle_core::{D, Tensor};
+use candle_core::Tensor;
 
 use super::backward::with_real;
 use super::define::primitive;
@@ -27,7 +27,7 @@ struct SoftmaxOp;
 impl Op for SoftmaxOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [x] = op::inputs("softmax", inputs)?;
-        Ok(vec![candle_nn::ops::softmax(x, D::Minus1)?])
+        Ok(vec![crate::kernels::softmax_op::softmax_last(x)?])
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {
