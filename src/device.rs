@@ -68,6 +68,11 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     if std::env::var("MEMCTL_TF32").is_ok_and(|v| v == "1") {
         candle_core::cuda::set_gemm_reduced_precision_f32(true);
     }
+    // candle's float sums with few outputs split over many blocks (the vendored candle-core's
+    // change, vendor/README.md), where `MEMCTL_CUDA_FUSED` admits it (kernels::fused).
+    candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(
+        crate::kernels::fused::SPLIT_SUMS_ON_CUDA,
+    ));
     Ok(device)
 }
 

@@ -110,6 +110,11 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             println!("  memctl's fused kernels, launches outside replays: {}", each.join(", "));
         }
     }
+    #[cfg(feature = "cuda")]
+    if matches!(device, candle_core::Device::Cuda(_)) {
+        let how = if candle_core::cuda_backend::split_sums() { "split over blocks" } else { "one block per output" };
+        println!("  candle's sums with few outputs: {how}");
+    }
     println!("check: {}", if code == 0 { "passed" } else { "FAILED" });
     Ok(code)
 }

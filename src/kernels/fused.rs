@@ -41,17 +41,24 @@ enum CudaFused {
 pub fn used_for(t: &Tensor, on_cuda: OnCuda) -> bool {
     match t.device() {
         Device::Cpu => true,
-        Device::Cuda(_) => {
-            t.dtype() == DType::F32
-                && match *CUDA_FUSED {
-                    CudaFused::None => false,
-                    CudaFused::Checked => on_cuda == OnCuda::Checked,
-                    CudaFused::All => true,
-                }
-        }
+        Device::Cuda(_) => t.dtype() == DType::F32 && cuda_uses(on_cuda),
         _ => false,
     }
 }
+
+/// Whether CUDA runs a kernel (or a change to candle's) standing `on_cuda`, by `MEMCTL_CUDA_FUSED`.
+pub fn cuda_uses(on_cuda: OnCuda) -> bool {
+    match *CUDA_FUSED {
+        CudaFused::None => false,
+        CudaFused::Checked => on_cuda == OnCuda::Checked,
+        CudaFused::All => true,
+    }
+}
+
+/// The vendored candle-core's split sums (`candle_core::cuda_backend::set_split_sums`,
+/// vendor/README.md): a float sum with few outputs runs over many blocks in two passes instead
+/// of one block per output. Compiled, not yet checked on a GPU.
+pub const SPLIT_SUMS_ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// `MEMCTL_CUDA_FUSED`, read once: `used_for` runs for every op of every eager time step.
 static CUDA_FUSED: LazyLock<CudaFused> = LazyLock::new(|| match std::env::var_os("MEMCTL_CUDA_FUSED") {

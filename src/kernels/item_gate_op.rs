@@ -26,7 +26,11 @@ use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
-/// Compiled, not yet checked on a GPU: on CUDA only with `MEMCTL_CUDA_FUSED=1`.
+/// On CUDA only with `MEMCTL_CUDA_FUSED=1`: it passed `doctor --check` on an H200 (2026-11-26),
+/// but STM config B's step was slower with it (31.2 → 35.6 ms with the softmax): the gradient
+/// of its two scalar biases is a sum of `B·d²` elements into two, which candle runs on two
+/// blocks (docs/performance.md, "Where a step's time goes"). It waits for the split sums
+/// (`fused::SPLIT_SUMS_ON_CUDA`) to be checked with it.
 pub const ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// `σ(g[.., :d]) ⊙ tanh(x) + σ(g[.., d:]) ⊙ m`, `g` being `[.., 2d]` and `x`, `m` `[.., d]` of

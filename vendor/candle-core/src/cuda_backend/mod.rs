@@ -326,6 +326,39 @@ impl Map1 for Powf {
     }
 }
 
+/// memctl: whether float sums with few outputs run split over many blocks (two passes) instead
+/// of one block per output, which leaves all but a few of the GPU's multiprocessors idle on a
+/// long sum (a scalar parameter's gradient). Off unless [`set_split_sums`] turns it on.
+static SPLIT_SUMS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// memctl: turns split sums on or off for every CUDA device in this process.
+pub fn set_split_sums(on: bool) {
+    SPLIT_SUMS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// memctl: whether split sums are on.
+pub fn split_sums() -> bool {
+    SPLIT_SUMS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// memctl: with split sums, the one-thread-per-output kernel serves only reductions to at
+/// least this many outputs; fewer run one block per output.
+const SMALL_REDUCE_MIN_OUTPUTS: usize = 1 << 14;
+
+/// memctl: into how many runs to split each output's sum: 1 (no split) for many outputs or
+/// short sums; else the largest power of two, at most 1024, that divides the sum into runs of
+/// at least 1024 elements.
+fn split_factor(dst_el: usize, el_to_sum: usize) -> usize {
+    if dst_el >= 64 || el_to_sum < 4096 {
+        return 1;
+    }
+    let mut split = 1usize << (el_to_sum / 1024).min(1024).ilog2();
+    while split > 1 && el_to_sum % split != 0 {
+        split /= 2;
+    }
+    split
+}
+
 struct FastReduce<'a>(&'a [usize], ReduceOp);
 impl Map1Any for FastReduce<'_> {
     fn f<T: DeviceRepr + WithDType + ValidAsZeroBits, W: Fn(CudaSlice<T>) -> S>(
@@ -366,7 +399,52 @@ impl Map1Any for FastReduce<'_> {
         };
         // For small reductions (e.g. MoE topk sum with el_to_sum=8), use a one-thread-per-output
         // kernel to avoid launching millions of blocks each doing almost nothing.
-        let use_small_reduce = el_to_sum_per_block <= 32 && !return_index && name == "fast_sum";
+        // memctl (vendor/README.md, "sums with few outputs"): with split sums on, only where
+        // there are enough outputs for one thread each to fill the GPU.
+        let split_sums = split_sums() && name == "fast_sum" && matches!(T::DTYPE, DType::F32 | DType::F64);
+        let use_small_reduce = el_to_sum_per_block <= 32
+            && !return_index
+            && name == "fast_sum"
+            && !(split_sums && dst_el < SMALL_REDUCE_MIN_OUTPUTS);
+        let split = if split_sums && !use_small_reduce { split_factor(dst_el, el_to_sum_per_block) } else { 1 };
+        if split > 1 {
+            // Two passes of the same kernel: `dst_el · split` blocks each sum a run of
+            // `el_to_sum / split` (the summed dims are last, so each run lies within one
+            // output's elements), then one block per output sums its `split` partial sums.
+            let func = dev.get_or_load_func(&kernel_name::<T>("fast_sum"), &kernels::REDUCE)?;
+            let (parts, run) = (dst_el * split, el_to_sum_per_block / split);
+            let block = |n: usize| LaunchConfig {
+                grid_dim: (0, 1, 1),
+                block_dim: (usize::min(1024, n).next_power_of_two() as u32, 1, 1),
+                shared_mem_bytes: 0,
+            };
+            // SAFETY: every element is written by the first pass.
+            let partial = unsafe { dev.alloc::<T>(parts)? };
+            let mut builder = func.builder();
+            barg!(builder, src_el);
+            barg!(builder, run);
+            barg!(builder, src_dims.len());
+            ds.builder_arg(&mut builder);
+            builder.arg(src);
+            builder.arg(&partial);
+            let cfg = LaunchConfig { grid_dim: (parts as u32, 1, 1), ..block(run) };
+            // SAFETY: ffi.
+            unsafe { builder.launch(cfg) }.w()?;
+            let info = SlicePtrOrNull::params_from_vec(dev, vec![dst_el, split, split, 1])?;
+            // SAFETY: every element is written by the second pass.
+            let out = unsafe { dev.alloc::<T>(dst_el)? };
+            let mut builder = func.builder();
+            barg!(builder, parts);
+            barg!(builder, split);
+            barg!(builder, 2usize);
+            info.builder_arg(&mut builder);
+            builder.arg(&partial);
+            builder.arg(&out);
+            let cfg = LaunchConfig { grid_dim: (dst_el as u32, 1, 1), ..block(split) };
+            // SAFETY: ffi.
+            unsafe { builder.launch(cfg) }.w()?;
+            return Ok(wrap(out));
+        }
         let (cfg, kernel_name_str) = if use_small_reduce {
             let threads = 256usize;
             let blocks = (dst_el + threads - 1) / threads;

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Where a step's GPU time goes, kernel by kernel: Nsight Compute (ncu, on the GPU machine)
+# times a window of an eager step's launches (a replayed graph hides its kernels from it),
+# once per MEMCTL_CUDA_FUSED setting. With .gpu/ (../shared/gpu/pack.sh) carried along:
+#
+#   bash scripts/gpu_kernel_times.sh [SPEC EXPERIMENT]   # default: specs/bench/stm.mem stm_b
+#
+# Writes $OUT/ncu_fused_{0,1}.csv (one row per launch: kernel name, duration in ns) and prints
+# each kernel's total over the window, largest first (scripts/kernel_totals.py does the sum).
+# ncu serialises and replays every launch it times, so only a window of 3000 launches, past the
+# first step's warm-up, is timed (about a minute each).
+set -uo pipefail
+out=${OUT:?OUT must name the folder whose files come back}
+[ -f .gpu/run.sh ] || { echo "no .gpu/run.sh: run ../shared/gpu/pack.sh and carry .gpu" >&2; exit 2; }
+spec=${1:-specs/bench/stm.mem} experiment=${2:-stm_b}
+bin=/tmp/memctl-cuda
+python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'))" .gpu/memctl.xz "$bin"
+chmod +x "$bin"
+export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-} MEMCTL_CUDA_GRAPHS=0
+for fused in 0 1; do
+  MEMCTL_CUDA_FUSED=$fused timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
+    --launch-skip 7000 --launch-count 3000 "$bin" bench "$spec" "$experiment" --device cuda --iters 2 --warmup 1 \
+    > "$out/ncu_fused_$fused.csv" 2> "$out/ncu_fused_$fused.err"
+  echo "== MEMCTL_CUDA_FUSED=$fused: rc $?"
+  python3 scripts/kernel_totals.py "$out/ncu_fused_$fused.csv" | head -25
+done
