@@ -27,10 +27,10 @@ use super::real::Real;
 use candle_core::CudaStorage;
 
 /// On CUDA only with `MEMCTL_CUDA_FUSED=1`: it passed `doctor --check` on an H200 (2026-11-26),
-/// but STM config B's step was slower with it (31.2 → 35.6 ms with the softmax): the gradient
-/// of its two scalar biases is a sum of `B·d²` elements into two, which candle runs on two
-/// blocks (docs/performance.md, "Where a step's time goes"). It waits for the split sums
-/// (`fused::SPLIT_SUMS_ON_CUDA`) to be checked with it.
+/// but STM config B's step was slower with it (31.2 → 35.6 ms with the softmax), the gradient
+/// of its two scalar biases having become a sum of `B·d·2d` elements into two, which candle
+/// runs on two blocks (docs/performance.md, "Where a step's time goes"). `prims::item_write`
+/// now adds them where that sum is `B·2d` long; on by default once that is timed on a GPU.
 pub const ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// `σ(g[.., :d]) ⊙ tanh(x) + σ(g[.., d:]) ⊙ m`, `g` being `[.., 2d]` and `x`, `m` `[.., d]` of

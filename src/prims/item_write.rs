@@ -136,17 +136,18 @@ impl Op for ItemWriteOp {
         let d = self.config.d;
         let g_mem = dense(&m.tanh()?, gates.gate_mem.weight.of(params), Some(gates.gate_mem.bias.of(params)))?; // [B, d, 2d]
         let g_in = dense(a, gates.gate_in.weight.of(params), Some(gates.gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2d]
-        let g = g_mem.broadcast_add(&g_in)?;
-        if used_for(&g, item_gate_op::ON_CUDA) {
+        if used_for(&g_mem, item_gate_op::ON_CUDA) {
             // One kernel forward and one backward for the gates, the squashed write and the sum
-            // (kernels::item_gate_op); the two gate biases join the pre-activations first.
-            // The scalar biases as a [2, 1] column over each row's `[input | forget]` halves.
+            // (kernels::item_gate_op). The scalar biases, as a [2, 1] column over the
+            // `[input | forget]` halves, join `g_in` ([B, 1, 2d]) rather than the whole
+            // pre-activation: their gradient is then a sum of B·2d elements, not of B·d·2d.
             let bias = Tensor::cat(&[gates.b_in.of(params), gates.b_forget.of(params)], 0)?.reshape((2, 1))?;
-            let (batch, rows, width) = g.dims3()?; // [B, d, 2d]
-            let g = g.reshape((batch, rows, 2, width / 2))?.broadcast_add(&bias)?.reshape(g.shape())?;
+            let (batch, one, width) = g_in.dims3()?;
+            let g_in = g_in.reshape((batch, one, 2, width / 2))?.broadcast_add(&bias)?.reshape((batch, one, width))?;
             let m = m.broadcast_as(x.shape())?;
-            return Ok(vec![item_gate_op::gated_write(&g, &x, &m)?]);
+            return Ok(vec![item_gate_op::gated_write(&g_mem.broadcast_add(&g_in)?, &x, &m)?]);
         }
+        let g = g_mem.broadcast_add(&g_in)?;
         let input_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, 0, d)?.broadcast_add(gates.b_in.of(params))?)?;
         let forget_gate =
             candle_nn::ops::sigmoid(&g.narrow(D::Minus1, d, d)?.broadcast_add(gates.b_forget.of(params))?)?;
