@@ -110,6 +110,21 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             println!("  memctl's fused kernels, launches outside replays: {}", each.join(", "));
         }
     }
+    // The reductions themselves, at sizes the small models above do not reach.
+    match crate::bench::sums_check::check(&device) {
+        Ok((worst, cases)) => {
+            let passed = worst <= device_check::TOLERANCE;
+            let verdict = if passed { "" } else { "  ← beyond the tolerance" };
+            println!("  {:<12} {worst:>22.1e} {:>22}  {cases} shapes{verdict}", "sums", "");
+            if !passed {
+                code = 1;
+            }
+        }
+        Err(e) => {
+            println!("  {:<12} failed: {e}", "sums");
+            code = 1;
+        }
+    }
     #[cfg(feature = "cuda")]
     if matches!(device, candle_core::Device::Cuda(_)) {
         let how = if candle_core::cuda_backend::split_sums() { "split over blocks" } else { "one block per output" };
