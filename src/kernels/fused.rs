@@ -48,11 +48,7 @@ pub fn used_for(t: &Tensor, on_cuda: OnCuda) -> bool {
 
 /// Whether CUDA runs a kernel (or a change to candle's) standing `on_cuda`, by `MEMCTL_CUDA_FUSED`.
 pub fn cuda_uses(on_cuda: OnCuda) -> bool {
-    match *CUDA_FUSED {
-        CudaFused::None => false,
-        CudaFused::Checked => on_cuda == OnCuda::Checked,
-        CudaFused::All => true,
-    }
+    CUDA_FUSED.runs(on_cuda)
 }
 
 /// The vendored candle-core's split sums (`candle_core::cuda_backend::set_split_sums`,
@@ -61,11 +57,26 @@ pub fn cuda_uses(on_cuda: OnCuda) -> bool {
 pub const SPLIT_SUMS_ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// `MEMCTL_CUDA_FUSED`, read once: `used_for` runs for every op of every eager time step.
-static CUDA_FUSED: LazyLock<CudaFused> = LazyLock::new(|| match std::env::var_os("MEMCTL_CUDA_FUSED") {
-    Some(v) if v == "0" => CudaFused::None,
-    Some(v) if v == "1" => CudaFused::All,
-    _ => CudaFused::Checked,
-});
+static CUDA_FUSED: LazyLock<CudaFused> =
+    LazyLock::new(|| CudaFused::from_setting(std::env::var_os("MEMCTL_CUDA_FUSED").as_deref()));
+
+impl CudaFused {
+    fn from_setting(value: Option<&std::ffi::OsStr>) -> CudaFused {
+        match value {
+            Some(v) if v == "0" => CudaFused::None,
+            Some(v) if v == "1" => CudaFused::All,
+            _ => CudaFused::Checked,
+        }
+    }
+
+    fn runs(self, on_cuda: OnCuda) -> bool {
+        match self {
+            CudaFused::None => false,
+            CudaFused::Checked => on_cuda == OnCuda::Checked,
+            CudaFused::All => true,
+        }
+    }
+}
 
 /// Launches of each fused CUDA kernel in this process (one recorded into a CUDA graph counts
 /// once; its replays do not), so that `doctor --check` can say which kernels its check covered.
@@ -105,5 +116,25 @@ pub fn run_cpu<K: RealKernel>(kernel: &K, operands: &[(&CpuStorage, &Layout)], w
         Some(CpuStorage::F64(_)) => Ok(CpuStorage::F64(typed(kernel, operands, what)?)),
         Some(other) => bail!("{what}: {:?} operands (f32 or f64 only)", other.dtype()),
         None => bail!("{what}: no operands"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::*;
+
+    #[test]
+    fn memctl_cuda_fused_runs_none_the_checked_or_all() {
+        let runs = |v: Option<&str>, on: OnCuda| CudaFused::from_setting(v.map(OsStr::new)).runs(on);
+        for on in [OnCuda::Checked, OnCuda::Unchecked] {
+            assert!(!runs(Some("0"), on));
+            assert!(runs(Some("1"), on));
+        }
+        for unset_or_other in [None, Some(""), Some("yes")] {
+            assert!(runs(unset_or_other, OnCuda::Checked));
+            assert!(!runs(unset_or_other, OnCuda::Unchecked));
+        }
     }
 }
