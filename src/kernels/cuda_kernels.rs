@@ -9,6 +9,7 @@ const LSTM_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/lstm_cell.pt
 const LAYER_NORM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/layer_norm.ptx"));
 const ITEM_GATE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/item_gate.ptx"));
 const SOFTMAX_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/softmax.ptx"));
+const SCALE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/scale.ptx"));
 
 /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
 /// per `(example, unit)`, into a new buffer of `batch · width` elements.
@@ -81,6 +82,26 @@ pub fn softmax(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, 
     // run one warp per row, return (whole warps) past the last row, and write every output
     // element of their row.
     unsafe { run(("memctl_softmax", SOFTMAX_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
+}
+
+/// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,
+/// contiguous, as laid out) with `blocks` blocks of 256 threads, into a new buffer of `len`
+/// elements (the forward's `n`; the backward's `n + blocks`, one partial sum per block).
+pub fn scale(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    n: usize,
+    len: usize,
+    blocks: usize,
+) -> Result<CudaStorage> {
+    let (Ok(count), Ok(grid)) = (i32::try_from(n), u32::try_from(blocks.max(1))) else {
+        candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
+    };
+    let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: scale.cu's kernels take their operands, the output and n, in this order; the
+    // forward's grid-stride loop writes every element below n, and the backward's blocks each
+    // write their share of the first n and their own partial sum at n + block (len = n + blocks).
+    unsafe { run(("memctl_scale", SCALE_PTX), kernel, operands, len, config, &[count], &[]) }
 }
 
 /// Launches `kernel` of `module` with the operands' f32 elements (each from its layout's start

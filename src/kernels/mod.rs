@@ -25,6 +25,7 @@ pub mod par;
 pub mod real;
 pub mod reduce;
 pub mod row_norm;
+pub mod scale_op;
 pub mod softmax_op;
 pub mod spd_solve;
 pub mod view;

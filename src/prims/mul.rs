@@ -1,6 +1,13 @@
 //! `mul(a, b)` = `a ⊙ b` (also written `a * b`), element-wise with broadcasting.
-super::binary::binary_broadcast!(Mul, "mul", "element-wise a ⊙ b (the `*` and `⊙` operators)", Mul, |a, b| a
-    .broadcast_mul(b));
+//! A single number times a tensor (STM's learned α) runs as `kernels::scale_op` where memctl's
+//! fused ops run.
+super::binary::binary_broadcast!(
+    Mul,
+    "mul",
+    "element-wise a ⊙ b (the `*` and `⊙` operators)",
+    Mul,
+    crate::kernels::scale_op::mul
+);
 
 fn examples() -> Vec<super::Example> {
     use crate::signature::example_args::*;

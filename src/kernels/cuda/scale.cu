@@ -1,0 +1,33 @@
+// A tensor times a single number on the GPU (f32), as src/kernels/scale_op.rs computes it on the
+// CPU: `x` and `g` have `n` elements, `alpha` one. Blocks of 256 threads. Built to PTX by
+// build.rs with the `cuda` feature.
+
+// out = alpha x, grid-stride.
+extern "C" __global__ void scale_fwd(const float* x, const float* alpha, float* out, int n) {
+    float a = alpha[0];
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = a * x[i];
+}
+
+// out = [alpha g (n) | one partial sum of g ⊙ x per block (gridDim.x)]: block b covers the
+// elements [b · share, (b + 1) · share), share = ceil(n / gridDim.x).
+extern "C" __global__ void scale_bwd(const float* x, const float* alpha, const float* g, float* out, int n) {
+    __shared__ float warp_sums[32];
+    float a = alpha[0];
+    int share = (n + gridDim.x - 1) / gridDim.x;
+    int start = blockIdx.x * share, stop = min(start + share, n);
+    float acc = 0.0f;
+    for (int i = start + threadIdx.x; i < stop; i += blockDim.x) {
+        float gi = g[i];
+        out[i] = a * gi;
+        acc += gi * x[i];
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_sums[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+        acc = lane < (int)(blockDim.x >> 5) ? warp_sums[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+        if (lane == 0) out[n + blockIdx.x] = acc;
+    }
+}

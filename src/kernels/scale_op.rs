@@ -1,0 +1,203 @@
+//! A tensor times a single number (STM's `α1 · M^r`, `α2 · …`, `α3 · …`, the learned scalars) as
+//! one candle op with its own backward, for the device-generic path (candle's autograd: the
+//! GPU, and evaluation on the CPU).
+//!
+//! As candle ops, `x.broadcast_mul(α)` reads `α` through a broadcast view of `x`'s shape, and
+//! its backward sums `g ⊙ x` over every element into `α`'s one, which candle's CUDA backend runs
+//! on one block: for STM config B's `α1 · M^r` (32 · 8 · 96 · 96 elements) 237 µs on an H200,
+//! besides three strided products of 48 µs each (docs/performance.md, "Where a step's time
+//! goes"). Here the forward is one kernel, and the backward one kernel that writes `d x = α g`
+//! and, per block of the launch, a partial sum of `g ⊙ x`; candle sums the partial sums.
+//!
+//! Where it runs is `kernels::fused`'s rule (the CPU always; CUDA see [`ON_CUDA`]); the CUDA
+//! kernels are `src/kernels/cuda/scale.cu`.
+
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+
+use super::fused::{OnCuda, RealKernel, run_cpu};
+use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// Compiled, not yet checked on a GPU: on CUDA only with `MEMCTL_CUDA_FUSED=1`.
+pub const ON_CUDA: OnCuda = OnCuda::Unchecked;
+
+/// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share).
+const PER_PARTIAL: usize = 8192;
+
+/// How many partial sums the backward writes for `n` elements: at least one, at most 1024.
+fn partials(n: usize) -> usize {
+    n.div_ceil(PER_PARTIAL).clamp(1, 1024)
+}
+
+/// `a ⊙ b` broadcast, as `mul` computes it: this op where one operand is a single number and
+/// memctl's fused ops run, `broadcast_mul` elsewhere. The operands have the same rank
+/// (`kernels::broadcast::align`).
+pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
+    if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && super::fused::used_for(x, ON_CUDA) {
+        return x.contiguous()?.apply_op2(&alpha.contiguous()?, Scale::Forward);
+    }
+    a.broadcast_mul(b)
+}
+
+/// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
+/// ⊙ x]` (flat, `n + partials(n)` elements).
+#[derive(Clone, Copy)]
+enum Scale {
+    Forward,
+    Backward,
+}
+
+impl Scale {
+    fn kernel(self) -> &'static str {
+        match self {
+            Scale::Forward => "scale_fwd",
+            Scale::Backward => "scale_bwd",
+        }
+    }
+}
+
+/// Checks the operands' layouts: `x` and `g` contiguous of the same size, `α` one element.
+fn operands(x: &Layout, alpha: &Layout, g: Option<&Layout>) -> Result<usize> {
+    let n = x.shape().elem_count();
+    if alpha.shape().elem_count() != 1 {
+        bail!("the fused scale takes a single number, got {:?}", alpha.dims());
+    }
+    if g.is_some_and(|g| g.shape().elem_count() != n || !g.is_contiguous()) || !x.is_contiguous() {
+        bail!("the fused scale takes contiguous operands of one size");
+    }
+    Ok(n)
+}
+
+/// The CPU computation of one pass.
+struct ScaleKernel(Scale);
+
+impl RealKernel for ScaleKernel {
+    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
+        let (x, alpha) = (operands[0], operands[1][0]);
+        match self.0 {
+            Scale::Forward => x.iter().map(|&v| alpha * v).collect(),
+            Scale::Backward => {
+                let g = operands[2];
+                let mut out: Vec<T> = g.iter().map(|&v| alpha * v).collect();
+                let share = x.len().div_ceil(partials(x.len())).max(1);
+                let mut sums: Vec<T> = x.chunks(share).zip(g.chunks(share)).map(|(x, g)| dot(x, g)).collect();
+                sums.resize(partials(x.len()), T::zero());
+                out.extend(sums);
+                out
+            }
+        }
+    }
+}
+
+fn dot<T: Real>(x: &[T], g: &[T]) -> T {
+    x.iter().zip(g).fold(T::zero(), |s, (&x, &g)| s + x * g)
+}
+
+impl CustomOp2 for Scale {
+    fn name(&self) -> &'static str {
+        self.kernel()
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        operands(l1, l2, None)?;
+        Ok((run_cpu(&ScaleKernel(Scale::Forward), &[(s1, l1), (s2, l2)], "the fused scale")?, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
+        let n = operands(l1, l2, None)?;
+        let out = super::cuda_kernels::scale("scale_fwd", &[(s1, l1), (s2, l2)], n, n, n.div_ceil(256).min(65_535))?;
+        super::fused::record_launch("scale_fwd");
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(&self, x: &Tensor, alpha: &Tensor, _y: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        if matches!(self, Scale::Backward) {
+            bail!("the fused scale's backward has no gradient of its own");
+        }
+        let n = x.elem_count();
+        let all = x.apply_op3_no_bwd(alpha, &grad.contiguous()?, &Scale::Backward)?;
+        let dx = all.narrow(0, 0, n)?.reshape(x.shape())?;
+        let dalpha = all.narrow(0, n, partials(n))?.sum_all()?.reshape(alpha.shape())?;
+        Ok((Some(dx), Some(dalpha)))
+    }
+}
+
+impl CustomOp3 for Scale {
+    fn name(&self) -> &'static str {
+        self.kernel()
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let n = operands(l1, l2, Some(l3))?;
+        let out = run_cpu(&ScaleKernel(Scale::Backward), &[(s1, l1), (s2, l2), (s3, l3)], "the fused scale")?;
+        Ok((out, Shape::from(n + partials(n))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let n = operands(l1, l2, Some(l3))?;
+        let blocks = partials(n);
+        let out = super::cuda_kernels::scale("scale_bwd", &[(s1, l1), (s2, l2), (s3, l3)], n, n + blocks, blocks)?;
+        super::fused::record_launch("scale_bwd");
+        Ok((out, Shape::from(n + blocks)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device, Var};
+
+    use super::*;
+
+    #[test]
+    fn the_fused_scale_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        let dev = Device::Cpu;
+        // More elements than one partial sum holds, in a shape of STM's relational memory.
+        for (dims, alpha_dims) in [(&[3usize, 2, 40, 70][..], &[1usize, 1, 1, 1][..]), (&[5][..], &[1][..])] {
+            let x = Var::from_tensor(&Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)?)?;
+            let alpha = Var::from_tensor(&Tensor::new(&[0.7f64], &dev)?.reshape(alpha_dims)?)?;
+            let weights = Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)?;
+            let loss = |y: Tensor| y.mul(&weights)?.sum_all();
+            for (a, b) in [(x.as_tensor(), alpha.as_tensor()), (alpha.as_tensor(), x.as_tensor())] {
+                let (fused, plain) = (mul(a, b)?, a.broadcast_mul(b)?);
+                let diff = fused.sub(&plain)?.abs()?.max_all()?.to_scalar::<f64>()?;
+                assert!(diff < 1e-12, "forward differs by {diff}");
+                let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
+                for v in [&x, &alpha] {
+                    let (f, p) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
+                    assert_eq!(f.dims(), v.dims());
+                    let diff = f.sub(p)?.abs()?.max_all()?.to_scalar::<f64>()?;
+                    assert!(diff < 1e-9, "gradient differs by {diff}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn partial_sums_cover_every_element_once() {
+        assert_eq!(partials(1), 1);
+        assert_eq!(partials(PER_PARTIAL), 1);
+        assert_eq!(partials(PER_PARTIAL + 1), 2);
+        assert_eq!(partials(usize::MAX / 2), 1024);
+    }
+}
