@@ -76,6 +76,10 @@ quick_part() {
     timeout 120 bash .gpu/run.sh doctor --check
     echo "== MEMCTL_CUDA_FUSED=1"; MEMCTL_CUDA_FUSED=1 timeout 120 bash .gpu/run.sh doctor --check
   } > "$out/doctor.txt" 2>&1
+  # Each unchecked change on its own (doctor lists them), so that a failure names its cause.
+  for name in $(sed -n 's/.*off: //p' "$out/doctor.txt" | head -1 | tr ',' '\n' | sed -n 's/^ *\([a-z_0-9]*\) (unchecked)$/\1/p'); do
+    echo "== MEMCTL_CUDA_FUSED=$name"; MEMCTL_CUDA_FUSED=$name timeout 120 bash .gpu/run.sh doctor --check
+  done >> "$out/doctor.txt" 2>&1
   {
     echo "== stm_a graph profile, MEMCTL_CUDA_FUSED=1"
     MEMCTL_CUDA_FUSED=1 MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3

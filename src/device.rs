@@ -70,9 +70,7 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     }
     // candle's float sums with few outputs split over many blocks (the vendored candle-core's
     // change, vendor/README.md), where `MEMCTL_CUDA_FUSED` admits it (kernels::fused).
-    candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(
-        crate::kernels::fused::SPLIT_SUMS_ON_CUDA,
-    ));
+    candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(crate::kernels::fused::SPLIT_SUMS));
     Ok(device)
 }
 

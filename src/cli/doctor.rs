@@ -100,8 +100,17 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         }
     }
     if matches!(device, candle_core::Device::Cuda(_)) {
-        // Which of memctl's own kernels were part of the check (kernels::fused says which run
-        // by default), so that a pass says what it covered.
+        // Which of memctl's changes to CUDA ran (kernels::fused: the checked ones by default,
+        // others as MEMCTL_CUDA_FUSED asks), and which kernels the check launched, so that a
+        // pass says what it covered.
+        let (on, off): (Vec<_>, Vec<_>) =
+            crate::kernels::fused::ALL.into_iter().partition(|op| crate::kernels::fused::cuda_uses(*op));
+        let names = |ops: &[crate::kernels::fused::OnCuda]| {
+            let listed: Vec<String> =
+                ops.iter().map(|op| format!("{}{}", op.name, if op.checked { "" } else { " (unchecked)" })).collect();
+            if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+        };
+        println!("  memctl's CUDA changes on: {}; off: {}", names(&on), names(&off));
         let launches = crate::kernels::fused::device_launches();
         if launches.is_empty() {
             println!("  memctl's fused kernels: none launched");

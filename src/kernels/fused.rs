@@ -1,11 +1,12 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`) share: where they run, and a count of their CUDA launches.
+//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
-//! tape's per-node fallback). On CUDA a kernel runs by default once `memctl doctor --check` has
-//! passed with it on a GPU ([`OnCuda::Checked`]); a newer one is opt-in until then.
-//! `MEMCTL_CUDA_FUSED=1` runs every fused kernel on CUDA, the unchecked ones too (what
-//! `doctor --check` is run with to check them); `MEMCTL_CUDA_FUSED=0` runs none (candle's own
+//! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
+//! passed with it on a GPU ([`OnCuda::checked`], the table below); a newer one is opt-in until
+//! then. `MEMCTL_CUDA_FUSED=1` runs every one on CUDA, the unchecked ones too (what `doctor
+//! --check` is run with to check them); `MEMCTL_CUDA_FUSED=scale,split_sums` adds the ones named
+//! to the checked ones (to check one at a time); `MEMCTL_CUDA_FUSED=0` runs none (candle's own
 //! kernels, to compare).
 
 use std::collections::BTreeMap;
@@ -16,63 +17,82 @@ use candle_core::{CpuStorage, DType, Device, Layout, Result, Tensor, bail};
 
 use super::real::Real;
 
-/// Whether a fused kernel has passed `memctl doctor --check` on a GPU.
+/// One of memctl's changes to what runs on CUDA (a fused kernel, or a change to candle's), by
+/// name, and whether it has passed `memctl doctor --check` on a GPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OnCuda {
+pub struct OnCuda {
+    pub name: &'static str,
     /// Checked on a GPU (which build and which card: docs/performance.md): runs by default.
-    Checked,
-    /// Compiled but not yet checked on a GPU: runs only with `MEMCTL_CUDA_FUSED=1`.
-    Unchecked,
+    /// Otherwise compiled but not yet checked: runs only when `MEMCTL_CUDA_FUSED` asks.
+    pub checked: bool,
 }
 
-/// Which fused kernels run on CUDA, from `MEMCTL_CUDA_FUSED`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// The standing of each, in one place. Checked on an H200 by `doctor --check` (2026-11-26):
+pub const LSTM_CELL: OnCuda = OnCuda { name: "lstm_cell", checked: true };
+pub const LAYER_NORM: OnCuda = OnCuda { name: "layer_norm", checked: true };
+/// The RMC's step 2.51 → 2.35 ms there.
+pub const SOFTMAX: OnCuda = OnCuda { name: "softmax", checked: true };
+/// It passed `doctor --check` on the H200, but STM config B's step was slower with it (31.2 →
+/// 35.6 ms with the softmax): the gradient of its two scalar biases had become a sum of `B·d·2d`
+/// elements into two, which candle runs on two blocks (docs/performance.md, "Where a step's
+/// time goes"). `prims::item_write` now adds them where that sum is `B·2d` long; checked once
+/// that is timed on a GPU.
+pub const ITEM_GATE: OnCuda = OnCuda { name: "item_gate", checked: false };
+/// Not yet run on a GPU.
+pub const SCALE: OnCuda = OnCuda { name: "scale", checked: false };
+/// The vendored candle-core's split sums (`candle_core::cuda_backend::set_split_sums`,
+/// vendor/README.md): a float sum with few outputs runs over many blocks in two passes instead
+/// of one block per output. Not yet run on a GPU.
+pub const SPLIT_SUMS: OnCuda = OnCuda { name: "split_sums", checked: false };
+
+/// Every one, for `doctor` to list.
+pub const ALL: [OnCuda; 6] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS];
+
+/// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum CudaFused {
     /// `0`: none.
     None,
-    /// Unset (or any other value): the checked ones.
-    Checked,
+    /// Unset: the checked ones. A comma-separated list of names: the checked ones and those
+    /// (to check one at a time); names that match none are ignored.
+    Checked { also: Vec<String> },
     /// `1`: all.
     All,
 }
 
-/// Whether the candle path uses the fused op standing `on_cuda` for `t`: on the CPU always; on
-/// CUDA (f32 only) by `MEMCTL_CUDA_FUSED` (the module's header); never on other devices.
-pub fn used_for(t: &Tensor, on_cuda: OnCuda) -> bool {
+/// Whether the candle path uses the fused op `op` for `t`: on the CPU always; on CUDA (f32
+/// only) by `MEMCTL_CUDA_FUSED` (the module's header); never on other devices.
+pub fn used_for(t: &Tensor, op: OnCuda) -> bool {
     match t.device() {
         Device::Cpu => true,
-        Device::Cuda(_) => t.dtype() == DType::F32 && cuda_uses(on_cuda),
+        Device::Cuda(_) => t.dtype() == DType::F32 && cuda_uses(op),
         _ => false,
     }
 }
 
-/// Whether CUDA runs a kernel (or a change to candle's) standing `on_cuda`, by `MEMCTL_CUDA_FUSED`.
-pub fn cuda_uses(on_cuda: OnCuda) -> bool {
-    CUDA_FUSED.runs(on_cuda)
+/// Whether CUDA runs `op` (a kernel, or a change to candle's), by `MEMCTL_CUDA_FUSED`.
+pub fn cuda_uses(op: OnCuda) -> bool {
+    CUDA_FUSED.runs(op)
 }
-
-/// The vendored candle-core's split sums (`candle_core::cuda_backend::set_split_sums`,
-/// vendor/README.md): a float sum with few outputs runs over many blocks in two passes instead
-/// of one block per output. Compiled, not yet checked on a GPU.
-pub const SPLIT_SUMS_ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// `MEMCTL_CUDA_FUSED`, read once: `used_for` runs for every op of every eager time step.
 static CUDA_FUSED: LazyLock<CudaFused> =
-    LazyLock::new(|| CudaFused::from_setting(std::env::var_os("MEMCTL_CUDA_FUSED").as_deref()));
+    LazyLock::new(|| CudaFused::from_setting(std::env::var("MEMCTL_CUDA_FUSED").ok().as_deref()));
 
 impl CudaFused {
-    fn from_setting(value: Option<&std::ffi::OsStr>) -> CudaFused {
-        match value {
-            Some(v) if v == "0" => CudaFused::None,
-            Some(v) if v == "1" => CudaFused::All,
-            _ => CudaFused::Checked,
+    fn from_setting(value: Option<&str>) -> CudaFused {
+        match value.map(str::trim) {
+            Some("0") => CudaFused::None,
+            Some("1") => CudaFused::All,
+            Some(list) => CudaFused::Checked { also: list.split(',').map(|n| n.trim().to_string()).collect() },
+            None => CudaFused::Checked { also: Vec::new() },
         }
     }
 
-    fn runs(self, on_cuda: OnCuda) -> bool {
+    fn runs(&self, op: OnCuda) -> bool {
         match self {
             CudaFused::None => false,
-            CudaFused::Checked => on_cuda == OnCuda::Checked,
+            CudaFused::Checked { also } => op.checked || also.iter().any(|n| n == op.name),
             CudaFused::All => true,
         }
     }
@@ -121,20 +141,20 @@ pub fn run_cpu<K: RealKernel>(kernel: &K, operands: &[(&CpuStorage, &Layout)], w
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::OsStr;
-
     use super::*;
 
     #[test]
-    fn memctl_cuda_fused_runs_none_the_checked_or_all() {
-        let runs = |v: Option<&str>, on: OnCuda| CudaFused::from_setting(v.map(OsStr::new)).runs(on);
-        for on in [OnCuda::Checked, OnCuda::Unchecked] {
-            assert!(!runs(Some("0"), on));
-            assert!(runs(Some("1"), on));
+    fn memctl_cuda_fused_runs_none_the_checked_the_named_or_all() {
+        let runs = |v: Option<&str>, op: OnCuda| CudaFused::from_setting(v).runs(op);
+        for op in ALL {
+            assert!(!runs(Some("0"), op));
+            assert!(runs(Some("1"), op));
+            assert_eq!(runs(None, op), op.checked);
+            assert_eq!(runs(Some("no such kernel"), op), op.checked);
         }
-        for unset_or_other in [None, Some(""), Some("yes")] {
-            assert!(runs(unset_or_other, OnCuda::Checked));
-            assert!(!runs(unset_or_other, OnCuda::Unchecked));
-        }
+        assert!(runs(Some("scale, split_sums"), SCALE) && runs(Some("scale, split_sums"), SPLIT_SUMS));
+        assert!(!runs(Some("scale"), ITEM_GATE) && runs(Some("scale"), LAYER_NORM));
+        let names: std::collections::BTreeSet<_> = ALL.iter().map(|op| op.name).collect();
+        assert_eq!(names.len(), ALL.len(), "names are unique");
     }
 }

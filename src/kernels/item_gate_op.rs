@@ -16,22 +16,15 @@
 //! view of it) after stacking `x` and `m` (the backward op, like every candle custom op, takes
 //! three operands). The formulas are `prims::item_write`'s manual backward, per element.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; CUDA see [`ON_CUDA`]); the CUDA
+//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::ITEM_GATE`); the CUDA
 //! kernels are `src/kernels/cuda/item_gate.cu`.
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{OnCuda, RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu};
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
-
-/// On CUDA only with `MEMCTL_CUDA_FUSED=1`: it passed `doctor --check` on an H200 (2026-11-26),
-/// but STM config B's step was slower with it (31.2 → 35.6 ms with the softmax), the gradient
-/// of its two scalar biases having become a sum of `B·d·2d` elements into two, which candle
-/// runs on two blocks (docs/performance.md, "Where a step's time goes"). `prims::item_write`
-/// now adds them where that sum is `B·2d` long; on by default once that is timed on a GPU.
-pub const ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// `σ(g[.., :d]) ⊙ tanh(x) + σ(g[.., d:]) ⊙ m`, `g` being `[.., 2d]` and `x`, `m` `[.., d]` of
 /// the same leading axes (here `[B, d, ·]`: one row per memory row).

@@ -12,7 +12,7 @@ pub const EPS: f64 = 1e-5;
 
 /// `(x - mean) / sqrt(var + eps) * w + b` over the last axis (biased variance, as PyTorch).
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    if super::fused::used_for(x, super::layer_norm_op::ON_CUDA) {
+    if super::fused::used_for(x, super::fused::LAYER_NORM) {
         super::layer_norm_op::layer_norm(x, w, b)
     } else {
         reference(x, w, b)

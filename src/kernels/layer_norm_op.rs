@@ -10,19 +10,16 @@
 //! - `d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ`, `d w = Σ_rows g ⊙ x̂`, `d b =
 //!   Σ_rows g`.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; CUDA by default, see [`ON_CUDA`]);
+//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::LAYER_NORM`);
 //! the CUDA kernels are `src/kernels/cuda/layer_norm.cu`.
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{OnCuda, RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu};
 use super::layer_norm::EPS;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
-
-/// Checked on an H200 by `doctor --check` (2026-11-26, docs/performance.md).
-pub const ON_CUDA: OnCuda = OnCuda::Checked;
 
 /// `(x − mean) / sqrt(var + eps) ⊙ w + b` over the last axis of `x`, `w` and `b` being `[n]`.
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {

@@ -10,12 +10,12 @@
 //! backward of each writes `[d pre | d c]` (`[batch, 5·hidden]`, the other half's gates zero).
 //! The formulas are `kernels::lstm`'s (the tape's manual backward), written per element.
 //!
-//! Where they run is `kernels::fused`'s rule (the CPU always; CUDA by default, see [`ON_CUDA`]);
+//! Where they run is `kernels::fused`'s rule (the CPU always; on CUDA by their standing there, `fused::LSTM_CELL`);
 //! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, launched by `cuda_kernels.rs`.
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{OnCuda, RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu};
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -39,9 +39,6 @@ impl Half {
         }
     }
 }
-
-/// Checked on an H200 by `doctor --check` (2026-11-26, docs/performance.md).
-pub const ON_CUDA: OnCuda = OnCuda::Checked;
 
 /// `(c', h')` of the cell from its pre-activations `pre` (`[batch, 4·hidden]`) and old cell
 /// `c` (`[batch, hidden]`, or `[hidden]` shared by the batch).

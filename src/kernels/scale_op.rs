@@ -9,18 +9,15 @@
 //! goes"). Here the forward is one kernel, and the backward one kernel that writes `d x = α g`
 //! and, per block of the launch, a partial sum of `g ⊙ x`; candle sums the partial sums.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; CUDA see [`ON_CUDA`]); the CUDA
+//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::SCALE`); the CUDA
 //! kernels are `src/kernels/cuda/scale.cu`.
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{OnCuda, RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu};
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
-
-/// Compiled, not yet checked on a GPU: on CUDA only with `MEMCTL_CUDA_FUSED=1`.
-pub const ON_CUDA: OnCuda = OnCuda::Unchecked;
 
 /// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share).
 const PER_PARTIAL: usize = 8192;
@@ -35,7 +32,7 @@ fn partials(n: usize) -> usize {
 /// (`kernels::broadcast::align`).
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
-    if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && super::fused::used_for(x, ON_CUDA) {
+    if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && super::fused::used_for(x, super::fused::SCALE) {
         return x.contiguous()?.apply_op2(&alpha.contiguous()?, Scale::Forward);
     }
     a.broadcast_mul(b)

@@ -6,24 +6,20 @@
 //! kernel each way. With `y = softmax(x)` per row and `g = d loss / d y`:
 //! `d x = y ⊙ (g − Σ_j g_j y_j)`.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; CUDA see [`ON_CUDA`]); elsewhere
+//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::SOFTMAX`); elsewhere
 //! it is `candle_nn::ops::softmax`. The CUDA kernels are `src/kernels/cuda/softmax.cu`.
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, D, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{OnCuda, RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu};
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
-/// Checked on an H200 by `doctor --check` (2026-11-26, docs/performance.md): the RMC's step
-/// 2.51 → 2.35 ms there.
-pub const ON_CUDA: OnCuda = OnCuda::Checked;
-
 /// `exp(x − max) / Σ exp(x − max)` over the last axis, differentiable: this op where memctl's
 /// fused ops run, candle's ops elsewhere.
 pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
-    if super::fused::used_for(x, ON_CUDA) {
+    if super::fused::used_for(x, super::fused::SOFTMAX) {
         x.contiguous()?.apply_op1(Forward)
     } else {
         candle_nn::ops::softmax(x, D::Minus1)
