@@ -158,3 +158,38 @@ mod tests {
         assert_eq!(names.len(), ALL.len(), "names are unique");
     }
 }
+
+/// What the fused ops' tests share: each compares its op with the candle ops it replaces,
+/// values and candle's gradients, in f64.
+#[cfg(test)]
+pub(crate) mod testing {
+    use candle_core::{DType, Device, Result, Tensor, Var};
+
+    /// A variable of normal values times `scale`, f64, on the CPU.
+    pub fn var(dims: &[usize], scale: f64) -> Result<Var> {
+        Var::from_tensor(&(Tensor::randn(0.0, 1.0, dims, &Device::Cpu)?.to_dtype(DType::F64)? * scale)?)
+    }
+
+    /// Asserts that each of `fused` equals its counterpart in `plain` within `tolerance`, and so
+    /// do the gradients of `vars` under a loss that weighs every output element at random.
+    pub fn assert_fused_matches(vars: &[&Var], fused: &[Tensor], plain: &[Tensor], tolerance: f64) -> Result<()> {
+        let largest = |a: &Tensor, b: &Tensor| a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>();
+        let mut loss_fused = Tensor::zeros((), DType::F64, &Device::Cpu)?;
+        let mut loss_plain = loss_fused.clone();
+        for (f, p) in fused.iter().zip(plain) {
+            let diff = largest(f, p)?;
+            assert!(diff < tolerance, "forward differs by {diff}");
+            let weights = Tensor::randn(0.0, 1.0, f.dims(), &Device::Cpu)?.to_dtype(DType::F64)?;
+            loss_fused = loss_fused.add(&f.mul(&weights)?.sum_all()?)?;
+            loss_plain = loss_plain.add(&p.mul(&weights)?.sum_all()?)?;
+        }
+        let (gf, gp) = (loss_fused.backward()?, loss_plain.backward()?);
+        for v in vars {
+            let (f, p) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
+            assert_eq!(f.dims(), v.dims());
+            let diff = largest(f, p)?;
+            assert!(diff < tolerance, "gradient differs by {diff}");
+        }
+        Ok(())
+    }
+}

@@ -180,9 +180,10 @@ impl CustomOp3 for Gate {
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{D, DType, Device, Var};
+    use candle_core::{D, DType, Device};
 
     use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
 
     /// The gate as the plain candle ops `prims::item_write` otherwise runs.
     fn reference(g: &Tensor, x: &Tensor, m: &Tensor) -> Result<Tensor> {
@@ -194,25 +195,9 @@ mod tests {
 
     #[test]
     fn the_fused_gate_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
-        let dev = Device::Cpu;
-        let var = |dims: &[usize], scale: f64| -> Result<Var> {
-            Var::from_tensor(&(Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)? * scale)?)
-        };
         // Two examples of a 3 × 3 memory: the rows of both examples and both gate halves count.
         let (g, x, m) = (var(&[2, 3, 6], 2.0)?, var(&[2, 3, 3], 1.5)?, var(&[2, 3, 3], 1.0)?);
-        let weights = Tensor::randn(0.0, 1.0, (2, 3, 3), &dev)?.to_dtype(DType::F64)?;
-        let loss = |y: Tensor| y.mul(&weights)?.sum_all();
-        let (fused, plain) = (gated_write(&g, &x, &m)?, reference(&g, &x, &m)?);
-        let diff = fused.sub(&plain)?.abs()?.max_all()?.to_scalar::<f64>()?;
-        assert!(diff < 1e-12, "forward differs by {diff}");
-        let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
-        for v in [&g, &x, &m] {
-            let (a, b) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
-            assert_eq!(a.dims(), v.dims());
-            let diff = a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()?;
-            assert!(diff < 1e-12, "gradient differs by {diff}");
-        }
-        Ok(())
+        assert_fused_matches(&[&g, &x, &m], &[gated_write(&g, &x, &m)?], &[reference(&g, &x, &m)?], 1e-12)
     }
 
     #[test]

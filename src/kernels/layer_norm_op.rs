@@ -179,30 +179,15 @@ mod tests {
     use candle_core::{DType, Device, Var};
 
     use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
 
     #[test]
     fn the_fused_norm_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
-        let dev = Device::Cpu;
-        let var = |dims: &[usize], scale: f64| -> Result<Var> {
-            Var::from_tensor(&(Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)? * scale)?)
-        };
         // Three leading axes' worth of rows, an offset mean, and weights far from 1.
         let x = Var::from_tensor(&(var(&[2, 3, 7], 2.0)?.as_tensor() + 3.0)?)?;
         let (w, b) = (var(&[7], 1.5)?, var(&[7], 1.0)?);
-        let weights = Tensor::randn(0.0, 1.0, (2, 3, 7), &dev)?.to_dtype(DType::F64)?;
-        let loss = |y: Tensor| y.mul(&weights)?.sum_all();
-        let fused = layer_norm(&x, &w, &b)?;
         let plain = crate::kernels::layer_norm::reference(&x, &w, &b)?;
-        let diff = fused.sub(&plain)?.abs()?.max_all()?.to_scalar::<f64>()?;
-        assert!(diff < 1e-12, "forward differs by {diff}");
-        let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
-        for v in [&x, &w, &b] {
-            let (a, c) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
-            assert_eq!(a.dims(), v.dims());
-            let diff = a.sub(c)?.abs()?.max_all()?.to_scalar::<f64>()?;
-            assert!(diff < 1e-12, "gradient differs by {diff}");
-        }
-        Ok(())
+        assert_fused_matches(&[&x, &w, &b], &[layer_norm(&x, &w, &b)?], &[plain], 1e-12)
     }
 
     #[test]

@@ -204,9 +204,10 @@ fn launch(kernel: &'static str, operands: &[(&CudaStorage, &Layout)], per_unit: 
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{D, DType, Device, Var};
+    use candle_core::{D, DType, Device};
 
     use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
 
     /// The cell as plain candle ops, differentiated by candle's autograd.
     fn reference(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
@@ -220,25 +221,10 @@ mod tests {
 
     #[test]
     fn the_fused_cell_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
-        let dev = Device::Cpu;
-        let pre = Var::from_tensor(&(Tensor::randn(0.0, 1.5, (3, 8), &dev)?.to_dtype(DType::F64)?))?;
-        let c = Var::from_tensor(&(Tensor::randn(0.0, 1.0, (3, 2), &dev)?.to_dtype(DType::F64)?))?;
         // A loss that weighs c' and h' differently, so that both backward halves count.
-        let weights = |t: &Tensor| Tensor::randn(0.0, 1.0, t.dims(), &dev)?.to_dtype(DType::F64);
-        let (wc, wh) = (weights(c.as_tensor())?, weights(c.as_tensor())?);
-        let loss = |(cn, hn): (Tensor, Tensor)| cn.mul(&wc)?.sum_all()?.add(&hn.mul(&wh)?.sum_all()?);
-        let (fused, plain) = (cell(&pre, &c)?, reference(&pre, &c)?);
-        for (a, b) in [(&fused.0, &plain.0), (&fused.1, &plain.1)] {
-            let diff = a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()?;
-            assert!(diff < 1e-12, "forward differs by {diff}");
-        }
-        let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
-        for v in [&pre, &c] {
-            let (a, b) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
-            let diff = a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()?;
-            assert!(diff < 1e-12, "gradient differs by {diff}");
-        }
-        Ok(())
+        let (pre, c) = (var(&[3, 8], 1.5)?, var(&[3, 2], 1.0)?);
+        let ((cf, hf), (cp, hp)) = (cell(&pre, &c)?, reference(&pre, &c)?);
+        assert_fused_matches(&[&pre, &c], &[cf, hf], &[cp, hp], 1e-12)
     }
 
     #[test]

@@ -161,30 +161,20 @@ impl CustomOp3 for Scale {
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{DType, Device, Var};
+    use candle_core::{Device, Var};
 
     use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
 
     #[test]
     fn the_fused_scale_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
-        let dev = Device::Cpu;
-        // More elements than one partial sum holds, in a shape of STM's relational memory.
+        // More elements than one partial sum holds, in a shape of STM's relational memory; the
+        // single number on either side.
         for (dims, alpha_dims) in [(&[3usize, 2, 40, 70][..], &[1usize, 1, 1, 1][..]), (&[5][..], &[1][..])] {
-            let x = Var::from_tensor(&Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)?)?;
-            let alpha = Var::from_tensor(&Tensor::new(&[0.7f64], &dev)?.reshape(alpha_dims)?)?;
-            let weights = Tensor::randn(0.0, 1.0, dims, &dev)?.to_dtype(DType::F64)?;
-            let loss = |y: Tensor| y.mul(&weights)?.sum_all();
+            let (x, alpha) =
+                (var(dims, 1.0)?, Var::from_tensor(&Tensor::new(&[0.7f64], &Device::Cpu)?.reshape(alpha_dims)?)?);
             for (a, b) in [(x.as_tensor(), alpha.as_tensor()), (alpha.as_tensor(), x.as_tensor())] {
-                let (fused, plain) = (mul(a, b)?, a.broadcast_mul(b)?);
-                let diff = fused.sub(&plain)?.abs()?.max_all()?.to_scalar::<f64>()?;
-                assert!(diff < 1e-12, "forward differs by {diff}");
-                let (gf, gp) = (loss(fused)?.backward()?, loss(plain)?.backward()?);
-                for v in [&x, &alpha] {
-                    let (f, p) = (gf.get(v).expect("fused gradient"), gp.get(v).expect("autograd gradient"));
-                    assert_eq!(f.dims(), v.dims());
-                    let diff = f.sub(p)?.abs()?.max_all()?.to_scalar::<f64>()?;
-                    assert!(diff < 1e-9, "gradient differs by {diff}");
-                }
+                assert_fused_matches(&[&x, &alpha], &[mul(a, b)?], &[a.broadcast_mul(b)?], 1e-9)?;
             }
         }
         Ok(())
