@@ -62,7 +62,7 @@ impl RealKernel for SoftmaxKernel {
                 let start = out.len();
                 out.extend(x.iter().map(|&v| (v - max).exp()));
                 let sum = out[start..].iter().fold(T::zero(), |s, &e| s + e);
-                out[start..].iter_mut().for_each(|e| *e = *e / sum);
+                out[start..].iter_mut().for_each(|e| *e /= sum);
             }
         }
         out
