@@ -9,9 +9,10 @@ use std::path::Path;
 /// Bottom to top. A module may import modules of strictly lower layers.
 const LAYERS: &[&[&str]] = &[
     // Shared leaf types and helpers.
-    &["ftz", "source", "ty", "value", "suggest", "kernels", "device", "build_info"],
-    // Diagnostics, the primitives' contract (shapes without candle), training settings.
-    &["diag", "pool", "signature", "train_config"],
+    &["ftz", "source", "ty", "value", "suggest", "kernels", "build_info"],
+    // Diagnostics, the primitives' contract (shapes without candle), training settings, the
+    // device (which sets up the kernels' CUDA changes when it opens one).
+    &["diag", "pool", "signature", "train_config", "device"],
     &["graph"],
     &["prims"],
     // The language, the task generators, and the compiler of step graphs into candle.
