@@ -5,7 +5,8 @@
 #
 #   bash scripts/gpu_kernel_times.sh [SPEC EXPERIMENT]   # default: specs/bench/stm.mem stm_b
 #
-# Writes $OUT/ncu_fused_{0,1}.csv (one row per launch: kernel name, duration in ns) and prints
+# Writes $OUT/ncu_fused_{0,1}.csv (ncu's messages, then one quoted row per launch: kernel name,
+# duration in ns; two files, so that it fits beside gpu_measure.sh's five in one call) and prints
 # each kernel's total over the window, largest first (scripts/kernel_totals.py does the sum).
 # ncu serialises and replays every launch it times, so only a window of 3000 launches, past the
 # first step's warm-up, is timed (about a minute each).
@@ -20,7 +21,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRAR
 for fused in 0 1; do
   MEMCTL_CUDA_FUSED=$fused timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
     --launch-skip 7000 --launch-count 3000 "$bin" bench "$spec" "$experiment" --device cuda --iters 2 --warmup 1 \
-    > "$out/ncu_fused_$fused.csv" 2> "$out/ncu_fused_$fused.err"
+    > "$out/ncu_fused_$fused.csv" 2>&1
   echo "== MEMCTL_CUDA_FUSED=$fused: rc $?"
   python3 scripts/kernel_totals.py "$out/ncu_fused_$fused.csv" | head -25
 done
