@@ -42,6 +42,9 @@ fn examples() -> Vec<Example> {
         Example::new([m3.clone(), v3.clone()]),
         Example::new([m3.clone(), v3.clone(), ("b", t(&[3]))]),
         Example::new([m3.clone(), v3.clone(), ("gated", boolean(false))]),
+        // Operands of batch 1 beside batched ones: one memory shared by the batch, one vector.
+        Example::new([("M", shared(&[3, 3])), v3.clone(), ("b", t(&[3]))]),
+        Example::new([m3.clone(), ("a", shared(&[3]))]),
         Example::new([m3, v3, ("b", t(&[3])), ("gated", boolean(false))]),
     ]
 }
@@ -145,8 +148,13 @@ impl Op for ItemWriteOp {
             let bias = Tensor::cat(&[gates.b_in.of(params), gates.b_forget.of(params)], 0)?.reshape((2, 1))?;
             let (batch, one, width) = g_in.dims3()?;
             let g_in = g_in.reshape((batch, one, 2, width / 2))?.broadcast_add(&bias)?.reshape((batch, one, width))?;
-            let m = m.broadcast_as(x.shape())?;
-            return Ok(vec![item_gate_op::gated_write(&g_mem.broadcast_add(&g_in)?, &x, &m)?]);
+            let g = g_mem.broadcast_add(&g_in)?;
+            // One batch for the three, as the broadcasting ops below would have it (a memory,
+            // `a` or `b` of batch 1 spreads over the others'; the initial memory has none).
+            let batch = g.dim(0)?.max(x.dim(0)?).max(if m.rank() == 3 { m.dim(0)? } else { 1 });
+            let g = g.broadcast_as((batch, d, 2 * d))?;
+            let (x, m) = (x.broadcast_as((batch, d, d))?, m.broadcast_as((batch, d, d))?);
+            return Ok(vec![item_gate_op::gated_write(&g, &x, &m)?]);
         }
         let g = g_mem.broadcast_add(&g_in)?;
         let input_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, 0, d)?.broadcast_add(gates.b_in.of(params))?)?;

@@ -5,7 +5,9 @@
 // out = alpha x, grid-stride.
 extern "C" __global__ void scale_fwd(const float* x, const float* alpha, float* out, int n) {
     float a = alpha[0];
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = a * x[i];
+    // size_t: the stride past the last element must not overflow an int near n = 2^31.
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = a * x[i];
 }
 
 // out = [alpha g (n) | one partial sum of g ⊙ x per block (gridDim.x)]: block b covers the
@@ -13,10 +15,10 @@ extern "C" __global__ void scale_fwd(const float* x, const float* alpha, float* 
 extern "C" __global__ void scale_bwd(const float* x, const float* alpha, const float* g, float* out, int n) {
     __shared__ float warp_sums[32];
     float a = alpha[0];
-    int share = (n + gridDim.x - 1) / gridDim.x;
-    int start = blockIdx.x * share, stop = min(start + share, n);
+    size_t share = ((size_t)n + gridDim.x - 1) / gridDim.x;
+    size_t start = blockIdx.x * share, stop = min(start + share, (size_t)n);
     float acc = 0.0f;
-    for (int i = start + threadIdx.x; i < stop; i += blockDim.x) {
+    for (size_t i = start + threadIdx.x; i < stop; i += blockDim.x) {
         float gi = g[i];
         out[i] = a * gi;
         acc += gi * x[i];

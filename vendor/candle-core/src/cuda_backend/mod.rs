@@ -413,9 +413,10 @@ impl Map1Any for FastReduce<'_> {
             // output's elements), then one block per output sums its `split` partial sums.
             let func = dev.get_or_load_func(&kernel_name::<T>("fast_sum"), &kernels::REDUCE)?;
             let (parts, run) = (dst_el * split, el_to_sum_per_block / split);
+            // At least a warp: `fast_sum_f32` reduces whole warps with full-mask shuffles.
             let block = |n: usize| LaunchConfig {
                 grid_dim: (0, 1, 1),
-                block_dim: (usize::min(1024, n).next_power_of_two() as u32, 1, 1),
+                block_dim: (usize::min(1024, n).next_power_of_two().max(32) as u32, 1, 1),
                 shared_mem_bytes: 0,
             };
             // SAFETY: every element is written by the first pass.
@@ -457,7 +458,10 @@ impl Map1Any for FastReduce<'_> {
                 "fast_sum_small",
             )
         } else {
+            // memctl: with split sums, sums of at most 32 elements come here too; a block of
+            // at least a warp, as `fast_sum_f32` reduces whole warps with full-mask shuffles.
             let block_dim = usize::min(1024, el_to_sum_per_block).next_power_of_two();
+            let block_dim = if split_sums { block_dim.max(32) } else { block_dim };
             (
                 LaunchConfig {
                     grid_dim: (dst_el as u32, 1, 1),
