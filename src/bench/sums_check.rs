@@ -4,7 +4,8 @@
 //! The model checks (`device_check`) cover reductions only at their small sizes. The vendored
 //! candle-core's split sums (vendor/README.md) change how a sum with few outputs runs on CUDA
 //! only from 4 096 elements per output, and how a reduction to fewer than 16 384 short sums
-//! runs; these shapes reach both, contiguous and strided, and one with no split (an odd length).
+//! runs; these shapes reach both, contiguous and strided, one with no split (an odd length), one
+//! split into only 8 parts and sums of only 8 elements.
 
 use candle_core::{DType, Device, Result, Tensor};
 
@@ -18,6 +19,9 @@ const CASES: &[(&[usize], &[usize], bool)] = &[
     (&[32, 96, 2, 96], &[0, 1, 3], false),
     (&[32, 96, 96], &[0, 1, 2], true),
     (&[32, 256], &[0], false),
+    // Few parts and short sums: blocks smaller than a warp would sum to zero (vendor/README.md).
+    (&[12288], &[0], false),
+    (&[8, 300], &[0], false),
     (&[3072, 96], &[1], false),
     (&[64, 96], &[0], true),
 ];
