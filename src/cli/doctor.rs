@@ -134,11 +134,6 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             code = 1;
         }
     }
-    #[cfg(feature = "cuda")]
-    if matches!(device, candle_core::Device::Cuda(_)) {
-        let how = if candle_core::cuda_backend::split_sums() { "split over blocks" } else { "one block per output" };
-        println!("  candle's sums with few outputs: {how}");
-    }
     println!("check: {}", if code == 0 { "passed" } else { "FAILED" });
     Ok(code)
 }

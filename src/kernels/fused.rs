@@ -1,5 +1,6 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`) share: where they run, and a count of their CUDA launches.
+//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`) share: where they run, and a
+//! count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has

@@ -181,7 +181,7 @@ mod tests {
     }
 
     #[test]
-    fn partial_sums_cover_every_element_once() {
+    fn there_is_a_partial_sum_per_8192_elements_up_to_1024() {
         assert_eq!(partials(1), 1);
         assert_eq!(partials(PER_PARTIAL), 1);
         assert_eq!(partials(PER_PARTIAL + 1), 2);
