@@ -4,6 +4,7 @@
 # once per MEMCTL_CUDA_FUSED setting. With .gpu/ (../shared/gpu/pack.sh) carried along:
 #
 #   bash scripts/gpu_kernel_times.sh [SPEC EXPERIMENT]   # default: specs/bench/stm.mem stm_b
+#   FUSED=1 bash scripts/gpu_kernel_times.sh             # only the MEMCTL_CUDA_FUSED settings named
 #
 # Writes $OUT/ncu_fused_{0,1}.csv (ncu's messages, then one quoted row per launch: kernel name,
 # duration in ns; two files, so that it fits beside gpu_measure.sh's five in one call) and prints
@@ -18,7 +19,7 @@ bin=/tmp/memctl-cuda
 python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'))" .gpu/memctl.xz "$bin"
 chmod +x "$bin"
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-} MEMCTL_CUDA_GRAPHS=0
-for fused in 0 1; do
+for fused in ${FUSED:-0 1}; do
   MEMCTL_CUDA_FUSED=$fused timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
     --launch-skip 7000 --launch-count 3000 "$bin" bench "$spec" "$experiment" --device cuda --iters 2 --warmup 1 \
     > "$out/ncu_fused_$fused.csv" 2>&1

@@ -9,6 +9,8 @@
 #                                         # (~5 min): the checks, STM's graph profile, every
 #                                         # model with and without the fused kernels, 16-seed
 #                                         # sweeps, PyTorch's reduce-overhead beside them
+#   bash scripts/gpu_measure.sh changes   # as quick without PyTorch (~2 min), plus STM A and B
+#                                         # with each unchecked change alone: what each pays
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
 # each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
@@ -71,15 +73,35 @@ torch_part() {
 # kernels gain (MEMCTL_CUDA_FUSED=0: none, unset: the checked ones, 1: all), and where memctl
 # stands against torch.compile on the same machine.
 quick_part() {
+  quick_checks
+  quick_steps
+  quick_sweeps
+  {
+    for cfg in "" "--d 96 --nq 8 --nr 96"; do
+      echo "== stm_torch $cfg compile=reduce-overhead"
+      time timeout 200 python3 .gpu/stm_torch.py --device cuda $cfg --compile reduce-overhead
+    done
+  } > "$out/torch.txt" 2>&1
+}
+
+# The changes `doctor` lists as unchecked (kernels::fused), read from doctor.txt.
+unchecked_changes() {
+  sed -n 's/.*off: //p' "$out/doctor.txt" | head -1 | tr ',' '\n' | sed -n 's/^ *\([a-z_0-9]*\) (unchecked)$/\1/p'
+}
+
+quick_checks() {
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
   {
     timeout 120 bash .gpu/run.sh doctor --check
     echo "== MEMCTL_CUDA_FUSED=1"; MEMCTL_CUDA_FUSED=1 timeout 120 bash .gpu/run.sh doctor --check
   } > "$out/doctor.txt" 2>&1
   # Each unchecked change on its own (doctor lists them), so that a failure names its cause.
-  for name in $(sed -n 's/.*off: //p' "$out/doctor.txt" | head -1 | tr ',' '\n' | sed -n 's/^ *\([a-z_0-9]*\) (unchecked)$/\1/p'); do
+  for name in $(unchecked_changes); do
     echo "== MEMCTL_CUDA_FUSED=$name"; MEMCTL_CUDA_FUSED=$name timeout 120 bash .gpu/run.sh doctor --check
   done >> "$out/doctor.txt" 2>&1
+}
+
+quick_steps() {
   {
     echo "== stm_a graph profile, MEMCTL_CUDA_FUSED=1"
     MEMCTL_CUDA_FUSED=1 MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
@@ -91,6 +113,19 @@ quick_part() {
       done
     done
   } > "$out/steps.txt" 2>&1
+}
+
+# STM A and B with each unchecked change alone added to the checked ones.
+each_change_steps() {
+  for name in $(unchecked_changes); do
+    for e in stm_a stm_b; do
+      echo "== specs/bench/stm.mem $e cuda fused=$name"
+      MEMCTL_CUDA_FUSED=$name timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20
+    done
+  done >> "$out/steps.txt" 2>&1
+}
+
+quick_sweeps() {
   {
     for fused in default 1; do
       rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, jobs=default, fused=$fused"
@@ -99,19 +134,16 @@ quick_part() {
         seed=1..16 steps=100 --device cuda --quiet 2>&1 | grep -v "^\[\|^✓"
     done
     unset MEMCTL_CUDA_FUSED
+    echo "== first step from process start"
+    time timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 1 --warmup 0
   } > "$out/sweeps.txt" 2>&1
-  {
-    for cfg in "" "--d 96 --nq 8 --nr 96"; do
-      echo "== stm_torch $cfg compile=reduce-overhead"
-      time timeout 200 python3 .gpu/stm_torch.py --device cuda $cfg --compile reduce-overhead
-    done
-  } > "$out/torch.txt" 2>&1
 }
 
 case "${1:-}" in
   memctl) memctl_part ;;
   torch) torch_part ;;
   quick) quick_part ;;
-  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
+  changes) quick_checks; quick_steps; each_change_steps; quick_sweeps ;;
+  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
 esac
 grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200

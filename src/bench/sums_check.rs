@@ -5,7 +5,8 @@
 //! candle-core's split sums (vendor/README.md) change how a sum with few outputs runs on CUDA
 //! only from 4 096 elements per output, and how a reduction to fewer than 16 384 short sums
 //! runs; these shapes reach both, contiguous and strided, one with no split (an odd length), one
-//! split into only 8 parts and sums of only 8 elements.
+//! split into only 8 parts, sums of only 8 elements, and sums of 1 to 3 elements (which stay on
+//! the one-thread-per-output kernel because candle's block kernel gets them wrong).
 
 use candle_core::{DType, Device, Result, Tensor};
 
@@ -24,6 +25,12 @@ const CASES: &[(&[usize], &[usize], bool)] = &[
     (&[8, 300], &[0], false),
     (&[3072, 96], &[1], false),
     (&[64, 96], &[0], true),
+    // Sums of 1, 2 and 3 contiguous elements into a few outputs: candle's `fast_sum_f32` gets
+    // them wrong (vendor/README.md), so they must stay on the one-thread-per-output kernel.
+    (&[37, 1], &[1], false),
+    (&[37, 2], &[1], false),
+    (&[37, 3], &[1], false),
+    (&[5, 1, 7], &[1], false),
 ];
 
 /// The largest difference over every case and output, relative to the sum of the summed

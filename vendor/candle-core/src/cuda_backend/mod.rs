@@ -345,6 +345,10 @@ pub fn split_sums() -> bool {
 /// least this many outputs; fewer run one block per output.
 const SMALL_REDUCE_MIN_OUTPUTS: usize = 1 << 14;
 
+/// memctl: with split sums, sums shorter than this stay on the one-thread-per-output kernel
+/// (see the comment where it is used).
+const SPLIT_MIN_SUM: usize = 4;
+
 /// memctl: into how many runs to split each output's sum: 1 (no split) for many outputs or
 /// short sums; else the largest power of two, at most 1024, that divides the sum into runs of
 /// at least 1024 elements.
@@ -400,12 +404,14 @@ impl Map1Any for FastReduce<'_> {
         // For small reductions (e.g. MoE topk sum with el_to_sum=8), use a one-thread-per-output
         // kernel to avoid launching millions of blocks each doing almost nothing.
         // memctl (vendor/README.md, "sums with few outputs"): with split sums on, only where
-        // there are enough outputs for one thread each to fill the GPU.
+        // there are enough outputs for one thread each to fill the GPU, or where each sum is
+        // shorter than 4 elements: `fast_sum_f32`'s contiguous branch counts some elements twice
+        // when an output's elements hold no multiple of 4 (its head and tail overlap).
         let split_sums = split_sums() && name == "fast_sum" && matches!(T::DTYPE, DType::F32 | DType::F64);
         let use_small_reduce = el_to_sum_per_block <= 32
             && !return_index
             && name == "fast_sum"
-            && !(split_sums && dst_el < SMALL_REDUCE_MIN_OUTPUTS);
+            && !(split_sums && dst_el < SMALL_REDUCE_MIN_OUTPUTS && el_to_sum_per_block >= SPLIT_MIN_SUM);
         let split = if split_sums && !use_small_reduce { split_factor(dst_el, el_to_sum_per_block) } else { 1 };
         if split > 1 {
             // Two passes of the same kernel: `dst_el · split` blocks each sum a run of
