@@ -19,8 +19,11 @@ use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
-/// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share).
-const PER_PARTIAL: usize = 8192;
+/// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share, 8 per
+/// thread of its 256). At 8 192 (32 per thread), config B's `α1 · M^r` (2.36 M elements) ran on
+/// 288 blocks, too few to keep an H200's memory busy: 27.9 µs, about 1 TB/s
+/// (docs/performance.md). Now it takes the most blocks, 1 024.
+const PER_PARTIAL: usize = 2048;
 
 /// How many partial sums the backward writes for `n` elements: at least one, at most 1024.
 fn partials(n: usize) -> usize {
