@@ -21,9 +21,14 @@ out=${OUT:?OUT must name the folder whose files come back}
 seconds=$1
 shift
 store=store/gpu
-mkdir -p "$store"
 log=$out/slice.log
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; echo "cores: $(nproc)"; } > "$log" 2>&1
+# A checkout without store/gpu (a fresh clone: store/ is not committed) starts it from the
+# committed tables' runs (docs/results/), so that the sweep skips the trials already done.
+if [ ! -d "$store" ]; then
+  for f in docs/results/*.json; do bash .gpu/run.sh --store "$store" import "$f" >> "$log" 2>&1; done
+fi
+mkdir -p "$store"
 start=$(date +%s)
 timeout -s INT -k 20 "$seconds" bash .gpu/run.sh --store "$store" sweep "$@" --quiet >> "$log" 2>&1
 status=$?

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::markdown;
 use super::numbers::{count, duration, sig3};
 use super::provenance;
-use super::selection::{Selection, metric, select};
+use super::selection::{Selection, key_value, metric, select};
 use super::sheet::{Cell, Sheet, Stat};
 use super::verdict::{self, Context, Criterion, CriterionError, Judgement, RowMatch, row_matches};
 use crate::store::RunRecord;
@@ -77,6 +77,10 @@ pub struct Table {
     /// `c + a·k + b·(m/k)³` over the parameters `k` and `m` (Product Kanerva Machines, Fig. 1C–D).
     #[serde(default)]
     pub fit: Option<String>,
+    /// The runs each row should have (the seeds or repetitions its specs sweep). A criterion
+    /// met on rows with fewer is met only so far, and so is the table.
+    #[serde(default)]
+    pub seeds: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,7 +159,7 @@ pub fn load(text: &str) -> Result<Report, DescriptionError> {
             }
         }
         let paper = |m: &RowMatch, metric: &str| t.paper_number(m, metric);
-        let cx = Context { row_keys: &t.rows, metrics: &t.metrics, rows: &[], paper: &paper };
+        let cx = Context { row_keys: &t.rows, metrics: &t.metrics, rows: &[], paper: &paper, seeds: t.seeds };
         for (i, c) in t.criteria.iter().enumerate() {
             c.validate(&cx).map_err(|error| DescriptionError::Criterion {
                 table: t.title.clone(),
@@ -190,7 +194,13 @@ impl Table {
     /// Every criterion judged on the selected rows.
     pub fn judge(&self, selection: &Selection) -> Vec<Judgement> {
         let paper = |m: &RowMatch, metric: &str| self.paper_number(m, metric);
-        let cx = Context { row_keys: &self.rows, metrics: &self.metrics, rows: &selection.rows, paper: &paper };
+        let cx = Context {
+            row_keys: &self.rows,
+            metrics: &self.metrics,
+            rows: &selection.rows,
+            paper: &paper,
+            seeds: self.seeds,
+        };
         self.criteria.iter().map(|c| c.judge(&cx)).collect()
     }
 }
@@ -263,6 +273,10 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
     if versions.len() > 1 {
         columns.push("spec".into());
     }
+    let fitted = fitted_runtime(t, selection);
+    if fitted.is_some() {
+        columns.push("fitted ms_per_step".into());
+    }
     columns.push("converged".into());
     columns.push("wall (sum)".into());
     let mut rows = vec![];
@@ -279,6 +293,10 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
         }
         if versions.len() > 1 {
             cells.push(Cell::Text(row.spec_hash.chars().take(8).collect()));
+        }
+        if let Some(fit) = &fitted {
+            let predicted = row.runs.first().and_then(|r| fit.ms_per_step(r));
+            cells.push(predicted.map_or(Cell::Missing, |p| Cell::Text(sig3(p))));
         }
         let converged = row.runs.iter().filter(|r| r.steps_to_converge.is_some()).count();
         cells.push(Cell::Text(format!("{converged}/{}", row.runs.len())));
@@ -311,8 +329,10 @@ fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
         provenance::where_line(&mine),
         provenance::length_line(&mine, t.paper_length().as_deref())
     );
-    if t.fit.as_deref() == Some("kanerva_runtime") {
-        let _ = writeln!(out, "{}\n", kanerva_fit(&mine));
+    if let Some(fit) = fitted_runtime(t, selection) {
+        let _ = writeln!(out, "{}\n", fit.describe(&mine));
+    } else if t.fit.is_some() {
+        let _ = writeln!(out, "Too few runs to fit c + a·k + b·(m/k)³.\n");
     }
 }
 
@@ -361,24 +381,67 @@ fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// Least-squares fit of seconds per step to `c + a·k + b·(m/k)³` (the PKM paper's model).
-fn kanerva_fit(runs: &[&RunRecord]) -> String {
-    let points: Vec<([f64; 3], f64)> = runs
-        .iter()
-        .filter_map(|r| {
-            let k = r.config.params.get("k")?.as_float()?;
-            let m = r.config.params.get("m")?.as_float()?;
-            let y = metric(r, "ms_per_step")? / 1e3;
-            Some(([1.0, k, (m / k).powi(3)], y))
-        })
-        .collect();
-    match least_squares(&points) {
-        Some(([c, a, b], r2)) => format!(
-            "Fit of seconds per step: c + a·k + b·(m/k)³ with c = {c:.3e}, a = {a:.3e}, b = {b:.3e} (R² = {r2:.3}, {} runs); \
-             the paper's, on its hardware: c = 0.037, a = 3.3e−8, b = 0.218.",
-            points.len()
-        ),
-        None => "Too few runs to fit c + a·k + b·(m/k)³.".to_string(),
+/// The PKM paper's run-time law, seconds per step = `c + a·k + b·(m/k)³`, fitted by least
+/// squares to the table's runs (`fit: kanerva_runtime`).
+struct RuntimeFit {
+    /// `[c, a, b]`.
+    coefficients: [f64; 3],
+    r2: f64,
+    runs: usize,
+}
+
+/// The table's fit, if it asks for one and its runs determine it.
+fn fitted_runtime(t: &Table, selection: &Selection) -> Option<RuntimeFit> {
+    if t.fit.as_deref() != Some("kanerva_runtime") {
+        return None;
+    }
+    let points: Vec<([f64; 3], f64)> =
+        selection.runs().filter_map(|r| Some((RuntimeFit::terms(r)?, metric(r, "ms_per_step")? / 1e3))).collect();
+    let (coefficients, r2) = least_squares(&points)?;
+    Some(RuntimeFit { coefficients, r2, runs: points.len() })
+}
+
+impl RuntimeFit {
+    /// `[1, k, (m/k)³]` for a run with parameters `k` and `m`.
+    fn terms(r: &RunRecord) -> Option<[f64; 3]> {
+        let k = r.config.params.get("k")?.as_float()?;
+        let m = r.config.params.get("m")?.as_float()?;
+        Some([1.0, k, (m / k).powi(3)])
+    }
+
+    /// The law's milliseconds per step for a run's `k` and `m`.
+    fn ms_per_step(&self, r: &RunRecord) -> Option<f64> {
+        let x = Self::terms(r)?;
+        Some(1e3 * (0..3).map(|i| self.coefficients[i] * x[i]).sum::<f64>())
+    }
+
+    /// The coefficients, R², the paper's coefficients, and the residuals (measured − fitted)
+    /// of the rows' means: their median size and the largest.
+    fn describe(&self, runs: &[&RunRecord]) -> String {
+        let [c, a, b] = self.coefficients;
+        let mut residuals: Vec<(f64, f64, &RunRecord)> = runs
+            .iter()
+            .filter_map(|r| Some((metric(r, "ms_per_step")? - self.ms_per_step(r)?, metric(r, "ms_per_step")?, *r)))
+            .collect();
+        residuals.sort_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
+        let residual_note = match (residuals.get(residuals.len() / 2), residuals.last()) {
+            (Some(median), Some((worst, measured, r))) => format!(
+                " Residuals of the runs (measured − fitted ms per step): median size {}, largest {}{} at m = {}, k = {} \
+                 (measured {}).",
+                sig3(median.0.abs()),
+                if *worst >= 0.0 { "+" } else { "" },
+                sig3(*worst),
+                key_value(r, "m"),
+                key_value(r, "k"),
+                sig3(*measured)
+            ),
+            _ => String::new(),
+        };
+        format!(
+            "Fit of seconds per step: c + a·k + b·(m/k)³ with c = {c:.3e}, a = {a:.3e}, b = {b:.3e} (R² = {:.3}, {} runs); \
+             the paper's, on its hardware: c = 0.037, a = 3.3e−8, b = 0.218.{residual_note}",
+            self.r2, self.runs
+        )
     }
 }
 

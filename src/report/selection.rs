@@ -8,6 +8,7 @@
 //! not per experiment, because a sweep of an edited spec skips the trials whose identity did
 //! not change: their runs keep the older spec hash and still are the current spec's results.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crate::store::{RunRecord, Status};
@@ -26,7 +27,7 @@ pub struct Row<'a> {
 /// The rows of a table and what was left out of them.
 #[derive(Debug, Default)]
 pub struct Selection<'a> {
-    /// In key order.
+    /// In key order, numbers by value (`k = 2` before `k = 10`).
     pub rows: Vec<Row<'a>>,
     /// Finished runs of a trial that has a newer finished run.
     pub repeats_left_out: usize,
@@ -69,7 +70,17 @@ pub fn select<'a>(runs: &'a [RunRecord], experiments: &[String], row_keys: &[Str
         selection.older_versions_left_out += before - runs.len();
         selection.rows.push(Row { key, spec_hash, runs });
     }
+    selection.rows.sort_by(|a, b| key_order(&a.key, &b.key));
     selection
+}
+
+/// Row keys compared value by value: as numbers where both are numbers, else as text.
+fn key_order(a: &[String], b: &[String]) -> Ordering {
+    let value = |x: &String, y: &String| match (x.parse::<f64>(), y.parse::<f64>()) {
+        (Ok(x), Ok(y)) => x.total_cmp(&y),
+        _ => x.cmp(y),
+    };
+    a.iter().zip(b).map(|(x, y)| value(x, y)).find(|o| o.is_ne()).unwrap_or_else(|| a.len().cmp(&b.len()))
 }
 
 /// A run's value of a table metric: a final metric, or `ms_per_step`, `steps_to_converge`,
@@ -152,8 +163,22 @@ pub(crate) mod tests {
         // The sweep of the edited spec (v2) skipped d = 8, whose identity did not change.
         let runs = [run(1, "a", "v1", &[("d", Value::Int(8))], 0.5), run(2, "b", "v2", &[("d", Value::Int(16))], 0.6)];
         let s = select(&runs, &["exp".into()], &["d".into()]);
-        assert_eq!(rows(&s), vec![(vec!["16".to_string()], vec![2]), (vec!["8".to_string()], vec![1])]);
+        assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![1]), (vec!["16".to_string()], vec![2])]);
         assert_eq!(s.older_versions_left_out, 0);
+    }
+
+    #[test]
+    fn rows_are_ordered_by_number_where_their_keys_are_numbers() {
+        let runs: Vec<RunRecord> = [10, 2, 100, 1]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| run(i as u64, &format!("t{i}"), "h", &[("k", Value::Int(*k))], 0.5))
+            .collect();
+        let keys: Vec<String> =
+            select(&runs, &["exp".into()], &["k".into()]).rows.iter().map(|r| r.key[0].clone()).collect();
+        assert_eq!(keys, ["1", "2", "10", "100"]);
+        assert_eq!(key_order(&["b".into()], &["a".into()]), Ordering::Greater);
+        assert_eq!(key_order(&["9".into(), "x".into()], &["9".into(), "y".into()]), Ordering::Less);
     }
 
     #[test]

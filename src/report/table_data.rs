@@ -84,6 +84,7 @@ fn without_spec_text(r: &RunRecord) -> Result<Json, serde_json::Error> {
 fn outcome_name(o: Outcome) -> &'static str {
     match o {
         Outcome::Met => "met",
+        Outcome::MetSoFar => "met so far",
         Outcome::Unmet => "unmet",
         Outcome::NotRun => "not run",
         Outcome::Ambiguous => "ambiguous",

@@ -1,7 +1,9 @@
 //! A results table's criteria of reproduction, stated as data in the description, and the
 //! verdict computed from them: reproduced (every criterion met), not reproduced (none met),
 //! partly reproduced (some), or not run (no criterion could be judged). A criterion whose rows
-//! have no runs is "not run", never met.
+//! have no runs is "not run", never met. Where the table asks for a number of runs per row
+//! (`seeds`) and a criterion's rows have fewer, it is "met so far" at best, and the table
+//! "reproduced so far": more seeds may still overturn it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -122,6 +124,8 @@ pub enum CriterionError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Met,
+    /// Met, but a row it names has fewer runs than the table asks for.
+    MetSoFar,
     Unmet,
     /// A row it names has no runs (or no value of its metric).
     NotRun,
@@ -140,6 +144,8 @@ pub struct Judgement {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Reproduced,
+    /// Every criterion met, some on fewer runs than the table asks for.
+    ReproducedSoFar,
     PartlyReproduced,
     NotReproduced,
     NotRun,
@@ -148,15 +154,19 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// All met → reproduced; none → not reproduced; some → partly. A criterion not run counts
-    /// as not met, so a table is "reproduced" only when every criterion was run and met.
+    /// All met → reproduced (so far, if some only so far); none → not reproduced; some →
+    /// partly. A criterion not run counts as not met, so a table is "reproduced" only when every
+    /// criterion was run and met.
     pub fn of(judgements: &[Judgement]) -> Verdict {
-        let met = judgements.iter().filter(|j| j.outcome == Outcome::Met).count();
-        let decided = judgements.iter().filter(|j| matches!(j.outcome, Outcome::Met | Outcome::Unmet)).count();
+        let count = |f: &dyn Fn(Outcome) -> bool| judgements.iter().filter(|j| f(j.outcome)).count();
+        let fully = count(&|o| o == Outcome::Met);
+        let met = count(&|o| matches!(o, Outcome::Met | Outcome::MetSoFar));
+        let decided = count(&|o| matches!(o, Outcome::Met | Outcome::MetSoFar | Outcome::Unmet));
         match (judgements.len(), decided, met) {
             (0, _, _) => Verdict::NoCriteria,
             (_, 0, _) => Verdict::NotRun,
-            (n, _, m) if m == n => Verdict::Reproduced,
+            (n, _, m) if m == n && fully == n => Verdict::Reproduced,
+            (n, _, m) if m == n => Verdict::ReproducedSoFar,
             (_, _, 0) => Verdict::NotReproduced,
             _ => Verdict::PartlyReproduced,
         }
@@ -165,6 +175,7 @@ impl Verdict {
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Reproduced => "reproduced",
+            Verdict::ReproducedSoFar => "reproduced so far",
             Verdict::PartlyReproduced => "partly reproduced",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotRun => "not run",
@@ -181,8 +192,12 @@ pub fn summary(judgements: &[Judgement]) -> String {
         return verdict.as_str().into();
     }
     let count = |o: Outcome| judgements.iter().filter(|j| j.outcome == o).count();
-    let mut parts = vec![format!("{} of {n} criteria met", count(Outcome::Met))];
-    for (outcome, what) in [(Outcome::NotRun, "not run"), (Outcome::Ambiguous, "ambiguous")] {
+    let mut parts = vec![format!("{} of {n} criteria met", count(Outcome::Met) + count(Outcome::MetSoFar))];
+    for (outcome, what) in [
+        (Outcome::MetSoFar, "on fewer runs than the table asks for"),
+        (Outcome::NotRun, "not run"),
+        (Outcome::Ambiguous, "ambiguous"),
+    ] {
         if count(outcome) > 0 {
             parts.push(format!("{} {what}", count(outcome)));
         }
@@ -198,6 +213,9 @@ pub struct Context<'a, 'r> {
     pub rows: &'a [Row<'r>],
     /// The paper's number for a row match and metric, if the description gives one.
     pub paper: &'a dyn Fn(&RowMatch, &str) -> Option<f64>,
+    /// The runs each row should have (the table's `seeds`); a criterion met on fewer is met
+    /// only so far.
+    pub seeds: Option<usize>,
 }
 
 impl Criterion {
@@ -297,7 +315,16 @@ impl Criterion {
                 (spread.map(|d| d <= s.tolerance), line)
             }
         };
-        let outcome = outcome_of(passed);
+        let fewest = found.iter().filter_map(|(_, m)| m.as_ref().ok().map(|m| m.n)).min();
+        let short = cx.seeds.zip(fewest).filter(|(wanted, n)| n < wanted);
+        let outcome = match (outcome_of(passed), short) {
+            (Outcome::Met, Some(_)) => Outcome::MetSoFar,
+            (o, _) => o,
+        };
+        let line = match short {
+            Some((wanted, n)) => format!("{line} — n = {n} of the {wanted} runs a row should have"),
+            None => line,
+        };
         Judgement { outcome, line: format!("{} {line}", mark(outcome)) }
     }
 }
@@ -363,6 +390,7 @@ fn outcome_of(passed: Result<bool, Outcome>) -> Outcome {
 fn mark(o: Outcome) -> &'static str {
     match o {
         Outcome::Met => "✓",
+        Outcome::MetSoFar => "✓ so far:",
         Outcome::Unmet => "✗",
         Outcome::NotRun => "· not run:",
         Outcome::Ambiguous => "? ambiguous:",
@@ -400,11 +428,15 @@ mod tests {
     }
 
     fn judge_all(cs: &[Criterion], runs: &[RunRecord]) -> Vec<Judgement> {
+        judge_with_seeds(cs, runs, None)
+    }
+
+    fn judge_with_seeds(cs: &[Criterion], runs: &[RunRecord], seeds: Option<usize>) -> Vec<Judgement> {
         let keys = ["nq".to_string()];
         let metrics = ["accuracy".to_string()];
         let sel = crate::report::selection::select(runs, &["exp".into()], &keys);
         let paper = |m: &RowMatch, _: &str| (m.get("nq").map(|v| v.0.as_str()) == Some("8")).then_some(0.98);
-        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &sel.rows, paper: &paper };
+        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &sel.rows, paper: &paper, seeds };
         cs.iter().map(|c| c.validate(&cx).map(|()| c.judge(&cx)).unwrap()).collect()
     }
 
@@ -425,6 +457,22 @@ mod tests {
         );
         assert_eq!(js[2].line, "✓ accuracy of {nq: 1} = 0.250 (n = 1) < 0.300");
         assert_eq!(summary(&js), "reproduced (3 of 3 criteria met)");
+    }
+
+    #[test]
+    fn met_on_fewer_runs_than_the_table_asks_is_reproduced_only_so_far() {
+        let rows = runs(&[(8, &[0.97, 0.99, 0.98]), (4, &[0.9]), (1, &[0.25, 0.2, 0.3])]);
+        let js = judge_with_seeds(&criteria(THREE), &rows, Some(3));
+        assert_eq!(js.iter().map(|j| j.outcome).collect::<Vec<_>>(), [Outcome::Met, Outcome::MetSoFar, Outcome::Met]);
+        assert!(js[1].line.starts_with("✓ so far: accuracy:"), "{}", js[1].line);
+        assert!(js[1].line.ends_with("— n = 1 of the 3 runs a row should have"), "{}", js[1].line);
+        assert_eq!(Verdict::of(&js), Verdict::ReproducedSoFar);
+        assert_eq!(summary(&js), "reproduced so far (3 of 3 criteria met, 1 on fewer runs than the table asks for)");
+        // Unmet stays unmet, with the same note; enough runs everywhere is plainly reproduced.
+        let unmet = judge_with_seeds(&criteria(THREE), &runs(&[(8, &[0.5]), (4, &[0.4]), (1, &[0.35])]), Some(3));
+        assert_eq!(unmet[0].outcome, Outcome::Unmet);
+        assert!(unmet[0].line.contains("n = 1 of the 3"), "{}", unmet[0].line);
+        assert_eq!(Verdict::of(&judge_with_seeds(&criteria(THREE), &rows, Some(1))), Verdict::Reproduced);
     }
 
     #[test]
@@ -471,7 +519,7 @@ mod tests {
         let keys = ["nq".to_string()];
         let metrics = ["accuracy".to_string()];
         let paper = |_: &RowMatch, _: &str| None;
-        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &[], paper: &paper };
+        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &[], paper: &paper, seeds: None };
         let check = |yaml: &str| criteria(yaml)[0].validate(&cx).unwrap_err();
         assert!(matches!(
             check("- above: {row: {d: 1}, metric: accuracy, value: 1}"),
