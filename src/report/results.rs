@@ -296,7 +296,7 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
         }
         if let Some(fit) = &fitted {
             let predicted = row.runs.first().and_then(|r| fit.ms_per_step(r));
-            cells.push(predicted.map_or(Cell::Missing, |p| Cell::Text(sig3(p))));
+            cells.push(predicted.map_or(Cell::Missing, Cell::Float));
         }
         let converged = row.runs.iter().filter(|r| r.steps_to_converge.is_some()).count();
         cells.push(Cell::Text(format!("{converged}/{}", row.runs.len())));
