@@ -20,9 +20,10 @@ python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), o
 chmod +x "$bin"
 export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-} MEMCTL_CUDA_GRAPHS=0
 for fused in ${FUSED:-0 1}; do
+  file=$out/ncu_fused_$(echo "$fused" | tr -c 'a-z0-9_\n' '_').csv   # plain characters: they come back
   MEMCTL_CUDA_FUSED=$fused timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
     --launch-skip 7000 --launch-count 3000 "$bin" bench "$spec" "$experiment" --device cuda --iters 2 --warmup 1 \
-    > "$out/ncu_fused_$fused.csv" 2>&1
+    > "$file" 2>&1
   echo "== MEMCTL_CUDA_FUSED=$fused: rc $?"
-  python3 scripts/kernel_totals.py "$out/ncu_fused_$fused.csv" | head -25
+  python3 scripts/kernel_totals.py "$file" | head -25
 done

@@ -10,7 +10,8 @@
 #                                         # model with and without the fused kernels, 16-seed
 #                                         # sweeps, PyTorch's reduce-overhead beside them
 #   bash scripts/gpu_measure.sh changes   # as quick without PyTorch (~2 min), plus STM A and B
-#                                         # with each unchecked change alone: what each pays
+#                                         # with each unchecked change added alone and each
+#                                         # checked one left out alone: what each pays
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
 # each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
@@ -115,12 +116,19 @@ quick_steps() {
   } > "$out/steps.txt" 2>&1
 }
 
-# STM A and B with each unchecked change alone added to the checked ones.
+# The changes on by default (kernels::fused), read from doctor.txt's first run.
+checked_changes() {
+  sed -n 's/.*CUDA changes on: \(.*\); off:.*/\1/p' "$out/doctor.txt" | head -1 | tr ',' '\n' \
+    | sed -n 's/^ *\([a-z_0-9]*\)$/\1/p'
+}
+
+# STM A and B with each unchecked change added alone, and each checked one left out alone
+# (MEMCTL_CUDA_FUSED=-name).
 each_change_steps() {
-  for name in $(unchecked_changes); do
+  for setting in $(unchecked_changes) $(checked_changes | sed 's/^/-/'); do
     for e in stm_a stm_b; do
-      echo "== specs/bench/stm.mem $e cuda fused=$name"
-      MEMCTL_CUDA_FUSED=$name timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20
+      echo "== specs/bench/stm.mem $e cuda fused=$setting"
+      MEMCTL_CUDA_FUSED=$setting timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20
     done
   done >> "$out/steps.txt" 2>&1
 }
@@ -144,6 +152,6 @@ case "${1:-}" in
   torch) torch_part ;;
   quick) quick_part ;;
   changes) quick_checks; quick_steps; each_change_steps; quick_sweeps ;;
-  *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
 esac
 grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200

@@ -24,9 +24,11 @@ store=store/gpu
 log=$out/slice.log
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; echo "cores: $(nproc)"; } > "$log" 2>&1
 # A checkout without store/gpu (a fresh clone: store/ is not committed) starts it from the
-# committed tables' runs (docs/results/), so that the sweep skips the trials already done.
+# committed runs of the GPU tables (docs/results/, the files with runs of `*_gpu` experiments),
+# so that the sweep skips the trials already done.
 if [ ! -d "$store" ]; then
-  for f in docs/results/*.json; do bash .gpu/run.sh --store "$store" import "$f" >> "$log" 2>&1; done
+  mapfile -t seeds < <(grep -l '"experiment": *"[a-z0-9_]*_gpu"' docs/results/*.json)
+  [ ${#seeds[@]} -eq 0 ] || bash .gpu/run.sh --store "$store" import "${seeds[@]}" >> "$log" 2>&1
 fi
 mkdir -p "$store"
 start=$(date +%s)

@@ -6,7 +6,7 @@
 //! only from 4 096 elements per output, and how a reduction to fewer than 16 384 short sums
 //! runs; these shapes reach both, contiguous and strided, one with no split (an odd length), one
 //! split into only 8 parts, sums of only 8 elements, and sums of 1 to 3 elements (which stay on
-//! the one-thread-per-output kernel because candle's block kernel gets them wrong).
+//! the one-thread-per-output kernel: candle's block kernel gets sums of one element wrong).
 
 use candle_core::{DType, Device, Result, Tensor};
 
@@ -26,7 +26,7 @@ const CASES: &[(&[usize], &[usize], bool)] = &[
     (&[3072, 96], &[1], false),
     (&[64, 96], &[0], true),
     // Sums of 1, 2 and 3 contiguous elements into a few outputs: candle's `fast_sum_f32` gets
-    // them wrong (vendor/README.md), so they must stay on the one-thread-per-output kernel.
+    // those of one element wrong (vendor/README.md), so they must stay on the one-thread kernel.
     (&[37, 1], &[1], false),
     (&[37, 2], &[1], false),
     (&[37, 3], &[1], false),

@@ -6,9 +6,10 @@
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
 //! passed with it on a GPU ([`OnCuda::checked`], the table below); a newer one is opt-in until
 //! then. `MEMCTL_CUDA_FUSED=1` runs every one on CUDA, the unchecked ones too (what `doctor
-//! --check` is run with to check them); `MEMCTL_CUDA_FUSED=scale,split_sums` adds the ones named
-//! to the checked ones (to check one at a time); `MEMCTL_CUDA_FUSED=0` runs none (candle's own
-//! kernels, to compare).
+//! --check` is run with to check them); a comma-separated list changes the checked set by name:
+//! `MEMCTL_CUDA_FUSED=new_kernel` adds one (to check one at a time), `MEMCTL_CUDA_FUSED=-scale`
+//! leaves one out (to time what it gains); `MEMCTL_CUDA_FUSED=0` runs none (candle's own kernels,
+//! to compare).
 
 use std::collections::BTreeMap;
 use std::sync::{LazyLock, Mutex};
@@ -51,9 +52,10 @@ pub const ALL: [OnCuda; 6] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, 
 enum CudaFused {
     /// `0`: none.
     None,
-    /// Unset: the checked ones. A comma-separated list of names: the checked ones and those
-    /// (to check one at a time); names that match none are ignored.
-    Checked { also: Vec<String> },
+    /// Unset: the checked ones. A comma-separated list of names: the checked ones, with those
+    /// named added and those named with a leading `-` left out; names that match none are
+    /// ignored.
+    Checked { also: Vec<String>, without: Vec<String> },
     /// `1`: all.
     All,
 }
@@ -82,15 +84,24 @@ impl CudaFused {
         match value.map(str::trim) {
             Some("0") => CudaFused::None,
             Some("1") => CudaFused::All,
-            Some(list) => CudaFused::Checked { also: list.split(',').map(|n| n.trim().to_string()).collect() },
-            None => CudaFused::Checked { also: Vec::new() },
+            Some(list) => {
+                let names = list.split(',').map(str::trim).filter(|n| !n.is_empty());
+                let (without, also): (Vec<&str>, Vec<&str>) = names.partition(|n| n.starts_with('-'));
+                CudaFused::Checked {
+                    also: also.into_iter().map(String::from).collect(),
+                    without: without.into_iter().map(|n| n[1..].trim().to_string()).collect(),
+                }
+            }
+            None => CudaFused::Checked { also: Vec::new(), without: Vec::new() },
         }
     }
 
     fn runs(&self, op: OnCuda) -> bool {
         match self {
             CudaFused::None => false,
-            CudaFused::Checked { also } => op.checked || also.iter().any(|n| n == op.name),
+            CudaFused::Checked { also, without } => {
+                (op.checked || also.iter().any(|n| n == op.name)) && !without.iter().any(|n| n == op.name)
+            }
             CudaFused::All => true,
         }
     }
@@ -155,6 +166,9 @@ mod tests {
         const NEW: OnCuda = OnCuda { name: "new_kernel", checked: false };
         assert!(!runs(None, NEW) && runs(Some("scale, new_kernel"), NEW) && runs(Some("1"), NEW));
         assert!(!runs(Some("scale"), NEW) && runs(Some("scale"), LAYER_NORM));
+        // A leading `-` leaves one out of the checked set, and only that one.
+        assert!(!runs(Some("-scale"), SCALE) && !runs(Some("new_kernel, - scale"), SCALE));
+        assert!(runs(Some("-scale"), SPLIT_SUMS) && runs(Some("-scale,new_kernel"), NEW));
         let names: std::collections::BTreeSet<_> = ALL.iter().map(|op| op.name).collect();
         assert_eq!(names.len(), ALL.len(), "names are unique");
     }

@@ -184,7 +184,7 @@ mod tests {
     }
 
     #[test]
-    fn there_is_a_partial_sum_per_8192_elements_up_to_1024() {
+    fn there_is_a_partial_sum_per_share_of_per_partial_elements_at_most_1024() {
         assert_eq!(partials(1), 1);
         assert_eq!(partials(PER_PARTIAL), 1);
         assert_eq!(partials(PER_PARTIAL + 1), 2);

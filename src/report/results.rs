@@ -143,6 +143,8 @@ pub enum DescriptionError {
     EmptyFigure { table: String, metric: String },
     #[error("the description has no tables (`tables`, or `sections` with tables)")]
     NoTables,
+    #[error("table \"{table}\": no fit is called `{fit}` (the one there is: kanerva_runtime)")]
+    UnknownFit { table: String, fit: String },
 }
 
 /// Reads and checks a description: YAML that does not fit, and criteria that name rows,
@@ -153,6 +155,9 @@ pub fn load(text: &str) -> Result<Report, DescriptionError> {
         return Err(DescriptionError::NoTables);
     }
     for t in report.all_tables() {
+        if let Some(fit) = t.fit.as_ref().filter(|f| f.as_str() != "kanerva_runtime") {
+            return Err(DescriptionError::UnknownFit { table: t.title.clone(), fit: fit.clone() });
+        }
         for (metric, f) in t.paper.iter().flat_map(|p| &p.figures) {
             if f.value.is_none() && f.label.is_none() {
                 return Err(DescriptionError::EmptyFigure { table: t.title.clone(), metric: metric.clone() });
@@ -416,7 +421,7 @@ impl RuntimeFit {
     }
 
     /// The coefficients, R², the paper's coefficients, and the residuals (measured − fitted)
-    /// of the rows' means: their median size and the largest.
+    /// of the runs: their median size and the largest.
     fn describe(&self, runs: &[&RunRecord]) -> String {
         let [c, a, b] = self.coefficients;
         let mut residuals: Vec<(f64, f64, &RunRecord)> = runs
@@ -509,6 +514,48 @@ mod tests {
             .collect();
         let ([c, a, b], r2) = least_squares(&pts).unwrap();
         assert!((c - 0.5).abs() < 1e-9 && (a - 2.0).abs() < 1e-9 && (b - 0.1).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_run_time_fit_shows_fitted_values_residuals_and_so_far_verdicts() {
+        use crate::report::selection::tests::run;
+        let yaml = r#"
+title: R
+tables:
+  - title: Timing
+    experiments: [exp]
+    rows: [m, k]
+    metrics: [ms_per_step]
+    fit: kanerva_runtime
+    seeds: 2
+    criteria:
+      - descending: {metric: ms_per_step, rows: [{m: 8, k: 1}, {m: 8, k: 2}]}
+"#;
+        let report = load(yaml).unwrap();
+        // Seconds per step exactly 0.01 + 0.001·k + 0.0001·(m/k)³, 100 steps each.
+        let points = [(8, 1), (8, 2), (8, 4), (4, 1), (4, 2), (2, 1)];
+        let runs: Vec<RunRecord> = points
+            .iter()
+            .enumerate()
+            .map(|(i, &(m, k))| {
+                let mut r = run(i as u64, &format!("t{i}"), "h", &[("m", Value::Int(m)), ("k", Value::Int(k))], 0.5);
+                let per_step = 0.01 + 0.001 * k as f64 + 0.0001 * (m as f64 / k as f64).powi(3);
+                (r.steps_run, r.train_seconds) = (100, 100.0 * per_step);
+                r
+            })
+            .collect();
+        let md = render(&report, &runs);
+        assert!(md.contains("| m | k | ms_per_step | fitted ms_per_step |"), "{md}");
+        // m = 8, k = 1: 10 + 1 + 51.2 ms, measured and fitted alike.
+        assert!(md.contains("| 8 | 1 | 62.2 (1) | 62.2 |"), "{md}");
+        assert!(md.contains("c = 1.000e-2, a = 1.000e-3, b = 1.000e-4 (R² = 1.000, 6 runs)"), "{md}");
+        let median: f64 = md.split("median size ").nth(1).and_then(|t| t.split(',').next()).unwrap().parse().unwrap();
+        assert!(median.abs() < 1e-9 && md.contains(", largest "), "{md}");
+        // One run per row where the table asks for two: met, but only so far.
+        assert!(md.contains("**Verdict: reproduced so far (1 of 1 criteria met, 1 judged on fewer runs"), "{md}");
+        assert!(md.contains("✓ so far: ms_per_step:"), "{md}");
+        let misspelt = yaml.replace("fit: kanerva_runtime", "fit: kanerva");
+        assert!(matches!(load(&misspelt), Err(DescriptionError::UnknownFit { .. })));
     }
 
     const ONE_TABLE: &str = "title: R\ntables:\n  - {title: T, experiments: [exp], rows: [d], metrics: [accuracy]}\n";

@@ -74,11 +74,14 @@ pub fn select<'a>(runs: &'a [RunRecord], experiments: &[String], row_keys: &[Str
     selection
 }
 
-/// Row keys compared value by value: as numbers where both are numbers, else as text.
+/// Row keys compared value by value: numbers by value, before any text; text as text (a total
+/// order, as sorting needs).
 fn key_order(a: &[String], b: &[String]) -> Ordering {
     let value = |x: &String, y: &String| match (x.parse::<f64>(), y.parse::<f64>()) {
         (Ok(x), Ok(y)) => x.total_cmp(&y),
-        _ => x.cmp(y),
+        (Ok(_), Err(_)) => Ordering::Less,
+        (Err(_), Ok(_)) => Ordering::Greater,
+        (Err(_), Err(_)) => x.cmp(y),
     };
     a.iter().zip(b).map(|(x, y)| value(x, y)).find(|o| o.is_ne()).unwrap_or_else(|| a.len().cmp(&b.len()))
 }
@@ -179,6 +182,9 @@ pub(crate) mod tests {
         assert_eq!(keys, ["1", "2", "10", "100"]);
         assert_eq!(key_order(&["b".into()], &["a".into()]), Ordering::Greater);
         assert_eq!(key_order(&["9".into(), "x".into()], &["9".into(), "y".into()]), Ordering::Less);
+        // Numbers before text, so that the order is total: 9 < 10 < 3x, never 3x < 9.
+        assert_eq!(key_order(&["3x".into()], &["9".into()]), Ordering::Greater);
+        assert_eq!(key_order(&["10".into()], &["3x".into()]), Ordering::Less);
     }
 
     #[test]

@@ -85,6 +85,7 @@ fn outcome_name(o: Outcome) -> &'static str {
     match o {
         Outcome::Met => "met",
         Outcome::MetSoFar => "met so far",
+        Outcome::UnmetSoFar => "unmet so far",
         Outcome::Unmet => "unmet",
         Outcome::NotRun => "not run",
         Outcome::Ambiguous => "ambiguous",

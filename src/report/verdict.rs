@@ -2,8 +2,8 @@
 //! verdict computed from them: reproduced (every criterion met), not reproduced (none met),
 //! partly reproduced (some), or not run (no criterion could be judged). A criterion whose rows
 //! have no runs is "not run", never met. Where the table asks for a number of runs per row
-//! (`seeds`) and a criterion's rows have fewer, it is "met so far" at best, and the table
-//! "reproduced so far": more seeds may still overturn it.
+//! (`seeds`) and a criterion's rows have fewer, it is met or unmet "so far", and so is the
+//! table's verdict: more seeds may still overturn it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -126,6 +126,8 @@ pub enum Outcome {
     Met,
     /// Met, but a row it names has fewer runs than the table asks for.
     MetSoFar,
+    /// Unmet, and a row it names has fewer runs than the table asks for.
+    UnmetSoFar,
     Unmet,
     /// A row it names has no runs (or no value of its metric).
     NotRun,
@@ -144,8 +146,6 @@ pub struct Judgement {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Reproduced,
-    /// Every criterion met, some on fewer runs than the table asks for.
-    ReproducedSoFar,
     PartlyReproduced,
     NotReproduced,
     NotRun,
@@ -154,28 +154,30 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    /// All met → reproduced (so far, if some only so far); none → not reproduced; some →
-    /// partly. A criterion not run counts as not met, so a table is "reproduced" only when every
-    /// criterion was run and met.
+    /// All met → reproduced; none → not reproduced; some → partly. A criterion not run counts
+    /// as not met, so a table is "reproduced" only when every criterion was run and met. Met
+    /// or unmet "so far" count as met or unmet; [`summary`] says "so far".
     pub fn of(judgements: &[Judgement]) -> Verdict {
         let count = |f: &dyn Fn(Outcome) -> bool| judgements.iter().filter(|j| f(j.outcome)).count();
-        let fully = count(&|o| o == Outcome::Met);
         let met = count(&|o| matches!(o, Outcome::Met | Outcome::MetSoFar));
-        let decided = count(&|o| matches!(o, Outcome::Met | Outcome::MetSoFar | Outcome::Unmet));
+        let decided = count(&|o| matches!(o, Outcome::Met | Outcome::MetSoFar | Outcome::Unmet | Outcome::UnmetSoFar));
         match (judgements.len(), decided, met) {
             (0, _, _) => Verdict::NoCriteria,
             (_, 0, _) => Verdict::NotRun,
-            (n, _, m) if m == n && fully == n => Verdict::Reproduced,
-            (n, _, m) if m == n => Verdict::ReproducedSoFar,
+            (n, _, m) if m == n => Verdict::Reproduced,
             (_, _, 0) => Verdict::NotReproduced,
             _ => Verdict::PartlyReproduced,
         }
     }
 
+    /// Whether a criterion was judged on fewer runs than its table asks for.
+    pub fn only_so_far(judgements: &[Judgement]) -> bool {
+        judgements.iter().any(|j| matches!(j.outcome, Outcome::MetSoFar | Outcome::UnmetSoFar))
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Reproduced => "reproduced",
-            Verdict::ReproducedSoFar => "reproduced so far",
             Verdict::PartlyReproduced => "partly reproduced",
             Verdict::NotReproduced => "not reproduced",
             Verdict::NotRun => "not run",
@@ -192,17 +194,19 @@ pub fn summary(judgements: &[Judgement]) -> String {
         return verdict.as_str().into();
     }
     let count = |o: Outcome| judgements.iter().filter(|j| j.outcome == o).count();
+    let short = count(Outcome::MetSoFar) + count(Outcome::UnmetSoFar);
     let mut parts = vec![format!("{} of {n} criteria met", count(Outcome::Met) + count(Outcome::MetSoFar))];
-    for (outcome, what) in [
-        (Outcome::MetSoFar, "on fewer runs than the table asks for"),
-        (Outcome::NotRun, "not run"),
-        (Outcome::Ambiguous, "ambiguous"),
+    for (number, what) in [
+        (short, "judged on fewer runs than the table asks for"),
+        (count(Outcome::NotRun), "not run"),
+        (count(Outcome::Ambiguous), "ambiguous"),
     ] {
-        if count(outcome) > 0 {
-            parts.push(format!("{} {what}", count(outcome)));
+        if number > 0 {
+            parts.push(format!("{number} {what}"));
         }
     }
-    format!("{} ({})", verdict.as_str(), parts.join(", "))
+    let so_far = if Verdict::only_so_far(judgements) { " so far" } else { "" };
+    format!("{}{so_far} ({})", verdict.as_str(), parts.join(", "))
 }
 
 /// What a criterion is checked against: the table's row keys, metrics, rows and the paper's
@@ -319,6 +323,7 @@ impl Criterion {
         let short = cx.seeds.zip(fewest).filter(|(wanted, n)| n < wanted);
         let outcome = match (outcome_of(passed), short) {
             (Outcome::Met, Some(_)) => Outcome::MetSoFar,
+            (Outcome::Unmet, Some(_)) => Outcome::UnmetSoFar,
             (o, _) => o,
         };
         let line = match short {
@@ -391,6 +396,7 @@ fn mark(o: Outcome) -> &'static str {
     match o {
         Outcome::Met => "✓",
         Outcome::MetSoFar => "✓ so far:",
+        Outcome::UnmetSoFar => "✗ so far:",
         Outcome::Unmet => "✗",
         Outcome::NotRun => "· not run:",
         Outcome::Ambiguous => "? ambiguous:",
@@ -466,13 +472,24 @@ mod tests {
         assert_eq!(js.iter().map(|j| j.outcome).collect::<Vec<_>>(), [Outcome::Met, Outcome::MetSoFar, Outcome::Met]);
         assert!(js[1].line.starts_with("✓ so far: accuracy:"), "{}", js[1].line);
         assert!(js[1].line.ends_with("— n = 1 of the 3 runs a row should have"), "{}", js[1].line);
-        assert_eq!(Verdict::of(&js), Verdict::ReproducedSoFar);
-        assert_eq!(summary(&js), "reproduced so far (3 of 3 criteria met, 1 on fewer runs than the table asks for)");
-        // Unmet stays unmet, with the same note; enough runs everywhere is plainly reproduced.
+        assert_eq!(Verdict::of(&js), Verdict::Reproduced);
+        assert_eq!(
+            summary(&js),
+            "reproduced so far (3 of 3 criteria met, 1 judged on fewer runs than the table asks for)"
+        );
+        // Unmet on too few runs is unmet so far, and so is the verdict.
         let unmet = judge_with_seeds(&criteria(THREE), &runs(&[(8, &[0.5]), (4, &[0.4]), (1, &[0.35])]), Some(3));
-        assert_eq!(unmet[0].outcome, Outcome::Unmet);
-        assert!(unmet[0].line.contains("n = 1 of the 3"), "{}", unmet[0].line);
-        assert_eq!(Verdict::of(&judge_with_seeds(&criteria(THREE), &rows, Some(1))), Verdict::Reproduced);
+        assert_eq!(unmet[0].outcome, Outcome::UnmetSoFar);
+        assert!(
+            unmet[0].line.starts_with("✗ so far:") && unmet[0].line.contains("n = 1 of the 3"),
+            "{}",
+            unmet[0].line
+        );
+        assert!(summary(&unmet).starts_with("partly reproduced so far ("), "{}", summary(&unmet));
+        // Enough runs everywhere: plainly reproduced.
+        let enough = judge_with_seeds(&criteria(THREE), &rows, Some(1));
+        assert!(!Verdict::only_so_far(&enough));
+        assert_eq!(summary(&enough), "reproduced (3 of 3 criteria met)");
     }
 
     #[test]

@@ -405,8 +405,9 @@ impl Map1Any for FastReduce<'_> {
         // kernel to avoid launching millions of blocks each doing almost nothing.
         // memctl (vendor/README.md, "sums with few outputs"): with split sums on, only where
         // there are enough outputs for one thread each to fill the GPU, or where each sum is
-        // shorter than 4 elements: `fast_sum_f32`'s contiguous branch counts some elements twice
-        // when an output's elements hold no multiple of 4 (its head and tail overlap).
+        // shorter than 4 elements: `fast_sum_f32`'s contiguous branch is wrong for a sum whose
+        // `start..=stop` holds no multiple of 4 (its head and tail overlap, adding elements of
+        // earlier outputs), which happens to sums of one element.
         let split_sums = split_sums() && name == "fast_sum" && matches!(T::DTYPE, DType::F32 | DType::F64);
         let use_small_reduce = el_to_sum_per_block <= 32
             && !return_index
