@@ -131,6 +131,13 @@ each_change_steps() {
       MEMCTL_CUDA_FUSED=$setting timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20
     done
   done >> "$out/steps.txt" 2>&1
+  # cuBLAS with a 16 KiB workspace (8 of them): too small for most split-K products, whose
+  # reduction kernels are 419 of config A's captured nodes. An experiment, not a setting memctl uses.
+  for e in stm_a stm_b; do
+    echo "== specs/bench/stm.mem $e cuda CUBLAS_WORKSPACE_CONFIG=:16:8"
+    CUBLAS_WORKSPACE_CONFIG=:16:8 MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20 \
+      | grep -i "splitK\|median_ms\|nodes"
+  done >> "$out/steps.txt" 2>&1
 }
 
 quick_sweeps() {
