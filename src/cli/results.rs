@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::Context;
 use crate::report::selection::select;
-use crate::report::{results, table_data};
+use crate::report::{results, table_curves, table_data};
 use crate::store::{RunRecord, Store};
 
 /// Write the reproduction tables described in a YAML file from the runs in the store.
@@ -17,7 +17,8 @@ pub struct Args {
     /// Write the Markdown here instead of printing it.
     #[arg(long, short)]
     output: Option<PathBuf>,
-    /// Also write the data behind every table here, one JSON file per table (`<table-slug>.json`).
+    /// Also write the data behind every table here, one JSON file per table (`<table-slug>.json`),
+    /// and the learning curves of the tables that name one (`<table-slug>.svg`).
     #[arg(long)]
     data_dir: Option<PathBuf>,
 }
@@ -28,10 +29,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let report = results::load(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
     let store = Store::open(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
-    let md = results::render(&report, &runs);
-    if let Some(dir) = &args.data_dir {
-        write_data(dir, &report, &runs)?;
-    }
+    let figures = match &args.data_dir {
+        Some(dir) => write_data(dir, &report, &runs, args.output.as_deref())?,
+        None => vec![],
+    };
+    let md = results::render_with_figures(&report, &runs, &figures);
     match &args.output {
         Some(p) => {
             std::fs::write(p, md)?;
@@ -42,18 +44,51 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// One JSON file per table, named by its title (a second table of the same name gets `-2`).
-fn write_data(dir: &Path, report: &results::Report, runs: &[RunRecord]) -> anyhow::Result<()> {
+/// One JSON file per table, named by its title (a second table of the same name gets `-2`), and
+/// a figure of its curves where the table names one. Returns each table's figure link, relative
+/// to the document's folder when `document` is given.
+fn write_data(
+    dir: &Path,
+    report: &results::Report,
+    runs: &[RunRecord],
+    document: Option<&Path>,
+) -> anyhow::Result<Vec<Option<String>>> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     let mut used = BTreeSet::new();
+    let mut figures = vec![];
     for t in report.all_tables() {
         let base = table_data::slug(&t.title);
-        let name =
-            (1..).map(|i| if i == 1 { base.clone() } else { format!("{base}-{i}") }).find(|n| used.insert(n.clone()));
-        let path = dir.join(format!("{}.json", name.unwrap_or(base)));
-        let json = table_data::render(t, &select(runs, &t.experiments, &t.rows))?;
+        let name = (1..)
+            .map(|i| if i == 1 { base.clone() } else { format!("{base}-{i}") })
+            .find(|n| used.insert(n.clone()))
+            .unwrap_or(base);
+        let selection = select(runs, &t.experiments, &t.rows);
+        let path = dir.join(format!("{name}.json"));
+        let json = table_data::render(t, &selection)?;
         std::fs::write(&path, json + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        let figure = dir.join(format!("{name}.svg"));
+        let drawn = match &t.curves {
+            Some(metric) => table_curves::draw(t, metric, &selection, &figure)
+                .map_err(|e| anyhow::anyhow!("cannot draw {}: {e}", figure.display()))?,
+            None => false,
+        };
+        figures.push(drawn.then(|| link(&figure, document)));
     }
-    eprintln!("wrote {} table data files to {}", report.all_tables().count(), dir.display());
-    Ok(())
+    let drawn = figures.iter().flatten().count();
+    eprintln!(
+        "wrote {} table data files and {drawn} figure{} to {}",
+        report.all_tables().count(),
+        if drawn == 1 { "" } else { "s" },
+        dir.display()
+    );
+    Ok(figures)
+}
+
+/// `figure`'s path as a link from `document`'s folder (as given when they share no folder).
+fn link(figure: &Path, document: Option<&Path>) -> String {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let relative = document
+        .and_then(|d| absolute(d).parent().map(Path::to_path_buf))
+        .and_then(|folder| absolute(figure).strip_prefix(folder).ok().map(Path::to_path_buf));
+    relative.unwrap_or_else(|| figure.to_path_buf()).to_string_lossy().replace('\\', "/")
 }

@@ -93,32 +93,35 @@ pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], ban
             None => groups.push((label, vec![r])),
         }
     }
-    groups
-        .into_iter()
-        .map(|(label, members)| {
-            let mut steps: Vec<u64> = members.iter().flat_map(|r| r.curves[metric].iter().map(|(s, _)| *s)).collect();
-            steps.sort_unstable();
-            steps.dedup();
-            let scale = members.iter().map(|r| x.scale(r)).sum::<f64>() / members.len() as f64;
-            let mut points = vec![];
-            let mut bands = vec![];
-            for step in steps {
-                let values: Vec<f64> = members
-                    .iter()
-                    .filter_map(|r| r.curves[metric].iter().find(|(s, _)| *s == step).map(|(_, v)| *v))
-                    .collect();
-                let (mean, lo, hi) = spread(&values, band);
-                let at = step as f64 * scale;
-                points.push((at, mean));
-                bands.push((at, lo, hi));
-            }
-            Series {
-                label: format!("{label} ({} run{})", members.len(), if members.len() == 1 { "" } else { "s" }),
-                points,
-                band: Some(bands),
-            }
-        })
-        .collect()
+    groups.into_iter().map(|(label, members)| mean_series(label, &members, metric, band, x)).collect()
+}
+
+/// One group's line: the mean of its runs' `metric` curve at each step where any has a point,
+/// with a band, labelled `label (n runs)`. In seconds, the steps are placed at the runs' mean
+/// rate.
+pub fn mean_series(label: String, members: &[&RunRecord], metric: &str, band: Band, x: XAxis) -> Series {
+    fn curve<'r>(r: &'r RunRecord, metric: &str) -> &'r [(u64, f64)] {
+        r.curves.get(metric).map(Vec::as_slice).unwrap_or_default()
+    }
+    let mut steps: Vec<u64> = members.iter().flat_map(|r| curve(r, metric).iter().map(|(s, _)| *s)).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    let scale = members.iter().map(|r| x.scale(r)).sum::<f64>() / members.len().max(1) as f64;
+    let mut points = vec![];
+    let mut bands = vec![];
+    for step in steps {
+        let values: Vec<f64> =
+            members.iter().filter_map(|r| curve(r, metric).iter().find(|(s, _)| *s == step).map(|(_, v)| *v)).collect();
+        let (mean, lo, hi) = spread(&values, band);
+        let at = step as f64 * scale;
+        points.push((at, mean));
+        bands.push((at, lo, hi));
+    }
+    Series {
+        label: format!("{label} ({} run{})", members.len(), if members.len() == 1 { "" } else { "s" }),
+        points,
+        band: Some(bands),
+    }
 }
 
 /// Mean and band edges of values at one step (a single value: a band of zero width).

@@ -16,6 +16,7 @@ pub mod selection;
 pub mod sheet;
 pub mod show;
 pub mod table;
+pub mod table_curves;
 pub mod table_data;
 pub mod verdict;
 pub mod view;
