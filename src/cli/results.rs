@@ -92,3 +92,19 @@ fn link(figure: &Path, document: Option<&Path>) -> String {
         .and_then(|folder| absolute(figure).strip_prefix(folder).ok().map(Path::to_path_buf));
     relative.unwrap_or_else(|| figure.to_path_buf()).to_string_lossy().replace('\\', "/")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_is_linked_from_the_documents_folder() {
+        let figure = Path::new("docs/results/sam-table-2.svg");
+        assert_eq!(link(figure, Some(Path::new("docs/results.md"))), "results/sam-table-2.svg");
+        assert_eq!(link(figure, Some(Path::new("README.md"))), "docs/results/sam-table-2.svg");
+        // Printed to the terminal (no document): the path as given.
+        assert_eq!(link(figure, None), "docs/results/sam-table-2.svg");
+        // A figure outside the document's folder keeps its path.
+        assert_eq!(link(Path::new("/tmp/x.svg"), Some(Path::new("docs/results.md"))), "/tmp/x.svg");
+    }
+}
