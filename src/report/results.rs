@@ -440,7 +440,10 @@ impl RuntimeFit {
         let [c, a, b] = self.coefficients;
         let mut residuals: Vec<(f64, f64, &RunRecord)> = runs
             .iter()
-            .filter_map(|r| Some((metric(r, "ms_per_step")? - self.ms_per_step(r)?, metric(r, "ms_per_step")?, *r)))
+            .filter_map(|r| {
+                let measured = metric(r, "ms_per_step")?;
+                Some((measured - self.ms_per_step(r)?, measured, *r))
+            })
             .collect();
         residuals.sort_by(|x, y| x.0.abs().total_cmp(&y.0.abs()));
         let residual_note = match (residuals.get(residuals.len() / 2), residuals.last()) {
