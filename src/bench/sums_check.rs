@@ -53,7 +53,7 @@ pub fn check(device: &Device) -> Result<(f64, usize)> {
 
 /// `n` values in [−1, 1) from a 64-bit linear congruential generator (Knuth's MMIX constants):
 /// the same on every machine, with no dependence on candle's random generators.
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed;
     (0..n)
         .map(|_| {

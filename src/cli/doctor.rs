@@ -99,6 +99,28 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             }
         }
     }
+    // The reductions themselves, at sizes the small models above do not reach, and the
+    // optimisers' updates with a clamp that binds.
+    let parts = [
+        ("sums", "shapes", crate::bench::sums_check::check(&device)),
+        ("updates", "optimisers", crate::bench::optim_check::check(&device)),
+    ];
+    for (name, unit, result) in parts {
+        match result {
+            Ok((worst, cases)) => {
+                let passed = worst <= device_check::TOLERANCE;
+                let verdict = if passed { "" } else { "  ← beyond the tolerance" };
+                println!("  {name:<12} {worst:>22.1e} {:>22}  {cases} {unit}{verdict}", "");
+                if !passed {
+                    code = 1;
+                }
+            }
+            Err(e) => {
+                println!("  {name:<12} failed: {e}");
+                code = 1;
+            }
+        }
+    }
     if matches!(device, candle_core::Device::Cuda(_)) {
         // Which of memctl's changes to CUDA ran (kernels::fused: the checked ones by default,
         // others as MEMCTL_CUDA_FUSED asks), and which kernels the check launched, so that a
@@ -117,21 +139,6 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         } else {
             let each: Vec<String> = launches.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("  memctl's fused kernels, launches outside replays: {}", each.join(", "));
-        }
-    }
-    // The reductions themselves, at sizes the small models above do not reach.
-    match crate::bench::sums_check::check(&device) {
-        Ok((worst, cases)) => {
-            let passed = worst <= device_check::TOLERANCE;
-            let verdict = if passed { "" } else { "  ← beyond the tolerance" };
-            println!("  {:<12} {worst:>22.1e} {:>22}  {cases} shapes{verdict}", "sums", "");
-            if !passed {
-                code = 1;
-            }
-        }
-        Err(e) => {
-            println!("  {:<12} failed: {e}", "sums");
-            code = 1;
         }
     }
     println!("check: {}", if code == 0 { "passed" } else { "FAILED" });

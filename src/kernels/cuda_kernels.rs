@@ -3,13 +3,14 @@
 
 use candle_core::cuda_backend::WrapErr;
 use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
-use candle_core::{CudaStorage, Layout, Result};
+use candle_core::{CudaStorage, Layout, Result, Storage, Tensor};
 
 const LSTM_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/lstm_cell.ptx"));
 const LAYER_NORM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/layer_norm.ptx"));
 const ITEM_GATE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/item_gate.ptx"));
 const SOFTMAX_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/softmax.ptx"));
 const SCALE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/scale.ptx"));
+const OPTIM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/optim.ptx"));
 
 /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
 /// per `(example, unit)`, into a new buffer of `batch · width` elements.
@@ -102,6 +103,61 @@ pub fn scale(
     // forward's grid-stride loop writes every element below n, and the backward's blocks each
     // write their share of the first n and their own partial sum at n + block (len = n + blocks).
     unsafe { run(("memctl_scale", SCALE_PTX), kernel, operands, len, config, &[count], &[]) }
+}
+
+/// Runs `kernel` of `optim.cu` over `n` elements, one thread each (grid-stride), on the f32
+/// elements of `read` and then of `written` (each from its layout's start offset), followed by
+/// `n` and then `ints` and `floats`. The kernel rewrites the `written` tensors' memory in place.
+///
+/// # Safety
+/// The kernel must take exactly these arguments in this order and stay within each tensor's
+/// elements; the caller has checked that every tensor is contiguous f32 on this device with
+/// the elements the kernel reads. The `written` tensors are rewritten under read locks (candle
+/// does not lend a write lock outside its crate): nothing may read or write them on the host
+/// meanwhile, and on the device the stream orders the kernel after their earlier uses.
+pub unsafe fn optim_in_place(
+    kernel: &str,
+    read: &[&Tensor],
+    written: &[&Tensor],
+    n: usize,
+    ints: &[i32],
+    floats: &[f32],
+) -> Result<()> {
+    let Ok(count) = i32::try_from(n) else {
+        candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
+    };
+    if n == 0 {
+        return Ok(());
+    }
+    let guards: Vec<_> = read.iter().chain(written).map(|t| t.storage_and_layout()).collect();
+    let mut device = None;
+    let views = guards
+        .iter()
+        .map(|(storage, layout)| {
+            let Storage::Cuda(s) = &**storage else {
+                candle_core::bail!("{kernel}: an operand is not on a CUDA device")
+            };
+            device.get_or_insert_with(|| s.device.clone());
+            let start = layout.start_offset();
+            Ok(s.as_cuda_slice::<f32>()?.slice(start..start + layout.shape().elem_count()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let Some(dev) = device else { candle_core::bail!("{kernel}: no operands") };
+    let func = dev.get_or_load_custom_func(kernel, "memctl_optim", OPTIM_PTX)?;
+    let mut builder = func.builder();
+    for v in &views {
+        builder.arg(v);
+    }
+    builder.arg(&count);
+    for i in ints {
+        builder.arg(i);
+    }
+    for f in floats {
+        builder.arg(f);
+    }
+    // SAFETY: the argument list is the kernel's (the caller's contract).
+    unsafe { builder.launch(LaunchConfig::for_num_elems(count as u32)) }.w()?;
+    Ok(())
 }
 
 /// Launches `kernel` of `module` with the operands' f32 elements (each from its layout's start

@@ -1,6 +1,6 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`) share: where they run, and a
-//! count of their CUDA launches.
+//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`) and its fused optimiser updates
+//! (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
@@ -43,9 +43,13 @@ pub const SCALE: OnCuda = OnCuda { name: "scale", checked: true };
 /// vendor/README.md): a float sum with few outputs runs over many blocks in two passes instead
 /// of one block per output. STM A 16.26 → 11.71 ms, B 30.70 → 22.49 alone.
 pub const SPLIT_SUMS: OnCuda = OnCuda { name: "split_sums", checked: true };
+/// The optimisers' updates, one kernel per parameter with the clamp by value inside
+/// (`optim_update`), where candle's tensor operations take about seventeen. Built without a GPU
+/// (2026-11-26, twelfth sitting); not yet run on one.
+pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: false };
 
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 6] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS];
+pub const ALL: [OnCuda; 7] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
 #[derive(Clone, Debug, PartialEq, Eq)]

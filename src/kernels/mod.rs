@@ -21,6 +21,7 @@ pub mod lstm_cell_op;
 pub mod nam;
 pub mod nam_manual;
 pub mod opa;
+pub mod optim_update;
 pub mod par;
 pub mod real;
 pub mod reduce;

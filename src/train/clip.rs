@@ -6,16 +6,40 @@ use candle_core::{DType, Result, Tensor};
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
 
+/// Clips `grads` as a trial asks, in PyTorch's order: by value (`clip_grad_value_`), then by
+/// global norm (`clip_grad_norm_`, on the device when `norm_on_device`, so that a CUDA graph
+/// can hold it). A clamp by value with no norm clip after it is left to the optimiser, which
+/// applies it as it reads each gradient (on CUDA inside its fused update): its limit is
+/// returned, for [`Optimizer::update`](super::optim::Optimizer::update).
+pub fn before_update(
+    grads: &mut [Option<Tensor>],
+    value: Option<f64>,
+    norm: Option<f64>,
+    norm_on_device: bool,
+) -> Result<Option<f64>> {
+    let Some(max_norm) = norm else { return Ok(value) };
+    if let Some(limit) = value {
+        by_value(grads, limit)?;
+    }
+    if norm_on_device {
+        by_norm_on_device(grads, max_norm)?;
+    } else {
+        by_norm(grads, max_norm)?;
+    }
+    Ok(None)
+}
+
 /// Clamps every gradient element to `[-limit, limit]` (the SAM authors use 10).
 pub fn by_value(grads: &mut [Option<Tensor>], limit: f64) -> Result<()> {
     for g in grads.iter_mut().flatten() {
-        *g = if g.device().is_cpu() {
-            with_real!(g.dtype(), T => clamp::<T>(g, limit)?)
-        } else {
-            g.clamp(-limit, limit)?
-        };
+        *g = clamped(g, limit)?;
     }
     Ok(())
+}
+
+/// `g` with every element clamped to `[-limit, limit]`.
+pub fn clamped(g: &Tensor, limit: f64) -> Result<Tensor> {
+    if g.device().is_cpu() { with_real!(g.dtype(), T => clamp::<T>(g, limit)) } else { g.clamp(-limit, limit) }
 }
 
 fn clamp<T: Real>(g: &Tensor, limit: f64) -> Result<Tensor> {
@@ -84,6 +108,26 @@ mod tests {
         let gb = g[2].as_ref().unwrap().to_vec1::<f64>()?;
         let clipped = (ga[0].powi(2) + ga[1].powi(2) + gb[0].powi(2)).sqrt();
         assert!((clipped - 1.0).abs() < 1e-6, "{clipped}");
+        Ok(())
+    }
+
+    /// A clamp alone is left to the update; before a norm clip it is applied first.
+    #[test]
+    fn a_clamp_is_left_to_the_update_unless_a_norm_clip_follows() -> Result<()> {
+        let values = |g: &[Option<Tensor>]| -> Result<Vec<f64>> { g[0].as_ref().unwrap().to_vec1::<f64>() };
+        let mut g = grads_for_norm()?;
+        assert_eq!(before_update(&mut g, Some(2.0), None, false)?, Some(2.0));
+        assert_eq!(values(&g)?, vec![3.0, -4.0], "left as it was");
+        assert_eq!(before_update(&mut g, None, None, true)?, None);
+        // Clamped to [2, -2, 2] (norm √12), then scaled to norm 1.
+        for on_device in [false, true] {
+            let mut g = grads_for_norm()?;
+            assert_eq!(before_update(&mut g, Some(2.0), Some(1.0), on_device)?, None);
+            let scale = 1.0 / (12f64.sqrt() + 1e-6);
+            for (a, b) in values(&g)?.iter().zip([2.0 * scale, -2.0 * scale]) {
+                assert!((a - b).abs() < 1e-12, "{a} against {b}");
+            }
+        }
         Ok(())
     }
 

@@ -158,13 +158,8 @@ impl Stepper {
         let loss = loss::loss(self.target, &logits, &b.targets)?;
         b.loss.slice_set(&loss.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
         let mut grads = optim::from_store(&loss.backward()?, self.cell.vars());
-        if let Some(limit) = self.clip_value {
-            clip::by_value(&mut grads, limit)?;
-        }
-        if let Some(max_norm) = self.clip_norm {
-            clip::by_norm_on_device(&mut grads, max_norm)?;
-        }
-        self.opt.update(&grads)
+        let clamp = clip::before_update(&mut grads, self.clip_value, self.clip_norm, true)?;
+        self.opt.update(&grads, clamp)
     }
 
     /// Records the launches of one [`Stepper::device_step`] on `b` into a graph.

@@ -307,13 +307,8 @@ impl Stepper {
         if !value.is_finite() {
             return Ok(value); // the caller fails the trial; no update from a non-finite loss
         }
-        if let Some(limit) = self.clip_value {
-            clip::by_value(&mut grads, limit)?;
-        }
-        if let Some(max_norm) = self.clip_norm {
-            clip::by_norm(&mut grads, max_norm)?;
-        }
-        self.opt.step(&grads)?;
+        let clamp = clip::before_update(&mut grads, self.clip_value, self.clip_norm, false)?;
+        self.opt.step(&grads, clamp)?;
         Ok(value)
     }
 }

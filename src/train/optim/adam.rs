@@ -3,7 +3,8 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, keep, restore_buffers};
+use super::{OptimState, Optimizer, clamped, keep, restore_buffers};
+use crate::kernels::optim_update::{self, AdamRule};
 use crate::train_config::TrainConfig;
 
 pub struct Adam {
@@ -61,11 +62,19 @@ impl Optimizer for Adam {
         Ok(())
     }
 
-    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn update(&mut self, grads: &[Option<Tensor>], clamp: Option<f64>) -> Result<()> {
         let (b1, b2) = (self.beta1, self.beta2);
         let (scale_m, scale_v) = self.scales();
+        let rule = AdamRule { lr: self.lr, beta1: b1, beta2: b2, eps: self.eps, weight_decay: self.weight_decay };
         for (i, theta) in self.vars.iter().enumerate() {
             let Some(g) = &grads[i] else { continue };
+            if let Some(c) = &self.corrections
+                && optim_update::applies(theta)
+                && optim_update::adam(g, c, theta, &self.m[i], &self.v[i], &rule, clamp)?
+            {
+                continue;
+            }
+            let g = &clamped(g, clamp)?;
             let next_m = ((&self.m[i] * b1)? + (g * (1.0 - b1))?)?;
             let next_v = ((&self.v[i] * b2)? + (g.sqr()? * (1.0 - b2))?)?;
             let (m_hat, v_hat) = match &self.corrections {
@@ -111,7 +120,7 @@ mod tests {
         let mut theirs = candle_nn::AdamW::new(vec![b.clone()], params)?;
         for _ in 0..3 {
             let ga = a.as_tensor().powf(3.0)?.sum_all()?.backward()?;
-            ours.step(&super::super::from_store(&ga, std::slice::from_ref(&a)))?;
+            ours.step(&super::super::from_store(&ga, std::slice::from_ref(&a)), None)?;
             theirs.step(&b.as_tensor().powf(3.0)?.sum_all()?.backward()?)?;
         }
         assert_eq!(a.as_tensor().to_vec1::<f64>()?, b.as_tensor().to_vec1::<f64>()?);
@@ -130,9 +139,9 @@ mod tests {
         device.corrections = Some(Tensor::zeros(2, candle_core::DType::F64, &Device::Cpu)?);
         for _ in 0..4 {
             let ga = a.as_tensor().powf(3.0)?.sum_all()?.backward()?;
-            host.step(&super::super::from_store(&ga, std::slice::from_ref(&a)))?;
+            host.step(&super::super::from_store(&ga, std::slice::from_ref(&a)), None)?;
             let gb = b.as_tensor().powf(3.0)?.sum_all()?.backward()?;
-            device.step(&super::super::from_store(&gb, std::slice::from_ref(&b)))?;
+            device.step(&super::super::from_store(&gb, std::slice::from_ref(&b)), None)?;
         }
         for (x, y) in a.as_tensor().to_vec1::<f64>()?.iter().zip(b.as_tensor().to_vec1::<f64>()?) {
             assert!((x - y).abs() < 1e-15, "{x} against {y}");

@@ -23,12 +23,14 @@ pub trait Optimizer: Send + Sync {
     fn prepare(&mut self) -> Result<()> {
         Ok(())
     }
-    /// The update itself: tensor operations only, no reads back to the host.
-    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()>;
+    /// The update itself: tensor operations only, no reads back to the host. With `clamp`,
+    /// each gradient is clamped to `[-clamp, clamp]` first (clipping by value, as
+    /// [`clip::before_update`](super::clip::before_update) leaves it to the update).
+    fn update(&mut self, grads: &[Option<Tensor>], clamp: Option<f64>) -> Result<()>;
     /// One whole update.
-    fn step(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn step(&mut self, grads: &[Option<Tensor>], clamp: Option<f64>) -> Result<()> {
         self.prepare()?;
-        self.update(grads)
+        self.update(grads, clamp)
     }
     /// Everything the next updates depend on besides the parameters (for checkpoints).
     fn state(&self) -> OptimState;
@@ -90,6 +92,14 @@ fn keep(buffer: &mut Tensor, value: Tensor) -> Result<()> {
     } else {
         // A flat view shares the buffer's storage; `slice_set` copies in place.
         buffer.flatten_all()?.slice_set(&value.flatten_all()?, 0, 0)
+    }
+}
+
+/// `g` clamped to `[-limit, limit]` where a limit is given, for an update on tensor operations.
+fn clamped(g: &Tensor, clamp: Option<f64>) -> Result<Tensor> {
+    match clamp {
+        Some(limit) => super::clip::clamped(g, limit),
+        None => Ok(g.clone()),
     }
 }
 

@@ -4,12 +4,14 @@
 
 //!
 //! On the CPU the update is one pass over each parameter (square average, momentum buffer and
-//! parameter together); elsewhere it is written with tensor operations. Both compute the same
-//! operations in the same order.
+//! parameter together); on CUDA one kernel (`kernels::optim_update`, opt-in until checked on a
+//! GPU); otherwise it is written with tensor operations. All compute the same operations in
+//! the same order.
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, keep, restore_buffers};
+use super::{OptimState, Optimizer, clamped, keep, restore_buffers};
+use crate::kernels::optim_update::{self, RmsPropRule};
 use crate::kernels::par::multiversion;
 use crate::kernels::{real::Real, view};
 use crate::prims::backward::with_real;
@@ -35,12 +37,19 @@ impl RmsProp {
 }
 
 impl Optimizer for RmsProp {
-    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn update(&mut self, grads: &[Option<Tensor>], clamp: Option<f64>) -> Result<()> {
         for (i, g) in grads.iter().enumerate().take(self.vars.len()) {
             let var = self.vars[i].clone();
             let Some(g) = g else {
                 continue;
             };
+            if optim_update::applies(&var) {
+                let rule = RmsPropRule { lr: self.lr, alpha: self.alpha, eps: self.eps, momentum: self.momentum };
+                if optim_update::rmsprop(g, &var, &self.square_avg[i], &self.momentum_buf[i], &rule, clamp)? {
+                    continue;
+                }
+            }
+            let g = &clamped(g, clamp)?;
             if var.device().is_cpu() {
                 with_real!(var.dtype(), T => self.fused::<T>(i, g)?);
                 continue;
@@ -158,7 +167,7 @@ mod tests {
             let (mut v, mut b, mut expected) = ([0.0f64; 2], [0.0f64; 2], [1.0f64, -2.0]);
             for _ in 0..2 {
                 let grads = p.as_tensor().sqr()?.sum_all()?.backward()?;
-                opt.step(&super::super::from_store(&grads, std::slice::from_ref(&p)))?;
+                opt.step(&super::super::from_store(&grads, std::slice::from_ref(&p)), None)?;
                 for j in 0..2 {
                     let g = 2.0 * expected[j];
                     v[j] = 0.99 * v[j] + 0.01 * g * g;

@@ -2,7 +2,8 @@
 
 use candle_core::{Result, Tensor, Var};
 
-use super::{OptimState, Optimizer, check_state, keep};
+use super::{OptimState, Optimizer, check_state, clamped, keep};
+use crate::kernels::optim_update;
 use crate::train_config::TrainConfig;
 
 pub struct Sgd {
@@ -20,11 +21,18 @@ impl Sgd {
 }
 
 impl Optimizer for Sgd {
-    fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+    fn update(&mut self, grads: &[Option<Tensor>], clamp: Option<f64>) -> Result<()> {
         for (i, var) in self.vars.iter().enumerate() {
             let Some(g) = &grads[i] else {
                 continue;
             };
+            if let (Some(b), true) = (&self.buf[i], self.momentum > 0.0)
+                && optim_update::applies(var)
+                && optim_update::sgd_momentum(g, var, b, self.lr, self.momentum, clamp)?
+            {
+                continue;
+            }
+            let g = &clamped(g, clamp)?;
             let update = match (&self.buf[i], self.momentum > 0.0) {
                 (Some(b), true) => ((b * self.momentum)? + g)?,
                 _ => g.clone(),

@@ -1,0 +1,148 @@
+//! The optimisers' updates as one CUDA kernel per parameter (`cuda/optim.cu`): the gradient,
+//! clamped first where the step clips by value, goes in; the parameter and its state buffers
+//! are rewritten in place. Written with candle's tensor operations, one RMSprop update of one
+//! parameter is about fifteen kernels, each with an output of its own to allocate and free,
+//! and the clamp two more: in a captured STM step, some five hundred kernels and a thousand
+//! memory nodes for thirty parameters.
+//!
+//! CUDA only, and opt-in until `memctl doctor --check` has passed with it on a GPU
+//! ([`fused::OPTIMIZER`]); elsewhere the optimisers keep their own paths (on the CPU a fused
+//! pass over the elements, `train::optim`). Each function returns `false`, launching nothing,
+//! where a tensor is not laid out as the kernel reads it; the caller then updates with tensor
+//! operations.
+
+use candle_core::{DType, Result, Tensor};
+
+use super::fused;
+
+/// Whether the update of the parameter `p` runs as one fused kernel: on CUDA, in f32, when
+/// `MEMCTL_CUDA_FUSED` runs [`fused::OPTIMIZER`].
+pub fn applies(p: &Tensor) -> bool {
+    p.device().is_cuda() && fused::used_for(p, fused::OPTIMIZER)
+}
+
+/// RMSprop's constants (PyTorch's names).
+#[derive(Clone, Copy, Debug)]
+pub struct RmsPropRule {
+    pub lr: f64,
+    pub alpha: f64,
+    pub eps: f64,
+    pub momentum: f64,
+}
+
+/// Adam's constants, as candle-nn's AdamW.
+#[derive(Clone, Copy, Debug)]
+pub struct AdamRule {
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub eps: f64,
+    pub weight_decay: f64,
+}
+
+/// RMSprop's update of `p` from `g` (clamped to ±`clamp` first, where given), rewriting `p`,
+/// the square average `sq` and, with momentum, the momentum buffer `b`.
+pub fn rmsprop(
+    g: &Tensor,
+    p: &Tensor,
+    sq: &Tensor,
+    b: &Tensor,
+    rule: &RmsPropRule,
+    clamp: Option<f64>,
+) -> Result<bool> {
+    if !fits(&[g, p, sq, b], p.elem_count()) {
+        return Ok(false);
+    }
+    let ints = [i32::from(rule.momentum > 0.0), i32::from(clamp.is_some())];
+    let floats = [rule.alpha, 1.0 - rule.alpha, rule.eps, rule.lr, rule.momentum, clamp.unwrap_or(0.0)];
+    launch("rmsprop_update", &[g], &[p, sq, b], p.elem_count(), &ints, &floats)
+}
+
+/// Adam's update of `p` from `g` (clamped to ±`clamp` first, where given), rewriting `p` and
+/// the moments `m` and `v`; `corrections` holds this update's two bias corrections
+/// `1 / (1 − β1ᵗ)` and `1 / (1 − β2ᵗ)` on the device.
+pub fn adam(
+    g: &Tensor,
+    corrections: &Tensor,
+    p: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    rule: &AdamRule,
+    clamp: Option<f64>,
+) -> Result<bool> {
+    if !fits(&[g, p, m, v], p.elem_count()) || !fits(&[corrections], 2) {
+        return Ok(false);
+    }
+    let ints = [i32::from(clamp.is_some())];
+    let floats = [
+        rule.beta1,
+        1.0 - rule.beta1,
+        rule.beta2,
+        1.0 - rule.beta2,
+        rule.eps,
+        rule.lr,
+        1.0 - rule.lr * rule.weight_decay,
+        clamp.unwrap_or(0.0),
+    ];
+    launch("adam_update", &[g, corrections], &[p, m, v], p.elem_count(), &ints, &floats)
+}
+
+/// SGD's update of `p` with an existing momentum buffer `b`: `b ← μ b + g`, `p ← p − lr b`
+/// (`g` clamped to ±`clamp` first, where given).
+pub fn sgd_momentum(g: &Tensor, p: &Tensor, b: &Tensor, lr: f64, momentum: f64, clamp: Option<f64>) -> Result<bool> {
+    if !fits(&[g, p, b], p.elem_count()) {
+        return Ok(false);
+    }
+    let floats = [lr, momentum, clamp.unwrap_or(0.0)];
+    launch("sgd_momentum_update", &[g], &[p, b], p.elem_count(), &[i32::from(clamp.is_some())], &floats)
+}
+
+/// Whether each of `tensors` is f32 on CUDA, contiguous, with `n` elements.
+fn fits(tensors: &[&Tensor], n: usize) -> bool {
+    tensors.iter().all(|t| t.device().is_cuda() && t.dtype() == DType::F32 && t.is_contiguous() && t.elem_count() == n)
+}
+
+#[cfg(feature = "cuda")]
+fn launch(
+    kernel: &'static str,
+    read: &[&Tensor],
+    written: &[&Tensor],
+    n: usize,
+    ints: &[i32],
+    floats: &[f64],
+) -> Result<bool> {
+    let floats: Vec<f32> = floats.iter().map(|&f| f as f32).collect();
+    // SAFETY: optim.cu's kernels take the read tensors, the written ones, then the ints and the
+    // floats, in the order of the functions above, and touch element i < n of each tensor but
+    // `corrections` (of which they read two); `fits` checked every tensor's layout and length.
+    // The written ones are the parameter and its optimiser's own state: nothing else uses them
+    // while the update runs.
+    unsafe { super::cuda_kernels::optim_in_place(kernel, read, written, n, ints, &floats) }?;
+    fused::record_launch(kernel);
+    Ok(true)
+}
+
+/// Without CUDA there is no tensor [`fits`] accepts.
+#[cfg(not(feature = "cuda"))]
+fn launch(kernel: &'static str, _: &[&Tensor], _: &[&Tensor], _: usize, _: &[i32], _: &[f64]) -> Result<bool> {
+    candle_core::bail!("{kernel}: this memctl was built without CUDA")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::Device;
+
+    /// Off CUDA nothing is launched: the optimisers keep their own paths.
+    #[test]
+    fn on_the_cpu_no_update_is_fused() -> Result<()> {
+        let t = Tensor::zeros(4, DType::F32, &Device::Cpu)?;
+        assert!(!applies(&t));
+        let rule = RmsPropRule { lr: 0.1, alpha: 0.99, eps: 1e-8, momentum: 0.9 };
+        assert!(!rmsprop(&t, &t, &t, &t, &rule, Some(1.0))?);
+        let rule = AdamRule { lr: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
+        assert!(!adam(&t, &t.narrow(0, 0, 2)?, &t, &t, &t, &rule, None)?);
+        assert!(!sgd_momentum(&t, &t, &t, 0.1, 0.9, None)?);
+        Ok(())
+    }
+}
