@@ -11,6 +11,7 @@ const ITEM_GATE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/item_gate.pt
 const SOFTMAX_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/softmax.ptx"));
 const SCALE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/scale.ptx"));
 const OPTIM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/optim.ptx"));
+const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.ptx"));
 
 /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
 /// per `(example, unit)`, into a new buffer of `batch · width` elements.
@@ -103,6 +104,25 @@ pub fn scale(
     // forward's grid-stride loop writes every element below n, and the backward's blocks each
     // write their share of the first n and their own partial sum at n + block (len = n + blocks).
     unsafe { run(("memctl_scale", SCALE_PTX), kernel, operands, len, config, &[count], &[]) }
+}
+
+/// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out), one thread
+/// per output element, into a new buffer of `len` elements: the forward's `[B, nq, n, n]`, the
+/// backward's `[B, n, 3nq]`.
+pub fn sam_attend(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    len: usize,
+    n: usize,
+    nq: usize,
+) -> Result<CudaStorage> {
+    let (Ok(total), Ok(n), Ok(nq)) = (i32::try_from(len), i32::try_from(n), i32::try_from(nq)) else {
+        candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
+    };
+    let config = LaunchConfig::for_num_elems(total.max(1) as u32);
+    // SAFETY: sam_attend.cu's kernels take their operands, the output, the thread count, n and
+    // nq, in this order, guard the threads past the count, and write every output element.
+    unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
 }
 
 /// Runs `kernel` of `optim.cu` over `n` elements, one thread each (grid-stride), on the f32

@@ -1,5 +1,5 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`) and its fused optimiser updates
+//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`) and its fused optimiser updates
 //! (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
@@ -48,8 +48,13 @@ pub const SPLIT_SUMS: OnCuda = OnCuda { name: "split_sums", checked: true };
 /// (2026-11-26, twelfth sitting); not yet run on one.
 pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: false };
 
+/// `samRead`'s outer product attention on its normalised projection (`sam_attend_op`), one
+/// kernel each way where candle's ops, slices and transposes take some twenty-five a time
+/// step. Built without a GPU (2026-11-26, twelfth sitting); not yet run on one.
+pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 7] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER];
+pub const ALL: [OnCuda; 8] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER, SAM_ATTEND];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -19,7 +19,8 @@ use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::reduce::{dot, sum, sum_sq_dev};
-use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
+use crate::kernels::sam_attend_op::{attention_backward, attention_weights};
+use crate::kernels::{dense::dense, fused, layer_norm::layer_norm, opa::outer_product_attention, sam_attend_op};
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -90,6 +91,9 @@ impl Op for SamReadOp {
         let batch = m.dim(0)?;
         let proj = dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
         let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
+        if fused::used_for(&normed, fused::SAM_ATTEND) {
+            return Ok(vec![sam_attend_op::attend(&normed.reshape((batch, n, 3 * nq))?, nq)?]);
+        }
         let qkv = normed.reshape((batch, n, 3 * nq))?.transpose(1, 2)?; // [B, 3nq, n]
         let q = qkv.narrow(1, 0, nq)?;
         let k = qkv.narrow(1, nq, nq)?;
@@ -281,64 +285,8 @@ multiversion! {
             x[j] = xv;
             y[j] = xv * w[j] + b[j];
         }
-        // The queries' and keys' columns of `y` laid out contiguously first, so that the
-        // tanh runs over contiguous runs of `n` and vectorises (read at stride `3nq` it ran one
-        // element at a time: most of this kernel's time).
-        let (mut qt, mut kt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
-        for (e, row) in y.chunks_exact(w3).enumerate() {
-            for s in 0..nq {
-                qt[s * n + e] = row[s];
-                kt[s * n + e] = row[nq + s];
-            }
-        }
-        let a = &mut a[..nq * nq * n];
-        for (j, aj) in a.chunks_exact_mut(nq * n).enumerate() {
-            let kj = &kt[j * n..][..n];
-            for (aw, qs) in aj.chunks_exact_mut(n).zip(qt.chunks_exact(n)) {
-                for ((o, &q), &k) in aw.iter_mut().zip(qs).zip(kj) {
-                    *o = (q * k).tanh();
-                }
-            }
-        }
+        attention_weights(n, nq, y, a);
         r
-    }
-}
-
-multiversion! {
-    /// One example: adds the gradients of `q` and `k` (in the `[n, 3nq]` layout of `y`)
-    /// through `a = tanh(q ⊙ k)` given `ga = d loss / d a`.
-    fn attention_backward[T: Real][T](n: usize, nq: usize, y: &[T], a: &[T], ga: &[T], gy: &mut [T]) {
-        let w3 = 3 * nq;
-        let (a, ga) = (&a[..nq * nq * n], &ga[..nq * nq * n]);
-        // On contiguous columns of q and k, as the forward (strided, it ran scalar); their
-        // gradients are added back into `gy`'s layout at the end.
-        let (mut qt, mut kt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
-        for (e, row) in y.chunks_exact(w3).take(n).enumerate() {
-            for s in 0..nq {
-                qt[s * n + e] = row[s];
-                kt[s * n + e] = row[nq + s];
-            }
-        }
-        let (mut gqt, mut gkt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
-        for j in 0..nq {
-            let (kj, gkj) = (&kt[j * n..][..n], &mut gkt[j * n..][..n]);
-            for s in 0..nq {
-                let at = (j * nq + s) * n;
-                let (aw, gaw) = (&a[at..][..n], &ga[at..][..n]);
-                let (qs, gqs) = (&qt[s * n..][..n], &mut gqt[s * n..][..n]);
-                for e in 0..n {
-                    let gp = gaw[e] * (T::one() - aw[e] * aw[e]);
-                    gqs[e] += gp * kj[e];
-                    gkj[e] += gp * qs[e];
-                }
-            }
-        }
-        for (e, row) in gy.chunks_exact_mut(w3).take(n).enumerate() {
-            for s in 0..nq {
-                row[s] += gqt[s * n + e];
-                row[nq + s] += gkt[s * n + e];
-            }
-        }
     }
 }
 

@@ -1,0 +1,259 @@
+//! `samRead`'s outer product attention (SAM Eq. 5–8, the authors' form) on its normalised
+//! projection, as one candle op with its own backward, and the per-example pieces that the
+//! tape's manual backward of `samRead` (`prims::sam_read`) shares with it.
+//!
+//! The input `y` is `[B, n, 3nq]`: row `e` of an example holds `[q[·, e] | k[·, e] | v[·, e]]`,
+//! so `q[s, e] = y[e, s]`, `k[j, e] = y[e, nq + j]`, `v[j, f] = y[f, 2nq + j]`. With the
+//! attention weights `A[s, e, j] = tanh(q[s, e] k[j, e])`:
+//!
+//! - `R[s, e, f] = Σ_j A[s, e, j] v[j, f]` (the output, `[B, nq, n, n]`);
+//! - from `G = d loss / d R`, with `gA[s, e, j] = Σ_f G[s, e, f] v[j, f]`:
+//!   `d q[s, e] = Σ_j gA (1 − A²) k[j, e]`, `d k[j, e] = Σ_s gA (1 − A²) q[s, e]`,
+//!   `d v[j, f] = Σ_{s, e} A[s, e, j] G[s, e, f]`.
+//!
+//! Written with candle ops (`kernels::opa` after a transpose and three slices of the
+//! projection) this is about five kernels forward, each slice's and the transpose's backward
+//! a few more, and some fifteen for the attention's own backward, at every STM time step; here
+//! it is one kernel each way (`src/kernels/cuda/sam_attend.cu`). Where it runs is
+//! `kernels::fused`'s rule ([`fused::SAM_ATTEND`](super::fused::SAM_ATTEND)).
+
+use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, bail};
+
+use super::fused::{RealKernel, run_cpu};
+use super::gemm::{Mat, MatMut, Par, matmul};
+use super::par::multiversion;
+use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// `R` (`[B, nq, n, n]`) from the normalised projection `y` (`[B, n, 3nq]`).
+pub fn attend(y: &Tensor, nq: usize) -> Result<Tensor> {
+    y.contiguous()?.apply_op1(Attend { nq })
+}
+
+/// The forward pass; its backward is [`AttendBackward`].
+struct Attend {
+    nq: usize,
+}
+
+/// `(y, G) → d loss / d y`.
+struct AttendBackward {
+    nq: usize,
+}
+
+/// `(B, n)` of a projection `[B, n, 3nq]`, checked.
+fn geometry(y: &Layout, nq: usize) -> Result<(usize, usize)> {
+    let &[batch, n, width] = y.dims() else { bail!("samRead's fused attention takes [B, n, 3nq], not {:?}", y.dims()) };
+    if nq == 0 || width != 3 * nq {
+        bail!("samRead's fused attention: a projection {:?} for {nq} queries", y.dims());
+    }
+    if !y.is_contiguous() {
+        bail!("samRead's fused attention takes a contiguous projection");
+    }
+    Ok((batch, n))
+}
+
+/// The CPU computation of either pass, one example at a time.
+struct AttendKernel {
+    backward: bool,
+    batch: usize,
+    n: usize,
+    nq: usize,
+}
+
+impl RealKernel for AttendKernel {
+    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
+        let (n, nq) = (self.n, self.nq);
+        let (len, out_len) = (n * 3 * nq, nq * n * n);
+        let mut a = vec![T::zero(); nq * nq * n];
+        if self.backward {
+            let mut gy = vec![T::zero(); self.batch * len];
+            let mut ga = vec![T::zero(); nq * nq * n];
+            for ((y, g), gy) in
+                operands[0].chunks_exact(len).zip(operands[1].chunks_exact(out_len)).zip(gy.chunks_exact_mut(len))
+            {
+                attention_weights(n, nq, y, &mut a);
+                backward_example(n, nq, y, &a, g, &mut ga, gy);
+            }
+            gy
+        } else {
+            let mut out = vec![T::zero(); self.batch * out_len];
+            for (y, out) in operands[0].chunks_exact(len).zip(out.chunks_exact_mut(out_len)) {
+                attention_weights(n, nq, y, &mut a);
+                forward_example(n, nq, y, &a, out);
+            }
+            out
+        }
+    }
+}
+
+/// One example's output `R` (`[nq·n, n]`, overwritten) from its projection `y` and its
+/// attention weights `a` (key-major, as [`attention_weights`] writes them).
+pub fn forward_example<T: Real>(n: usize, nq: usize, y: &[T], a: &[T], out: &mut [T]) {
+    // out[(s, e), f] = Σ_j A[j, (s, e)] v[j, f], v[j, f] = y[f, 2nq + j].
+    let v = Mat::strided(&y[2 * nq..], nq, n, 1, 3 * nq);
+    matmul(MatMut::new(&mut out[..nq * n * n], nq * n, n), Mat::new(a, nq, nq * n).t(), v, false, Par::Seq);
+}
+
+/// One example's `gy = d loss / d y` (`[n, 3nq]`, overwritten) from `y`, its attention weights
+/// `a` and `g = d loss / d R`; `ga` (`nq·nq·n`) is scratch for `d loss / d A`.
+pub fn backward_example<T: Real>(n: usize, nq: usize, y: &[T], a: &[T], g: &[T], ga: &mut [T], gy: &mut [T]) {
+    let w3 = 3 * nq;
+    gy[..n * w3].fill(T::zero());
+    // gA = G · vᵀ; gv = Aᵀ · G (written into v's columns of gy).
+    let vt = Mat::strided(&y[2 * nq..], n, nq, w3, 1);
+    matmul(MatMut::strided(ga, nq * n, nq, 1, nq * n), Mat::new(g, nq * n, n), vt, false, Par::Seq);
+    let gv = MatMut::strided(&mut gy[2 * nq..], nq, n, 1, w3);
+    matmul(gv, Mat::new(a, nq, nq * n), Mat::new(g, nq * n, n), false, Par::Seq);
+    attention_backward(n, nq, y, a, ga, gy);
+}
+
+/// The queries' and keys' columns of one example's `y` (`[n, 3nq]`), each laid out
+/// contiguously (`[nq, n]`), so that the loops over `e` vectorise (read at stride `3nq` they
+/// ran one element at a time).
+fn queries_and_keys<T: Real>(n: usize, nq: usize, y: &[T]) -> (Vec<T>, Vec<T>) {
+    let (mut qt, mut kt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
+    for (e, row) in y.chunks_exact(3 * nq).take(n).enumerate() {
+        for s in 0..nq {
+            qt[s * n + e] = row[s];
+            kt[s * n + e] = row[nq + s];
+        }
+    }
+    (qt, kt)
+}
+
+multiversion! {
+    /// One example's attention weights `a[j, s, e] = tanh(q[s, e] k[j, e])` (key-major,
+    /// `nq·nq·n`) from its projection `y`.
+    pub fn attention_weights[T: Real][T](n: usize, nq: usize, y: &[T], a: &mut [T]) {
+        let (qt, kt) = queries_and_keys(n, nq, y);
+        let a = &mut a[..nq * nq * n];
+        for (j, aj) in a.chunks_exact_mut(nq * n).enumerate() {
+            let kj = &kt[j * n..][..n];
+            for (aw, qs) in aj.chunks_exact_mut(n).zip(qt.chunks_exact(n)) {
+                for ((o, &q), &k) in aw.iter_mut().zip(qs).zip(kj) {
+                    *o = (q * k).tanh();
+                }
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// One example: adds the gradients of `q` and `k` (in the `[n, 3nq]` layout of `y`)
+    /// through `a = tanh(q ⊙ k)` given `ga = d loss / d a` (both key-major).
+    pub fn attention_backward[T: Real][T](n: usize, nq: usize, y: &[T], a: &[T], ga: &[T], gy: &mut [T]) {
+        let w3 = 3 * nq;
+        let (a, ga) = (&a[..nq * nq * n], &ga[..nq * nq * n]);
+        // On contiguous columns of q and k, as the forward; their gradients are added back
+        // into `gy`'s layout at the end.
+        let (qt, kt) = queries_and_keys(n, nq, y);
+        let (mut gqt, mut gkt) = (vec![T::zero(); nq * n], vec![T::zero(); nq * n]);
+        for j in 0..nq {
+            let (kj, gkj) = (&kt[j * n..][..n], &mut gkt[j * n..][..n]);
+            for s in 0..nq {
+                let at = (j * nq + s) * n;
+                let (aw, gaw) = (&a[at..][..n], &ga[at..][..n]);
+                let (qs, gqs) = (&qt[s * n..][..n], &mut gqt[s * n..][..n]);
+                for e in 0..n {
+                    let gp = gaw[e] * (T::one() - aw[e] * aw[e]);
+                    gqs[e] += gp * kj[e];
+                    gkj[e] += gp * qs[e];
+                }
+            }
+        }
+        for (e, row) in gy.chunks_exact_mut(w3).take(n).enumerate() {
+            for s in 0..nq {
+                row[s] += gqt[s * n + e];
+                row[nq + s] += gkt[s * n + e];
+            }
+        }
+    }
+}
+
+impl CustomOp1 for Attend {
+    fn name(&self) -> &'static str {
+        "sam_attend_fwd"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (batch, n) = geometry(l, self.nq)?;
+        let kernel = AttendKernel { backward: false, batch, n, nq: self.nq };
+        Ok((run_cpu(&kernel, &[(s, l)], "samRead's fused attention")?, Shape::from((batch, self.nq, n, n))))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
+        let (batch, n) = geometry(l, self.nq)?;
+        let shape = Shape::from((batch, self.nq, n, n));
+        let out = super::cuda_kernels::sam_attend("sam_attend_fwd", &[(s, l)], shape.elem_count(), n, self.nq)?;
+        super::fused::record_launch("sam_attend_fwd");
+        Ok((out, shape))
+    }
+
+    fn bwd(&self, y: &Tensor, _out: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        Ok(Some(y.apply_op2_no_bwd(&grad.contiguous()?, &AttendBackward { nq: self.nq })?))
+    }
+}
+
+impl AttendBackward {
+    /// `(B, n)`, with `G` checked against `y`.
+    fn geometry(&self, y: &Layout, g: &Layout) -> Result<(usize, usize)> {
+        let (batch, n) = geometry(y, self.nq)?;
+        if g.dims() != [batch, self.nq, n, n] || !g.is_contiguous() {
+            bail!("samRead's fused attention backward: a gradient {:?} for a projection {:?}", g.dims(), y.dims());
+        }
+        Ok((batch, n))
+    }
+}
+
+impl CustomOp2 for AttendBackward {
+    fn name(&self) -> &'static str {
+        "sam_attend_bwd"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (batch, n) = self.geometry(l1, l2)?;
+        let kernel = AttendKernel { backward: true, batch, n, nq: self.nq };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "samRead's fused attention")?, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
+        let (_, n) = self.geometry(l1, l2)?;
+        let shape = l1.shape().clone();
+        let out =
+            super::cuda_kernels::sam_attend("sam_attend_bwd", &[(s1, l1), (s2, l2)], shape.elem_count(), n, self.nq)?;
+        super::fused::record_launch("sam_attend_bwd");
+        Ok((out, shape))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device};
+
+    use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
+    use crate::kernels::opa::outer_product_attention;
+
+    /// The attention as the candle ops `samRead` otherwise runs on the projection.
+    fn reference(y: &Tensor, nq: usize) -> Result<Tensor> {
+        let qkv = y.transpose(1, 2)?;
+        outer_product_attention(&qkv.narrow(1, 0, nq)?, &qkv.narrow(1, nq, nq)?, &qkv.narrow(1, 2 * nq, nq)?)
+    }
+
+    #[test]
+    fn the_fused_attention_and_its_gradient_equal_candle_ops_and_autograd() -> Result<()> {
+        // Two examples, a memory of 5 rows, 3 queries (n ≠ nq, so no axis can stand in for another).
+        let y = var(&[2, 5, 9], 1.2)?;
+        assert_fused_matches(&[&y], &[attend(&y, 3)?], &[reference(&y, 3)?], 1e-12)
+    }
+
+    #[test]
+    fn a_projection_of_another_width_is_an_error() -> Result<()> {
+        let y = Tensor::zeros((2, 5, 8), DType::F32, &Device::Cpu)?;
+        assert!(attend(&y, 3).is_err_and(|e| e.to_string().contains("for 3 queries")));
+        Ok(())
+    }
+}
