@@ -18,6 +18,7 @@
 //! `kernels::fused`'s rule ([`fused::SAM_ATTEND`](super::fused::SAM_ATTEND)).
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, bail};
+use rayon::prelude::*;
 
 use super::fused::{RealKernel, run_cpu};
 use super::gemm::{Mat, MatMut, Par, matmul};
@@ -62,26 +63,31 @@ struct AttendKernel {
 }
 
 impl RealKernel for AttendKernel {
+    /// Examples in parallel (rayon, the calling pool), each with its own scratch.
     fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
         let (n, nq) = (self.n, self.nq);
-        let (len, out_len) = (n * 3 * nq, nq * n * n);
-        let mut a = vec![T::zero(); nq * nq * n];
+        let (len, out_len, att_len) = (n * 3 * nq, nq * n * n, nq * nq * n);
+        let y = operands[0];
         if self.backward {
+            let g = operands[1];
             let mut gy = vec![T::zero(); self.batch * len];
-            let mut ga = vec![T::zero(); nq * nq * n];
-            for ((y, g), gy) in
-                operands[0].chunks_exact(len).zip(operands[1].chunks_exact(out_len)).zip(gy.chunks_exact_mut(len))
-            {
-                attention_weights(n, nq, y, &mut a);
-                backward_example(n, nq, y, &a, g, &mut ga, gy);
-            }
+            gy.par_chunks_mut(len).zip(y.par_chunks(len)).zip(g.par_chunks(out_len)).for_each_init(
+                || (vec![T::zero(); att_len], vec![T::zero(); att_len]),
+                |(a, ga), ((gy, y), g)| {
+                    attention_weights(n, nq, y, a);
+                    backward_example(n, nq, y, a, g, ga, gy);
+                },
+            );
             gy
         } else {
             let mut out = vec![T::zero(); self.batch * out_len];
-            for (y, out) in operands[0].chunks_exact(len).zip(out.chunks_exact_mut(out_len)) {
-                attention_weights(n, nq, y, &mut a);
-                forward_example(n, nq, y, &a, out);
-            }
+            out.par_chunks_mut(out_len).zip(y.par_chunks(len)).for_each_init(
+                || vec![T::zero(); att_len],
+                |a, (out, y)| {
+                    attention_weights(n, nq, y, a);
+                    forward_example(n, nq, y, a, out);
+                },
+            );
             out
         }
     }
