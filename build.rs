@@ -12,7 +12,8 @@ use std::process::Command;
 
 use vergen_gitcl::{Emitter, GitclBuilder};
 
-const KERNELS: &[&str] = &["lstm_cell", "layer_norm", "item_gate", "softmax", "scale", "optim", "sam_attend"];
+const KERNELS: &[&str] =
+    &["lstm_cell", "layer_norm", "item_gate", "softmax", "scale", "optim", "sam_attend", "sum_parts"];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

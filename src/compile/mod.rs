@@ -8,6 +8,7 @@ pub mod tape;
 
 use std::sync::Arc;
 
+use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Result, Tensor, Var};
 
 use crate::graph::{Node, Source, StateInit, StepGraph};
@@ -118,6 +119,39 @@ impl Cell {
     /// Runs a batch of sequences (`inputs`: `[T, B, ...]`) and returns the outputs at the
     /// scored steps, stacked: `[S, B, out]`.
     pub fn run(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<Tensor> {
+        self.run_with(weights, inputs, scored, |_| Ok(weights.to_vec()))
+    }
+
+    /// [`Cell::run`] on the tracked weights for candle's autograd, where every time step reads
+    /// its own alias of the weights (`Tensor::share_as_var`, no copy): the backward then keeps
+    /// each step's gradient of a weight apart instead of adding it to the others' (on a GPU a
+    /// kernel per weight per step), and [`StepWeights::gradients`] sums them in one pass.
+    /// On CUDA as `kernels::fused::STEP_GRADS` has it; otherwise the steps share the weights.
+    pub fn run_for_gradients(&self, inputs: &Tensor, scored: &[usize]) -> Result<(Tensor, StepWeights)> {
+        let base = self.weights(true);
+        let aliased =
+            base.first().is_some_and(|w| crate::kernels::fused::used_for(w, crate::kernels::fused::STEP_GRADS));
+        let mut steps = vec![];
+        let out = self.run_with(&base, inputs, scored, |_| {
+            if !aliased {
+                return Ok(base.clone());
+            }
+            let step: Vec<Tensor> = base.iter().map(Tensor::share_as_var).collect();
+            steps.push(step.clone());
+            Ok(step)
+        })?;
+        Ok((out, StepWeights { base, steps }))
+    }
+
+    /// The run, with the weights of time step `t` from `step_weights(t)` (the initial states
+    /// read `weights`).
+    fn run_with(
+        &self,
+        weights: &[Tensor],
+        inputs: &Tensor,
+        scored: &[usize],
+        mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
+    ) -> Result<Tensor> {
         let (steps, batch) = (inputs.dim(0)?, inputs.dim(1)?);
         let mut states = self.initial_states(weights, batch)?;
         let mut outs = Vec::with_capacity(scored.len());
@@ -127,7 +161,7 @@ impl Cell {
             if want {
                 next_scored.next();
             }
-            let (next, out) = self.step(weights, &inputs.get(t)?, &states, want)?;
+            let (next, out) = self.step(&step_weights(t)?, &inputs.get(t)?, &states, want)?;
             states = next;
             if let Some(o) = out {
                 outs.push(o);
@@ -137,6 +171,27 @@ impl Cell {
             }
         }
         Tensor::stack(&outs, 0)
+    }
+}
+
+/// The weights one training run read: the parameters themselves (the initial states read
+/// them) and, where [`Cell::run_for_gradients`] aliased them, each time step's aliases.
+pub struct StepWeights {
+    base: Vec<Tensor>,
+    steps: Vec<Vec<Tensor>>,
+}
+
+impl StepWeights {
+    /// Each parameter's gradient in `store` (`None` where no use of it reached the loss): the
+    /// sum of its uses' gradients, in one pass (`kernels::sum_parts_op`).
+    pub fn gradients(&self, store: &GradStore) -> Result<Vec<Option<Tensor>>> {
+        (0..self.base.len())
+            .map(|p| {
+                let uses = std::iter::once(&self.base[p]).chain(self.steps.iter().map(|step| &step[p]));
+                let parts: Vec<&Tensor> = uses.filter_map(|w| store.get(w)).collect();
+                if parts.is_empty() { Ok(None) } else { crate::kernels::sum_parts_op::sum(&parts).map(Some) }
+            })
+            .collect()
     }
 }
 
@@ -195,6 +250,39 @@ mod tests {
             .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
         let trial = &program.experiments[0].trials[0];
         Cell::new(trial.graph.clone(), 0, &Device::Cpu, DType::F32).unwrap()
+    }
+
+    /// Per-step aliases of the weights give the gradients of weights shared by every step,
+    /// summed: a learned initial state's use and every time step's count.
+    #[test]
+    fn gradients_through_per_step_aliases_equal_those_of_shared_weights() -> Result<()> {
+        let spec = r#"
+            model m() {
+              state M = learned(3, 3)
+              step x {
+                M = itemWrite(M, linear(x, 3))
+                out linear(flatten(M), output_size)
+              }
+            }
+            experiment e { task randomSequence(input = 2, output = 2, length = 4) model m }
+        "#;
+        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
+        let program = crate::check::check(&spec, &crate::prims::Primitives)
+            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let c = Cell::new(program.experiments[0].trials[0].graph.clone(), 0, &Device::Cpu, DType::F64)?;
+        let inputs = Tensor::randn(0f64, 1.0, (4, 2, 2), &Device::Cpu)?;
+        let scored = [1, 3];
+        let shared = c.run(&c.weights(true), &inputs, &scored)?.sqr()?.sum_all()?.backward()?;
+        let (out, weights) = c.run_for_gradients(&inputs, &scored)?;
+        assert_eq!(weights.steps.len(), 4, "every time step has its aliases");
+        let aliased = weights.gradients(&out.sqr()?.sum_all()?.backward()?)?;
+        for (v, g) in c.vars().iter().zip(&aliased) {
+            let expected = shared.get(v.as_tensor()).expect("every weight reaches the output");
+            let g = g.as_ref().expect("a gradient for every weight");
+            let difference = g.sub(expected)?.abs()?.max_all()?.to_scalar::<f64>()?;
+            assert!(difference < 1e-12, "{difference}");
+        }
+        Ok(())
     }
 
     #[test]

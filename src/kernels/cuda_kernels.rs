@@ -12,6 +12,60 @@ const SOFTMAX_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/softmax.ptx"))
 const SCALE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/scale.ptx"));
 const OPTIM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/optim.ptx"));
 const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.ptx"));
+const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.ptx"));
+
+/// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
+#[repr(C, align(8))]
+struct Parts([u64; PARTS_PER_LAUNCH]);
+
+const PARTS_PER_LAUNCH: usize = 32;
+
+// SAFETY: plain old data, laid out as sum_parts.cu's `struct Parts`.
+unsafe impl candle_core::cuda_backend::cudarc::driver::DeviceRepr for Parts {}
+
+/// `first` plus every tensor of `rest` (f32, contiguous, each of `first`'s elements), into a new
+/// buffer: one launch of `sum_parts` per 32 parts, each after the first adding to the buffer.
+pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> Result<CudaStorage> {
+    use candle_core::cuda_backend::cudarc::driver::DevicePtr;
+    let n = layout.shape().elem_count();
+    let Ok(count) = i32::try_from(n) else {
+        candle_core::bail!("sum_parts: {n} elements are more than the kernel indexes")
+    };
+    let dev = first.device.clone();
+    let stream = dev.cuda_stream();
+    let start = layout.start_offset();
+    let first_view = first.as_cuda_slice::<f32>()?.slice(start..start + n);
+    let guards: Vec<_> = rest.iter().map(|t| t.storage_and_layout()).collect();
+    let mut views = vec![first_view];
+    for (storage, l) in &guards {
+        let Storage::Cuda(s) = &**storage else { candle_core::bail!("sum_parts: a part is not on a CUDA device") };
+        if !l.is_contiguous() || l.shape().elem_count() != n {
+            candle_core::bail!("sum_parts: a part of {:?} for a sum of {n} elements", l.dims());
+        }
+        views.push(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..l.start_offset() + n));
+    }
+    // SAFETY: every element is written by the first launch (accumulate = 0).
+    let out = unsafe { dev.alloc::<f32>(n)? };
+    if n == 0 {
+        return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+    }
+    let func = dev.get_or_load_custom_func("sum_parts", "memctl_sum_parts", SUM_PARTS_PTX)?;
+    for (launch, chunk) in views.chunks(PARTS_PER_LAUNCH).enumerate() {
+        let mut parts = Parts([0; PARTS_PER_LAUNCH]);
+        // Event tracking is off (`device::open`): the pointers carry no synchronisation to keep.
+        for (slot, view) in parts.0.iter_mut().zip(chunk) {
+            *slot = view.device_ptr(&stream).0;
+        }
+        let (parts_in_chunk, accumulate) = (chunk.len() as i32, i32::from(launch > 0));
+        let mut builder = func.builder();
+        builder.arg(&parts).arg(&out).arg(&parts_in_chunk).arg(&count).arg(&accumulate);
+        // SAFETY: sum_parts takes the pointers, the output, the number of pointers, n and the
+        // accumulate flag, in this order; each pointer holds n elements (checked above) and
+        // the grid-stride loop stays below n.
+        unsafe { builder.launch(LaunchConfig::for_num_elems(count as u32)) }.w()?;
+    }
+    Ok(CudaStorage::wrap_cuda_slice(out, dev))
+}
 
 /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
 /// per `(example, unit)`, into a new buffer of `batch · width` elements.

@@ -53,8 +53,15 @@ pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: false };
 /// step. Built without a GPU (2026-11-26, twelfth sitting); not yet run on one.
 pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
 
+/// Each parameter's gradient summed over its time steps in one kernel per 32 steps, from
+/// per-step aliases of the weights (`compile::StepWeights`, `sum_parts_op`), where candle's
+/// backward adds each step's in a kernel of its own. Built without a GPU (2026-11-26, twelfth
+/// sitting); not yet run on one.
+pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 8] = [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER, SAM_ATTEND];
+pub const ALL: [OnCuda; 9] =
+    [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER, SAM_ATTEND, STEP_GRADS];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
 #[derive(Clone, Debug, PartialEq, Eq)]

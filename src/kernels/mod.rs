@@ -30,4 +30,5 @@ pub mod sam_attend_op;
 pub mod scale_op;
 pub mod softmax_op;
 pub mod spd_solve;
+pub mod sum_parts_op;
 pub mod view;

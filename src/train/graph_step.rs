@@ -24,7 +24,7 @@
 
 use candle_core::{DType, Device, Result, Tensor};
 
-use super::{Autograd, Stepper, clip, loss, optim};
+use super::{Autograd, Stepper, clip, loss};
 
 /// Where a trial's step stands with graph replay.
 pub(super) enum Replay {
@@ -154,10 +154,10 @@ impl Stepper {
     /// Forward, loss, backward, clipping and update on `b`, launching device work only: no
     /// value comes back to the host, so that the launches can be captured.
     fn device_step(&mut self, b: &Buffers) -> Result<()> {
-        let logits = self.cell.run(&self.cell.weights(true), &b.inputs, &b.scored)?;
+        let (logits, weights) = self.cell.run_for_gradients(&b.inputs, &b.scored)?;
         let loss = loss::loss(self.target, &logits, &b.targets)?;
         b.loss.slice_set(&loss.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
-        let mut grads = optim::from_store(&loss.backward()?, self.cell.vars());
+        let mut grads = weights.gradients(&loss.backward()?)?;
         let clamp = clip::before_update(&mut grads, self.clip_value, self.clip_norm, true)?;
         self.opt.update(&grads, clamp)
     }

@@ -212,13 +212,13 @@ impl Stepper {
         match self.autograd {
             Autograd::Tape => self.tape_loss_and_grads(batch, &inputs),
             Autograd::Candle => {
-                let logits = self.cell.run(&self.cell.weights(true), &inputs, &batch.scored)?;
+                let (logits, weights) = self.cell.run_for_gradients(&inputs, &batch.scored)?;
                 let loss = loss::loss(self.target, &logits, &batch.targets)?;
                 let value = loss.to_dtype(DType::F64)?.to_scalar::<f64>()?;
                 if !value.is_finite() {
                     return Ok((value, vec![None; self.cell.vars().len()]));
                 }
-                Ok((value, optim::from_store(&loss.backward()?, self.cell.vars())))
+                Ok((value, weights.gradients(&loss.backward()?)?))
             }
         }
     }

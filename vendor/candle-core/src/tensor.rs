@@ -2392,6 +2392,24 @@ impl Tensor {
         }
     }
 
+    /// memctl: a variable that shares this tensor's storage and layout (no copy) under an id
+    /// of its own, so that a backward pass keeps the gradient of its uses apart from those of
+    /// the tensor's other uses (`Var::from_tensor` copies instead). memctl gives each time step
+    /// of a recurrent model such an alias of every weight and sums the steps' gradients at
+    /// once, where the backward would add them one by one.
+    pub fn share_as_var(&self) -> Tensor {
+        let tensor_ = Tensor_ {
+            id: TensorId::new(),
+            storage: self.storage.clone(),
+            layout: self.layout.clone(),
+            op: BackpropOp::none(),
+            is_variable: true,
+            dtype: self.dtype,
+            device: self.device.clone(),
+        };
+        Tensor(Arc::new(tensor_))
+    }
+
     /// If the target device is the same as the tensor device, only a shallow copy is performed.
     pub fn to_device(&self, device: &Device) -> Result<Tensor> {
         if self.device().same_device(device) {
