@@ -182,9 +182,16 @@ pub struct StepWeights {
 }
 
 impl StepWeights {
+    /// Each parameter's gradient of `loss` (`None` where no use of it reached the loss), by
+    /// candle's backward with the weights' gradients kept as laid out
+    /// (`Tensor::backward_keeping_variable_layouts`: no copy of a transposed one), then summed.
+    pub fn gradients_of(&self, loss: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        self.gradients(&loss.backward_keeping_variable_layouts()?)
+    }
+
     /// Each parameter's gradient in `store` (`None` where no use of it reached the loss): the
-    /// sum of its uses' gradients, in one pass (`kernels::sum_parts_op`).
-    pub fn gradients(&self, store: &GradStore) -> Result<Vec<Option<Tensor>>> {
+    /// sum of its uses' gradients, in one pass (`kernels::sum_parts_op`), contiguous.
+    fn gradients(&self, store: &GradStore) -> Result<Vec<Option<Tensor>>> {
         (0..self.base.len())
             .map(|p| {
                 let uses = std::iter::once(&self.base[p]).chain(self.steps.iter().map(|step| &step[p]));
@@ -275,10 +282,11 @@ mod tests {
         let shared = c.run(&c.weights(true), &inputs, &scored)?.sqr()?.sum_all()?.backward()?;
         let (out, weights) = c.run_for_gradients(&inputs, &scored)?;
         assert_eq!(weights.steps.len(), 4, "every time step has its aliases");
-        let aliased = weights.gradients(&out.sqr()?.sum_all()?.backward()?)?;
+        let aliased = weights.gradients_of(&out.sqr()?.sum_all()?)?;
         for (v, g) in c.vars().iter().zip(&aliased) {
             let expected = shared.get(v.as_tensor()).expect("every weight reaches the output");
             let g = g.as_ref().expect("a gradient for every weight");
+            assert!(g.is_contiguous());
             let difference = g.sub(expected)?.abs()?.max_all()?.to_scalar::<f64>()?;
             assert!(difference < 1e-12, "{difference}");
         }

@@ -23,26 +23,38 @@ const PARTS_PER_LAUNCH: usize = 32;
 // SAFETY: plain old data, laid out as sum_parts.cu's `struct Parts`.
 unsafe impl candle_core::cuda_backend::cudarc::driver::DeviceRepr for Parts {}
 
-/// `first` plus every tensor of `rest` (f32, contiguous, each of `first`'s elements), into a new
-/// buffer: one launch of `sum_parts` per 32 parts, each after the first adding to the buffer.
+/// `first` plus every tensor of `rest` (f32, each of `first`'s elements and layout: contiguous,
+/// or a strided matrix), into a new contiguous buffer: one launch of `sum_parts` per 32 parts,
+/// each after the first adding to the buffer.
 pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> Result<CudaStorage> {
     use candle_core::cuda_backend::cudarc::driver::DevicePtr;
     let n = layout.shape().elem_count();
-    let Ok(count) = i32::try_from(n) else {
+    // Where element i sits: i / cols · s0 + i % cols · s1, within `span` elements of the start.
+    let (cols, s0, s1, span) = match (layout.is_contiguous(), layout.dims(), layout.stride()) {
+        (true, _, _) => (n, n, 1, n),
+        (false, &[rows, cols], &[s0, s1]) => (cols, s0, s1, (rows.max(1) - 1) * s0 + (cols.max(1) - 1) * s1 + 1),
+        _ => candle_core::bail!("sum_parts: parts laid out as {:?} (contiguous or two axes only)", layout.stride()),
+    };
+    let (Ok(count), Ok(cols), Ok(s0), Ok(s1)) =
+        (i32::try_from(n), i32::try_from(cols), i32::try_from(s0), i32::try_from(s1))
+    else {
         candle_core::bail!("sum_parts: {n} elements are more than the kernel indexes")
     };
     let dev = first.device.clone();
     let stream = dev.cuda_stream();
     let start = layout.start_offset();
-    let first_view = first.as_cuda_slice::<f32>()?.slice(start..start + n);
     let guards: Vec<_> = rest.iter().map(|t| t.storage_and_layout()).collect();
-    let mut views = vec![first_view];
+    let mut views = vec![first.as_cuda_slice::<f32>()?.slice(start..start + span)];
     for (storage, l) in &guards {
         let Storage::Cuda(s) = &**storage else { candle_core::bail!("sum_parts: a part is not on a CUDA device") };
-        if !l.is_contiguous() || l.shape().elem_count() != n {
-            candle_core::bail!("sum_parts: a part of {:?} for a sum of {n} elements", l.dims());
+        if l.dims() != layout.dims() || l.stride() != layout.stride() {
+            candle_core::bail!(
+                "sum_parts: a part laid out as {:?} for a sum laid out as {:?}",
+                l.stride(),
+                layout.stride()
+            );
         }
-        views.push(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..l.start_offset() + n));
+        views.push(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..l.start_offset() + span));
     }
     // SAFETY: every element is written by the first launch (accumulate = 0).
     let out = unsafe { dev.alloc::<f32>(n)? };
@@ -58,10 +70,10 @@ pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> R
         }
         let (parts_in_chunk, accumulate) = (chunk.len() as i32, i32::from(launch > 0));
         let mut builder = func.builder();
-        builder.arg(&parts).arg(&out).arg(&parts_in_chunk).arg(&count).arg(&accumulate);
-        // SAFETY: sum_parts takes the pointers, the output, the number of pointers, n and the
-        // accumulate flag, in this order; each pointer holds n elements (checked above) and
-        // the grid-stride loop stays below n.
+        builder.arg(&parts).arg(&out).arg(&parts_in_chunk).arg(&count).arg(&cols).arg(&s0).arg(&s1).arg(&accumulate);
+        // SAFETY: sum_parts takes the pointers, the output, the number of pointers, n, cols, s0,
+        // s1 and the accumulate flag, in this order; each pointer's view spans every element the
+        // layout reaches (checked above), and the grid-stride loop stays below n.
         unsafe { builder.launch(LaunchConfig::for_num_elems(count as u32)) }.w()?;
     }
     Ok(CudaStorage::wrap_cuda_slice(out, dev))

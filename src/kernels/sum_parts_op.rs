@@ -5,23 +5,26 @@
 //! (on a GPU a kernel, with an output to allocate and free) per use after the first: for a
 //! recurrent model, every parameter at every time step, some six hundred kernels in STM config
 //! A's 20-step training step. Here the parts are summed by one kernel per 32
-//! (`src/kernels/cuda/sum_parts.cu`), left to right; on the CPU in one pass, in the same order
+//! (`src/kernels/cuda/sum_parts.cu`), left to right, reading each as laid out (a transposed
+//! view too, so that the backward need not copy it); on the CPU in one pass, in the same order
 //! as adding them one by one. Where it runs is `kernels::fused`'s rule
 //! ([`fused::STEP_GRADS`](super::fused::STEP_GRADS)); otherwise the parts are added pairwise
 //! with candle's `add`.
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Storage, Tensor, bail};
 
-use super::fused::{self, RealKernel, run_cpu};
+use super::fused;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
-/// `parts[0] + parts[1] + …`, without a gradient of its own.
+/// `parts[0] + parts[1] + …`, without a gradient of its own, contiguous. The parts may be
+/// strided views (a weight read transposed at every time step has transposed gradients):
+/// where they share one layout, contiguous or of two axes, they are read as laid out.
 pub fn sum(parts: &[&Tensor]) -> Result<Tensor> {
     let Some((first, rest)) = parts.split_first() else { bail!("a sum of no tensors") };
     if rest.is_empty() {
-        return Ok((*first).clone());
+        return first.contiguous();
     }
     if let Some(other) = rest.iter().find(|t| t.dims() != first.dims() || t.dtype() != first.dtype()) {
         bail!(
@@ -33,10 +36,15 @@ pub fn sum(parts: &[&Tensor]) -> Result<Tensor> {
         );
     }
     if !fused::used_for(first, fused::STEP_GRADS) {
-        return rest.iter().try_fold((*first).clone(), |sum, t| sum.add(t));
+        return rest.iter().try_fold((*first).contiguous()?, |sum, t| sum.add(t));
     }
-    let rest = rest.iter().map(|t| t.contiguous()).collect::<Result<Vec<_>>>()?;
-    first.contiguous()?.apply_op1_no_bwd(&SumRest { rest })
+    let layout = |t: &Tensor| (t.is_contiguous(), t.stride().to_vec());
+    let shared = parts.iter().all(|t| layout(t) == layout(first)) && (first.is_contiguous() || first.rank() == 2);
+    let parts: Vec<Tensor> = match shared {
+        true => parts.iter().map(|t| (*t).clone()).collect(),
+        false => parts.iter().map(|t| t.contiguous()).collect::<Result<_>>()?,
+    };
+    parts[0].apply_op1_no_bwd(&SumRest { rest: parts[1..].to_vec() })
 }
 
 /// The op on the first part: adds the others to it.
@@ -44,19 +52,30 @@ struct SumRest {
     rest: Vec<Tensor>,
 }
 
-/// Sums its operands element by element, left to right.
-struct SumKernel;
-
-impl RealKernel for SumKernel {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
-        let mut out = operands[0].to_vec();
-        for part in &operands[1..] {
-            for (o, &v) in out.iter_mut().zip(part.iter()) {
-                *o += v;
-            }
+/// The sum of `parts` (each a storage's elements and its layout), element by element in the
+/// layouts' logical order, left to right.
+fn strided_sum<T: Real>(parts: &[(&[T], &Layout)]) -> Vec<T> {
+    let Some(((first, layout), rest)) = parts.split_first() else { return vec![] };
+    let mut out: Vec<T> = offsets(layout).map(|i| first[i]).collect();
+    for (part, layout) in rest {
+        for (o, i) in out.iter_mut().zip(offsets(layout)) {
+            *o += part[i];
         }
-        out
     }
+    out
+}
+
+/// Where each element of `layout` sits in its storage, in logical (row-major) order.
+fn offsets(layout: &Layout) -> impl Iterator<Item = usize> + '_ {
+    let (dims, strides, start) = (layout.dims(), layout.stride(), layout.start_offset());
+    (0..layout.shape().elem_count()).map(move |mut i| {
+        let mut at = start;
+        for (&d, &s) in dims.iter().zip(strides).rev() {
+            at += i % d * s;
+            i /= d;
+        }
+        at
+    })
 }
 
 impl CustomOp1 for SumRest {
@@ -66,12 +85,29 @@ impl CustomOp1 for SumRest {
 
     fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
         let guards: Vec<_> = self.rest.iter().map(|t| t.storage_and_layout()).collect();
-        let mut operands = vec![(s, l)];
+        let mut storages = vec![(s, l)];
         for (storage, layout) in &guards {
             let Storage::Cpu(cpu) = &**storage else { bail!("a sum of tensors on different devices") };
-            operands.push((cpu, layout));
+            storages.push((cpu, *layout));
         }
-        Ok((run_cpu(&SumKernel, &operands, "the sum of a parameter's gradients")?, l.shape().clone()))
+        fn typed<'a, T: Real>(storages: &[(&'a CpuStorage, &'a Layout)]) -> Result<Vec<T>> {
+            let parts = storages
+                .iter()
+                .map(|(s, l)| match T::as_slice(s) {
+                    Some(v) => Ok((v, *l)),
+                    None => bail!("a sum of tensors of mixed types"),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Ok(strided_sum(&parts))
+        }
+        let out = match s {
+            CpuStorage::F32(_) => CpuStorage::F32(typed::<f32>(&storages)?),
+            CpuStorage::F64(_) => CpuStorage::F64(typed::<f64>(&storages)?),
+            other => {
+                bail!("a sum of {:?} tensors (f32 or f64 only)", candle_core::backend::BackendStorage::dtype(other))
+            }
+        };
+        Ok((out, l.shape().clone()))
     }
 
     #[cfg(feature = "cuda")]
@@ -102,8 +138,20 @@ mod tests {
             let expected = parts[1..].iter().try_fold(parts[0].clone(), |s, t| s.add(t))?;
             let got = sum(&refs)?;
             assert_eq!(got.dims(), [3, 5]);
+            assert!(got.is_contiguous());
             assert_eq!(got.to_vec2::<f32>()?, expected.to_vec2::<f32>()?, "{count} parts");
         }
+        Ok(())
+    }
+
+    /// Parts that share a transposed layout are read in place, as the backward of a weight read
+    /// through `w.t()` at every time step leaves them.
+    #[test]
+    fn parts_of_one_transposed_layout_sum_as_laid_out() -> Result<()> {
+        let parts = (0..3).map(|_| Tensor::randn(0f64, 1.0, (4, 2), &Device::Cpu)?.t()).collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let expected = parts[0].add(&parts[1])?.add(&parts[2])?;
+        assert_eq!(sum(&refs)?.to_vec2::<f64>()?, expected.to_vec2::<f64>()?);
         Ok(())
     }
 

@@ -218,7 +218,7 @@ impl Stepper {
                 if !value.is_finite() {
                     return Ok((value, vec![None; self.cell.vars().len()]));
                 }
-                Ok((value, weights.gradients(&loss.backward()?)?))
+                Ok((value, weights.gradients_of(&loss)?))
             }
         }
     }

@@ -70,3 +70,17 @@ fn a_transposed_first_gradient_is_stored_contiguous() {
     assert!(g.is_contiguous(), "a transposed view was stored");
     assert_eq!(g.to_vec2::<f64>().unwrap(), [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]);
 }
+
+/// The vendored `backward_keeping_variable_layouts` leaves a variable's transposed first
+/// gradient as a view (memctl sums such views in place), and only for that backward.
+#[test]
+fn a_backward_keeping_variable_layouts_stores_a_transposed_view_for_a_variable_only() {
+    let x = Var::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3), &Device::Cpu).unwrap();
+    let w = Tensor::arange(0.0f64, 6.0, &Device::Cpu).unwrap().reshape((3, 2)).unwrap();
+    let loss = || x.as_tensor().t().unwrap().mul(&w).unwrap().sum_all().unwrap();
+    let g = loss().backward_keeping_variable_layouts().unwrap().get(x.as_tensor()).unwrap().clone();
+    assert!(!g.is_contiguous(), "the view was copied");
+    assert_eq!(g.to_vec2::<f64>().unwrap(), [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]);
+    // A later plain backward on the same thread makes it contiguous again.
+    assert!(loss().backward().unwrap().get(x.as_tensor()).unwrap().is_contiguous());
+}

@@ -27,7 +27,30 @@ thread_local! {
     }
 }
 
+thread_local! {
+    /// memctl: whether the backward running on this thread stores the first gradient of a
+    /// variable as it is, a strided view included ([`Tensor::backward_keeping_variable_layouts`]).
+    static KEEP_VARIABLE_LAYOUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 impl Tensor {
+    /// memctl: [`Tensor::backward`], except that the first gradient to reach a variable is
+    /// stored as it is, not made contiguous: a weight read through a transposed view gets a
+    /// transposed view of its gradient, where a copy would cost a kernel on a GPU. For a caller
+    /// that reads the variables' gradients as laid out (memctl sums each weight's per-step
+    /// gradients, `kernels::sum_parts_op`); other tensors' gradients are stored as by
+    /// `backward`.
+    pub fn backward_keeping_variable_layouts(&self) -> Result<GradStore> {
+        struct Reset(bool);
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                KEEP_VARIABLE_LAYOUTS.with(|k| k.set(self.0));
+            }
+        }
+        let _reset = Reset(KEEP_VARIABLE_LAYOUTS.with(|k| k.replace(true)));
+        self.backward()
+    }
+
     /// Return all the nodes that lead to this value in a topologically sorted vec, the first
     /// elements having dependencies on the latter ones, e.g. the first element if any is the
     /// argument.
@@ -723,7 +746,8 @@ impl GradStore {
                 *sum_grad = sum_grad.add(grad)?;
             }
             Entry::Vacant(entry) => {
-                entry.insert(grad.contiguous()?);
+                let keep_layout = tensor.is_variable() && KEEP_VARIABLE_LAYOUTS.with(|k| k.get());
+                entry.insert(if keep_layout { grad.clone() } else { grad.contiguous()? });
             }
         }
         Ok(())
