@@ -183,10 +183,14 @@ pub struct StepWeights {
 
 impl StepWeights {
     /// Each parameter's gradient of `loss` (`None` where no use of it reached the loss), by
-    /// candle's backward with the weights' gradients kept as laid out
+    /// candle's backward, with the aliased weights' gradients kept as laid out
     /// (`Tensor::backward_keeping_variable_layouts`: no copy of a transposed one), then summed.
     pub fn gradients_of(&self, loss: &Tensor) -> Result<Vec<Option<Tensor>>> {
-        self.gradients(&loss.backward_keeping_variable_layouts()?)
+        // Unaliased (CUDA without `step_grads`), the step runs candle's backward as checked.
+        match self.steps.is_empty() {
+            true => self.gradients(&loss.backward()?),
+            false => self.gradients(&loss.backward_keeping_variable_layouts()?),
+        }
     }
 
     /// Each parameter's gradient in `store` (`None` where no use of it reached the loss): the
