@@ -13,7 +13,7 @@ use std::process::Command;
 use vergen_gitcl::{Emitter, GitclBuilder};
 
 const KERNELS: &[&str] =
-    &["lstm_cell", "layer_norm", "item_gate", "softmax", "scale", "optim", "sam_attend", "sum_parts"];
+    &["lstm_cell", "layer_norm", "item_gate", "softmax", "scale", "optim", "sam_attend", "sum_parts", "head_move"];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

@@ -13,6 +13,7 @@ const SCALE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/scale.ptx"));
 const OPTIM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/optim.ptx"));
 const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.ptx"));
 const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.ptx"));
+const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -170,6 +171,30 @@ pub fn scale(
     // forward's grid-stride loop writes every element below n, and the backward's blocks each
     // write their share of the first n and their own partial sum at n + block (len = n + blocks).
     unsafe { run(("memctl_scale", SCALE_PTX), kernel, operands, len, config, &[count], &[]) }
+}
+
+/// Runs `kernel` of `head_move.cu` on its f32 operands (contiguous, as laid out) into a new
+/// buffer of `len` elements: the forward with a thread per cell of `rows × cells`, the backward
+/// with a thread per row.
+pub fn head_move(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    rows: usize,
+    cells: usize,
+    moves: usize,
+    len: usize,
+) -> Result<CudaStorage> {
+    let threads = if kernel == "head_move_bwd" { rows } else { rows * cells };
+    let (Ok(threads), Ok(r), Ok(c), Ok(m)) =
+        (i32::try_from(threads), i32::try_from(rows), i32::try_from(cells), i32::try_from(moves))
+    else {
+        candle_core::bail!("{kernel}: {rows} × {cells} cells are more than the kernel indexes")
+    };
+    let config = LaunchConfig::for_num_elems(threads.max(1) as u32);
+    // SAFETY: head_move.cu's kernels take their operands, the output, rows, cells and moves, in
+    // this order, guard the threads past their count, and write every output element (the
+    // forward one per cell; the backward each row's gradients in the three parts of `len`).
+    unsafe { run(("memctl_head_move", HEAD_MOVE_PTX), kernel, operands, len, config, &[r, c, m], &[]) }
 }
 
 /// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out), one thread

@@ -1,5 +1,5 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`) and its fused optimiser updates
+//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`, `head_move_op`) and its fused optimiser updates
 //! (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
@@ -59,9 +59,14 @@ pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
 /// sitting); not yet run on one.
 pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: false };
 
+/// NAM-TM's head transition (`head_move_op`), one kernel each way where candle's rolls, slices,
+/// products and sums take some forty a head a time step. Built without a GPU (2026-11-26,
+/// twelfth sitting); not yet run on one.
+pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 9] =
-    [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER, SAM_ATTEND, STEP_GRADS];
+pub const ALL: [OnCuda; 10] =
+    [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER, SAM_ATTEND, STEP_GRADS, HEAD_MOVE];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -11,6 +11,7 @@ pub mod elementwise;
 pub mod fused;
 pub mod gemm;
 pub mod gru;
+pub mod head_move_op;
 pub mod item_gate_op;
 pub mod kanerva;
 pub mod kanerva_manual;

@@ -75,7 +75,7 @@ use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::heads::check_position;
 use super::*;
-use crate::kernels::{real::Real, view};
+use crate::kernels::{fused, head_move_op, real::Real, view};
 
 primitive! {
     HeadMove = "headMove",
@@ -127,6 +127,9 @@ impl Op for HeadMoveOp {
                 (pos, moves, None)
             }
         };
+        if fused::used_for(pos, fused::HEAD_MOVE) {
+            return Ok(vec![head_move_op::head_move(pos, moves, jump)?]);
+        }
         let p = |i: usize| moves.narrow(D::Minus1, i, 1); // [B, H, 1], broadcast over L
         let left = pos.roll(-1, D::Minus1)?; // e_i → e_{i-1}
         let right = pos.roll(1, D::Minus1)?; // e_i → e_{i+1}
@@ -163,27 +166,7 @@ impl SlicedBackward for HeadMoveOp {
         let (gs, ps, ms) = (gr.slice::<T>()?, pr.slice::<T>()?, mr.slice::<T>()?);
         let jr = b.inputs.get(2).map(view::Read::new).transpose()?;
         let js = jr.as_ref().map(|j| j.slice::<T>()).transpose()?;
-        let (mut gpos, mut gmoves) = (vec![T::zero(); ps.len()], vec![T::zero(); ms.len()]);
-        let mut gjump = js.map(|j| vec![T::zero(); j.len()]);
-        for (i, (g, p)) in gs.chunks_exact(len).zip(ps.chunks_exact(len)).enumerate() {
-            let m = &ms[i * n_moves..][..n_moves];
-            let gm = &mut gmoves[i * n_moves..][..n_moves];
-            let gp = &mut gpos[i * len..][..len];
-            for l in 0..len {
-                let (prev, next) = ((l + len - 1) % len, (l + 1) % len);
-                gp[l] = m[0] * g[prev] + m[1] * g[l] + m[2] * g[next];
-                gm[0] += g[l] * p[next];
-                gm[1] += g[l] * p[l];
-                gm[2] += g[l] * p[prev];
-            }
-            if let (Some(js), Some(gj)) = (js, gjump.as_mut()) {
-                let (j, gj) = (&js[i * len..][..len], &mut gj[i * len..][..len]);
-                for l in 0..len {
-                    gm[3] += g[l] * j[l];
-                    gj[l] = m[3] * g[l];
-                }
-            }
-        }
+        let (gpos, gmoves, gjump) = head_move_op::backward_rows(gs, ps, ms, js, len, n_moves);
         b.input_grads([Some(gpos), Some(gmoves), gjump])
     }
 }

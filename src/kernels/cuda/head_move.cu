@@ -1,0 +1,51 @@
+// NAM-TM's head transition on the GPU (f32), as src/kernels/head_move_op.rs computes it on the
+// CPU. Each row (an example's head) holds a position p over L cells and its move
+// probabilities m (n_moves = 3: LEFT, NO-OP, RIGHT; 4: and JUMP, with the jump position j):
+//   next[l] = m0 p[l + 1] + m1 p[l] + m2 p[l - 1] + m3 j[l]      (indices mod L)
+// and from g = d loss / d next:
+//   d p[l] = m0 g[l - 1] + m1 g[l] + m2 g[l + 1];  d m0 = sum_l g[l] p[l + 1],
+//   d m1 = sum_l g[l] p[l],  d m2 = sum_l g[l] p[l - 1],  d m3 = sum_l g[l] j[l];  d j = m3 g.
+// Without JUMP, `j` is any buffer of the position's size (never read). Built to PTX by build.rs
+// with the `cuda` feature.
+
+// One thread per (row, cell).
+extern "C" __global__ void head_move_fwd(const float* p, const float* m, const float* j, float* out, int rows, int len,
+                                         int n_moves) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= rows * len) return;
+    int r = idx / len, l = idx % len;
+    const float* pr = p + (size_t)r * len;
+    const float* mr = m + (size_t)r * n_moves;
+    float next = mr[0] * pr[(l + 1) % len] + mr[1] * pr[l] + mr[2] * pr[(l + len - 1) % len];
+    if (n_moves == 4) next += mr[3] * j[idx];
+    out[idx] = next;
+}
+
+// One thread per row; out = [d p (rows len) | d m (rows n_moves) | d j (rows len, with JUMP)].
+extern "C" __global__ void head_move_bwd(const float* p, const float* m, const float* g, const float* j, float* out,
+                                         int rows, int len, int n_moves) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    const float* pr = p + (size_t)r * len;
+    const float* mr = m + (size_t)r * n_moves;
+    const float* gr = g + (size_t)r * len;
+    float* gp = out + (size_t)r * len;
+    float* gm = out + (size_t)rows * len + (size_t)r * n_moves;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int l = 0; l < len; ++l) {
+        int prev = (l + len - 1) % len, next = (l + 1) % len;
+        gp[l] = mr[0] * gr[prev] + mr[1] * gr[l] + mr[2] * gr[next];
+        acc[0] += gr[l] * pr[next];
+        acc[1] += gr[l] * pr[l];
+        acc[2] += gr[l] * pr[prev];
+    }
+    if (n_moves == 4) {
+        const float* jr = j + (size_t)r * len;
+        float* gj = out + (size_t)rows * (len + n_moves) + (size_t)r * len;
+        for (int l = 0; l < len; ++l) {
+            acc[3] += gr[l] * jr[l];
+            gj[l] = mr[3] * gr[l];
+        }
+    }
+    for (int k = 0; k < n_moves; ++k) gm[k] = acc[k];
+}
