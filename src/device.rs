@@ -71,6 +71,8 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     // candle's float sums with few outputs split over many blocks (the vendored candle-core's
     // change, vendor/README.md), where `MEMCTL_CUDA_FUSED` admits it (kernels::fused).
     candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(crate::kernels::fused::SPLIT_SUMS));
+    // A slice's backward as a fill and one copy (the vendored candle-core's change), likewise.
+    candle_core::backprop::set_lean_narrow_grads(crate::kernels::fused::cuda_uses(crate::kernels::fused::NARROW_GRADS));
     Ok(device)
 }
 

@@ -64,9 +64,26 @@ pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: false };
 /// twelfth sitting); not yet run on one.
 pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: false };
 
+/// The vendored candle-core's backward of a slice (`narrow`) as a fill of the whole and one
+/// copy (`candle_core::backprop::set_lean_narrow_grads`, vendor/README.md), where candle
+/// concatenates zero pads (up to two fills and three copies). Always on the CPU. Built without
+/// a GPU (2026-11-26, twelfth sitting); not yet run on one.
+pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 10] =
-    [LSTM_CELL, LAYER_NORM, SOFTMAX, ITEM_GATE, SCALE, SPLIT_SUMS, OPTIMIZER, SAM_ATTEND, STEP_GRADS, HEAD_MOVE];
+pub const ALL: [OnCuda; 11] = [
+    LSTM_CELL,
+    LAYER_NORM,
+    SOFTMAX,
+    ITEM_GATE,
+    SCALE,
+    SPLIT_SUMS,
+    OPTIMIZER,
+    SAM_ATTEND,
+    STEP_GRADS,
+    HEAD_MOVE,
+    NARROW_GRADS,
+];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
 #[derive(Clone, Debug, PartialEq, Eq)]

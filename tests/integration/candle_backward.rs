@@ -84,3 +84,17 @@ fn a_backward_keeping_variable_layouts_stores_a_transposed_view_for_a_variable_o
     // A later plain backward on the same thread makes it contiguous again.
     assert!(loss().backward().unwrap().get(x.as_tensor()).unwrap().is_contiguous());
 }
+
+/// The vendored slice backward (a fill and a copy on the CPU) gives each slice's gradient in
+/// place and zeros elsewhere, along any axis, summed over several slices.
+#[test]
+fn slices_pass_their_gradients_back_into_place() {
+    let x = Var::from_slice(&[1.0f64, 2.0, 3.0, 4.0, 5.0, 6.0], (2, 3), &Device::Cpu).unwrap();
+    let t = x.as_tensor();
+    // Columns 1..3 times 10, row 0 times 100, column 0 again times 1000.
+    let loss = t.narrow(1, 1, 2).unwrap().sum_all().unwrap().affine(10.0, 0.0).unwrap();
+    let loss = loss.add(&t.narrow(0, 0, 1).unwrap().sum_all().unwrap().affine(100.0, 0.0).unwrap()).unwrap();
+    let loss = loss.add(&t.narrow(1, 0, 1).unwrap().sum_all().unwrap().affine(1000.0, 0.0).unwrap()).unwrap();
+    let g = loss.backward().unwrap().get(t).unwrap().to_vec2::<f64>().unwrap();
+    assert_eq!(g, [[1100.0, 110.0, 110.0], [1000.0, 10.0, 10.0]]);
+}

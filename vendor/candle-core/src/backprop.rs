@@ -27,6 +27,20 @@ thread_local! {
     }
 }
 
+/// memctl: whether a slice's backward (`narrow`) on a device other than the CPU copies the
+/// gradient into zeros of the whole instead of concatenating zero pads around it. Always on
+/// the CPU; elsewhere off unless [`set_lean_narrow_grads`] turns it on.
+static LEAN_NARROW_GRADS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// memctl: turns the lean slice backward on or off for devices other than the CPU.
+pub fn set_lean_narrow_grads(on: bool) {
+    LEAN_NARROW_GRADS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn lean_narrow_grads(device: &crate::Device) -> bool {
+    device.is_cpu() || LEAN_NARROW_GRADS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 thread_local! {
     /// memctl: whether the backward running on this thread stores the first gradient of a
     /// variable as it is, a strided view included ([`Tensor::backward_keeping_variable_layouts`]).
@@ -545,6 +559,16 @@ impl Tensor {
                     Op::Unary(arg, UnaryOp::Recip) => {
                         let grad = (grad / arg.sqr()?)?;
                         grads.accumulate_neg(arg, &grad)?;
+                    }
+                    &Op::Narrow(ref arg, dim, start_idx, len)
+                        if len < arg.dims()[dim] && lean_narrow_grads(grad.device()) =>
+                    {
+                        // memctl: the slice's gradient copied into zeros of the whole (a fill
+                        // and a copy) instead of concatenated with zero pads (up to two fills
+                        // and three copies); the same values.
+                        let arg_grad = Tensor::zeros(arg.dims(), grad.dtype(), grad.device())?;
+                        arg_grad.slice_set(&grad.contiguous()?, dim, start_idx)?;
+                        grads.accumulate(arg, &arg_grad)?;
                     }
                     &Op::Narrow(ref arg, dim, start_idx, len) => {
                         let arg_dims = arg.dims();
