@@ -42,13 +42,21 @@ pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> R
         candle_core::bail!("sum_parts: {n} elements are more than the kernel indexes")
     };
     let dev = first.device.clone();
+    // SAFETY: every element is written by the first launch (accumulate = 0).
+    let out = unsafe { dev.alloc::<f32>(n)? };
+    if n == 0 {
+        return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+    }
     let stream = dev.cuda_stream();
     let start = layout.start_offset();
     let guards: Vec<_> = rest.iter().map(|t| t.storage_and_layout()).collect();
     let mut views = vec![first.as_cuda_slice::<f32>()?.slice(start..start + span)];
     for (storage, l) in &guards {
         let Storage::Cuda(s) = &**storage else { candle_core::bail!("sum_parts: a part is not on a CUDA device") };
-        if l.dims() != layout.dims() || l.stride() != layout.stride() {
+        // Contiguous parts agree whatever the strides of axes of one (candle ignores those).
+        let same = l.dims() == layout.dims()
+            && if layout.is_contiguous() { l.is_contiguous() } else { l.stride() == layout.stride() };
+        if !same {
             candle_core::bail!(
                 "sum_parts: a part laid out as {:?} for a sum laid out as {:?}",
                 l.stride(),
@@ -56,11 +64,6 @@ pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> R
             );
         }
         views.push(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..l.start_offset() + span));
-    }
-    // SAFETY: every element is written by the first launch (accumulate = 0).
-    let out = unsafe { dev.alloc::<f32>(n)? };
-    if n == 0 {
-        return Ok(CudaStorage::wrap_cuda_slice(out, dev));
     }
     let func = dev.get_or_load_custom_func("sum_parts", "memctl_sum_parts", SUM_PARTS_PTX)?;
     for (launch, chunk) in views.chunks(PARTS_PER_LAUNCH).enumerate() {

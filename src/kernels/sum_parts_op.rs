@@ -38,8 +38,10 @@ pub fn sum(parts: &[&Tensor]) -> Result<Tensor> {
     if !fused::used_for(first, fused::STEP_GRADS) {
         return rest.iter().try_fold((*first).contiguous()?, |sum, t| sum.add(t));
     }
-    let layout = |t: &Tensor| (t.is_contiguous(), t.stride().to_vec());
-    let shared = parts.iter().all(|t| layout(t) == layout(first)) && (first.is_contiguous() || first.rank() == 2);
+    // Contiguous parts share their layout whatever the strides of axes of one say (candle
+    // ignores those); strided ones must be matrices of one set of strides.
+    let contiguous = parts.iter().all(|t| t.is_contiguous());
+    let shared = contiguous || (first.rank() == 2 && parts.iter().all(|t| t.stride() == first.stride()));
     let parts: Vec<Tensor> = match shared {
         true => parts.iter().map(|t| (*t).clone()).collect(),
         false => parts.iter().map(|t| t.contiguous()).collect::<Result<_>>()?,

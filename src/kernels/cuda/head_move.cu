@@ -11,8 +11,10 @@
 // One thread per (row, cell).
 extern "C" __global__ void head_move_fwd(const float* p, const float* m, const float* j, float* out, int rows, int len,
                                          int n_moves) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= rows * len) return;
+    // size_t: past the last thread of a grid rounded up near 2^31 an int would wrap negative.
+    size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)rows * len) return;
+    int idx = (int)at;
     int r = idx / len, l = idx % len;
     const float* pr = p + (size_t)r * len;
     const float* mr = m + (size_t)r * n_moves;
@@ -24,8 +26,9 @@ extern "C" __global__ void head_move_fwd(const float* p, const float* m, const f
 // One thread per row; out = [d p (rows len) | d m (rows n_moves) | d j (rows len, with JUMP)].
 extern "C" __global__ void head_move_bwd(const float* p, const float* m, const float* g, const float* j, float* out,
                                          int rows, int len, int n_moves) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= rows) return;
+    size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)rows) return;
+    int r = (int)at;
     const float* pr = p + (size_t)r * len;
     const float* mr = m + (size_t)r * n_moves;
     const float* gr = g + (size_t)r * len;

@@ -11,8 +11,10 @@
 
 // out[b, s, e, f] = R[s, e, f] of example b; `total` = B nq n n threads.
 extern "C" __global__ void sam_attend_fwd(const float* y, float* out, int total, int n, int nq) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
+    // size_t: past the last thread of a grid rounded up near 2^31 an int would wrap negative.
+    size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)total) return;
+    int idx = (int)at;
     int f = idx % n, e = (idx / n) % n, s = (idx / (n * n)) % nq, b = idx / (n * n * nq);
     int w3 = 3 * nq;
     const float* yb = y + (size_t)b * n * w3;
@@ -27,8 +29,9 @@ extern "C" __global__ void sam_attend_fwd(const float* y, float* out, int total,
 // threads. Column c < nq is q[c, e]'s gradient, nq <= c < 2nq k[c - nq, e]'s, and the rest
 // v[c - 2nq, e]'s.
 extern "C" __global__ void sam_attend_bwd(const float* y, const float* g, float* gy, int total, int n, int nq) {
-    int idx = blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= total) return;
+    size_t at = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (at >= (size_t)total) return;
+    int idx = (int)at;
     int w3 = 3 * nq;
     int c = idx % w3, e = (idx / w3) % n, b = idx / (w3 * n);
     const float* yb = y + (size_t)b * n * w3;
