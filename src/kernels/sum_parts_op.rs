@@ -58,25 +58,37 @@ struct SumRest {
 /// layouts' logical order, left to right.
 fn strided_sum<T: Real>(parts: &[(&[T], &Layout)]) -> Vec<T> {
     let Some(((first, layout), rest)) = parts.split_first() else { return vec![] };
-    let mut out: Vec<T> = offsets(layout).map(|i| first[i]).collect();
+    let mut out = vec![T::zero(); layout.shape().elem_count()];
+    for (o, i) in out.iter_mut().zip(offsets(layout)) {
+        *o = first[i];
+    }
     for (part, layout) in rest {
-        for (o, i) in out.iter_mut().zip(offsets(layout)) {
-            *o += part[i];
+        match layout.contiguous_offsets() {
+            Some((start, end)) => out.iter_mut().zip(&part[start..end]).for_each(|(o, &v)| *o += v),
+            None => out.iter_mut().zip(offsets(layout)).for_each(|(o, i)| *o += part[i]),
         }
     }
     out
 }
 
-/// Where each element of `layout` sits in its storage, in logical (row-major) order.
+/// Where each element of `layout` sits in its storage, in logical (row-major) order: a
+/// counter over the axes, carried like an odometer (no division per element).
 fn offsets(layout: &Layout) -> impl Iterator<Item = usize> + '_ {
-    let (dims, strides, start) = (layout.dims(), layout.stride(), layout.start_offset());
-    (0..layout.shape().elem_count()).map(move |mut i| {
-        let mut at = start;
-        for (&d, &s) in dims.iter().zip(strides).rev() {
-            at += i % d * s;
-            i /= d;
+    let (dims, strides) = (layout.dims(), layout.stride());
+    let mut index = vec![0usize; dims.len()];
+    let mut at = layout.start_offset();
+    (0..layout.shape().elem_count()).map(move |_| {
+        let here = at;
+        for k in (0..dims.len()).rev() {
+            index[k] += 1;
+            at += strides[k];
+            if index[k] < dims[k] {
+                break;
+            }
+            at -= strides[k] * dims[k];
+            index[k] = 0;
         }
-        at
+        here
     })
 }
 
