@@ -9,9 +9,10 @@
 #                                         # (~5 min): the checks, STM's graph profile, every
 #                                         # model with and without the fused kernels, 16-seed
 #                                         # sweeps, PyTorch's reduce-overhead beside them
-#   bash scripts/gpu_measure.sh changes   # as quick without PyTorch (~2 min), plus STM A and B
-#                                         # with each unchecked change added alone and each
-#                                         # checked one left out alone: what each pays
+#   bash scripts/gpu_measure.sh changes   # as quick without PyTorch (~3 min), plus STM A and B
+#                                         # (and LSAM, NAM-TM) with each unchecked change added
+#                                         # alone and each checked one left out alone: what
+#                                         # each pays
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
 # each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
@@ -125,10 +126,14 @@ checked_changes() {
 # STM A and B with each unchecked change added alone, and each checked one left out alone
 # (MEMCTL_CUDA_FUSED=-name).
 each_change_steps() {
+  # An unchecked change is timed on NAM-TM and LSAM too (head_move and narrow_grads are theirs).
+  local nam=("specs/examples/nam_algorithmic.mem add_lsam" "specs/examples/nam_algorithmic.mem add_namtm")
   for setting in $(unchecked_changes) $(checked_changes | sed 's/^/-/'); do
-    for e in stm_a stm_b; do
-      echo "== specs/bench/stm.mem $e cuda fused=$setting"
-      MEMCTL_CUDA_FUSED=$setting timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20
+    local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b")
+    [ "${setting:0:1}" != - ] && runs+=("${nam[@]}")
+    for x in "${runs[@]}"; do
+      echo "== $x cuda fused=$setting"
+      MEMCTL_CUDA_FUSED=$setting timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
     done
   done >> "$out/steps.txt" 2>&1
   # cuBLAS with a 16 KiB workspace (8 of them): too small for most split-K products, whose
