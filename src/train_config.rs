@@ -217,3 +217,33 @@ pub struct TrainConfig {
     /// Whether a finished run keeps its last checkpoint (by default it is deleted).
     pub keep_checkpoint: bool,
 }
+
+impl TrainConfig {
+    /// Settings with `optimizer` at learning rate `lr` and PyTorch's defaults for its other
+    /// constants; batch 8, 10 steps, evaluations every 5, no clipping, on the CPU: for the
+    /// checks and tests that train without a spec.
+    pub fn plain(optimizer: OptimizerKind, lr: f64) -> TrainConfig {
+        TrainConfig {
+            optimizer,
+            lr,
+            momentum: 0.0,
+            alpha: 0.99,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            batch: 8,
+            steps: 10,
+            eval_every: 5,
+            eval_size: None,
+            clip_value: None,
+            clip_norm: None,
+            max_time: None,
+            device: "cpu".into(),
+            stop_when: None,
+            select: None,
+            checkpoint_every: DEFAULT_CHECKPOINT_MINUTES,
+            keep_checkpoint: false,
+        }
+    }
+}

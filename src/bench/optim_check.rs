@@ -70,29 +70,12 @@ fn updated(
 /// The settings of one case: lr 1e-2 (large enough for the updates to move the parameter by
 /// far more than its rounding), PyTorch's other defaults.
 fn config(optimizer: OptimizerKind, setting: f64) -> TrainConfig {
-    let (momentum, weight_decay) = if optimizer == OptimizerKind::Adam { (0.0, setting) } else { (setting, 0.0) };
-    TrainConfig {
-        optimizer,
-        lr: 1e-2,
-        momentum,
-        alpha: 0.99,
-        beta1: 0.9,
-        beta2: 0.999,
-        eps: 1e-8,
-        weight_decay,
-        batch: 1,
-        steps: UPDATES,
-        eval_every: UPDATES,
-        eval_size: None,
-        clip_value: None,
-        clip_norm: None,
-        max_time: None,
-        device: "cpu".into(),
-        stop_when: None,
-        select: None,
-        checkpoint_every: crate::train_config::DEFAULT_CHECKPOINT_MINUTES,
-        keep_checkpoint: false,
+    let mut c = TrainConfig::plain(optimizer, 1e-2);
+    match optimizer {
+        OptimizerKind::Adam => c.weight_decay = setting,
+        _ => c.momentum = setting,
     }
+    c
 }
 
 /// `n` values in [−1, 1), the same on every machine (the sums check's generator).

@@ -33,6 +33,23 @@ pub fn head_move(pos: &Tensor, moves: &Tensor, jump: Option<&Tensor>) -> Result<
     }
 }
 
+/// The same transition written with candle ops (what `headMove` runs where the fused op does
+/// not: CUDA without `head_move`, other devices).
+pub fn head_move_with_candle_ops(pos: &Tensor, moves: &Tensor, jump: Option<&Tensor>) -> Result<Tensor> {
+    use candle_core::D;
+    let p = |i: usize| moves.narrow(D::Minus1, i, 1); // [.., 1], broadcast over L
+    let left = pos.roll(-1, D::Minus1)?; // e_i → e_{i-1}
+    let right = pos.roll(1, D::Minus1)?; // e_i → e_{i+1}
+    let mut next = left
+        .broadcast_mul(&p(0)?)?
+        .broadcast_add(&pos.broadcast_mul(&p(1)?)?)?
+        .broadcast_add(&right.broadcast_mul(&p(2)?)?)?;
+    if let Some(jump) = jump {
+        next = next.broadcast_add(&jump.broadcast_mul(&p(3)?)?)?;
+    }
+    Ok(next)
+}
+
 /// The forward pass, on `(pos, moves)` or `(pos, moves, jump)`.
 #[derive(Clone, Copy)]
 struct Move;
@@ -251,21 +268,12 @@ impl CustomOp3 for MoveBackward {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let guard = self.jump.as_ref().map(Tensor::storage_and_layout);
-        let jump = match &guard {
-            Some((storage, layout)) => match &**storage {
-                Storage::Cpu(s) => Some((s, *layout)),
-                _ => bail!("headMove's fused op: operands on different devices"),
-            },
-            None => None,
-        };
-        let (_, len, n_moves) = geometry(l1, l2, jump.map(|(_, l)| l))?;
-        check_grad(l1, l3)?;
+        let jump = jump_storage(&guard, |s| if let Storage::Cpu(s) = s { Some(s) } else { None })?;
+        let (_, len, n_moves, count) = self.geometry(l1, l2, l3, jump.map(|(_, l)| l))?;
         let mut operands = vec![(s1, l1), (s2, l2), (s3, l3)];
         operands.extend(jump);
         let kernel = MoveKernel { backward: true, len, n_moves };
-        let out = run_cpu(&kernel, &operands, "headMove's fused op")?;
-        let count = l1.shape().elem_count() * (1 + usize::from(jump.is_some())) + l2.shape().elem_count();
-        Ok((out, Shape::from(count)))
+        Ok((run_cpu(&kernel, &operands, "headMove's fused op")?, Shape::from(count)))
     }
 
     #[cfg(feature = "cuda")]
@@ -279,16 +287,8 @@ impl CustomOp3 for MoveBackward {
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
         let guard = self.jump.as_ref().map(Tensor::storage_and_layout);
-        let jump = match &guard {
-            Some((storage, layout)) => match &**storage {
-                Storage::Cuda(s) => Some((s, *layout)),
-                _ => bail!("headMove's fused op: operands on different devices"),
-            },
-            None => None,
-        };
-        let (rows, len, n_moves) = geometry(l1, l2, jump.map(|(_, l)| l))?;
-        check_grad(l1, l3)?;
-        let count = l1.shape().elem_count() * (1 + usize::from(jump.is_some())) + l2.shape().elem_count();
+        let jump = jump_storage(&guard, |s| if let Storage::Cuda(s) = s { Some(s) } else { None })?;
+        let (rows, len, n_moves, count) = self.geometry(l1, l2, l3, jump.map(|(_, l)| l))?;
         // Without JUMP the kernel's jump operand is never read: the position stands in.
         let operands = [(s1, l1), (s2, l2), (s3, l3), jump.unwrap_or((s1, l1))];
         let out = super::cuda_kernels::head_move("head_move_bwd", &operands, rows, len, n_moves, count)?;
@@ -297,34 +297,44 @@ impl CustomOp3 for MoveBackward {
     }
 }
 
-/// The gradient is laid out as the positions.
-fn check_grad(pos: &Layout, g: &Layout) -> Result<()> {
-    if g.dims() != pos.dims() || !g.is_contiguous() {
-        bail!("headMove's fused op: a gradient {:?} for positions {:?}", g.dims(), pos.dims());
+impl MoveBackward {
+    /// `(rows, L, moves)` and the output's length, with the gradient `g` laid out as the
+    /// positions.
+    fn geometry(
+        &self,
+        pos: &Layout,
+        moves: &Layout,
+        g: &Layout,
+        jump: Option<&Layout>,
+    ) -> Result<(usize, usize, usize, usize)> {
+        let (rows, len, n_moves) = geometry(pos, moves, jump)?;
+        if g.dims() != pos.dims() || !g.is_contiguous() {
+            bail!("headMove's fused op: a gradient {:?} for positions {:?}", g.dims(), pos.dims());
+        }
+        Ok((rows, len, n_moves, rows * len * (1 + usize::from(jump.is_some())) + rows * n_moves))
     }
-    Ok(())
+}
+
+/// The jump position's storage on the backend `pick` accepts, and its layout, from its guard.
+fn jump_storage<'a, S>(
+    guard: &'a Option<(candle_core::StorageRef<'a>, &'a Layout)>,
+    pick: impl Fn(&Storage) -> Option<&S>,
+) -> Result<Option<(&'a S, &'a Layout)>> {
+    match guard {
+        Some((storage, layout)) => match pick(storage) {
+            Some(s) => Ok(Some((s, *layout))),
+            None => bail!("headMove's fused op: operands on different devices"),
+        },
+        None => Ok(None),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use candle_core::D;
-
     use super::*;
     use crate::kernels::fused::testing::{assert_fused_matches, var};
 
-    /// The transition as the candle ops `headMove` otherwise runs.
-    fn reference(pos: &Tensor, moves: &Tensor, jump: Option<&Tensor>) -> Result<Tensor> {
-        let p = |i: usize| moves.narrow(D::Minus1, i, 1);
-        let (left, right) = (pos.roll(-1, D::Minus1)?, pos.roll(1, D::Minus1)?);
-        let mut next = left
-            .broadcast_mul(&p(0)?)?
-            .broadcast_add(&pos.broadcast_mul(&p(1)?)?)?
-            .broadcast_add(&right.broadcast_mul(&p(2)?)?)?;
-        if let Some(jump) = jump {
-            next = next.broadcast_add(&jump.broadcast_mul(&p(3)?)?)?;
-        }
-        Ok(next)
-    }
+    use super::head_move_with_candle_ops as reference;
 
     #[test]
     fn the_fused_move_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {

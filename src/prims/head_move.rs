@@ -69,7 +69,7 @@
 //! head `h` at `h` on zero tapes gives exactly the same outputs as starting it at 0 (the test
 //! `a_step_commutes_with_circular_shifts` checks this).
 
-use candle_core::{D, Tensor};
+use candle_core::Tensor;
 
 use super::backward::forward_saving_nothing;
 use super::define::primitive;
@@ -127,19 +127,10 @@ impl Op for HeadMoveOp {
                 (pos, moves, None)
             }
         };
-        if fused::used_for(pos, fused::HEAD_MOVE) {
-            return Ok(vec![head_move_op::head_move(pos, moves, jump)?]);
-        }
-        let p = |i: usize| moves.narrow(D::Minus1, i, 1); // [B, H, 1], broadcast over L
-        let left = pos.roll(-1, D::Minus1)?; // e_i → e_{i-1}
-        let right = pos.roll(1, D::Minus1)?; // e_i → e_{i+1}
-        let mut next = left
-            .broadcast_mul(&p(0)?)?
-            .broadcast_add(&pos.broadcast_mul(&p(1)?)?)?
-            .broadcast_add(&right.broadcast_mul(&p(2)?)?)?;
-        if let Some(jump) = jump {
-            next = next.broadcast_add(&jump.broadcast_mul(&p(3)?)?)?;
-        }
+        let next = match fused::used_for(pos, fused::HEAD_MOVE) {
+            true => head_move_op::head_move(pos, moves, jump)?,
+            false => head_move_op::head_move_with_candle_ops(pos, moves, jump)?,
+        };
         Ok(vec![next])
     }
 

@@ -589,26 +589,5 @@ pub fn fixed_batch_losses(trial: &Trial, steps: usize, device: &Device) -> candl
 /// Settings for unit tests: Adam 1e-3, batch 8, 10 steps.
 #[cfg(test)]
 pub fn test_config() -> crate::train_config::TrainConfig {
-    crate::train_config::TrainConfig {
-        optimizer: crate::train_config::OptimizerKind::Adam,
-        lr: 1e-3,
-        momentum: 0.0,
-        alpha: 0.99,
-        beta1: 0.9,
-        beta2: 0.999,
-        eps: 1e-8,
-        weight_decay: 0.0,
-        batch: 8,
-        steps: 10,
-        eval_every: 5,
-        eval_size: None,
-        clip_value: None,
-        clip_norm: None,
-        max_time: None,
-        device: "cpu".into(),
-        stop_when: None,
-        select: None,
-        checkpoint_every: crate::train_config::DEFAULT_CHECKPOINT_MINUTES,
-        keep_checkpoint: false,
-    }
+    crate::train_config::TrainConfig::plain(crate::train_config::OptimizerKind::Adam, 1e-3)
 }
