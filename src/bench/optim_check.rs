@@ -9,6 +9,7 @@
 
 use candle_core::{DType, Device, Result, Tensor, Var};
 
+use super::sums_check::pseudo_random;
 use crate::train::optim;
 use crate::train_config::{OptimizerKind, TrainConfig};
 
@@ -76,11 +77,6 @@ fn config(optimizer: OptimizerKind, setting: f64) -> TrainConfig {
         _ => c.momentum = setting,
     }
     c
-}
-
-/// `n` values in [−1, 1), the same on every machine (the sums check's generator).
-fn pseudo_random(n: usize, seed: u64) -> Vec<f32> {
-    super::sums_check::pseudo_random(n, seed)
 }
 
 #[cfg(test)]

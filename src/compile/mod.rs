@@ -256,18 +256,23 @@ mod tests {
     use super::*;
 
     fn cell(spec: &str) -> Cell {
+        cell_of(spec, DType::F32)
+    }
+
+    fn cell_of(spec: &str, dtype: DType) -> Cell {
         let spec = crate::lang::parse_str("t.mem", spec).unwrap();
         let program = crate::check::check(&spec, &crate::prims::Primitives)
             .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
         let trial = &program.experiments[0].trials[0];
-        Cell::new(trial.graph.clone(), 0, &Device::Cpu, DType::F32).unwrap()
+        Cell::new(trial.graph.clone(), 0, &Device::Cpu, dtype).unwrap()
     }
 
     /// Per-step aliases of the weights give the gradients of weights shared by every step,
     /// summed: a learned initial state's use and every time step's count.
     #[test]
     fn gradients_through_per_step_aliases_equal_those_of_shared_weights() -> Result<()> {
-        let spec = r#"
+        let c = cell_of(
+            r#"
             model m() {
               state M = learned(3, 3)
               step x {
@@ -276,11 +281,9 @@ mod tests {
               }
             }
             experiment e { task randomSequence(input = 2, output = 2, length = 4) model m }
-        "#;
-        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
-        let c = Cell::new(program.experiments[0].trials[0].graph.clone(), 0, &Device::Cpu, DType::F64)?;
+            "#,
+            DType::F64,
+        );
         let inputs = Tensor::randn(0f64, 1.0, (4, 2, 2), &Device::Cpu)?;
         let scored = [1, 3];
         let shared = c.run(&c.weights(true), &inputs, &scored)?.sqr()?.sum_all()?.backward()?;
