@@ -4,6 +4,7 @@
 //! weights, then `backward`) or with memctl's own reverse mode ([`Cell::train_grads`], the
 //! fast path on the CPU; see [`tape`]).
 
+mod head;
 pub mod tape;
 
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Result, Tensor, Var};
 
+use self::head::OutputHead;
 use crate::graph::{Node, Source, StateInit, StepGraph};
 use crate::prims::{Op, init};
 
@@ -26,6 +28,8 @@ pub struct Cell {
     fixed_states: Vec<Option<Tensor>>,
     /// Pairs of nodes training runs as one op (`prims::fusion`).
     fusions: Vec<crate::prims::fusion::Fusion>,
+    /// The nodes that feed only the output, which a run batches over its scored steps.
+    head: OutputHead,
 }
 
 impl Cell {
@@ -51,7 +55,8 @@ impl Cell {
             .collect::<Result<Vec<_>>>()?;
         let needed_for_state = dependencies(&graph, &graph.next_states);
         let fusions = crate::prims::fusion::find(&graph);
-        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions })
+        let head = OutputHead::plan(&graph, &needed_for_state);
+        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions, head })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -144,33 +149,134 @@ impl Cell {
     }
 
     /// The run, with the weights of time step `t` from `step_weights(t)` (the initial states
-    /// read `weights`).
+    /// and the batched output head read `weights`).
     fn run_with(
+        &self,
+        weights: &[Tensor],
+        inputs: &Tensor,
+        scored: &[usize],
+        step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
+    ) -> Result<Tensor> {
+        let stacked_bytes = self.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
+        let batched = stacked_bytes <= head::STACK_LIMIT
+            && crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::BATCHED_HEAD);
+        match batched {
+            true => self.run_batching_head(weights, inputs, scored, step_weights),
+            false => self.run_step_by_step(weights, inputs, scored, step_weights),
+        }
+    }
+
+    /// The run with the whole step at every scored step, the outputs stacked.
+    fn run_step_by_step(
         &self,
         weights: &[Tensor],
         inputs: &Tensor,
         scored: &[usize],
         mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
     ) -> Result<Tensor> {
+        let mut outs = Vec::with_capacity(scored.len());
+        self.for_each_step(weights, inputs, scored, |t, states, want| {
+            let (next, out) = self.step(&step_weights(t)?, &inputs.get(t)?, states, want)?;
+            outs.extend(out);
+            Ok(next)
+        })?;
+        Tensor::stack(&outs, 0)
+    }
+
+    /// The run with the output head once over all the scored steps (`head`): the loop keeps
+    /// the head's frontier at each scored step, and the head runs on it stacked, `[S·B, ...]`.
+    fn run_batching_head(
+        &self,
+        weights: &[Tensor],
+        inputs: &Tensor,
+        scored: &[usize],
+        mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
+    ) -> Result<Tensor> {
+        let (g, head) = (&self.graph, &self.head);
+        let batch = inputs.dim(1)?;
+        let mut kept: Vec<Vec<Tensor>> = vec![Vec::with_capacity(scored.len()); head.frontier.len()];
+        self.for_each_step(weights, inputs, scored, |t, states, want| {
+            let x = inputs.get(t)?;
+            let weights = step_weights(t)?;
+            let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(g.nodes.len());
+            for (i, node) in g.nodes.iter().enumerate() {
+                let runs = if want { head.in_loop_when_scored[i] } else { self.needed_for_state[i] };
+                if !runs {
+                    values.push(vec![]);
+                    continue;
+                }
+                let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, &x, states, &values)).collect();
+                let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
+                values.push(self.ops[i].forward(&inputs, &params)?);
+            }
+            if want {
+                for (k, s) in head.frontier.iter().enumerate() {
+                    kept[k].push(fetch(*s, &x, states, &values).clone());
+                }
+            }
+            Ok(g.next_states.iter().map(|s| fetch(*s, &x, states, &values).clone()).collect())
+        })?;
+        // Each frontier value over the scored steps as one batch, step-major. A value with a
+        // batch axis of 1 in a larger batch reads only weights (a learned scalar), the same at
+        // every step: it stays as it is and broadcasts.
+        let stacked: Vec<Tensor> = kept
+            .iter()
+            .map(|steps| match steps.first() {
+                Some(first) if first.dim(0)? == 1 && batch != 1 => Ok(first.clone()),
+                _ => Tensor::cat(steps, 0),
+            })
+            .collect::<Result<_>>()?;
+        let mut values: Vec<Vec<Tensor>> = vec![vec![]; g.nodes.len()];
+        let read = |s: Source, values: &[Vec<Tensor>]| -> Tensor {
+            match s {
+                Source::Node(n, k) if !values[n].is_empty() => values[n][k].clone(),
+                _ => stacked[head.frontier.iter().position(|f| *f == s).expect("the head reads its frontier")].clone(),
+            }
+        };
+        for &i in &head.nodes {
+            let node = &g.nodes[i];
+            let inputs: Vec<Tensor> = node.inputs.iter().map(|s| read(*s, &values)).collect();
+            let inputs: Vec<&Tensor> = inputs.iter().collect();
+            let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
+            values[i] = self.ops[i].forward(&inputs, &params)?;
+        }
+        let out = read(g.output, &values);
+        let rows = scored.len() * batch;
+        let out = if out.dim(0)? == 1 && rows != 1 {
+            let mut dims = out.dims().to_vec();
+            dims[0] = rows;
+            out.broadcast_as(dims)?
+        } else {
+            out
+        };
+        let mut dims = vec![scored.len(), batch];
+        dims.extend(&out.dims()[1..]);
+        out.reshape(dims)
+    }
+
+    /// Runs `step(t, states, scored)` for each time step up to the last scored one, from the
+    /// initial states, each step's returned states the next one's.
+    fn for_each_step(
+        &self,
+        weights: &[Tensor],
+        inputs: &Tensor,
+        scored: &[usize],
+        mut step: impl FnMut(usize, &[Tensor], bool) -> Result<Vec<Tensor>>,
+    ) -> Result<()> {
         let (steps, batch) = (inputs.dim(0)?, inputs.dim(1)?);
         let mut states = self.initial_states(weights, batch)?;
-        let mut outs = Vec::with_capacity(scored.len());
         let mut next_scored = scored.iter().peekable();
         for t in 0..steps {
+            if next_scored.peek().is_none() {
+                break; // nothing after the last scored step matters
+            }
             let want = next_scored.peek() == Some(&&t);
             if want {
                 next_scored.next();
             }
-            let (next, out) = self.step(&step_weights(t)?, &inputs.get(t)?, &states, want)?;
-            states = next;
-            if let Some(o) = out {
-                outs.push(o);
-            }
-            if next_scored.peek().is_none() {
-                break; // nothing after the last scored step matters
-            }
+            states = step(t, &states, want)?;
         }
-        Tensor::stack(&outs, 0)
+        Ok(())
     }
 }
 
@@ -296,6 +402,42 @@ mod tests {
             assert!(g.is_contiguous());
             let difference = g.sub(expected)?.abs()?.max_all()?.to_scalar::<f64>()?;
             assert!(difference < 1e-12, "{difference}");
+        }
+        Ok(())
+    }
+
+    /// Every model family of `doctor --check`, in f64 on a batch of its task: the output head
+    /// batched over the scored steps gives the outputs and the gradients of running it at each.
+    #[test]
+    fn batching_the_output_head_changes_no_output_and_no_gradient() -> Result<()> {
+        for trial in crate::bench::device_check::trials().unwrap() {
+            let c = Cell::new(trial.graph.clone(), 3, &Device::Cpu, DType::F64)?;
+            let mut data = trial.task.data(crate::train::data_seed(1), &Device::Cpu)?;
+            let batch = data.train_batch(4)?;
+            let inputs = match batch.inputs.dtype().is_float() {
+                true => batch.inputs.to_dtype(DType::F64)?,
+                false => batch.inputs.clone(),
+            };
+            let name = &trial.config.experiment;
+            assert!(!c.head.nodes.is_empty(), "{name}: every family has an output head");
+            let gradients = |out: &Tensor| -> Result<Vec<Tensor>> {
+                let grads = out.sqr()?.sum_all()?.backward()?;
+                Ok(c.vars().iter().filter_map(|v| grads.get(v.as_tensor()).cloned()).collect())
+            };
+            let w = c.weights(true);
+            let by_step = c.run_step_by_step(&w, &inputs, &batch.scored, |_| Ok(w.clone()))?;
+            let batched = c.run_batching_head(&w, &inputs, &batch.scored, |_| Ok(w.clone()))?;
+            assert_eq!(by_step.dims(), batched.dims(), "{name}");
+            let largest = |a: &Tensor, b: &Tensor| -> Result<f64> {
+                let scale = a.abs()?.max_all()?.to_scalar::<f64>()?.max(1e-30);
+                Ok(a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()? / scale)
+            };
+            assert!(largest(&by_step, &batched)? < 1e-12, "{name}: outputs");
+            let (g_step, g_batched) = (gradients(&by_step)?, gradients(&batched)?);
+            assert_eq!(g_step.len(), g_batched.len(), "{name}: the same parameters reach the output");
+            for (a, b) in g_step.iter().zip(&g_batched) {
+                assert!(largest(a, b)? < 1e-10, "{name}: gradients");
+            }
         }
         Ok(())
     }

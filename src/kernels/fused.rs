@@ -70,8 +70,15 @@ pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: false };
 /// a GPU (2026-11-26, twelfth sitting); not yet run on one.
 pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: false };
 
+/// The output head (the nodes that feed the output but no state) run once over all the
+/// scored steps, stacked, instead of at each (`compile::head`): for STM some twenty kernels a
+/// time step forward and backward become as many for the whole sequence. No kernel of its own,
+/// candle's ops in another order. Built without a GPU (2026-11-26, thirteenth sitting); not yet
+/// run on one.
+pub const BATCHED_HEAD: OnCuda = OnCuda { name: "batched_head", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 11] = [
+pub const ALL: [OnCuda; 12] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -83,6 +90,7 @@ pub const ALL: [OnCuda; 11] = [
     STEP_GRADS,
     HEAD_MOVE,
     NARROW_GRADS,
+    BATCHED_HEAD,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
@@ -101,9 +109,14 @@ enum CudaFused {
 /// Whether the candle path uses the fused op `op` for `t`: on the CPU always; on CUDA (f32
 /// only) by `MEMCTL_CUDA_FUSED` (the module's header); never on other devices.
 pub fn used_for(t: &Tensor, op: OnCuda) -> bool {
-    match t.device() {
+    used_on(t.device(), t.dtype(), op)
+}
+
+/// [`used_for`] a tensor of `dtype` on `device`.
+pub fn used_on(device: &Device, dtype: DType, op: OnCuda) -> bool {
+    match device {
         Device::Cpu => true,
-        Device::Cuda(_) => t.dtype() == DType::F32 && cuda_uses(op),
+        Device::Cuda(_) => dtype == DType::F32 && cuda_uses(op),
         _ => false,
     }
 }
