@@ -73,6 +73,10 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(crate::kernels::fused::SPLIT_SUMS));
     // A slice's backward as a fill and one copy (the vendored candle-core's change), likewise.
     candle_core::backprop::set_lean_narrow_grads(crate::kernels::fused::cuda_uses(crate::kernels::fused::NARROW_GRADS));
+    // No gradient for an operand that needs none (a batch's inputs), likewise.
+    candle_core::backprop::set_skip_untracked_grads(crate::kernels::fused::cuda_uses(
+        crate::kernels::fused::UNTRACKED_GRADS,
+    ));
     Ok(device)
 }
 

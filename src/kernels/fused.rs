@@ -77,8 +77,14 @@ pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: false }
 /// run on one.
 pub const BATCHED_HEAD: OnCuda = OnCuda { name: "batched_head", checked: false };
 
+/// The vendored candle-core's backward without the gradients of operands that need none
+/// (`candle_core::backprop::set_skip_untracked_grads`, vendor/README.md): a batch's inputs
+/// times a weight cost candle a product for the inputs' gradient, for STM three a time step.
+/// Always on the CPU. Built without a GPU (2026-11-26, thirteenth sitting); not yet run on one.
+pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 12] = [
+pub const ALL: [OnCuda; 13] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -91,6 +97,7 @@ pub const ALL: [OnCuda; 12] = [
     HEAD_MOVE,
     NARROW_GRADS,
     BATCHED_HEAD,
+    UNTRACKED_GRADS,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.

@@ -1,5 +1,6 @@
 //! The patched candle backward (vendor/README.md): a tensor's first gradient is stored as it
-//! is, not added into a fresh tensor of zeros, and later ones are still summed into it.
+//! is, not added into a fresh tensor of zeros, and later ones are still summed into it; a
+//! slice's gradient goes back into place; an operand that needs no gradient gets none.
 
 use std::sync::{Arc, Mutex};
 
@@ -97,4 +98,49 @@ fn slices_pass_their_gradients_back_into_place() {
     let loss = loss.add(&t.narrow(1, 0, 1).unwrap().sum_all().unwrap().affine(1000.0, 0.0).unwrap()).unwrap();
     let g = loss.backward().unwrap().get(t).unwrap().to_vec2::<f64>().unwrap();
     assert_eq!(g, [[1100.0, 110.0, 110.0], [1000.0, 10.0, 10.0]]);
+}
+
+/// The largest absolute difference between two tensors of the same shape.
+fn difference(a: &Tensor, b: &Tensor) -> Result<f64> {
+    a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()
+}
+
+/// Data times a weight: the backward stores no gradient for the data (candle computed one,
+/// a product, and kept it), and the weight's gradient is the product's own.
+#[test]
+fn operands_that_need_no_gradient_get_none() -> Result<()> {
+    let dev = Device::Cpu;
+    let x = Tensor::randn(0f64, 1.0, (4, 3), &dev)?;
+    let mask = Tensor::randn(0f64, 1.0, (4, 2), &dev)?;
+    let w = Var::from_tensor(&Tensor::randn(0f64, 1.0, (3, 2), &dev)?)?;
+    // x w, then times and divided by data: each op's data operand needs no gradient.
+    let y = x.matmul(w.as_tensor())?;
+    let z = y.mul(&mask)?.div(&(mask.abs()? + 1.0)?)?;
+    let grads = z.sum_all()?.backward()?;
+    for data in [&x, &mask] {
+        assert!(grads.get(data).is_none(), "no gradient for data");
+    }
+    // d/dW Σ (xW ⊙ m / (|m| + 1)) = xᵀ (m / (|m| + 1)).
+    let expected = x.t()?.matmul(&mask.div(&(mask.abs()? + 1.0)?)?)?;
+    let got = grads.get(w.as_tensor()).expect("the weight's gradient");
+    assert!(difference(got, &expected)? < 1e-12);
+    Ok(())
+}
+
+/// A product of two variables still gets both gradients, and a data operand used twice
+/// beside a variable changes nothing in the variable's.
+#[test]
+fn operands_that_need_a_gradient_still_get_theirs() -> Result<()> {
+    let dev = Device::Cpu;
+    let a = Var::from_tensor(&Tensor::randn(0f64, 1.0, (2, 3), &dev)?)?;
+    let b = Var::from_tensor(&Tensor::randn(0f64, 1.0, (3, 2), &dev)?)?;
+    let c = Tensor::randn(0f64, 1.0, (2, 2), &dev)?;
+    let y = a.as_tensor().matmul(b.as_tensor())?.mul(&c)?.add(&c)?;
+    let grads = y.sum_all()?.backward()?;
+    let ga = c.matmul(&b.as_tensor().t()?)?;
+    let gb = a.as_tensor().t()?.matmul(&c)?;
+    assert!(difference(grads.get(a.as_tensor()).expect("a's gradient"), &ga)? < 1e-12);
+    assert!(difference(grads.get(b.as_tensor()).expect("b's gradient"), &gb)? < 1e-12);
+    assert!(grads.get(&c).is_none());
+    Ok(())
 }

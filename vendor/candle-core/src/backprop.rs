@@ -41,6 +41,22 @@ fn lean_narrow_grads(device: &crate::Device) -> bool {
     device.is_cpu() || LEAN_NARROW_GRADS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// memctl: whether the backward on a device other than the CPU skips the gradients of operands
+/// that need none (data, constants: the tensors that are no variable and derive from none), which
+/// candle computes and stores like any other (a product's, a kernel each). Always on the CPU;
+/// elsewhere off unless [`set_skip_untracked_grads`] turns it on.
+static SKIP_UNTRACKED_GRADS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// memctl: turns the skipping of untracked operands' gradients on or off for devices other
+/// than the CPU.
+pub fn set_skip_untracked_grads(on: bool) {
+    SKIP_UNTRACKED_GRADS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn skip_untracked_grads(device: &crate::Device) -> bool {
+    device.is_cpu() || SKIP_UNTRACKED_GRADS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 thread_local! {
     /// memctl: whether the backward running on this thread stores the first gradient of a
     /// variable as it is, a strided view included ([`Tensor::backward_keeping_variable_layouts`]).
@@ -202,6 +218,11 @@ impl Tensor {
     pub fn backward(&self) -> Result<GradStore> {
         let sorted_nodes = self.sorted_nodes();
         let mut grads = GradStore::new();
+        // memctl: the tensors that track a gradient are exactly the sorted nodes; no gradient
+        // of another can reach one of them, so it is not computed.
+        if skip_untracked_grads(self.device()) {
+            grads.1 = Some(sorted_nodes.iter().map(|n| n.id()).collect());
+        }
         grads.insert(self, self.ones_like()?.contiguous()?);
         for node in sorted_nodes.iter() {
             if node.is_variable() {
@@ -228,16 +249,24 @@ impl Tensor {
                         grads.accumulate_neg(rhs, &grad)?;
                     }
                     Op::Binary(lhs, rhs, BinaryOp::Mul) => {
-                        let lhs_grad = grad.mul(rhs)?;
-                        grads.accumulate(lhs, &lhs_grad)?;
-                        let rhs_grad = grad.mul(lhs)?;
-                        grads.accumulate(rhs, &rhs_grad)?;
+                        if grads.tracks(lhs) {
+                            let lhs_grad = grad.mul(rhs)?;
+                            grads.accumulate(lhs, &lhs_grad)?;
+                        }
+                        if grads.tracks(rhs) {
+                            let rhs_grad = grad.mul(lhs)?;
+                            grads.accumulate(rhs, &rhs_grad)?;
+                        }
                     }
                     Op::Binary(lhs, rhs, BinaryOp::Div) => {
-                        let lhs_grad = grad.div(rhs)?;
-                        grads.accumulate(lhs, &lhs_grad)?;
-                        let rhs_grad = grad.mul(lhs)?.div(&rhs.sqr()?)?;
-                        grads.accumulate_neg(rhs, &rhs_grad)?;
+                        if grads.tracks(lhs) {
+                            let lhs_grad = grad.div(rhs)?;
+                            grads.accumulate(lhs, &lhs_grad)?;
+                        }
+                        if grads.tracks(rhs) {
+                            let rhs_grad = grad.mul(lhs)?.div(&rhs.sqr()?)?;
+                            grads.accumulate_neg(rhs, &rhs_grad)?;
+                        }
                     }
                     Op::Binary(lhs, rhs, BinaryOp::Minimum)
                     | Op::Binary(lhs, rhs, BinaryOp::Maximum) => {
@@ -469,11 +498,14 @@ impl Tensor {
                         // Skipping checks, the op went ok, we can skip
                         // the matmul size checks for now.
 
-                        let lhs_grad = grad.matmul(&rhs.t()?)?;
-                        grads.accumulate(lhs, &lhs_grad)?;
-
-                        let rhs_grad = lhs.t()?.matmul(&grad)?;
-                        grads.accumulate(rhs, &rhs_grad)?;
+                        if grads.tracks(lhs) {
+                            let lhs_grad = grad.matmul(&rhs.t()?)?;
+                            grads.accumulate(lhs, &lhs_grad)?;
+                        }
+                        if grads.tracks(rhs) {
+                            let rhs_grad = lhs.t()?.matmul(&grad)?;
+                            grads.accumulate(rhs, &rhs_grad)?;
+                        }
                     }
                     Op::Cat(args, dim) => {
                         let mut start_idx = 0;
@@ -707,15 +739,23 @@ impl Tensor {
                 };
             }
         }
+        grads.1 = None;
         Ok(grads)
     }
 }
 
 /// A store for gradients, associating a tensor id to the corresponding gradient tensor, used for back propagation.
+/// memctl: the second field, during a backward, holds the tensors that track a gradient
+/// (`None`: every tensor does).
 #[derive(Default, Debug)]
-pub struct GradStore(HashMap<TensorId, Tensor>);
+pub struct GradStore(HashMap<TensorId, Tensor>, Option<std::collections::HashSet<TensorId>>);
 
 impl GradStore {
+    /// memctl: whether `tensor` needs a gradient in the backward that fills this store.
+    fn tracks(&self, tensor: &Tensor) -> bool {
+        self.1.as_ref().is_none_or(|tracked| tracked.contains(&tensor.id()))
+    }
+
     /// Create a new gradient store
     fn new() -> Self {
         Self::default()
@@ -764,6 +804,9 @@ impl GradStore {
     /// of zeros, which cost one fill and one addition per tensor of the graph (as proposed
     /// upstream in huggingface/candle#3822 and #3578).
     fn accumulate(&mut self, tensor: &Tensor, grad: &Tensor) -> Result<()> {
+        if !self.tracks(tensor) {
+            return Ok(());
+        }
         match self.0.entry(tensor.id()) {
             Entry::Occupied(mut entry) => {
                 let sum_grad = entry.get_mut();
@@ -779,6 +822,9 @@ impl GradStore {
 
     /// [`GradStore::accumulate`] of `-grad`.
     fn accumulate_neg(&mut self, tensor: &Tensor, grad: &Tensor) -> Result<()> {
+        if !self.tracks(tensor) {
+            return Ok(());
+        }
         match self.0.entry(tensor.id()) {
             Entry::Occupied(mut entry) => {
                 let sum_grad = entry.get_mut();
