@@ -64,10 +64,11 @@ pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: false };
 /// twelfth sitting); not yet run on one.
 pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: false };
 
-/// The vendored candle-core's backward of a slice (`narrow`) as a fill of the whole and one
-/// copy (`candle_core::backprop::set_lean_narrow_grads`, vendor/README.md), where candle
-/// concatenates zero pads (up to two fills and three copies). Always on the CPU. Built without
-/// a GPU (2026-11-26, twelfth sitting); not yet run on one.
+/// The vendored candle-core's backward of slices (`narrow`): a tensor's slices' gradients
+/// assembled once, concatenated or copied into one fill of the whole
+/// (`candle_core::backprop::set_lean_narrow_grads`, vendor/README.md), where candle pads each
+/// with zeros (up to two fills and three copies) and adds them. Always on the CPU. Built
+/// without a GPU (2026-11-26, twelfth and thirteenth sittings); not yet run on one.
 pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: false };
 
 /// The output head (the nodes that feed the output but no state) run once over all the

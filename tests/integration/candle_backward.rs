@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use candle_core::{CpuStorage, CustomOp1, Device, Layout, Result, Shape, Tensor, TensorId, Var};
+use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Result, Shape, Tensor, TensorId, Var};
 
 /// `y = x`, whose backward returns a fresh tensor and remembers its id.
 struct RememberedGrad(Arc<Mutex<Option<TensorId>>>);
@@ -98,6 +98,34 @@ fn slices_pass_their_gradients_back_into_place() {
     let loss = loss.add(&t.narrow(1, 0, 1).unwrap().sum_all().unwrap().affine(1000.0, 0.0).unwrap()).unwrap();
     let g = loss.backward().unwrap().get(t).unwrap().to_vec2::<f64>().unwrap();
     assert_eq!(g, [[1100.0, 110.0, 110.0], [1000.0, 10.0, 10.0]]);
+}
+
+/// Slices of an intermediate tensor along one axis: pieces that cut it whole (concatenated),
+/// and overlapping ones beside a use of the whole (each copied into place, then added), give
+/// the gradient that placing each piece's gradient in zeros and adding them all gives.
+#[test]
+fn the_gradients_of_a_tensor_s_slices_are_assembled_once_and_add_up() -> Result<()> {
+    let dev = Device::Cpu;
+    let x = Var::from_tensor(&Tensor::randn(0f64, 1.0, (3, 5), &dev)?)?;
+    let y = (x.as_tensor() * 2.0)?;
+    let weight = |cols: usize| Tensor::randn(0f64, 1.0, (3, cols), &dev);
+    let (a, b, c, e) = (weight(2)?, weight(3)?, weight(2)?, weight(5)?);
+    let part = |w: &Tensor, start: usize| -> Result<Tensor> { y.narrow(1, start, w.dim(1)?)?.mul(w)?.sum_all() };
+    let padded = |w: &Tensor, start: usize| -> Result<Tensor> {
+        let left = Tensor::zeros((3, start), DType::F64, &dev)?;
+        let right = Tensor::zeros((3, 5 - start - w.dim(1)?), DType::F64, &dev)?;
+        Tensor::cat(&[&left, w, &right], 1)
+    };
+    // Columns 0..2 and 2..5: the pieces cut y whole.
+    let tiled = (part(&a, 0)? + part(&b, 2)?)?.backward()?;
+    let expected = ((padded(&a, 0)? + padded(&b, 2)?)? * 2.0)?;
+    assert!(difference(tiled.get(x.as_tensor()).expect("x's gradient"), &expected)? < 1e-12);
+    // Columns 1..3 overlap both, and y is also used whole.
+    let whole = y.mul(&e)?.sum_all()?;
+    let overlapping = (((part(&a, 0)? + part(&b, 2)?)? + part(&c, 1)?)? + whole)?.backward()?;
+    let expected = ((((padded(&a, 0)? + padded(&b, 2)?)? + padded(&c, 1)?)? + &e)? * 2.0)?;
+    assert!(difference(overlapping.get(x.as_tensor()).expect("x's gradient"), &expected)? < 1e-12);
+    Ok(())
 }
 
 /// The largest absolute difference between two tensors of the same shape.

@@ -224,7 +224,11 @@ impl Tensor {
             grads.1 = Some(sorted_nodes.iter().map(|n| n.id()).collect());
         }
         grads.insert(self, self.ones_like()?.contiguous()?);
+        let mut slices = SliceGrads::default();
         for node in sorted_nodes.iter() {
+            // memctl: every slice of `node` is done (its consumers come first): its gradient
+            // gets their pieces now.
+            slices.flush(node, &mut grads)?;
             if node.is_variable() {
                 continue;
             }
@@ -595,12 +599,13 @@ impl Tensor {
                     &Op::Narrow(ref arg, dim, start_idx, len)
                         if len < arg.dims()[dim] && lean_narrow_grads(grad.device()) =>
                     {
-                        // memctl: the slice's gradient copied into zeros of the whole (a fill
-                        // and a copy) instead of concatenated with zero pads (up to two fills
-                        // and three copies); the same values.
-                        let arg_grad = Tensor::zeros(arg.dims(), grad.dtype(), grad.device())?;
-                        arg_grad.slice_set(&grad.contiguous()?, dim, start_idx)?;
-                        grads.accumulate(arg, &arg_grad)?;
+                        // memctl: the slice's gradient kept until every slice of `arg` has
+                        // given its own, then all copied into one tensor of the whole (one
+                        // fill, a copy each), instead of each concatenated with zero pads (up
+                        // to two fills and three copies, and an addition); the same values.
+                        if grads.tracks(arg) {
+                            slices.keep(arg, dim, start_idx, grad, &mut grads)?;
+                        }
                     }
                     &Op::Narrow(ref arg, dim, start_idx, len) => {
                         let arg_dims = arg.dims();
@@ -741,6 +746,84 @@ impl Tensor {
         }
         grads.1 = None;
         Ok(grads)
+    }
+}
+
+/// memctl: the gradients of the slices (`narrow`) of each tensor along one axis, kept while the
+/// backward reaches the slices, so that the tensor's gradient is assembled once: one tensor of
+/// the whole, each slice's gradient copied into place (the pieces of a tensor cut into
+/// slices are concatenated, with no fill at all).
+#[derive(Default)]
+struct SliceGrads(HashMap<TensorId, Slices>);
+
+/// The gradients of the slices of `of` along `dim`: `(start, gradient)`, none overlapping.
+struct Slices {
+    of: Tensor,
+    dim: usize,
+    pieces: Vec<(usize, Tensor)>,
+}
+
+impl SliceGrads {
+    /// Keeps `grad`, the gradient of `arg`'s slice from `start` along `dim`. A slice along
+    /// another axis, or overlapping one kept, first assembles the pieces kept so far.
+    fn keep(
+        &mut self,
+        arg: &Tensor,
+        dim: usize,
+        start: usize,
+        grad: Tensor,
+        grads: &mut GradStore,
+    ) -> Result<()> {
+        let len = grad.dims()[dim];
+        if let Some(kept) = self.0.get(&arg.id()) {
+            let overlaps = kept
+                .pieces
+                .iter()
+                .any(|(s, g)| start < s + g.dims()[dim] && *s < start + len);
+            if kept.dim != dim || overlaps {
+                self.flush(arg, grads)?;
+            }
+        }
+        self.0
+            .entry(arg.id())
+            .or_insert_with(|| Slices {
+                of: arg.clone(),
+                dim,
+                pieces: vec![],
+            })
+            .pieces
+            .push((start, grad));
+        Ok(())
+    }
+
+    /// Adds the pieces kept for `tensor`, if any, to its gradient.
+    fn flush(&mut self, tensor: &Tensor, grads: &mut GradStore) -> Result<()> {
+        let Some(Slices {
+            of,
+            dim,
+            mut pieces,
+        }) = self.0.remove(&tensor.id())
+        else {
+            return Ok(());
+        };
+        pieces.sort_by_key(|(start, _)| *start);
+        let mut end = 0;
+        let tiles = pieces.iter().all(|(start, g)| {
+            let next = *start == end;
+            end += g.dims()[dim];
+            next
+        }) && end == of.dims()[dim];
+        let whole = if tiles {
+            let parts: Vec<&Tensor> = pieces.iter().map(|(_, g)| g).collect();
+            Tensor::cat(&parts, dim)?
+        } else {
+            let whole = Tensor::zeros(of.dims(), of.dtype(), of.device())?;
+            for (start, g) in &pieces {
+                whole.slice_set(&g.contiguous()?, dim, *start)?;
+            }
+            whole
+        };
+        grads.accumulate(&of, &whole)
     }
 }
 
