@@ -5,6 +5,7 @@
 //! fast path on the CPU; see [`tape`]).
 
 mod head;
+mod hoist;
 pub mod tape;
 
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Result, Tensor, Var};
 
 use self::head::OutputHead;
+use self::hoist::{HoistedValues, InputNodes};
 use crate::graph::{Node, Source, StateInit, StepGraph};
 use crate::prims::{Op, init};
 
@@ -30,6 +32,8 @@ pub struct Cell {
     fusions: Vec<crate::prims::fusion::Fusion>,
     /// The nodes that feed only the output, which a run batches over its scored steps.
     head: OutputHead,
+    /// The nodes that read only the input, which a run batches over its time steps.
+    input_nodes: InputNodes,
 }
 
 impl Cell {
@@ -56,7 +60,8 @@ impl Cell {
         let needed_for_state = dependencies(&graph, &graph.next_states);
         let fusions = crate::prims::fusion::find(&graph);
         let head = OutputHead::plan(&graph, &needed_for_state);
-        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions, head })
+        let input_nodes = InputNodes::plan(&graph);
+        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions, head, input_nodes })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -105,20 +110,53 @@ impl Cell {
         states: &[Tensor],
         want_output: bool,
     ) -> Result<(Vec<Tensor>, Option<Tensor>)> {
+        self.step_at(weights, x, states, want_output, &HoistedValues::none(), 0)
+    }
+
+    /// [`Cell::step`] at time step `t`, where the input's nodes in `hoisted` ran already.
+    fn step_at(
+        &self,
+        weights: &[Tensor],
+        x: &Tensor,
+        states: &[Tensor],
+        want_output: bool,
+        hoisted: &HoistedValues,
+        t: usize,
+    ) -> Result<(Vec<Tensor>, Option<Tensor>)> {
         let g = &self.graph;
-        let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(g.nodes.len());
-        for (i, node) in g.nodes.iter().enumerate() {
-            if !want_output && !self.needed_for_state[i] {
+        let runs = |i: usize| want_output || self.needed_for_state[i];
+        let values = self.node_values(weights, x, states, runs, hoisted, t)?;
+        let next = g.next_states.iter().map(|s| fetch(*s, x, states, &values).clone()).collect();
+        let out = if want_output { Some(fetch(g.output, x, states, &values).clone()) } else { None };
+        Ok((next, out))
+    }
+
+    /// The outputs of the nodes that `runs` at time step `t` (none for the others): those in
+    /// `hoisted` read from it, the others run.
+    fn node_values(
+        &self,
+        weights: &[Tensor],
+        x: &Tensor,
+        states: &[Tensor],
+        runs: impl Fn(usize) -> bool,
+        hoisted: &HoistedValues,
+        t: usize,
+    ) -> Result<Vec<Vec<Tensor>>> {
+        let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(self.graph.nodes.len());
+        for (i, node) in self.graph.nodes.iter().enumerate() {
+            if !runs(i) {
                 values.push(vec![]);
+                continue;
+            }
+            if let Some(rows) = hoisted.at(i, t)? {
+                values.push(rows);
                 continue;
             }
             let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, x, states, &values)).collect();
             let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
             values.push(self.ops[i].forward(&inputs, &params)?);
         }
-        let next = g.next_states.iter().map(|s| fetch(*s, x, states, &values).clone()).collect();
-        let out = if want_output { Some(fetch(g.output, x, states, &values).clone()) } else { None };
-        Ok((next, out))
+        Ok(values)
     }
 
     /// Runs a batch of sequences (`inputs`: `[T, B, ...]`) and returns the outputs at the
@@ -160,10 +198,25 @@ impl Cell {
         let stacked_bytes = self.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
         let batched = stacked_bytes <= head::STACK_LIMIT
             && crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::BATCHED_HEAD);
+        let hoisted = self.hoisted_values(weights, inputs, scored)?;
         match batched {
-            true => self.run_batching_head(weights, inputs, scored, step_weights),
-            false => self.run_step_by_step(weights, inputs, scored, step_weights),
+            true => self.run_batching_head(weights, inputs, scored, &hoisted, step_weights),
+            false => self.run_step_by_step(weights, inputs, scored, &hoisted, step_weights),
         }
+    }
+
+    /// The input's nodes run once over the time steps up to the last scored one, where
+    /// `kernels::fused::HOISTED_INPUTS` has it (`hoist`).
+    fn hoisted_values(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<HoistedValues> {
+        let on = crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::HOISTED_INPUTS);
+        let Some(&last) = scored.iter().max() else { return Ok(HoistedValues::none()) };
+        if !on || !self.input_nodes.any() {
+            return Ok(HoistedValues::none());
+        }
+        HoistedValues::run(&self.graph, &self.input_nodes, inputs, last + 1, |n, read| {
+            let params: Vec<&Tensor> = self.graph.nodes[n].params.iter().map(|&p| &weights[p]).collect();
+            self.ops[n].forward(read, &params)
+        })
     }
 
     /// The run with the whole step at every scored step, the outputs stacked.
@@ -172,11 +225,12 @@ impl Cell {
         weights: &[Tensor],
         inputs: &Tensor,
         scored: &[usize],
+        hoisted: &HoistedValues,
         mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
     ) -> Result<Tensor> {
         let mut outs = Vec::with_capacity(scored.len());
         self.for_each_step(weights, inputs, scored, |t, states, want| {
-            let (next, out) = self.step(&step_weights(t)?, &inputs.get(t)?, states, want)?;
+            let (next, out) = self.step_at(&step_weights(t)?, &inputs.get(t)?, states, want, hoisted, t)?;
             outs.extend(out);
             Ok(next)
         })?;
@@ -190,6 +244,7 @@ impl Cell {
         weights: &[Tensor],
         inputs: &Tensor,
         scored: &[usize],
+        hoisted: &HoistedValues,
         mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
     ) -> Result<Tensor> {
         let (g, head) = (&self.graph, &self.head);
@@ -197,18 +252,8 @@ impl Cell {
         let mut kept: Vec<Vec<Tensor>> = vec![Vec::with_capacity(scored.len()); head.frontier.len()];
         self.for_each_step(weights, inputs, scored, |t, states, want| {
             let x = inputs.get(t)?;
-            let weights = step_weights(t)?;
-            let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(g.nodes.len());
-            for (i, node) in g.nodes.iter().enumerate() {
-                let runs = if want { head.in_loop_when_scored[i] } else { self.needed_for_state[i] };
-                if !runs {
-                    values.push(vec![]);
-                    continue;
-                }
-                let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, &x, states, &values)).collect();
-                let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-                values.push(self.ops[i].forward(&inputs, &params)?);
-            }
+            let runs = |i: usize| if want { head.in_loop_when_scored[i] } else { self.needed_for_state[i] };
+            let values = self.node_values(&step_weights(t)?, &x, states, runs, hoisted, t)?;
             if want {
                 for (k, s) in head.frontier.iter().enumerate() {
                     kept[k].push(fetch(*s, &x, states, &values).clone());
@@ -407,9 +452,10 @@ mod tests {
     }
 
     /// Every model family of `doctor --check`, in f64 on a batch of its task: the output head
-    /// batched over the scored steps gives the outputs and the gradients of running it at each.
+    /// batched over the scored steps, the input's nodes run once over the time steps, and
+    /// both, give the outputs and the gradients of running every node at each step.
     #[test]
-    fn batching_the_output_head_changes_no_output_and_no_gradient() -> Result<()> {
+    fn batching_the_head_and_hoisting_the_input_s_nodes_change_no_output_and_no_gradient() -> Result<()> {
         for trial in crate::bench::device_check::trials().unwrap() {
             let c = Cell::new(trial.graph.clone(), 3, &Device::Cpu, DType::F64)?;
             let mut data = trial.task.data(crate::train::data_seed(1), &Device::Cpu)?;
@@ -420,23 +466,35 @@ mod tests {
             };
             let name = &trial.config.experiment;
             assert!(!c.head.nodes.is_empty(), "{name}: every family has an output head");
+            assert!(c.input_nodes.any(), "{name}: every family reads its input through a layer");
+            let w = c.weights(true);
+            let scored = &batch.scored;
+            let hoisted = c.hoisted_values(&w, &inputs, scored)?;
+            let none = HoistedValues::none();
+            let same = |_| Ok(w.clone());
+            let reference = c.run_step_by_step(&w, &inputs, scored, &none, same)?;
+            let variants = [
+                ("the head batched", c.run_batching_head(&w, &inputs, scored, &none, same)?),
+                ("the input's nodes hoisted", c.run_step_by_step(&w, &inputs, scored, &hoisted, same)?),
+                ("both", c.run_batching_head(&w, &inputs, scored, &hoisted, same)?),
+            ];
             let gradients = |out: &Tensor| -> Result<Vec<Tensor>> {
                 let grads = out.sqr()?.sum_all()?.backward()?;
                 Ok(c.vars().iter().filter_map(|v| grads.get(v.as_tensor()).cloned()).collect())
             };
-            let w = c.weights(true);
-            let by_step = c.run_step_by_step(&w, &inputs, &batch.scored, |_| Ok(w.clone()))?;
-            let batched = c.run_batching_head(&w, &inputs, &batch.scored, |_| Ok(w.clone()))?;
-            assert_eq!(by_step.dims(), batched.dims(), "{name}");
             let largest = |a: &Tensor, b: &Tensor| -> Result<f64> {
                 let scale = a.abs()?.max_all()?.to_scalar::<f64>()?.max(1e-30);
                 Ok(a.sub(b)?.abs()?.max_all()?.to_scalar::<f64>()? / scale)
             };
-            assert!(largest(&by_step, &batched)? < 1e-12, "{name}: outputs");
-            let (g_step, g_batched) = (gradients(&by_step)?, gradients(&batched)?);
-            assert_eq!(g_step.len(), g_batched.len(), "{name}: the same parameters reach the output");
-            for (a, b) in g_step.iter().zip(&g_batched) {
-                assert!(largest(a, b)? < 1e-10, "{name}: gradients");
+            let expected = gradients(&reference)?;
+            for (variant, out) in &variants {
+                assert_eq!(reference.dims(), out.dims(), "{name}, {variant}");
+                assert!(largest(&reference, out)? < 1e-12, "{name}, {variant}: outputs");
+                let got = gradients(out)?;
+                assert_eq!(expected.len(), got.len(), "{name}, {variant}: the same parameters reach the output");
+                for (a, b) in expected.iter().zip(&got) {
+                    assert!(largest(a, b)? < 1e-10, "{name}, {variant}: gradients");
+                }
             }
         }
         Ok(())

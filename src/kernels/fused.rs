@@ -84,8 +84,14 @@ pub const BATCHED_HEAD: OnCuda = OnCuda { name: "batched_head", checked: false }
 /// Always on the CPU. Built without a GPU (2026-11-26, thirteenth sitting); not yet run on one.
 pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: false };
 
+/// The nodes that read only the step's input (STM's three projections of it, embeddings) run
+/// once over all the time steps before the loop, each step reading its rows
+/// (`compile::hoist`): for STM some twelve kernels a time step become one copy. No kernel of
+/// its own. Built without a GPU (2026-11-26, thirteenth sitting); not yet run on one.
+pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 13] = [
+pub const ALL: [OnCuda; 14] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -99,6 +105,7 @@ pub const ALL: [OnCuda; 13] = [
     NARROW_GRADS,
     BATCHED_HEAD,
     UNTRACKED_GRADS,
+    HOISTED_INPUTS,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
