@@ -14,11 +14,18 @@ use candle_core::{Result, Tensor};
 
 use crate::graph::{Source, StepGraph};
 
+/// The most bytes a run holds its hoisted nodes' outputs in. Running them at each step holds one
+/// step's at a time (in evaluation, where nothing keeps them for a backward), so a long
+/// sequence of a large batch runs them there instead.
+pub const HOIST_LIMIT: usize = 256 << 20;
+
 /// Which nodes read only the input, fixed once per model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct InputNodes {
     /// Node `n` reads only the step's input and nodes that do (and parameters).
     pub hoisted: Vec<bool>,
+    /// The hoisted nodes' outputs' values per example and time step.
+    pub elements: usize,
 }
 
 impl InputNodes {
@@ -33,7 +40,12 @@ impl InputNodes {
                     Source::State(_) => false,
                 });
         }
-        InputNodes { hoisted }
+        let elements = (0..graph.nodes.len())
+            .filter(|&n| hoisted[n])
+            .flat_map(|n| graph.nodes[n].outputs.iter())
+            .map(|ty| ty.shape().map_or(1, |shape| shape.iter().product::<usize>()))
+            .sum();
+        InputNodes { hoisted, elements }
     }
 
     pub fn any(&self) -> bool {
@@ -52,6 +64,11 @@ impl HoistedValues {
     /// No node hoisted: every node runs at its step.
     pub fn none() -> HoistedValues {
         HoistedValues { outputs: vec![], steps: 0, batch: 0 }
+    }
+
+    /// Whether no node was hoisted.
+    pub fn is_none(&self) -> bool {
+        self.outputs.iter().all(Vec::is_empty)
     }
 
     /// Runs the hoisted nodes once over the first `steps` steps of `inputs` (`[T, B, ...]`);
@@ -133,5 +150,6 @@ mod tests {
             hoisted,
             [("linear", true), ("tanh", true), ("linear", true), ("add", false), ("tanh", false), ("linear", false)]
         );
+        assert_eq!(plan.elements, 12, "three outputs of 4 values");
     }
 }

@@ -210,7 +210,8 @@ impl Cell {
     fn hoisted_values(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<HoistedValues> {
         let on = crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::HOISTED_INPUTS);
         let Some(&last) = scored.iter().max() else { return Ok(HoistedValues::none()) };
-        if !on || !self.input_nodes.any() {
+        let bytes = self.input_nodes.elements * (last + 1) * inputs.dim(1)? * self.dtype().size_in_bytes();
+        if !on || !self.input_nodes.any() || bytes > hoist::HOIST_LIMIT {
             return Ok(HoistedValues::none());
         }
         HoistedValues::run(&self.graph, &self.input_nodes, inputs, last + 1, |n, read| {
@@ -497,6 +498,29 @@ mod tests {
                 }
             }
         }
+        Ok(())
+    }
+
+    #[test]
+    fn a_run_whose_hoisted_outputs_would_pass_the_limit_runs_the_input_s_nodes_at_each_step() -> Result<()> {
+        // 4 096 f32 values an example a step: 64 steps of 128 sequences hold 128 MiB, 256
+        // steps 512 MiB.
+        let c = cell(
+            r#"
+            model m() {
+              state h = zeros(2)
+              step x { h = tanh(linear(linear(x, 4096), 2) + h)  out h }
+            }
+            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
+            "#,
+        );
+        let w = c.weights(false);
+        let hoisted = |steps: usize| -> Result<bool> {
+            let inputs = Tensor::zeros((steps, 128, 2), DType::F32, &Device::Cpu)?;
+            Ok(!c.hoisted_values(&w, &inputs, &[steps - 1])?.is_none())
+        };
+        assert!(hoisted(64)?);
+        assert!(!hoisted(256)?);
         Ok(())
     }
 
