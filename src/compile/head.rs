@@ -160,32 +160,39 @@ mod tests {
             "#,
         );
         let head = plan(&g);
-        let prims: Vec<&str> = head.nodes.iter().map(|&n| g.nodes[n].prim).collect();
-        assert_eq!(prims, ["relu", "linear"]);
+        assert_eq!(head_prims(&g, &head), ["relu", "linear"]);
         assert_eq!(head.frontier, g.next_states, "the head reads the new state");
         assert!(head.nodes.iter().all(|&n| !head.in_loop_when_scored[n]));
+    }
+
+    /// A memory of `side × side` values, read through `linear(flatten(M), 3)` by the output.
+    fn memory_read_by_a_product(side: usize) -> StepGraph {
+        graph(&format!(
+            r#"
+            model m() {{
+              state M = zeros({side}, {side})
+              step x {{
+                M = itemWrite(M, linear(x, {side}))
+                z = linear(flatten(M), 3)
+                out linear(relu(z), output_size)
+              }}
+            }}
+            experiment e {{ task randomSequence(input = 2, output = 2, length = 3) model m }}
+            "#
+        ))
+    }
+
+    fn head_prims(g: &StepGraph, head: &OutputHead) -> Vec<&'static str> {
+        head.nodes.iter().map(|&n| g.nodes[n].prim).collect()
     }
 
     #[test]
     fn head_nodes_that_shrink_a_large_frontier_stay_in_the_loop() {
         // `linear(flatten(M), 3)` reads 4 900 values an example and gives 3: the loop keeps it
         // (and the flatten before it), and the head (relu, the output layer) reads its 3.
-        let g = graph(
-            r#"
-            model m() {
-              state M = zeros(70, 70)
-              step x {
-                M = itemWrite(M, linear(x, 70))
-                z = linear(flatten(M), 3)
-                out linear(relu(z), output_size)
-              }
-            }
-            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
-            "#,
-        );
+        let g = memory_read_by_a_product(70);
         let head = plan(&g);
-        let prims: Vec<&str> = head.nodes.iter().map(|&n| g.nodes[n].prim).collect();
-        assert_eq!(prims, ["relu", "linear"]);
+        assert_eq!(head_prims(&g, &head), ["relu", "linear"]);
         let [Source::Node(n, 0)] = head.frontier[..] else { panic!("one node's output: {:?}", head.frontier) };
         assert_eq!(g.nodes[n].prim, "linear");
         assert!(head.in_loop_when_scored[n]);
@@ -194,24 +201,11 @@ mod tests {
 
     #[test]
     fn a_small_frontier_is_left_as_it_is() {
-        // The same model with 8 × 8 values in M: stacking 64 values costs less than running
-        // the head's flatten and product at every step.
-        let g = graph(
-            r#"
-            model m() {
-              state M = zeros(8, 8)
-              step x {
-                M = itemWrite(M, linear(x, 8))
-                z = linear(flatten(M), 3)
-                out linear(relu(z), output_size)
-              }
-            }
-            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
-            "#,
-        );
+        // 8 × 8 values in M: stacking 64 values costs less than running the head's flatten and
+        // product at every step.
+        let g = memory_read_by_a_product(8);
         let head = plan(&g);
-        let prims: Vec<&str> = head.nodes.iter().map(|&n| g.nodes[n].prim).collect();
-        assert_eq!(prims, ["flatten", "linear", "relu", "linear"]);
+        assert_eq!(head_prims(&g, &head), ["flatten", "linear", "relu", "linear"]);
         assert_eq!(head.frontier, g.next_states);
     }
 
