@@ -128,7 +128,12 @@ checked_changes() {
 each_change_steps() {
   # An unchecked change is timed on NAM-TM and LSAM too (head_move and narrow_grads are theirs).
   local nam=("specs/examples/nam_algorithmic.mem add_lsam" "specs/examples/nam_algorithmic.mem add_namtm")
-  for setting in $(unchecked_changes) $(checked_changes | sed 's/^/-/'); do
+  # hoisted_inputs pays only with narrow_grads, which assembles the hoisted rows' gradients
+  # in one concatenation (candle pads each and adds them): timed together as well.
+  local pairs=()
+  unchecked_changes | grep -qx hoisted_inputs && unchecked_changes | grep -qx narrow_grads \
+    && pairs+=(hoisted_inputs,narrow_grads)
+  for setting in $(unchecked_changes) "${pairs[@]}" $(checked_changes | sed 's/^/-/'); do
     local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b")
     [ "${setting:0:1}" != - ] && runs+=("${nam[@]}")
     for x in "${runs[@]}"; do

@@ -86,8 +86,10 @@ pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: f
 
 /// The nodes that read only the step's input (STM's three projections of it, embeddings) run
 /// once over all the time steps before the loop, each step reading its rows
-/// (`compile::hoist`): for STM some twelve kernels a time step become one copy. No kernel of
-/// its own. Built without a GPU (2026-11-26, thirteenth sitting); not yet run on one.
+/// (`compile::hoist`): for STM some twelve kernels a time step become one copy, with
+/// [`NARROW_GRADS`] (without it candle pads each step's rows' gradient to the whole and adds
+/// them). No kernel of its own. Built without a GPU (2026-11-26, thirteenth sitting); not yet
+/// run on one.
 pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: false };
 
 /// Every one, for `doctor` to list.
