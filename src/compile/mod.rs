@@ -102,19 +102,9 @@ impl Cell {
             .collect()
     }
 
-    /// One time step: the next states, and the output if `want_output`.
-    pub fn step(
-        &self,
-        weights: &[Tensor],
-        x: &Tensor,
-        states: &[Tensor],
-        want_output: bool,
-    ) -> Result<(Vec<Tensor>, Option<Tensor>)> {
-        self.step_at(weights, x, states, want_output, &HoistedValues::none(), 0)
-    }
-
-    /// [`Cell::step`] at time step `t`, where the input's nodes in `hoisted` ran already.
-    fn step_at(
+    /// Time step `t`: the next states, and the output if `want_output`. The input's nodes in
+    /// `hoisted` ran already.
+    fn step(
         &self,
         weights: &[Tensor],
         x: &Tensor,
@@ -231,7 +221,7 @@ impl Cell {
     ) -> Result<Tensor> {
         let mut outs = Vec::with_capacity(scored.len());
         self.for_each_step(weights, inputs, scored, |t, states, want| {
-            let (next, out) = self.step_at(&step_weights(t)?, &inputs.get(t)?, states, want, hoisted, t)?;
+            let (next, out) = self.step(&step_weights(t)?, &inputs.get(t)?, states, want, hoisted, t)?;
             outs.extend(out);
             Ok(next)
         })?;

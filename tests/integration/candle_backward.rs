@@ -104,7 +104,7 @@ fn slices_pass_their_gradients_back_into_place() {
 /// and overlapping ones beside a use of the whole (each copied into place, then added), give
 /// the gradient that placing each piece's gradient in zeros and adding them all gives.
 #[test]
-fn the_gradients_of_a_tensor_s_slices_are_assembled_once_and_add_up() -> Result<()> {
+fn slices_that_cut_a_tensor_whole_or_overlap_give_its_gradient() -> Result<()> {
     let dev = Device::Cpu;
     let x = Var::from_tensor(&Tensor::randn(0f64, 1.0, (3, 5), &dev)?)?;
     let y = (x.as_tensor() * 2.0)?;
