@@ -12,8 +12,18 @@ use std::process::Command;
 
 use vergen_gitcl::{Emitter, GitclBuilder};
 
-const KERNELS: &[&str] =
-    &["lstm_cell", "layer_norm", "item_gate", "softmax", "scale", "optim", "sam_attend", "sum_parts", "head_move"];
+const KERNELS: &[&str] = &[
+    "lstm_cell",
+    "layer_norm",
+    "item_gate",
+    "softmax",
+    "scale",
+    "optim",
+    "sam_attend",
+    "sum_parts",
+    "head_move",
+    "spd_solve",
+];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

@@ -99,11 +99,12 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             }
         }
     }
-    // The reductions themselves, at sizes the small models above do not reach, and the
-    // optimisers' updates with a clamp that binds.
+    // The reductions themselves, at sizes the small models above do not reach, the
+    // optimisers' updates with a clamp that binds, and the Kanerva machines' solves.
     let parts = [
         ("sums", "shapes", crate::bench::sums_check::check(&device)),
         ("updates", "optimisers", crate::bench::optim_check::check(&device)),
+        ("solves", "shapes", crate::bench::solve_check::check(&device)),
     ];
     for (name, unit, result) in parts {
         match result {

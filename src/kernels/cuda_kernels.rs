@@ -14,6 +14,7 @@ const OPTIM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/optim.ptx"));
 const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.ptx"));
 const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.ptx"));
 const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.ptx"));
+const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -217,6 +218,67 @@ pub fn sam_attend(
     // SAFETY: sam_attend.cu's kernels take their operands, the output, the thread count, n and
     // nq, in this order, guard the threads past the count, and write every output element.
     unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
+}
+
+/// The dynamic shared memory `spd_solve` asks of a block: a block may take 48 KiB in all
+/// without opting in to more (every GPU since compute capability 7.0), and the kernel's own
+/// static shared memory comes out of that.
+const SPD_SOLVE_SHARED_BYTES: usize = 47 * 1024;
+
+/// `X = A⁻¹ B` by `spd_solve.cu`: `a` `[batch, n, n]` (SPD, lower triangle read) and `b`
+/// `[batch, n, r]`, f32, contiguous as laid out, into a new `[batch, n, r]` buffer. One block
+/// per system; its factor and right-hand sides (in f64) in shared memory where they fit,
+/// otherwise in a global workspace allocated here.
+pub fn spd_solve(
+    (a, la): (&CudaStorage, &Layout),
+    (b, lb): (&CudaStorage, &Layout),
+    batch: usize,
+    n: usize,
+    r: usize,
+) -> Result<CudaStorage> {
+    let per_system = n * n + n * r;
+    let (Ok(n32), Ok(r32), Ok(blocks), Ok(_)) =
+        (i32::try_from(n), i32::try_from(r), u32::try_from(batch), i32::try_from(per_system))
+    else {
+        candle_core::bail!("spd_solve: {batch} systems of {n} × {n} are more than the kernel indexes")
+    };
+    let dev = a.device.clone();
+    // SAFETY: the kernel writes every element of every system's solution.
+    let out = unsafe { dev.alloc::<f32>(batch * n * r)? };
+    if batch == 0 || n == 0 || r == 0 {
+        return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+    }
+    let a_view = a.as_cuda_slice::<f32>()?.slice(la.start_offset()..la.start_offset() + batch * n * n);
+    let b_view = b.as_cuda_slice::<f32>()?.slice(lb.start_offset()..lb.start_offset() + batch * n * r);
+    let shared_bytes = per_system * std::mem::size_of::<f64>();
+    let use_shared = shared_bytes <= SPD_SOLVE_SHARED_BYTES;
+    // A warp for small systems, up to 256 threads where a column or a row has more to share.
+    let threads = n.max(n * r).div_ceil(32).clamp(1, 8) as u32 * 32;
+    let config = LaunchConfig {
+        grid_dim: (blocks, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: if use_shared { shared_bytes as u32 } else { 0 },
+    };
+    let func = dev.get_or_load_custom_func("spd_solve_f32", "memctl_spd_solve", SPD_SOLVE_PTX)?;
+    let mut builder = func.builder();
+    builder.arg(&a_view).arg(&b_view).arg(&out);
+    // The workspace, when the block's shared memory is too small: freed on the stream after
+    // the kernel (stream-ordered), so dropping it at the end of this function is safe.
+    // SAFETY: the kernel writes each element of its system's share before reading it.
+    let global_work = if use_shared { None } else { Some(unsafe { dev.alloc::<f64>(batch * per_system)? }) };
+    let null: u64 = 0;
+    match &global_work {
+        Some(work) => builder.arg(work),
+        None => builder.arg(&null),
+    };
+    let flag = i32::from(use_shared);
+    builder.arg(&n32).arg(&r32).arg(&flag);
+    // SAFETY: spd_solve.cu's kernel takes A, B, X, the workspace, n, r and the shared flag, in
+    // this order; each block reads its system's n² + n r elements and writes its n r, and
+    // touches only its own share of the workspace (batch · (n² + n r) doubles) or its shared
+    // memory (`shared_bytes`, requested above).
+    unsafe { builder.launch(config) }.w()?;
+    Ok(CudaStorage::wrap_cuda_slice(out, dev))
 }
 
 /// Runs `kernel` of `optim.cu` over `n` elements, one thread each (grid-stride), on the f32

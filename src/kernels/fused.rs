@@ -1,6 +1,7 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`, `head_move_op`) and its fused optimiser updates
-//! (`optim_update`) share: where they run, and a count of their CUDA launches.
+//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`, `head_move_op`,
+//! `spd_solve`) and its fused optimiser updates (`optim_update`) share: where they run, and a
+//! count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
@@ -92,8 +93,15 @@ pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: f
 /// run on one.
 pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: false };
 
+/// The batched solve of the Kanerva machines' addressing (`spd_solve`), one kernel a block per
+/// system (Cholesky and both substitutions), where the device-generic Gauss–Jordan elimination
+/// takes some ten kernels a column forward and thirty backward: PKM's solves of 8 columns, two
+/// a time step, were most of its step. Built without a GPU (2026-11-26, fourteenth sitting);
+/// not yet run on one.
+pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 14] = [
+pub const ALL: [OnCuda; 15] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -108,6 +116,7 @@ pub const ALL: [OnCuda; 14] = [
     BATCHED_HEAD,
     UNTRACKED_GRADS,
     HOISTED_INPUTS,
+    SPD_SOLVE,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.

@@ -1,0 +1,91 @@
+//! `memctl doctor --check`'s check of the batched SPD solve (`kernels::spd_solve`) on a
+//! device: solutions and both gradients against the solve in f64 on the CPU.
+//!
+//! The model check (`check_pkm`) solves systems of one size only. These reach the sizes the
+//! paper specs use (PKM's `m / k` of 8 and 32 columns, one right-hand side), several
+//! right-hand sides, a system of one, and one too large for a CUDA block's shared memory (the
+//! kernel's global-memory workspace).
+
+use candle_core::{D, DType, Device, Result, Tensor, Var};
+
+use super::sums_check::pseudo_random;
+use crate::kernels::spd_solve::spd_solve;
+
+/// Each case: systems in the batch, `n` (the matrix's size), `r` (right-hand sides).
+const CASES: &[(usize, usize, usize)] = &[(96, 8, 1), (24, 32, 1), (5, 3, 4), (3, 1, 2), (4, 80, 3)];
+
+/// The largest difference over every case of the solution and the gradients of `A` and `B`
+/// (under a loss that weighs the solution's elements at random), each relative to the largest
+/// magnitude of its reference, and how many cases ran.
+pub fn check(device: &Device) -> Result<(f64, usize)> {
+    let mut worst = 0f64;
+    for (case, &(batch, n, r)) in CASES.iter().enumerate() {
+        let seed = 100 * (case as u64 + 1);
+        let p = Tensor::from_vec(pseudo_random(batch * n * n, seed), (batch, n, n), &Device::Cpu)?;
+        // P Pᵀ / n + I: symmetric, eigenvalues at least 1, so f32 loses little.
+        let eye = Tensor::eye(n, DType::F32, &Device::Cpu)?.unsqueeze(0)?;
+        let a = (p.matmul(&p.t()?)? / n as f64)?.broadcast_add(&eye)?;
+        let b = Tensor::from_vec(pseudo_random(batch * n * r, seed + 1), (batch, n, r), &Device::Cpu)?;
+        let weights = Tensor::from_vec(pseudo_random(batch * n * r, seed + 2), (batch, n, r), &Device::Cpu)?;
+        let on_device = solve_with_gradients(&a, &b, &weights, device)?;
+        let to_f64 = |t: &Tensor| t.to_dtype(DType::F64);
+        let reference = solve_with_gradients(&to_f64(&a)?, &to_f64(&b)?, &to_f64(&weights)?, &Device::Cpu)?;
+        for (got, want) in on_device.iter().zip(&reference) {
+            let scale = want.abs()?.max_all()?.to_scalar::<f64>()?.max(f64::MIN_POSITIVE);
+            let difference = (to_f64(got)?.to_device(&Device::Cpu)? - want)?.abs()?.max_all()?.to_scalar::<f64>()?;
+            let relative = difference / scale;
+            worst = if relative.is_nan() { f64::NAN } else { worst.max(relative) };
+        }
+    }
+    Ok((worst, CASES.len()))
+}
+
+/// `X = A⁻¹ B` on `device` and the gradients of `Σ weights ⊙ X` for `A` (symmetrised, as the
+/// op gives it) and `B`.
+fn solve_with_gradients(a: &Tensor, b: &Tensor, weights: &Tensor, device: &Device) -> Result<[Tensor; 3]> {
+    let a = Var::from_tensor(&a.to_device(device)?)?;
+    let b = Var::from_tensor(&b.to_device(device)?)?;
+    let x = spd_solve(a.as_tensor(), b.as_tensor())?;
+    let grads = (&x * weights.to_device(device)?)?.sum_all()?.backward()?;
+    let missing = || candle_core::Error::Msg("spd_solve: no gradient".into());
+    let grad_a = grads.get(a.as_tensor()).ok_or_else(missing)?;
+    // Only the symmetric part of A's gradient is defined (the op reads one triangle).
+    let grad_a = ((grad_a + grad_a.transpose(D::Minus2, D::Minus1)?)? * 0.5)?;
+    let grad_b = grads.get(b.as_tensor()).ok_or_else(missing)?.clone();
+    Ok([x, grad_a, grad_b])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cpu_passes_the_solve_check() -> Result<()> {
+        let (worst, cases) = check(&Device::Cpu)?;
+        assert_eq!(cases, CASES.len());
+        assert!(worst <= super::super::device_check::TOLERANCE, "largest relative difference {worst}");
+        Ok(())
+    }
+
+    /// The check's own solve and gradients, on a case worked by hand: `A = [[2, 1], [1, 2]]`,
+    /// `A⁻¹ = [[2, −1], [−1, 2]] / 3`, `b = [1, 0]`, weights all ones.
+    #[test]
+    fn the_check_solves_and_differentiates_a_hand_case() -> Result<()> {
+        let dev = Device::Cpu;
+        let a = Tensor::new(&[[[2.0f64, 1.0], [1.0, 2.0]]], &dev)?;
+        let b = Tensor::new(&[[[1.0f64], [0.0]]], &dev)?;
+        let weights = Tensor::ones((1, 2, 1), DType::F64, &dev)?;
+        let [x, grad_a, grad_b] = solve_with_gradients(&a, &b, &weights, &dev)?;
+        let close = |t: &Tensor, want: &[f64]| -> Result<()> {
+            let got = t.flatten_all()?.to_vec1::<f64>()?;
+            assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-12), "{got:?} against {want:?}");
+            Ok(())
+        };
+        close(&x, &[2.0 / 3.0, -1.0 / 3.0])?;
+        // d/dB of Σ X = A⁻ᵀ 1 = [1, 1] / 3; d/dA = −(A⁻ᵀ 1) Xᵀ, symmetrised.
+        close(&grad_b, &[1.0 / 3.0, 1.0 / 3.0])?;
+        let (g, x0, x1) = (1.0 / 3.0, 2.0 / 3.0, -1.0 / 3.0);
+        close(&grad_a, &[-g * x0, -g * (x0 + x1) / 2.0, -g * (x0 + x1) / 2.0, -g * x1])?;
+        Ok(())
+    }
+}
