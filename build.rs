@@ -23,6 +23,7 @@ const KERNELS: &[&str] = &[
     "sum_parts",
     "head_move",
     "spd_solve",
+    "tape_write",
 ];
 
 fn main() {

@@ -15,6 +15,7 @@ const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.
 const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.ptx"));
 const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.ptx"));
 const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.ptx"));
+const TAPE_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/tape_write.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -218,6 +219,37 @@ pub fn sam_attend(
     // SAFETY: sam_attend.cu's kernels take their operands, the output, the thread count, n and
     // nq, in this order, guard the threads past the count, and write every output element.
     unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
+}
+
+/// Runs `kernel` of `tape_write.cu` on its f32 operands (contiguous, as laid out), one block
+/// per row of a `len × d` tape, its threads over the features, into a new buffer of `count`
+/// elements. The backward takes `2 d` floats of shared memory and two per warp:
+/// [`super::tape_write_op::fits_a_block`] says whether they fit.
+pub fn tape_write(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    rows: usize,
+    len: usize,
+    d: usize,
+    count: usize,
+) -> Result<CudaStorage> {
+    let (Ok(r), Ok(l), Ok(w), Ok(blocks)) =
+        (i32::try_from(rows), i32::try_from(len), i32::try_from(d), u32::try_from(rows))
+    else {
+        candle_core::bail!("{kernel}: {rows} rows of {len} × {d} are more than the kernel indexes")
+    };
+    let threads = super::tape_write_op::threads_per_row(d);
+    let shared = if kernel == "tape_write_bwd" { super::tape_write_op::backward_shared_bytes(d) } else { 0 };
+    let config = LaunchConfig {
+        grid_dim: (blocks.max(1), 1, 1),
+        block_dim: (threads as u32, 1, 1),
+        shared_mem_bytes: shared as u32,
+    };
+    // SAFETY: tape_write.cu's kernels take their operands, the output, rows, len and d, in this
+    // order, run one block (a multiple of 32 threads) per row, return for a block past the
+    // last row, write every output element of their row, and use at most `shared` bytes of
+    // shared memory (`backward_shared_bytes`).
+    unsafe { run(("memctl_tape_write", TAPE_WRITE_PTX), kernel, operands, count, config, &[r, l, w], &[]) }
 }
 
 /// The dynamic shared memory `spd_solve` asks of a block: a block may take 48 KiB in all

@@ -1,7 +1,7 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
 //! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`, `head_move_op`,
-//! `spd_solve`) and its fused optimiser updates (`optim_update`) share: where they run, and a
-//! count of their CUDA launches.
+//! `spd_solve`, `tape_write_op`) and its fused optimiser updates (`optim_update`) share: where
+//! they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
@@ -100,8 +100,13 @@ pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: fal
 /// not yet run on one.
 pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: false };
 
+/// NAM-TM's tape write (`tape_write_op`), one kernel each way, a block per row, where candle's
+/// ops take six kernels forward and some sixteen backward, for each of its two tapes at every
+/// time step. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
+pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 15] = [
+pub const ALL: [OnCuda; 16] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -117,6 +122,7 @@ pub const ALL: [OnCuda; 15] = [
     UNTRACKED_GRADS,
     HOISTED_INPUTS,
     SPD_SOLVE,
+    TAPE_WRITE,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.

@@ -32,4 +32,5 @@ pub mod scale_op;
 pub mod softmax_op;
 pub mod spd_solve;
 pub mod sum_parts_op;
+pub mod tape_write_op;
 pub mod view;

@@ -68,7 +68,18 @@ pub fn read(m: &Tensor, q: &Tensor, pr: &Tensor) -> Result<Tensor> {
 
 /// WR on a tape (NAM §3.3): `T + p ⊗ (pw v − pe Tᵀ p)`.
 /// `t: [N.., L, d]`, `p: [N.., L]`, `v: [N.., d]`, `pw`, `pe`: `[N..]` (broadcastable).
+/// One fused op where `kernels::fused` runs it (`fused::TAPE_WRITE`), else candle's ops.
 pub fn tape_write(t: &Tensor, p: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
+    let d = t.dims().last().copied().unwrap_or(0);
+    let fits = t.device().is_cpu() || super::tape_write_op::fits_a_block(d);
+    if super::fused::used_for(t, super::fused::TAPE_WRITE) && fits {
+        return super::tape_write_op::tape_write(t, p, v, pw, pe);
+    }
+    tape_write_with_candle_ops(t, p, v, pw, pe)
+}
+
+/// [`tape_write`] in candle's ops.
+pub fn tape_write_with_candle_ops(t: &Tensor, p: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
     let p_row = p.unsqueeze(D::Minus2)?; // [.., 1, L]
     let old = p_row.matmul(t)?; // [.., 1, d]: the value under the head
     let pw = pw.unsqueeze(D::Minus1)?.unsqueeze(D::Minus1)?;

@@ -151,12 +151,7 @@ multiversion! {
         // the loops over a row (indexed, they ran one element at a time: 17 % of a NAM-TM step).
         let d = v.len();
         let old = &mut old[..d];
-        old.fill(T::zero());
-        for (row, &pl) in t.chunks_exact(d).zip(p) {
-            for (o, &x) in old.iter_mut().zip(row) {
-                *o += pl * x;
-            }
-        }
+        value_under_head(t, p, old);
         let delta = &mut scratch[..d];
         for ((dc, &vc), &oc) in delta.iter_mut().zip(v).zip(old.iter()) {
             *dc = pw * vc - pe * oc;
@@ -165,6 +160,17 @@ multiversion! {
             for ((oc, &x), &dc) in o.iter_mut().zip(row).zip(delta.iter()) {
                 *oc = MaybeUninit::new(x + pl * dc);
             }
+        }
+    }
+}
+
+/// `old = Tᵀ p`: the value under the head of the tape `t` (`[L, d]`, `d = old.len()`).
+#[inline(always)]
+pub fn value_under_head<T: Real>(t: &[T], p: &[T], old: &mut [T]) {
+    old.fill(T::zero());
+    for (row, &pl) in t.chunks_exact(old.len()).zip(p) {
+        for (o, &x) in old.iter_mut().zip(row) {
+            *o += pl * x;
         }
     }
 }
