@@ -24,6 +24,7 @@ const KERNELS: &[&str] = &[
     "head_move",
     "spd_solve",
     "tape_write",
+    "gru_cell",
 ];
 
 fn main() {

@@ -136,9 +136,13 @@ each_change_steps() {
   for setting in $(unchecked_changes) "${pairs[@]}" $(checked_changes | sed 's/^/-/'); do
     local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b")
     [ "${setting:0:1}" != - ] && runs+=("${nam[@]}")
-    # The Kanerva machines' solve serves PKM only: its systems of 8 (k = 4) and 32 (k = 1).
-    [ "$setting" = spd_solve ] && runs=("specs/examples/pattern_completion.mem pc_pkm k=4"
-                                        "specs/examples/pattern_completion.mem pc_pkm k=1")
+    case "$setting" in
+      # The Kanerva machines' solve serves PKM only: its systems of 8 (k = 4) and 32 (k = 1).
+      spd_solve) runs=("specs/examples/pattern_completion.mem pc_pkm k=4"
+                       "specs/examples/pattern_completion.mem pc_pkm k=1") ;;
+      # NAM-TM's own primitives.
+      tape_write|head_move) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
+    esac
     for x in "${runs[@]}"; do
       echo "== $x cuda fused=$setting"
       MEMCTL_CUDA_FUSED=$setting timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20

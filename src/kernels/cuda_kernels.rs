@@ -16,6 +16,7 @@ const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.pt
 const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.ptx"));
 const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.ptx"));
 const TAPE_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/tape_write.ptx"));
+const GRU_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/gru_cell.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -103,6 +104,26 @@ pub fn lstm_cell(
     // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
     // this order, guard the threads past batch · hidden, and write every output element.
     unsafe { run(("memctl_lstm_cell", LSTM_CELL_PTX), kernel, operands, batch * width, config, &[b, h], &[]) }
+}
+
+/// Runs `kernel` of `gru_cell.cu` on its f32 operands (contiguous, as laid out), one thread
+/// per `(example, unit)`, into a new buffer of `len` elements.
+pub fn gru_cell(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    batch: usize,
+    hidden: usize,
+    len: usize,
+) -> Result<CudaStorage> {
+    let (Ok(threads), Ok(b), Ok(h)) = (u32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
+    else {
+        candle_core::bail!("{kernel}: {batch} × {hidden} units are more than the kernel indexes")
+    };
+    let config = LaunchConfig::for_num_elems(threads.max(1));
+    // SAFETY: gru_cell.cu's kernels take their operands, the output, batch and hidden, in this
+    // order, guard the threads past batch · hidden, and write every output element (`len` is
+    // batch · hidden forward, 7 · batch · hidden backward).
+    unsafe { run(("memctl_gru_cell", GRU_CELL_PTX), kernel, operands, len, config, &[b, h], &[]) }
 }
 
 /// Runs `kernel` of `layer_norm.cu` on its f32 operands (`x` `[rows, n]` first, then the

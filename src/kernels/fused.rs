@@ -1,7 +1,7 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
-//! `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`, `head_move_op`,
-//! `spd_solve`, `tape_write_op`) and its fused optimiser updates (`optim_update`) share: where
-//! they run, and a count of their CUDA launches.
+//! `gru_cell_op`, `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`,
+//! `head_move_op`, `spd_solve`, `tape_write_op`) and its fused optimiser updates
+//! (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
@@ -105,8 +105,13 @@ pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: false };
 /// time step. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
 pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: false };
 
+/// `gruCell`'s element-wise half (`gru_cell_op`), one kernel each way, where candle's ops take
+/// ten kernels forward and some twenty-five backward at every time step (NAM-TM's controller).
+/// Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
+pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 16] = [
+pub const ALL: [OnCuda; 17] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -123,6 +128,7 @@ pub const ALL: [OnCuda; 16] = [
     HOISTED_INPUTS,
     SPD_SOLVE,
     TAPE_WRITE,
+    GRU_CELL,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.

@@ -11,6 +11,7 @@ pub mod elementwise;
 pub mod fused;
 pub mod gemm;
 pub mod gru;
+pub mod gru_cell_op;
 pub mod head_move_op;
 pub mod item_gate_op;
 pub mod kanerva;

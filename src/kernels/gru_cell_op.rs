@@ -1,0 +1,223 @@
+//! `gruCell`'s element-wise half as one candle op with its own backward, for the
+//! device-generic path (candle's autograd: the GPU, and evaluation on the CPU):
+//! `(gi, gh, h) → h' = n + z ⊙ (h − n)`, with `r = σ(gi_r + gh_r)`, `z = σ(gi_z + gh_z)`,
+//! `n = tanh(gi_n + r ⊙ gh_n)`; `gi = W_ih x + b_ih` and `gh = W_hh h + b_hh` are
+//! `[batch, 3·hidden]` (PyTorch's `nn.GRUCell`, gates `[r, z, n]`).
+//!
+//! As candle ops that is ten kernels forward and some twenty-five backward at every time step
+//! (NAM-TM's controller); here it is one kernel each way (`src/kernels/cuda/gru_cell.cu`, a
+//! thread per unit). The backward writes `[d gi | d gh | d h]`, flat, each part contiguous.
+//! The arithmetic is `kernels::gru`'s (the tape's manual backward, which the CPU side of this
+//! op calls): one formulation. Where it runs is `kernels::fused`'s rule
+//! ([`fused::GRU_CELL`](super::fused::GRU_CELL)).
+
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
+
+use super::fused::{RealKernel, run_cpu};
+use super::gru::{gru_backward, gru_forward};
+use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// `h'` of the cell from the input half `gi`, the recurrent half `gh` (`[batch, 3·hidden]`
+/// each) and the state `h` (`[batch, hidden]`, or `[hidden]` shared by the batch).
+pub fn gru_cell(gi: &Tensor, gh: &Tensor, h: &Tensor) -> Result<Tensor> {
+    let (batch, gates) = gi.dims2()?;
+    let h = h.broadcast_as((batch, gates / 3))?.contiguous()?;
+    gi.contiguous()?.apply_op3(&gh.contiguous()?, &h, Cell)
+}
+
+/// The forward pass on `(gi, gh, h)`.
+struct Cell;
+
+/// The backward pass on `(gi, gh, h)`, the output's gradient `g` held here.
+struct CellBackward {
+    g: Tensor,
+}
+
+/// `(batch, hidden)` of the operands, checked: `gi`, `gh` `[batch, 3·hidden]`, `h` `[batch,
+/// hidden]`, all contiguous.
+fn shape_of(gi: &Layout, gh: &Layout, h: &Layout) -> Result<(usize, usize)> {
+    let (&[batch, gates], &[b, hidden]) = (gi.dims(), h.dims()) else {
+        bail!(
+            "gruCell's fused op takes [batch, 3·hidden] halves and a [batch, hidden] state, got {:?} and {:?}",
+            gi.dims(),
+            h.dims()
+        )
+    };
+    if b != batch || gates != 3 * hidden || gh.dims() != gi.dims() {
+        bail!("gruCell's fused op: halves {:?} and {:?} do not fit a state {:?}", gi.dims(), gh.dims(), h.dims());
+    }
+    if !gi.is_contiguous() || !gh.is_contiguous() || !h.is_contiguous() {
+        bail!("gruCell's fused op takes contiguous operands");
+    }
+    Ok((batch, hidden))
+}
+
+/// The CPU computation of either pass.
+struct CellKernel {
+    backward: bool,
+    hidden: usize,
+}
+
+impl RealKernel for CellKernel {
+    /// Forward: `(gi, gh, h)`; backward: `(gi, gh, h, g)`.
+    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
+        let (gi, gh, h, hd) = (o[0], o[1], o[2], self.hidden);
+        let mut saved = vec![T::zero(); h.len() / hd.max(1) * 4 * hd];
+        let mut h_next = vec![T::zero(); h.len()];
+        gru_forward(gi, gh, h, hd, &mut saved, &mut h_next);
+        if !self.backward {
+            return h_next;
+        }
+        let mut out = vec![T::zero(); 2 * gi.len() + h.len()];
+        let (g_gi, rest) = out.split_at_mut(gi.len());
+        let (g_gh, g_h) = rest.split_at_mut(gi.len());
+        gru_backward(&saved, h, o[3], hd, g_gi, g_gh, g_h);
+        out
+    }
+}
+
+impl CustomOp3 for Cell {
+    fn name(&self) -> &'static str {
+        "gru_cell_fwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (_, hidden) = shape_of(l1, l2, l3)?;
+        let kernel = CellKernel { backward: false, hidden };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "gruCell's fused op")?, l3.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2, l3)?;
+        let operands = [(s1, l1), (s2, l2), (s3, l3)];
+        let out = super::cuda_kernels::gru_cell("gru_cell_fwd", &operands, batch, hidden, batch * hidden)?;
+        super::fused::record_launch("gru_cell_fwd");
+        Ok((out, l3.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        gi: &Tensor,
+        gh: &Tensor,
+        h: &Tensor,
+        _out: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let all = gi.apply_op3_no_bwd(gh, h, &CellBackward { g: grad.contiguous()? })?;
+        let (n, m) = (gi.elem_count(), h.elem_count());
+        let g_gi = all.narrow(0, 0, n)?.reshape(gi.shape())?;
+        let g_gh = all.narrow(0, n, n)?.reshape(gh.shape())?;
+        let g_h = all.narrow(0, 2 * n, m)?.reshape(h.shape())?;
+        Ok((Some(g_gi), Some(g_gh), Some(g_h)))
+    }
+}
+
+impl CustomOp3 for CellBackward {
+    fn name(&self) -> &'static str {
+        "gru_cell_bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2, l3)?;
+        let (storage, lg) = self.g.storage_and_layout();
+        let Storage::Cpu(sg) = &*storage else { bail!("gruCell's fused op: operands on different devices") };
+        check_gradient(lg, l3)?;
+        let kernel = CellKernel { backward: true, hidden };
+        let out = run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], "gruCell's fused op")?;
+        Ok((out, Shape::from(7 * batch * hidden)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let (batch, hidden) = shape_of(l1, l2, l3)?;
+        let (storage, lg) = self.g.storage_and_layout();
+        let Storage::Cuda(sg) = &*storage else { bail!("gruCell's fused op: operands on different devices") };
+        check_gradient(lg, l3)?;
+        let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
+        let out = super::cuda_kernels::gru_cell("gru_cell_bwd", &operands, batch, hidden, 7 * batch * hidden)?;
+        super::fused::record_launch("gru_cell_bwd");
+        Ok((out, Shape::from(7 * batch * hidden)))
+    }
+}
+
+/// The output's gradient must be laid out as the state.
+fn check_gradient(g: &Layout, h: &Layout) -> Result<()> {
+    if g.dims() != h.dims() || !g.is_contiguous() {
+        bail!("gruCell's fused op: a gradient {:?} for a state {:?}", g.dims(), h.dims());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{D, DType, Device};
+
+    use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
+
+    /// The cell as plain candle ops (`gruCell`'s forward without the fused op), differentiated
+    /// by candle's autograd.
+    fn reference(gi: &Tensor, gh: &Tensor, h: &Tensor) -> Result<Tensor> {
+        let n = h.dim(D::Minus1)?;
+        let part = |g: &Tensor, i: usize| g.narrow(D::Minus1, i * n, n);
+        let sig = candle_nn::ops::sigmoid;
+        let r = sig(&part(gi, 0)?.add(&part(gh, 0)?)?)?;
+        let z = sig(&part(gi, 1)?.add(&part(gh, 1)?)?)?;
+        let cand = part(gi, 2)?.add(&r.mul(&part(gh, 2)?)?)?.tanh()?;
+        cand.add(&z.mul(&h.sub(&cand)?)?)
+    }
+
+    #[test]
+    fn the_fused_cell_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        let (gi, gh, h) = (var(&[3, 12], 1.5)?, var(&[3, 12], 1.5)?, var(&[3, 4], 1.0)?);
+        assert_fused_matches(&[&gi, &gh, &h], &[gru_cell(&gi, &gh, &h)?], &[reference(&gi, &gh, &h)?], 1e-12)
+    }
+
+    #[test]
+    fn a_state_shared_by_the_batch_broadcasts_and_a_misfit_is_an_error() -> Result<()> {
+        let dev = Device::Cpu;
+        let (gi, gh) = (Tensor::randn(0f32, 1.0, (2, 9), &dev)?, Tensor::randn(0f32, 1.0, (2, 9), &dev)?);
+        let h = Tensor::randn(0f32, 1.0, 3, &dev)?;
+        let shared = gru_cell(&gi, &gh, &h)?;
+        let each = gru_cell(&gi, &gh, &h.unsqueeze(0)?.repeat((2, 1))?)?;
+        assert_eq!(shared.to_vec2::<f32>()?, each.to_vec2::<f32>()?);
+        assert!(gru_cell(&gi, &gh, &Tensor::zeros((2, 4), DType::F32, &dev)?).is_err());
+        assert!(gru_cell(&gi, &gh.narrow(1, 0, 6)?, &h).is_err_and(|e| e.to_string().contains("do not fit")));
+        Ok(())
+    }
+}
