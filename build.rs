@@ -25,6 +25,7 @@ const KERNELS: &[&str] = &[
     "spd_solve",
     "tape_write",
     "gru_cell",
+    "l2_normalize",
 ];
 
 fn main() {

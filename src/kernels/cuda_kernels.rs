@@ -17,6 +17,7 @@ const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.pt
 const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.ptx"));
 const TAPE_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/tape_write.ptx"));
 const GRU_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/gru_cell.ptx"));
+const L2_NORMALIZE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/l2_normalize.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -177,6 +178,19 @@ pub fn softmax(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, 
     // run one warp per row, return (whole warps) past the last row, and write every output
     // element of their row.
     unsafe { run(("memctl_softmax", SOFTMAX_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
+}
+
+/// Runs `kernel` of `l2_normalize.cu` on its f32 operands (`[rows, n]`, contiguous, as laid
+/// out), one warp per row (eight to a block), into a new buffer of `rows · n` elements.
+pub fn l2_normalize(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, n: usize) -> Result<CudaStorage> {
+    let (Ok(r), Ok(cols), Ok(blocks)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows.div_ceil(8))) else {
+        candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
+    };
+    let config = LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    // SAFETY: l2_normalize.cu's kernels take their operands, the output, rows and n, in this
+    // order, run one warp per row, return (whole warps) past the last row, and write every
+    // output element of their row.
+    unsafe { run(("memctl_l2_normalize", L2_NORMALIZE_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
 }
 
 /// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,

@@ -1,7 +1,7 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
 //! `gru_cell_op`, `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`,
-//! `head_move_op`, `spd_solve`, `tape_write_op`) and its fused optimiser updates
-//! (`optim_update`) share: where they run, and a count of their CUDA launches.
+//! `head_move_op`, `spd_solve`, `tape_write_op`, `l2_normalize_op`) and its fused optimiser
+//! updates (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
@@ -110,8 +110,13 @@ pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: false };
 /// Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
 pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: false };
 
+/// NAM's unit keys and queries (`l2_normalize_op`), one kernel each way, a warp per row, where
+/// candle's ops take five kernels forward and some ten backward (LSAM twice a time step, NAM-TM
+/// once). Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
+pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 17] = [
+pub const ALL: [OnCuda; 18] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -129,6 +134,7 @@ pub const ALL: [OnCuda; 17] = [
     SPD_SOLVE,
     TAPE_WRITE,
     GRU_CELL,
+    L2_NORMALIZE,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.

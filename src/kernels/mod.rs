@@ -16,6 +16,7 @@ pub mod head_move_op;
 pub mod item_gate_op;
 pub mod kanerva;
 pub mod kanerva_manual;
+pub mod l2_normalize_op;
 pub mod layer_norm;
 pub mod layer_norm_op;
 pub mod lstm;

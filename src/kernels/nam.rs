@@ -19,7 +19,17 @@ pub const EPS: f64 = 1e-12;
 /// Computed as `x / sqrt(max(Σx², eps²))` — the same value — so that an all-zero vector gets
 /// PyTorch's finite gradient (`1/eps` per element, from `x / eps`) instead of the NaN that
 /// differentiating `sqrt` at 0 would give.
+///
+/// One fused op where `kernels::fused` runs it (`fused::L2_NORMALIZE`), else candle's ops.
 pub fn l2_normalize(x: &Tensor) -> Result<Tensor> {
+    if super::fused::used_for(x, super::fused::L2_NORMALIZE) {
+        return super::l2_normalize_op::l2_normalize(x);
+    }
+    l2_normalize_with_candle_ops(x)
+}
+
+/// [`l2_normalize`] in candle's ops.
+pub fn l2_normalize_with_candle_ops(x: &Tensor) -> Result<Tensor> {
     let norm = x.sqr()?.sum_keepdim(D::Minus1)?.maximum(EPS * EPS)?.sqrt()?;
     x.broadcast_div(&norm)
 }

@@ -13,14 +13,19 @@ use super::reduce::{dot, dot2};
 multiversion! {
     /// `μ(x)` into `unit`; returns the norm used, `max(‖x‖₂, eps)`.
     pub fn normalize[T: Real][T](x: &[T], unit: &mut [T]) -> T {
-        let sq = dot(x, x);
-        let norm = sq.max(T::from_f64(EPS * EPS)).sqrt();
+        let norm = clamped_norm(x);
         let inv = T::one() / norm;
         for (u, &v) in unit.iter_mut().zip(x) {
             *u = v * inv;
         }
         norm
     }
+}
+
+/// `max(‖x‖₂, eps)`, the norm [`normalize`] divides by.
+#[inline(always)]
+pub fn clamped_norm<T: Real>(x: &[T]) -> T {
+    dot(x, x).max(T::from_f64(EPS * EPS)).sqrt()
 }
 
 /// The backward of [`normalize`]: `gx = (g − μ ⟨μ, g⟩) / ‖x‖`, or `g / eps` where the norm

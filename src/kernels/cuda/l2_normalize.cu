@@ -1,0 +1,44 @@
+// μ(x) = x / max(‖x‖₂, eps) over the last axis on the GPU (f32), as
+// src/kernels/l2_normalize_op.rs computes it on the CPU (kernels::nam_manual's `normalize` and
+// `normalize_backward`): rows of `n`, one warp per row striding over it. Built to PTX by
+// build.rs with the `cuda` feature.
+
+#define NORMALIZE_EPS 1e-12f
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// y = x / max(‖x‖, eps), per row. A warp past the last row returns whole (the shuffles need
+// every lane of a live warp).
+extern "C" __global__ void l2_normalize_fwd(const float* x, float* y, int rows, int n) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const float* xr = x + (size_t)row * n;
+    float* yr = y + (size_t)row * n;
+    float sq = 0.0f;
+    for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
+    sq = warp_sum(sq);
+    const float norm = sqrtf(fmaxf(sq, NORMALIZE_EPS * NORMALIZE_EPS));
+    for (int j = lane; j < n; j += 32) yr[j] = xr[j] / norm;
+}
+
+// d x = (g − μ ⟨μ, g⟩) / ‖x‖, or g / eps where the norm was clamped, per row.
+extern "C" __global__ void l2_normalize_bwd(const float* x, const float* g, float* dx, int rows, int n) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (row >= rows) return;
+    const float* xr = x + (size_t)row * n;
+    const float* gr = g + (size_t)row * n;
+    float* dr = dx + (size_t)row * n;
+    float sq = 0.0f;
+    for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
+    sq = warp_sum(sq);
+    const float norm = sqrtf(fmaxf(sq, NORMALIZE_EPS * NORMALIZE_EPS));
+    const float inv = 1.0f / norm;
+    const bool clamped = norm <= NORMALIZE_EPS;
+    float dot = 0.0f;
+    for (int j = lane; j < n; j += 32) dot += xr[j] * inv * gr[j];
+    dot = warp_sum(dot);
+    for (int j = lane; j < n; j += 32) dr[j] = clamped ? gr[j] * inv : (gr[j] - xr[j] * inv * dot) * inv;
+}
