@@ -23,7 +23,7 @@ const KERNELS: &[&str] = &[
     "sum_parts",
     "head_move",
     "spd_solve",
-    "tape_write",
+    "nam_write",
     "gru_cell",
     "l2_normalize",
 ];

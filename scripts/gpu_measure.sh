@@ -140,8 +140,10 @@ each_change_steps() {
       # The Kanerva machines' solve serves PKM only: its systems of 8 (k = 4) and 32 (k = 1).
       spd_solve) runs=("specs/examples/pattern_completion.mem pc_pkm k=4"
                        "specs/examples/pattern_completion.mem pc_pkm k=1") ;;
-      # NAM-TM's own primitives.
-      tape_write|head_move) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
+      # NAM-TM's own primitives, and LSAM's.
+      tape_write|head_move|gru_cell) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
+      nam_write) runs=("specs/examples/nam_algorithmic.mem add_lsam") ;;
+      l2_normalize) runs=("${nam[@]}") ;;
     esac
     for x in "${runs[@]}"; do
       echo "== $x cuda fused=$setting"

@@ -15,7 +15,7 @@ const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.
 const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.ptx"));
 const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.ptx"));
 const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.ptx"));
-const TAPE_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/tape_write.ptx"));
+const NAM_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/nam_write.ptx"));
 const GRU_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/gru_cell.ptx"));
 const L2_NORMALIZE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/l2_normalize.ptx"));
 
@@ -256,35 +256,40 @@ pub fn sam_attend(
     unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
 }
 
-/// Runs `kernel` of `tape_write.cu` on its f32 operands (contiguous, as laid out), one block
-/// per row of a `len × d` tape, its threads over the features, into a new buffer of `count`
-/// elements. The backward takes `2 d` floats of shared memory and two per warp:
-/// [`super::tape_write_op::fits_a_block`] says whether they fit.
-pub fn tape_write(
-    kernel: &str,
+/// Runs the forward or the backward kernel of `nam_write.cu` for `orientation` on its f32
+/// operands (contiguous, as laid out), one block per memory of `rows × cols`, into a new buffer
+/// of `len` elements. [`super::nam_write_op::fits_a_block`] says whether the backward's shared
+/// memory fits.
+pub fn nam_write(
+    orientation: super::nam_write_op::Orientation,
+    backward: bool,
     operands: &[(&CudaStorage, &Layout)],
-    rows: usize,
-    len: usize,
-    d: usize,
     count: usize,
+    rows: usize,
+    cols: usize,
+    len: usize,
 ) -> Result<CudaStorage> {
-    let (Ok(r), Ok(l), Ok(w), Ok(blocks)) =
-        (i32::try_from(rows), i32::try_from(len), i32::try_from(d), u32::try_from(rows))
+    use super::nam_write_op::{backward_shared_bytes, threads_per_memory};
+    let kernel = if backward { "backward" } else { "forward" };
+    let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
+        (i32::try_from(count), i32::try_from(rows), i32::try_from(cols), u32::try_from(count))
     else {
-        candle_core::bail!("{kernel}: {rows} rows of {len} × {d} are more than the kernel indexes")
+        candle_core::bail!(
+            "the fused NAM write's {kernel}: {count} memories of {rows} × {cols} are more than it indexes"
+        )
     };
-    let threads = super::tape_write_op::threads_per_row(d);
-    let shared = if kernel == "tape_write_bwd" { super::tape_write_op::backward_shared_bytes(d) } else { 0 };
+    let shared = if backward { backward_shared_bytes(orientation, rows, cols) } else { 0 };
     let config = LaunchConfig {
         grid_dim: (blocks.max(1), 1, 1),
-        block_dim: (threads as u32, 1, 1),
+        block_dim: (threads_per_memory(orientation, rows, cols) as u32, 1, 1),
         shared_mem_bytes: shared as u32,
     };
-    // SAFETY: tape_write.cu's kernels take their operands, the output, rows, len and d, in this
-    // order, run one block (a multiple of 32 threads) per row, return for a block past the
-    // last row, write every output element of their row, and use at most `shared` bytes of
-    // shared memory (`backward_shared_bytes`).
-    unsafe { run(("memctl_tape_write", TAPE_WRITE_PTX), kernel, operands, count, config, &[r, l, w], &[]) }
+    let name = orientation.kernel(backward);
+    // SAFETY: nam_write.cu's kernels take their operands, the output, the number of memories,
+    // rows and cols, in this order, run one block (a multiple of 32 threads) per memory, return
+    // for a block past the last, write every output element of their memory, and use at most
+    // `shared` bytes of shared memory (`backward_shared_bytes`).
+    unsafe { run(("memctl_nam_write", NAM_WRITE_PTX), name, operands, len, config, &[n, r, c], &[]) }
 }
 
 /// The dynamic shared memory `spd_solve` asks of a block: a block may take 48 KiB in all

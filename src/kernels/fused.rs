@@ -1,6 +1,6 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
 //! `gru_cell_op`, `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`,
-//! `head_move_op`, `spd_solve`, `tape_write_op`, `l2_normalize_op`) and its fused optimiser
+//! `head_move_op`, `spd_solve`, `nam_write_op`, `l2_normalize_op`) and its fused optimiser
 //! updates (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
@@ -100,10 +100,15 @@ pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: fal
 /// not yet run on one.
 pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: false };
 
-/// NAM-TM's tape write (`tape_write_op`), one kernel each way, a block per row, where candle's
-/// ops take six kernels forward and some sixteen backward, for each of its two tapes at every
-/// time step. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
+/// NAM-TM's tape write (`nam_write_op`, the tape), one kernel each way, a block per row, where
+/// candle's ops take six kernels forward and some sixteen backward, for each of its two tapes at
+/// every time step. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
 pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: false };
+
+/// LSAM's `namWR` (`nam_write_op`, the matrix), one kernel each way, a block per memory, where
+/// candle's ops take seven kernels forward and some eighteen backward at every time step.
+/// Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
+pub const NAM_WRITE: OnCuda = OnCuda { name: "nam_write", checked: false };
 
 /// `gruCell`'s element-wise half (`gru_cell_op`), one kernel each way, where candle's ops take
 /// ten kernels forward and some twenty-five backward at every time step (NAM-TM's controller).
@@ -116,7 +121,7 @@ pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: false };
 pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: false };
 
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 18] = [
+pub const ALL: [OnCuda; 19] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -133,6 +138,7 @@ pub const ALL: [OnCuda; 18] = [
     HOISTED_INPUTS,
     SPD_SOLVE,
     TAPE_WRITE,
+    NAM_WRITE,
     GRU_CELL,
     L2_NORMALIZE,
 ];

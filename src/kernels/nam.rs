@@ -11,6 +11,8 @@
 
 use candle_core::{D, Result, Tensor};
 
+use super::nam_write_op::Orientation;
+
 /// F.normalize's epsilon.
 pub const EPS: f64 = 1e-12;
 
@@ -58,7 +60,28 @@ pub fn batch_of(ts: &[&Tensor]) -> Result<usize> {
 ///
 /// `m: [N.., dv, dk]`, `k: [N.., dk]` (already unit), `v: [N.., dv]`; `pw`, `pe`: `[N..]` or
 /// anything that broadcasts against it (e.g. batch 1). `m` and `k` must share the leading axes.
+///
+/// One fused op where `kernels::fused` runs it (`fused::NAM_WRITE`), else candle's ops.
 pub fn write(m: &Tensor, k: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
+    if fused_write_runs(m, Orientation::Matrix, super::fused::NAM_WRITE) {
+        return super::nam_write_op::write(Orientation::Matrix, m, k, v, pw, pe);
+    }
+    write_with_candle_ops(m, k, v, pw, pe)
+}
+
+/// Whether the fused write (`kernels::nam_write_op`) runs on `memory` (`[.., rows, cols]`):
+/// as `kernels::fused` says, and on CUDA only where its backward's shared memory fits a block.
+fn fused_write_runs(memory: &Tensor, orientation: Orientation, op: super::fused::OnCuda) -> bool {
+    let (rows, cols) = match memory.dims() {
+        [.., rows, cols] => (*rows, *cols),
+        _ => return false,
+    };
+    let fits = memory.device().is_cpu() || super::nam_write_op::fits_a_block(orientation, rows, cols);
+    super::fused::used_for(memory, op) && fits
+}
+
+/// [`write`] in candle's ops.
+pub fn write_with_candle_ops(m: &Tensor, k: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
     let k_col = k.unsqueeze(D::Minus1)?; // [.., dk, 1]
     let mk = m.matmul(&k_col)?; // [.., dv, 1]
     let pw = pw.unsqueeze(D::Minus1)?.unsqueeze(D::Minus1)?;
@@ -80,10 +103,8 @@ pub fn read(m: &Tensor, q: &Tensor, pr: &Tensor) -> Result<Tensor> {
 /// `t: [N.., L, d]`, `p: [N.., L]`, `v: [N.., d]`, `pw`, `pe`: `[N..]` (broadcastable).
 /// One fused op where `kernels::fused` runs it (`fused::TAPE_WRITE`), else candle's ops.
 pub fn tape_write(t: &Tensor, p: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
-    let d = t.dims().last().copied().unwrap_or(0);
-    let fits = t.device().is_cpu() || super::tape_write_op::fits_a_block(d);
-    if super::fused::used_for(t, super::fused::TAPE_WRITE) && fits {
-        return super::tape_write_op::tape_write(t, p, v, pw, pe);
+    if fused_write_runs(t, Orientation::Tape, super::fused::TAPE_WRITE) {
+        return super::nam_write_op::write(Orientation::Tape, t, p, v, pw, pe);
     }
     tape_write_with_candle_ops(t, p, v, pw, pe)
 }

@@ -1,0 +1,192 @@
+// NAM's write rule on the GPU (f32), as src/kernels/nam_write_op.rs computes it on the CPU (with
+// kernels::nam_manual's per-memory formulas), in both of its layouts. One block per memory.
+//
+// The tape (NAM-TM's tapeWrite). Each row (an example's head) holds a tape T
+// [len, d], a position p [len] and the packed q = [v (d) | pw | pe]:
+//   old = Tᵀ p,  δ = pw v − pe old,  T' = T + p ⊗ δ;
+// and from g = d loss / d T':
+//   gδ = gᵀ p,  d v = pw gδ,  d pw = v · gδ,  d pe = −old · gδ,  g_old = −pe gδ,
+//   d T = g + p ⊗ g_old,  d p[l] = g[l] · δ + T[l] · g_old.
+// One block per row, its threads over the d features (a multiple of 32).
+//
+// The matrix (LSAM's namWR). Each memory M [dv, dk] is written at a unit key k [dk] with the
+// packed q = [v (dv) | pw | pe]:
+//   mk = M k,  δ = pw v − pe mk,  M' = M + δ ⊗ k;
+// and from g = d loss / d M':
+//   gδ = g k,  d v = pw gδ,  d pw = v · gδ,  d pe = −mk · gδ,  g_mk = −pe gδ,
+//   d M = g + g_mk ⊗ k,  d k = gᵀ δ + Mᵀ g_mk.
+// One block per memory, a warp per row of M (its lanes over the key's columns).
+//
+// Built to PTX by build.rs with the `cuda` feature.
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+extern "C" __global__ void tape_write_fwd(const float* t, const float* p, const float* q, float* out, int rows,
+                                          int len, int d) {
+    const int r = blockIdx.x;
+    if (r >= rows) return;
+    const size_t tape = (size_t)len * d;
+    const float* T = t + r * tape;
+    const float* P = p + (size_t)r * len;
+    const float* Q = q + (size_t)r * (d + 2);
+    float* O = out + r * tape;
+    const float pw = Q[d], pe = Q[d + 1];
+    for (int c = threadIdx.x; c < d; c += blockDim.x) {
+        float old = 0.0f;
+        for (int l = 0; l < len; ++l) old += P[l] * T[(size_t)l * d + c];
+        const float delta = pw * Q[c] - pe * old;
+        for (int l = 0; l < len; ++l) O[(size_t)l * d + c] = T[(size_t)l * d + c] + P[l] * delta;
+    }
+}
+
+
+// out = [d T (rows len d) | d p (rows len) | d q (rows (d + 2))]. Dynamic shared memory:
+// δ and g_old (2 d floats) and two partial sums per warp.
+extern "C" __global__ void tape_write_bwd(const float* t, const float* p, const float* q, const float* g, float* out,
+                                          int rows, int len, int d) {
+    extern __shared__ float shared[];
+    float* delta = shared;
+    float* g_old = shared + d;
+    float* partial = shared + 2 * d;  // [2][warps]
+    const int r = blockIdx.x;
+    if (r >= rows) return;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const size_t tape = (size_t)len * d;
+    const float* T = t + r * tape;
+    const float* P = p + (size_t)r * len;
+    const float* Q = q + (size_t)r * (d + 2);
+    const float* G = g + r * tape;
+    float* gT = out + r * tape;
+    float* gp = out + (size_t)rows * tape + (size_t)r * len;
+    float* gq = out + (size_t)rows * tape + (size_t)rows * len + (size_t)r * (d + 2);
+    const float pw = Q[d], pe = Q[d + 1];
+
+    // Per feature: gδ, old, d v, this thread's share of d pw and d pe, δ, g_old and d T.
+    float gpw = 0.0f, gpe = 0.0f;
+    for (int c = threadIdx.x; c < d; c += blockDim.x) {
+        float gd = 0.0f, old = 0.0f;
+        for (int l = 0; l < len; ++l) {
+            gd += P[l] * G[(size_t)l * d + c];
+            old += P[l] * T[(size_t)l * d + c];
+        }
+        gq[c] = pw * gd;
+        gpw += Q[c] * gd;
+        gpe -= old * gd;
+        delta[c] = pw * Q[c] - pe * old;
+        const float go = -pe * gd;
+        g_old[c] = go;
+        for (int l = 0; l < len; ++l) gT[(size_t)l * d + c] = G[(size_t)l * d + c] + P[l] * go;
+    }
+    gpw = warp_sum(gpw);
+    gpe = warp_sum(gpe);
+    if (lane == 0) {
+        partial[warp] = gpw;
+        partial[warps + warp] = gpe;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sw = 0.0f, se = 0.0f;
+        for (int w = 0; w < warps; ++w) {
+            sw += partial[w];
+            se += partial[warps + w];
+        }
+        gq[d] = sw;
+        gq[d + 1] = se;
+    }
+
+    // Per cell: d p[l] = g[l] · δ + T[l] · g_old, a warp per cell, its lanes over the features.
+    for (int l = warp; l < len; l += warps) {
+        float acc = 0.0f;
+        for (int c = lane; c < d; c += 32) acc += G[(size_t)l * d + c] * delta[c] + T[(size_t)l * d + c] * g_old[c];
+        acc = warp_sum(acc);
+        if (lane == 0) gp[l] = acc;
+    }
+}
+
+extern "C" __global__ void nam_write_fwd(const float* m, const float* k, const float* q, float* out, int count, int dv,
+                                         int dk) {
+    const int i = blockIdx.x;
+    if (i >= count) return;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const size_t size = (size_t)dv * dk;
+    const float* M = m + i * size;
+    const float* K = k + (size_t)i * dk;
+    const float* Q = q + (size_t)i * (dv + 2);
+    float* O = out + i * size;
+    const float pw = Q[dv], pe = Q[dv + 1];
+    for (int r = warp; r < dv; r += warps) {
+        const float* row = M + (size_t)r * dk;
+        float mk = 0.0f;
+        for (int c = lane; c < dk; c += 32) mk += row[c] * K[c];
+        mk = warp_sum(mk);
+        const float delta = pw * Q[r] - pe * mk;
+        for (int c = lane; c < dk; c += 32) O[(size_t)r * dk + c] = row[c] + delta * K[c];
+    }
+}
+
+// out = [d M (count dv dk) | d k (count dk) | d q (count (dv + 2))]. Dynamic shared memory:
+// each warp's partial d k (warps dk floats) and two partial sums per warp.
+extern "C" __global__ void nam_write_bwd(const float* m, const float* k, const float* q, const float* g, float* out,
+                                         int count, int dv, int dk) {
+    extern __shared__ float shared[];
+    const int i = blockIdx.x;
+    if (i >= count) return;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    float* gk_part = shared + (size_t)warp * dk;  // this warp's own, read by all after the barrier
+    float* partial = shared + (size_t)warps * dk;  // [2][warps]
+    const size_t size = (size_t)dv * dk;
+    const float* M = m + i * size;
+    const float* K = k + (size_t)i * dk;
+    const float* Q = q + (size_t)i * (dv + 2);
+    const float* G = g + i * size;
+    float* gM = out + i * size;
+    float* gk = out + (size_t)count * size + (size_t)i * dk;
+    float* gq = out + (size_t)count * size + (size_t)count * dk + (size_t)i * (dv + 2);
+    const float pw = Q[dv], pe = Q[dv + 1];
+
+    for (int c = lane; c < dk; c += 32) gk_part[c] = 0.0f;
+    float gpw = 0.0f, gpe = 0.0f;  // lane 0's
+    for (int r = warp; r < dv; r += warps) {
+        const float* row = M + (size_t)r * dk;
+        const float* grow = G + (size_t)r * dk;
+        float gd = 0.0f, mk = 0.0f;
+        for (int c = lane; c < dk; c += 32) {
+            gd += grow[c] * K[c];
+            mk += row[c] * K[c];
+        }
+        gd = warp_sum(gd);
+        mk = warp_sum(mk);
+        const float delta = pw * Q[r] - pe * mk, g_mk = -pe * gd;
+        if (lane == 0) {
+            gq[r] = pw * gd;
+            gpw += Q[r] * gd;
+            gpe -= mk * gd;
+        }
+        for (int c = lane; c < dk; c += 32) {
+            gk_part[c] += grow[c] * delta + row[c] * g_mk;
+            gM[(size_t)r * dk + c] = grow[c] + g_mk * K[c];
+        }
+    }
+    if (lane == 0) {
+        partial[warp] = gpw;
+        partial[warps + warp] = gpe;
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < dk; c += blockDim.x) {
+        float s = 0.0f;
+        for (int w = 0; w < warps; ++w) s += shared[(size_t)w * dk + c];
+        gk[c] = s;
+    }
+    if (threadIdx.x == 0) {
+        float sw = 0.0f, se = 0.0f;
+        for (int w = 0; w < warps; ++w) {
+            sw += partial[w];
+            se += partial[warps + w];
+        }
+        gq[dv] = sw;
+        gq[dv + 1] = se;
+    }
+}

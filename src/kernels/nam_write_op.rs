@@ -1,0 +1,380 @@
+//! NAM's write rule (NAM §3.1, §3.3) as one candle op with its own backward, for the
+//! device-generic path (candle's autograd: the GPU, and evaluation on the CPU), in both of
+//! `kernels::nam`'s layouts:
+//!
+//! - **tape** (`tapeWrite`, NAM-TM): a tape `T` (`[L, d]`) written at a position `p` (`[L]`),
+//!   `T' = T + p ⊗ (pw v − pe Tᵀ p)`, `v` of `d`;
+//! - **matrix** (`namWR`, LSAM): a memory `M` (`[dv, dk]`) written at a unit key `k` (`[dk]`),
+//!   `M' = M + (pw v − pe M k) ⊗ k`, `v` of `dv`.
+//!
+//! As candle ops (`kernels::nam::tape_write_with_candle_ops`, `write_with_candle_ops`) each is a
+//! product, four element-wise kernels and an addition (and, for the matrix, a second product)
+//! forward and some sixteen kernels backward, at every time step; here it is one kernel each
+//! way (`src/kernels/cuda/nam_write.cu`, a block per memory), after one concatenation that packs
+//! each memory's value and probabilities as `[v | pw | pe]`: a candle op takes at most three
+//! operands, so the op reads `(memory, address, [v | pw | pe])`.
+//!
+//! The arithmetic per memory is the tape's manual backward's (`kernels::nam_manual`:
+//! `tape_write_forward`/`tape_write_backward`, `write_forward`/`write_backward`, which the CPU
+//! side of this op calls): one formulation. Where it runs is `kernels::fused`'s rule
+//! ([`fused::TAPE_WRITE`](super::fused::TAPE_WRITE), [`fused::NAM_WRITE`](super::fused::NAM_WRITE)).
+
+use std::mem::MaybeUninit;
+
+use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Storage, Tensor, bail};
+
+use super::fused::{RealKernel, run_cpu};
+use super::nam_manual::{tape_write_backward, tape_write_forward, value_under_head, write_backward, write_forward};
+use super::real::Real;
+use super::view;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// Which of NAM's two layouts a write has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Orientation {
+    /// `[L, d]` addressed by a position over the `L` rows; the value has `d`.
+    Tape,
+    /// `[dv, dk]` addressed by a key over the `dk` columns; the value has `dv`.
+    Matrix,
+}
+
+impl Orientation {
+    /// The CUDA kernel of a pass.
+    pub fn kernel(self, backward: bool) -> &'static str {
+        match (self, backward) {
+            (Orientation::Tape, false) => "tape_write_fwd",
+            (Orientation::Tape, true) => "tape_write_bwd",
+            (Orientation::Matrix, false) => "nam_write_fwd",
+            (Orientation::Matrix, true) => "nam_write_bwd",
+        }
+    }
+
+    /// `(address, value)` lengths of a `rows × cols` memory.
+    fn lengths(self, rows: usize, cols: usize) -> (usize, usize) {
+        match self {
+            Orientation::Tape => (rows, cols),
+            Orientation::Matrix => (cols, rows),
+        }
+    }
+}
+
+/// Writes every memory of `memory` (`[.., a, b]`) at `address` (`[.., a]` for a tape, `[.., b]`
+/// for a matrix) with `value` (`[.., b]` for a tape, `[.., a]` for a matrix) and the
+/// probabilities `pw`, `pe` (`[..]` or anything that broadcasts to it, e.g. `[B, 1]` for every
+/// head).
+pub fn write(
+    orientation: Orientation,
+    memory: &Tensor,
+    address: &Tensor,
+    value: &Tensor,
+    pw: &Tensor,
+    pe: &Tensor,
+) -> Result<Tensor> {
+    let lead = &memory.dims()[..memory.rank().saturating_sub(2)];
+    let scalar = |s: &Tensor| -> Result<Tensor> { s.broadcast_as(lead)?.contiguous()?.unsqueeze(D::Minus1) };
+    let packed = Tensor::cat(&[&value.contiguous()?, &scalar(pw)?, &scalar(pe)?], D::Minus1)?;
+    memory.contiguous()?.apply_op3(&address.contiguous()?, &packed, Write(orientation))
+}
+
+/// The threads of the CUDA kernels' block: for a tape, a multiple of 32 over the `cols`
+/// features (at most 256, a block loops over more); for a matrix, a warp per row (at most 8).
+pub fn threads_per_memory(orientation: Orientation, rows: usize, cols: usize) -> usize {
+    match orientation {
+        Orientation::Tape => cols.div_ceil(32).clamp(1, 8) * 32,
+        Orientation::Matrix => rows.clamp(1, 8) * 32,
+    }
+}
+
+/// The CUDA backward's shared memory: for a tape `δ` and `g_old` (`2 cols` floats), for a
+/// matrix each warp's partial key gradient (`warps · cols`); and two partial sums per warp.
+pub fn backward_shared_bytes(orientation: Orientation, rows: usize, cols: usize) -> usize {
+    let warps = threads_per_memory(orientation, rows, cols) / 32;
+    let per_feature = match orientation {
+        Orientation::Tape => 2 * cols,
+        Orientation::Matrix => warps * cols,
+    };
+    (per_feature + 2 * warps) * std::mem::size_of::<f32>()
+}
+
+/// Whether the CUDA backward's shared memory fits a block without opting in to more (48 KiB,
+/// less a margin for the kernel's own): up to some 6 000 features a tape row, 1 400 key
+/// columns a matrix, far above NAM's sizes.
+pub fn fits_a_block(orientation: Orientation, rows: usize, cols: usize) -> bool {
+    backward_shared_bytes(orientation, rows, cols) <= 47 * 1024
+}
+
+/// The forward pass on `(memory, address, [value | pw | pe])`.
+struct Write(Orientation);
+
+/// The backward pass on the same operands, the output's gradient `g` held here: its output is
+/// `[d memory | d address | d [value | pw | pe]]`, flat.
+struct WriteBackward {
+    orientation: Orientation,
+    g: Tensor,
+}
+
+/// The shape of one call: `count` memories of `rows × cols`, the address and value lengths.
+#[derive(Clone, Copy)]
+struct Geometry {
+    count: usize,
+    rows: usize,
+    cols: usize,
+    address: usize,
+    value: usize,
+}
+
+impl Geometry {
+    /// Checks the operands: the memory `[.., rows, cols]`, the address `[.., address]`, the
+    /// packed `[.., value + 2]`, all contiguous.
+    fn of(orientation: Orientation, memory: &Layout, address: &Layout, packed: &Layout) -> Result<Geometry> {
+        let dims = memory.dims();
+        if dims.len() < 2 {
+            bail!("the fused NAM write takes a memory [.., rows, cols], got {dims:?}");
+        }
+        let (rows, cols) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+        let lead = &dims[..dims.len() - 2];
+        let (address_len, value_len) = orientation.lengths(rows, cols);
+        let fits = address.dims().split_last() == Some((&address_len, lead))
+            && packed.dims().split_last() == Some((&(value_len + 2), lead));
+        if !fits {
+            bail!(
+                "the fused NAM write: a memory {dims:?}, an address {:?} (position or key), values {:?}",
+                address.dims(),
+                packed.dims()
+            );
+        }
+        if !memory.is_contiguous() || !address.is_contiguous() || !packed.is_contiguous() {
+            bail!("the fused NAM write takes contiguous operands");
+        }
+        let count = lead.iter().product();
+        Ok(Geometry { count, rows, cols, address: address_len, value: value_len })
+    }
+
+    /// Elements of the backward's output.
+    fn backward_len(self) -> usize {
+        self.count * (self.rows * self.cols + self.address + self.value + 2)
+    }
+}
+
+/// The CPU computation of either pass, a memory at a time.
+struct WriteKernel {
+    orientation: Orientation,
+    backward: bool,
+    geometry: Geometry,
+}
+
+impl RealKernel for WriteKernel {
+    /// Forward: `(memory, address, packed)`; backward: `(memory, address, packed, g)`.
+    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
+        let Geometry { count, rows, cols, address: na, value: nv } = self.geometry;
+        let size = rows * cols;
+        let (memory, address, packed) = (o[0], o[1], o[2]);
+        let unpack = |i: usize| {
+            let q = &packed[i * (nv + 2)..][..nv + 2];
+            (&memory[i * size..][..size], &address[i * na..][..na], &q[..nv], q[nv], q[nv + 1])
+        };
+        // `Tᵀ p` for a tape, `M k` for a matrix; and the tape's scratch.
+        let (mut read, mut scratch) = (vec![T::zero(); nv], vec![T::zero(); 3 * nv]);
+        if !self.backward {
+            // SAFETY: each memory writes its `size` elements whole, and the memories tile the output.
+            return unsafe {
+                view::written(count * size, |out| {
+                    for (i, out) in out.chunks_exact_mut(size).enumerate() {
+                        let (m, a, v, pw, pe) = unpack(i);
+                        match self.orientation {
+                            Orientation::Tape => tape_write_forward(m, a, v, pw, pe, &mut read, out, &mut scratch),
+                            Orientation::Matrix => write_forward(m, a, v, pw, pe, &mut read, out),
+                        }
+                    }
+                })
+            };
+        }
+        let g = o[3];
+        let (mut g_address, mut g_packed) = (vec![T::zero(); count * na], vec![T::zero(); count * (nv + 2)]);
+        // SAFETY: as the forward's, for the memory's gradient.
+        let mut out = unsafe {
+            view::written(count * size, |g_memory: &mut [MaybeUninit<T>]| {
+                for (i, gm) in g_memory.chunks_exact_mut(size).enumerate() {
+                    let (m, a, v, pw, pe) = unpack(i);
+                    let ga = &mut g_address[i * na..][..na];
+                    let (gv, g_scalars) = g_packed[i * (nv + 2)..][..nv + 2].split_at_mut(nv);
+                    let g = &g[i * size..][..size];
+                    let (gpw, gpe) = match self.orientation {
+                        Orientation::Tape => {
+                            value_under_head(m, a, &mut read);
+                            tape_write_backward(m, a, v, &read, pw, pe, g, gm, ga, gv, &mut scratch)
+                        }
+                        Orientation::Matrix => {
+                            matrix_read(m, a, &mut read);
+                            write_backward(m, a, v, &read, pw, pe, g, gm, gv, ga)
+                        }
+                    };
+                    g_scalars.copy_from_slice(&[gpw, gpe]);
+                }
+            })
+        };
+        out.extend(g_address);
+        out.extend(g_packed);
+        out
+    }
+}
+
+/// `M k` of a matrix memory (`[dv, dk]`, `dk = k.len()`), as `write_forward` computes it.
+fn matrix_read<T: Real>(m: &[T], k: &[T], mk: &mut [T]) {
+    for (o, row) in mk.iter_mut().zip(m.chunks_exact(k.len())) {
+        *o = super::reduce::dot(row, k);
+    }
+}
+
+impl CustomOp3 for Write {
+    fn name(&self) -> &'static str {
+        self.0.kernel(false)
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let geometry = Geometry::of(self.0, l1, l2, l3)?;
+        let kernel = WriteKernel { orientation: self.0, backward: false, geometry };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "the fused NAM write")?, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let Geometry { count, rows, cols, .. } = Geometry::of(self.0, l1, l2, l3)?;
+        let kernel = self.0.kernel(false);
+        let operands = [(s1, l1), (s2, l2), (s3, l3)];
+        let out = super::cuda_kernels::nam_write(self.0, false, &operands, count, rows, cols, count * rows * cols)?;
+        super::fused::record_launch(kernel);
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        memory: &Tensor,
+        address: &Tensor,
+        packed: &Tensor,
+        _out: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let op = WriteBackward { orientation: self.0, g: grad.contiguous()? };
+        let all = memory.apply_op3_no_bwd(address, packed, &op)?;
+        let (nm, na) = (memory.elem_count(), address.elem_count());
+        let g_memory = all.narrow(0, 0, nm)?.reshape(memory.shape())?;
+        let g_address = all.narrow(0, nm, na)?.reshape(address.shape())?;
+        let g_packed = all.narrow(0, nm + na, packed.elem_count())?.reshape(packed.shape())?;
+        Ok((Some(g_memory), Some(g_address), Some(g_packed)))
+    }
+}
+
+impl CustomOp3 for WriteBackward {
+    fn name(&self) -> &'static str {
+        self.orientation.kernel(true)
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
+        let (storage, lg) = self.g.storage_and_layout();
+        let Storage::Cpu(sg) = &*storage else { bail!("the fused NAM write: operands on different devices") };
+        check_gradient(lg, l1)?;
+        let kernel = WriteKernel { orientation: self.orientation, backward: true, geometry };
+        let out = run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], "the fused NAM write")?;
+        Ok((out, Shape::from(geometry.backward_len())))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
+        let (storage, lg) = self.g.storage_and_layout();
+        let Storage::Cuda(sg) = &*storage else { bail!("the fused NAM write: operands on different devices") };
+        check_gradient(lg, l1)?;
+        let Geometry { count, rows, cols, .. } = geometry;
+        let len = geometry.backward_len();
+        let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
+        let out = super::cuda_kernels::nam_write(self.orientation, true, &operands, count, rows, cols, len)?;
+        super::fused::record_launch(self.orientation.kernel(true));
+        Ok((out, Shape::from(len)))
+    }
+}
+
+/// The output's gradient must be laid out as the memory.
+fn check_gradient(g: &Layout, memory: &Layout) -> Result<()> {
+    if g.dims() != memory.dims() || !g.is_contiguous() {
+        bail!("the fused NAM write: a gradient {:?} for a memory {:?}", g.dims(), memory.dims());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
+    use crate::kernels::nam::{tape_write_with_candle_ops, write_with_candle_ops};
+
+    #[test]
+    fn the_fused_tape_write_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        // Three examples of two heads, a tape of 5 cells of 4 features.
+        let (t, p, v) = (var(&[3, 2, 5, 4], 1.0)?, var(&[3, 2, 5], 1.0)?, var(&[3, 2, 4], 1.0)?);
+        // Per head, and one probability for both heads (broadcast over them), as NAM-TM's.
+        let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[3, 1], 1.0)?);
+        let fused = write(Orientation::Tape, &t, &p, &v, &pw, &pe)?;
+        let plain = tape_write_with_candle_ops(&t, &p, &v, &pw, &pe)?;
+        assert_fused_matches(&[&t, &p, &v, &pw, &pe], &[fused], &[plain], 1e-12)?;
+        // The same tensor as both probabilities (`tapeWrite(T, H, v, pw, pw)`).
+        let fused = write(Orientation::Tape, &t, &p, &v, &pw, &pw)?;
+        let plain = tape_write_with_candle_ops(&t, &p, &v, &pw, &pw)?;
+        assert_fused_matches(&[&t, &p, &v, &pw], &[fused], &[plain], 1e-12)
+    }
+
+    #[test]
+    fn the_fused_matrix_write_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        // Three examples of two heads, memories of 3 values × 5 keys (not square, so that a
+        // mix-up of the axes fails).
+        let (m, k, v) = (var(&[3, 2, 3, 5], 1.0)?, var(&[3, 2, 5], 1.0)?, var(&[3, 2, 3], 1.0)?);
+        let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[3, 1], 1.0)?);
+        let fused = write(Orientation::Matrix, &m, &k, &v, &pw, &pe)?;
+        let plain = write_with_candle_ops(&m, &k, &v, &pw, &pe)?;
+        assert_fused_matches(&[&m, &k, &v, &pw, &pe], &[fused], &[plain], 1e-12)
+    }
+
+    #[test]
+    fn operands_that_do_not_fit_are_an_error() -> Result<()> {
+        let (t, p, v, pw) = (var(&[2, 5, 4], 1.0)?, var(&[2, 4], 1.0)?, var(&[2, 4], 1.0)?, var(&[2], 1.0)?);
+        let err = write(Orientation::Tape, &t, &p, &v, &pw, &pw).unwrap_err().to_string();
+        assert!(err.contains("position or key"), "{err}");
+        // The same operands fit a matrix of 5 values × 4 keys but for the value's length.
+        assert!(write(Orientation::Matrix, &t, &p, &v, &pw, &pw).is_err());
+        Ok(())
+    }
+}
