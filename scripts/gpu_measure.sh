@@ -9,10 +9,14 @@
 #                                         # (~5 min): the checks, STM's graph profile, every
 #                                         # model with and without the fused kernels, 16-seed
 #                                         # sweeps, PyTorch's reduce-overhead beside them
-#   bash scripts/gpu_measure.sh changes   # as quick without PyTorch (~3 min), plus STM A and B
-#                                         # (and LSAM, NAM-TM) with each unchecked change added
-#                                         # alone and each checked one left out alone: what
-#                                         # each pays
+#   bash scripts/gpu_measure.sh changes   # as quick without PyTorch, plus STM A and B (and
+#                                         # LSAM, NAM-TM, PKM: the models each concerns) with
+#                                         # each unchecked change added alone and each checked
+#                                         # one left out alone: what each pays (~9 min with 13
+#                                         # unchecked changes: past one call's 10 minutes with
+#                                         # a cold start, so in two calls:)
+#   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~4 min)
+#   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~5 min)
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
 # each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
@@ -178,6 +182,15 @@ case "${1:-}" in
   torch) torch_part ;;
   quick) quick_part ;;
   changes) quick_checks; quick_steps; each_change_steps; quick_sweeps ;;
-  *) sed -n '2,18p' "$0" >&2; exit 2 ;;
+  # The same in two calls of under 5 minutes each, for a session with 15 minutes of device
+  # time: first the checks and every model with none, the checked and all changes; then what
+  # each change pays (each_change_steps reads the unchecked list from the first call's
+  # doctor.txt, so the second runs the checks' first line again) and the sweeps.
+  changes-checks) quick_checks; quick_steps ;;
+  changes-times)
+    { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
+    timeout 120 bash .gpu/run.sh doctor > "$out/doctor.txt" 2>&1
+    : > "$out/steps.txt"; each_change_steps; quick_sweeps ;;
+  *) sed -n '2,22p' "$0" >&2; exit 2 ;;
 esac
 grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200

@@ -53,6 +53,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         },
         Err(e) => println!("  cuda: {e}"),
     }
+    if cfg!(feature = "cuda") {
+        println!("  {}", cuda_changes());
+    }
     println!("threads:");
     for var in ["CANDLE_NUM_THREADS", "RAYON_NUM_THREADS"] {
         println!("  {var}={}", std::env::var(var).unwrap_or_else(|_| "(unset)".into()));
@@ -126,14 +129,7 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         // Which of memctl's changes to CUDA ran (kernels::fused: the checked ones by default,
         // others as MEMCTL_CUDA_FUSED asks), and which kernels the check launched, so that a
         // pass says what it covered.
-        let (on, off): (Vec<_>, Vec<_>) =
-            crate::kernels::fused::ALL.into_iter().partition(|op| crate::kernels::fused::cuda_uses(*op));
-        let names = |ops: &[crate::kernels::fused::OnCuda]| {
-            let listed: Vec<String> =
-                ops.iter().map(|op| format!("{}{}", op.name, if op.checked { "" } else { " (unchecked)" })).collect();
-            if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
-        };
-        println!("  memctl's CUDA changes on: {}; off: {}", names(&on), names(&off));
+        println!("  {}", cuda_changes());
         let launches = crate::kernels::fused::device_launches();
         if launches.is_empty() {
             println!("  memctl's fused kernels: none launched");
@@ -144,6 +140,19 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
     }
     println!("check: {}", if code == 0 { "passed" } else { "FAILED" });
     Ok(code)
+}
+
+/// Which of memctl's changes to CUDA run here and which do not (`kernels::fused`, by
+/// `MEMCTL_CUDA_FUSED`), each not yet checked on a GPU marked so.
+fn cuda_changes() -> String {
+    use crate::kernels::fused::{ALL, OnCuda, cuda_uses};
+    let (on, off): (Vec<_>, Vec<_>) = ALL.into_iter().partition(|op| cuda_uses(*op));
+    let names = |ops: &[OnCuda]| {
+        let listed: Vec<String> =
+            ops.iter().map(|op| format!("{}{}", op.name, if op.checked { "" } else { " (unchecked)" })).collect();
+        if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+    };
+    format!("memctl's CUDA changes on: {}; off: {}", names(&on), names(&off))
 }
 
 fn cores() -> usize {
