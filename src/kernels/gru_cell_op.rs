@@ -20,11 +20,19 @@ use super::real::Real;
 use candle_core::CudaStorage;
 
 /// `h'` of the cell from the input half `gi`, the recurrent half `gh` (`[batch, 3·hidden]`
-/// each) and the state `h` (`[batch, hidden]`, or `[hidden]` shared by the batch).
+/// each) and the state `h` (`[batch, hidden]`); any of them may be shared by the batch (a
+/// leading axis of 1, or `[hidden]` for the state), as candle's ops broadcast them.
 pub fn gru_cell(gi: &Tensor, gh: &Tensor, h: &Tensor) -> Result<Tensor> {
-    let (batch, gates) = gi.dims2()?;
-    let h = h.broadcast_as((batch, gates / 3))?.contiguous()?;
-    gi.contiguous()?.apply_op3(&gh.contiguous()?, &h, Cell)
+    let (gates, hidden) = (gi.dim(candle_core::D::Minus1)?, h.dim(candle_core::D::Minus1)?);
+    if gh.dim(candle_core::D::Minus1)? != gates || gates != 3 * hidden {
+        bail!("gruCell's fused op: halves {:?} and {:?} do not fit a state {:?}", gi.dims(), gh.dims(), h.dims());
+    }
+    let batch = [gi, gh, h]
+        .iter()
+        .map(|t| if t.rank() == 2 { t.dim(0) } else { Ok(1) })
+        .try_fold(1, |b, n| n.map(|n| b.max(n)))?;
+    let each = |t: &Tensor, width: usize| t.broadcast_as((batch, width))?.contiguous();
+    each(gi, gates)?.apply_op3(&each(gh, gates)?, &each(h, hidden)?, Cell)
 }
 
 /// The forward pass on `(gi, gh, h)`.
@@ -64,6 +72,9 @@ impl RealKernel for CellKernel {
     /// Forward: `(gi, gh, h)`; backward: `(gi, gh, h, g)`.
     fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
         let (gi, gh, h, hd) = (o[0], o[1], o[2], self.hidden);
+        if hd == 0 {
+            return Vec::new();
+        }
         let mut saved = vec![T::zero(); h.len() / hd.max(1) * 4 * hd];
         let mut h_next = vec![T::zero(); h.len()];
         gru_forward(gi, gh, h, hd, &mut saved, &mut h_next);
@@ -217,6 +228,10 @@ mod tests {
         let each = gru_cell(&gi, &gh, &h.unsqueeze(0)?.repeat((2, 1))?)?;
         assert_eq!(shared.to_vec2::<f32>()?, each.to_vec2::<f32>()?);
         assert!(gru_cell(&gi, &gh, &Tensor::zeros((2, 4), DType::F32, &dev)?).is_err());
+        // An input half shared by the batch (one input for all) broadcasts too.
+        let x_shared = gru_cell(&gi.narrow(0, 0, 1)?, &gh, &h)?;
+        let x_each = gru_cell(&gi.narrow(0, 0, 1)?.repeat((2, 1))?, &gh, &h)?;
+        assert_eq!(x_shared.to_vec2::<f32>()?, x_each.to_vec2::<f32>()?);
         assert!(gru_cell(&gi, &gh.narrow(1, 0, 6)?, &h).is_err_and(|e| e.to_string().contains("do not fit")));
         Ok(())
     }

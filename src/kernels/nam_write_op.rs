@@ -72,9 +72,15 @@ pub fn write(
     pe: &Tensor,
 ) -> Result<Tensor> {
     let lead = &memory.dims()[..memory.rank().saturating_sub(2)];
+    // Every operand to the memory's leading axes (an address or a value may be shared by the
+    // batch, as candle's ops broadcast them); candle's backward of the broadcast sums back.
+    let per_memory = |t: &Tensor| -> Result<Tensor> {
+        let dims: Vec<usize> = lead.iter().copied().chain([t.dim(D::Minus1)?]).collect();
+        t.broadcast_as(dims)?.contiguous()
+    };
     let scalar = |s: &Tensor| -> Result<Tensor> { s.broadcast_as(lead)?.contiguous()?.unsqueeze(D::Minus1) };
-    let packed = Tensor::cat(&[&value.contiguous()?, &scalar(pw)?, &scalar(pe)?], D::Minus1)?;
-    memory.contiguous()?.apply_op3(&address.contiguous()?, &packed, Write(orientation))
+    let packed = Tensor::cat(&[&per_memory(value)?, &scalar(pw)?, &scalar(pe)?], D::Minus1)?;
+    memory.contiguous()?.apply_op3(&per_memory(address)?, &packed, Write(orientation))
 }
 
 /// The threads of the CUDA kernels' block: for a tape, a multiple of 32 over the `cols`
@@ -169,6 +175,10 @@ impl RealKernel for WriteKernel {
     fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
         let Geometry { count, rows, cols, address: na, value: nv } = self.geometry;
         let size = rows * cols;
+        if size == 0 {
+            // Empty memories: nothing to write, and the address and values get no gradient.
+            return vec![T::zero(); if self.backward { count * (na + nv + 2) } else { 0 }];
+        }
         let (memory, address, packed) = (o[0], o[1], o[2]);
         let unpack = |i: usize| {
             let q = &packed[i * (nv + 2)..][..nv + 2];
@@ -365,6 +375,21 @@ mod tests {
         let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[3, 1], 1.0)?);
         let fused = write(Orientation::Matrix, &m, &k, &v, &pw, &pe)?;
         let plain = write_with_candle_ops(&m, &k, &v, &pw, &pe)?;
+        assert_fused_matches(&[&m, &k, &v, &pw, &pe], &[fused], &[plain], 1e-12)
+    }
+
+    #[test]
+    fn a_value_and_an_address_shared_by_the_batch_broadcast_as_with_candle_ops() -> Result<()> {
+        // A batch of 3 memories written with one value (and, for the matrix, one key) for all.
+        let (t, p, v) = (var(&[3, 2, 5, 4], 1.0)?, var(&[3, 2, 5], 1.0)?, var(&[1, 2, 4], 1.0)?);
+        let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[1, 1], 1.0)?);
+        let fused = write(Orientation::Tape, &t, &p, &v, &pw, &pe)?;
+        let plain = tape_write_with_candle_ops(&t, &p, &v, &pw, &pe)?;
+        assert_fused_matches(&[&t, &p, &v, &pw, &pe], &[fused], &[plain], 1e-12)?;
+        let (m, k, v) = (var(&[3, 2, 3, 5], 1.0)?, var(&[1, 2, 5], 1.0)?, var(&[1, 2, 3], 1.0)?);
+        let fused = write(Orientation::Matrix, &m, &k, &v, &pw, &pe)?;
+        // candle's product needs the key expanded (the prims expand it).
+        let plain = write_with_candle_ops(&m, &k.broadcast_as((3, 2, 5))?.contiguous()?, &v, &pw, &pe)?;
         assert_fused_matches(&[&m, &k, &v, &pw, &pe], &[fused], &[plain], 1e-12)
     }
 

@@ -13,10 +13,12 @@ __device__ __forceinline__ float warp_sum(float v) {
 // y = x / max(‖x‖, eps), per row. A warp past the last row returns whole (the shuffles need
 // every lane of a live warp).
 extern "C" __global__ void l2_normalize_fwd(const float* x, float* y, int rows, int n) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    if (row >= rows) return;
-    const float* xr = x + (size_t)row * n;
-    float* yr = y + (size_t)row * n;
+    // size_t: in 32 bits the thread index wraps past 2^27 rows.
+    const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (row >= (size_t)rows) return;
+    const float* xr = x + row * n;
+    float* yr = y + row * n;
     float sq = 0.0f;
     for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
     sq = warp_sum(sq);
@@ -26,11 +28,13 @@ extern "C" __global__ void l2_normalize_fwd(const float* x, float* y, int rows, 
 
 // d x = (g − μ ⟨μ, g⟩) / ‖x‖, or g / eps where the norm was clamped, per row.
 extern "C" __global__ void l2_normalize_bwd(const float* x, const float* g, float* dx, int rows, int n) {
-    int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    if (row >= rows) return;
-    const float* xr = x + (size_t)row * n;
-    const float* gr = g + (size_t)row * n;
-    float* dr = dx + (size_t)row * n;
+    // size_t: in 32 bits the thread index wraps past 2^27 rows.
+    const size_t row = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31;
+    if (row >= (size_t)rows) return;
+    const float* xr = x + row * n;
+    const float* gr = g + row * n;
+    float* dr = dx + row * n;
     float sq = 0.0f;
     for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
     sq = warp_sum(sq);
