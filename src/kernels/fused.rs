@@ -222,6 +222,42 @@ pub fn device_launches() -> Vec<(&'static str, u64)> {
     DEVICE_LAUNCHES.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, n)| (*k, *n)).collect()
 }
 
+/// Runs `f` on the CPU storage and layout of the output's gradient `g` that a fused op's
+/// backward holds (a candle op takes at most three operands), checked to be laid out as the
+/// output `like` (same dims, contiguous). `what` names the op in errors.
+pub fn with_held_gradient_cpu<R>(
+    g: &Tensor,
+    like: &Layout,
+    what: &str,
+    f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>,
+) -> Result<R> {
+    let (storage, layout) = g.storage_and_layout();
+    let candle_core::Storage::Cpu(s) = &*storage else { bail!("{what}: operands on different devices") };
+    check_held_gradient(layout, like, what)?;
+    f(s, layout)
+}
+
+/// [`with_held_gradient_cpu`] on CUDA.
+#[cfg(feature = "cuda")]
+pub fn with_held_gradient_cuda<R>(
+    g: &Tensor,
+    like: &Layout,
+    what: &str,
+    f: impl FnOnce(&candle_core::CudaStorage, &Layout) -> Result<R>,
+) -> Result<R> {
+    let (storage, layout) = g.storage_and_layout();
+    let candle_core::Storage::Cuda(s) = &*storage else { bail!("{what}: operands on different devices") };
+    check_held_gradient(layout, like, what)?;
+    f(s, layout)
+}
+
+fn check_held_gradient(g: &Layout, like: &Layout, what: &str) -> Result<()> {
+    if g.dims() != like.dims() || !g.is_contiguous() {
+        bail!("{what}: a gradient {:?} for an output {:?}", g.dims(), like.dims());
+    }
+    Ok(())
+}
+
 /// A fused op's CPU computation, written once for f32 and f64.
 pub trait RealKernel {
     /// The output's elements from the operands' elements (each contiguous, as laid out).

@@ -11,13 +11,16 @@
 //! op calls): one formulation. Where it runs is `kernels::fused`'s rule
 //! ([`fused::GRU_CELL`](super::fused::GRU_CELL)).
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu, with_held_gradient_cpu};
 use super::gru::{gru_backward, gru_forward};
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// How errors name the op.
+const WHAT: &str = "gruCell's fused op";
 
 /// `h'` of the cell from the input half `gi`, the recurrent half `gh` (`[batch, 3·hidden]`
 /// each) and the state `h` (`[batch, hidden]`); any of them may be shared by the batch (a
@@ -157,11 +160,10 @@ impl CustomOp3 for CellBackward {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let (batch, hidden) = shape_of(l1, l2, l3)?;
-        let (storage, lg) = self.g.storage_and_layout();
-        let Storage::Cpu(sg) = &*storage else { bail!("gruCell's fused op: operands on different devices") };
-        check_gradient(lg, l3)?;
         let kernel = CellKernel { backward: true, hidden };
-        let out = run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], "gruCell's fused op")?;
+        let out = with_held_gradient_cpu(&self.g, l3, WHAT, |sg, lg| {
+            run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], WHAT)
+        })?;
         Ok((out, Shape::from(7 * batch * hidden)))
     }
 
@@ -176,22 +178,13 @@ impl CustomOp3 for CellBackward {
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
         let (batch, hidden) = shape_of(l1, l2, l3)?;
-        let (storage, lg) = self.g.storage_and_layout();
-        let Storage::Cuda(sg) = &*storage else { bail!("gruCell's fused op: operands on different devices") };
-        check_gradient(lg, l3)?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
-        let out = super::cuda_kernels::gru_cell("gru_cell_bwd", &operands, batch, hidden, 7 * batch * hidden)?;
+        let out = super::fused::with_held_gradient_cuda(&self.g, l3, WHAT, |sg, lg| {
+            let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
+            super::cuda_kernels::gru_cell("gru_cell_bwd", &operands, batch, hidden, 7 * batch * hidden)
+        })?;
         super::fused::record_launch("gru_cell_bwd");
         Ok((out, Shape::from(7 * batch * hidden)))
     }
-}
-
-/// The output's gradient must be laid out as the state.
-fn check_gradient(g: &Layout, h: &Layout) -> Result<()> {
-    if g.dims() != h.dims() || !g.is_contiguous() {
-        bail!("gruCell's fused op: a gradient {:?} for a state {:?}", g.dims(), h.dims());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

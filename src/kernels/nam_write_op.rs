@@ -21,14 +21,17 @@
 
 use std::mem::MaybeUninit;
 
-use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Storage, Tensor, bail};
+use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused::{RealKernel, run_cpu, with_held_gradient_cpu};
 use super::nam_manual::{tape_write_backward, tape_write_forward, value_under_head, write_backward, write_forward};
 use super::real::Real;
 use super::view;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// How errors name the op.
+const WHAT: &str = "the fused NAM write";
 
 /// Which of NAM's two layouts a write has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,7 +256,7 @@ impl CustomOp3 for Write {
     ) -> Result<(CpuStorage, Shape)> {
         let geometry = Geometry::of(self.0, l1, l2, l3)?;
         let kernel = WriteKernel { orientation: self.0, backward: false, geometry };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "the fused NAM write")?, l1.shape().clone()))
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, l1.shape().clone()))
     }
 
     #[cfg(feature = "cuda")]
@@ -307,11 +310,10 @@ impl CustomOp3 for WriteBackward {
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
         let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
-        let (storage, lg) = self.g.storage_and_layout();
-        let Storage::Cpu(sg) = &*storage else { bail!("the fused NAM write: operands on different devices") };
-        check_gradient(lg, l1)?;
         let kernel = WriteKernel { orientation: self.orientation, backward: true, geometry };
-        let out = run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], "the fused NAM write")?;
+        let out = with_held_gradient_cpu(&self.g, l1, WHAT, |sg, lg| {
+            run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], WHAT)
+        })?;
         Ok((out, Shape::from(geometry.backward_len())))
     }
 
@@ -326,24 +328,15 @@ impl CustomOp3 for WriteBackward {
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
         let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
-        let (storage, lg) = self.g.storage_and_layout();
-        let Storage::Cuda(sg) = &*storage else { bail!("the fused NAM write: operands on different devices") };
-        check_gradient(lg, l1)?;
         let Geometry { count, rows, cols, .. } = geometry;
         let len = geometry.backward_len();
-        let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
-        let out = super::cuda_kernels::nam_write(self.orientation, true, &operands, count, rows, cols, len)?;
+        let out = super::fused::with_held_gradient_cuda(&self.g, l1, WHAT, |sg, lg| {
+            let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
+            super::cuda_kernels::nam_write(self.orientation, true, &operands, count, rows, cols, len)
+        })?;
         super::fused::record_launch(self.orientation.kernel(true));
         Ok((out, Shape::from(len)))
     }
-}
-
-/// The output's gradient must be laid out as the memory.
-fn check_gradient(g: &Layout, memory: &Layout) -> Result<()> {
-    if g.dims() != memory.dims() || !g.is_contiguous() {
-        bail!("the fused NAM write: a gradient {:?} for a memory {:?}", g.dims(), memory.dims());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -10,6 +10,13 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// max(‖x_r‖, eps) of a row of n, summed by the warp's lanes (every lane gets it).
+__device__ __forceinline__ float clamped_norm(const float* xr, int n, int lane) {
+    float sq = 0.0f;
+    for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
+    return sqrtf(fmaxf(warp_sum(sq), NORMALIZE_EPS * NORMALIZE_EPS));
+}
+
 // y = x / max(‖x‖, eps), per row. A warp past the last row returns whole (the shuffles need
 // every lane of a live warp).
 extern "C" __global__ void l2_normalize_fwd(const float* x, float* y, int rows, int n) {
@@ -19,10 +26,7 @@ extern "C" __global__ void l2_normalize_fwd(const float* x, float* y, int rows, 
     if (row >= (size_t)rows) return;
     const float* xr = x + row * n;
     float* yr = y + row * n;
-    float sq = 0.0f;
-    for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
-    sq = warp_sum(sq);
-    const float norm = sqrtf(fmaxf(sq, NORMALIZE_EPS * NORMALIZE_EPS));
+    const float norm = clamped_norm(xr, n, lane);
     for (int j = lane; j < n; j += 32) yr[j] = xr[j] / norm;
 }
 
@@ -35,10 +39,7 @@ extern "C" __global__ void l2_normalize_bwd(const float* x, const float* g, floa
     const float* xr = x + row * n;
     const float* gr = g + row * n;
     float* dr = dx + row * n;
-    float sq = 0.0f;
-    for (int j = lane; j < n; j += 32) sq += xr[j] * xr[j];
-    sq = warp_sum(sq);
-    const float norm = sqrtf(fmaxf(sq, NORMALIZE_EPS * NORMALIZE_EPS));
+    const float norm = clamped_norm(xr, n, lane);
     const float inv = 1.0f / norm;
     const bool clamped = norm <= NORMALIZE_EPS;
     float dot = 0.0f;
