@@ -18,8 +18,9 @@
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~4 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~5 min)
 #
-# Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt),
-# each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
+# Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt;
+# after the changes parts summary.txt, from scripts/changes_summary.py: each change's check
+# and what it pays), each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
 # not the expected times.
 set -uo pipefail
 out=${OUT:?OUT must name the folder whose files come back}
@@ -192,5 +193,10 @@ case "${1:-}" in
     timeout 120 bash .gpu/run.sh doctor > "$out/doctor.txt" 2>&1
     : > "$out/steps.txt"; each_change_steps; quick_sweeps ;;
   *) sed -n '2,22p' "$0" >&2; exit 2 ;;
+esac
+# Each change's verdict and what it pays (scripts/changes_summary.py; after changes-times, run
+# it here on the two calls' files together: the first call's doctor.txt has the checks).
+case "$1" in
+  changes*) python3 scripts/changes_summary.py "$out" > "$out/summary.txt" 2>&1; cat "$out/summary.txt" ;;
 esac
 grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200
