@@ -26,6 +26,7 @@ const KERNELS: &[&str] = &[
     "nam_write",
     "gru_cell",
     "l2_normalize",
+    "outer",
 ];
 
 fn main() {

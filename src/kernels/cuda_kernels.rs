@@ -18,6 +18,7 @@ const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.pt
 const NAM_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/nam_write.ptx"));
 const GRU_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/gru_cell.ptx"));
 const L2_NORMALIZE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/l2_normalize.ptx"));
+const OUTER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/outer.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -191,6 +192,35 @@ pub fn l2_normalize(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: us
     // order, run one warp per row, return (whole warps) past the last row, and write every
     // output element of their row.
     unsafe { run(("memctl_l2_normalize", L2_NORMALIZE_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
+}
+
+/// Runs `kernel` of `outer.cu` on its f32 operands (contiguous, as laid out) for `rows` outer
+/// products of `n` and `m` elements, into a new buffer of `len` elements: the forward with a
+/// thread per output element, the backward with a block of 256 threads per row.
+pub fn outer(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    rows: usize,
+    n: usize,
+    m: usize,
+    len: usize,
+) -> Result<CudaStorage> {
+    let threads = if kernel == "outer_bwd" { rows } else { rows * n * m };
+    let (Ok(r), Ok(n), Ok(m), Ok(count)) =
+        (i32::try_from(rows), i32::try_from(n), i32::try_from(m), u32::try_from(threads))
+    else {
+        candle_core::bail!("{kernel}: {rows} outer products of {n} × {m} are more than the kernel indexes")
+    };
+    let config = if kernel == "outer_bwd" {
+        LaunchConfig { grid_dim: (count.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
+    } else {
+        LaunchConfig::for_num_elems(count.max(1))
+    };
+    // SAFETY: outer.cu's kernels take their operands, the output, rows, n and m, in this order;
+    // the forward guards the threads past rows · n · m and writes each output element once; the
+    // backward runs a block (whole warps) per row, returns for a block past the last, and
+    // writes its row's n + m gradients (len = rows · (n + m)).
+    unsafe { run(("memctl_outer", OUTER_PTX), kernel, operands, len, config, &[r, n, m], &[]) }
 }
 
 /// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,

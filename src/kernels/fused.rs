@@ -1,7 +1,7 @@
 //! What memctl's fused candle ops (a custom op with its own backward: `lstm_cell_op`,
 //! `gru_cell_op`, `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`,
-//! `head_move_op`, `spd_solve`, `nam_write_op`, `l2_normalize_op`) and its fused optimiser
-//! updates (`optim_update`) share: where they run, and a count of their CUDA launches.
+//! `head_move_op`, `spd_solve`, `nam_write_op`, `l2_normalize_op`, `outer_op`) and its fused
+//! optimiser updates (`optim_update`) share: where they run, and a count of their CUDA launches.
 //!
 //! On the CPU they run everywhere the candle path does (evaluation, `Autograd::Candle`, the
 //! tape's per-node fallback). On CUDA one runs by default once `memctl doctor --check` has
@@ -120,8 +120,13 @@ pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: false };
 /// once). Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
 pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: false };
 
+/// The outer product (`outer_op`: STM's `vr ⊗ f2` and `itemWrite`'s written item), its
+/// backward one kernel for both operands where candle's ops take two full-size products and two
+/// sums. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
+pub const OUTER: OnCuda = OnCuda { name: "outer", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 19] = [
+pub const ALL: [OnCuda; 20] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -141,6 +146,7 @@ pub const ALL: [OnCuda; 19] = [
     NAM_WRITE,
     GRU_CELL,
     L2_NORMALIZE,
+    OUTER,
 ];
 
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.

@@ -26,6 +26,7 @@ pub mod nam_manual;
 pub mod nam_write_op;
 pub mod opa;
 pub mod optim_update;
+pub mod outer_op;
 pub mod par;
 pub mod real;
 pub mod reduce;

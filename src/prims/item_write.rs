@@ -133,7 +133,7 @@ impl ItemWriteOp {
 impl Op for ItemWriteOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let (m, a, b) = self.operands(inputs)?;
-        let x = a.unsqueeze(D::Minus1)?.broadcast_mul(&b.unsqueeze(1)?)?;
+        let x = crate::kernels::outer_op::outer(a, b)?;
         let Some(gates) = &self.config.gates else {
             return Ok(vec![m.broadcast_add(&x)?]);
         };

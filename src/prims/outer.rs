@@ -1,6 +1,6 @@
 //! `outer(a, b)` = `a ⊗ b`: `[..., n] ⊗ [..., m] → [..., n, m]`, leading axes equal.
 
-use candle_core::{D, Tensor};
+use candle_core::Tensor;
 
 use super::define::primitive;
 use super::*;
@@ -40,8 +40,7 @@ struct OuterOp;
 impl Op for OuterOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [a, b] = op::inputs("outer", inputs)?;
-        let (a, b) = (a.unsqueeze(D::Minus1)?, b.unsqueeze(b.rank() - 1)?);
-        Ok(vec![a.broadcast_mul(&b)?])
+        Ok(vec![crate::kernels::outer_op::outer(a, b)?])
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {
