@@ -12,7 +12,7 @@
 #   bash scripts/gpu_measure.sh changes   # as quick without PyTorch, plus STM A and B (and
 #                                         # LSAM, NAM-TM, PKM: the models each concerns) with
 #                                         # each unchecked change added alone and each checked
-#                                         # one left out alone: what each pays (~9 min with 13
+#                                         # one left out alone: what each pays (~9 min with 14
 #                                         # unchecked changes: past one call's 10 minutes with
 #                                         # a cold start, so in two calls:)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~4 min)
@@ -149,6 +149,8 @@ each_change_steps() {
       tape_write|head_move|gru_cell) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
       nam_write) runs=("specs/examples/nam_algorithmic.mem add_lsam") ;;
       l2_normalize) runs=("${nam[@]}") ;;
+      # STM's outer products.
+      outer) runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b") ;;
     esac
     for x in "${runs[@]}"; do
       echo "== $x cuda fused=$setting"

@@ -28,6 +28,11 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let lead_a = Shape::from(&a.dims()[..a.rank().saturating_sub(1)]);
     let lead_b = Shape::from(&b.dims()[..b.rank().saturating_sub(1)]);
     let lead = lead_a.broadcast_shape_binary_op(&lead_b, "outer")?;
+    // The CUDA forward runs a thread per output element, counted in 32 bits.
+    let size = lead.elem_count() * a.dim(D::Minus1)? * b.dim(D::Minus1)?;
+    if !a.device().is_cpu() && u32::try_from(size).is_err() {
+        return outer_with_candle_ops(a, b);
+    }
     let each = |t: &Tensor| -> Result<Tensor> {
         let dims: Vec<usize> = lead.dims().iter().copied().chain([t.dim(D::Minus1)?]).collect();
         t.broadcast_as(dims)?.contiguous()
