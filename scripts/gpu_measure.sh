@@ -12,11 +12,11 @@
 #   bash scripts/gpu_measure.sh changes   # as quick without PyTorch, plus STM A and B (and
 #                                         # LSAM, NAM-TM, PKM: the models each concerns) with
 #                                         # each unchecked change added alone and each checked
-#                                         # one left out alone: what each pays (~9 min with 14
-#                                         # unchecked changes: past one call's 10 minutes with
-#                                         # a cold start, so in two calls:)
-#   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~4 min)
-#   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~5 min)
+#                                         # one left out alone: what each pays (~6-7 min with
+#                                         # 14 unchecked changes, at the pace of the H200 call
+#                                         # that ran it with 3 in 140 s; or in two calls:)
+#   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
+#   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt;
 # after the changes parts summary.txt, from scripts/changes_summary.py: each change's check
@@ -185,8 +185,8 @@ case "${1:-}" in
   torch) torch_part ;;
   quick) quick_part ;;
   changes) quick_checks; quick_steps; each_change_steps; quick_sweeps ;;
-  # The same in two calls of under 5 minutes each, for a session with 15 minutes of device
-  # time: first the checks and every model with none, the checked and all changes; then what
+  # The same in two calls of about 3 minutes each, should one call's 10 minutes not hold it
+  # all: first the checks and every model with none, the checked and all changes; then what
   # each change pays (each_change_steps reads the unchecked list from the first call's
   # doctor.txt, so the second runs the checks' first line again) and the sweeps.
   changes-checks) quick_checks; quick_steps ;;
