@@ -322,11 +322,6 @@ pub fn nam_write(
     unsafe { run(("memctl_nam_write", NAM_WRITE_PTX), name, operands, len, config, &[n, r, c], &[]) }
 }
 
-/// The dynamic shared memory `spd_solve` asks of a block: a block may take 48 KiB in all
-/// without opting in to more (every GPU since compute capability 7.0), and the kernel's own
-/// static shared memory comes out of that.
-const SPD_SOLVE_SHARED_BYTES: usize = 47 * 1024;
-
 /// `X = A⁻¹ B` by `spd_solve.cu`: `a` `[batch, n, n]` (SPD, lower triangle read) and `b`
 /// `[batch, n, r]`, f32, contiguous as laid out, into a new `[batch, n, r]` buffer. One block
 /// per system; its factor and right-hand sides (in f64) in shared memory where they fit,
@@ -353,7 +348,7 @@ pub fn spd_solve(
     let a_view = a.as_cuda_slice::<f32>()?.slice(la.start_offset()..la.start_offset() + batch * n * n);
     let b_view = b.as_cuda_slice::<f32>()?.slice(lb.start_offset()..lb.start_offset() + batch * n * r);
     let shared_bytes = per_system * std::mem::size_of::<f64>();
-    let use_shared = shared_bytes <= SPD_SOLVE_SHARED_BYTES;
+    let use_shared = shared_bytes <= super::fused::BLOCK_SHARED_BYTES;
     // A warp for small systems, up to 256 threads where a column or a row has more to share.
     let threads = n.max(n * r).div_ceil(32).clamp(1, 8) as u32 * 32;
     let config = LaunchConfig {

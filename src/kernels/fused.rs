@@ -149,6 +149,11 @@ pub const ALL: [OnCuda; 20] = [
     OUTER,
 ];
 
+/// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all
+/// without opting in to more (every GPU since compute capability 7.0), and the kernel's own
+/// static shared memory comes out of that.
+pub const BLOCK_SHARED_BYTES: usize = 47 * 1024;
+
 /// Which run on CUDA, from `MEMCTL_CUDA_FUSED`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum CudaFused {

@@ -106,11 +106,10 @@ pub fn backward_shared_bytes(orientation: Orientation, rows: usize, cols: usize)
     (per_feature + 2 * warps) * std::mem::size_of::<f32>()
 }
 
-/// Whether the CUDA backward's shared memory fits a block without opting in to more (48 KiB,
-/// less a margin for the kernel's own): up to some 6 000 features a tape row, 1 400 key
-/// columns a matrix, far above NAM's sizes.
+/// Whether the CUDA backward's shared memory fits a block ([`super::fused::BLOCK_SHARED_BYTES`]):
+/// up to some 6 000 features a tape row, 1 400 key columns a matrix, far above NAM's sizes.
 pub fn fits_a_block(orientation: Orientation, rows: usize, cols: usize) -> bool {
-    backward_shared_bytes(orientation, rows, cols) <= 47 * 1024
+    backward_shared_bytes(orientation, rows, cols) <= super::fused::BLOCK_SHARED_BYTES
 }
 
 /// The forward pass on `(memory, address, [value | pw | pe])`.
