@@ -5,6 +5,8 @@ use candle_core::cuda_backend::WrapErr;
 use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
 use candle_core::{CudaStorage, Layout, Result, Storage, Tensor};
 
+use super::launch_shape::{self, LaunchShape};
+
 const LSTM_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/lstm_cell.ptx"));
 const LAYER_NORM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/layer_norm.ptx"));
 const ITEM_GATE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/item_gate.ptx"));
@@ -25,6 +27,15 @@ const OUTER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/outer.ptx"));
 struct Parts([u64; PARTS_PER_LAUNCH]);
 
 const PARTS_PER_LAUNCH: usize = 32;
+
+/// cudarc's launch configuration of a [`LaunchShape`].
+fn launch_config(shape: LaunchShape) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (shape.blocks, 1, 1),
+        block_dim: (shape.threads, 1, 1),
+        shared_mem_bytes: shape.shared_bytes,
+    }
+}
 
 // SAFETY: plain old data, laid out as sum_parts.cu's `struct Parts`.
 unsafe impl candle_core::cuda_backend::cudarc::driver::DeviceRepr for Parts {}
@@ -83,7 +94,7 @@ pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> R
         // SAFETY: sum_parts takes the pointers, the output, the number of pointers, n, cols, s0,
         // s1 and the accumulate flag, in this order; each pointer's view spans every element the
         // layout reaches (checked above), and the grid-stride loop stays below n.
-        unsafe { builder.launch(LaunchConfig::for_num_elems(count as u32)) }.w()?;
+        unsafe { builder.launch(launch_config(LaunchShape::per_element(count as u32))) }.w()?;
     }
     Ok(CudaStorage::wrap_cuda_slice(out, dev))
 }
@@ -102,7 +113,7 @@ pub fn lstm_cell(
     else {
         candle_core::bail!("{kernel}: {batch} × {hidden} elements are more than the kernel indexes")
     };
-    let config = LaunchConfig::for_num_elems(threads.max(1) as u32);
+    let config = launch_config(LaunchShape::per_element(threads.max(1) as u32));
     // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
     // this order, guard the threads past batch · hidden, and write every output element.
     unsafe { run(("memctl_lstm_cell", LSTM_CELL_PTX), kernel, operands, batch * width, config, &[b, h], &[]) }
@@ -121,7 +132,7 @@ pub fn gru_cell(
     else {
         candle_core::bail!("{kernel}: {batch} × {hidden} units are more than the kernel indexes")
     };
-    let config = LaunchConfig::for_num_elems(threads.max(1));
+    let config = launch_config(LaunchShape::per_element(threads.max(1)));
     // SAFETY: gru_cell.cu's kernels take their operands, the output, batch and hidden, in this
     // order, guard the threads past batch · hidden, and write every output element (`len` is
     // batch · hidden forward, 7 · batch · hidden backward).
@@ -141,7 +152,7 @@ pub fn layer_norm(
     let (Ok(r), Ok(cols), Ok(_)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows)) else {
         candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
     };
-    let config = LaunchConfig { grid_dim: (rows.max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let config = launch_config(LaunchShape::blocks_of_256(rows.max(1) as u32));
     // SAFETY: layer_norm.cu's kernels take their operands, the output, rows, n and eps, in this
     // order, run one block (of a multiple of 32 threads) per row, return at once for a block
     // past the last row, and write every output element of their row.
@@ -161,7 +172,7 @@ pub fn item_gate(
     let (Ok(cells), Ok(r), Ok(w)) = (i32::try_from(rows * d), i32::try_from(rows), i32::try_from(d)) else {
         candle_core::bail!("{kernel}: {rows} × {d} cells are more than the kernel indexes")
     };
-    let config = LaunchConfig::for_num_elems(cells.max(1) as u32);
+    let config = launch_config(LaunchShape::per_element(cells.max(1) as u32));
     // SAFETY: item_gate.cu's kernels take their three operands, the output, rows and d, in
     // this order, guard the threads past rows · d, and write every output element (`len` is
     // rows · d forward, 4 · rows · d backward).
@@ -171,10 +182,10 @@ pub fn item_gate(
 /// Runs `kernel` of `softmax.cu` on its f32 operands (`[rows, n]`, contiguous, as laid out),
 /// one warp per row (eight to a block), into a new buffer of `rows · n` elements.
 pub fn softmax(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, n: usize) -> Result<CudaStorage> {
-    let (Ok(r), Ok(cols), Ok(blocks)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows.div_ceil(8))) else {
+    let (Ok(r), Ok(cols), Ok(rows32)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows)) else {
         candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
     };
-    let config = LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let config = launch_config(LaunchShape::warp_per_row(rows32));
     // SAFETY: softmax.cu's kernels take their operands, the output, rows and n, in this order,
     // run one warp per row, return (whole warps) past the last row, and write every output
     // element of their row.
@@ -184,10 +195,10 @@ pub fn softmax(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, 
 /// Runs `kernel` of `l2_normalize.cu` on its f32 operands (`[rows, n]`, contiguous, as laid
 /// out), one warp per row (eight to a block), into a new buffer of `rows · n` elements.
 pub fn l2_normalize(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, n: usize) -> Result<CudaStorage> {
-    let (Ok(r), Ok(cols), Ok(blocks)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows.div_ceil(8))) else {
+    let (Ok(r), Ok(cols), Ok(rows32)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows)) else {
         candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
     };
-    let config = LaunchConfig { grid_dim: (blocks.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let config = launch_config(LaunchShape::warp_per_row(rows32));
     // SAFETY: l2_normalize.cu's kernels take their operands, the output, rows and n, in this
     // order, run one warp per row, return (whole warps) past the last row, and write every
     // output element of their row.
@@ -205,17 +216,12 @@ pub fn outer(
     m: usize,
     len: usize,
 ) -> Result<CudaStorage> {
-    let threads = if kernel == "outer_bwd" { rows } else { rows * n * m };
-    let (Ok(r), Ok(n), Ok(m), Ok(count)) =
-        (i32::try_from(rows), i32::try_from(n), i32::try_from(m), u32::try_from(threads))
+    let (Ok(r), Ok(n), Ok(m), Ok(_)) =
+        (i32::try_from(rows), i32::try_from(n), i32::try_from(m), u32::try_from(rows * n * m))
     else {
         candle_core::bail!("{kernel}: {rows} outer products of {n} × {m} are more than the kernel indexes")
     };
-    let config = if kernel == "outer_bwd" {
-        LaunchConfig { grid_dim: (count.max(1), 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
-    } else {
-        LaunchConfig::for_num_elems(count.max(1))
-    };
+    let config = launch_config(launch_shape::outer(kernel == "outer_bwd", r as u32, n as u32, m as u32));
     // SAFETY: outer.cu's kernels take their operands, the output, rows, n and m, in this order;
     // the forward guards the threads past rows · n · m and writes each output element once; the
     // backward runs a block (whole warps) per row, returns for a block past the last, and
@@ -236,7 +242,7 @@ pub fn scale(
     let (Ok(count), Ok(grid)) = (i32::try_from(n), u32::try_from(blocks.max(1))) else {
         candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
     };
-    let config = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    let config = launch_config(LaunchShape::blocks_of_256(grid));
     // SAFETY: scale.cu's kernels take their operands, the output and n, in this order; the
     // forward's grid-stride loop writes every element below n, and the backward's blocks each
     // write their share of the first n and their own partial sum at n + block (len = n + blocks).
@@ -254,13 +260,12 @@ pub fn head_move(
     moves: usize,
     len: usize,
 ) -> Result<CudaStorage> {
-    let threads = if kernel == "head_move_bwd" { rows } else { rows * cells };
-    let (Ok(threads), Ok(r), Ok(c), Ok(m)) =
-        (i32::try_from(threads), i32::try_from(rows), i32::try_from(cells), i32::try_from(moves))
+    let (Ok(_), Ok(r), Ok(c), Ok(m)) =
+        (i32::try_from(rows * cells), i32::try_from(rows), i32::try_from(cells), i32::try_from(moves))
     else {
         candle_core::bail!("{kernel}: {rows} × {cells} cells are more than the kernel indexes")
     };
-    let config = LaunchConfig::for_num_elems(threads.max(1) as u32);
+    let config = launch_config(launch_shape::head_move(kernel == "head_move_bwd", r as u32, c as u32));
     // SAFETY: head_move.cu's kernels take their operands, the output, rows, cells and moves, in
     // this order, guard the threads past their count, and write every output element (the
     // forward one per cell; the backward each row's gradients in the three parts of `len`).
@@ -280,7 +285,7 @@ pub fn sam_attend(
     let (Ok(total), Ok(n), Ok(nq)) = (i32::try_from(len), i32::try_from(n), i32::try_from(nq)) else {
         candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
     };
-    let config = LaunchConfig::for_num_elems(total.max(1) as u32);
+    let config = launch_config(LaunchShape::per_element(total.max(1) as u32));
     // SAFETY: sam_attend.cu's kernels take their operands, the output, the thread count, n and
     // nq, in this order, guard the threads past the count, and write every output element.
     unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
@@ -299,7 +304,6 @@ pub fn nam_write(
     cols: usize,
     len: usize,
 ) -> Result<CudaStorage> {
-    use super::nam_write_op::{backward_shared_bytes, threads_per_memory};
     let kernel = if backward { "backward" } else { "forward" };
     let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
         (i32::try_from(count), i32::try_from(rows), i32::try_from(cols), u32::try_from(count))
@@ -308,17 +312,13 @@ pub fn nam_write(
             "the fused NAM write's {kernel}: {count} memories of {rows} × {cols} are more than it indexes"
         )
     };
-    let shared = if backward { backward_shared_bytes(orientation, rows, cols) } else { 0 };
-    let config = LaunchConfig {
-        grid_dim: (blocks.max(1), 1, 1),
-        block_dim: (threads_per_memory(orientation, rows, cols) as u32, 1, 1),
-        shared_mem_bytes: shared as u32,
-    };
+    let shape = launch_shape::nam_write(orientation, backward, blocks, rows, cols);
+    let config = launch_config(shape);
     let name = orientation.kernel(backward);
     // SAFETY: nam_write.cu's kernels take their operands, the output, the number of memories,
     // rows and cols, in this order, run one block (a multiple of 32 threads) per memory, return
     // for a block past the last, write every output element of their memory, and use at most
-    // `shared` bytes of shared memory (`backward_shared_bytes`).
+    // `shape.shared_bytes` of shared memory (`backward_shared_bytes`).
     unsafe { run(("memctl_nam_write", NAM_WRITE_PTX), name, operands, len, config, &[n, r, c], &[]) }
 }
 
@@ -347,15 +347,7 @@ pub fn spd_solve(
     }
     let a_view = a.as_cuda_slice::<f32>()?.slice(la.start_offset()..la.start_offset() + batch * n * n);
     let b_view = b.as_cuda_slice::<f32>()?.slice(lb.start_offset()..lb.start_offset() + batch * n * r);
-    let shared_bytes = per_system * std::mem::size_of::<f64>();
-    let use_shared = shared_bytes <= super::fused::BLOCK_SHARED_BYTES;
-    // A warp for small systems, up to 256 threads where a column or a row has more to share.
-    let threads = n.max(n * r).div_ceil(32).clamp(1, 8) as u32 * 32;
-    let config = LaunchConfig {
-        grid_dim: (blocks, 1, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: if use_shared { shared_bytes as u32 } else { 0 },
-    };
+    let (shape, use_shared) = launch_shape::spd_solve(blocks, n, r);
     let func = dev.get_or_load_custom_func("spd_solve_f32", "memctl_spd_solve", SPD_SOLVE_PTX)?;
     let mut builder = func.builder();
     builder.arg(&a_view).arg(&b_view).arg(&out);
@@ -373,8 +365,8 @@ pub fn spd_solve(
     // SAFETY: spd_solve.cu's kernel takes A, B, X, the workspace, n, r and the shared flag, in
     // this order; each block reads its system's n² + n r elements and writes its n r, and
     // touches only its own share of the workspace (batch · (n² + n r) doubles) or its shared
-    // memory (`shared_bytes`, requested above).
-    unsafe { builder.launch(config) }.w()?;
+    // memory (`shape.shared_bytes`, requested above).
+    unsafe { builder.launch(launch_config(shape)) }.w()?;
     Ok(CudaStorage::wrap_cuda_slice(out, dev))
 }
 
@@ -429,7 +421,7 @@ pub unsafe fn optim_in_place(
         builder.arg(f);
     }
     // SAFETY: the argument list is the kernel's (the caller's contract).
-    unsafe { builder.launch(LaunchConfig::for_num_elems(count as u32)) }.w()?;
+    unsafe { builder.launch(launch_config(LaunchShape::per_element(count as u32))) }.w()?;
     Ok(())
 }
 

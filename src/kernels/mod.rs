@@ -17,6 +17,7 @@ pub mod item_gate_op;
 pub mod kanerva;
 pub mod kanerva_manual;
 pub mod l2_normalize_op;
+pub mod launch_shape;
 pub mod layer_norm;
 pub mod layer_norm_op;
 pub mod lstm;

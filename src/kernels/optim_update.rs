@@ -53,9 +53,14 @@ pub fn rmsprop(
     if !fits(&[g, p, sq, b], p.elem_count()) {
         return Ok(false);
     }
-    let ints = [i32::from(rule.momentum > 0.0), i32::from(clamp.is_some())];
-    let floats = [rule.alpha, 1.0 - rule.alpha, rule.eps, rule.lr, rule.momentum, clamp.unwrap_or(0.0)];
+    let (ints, floats) = rmsprop_scalars(rule, clamp);
     launch("rmsprop_update", &[g], &[p, sq, b], p.elem_count(), &ints, &floats)
+}
+
+/// `rmsprop_update`'s ints and floats after `n` (in `optim.cu`'s order).
+pub fn rmsprop_scalars(rule: &RmsPropRule, clamp: Option<f64>) -> ([i32; 2], [f64; 6]) {
+    let ints = [i32::from(rule.momentum > 0.0), i32::from(clamp.is_some())];
+    (ints, [rule.alpha, 1.0 - rule.alpha, rule.eps, rule.lr, rule.momentum, clamp.unwrap_or(0.0)])
 }
 
 /// Adam's update of `p` from `g` (clamped to ±`clamp` first, where given), rewriting `p` and
@@ -73,7 +78,12 @@ pub fn adam(
     if !fits(&[g, p, m, v], p.elem_count()) || !fits(&[corrections], 2) {
         return Ok(false);
     }
-    let ints = [i32::from(clamp.is_some())];
+    let (ints, floats) = adam_scalars(rule, clamp);
+    launch("adam_update", &[g, corrections], &[p, m, v], p.elem_count(), &ints, &floats)
+}
+
+/// `adam_update`'s ints and floats after `n` (in `optim.cu`'s order).
+pub fn adam_scalars(rule: &AdamRule, clamp: Option<f64>) -> ([i32; 1], [f64; 8]) {
     let floats = [
         rule.beta1,
         1.0 - rule.beta1,
@@ -84,7 +94,7 @@ pub fn adam(
         1.0 - rule.lr * rule.weight_decay,
         clamp.unwrap_or(0.0),
     ];
-    launch("adam_update", &[g, corrections], &[p, m, v], p.elem_count(), &ints, &floats)
+    ([i32::from(clamp.is_some())], floats)
 }
 
 /// SGD's update of `p` with an existing momentum buffer `b`: `b ← μ b + g`, `p ← p − lr b`
@@ -93,8 +103,13 @@ pub fn sgd_momentum(g: &Tensor, p: &Tensor, b: &Tensor, lr: f64, momentum: f64, 
     if !fits(&[g, p, b], p.elem_count()) {
         return Ok(false);
     }
-    let floats = [lr, momentum, clamp.unwrap_or(0.0)];
-    launch("sgd_momentum_update", &[g], &[p, b], p.elem_count(), &[i32::from(clamp.is_some())], &floats)
+    let (ints, floats) = sgd_momentum_scalars(lr, momentum, clamp);
+    launch("sgd_momentum_update", &[g], &[p, b], p.elem_count(), &ints, &floats)
+}
+
+/// `sgd_momentum_update`'s ints and floats after `n` (in `optim.cu`'s order).
+pub fn sgd_momentum_scalars(lr: f64, momentum: f64, clamp: Option<f64>) -> ([i32; 1], [f64; 3]) {
+    ([i32::from(clamp.is_some())], [lr, momentum, clamp.unwrap_or(0.0)])
 }
 
 /// Whether each of `tensors` is f32 on CUDA, contiguous, with `n` elements.

@@ -19,15 +19,9 @@ use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
-/// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share, 8 per
-/// thread of its 256). At 8 192 (32 per thread), config B's `α1 · M^r` (2.36 M elements) ran on
-/// 288 blocks, too few to keep an H200's memory busy: 27.9 µs, about 1 TB/s
-/// (docs/performance.md). Now it takes the most blocks, 1 024.
-const PER_PARTIAL: usize = 2048;
-
-/// How many partial sums the backward writes for `n` elements: at least one, at most 1024.
+/// How many partial sums the backward writes for `n` elements (its blocks).
 fn partials(n: usize) -> usize {
-    n.div_ceil(PER_PARTIAL).clamp(1, 1024)
+    super::launch_shape::scale(true, n).blocks as usize
 }
 
 /// `a ⊙ b` broadcast, as `mul` computes it: this op where one operand is a single number and
@@ -108,7 +102,8 @@ impl CustomOp2 for Scale {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
         let n = operands(l1, l2, None)?;
-        let out = super::cuda_kernels::scale("scale_fwd", &[(s1, l1), (s2, l2)], n, n, n.div_ceil(256).min(65_535))?;
+        let blocks = super::launch_shape::scale(false, n).blocks as usize;
+        let out = super::cuda_kernels::scale("scale_fwd", &[(s1, l1), (s2, l2)], n, n, blocks)?;
         super::fused::record_launch("scale_fwd");
         Ok((out, l1.shape().clone()))
     }
@@ -186,8 +181,8 @@ mod tests {
     #[test]
     fn there_is_a_partial_sum_per_share_of_per_partial_elements_at_most_1024() {
         assert_eq!(partials(1), 1);
-        assert_eq!(partials(PER_PARTIAL), 1);
-        assert_eq!(partials(PER_PARTIAL + 1), 2);
+        assert_eq!(partials(crate::kernels::launch_shape::SCALE_PER_PARTIAL), 1);
+        assert_eq!(partials(crate::kernels::launch_shape::SCALE_PER_PARTIAL + 1), 2);
         assert_eq!(partials(usize::MAX / 2), 1024);
     }
 }
