@@ -14,6 +14,7 @@
 //! - `querying`: `runs` filters, grouping and formats, `show`, `diff`, `plot`, `tag`, `rm`, `ablate`.
 //! - `dashboard`: `memctl ui` over HTTP and in headless Chromium (`synthetic` stores).
 //! - `gradients`: memctl's reverse mode against candle's autograd on whole training steps.
+//! - `cuda_emulation`: the CUDA kernels run on the CPU (tests/cuda_emulation/) against the CPU ops.
 //! - `candle_backward`: the patched candle backward (vendor/README.md) sums gradients right.
 
 mod candle_backward;
@@ -22,6 +23,7 @@ mod check_props;
 mod check_robustness;
 mod cli;
 mod cli_check;
+mod cuda_emulation;
 mod dashboard;
 mod gradients;
 mod grammar_doc;

@@ -1,0 +1,41 @@
+// Kernels with the faults the emulation exists to catch, one each (and one without), so that
+// tests/integration/cuda_emulation.rs can show that it does.
+
+// Correct: each warp sums its lanes' values; lane 0 writes the sum.
+extern "C" __global__ void fault_free(const float* x, float* out) {
+    float v = x[threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) out[threadIdx.x >> 5] = v;
+}
+
+// A missing barrier: thread 0 writes what the others read.
+extern "C" __global__ void fault_race(const float* x, float* out) {
+    __shared__ float first;
+    if (threadIdx.x == 0) first = x[0];
+    // __syncthreads() belongs here.
+    out[threadIdx.x] = first;
+}
+
+// A write one past the end of its output (blockDim.x elements).
+extern "C" __global__ void fault_overrun(const float* x, float* out) {
+    out[threadIdx.x + 1] = x[threadIdx.x];
+}
+
+// Half of each warp returns before the other half's full-mask shuffle.
+extern "C" __global__ void fault_shuffle_after_return(const float* x, float* out) {
+    if ((threadIdx.x & 31) >= 16) return;
+    float v = x[threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    out[threadIdx.x] = v;
+}
+
+// The block's warps wait at different barriers (CUDA: "likely to hang or produce unintended
+// side effects").
+extern "C" __global__ void fault_divergent_barriers(const float* x, float* out) {
+    if (threadIdx.x < 32) {
+        __syncthreads();
+    } else {
+        __syncthreads();
+    }
+    out[threadIdx.x] = x[threadIdx.x];
+}

@@ -1,0 +1,840 @@
+//! memctl's CUDA kernels (`src/kernels/cuda/*.cu`), run on the CPU by `tests/cuda_emulation/`
+//! (CUDA's threads, barriers and warp shuffles on host threads), against memctl's CPU ops.
+//!
+//! CI has no GPU: without this, a kernel is only compiled there, and checked against the CPU
+//! by `memctl doctor --check` on a GPU machine. Here each kernel runs with the launch shape its
+//! launcher uses (`kernels::launch_shape`), twice: under AddressSanitizer and UndefinedBehavior-
+//! Sanitizer (a read or write past a buffer), and under ThreadSanitizer (a missing barrier is a
+//! race between the block's threads). Output buffers start as NaN, so an element the kernel
+//! never writes shows. The emulation runs a block's threads concurrently but not the GPU's
+//! memory model or its float rounding of fused multiply-adds, so results agree to a tolerance.
+//!
+//! Needs g++ with C++20 (Debian's `g++`); without it the tests fail and say so.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use candle_core::{Device, Tensor, Var};
+use memctl::kernels::launch_shape::{self, LaunchShape};
+use memctl::kernels::nam_write_op::{self, Orientation};
+
+/// The sanitizers each kernel runs under, one runner binary each.
+const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
+
+/// The runner binaries (one per sanitizer), built once for each version of the kernels and the
+/// emulation (a folder per version, so that test processes running at once, as under
+/// cargo-nextest, and later runs share them).
+fn runners() -> &'static [PathBuf] {
+    static RUNNERS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    RUNNERS.get_or_init(build_runners)
+}
+
+fn build_runners() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("src/kernels/cuda"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
+        .collect();
+    files.sort();
+    // The emulation's own faulty kernels, which show that it catches what it claims.
+    files.push(root.join("tests/cuda_emulation/faults.cu"));
+    // Every kernel file in a namespace of its own (their helpers share names).
+    let (mut source, mut list) = (String::new(), String::new());
+    for file in &files {
+        let namespace = format!("file_{}", file.file_stem().unwrap().to_str().unwrap());
+        source.push_str(&format!("namespace {namespace} {{\n#line 1 \"{}\"\n", file.display()));
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            source.push_str(&emulated_line(line));
+            source.push('\n');
+            if let Some(rest) = line.split("extern \"C\" __global__ void ").nth(1) {
+                list.push_str(&format!("KERNEL({namespace}, {})\n", rest.split('(').next().unwrap().trim()));
+            }
+        }
+        source.push_str("}\n");
+    }
+    let emulation = root.join("tests/cuda_emulation");
+    let version = {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let mut h = DefaultHasher::new();
+        for text in [&source, &list] {
+            text.hash(&mut h);
+        }
+        for file in ["emu.h", "runner.cpp"] {
+            std::fs::read(emulation.join(file)).unwrap().hash(&mut h);
+        }
+        SANITIZERS.hash(&mut h);
+        h.finish()
+    };
+    let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cuda_emulation/runners-{version:016x}"));
+    let binaries: Vec<PathBuf> =
+        SANITIZERS.iter().map(|s| home.join(format!("runner-{}", s.replace(',', "-")))).collect();
+    if binaries.iter().all(|b| b.exists()) {
+        return binaries;
+    }
+    // Built in a folder of this process's, then moved in whole (a rename: atomic).
+    let dir = home.with_extension(format!("build-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(dir.join("kernel_source.cu"), source).unwrap();
+    std::fs::write(dir.join("kernels.inc"), list).unwrap();
+    let builds: Vec<_> = SANITIZERS
+        .iter()
+        .zip(&binaries)
+        .map(|(sanitizer, target)| {
+            let binary = dir.join(target.file_name().unwrap());
+            let child = Command::new("g++")
+                .args(["-std=c++20", "-O1", "-g", "-pthread", "-fno-sanitize-recover=all", "-Werror=return-type"])
+                .arg(format!("-fsanitize={sanitizer}"))
+                .arg("-I")
+                .arg(&emulation)
+                .arg("-I")
+                .arg(&dir)
+                .args(["-include", "emu.h"])
+                .arg(emulation.join("runner.cpp"))
+                .arg("-o")
+                .arg(&binary)
+                .output();
+            (binary, target, std::thread::spawn(move || child))
+        })
+        .collect();
+    for (binary, target, build) in builds {
+        let out = build.join().unwrap().unwrap_or_else(|e| {
+            panic!("cannot run g++ ({e}): the CUDA kernels' emulation needs a C++20 compiler (Debian: g++)")
+        });
+        assert!(out.status.success(), "building {}:\n{}", binary.display(), String::from_utf8_lossy(&out.stderr));
+        std::fs::rename(&binary, target).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    binaries
+}
+
+/// A kernel file's line for the emulation: dynamic shared memory (`extern __shared__ T name[];`)
+/// becomes the emulated block's.
+fn emulated_line(line: &str) -> String {
+    let code = line.trim_start();
+    let Some(declaration) = code.strip_prefix("extern __shared__ ") else { return line.to_string() };
+    let indent = &line[..line.len() - code.len()];
+    let words: Vec<&str> = declaration.trim_end_matches(';').trim_end_matches("[]").split_whitespace().collect();
+    let [ty, name] = words[..] else { panic!("a dynamic shared declaration the emulation cannot read: {line}") };
+    format!("{indent}{ty}* {name} = emu::dynamic_shared<{ty}>();")
+}
+
+/// One argument of a launch, as `runner.cpp` reads it.
+#[derive(Clone)]
+enum Arg {
+    /// A buffer of floats the kernel reads (and may write).
+    In(Vec<f32>),
+    /// A new buffer of this many floats, NaN-filled: the kernel's output.
+    Out(usize),
+    /// A new scratch buffer of this many doubles.
+    Scratch64(usize),
+    Null,
+    I32(i32),
+    F32(f32),
+    /// `sum_parts.cu`'s struct of pointers.
+    Parts(Vec<Vec<f32>>),
+}
+
+/// Runs `kernel` with `shape` and `args` under every sanitizer: the float buffers afterwards
+/// (those of `In` and `Out`, in order), the same under each.
+fn launch(kernel: &str, shape: LaunchShape, args: &[Arg]) -> Vec<Vec<f32>> {
+    let results: Vec<Vec<Vec<f32>>> =
+        try_launch(kernel, shape, args).into_iter().map(|r| r.unwrap_or_else(|e| panic!("{kernel}: {e}"))).collect();
+    let bits =
+        |r: &Vec<Vec<f32>>| -> Vec<Vec<u32>> { r.iter().map(|b| b.iter().map(|v| v.to_bits()).collect()).collect() };
+    for other in &results[1..] {
+        assert!(bits(other) == bits(&results[0]), "{kernel}: the sanitizers' runs differ");
+    }
+    results.into_iter().next().unwrap()
+}
+
+/// Runs `kernel` under each sanitizer: its buffers, or what the runner reported.
+fn try_launch(kernel: &str, shape: LaunchShape, args: &[Arg]) -> Vec<Result<Vec<Vec<f32>>, String>> {
+    static CASES: AtomicUsize = AtomicUsize::new(0);
+    runners()
+        .iter()
+        .map(|runner| {
+            let case = CASES.fetch_add(1, Ordering::Relaxed);
+            let dir =
+                Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cuda_emulation/{}-{case}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut spec = format!(
+                "kernel {kernel}\ngrid {} 1 1\nblock {} 1 1\nshared {}\n",
+                shape.blocks, shape.threads, shape.shared_bytes
+            );
+            // The buffers returned (those of `In` and `Out`, in order), by file name.
+            let mut written = Vec::new();
+            let mut files = 0;
+            let mut file = |values: &[f32]| {
+                let name = format!("in{files}");
+                files += 1;
+                let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                std::fs::write(dir.join(&name), bytes).unwrap();
+                name
+            };
+            for arg in args {
+                let line = match arg {
+                    Arg::In(values) => {
+                        let name = file(values);
+                        written.push(name.clone());
+                        format!("f32 {name}")
+                    }
+                    Arg::Out(count) => {
+                        let name = format!("out{}", written.len());
+                        written.push(name.clone());
+                        format!("f32new {count} {name}")
+                    }
+                    Arg::Scratch64(count) => format!("f64new {count}"),
+                    Arg::Null => "null".into(),
+                    Arg::I32(v) => format!("i32 {v}"),
+                    Arg::F32(v) => format!("f32v {v:e}"),
+                    Arg::Parts(parts) => {
+                        let names: Vec<String> = parts.iter().map(|p| file(p)).collect();
+                        format!("parts {}", names.join(" "))
+                    }
+                };
+                spec.push_str(&line);
+                spec.push('\n');
+            }
+            let launch_file = dir.join("launch.txt");
+            std::fs::write(&launch_file, spec).unwrap();
+            let out = Command::new(runner).arg(&launch_file).output().unwrap();
+            let result = if out.status.success() {
+                Ok(written
+                    .iter()
+                    .map(|name| {
+                        std::fs::read(dir.join(format!("{name}.out")))
+                            .unwrap()
+                            .chunks_exact(4)
+                            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                            .collect()
+                    })
+                    .collect())
+            } else {
+                Err(format!("under {}:\n{}", runner.display(), String::from_utf8_lossy(&out.stderr)))
+            };
+            std::fs::remove_dir_all(&dir).unwrap();
+            result
+        })
+        .collect()
+}
+
+/// Deterministic values in about [-1, 1].
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Sizes as the kernels' int arguments.
+fn ints(sizes: &[usize]) -> Vec<Arg> {
+    sizes.iter().map(|&s| Arg::I32(i32::try_from(s).unwrap())).collect()
+}
+
+fn tensor(data: &[f32], dims: &[usize]) -> Tensor {
+    Tensor::from_slice(data, dims, &Device::Cpu).unwrap()
+}
+
+fn flat(t: &Tensor) -> Vec<f32> {
+    t.flatten_all().unwrap().to_vec1().unwrap()
+}
+
+/// `got` agrees with `want` to `tol` relative to `want`'s largest magnitude; every element written.
+fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    let scale = want.iter().fold(1e-6f32, |m, v| m.max(v.abs()));
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(!g.is_nan() || w.is_nan(), "{what}: element {i} not written (NaN), expected {w}");
+        assert!((g - w).abs() <= tol * scale, "{what}: element {i} is {g}, the CPU's {w}");
+    }
+}
+
+/// The gradients of `Σ f(inputs) ⊙ g` for each input, by memctl's CPU op and candle's autograd.
+fn cpu_grads(inputs: &[Tensor], g: &Tensor, f: impl Fn(&[Tensor]) -> Tensor) -> (Tensor, Vec<Vec<f32>>) {
+    let vars: Vec<Var> = inputs.iter().map(|t| Var::from_tensor(t).unwrap()).collect();
+    let ts: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+    let y = f(&ts);
+    let grads = (&y * g).unwrap().sum_all().unwrap().backward().unwrap();
+    let out = ts.iter().map(|t| flat(grads.get(t).unwrap())).collect();
+    (y.detach(), out)
+}
+
+#[test]
+fn outer_product_kernels_agree_with_the_cpu() {
+    let (rows, n, m) = (3usize, 5usize, 37usize);
+    let (a, b, g) = (values(rows * n, 1), values(rows * m, 2), values(rows * n * m, 3));
+    let inputs = [tensor(&a, &[rows, n]), tensor(&b, &[rows, m])];
+    let g_t = tensor(&g, &[rows, n, m]);
+    let (y, grads) = cpu_grads(&inputs, &g_t, |t| memctl::kernels::outer_op::outer(&t[0], &t[1]).unwrap());
+    let sizes = ints(&[rows, n, m]);
+    let fwd = launch(
+        "outer_fwd",
+        launch_shape::outer(false, rows as u32, n as u32, m as u32),
+        &[vec![Arg::In(a.clone()), Arg::In(b.clone()), Arg::Out(rows * n * m)], sizes.clone()].concat(),
+    );
+    assert_close("outer_fwd", &fwd[2], &flat(&y), 1e-6);
+    let bwd = launch(
+        "outer_bwd",
+        launch_shape::outer(true, rows as u32, n as u32, m as u32),
+        &[vec![Arg::In(a), Arg::In(b), Arg::In(g), Arg::Out(rows * (n + m))], sizes].concat(),
+    );
+    assert_close("outer_bwd", &bwd[3], &[grads[0].clone(), grads[1].clone()].concat(), 1e-5);
+}
+
+/// `count` symmetric positive definite `n × n` matrices `Rᵀ R + n I`.
+fn spd_matrices(count: usize, n: usize, seed: u64) -> Vec<f32> {
+    let r = values(count * n * n, seed);
+    let mut a = vec![0f32; count * n * n];
+    for c in 0..count {
+        let (rc, ac) = (&r[c * n * n..][..n * n], &mut a[c * n * n..][..n * n]);
+        for i in 0..n {
+            for j in 0..n {
+                ac[i * n + j] =
+                    (0..n).map(|p| rc[p * n + i] * rc[p * n + j]).sum::<f32>() + if i == j { n as f32 } else { 0.0 };
+            }
+        }
+    }
+    a
+}
+
+#[test]
+fn spd_solve_kernel_agrees_with_the_cpu_in_shared_and_global_memory() {
+    // PKM's systems of 8 in shared memory; 80 columns (52 KiB of f64) take the global workspace.
+    for (batch, n, r) in [(4usize, 8usize, 3usize), (2, 80, 2), (3, 1, 1)] {
+        let (a, b) = (spd_matrices(batch, n, 10 + n as u64), values(batch * n * r, 20 + n as u64));
+        let want =
+            memctl::kernels::spd_solve::spd_solve(&tensor(&a, &[batch, n, n]), &tensor(&b, &[batch, n, r])).unwrap();
+        let (shape, use_shared) = launch_shape::spd_solve(batch as u32, n, r);
+        assert_eq!(use_shared, n != 80, "{n} columns in shared memory");
+        let work = if use_shared { Arg::Null } else { Arg::Scratch64(batch * (n * n + n * r)) };
+        let got = launch(
+            "spd_solve_f32",
+            shape,
+            &[
+                vec![Arg::In(a), Arg::In(b), Arg::Out(batch * n * r), work],
+                ints(&[n, r]),
+                vec![Arg::I32(i32::from(use_shared))],
+            ]
+            .concat(),
+        );
+        assert_close(&format!("spd_solve {batch} × {n} × {r}"), &got[2], &flat(&want), 1e-5);
+    }
+}
+
+#[test]
+fn spd_solve_kernel_gives_nan_for_a_matrix_that_is_not_positive_definite() {
+    let (batch, n, r) = (2usize, 8usize, 2usize);
+    let mut a = spd_matrices(batch, n, 30);
+    let b = values(batch * n * r, 31);
+    a[n * n..].iter_mut().for_each(|v| *v = -*v); // the second system: negative definite
+    let want =
+        memctl::kernels::spd_solve::spd_solve(&tensor(&a[..n * n], &[1, n, n]), &tensor(&b[..n * r], &[1, n, r]))
+            .unwrap();
+    let (shape, _) = launch_shape::spd_solve(batch as u32, n, r);
+    let got = launch(
+        "spd_solve_f32",
+        shape,
+        &[vec![Arg::In(a), Arg::In(b), Arg::Out(batch * n * r), Arg::Null], ints(&[n, r]), vec![Arg::I32(1)]].concat(),
+    );
+    assert_close("the positive definite system", &got[2][..n * r], &flat(&want), 1e-5);
+    assert!(got[2][n * r..].iter().all(|v| v.is_nan()), "the other system: {:?}", &got[2][n * r..]);
+}
+
+/// NAM's write in `orientation` against `nam_write_op::write` on the CPU, forward and backward:
+/// `count` memories of `rows × cols`.
+fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: usize) {
+    let (address_len, value_len) = match orientation {
+        Orientation::Tape => (rows, cols),
+        Orientation::Matrix => (cols, rows),
+    };
+    let memory = values(count * rows * cols, 40);
+    let address: Vec<f32> = values(count * address_len, 41).iter().map(|v| v.abs()).collect();
+    let (value, pw, pe) = (values(count * value_len, 42), values(count, 43), values(count, 44));
+    let g = values(count * rows * cols, 45);
+    let inputs = [
+        tensor(&memory, &[count, rows, cols]),
+        tensor(&address, &[count, address_len]),
+        tensor(&value, &[count, value_len]),
+        tensor(&pw, &[count]),
+        tensor(&pe, &[count]),
+    ];
+    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[count, rows, cols]), |t| {
+        nam_write_op::write(orientation, &t[0], &t[1], &t[2], &t[3], &t[4]).unwrap()
+    });
+    let packed: Vec<f32> =
+        (0..count).flat_map(|i| value[i * value_len..][..value_len].iter().copied().chain([pw[i], pe[i]])).collect();
+    let sizes = ints(&[count, rows, cols]);
+    let what = format!("{orientation:?} write of {count} × {rows} × {cols}");
+    let fwd = launch(
+        orientation.kernel(false),
+        launch_shape::nam_write(orientation, false, count as u32, rows, cols),
+        &[
+            vec![Arg::In(memory.clone()), Arg::In(address.clone()), Arg::In(packed.clone()), Arg::Out(y.elem_count())],
+            sizes.clone(),
+        ]
+        .concat(),
+    );
+    assert_close(&format!("{what}, forward"), &fwd[3], &flat(&y), 1e-5);
+    let len = count * (rows * cols + address_len + value_len + 2);
+    let bwd = launch(
+        orientation.kernel(true),
+        launch_shape::nam_write(orientation, true, count as u32, rows, cols),
+        &[vec![Arg::In(memory), Arg::In(address), Arg::In(packed), Arg::In(g), Arg::Out(len)], sizes].concat(),
+    );
+    let packed_grad: Vec<f32> = (0..count)
+        .flat_map(|i| grads[2][i * value_len..][..value_len].iter().copied().chain([grads[3][i], grads[4][i]]))
+        .collect();
+    let want = [grads[0].clone(), grads[1].clone(), packed_grad].concat();
+    assert_close(&format!("{what}, backward"), &bwd[4], &want, 1e-5);
+}
+
+#[test]
+fn nam_write_kernels_agree_with_the_cpu_on_tapes() {
+    // NAM-TM's tape (16 cells of 24 features), and features past one block's 256 threads.
+    check_nam_write(Orientation::Tape, 3, 16, 24);
+    check_nam_write(Orientation::Tape, 2, 5, 300);
+}
+
+#[test]
+fn nam_write_kernels_agree_with_the_cpu_on_matrices() {
+    // LSAM's memories, more rows than a block's eight warps, and keys past a warp's 32 lanes.
+    check_nam_write(Orientation::Matrix, 3, 16, 16);
+    check_nam_write(Orientation::Matrix, 2, 11, 70);
+}
+
+#[test]
+fn l2_normalize_kernels_agree_with_the_cpu() {
+    // Rows past a block's eight warps, and a row of zeros (the clamped norm).
+    let (rows, n) = (11usize, 45usize);
+    let mut x = values(rows * n, 50);
+    x[2 * n..3 * n].iter_mut().for_each(|v| *v = 0.0);
+    let g = values(rows * n, 51);
+    let inputs = [tensor(&x, &[rows, n])];
+    let (y, grads) =
+        cpu_grads(&inputs, &tensor(&g, &[rows, n]), |t| memctl::kernels::l2_normalize_op::l2_normalize(&t[0]).unwrap());
+    let shape = LaunchShape::warp_per_row(rows as u32);
+    let fwd =
+        launch("l2_normalize_fwd", shape, &[vec![Arg::In(x.clone()), Arg::Out(rows * n)], ints(&[rows, n])].concat());
+    assert_close("l2_normalize_fwd", &fwd[1], &flat(&y), 1e-5);
+    let bwd = launch(
+        "l2_normalize_bwd",
+        shape,
+        &[vec![Arg::In(x), Arg::In(g), Arg::Out(rows * n)], ints(&[rows, n])].concat(),
+    );
+    assert_close("l2_normalize_bwd", &bwd[2], &grads[0], 1e-5);
+}
+
+#[test]
+fn gru_cell_kernels_agree_with_the_cpu() {
+    let (batch, hidden) = (3usize, 7usize);
+    let (gi, gh, h, g) = (
+        values(batch * 3 * hidden, 60),
+        values(batch * 3 * hidden, 61),
+        values(batch * hidden, 62),
+        values(batch * hidden, 63),
+    );
+    let inputs = [tensor(&gi, &[batch, 3 * hidden]), tensor(&gh, &[batch, 3 * hidden]), tensor(&h, &[batch, hidden])];
+    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, hidden]), |t| {
+        memctl::kernels::gru_cell_op::gru_cell(&t[0], &t[1], &t[2]).unwrap()
+    });
+    let shape = LaunchShape::per_element((batch * hidden) as u32);
+    let fwd = launch(
+        "gru_cell_fwd",
+        shape,
+        &[
+            vec![Arg::In(gi.clone()), Arg::In(gh.clone()), Arg::In(h.clone()), Arg::Out(batch * hidden)],
+            ints(&[batch, hidden]),
+        ]
+        .concat(),
+    );
+    assert_close("gru_cell_fwd", &fwd[3], &flat(&y), 1e-5);
+    let bwd = launch(
+        "gru_cell_bwd",
+        shape,
+        &[vec![Arg::In(gi), Arg::In(gh), Arg::In(h), Arg::In(g), Arg::Out(7 * batch * hidden)], ints(&[batch, hidden])]
+            .concat(),
+    );
+    assert_close("gru_cell_bwd", &bwd[4], &grads.concat(), 1e-5);
+}
+
+#[test]
+fn sam_attend_kernels_agree_with_the_cpu() {
+    let (batch, n, nq) = (2usize, 6usize, 3usize);
+    let (y, g) = (values(batch * n * 3 * nq, 70), values(batch * nq * n * n, 71));
+    let inputs = [tensor(&y, &[batch, n, 3 * nq])];
+    let (r, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, nq, n, n]), |t| {
+        memctl::kernels::sam_attend_op::attend(&t[0], nq).unwrap()
+    });
+    let (out, back) = (batch * nq * n * n, batch * n * 3 * nq);
+    let fwd = launch(
+        "sam_attend_fwd",
+        LaunchShape::per_element(out as u32),
+        &[vec![Arg::In(y.clone()), Arg::Out(out)], ints(&[out, n, nq])].concat(),
+    );
+    assert_close("sam_attend_fwd", &fwd[1], &flat(&r), 1e-5);
+    let bwd = launch(
+        "sam_attend_bwd",
+        LaunchShape::per_element(back as u32),
+        &[vec![Arg::In(y), Arg::In(g), Arg::Out(back)], ints(&[back, n, nq])].concat(),
+    );
+    assert_close("sam_attend_bwd", &bwd[2], &grads[0], 1e-5);
+}
+
+#[test]
+fn sum_parts_kernel_sums_contiguous_and_transposed_parts() {
+    let (rows, cols, parts) = (5usize, 7usize, 3usize);
+    let data: Vec<Vec<f32>> = (0..parts).map(|k| values(rows * cols, 80 + k as u64)).collect();
+    let n = rows * cols;
+    // Contiguous: element i at i. Transposed: each part holds a [cols, rows] matrix read as its
+    // transpose, element (i / cols, i % cols) at (i % cols) · rows + i / cols.
+    for (layout, s0, s1) in [("contiguous", n, 1), ("transposed", 1, rows)] {
+        let inner = if layout == "contiguous" { n } else { cols };
+        let want: Vec<f32> = (0..n)
+            .map(|i| {
+                let at = i / inner * s0 + i % inner * s1;
+                data.iter().map(|p| p[at]).sum()
+            })
+            .collect();
+        let got = launch(
+            "sum_parts",
+            LaunchShape::per_element(n as u32),
+            &[
+                vec![Arg::Parts(data.clone()), Arg::Out(n), Arg::I32(parts as i32)],
+                ints(&[n, inner, s0, s1]),
+                vec![Arg::I32(0)],
+            ]
+            .concat(),
+        );
+        assert_close(&format!("sum_parts, {layout}"), &got[0], &want, 1e-6);
+    }
+}
+
+#[test]
+fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
+    let (rows, len) = (5usize, 9usize);
+    for jump in [false, true] {
+        let n_moves = if jump { 4 } else { 3 };
+        let p = values(rows * len, 90);
+        let m: Vec<f32> = values(rows * n_moves, 91).iter().map(|v| v.abs()).collect();
+        let (j, g) = (values(rows * len, 92), values(rows * len, 93));
+        let mut inputs = vec![tensor(&p, &[rows, len]), tensor(&m, &[rows, n_moves])];
+        if jump {
+            inputs.push(tensor(&j, &[rows, len]));
+        }
+        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[rows, len]), |t| {
+            memctl::kernels::head_move_op::head_move(&t[0], &t[1], t.get(2)).unwrap()
+        });
+        // Without JUMP the launcher passes the position as the (unread) jump operand.
+        let j_arg = Arg::In(if jump { j } else { p.clone() });
+        let sizes = ints(&[rows, len, n_moves]);
+        let fwd = launch(
+            "head_move_fwd",
+            launch_shape::head_move(false, rows as u32, len as u32),
+            &[vec![Arg::In(p.clone()), Arg::In(m.clone()), j_arg.clone(), Arg::Out(rows * len)], sizes.clone()]
+                .concat(),
+        );
+        assert_close(&format!("head_move_fwd, jump {jump}"), &fwd[3], &flat(&y), 1e-5);
+        let want = grads.concat();
+        let bwd = launch(
+            "head_move_bwd",
+            launch_shape::head_move(true, rows as u32, len as u32),
+            &[vec![Arg::In(p), Arg::In(m), Arg::In(g), j_arg, Arg::Out(want.len())], sizes].concat(),
+        );
+        assert_close(&format!("head_move_bwd, jump {jump}"), &bwd[4], &want, 1e-5);
+    }
+}
+
+#[test]
+fn softmax_kernels_agree_with_the_cpu() {
+    let (rows, n) = (10usize, 40usize);
+    let (x, g) = (values(rows * n, 100), values(rows * n, 101));
+    let (y, grads) = cpu_grads(&[tensor(&x, &[rows, n])], &tensor(&g, &[rows, n]), |t| {
+        memctl::kernels::softmax_op::softmax_last(&t[0]).unwrap()
+    });
+    let shape = LaunchShape::warp_per_row(rows as u32);
+    let fwd = launch("softmax_fwd", shape, &[vec![Arg::In(x), Arg::Out(rows * n)], ints(&[rows, n])].concat());
+    assert_close("softmax_fwd", &fwd[1], &flat(&y), 1e-5);
+    // The backward reads the forward's output.
+    let bwd = launch(
+        "softmax_bwd",
+        shape,
+        &[vec![Arg::In(flat(&y)), Arg::In(g), Arg::Out(rows * n)], ints(&[rows, n])].concat(),
+    );
+    assert_close("softmax_bwd", &bwd[2], &grads[0], 1e-5);
+}
+
+#[test]
+fn scale_kernels_agree_with_the_cpu() {
+    // More elements than one partial sum's share: several blocks' partial sums of d α.
+    let n = 5000usize;
+    let (x, alpha, g) = (values(n, 110), vec![0.7f32], values(n, 111));
+    let (y, grads) = cpu_grads(&[tensor(&x, &[n]), tensor(&alpha, &[1])], &tensor(&g, &[n]), |t| {
+        memctl::kernels::scale_op::mul(&t[0], &t[1]).unwrap()
+    });
+    let fwd = launch(
+        "scale_fwd",
+        launch_shape::scale(false, n),
+        &[vec![Arg::In(x.clone()), Arg::In(alpha.clone()), Arg::Out(n)], ints(&[n])].concat(),
+    );
+    assert_close("scale_fwd", &fwd[2], &flat(&y), 1e-6);
+    let shape = launch_shape::scale(true, n);
+    assert!(shape.blocks > 1, "{n} elements take several partial sums");
+    let bwd = launch(
+        "scale_bwd",
+        shape,
+        &[vec![Arg::In(x), Arg::In(alpha), Arg::In(g), Arg::Out(n + shape.blocks as usize)], ints(&[n])].concat(),
+    );
+    assert_close("scale_bwd, d x", &bwd[3][..n], &grads[0], 1e-6);
+    let d_alpha: f32 = bwd[3][n..].iter().sum();
+    assert_close("scale_bwd, d α", &[d_alpha], &grads[1], 1e-5);
+}
+
+#[test]
+fn layer_norm_kernels_agree_with_the_cpu() {
+    // A row longer than a block's 256 threads.
+    let (rows, n) = (3usize, 300usize);
+    let (x, w, b, g) = (values(rows * n, 120), values(n, 121), values(n, 122), values(rows * n, 123));
+    let inputs = [tensor(&x, &[rows, n]), tensor(&w, &[n]), tensor(&b, &[n])];
+    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[rows, n]), |t| {
+        memctl::kernels::layer_norm_op::layer_norm(&t[0], &t[1], &t[2]).unwrap()
+    });
+    let eps = Arg::F32(memctl::kernels::layer_norm::EPS as f32);
+    let shape = LaunchShape::blocks_of_256(rows as u32);
+    let fwd = launch(
+        "layer_norm_fwd",
+        shape,
+        &[
+            vec![Arg::In(x.clone()), Arg::In(w.clone()), Arg::In(b), Arg::Out(rows * n)],
+            ints(&[rows, n]),
+            vec![eps.clone()],
+        ]
+        .concat(),
+    );
+    assert_close("layer_norm_fwd", &fwd[3], &flat(&y), 1e-5);
+    // Per row [d x | g ⊙ x̂]; the second half summed over the rows is d w.
+    let bwd = launch(
+        "layer_norm_bwd",
+        shape,
+        &[vec![Arg::In(x), Arg::In(w), Arg::In(g), Arg::Out(rows * 2 * n)], ints(&[rows, n]), vec![eps]].concat(),
+    );
+    let dx: Vec<f32> = bwd[3].chunks(2 * n).flat_map(|row| row[..n].to_vec()).collect();
+    let dw: Vec<f32> = (0..n).map(|j| bwd[3].chunks(2 * n).map(|row| row[n + j]).sum()).collect();
+    assert_close("layer_norm_bwd, d x", &dx, &grads[0], 1e-4);
+    assert_close("layer_norm_bwd, d w", &dw, &grads[1], 1e-4);
+}
+
+#[test]
+fn the_emulation_catches_a_race_an_overrun_a_shuffle_with_a_returned_lane_and_divergent_barriers() {
+    let x = values(64, 130);
+    let run = |kernel: &str| {
+        try_launch(kernel, LaunchShape { blocks: 1, threads: 64, shared_bytes: 0 }, &[Arg::In(x.clone()), Arg::Out(64)])
+    };
+    // The sound kernel passes under both sanitizers, with the warps' sums.
+    for result in run("fault_free") {
+        let out = result.unwrap();
+        assert_close("fault_free", &out[1][..2], &[x[..32].iter().sum(), x[32..].iter().sum()], 1e-6);
+    }
+    let [address, thread] = &run("fault_race")[..] else { unreachable!() };
+    assert!(address.is_ok(), "a race is ThreadSanitizer's to find");
+    assert!(thread.as_ref().is_err_and(|e| e.contains("data race")), "ThreadSanitizer: {thread:?}");
+    let [address, _] = &run("fault_overrun")[..] else { unreachable!() };
+    assert!(address.as_ref().is_err_and(|e| e.contains("heap-buffer-overflow")), "AddressSanitizer: {address:?}");
+    for result in run("fault_shuffle_after_return") {
+        assert!(result.as_ref().is_err_and(|e| e.contains("reads a lane that has returned")), "{result:?}");
+    }
+    for result in run("fault_divergent_barriers") {
+        assert!(result.as_ref().is_err_and(|e| e.contains("wait at different barriers")), "{result:?}");
+    }
+}
+
+#[test]
+fn item_gate_kernels_agree_with_the_cpu() {
+    let (rows, d) = (6usize, 5usize);
+    let (g, x, m, go) =
+        (values(rows * 2 * d, 140), values(rows * d, 141), values(rows * d, 142), values(rows * d, 143));
+    let inputs = [tensor(&g, &[rows, 2 * d]), tensor(&x, &[rows, d]), tensor(&m, &[rows, d])];
+    let (y, grads) = cpu_grads(&inputs, &tensor(&go, &[rows, d]), |t| {
+        memctl::kernels::item_gate_op::gated_write(&t[0], &t[1], &t[2]).unwrap()
+    });
+    let shape = LaunchShape::per_element((rows * d) as u32);
+    let fwd = launch(
+        "item_gate_fwd",
+        shape,
+        &[vec![Arg::In(g.clone()), Arg::In(x.clone()), Arg::In(m.clone()), Arg::Out(rows * d)], ints(&[rows, d])]
+            .concat(),
+    );
+    assert_close("item_gate_fwd", &fwd[3], &flat(&y), 1e-6);
+    let xm = [x, m].concat();
+    let bwd = launch(
+        "item_gate_bwd",
+        shape,
+        &[vec![Arg::In(g), Arg::In(xm), Arg::In(go), Arg::Out(4 * rows * d)], ints(&[rows, d])].concat(),
+    );
+    assert_close("item_gate_bwd", &bwd[3], &grads.concat(), 1e-6);
+}
+
+#[test]
+fn lstm_cell_kernels_agree_with_the_cpu() {
+    // Both halves forward, then backward as candle chains them: the output half's gradient of
+    // c' joins the state's own before the state half's backward.
+    let (batch, hidden) = (3usize, 6usize);
+    let (pre, c) = (values(batch * 4 * hidden, 150), values(batch * hidden, 151));
+    let (gc, gh) = (values(batch * hidden, 152), values(batch * hidden, 153));
+    let inputs = [tensor(&pre, &[batch, 4 * hidden]), tensor(&c, &[batch, hidden])];
+    let g = Tensor::cat(&[tensor(&gc, &[batch, hidden]), tensor(&gh, &[batch, hidden])], 1).unwrap();
+    let (y, grads) = cpu_grads(&inputs, &g, |t| {
+        let (c_next, h_next) = memctl::kernels::lstm_cell_op::cell(&t[0], &t[1]).unwrap();
+        Tensor::cat(&[c_next, h_next], 1).unwrap()
+    });
+    let (units, sizes) = (batch * hidden, ints(&[batch, hidden]));
+    let shape = LaunchShape::per_element(units as u32);
+    let state = launch(
+        "lstm_state_fwd",
+        shape,
+        &[vec![Arg::In(pre.clone()), Arg::In(c.clone()), Arg::Out(units)], sizes.clone()].concat(),
+    );
+    let c_next = state[2].clone();
+    let out = launch(
+        "lstm_out_fwd",
+        shape,
+        &[vec![Arg::In(pre.clone()), Arg::In(c_next.clone()), Arg::Out(units)], sizes.clone()].concat(),
+    );
+    let want = flat(&y);
+    let rows_of = |v: &[f32], first: bool| -> Vec<f32> {
+        v.chunks(2 * hidden).flat_map(|r| if first { r[..hidden].to_vec() } else { r[hidden..].to_vec() }).collect()
+    };
+    assert_close("lstm_state_fwd", &c_next, &rows_of(&want, true), 1e-6);
+    assert_close("lstm_out_fwd", &out[2], &rows_of(&want, false), 1e-6);
+    let out_back = launch(
+        "lstm_out_bwd",
+        shape,
+        &[vec![Arg::In(pre.clone()), Arg::In(c_next), Arg::In(gh), Arg::Out(5 * units)], sizes.clone()].concat(),
+    );
+    // Per example [d pre (4 hidden) | d c (hidden)].
+    let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
+        (
+            v.chunks(5 * hidden).flat_map(|r| r[..4 * hidden].to_vec()).collect(),
+            v.chunks(5 * hidden).flat_map(|r| r[4 * hidden..].to_vec()).collect(),
+        )
+    };
+    let (d_pre_out, d_c_next) = split(&out_back[3]);
+    let g_state: Vec<f32> = gc.iter().zip(&d_c_next).map(|(a, b)| a + b).collect();
+    let state_back = launch(
+        "lstm_state_bwd",
+        shape,
+        &[vec![Arg::In(pre), Arg::In(c), Arg::In(g_state), Arg::Out(5 * units)], sizes].concat(),
+    );
+    let (d_pre_state, d_c) = split(&state_back[3]);
+    let d_pre: Vec<f32> = d_pre_out.iter().zip(&d_pre_state).map(|(a, b)| a + b).collect();
+    assert_close("lstm_*_bwd, d pre", &d_pre, &grads[0], 1e-5);
+    assert_close("lstm_state_bwd, d c", &d_c, &grads[1], 1e-5);
+}
+
+/// The parameter after one update by each of `gradients`, by memctl's CPU optimiser.
+fn cpu_updates(
+    config: &memctl::train_config::TrainConfig,
+    start: &[f32],
+    gradients: &[Vec<f32>],
+    clamp: Option<f64>,
+) -> Vec<f32> {
+    let p = Var::from_tensor(&tensor(start, &[start.len()])).unwrap();
+    let mut opt = memctl::train::optim::build(config, vec![p.clone()]).unwrap();
+    for g in gradients {
+        opt.step(&[Some(tensor(g, &[g.len()]))], clamp).unwrap();
+    }
+    flat(p.as_tensor())
+}
+
+/// The scalars after `n` as the kernels' int and float arguments.
+fn scalars(ints: &[i32], floats: &[f64]) -> Vec<Arg> {
+    ints.iter().map(|&i| Arg::I32(i)).chain(floats.iter().map(|&f| Arg::F32(f as f32))).collect()
+}
+
+#[test]
+fn optimizer_kernels_agree_with_the_cpu_optimizers() {
+    use memctl::kernels::optim_update::{AdamRule, RmsPropRule, adam_scalars, rmsprop_scalars, sgd_momentum_scalars};
+    use memctl::train_config::{OptimizerKind, TrainConfig};
+    // More elements than a block; gradients to ±1 against a clamp at 0.5 (clipping by value).
+    let n = 1500usize;
+    let start = values(n, 160);
+    let gradients: Vec<Vec<f32>> = (0..3).map(|u| values(n, 161 + u)).collect();
+    let shape = LaunchShape::per_element(n as u32);
+    for (momentum, clamp) in [(0.9, Some(0.5)), (0.0, None)] {
+        let mut c = TrainConfig::plain(OptimizerKind::RmsProp, 1e-2);
+        c.momentum = momentum;
+        let rule = RmsPropRule { lr: c.lr, alpha: c.alpha, eps: c.eps, momentum: c.momentum };
+        let (ints, floats) = rmsprop_scalars(&rule, clamp);
+        let (mut p, mut sq, mut b) = (start.clone(), vec![0f32; n], vec![0f32; n]);
+        for g in &gradients {
+            let out = launch(
+                "rmsprop_update",
+                shape,
+                &[
+                    vec![Arg::In(g.clone()), Arg::In(p), Arg::In(sq), Arg::In(b), Arg::I32(n as i32)],
+                    scalars(&ints, &floats),
+                ]
+                .concat(),
+            );
+            [p, sq, b] = [out[1].clone(), out[2].clone(), out[3].clone()];
+        }
+        assert_close(
+            &format!("rmsprop_update, momentum {momentum}"),
+            &p,
+            &cpu_updates(&c, &start, &gradients, clamp),
+            1e-5,
+        );
+    }
+    for (decay, clamp) in [(0.01, None), (0.0, Some(0.5))] {
+        let mut c = TrainConfig::plain(OptimizerKind::Adam, 1e-2);
+        c.weight_decay = decay;
+        let rule = AdamRule { lr: c.lr, beta1: c.beta1, beta2: c.beta2, eps: c.eps, weight_decay: c.weight_decay };
+        let (ints, floats) = adam_scalars(&rule, clamp);
+        let (mut p, mut m, mut v) = (start.clone(), vec![0f32; n], vec![0f32; n]);
+        for (t, g) in gradients.iter().enumerate() {
+            // Update t + 1's bias corrections, which the host writes before each update.
+            let t = t as i32 + 1;
+            let corrections = vec![(1.0 / (1.0 - c.beta1.powi(t))) as f32, (1.0 / (1.0 - c.beta2.powi(t))) as f32];
+            let out = launch(
+                "adam_update",
+                shape,
+                &[
+                    vec![
+                        Arg::In(g.clone()),
+                        Arg::In(corrections),
+                        Arg::In(p),
+                        Arg::In(m),
+                        Arg::In(v),
+                        Arg::I32(n as i32),
+                    ],
+                    scalars(&ints, &floats),
+                ]
+                .concat(),
+            );
+            [p, m, v] = [out[2].clone(), out[3].clone(), out[4].clone()];
+        }
+        assert_close(&format!("adam_update, decay {decay}"), &p, &cpu_updates(&c, &start, &gradients, clamp), 1e-5);
+    }
+    // SGD's first update makes the momentum buffer (b = g, p − lr g); the kernel runs the others.
+    let mut c = TrainConfig::plain(OptimizerKind::Sgd, 1e-2);
+    c.momentum = 0.9;
+    let clamp = Some(0.5);
+    let (ints, floats) = sgd_momentum_scalars(c.lr, c.momentum, clamp);
+    let mut b: Vec<f32> = gradients[0].iter().map(|g| g.clamp(-0.5, 0.5)).collect();
+    let mut p: Vec<f32> = start.iter().zip(&b).map(|(p, b)| p - c.lr as f32 * b).collect();
+    for g in &gradients[1..] {
+        let out = launch(
+            "sgd_momentum_update",
+            shape,
+            &[vec![Arg::In(g.clone()), Arg::In(p), Arg::In(b), Arg::I32(n as i32)], scalars(&ints, &floats)].concat(),
+        );
+        [p, b] = [out[1].clone(), out[2].clone()];
+    }
+    assert_close("sgd_momentum_update", &p, &cpu_updates(&c, &start, &gradients, clamp), 1e-5);
+}
