@@ -178,7 +178,10 @@ void launch(Kernel kernel, dim3 grid, dim3 threads, unsigned shared_bytes) {
     if (shared_bytes > 48 * 1024) fail("more than 48 KiB of dynamic shared memory without an opt-in");
     Block state(per_block);
     state.dynamic_shared.resize(shared_bytes + 16);
-    Rendezvous between_blocks(per_block);
+    // Two rendezvous between blocks, not one: a thread that wakes late from the start of a block
+    // must not acquire what the others released at its end (a happens-before edge that the GPU
+    // does not have, which would hide a missing barrier from ThreadSanitizer).
+    Rendezvous block_start(per_block), block_end(per_block);
     std::vector<std::thread> workers;
     workers.reserve(per_block);
     for (unsigned t = 0; t < per_block; ++t) {
@@ -201,7 +204,7 @@ void launch(Kernel kernel, dim3 grid, dim3 threads, unsigned shared_bytes) {
                                 std::fill(std::begin(w->returned), std::end(w->returned), false);
                             }
                         }
-                        between_blocks.arrive_and_wait();
+                        block_start.arrive_and_wait();
                         kernel();
                         // A lane that returns leaves its warp and its block; the other lanes'
                         // rendezvous wait for that, so they see the mark.
@@ -209,7 +212,7 @@ void launch(Kernel kernel, dim3 grid, dim3 threads, unsigned shared_bytes) {
                         warp.returned[t % 32] = true;
                         warp.rendezvous.leave();
                         state.rendezvous.leave();
-                        between_blocks.arrive_and_wait();
+                        block_end.arrive_and_wait();
                     }
         });
     }

@@ -8,12 +8,17 @@ extern "C" __global__ void fault_free(const float* x, float* out) {
     if ((threadIdx.x & 31) == 0) out[threadIdx.x >> 5] = v;
 }
 
-// A missing barrier: thread 0 writes what the others read.
+// A missing barrier: thread 0 writes what the others read, again and again (one unordered
+// pair is enough for ThreadSanitizer; many make it certain to be seen).
 extern "C" __global__ void fault_race(const float* x, float* out) {
-    __shared__ float first;
-    if (threadIdx.x == 0) first = x[0];
-    // __syncthreads() belongs here.
-    out[threadIdx.x] = first;
+    __shared__ float cell;
+    float sum = 0.0f;
+    for (int i = 0; i < 64; ++i) {
+        if (threadIdx.x == 0) cell = x[i];
+        // __syncthreads() belongs here, and after the read.
+        sum += cell;
+    }
+    out[threadIdx.x] = sum;
 }
 
 // A write one past the end of its output (blockDim.x elements).

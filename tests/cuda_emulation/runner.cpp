@@ -20,6 +20,7 @@
 //
 //   runner LAUNCH_FILE   (the FILEs are relative to the launch file's folder)
 
+#include <array>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -130,11 +131,15 @@ struct Buffer {
     size_t count = 0;
 };
 
-Arg pointer_arg(const void* p, size_t element_bytes) {
-    Arg a{Kind::Pointer, element_bytes, std::vector<unsigned char>(sizeof(void*))};
-    std::memcpy(a.value.data(), &p, sizeof(void*));
+// An argument of `kind` holding `value`'s bytes.
+template <class T>
+Arg arg_of(Kind kind, const T& value, size_t element_bytes = 0) {
+    Arg a{kind, element_bytes, std::vector<unsigned char>(sizeof value)};
+    std::memcpy(a.value.data(), &value, sizeof value);
     return a;
 }
+
+Arg pointer_arg(const void* p, size_t element_bytes) { return arg_of(Kind::Pointer, p, element_bytes); }
 
 }  // namespace
 
@@ -194,26 +199,20 @@ int main(int argc, char** argv) {
         } else if (what == "i32") {
             int v;
             words >> v;
-            Arg a{Kind::Int, 0, std::vector<unsigned char>(sizeof v)};
-            std::memcpy(a.value.data(), &v, sizeof v);
-            args.push_back(a);
+            args.push_back(arg_of(Kind::Int, v));
         } else if (what == "f32v") {
             float v;
             words >> v;
-            Arg a{Kind::Float, 0, std::vector<unsigned char>(sizeof v)};
-            std::memcpy(a.value.data(), &v, sizeof v);
-            args.push_back(a);
+            args.push_back(arg_of(Kind::Float, v));
         } else if (what == "parts") {
-            std::vector<const float*> pointers(32, nullptr);
+            std::array<const float*, 32> pointers{};
             std::string file;
             size_t k = 0;
             while (words >> file) {
-                if (k == 32) die("more than 32 parts");
+                if (k == pointers.size()) die("more than 32 parts");
                 pointers[k++] = load(file);
             }
-            Arg a{Kind::Struct, 0, std::vector<unsigned char>(32 * sizeof(void*))};
-            std::memcpy(a.value.data(), pointers.data(), a.value.size());
-            args.push_back(a);
+            args.push_back(arg_of(Kind::Struct, pointers));
         } else {
             die("unknown line: " + line);
         }
