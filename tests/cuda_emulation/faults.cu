@@ -44,3 +44,12 @@ extern "C" __global__ void fault_divergent_barriers(const float* x, float* out) 
     }
     out[threadIdx.x] = x[threadIdx.x];
 }
+
+// Uses a float of dynamic shared memory per thread: launched with less, it reads and writes
+// past what the launch asked for.
+extern "C" __global__ void fault_shared_overrun(const float* x, float* out) {
+    extern __shared__ float staged[];
+    staged[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    out[threadIdx.x] = staged[blockDim.x - 1 - threadIdx.x];
+}

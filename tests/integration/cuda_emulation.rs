@@ -631,7 +631,7 @@ fn layer_norm_kernels_agree_with_the_cpu() {
 }
 
 #[test]
-fn the_emulation_catches_a_race_an_overrun_a_shuffle_with_a_returned_lane_and_divergent_barriers() {
+fn the_emulation_catches_races_overruns_shuffles_with_returned_lanes_and_divergent_barriers() {
     let x = values(64, 130);
     let run = |kernel: &str| {
         try_launch(kernel, LaunchShape { blocks: 1, threads: 64, shared_bytes: 0 }, &[Arg::In(x.clone()), Arg::Out(64)])
@@ -645,6 +645,20 @@ fn the_emulation_catches_a_race_an_overrun_a_shuffle_with_a_returned_lane_and_di
     assert!(address.is_ok(), "a race is ThreadSanitizer's to find");
     assert!(thread.as_ref().is_err_and(|e| e.contains("data race")), "ThreadSanitizer: {thread:?}");
     let [address, _] = &run("fault_overrun")[..] else { unreachable!() };
+    assert!(address.as_ref().is_err_and(|e| e.contains("heap-buffer-overflow")), "AddressSanitizer: {address:?}");
+    // Dynamic shared memory of a float per thread: enough passes, one float short does not.
+    let staged = |bytes: u32| {
+        try_launch(
+            "fault_shared_overrun",
+            LaunchShape { blocks: 1, threads: 64, shared_bytes: bytes },
+            &[Arg::In(x.clone()), Arg::Out(64)],
+        )
+    };
+    for result in staged(64 * 4) {
+        let reversed: Vec<f32> = x.iter().rev().copied().collect();
+        assert_close("fault_shared_overrun, enough shared memory", &result.unwrap()[1], &reversed, 0.0);
+    }
+    let [address, _] = &staged(63 * 4)[..] else { unreachable!() };
     assert!(address.as_ref().is_err_and(|e| e.contains("heap-buffer-overflow")), "AddressSanitizer: {address:?}");
     for result in run("fault_shuffle_after_return") {
         assert!(result.as_ref().is_err_and(|e| e.contains("reads a lane that has returned")), "{result:?}");
