@@ -1,15 +1,18 @@
 // CUDA's execution model on host threads, enough to run memctl's kernels
 // (src/kernels/cuda/*.cu) on a machine without a GPU: tests/integration/cuda_emulation.rs
-// compiles each kernel file with this header under AddressSanitizer and ThreadSanitizer and
-// compares what its kernels write with memctl's CPU ops.
+// compiles the kernel files (each in a namespace of its own) with this header and runner.cpp,
+// under AddressSanitizer and under ThreadSanitizer, and compares what the kernels write with
+// memctl's CPU ops.
 //
 // A launch runs every thread of a block as its own host thread, so that `__syncthreads` and
 // the warp shuffles are real rendezvous: a barrier that some threads never reach is reported as
-// a deadlock, a shuffle that reads a lane which has returned is reported, and a missing barrier
-// is a data race for ThreadSanitizer. Blocks run one after another, so a `__shared__` variable
-// is a function-local static, and dynamic shared memory one buffer refilled with NaN bytes at
-// each block (a read before a write shows). Not emulated: warp-synchronous code without a
-// `_sync` intrinsic, atomics, textures, cooperative groups (memctl's kernels use none).
+// a deadlock, threads waiting at different barriers are reported, a shuffle that reads a lane
+// which has returned is reported, and a missing barrier is a data race for ThreadSanitizer.
+// Blocks run one after another, so a `__shared__` variable is a function-local static, and
+// dynamic shared memory one buffer of exactly the launch's bytes (AddressSanitizer sees a
+// kernel use more), refilled with NaN bytes at each block (a read before a write shows). Not
+// emulated: warp-synchronous code without a `_sync` intrinsic, atomics, textures, cooperative
+// groups (memctl's kernels use none).
 #pragma once
 
 #include <algorithm>
