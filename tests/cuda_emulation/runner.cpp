@@ -27,7 +27,6 @@
 #include <memory>
 #include <sstream>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 
