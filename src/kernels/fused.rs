@@ -30,8 +30,10 @@ pub struct OnCuda {
     pub checked: bool,
 }
 
-// The standing of each, in one place. Each passed `doctor --check` on an H200, alone and with
-// all the others (2026-11-26); figures: docs/performance.md, "2026-11-26, on an H200".
+// The standing of each, in one place. The first six passed `doctor --check` on an H200, alone
+// and with all the others (2026-11-26; docs/performance.md, "2026-11-26, on an H200"); the
+// rest on an H100, where every one passed, alone and all together, and each was timed alone
+// beside the six (docs/performance.md, "2026-11-26, a sixteenth sitting, on an H100").
 pub const LSTM_CELL: OnCuda = OnCuda { name: "lstm_cell", checked: true };
 pub const LAYER_NORM: OnCuda = OnCuda { name: "layer_norm", checked: true };
 /// The RMC's step 2.51 → 2.35 ms there.
@@ -45,85 +47,99 @@ pub const SCALE: OnCuda = OnCuda { name: "scale", checked: true };
 /// of one block per output. STM A 16.26 → 11.71 ms, B 30.70 → 22.49 alone.
 pub const SPLIT_SUMS: OnCuda = OnCuda { name: "split_sums", checked: true };
 /// The optimisers' updates, one kernel per parameter with the clamp by value inside
-/// (`optim_update`), where candle's tensor operations take about seventeen. Built without a GPU
-/// (2026-11-26, twelfth sitting); not yet run on one.
-pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: false };
+/// (`optim_update`), where candle's tensor operations take about seventeen.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.44 ms, B
+/// 19.59 → 18.78.
+pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: true };
 
 /// `samRead`'s outer product attention on its normalised projection (`sam_attend_op`), one
 /// kernel each way where candle's ops, slices and transposes take some twenty-five a time
-/// step. Built without a GPU (2026-11-26, twelfth sitting); not yet run on one.
+/// step. Passed `doctor --check` on the H100 (2026-11-26, sixteenth sitting) but does not pay
+/// there: STM A 10.98 → 10.77 ms, B 19.59 → 24.19 alone (its backward, a thread per gradient
+/// element, reads the step's whole upstream gradient uncoalesced). Off until it pays.
 pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
 
 /// Each parameter's gradient summed over its time steps in one kernel per 32 steps, from
 /// per-step aliases of the weights (`compile::StepWeights`, `sum_parts_op`), where candle's
-/// backward adds each step's in a kernel of its own. Built without a GPU (2026-11-26, twelfth
-/// sitting); not yet run on one.
-pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: false };
+/// backward adds each step's in a kernel of its own.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.07 ms, B
+/// 19.59 → 18.42; LSAM 14.33 → 13.73, NAM-TM 30.24 → 29.05.
+pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: true };
 
 /// NAM-TM's head transition (`head_move_op`), one kernel each way where candle's rolls, slices,
-/// products and sums take some forty a head a time step. Built without a GPU (2026-11-26,
-/// twelfth sitting); not yet run on one.
-pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: false };
+/// products and sums take some forty a head a time step.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 25.22 ms.
+pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: true };
 
 /// The vendored candle-core's backward of slices (`narrow`): a tensor's slices' gradients
 /// assembled once, concatenated or copied into one fill of the whole
 /// (`candle_core::backprop::set_lean_narrow_grads`, vendor/README.md), where candle pads each
-/// with zeros (up to two fills and three copies) and adds them. Always on the CPU. Built
-/// without a GPU (2026-11-26, twelfth and thirteenth sittings); not yet run on one.
-pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: false };
+/// with zeros (up to two fills and three copies) and adds them. Always on the CPU.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 26.57 ms, LSAM
+/// 14.33 → 13.64, STM A 10.98 → 10.75.
+pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: true };
 
 /// The output head (the nodes that feed the output but no state) run once over all the
 /// scored steps, stacked, instead of at each (`compile::head`): for STM some twenty kernels a
 /// time step forward and backward become as many for the whole sequence. No kernel of its own,
-/// candle's ops in another order. Built without a GPU (2026-11-26, thirteenth sitting); not yet
-/// run on one.
-pub const BATCHED_HEAD: OnCuda = OnCuda { name: "batched_head", checked: false };
+/// candle's ops in another order.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 8.60 ms, B
+/// 19.59 → 17.85; LSAM 14.33 → 10.21, NAM-TM 30.24 → 27.64.
+pub const BATCHED_HEAD: OnCuda = OnCuda { name: "batched_head", checked: true };
 
 /// The vendored candle-core's backward without the gradients of operands that need none
 /// (`candle_core::backprop::set_skip_untracked_grads`, vendor/README.md): a batch's inputs
 /// times a weight cost candle a product for the inputs' gradient, for STM three a time step.
-/// Always on the CPU. Built without a GPU (2026-11-26, thirteenth sitting); not yet run on one.
-pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: false };
+/// Always on the CPU.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.69 ms, B
+/// 19.59 → 19.21.
+pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: true };
 
 /// The nodes that read only the step's input (STM's three projections of it, embeddings) run
 /// once over all the time steps before the loop, each step reading its rows
 /// (`compile::hoist`): for STM some twelve kernels a time step become one copy, with
 /// [`NARROW_GRADS`] (without it candle pads each step's rows' gradient to the whole and adds
-/// them). No kernel of its own. Built without a GPU (2026-11-26, thirteenth sitting); not yet
-/// run on one.
-pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: false };
+/// them). No kernel of its own.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 26.88 ms, STM A
+/// 10.98 → 10.33, B 19.59 → 18.85 (LSAM 14.33 → 14.68, within a few per cent of its noise).
+pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: true };
 
 /// The batched solve of the Kanerva machines' addressing (`spd_solve`), one kernel a block per
 /// system (Cholesky and both substitutions), where the device-generic Gauss–Jordan elimination
 /// takes some ten kernels a column forward and thirty backward: PKM's solves of 8 columns, two
-/// a time step, were most of its step. Built without a GPU (2026-11-26, fourteenth sitting);
-/// not yet run on one.
-pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: false };
+/// a time step, were most of its step.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: PKM (k = 4) 12.16 → 3.92 ms.
+pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: true };
 
 /// NAM-TM's tape write (`nam_write_op`, the tape), one kernel each way, a block per row, where
 /// candle's ops take six kernels forward and some sixteen backward, for each of its two tapes at
-/// every time step. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
-pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: false };
+/// every time step.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 29.35 ms.
+pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: true };
 
 /// LSAM's `namWR` (`nam_write_op`, the matrix), one kernel each way, a block per memory, where
 /// candle's ops take seven kernels forward and some eighteen backward at every time step.
-/// Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
-pub const NAM_WRITE: OnCuda = OnCuda { name: "nam_write", checked: false };
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: LSAM 14.33 → 13.79 ms.
+pub const NAM_WRITE: OnCuda = OnCuda { name: "nam_write", checked: true };
 
 /// `gruCell`'s element-wise half (`gru_cell_op`), one kernel each way, where candle's ops take
 /// ten kernels forward and some twenty-five backward at every time step (NAM-TM's controller).
-/// Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
-pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: false };
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 28.00 ms.
+pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: true };
 
 /// NAM's unit keys and queries (`l2_normalize_op`), one kernel each way, a warp per row, where
 /// candle's ops take five kernels forward and some ten backward (LSAM twice a time step, NAM-TM
-/// once). Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
-pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: false };
+/// once).
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: LSAM 14.33 → 11.42 ms, NAM-TM
+/// 30.24 → 27.37.
+pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: true };
 
 /// The outer product (`outer_op`: STM's `vr ⊗ f2` and `itemWrite`'s written item), its
 /// backward one kernel for both operands where candle's ops take two full-size products and two
-/// sums. Built without a GPU (2026-11-26, fourteenth sitting); not yet run on one.
-pub const OUTER: OnCuda = OnCuda { name: "outer", checked: false };
+/// sums.
+/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.78 ms, B
+/// 19.59 → 19.07.
+pub const OUTER: OnCuda = OnCuda { name: "outer", checked: true };
 
 /// Every one, for `doctor` to list.
 pub const ALL: [OnCuda; 20] = [
