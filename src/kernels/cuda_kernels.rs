@@ -272,9 +272,9 @@ pub fn head_move(
     unsafe { run(("memctl_head_move", HEAD_MOVE_PTX), kernel, operands, len, config, &[r, c, m], &[]) }
 }
 
-/// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out), one thread
-/// per output element, into a new buffer of `len` elements: the forward's `[B, nq, n, n]`, the
-/// backward's `[B, n, 3nq]`.
+/// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out), into a new
+/// buffer of `len` elements: the forward's `[B, nq, n, n]` (a thread each), the backward's
+/// `[B, n, 3nq]` (a warp each).
 pub fn sam_attend(
     kernel: &str,
     operands: &[(&CudaStorage, &Layout)],
@@ -285,9 +285,10 @@ pub fn sam_attend(
     let (Ok(total), Ok(n), Ok(nq)) = (i32::try_from(len), i32::try_from(n), i32::try_from(nq)) else {
         candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
     };
-    let config = launch_config(LaunchShape::per_element(total.max(1) as u32));
-    // SAFETY: sam_attend.cu's kernels take their operands, the output, the thread count, n and
-    // nq, in this order, guard the threads past the count, and write every output element.
+    let config = launch_config(launch_shape::sam_attend(kernel == "sam_attend_bwd", total as u32));
+    // SAFETY: sam_attend.cu's kernels take their operands, the output, the element count, n and
+    // nq, in this order, guard the threads (or warps) past the count, and write every output
+    // element.
     unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
 }
 

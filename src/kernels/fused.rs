@@ -55,8 +55,10 @@ pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: true };
 /// `samRead`'s outer product attention on its normalised projection (`sam_attend_op`), one
 /// kernel each way where candle's ops, slices and transposes take some twenty-five a time
 /// step. Passed `doctor --check` on the H100 (2026-11-26, sixteenth sitting) but does not pay
-/// there: STM A 10.98 → 10.77 ms, B 19.59 → 24.19 alone (its backward, a thread per gradient
-/// element, reads the step's whole upstream gradient uncoalesced). Off until it pays.
+/// there: STM A 10.98 → 10.77 ms, B 19.59 → 24.19 alone. Its backward then ran a thread per
+/// gradient element, each summing nq·n products alone (73 728 threads for B); it now runs a warp
+/// per element, the lanes sharing the sum (after that call: checked on the CPU's emulation of
+/// the kernels, not yet timed on a GPU). Off until it pays.
 pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
 
 /// Each parameter's gradient summed over its time steps in one kernel per 32 steps, from

@@ -31,6 +31,12 @@ impl LaunchShape {
     }
 }
 
+/// `sam_attend.cu`: the forward a thread per output element, the backward a warp per gradient
+/// element (each is a sum of nq·n products, split over the lanes).
+pub fn sam_attend(backward: bool, elements: u32) -> LaunchShape {
+    if backward { LaunchShape::warp_per_row(elements) } else { LaunchShape::per_element(elements.max(1)) }
+}
+
 /// `outer.cu`: the forward a thread per output element, the backward a block per row.
 pub fn outer(backward: bool, rows: u32, n: u32, m: u32) -> LaunchShape {
     if backward { LaunchShape::blocks_of_256(rows.max(1)) } else { LaunchShape::per_element((rows * n * m).max(1)) }
