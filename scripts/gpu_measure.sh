@@ -5,6 +5,10 @@
 #
 #   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
 #   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
+#   bash scripts/gpu_measure.sh table     # issue 13's tables in one call (~9 min, within 560 s):
+#                                         # the check, memctl by default and with every change,
+#                                         # the models on the GPU and the 16 cores, the sweep,
+#                                         # then PyTorch, the runs that matter most first
 #   bash scripts/gpu_measure.sh quick     # one call for a session with 15 minutes of device time
 #                                         # (~5 min): the checks, STM's graph profile, every
 #                                         # model with and without the fused kernels, 16-seed
@@ -180,8 +184,42 @@ quick_sweeps() {
   } > "$out/sweeps.txt" 2>&1
 }
 
+# Issue 13's "done when" in one call: memctl and PyTorch on the same machine. Each PyTorch run
+# starts only while the call has time left for it (compiling takes minutes), so a slow one
+# costs the ones after it, not the memctl figures before it.
+table_part() {
+  local start=$SECONDS
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
+  timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
+  {
+    for e in stm_a stm_b "stm_b batch=128"; do
+      for fused in default 1; do
+        echo "== specs/bench/stm.mem $e cuda fused=$fused"
+        if [ "$fused" = default ]; then timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
+        else MEMCTL_CUDA_FUSED=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30; fi
+      done
+    done
+    for x in "${models[@]}"; do
+      echo "== $x cuda"; timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+      echo "== $x cpu16"; timeout 60 bash .gpu/run.sh bench $x --threads 16 --iters 10 --warmup 2
+    done
+  } > "$out/steps.txt" 2>&1
+  quick_sweeps
+  {
+    local runs=("--compile reduce-overhead" "--d 96 --nq 8 --nr 96 --compile reduce-overhead" ""
+                "--d 96 --nq 8 --nr 96" "--compile default" "--d 96 --nq 8 --nr 96 --batch 128")
+    for r in "${runs[@]}"; do
+      local left=$((540 - (SECONDS - start)))
+      [ "$left" -gt 45 ] || { echo "== stm_torch $r: skipped, $left s left"; continue; }
+      echo "== stm_torch --device cuda $r"
+      time timeout "$left" python3 .gpu/stm_torch.py --device cuda $r
+    done
+  } > "$out/torch.txt" 2>&1
+}
+
 case "${1:-}" in
   memctl) memctl_part ;;
+  table) table_part ;;
   torch) torch_part ;;
   quick) quick_part ;;
   changes) quick_checks; quick_steps; each_change_steps; quick_sweeps ;;
