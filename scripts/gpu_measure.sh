@@ -6,7 +6,7 @@
 #   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
 #   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
 #   bash scripts/gpu_measure.sh table     # issue 13's tables in one call (~9 min, within 560 s):
-#                                         # the check (and each unchecked change alone), memctl
+#                                         # the checks (as quick runs them), memctl
 #                                         # by default, with every change and with each unchecked one,
 #                                         # the models on the GPU and the 16 cores, the sweep,
 #                                         # then PyTorch, the runs that matter most first
@@ -190,13 +190,9 @@ quick_sweeps() {
 # costs the ones after it, not the memctl figures before it.
 table_part() {
   local start=$SECONDS
-  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
-  timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
-  # Each unchecked change alone too (today `sam_attend`, whose backward changed after it was
-  # last timed), checked and timed, so that this call can also turn one on.
-  for name in $(unchecked_changes); do
-    echo "== MEMCTL_CUDA_FUSED=$name"; MEMCTL_CUDA_FUSED=$name timeout 120 bash .gpu/run.sh doctor --check
-  done >> "$out/doctor.txt" 2>&1
+  # The checks by default, with every change, and with each unchecked one alone (today
+  # `sam_attend`, whose backward changed after it was last timed), so this call can turn one on.
+  quick_checks
   {
     for e in stm_a stm_b "stm_b batch=128"; do
       for fused in default 1 $(unchecked_changes); do
