@@ -272,24 +272,27 @@ pub fn head_move(
     unsafe { run(("memctl_head_move", HEAD_MOVE_PTX), kernel, operands, len, config, &[r, c, m], &[]) }
 }
 
-/// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out), into a new
-/// buffer of `len` elements: the forward's `[B, nq, n, n]` (a thread each), the backward's
-/// `[B, n, 3nq]` (a warp each).
+/// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out) for `batch`
+/// examples of `n` rows and `nq` queries, into a new buffer of `len` elements: the forward's
+/// `[B, nq, n, n]`, the backward's `[B, n, 3nq]`. The caller checked
+/// [`super::sam_attend_op::fits_a_block`].
 pub fn sam_attend(
     kernel: &str,
     operands: &[(&CudaStorage, &Layout)],
     len: usize,
+    batch: usize,
     n: usize,
     nq: usize,
 ) -> Result<CudaStorage> {
-    let (Ok(total), Ok(n), Ok(nq)) = (i32::try_from(len), i32::try_from(n), i32::try_from(nq)) else {
+    let (Ok(_), Ok(b), Ok(n), Ok(nq)) = (i32::try_from(len), i32::try_from(batch), i32::try_from(n), i32::try_from(nq))
+    else {
         candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
     };
-    let config = launch_config(launch_shape::sam_attend(kernel == "sam_attend_bwd", total as u32));
-    // SAFETY: sam_attend.cu's kernels take their operands, the output, the element count, n and
-    // nq, in this order, guard the threads (or warps) past the count, and write every output
-    // element.
-    unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[total, n, nq], &[]) }
+    let config = launch_config(launch_shape::sam_attend(kernel == "sam_attend_bwd", b as u32, n as u32, nq as u32));
+    // SAFETY: sam_attend.cu's kernels take their operands, the output, batch, n and nq, in this
+    // order; launch_shape gives them the blocks and the shared memory they index, blocks past
+    // the last example return whole, and between them they write every output element.
+    unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[b, n, nq], &[]) }
 }
 
 /// Runs the forward or the backward kernel of `nam_write.cu` for `orientation` on its f32

@@ -54,11 +54,13 @@ pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: true };
 
 /// `samRead`'s outer product attention on its normalised projection (`sam_attend_op`), one
 /// kernel each way where candle's ops, slices and transposes take some twenty-five a time
-/// step. Passed `doctor --check` on the H100 (2026-11-26, sixteenth sitting) but does not pay
-/// there: STM A 10.98 → 10.77 ms, B 19.59 → 24.19 alone. Its backward then ran a thread per
-/// gradient element, each summing nq·n products alone (73 728 threads for B); it now runs a warp
-/// per element, the lanes sharing the sum (after that call: checked on the CPU's emulation of
-/// the kernels, not yet timed on a GPU). Off until it pays.
+/// step. Passed `doctor --check` on the H100 twice (2026-11-26, sixteenth and seventeenth
+/// sittings) but did not pay: with a thread per gradient element, STM A 10.98 → 10.77 ms, B
+/// 19.59 → 24.19 alone; with a warp per gradient element, A 5.98 → 5.16, B 14.43 → 17.33, B at
+/// batch 128 34.87 → 49.02. Both forms read `v` across a warp's lanes at a stride of `3nq`
+/// floats. Now the forward stages `v` in shared memory and the backward reads `G` along its
+/// rows (checked on the CPU's emulation of the kernels, not yet timed on a GPU). Off until it
+/// pays; on CUDA only for the shapes [`sam_attend_op::fits_a_block`](super::sam_attend_op::fits_a_block) takes.
 pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
 
 /// Each parameter's gradient summed over its time steps in one kernel per 32 steps, from

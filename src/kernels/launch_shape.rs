@@ -31,10 +31,13 @@ impl LaunchShape {
     }
 }
 
-/// `sam_attend.cu`: the forward a thread per output element, the backward a warp per gradient
-/// element (each is a sum of nq·n products, split over the lanes).
-pub fn sam_attend(backward: bool, elements: u32) -> LaunchShape {
-    if backward { LaunchShape::warp_per_row(elements) } else { LaunchShape::per_element(elements.max(1)) }
+/// `sam_attend.cu` on `batch` examples of `n` rows and `nq` queries: the forward a block per
+/// (example, query), the backward a block per 8 rows of an example and one per 32 of its
+/// columns; blocks of 256 threads, with [`shared_bytes`](super::sam_attend_op::shared_bytes).
+pub fn sam_attend(backward: bool, batch: u32, n: u32, nq: u32) -> LaunchShape {
+    let blocks = if backward { batch * (n.div_ceil(8) + n.div_ceil(32)) } else { batch * nq };
+    let shared_bytes = super::sam_attend_op::shared_bytes(backward, n as usize, nq as usize) as u32;
+    LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes }
 }
 
 /// `outer.cu`: the forward a thread per output element, the backward a block per row.

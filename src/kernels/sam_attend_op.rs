@@ -15,7 +15,8 @@
 //! projection) this is about five kernels forward, each slice's and the transpose's backward
 //! a few more, and some fifteen for the attention's own backward, at every STM time step; here
 //! it is one kernel each way (`src/kernels/cuda/sam_attend.cu`). Where it runs is
-//! `kernels::fused`'s rule ([`fused::SAM_ATTEND`](super::fused::SAM_ATTEND)).
+//! `kernels::fused`'s rule ([`fused::SAM_ATTEND`](super::fused::SAM_ATTEND)), on CUDA for the
+//! shapes that [`fits_a_block`] takes.
 
 use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, bail};
 use rayon::prelude::*;
@@ -26,6 +27,26 @@ use super::par::multiversion;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// The most queries the CUDA kernels take (`MAX_QUERIES` in `sam_attend.cu`): the backward
+/// keeps a register per query.
+pub const MAX_QUERIES: usize = 16;
+
+/// The CUDA kernels' shared memory for `n` rows and `nq` queries: the forward stages a query's
+/// weights and `v` (`2 nq n` floats); the backward `v` in its row blocks (`nq n`) and its
+/// column blocks' partial sums (8 warps × `nq` × 32 lanes).
+pub fn shared_bytes(backward: bool, n: usize, nq: usize) -> usize {
+    let floats = if backward { (nq * n).max(8 * nq * 32) } else { 2 * nq * n };
+    floats * std::mem::size_of::<f32>()
+}
+
+/// Whether the CUDA kernels take `n` rows and `nq` queries: at most [`MAX_QUERIES`], and both
+/// passes' shared memory within a block's ([`super::fused::BLOCK_SHARED_BYTES`]): up to about
+/// 1 500 rows at STM's 4 queries, 750 at 8. Elsewhere `samRead` runs candle's ops.
+pub fn fits_a_block(n: usize, nq: usize) -> bool {
+    let limit = super::fused::BLOCK_SHARED_BYTES;
+    (1..=MAX_QUERIES).contains(&nq) && shared_bytes(false, n, nq) <= limit && shared_bytes(true, n, nq) <= limit
+}
 
 /// `R` (`[B, nq, n, n]`) from the normalised projection `y` (`[B, n, 3nq]`).
 pub fn attend(y: &Tensor, nq: usize) -> Result<Tensor> {
@@ -192,7 +213,7 @@ impl CustomOp1 for Attend {
     fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
         let (batch, n) = geometry(l, self.nq)?;
         let shape = Shape::from((batch, self.nq, n, n));
-        let out = super::cuda_kernels::sam_attend("sam_attend_fwd", &[(s, l)], shape.elem_count(), n, self.nq)?;
+        let out = super::cuda_kernels::sam_attend("sam_attend_fwd", &[(s, l)], shape.elem_count(), batch, n, self.nq)?;
         super::fused::record_launch("sam_attend_fwd");
         Ok((out, shape))
     }
@@ -226,10 +247,10 @@ impl CustomOp2 for AttendBackward {
 
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (_, n) = self.geometry(l1, l2)?;
+        let (batch, n) = self.geometry(l1, l2)?;
         let shape = l1.shape().clone();
-        let out =
-            super::cuda_kernels::sam_attend("sam_attend_bwd", &[(s1, l1), (s2, l2)], shape.elem_count(), n, self.nq)?;
+        let operands = [(s1, l1), (s2, l2)];
+        let out = super::cuda_kernels::sam_attend("sam_attend_bwd", &operands, shape.elem_count(), batch, n, self.nq)?;
         super::fused::record_launch("sam_attend_bwd");
         Ok((out, shape))
     }
@@ -254,6 +275,18 @@ mod tests {
         // Two examples, a memory of 5 rows, 3 queries (n ≠ nq, so no axis can stand in for another).
         let y = var(&[2, 5, 9], 1.2)?;
         assert_fused_matches(&[&y], &[attend(&y, 3)?], &[reference(&y, 3)?], 1e-12)
+    }
+
+    #[test]
+    fn the_cuda_kernels_take_stm_shapes_and_refuse_what_a_block_cannot_hold() {
+        // STM's configs A (n = 32, nq = 4) and B (96, 8), and larger.
+        for (n, nq) in [(32, 4), (96, 8), (128, 16)] {
+            assert!(fits_a_block(n, nq), "n = {n}, nq = {nq}");
+        }
+        // Past the backward's registers, and past the forward's 47 KiB of staging.
+        assert!(!fits_a_block(32, MAX_QUERIES + 1));
+        assert!(!fits_a_block(0, 0));
+        assert!(fits_a_block(752, 8) && !fits_a_block(753, 8));
     }
 
     #[test]

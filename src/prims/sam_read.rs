@@ -91,7 +91,8 @@ impl Op for SamReadOp {
         let batch = m.dim(0)?;
         let proj = dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
         let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
-        if fused::used_for(&normed, fused::SAM_ATTEND) {
+        let fits = normed.device().is_cpu() || sam_attend_op::fits_a_block(n, nq);
+        if fused::used_for(&normed, fused::SAM_ATTEND) && fits {
             return Ok(vec![sam_attend_op::attend(&normed.reshape((batch, n, 3 * nq))?, nq)?]);
         }
         let qkv = normed.reshape((batch, n, 3 * nq))?.transpose(1, 2)?; // [B, 3nq, n]

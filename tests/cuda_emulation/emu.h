@@ -150,12 +150,13 @@ inline unsigned linear_thread() {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
 
-template <class T>
-T shuffle_xor(unsigned mask, T value, int lane_mask) {
+// Every lane of a full warp offers `value` and receives the value of the lane `source(lane)`.
+template <class T, class Source>
+T shuffle(unsigned mask, T value, Source source_of) {
     if (mask != 0xffffffffu) fail("a shuffle with a partial mask (not emulated)");
     const unsigned me = linear_thread();
     Warp& warp = *block->warps[me / 32];
-    const unsigned lane = me % 32, source = lane ^ static_cast<unsigned>(lane_mask & 31);
+    const unsigned lane = me % 32, source = source_of(lane) & 31u;
     if (warp.lanes != 32) fail("a full-mask shuffle in a warp of fewer than 32 threads");
     static_assert(sizeof(T) <= sizeof(double), "shuffled values fit a slot");
     std::memcpy(&warp.slots[lane], &value, sizeof(T));
@@ -230,5 +231,11 @@ void launch(Kernel kernel, dim3 grid, dim3 threads, unsigned shared_bytes) {
 
 template <class T>
 T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
-    return emu::shuffle_xor(mask, value, lane_mask);
+    return emu::shuffle(mask, value, [=](unsigned lane) { return lane ^ static_cast<unsigned>(lane_mask); });
+}
+
+// The default width, 32: the source lane modulo 32.
+template <class T>
+T __shfl_sync(unsigned mask, T value, int source_lane) {
+    return emu::shuffle(mask, value, [=](unsigned) { return static_cast<unsigned>(source_lane); });
 }

@@ -466,25 +466,28 @@ fn gru_cell_kernels_agree_with_the_cpu() {
 
 #[test]
 fn sam_attend_kernels_agree_with_the_cpu() {
-    // n = 6 leaves most of a backward warp's lanes idle; n = 40 wraps them (q's and k's columns
-    // stride over f, v's over the nq n pairs).
-    for (batch, n, nq, seed) in [(2usize, 6usize, 3usize, 70u64), (2, 40, 2, 72)] {
+    // n = 6: most of a backward row warp's lanes idle, a row block's warps past the last row,
+    // one column block partly past n. n = 40: a row warp's lanes wrap along f,
+    // the column blocks' warps over several rows each, two column tiles an example. nq = 16:
+    // every register of the backward's per-query arrays in use.
+    for (batch, n, nq, seed) in [(2usize, 6usize, 3usize, 70u64), (2, 40, 2, 72), (1, 9, 16, 74)] {
         let (y, g) = (values(batch * n * 3 * nq, seed), values(batch * nq * n * n, seed + 1));
         let inputs = [tensor(&y, &[batch, n, 3 * nq])];
         let (r, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, nq, n, n]), |t| {
             memctl::kernels::sam_attend_op::attend(&t[0], nq).unwrap()
         });
         let (out, back) = (batch * nq * n * n, batch * n * 3 * nq);
+        let sizes = ints(&[batch, n, nq]);
         let fwd = launch(
             "sam_attend_fwd",
-            launch_shape::sam_attend(false, out as u32),
-            &[vec![Arg::In(y.clone()), Arg::Out(out)], ints(&[out, n, nq])].concat(),
+            launch_shape::sam_attend(false, batch as u32, n as u32, nq as u32),
+            &[vec![Arg::In(y.clone()), Arg::Out(out)], sizes.clone()].concat(),
         );
         assert_close("sam_attend_fwd", &fwd[1], &flat(&r), 1e-5);
         let bwd = launch(
             "sam_attend_bwd",
-            launch_shape::sam_attend(true, back as u32),
-            &[vec![Arg::In(y), Arg::In(g), Arg::Out(back)], ints(&[back, n, nq])].concat(),
+            launch_shape::sam_attend(true, batch as u32, n as u32, nq as u32),
+            &[vec![Arg::In(y), Arg::In(g), Arg::Out(back)], sizes].concat(),
         );
         assert_close("sam_attend_bwd", &bwd[2], &grads[0], 1e-5);
     }
