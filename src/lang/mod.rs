@@ -5,6 +5,7 @@ pub mod ast;
 pub mod error_kind;
 pub mod parser;
 pub mod syntax_error;
+pub mod version;
 
 use std::path::{Path, PathBuf};
 

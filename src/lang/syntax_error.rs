@@ -47,6 +47,8 @@ pub fn rule_name(rule: Rule) -> &'static str {
         Rule::arg => "an argument",
         Rule::number => "a number",
         Rule::string => "a string",
+        // `lang::version`'s rules, which accept any text (never in an error).
+        Rule::tokens | Rule::token | Rule::word | Rule::symbol => "a token",
         Rule::boolean => "`true` or `false`",
         Rule::ident | Rule::keyword | Rule::ident_char => "a name",
         Rule::kw_if => "`if`",

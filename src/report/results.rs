@@ -288,7 +288,7 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
         }
     }
     // Rows of different spec versions are marked, so that a reader sees which ran together.
-    let versions = selection.rows.iter().map(|r| r.spec_hash.as_str()).collect::<BTreeSet<_>>();
+    let versions = selection.rows.iter().map(|r| r.version.as_str()).collect::<BTreeSet<_>>();
     if versions.len() > 1 {
         columns.push("spec".into());
     }

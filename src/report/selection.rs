@@ -2,15 +2,17 @@
 //!
 //! A trial (one identity: same data, weights and settings) counts once, by its newest finished
 //! run: a `--force` re-run replaces the earlier run, it is not one more seed. A row combines
-//! runs of one spec version (spec hash) only: when a row has runs of several versions, the
-//! version of its newest run is the row's and the others are left out (and counted), so that
-//! runs of an edited spec are never averaged with runs of the old one. The choice is per row,
+//! runs of one spec version only (`lang::version`: the spec's tokens, so an edited comment is
+//! the same version): when a row has runs of several versions, the version of its newest run is
+//! the row's and the others are left out (and counted), so that runs of an edited spec are
+//! never averaged with runs of the old one. The choice is per row,
 //! not per experiment, because a sweep of an edited spec skips the trials whose identity did
 //! not change: their runs keep the older spec hash and still are the current spec's results.
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use crate::lang::version::spec_version;
 use crate::store::{RunRecord, Status};
 use crate::value::Value;
 
@@ -19,7 +21,9 @@ use crate::value::Value;
 pub struct Row<'a> {
     /// The values of the table's row keys, as text (`·` where a run has no such key).
     pub key: Vec<String>,
-    /// The spec version the row's runs share.
+    /// The spec version the row's runs share ([`spec_version`]).
+    pub version: String,
+    /// The spec hash of the row's newest run (its runs may differ in comments).
     pub spec_hash: String,
     pub runs: Vec<&'a RunRecord>,
 }
@@ -61,14 +65,24 @@ pub fn select<'a>(runs: &'a [RunRecord], experiments: &[String], row_keys: &[Str
     for r in newest.values() {
         by_key.entry(row_keys.iter().map(|k| key_value(r, k)).collect()).or_default().push(r);
     }
+    // Each spec text's version once (runs of a sweep share theirs).
+    let mut versions: BTreeMap<&str, String> = BTreeMap::new();
+    let mut version_of = |r: &'a RunRecord| -> String {
+        // A record without its text (none that this memctl writes) has its hash as its version.
+        if r.spec_text.is_empty() {
+            return r.spec_hash.clone();
+        }
+        versions.entry(r.spec_hash.as_str()).or_insert_with(|| spec_version(&r.spec_text)).clone()
+    };
     let mut selection = Selection { repeats_left_out: finished - newest.len(), ..Selection::default() };
     for (key, mut runs) in by_key {
         runs.sort_by_key(|r| r.id);
-        let spec_hash = runs.last().map(|r| r.spec_hash.clone()).unwrap_or_default();
+        let Some(newest) = runs.last().copied() else { continue };
+        let version = version_of(newest);
         let before = runs.len();
-        runs.retain(|r| r.spec_hash == spec_hash);
+        runs.retain(|r| version_of(r) == version);
         selection.older_versions_left_out += before - runs.len();
-        selection.rows.push(Row { key, spec_hash, runs });
+        selection.rows.push(Row { key, version, spec_hash: newest.spec_hash.clone(), runs });
     }
     selection.rows.sort_by(|a, b| key_order(&a.key, &b.key));
     selection
@@ -130,6 +144,8 @@ pub(crate) mod tests {
         r.id = id;
         r.trial_key = trial.into();
         r.spec_hash = hash.into();
+        // A text whose tokens differ with `hash`.
+        r.spec_text = format!("experiment exp {{ task {hash} }}");
         r.status = Status::Done;
         r.config.experiment = "exp".into();
         r.config.params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
@@ -159,6 +175,17 @@ pub(crate) mod tests {
         assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![3])]);
         assert_eq!(s.rows[0].spec_hash, "v2");
         assert_eq!(s.older_versions_left_out, 2);
+    }
+
+    #[test]
+    fn a_comment_edit_between_seeds_does_not_split_a_row() {
+        let d = [("d", Value::Int(8))];
+        let mut edited = run(2, "seed2", "v1-commented", &d, 0.8);
+        edited.spec_text = "// seeds 2 and 3 ran later\nexperiment exp {\n  task v1\n}\n".into();
+        let runs = [run(1, "seed1", "v1", &d, 0.7), edited];
+        let s = select(&runs, &["exp".into()], &["d".into()]);
+        assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![1, 2])]);
+        assert_eq!((s.rows[0].spec_hash.as_str(), s.older_versions_left_out), ("v1-commented", 0));
     }
 
     #[test]
