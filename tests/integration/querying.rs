@@ -409,7 +409,9 @@ fn results_count_each_trial_once_and_compute_the_verdict() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("store");
     let mut old = record(1, config(48, true, 3), 0.1, None);
+    // An older spec: another hash and another token (a comment alone is the same version).
     old.spec_hash = "old".into();
+    old.spec_text.push_str("\n// the older version\ntask older = assocRetrieval(pairs = 2)\n");
     let mut rerun = record(5, config(96, true, 1), 0.6, None);
     rerun.trial_key = "trial4".into();
     open(&store)
