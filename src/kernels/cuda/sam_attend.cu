@@ -22,6 +22,15 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// The block's threads copy example yb's v, transposed, into vt ([nq][n]: v[j, f]) in shared
+// memory; the caller synchronises before reading it.
+__device__ void stage_v(const float* yb, float* vt, int n, int nq) {
+    for (int i = threadIdx.x; i < nq * n; i += blockDim.x) {
+        int j = i / n, f = i % n;
+        vt[i] = yb[(size_t)f * 3 * nq + 2 * nq + j];
+    }
+}
+
 // out[b, s, e, f] = R[s, e, f] of example b. A block per (b, s), B nq blocks: it stages the
 // query's weights A[s, ., .] (n nq) and v transposed (nq n) in shared memory (2 nq n floats),
 // then writes the query's n n outputs along f, each a sum of nq products.
@@ -33,11 +42,10 @@ extern "C" __global__ void sam_attend_fwd(const float* y, float* out, int batch,
     if (b >= batch) return;
     int w3 = 3 * nq;
     const float* yb = y + (size_t)b * n * w3;
+    stage_v(yb, vt, n, nq);
     for (int i = threadIdx.x; i < n * nq; i += blockDim.x) {
         int e = i / nq, j = i % nq;
         weights[i] = tanhf(yb[(size_t)e * w3 + s] * yb[(size_t)e * w3 + nq + j]);
-        int j2 = i / n, f = i % n;
-        vt[i] = yb[(size_t)f * w3 + 2 * nq + j2];
     }
     __syncthreads();
     float* ob = out + ((size_t)b * nq + s) * n * n;
@@ -70,10 +78,7 @@ extern "C" __global__ void sam_attend_bwd(const float* y, const float* g, float*
         int b = blockIdx.x / per_example, e = (blockIdx.x % per_example) * 8 + warp;
         const float* yb = y + (size_t)b * n * w3;
         float* vt = shared; // [nq][n]: v[j, f]
-        for (int i = threadIdx.x; i < nq * n; i += blockDim.x) {
-            int j = i / n, f = i % n;
-            vt[i] = yb[(size_t)f * w3 + 2 * nq + j];
-        }
+        stage_v(yb, vt, n, nq);
         __syncthreads();
         if (e >= n) return; // a whole warp: the shuffles below need every lane of a live one
         const float* row = yb + (size_t)e * w3;
