@@ -20,6 +20,10 @@
 #                                         # one left out alone: what each pays (~6-7 min with
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
+#   bash scripts/gpu_measure.sh attend    # one unchecked change against the default, for a call
+#                                         # that also runs a slice (~3.5 min): the checks with it,
+#                                         # STM A, B and B at 128 alternating two rounds, PyTorch's
+#                                         # reduce-overhead on B; CHANGE=name (default sam_attend)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
@@ -219,8 +223,36 @@ table_part() {
   } > "$out/torch.txt" 2>&1
 }
 
+# One change against the default in a few minutes, so that the rest of a call can run a slice
+# (scripts/gpu_slice.sh): is it right, and does it pay on STM A, B and B at batch 128? Two
+# alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
+one_change_part() {
+  local change=${CHANGE:-sam_attend}
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
+  {
+    timeout 120 bash .gpu/run.sh doctor --check
+    echo "== MEMCTL_CUDA_FUSED=$change"; MEMCTL_CUDA_FUSED=$change timeout 120 bash .gpu/run.sh doctor --check
+  } > "$out/doctor.txt" 2>&1
+  {
+    for round in 1 2; do
+      for e in stm_a stm_b "stm_b batch=128"; do
+        for fused in default "$change"; do
+          echo "== specs/bench/stm.mem $e cuda fused=$fused round=$round"
+          if [ "$fused" = default ]; then timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
+          else MEMCTL_CUDA_FUSED=$fused timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30; fi
+        done
+      done
+    done
+  } > "$out/steps.txt" 2>&1
+  {
+    echo "== stm_torch --device cuda --d 96 --nq 8 --nr 96 --compile reduce-overhead"
+    time timeout 200 python3 .gpu/stm_torch.py --device cuda --d 96 --nq 8 --nr 96 --compile reduce-overhead
+  } > "$out/torch.txt" 2>&1
+}
+
 case "${1:-}" in
   memctl) memctl_part ;;
+  attend) one_change_part ;;
   table) table_part ;;
   torch) torch_part ;;
   quick) quick_part ;;
@@ -239,6 +271,6 @@ esac
 # Each change's verdict and what it pays (scripts/changes_summary.py; after changes-times, run
 # it here on the two calls' files together: the first call's doctor.txt has the checks).
 case "$1" in
-  changes* | table) python3 scripts/changes_summary.py "$out" > "$out/summary.txt" 2>&1; cat "$out/summary.txt" ;;
+  changes* | table | attend) python3 scripts/changes_summary.py "$out" > "$out/summary.txt" 2>&1; cat "$out/summary.txt" ;;
 esac
 grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200
