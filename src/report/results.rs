@@ -319,7 +319,7 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
         }
         let converged = row.runs.iter().filter(|r| r.steps_to_converge.is_some()).count();
         cells.push(Cell::Text(format!("{converged}/{}", row.runs.len())));
-        cells.push(Cell::Seconds(row.runs.iter().map(|r| r.wall_seconds).sum()));
+        cells.push(Cell::Seconds(row.runs.iter().map(|r| r.seconds_over_every_process()).sum()));
         rows.push(cells);
     }
     Sheet { columns, rows }
@@ -328,7 +328,7 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
 fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
     let mine: Vec<&RunRecord> = selection.runs().collect();
     out.push_str(&markdown::render(&sheet(t, selection)));
-    let total: f64 = mine.iter().map(|r| r.wall_seconds).sum();
+    let total: f64 = mine.iter().map(|r| r.seconds_over_every_process()).sum();
     let first = mine.iter().map(|r| r.started_at).fold(f64::INFINITY, f64::min);
     let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
     let _ = writeln!(

@@ -187,19 +187,25 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Seconds left, estimated from the pace so far: the rest of the steps at the mean
-    /// seconds per step, or the rest of `max_time` if that ends it first.
+    /// Seconds left, estimated from the pace so far (see [`seconds_left`]).
     pub fn eta_seconds(&self, steps_run: u64, train_seconds: f64) -> Option<f64> {
-        let done = steps_run.saturating_sub(self.resumed_from.unwrap_or(0));
-        if done == 0 {
-            return None;
-        }
-        let by_steps = train_seconds / done as f64 * self.steps_total.saturating_sub(steps_run) as f64;
-        Some(match self.max_time {
-            Some(t) => by_steps.min((t - train_seconds).max(0.0)),
-            None => by_steps,
-        })
+        seconds_left(steps_run, self.steps_total, train_seconds, self.max_time)
     }
+}
+
+/// Seconds left for a run at step `steps_run` of `steps_total`: the rest of the steps at the
+/// mean seconds per step so far, or the rest of `max_time` if that ends it first.
+/// `train_seconds` counts every step from the first, a run resumed from a checkpoint included
+/// (its earlier slices' time travels in the checkpoint), so the pace is over all `steps_run`.
+pub fn seconds_left(steps_run: u64, steps_total: u64, train_seconds: f64, max_time: Option<f64>) -> Option<f64> {
+    if steps_run == 0 {
+        return None;
+    }
+    let by_steps = train_seconds / steps_run as f64 * steps_total.saturating_sub(steps_run) as f64;
+    Some(match max_time {
+        Some(t) => by_steps.min((t - train_seconds).max(0.0)),
+        None => by_steps,
+    })
 }
 
 /// One run of one trial.
@@ -252,6 +258,17 @@ pub enum DecodeError {
     BadVersion(String),
     #[error("version {version} record: {reason}")]
     Migration { version: u32, reason: String },
+}
+
+impl RunRecord {
+    /// Seconds this run took over every process that ran it. `wall_seconds` covers only the
+    /// last one; a run resumed from a checkpoint (the next GPU slice, a preempted job) carries
+    /// its earlier training and evaluation time in `train_seconds` and `eval_seconds`, which
+    /// then exceed it.
+    pub fn seconds_over_every_process(&self) -> f64 {
+        let resumed = self.progress.as_ref().is_some_and(|p| p.resumed_from.is_some());
+        if resumed { self.wall_seconds.max(self.train_seconds + self.eval_seconds) } else { self.wall_seconds }
+    }
 }
 
 pub fn encode(record: &RunRecord) -> Result<Vec<u8>, serde_json::Error> {
@@ -325,6 +342,42 @@ mod tests {
 
     /// A record as memctl 0.1 wrote it (layout 1), before the store had a layout of its own.
     const V1: &str = include_str!("../../tests/fixtures/run_record_v1.json");
+
+    #[test]
+    fn a_resumed_runs_time_left_comes_from_its_pace_over_every_step() {
+        // Resumed at step 2 000 of 10 000 and now at 4 000, after 400 s over all its slices:
+        // 0.1 s a step, 6 000 steps to go.
+        let p = Progress {
+            steps_total: 10_000,
+            updated_at: 0.0,
+            resumed_from: Some(2_000),
+            checkpoint_step: Some(4_000),
+            max_time: None,
+            deaths: 0,
+        };
+        assert_eq!(p.eta_seconds(4_000, 400.0), Some(600.0));
+        // max_time counts the same seconds: 100 s of a 500 s budget are left.
+        assert_eq!(Progress { max_time: Some(500.0), ..p.clone() }.eta_seconds(4_000, 400.0), Some(100.0));
+        assert_eq!(p.eta_seconds(0, 0.0), None);
+    }
+
+    #[test]
+    fn a_resumed_runs_time_counts_its_earlier_processes() {
+        let mut r = decode(V1.as_bytes()).unwrap();
+        (r.wall_seconds, r.train_seconds, r.eval_seconds) = (300.0, 260.0, 180.0);
+        // Run once, its wall time holds its training and evaluation.
+        assert_eq!(r.seconds_over_every_process(), 300.0);
+        // Resumed, its 440 s of training and evaluation include an earlier slice's.
+        r.progress = Some(Progress {
+            steps_total: 10,
+            updated_at: 0.0,
+            resumed_from: Some(4),
+            checkpoint_step: Some(8),
+            max_time: None,
+            deaths: 0,
+        });
+        assert_eq!(r.seconds_over_every_process(), 440.0);
+    }
 
     #[test]
     fn a_version_1_record_reads_as_the_current_layout() {

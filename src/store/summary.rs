@@ -81,15 +81,10 @@ impl RunSummary {
         self
     }
 
-    /// Seconds left for a running run, estimated from its pace (see `Progress::eta_seconds`).
+    /// Seconds left for a running run, estimated from its pace (see [`seconds_left`](super::record::seconds_left)).
     pub fn eta_seconds(&self) -> Option<f64> {
         let l = self.live.as_ref()?;
-        let done = self.steps_run.saturating_sub(l.resumed_from);
-        if done == 0 {
-            return None;
-        }
-        let by_steps = l.train_seconds / done as f64 * l.steps_total.saturating_sub(self.steps_run) as f64;
-        Some(l.max_time.map_or(by_steps, |t| by_steps.min((t - l.train_seconds).max(0.0))))
+        super::record::seconds_left(self.steps_run, l.steps_total, l.train_seconds, l.max_time)
     }
 }
 
