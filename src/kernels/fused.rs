@@ -54,14 +54,15 @@ pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: true };
 
 /// `samRead`'s outer product attention on its normalised projection (`sam_attend_op`), one
 /// kernel each way where candle's ops, slices and transposes take some twenty-five a time
-/// step. Passed `doctor --check` on the H100 twice (2026-11-26, sixteenth and seventeenth
-/// sittings) but did not pay: with a thread per gradient element, STM A 10.98 → 10.77 ms, B
-/// 19.59 → 24.19 alone; with a warp per gradient element, A 5.98 → 5.16, B 14.43 → 17.33, B at
-/// batch 128 34.87 → 49.02. Both forms read `v` across a warp's lanes at a stride of `3nq`
-/// floats. Now the forward stages `v` in shared memory and the backward reads `G` along its
-/// rows (checked on the CPU's emulation of the kernels, not yet timed on a GPU). Off until it
-/// pays; on CUDA only for the shapes [`sam_attend_op::fits_a_block`](super::sam_attend_op::fits_a_block) takes.
-pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: false };
+/// step. Its first two forms passed `doctor --check` on the H100 (sixteenth and seventeenth
+/// sittings) but did not pay, reading `v` across a warp's lanes at a stride of `3nq` floats
+/// (with a warp per gradient element: A 5.98 → 5.16 ms, B 14.43 → 17.33, B at batch 128 34.87
+/// → 49.02). The third, whose forward stages `v` in shared memory and whose backward reads `G`
+/// along its rows, passed alone and beside the others on the H100 (2026-11-26, eighteenth
+/// sitting) and paid on all three, two rounds each: A 5.99 → 5.20 ms, B 14.56 → 14.17, B at
+/// batch 128 34.89 → 34.62. On CUDA only for the shapes
+/// [`sam_attend_op::fits_a_block`](super::sam_attend_op::fits_a_block) takes.
+pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: true };
 
 /// Each parameter's gradient summed over its time steps in one kernel per 32 steps, from
 /// per-step aliases of the weights (`compile::StepWeights`, `sum_parts_op`), where candle's
@@ -145,8 +146,17 @@ pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: true };
 /// 19.59 → 19.07.
 pub const OUTER: OnCuda = OnCuda { name: "outer", checked: true };
 
+/// The device's default memory pool keeps the memory its allocations free (its release
+/// threshold raised from 0 to the maximum; `device::keep_freed_memory`), where by default the
+/// driver takes back every idle byte at each synchronisation. Every trial's stream allocates
+/// from that pool, and every trial synchronises at each step (its loss read back), so with
+/// four trials on a GPU the eager forward of one trial's evaluation re-maps memory for most
+/// of its ops: a suspect for the evaluations that took 40 % of SAM Table 1's slices
+/// (docs/gpu-slices.md). Numerics are untouched; not yet timed on a GPU.
+pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 20] = [
+pub const ALL: [OnCuda; 21] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -167,6 +177,7 @@ pub const ALL: [OnCuda; 20] = [
     GRU_CELL,
     L2_NORMALIZE,
     OUTER,
+    POOL_KEEP,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all
