@@ -71,6 +71,10 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     // candle's float sums with few outputs split over many blocks (the vendored candle-core's
     // change, vendor/README.md), where `MEMCTL_CUDA_FUSED` admits it (kernels::fused).
     candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(crate::kernels::fused::SPLIT_SUMS));
+    // The device's memory pool keeps what it frees, where `MEMCTL_CUDA_FUSED` admits it.
+    if crate::kernels::fused::cuda_uses(crate::kernels::fused::POOL_KEEP) {
+        keep_freed_memory(ordinal).map_err(|e| open_error(candle_core::Error::wrap(e)))?;
+    }
     // A slice's backward as a fill and one copy (the vendored candle-core's change), likewise.
     candle_core::backprop::set_lean_narrow_grads(crate::kernels::fused::cuda_uses(crate::kernels::fused::NARROW_GRADS));
     // No gradient for an operand that needs none (a batch's inputs), likewise.
@@ -78,6 +82,50 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
         crate::kernels::fused::UNTRACKED_GRADS,
     ));
     Ok(device)
+}
+
+/// The device's default memory pool: every trial's stream allocates from it (cudarc allocates
+/// stream-ordered, `cuMemAllocAsync`, where the device supports it, every GPU memctl runs on).
+#[cfg(feature = "cuda")]
+fn default_pool(
+    ordinal: usize,
+) -> Result<
+    candle_core::cuda_backend::cudarc::driver::sys::CUmemoryPool,
+    candle_core::cuda_backend::cudarc::driver::DriverError,
+> {
+    use candle_core::cuda_backend::cudarc::driver::result;
+    result::init()?;
+    // SAFETY: the device handle comes from `device::get`.
+    unsafe { result::device::get_default_mem_pool(result::device::get(ordinal as i32)?) }
+}
+
+/// Raises the default pool's release threshold from 0 (the driver takes every idle byte back
+/// at each synchronisation, so the next allocations map memory again) to the maximum: the pool
+/// keeps what it has held until the process ends, as PyTorch's caching allocator does.
+#[cfg(feature = "cuda")]
+fn keep_freed_memory(ordinal: usize) -> Result<(), candle_core::cuda_backend::cudarc::driver::DriverError> {
+    use candle_core::cuda_backend::cudarc::driver::{result, sys};
+    let pool = default_pool(ordinal)?;
+    let mut threshold = u64::MAX;
+    let attribute = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    // SAFETY: a valid pool; the release threshold is a u64.
+    unsafe { result::mem_pool::set_attribute(pool, attribute, (&raw mut threshold).cast()) }
+}
+
+/// Bytes the device's default pool holds that no allocation uses: memory this process's next
+/// allocations get without the driver, though the driver counts it as taken.
+#[cfg(feature = "cuda")]
+pub fn pool_idle_bytes(ordinal: usize) -> Option<u64> {
+    use candle_core::cuda_backend::cudarc::driver::{result, sys};
+    let pool = default_pool(ordinal).ok()?;
+    let read = |attribute: sys::CUmemPool_attribute| {
+        let mut value = 0u64;
+        // SAFETY: a valid pool; both attributes are u64.
+        unsafe { result::mem_pool::get_attribute(pool, attribute, (&raw mut value).cast()) }.ok().map(|()| value)
+    };
+    let reserved = read(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT)?;
+    let used = read(sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_USED_MEM_CURRENT)?;
+    Some(reserved.saturating_sub(used))
 }
 
 #[cfg(not(feature = "cuda"))]

@@ -71,21 +71,23 @@ pub fn estimate(trial: &Trial) -> candle_core::Result<MemoryEstimate> {
 pub fn available_on(device: &str) -> Option<u64> {
     match crate::device::parse(device)? {
         crate::device::DeviceSpec::Cpu => available(),
-        crate::device::DeviceSpec::Cuda(_) => gpu_free(&crate::device::open(device).ok()?),
+        crate::device::DeviceSpec::Cuda(ordinal) => gpu_free(&crate::device::open(device).ok()?, ordinal),
     }
 }
 
-/// Free memory of a CUDA device, as its driver reports it.
+/// Free memory of a CUDA device: what its driver reports, and what the device's memory pool
+/// holds unused (`kernels::fused::POOL_KEEP` keeps it there, for this process's trials).
 #[cfg(feature = "cuda")]
-fn gpu_free(device: &candle_core::Device) -> Option<u64> {
+fn gpu_free(device: &candle_core::Device, ordinal: usize) -> Option<u64> {
     use candle_core::cuda_backend::cudarc::driver::result;
     let candle_core::Device::Cuda(d) = device else { return None };
     d.cuda_stream().context().bind_to_thread().ok()?;
-    result::mem_get_info().ok().map(|(free, _total)| free as u64)
+    let free = result::mem_get_info().ok().map(|(free, _total)| free as u64)?;
+    Some(free + crate::device::pool_idle_bytes(ordinal).unwrap_or(0))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn gpu_free(_: &candle_core::Device) -> Option<u64> {
+fn gpu_free(_: &candle_core::Device, _: usize) -> Option<u64> {
     None
 }
 
