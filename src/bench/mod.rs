@@ -9,8 +9,8 @@ use std::time::Instant;
 use candle_core::{DType, Device, Tensor};
 
 use crate::check::Trial;
-use crate::tasks::Batch;
-use crate::train::{Autograd, Stepper, data_seed};
+use crate::tasks::{Batch, Split};
+use crate::train::{Autograd, Stepper, data_seed, evaluate, evaluation_batch};
 
 pub mod device_check;
 pub mod dump;
@@ -88,6 +88,49 @@ pub fn time_steps(
         cuda_graph: stepper.replays(),
         step_mode: stepper.replay_status(),
     })
+}
+
+/// One evaluation pass, timed: what a trial spends at each `eval_every`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EvalReport {
+    /// Median wall time of a pass over the validation split (`eval_size` sequences, or all).
+    pub median_ms: f64,
+    pub passes: usize,
+    pub sequences: usize,
+    /// Sequences per forward, as training evaluates (`train::evaluation_batch`).
+    pub batch: usize,
+}
+
+/// Times `passes` evaluations of the validation split, as training runs them (the same batch
+/// size and `eval_size`, weights as initialised), after one untimed pass.
+pub fn time_evaluation(
+    trial: &Trial,
+    device: &Device,
+    autograd: Autograd,
+    passes: usize,
+) -> candle_core::Result<EvalReport> {
+    let cfg = &trial.config.train;
+    let stepper = Stepper::with(trial, device, DType::F32, autograd)?;
+    let data = trial.task.data(data_seed(trial.config.seed), device)?;
+    let batch = evaluation_batch(cfg.batch, device);
+    // As `evaluate` counts them: whole batches until `eval_size` is reached.
+    let mut sequences = 0;
+    for b in data.eval_batches(Split::Validation, batch)? {
+        if cfg.eval_size.is_some_and(|l| sequences >= l) {
+            break;
+        }
+        sequences += b.batch_size()?;
+    }
+    let mut times = vec![];
+    for i in 0..=passes {
+        let t0 = Instant::now();
+        evaluate(stepper.cell(), data.as_ref(), Split::Validation, batch, cfg.eval_size, &*trial.task)?;
+        if i > 0 {
+            times.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(EvalReport { median_ms: times.get(times.len() / 2).copied().unwrap_or(f64::NAN), passes, sequences, batch })
 }
 
 /// 3 × (forward FLOPs per example per time step) × batch × time steps.

@@ -37,6 +37,10 @@ pub struct Args {
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
+    /// Also time this many evaluation passes over the validation split, as training runs
+    /// them at each `eval_every` (its batch size and `eval_size`), after one untimed pass.
+    #[arg(long, value_name = "PASSES")]
+    eval: Option<usize>,
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
@@ -58,13 +62,16 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             .map_err(anyhow::Error::msg)??;
         std::fs::write(path, serde_json::to_vec(&d)?)?;
     }
-    let (report, peak) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
+    let (report, peak, eval) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
         let r = bench::time_steps(trial, &device, autograd, threads, args.warmup, args.iters)?;
-        Ok((r, bench::sgemm_peak_gflops(&device)?))
+        let eval = args.eval.map(|passes| bench::time_evaluation(trial, &device, autograd, passes)).transpose()?;
+        Ok((r, bench::sgemm_peak_gflops(&device)?, eval))
     })
     .map_err(anyhow::Error::msg)??;
     if args.json {
-        println!("{}", serde_json::json!({ "report": report, "sgemm_peak_gflops": peak, "config": trial.config }));
+        let json =
+            serde_json::json!({ "report": report, "sgemm_peak_gflops": peak, "eval": eval, "config": trial.config });
+        println!("{json}");
         return Ok(0);
     }
     let mut values: Vec<String> = trial
@@ -92,6 +99,20 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         report.first_step_ms,
         if report.cuda_graph { "yes" } else { "no" }
     );
+    if let Some(e) = &eval {
+        // Per 1000 sequences, beside a training step's (forward and backward), so that a slow
+        // evaluation shows against what training does with the same sequences.
+        let batch = trial.config.train.batch as f64;
+        println!(
+            "memctl_bench_eval median_ms={:.1} passes={} sequences={} eval_batch={} eval_ms_per_1k_sequences={:.1} train_ms_per_1k_sequences={:.1}",
+            e.median_ms,
+            e.passes,
+            e.sequences,
+            e.batch,
+            e.median_ms * 1000.0 / e.sequences.max(1) as f64,
+            report.median_ms * 1000.0 / batch
+        );
+    }
     if !device.is_cpu() {
         eprintln!("steps: {}", report.step_mode);
     }

@@ -529,7 +529,7 @@ impl Run<'_> {
 /// Sequences per evaluation batch. Metrics are sums, so the size changes speed, not results.
 /// Evaluation keeps no activations for a backward, so it can take larger batches than
 /// training; on a GPU, where an eager forward costs a launch per op, much larger ones.
-fn evaluation_batch(train_batch: usize, device: &Device) -> usize {
+pub fn evaluation_batch(train_batch: usize, device: &Device) -> usize {
     if device.is_cpu() { (train_batch * 2).clamp(64, 512) } else { (train_batch * 2).max(1024) }
 }
 
