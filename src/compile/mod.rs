@@ -133,6 +133,7 @@ impl Cell {
         t: usize,
     ) -> Result<Vec<Vec<Tensor>>> {
         let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(self.graph.nodes.len());
+        let tape_kernels = runs_tape_kernels(x, weights);
         for (i, node) in self.graph.nodes.iter().enumerate() {
             if !runs(i) {
                 values.push(vec![]);
@@ -144,7 +145,16 @@ impl Cell {
             }
             let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, x, states, &values)).collect();
             let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-            values.push(self.ops[i].forward(&inputs, &params)?);
+            let outputs = match self.ops[i].manual().filter(|_| tape_kernels) {
+                // As the tape runs it: contiguous operands, contiguous outputs, nothing kept.
+                Some(manual) => {
+                    let inputs: Vec<Tensor> = inputs.iter().map(|t| t.contiguous()).collect::<Result<_>>()?;
+                    let (outputs, _saved) = manual.forward_train(&inputs.iter().collect::<Vec<_>>(), &params)?;
+                    outputs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?
+                }
+                None => self.ops[i].forward(&inputs, &params)?,
+            };
+            values.push(outputs);
         }
         Ok(values)
     }
@@ -314,6 +324,15 @@ impl Cell {
         }
         Ok(())
     }
+}
+
+/// Whether a forward runs each node's training forward (the tape's kernels, what it saves for
+/// the backward dropped) in place of its candle ops: on the CPU where no gradient is taken
+/// (evaluation), since the tape's kernels are the ones made fast there (vectorised exp and
+/// tanh, fused passes; training on the CPU runs nothing else) and its candle ops are the
+/// reference. Elsewhere, and for candle's autograd (tracked weights), the candle ops.
+fn runs_tape_kernels(x: &Tensor, weights: &[Tensor]) -> bool {
+    x.device().is_cpu() && !weights.iter().any(Tensor::track_op)
 }
 
 /// The weights one training run read: the parameters themselves (the initial states read
@@ -487,6 +506,32 @@ mod tests {
                     assert!(largest(a, b)? < 1e-10, "{name}, {variant}: gradients");
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Evaluation on the CPU (detached weights) runs the tape's training forwards; with tracked
+    /// weights the candle ops run. Both give the same outputs for every model family of
+    /// `doctor --check` (f64), and the detached run does use the tape's kernels.
+    #[test]
+    fn evaluation_with_the_tape_s_kernels_gives_the_candle_ops_outputs() -> Result<()> {
+        for trial in crate::bench::device_check::trials().unwrap() {
+            let c = Cell::new(trial.graph.clone(), 3, &Device::Cpu, DType::F64)?;
+            let mut data = trial.task.data(crate::train::data_seed(1), &Device::Cpu)?;
+            let batch = data.train_batch(4)?;
+            let inputs = match batch.inputs.dtype().is_float() {
+                true => batch.inputs.to_dtype(DType::F64)?,
+                false => batch.inputs.clone(),
+            };
+            let name = &trial.config.experiment;
+            let (detached, tracked) = (c.weights(false), c.weights(true));
+            assert!(runs_tape_kernels(&inputs, &detached) && !runs_tape_kernels(&inputs, &tracked), "{name}");
+            let candle_ops = c.run(&tracked, &inputs, &batch.scored)?;
+            let tape_kernels = c.run(&detached, &inputs, &batch.scored)?;
+            assert_eq!(candle_ops.dims(), tape_kernels.dims(), "{name}");
+            let scale = candle_ops.abs()?.max_all()?.to_scalar::<f64>()?.max(1e-30);
+            let difference = candle_ops.sub(&tape_kernels)?.abs()?.max_all()?.to_scalar::<f64>()? / scale;
+            assert!(difference < 1e-10, "{name}: outputs differ by {difference:e}");
         }
         Ok(())
     }
