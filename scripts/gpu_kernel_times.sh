@@ -3,7 +3,8 @@
 # times a window of an eager step's launches (a replayed graph hides its kernels from it),
 # once per MEMCTL_CUDA_FUSED setting. With .gpu/ (../shared/gpu/pack.sh) carried along:
 #
-#   bash scripts/gpu_kernel_times.sh [SPEC EXPERIMENT]   # default: specs/bench/stm.mem stm_b
+#   bash scripts/gpu_kernel_times.sh [SPEC EXPERIMENT [KEY=VALUE...]]   # default: specs/bench/stm.mem stm_b
+#   SKIP=2500 COUNT=3000 bash scripts/gpu_kernel_times.sh ...   # the window (default 7000, 3000)
 #   FUSED=1 bash scripts/gpu_kernel_times.sh             # only the MEMCTL_CUDA_FUSED settings named
 #
 # Writes $OUT/ncu_fused_{0,1}.csv (ncu's messages, then one quoted row per launch: kernel name,
@@ -22,7 +23,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:${LD_LIBRAR
 for fused in ${FUSED:-0 1}; do
   file=$out/ncu_fused_$(echo "$fused" | tr -c 'a-z0-9_\n' '_').csv   # plain characters: they come back
   MEMCTL_CUDA_FUSED=$fused timeout 120 ncu --clock-control none --csv --metrics gpu__time_duration.sum \
-    --launch-skip 7000 --launch-count 3000 "$bin" bench "$spec" "$experiment" --device cuda --iters 2 --warmup 1 \
+    --launch-skip "${SKIP:-7000}" --launch-count "${COUNT:-3000}" "$bin" bench "$spec" "$experiment" "${@:3}" --device cuda --iters 2 --warmup 1 \
     > "$file" 2>&1
   echo "== MEMCTL_CUDA_FUSED=$fused: rc $?"
   python3 scripts/kernel_totals.py "$file" | head -25
