@@ -333,8 +333,9 @@ fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
     let last = mine.iter().filter_map(|r| r.ended_at).fold(0.0, f64::max);
     let _ = writeln!(
         out,
-        "\n{} runs; compute time {} (sum over runs), elapsed {} from the first start to the last end.\n",
+        "\n{} run{}; compute time {} (sum over runs), elapsed {} from the first start to the last end.\n",
         mine.len(),
+        if mine.len() == 1 { "" } else { "s" },
         duration(total),
         duration((last - first).max(0.0))
     );
