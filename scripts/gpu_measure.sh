@@ -23,7 +23,7 @@
 #   bash scripts/gpu_measure.sh attend    # one unchecked change against the default, for a call
 #                                         # that also runs a slice (~3.5 min): the checks with it,
 #                                         # STM A, B and B at 128 alternating two rounds, PyTorch's
-#                                         # reduce-overhead on B; CHANGE=name (default sam_attend)
+#                                         # reduce-overhead on B; CHANGE=name (default pool_keep)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
@@ -195,7 +195,7 @@ quick_sweeps() {
 table_part() {
   local start=$SECONDS
   # The checks by default, with every change, and with each unchecked one alone (today
-  # `sam_attend`, whose backward changed after it was last timed), so this call can turn one on.
+  # `pool_keep`, the memory pool kept), so this call can turn one on.
   quick_checks
   {
     for e in stm_a stm_b "stm_b batch=128"; do
@@ -227,7 +227,7 @@ table_part() {
 # (scripts/gpu_slice.sh): is it right, and does it pay on STM A, B and B at batch 128? Two
 # alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 one_change_part() {
-  local change=${CHANGE:-sam_attend}
+  local change=${CHANGE:-pool_keep}
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
   {
     timeout 120 bash .gpu/run.sh doctor --check
