@@ -21,8 +21,10 @@
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
 #   bash scripts/gpu_measure.sh attend    # one unchecked change against the default, for a call
-#                                         # that also runs a slice (~3.5 min): the checks with it,
-#                                         # STM A, B and B at 128 alternating two rounds, PyTorch's
+#                                         # that also runs a slice (~4 min): the checks with it,
+#                                         # STM A, B and B at 128 alternating two rounds, SAM
+#                                         # Table 1's evaluations alone and four trials at once
+#                                         # (eval.txt), PyTorch's
 #                                         # reduce-overhead on B; CHANGE=name (default pool_keep)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
@@ -244,6 +246,29 @@ one_change_part() {
       done
     done
   } > "$out/steps.txt" 2>&1
+  # SAM Table 1's evaluations, each setting: one d = 96 trial's passes alone (bench --eval),
+  # then the four rows of a seed in one sweep, as a slice runs them (four trials on the GPU,
+  # each synchronising at every step), 400 steps with a validation pass every 100.
+  {
+    for fused in default "$change"; do
+      export MEMCTL_CUDA_FUSED=; [ "$fused" = default ] || MEMCTL_CUDA_FUSED=$fused
+      echo "== eval sam_table1_l30_gpu d=96 alone fused=$fused"
+      timeout 120 bash .gpu/run.sh bench specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true \
+        transfer=true --device cuda --iters 5 --eval 3
+      echo "== eval sam_table1_l30_gpu 4 trials in a sweep fused=$fused"
+      rm -rf /tmp/evalsweep
+      timeout 200 bash .gpu/run.sh --store /tmp/evalsweep sweep specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu \
+        seed=7 steps=400 eval_every=100 --device cuda --quiet > /dev/null 2>&1
+      bash .gpu/run.sh --store /tmp/evalsweep runs --all --format records | python3 -c "
+import json, sys
+for r in json.load(sys.stdin):
+    # Validation passes of 10 000 sequences, then the test set's 20 000 (two passes' worth).
+    evals = len(r.get('curves', {}).get('val_accuracy', [])) + 2
+    p = r['config']['params']
+    print(f\"d={p['d']} gates={p['gates']} transfer={p['transfer']} steps={r['steps_run']} train_s={r['train_seconds']:.1f} eval_s={r['eval_seconds']:.1f} eval_s_per_10k_sequences={r['eval_seconds'] / evals:.2f}\")"
+    done
+    unset MEMCTL_CUDA_FUSED
+  } > "$out/eval.txt" 2>&1
   {
     echo "== stm_torch --device cuda --d 96 --nq 8 --nr 96 --compile reduce-overhead"
     time timeout 200 python3 .gpu/stm_torch.py --device cuda --d 96 --nq 8 --nr 96 --compile reduce-overhead
