@@ -155,8 +155,17 @@ pub const OUTER: OnCuda = OnCuda { name: "outer", checked: true };
 /// (docs/gpu-slices.md). Numerics are untouched; not yet timed on a GPU.
 pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
 
+/// `embedding`'s lookup, while training, as a product of one-hot rows with the table
+/// (`prims::embedding::one_hot_lookup`), for vocabularies of at most 1 024 tokens: its backward
+/// is then one product, where candle's backward of `index_select` is an index-add whose threads
+/// (one per column of the table) each walk every id of the batch in turn, a dependent
+/// read-modify-write each: one launch of 1.14 ms in a step of NAM-TM's example on the H100
+/// (docs/performance.md, eighteenth sitting), and SAM Table 1's STM embeds 29 × 128 ids a step.
+/// Not yet timed on a GPU.
+pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 21] = [
+pub const ALL: [OnCuda; 22] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -178,6 +187,7 @@ pub const ALL: [OnCuda; 21] = [
     L2_NORMALIZE,
     OUTER,
     POOL_KEEP,
+    ONE_HOT_EMBEDDING,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all
