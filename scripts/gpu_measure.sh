@@ -20,12 +20,12 @@
 #                                         # one left out alone: what each pays (~6-7 min with
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
-#   bash scripts/gpu_measure.sh attend    # one unchecked change against the default, for a call
-#                                         # that also runs a slice (~4 min): the checks with it,
-#                                         # STM A, B and B at 128 alternating two rounds, SAM
-#                                         # Table 1's evaluations alone and four trials at once
-#                                         # (eval.txt), PyTorch's
-#                                         # reduce-overhead on B; CHANGE=name (default pool_keep)
+#   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep and
+#                                         # one_hot_embedding) against the default, for a call
+#                                         # that also runs a slice (~4 min): the checks with each
+#                                         # and all, the models each acts on in two alternating
+#                                         # rounds, SAM Table 1's evaluations and steps alone and
+#                                         # four trials at once (eval.txt)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
@@ -225,40 +225,54 @@ table_part() {
   } > "$out/torch.txt" 2>&1
 }
 
-# One change against the default in a few minutes, so that the rest of a call can run a slice
-# (scripts/gpu_slice.sh): is it right, and does it pay on STM A, B and B at batch 128? Two
-# alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
-one_change_part() {
-  local change=${CHANGE:-pool_keep}
+# The unchecked changes against the default in a few minutes, so that the rest of a call can
+# run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
+# names them (default: the two of 2026-11-26, pool_keep and one_hot_embedding). Step times in
+# two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
+unchecked_part() {
+  local changes=(${CHANGES:-pool_keep one_hot_embedding})
+  local all; all=$(IFS=,; echo "${changes[*]}")
+  local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
   {
     timeout 120 bash .gpu/run.sh doctor --check
-    echo "== MEMCTL_CUDA_FUSED=$change"; MEMCTL_CUDA_FUSED=$change timeout 120 bash .gpu/run.sh doctor --check
+    for fused in "${changes[@]}" "$all"; do
+      echo "== MEMCTL_CUDA_FUSED=$fused"; MEMCTL_CUDA_FUSED=$fused timeout 120 bash .gpu/run.sh doctor --check
+    done
   } > "$out/doctor.txt" 2>&1
   {
-    for round in 1 2; do
-      for e in stm_a stm_b "stm_b batch=128"; do
-        for fused in default "$change"; do
-          echo "== specs/bench/stm.mem $e cuda fused=$fused round=$round"
-          if [ "$fused" = default ]; then timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
-          else MEMCTL_CUDA_FUSED=$fused timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30; fi
+    for change in "${changes[@]}"; do
+      local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "specs/bench/stm.mem stm_b batch=128")
+      case "$change" in
+        # The pool acts on eager work (evaluation, the first step): eval.txt below.
+        pool_keep) runs=() ;;
+        # The models that embed tokens: NAM's, and SAM Table 1's STM.
+        one_hot_embedding) runs=("specs/examples/nam_algorithmic.mem add_namtm" "specs/examples/nam_algorithmic.mem add_lsam"
+                                 "${table1[*]}") ;;
+      esac
+      for round in 1 2; do
+        for x in "${runs[@]}"; do
+          for fused in default "$change"; do
+            echo "== $x cuda fused=$fused round=$round"
+            MEMCTL_CUDA_FUSED=$([ "$fused" = default ] || echo "$fused") timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+          done
         done
       done
     done
   } > "$out/steps.txt" 2>&1
-  # SAM Table 1's evaluations, each setting: one d = 96 trial's passes alone (bench --eval),
-  # then the four rows of a seed in one sweep, as a slice runs them (four trials on the GPU,
-  # each synchronising at every step), 400 steps with a validation pass every 100.
+  # SAM Table 1's evaluations and steps: one d = 96 trial's passes alone (bench --eval), then
+  # the four rows of a seed in one sweep, as a slice runs them (four trials on the GPU, each
+  # synchronising at every step), 300 steps with a validation pass every 100: by default and
+  # with every change.
   {
-    for fused in default "$change"; do
+    for fused in default "$all"; do
       export MEMCTL_CUDA_FUSED=; [ "$fused" = default ] || MEMCTL_CUDA_FUSED=$fused
-      echo "== eval sam_table1_l30_gpu d=96 alone fused=$fused"
-      timeout 120 bash .gpu/run.sh bench specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true \
-        transfer=true --device cuda --iters 5 --eval 3
+      echo "== eval ${table1[*]} alone fused=$fused"
+      timeout 120 bash .gpu/run.sh bench "${table1[@]}" --device cuda --iters 5 --eval 3
       echo "== eval sam_table1_l30_gpu 4 trials in a sweep fused=$fused"
       rm -rf /tmp/evalsweep
       timeout 200 bash .gpu/run.sh --store /tmp/evalsweep sweep specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu \
-        seed=7 steps=400 eval_every=100 --device cuda --quiet > /dev/null 2>&1
+        seed=7 steps=300 eval_every=100 --device cuda --quiet > /dev/null 2>&1
       bash .gpu/run.sh --store /tmp/evalsweep runs --all --format records | python3 -c "
 import json, sys
 for r in json.load(sys.stdin):
@@ -269,15 +283,11 @@ for r in json.load(sys.stdin):
     done
     unset MEMCTL_CUDA_FUSED
   } > "$out/eval.txt" 2>&1
-  {
-    echo "== stm_torch --device cuda --d 96 --nq 8 --nr 96 --compile reduce-overhead"
-    time timeout 200 python3 .gpu/stm_torch.py --device cuda --d 96 --nq 8 --nr 96 --compile reduce-overhead
-  } > "$out/torch.txt" 2>&1
 }
 
 case "${1:-}" in
   memctl) memctl_part ;;
-  attend) one_change_part ;;
+  unchecked) unchecked_part ;;
   table) table_part ;;
   torch) torch_part ;;
   quick) quick_part ;;
@@ -296,6 +306,6 @@ esac
 # Each change's verdict and what it pays (scripts/changes_summary.py; after changes-times, run
 # it here on the two calls' files together: the first call's doctor.txt has the checks).
 case "$1" in
-  changes* | table | attend) python3 scripts/changes_summary.py "$out" > "$out/summary.txt" 2>&1; cat "$out/summary.txt" ;;
+  changes* | table | unchecked) python3 scripts/changes_summary.py "$out" > "$out/summary.txt" 2>&1; cat "$out/summary.txt" ;;
 esac
 grep -h "median_ms\|^== \|wall \|check" "$out"/*.txt | cut -c1-200
