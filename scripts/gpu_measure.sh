@@ -20,8 +20,8 @@
 #                                         # one left out alone: what each pays (~6-7 min with
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
-#   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep and
-#                                         # one_hot_embedding) against the default, for a call
+#   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
+#                                         # one_hot_embedding, head_move_warps) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with each
 #                                         # and all, the models each acts on in two alternating
 #                                         # rounds, SAM Table 1's evaluations and steps alone and
@@ -227,10 +227,11 @@ table_part() {
 
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
-# names them (default: the two of 2026-11-26, pool_keep and one_hot_embedding). Step times in
+# names them (default: the three of 2026-11-26, pool_keep, one_hot_embedding and
+# head_move_warps). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep one_hot_embedding})
+  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -249,6 +250,8 @@ unchecked_part() {
         # The models that embed tokens: NAM's, and SAM Table 1's STM.
         one_hot_embedding) runs=("specs/examples/nam_algorithmic.mem add_namtm" "specs/examples/nam_algorithmic.mem add_lsam"
                                  "${table1[*]}") ;;
+        # NAM-TM's head.
+        head_move_warps) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
       esac
       for round in 1 2; do
         for x in "${runs[@]}"; do

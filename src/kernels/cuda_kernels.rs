@@ -265,7 +265,7 @@ pub fn head_move(
     else {
         candle_core::bail!("{kernel}: {rows} × {cells} cells are more than the kernel indexes")
     };
-    let config = launch_config(launch_shape::head_move(kernel == "head_move_bwd", r as u32, c as u32));
+    let config = launch_config(launch_shape::head_move(kernel, r as u32, c as u32));
     // SAFETY: head_move.cu's kernels take their operands, the output, rows, cells and moves, in
     // this order, guard the threads past their count, and write every output element (the
     // forward one per cell; the backward each row's gradients in the three parts of `len`).

@@ -164,8 +164,14 @@ pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
 /// Not yet timed on a GPU.
 pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checked: false };
 
+/// `head_move`'s backward with a warp per row (`head_move_bwd_warps`), its lanes along the row's
+/// cells: coalesced loads and stores and warp sums, where `head_move_bwd` gives each row one
+/// thread that walks it alone (32.6 µs a launch for NAM-TM's example on the H100, 6.9 % of an
+/// eager step's kernel time). Checked in the CPU's emulation of the kernels; not yet on a GPU.
+pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 22] = [
+pub const ALL: [OnCuda; 23] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -188,6 +194,7 @@ pub const ALL: [OnCuda; 22] = [
     OUTER,
     POOL_KEEP,
     ONE_HOT_EMBEDDING,
+    HEAD_MOVE_WARPS,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

@@ -291,8 +291,12 @@ impl CustomOp3 for MoveBackward {
         let (rows, len, n_moves, count) = self.geometry(l1, l2, l3, jump.map(|(_, l)| l))?;
         // Without JUMP the kernel's jump operand is never read: the position stands in.
         let operands = [(s1, l1), (s2, l2), (s3, l3), jump.unwrap_or((s1, l1))];
-        let out = super::cuda_kernels::head_move("head_move_bwd", &operands, rows, len, n_moves, count)?;
-        super::fused::record_launch("head_move_bwd");
+        let kernel = match super::fused::cuda_uses(super::fused::HEAD_MOVE_WARPS) {
+            true => "head_move_bwd_warps",
+            false => "head_move_bwd",
+        };
+        let out = super::cuda_kernels::head_move(kernel, &operands, rows, len, n_moves, count)?;
+        super::fused::record_launch(kernel);
         Ok((out, Shape::from(count)))
     }
 }

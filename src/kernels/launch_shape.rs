@@ -58,9 +58,14 @@ pub fn scale(backward: bool, n: usize) -> LaunchShape {
     LaunchShape::blocks_of_256(blocks as u32)
 }
 
-/// `head_move.cu`: the forward a thread per cell of `rows × cells`, the backward one per row.
-pub fn head_move(backward: bool, rows: u32, cells: u32) -> LaunchShape {
-    LaunchShape::per_element(if backward { rows } else { rows * cells }.max(1))
+/// `head_move.cu`'s `kernel`: the forward a thread per cell of `rows × cells`, the backward a
+/// thread per row (`head_move_bwd`) or a warp per row (`head_move_bwd_warps`).
+pub fn head_move(kernel: &str, rows: u32, cells: u32) -> LaunchShape {
+    match kernel {
+        "head_move_fwd" => LaunchShape::per_element((rows * cells).max(1)),
+        "head_move_bwd_warps" => LaunchShape::warp_per_row(rows),
+        _ => LaunchShape::per_element(rows.max(1)),
+    }
 }
 
 /// `nam_write.cu`: a block per memory, its threads and the backward's shared memory as

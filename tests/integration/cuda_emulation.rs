@@ -524,8 +524,9 @@ fn sum_parts_kernel_sums_contiguous_and_transposed_parts() {
 
 #[test]
 fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
-    let (rows, len) = (5usize, 9usize);
-    for jump in [false, true] {
+    // Rows of fewer cells than a warp's lanes, and of more than two warps' worth (the backward's
+    // lanes stride along a row), in a last block that is not full.
+    for (rows, len, jump) in [(5usize, 9usize, false), (5, 9, true), (11, 70, false), (11, 70, true)] {
         let n_moves = if jump { 4 } else { 3 };
         let p = values(rows * len, 90);
         let m: Vec<f32> = values(rows * n_moves, 91).iter().map(|v| v.abs()).collect();
@@ -542,18 +543,22 @@ fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
         let sizes = ints(&[rows, len, n_moves]);
         let fwd = launch(
             "head_move_fwd",
-            launch_shape::head_move(false, rows as u32, len as u32),
+            launch_shape::head_move("head_move_fwd", rows as u32, len as u32),
             &[vec![Arg::In(p.clone()), Arg::In(m.clone()), j_arg.clone(), Arg::Out(rows * len)], sizes.clone()]
                 .concat(),
         );
-        assert_close(&format!("head_move_fwd, jump {jump}"), &fwd[3], &flat(&y), 1e-5);
+        assert_close(&format!("head_move_fwd, {rows} × {len}, jump {jump}"), &fwd[3], &flat(&y), 1e-5);
         let want = grads.concat();
-        let bwd = launch(
-            "head_move_bwd",
-            launch_shape::head_move(true, rows as u32, len as u32),
-            &[vec![Arg::In(p), Arg::In(m), Arg::In(g), j_arg, Arg::Out(want.len())], sizes].concat(),
-        );
-        assert_close(&format!("head_move_bwd, jump {jump}"), &bwd[4], &want, 1e-5);
+        // A thread per row, and a warp per row (`fused::HEAD_MOVE_WARPS`).
+        for kernel in ["head_move_bwd", "head_move_bwd_warps"] {
+            let operands = vec![Arg::In(p.clone()), Arg::In(m.clone()), Arg::In(g.clone()), j_arg.clone()];
+            let bwd = launch(
+                kernel,
+                launch_shape::head_move(kernel, rows as u32, len as u32),
+                &[operands, vec![Arg::Out(want.len())], sizes.clone()].concat(),
+            );
+            assert_close(&format!("{kernel}, {rows} × {len}, jump {jump}"), &bwd[4], &want, 1e-5);
+        }
     }
 }
 
