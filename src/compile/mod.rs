@@ -461,11 +461,9 @@ mod tests {
         Ok(())
     }
 
-    /// Every model family of `doctor --check`, in f64 on a batch of its task: the output head
-    /// batched over the scored steps, the input's nodes run once over the time steps, and
-    /// both, give the outputs and the gradients of running every node at each step.
-    #[test]
-    fn batching_the_head_and_hoisting_the_input_s_nodes_change_no_output_and_no_gradient() -> Result<()> {
+    /// Runs `check` on a cell of each model family of `doctor --check` (f64) with a batch of 4
+    /// of its task: the family's name, the cell, the inputs (floats as f64) and the scored steps.
+    fn for_each_family(mut check: impl FnMut(&str, &Cell, &Tensor, &[usize]) -> Result<()>) -> Result<()> {
         for trial in crate::bench::device_check::trials().unwrap() {
             let c = Cell::new(trial.graph.clone(), 3, &Device::Cpu, DType::F64)?;
             let mut data = trial.task.data(crate::train::data_seed(1), &Device::Cpu)?;
@@ -474,19 +472,28 @@ mod tests {
                 true => batch.inputs.to_dtype(DType::F64)?,
                 false => batch.inputs.clone(),
             };
-            let name = &trial.config.experiment;
+            check(&trial.config.experiment, &c, &inputs, &batch.scored)?;
+        }
+        Ok(())
+    }
+
+    /// Every model family of `doctor --check`, in f64 on a batch of its task: the output head
+    /// batched over the scored steps, the input's nodes run once over the time steps, and
+    /// both, give the outputs and the gradients of running every node at each step.
+    #[test]
+    fn batching_the_head_and_hoisting_the_input_s_nodes_change_no_output_and_no_gradient() -> Result<()> {
+        for_each_family(|name, c, inputs, scored| {
             assert!(!c.head.nodes.is_empty(), "{name}: every family has an output head");
             assert!(c.input_nodes.any(), "{name}: every family reads its input through a layer");
             let w = c.weights(true);
-            let scored = &batch.scored;
-            let hoisted = c.hoisted_values(&w, &inputs, scored)?;
+            let hoisted = c.hoisted_values(&w, inputs, scored)?;
             let none = HoistedValues::none();
             let same = |_| Ok(w.clone());
-            let reference = c.run_step_by_step(&w, &inputs, scored, &none, same)?;
+            let reference = c.run_step_by_step(&w, inputs, scored, &none, same)?;
             let variants = [
-                ("the head batched", c.run_batching_head(&w, &inputs, scored, &none, same)?),
-                ("the input's nodes hoisted", c.run_step_by_step(&w, &inputs, scored, &hoisted, same)?),
-                ("both", c.run_batching_head(&w, &inputs, scored, &hoisted, same)?),
+                ("the head batched", c.run_batching_head(&w, inputs, scored, &none, same)?),
+                ("the input's nodes hoisted", c.run_step_by_step(&w, inputs, scored, &hoisted, same)?),
+                ("both", c.run_batching_head(&w, inputs, scored, &hoisted, same)?),
             ];
             let gradients = |out: &Tensor| -> Result<Vec<Tensor>> {
                 let grads = out.sqr()?.sum_all()?.backward()?;
@@ -506,8 +513,8 @@ mod tests {
                     assert!(largest(a, b)? < 1e-10, "{name}, {variant}: gradients");
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Evaluation on the CPU (detached weights) runs the tape's training forwards; with tracked
@@ -515,25 +522,17 @@ mod tests {
     /// `doctor --check` (f64), and the detached run does use the tape's kernels.
     #[test]
     fn evaluation_with_the_tape_s_kernels_gives_the_candle_ops_outputs() -> Result<()> {
-        for trial in crate::bench::device_check::trials().unwrap() {
-            let c = Cell::new(trial.graph.clone(), 3, &Device::Cpu, DType::F64)?;
-            let mut data = trial.task.data(crate::train::data_seed(1), &Device::Cpu)?;
-            let batch = data.train_batch(4)?;
-            let inputs = match batch.inputs.dtype().is_float() {
-                true => batch.inputs.to_dtype(DType::F64)?,
-                false => batch.inputs.clone(),
-            };
-            let name = &trial.config.experiment;
+        for_each_family(|name, c, inputs, scored| {
             let (detached, tracked) = (c.weights(false), c.weights(true));
-            assert!(runs_tape_kernels(&inputs, &detached) && !runs_tape_kernels(&inputs, &tracked), "{name}");
-            let candle_ops = c.run(&tracked, &inputs, &batch.scored)?;
-            let tape_kernels = c.run(&detached, &inputs, &batch.scored)?;
+            assert!(runs_tape_kernels(inputs, &detached) && !runs_tape_kernels(inputs, &tracked), "{name}");
+            let candle_ops = c.run(&tracked, inputs, scored)?;
+            let tape_kernels = c.run(&detached, inputs, scored)?;
             assert_eq!(candle_ops.dims(), tape_kernels.dims(), "{name}");
             let scale = candle_ops.abs()?.max_all()?.to_scalar::<f64>()?.max(1e-30);
             let difference = candle_ops.sub(&tape_kernels)?.abs()?.max_all()?.to_scalar::<f64>()? / scale;
             assert!(difference < 1e-10, "{name}: outputs differ by {difference:e}");
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     #[test]
