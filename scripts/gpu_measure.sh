@@ -24,8 +24,7 @@
 #                                         # one_hot_embedding, head_move_warps) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with each
 #                                         # and all, the models each acts on in two alternating
-#                                         # rounds, SAM Table 1's evaluations and steps alone and
-#                                         # four trials at once (eval.txt)
+#                                         # rounds, SAM Table 1's evaluation passes (eval.txt)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
@@ -263,28 +262,16 @@ unchecked_part() {
       done
     done
   } > "$out/steps.txt" 2>&1
-  # SAM Table 1's evaluations and steps: one d = 96 trial's passes alone (bench --eval), then
-  # the four rows of a seed in one sweep, as a slice runs them (four trials on the GPU, each
-  # synchronising at every step), 300 steps with a validation pass every 100: by default and
-  # with every change.
+  # SAM Table 1's evaluation passes, one d = 96 trial alone (bench --eval), by default and with
+  # every change. Four trials at once are the slice's runs (their eval_seconds per pass, against
+  # the eighteenth sitting's 16 s per 10 000 sequences, docs/gpu-slices.md): a sweep here would
+  # spend minutes on the evaluations it measures.
   {
     for fused in default "$all"; do
-      export MEMCTL_CUDA_FUSED=; [ "$fused" = default ] || MEMCTL_CUDA_FUSED=$fused
       echo "== eval ${table1[*]} alone fused=$fused"
-      timeout 120 bash .gpu/run.sh bench "${table1[@]}" --device cuda --iters 5 --eval 3
-      echo "== eval sam_table1_l30_gpu 4 trials in a sweep fused=$fused"
-      rm -rf /tmp/evalsweep
-      timeout 200 bash .gpu/run.sh --store /tmp/evalsweep sweep specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu \
-        seed=7 steps=300 eval_every=100 --device cuda --quiet > /dev/null 2>&1
-      bash .gpu/run.sh --store /tmp/evalsweep runs --all --format records | python3 -c "
-import json, sys
-for r in json.load(sys.stdin):
-    # Validation passes of 10 000 sequences, then the test set's 20 000 (two passes' worth).
-    evals = len(r.get('curves', {}).get('val_accuracy', [])) + 2
-    p = r['config']['params']
-    print(f\"d={p['d']} gates={p['gates']} transfer={p['transfer']} steps={r['steps_run']} train_s={r['train_seconds']:.1f} eval_s={r['eval_seconds']:.1f} eval_s_per_10k_sequences={r['eval_seconds'] / evals:.2f}\")"
+      MEMCTL_CUDA_FUSED=$([ "$fused" = default ] || echo "$fused") timeout 120 bash .gpu/run.sh bench "${table1[@]}" \
+        --device cuda --iters 5 --eval 3
     done
-    unset MEMCTL_CUDA_FUSED
   } > "$out/eval.txt" 2>&1
 }
 
