@@ -10,7 +10,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::check::Trial;
 use crate::tasks::{Batch, Split};
-use crate::train::{Autograd, Stepper, data_seed, evaluate, evaluation_batch};
+use crate::train::{Autograd, Stepper, data_seed, evaluate, evaluation_batch, evaluation_batches};
 
 pub mod device_check;
 pub mod dump;
@@ -113,14 +113,8 @@ pub fn time_evaluation(
     let stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let data = trial.task.data(data_seed(trial.config.seed), device)?;
     let batch = evaluation_batch(cfg.batch, device);
-    // As `evaluate` counts them: whole batches until `eval_size` is reached.
-    let mut sequences = 0;
-    for b in data.eval_batches(Split::Validation, batch)? {
-        if cfg.eval_size.is_some_and(|l| sequences >= l) {
-            break;
-        }
-        sequences += b.batch_size()?;
-    }
+    let batches = evaluation_batches(data.as_ref(), Split::Validation, batch, cfg.eval_size)?;
+    let sequences = batches.iter().map(|b| b.batch_size()).sum::<candle_core::Result<usize>>()?;
     let mut times = vec![];
     for i in 0..=passes {
         let t0 = Instant::now();

@@ -551,12 +551,7 @@ pub fn evaluate(
     let weights = cell.weights(false);
     let mut sums = MetricSums::default();
     let mut own: Vec<(&'static str, f64, f64)> = vec![];
-    let mut seen = 0;
-    for b in data.eval_batches(split, batch)? {
-        if limit.is_some_and(|l| seen >= l) {
-            break;
-        }
-        seen += b.batch_size()?;
+    for b in evaluation_batches(data, split, batch, limit)? {
         let logits = cell.run(&weights, &b.inputs, &b.scored)?;
         let l = loss::loss(target, &logits, &b.targets)?;
         sums.add(target, &logits, &b.targets, &l)?;
@@ -575,6 +570,26 @@ pub fn evaluate(
             .map(|(name, sum, count)| (name, task.task_metric_value(name, sum / count))),
     );
     Ok(metrics)
+}
+
+/// The batches of `split` an evaluation reads: whole batches of at most `batch` sequences,
+/// until `limit` sequences (`eval_size`) are reached, or all of them.
+pub fn evaluation_batches(
+    data: &dyn TaskData,
+    split: Split,
+    batch: usize,
+    limit: Option<usize>,
+) -> candle_core::Result<Vec<crate::tasks::Batch>> {
+    let mut seen = 0;
+    let mut kept = vec![];
+    for b in data.eval_batches(split, batch)? {
+        if limit.is_some_and(|l| seen >= l) {
+            break;
+        }
+        seen += b.batch_size()?;
+        kept.push(b);
+    }
+    Ok(kept)
 }
 
 /// Trains on one fixed training batch for `steps` steps and returns the loss before each
