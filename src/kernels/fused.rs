@@ -170,8 +170,15 @@ pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checke
 /// eager step's kernel time). Checked in the CPU's emulation of the kernels; not yet on a GPU.
 pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: false };
 
+/// PKM's read and write of a time step address the memory once (`kanerva::address`, through
+/// `run_memo`): `kanervaUpdate` takes the weights and the readout that `kanervaRead` computed
+/// from the same `R` and `z`, where each computed its own, forward and backward (a Gram matrix,
+/// a solve, the machines' weights and the readout: some forty kernels a time step). The same
+/// kernels on the same values, once; not yet timed on a GPU.
+pub const KANERVA_SHARED_ADDRESS: OnCuda = OnCuda { name: "kanerva_shared_address", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 23] = [
+pub const ALL: [OnCuda; 24] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -195,6 +202,7 @@ pub const ALL: [OnCuda; 23] = [
     POOL_KEEP,
     ONE_HOT_EMBEDDING,
     HEAD_MOVE_WARPS,
+    KANERVA_SHARED_ADDRESS,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

@@ -7,7 +7,47 @@
 
 use candle_core::{D, Result, Tensor};
 
+use super::fused::{self, KANERVA_SHARED_ADDRESS};
+use super::run_memo::{self, Key};
 use super::spd_solve::{gram, scaled_eye, spd_solve};
+
+/// The addressing and readout of the means `R` by a code `z`, which `kanervaRead` puts out and
+/// `kanervaUpdate` starts from: `r`, the means broadcast to the batch `[B, k, c, m]`; `w`, the
+/// weights ([`least_squares_weights`]); `gamma`, the machines' weights ([`machine_weights`]);
+/// `mu`, the readout `[B, c]`.
+pub struct Address {
+    pub r: Tensor,
+    pub w: Tensor,
+    pub gamma: Tensor,
+    pub mu: Tensor,
+}
+
+/// [`Address`] of `r: [B or 1, k, c, m]` by `z: [B or 1, c]` with the noises `eta` (as the
+/// primitive takes them, `[B or 1, k or 1]`), broadcast to `batch`. Where
+/// [`KANERVA_SHARED_ADDRESS`] has it, a run that already addressed these very tensors (the
+/// read, then the write of one step) takes that result (`run_memo`): the same values, computed
+/// once, and one backward through them.
+pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, k: usize, batch: usize, lambda: f64) -> Result<Address> {
+    let compute = || -> Result<Vec<Tensor>> {
+        let (_, k_r, c, m) = r.dims4()?;
+        let r = r.broadcast_as((batch, k_r, c, m))?.contiguous()?;
+        let w = least_squares_weights(&r, z, lambda)?;
+        let eta = eta.map(|eta| eta_per_machine(eta, k)).transpose()?;
+        let gamma = machine_weights(eta.as_ref(), k, z)?;
+        let mu = readout(&r, &w, &gamma)?;
+        Ok(vec![r, w, gamma, mu])
+    };
+    let values = match fused::used_for(r, KANERVA_SHARED_ADDRESS) {
+        true => {
+            let inputs = [Some(r), Some(z), eta].into_iter().flatten().map(Tensor::id).collect();
+            let settings = vec![k as u64, batch as u64, lambda.to_bits()];
+            run_memo::reuse_or(Key { what: "kanerva address", settings, inputs }, compute)?
+        }
+        false => compute()?,
+    };
+    let [r, w, gamma, mu] = <[Tensor; 4]>::try_from(values).expect("an address is four tensors");
+    Ok(Address { r, w, gamma, mu })
+}
 
 /// Addressing weights per machine: the ridge solution `w_i = (R_iᵀR_i + λI)⁻¹ R_iᵀ z`, i.e.
 /// `argmin_w ‖z − R_i w‖² + λ‖w‖²` (the MAP of `w` under the prior `N(0, I)`).
@@ -58,6 +98,32 @@ mod tests {
         let z = Tensor::new(&[[2.0f64, -1.0]], &dev).unwrap();
         let w = least_squares_weights(&r, &z, 0.25).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
         assert!((w[0] - 1.6).abs() < 1e-12 && (w[1] + 0.8).abs() < 1e-12, "{w:?}");
+    }
+
+    /// Inside a run's scope the read and the write of one step share one addressing (the very
+    /// tensors, so one backward through them); outside it, or for other tensors, each computes
+    /// its own, equal to it.
+    #[test]
+    fn a_run_addresses_the_same_means_by_the_same_code_once() -> Result<()> {
+        let dev = Device::Cpu;
+        let r = Tensor::randn(0f64, 1.0, (1, 2, 5, 3), &dev)?;
+        let z = Tensor::randn(0f64, 1.0, (4, 5), &dev)?;
+        let eta = Tensor::new(&[[0.5f64, 2.0]], &dev)?;
+        let unshared = address(&r, &z, Some(&eta), 2, 4, 0.35)?;
+        let scope = crate::kernels::run_memo::Scope::open();
+        let read = address(&r, &z, Some(&eta), 2, 4, 0.35)?;
+        let write = address(&r, &z, Some(&eta), 2, 4, 0.35)?;
+        assert_eq!((read.w.id(), read.mu.id(), read.r.id()), (write.w.id(), write.mu.id(), write.r.id()));
+        let other_code = address(&r, &(&z + 0.0)?, Some(&eta), 2, 4, 0.35)?;
+        assert_ne!(other_code.w.id(), read.w.id(), "another tensor z is another addressing");
+        let without_eta = address(&r, &z, None, 2, 4, 0.35)?;
+        assert_ne!(without_eta.gamma.id(), read.gamma.id());
+        drop(scope);
+        assert_ne!(address(&r, &z, Some(&eta), 2, 4, 0.35)?.w.id(), read.w.id(), "the scope ended");
+        for (a, b) in [(&unshared.w, &read.w), (&unshared.mu, &read.mu), (&unshared.gamma, &read.gamma)] {
+            assert_eq!(a.flatten_all()?.to_vec1::<f64>()?, b.flatten_all()?.to_vec1::<f64>()?);
+        }
+        Ok(())
     }
 
     #[test]

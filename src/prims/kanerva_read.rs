@@ -14,7 +14,7 @@ use super::define::primitive;
 use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::kanerva_update::{address_flops, check_memory};
 use super::*;
-use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
+use crate::kernels::kanerva::address;
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -44,17 +44,15 @@ impl Op for KanervaReadOp {
         let (r, z, eta) = match self.has_eta {
             true => {
                 let [r, z, eta] = op::inputs("kanervaRead", inputs)?;
-                (r, z, Some(eta_per_machine(eta, self.k)?))
+                (r, z, Some(eta))
             }
             false => {
                 let [r, z] = op::inputs("kanervaRead", inputs)?;
                 (r, z, None)
             }
         };
-        let (_, k, c, m) = r.dims4()?;
-        let r = r.broadcast_as((r.dim(0)?.max(z.dim(0)?), k, c, m))?.contiguous()?;
-        let w = least_squares_weights(&r, z, self.lambda)?;
-        Ok(vec![readout(&r, &w, &machine_weights(eta.as_ref(), self.k, z)?)?])
+        let batch = r.dim(0)?.max(z.dim(0)?);
+        Ok(vec![address(r, z, eta, self.k, batch, self.lambda)?.mu])
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {

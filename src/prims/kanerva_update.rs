@@ -32,7 +32,7 @@ use candle_core::{D, Tensor};
 use super::define::primitive;
 use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::*;
-use crate::kernels::kanerva::{eta_per_machine, least_squares_weights, machine_weights, readout};
+use crate::kernels::kanerva::{Address, address, eta_per_machine};
 use crate::kernels::kanerva_manual::{Written, write, write_backward};
 use crate::kernels::{real::Real, view};
 
@@ -109,14 +109,14 @@ impl Op for KanervaUpdateOp {
             }
         };
         let batch = r.dim(0)?.max(v.dim(0)?).max(z.dim(0)?);
-        let (_, k, c, m) = r.dims4()?;
-        let r = r.broadcast_as((batch, k, c, m))?.contiguous()?;
+        let (_, k, _, m) = r.dims4()?;
         let v = v.broadcast_as((batch, k, m, m))?.contiguous()?;
-        let eta = eta.map(|eta| eta_per_machine(eta, self.k)).transpose()?;
-        let w = least_squares_weights(&r, z, self.lambda)?; // [B, k, m, 1]
-        let gamma = machine_weights(eta.as_ref(), self.k, z)?;
-        let delta = z.broadcast_sub(&readout(&r, &w, &gamma)?)?; // [B, c]
+        // The read of this step addressed the same `R` by the same `z` (`kernels::kanerva::address`).
+        let Address { r, w, mu, .. } = address(r, z, eta, self.k, batch, self.lambda)?;
+        let c = r.dim(2)?;
+        let delta = z.broadcast_sub(&mu)?; // [B, c]
         let u = v.matmul(&w)?; // V_i w_i: [B, k, m, 1]
+        let eta = eta.map(|eta| eta_per_machine(eta, self.k)).transpose()?;
         let noise = match &eta {
             Some(eta) => eta.sqr()?.unsqueeze(D::Minus1)?.unsqueeze(D::Minus1)?, // [B|1, k, 1, 1]
             None => Tensor::ones((1, 1, 1, 1), z.dtype(), z.device())?,
