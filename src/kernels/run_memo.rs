@@ -25,15 +25,18 @@ pub struct Key {
     pub inputs: Vec<TensorId>,
 }
 
+/// A scope's values, each under its key.
+type Kept = Vec<(Key, Vec<Tensor>)>;
+
 thread_local! {
     /// The open scope's values; `None` outside a scope (nothing is kept).
-    static MEMO: RefCell<Option<Vec<(Key, Vec<Tensor>)>>> = const { RefCell::new(None) };
+    static MEMO: RefCell<Option<Kept>> = const { RefCell::new(None) };
 }
 
 /// A run's memo, open until dropped; a scope opened inside another keeps its own values and
 /// gives the outer one back when it ends.
 pub struct Scope {
-    outer: Option<Vec<(Key, Vec<Tensor>)>>,
+    outer: Option<Kept>,
 }
 
 impl Scope {
