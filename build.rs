@@ -27,6 +27,7 @@ const KERNELS: &[&str] = &[
     "gru_cell",
     "l2_normalize",
     "outer",
+    "kanerva_write",
 ];
 
 fn main() {

@@ -177,8 +177,13 @@ pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: f
 /// kernels on the same values, once; not yet timed on a GPU.
 pub const KANERVA_SHARED_ADDRESS: OnCuda = OnCuda { name: "kanerva_shared_address", checked: false };
 
+/// `kanervaUpdate`'s write after the addressing (`kanerva_write_op`): one kernel each way
+/// (a block per example and machine forward, per example backward), where candle's ops take some twelve kernels forward and twenty-five
+/// backward a time step. Checked in the CPU's emulation of the kernels; not yet on a GPU.
+pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 24] = [
+pub const ALL: [OnCuda; 25] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -203,6 +208,7 @@ pub const ALL: [OnCuda; 24] = [
     ONE_HOT_EMBEDDING,
     HEAD_MOVE_WARPS,
     KANERVA_SHARED_ADDRESS,
+    KANERVA_WRITE,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

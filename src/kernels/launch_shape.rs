@@ -40,6 +40,15 @@ pub fn sam_attend(backward: bool, batch: u32, n: u32, nq: u32) -> LaunchShape {
     LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes }
 }
 
+/// `kanerva_write.cu` on `batch` examples of `k` machines of `c × m`: the forward a block per
+/// (example, machine), the backward a block per example; blocks of 128 threads, with
+/// [`shared_bytes`](super::kanerva_write_op::shared_bytes).
+pub fn kanerva_write(backward: bool, batch: u32, k: u32, c: u32, m: u32) -> LaunchShape {
+    let blocks = if backward { batch } else { batch * k };
+    let shared_bytes = super::kanerva_write_op::shared_bytes(backward, c as usize, m as usize) as u32;
+    LaunchShape { blocks: blocks.max(1), threads: 128, shared_bytes }
+}
+
 /// `outer.cu`: the forward a thread per output element, the backward a block per row.
 pub fn outer(backward: bool, rows: u32, n: u32, m: u32) -> LaunchShape {
     if backward { LaunchShape::blocks_of_256(rows.max(1)) } else { LaunchShape::per_element((rows * n * m).max(1)) }

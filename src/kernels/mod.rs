@@ -16,6 +16,7 @@ pub mod head_move_op;
 pub mod item_gate_op;
 pub mod kanerva;
 pub mod kanerva_manual;
+pub mod kanerva_write_op;
 pub mod l2_normalize_op;
 pub mod launch_shape;
 pub mod layer_norm;

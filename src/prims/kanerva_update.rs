@@ -27,13 +27,14 @@
 //! `w_i` is the least-squares mean (no sampling) and is differentiated through, as in DKM.
 //! One pass per step. No parameters: priors (`R_0`, `V_0 = ψI`) are the spec's states.
 
-use candle_core::{D, Tensor};
+use candle_core::Tensor;
 
 use super::define::primitive;
 use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::*;
 use crate::kernels::kanerva::{Address, address, eta_per_machine};
 use crate::kernels::kanerva_manual::{Written, write, write_backward};
+use crate::kernels::kanerva_write_op;
 use crate::kernels::{real::Real, view};
 
 /// Checks `R: [k, c, m]`, `z: [c]`, `eta: [k] | [1]` and `lambda > 0`; returns `(k, c, m, λ)`.
@@ -113,19 +114,9 @@ impl Op for KanervaUpdateOp {
         let v = v.broadcast_as((batch, k, m, m))?.contiguous()?;
         // The read of this step addressed the same `R` by the same `z` (`kernels::kanerva::address`).
         let Address { r, w, mu, .. } = address(r, z, eta, self.k, batch, self.lambda)?;
-        let c = r.dim(2)?;
         let delta = z.broadcast_sub(&mu)?; // [B, c]
-        let u = v.matmul(&w)?; // V_i w_i: [B, k, m, 1]
         let eta = eta.map(|eta| eta_per_machine(eta, self.k)).transpose()?;
-        let noise = match &eta {
-            Some(eta) => eta.sqr()?.unsqueeze(D::Minus1)?.unsqueeze(D::Minus1)?, // [B|1, k, 1, 1]
-            None => Tensor::ones((1, 1, 1, 1), z.dtype(), z.device())?,
-        };
-        let beta = (w * &u)?.sum_keepdim(2)?.broadcast_add(&noise)?.recip()?; // [B, k, 1, 1]
-        let u_row = u.transpose(2, 3)?; // [B, k, 1, m]
-        let delta = delta.reshape((batch, 1, c, 1))?;
-        let r_next = r.broadcast_add(&delta.broadcast_mul(&u_row.broadcast_mul(&beta)?)?)?;
-        let v_next = v.broadcast_sub(&u.broadcast_mul(&u_row)?.broadcast_mul(&beta)?)?; // (u uᵀ) β: exactly symmetric
+        let (r_next, v_next) = kanerva_write_op::write(&r, &v, &w, &delta, eta.as_ref())?;
         Ok(vec![r_next, v_next])
     }
 

@@ -494,6 +494,61 @@ fn sam_attend_kernels_agree_with_the_cpu() {
 }
 
 #[test]
+fn kanerva_write_kernels_agree_with_the_cpu() {
+    use memctl::kernels::kanerva_write_op::write_with_candle_ops;
+    // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes;
+    // a code longer than a block has threads.
+    for (b, k, c, m, seed) in [(2usize, 4usize, 32usize, 8usize, 80u64), (3, 1, 5, 37, 82), (1, 3, 130, 2, 84)] {
+        let (r, w, delta) = (values(b * k * c * m, seed), values(b * k * m, seed + 1), values(b * c, seed + 2));
+        let eta: Vec<f32> = values(b * k, seed + 3).iter().map(|e| 0.5 + e.abs()).collect();
+        // Symmetric positive definite covariances A Aᵀ / m + I.
+        let a = values(b * k * m * m, seed + 4);
+        let mut v = vec![0f32; b * k * m * m];
+        for (vs, as_) in v.chunks_exact_mut(m * m).zip(a.chunks_exact(m * m)) {
+            for i in 0..m {
+                for j in 0..m {
+                    let dot: f32 = (0..m).map(|l| as_[i * m + l] * as_[j * m + l]).sum();
+                    vs[i * m + j] = dot / m as f32 + if i == j { 1.0 } else { 0.0 };
+                }
+            }
+        }
+        let (nr, nv, width) = (b * k * c * m, b * k * m * m, k * m + c + k);
+        let g = values(nr + nv, seed + 5);
+        let inputs = [
+            tensor(&r, &[b, k, c, m]),
+            tensor(&v, &[b, k, m, m]),
+            tensor(&w, &[b, k, m, 1]),
+            tensor(&delta, &[b, c]),
+            tensor(&eta, &[b, k]),
+        ];
+        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[nr + nv]), |t| {
+            let (rn, vn) = write_with_candle_ops(&t[0], &t[1], &t[2], &t[3], Some(&t[4])).unwrap();
+            Tensor::cat(&[rn.flatten_all().unwrap(), vn.flatten_all().unwrap()], 0).unwrap()
+        });
+        let packed: Vec<f32> = (0..b)
+            .flat_map(|i| [&w[i * k * m..][..k * m], &delta[i * c..][..c], &eta[i * k..][..k]].concat())
+            .collect();
+        let sizes = ints(&[b, k, c, m]);
+        let fwd = launch(
+            "kanerva_write_fwd",
+            launch_shape::kanerva_write(false, b as u32, k as u32, c as u32, m as u32),
+            &[vec![Arg::In(r), Arg::In(v.clone()), Arg::In(packed.clone()), Arg::Out(nr + nv)], sizes.clone()].concat(),
+        );
+        assert_close("kanerva_write_fwd", &fwd[3], &flat(&y), 1e-5);
+        let bwd = launch(
+            "kanerva_write_bwd",
+            launch_shape::kanerva_write(true, b as u32, k as u32, c as u32, m as u32),
+            &[vec![Arg::In(v), Arg::In(packed), Arg::In(g), Arg::Out(nv + b * width)], sizes].concat(),
+        );
+        let g_packed: Vec<f32> = (0..b)
+            .flat_map(|i| [&grads[2][i * k * m..][..k * m], &grads[3][i * c..][..c], &grads[4][i * k..][..k]].concat())
+            .collect();
+        assert_close("kanerva_write_bwd (covariances)", &bwd[3][..nv], &grads[1], 1e-4);
+        assert_close("kanerva_write_bwd (weights, residual, noises)", &bwd[3][nv..], &g_packed, 1e-4);
+    }
+}
+
+#[test]
 fn sum_parts_kernel_sums_contiguous_and_transposed_parts() {
     let (rows, cols, parts) = (5usize, 7usize, 3usize);
     let data: Vec<Vec<f32>> = (0..parts).map(|k| values(rows * cols, 80 + k as u64)).collect();
