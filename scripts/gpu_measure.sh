@@ -21,8 +21,8 @@
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
 #   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
-#                                         # one_hot_embedding, head_move_warps, kanerva_shared_address)
-#                                         # against the default, for a call
+#                                         # one_hot_embedding, head_move_warps, kanerva_shared_address,
+#                                         # kanerva_write) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with each
 #                                         # and all, the models each acts on in two alternating
 #                                         # rounds, SAM Table 1's evaluation passes (eval.txt)
@@ -228,10 +228,10 @@ table_part() {
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
 # names them (default: the three of 2026-11-26, pool_keep, one_hot_embedding and
-# head_move_warps, and kanerva_shared_address of 2026-11-27). Step times in
+# head_move_warps, and kanerva_shared_address and kanerva_write of 2026-11-27). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps kanerva_shared_address})
+  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps kanerva_shared_address kanerva_write})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -253,7 +253,7 @@ unchecked_part() {
         # NAM-TM's head.
         head_move_warps) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
         # PKM's read and write.
-        kanerva_shared_address) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
+        kanerva_shared_address | kanerva_write) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
       esac
       for round in 1 2; do
         for x in "${runs[@]}"; do
