@@ -28,6 +28,7 @@ const KERNELS: &[&str] = &[
     "l2_normalize",
     "outer",
     "kanerva_write",
+    "kanerva_address",
 ];
 
 fn main() {

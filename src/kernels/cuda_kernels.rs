@@ -22,6 +22,7 @@ const GRU_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/gru_cell.ptx"
 const L2_NORMALIZE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/l2_normalize.ptx"));
 const OUTER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/outer.ptx"));
 const KANERVA_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kanerva_write.ptx"));
+const KANERVA_ADDRESS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kanerva_address.ptx"));
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -204,6 +205,40 @@ pub fn l2_normalize(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: us
     // order, run one warp per row, return (whole warps) past the last row, and write every
     // output element of their row.
     unsafe { run(("memctl_l2_normalize", L2_NORMALIZE_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
+}
+
+/// Runs `kernel` of `kanerva_address.cu` on its f32 operands (contiguous, as laid out) for
+/// `batch` examples of the machines `s` with the ridge `lambda`, into a new buffer of `len`
+/// elements.
+pub fn kanerva_address(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    len: usize,
+    batch: usize,
+    s: super::kanerva_manual::Machines,
+    lambda: f64,
+) -> Result<CudaStorage> {
+    let (Ok(_), Ok(b), Ok(k), Ok(c), Ok(m)) =
+        (i32::try_from(len), i32::try_from(batch), i32::try_from(s.k), i32::try_from(s.c), i32::try_from(s.m))
+    else {
+        candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
+    };
+    let config = launch_config(launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32));
+    // SAFETY: kanerva_address.cu's kernels take their operands, the output, batch, k, c, m and
+    // λ, in this order; launch_shape gives them a block per example and the shared memory they
+    // index, blocks past the last return whole, and each block writes its example's outputs
+    // (forward: w and μ; backward: R̄ and the packed z̄ and η̄).
+    unsafe {
+        run(
+            ("memctl_kanerva_address", KANERVA_ADDRESS_PTX),
+            kernel,
+            operands,
+            len,
+            config,
+            &[b, k, c, m],
+            &[lambda as f32],
+        )
+    }
 }
 
 /// Runs `kernel` of `kanerva_write.cu` on its f32 operands (contiguous, as laid out) for

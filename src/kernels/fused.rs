@@ -182,8 +182,15 @@ pub const KANERVA_SHARED_ADDRESS: OnCuda = OnCuda { name: "kanerva_shared_addres
 /// backward a time step. Checked in the CPU's emulation of the kernels; not yet on a GPU.
 pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: false };
 
+/// `kanervaRead`'s addressing and readout (`kanerva_address_op`; with
+/// [`KANERVA_SHARED_ADDRESS`], `kanervaUpdate`'s too): one kernel each way, a block per
+/// example, its solves in f64, where candle's ops take some thirteen kernels forward and
+/// twenty-five backward (a Gram matrix, a transpose, the solve, the weights, the readout).
+/// Checked in the CPU's emulation of the kernels; not yet on a GPU.
+pub const KANERVA_ADDRESS: OnCuda = OnCuda { name: "kanerva_address", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 25] = [
+pub const ALL: [OnCuda; 26] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -209,6 +216,7 @@ pub const ALL: [OnCuda; 25] = [
     HEAD_MOVE_WARPS,
     KANERVA_SHARED_ADDRESS,
     KANERVA_WRITE,
+    KANERVA_ADDRESS,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

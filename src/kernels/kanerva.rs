@@ -8,22 +8,22 @@
 use candle_core::{D, Result, Tensor};
 
 use super::fused::{self, KANERVA_SHARED_ADDRESS};
+use super::kanerva_address_op;
 use super::run_memo::{self, Key};
 use super::spd_solve::{gram, scaled_eye, spd_solve};
 
 /// The addressing and readout of the means `R` by a code `z`, which `kanervaRead` puts out and
 /// `kanervaUpdate` starts from: `r`, the means broadcast to the batch `[B, k, c, m]`; `w`, the
-/// weights ([`least_squares_weights`]); `gamma`, the machines' weights ([`machine_weights`]);
-/// `mu`, the readout `[B, c]`.
+/// weights ([`least_squares_weights`]); `mu`, the readout `[B, c]` ([`readout`]).
 pub struct Address {
     pub r: Tensor,
     pub w: Tensor,
-    pub gamma: Tensor,
     pub mu: Tensor,
 }
 
 /// [`Address`] of `r: [B or 1, k, c, m]` by `z: [B or 1, c]` with the noises `eta` (as the
-/// primitive takes them, `[B or 1, k or 1]`), broadcast to `batch`. Where
+/// primitive takes them, `[B or 1, k or 1]`), broadcast to `batch`: one fused op where
+/// [`KANERVA_ADDRESS`] has it (`kanerva_address_op`), else candle's. Where
 /// [`KANERVA_SHARED_ADDRESS`] has it, a run that already addressed these very tensors (the
 /// read, then the write of one step) takes that result (`run_memo`): the same values, computed
 /// once, and one backward through them.
@@ -31,11 +31,14 @@ pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, k: usize, batch: us
     let compute = || -> Result<Vec<Tensor>> {
         let (_, k_r, c, m) = r.dims4()?;
         let r = r.broadcast_as((batch, k_r, c, m))?.contiguous()?;
-        let w = least_squares_weights(&r, z, lambda)?;
         let eta = eta.map(|eta| eta_per_machine(eta, k)).transpose()?;
-        let gamma = machine_weights(eta.as_ref(), k, z)?;
-        let mu = readout(&r, &w, &gamma)?;
-        Ok(vec![r, w, gamma, mu])
+        if kanerva_address_op::fused_for(&r, batch, k_r, c, m) {
+            let (w, mu) = kanerva_address_op::address(&r, z, eta.as_ref(), lambda)?;
+            return Ok(vec![r, w, mu]);
+        }
+        let w = least_squares_weights(&r, z, lambda)?;
+        let mu = readout(&r, &w, &machine_weights(eta.as_ref(), k, z)?)?;
+        Ok(vec![r, w, mu])
     };
     let values = match fused::used_for(r, KANERVA_SHARED_ADDRESS) {
         true => {
@@ -45,8 +48,8 @@ pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, k: usize, batch: us
         }
         false => compute()?,
     };
-    let [r, w, gamma, mu] = <[Tensor; 4]>::try_from(values).expect("an address is four tensors");
-    Ok(Address { r, w, gamma, mu })
+    let [r, w, mu] = <[Tensor; 3]>::try_from(values).expect("an address is three tensors");
+    Ok(Address { r, w, mu })
 }
 
 /// Addressing weights per machine: the ridge solution `w_i = (R_iᵀR_i + λI)⁻¹ R_iᵀ z`, i.e.
@@ -117,10 +120,10 @@ mod tests {
         let other_code = address(&r, &(&z + 0.0)?, Some(&eta), 2, 4, 0.35)?;
         assert_ne!(other_code.w.id(), read.w.id(), "another tensor z is another addressing");
         let without_eta = address(&r, &z, None, 2, 4, 0.35)?;
-        assert_ne!(without_eta.gamma.id(), read.gamma.id());
+        assert_ne!(without_eta.mu.id(), read.mu.id());
         drop(scope);
         assert_ne!(address(&r, &z, Some(&eta), 2, 4, 0.35)?.w.id(), read.w.id(), "the scope ended");
-        for (a, b) in [(&unshared.w, &read.w), (&unshared.mu, &read.mu), (&unshared.gamma, &read.gamma)] {
+        for (a, b) in [(&unshared.w, &read.w), (&unshared.mu, &read.mu)] {
             assert_eq!(a.flatten_all()?.to_vec1::<f64>()?, b.flatten_all()?.to_vec1::<f64>()?);
         }
         Ok(())

@@ -40,6 +40,13 @@ pub fn sam_attend(backward: bool, batch: u32, n: u32, nq: u32) -> LaunchShape {
     LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes }
 }
 
+/// `kanerva_address.cu` on `batch` examples of `k` machines of `c × m`: a block of 128
+/// threads per example, with [`shared_bytes`](super::kanerva_address_op::shared_bytes).
+pub fn kanerva_address(batch: u32, k: u32, c: u32, m: u32) -> LaunchShape {
+    let shared_bytes = super::kanerva_address_op::shared_bytes(k as usize, c as usize, m as usize) as u32;
+    LaunchShape { blocks: batch.max(1), threads: 128, shared_bytes }
+}
+
 /// `kanerva_write.cu` on `batch` examples of `k` machines of `c × m`: the forward a block per
 /// (example, machine), the backward a block per example; blocks of 128 threads, with
 /// [`shared_bytes`](super::kanerva_write_op::shared_bytes).

@@ -15,6 +15,7 @@ pub mod gru_cell_op;
 pub mod head_move_op;
 pub mod item_gate_op;
 pub mod kanerva;
+pub mod kanerva_address_op;
 pub mod kanerva_manual;
 pub mod kanerva_write_op;
 pub mod l2_normalize_op;

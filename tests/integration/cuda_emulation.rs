@@ -494,6 +494,50 @@ fn sam_attend_kernels_agree_with_the_cpu() {
 }
 
 #[test]
+fn kanerva_address_kernels_agree_with_the_cpu() {
+    use memctl::kernels::kanerva::{least_squares_weights, machine_weights, readout};
+    // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes and
+    // a code shorter than them (a ridge-regularised, underdetermined system); a code longer
+    // than a block has threads.
+    for (b, k, c, m, seed) in [(2usize, 4usize, 32usize, 8usize, 90u64), (3, 1, 5, 37, 92), (1, 3, 130, 2, 94)] {
+        let (r, z) = (values(b * k * c * m, seed), values(b * c, seed + 1));
+        let eta: Vec<f32> = values(b * k, seed + 2).iter().map(|e| 0.5 + e.abs()).collect();
+        let (nw, nr) = (b * k * m, b * k * c * m);
+        let g = values(nw + b * c, seed + 3);
+        let inputs = [tensor(&r, &[b, k, c, m]), tensor(&z, &[b, c]), tensor(&eta, &[b, k])];
+        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[nw + b * c]), |t| {
+            let w = least_squares_weights(&t[0], &t[1], 0.35).unwrap();
+            let mu = readout(&t[0], &w, &machine_weights(Some(&t[2]), k, &t[1]).unwrap()).unwrap();
+            Tensor::cat(&[w.flatten_all().unwrap(), mu.flatten_all().unwrap()], 0).unwrap()
+        });
+        let packed: Vec<f32> = (0..b).flat_map(|i| [&z[i * c..][..c], &eta[i * k..][..k]].concat()).collect();
+        let (shape, sizes) =
+            (launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32), ints(&[b, k, c, m]));
+        let fwd = launch(
+            "kanerva_address_fwd",
+            shape,
+            &[
+                vec![Arg::In(r.clone()), Arg::In(packed.clone()), Arg::Out(nw + b * c)],
+                sizes.clone(),
+                vec![Arg::F32(0.35)],
+            ]
+            .concat(),
+        );
+        assert_close("kanerva_address_fwd", &fwd[2], &flat(&y), 1e-4);
+        let bwd = launch(
+            "kanerva_address_bwd",
+            shape,
+            &[vec![Arg::In(r), Arg::In(packed), Arg::In(g), Arg::Out(nr + b * (c + k))], sizes, vec![Arg::F32(0.35)]]
+                .concat(),
+        );
+        let g_packed: Vec<f32> =
+            (0..b).flat_map(|i| [&grads[1][i * c..][..c], &grads[2][i * k..][..k]].concat()).collect();
+        assert_close("kanerva_address_bwd (means)", &bwd[3][..nr], &grads[0], 1e-4);
+        assert_close("kanerva_address_bwd (code, noises)", &bwd[3][nr..], &g_packed, 1e-4);
+    }
+}
+
+#[test]
 fn kanerva_write_kernels_agree_with_the_cpu() {
     use memctl::kernels::kanerva_write_op::write_with_candle_ops;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes;

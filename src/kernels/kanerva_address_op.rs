@@ -1,0 +1,265 @@
+//! The Kanerva machines' addressing and readout (`kanervaRead`, and the start of
+//! `kanervaUpdate`: PKM Eq. 44–45) as one candle op with its own backward, for the
+//! device-generic path (candle's autograd: the GPU, and evaluation on the CPU).
+//!
+//! Per batch element and machine `i`: `w_i = (R_iᵀR_i + λI)⁻¹ R_iᵀ z`, `p_i = R_i w_i`,
+//! `γ_i = η_i⁻² / Σ_j η_j⁻²`, `μ = Σ_i γ_i p_i`. As candle ops that is some thirteen kernels
+//! forward (a Gram matrix, a transpose, the solve, the weights, the readout) and twenty-five
+//! backward; here one each way (`src/kernels/cuda/kanerva_address.cu`, a block per example, the
+//! solves in f64 as on the CPU), and the CPU's computation is the tape's own
+//! (`kanerva_manual::address`, `mix` and `address_backward`). Where it runs is
+//! `kernels::fused`'s rule ([`fused::KANERVA_ADDRESS`](super::fused::KANERVA_ADDRESS)).
+//!
+//! The code and the noises travel packed, a row per batch element: `[z (c) | η (k)]`; the two
+//! outputs come out as one flat buffer, `[w | μ]`, which the caller views as two tensors.
+
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+
+use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
+use super::kanerva_manual::{Addressed, Machines, address_backward, mix};
+use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// How errors name the op.
+const WHAT: &str = "the fused Kanerva addressing";
+
+/// Whether [`address`] runs as one fused op for machines of `c × m` (`k` of them) in a batch
+/// of `batch` on `r`'s device: where `kernels::fused` runs it and, on CUDA, where a block's
+/// shared memory holds its work and the kernels' ints index it.
+pub fn fused_for(r: &Tensor, batch: usize, k: usize, c: usize, m: usize) -> bool {
+    let fits = shared_bytes(k, c, m) <= BLOCK_SHARED_BYTES
+        && i32::try_from(batch * k * c * m + batch * (c + k)).is_ok()
+        && u32::try_from(batch).is_ok();
+    super::fused::used_for(r, super::fused::KANERVA_ADDRESS) && (r.device().is_cpu() || fits)
+}
+
+/// The weights `w: [B, k, m, 1]` and the readout `μ: [B, c]` of the means `r: [B, k, c, m]`
+/// (contiguous, broadcast to the batch) by the code `z: [B or 1, c]` with the noises
+/// `eta: [B or 1, k]` (none: 1), as one fused op (see [`fused_for`]).
+pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, lambda: f64) -> Result<(Tensor, Tensor)> {
+    let (batch, k, c, m) = r.dims4()?;
+    let eta = match eta {
+        Some(eta) => eta.broadcast_as((batch, k))?,
+        None => Tensor::ones((batch, k), r.dtype(), r.device())?,
+    };
+    let packed = Tensor::cat(&[&z.broadcast_as((batch, c))?, &eta], 1)?.contiguous()?;
+    let s = Machines { k, c, m };
+    let both = r.contiguous()?.apply_op2(&packed, Forward { s, lambda })?;
+    let nw = batch * k * m;
+    Ok((both.narrow(0, 0, nw)?.reshape((batch, k, m, 1))?, both.narrow(0, nw, batch * c)?.reshape((batch, c))?))
+}
+
+/// A CUDA block's shared memory: the factor and a right-hand side (`m² + m` doubles), then `w`
+/// and `a` (`m` floats each), `p`, `R a` and the sums over machines (`c` each), `γ̄` (`k`).
+pub fn shared_bytes(k: usize, c: usize, m: usize) -> usize {
+    8 * (m * m + m) + 4 * (2 * m + 3 * c + k)
+}
+
+/// `(r, [z | η]) → [w | μ]`, flat.
+struct Forward {
+    s: Machines,
+    lambda: f64,
+}
+
+/// `(r, [z | η], [w̄ | μ̄]) → [R̄ | z̄ | η̄]`, flat.
+struct Backward {
+    s: Machines,
+    lambda: f64,
+}
+
+/// The batch of the contiguous operands `(r, packed)`.
+fn batch_of(s: Machines, r: &Layout, packed: &Layout) -> Result<usize> {
+    let batch = r.dims().first().copied().unwrap_or(0);
+    if r.dims() != [batch, s.k, s.c, s.m] || packed.dims() != [batch, s.c + s.k] {
+        bail!("{WHAT}: means {:?} and packed operands {:?} for {s:?}", r.dims(), packed.dims());
+    }
+    if !r.is_contiguous() || !packed.is_contiguous() {
+        bail!("{WHAT} takes contiguous operands");
+    }
+    Ok(batch)
+}
+
+/// The CPU computation of either pass, batch element by batch element, through the tape's
+/// addressing.
+struct AddressKernel {
+    backward: bool,
+    s: Machines,
+    lambda: f64,
+    batch: usize,
+}
+
+impl RealKernel for AddressKernel {
+    /// Forward: `(r, packed)`; backward: `(r, packed, g)`.
+    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
+        let Machines { k, c, m } = self.s;
+        let (b, nr, width) = (self.batch, k * c * m, c + k);
+        let (r, packed) = (o[0], o[1]);
+        let mut w = vec![T::zero(); k * m];
+        let mut chol = vec![0.0f64; k * m * m];
+        let (mut p, mut gamma) = (vec![T::zero(); k * c], vec![T::zero(); k]);
+        let mut mu = vec![T::zero(); c];
+        let mut out = vec![T::zero(); if self.backward { b * (nr + width) } else { b * (k * m + c) }];
+        let nan = T::from_f64(f64::NAN);
+        for i in 0..b {
+            let (ri, row) = (&r[i * nr..][..nr], &packed[i * width..][..width]);
+            let (z, eta) = row.split_at(c);
+            let addressed = Addressed { w: &mut w[..], chol: &mut chol[..], p: &mut p[..], gamma: &mut gamma[..] };
+            // As the GPU's: a matrix that is not positive definite gives NaN.
+            let solved = super::kanerva_manual::address(self.s, ri, z, Some(eta), self.lambda, addressed).is_ok();
+            if !self.backward {
+                mix(&p, &gamma, &mut mu);
+                let (w_out, mu_out) = out.split_at_mut(b * k * m);
+                w_out[i * k * m..][..k * m].copy_from_slice(&w);
+                mu_out[i * c..][..c].copy_from_slice(&mu);
+                if !solved {
+                    w_out[i * k * m..][..k * m].fill(nan);
+                    mu_out[i * c..][..c].fill(nan);
+                }
+                continue;
+            }
+            let g = o[2];
+            let (g_w, g_mu) = (&g[i * k * m..][..k * m], &g[b * k * m + i * c..][..c]);
+            let (g_r_all, g_packed_all) = out.split_at_mut(b * nr);
+            let (g_r, g_row) = (&mut g_r_all[i * nr..][..nr], &mut g_packed_all[i * width..][..width]);
+            if !solved {
+                g_r.fill(nan);
+                g_row.fill(nan);
+                continue;
+            }
+            let (g_z, g_eta) = g_row.split_at_mut(c);
+            let saved = Addressed { w: &w[..], chol: &chol[..], p: &p[..], gamma: &gamma[..] };
+            address_backward(self.s, ri, z, Some(eta), &saved, g_mu, Some(g_w), g_r, g_z, Some(g_eta));
+        }
+        out
+    }
+}
+
+impl CustomOp2 for Forward {
+    fn name(&self) -> &'static str {
+        "kanerva_address_fwd"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let batch = batch_of(self.s, l1, l2)?;
+        let kernel = AddressKernel { backward: false, s: self.s, lambda: self.lambda, batch };
+        let len = batch * (self.s.k * self.s.m + self.s.c);
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], WHAT)?, Shape::from(len)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
+        let batch = batch_of(self.s, l1, l2)?;
+        let len = batch * (self.s.k * self.s.m + self.s.c);
+        let operands = [(s1, l1), (s2, l2)];
+        let out =
+            super::cuda_kernels::kanerva_address("kanerva_address_fwd", &operands, len, batch, self.s, self.lambda)?;
+        super::fused::record_launch("kanerva_address_fwd");
+        Ok((out, Shape::from(len)))
+    }
+
+    fn bwd(
+        &self,
+        r: &Tensor,
+        packed: &Tensor,
+        _out: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let both = r.apply_op3_no_bwd(packed, &grad.contiguous()?, &Backward { s: self.s, lambda: self.lambda })?;
+        let nr = r.elem_count();
+        Ok((
+            Some(both.narrow(0, 0, nr)?.reshape(r.shape())?),
+            Some(both.narrow(0, nr, packed.elem_count())?.reshape(packed.shape())?),
+        ))
+    }
+}
+
+impl CustomOp3 for Backward {
+    fn name(&self) -> &'static str {
+        "kanerva_address_bwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (batch, len) = backward_geometry(self.s, l1, l2, l3)?;
+        let kernel = AddressKernel { backward: true, s: self.s, lambda: self.lambda, batch };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from(len)))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let (batch, len) = backward_geometry(self.s, l1, l2, l3)?;
+        let operands = [(s1, l1), (s2, l2), (s3, l3)];
+        let out =
+            super::cuda_kernels::kanerva_address("kanerva_address_bwd", &operands, len, batch, self.s, self.lambda)?;
+        super::fused::record_launch("kanerva_address_bwd");
+        Ok((out, Shape::from(len)))
+    }
+}
+
+/// The batch and the output's length of the backward's operands `(r, packed, g)`.
+fn backward_geometry(s: Machines, r: &Layout, packed: &Layout, g: &Layout) -> Result<(usize, usize)> {
+    let batch = batch_of(s, r, packed)?;
+    if g.dims() != [batch * (s.k * s.m + s.c)] || !g.is_contiguous() {
+        bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
+    }
+    Ok((batch, batch * (s.k * s.c * s.m + s.c + s.k)))
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Var;
+
+    use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
+    use crate::kernels::kanerva::{least_squares_weights, machine_weights, readout};
+
+    /// [`address`] in candle's ops.
+    fn with_candle_ops(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, lambda: f64) -> Result<(Tensor, Tensor)> {
+        let k = r.dim(1)?;
+        let w = least_squares_weights(r, z, lambda)?;
+        let mu = readout(r, &w, &machine_weights(eta, k, z)?)?;
+        Ok((w, mu))
+    }
+
+    #[test]
+    fn the_fused_addressing_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        // Codes longer and shorter than a machine's columns; one machine or several.
+        for (b, k, c, m) in [(3, 1, 5, 4), (2, 3, 3, 4)] {
+            let (r, z) = (var(&[b, k, c, m], 1.0)?, var(&[b, c], 1.0)?);
+            let eta = Var::from_tensor(&(var(&[1, k], 0.3)?.as_tensor().abs()? + 0.5)?)?;
+            let (fw, fmu) = address(&r, &z, Some(&eta), 0.35)?;
+            let (pw, pmu) = with_candle_ops(&r, &z, Some(&eta), 0.35)?;
+            assert_fused_matches(&[&r, &z, &eta], &[fw, fmu], &[pw, pmu], 1e-10)?;
+            let (fw, fmu) = address(&r, &z, None, 0.35)?;
+            let (pw, pmu) = with_candle_ops(&r, &z, None, 0.35)?;
+            assert_fused_matches(&[&r, &z], &[fw, fmu], &[pw, pmu], 1e-10)?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn non_finite_means_give_nan_not_an_error() -> Result<()> {
+        let r = (Tensor::ones((2, 1, 3, 2), candle_core::DType::F64, &candle_core::Device::Cpu)? * f64::INFINITY)?;
+        let z = Tensor::ones((2, 3), candle_core::DType::F64, &candle_core::Device::Cpu)?;
+        let (w, mu) = address(&r, &z, None, 0.35)?;
+        assert!(w.flatten_all()?.to_vec1::<f64>()?.iter().all(|v| v.is_nan()));
+        assert!(mu.flatten_all()?.to_vec1::<f64>()?.iter().all(|v| v.is_nan()));
+        Ok(())
+    }
+}
