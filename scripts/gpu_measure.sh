@@ -22,9 +22,10 @@
 #                                         # that ran it with 3 in 140 s; or in two calls:)
 #   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
 #                                         # one_hot_embedding, head_move_warps, kanerva_shared_address,
-#                                         # kanerva_write) against the default, for a call
-#                                         # that also runs a slice (~4 min): the checks with each
-#                                         # and all, the models each acts on in two alternating
+#                                         # kanerva_write, kanerva_address) against the default, for a call
+#                                         # that also runs a slice (~4 min): the checks with all
+#                                         # (each alone if that fails; on.txt: those that passed),
+#                                         # the models each acts on in two alternating
 #                                         # rounds, SAM Table 1's evaluation passes (eval.txt)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
@@ -228,19 +229,31 @@ table_part() {
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
 # names them (default: the three of 2026-11-26, pool_keep, one_hot_embedding and
-# head_move_warps, and kanerva_shared_address and kanerva_write of 2026-11-27). Step times in
+# head_move_warps, and PKM's kanerva_shared_address, kanerva_write and kanerva_address of
+# 2026-11-27). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps kanerva_shared_address kanerva_write})
+  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps kanerva_shared_address kanerva_write
+                   kanerva_address})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
+  # The checks by default and with every change; only when that fails, with each alone (which
+  # names the cause). on.txt: the changes whose check passed, for the slice after to turn on.
+  local passed=()
   {
     timeout 120 bash .gpu/run.sh doctor --check
-    for fused in "${changes[@]}" "$all"; do
-      echo "== MEMCTL_CUDA_FUSED=$fused"; MEMCTL_CUDA_FUSED=$fused timeout 120 bash .gpu/run.sh doctor --check
-    done
+    echo "== MEMCTL_CUDA_FUSED=$all"
+    if MEMCTL_CUDA_FUSED=$all timeout 120 bash .gpu/run.sh doctor --check; then
+      passed=("${changes[@]}")
+    else
+      for fused in "${changes[@]}"; do
+        echo "== MEMCTL_CUDA_FUSED=$fused"
+        MEMCTL_CUDA_FUSED=$fused timeout 120 bash .gpu/run.sh doctor --check && passed+=("$fused")
+      done
+    fi
   } > "$out/doctor.txt" 2>&1
+  (IFS=,; echo "${passed[*]}") > "$out/on.txt"
   {
     for change in "${changes[@]}"; do
       local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "specs/bench/stm.mem stm_b batch=128")
@@ -253,7 +266,7 @@ unchecked_part() {
         # NAM-TM's head.
         head_move_warps) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
         # PKM's read and write.
-        kanerva_shared_address | kanerva_write) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
+        kanerva_shared_address | kanerva_write | kanerva_address) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
       esac
       for round in 1 2; do
         for x in "${runs[@]}"; do
