@@ -39,6 +39,20 @@ pub fn check(spec: &Spec, catalog: &'static dyn Catalog) -> Result<Program, Diag
 /// Checks a parsed spec with command-line overrides (`d=48,96`): each replaces the sweep of
 /// that name, or adds one, in every experiment where the name means something.
 pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Catalog) -> Result<Program, Diagnostics> {
+    check_selected(spec, overrides, None, catalog)
+}
+
+/// [`check_with`], the overrides applied to the experiment named `only` alone when one is
+/// named (`memctl sweep spec.mem e k=15`): the spec's other experiments are checked as written,
+/// so that an override meant for one cannot break another (`k=15` where another's `m = 100`
+/// must divide by `k`). An `only` that names no experiment applies the overrides to none; the
+/// verb then says that no such experiment exists.
+pub fn check_selected(
+    spec: &Spec,
+    overrides: &[Override],
+    only: Option<&str>,
+    catalog: &'static dyn Catalog,
+) -> Result<Program, Diagnostics> {
     let ast = &spec.ast;
     let mut errors: Vec<Diagnostic> = vec![];
     let models = unique(&ast.models, |m| &m.name, "model", &mut errors);
@@ -60,6 +74,7 @@ pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Cat
     let mut experiments = vec![];
     let mut applied: Vec<String> = vec![];
     for e in &ast.experiments {
+        let overrides = if only.is_none_or(|name| name == e.name.name) { overrides } else { &[] };
         match experiment::plan(e, &models, &tasks, overrides, catalog, &spec.sources) {
             Ok((p, names)) => {
                 experiments.push(p);
@@ -68,7 +83,8 @@ pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Cat
             Err(d) => errors.push(d),
         }
     }
-    if errors.is_empty() {
+    let selected_exists = only.is_none_or(|name| ast.experiments.iter().any(|e| e.name.name == name));
+    if errors.is_empty() && selected_exists {
         for o in overrides.iter().filter(|o| !applied.contains(&o.name.name)) {
             errors.push(
                 CheckErrorKind::OverrideSetsNothing { name: o.name.name.clone() }.error()

@@ -108,7 +108,7 @@ pub fn plan(
         if let Some(n) = seeds {
             overrides.push(format!("seed=1..{n}"));
         }
-        let (spec, program) = match load::load_checked_with(file, &overrides, ctx) {
+        let (spec, program) = match load::load_checked_with(file, Some(experiment), &overrides, ctx) {
             Ok(p) => p,
             Err(code) => return Ok(Err(code)),
         };

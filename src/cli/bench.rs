@@ -45,7 +45,9 @@ pub struct Args {
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let (experiment, overrides) = load::split_overrides(&args.rest);
-    let Ok((_, program)) = load::load_checked_with(&args.file, &overrides, ctx) else { return Ok(2) };
+    let Ok((_, program)) = load::load_checked_with(&args.file, experiment.as_deref(), &overrides, ctx) else {
+        return Ok(2);
+    };
     let trials = load::select(&program, experiment.as_deref(), &args.file)?;
     let Some(trial) = trials.first() else { anyhow::bail!("{} has no experiment to benchmark", args.file.display()) };
     let device = crate::device::open(&args.device)?;

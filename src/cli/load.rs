@@ -9,7 +9,7 @@ use crate::sweep::SpecSource;
 
 /// A checked spec, or `Err(exit code)` after printing its errors.
 pub fn load_checked(path: &Path, ctx: &Context) -> Result<(Spec, Program), i32> {
-    load_checked_from(path, &lang::Disk, &[], ctx)
+    load_checked_from(path, &lang::Disk, None, &[], ctx)
 }
 
 /// The spec text stored with each run: every file, each preceded by its path.
@@ -42,16 +42,23 @@ pub fn split_overrides(rest: &[String]) -> (Option<String>, Vec<String>) {
     (experiment, overrides)
 }
 
-/// Loads and checks a spec with command-line overrides; each override is parsed as its own
+/// Loads and checks a spec with command-line overrides, applied to the experiment named
+/// `experiment` alone when one is (`check::check_selected`); each override is parsed as its own
 /// pseudo-file `<command line>` so errors in it are located like spec errors.
-pub fn load_checked_with(path: &Path, overrides: &[String], ctx: &Context) -> Result<(Spec, Program), i32> {
-    load_checked_from(path, &lang::Disk, overrides, ctx)
+pub fn load_checked_with(
+    path: &Path,
+    experiment: Option<&str>,
+    overrides: &[String],
+    ctx: &Context,
+) -> Result<(Spec, Program), i32> {
+    load_checked_from(path, &lang::Disk, experiment, overrides, ctx)
 }
 
 /// Like [`load_checked_with`], reading the spec's files through `reader`.
 pub fn load_checked_from(
     path: &Path,
     reader: &dyn lang::SourceReader,
+    experiment: Option<&str>,
     overrides: &[String],
     ctx: &Context,
 ) -> Result<(Spec, Program), i32> {
@@ -91,7 +98,7 @@ pub fn load_checked_from(
             }
         }
     }
-    match check::check_with(&spec, &parsed, &crate::prims::Primitives) {
+    match check::check_selected(&spec, &parsed, experiment, &crate::prims::Primitives) {
         Ok(p) => Ok((spec, p)),
         Err(d) => {
             eprint!("{}", d.render(&spec.sources, ctx.color));

@@ -28,7 +28,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let Ok((_, program)) = load::load_checked_with(&args.file, &args.overrides, ctx) else {
+    let Ok((_, program)) = load::load_checked_with(&args.file, args.experiment.as_deref(), &args.overrides, ctx) else {
         return Ok(EXIT_NO_TRIAL);
     };
     let trial = load::select(&program, args.experiment.as_deref(), &args.file)

@@ -78,7 +78,10 @@ enum Executor {
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let (experiment, overrides) = load::split_overrides(&args.rest);
     let recorder = crate::slurm::manifest::Recorder::default();
-    let Ok((spec, program)) = load::load_checked_from(&args.file, &recorder, &overrides, ctx) else { return Ok(2) };
+    let Ok((spec, program)) = load::load_checked_from(&args.file, &recorder, experiment.as_deref(), &overrides, ctx)
+    else {
+        return Ok(2);
+    };
     let trials = load::select(&program, experiment.as_deref(), &args.file)?;
     if args.executor == Executor::Slurm {
         let store = Store::open(&ctx.store)?;

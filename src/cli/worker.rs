@@ -33,8 +33,13 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         );
     };
     let spec_path = PathBuf::from(&manifest.spec_path);
-    let Ok((spec, program)) = load::load_checked_from(&spec_path, &Snapshot(&manifest.files), &manifest.overrides, ctx)
-    else {
+    let Ok((spec, program)) = load::load_checked_from(
+        &spec_path,
+        &Snapshot(&manifest.files),
+        manifest.experiment.as_deref(),
+        &manifest.overrides,
+        ctx,
+    ) else {
         return Ok(2);
     };
     let trials = load::select(&program, manifest.experiment.as_deref(), &spec_path)?;

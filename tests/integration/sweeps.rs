@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{memctl_at, spec_folder, tiny_lstm_sweep, tiny_spec};
+use crate::support::{memctl_at, spec_folder, text, tiny_lstm_sweep, tiny_spec};
 
 /// `memctl sweep <spec>`, two trials at a time on one thread each.
 fn two_job_sweep(store: &Path, spec: &Path) -> Command {
@@ -184,6 +184,38 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
     assert!(String::from_utf8_lossy(&again.stderr).contains("1 failed before (skipped; --retry-failed re-runs them)"));
     let retry = run(&["--retry-failed"]);
     assert!(String::from_utf8_lossy(&retry.stderr).contains("1 trial run, 1 already done, 1 failed"));
+}
+
+/// An override given with an experiment's name applies to that experiment alone: `parts=3`
+/// suits `twelve` (12 / 3) but not `ten`, whose `m / parts` must be whole.
+#[test]
+fn overrides_for_a_named_experiment_leave_the_others_as_written() {
+    let spec_text = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model split(m = 12, parts = 2) {
+  state h = zeros(m / parts)
+  step token {
+    h = tanh(linear(embed(token, 4), m / parts) + linear(h, m / parts))
+    out linear(h, output_size)
+  }
+}
+experiment twelve { task tiny model split(m = 12) }
+experiment ten { task tiny model split(m = 10) }
+"#;
+    let (_dir, spec, store) = spec_folder(spec_text);
+    let dry = |args: &[&str]| memctl_at(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap();
+    let named = dry(&["twelve", "parts=3"]);
+    assert_eq!(named.status.code(), Some(0), "{}", text(&named.stderr));
+    assert!(text(&named.stdout).contains("parts=3"), "{}", text(&named.stdout));
+    // Without a name the override reaches `ten` too, and the check says where it breaks.
+    let every = dry(&["parts=3"]);
+    assert_eq!(every.status.code(), Some(2));
+    assert!(text(&every.stderr).contains("10 / 3 is not a whole number"), "{}", text(&every.stderr));
+    // A name that matches no experiment is reported as such, not as an override that sets nothing.
+    let unknown = dry(&["eleven", "parts=3"]);
+    assert_ne!(unknown.status.code(), Some(0));
+    let err = text(&unknown.stderr);
+    assert!(err.contains("no experiment `eleven`") && !err.contains("sets nothing"), "{err}");
 }
 
 #[test]
