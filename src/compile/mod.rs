@@ -195,8 +195,6 @@ impl Cell {
         scored: &[usize],
         step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
     ) -> Result<Tensor> {
-        // Ops of this run may share what they computed from the same tensors (`run_memo`).
-        let _memo = crate::kernels::run_memo::Scope::open();
         let stacked_bytes = self.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
         let batched = stacked_bytes <= head::STACK_LIMIT
             && crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::BATCHED_HEAD);

@@ -170,27 +170,20 @@ pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checke
 /// eager step's kernel time). Checked in the CPU's emulation of the kernels; not yet on a GPU.
 pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: false };
 
-/// PKM's read and write of a time step address the memory once (`kanerva::address`, through
-/// `run_memo`): `kanervaUpdate` takes the weights and the readout that `kanervaRead` computed
-/// from the same `R` and `z`, where each computed its own, forward and backward (a Gram matrix,
-/// a solve, the machines' weights and the readout: some forty kernels a time step). The same
-/// kernels on the same values, once; not yet timed on a GPU.
-pub const KANERVA_SHARED_ADDRESS: OnCuda = OnCuda { name: "kanerva_shared_address", checked: false };
-
 /// `kanervaUpdate`'s write after the addressing (`kanerva_write_op`): one kernel each way
 /// (a block per example and machine forward, per example backward), where candle's ops take some twelve kernels forward and twenty-five
 /// backward a time step. Checked in the CPU's emulation of the kernels; not yet on a GPU.
 pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: false };
 
-/// `kanervaRead`'s addressing and readout (`kanerva_address_op`; with
-/// [`KANERVA_SHARED_ADDRESS`], `kanervaUpdate`'s too): one kernel each way, a block per
+/// The addressing and readout of `kanervaRead` and `kanervaUpdate` (`kanerva_address_op`):
+/// one kernel each way, a block per
 /// example, its solves in f64, where candle's ops take some thirteen kernels forward and
 /// twenty-five backward (a Gram matrix, a transpose, the solve, the weights, the readout).
 /// Checked in the CPU's emulation of the kernels; not yet on a GPU.
 pub const KANERVA_ADDRESS: OnCuda = OnCuda { name: "kanerva_address", checked: false };
 
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 26] = [
+pub const ALL: [OnCuda; 25] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -214,7 +207,6 @@ pub const ALL: [OnCuda; 26] = [
     POOL_KEEP,
     ONE_HOT_EMBEDDING,
     HEAD_MOVE_WARPS,
-    KANERVA_SHARED_ADDRESS,
     KANERVA_WRITE,
     KANERVA_ADDRESS,
 ];

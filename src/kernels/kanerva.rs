@@ -7,9 +7,7 @@
 
 use candle_core::{D, Result, Tensor};
 
-use super::fused::{self, KANERVA_SHARED_ADDRESS};
 use super::kanerva_address_op;
-use super::run_memo::{self, Key};
 use super::spd_solve::{gram, scaled_eye, spd_solve};
 
 /// The addressing and readout of the means `R` by a code `z`, which `kanervaRead` puts out and
@@ -23,32 +21,17 @@ pub struct Address {
 
 /// [`Address`] of `r: [B or 1, k, c, m]` by `z: [B or 1, c]` with the noises `eta` (as the
 /// primitive takes them, `[B or 1, k or 1]`), broadcast to `batch`: one fused op where
-/// [`KANERVA_ADDRESS`] has it (`kanerva_address_op`), else candle's. Where
-/// [`KANERVA_SHARED_ADDRESS`] has it, a run that already addressed these very tensors (the
-/// read, then the write of one step) takes that result (`run_memo`): the same values, computed
-/// once, and one backward through them.
+/// [`KANERVA_ADDRESS`](super::fused::KANERVA_ADDRESS) has it (`kanerva_address_op`), else candle's.
 pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, k: usize, batch: usize, lambda: f64) -> Result<Address> {
-    let compute = || -> Result<Vec<Tensor>> {
-        let (_, k_r, c, m) = r.dims4()?;
-        let r = r.broadcast_as((batch, k_r, c, m))?.contiguous()?;
-        let eta = eta.map(|eta| eta_per_machine(eta, k)).transpose()?;
-        if kanerva_address_op::fused_for(&r, batch, k_r, c, m) {
-            let (w, mu) = kanerva_address_op::address(&r, z, eta.as_ref(), lambda)?;
-            return Ok(vec![r, w, mu]);
-        }
-        let w = least_squares_weights(&r, z, lambda)?;
-        let mu = readout(&r, &w, &machine_weights(eta.as_ref(), k, z)?)?;
-        Ok(vec![r, w, mu])
-    };
-    let values = match fused::used_for(r, KANERVA_SHARED_ADDRESS) {
-        true => {
-            let inputs = [Some(r), Some(z), eta].into_iter().flatten().map(Tensor::id).collect();
-            let settings = vec![k as u64, batch as u64, lambda.to_bits()];
-            run_memo::reuse_or(Key { what: "kanerva address", settings, inputs }, compute)?
-        }
-        false => compute()?,
-    };
-    let [r, w, mu] = <[Tensor; 3]>::try_from(values).expect("an address is three tensors");
+    let (_, k_r, c, m) = r.dims4()?;
+    let r = r.broadcast_as((batch, k_r, c, m))?.contiguous()?;
+    let eta = eta.map(|eta| eta_per_machine(eta, k)).transpose()?;
+    if kanerva_address_op::fused_for(&r, batch, k_r, c, m) {
+        let (w, mu) = kanerva_address_op::address(&r, z, eta.as_ref(), lambda)?;
+        return Ok(Address { r, w, mu });
+    }
+    let w = least_squares_weights(&r, z, lambda)?;
+    let mu = readout(&r, &w, &machine_weights(eta.as_ref(), k, z)?)?;
     Ok(Address { r, w, mu })
 }
 
@@ -101,32 +84,6 @@ mod tests {
         let z = Tensor::new(&[[2.0f64, -1.0]], &dev).unwrap();
         let w = least_squares_weights(&r, &z, 0.25).unwrap().flatten_all().unwrap().to_vec1::<f64>().unwrap();
         assert!((w[0] - 1.6).abs() < 1e-12 && (w[1] + 0.8).abs() < 1e-12, "{w:?}");
-    }
-
-    /// Inside a run's scope the read and the write of one step share one addressing (the very
-    /// tensors, so one backward through them); outside it, or for other tensors, each computes
-    /// its own, equal to it.
-    #[test]
-    fn a_run_addresses_the_same_means_by_the_same_code_once() -> Result<()> {
-        let dev = Device::Cpu;
-        let r = Tensor::randn(0f64, 1.0, (1, 2, 5, 3), &dev)?;
-        let z = Tensor::randn(0f64, 1.0, (4, 5), &dev)?;
-        let eta = Tensor::new(&[[0.5f64, 2.0]], &dev)?;
-        let unshared = address(&r, &z, Some(&eta), 2, 4, 0.35)?;
-        let scope = crate::kernels::run_memo::Scope::open();
-        let read = address(&r, &z, Some(&eta), 2, 4, 0.35)?;
-        let write = address(&r, &z, Some(&eta), 2, 4, 0.35)?;
-        assert_eq!((read.w.id(), read.mu.id(), read.r.id()), (write.w.id(), write.mu.id(), write.r.id()));
-        let other_code = address(&r, &(&z + 0.0)?, Some(&eta), 2, 4, 0.35)?;
-        assert_ne!(other_code.w.id(), read.w.id(), "another tensor z is another addressing");
-        let without_eta = address(&r, &z, None, 2, 4, 0.35)?;
-        assert_ne!(without_eta.mu.id(), read.mu.id());
-        drop(scope);
-        assert_ne!(address(&r, &z, Some(&eta), 2, 4, 0.35)?.w.id(), read.w.id(), "the scope ended");
-        for (a, b) in [(&unshared.w, &read.w), (&unshared.mu, &read.mu)] {
-            assert_eq!(a.flatten_all()?.to_vec1::<f64>()?, b.flatten_all()?.to_vec1::<f64>()?);
-        }
-        Ok(())
     }
 
     #[test]

@@ -34,7 +34,6 @@ pub mod par;
 pub mod real;
 pub mod reduce;
 pub mod row_norm;
-pub mod run_memo;
 pub mod sam_attend_op;
 pub mod scale_op;
 pub mod softmax_op;

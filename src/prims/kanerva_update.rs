@@ -112,7 +112,6 @@ impl Op for KanervaUpdateOp {
         let batch = r.dim(0)?.max(v.dim(0)?).max(z.dim(0)?);
         let (_, k, _, m) = r.dims4()?;
         let v = v.broadcast_as((batch, k, m, m))?.contiguous()?;
-        // The read of this step addressed the same `R` by the same `z` (`kernels::kanerva::address`).
         let Address { r, w, mu, .. } = address(r, z, eta, self.k, batch, self.lambda)?;
         let delta = z.broadcast_sub(&mu)?; // [B, c]
         let eta = eta.map(|eta| eta_per_machine(eta, self.k)).transpose()?;
