@@ -22,7 +22,7 @@
 #                                         # that ran it with 3 in 140 s; or in two calls:)
 #   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
 #                                         # one_hot_embedding, head_move_warps, kanerva_write,
-#                                         # kanerva_address) against the default, for a call
+#                                         # kanerva_address, tape_write_split) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with all
 #                                         # (each alone if that fails; on.txt: those that passed),
 #                                         # the models each acts on in two alternating
@@ -229,10 +229,12 @@ table_part() {
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
 # names them (default: the three of 2026-11-26, pool_keep, one_hot_embedding and
-# head_move_warps, and PKM's kanerva_write and kanerva_address of 2026-11-27). Step times in
+# head_move_warps, and PKM's kanerva_write and kanerva_address and NAM-TM's tape_write_split of
+# 2026-11-27). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps kanerva_write kanerva_address})
+  local changes=(${CHANGES:-pool_keep one_hot_embedding head_move_warps kanerva_write kanerva_address
+                   tape_write_split})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -261,8 +263,8 @@ unchecked_part() {
         # The models that embed tokens: NAM's, and SAM Table 1's STM.
         one_hot_embedding) runs=("specs/examples/nam_algorithmic.mem add_namtm" "specs/examples/nam_algorithmic.mem add_lsam"
                                  "${table1[*]}") ;;
-        # NAM-TM's head.
-        head_move_warps) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
+        # NAM-TM's head and tape.
+        head_move_warps | tape_write_split) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
         # PKM's read and write.
         kanerva_write | kanerva_address) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
       esac

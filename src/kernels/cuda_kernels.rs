@@ -354,6 +354,30 @@ pub fn sam_attend(
     unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[b, n, nq], &[]) }
 }
 
+/// Runs `nam_write.cu`'s `tape_write_bwd_split` on tape_write_bwd's f32 operands (contiguous,
+/// as laid out), one block per tape of `cells × features`, into a new buffer of `len` elements.
+/// [`super::nam_write_op::tape_split_shared_bytes`] must fit a block.
+pub fn tape_write_bwd_split(
+    operands: &[(&CudaStorage, &Layout)],
+    count: usize,
+    cells: usize,
+    features: usize,
+    len: usize,
+) -> Result<CudaStorage> {
+    let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
+        (i32::try_from(count), i32::try_from(cells), i32::try_from(features), u32::try_from(count))
+    else {
+        candle_core::bail!(
+            "the fused tape write's backward: {count} tapes of {cells} × {features} are more than it indexes"
+        )
+    };
+    let config = launch_config(launch_shape::tape_write_bwd_split(blocks, cells, features));
+    // SAFETY: tape_write_bwd_split takes tape_write_bwd's operands and ints, runs one block
+    // (a multiple of 32 threads) per tape, returns for a block past the last, writes every output
+    // element of its tape, and uses at most `tape_split_shared_bytes` of shared memory.
+    unsafe { run(("memctl_nam_write", NAM_WRITE_PTX), "tape_write_bwd_split", operands, len, config, &[n, r, c], &[]) }
+}
+
 /// Runs the forward or the backward kernel of `nam_write.cu` for `orientation` on its f32
 /// operands (contiguous, as laid out), one block per memory of `rows × cols`, into a new buffer
 /// of `len` elements. [`super::nam_write_op::fits_a_block`] says whether the backward's shared

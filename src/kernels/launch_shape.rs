@@ -84,6 +84,14 @@ pub fn head_move(kernel: &str, rows: u32, cells: u32) -> LaunchShape {
     }
 }
 
+/// `nam_write.cu`'s `tape_write_bwd_split` on `count` tapes of `cells × features`: a block per
+/// tape, a warp per cell up to eight, with [`tape_split_shared_bytes`](super::nam_write_op::tape_split_shared_bytes).
+pub fn tape_write_bwd_split(count: u32, cells: usize, features: usize) -> LaunchShape {
+    let warps = super::nam_write_op::tape_split_warps(cells);
+    let shared_bytes = super::nam_write_op::tape_split_shared_bytes(cells, features) as u32;
+    LaunchShape { blocks: count.max(1), threads: (warps * 32) as u32, shared_bytes }
+}
+
 /// `nam_write.cu`: a block per memory, its threads and the backward's shared memory as
 /// [`threads_per_memory`] and [`backward_shared_bytes`] say.
 pub fn nam_write(orientation: Orientation, backward: bool, count: u32, rows: usize, cols: usize) -> LaunchShape {

@@ -106,6 +106,18 @@ pub fn backward_shared_bytes(orientation: Orientation, rows: usize, cols: usize)
     (per_feature + 2 * warps) * std::mem::size_of::<f32>()
 }
 
+/// The warps of `tape_write_bwd_split`'s block: one per cell, up to eight.
+pub fn tape_split_warps(cells: usize) -> usize {
+    cells.clamp(1, 8)
+}
+
+/// `tape_write_bwd_split`'s shared memory: each warp's sums over its cells (`2 warps features`
+/// floats), `δ` and `g_old` (`2 features`), two partial sums per warp.
+pub fn tape_split_shared_bytes(cells: usize, features: usize) -> usize {
+    let warps = tape_split_warps(cells);
+    (2 * warps * features + 2 * features + 2 * warps) * std::mem::size_of::<f32>()
+}
+
 /// Whether the CUDA backward's shared memory fits a block ([`super::fused::BLOCK_SHARED_BYTES`]):
 /// up to some 6 000 features a tape row, 1 400 key columns a matrix, far above NAM's sizes.
 pub fn fits_a_block(orientation: Orientation, rows: usize, cols: usize) -> bool {
@@ -329,11 +341,18 @@ impl CustomOp3 for WriteBackward {
         let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
         let Geometry { count, rows, cols, .. } = geometry;
         let len = geometry.backward_len();
+        // A tape's cells split among warps, where `fused::TAPE_WRITE_SPLIT` has it.
+        let split = self.orientation == Orientation::Tape
+            && super::fused::cuda_uses(super::fused::TAPE_WRITE_SPLIT)
+            && tape_split_shared_bytes(rows, cols) <= super::fused::BLOCK_SHARED_BYTES;
         let out = super::fused::with_held_gradient_cuda(&self.g, l1, WHAT, |sg, lg| {
             let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
-            super::cuda_kernels::nam_write(self.orientation, true, &operands, count, rows, cols, len)
+            match split {
+                true => super::cuda_kernels::tape_write_bwd_split(&operands, count, rows, cols, len),
+                false => super::cuda_kernels::nam_write(self.orientation, true, &operands, count, rows, cols, len),
+            }
         })?;
-        super::fused::record_launch(self.orientation.kernel(true));
+        super::fused::record_launch(if split { "tape_write_bwd_split" } else { self.orientation.kernel(true) });
         Ok((out, Shape::from(len)))
     }
 }

@@ -383,6 +383,8 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     );
     assert_close(&format!("{what}, forward"), &fwd[3], &flat(&y), 1e-5);
     let len = count * (rows * cols + address_len + value_len + 2);
+    let (memory_for_split, address_for_split, packed_for_split, g_for_split) =
+        (memory.clone(), address.clone(), packed.clone(), g.clone());
     let bwd = launch(
         orientation.kernel(true),
         launch_shape::nam_write(orientation, true, count as u32, rows, cols),
@@ -393,11 +395,31 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
         .collect();
     let want = [grads[0].clone(), grads[1].clone(), packed_grad].concat();
     assert_close(&format!("{what}, backward"), &bwd[4], &want, 1e-5);
+    if orientation == Orientation::Tape {
+        // The backward with the cells split among warps (`fused::TAPE_WRITE_SPLIT`).
+        let split = launch(
+            "tape_write_bwd_split",
+            launch_shape::tape_write_bwd_split(count as u32, rows, cols),
+            &[
+                vec![
+                    Arg::In(memory_for_split),
+                    Arg::In(address_for_split),
+                    Arg::In(packed_for_split),
+                    Arg::In(g_for_split),
+                    Arg::Out(len),
+                ],
+                ints(&[count, rows, cols]),
+            ]
+            .concat(),
+        );
+        assert_close(&format!("{what}, backward with the cells split"), &split[4], &want, 1e-5);
+    }
 }
 
 #[test]
 fn nam_write_kernels_agree_with_the_cpu_on_tapes() {
-    // NAM-TM's tape (16 cells of 24 features), and features past one block's 256 threads.
+    // NAM-TM's tape (16 cells of 24 features), and features past one block's 256 threads; with
+    // the cells split, more cells than a block's eight warps, and fewer.
     check_nam_write(Orientation::Tape, 3, 16, 24);
     check_nam_write(Orientation::Tape, 2, 5, 300);
 }
