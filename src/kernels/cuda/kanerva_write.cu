@@ -5,6 +5,19 @@
 // r [B, k, c, m], v [B, k, m, m], p [B, k·m + c + k] (each example's row: w | δ | η).
 // Built to PTX by build.rs with the `cuda` feature.
 
+// u = V_i w_i into shared memory (every thread calls it; it ends at a barrier), and β_i.
+__device__ float gain(const float* vi, const float* w, float eta, float* u, int m) {
+    for (int j = threadIdx.x; j < m; j += blockDim.x) {
+        float s = 0.0f;
+        for (int l = 0; l < m; ++l) s += vi[(size_t)j * m + l] * w[l];
+        u[j] = s;
+    }
+    __syncthreads();
+    float q = 0.0f;
+    for (int j = 0; j < m; ++j) q += w[j] * u[j];
+    return 1.0f / (q + eta * eta);
+}
+
 // A block per example and machine (blocks past batch · k return); shared memory: u (m floats).
 // out = [R' (B k c m) | V' (B k m m)].
 extern "C" __global__ void kanerva_write_fwd(const float* r, const float* v, const float* p, float* out, int batch,
@@ -20,15 +33,7 @@ extern "C" __global__ void kanerva_write_fwd(const float* r, const float* v, con
     const float eta = row[(size_t)k * m + c + i];
     const float* vi = v + (size_t)block * m * m;
     const float* ri = r + (size_t)block * c * m;
-    for (int j = threadIdx.x; j < m; j += blockDim.x) {
-        float s = 0.0f;
-        for (int l = 0; l < m; ++l) s += vi[(size_t)j * m + l] * w[l];
-        u[j] = s;
-    }
-    __syncthreads();
-    float q = 0.0f;
-    for (int j = 0; j < m; ++j) q += w[j] * u[j];
-    const float beta = 1.0f / (q + eta * eta);
+    const float beta = gain(vi, w, eta, u, m);
     float* rn = out + (size_t)block * c * m;
     for (int e = threadIdx.x; e < c * m; e += blockDim.x) {
         const int a = e / m, j = e % m;
@@ -67,15 +72,7 @@ extern "C" __global__ void kanerva_write_bwd(const float* v, const float* p, con
         const float* grn = g + machine * c * m;
         const float* gvn = g + (size_t)batch * k * c * m + machine * m * m;
         float* gvi = out + machine * m * m;
-        for (int j = threadIdx.x; j < m; j += blockDim.x) {
-            float s = 0.0f;
-            for (int l = 0; l < m; ++l) s += vi[(size_t)j * m + l] * w[l];
-            u[j] = s;
-        }
-        __syncthreads();
-        float q = 0.0f;
-        for (int j = 0; j < m; ++j) q += w[j] * u[j];
-        const float beta = 1.0f / (q + eta * eta);
+        const float beta = gain(vi, w, eta, u, m);
         // R' = R + β δ uᵀ: δ̄ += β R̄' u, ū = β R̄'ᵀ δ, β̄ = δᵀ R̄' u.
         for (int a = threadIdx.x; a < c; a += blockDim.x) {
             float s = 0.0f;

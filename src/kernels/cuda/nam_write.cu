@@ -24,6 +24,40 @@ __device__ __forceinline__ float warp_sum(float v) {
     return v;
 }
 
+// The block's d pw and d pe into out[0], out[1]: each thread's shares summed over its warp, then
+// thread 0 adds the warps' (partial: two floats per warp of shared memory). Every thread calls it.
+__device__ void tape_gate_grads(float gpw, float gpe, float* partial, float* out) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    gpw = warp_sum(gpw);
+    gpe = warp_sum(gpe);
+    if (lane == 0) {
+        partial[warp] = gpw;
+        partial[warps + warp] = gpe;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sw = 0.0f, se = 0.0f;
+        for (int w = 0; w < warps; ++w) {
+            sw += partial[w];
+            se += partial[warps + w];
+        }
+        out[0] = sw;
+        out[1] = se;
+    }
+}
+
+// Per cell: d p[l] = g[l] · δ + T[l] · g_old, a warp per cell, its lanes over the features.
+__device__ void tape_position_grads(const float* G, const float* T, const float* delta, const float* g_old, float* gp,
+                                    int len, int d) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int l = warp; l < len; l += warps) {
+        float acc = 0.0f;
+        for (int c = lane; c < d; c += 32) acc += G[(size_t)l * d + c] * delta[c] + T[(size_t)l * d + c] * g_old[c];
+        acc = warp_sum(acc);
+        if (lane == 0) gp[l] = acc;
+    }
+}
+
 extern "C" __global__ void tape_write_fwd(const float* t, const float* p, const float* q, float* out, int rows,
                                           int len, int d) {
     const int r = blockIdx.x;
@@ -53,7 +87,6 @@ extern "C" __global__ void tape_write_bwd(const float* t, const float* p, const 
     float* partial = shared + 2 * d;  // [2][warps]
     const int r = blockIdx.x;
     if (r >= rows) return;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     const size_t tape = (size_t)len * d;
     const float* T = t + r * tape;
     const float* P = p + (size_t)r * len;
@@ -80,30 +113,8 @@ extern "C" __global__ void tape_write_bwd(const float* t, const float* p, const 
         g_old[c] = go;
         for (int l = 0; l < len; ++l) gT[(size_t)l * d + c] = G[(size_t)l * d + c] + P[l] * go;
     }
-    gpw = warp_sum(gpw);
-    gpe = warp_sum(gpe);
-    if (lane == 0) {
-        partial[warp] = gpw;
-        partial[warps + warp] = gpe;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float sw = 0.0f, se = 0.0f;
-        for (int w = 0; w < warps; ++w) {
-            sw += partial[w];
-            se += partial[warps + w];
-        }
-        gq[d] = sw;
-        gq[d + 1] = se;
-    }
-
-    // Per cell: d p[l] = g[l] · δ + T[l] · g_old, a warp per cell, its lanes over the features.
-    for (int l = warp; l < len; l += warps) {
-        float acc = 0.0f;
-        for (int c = lane; c < d; c += 32) acc += G[(size_t)l * d + c] * delta[c] + T[(size_t)l * d + c] * g_old[c];
-        acc = warp_sum(acc);
-        if (lane == 0) gp[l] = acc;
-    }
+    tape_gate_grads(gpw, gpe, partial, gq + d);
+    tape_position_grads(G, T, delta, g_old, gp, len, d);
 }
 
 // tape_write_bwd with the tape's cells split among the block's warps (launch_shape::
@@ -159,33 +170,11 @@ extern "C" __global__ void tape_write_bwd_split(const float* t, const float* p, 
         delta[c] = pw * Q[c] - pe * old;
         g_old[c] = -pe * gd;
     }
-    gpw = warp_sum(gpw);
-    gpe = warp_sum(gpe);
-    if (lane == 0) {
-        partial[warp] = gpw;
-        partial[warps + warp] = gpe;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float sw = 0.0f, se = 0.0f;
-        for (int w = 0; w < warps; ++w) {
-            sw += partial[w];
-            se += partial[warps + w];
-        }
-        gq[d] = sw;
-        gq[d + 1] = se;
-    }
+    tape_gate_grads(gpw, gpe, partial, gq + d);
 
     // d T = g + p g_old, every thread along the tape.
     for (size_t e = threadIdx.x; e < tape; e += blockDim.x) gT[e] = G[e] + P[e / d] * g_old[e % d];
-
-    // Per cell: d p[l] = g[l] · δ + T[l] · g_old, a warp per cell, its lanes over the features.
-    for (int l = warp; l < len; l += warps) {
-        float acc = 0.0f;
-        for (int c = lane; c < d; c += 32) acc += G[(size_t)l * d + c] * delta[c] + T[(size_t)l * d + c] * g_old[c];
-        acc = warp_sum(acc);
-        if (lane == 0) gp[l] = acc;
-    }
+    tape_position_grads(G, T, delta, g_old, gp, len, d);
 }
 
 extern "C" __global__ void nam_write_fwd(const float* m, const float* k, const float* q, float* out, int count, int dv,
