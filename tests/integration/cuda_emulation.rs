@@ -383,12 +383,13 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     );
     assert_close(&format!("{what}, forward"), &fwd[3], &flat(&y), 1e-5);
     let len = count * (rows * cols + address_len + value_len + 2);
-    let (memory_for_split, address_for_split, packed_for_split, g_for_split) =
-        (memory.clone(), address.clone(), packed.clone(), g.clone());
+    // Both backward kernels of a tape take the same arguments.
+    let backward_args =
+        [vec![Arg::In(memory), Arg::In(address), Arg::In(packed), Arg::In(g), Arg::Out(len)], sizes].concat();
     let bwd = launch(
         orientation.kernel(true),
         launch_shape::nam_write(orientation, true, count as u32, rows, cols),
-        &[vec![Arg::In(memory), Arg::In(address), Arg::In(packed), Arg::In(g), Arg::Out(len)], sizes].concat(),
+        &backward_args,
     );
     let packed_grad: Vec<f32> = (0..count)
         .flat_map(|i| grads[2][i * value_len..][..value_len].iter().copied().chain([grads[3][i], grads[4][i]]))
@@ -397,21 +398,8 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     assert_close(&format!("{what}, backward"), &bwd[4], &want, 1e-5);
     if orientation == Orientation::Tape {
         // The backward with the cells split among warps (`fused::TAPE_WRITE_SPLIT`).
-        let split = launch(
-            "tape_write_bwd_split",
-            launch_shape::tape_write_bwd_split(count as u32, rows, cols),
-            &[
-                vec![
-                    Arg::In(memory_for_split),
-                    Arg::In(address_for_split),
-                    Arg::In(packed_for_split),
-                    Arg::In(g_for_split),
-                    Arg::Out(len),
-                ],
-                ints(&[count, rows, cols]),
-            ]
-            .concat(),
-        );
+        let shape = launch_shape::tape_write_bwd_split(count as u32, rows, cols);
+        let split = launch("tape_write_bwd_split", shape, &backward_args);
         assert_close(&format!("{what}, backward with the cells split"), &split[4], &want, 1e-5);
     }
 }
