@@ -152,7 +152,9 @@ pub const OUTER: OnCuda = OnCuda { name: "outer", checked: true };
 /// from that pool, and every trial synchronises at each step (its loss read back), so with
 /// four trials on a GPU the eager forward of one trial's evaluation re-maps memory for most
 /// of its ops: a suspect for the evaluations that took 40 % of SAM Table 1's slices
-/// (docs/gpu-slices.md). Numerics are untouched; not yet timed on a GPU.
+/// (docs/gpu-slices.md). Numerics are untouched. On the H100 (2026-11-27) it did not pay for
+/// one trial alone (SAM Table 1's three evaluation passes 504 → 503 ms, with
+/// `one_hot_embedding`), so it stays opt-in.
 pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
 
 /// `embedding`'s lookup, while training, as a product of one-hot rows with the table
@@ -161,32 +163,38 @@ pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
 /// (one per column of the table) each walk every id of the batch in turn, a dependent
 /// read-modify-write each: one launch of 1.14 ms in a step of NAM-TM's example on the H100
 /// (docs/performance.md, eighteenth sitting), and SAM Table 1's STM embeds 29 × 128 ids a step.
-/// Not yet timed on a GPU.
-pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checked: false };
+/// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.26 → 11.62 ms,
+/// LSAM's 5.36 → 4.78, SAM Table 1's STM (d = 96, batch 128) 20.86 → 19.75.
+pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checked: true };
 
 /// `head_move`'s backward with a warp per row (`head_move_bwd_warps`), its lanes along the row's
 /// cells: coalesced loads and stores and warp sums, where `head_move_bwd` gives each row one
 /// thread that walks it alone (32.6 µs a launch for NAM-TM's example on the H100, 6.9 % of an
-/// eager step's kernel time). Checked in the CPU's emulation of the kernels; not yet on a GPU.
-pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: false };
+/// eager step's kernel time).
+/// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.24 → 10.26 ms.
+pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: true };
 
 /// `kanervaUpdate`'s write after the addressing (`kanerva_write_op`): one kernel each way
 /// (a block per example and machine forward, per example backward), where candle's ops take some twelve kernels forward and twenty-five
-/// backward a time step. Checked in the CPU's emulation of the kernels; not yet on a GPU.
-pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: false };
+/// backward a time step.
+/// Checked on the H100 (2026-11-27, twentieth sitting), alone: PKM (k = 4) 2.78 → 2.17 ms.
+pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: true };
 
 /// The addressing and readout of `kanervaRead` and `kanervaUpdate` (`kanerva_address_op`):
 /// one kernel each way, a block per
 /// example, its solves in f64, where candle's ops take some thirteen kernels forward and
 /// twenty-five backward (a Gram matrix, a transpose, the solve, the weights, the readout).
-/// Checked in the CPU's emulation of the kernels; not yet on a GPU.
+/// Its numbers agree with the CPU's on the H100 (`doctor --check`, 2026-11-27), but it does not
+/// pay there, so it stays opt-in: PKM (k = 4) 2.77 → 3.12 ms alone. A block per example leaves
+/// most of the GPU idle (24 blocks) while one thread of each runs the f64 Cholesky.
 pub const KANERVA_ADDRESS: OnCuda = OnCuda { name: "kanerva_address", checked: false };
 
 /// `tapeWrite`'s backward with the tape's cells split among the block's warps
 /// (`tape_write_bwd_split`), where `tape_write_bwd` gives each tape one warp that walks every
 /// cell alone (NAM-TM's 32 features: 22.9 µs a launch for its example on the H100, 7.6 % of an
-/// eager step's kernel time). Checked in the CPU's emulation of the kernels; not yet on a GPU.
-pub const TAPE_WRITE_SPLIT: OnCuda = OnCuda { name: "tape_write_split", checked: false };
+/// eager step's kernel time).
+/// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.23 → 11.54 ms.
+pub const TAPE_WRITE_SPLIT: OnCuda = OnCuda { name: "tape_write_split", checked: true };
 
 /// Every one, for `doctor` to list.
 pub const ALL: [OnCuda; 26] = [
