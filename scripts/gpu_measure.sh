@@ -20,8 +20,8 @@
 #                                         # one left out alone: what each pays (~6-7 min with
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
-#   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep
-#                                         # and kanerva_address) against the default, for a call
+#   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
+#                                         # kanerva_address, eval_graph) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with all
 #                                         # (each alone if that fails; on.txt: those that passed),
 #                                         # the models each acts on in two alternating
@@ -227,11 +227,11 @@ table_part() {
 
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
-# names them (default: the two still opt-in, pool_keep and kanerva_address, which passed on
-# 2026-11-27 but did not pay then; kanerva_address has changed since). Step times in
+# names them (default: the three still opt-in: pool_keep and kanerva_address, which passed on
+# 2026-11-27 but did not pay then, and eval_graph, new since). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep kanerva_address})
+  local changes=(${CHANGES:-pool_keep kanerva_address eval_graph})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -263,8 +263,9 @@ unchecked_part() {
     for change in "${changes[@]}"; do
       local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "specs/bench/stm.mem stm_b batch=128")
       case "$change" in
-        # The pool acts on eager work (evaluation, the first step): eval.txt below.
-        pool_keep) runs=() ;;
+        # The pool acts on eager work (evaluation, the first step), eval_graph on evaluation:
+        # eval.txt below.
+        pool_keep | eval_graph) runs=() ;;
         # The models that embed tokens: NAM's, and SAM Table 1's STM.
         one_hot_embedding) runs=("specs/examples/nam_algorithmic.mem add_namtm" "specs/examples/nam_algorithmic.mem add_lsam"
                                  "${table1[*]}") ;;

@@ -8,7 +8,9 @@
 //! largest relative difference from the CPU
 //! - of the first step's loss and every parameter's gradient norm, and
 //! - of the losses of the first few training steps (on CUDA, steps from the third on are
-//!   replayed from a CUDA graph, so this checks the replay too).
+//!   replayed from a CUDA graph, so this checks the replay too), and
+//! - of three evaluations of the trained model's loss on the same batch (with `eval_graph` on
+//!   CUDA, the second is captured and the third replayed).
 //!
 //! The device runs candle's autograd (the path every device takes); the CPU runs its own
 //! default, memctl's tape with fused manual backward passes. On the CPU itself the check
@@ -48,13 +50,21 @@ pub struct ModelCheck {
     pub steps: usize,
     /// How the device ran its steps (`Stepper::replay_status`).
     pub step_mode: String,
+    /// Largest relative difference of the evaluations' losses after training.
+    pub evaluation: f64,
+    /// How the device ran its evaluations (`Stepper::eval_replay_status`).
+    pub eval_mode: String,
 }
 
 impl ModelCheck {
     pub fn passed(&self) -> bool {
-        self.first_step <= TOLERANCE && self.training <= TOLERANCE
+        self.first_step <= TOLERANCE && self.training <= TOLERANCE && self.evaluation <= TOLERANCE
     }
 }
+
+/// Evaluations after training: the first of a batch shape runs eagerly, the second is captured,
+/// the third replayed (when evaluations are replayed at all).
+pub const EVALUATIONS: usize = 3;
 
 /// The compiled-in check experiments.
 pub fn trials() -> std::result::Result<Vec<Trial>, String> {
@@ -74,19 +84,37 @@ pub fn check(trial: &Trial, device: &Device, steps: usize) -> Result<ModelCheck>
         let floor = 1e-3 * largest_norm;
         first_step = first_step.max(relative(here.grad_norms[name], *norm, norm.max(floor)));
     }
-    let (here_losses, step_mode) = losses(trial, device, Autograd::Candle, steps)?;
-    let (cpu_losses, _) = losses(trial, &Device::Cpu, Autograd::default_for(&Device::Cpu), steps)?;
-    let training = here_losses.iter().zip(&cpu_losses).map(|(a, b)| relative(*a, *b, b.abs())).fold(0.0, f64::max);
-    Ok(ModelCheck { experiment: trial.config.experiment.clone(), first_step, training, steps, step_mode })
+    let here = losses(trial, device, Autograd::Candle, steps)?;
+    let cpu = losses(trial, &Device::Cpu, Autograd::default_for(&Device::Cpu), steps)?;
+    let largest = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(a, b)| relative(*a, *b, b.abs())).fold(0.0, f64::max);
+    Ok(ModelCheck {
+        experiment: trial.config.experiment.clone(),
+        first_step,
+        training: largest(&here.training, &cpu.training),
+        steps,
+        step_mode: here.step_mode,
+        evaluation: largest(&here.evaluations, &cpu.evaluations),
+        eval_mode: here.eval_mode,
+    })
 }
 
-/// The losses of `steps` training steps on one fixed batch, and how they ran.
-fn losses(trial: &Trial, device: &Device, autograd: Autograd, steps: usize) -> Result<(Vec<f64>, String)> {
+/// What a device computed for the check's run, and how.
+struct Losses {
+    training: Vec<f64>,
+    step_mode: String,
+    evaluations: Vec<f64>,
+    eval_mode: String,
+}
+
+/// The losses of `steps` training steps on one fixed batch, then of [`EVALUATIONS`]
+/// evaluations of it, and how they ran.
+fn losses(trial: &Trial, device: &Device, autograd: Autograd, steps: usize) -> Result<Losses> {
     let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
     let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
     let batch = data.train_batch(trial.config.train.batch)?;
-    let losses = (0..steps).map(|_| stepper.step(&batch)).collect::<Result<Vec<_>>>()?;
-    Ok((losses, stepper.replay_status()))
+    let training = (0..steps).map(|_| stepper.step(&batch)).collect::<Result<Vec<_>>>()?;
+    let evaluations = (0..EVALUATIONS).map(|_| stepper.evaluation_loss(&batch)).collect::<Result<Vec<_>>>()?;
+    Ok(Losses { training, step_mode: stepper.replay_status(), evaluations, eval_mode: stepper.eval_replay_status() })
 }
 
 /// `|a − b| / scale`; NaN where either is not finite, which fails the check.
@@ -141,15 +169,18 @@ mod tests {
 
     #[test]
     fn a_difference_beyond_the_tolerance_fails() {
-        let c = |first_step| ModelCheck {
+        let c = |first_step, evaluation| ModelCheck {
             experiment: "x".into(),
             first_step,
             training: 0.0,
             steps: 1,
             step_mode: String::new(),
+            evaluation,
+            eval_mode: String::new(),
         };
-        assert!(c(5e-5).passed());
-        assert!(!c(2e-4).passed());
-        assert!(!c(f64::NAN).passed());
+        assert!(c(5e-5, 0.0).passed());
+        assert!(!c(2e-4, 0.0).passed());
+        assert!(!c(f64::NAN, 0.0).passed());
+        assert!(!c(0.0, 2e-4).passed(), "an evaluation beyond the tolerance fails the check");
     }
 }

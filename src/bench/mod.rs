@@ -99,6 +99,8 @@ pub struct EvalReport {
     pub sequences: usize,
     /// Sequences per forward, as training evaluates (`train::evaluation_batch`).
     pub batch: usize,
+    /// How the passes ran (`Stepper::eval_replay_status`).
+    pub mode: String,
 }
 
 /// Times `passes` evaluations of the validation split, as training runs them (the same batch
@@ -118,13 +120,14 @@ pub fn time_evaluation(
     let mut times = vec![];
     for i in 0..=passes {
         let t0 = Instant::now();
-        evaluate(stepper.cell(), data.as_ref(), Split::Validation, batch, cfg.eval_size, &*trial.task)?;
+        evaluate(&stepper, data.as_ref(), Split::Validation, batch, cfg.eval_size, &*trial.task)?;
         if i > 0 {
             times.push(t0.elapsed().as_secs_f64() * 1e3);
         }
     }
     times.sort_by(f64::total_cmp);
-    Ok(EvalReport { median_ms: times.get(times.len() / 2).copied().unwrap_or(f64::NAN), passes, sequences, batch })
+    let median_ms = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
+    Ok(EvalReport { median_ms, passes, sequences, batch, mode: stepper.eval_replay_status() })
 }
 
 /// 3 × (forward FLOPs per example per time step) × batch × time steps.

@@ -114,6 +114,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             e.median_ms * 1000.0 / e.sequences.max(1) as f64,
             report.median_ms * 1000.0 / batch
         );
+        if !device.is_cpu() {
+            eprintln!("evaluations: {}", e.mode);
+        }
     }
     if !device.is_cpu() {
         eprintln!("steps: {}", report.step_mode);

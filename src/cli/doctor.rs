@@ -79,7 +79,10 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         "check: {device_name} against the CPU, f32, largest relative difference (tolerance {:.0e}):",
         device_check::TOLERANCE
     );
-    println!("  {:<12} {:>22} {:>22}  steps ran", "experiment", "first step (loss, ∇)", "losses over steps");
+    println!(
+        "  {:<12} {:>22} {:>22} {:>14}  steps ran; evaluations ran",
+        "experiment", "first step (loss, ∇)", "losses over steps", "evaluations"
+    );
     let mut code = 0;
     for trial in &trials {
         let result =
@@ -89,8 +92,15 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             Ok(c) => {
                 let verdict = if c.passed() { "" } else { "  ← beyond the tolerance" };
                 println!(
-                    "  {:<12} {:>22.1e} {:>22.1e}  {} × {}{verdict}",
-                    c.experiment, c.first_step, c.training, c.steps, c.step_mode
+                    "  {:<12} {:>22.1e} {:>22.1e} {:>14.1e}  {} × {}; {} × {}{verdict}",
+                    c.experiment,
+                    c.first_step,
+                    c.training,
+                    c.evaluation,
+                    c.steps,
+                    c.step_mode,
+                    device_check::EVALUATIONS,
+                    c.eval_mode
                 );
                 if !c.passed() {
                     code = 1;
@@ -114,7 +124,7 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             Ok((worst, cases)) => {
                 let passed = worst <= device_check::TOLERANCE;
                 let verdict = if passed { "" } else { "  ← beyond the tolerance" };
-                println!("  {name:<12} {worst:>22.1e} {:>22}  {cases} {unit}{verdict}", "");
+                println!("  {name:<12} {worst:>22.1e} {:>22} {:>14}  {cases} {unit}{verdict}", "", "");
                 if !passed {
                     code = 1;
                 }

@@ -196,8 +196,15 @@ pub const KANERVA_ADDRESS: OnCuda = OnCuda { name: "kanerva_address", checked: f
 /// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.23 → 11.54 ms.
 pub const TAPE_WRITE_SPLIT: OnCuda = OnCuda { name: "tape_write_split", checked: true };
 
+/// An evaluation's forward replayed from a CUDA graph, one per batch shape
+/// (`train::graph_eval`), where it ran eagerly: thousands of launches a pass that queue behind
+/// the other trials' replayed steps when several share a GPU (SAM Table 1's slices: 6.5–16 s
+/// per 10 000 sequences evaluated, against 0.5 s for a trial alone; docs/gpu-slices.md).
+/// Not yet run on a GPU.
+pub const EVAL_GRAPH: OnCuda = OnCuda { name: "eval_graph", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 26] = [
+pub const ALL: [OnCuda; 27] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -224,6 +231,7 @@ pub const ALL: [OnCuda; 26] = [
     KANERVA_WRITE,
     KANERVA_ADDRESS,
     TAPE_WRITE_SPLIT,
+    EVAL_GRAPH,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

@@ -121,7 +121,7 @@ impl Stepper {
             Replay::WarmedUp(buffers) if buffers.holds(inputs, targets, scored) => {
                 buffers.fill(inputs, targets)?;
                 self.opt.prepare()?;
-                match self.capture(&buffers) {
+                match self.capture_step(&buffers) {
                     Ok(graph) => {
                         graph.launch()?;
                         let value = buffers.loss_value()?;
@@ -163,44 +163,9 @@ impl Stepper {
     }
 
     /// Records the launches of one [`Stepper::device_step`] on `b` into a graph.
-    #[cfg(feature = "cuda")]
-    fn capture(&mut self, b: &Buffers) -> Result<Graph> {
-        use candle_core::cuda::cudarc::driver::sys;
-        let device = b.loss.device().as_cuda_device()?.clone();
-        let stream = device.cuda_stream();
-        let _cache = device.enable_cuda_graph_htod_cache();
-        // Thread-local: other trials' threads may allocate and launch meanwhile.
-        let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
-        stream.begin_capture(mode).map_err(candle_core::Error::wrap)?;
-        let recorded = self.device_step(b);
-        // End the capture whatever happened, or the stream stays in capture mode.
-        let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
-        if let Err(e) = recorded {
-            // Frees of a broken capture fail in `Drop`, where cudarc keeps the error for the
-            // next call on the context to report; the eager step that follows must not get it.
-            let _ = stream.context().check_err();
-            return Err(e);
-        }
-        match ended.map_err(candle_core::Error::wrap)? {
-            Some(graph) => {
-                graph.upload().map_err(candle_core::Error::wrap)?;
-                if std::env::var("MEMCTL_CUDA_GRAPH_PROFILE").is_ok_and(|v| v == "1") {
-                    let lines: Vec<String> = super::graph_profile::histogram(graph.cu_graph())
-                        .into_iter()
-                        .take(40)
-                        .map(|(label, n)| format!("{n:>7}  {label}"))
-                        .collect();
-                    eprintln!("captured step, nodes by kernel:\n{}", lines.join("\n"));
-                }
-                Ok(Graph(graph))
-            }
-            None => candle_core::bail!("the capture recorded no work"),
-        }
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn capture(&mut self, _: &Buffers) -> Result<Graph> {
-        candle_core::bail!("this memctl was built without CUDA")
+    fn capture_step(&mut self, b: &Buffers) -> Result<Graph> {
+        let device = b.loss.device().clone();
+        capture(&device, "step", || self.device_step(b))
     }
 
     /// Whether steps are replayed from a CUDA graph, and if not, why.
@@ -219,6 +184,49 @@ impl Stepper {
     }
 }
 
+/// Records the device work that `record` launches on the calling thread's stream into a graph
+/// (`what` names it for `MEMCTL_CUDA_GRAPH_PROFILE=1`). Nothing runs during a capture; a
+/// failed one leaves the stream as it was.
+#[cfg(feature = "cuda")]
+pub(super) fn capture(device: &Device, what: &str, record: impl FnOnce() -> Result<()>) -> Result<Graph> {
+    use candle_core::cuda::cudarc::driver::sys;
+    let device = device.as_cuda_device()?.clone();
+    let stream = device.cuda_stream();
+    let _cache = device.enable_cuda_graph_htod_cache();
+    // Thread-local: other trials' threads may allocate and launch meanwhile.
+    let mode = sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+    stream.begin_capture(mode).map_err(candle_core::Error::wrap)?;
+    let recorded = record();
+    // End the capture whatever happened, or the stream stays in capture mode.
+    let ended = stream.end_capture(sys::CUgraphInstantiate_flags(0));
+    if let Err(e) = recorded {
+        // Frees of a broken capture fail in `Drop`, where cudarc keeps the error for the
+        // next call on the context to report; the eager work that follows must not get it.
+        let _ = stream.context().check_err();
+        return Err(e);
+    }
+    match ended.map_err(candle_core::Error::wrap)? {
+        Some(graph) => {
+            graph.upload().map_err(candle_core::Error::wrap)?;
+            if std::env::var("MEMCTL_CUDA_GRAPH_PROFILE").is_ok_and(|v| v == "1") {
+                let lines: Vec<String> = super::graph_profile::histogram(graph.cu_graph())
+                    .into_iter()
+                    .take(40)
+                    .map(|(label, n)| format!("{n:>7}  {label}"))
+                    .collect();
+                eprintln!("captured {what}, nodes by kernel:\n{}", lines.join("\n"));
+            }
+            Ok(Graph(graph))
+        }
+        None => candle_core::bail!("the capture recorded no work"),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub(super) fn capture(_: &Device, _: &str, _: impl FnOnce() -> Result<()>) -> Result<Graph> {
+    candle_core::bail!("this memctl was built without CUDA")
+}
+
 /// A captured step.
 #[cfg(feature = "cuda")]
 pub(super) struct Graph(candle_core::cuda::cudarc::driver::CudaGraph);
@@ -233,11 +241,11 @@ unsafe impl Sync for Graph {}
 
 #[cfg(feature = "cuda")]
 impl Graph {
-    fn launch(&self) -> Result<()> {
+    pub(super) fn launch(&self) -> Result<()> {
         self.0.launch().map_err(candle_core::Error::wrap)
     }
 
-    fn nodes(&self) -> usize {
+    pub(super) fn nodes(&self) -> usize {
         super::graph_profile::node_count(self.0.cu_graph())
     }
 }
@@ -248,11 +256,11 @@ pub(super) enum Graph {}
 
 #[cfg(not(feature = "cuda"))]
 impl Graph {
-    fn launch(&self) -> Result<()> {
+    pub(super) fn launch(&self) -> Result<()> {
         match *self {}
     }
 
-    fn nodes(&self) -> usize {
+    pub(super) fn nodes(&self) -> usize {
         match *self {}
     }
 }
@@ -260,7 +268,7 @@ impl Graph {
 /// Runs `f` with candle's host-to-device cache on (CUDA only): small uploads, such as the
 /// layouts kernels take, are kept by content and reused, so that a capture finds them.
 #[cfg(feature = "cuda")]
-fn with_upload_cache<R>(device: &Device, f: impl FnOnce() -> R) -> R {
+pub(super) fn with_upload_cache<R>(device: &Device, f: impl FnOnce() -> R) -> R {
     let _cache = match device {
         Device::Cuda(d) => Some(d.enable_cuda_graph_htod_cache()),
         _ => None,
@@ -269,7 +277,7 @@ fn with_upload_cache<R>(device: &Device, f: impl FnOnce() -> R) -> R {
 }
 
 #[cfg(not(feature = "cuda"))]
-fn with_upload_cache<R>(_: &Device, f: impl FnOnce() -> R) -> R {
+pub(super) fn with_upload_cache<R>(_: &Device, f: impl FnOnce() -> R) -> R {
     f()
 }
 

@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod clip;
+mod graph_eval;
 #[cfg(feature = "cuda")]
 mod graph_profile;
 mod graph_step;
@@ -77,7 +78,7 @@ fn evaluate_tests(
     for (i, split) in trial.task.test_splits().iter().enumerate() {
         let metrics = match known {
             Some((k, metrics)) if k == i => metrics.to_vec(),
-            _ => evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)?,
+            _ => evaluate(stepper, data, Split::Test(i), eval_batch, None, &*trial.task)?,
         };
         for (name, v) in metrics {
             let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
@@ -105,7 +106,7 @@ fn select_evaluation(
         None => None,
         Some(i) => {
             let split = trial.task.test_splits()[i];
-            let split_metrics = evaluate(stepper.cell(), data, Split::Test(i), eval_batch, None, &*trial.task)?;
+            let split_metrics = evaluate(stepper, data, Split::Test(i), eval_batch, None, &*trial.task)?;
             for (name, v) in &split_metrics {
                 push(out, &format!("{split}_{name}"), step, *v);
             }
@@ -182,6 +183,9 @@ pub struct Stepper {
     autograd: Autograd,
     /// Replay from a CUDA graph (`graph_step`).
     replay: graph_step::Replay,
+    /// The evaluations' forward, replayed from CUDA graphs (`graph_eval`). Evaluation reads
+    /// the stepper shared.
+    eval_replay: std::sync::Mutex<graph_eval::EvalReplay>,
 }
 
 impl Stepper {
@@ -196,11 +200,43 @@ impl Stepper {
         let opt = optim::build(cfg, cell.vars().to_vec())?;
         let (clip_value, clip_norm, target) = (cfg.clip_value, cfg.clip_norm, trial.task.target());
         let replay = graph_step::Replay::for_device(device, autograd);
-        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd, replay })
+        let eval_replay = std::sync::Mutex::new(graph_eval::EvalReplay::for_device(device, dtype));
+        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd, replay, eval_replay })
     }
 
     pub fn cell(&self) -> &Cell {
         &self.cell
+    }
+
+    /// The outputs at the `scored` steps of `inputs` with the current weights and no autograd
+    /// graph: an evaluation's forward (on CUDA replayed from a graph when `eval_graph` is on).
+    pub fn evaluation_forward(
+        &self,
+        inputs: &candle_core::Tensor,
+        scored: &[usize],
+    ) -> candle_core::Result<candle_core::Tensor> {
+        self.eval_replays().forward(&self.cell, inputs, scored)
+    }
+
+    /// The loss of `batch` as an evaluation computes it.
+    pub fn evaluation_loss(&self, batch: &crate::tasks::Batch) -> candle_core::Result<f64> {
+        let outputs = self.evaluation_forward(&self.inputs_of(batch)?, &batch.scored)?;
+        loss::loss(self.target, &outputs, &batch.targets)?.to_dtype(DType::F64)?.to_scalar::<f64>()
+    }
+
+    /// How evaluations run: eagerly and why, or replayed.
+    pub fn eval_replay_status(&self) -> String {
+        self.eval_replays().status()
+    }
+
+    fn eval_replays(&self) -> std::sync::MutexGuard<'_, graph_eval::EvalReplay> {
+        // A panic while evaluating leaves nothing half-written that a later forward reads.
+        self.eval_replay.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[cfg(test)]
+    fn force_eval_replay(&mut self) {
+        self.eval_replay = std::sync::Mutex::new(graph_eval::EvalReplay::forced());
     }
 
     /// The loss on `batch` and its gradient for every parameter (`None`: does not reach the loss).
@@ -458,14 +494,8 @@ impl Run<'_> {
                 push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
                 interval_loss = (0.0, 0);
                 let t0 = Instant::now();
-                let metrics = evaluate(
-                    stepper.cell(),
-                    data.as_ref(),
-                    Split::Validation,
-                    eval_batch,
-                    cfg.eval_size,
-                    &*trial.task,
-                )?;
+                let metrics =
+                    evaluate(&stepper, data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, &*trial.task)?;
                 eval_time += t0.elapsed().as_secs_f64();
                 for (name, v) in &metrics {
                     push(out, &format!("val_{name}"), step, *v);
@@ -540,7 +570,7 @@ fn push(out: &mut Outcome, curve: &str, step: usize, value: f64) {
 /// Metrics on a held-out split with detached weights (no autograd graph is built): the
 /// target's, then the task's own ([`crate::tasks::Task::task_metrics`]).
 pub fn evaluate(
-    cell: &Cell,
+    stepper: &Stepper,
     data: &dyn TaskData,
     split: Split,
     batch: usize,
@@ -548,11 +578,10 @@ pub fn evaluate(
     task: &dyn crate::tasks::Task,
 ) -> candle_core::Result<Vec<(&'static str, f64)>> {
     let target = task.target();
-    let weights = cell.weights(false);
     let mut sums = MetricSums::default();
     let mut own: Vec<(&'static str, f64, f64)> = vec![];
     for b in evaluation_batches(data, split, batch, limit)? {
-        let logits = cell.run(&weights, &b.inputs, &b.scored)?;
+        let logits = stepper.evaluation_forward(&b.inputs, &b.scored)?;
         let l = loss::loss(target, &logits, &b.targets)?;
         sums.add(target, &logits, &b.targets, &l)?;
         for (name, sum, count) in task.task_metrics(&b, &logits)? {
