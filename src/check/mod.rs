@@ -36,6 +36,14 @@ pub fn check(spec: &Spec, catalog: &'static dyn Catalog) -> Result<Program, Diag
     check_with(spec, &[], catalog)
 }
 
+/// A spec's text (named `t.mem`) parsed and checked against memctl's primitives, for tests: a
+/// diagnostic panics with its rendering.
+#[cfg(test)]
+pub fn checked_text(text: &str) -> Program {
+    let spec = crate::lang::parse_str("t.mem", text).unwrap();
+    check(&spec, &crate::prims::Primitives).unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)))
+}
+
 /// Checks a parsed spec with command-line overrides (`d=48,96`): each replaces the sweep of
 /// that name, or adds one, in every experiment where the name means something.
 pub fn check_with(spec: &Spec, overrides: &[Override], catalog: &'static dyn Catalog) -> Result<Program, Diagnostics> {

@@ -138,10 +138,7 @@ mod tests {
     use super::*;
 
     fn graph(spec: &str) -> StepGraph {
-        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
-        (*program.experiments[0].trials[0].graph).clone()
+        (*crate::check::checked_text(spec).experiments[0].trials[0].graph).clone()
     }
 
     fn plan(g: &StepGraph) -> OutputHead {

@@ -421,9 +421,7 @@ mod tests {
     }
 
     fn cell_of(spec: &str, dtype: DType) -> Cell {
-        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let program = crate::check::checked_text(spec);
         let trial = &program.experiments[0].trials[0];
         Cell::new(trial.graph.clone(), 0, &Device::Cpu, dtype).unwrap()
     }

@@ -332,10 +332,7 @@ mod tests {
     }
 
     fn graph_of(spec: &str) -> crate::graph::StepGraph {
-        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
-        (*program.experiments[0].trials[0].graph).clone()
+        (*crate::check::checked_text(spec).experiments[0].trials[0].graph).clone()
     }
 
     #[test]
@@ -373,9 +370,7 @@ mod tests {
         }
         experiment e { task randomSequence(input = 2, output = 2, length = 2) model m }
         "#;
-        let spec = crate::lang::parse_str("t.mem", spec).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let program = crate::check::checked_text(spec);
         let graph = &program.experiments[0].trials[0].graph;
         let f = find(graph);
         assert_eq!(f.len(), 1);

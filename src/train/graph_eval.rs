@@ -183,9 +183,7 @@ experiment tiny_mix {
     /// the eager forward's metrics.
     #[test]
     fn the_warm_up_and_a_failed_capture_evaluate_like_the_eager_forward() {
-        let spec = crate::lang::parse_str("t.mem", SPEC).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let program = crate::check::checked_text(SPEC);
         let trial = &program.experiments[0].trials[0];
         let evaluations = |replay: bool| {
             let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();

@@ -311,9 +311,7 @@ experiment tiny_mix {
     /// device rounds slightly differently from the host's f64 sum).
     #[test]
     fn the_warm_up_and_a_failed_capture_train_like_the_eager_step() {
-        let spec = crate::lang::parse_str("t.mem", SPEC).unwrap();
-        let program = crate::check::check(&spec, &crate::prims::Primitives)
-            .unwrap_or_else(|d| panic!("{}", d.render(&spec.sources, false)));
+        let program = crate::check::checked_text(SPEC);
         let trial = &program.experiments[0].trials[0];
         let losses = |replay: bool| {
             let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
