@@ -207,38 +207,80 @@ pub fn l2_normalize(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: us
     unsafe { run(("memctl_l2_normalize", L2_NORMALIZE_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
 }
 
-/// Runs `kernel` of `kanerva_address.cu` on its f32 operands (contiguous, as laid out) for
-/// `batch` examples of the machines `s` with the ridge `lambda`, into a new buffer of `len`
-/// elements.
+/// Runs `kanerva_address.cu` forward or `backward` on its f32 operands (contiguous, as laid out)
+/// for `batch` examples of the machines `s` with the ridge `lambda`, into a new buffer of `len`
+/// elements: the kernel of a block per example and machine, then the one that sums over the
+/// machines, through a scratch buffer of [`parts_len`](super::kanerva_address_op::parts_len)
+/// floats.
 pub fn kanerva_address(
-    kernel: &str,
+    backward: bool,
     operands: &[(&CudaStorage, &Layout)],
     len: usize,
     batch: usize,
     s: super::kanerva_manual::Machines,
     lambda: f64,
 ) -> Result<CudaStorage> {
-    let (Ok(_), Ok(b), Ok(k), Ok(c), Ok(m)) =
-        (i32::try_from(len), i32::try_from(batch), i32::try_from(s.k), i32::try_from(s.c), i32::try_from(s.m))
-    else {
+    let (kernel, sum_kernel) = if backward {
+        ("kanerva_address_bwd", "kanerva_address_bwd_sum")
+    } else {
+        ("kanerva_address_fwd", "kanerva_address_fwd_sum")
+    };
+    let parts_len = super::kanerva_address_op::parts_len(backward, batch, s.k, s.c);
+    let (Ok(_), Ok(_), Ok(b), Ok(k), Ok(c), Ok(m)) = (
+        i32::try_from(len),
+        i32::try_from(parts_len),
+        i32::try_from(batch),
+        i32::try_from(s.k),
+        i32::try_from(s.c),
+        i32::try_from(s.m),
+    ) else {
         candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
     };
-    let config = launch_config(launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32));
-    // SAFETY: kanerva_address.cu's kernels take their operands, the output, batch, k, c, m and
-    // λ, in this order; launch_shape gives them a block per example and the shared memory they
-    // index, blocks past the last return whole, and each block writes its example's outputs
-    // (forward: w and μ; backward: R̄ and the packed z̄ and η̄).
-    unsafe {
-        run(
-            ("memctl_kanerva_address", KANERVA_ADDRESS_PTX),
-            kernel,
-            operands,
-            len,
-            config,
-            &[b, k, c, m],
-            &[lambda as f32],
-        )
+    let Some((first, _)) = operands.first() else { candle_core::bail!("{kernel}: no operands") };
+    let dev = first.device.clone();
+    let views = operands
+        .iter()
+        .map(|(st, l)| {
+            let start = l.start_offset();
+            Ok(st.as_cuda_slice::<f32>()?.slice(start..start + l.shape().elem_count()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // SAFETY: between them the two kernels write every element (see below).
+    let out = unsafe { dev.alloc::<f32>(len)? };
+    if len == 0 || batch * s.k == 0 {
+        return Ok(CudaStorage::wrap_cuda_slice(out, dev));
     }
+    // Allocated and freed on the stream (cuMemAllocAsync, cuMemFreeAsync: no host
+    // synchronisation, so a graph capture records both), so dropping it at the end of this
+    // function, after the launches, is safe.
+    // SAFETY: the first kernel writes every element before the second reads it.
+    let parts = unsafe { dev.alloc::<f32>(parts_len)? };
+    let lambda = lambda as f32;
+    let func = dev.get_or_load_custom_func(kernel, "memctl_kanerva_address", KANERVA_ADDRESS_PTX)?;
+    let mut builder = func.builder();
+    for v in &views {
+        builder.arg(v);
+    }
+    builder.arg(&out).arg(&parts).arg(&b).arg(&k).arg(&c).arg(&m).arg(&lambda);
+    // SAFETY: the first kernel takes its operands (r, packed, and backward g), the output, the
+    // scratch, batch, k, c, m and λ, in this order; launch_shape gives it a block per example and
+    // machine with the shared memory it indexes, blocks past the last return whole, and each
+    // writes its machine's w_i (forward) or R̄_i (backward) and its share of the scratch.
+    unsafe { builder.launch(launch_config(launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32))) }
+        .w()?;
+    let sum = dev.get_or_load_custom_func(sum_kernel, "memctl_kanerva_address", KANERVA_ADDRESS_PTX)?;
+    let mut builder = sum.builder();
+    if backward {
+        let Some(packed) = views.get(1) else { candle_core::bail!("{kernel}: no packed code and noises") };
+        builder.arg(packed);
+    }
+    builder.arg(&parts).arg(&out).arg(&b).arg(&k).arg(&c).arg(&m);
+    // SAFETY: the sum kernels take (backward: the packed code and noises,) the scratch, the
+    // output, batch, k, c and m, in this order; a warp per example, warps past the last return,
+    // and each writes its example's μ (forward) or z̄ and η̄ (backward), and NaN over its w or R̄
+    // where a machine was not positive definite.
+    unsafe { builder.launch(launch_config(launch_shape::kanerva_address_sum(b as u32))) }.w()?;
+    Ok(CudaStorage::wrap_cuda_slice(out, dev))
 }
 
 /// Runs `kernel` of `kanerva_write.cu` on its f32 operands (contiguous, as laid out) for

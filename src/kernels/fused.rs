@@ -181,12 +181,14 @@ pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: t
 pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: true };
 
 /// The addressing and readout of `kanervaRead` and `kanervaUpdate` (`kanerva_address_op`):
-/// one kernel each way, a block per
-/// example, its solves in f64, where candle's ops take some thirteen kernels forward and
-/// twenty-five backward (a Gram matrix, a transpose, the solve, the weights, the readout).
-/// Its numbers agree with the CPU's on the H100 (`doctor --check`, 2026-11-27), but it does not
-/// pay there, so it stays opt-in: PKM (k = 4) 2.77 → 3.12 ms alone. A block per example leaves
-/// most of the GPU idle (24 blocks) while one thread of each runs the f64 Cholesky.
+/// two kernels each way, where candle's ops take some thirteen kernels forward and twenty-five
+/// backward (a Gram matrix, a transpose, the solve, the weights, the readout). The first has a
+/// block per example and machine (96 for PKM's batch of 24 and k = 4), its Gram matrix and
+/// Cholesky factor in f64 shared by the block's threads and its triangular solves by a warp
+/// (the backward's two side by side); the second, a warp per example, sums the machines' shares
+/// in order. Not yet timed on a GPU. The version before, a block per example that took its
+/// machines in turn and gave each solve one thread, agreed with the CPU on the H100
+/// (`doctor --check`, 2026-11-27) but did not pay: PKM (k = 4) 2.77 → 3.12 ms alone.
 pub const KANERVA_ADDRESS: OnCuda = OnCuda { name: "kanerva_address", checked: false };
 
 /// `tapeWrite`'s backward with the tape's cells split among the block's warps

@@ -5,8 +5,9 @@
 //! Per batch element and machine `i`: `w_i = (R_iᵀR_i + λI)⁻¹ R_iᵀ z`, `p_i = R_i w_i`,
 //! `γ_i = η_i⁻² / Σ_j η_j⁻²`, `μ = Σ_i γ_i p_i`. As candle ops that is some thirteen kernels
 //! forward (a Gram matrix, a transpose, the solve, the weights, the readout) and twenty-five
-//! backward; here one each way (`src/kernels/cuda/kanerva_address.cu`, a block per example, the
-//! solves in f64 as on the CPU), and the CPU's computation is the tape's own
+//! backward; here two each way (`src/kernels/cuda/kanerva_address.cu`: a block per example and
+//! machine, the solves in f64 as on the CPU, then a small kernel that sums over the machines),
+//! and the CPU's computation is the tape's own
 //! (`kanerva_manual::address`, `mix` and `address_backward`). Where it runs is
 //! `kernels::fused`'s rule ([`fused::KANERVA_ADDRESS`](super::fused::KANERVA_ADDRESS)).
 //!
@@ -26,11 +27,12 @@ const WHAT: &str = "the fused Kanerva addressing";
 
 /// Whether [`address`] runs as one fused op for machines of `c × m` (`k` of them) in a batch
 /// of `batch` on `r`'s device: where `kernels::fused` runs it and, on CUDA, where a block's
-/// shared memory holds its work and the kernels' ints index it.
+/// shared memory holds its work and the kernels' ints index their buffers.
 pub fn fused_for(r: &Tensor, batch: usize, k: usize, c: usize, m: usize) -> bool {
-    let fits = shared_bytes(k, c, m) <= BLOCK_SHARED_BYTES
+    let fits = shared_bytes(c, m) <= BLOCK_SHARED_BYTES
         && i32::try_from(batch * k * c * m + batch * (c + k)).is_ok()
-        && u32::try_from(batch).is_ok();
+        && i32::try_from(parts_len(true, batch, k, c)).is_ok()
+        && u32::try_from(batch * k).is_ok();
     super::fused::used_for(r, super::fused::KANERVA_ADDRESS) && (r.device().is_cpu() || fits)
 }
 
@@ -50,10 +52,17 @@ pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, lambda: f64) -> Res
     Ok((both.narrow(0, 0, nw)?.reshape((batch, k, m, 1))?, both.narrow(0, nw, batch * c)?.reshape((batch, c))?))
 }
 
-/// A CUDA block's shared memory: the factor and a right-hand side (`m² + m` doubles), then `w`
-/// and `a` (`m` floats each), `p`, `R a` and the sums over machines (`c` each), `γ̄` (`k`).
-pub fn shared_bytes(k: usize, c: usize, m: usize) -> usize {
-    8 * (m * m + m) + 4 * (2 * m + 3 * c + k)
+/// A CUDA block's shared memory (one machine of one example): the factor, its diagonal and the
+/// right-hand sides of `w` and `a` (`m² + 3m` doubles), then `p` and `R a` (`c` floats each).
+pub fn shared_bytes(c: usize, m: usize) -> usize {
+    8 * (m * m + 3 * m) + 4 * 2 * c
+}
+
+/// The floats of the CUDA kernels' scratch between their two launches: per example and machine,
+/// whether its Gram matrix was positive definite and its share of the sums over the machines
+/// (forward: `γ_i p_i`, `c`; backward: `γ̄_i` and `R_i a`, `1 + c`).
+pub fn parts_len(backward: bool, batch: usize, k: usize, c: usize) -> usize {
+    batch * k * if backward { c + 2 } else { c + 1 }
 }
 
 /// `(r, [z | η]) → [w | μ]`, flat.
@@ -152,8 +161,7 @@ impl CustomOp2 for Forward {
         let batch = batch_of(self.s, l1, l2)?;
         let len = batch * (self.s.k * self.s.m + self.s.c);
         let operands = [(s1, l1), (s2, l2)];
-        let out =
-            super::cuda_kernels::kanerva_address("kanerva_address_fwd", &operands, len, batch, self.s, self.lambda)?;
+        let out = super::cuda_kernels::kanerva_address(false, &operands, len, batch, self.s, self.lambda)?;
         super::fused::record_launch("kanerva_address_fwd");
         Ok((out, Shape::from(len)))
     }
@@ -205,8 +213,7 @@ impl CustomOp3 for Backward {
     ) -> Result<(CudaStorage, Shape)> {
         let (batch, len) = backward_geometry(self.s, l1, l2, l3)?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out =
-            super::cuda_kernels::kanerva_address("kanerva_address_bwd", &operands, len, batch, self.s, self.lambda)?;
+        let out = super::cuda_kernels::kanerva_address(true, &operands, len, batch, self.s, self.lambda)?;
         super::fused::record_launch("kanerva_address_bwd");
         Ok((out, Shape::from(len)))
     }

@@ -40,11 +40,18 @@ pub fn sam_attend(backward: bool, batch: u32, n: u32, nq: u32) -> LaunchShape {
     LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes }
 }
 
-/// `kanerva_address.cu` on `batch` examples of `k` machines of `c × m`: a block of 128
-/// threads per example, with [`shared_bytes`](super::kanerva_address_op::shared_bytes).
+/// `kanerva_address.cu`'s first kernel each way (`kanerva_address_fwd`, `kanerva_address_bwd`)
+/// on `batch` examples of `k` machines of `c × m`: a block of 128 threads per example and
+/// machine, with [`shared_bytes`](super::kanerva_address_op::shared_bytes).
 pub fn kanerva_address(batch: u32, k: u32, c: u32, m: u32) -> LaunchShape {
-    let shared_bytes = super::kanerva_address_op::shared_bytes(k as usize, c as usize, m as usize) as u32;
-    LaunchShape { blocks: batch.max(1), threads: 128, shared_bytes }
+    let shared_bytes = super::kanerva_address_op::shared_bytes(c as usize, m as usize) as u32;
+    LaunchShape { blocks: (batch * k).max(1), threads: 128, shared_bytes }
+}
+
+/// `kanerva_address.cu`'s sums over the machines (`kanerva_address_fwd_sum`,
+/// `kanerva_address_bwd_sum`) on `batch` examples: a warp per example.
+pub fn kanerva_address_sum(batch: u32) -> LaunchShape {
+    LaunchShape::warp_per_row(batch)
 }
 
 /// `kanerva_write.cu` on `batch` examples of `k` machines of `c × m`: the forward a block per

@@ -503,47 +503,89 @@ fn sam_attend_kernels_agree_with_the_cpu() {
     }
 }
 
+/// `kanerva_address.cu` forward or `backward` on `(r, packed[, g])`, as its launcher runs it:
+/// the kernel of a block per example and machine into `out_len` floats and the scratch, then
+/// the one that sums over the machines. The output.
+fn kanerva_address_launches(backward: bool, operands: &[Vec<f32>], out_len: usize, bkcm: [usize; 4]) -> Vec<f32> {
+    let [b, k, c, m] = bkcm;
+    let (kernel, sum_kernel) = if backward {
+        ("kanerva_address_bwd", "kanerva_address_bwd_sum")
+    } else {
+        ("kanerva_address_fwd", "kanerva_address_fwd_sum")
+    };
+    let parts_len = memctl::kernels::kanerva_address_op::parts_len(backward, b, k, c);
+    let inputs: Vec<Arg> = operands.iter().map(|o| Arg::In(o.clone())).collect();
+    let first = launch(
+        kernel,
+        launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32),
+        &[inputs, vec![Arg::Out(out_len), Arg::Out(parts_len)], ints(&bkcm), vec![Arg::F32(0.35)]].concat(),
+    );
+    let (out, parts) = (first[operands.len()].clone(), first[operands.len() + 1].clone());
+    let packed = if backward { vec![Arg::In(operands[1].clone())] } else { vec![] };
+    let summed = launch(
+        sum_kernel,
+        launch_shape::kanerva_address_sum(b as u32),
+        &[packed.clone(), vec![Arg::In(parts), Arg::In(out)], ints(&bkcm)].concat(),
+    );
+    summed[packed.len() + 1].clone()
+}
+
+/// `got` is NaN where `want` is and agrees with it elsewhere (see [`assert_close`]).
+fn assert_close_or_nan(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_eq!(g.is_nan(), w.is_nan(), "{what}: element {i} is {g}, the CPU's {w}");
+    }
+    let finite = |v: &[f32]| -> Vec<f32> { v.iter().zip(want).filter(|(_, w)| !w.is_nan()).map(|(g, _)| *g).collect() };
+    assert_close(what, &finite(got), &finite(want), tol);
+}
+
 #[test]
 fn kanerva_address_kernels_agree_with_the_cpu() {
     use memctl::kernels::kanerva::{least_squares_weights, machine_weights, readout};
+    use memctl::kernels::kanerva_address_op::address;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes and
     // a code shorter than them (a ridge-regularised, underdetermined system); a code longer
-    // than a block has threads.
-    for (b, k, c, m, seed) in [(2usize, 4usize, 32usize, 8usize, 90u64), (3, 1, 5, 37, 92), (1, 3, 130, 2, 94)] {
-        let (r, z) = (values(b * k * c * m, seed), values(b * c, seed + 1));
+    // than a block has threads; then PKM's machines again with one machine of the second
+    // example not positive definite (an infinite mean), which makes all that example's outputs
+    // NaN and leaves the first's as they were.
+    let cases = [(2usize, 4usize, 32usize, 8usize, 90u64, false), (3, 1, 5, 37, 92, false), (1, 3, 130, 2, 94, false)];
+    for (b, k, c, m, seed, broken) in cases.into_iter().chain([(2, 4, 32, 8, 90, true)]) {
+        let mut r = values(b * k * c * m, seed);
+        if broken {
+            r[(k + 2) * c * m + 5] = f32::INFINITY;
+        }
+        let z = values(b * c, seed + 1);
         let eta: Vec<f32> = values(b * k, seed + 2).iter().map(|e| 0.5 + e.abs()).collect();
         let (nw, nr) = (b * k * m, b * k * c * m);
         let g = values(nw + b * c, seed + 3);
         let inputs = [tensor(&r, &[b, k, c, m]), tensor(&z, &[b, c]), tensor(&eta, &[b, k])];
+        // Candle's ops; where a machine is not positive definite, the fused op's CPU computation
+        // (the tape's, `kanerva_manual`), which has the same NaN rule as the kernels.
         let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[nw + b * c]), |t| {
-            let w = least_squares_weights(&t[0], &t[1], 0.35).unwrap();
-            let mu = readout(&t[0], &w, &machine_weights(Some(&t[2]), k, &t[1]).unwrap()).unwrap();
+            let (w, mu) = if broken {
+                address(&t[0], &t[1], Some(&t[2]), 0.35).unwrap()
+            } else {
+                let w = least_squares_weights(&t[0], &t[1], 0.35).unwrap();
+                let mu = readout(&t[0], &w, &machine_weights(Some(&t[2]), k, &t[1]).unwrap()).unwrap();
+                (w, mu)
+            };
             Tensor::cat(&[w.flatten_all().unwrap(), mu.flatten_all().unwrap()], 0).unwrap()
         });
         let packed: Vec<f32> = (0..b).flat_map(|i| [&z[i * c..][..c], &eta[i * k..][..k]].concat()).collect();
-        let (shape, sizes) =
-            (launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32), ints(&[b, k, c, m]));
-        let fwd = launch(
-            "kanerva_address_fwd",
-            shape,
-            &[
-                vec![Arg::In(r.clone()), Arg::In(packed.clone()), Arg::Out(nw + b * c)],
-                sizes.clone(),
-                vec![Arg::F32(0.35)],
-            ]
-            .concat(),
-        );
-        assert_close("kanerva_address_fwd", &fwd[2], &flat(&y), 1e-4);
-        let bwd = launch(
-            "kanerva_address_bwd",
-            shape,
-            &[vec![Arg::In(r), Arg::In(packed), Arg::In(g), Arg::Out(nr + b * (c + k))], sizes, vec![Arg::F32(0.35)]]
-                .concat(),
-        );
+        let what =
+            format!("kanerva_address ({b} × {k} × {c} × {m}{})", if broken { ", not positive definite" } else { "" });
+        let fwd = kanerva_address_launches(false, &[r.clone(), packed.clone()], nw + b * c, [b, k, c, m]);
+        assert_close_or_nan(&format!("{what} forward"), &fwd, &flat(&y), 1e-4);
+        let bwd = kanerva_address_launches(true, &[r, packed, g], nr + b * (c + k), [b, k, c, m]);
         let g_packed: Vec<f32> =
             (0..b).flat_map(|i| [&grads[1][i * c..][..c], &grads[2][i * k..][..k]].concat()).collect();
-        assert_close("kanerva_address_bwd (means)", &bwd[3][..nr], &grads[0], 1e-4);
-        assert_close("kanerva_address_bwd (code, noises)", &bwd[3][nr..], &g_packed, 1e-4);
+        assert_close_or_nan(&format!("{what} backward (means)"), &bwd[..nr], &grads[0], 1e-4);
+        assert_close_or_nan(&format!("{what} backward (code, noises)"), &bwd[nr..], &g_packed, 1e-4);
+        if broken {
+            assert!(fwd[k * m..nw].iter().chain(&bwd[k * c * m..nr]).all(|v| v.is_nan()), "{what}: the example's NaN");
+            assert!(fwd[..k * m].iter().chain(&bwd[..k * c * m]).all(|v| v.is_finite()), "{what}: the other example");
+        }
     }
 }
 
