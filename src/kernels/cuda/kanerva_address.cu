@@ -132,16 +132,25 @@ __device__ bool all_solved(const float* part, int k, int width) {
     return ok;
 }
 
+// The block's example b and machine i (block = b·k + i), R_i and the example's query z.
+struct MachineBlock {
+    int block, b, i;
+    const float* ri;
+    const float* z;
+};
+
+__device__ MachineBlock machine_block(const float* r, const float* q, int k, int c, int m) {
+    const int block = blockIdx.x;
+    return {block, block / k, block % k, r + (size_t)block * c * m, q + (size_t)(block / k) * (c + k)};
+}
+
 // A block per example and machine (blocks past B·k return), of at least one warp.
 // out = [w (B k m) | μ (B c)]: this writes w_i; kanerva_address_fwd_sum writes μ.
 extern "C" __global__ void kanerva_address_fwd(const float* r, const float* q, float* out, float* parts, int batch,
                                                int k, int c, int m, float lambda) {
-    const int block = blockIdx.x;
-    if (block >= batch * k) return;
-    const int b = block / k, i = block % k;
+    if ((int)blockIdx.x >= batch * k) return;
+    const auto [block, b, i, ri, z] = machine_block(r, q, k, c, m);
     Work s = carve(c, m);
-    const float* ri = r + (size_t)block * c * m;
-    const float* z = q + (size_t)b * (c + k);
     gram(s.L, ri, c, m, lambda);
     for (int p = threadIdx.x; p < m; p += blockDim.x) {
         double t = 0.0;
@@ -189,12 +198,9 @@ extern "C" __global__ void kanerva_address_fwd_sum(const float* parts, float* ou
 // warps (w's and a's solves run side by side): this writes R̄_i; kanerva_address_bwd_sum writes q̄.
 extern "C" __global__ void kanerva_address_bwd(const float* r, const float* q, const float* g, float* out,
                                                float* parts, int batch, int k, int c, int m, float lambda) {
-    const int block = blockIdx.x;
-    if (block >= batch * k) return;
-    const int b = block / k, i = block % k;
+    if ((int)blockIdx.x >= batch * k) return;
+    const auto [block, b, i, ri, z] = machine_block(r, q, k, c, m);
     Work s = carve(c, m);
-    const float* ri = r + (size_t)block * c * m;
-    const float* z = q + (size_t)b * (c + k);
     const float* g_w = g + (size_t)block * m;
     const float* g_mu = g + (size_t)batch * k * m + (size_t)b * c;
     const float gamma = machine_weight(z + c, k, i);
