@@ -58,6 +58,40 @@ __device__ void tape_position_grads(const float* G, const float* T, const float*
     }
 }
 
+// Row r of a tape backward: its operands and where its gradients go in the packed output
+// out = [d T (rows len d) | d p (rows len) | d q (rows (d + 2))].
+struct TapeBwdRow {
+    const float *T, *P, *Q, *G;
+    float *gT, *gp, *gq;
+    float pw, pe;
+};
+
+__device__ TapeBwdRow tape_bwd_row(const float* t, const float* p, const float* q, const float* g, float* out,
+                                   int rows, int len, int d, int r) {
+    const size_t tape = (size_t)len * d;
+    const float* Q = q + (size_t)r * (d + 2);
+    return {t + r * tape,
+            p + (size_t)r * len,
+            Q,
+            g + r * tape,
+            out + r * tape,
+            out + (size_t)rows * tape + (size_t)r * len,
+            out + (size_t)rows * tape + (size_t)rows * len + (size_t)r * (d + 2),
+            Q[d],
+            Q[d + 1]};
+}
+
+// Feature c's gradients from gδ = Σ_l p_l g_lc and old = Σ_l p_l T_lc: d v, this thread's shares of
+// d pw and d pe, δ and g_old.
+__device__ void tape_feature_grads(const TapeBwdRow& w, int c, float gd, float old, float& gpw, float& gpe,
+                                   float* delta, float* g_old) {
+    w.gq[c] = w.pw * gd;
+    gpw += w.Q[c] * gd;
+    gpe -= old * gd;
+    delta[c] = w.pw * w.Q[c] - w.pe * old;
+    g_old[c] = -w.pe * gd;
+}
+
 extern "C" __global__ void tape_write_fwd(const float* t, const float* p, const float* q, float* out, int rows,
                                           int len, int d) {
     const int r = blockIdx.x;
@@ -85,19 +119,11 @@ extern "C" __global__ void tape_write_bwd(const float* t, const float* p, const 
     float* delta = shared;
     float* g_old = shared + d;
     float* partial = shared + 2 * d;  // [2][warps]
-    const int r = blockIdx.x;
-    if (r >= rows) return;
-    const size_t tape = (size_t)len * d;
-    const float* T = t + r * tape;
-    const float* P = p + (size_t)r * len;
-    const float* Q = q + (size_t)r * (d + 2);
-    const float* G = g + r * tape;
-    float* gT = out + r * tape;
-    float* gp = out + (size_t)rows * tape + (size_t)r * len;
-    float* gq = out + (size_t)rows * tape + (size_t)rows * len + (size_t)r * (d + 2);
-    const float pw = Q[d], pe = Q[d + 1];
+    if ((int)blockIdx.x >= rows) return;
+    const TapeBwdRow w = tape_bwd_row(t, p, q, g, out, rows, len, d, blockIdx.x);
+    const float *T = w.T, *P = w.P, *G = w.G;
 
-    // Per feature: gδ, old, d v, this thread's share of d pw and d pe, δ, g_old and d T.
+    // Per feature: gδ, old, then its gradients and d T.
     float gpw = 0.0f, gpe = 0.0f;
     for (int c = threadIdx.x; c < d; c += blockDim.x) {
         float gd = 0.0f, old = 0.0f;
@@ -105,16 +131,11 @@ extern "C" __global__ void tape_write_bwd(const float* t, const float* p, const 
             gd += P[l] * G[(size_t)l * d + c];
             old += P[l] * T[(size_t)l * d + c];
         }
-        gq[c] = pw * gd;
-        gpw += Q[c] * gd;
-        gpe -= old * gd;
-        delta[c] = pw * Q[c] - pe * old;
-        const float go = -pe * gd;
-        g_old[c] = go;
-        for (int l = 0; l < len; ++l) gT[(size_t)l * d + c] = G[(size_t)l * d + c] + P[l] * go;
+        tape_feature_grads(w, c, gd, old, gpw, gpe, delta, g_old);
+        for (int l = 0; l < len; ++l) w.gT[(size_t)l * d + c] = G[(size_t)l * d + c] + P[l] * g_old[c];
     }
-    tape_gate_grads(gpw, gpe, partial, gq + d);
-    tape_position_grads(G, T, delta, g_old, gp, len, d);
+    tape_gate_grads(gpw, gpe, partial, w.gq + d);
+    tape_position_grads(G, T, delta, g_old, w.gp, len, d);
 }
 
 // tape_write_bwd with the tape's cells split among the block's warps (launch_shape::
@@ -132,17 +153,10 @@ extern "C" __global__ void tape_write_bwd_split(const float* t, const float* p, 
     float* delta = part_old + warps * d;
     float* g_old = delta + d;
     float* partial = g_old + d;  // [2][warps]
-    const int r = blockIdx.x;
-    if (r >= rows) return;
+    if ((int)blockIdx.x >= rows) return;
+    const TapeBwdRow w = tape_bwd_row(t, p, q, g, out, rows, len, d, blockIdx.x);
+    const float *T = w.T, *P = w.P, *G = w.G;
     const size_t tape = (size_t)len * d;
-    const float* T = t + r * tape;
-    const float* P = p + (size_t)r * len;
-    const float* Q = q + (size_t)r * (d + 2);
-    const float* G = g + r * tape;
-    float* gT = out + r * tape;
-    float* gp = out + (size_t)rows * tape + (size_t)r * len;
-    float* gq = out + (size_t)rows * tape + (size_t)rows * len + (size_t)r * (d + 2);
-    const float pw = Q[d], pe = Q[d + 1];
 
     // This warp's cells, its lanes along the features.
     for (int c = lane; c < d; c += 32) {
@@ -164,17 +178,13 @@ extern "C" __global__ void tape_write_bwd_split(const float* t, const float* p, 
             gd += part_gd[w * d + c];
             old += part_old[w * d + c];
         }
-        gq[c] = pw * gd;
-        gpw += Q[c] * gd;
-        gpe -= old * gd;
-        delta[c] = pw * Q[c] - pe * old;
-        g_old[c] = -pe * gd;
+        tape_feature_grads(w, c, gd, old, gpw, gpe, delta, g_old);
     }
-    tape_gate_grads(gpw, gpe, partial, gq + d);
+    tape_gate_grads(gpw, gpe, partial, w.gq + d);
 
     // d T = g + p g_old, every thread along the tape.
-    for (size_t e = threadIdx.x; e < tape; e += blockDim.x) gT[e] = G[e] + P[e / d] * g_old[e % d];
-    tape_position_grads(G, T, delta, g_old, gp, len, d);
+    for (size_t e = threadIdx.x; e < tape; e += blockDim.x) w.gT[e] = G[e] + P[e / d] * g_old[e % d];
+    tape_position_grads(G, T, delta, g_old, w.gp, len, d);
 }
 
 extern "C" __global__ void nam_write_fwd(const float* m, const float* k, const float* q, float* out, int count, int dv,
