@@ -4,8 +4,10 @@
 //! With the `cuda` feature: memctl's own CUDA kernels (`src/kernels/cuda/*.cu`) compiled to
 //! PTX with the toolkit's `nvcc`, as candle's kernels are, and embedded in the binary. PTX for
 //! compute capability `CUDA_COMPUTE_CAP` (default 80) is compiled again by the driver for the
-//! GPU it meets, so one build serves the A100, the H100 and later. The default build needs
-//! no CUDA toolkit and does nothing here.
+//! GPU it meets, so one build serves the A100, the H100 and later. Beside each PTX, `ptxas`
+//! compiles its SASS for that capability (a cubin): a card of it loads that without the
+//! driver's compilation at the first launch (`kernels::fused`'s `prebuilt_sass`). The default
+//! build needs no CUDA toolkit and does nothing here.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -70,16 +72,20 @@ fn build_kernels() {
         .and_then(|c| c.trim_end_matches(char::is_alphabetic).replace('.', "").parse::<u32>().ok())
         .unwrap_or(80)
         .min(90);
+    let ptxas = nvcc.with_file_name("ptxas");
     for name in KERNELS {
         let src = format!("src/kernels/cuda/{name}.cu");
         println!("cargo:rerun-if-changed={src}");
         let ptx = out.join(format!("{name}.ptx"));
-        let status = Command::new(&nvcc)
-            .args(["--ptx", "-O3", &format!("-arch=compute_{cap}"), "-o"])
-            .arg(&ptx)
-            .arg(&src)
-            .status()
-            .unwrap_or_else(|e| panic!("cannot run {} to build {src}: {e}; set CUDA_HOME", nvcc.display()));
-        assert!(status.success(), "{} failed on {src}", nvcc.display());
+        run(Command::new(&nvcc).args(["--ptx", "-O3", &format!("-arch=compute_{cap}"), "-o"]).arg(&ptx).arg(&src));
+        let cubin = out.join(format!("{name}.cubin"));
+        run(Command::new(&ptxas).args(["-O3", &format!("-arch=sm_{cap}"), "-o"]).arg(&cubin).arg(&ptx));
     }
+}
+
+/// Runs a toolkit's program; a failure stops the build with what ran.
+fn run(command: &mut Command) {
+    let status =
+        command.status().unwrap_or_else(|e| panic!("cannot run {command:?}: {e}; set CUDA_HOME to the CUDA toolkit"));
+    assert!(status.success(), "{command:?} failed");
 }

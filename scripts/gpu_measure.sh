@@ -21,11 +21,13 @@
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
 #   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
-#                                         # kanerva_address, eval_graph) against the default, for a call
+#                                         # kanerva_address, eval_graph, prebuilt_sass) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with all
 #                                         # (each alone if that fails; on.txt: those that passed),
 #                                         # the models each acts on in two alternating
-#                                         # rounds, SAM Table 1's evaluation passes (eval.txt)
+#                                         # rounds, SAM Table 1's evaluation passes (eval.txt),
+#                                         # cold starts with and without prebuilt_sass (cold.txt),
+#                                         # what the graph's memory nodes cost (mem_nodes.txt)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
@@ -227,11 +229,11 @@ table_part() {
 
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
-# names them (default: the three still opt-in: pool_keep and kanerva_address, which passed on
-# 2026-11-27 but did not pay then, and eval_graph, new since). Step times in
+# names them (default: the four still opt-in: pool_keep and kanerva_address, which passed on
+# 2026-11-27 but did not pay then, and eval_graph and prebuilt_sass, new since). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep kanerva_address eval_graph})
+  local changes=(${CHANGES:-pool_keep kanerva_address eval_graph prebuilt_sass})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -266,6 +268,8 @@ unchecked_part() {
         # The pool acts on eager work (evaluation, the first step), eval_graph on evaluation:
         # eval.txt below.
         pool_keep | eval_graph) runs=() ;;
+        # Loading the kernels' SASS acts on a process's first launches: cold.txt below.
+        prebuilt_sass) runs=() ;;
         # The models that embed tokens: NAM's, and SAM Table 1's STM.
         one_hot_embedding) runs=("specs/examples/nam_algorithmic.mem add_namtm" "specs/examples/nam_algorithmic.mem add_lsam"
                                  "${table1[*]}") ;;
@@ -295,6 +299,35 @@ unchecked_part() {
         --device cuda --iters 5 --eval 3
     done
   } > "$out/eval.txt" 2>&1
+  # A fresh machine's first trial: the driver's cache of compiled PTX off (CUDA_CACHE_DISABLE=1),
+  # so that every module a run loads from PTX is compiled as on a machine that never ran memctl;
+  # with prebuilt_sass the modules load their SASS instead. The doctor's first launch and the
+  # bench's first_step_ms (goal: the first step within 2 s of the trial's start).
+  if [[ " ${changes[*]} " == *" prebuilt_sass "* ]]; then
+    {
+      for fused in default prebuilt_sass; do
+        local f; f=$([ "$fused" = default ] || echo "$fused")
+        echo "== cold doctor fused=$fused"
+        CUDA_CACHE_DISABLE=1 MEMCTL_CUDA_FUSED=$f timeout 120 bash .gpu/run.sh doctor | grep -E "cuda|modules"
+        echo "== cold stm_a first step fused=$fused"
+        time CUDA_CACHE_DISABLE=1 MEMCTL_CUDA_FUSED=$f timeout 120 bash .gpu/run.sh bench specs/bench/stm.mem stm_a \
+          --device cuda --iters 1 --warmup 0
+      done
+    } > "$out/cold.txt" 2>&1
+  fi
+  # What a replayed step's memory nodes cost (docs/performance.md, "the graph's memory nodes"):
+  # STM A's captured graph by node kind, and the microbenchmark of a chain of kernels with and
+  # without an allocation and a free per kernel (scripts/cuda/build_graph_mem_nodes.sh builds
+  # it into .gpu/ after pack.sh; seconds to run).
+  {
+    echo "== stm_a graph profile"
+    MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
+    if [ -x .gpu/graph_mem_nodes ]; then
+      echo "== graph_mem_nodes 5000 50"; timeout 60 .gpu/graph_mem_nodes 5000 50
+    else
+      echo "no .gpu/graph_mem_nodes: bash scripts/cuda/build_graph_mem_nodes.sh after pack.sh"
+    fi
+  } > "$out/mem_nodes.txt" 2>&1
 }
 
 case "${1:-}" in

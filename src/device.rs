@@ -71,6 +71,10 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     // candle's float sums with few outputs split over many blocks (the vendored candle-core's
     // change, vendor/README.md), where `MEMCTL_CUDA_FUSED` admits it (kernels::fused).
     candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(crate::kernels::fused::SPLIT_SUMS));
+    // Kernel modules from their SASS where the card takes it, likewise (before any launch).
+    candle_core::cuda_backend::set_prebuilt_sass(crate::kernels::fused::cuda_uses(
+        crate::kernels::fused::PREBUILT_SASS,
+    ));
     // The device's memory pool keeps what it frees, where `MEMCTL_CUDA_FUSED` admits it.
     if crate::kernels::fused::cuda_uses(crate::kernels::fused::POOL_KEEP) {
         keep_freed_memory(ordinal).map_err(|e| open_error(candle_core::Error::wrap(e)))?;
@@ -174,6 +178,16 @@ fn gpu_model(_ordinal: usize) -> String {
 pub struct Tried {
     pub max_difference: f32,
     pub seconds: f64,
+}
+
+/// How this process loaded its CUDA kernel modules so far: `(from SASS, from PTX)`. A module
+/// from PTX is compiled by the driver at its first load, or taken from the driver's cache
+/// (`kernels::fused::PREBUILT_SASS`). `(0, 0)` without CUDA.
+pub fn kernel_module_loads() -> (usize, usize) {
+    #[cfg(feature = "cuda")]
+    return candle_core::cuda_backend::module_loads();
+    #[cfg(not(feature = "cuda"))]
+    (0, 0)
 }
 
 /// Runs a small computation on `device` (a 256 × 256 matrix product, `tanh`, row sums) and

@@ -34,9 +34,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                     .map(|b| format!("; {} free", crate::report::numbers::bytes(b)))
                     .unwrap_or_default();
                 println!(
-                    "  cuda:0: works (a 256×256 product agrees with the CPU's to {:.1e}; first launch {:.0} ms){free}",
+                    "  cuda:0: works (a 256×256 product agrees with the CPU's to {:.1e}; first launch {:.0} ms, {}){free}",
                     t.max_difference,
-                    t.seconds * 1e3
+                    t.seconds * 1e3,
+                    module_loads()
                 );
             }
             Ok(t) => {
@@ -139,7 +140,7 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         // Which of memctl's changes to CUDA ran (kernels::fused: the checked ones by default,
         // others as MEMCTL_CUDA_FUSED asks), and which kernels the check launched, so that a
         // pass says what it covered.
-        println!("  {}", cuda_changes());
+        println!("  {}; kernel {}", cuda_changes(), module_loads());
         let launches = crate::kernels::fused::device_launches();
         if launches.is_empty() {
             println!("  memctl's fused kernels: none launched");
@@ -163,6 +164,13 @@ fn cuda_changes() -> String {
         if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
     };
     format!("memctl's CUDA changes on: {}; off: {}", names(&on), names(&off))
+}
+
+/// How the CUDA kernel modules loaded so far came: from the SASS built for the card, or from
+/// PTX that the driver compiled (or took from its cache).
+fn module_loads() -> String {
+    let (sass, ptx) = crate::device::kernel_module_loads();
+    format!("modules loaded: {sass} from SASS, {ptx} from PTX")
 }
 
 fn cores() -> usize {

@@ -1,28 +1,54 @@
-//! Launching memctl's own CUDA kernels (`src/kernels/cuda/*.cu`, built to PTX by `build.rs`
-//! with the toolkit's `nvcc`, loaded by candle's device on first use).
+//! Launching memctl's own CUDA kernels (`src/kernels/cuda/*.cu`, built to PTX and SASS by
+//! `build.rs` with the toolkit's `nvcc` and `ptxas`, loaded by candle's device on first use).
 
-use candle_core::cuda_backend::WrapErr;
 use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::{CudaDevice, CudaFunc, WrapErr};
 use candle_core::{CudaStorage, Layout, Result, Storage, Tensor};
 
 use super::launch_shape::{self, LaunchShape};
 
-const LSTM_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/lstm_cell.ptx"));
-const LAYER_NORM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/layer_norm.ptx"));
-const ITEM_GATE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/item_gate.ptx"));
-const SOFTMAX_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/softmax.ptx"));
-const SCALE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/scale.ptx"));
-const OPTIM_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/optim.ptx"));
-const SAM_ATTEND_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sam_attend.ptx"));
-const SUM_PARTS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/sum_parts.ptx"));
-const HEAD_MOVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/head_move.ptx"));
-const SPD_SOLVE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/spd_solve.ptx"));
-const NAM_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/nam_write.ptx"));
-const GRU_CELL_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/gru_cell.ptx"));
-const L2_NORMALIZE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/l2_normalize.ptx"));
-const OUTER_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/outer.ptx"));
-const KANERVA_WRITE_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kanerva_write.ptx"));
-const KANERVA_ADDRESS_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kanerva_address.ptx"));
+/// One of memctl's kernel modules: its PTX, and its SASS (a cubin `build.rs` compiles from the
+/// PTX for the card it targets), which candle's device loads instead where memctl asks
+/// (`kernels::fused`'s `prebuilt_sass`) and the card takes it.
+struct Module {
+    name: &'static str,
+    ptx: &'static str,
+    sass: &'static [u8],
+}
+
+impl Module {
+    /// `kernel` of this module on `dev`, the module loaded at its first use.
+    fn function(&self, dev: &CudaDevice, kernel: &str) -> Result<CudaFunc> {
+        dev.get_or_load_custom_func_with_sass(kernel, self.name, self.ptx, Some(self.sass))
+    }
+}
+
+macro_rules! module {
+    ($cst:ident, $file:literal) => {
+        const $cst: Module = Module {
+            name: concat!("memctl_", $file),
+            ptx: include_str!(concat!(env!("OUT_DIR"), "/", $file, ".ptx")),
+            sass: include_bytes!(concat!(env!("OUT_DIR"), "/", $file, ".cubin")),
+        };
+    };
+}
+
+module!(LSTM_CELL, "lstm_cell");
+module!(LAYER_NORM, "layer_norm");
+module!(ITEM_GATE, "item_gate");
+module!(SOFTMAX, "softmax");
+module!(SCALE, "scale");
+module!(OPTIM, "optim");
+module!(SAM_ATTEND, "sam_attend");
+module!(SUM_PARTS, "sum_parts");
+module!(HEAD_MOVE, "head_move");
+module!(SPD_SOLVE, "spd_solve");
+module!(NAM_WRITE, "nam_write");
+module!(GRU_CELL, "gru_cell");
+module!(L2_NORMALIZE, "l2_normalize");
+module!(OUTER, "outer");
+module!(KANERVA_WRITE, "kanerva_write");
+module!(KANERVA_ADDRESS, "kanerva_address");
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -83,7 +109,7 @@ pub fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> R
         }
         views.push(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..l.start_offset() + span));
     }
-    let func = dev.get_or_load_custom_func("sum_parts", "memctl_sum_parts", SUM_PARTS_PTX)?;
+    let func = SUM_PARTS.function(&dev, "sum_parts")?;
     for (launch, chunk) in views.chunks(PARTS_PER_LAUNCH).enumerate() {
         let mut parts = Parts([0; PARTS_PER_LAUNCH]);
         // Event tracking is off (`device::open`): the pointers carry no synchronisation to keep.
@@ -118,7 +144,7 @@ pub fn lstm_cell(
     let config = launch_config(LaunchShape::per_element(threads.max(1) as u32));
     // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
     // this order, guard the threads past batch · hidden, and write every output element.
-    unsafe { run(("memctl_lstm_cell", LSTM_CELL_PTX), kernel, operands, batch * width, config, &[b, h], &[]) }
+    unsafe { run(&LSTM_CELL, kernel, operands, batch * width, config, &[b, h], &[]) }
 }
 
 /// Runs `kernel` of `gru_cell.cu` on its f32 operands (contiguous, as laid out), one thread
@@ -138,7 +164,7 @@ pub fn gru_cell(
     // SAFETY: gru_cell.cu's kernels take their operands, the output, batch and hidden, in this
     // order, guard the threads past batch · hidden, and write every output element (`len` is
     // batch · hidden forward, 7 · batch · hidden backward).
-    unsafe { run(("memctl_gru_cell", GRU_CELL_PTX), kernel, operands, len, config, &[b, h], &[]) }
+    unsafe { run(&GRU_CELL, kernel, operands, len, config, &[b, h], &[]) }
 }
 
 /// Runs `kernel` of `layer_norm.cu` on its f32 operands (`x` `[rows, n]` first, then the
@@ -158,7 +184,7 @@ pub fn layer_norm(
     // SAFETY: layer_norm.cu's kernels take their operands, the output, rows, n and eps, in this
     // order, run one block (of a multiple of 32 threads) per row, return at once for a block
     // past the last row, and write every output element of their row.
-    unsafe { run(("memctl_layer_norm", LAYER_NORM_PTX), kernel, operands, rows * width, config, &[r, cols], &[eps]) }
+    unsafe { run(&LAYER_NORM, kernel, operands, rows * width, config, &[r, cols], &[eps]) }
 }
 
 /// Runs `kernel` of `item_gate.cu` on its f32 operands (contiguous, as laid out), one thread
@@ -178,7 +204,7 @@ pub fn item_gate(
     // SAFETY: item_gate.cu's kernels take their three operands, the output, rows and d, in
     // this order, guard the threads past rows · d, and write every output element (`len` is
     // rows · d forward, 4 · rows · d backward).
-    unsafe { run(("memctl_item_gate", ITEM_GATE_PTX), kernel, operands, len, config, &[r, w], &[]) }
+    unsafe { run(&ITEM_GATE, kernel, operands, len, config, &[r, w], &[]) }
 }
 
 /// Runs `kernel` of `softmax.cu` on its f32 operands (`[rows, n]`, contiguous, as laid out),
@@ -191,7 +217,7 @@ pub fn softmax(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: usize, 
     // SAFETY: softmax.cu's kernels take their operands, the output, rows and n, in this order,
     // run one warp per row, return (whole warps) past the last row, and write every output
     // element of their row.
-    unsafe { run(("memctl_softmax", SOFTMAX_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
+    unsafe { run(&SOFTMAX, kernel, operands, rows * n, config, &[r, cols], &[]) }
 }
 
 /// Runs `kernel` of `l2_normalize.cu` on its f32 operands (`[rows, n]`, contiguous, as laid
@@ -204,7 +230,7 @@ pub fn l2_normalize(kernel: &str, operands: &[(&CudaStorage, &Layout)], rows: us
     // SAFETY: l2_normalize.cu's kernels take their operands, the output, rows and n, in this
     // order, run one warp per row, return (whole warps) past the last row, and write every
     // output element of their row.
-    unsafe { run(("memctl_l2_normalize", L2_NORMALIZE_PTX), kernel, operands, rows * n, config, &[r, cols], &[]) }
+    unsafe { run(&L2_NORMALIZE, kernel, operands, rows * n, config, &[r, cols], &[]) }
 }
 
 /// Runs `kanerva_address.cu` forward or `backward` on its f32 operands (contiguous, as laid out)
@@ -256,7 +282,7 @@ pub fn kanerva_address(
     // SAFETY: the first kernel writes every element before the second reads it.
     let parts = unsafe { dev.alloc::<f32>(parts_len)? };
     let lambda = lambda as f32;
-    let func = dev.get_or_load_custom_func(kernel, "memctl_kanerva_address", KANERVA_ADDRESS_PTX)?;
+    let func = KANERVA_ADDRESS.function(&dev, kernel)?;
     let mut builder = func.builder();
     for v in &views {
         builder.arg(v);
@@ -268,7 +294,7 @@ pub fn kanerva_address(
     // writes its machine's w_i (forward) or R̄_i (backward) and its share of the scratch.
     unsafe { builder.launch(launch_config(launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32))) }
         .w()?;
-    let sum = dev.get_or_load_custom_func(sum_kernel, "memctl_kanerva_address", KANERVA_ADDRESS_PTX)?;
+    let sum = KANERVA_ADDRESS.function(&dev, sum_kernel)?;
     let mut builder = sum.builder();
     if backward {
         let Some(packed) = views.get(1) else { candle_core::bail!("{kernel}: no packed code and noises") };
@@ -303,7 +329,7 @@ pub fn kanerva_write(
     // m, in this order; launch_shape gives them the blocks and the shared memory they index,
     // blocks past the last return whole, and between them they write every output element
     // (forward: R' and V'; backward: V̄ and every packed gradient).
-    unsafe { run(("memctl_kanerva_write", KANERVA_WRITE_PTX), kernel, operands, len, config, &[b, k, c, m], &[]) }
+    unsafe { run(&KANERVA_WRITE, kernel, operands, len, config, &[b, k, c, m], &[]) }
 }
 
 /// Runs `kernel` of `outer.cu` on its f32 operands (contiguous, as laid out) for `rows` outer
@@ -327,7 +353,7 @@ pub fn outer(
     // the forward guards the threads past rows · n · m and writes each output element once; the
     // backward runs a block (whole warps) per row, returns for a block past the last, and
     // writes its row's n + m gradients (len = rows · (n + m)).
-    unsafe { run(("memctl_outer", OUTER_PTX), kernel, operands, len, config, &[r, n, m], &[]) }
+    unsafe { run(&OUTER, kernel, operands, len, config, &[r, n, m], &[]) }
 }
 
 /// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,
@@ -347,7 +373,7 @@ pub fn scale(
     // SAFETY: scale.cu's kernels take their operands, the output and n, in this order; the
     // forward's grid-stride loop writes every element below n, and the backward's blocks each
     // write their share of the first n and their own partial sum at n + block (len = n + blocks).
-    unsafe { run(("memctl_scale", SCALE_PTX), kernel, operands, len, config, &[count], &[]) }
+    unsafe { run(&SCALE, kernel, operands, len, config, &[count], &[]) }
 }
 
 /// Runs `kernel` of `head_move.cu` on its f32 operands (contiguous, as laid out) into a new
@@ -370,7 +396,7 @@ pub fn head_move(
     // SAFETY: head_move.cu's kernels take their operands, the output, rows, cells and moves, in
     // this order, guard the threads past their count, and write every output element (the
     // forward one per cell; the backward each row's gradients in the three parts of `len`).
-    unsafe { run(("memctl_head_move", HEAD_MOVE_PTX), kernel, operands, len, config, &[r, c, m], &[]) }
+    unsafe { run(&HEAD_MOVE, kernel, operands, len, config, &[r, c, m], &[]) }
 }
 
 /// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out) for `batch`
@@ -393,7 +419,7 @@ pub fn sam_attend(
     // SAFETY: sam_attend.cu's kernels take their operands, the output, batch, n and nq, in this
     // order; launch_shape gives them the blocks and the shared memory they index, blocks past
     // the last example return whole, and between them they write every output element.
-    unsafe { run(("memctl_sam_attend", SAM_ATTEND_PTX), kernel, operands, len, config, &[b, n, nq], &[]) }
+    unsafe { run(&SAM_ATTEND, kernel, operands, len, config, &[b, n, nq], &[]) }
 }
 
 /// Runs `nam_write.cu`'s `tape_write_bwd_split` on tape_write_bwd's f32 operands (contiguous,
@@ -417,7 +443,7 @@ pub fn tape_write_bwd_split(
     // SAFETY: tape_write_bwd_split takes tape_write_bwd's operands and ints, runs one block
     // (a multiple of 32 threads) per tape, returns for a block past the last, writes every output
     // element of its tape, and uses at most `tape_split_shared_bytes` of shared memory.
-    unsafe { run(("memctl_nam_write", NAM_WRITE_PTX), "tape_write_bwd_split", operands, len, config, &[n, r, c], &[]) }
+    unsafe { run(&NAM_WRITE, "tape_write_bwd_split", operands, len, config, &[n, r, c], &[]) }
 }
 
 /// Runs the forward or the backward kernel of `nam_write.cu` for `orientation` on its f32
@@ -448,7 +474,7 @@ pub fn nam_write(
     // rows and cols, in this order, run one block (a multiple of 32 threads) per memory, return
     // for a block past the last, write every output element of their memory, and use at most
     // `shape.shared_bytes` of shared memory (`backward_shared_bytes`).
-    unsafe { run(("memctl_nam_write", NAM_WRITE_PTX), name, operands, len, config, &[n, r, c], &[]) }
+    unsafe { run(&NAM_WRITE, name, operands, len, config, &[n, r, c], &[]) }
 }
 
 /// `X = A⁻¹ B` by `spd_solve.cu`: `a` `[batch, n, n]` (SPD, lower triangle read) and `b`
@@ -477,7 +503,7 @@ pub fn spd_solve(
     let a_view = a.as_cuda_slice::<f32>()?.slice(la.start_offset()..la.start_offset() + batch * n * n);
     let b_view = b.as_cuda_slice::<f32>()?.slice(lb.start_offset()..lb.start_offset() + batch * n * r);
     let (shape, use_shared) = launch_shape::spd_solve(blocks, n, r);
-    let func = dev.get_or_load_custom_func("spd_solve_f32", "memctl_spd_solve", SPD_SOLVE_PTX)?;
+    let func = SPD_SOLVE.function(&dev, "spd_solve_f32")?;
     let mut builder = func.builder();
     builder.arg(&a_view).arg(&b_view).arg(&out);
     // The workspace, when the block's shared memory is too small: freed on the stream after
@@ -537,7 +563,7 @@ pub unsafe fn optim_in_place(
         })
         .collect::<Result<Vec<_>>>()?;
     let Some(dev) = device else { candle_core::bail!("{kernel}: no operands") };
-    let func = dev.get_or_load_custom_func(kernel, "memctl_optim", OPTIM_PTX)?;
+    let func = OPTIM.function(&dev, kernel)?;
     let mut builder = func.builder();
     for v in &views {
         builder.arg(v);
@@ -561,7 +587,7 @@ pub unsafe fn optim_in_place(
 /// The kernel must take exactly these arguments in this order, and write every element of the
 /// output (it is not initialised) without reading or writing past any buffer.
 unsafe fn run(
-    (module, ptx): (&str, &str),
+    module: &Module,
     kernel: &str,
     operands: &[(&CudaStorage, &Layout)],
     len: usize,
@@ -583,7 +609,7 @@ unsafe fn run(
     if len == 0 {
         return Ok(CudaStorage::wrap_cuda_slice(out, dev));
     }
-    let func = dev.get_or_load_custom_func(kernel, module, ptx)?;
+    let func = module.function(&dev, kernel)?;
     let mut builder = func.builder();
     for v in &views {
         builder.arg(v);

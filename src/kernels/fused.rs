@@ -205,8 +205,17 @@ pub const TAPE_WRITE_SPLIT: OnCuda = OnCuda { name: "tape_write_split", checked:
 /// Not yet run on a GPU.
 pub const EVAL_GRAPH: OnCuda = OnCuda { name: "eval_graph", checked: false };
 
+/// candle's kernel modules and memctl's loaded from the machine code (SASS) built for the card
+/// beside their PTX (vendor/README.md, "machine code beside the PTX";
+/// `candle_core::cuda_backend::set_prebuilt_sass`), where the driver compiled each module's
+/// PTX at its first load: `ptxas` takes 9 s for candle's `binary` module alone on one core,
+/// and the first trial on a fresh H100 machine started its first launch 6.5 s after opening
+/// the device (153 ms once the driver's cache held them). A card of another architecture gets
+/// the PTX. Not yet run on a GPU.
+pub const PREBUILT_SASS: OnCuda = OnCuda { name: "prebuilt_sass", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 27] = [
+pub const ALL: [OnCuda; 28] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -234,6 +243,7 @@ pub const ALL: [OnCuda; 27] = [
     KANERVA_ADDRESS,
     TAPE_WRITE_SPLIT,
     EVAL_GRAPH,
+    PREBUILT_SASS,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

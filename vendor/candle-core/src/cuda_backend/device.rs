@@ -51,6 +51,43 @@ impl Drop for CudaGraphHtodCacheGuard {
     }
 }
 
+/// memctl (vendor/README.md, "machine code beside the PTX"): whether modules load their SASS
+/// (the cubin built for the card the PTX targets) where they have one, and how many loaded
+/// each way. Off: every module loads its PTX, which the driver compiles at the first load.
+static PREBUILT_SASS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static SASS_LOADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PTX_LOADS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// memctl: turns loading modules from their SASS on or off for every CUDA device in this process.
+pub fn set_prebuilt_sass(on: bool) {
+    PREBUILT_SASS.store(on, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// memctl: how many modules this process loaded from SASS and how many from PTX.
+pub fn module_loads() -> (usize, usize) {
+    use std::sync::atomic::Ordering::Relaxed;
+    (SASS_LOADS.load(Relaxed), PTX_LOADS.load(Relaxed))
+}
+
+/// memctl: a module from its SASS where that is on and the card loads it, else from its PTX.
+fn load_module(
+    context: &Arc<cudarc::driver::CudaContext>,
+    ptx: &str,
+    sass: Option<&[u8]>,
+) -> Result<Arc<cudarc::driver::CudaModule>> {
+    use std::sync::atomic::Ordering::Relaxed;
+    if let Some(image) = sass.filter(|_| PREBUILT_SASS.load(Relaxed)) {
+        // A card of another architecture refuses the cubin (no binary for the GPU): its PTX then.
+        if let Ok(module) = context.load_module(cudarc::nvrtc::Ptx::from_binary(image.to_vec())) {
+            SASS_LOADS.fetch_add(1, Relaxed);
+            return Ok(module);
+        }
+    }
+    let module = context.load_module(ptx.into()).w()?;
+    PTX_LOADS.fetch_add(1, Relaxed);
+    Ok(module)
+}
+
 pub struct ModuleStore {
     mdls: [Option<Arc<cudarc::driver::CudaModule>>; kernels::ALL_IDS.len()],
 }
@@ -317,6 +354,17 @@ impl CudaDevice {
         module_name: &str,
         ptx: &str,
     ) -> Result<CudaFunc> {
+        self.get_or_load_custom_func_with_sass(fn_name, module_name, ptx, None)
+    }
+
+    /// memctl: [`Self::get_or_load_custom_func`] for a module with SASS beside its PTX.
+    pub fn get_or_load_custom_func_with_sass(
+        &self,
+        fn_name: &str,
+        module_name: &str,
+        ptx: &str,
+        sass: Option<&[u8]>,
+    ) -> Result<CudaFunc> {
         let ms = self.custom_modules.read().unwrap();
         if let Some(mdl) = ms.get(module_name).as_ref() {
             let func = mdl.load_function(fn_name).w()?;
@@ -327,7 +375,7 @@ impl CudaDevice {
         }
         drop(ms);
         let mut ms = self.custom_modules.write().unwrap();
-        let cuda_module = self.context.load_module(ptx.into()).w()?;
+        let cuda_module = load_module(&self.context, ptx, sass)?;
         ms.insert(module_name.to_string(), cuda_module.clone());
         let func = cuda_module.load_function(fn_name).w()?;
         Ok(CudaFunc {
@@ -347,7 +395,7 @@ impl CudaDevice {
         }
         drop(ms);
         let mut ms = self.modules.write().unwrap();
-        let cuda_module = self.context.load_module(mdl.ptx().into()).w()?;
+        let cuda_module = load_module(&self.context, mdl.ptx(), mdl.sass())?;
         ms.mdls[mdl.index()] = Some(cuda_module.clone());
         let func = cuda_module.load_function(fn_name).w()?;
         Ok(CudaFunc {

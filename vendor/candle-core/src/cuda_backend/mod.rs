@@ -21,6 +21,8 @@ mod device;
 mod error;
 mod utils;
 pub use device::{CudaDevice, DeviceId};
+// memctl: loading modules from their SASS (vendor/README.md, "machine code beside the PTX").
+pub use device::{CudaFunc, module_loads, set_prebuilt_sass};
 pub use error::{CudaError, WrapErr};
 pub use utils::{Map1, Map1Any, Map2, Map2Any, Map2InPlace, Map3, S};
 
