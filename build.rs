@@ -31,6 +31,7 @@ const KERNELS: &[&str] = &[
     "outer",
     "kanerva_write",
     "kanerva_address",
+    "lerp",
 ];
 
 fn main() {

@@ -6,6 +6,7 @@
 
 mod head;
 mod hoist;
+mod lerp;
 pub mod tape;
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use candle_core::{DType, Device, Result, Tensor, Var};
 
 use self::head::OutputHead;
 use self::hoist::{HoistedValues, InputNodes};
+use self::lerp::{GatedWrite, GatedWrites};
 use crate::graph::{Node, Source, StateInit, StepGraph};
 use crate::prims::{Op, init};
 
@@ -34,6 +36,8 @@ pub struct Cell {
     head: OutputHead,
     /// The nodes that read only the input, which a run batches over its time steps.
     input_nodes: InputNodes,
+    /// Gated writes `a + w * (b - a)`, which candle's path may run as one op (`lerp`).
+    gated_writes: GatedWrites,
 }
 
 impl Cell {
@@ -61,7 +65,8 @@ impl Cell {
         let fusions = crate::prims::fusion::find(&graph);
         let head = OutputHead::plan(&graph, &needed_for_state);
         let input_nodes = InputNodes::plan(&graph);
-        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions, head, input_nodes })
+        let gated_writes = GatedWrites::plan(&graph, &input_nodes.hoisted);
+        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions, head, input_nodes, gated_writes })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -134,13 +139,21 @@ impl Cell {
     ) -> Result<Vec<Vec<Tensor>>> {
         let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(self.graph.nodes.len());
         let tape_kernels = runs_tape_kernels(x, weights);
+        // Gated writes as one op on candle's path (`lerp`), where kernels::fused has it.
+        let gated =
+            !tape_kernels && self.gated_writes.any() && crate::kernels::fused::used_for(x, crate::kernels::fused::LERP);
         for (i, node) in self.graph.nodes.iter().enumerate() {
-            if !runs(i) {
+            if !runs(i) || (gated && self.gated_writes.deferred(i)) {
                 values.push(vec![]);
                 continue;
             }
             if let Some(rows) = hoisted.at(i, t)? {
                 values.push(rows);
+                continue;
+            }
+            if let Some(write) = self.gated_writes.at_add(i).filter(|_| gated) {
+                let out = self.gated_write(write, i, weights, |s| fetch(s, x, states, &values))?;
+                values.push(vec![out]);
                 continue;
             }
             let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, x, states, &values)).collect();
@@ -383,6 +396,31 @@ fn lower(node: &Node) -> Result<Arc<dyn Op>> {
         )));
     }
     prim.lower(&node.args).map_err(|e| internal(format!("`{}` at {}: {e}", node.prim, node.path)))
+}
+
+impl Cell {
+    /// The gated write whose addition is node `add`: one fused op where its operands fit, else
+    /// its three primitives in turn (the subtraction and the product were deferred to here).
+    fn gated_write<'v>(
+        &self,
+        write: &GatedWrite,
+        add: usize,
+        weights: &[Tensor],
+        fetch: impl Fn(Source) -> &'v Tensor,
+    ) -> Result<Tensor> {
+        let (a, b, w) = (fetch(write.a), fetch(write.b), fetch(write.w));
+        if crate::kernels::lerp_op::fits(a, b, w) {
+            return crate::kernels::lerp_op::lerp(a, b, w);
+        }
+        let run = |n: usize, inputs: [&Tensor; 2]| -> Result<Tensor> {
+            let params: Vec<&Tensor> = self.graph.nodes[n].params.iter().map(|&p| &weights[p]).collect();
+            let mut outputs = self.ops[n].forward(&inputs, &params)?;
+            Ok(outputs.swap_remove(0))
+        };
+        let difference = run(write.sub, [b, a])?;
+        let product = run(write.mul, if write.mul_w_first { [w, &difference] } else { [&difference, w] })?;
+        run(add, if write.add_a_first { [a, &product] } else { [&product, a] })
+    }
 }
 
 fn fetch<'a>(s: Source, x: &'a Tensor, states: &'a [Tensor], values: &'a [Vec<Tensor>]) -> &'a Tensor {

@@ -49,6 +49,7 @@ module!(L2_NORMALIZE, "l2_normalize");
 module!(OUTER, "outer");
 module!(KANERVA_WRITE, "kanerva_write");
 module!(KANERVA_ADDRESS, "kanerva_address");
+module!(LERP, "lerp");
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -354,6 +355,25 @@ pub fn outer(
     // backward runs a block (whole warps) per row, returns for a block past the last, and
     // writes its row's n + m gradients (len = rows · (n + m)).
     unsafe { run(&OUTER, kernel, operands, len, config, &[r, n, m], &[]) }
+}
+
+/// Runs `kernel` of `lerp.cu` on its f32 operands (contiguous, as laid out; the weights one per
+/// run of `per` elements) with a thread per element of `n`, into a new buffer of `len` elements.
+pub fn lerp(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    n: usize,
+    per: usize,
+    len: usize,
+) -> Result<CudaStorage> {
+    let (Ok(count), Ok(per)) = (i32::try_from(n), i32::try_from(per.max(1))) else {
+        candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
+    };
+    let config = launch_config(launch_shape::lerp(count as u32));
+    // SAFETY: lerp.cu's kernels take their operands, the output, n and per, in this order; each
+    // guards the threads past n and writes element i (forward, len = n) or i and n + i
+    // (backward, len = 2n); the weights hold n / per elements (the caller's `fits`).
+    unsafe { run(&LERP, kernel, operands, len, config, &[count, per], &[]) }
 }
 
 /// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,

@@ -214,8 +214,14 @@ pub const EVAL_GRAPH: OnCuda = OnCuda { name: "eval_graph", checked: false };
 /// the PTX. Not yet run on a GPU.
 pub const PREBUILT_SASS: OnCuda = OnCuda { name: "prebuilt_sass", checked: false };
 
+/// A gated write `a + w * (b - a)` of a model's step (PKM's `R` and `V` on write steps: the
+/// pattern `compile::lerp` finds) as one kernel each way (`lerp_op`), where the three
+/// primitives take some six kernels with their allocations, for each of PKM's two states at
+/// every time step. Not yet run on a GPU.
+pub const LERP: OnCuda = OnCuda { name: "lerp", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 28] = [
+pub const ALL: [OnCuda; 29] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -244,6 +250,7 @@ pub const ALL: [OnCuda; 28] = [
     TAPE_WRITE_SPLIT,
     EVAL_GRAPH,
     PREBUILT_SASS,
+    LERP,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

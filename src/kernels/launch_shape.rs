@@ -68,6 +68,11 @@ pub fn outer(backward: bool, rows: u32, n: u32, m: u32) -> LaunchShape {
     if backward { LaunchShape::blocks_of_256(rows.max(1)) } else { LaunchShape::per_element((rows * n * m).max(1)) }
 }
 
+/// `lerp.cu`: a thread per element, both ways.
+pub fn lerp(n: u32) -> LaunchShape {
+    LaunchShape::per_element(n.max(1))
+}
+
 /// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share, 8 per
 /// thread of its 256). At 8 192 (32 per thread), config B's `α1 · M^r` (2.36 M elements) ran on
 /// 288 blocks, too few to keep an H200's memory busy: 27.9 µs, about 1 TB/s

@@ -22,6 +22,7 @@ pub mod l2_normalize_op;
 pub mod launch_shape;
 pub mod layer_norm;
 pub mod layer_norm_op;
+pub mod lerp_op;
 pub mod lstm;
 pub mod lstm_cell_op;
 pub mod nam;

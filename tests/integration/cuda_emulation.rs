@@ -288,6 +288,35 @@ fn outer_product_kernels_agree_with_the_cpu() {
     assert_close("outer_bwd", &bwd[3], &[grads[0].clone(), grads[1].clone()].concat(), 1e-5);
 }
 
+#[test]
+fn gated_write_kernels_agree_with_the_cpu() {
+    // A weight per example over 1 050 elements (more than a block of 1 024 threads covers), and
+    // one weight for them all.
+    for (examples, weights) in [(3usize, 3usize), (3, 1)] {
+        let (per_example, n) = (350, examples * 350);
+        let (a, b, w, g) = (values(n, 1), values(n, 2), values(weights, 3), values(n, 4));
+        let dims = [examples, 5, 70];
+        let w_dims: &[usize] = if weights == 1 { &[] } else { &[examples, 1] };
+        let inputs = [tensor(&a, &dims), tensor(&b, &dims), tensor(&w, w_dims)];
+        let (y, grads) =
+            cpu_grads(&inputs, &tensor(&g, &dims), |t| memctl::kernels::lerp_op::lerp(&t[0], &t[1], &t[2]).unwrap());
+        let per = if weights == 1 { n } else { per_example };
+        let sizes = ints(&[n, per]);
+        let fwd = launch(
+            "lerp_fwd",
+            launch_shape::lerp(n as u32),
+            &[vec![Arg::In(a), Arg::In(b), Arg::In(w.clone()), Arg::Out(n)], sizes.clone()].concat(),
+        );
+        assert_close("lerp_fwd", &fwd[3], &flat(&y), 1e-6);
+        let bwd = launch(
+            "lerp_bwd",
+            launch_shape::lerp(n as u32),
+            &[vec![Arg::In(w), Arg::In(g), Arg::Out(2 * n)], sizes].concat(),
+        );
+        assert_close("lerp_bwd", &bwd[2], &[grads[0].clone(), grads[1].clone()].concat(), 1e-6);
+    }
+}
+
 /// `count` symmetric positive definite `n × n` matrices `Rᵀ R + n I`.
 fn spd_matrices(count: usize, n: usize, seed: u64) -> Vec<f32> {
     let r = values(count * n * n, seed);

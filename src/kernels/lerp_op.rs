@@ -1,0 +1,204 @@
+//! A gated write `a + w (b − a)` (PKM's `R + w * (Rn - R)`, written only on write steps) as one
+//! candle op with its own backward, for the device-generic path (candle's autograd: the GPU).
+//!
+//! As the spec's three primitives it is a subtraction, a broadcast product and an addition
+//! forward, and backward a product and a subtraction's accumulation beside the addition's, on a
+//! GPU some six kernels with their allocations for each of PKM's two gated states at every
+//! time step. Here it is one kernel each way (`src/kernels/cuda/lerp.cu`); the weights' own
+//! gradient, where they need one (PKM's come from the input and need none), is candle's ops.
+//! `compile::lerp` finds the pattern in a model's graph; where it runs is `kernels::fused`'s rule
+//! ([`fused::LERP`](super::fused::LERP)).
+
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+
+use super::fused::{RealKernel, run_cpu};
+use super::real::Real;
+#[cfg(feature = "cuda")]
+use candle_core::CudaStorage;
+
+/// How errors name the op.
+const WHAT: &str = "the fused gated write";
+
+/// Whether the fused op takes these operands: `a` and `b` of one shape and type, and `w` one
+/// number, or one per example (`a`'s first axis). Otherwise the spec's primitives run.
+pub fn fits(a: &Tensor, b: &Tensor, w: &Tensor) -> bool {
+    let examples = a.dims().first().copied().unwrap_or(1);
+    a.dims() == b.dims()
+        && a.dtype() == b.dtype()
+        && a.dtype() == w.dtype()
+        && a.device().same_device(b.device())
+        && a.device().same_device(w.device())
+        && (w.elem_count() == 1 || (w.elem_count() == examples && w.dims().first() == Some(&examples)))
+        && a.elem_count() > 0
+        // The CUDA kernels index the elements in 32 bits.
+        && (a.device().is_cpu() || i32::try_from(2 * a.elem_count()).is_ok())
+}
+
+/// `a + w (b − a)` for operands that [`fits`] takes, the result shaped as `a`.
+pub fn lerp(a: &Tensor, b: &Tensor, w: &Tensor) -> Result<Tensor> {
+    if !fits(a, b, w) {
+        bail!("{WHAT} takes a, b of one shape and w one number or one per example, got {a:?}, {b:?}, {w:?}");
+    }
+    a.contiguous()?.apply_op3(&b.contiguous()?, &w.contiguous()?, Forward)
+}
+
+/// `(a, b, w) → a + w (b − a)`.
+struct Forward;
+
+/// `(w, g) → [d a | d b]`, flat.
+struct Backward;
+
+/// Elements of `a` per weight.
+fn per(a: &Layout, w: &Layout) -> usize {
+    a.shape().elem_count() / w.shape().elem_count().max(1)
+}
+
+/// The CPU computation of either pass.
+struct LerpKernel {
+    backward: bool,
+    per: usize,
+}
+
+impl RealKernel for LerpKernel {
+    /// Forward: `(a, b, w)`; backward: `(w, g)`.
+    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
+        let per = self.per.max(1);
+        if !self.backward {
+            let (a, b, w) = (o[0], o[1], o[2]);
+            return a.iter().zip(b).enumerate().map(|(i, (&x, &y))| x + w[i / per] * (y - x)).collect();
+        }
+        let (w, g) = (o[0], o[1]);
+        let wg: Vec<T> = g.iter().enumerate().map(|(i, &gi)| w[i / per] * gi).collect();
+        let mut out: Vec<T> = g.iter().zip(&wg).map(|(&gi, &x)| gi - x).collect();
+        out.extend(wg);
+        out
+    }
+}
+
+impl CustomOp3 for Forward {
+    fn name(&self) -> &'static str {
+        "lerp_fwd"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let kernel = LerpKernel { backward: false, per: per(l1, l3) };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, l1.shape().clone()))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(
+        &self,
+        s1: &CudaStorage,
+        l1: &Layout,
+        s2: &CudaStorage,
+        l2: &Layout,
+        s3: &CudaStorage,
+        l3: &Layout,
+    ) -> Result<(CudaStorage, Shape)> {
+        let n = l1.shape().elem_count();
+        let out = super::cuda_kernels::lerp("lerp_fwd", &[(s1, l1), (s2, l2), (s3, l3)], n, per(l1, l3), n)?;
+        super::fused::record_launch("lerp_fwd");
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        a: &Tensor,
+        b: &Tensor,
+        w: &Tensor,
+        _out: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let n = a.elem_count();
+        let both = w.apply_op2_no_bwd(&grad.contiguous()?, &Backward)?;
+        let (ga, gb) = (both.narrow(0, 0, n)?.reshape(a.shape())?, both.narrow(0, n, n)?.reshape(b.shape())?);
+        // d w = Σ g ⊙ (b − a) over each weight's elements, only where w needs it.
+        let gw = if w.track_op() {
+            let each = ((b - a)? * grad)?.reshape((w.elem_count(), n / w.elem_count()))?.sum(1)?;
+            Some(each.reshape(w.shape())?)
+        } else {
+            None
+        };
+        Ok((Some(ga), Some(gb), gw))
+    }
+}
+
+impl CustomOp2 for Backward {
+    fn name(&self) -> &'static str {
+        "lerp_bwd"
+    }
+
+    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
+        let kernel = LerpKernel { backward: true, per: per(l2, l1) };
+        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], WHAT)?, Shape::from(2 * l2.shape().elem_count())))
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
+        let n = l2.shape().elem_count();
+        let out = super::cuda_kernels::lerp("lerp_bwd", &[(s1, l1), (s2, l2)], n, per(l2, l1), 2 * n)?;
+        super::fused::record_launch("lerp_bwd");
+        Ok((out, Shape::from(2 * n)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernels::fused::testing::{assert_fused_matches, var};
+
+    /// The spec's `a + w * (b - a)` in candle's ops, `w` broadcast over each example.
+    fn with_candle_ops(a: &Tensor, b: &Tensor, w: &Tensor) -> Result<Tensor> {
+        let w = w.reshape(if w.elem_count() == 1 { vec![1; a.rank()] } else { aligned(w, a) })?;
+        a.broadcast_add(&w.broadcast_mul(&(b - a)?)?)
+    }
+
+    /// `w`'s per-example shape padded with axes of one to `a`'s rank.
+    fn aligned(w: &Tensor, a: &Tensor) -> Vec<usize> {
+        let mut dims = vec![w.elem_count()];
+        dims.resize(a.rank(), 1);
+        dims
+    }
+
+    #[test]
+    fn the_fused_gated_write_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
+        // PKM's shapes in small: a batch of 3 memories of 2 × 4 × 5, a weight per example.
+        let (a, b, w) = (var(&[3, 2, 4, 5], 1.0)?, var(&[3, 2, 4, 5], 1.0)?, var(&[3, 1], 1.0)?);
+        assert_fused_matches(&[&a, &b, &w], &[lerp(&a, &b, &w)?], &[with_candle_ops(&a, &b, &w)?], 1e-12)?;
+        // One weight for the whole batch.
+        let one = var(&[], 1.0)?;
+        assert_fused_matches(&[&a, &b, &one], &[lerp(&a, &b, &one)?], &[with_candle_ops(&a, &b, &one)?], 1e-12)
+    }
+
+    #[test]
+    fn a_weight_of_zero_keeps_a_and_of_one_takes_b() -> Result<()> {
+        let (a, b) = (var(&[2, 3], 1.0)?, var(&[2, 3], 2.0)?);
+        let w = Tensor::new(&[[0.0f64], [1.0]], &candle_core::Device::Cpu)?;
+        let out = lerp(&a, &b, &w)?;
+        assert_eq!(out.get(0)?.to_vec1::<f64>()?, a.get(0)?.to_vec1::<f64>()?);
+        // a + 1 · (b − a) rounds to b within an ulp or so.
+        let off = (out.get(1)? - b.get(1)?)?.abs()?.max_all()?.to_scalar::<f64>()?;
+        assert!(off < 1e-12, "{off}");
+        Ok(())
+    }
+
+    #[test]
+    fn operands_it_does_not_take_are_refused() -> Result<()> {
+        let t = |dims: &[usize]| var(dims, 1.0).map(|v| v.as_tensor().clone());
+        let a = t(&[3, 4])?;
+        assert!(!fits(&a, &t(&[3, 5])?, &t(&[3, 1])?), "b of another shape");
+        assert!(!fits(&a, &t(&[3, 4])?, &t(&[3, 4])?), "a weight per element");
+        assert!(!fits(&a, &t(&[3, 4])?, &t(&[1, 3])?), "weights along another axis");
+        assert!(fits(&a, &t(&[3, 4])?, &t(&[3, 1])?) && fits(&a, &t(&[3, 4])?, &t(&[])?));
+        assert!(lerp(&a, &t(&[3, 5])?, &t(&[3, 1])?).is_err());
+        Ok(())
+    }
+}
