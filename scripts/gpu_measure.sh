@@ -287,6 +287,12 @@ unchecked_part() {
         done
       done
     done
+    # PKM with every change at once (kanerva_address and lerp act on it together).
+    for round in 1 2; do
+      echo "== specs/examples/pattern_completion.mem pc_pkm k=4 cuda fused=$all round=$round"
+      MEMCTL_CUDA_FUSED=$all timeout 60 bash .gpu/run.sh bench specs/examples/pattern_completion.mem pc_pkm k=4 \
+        --device cuda --iters 20
+    done
   } > "$out/steps.txt" 2>&1
   # SAM Table 1's evaluation passes, one d = 96 trial alone (bench --eval), by default and with
   # every change. Four trials at once are the slice's runs (their eval_seconds per pass, against
