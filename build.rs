@@ -32,6 +32,7 @@ const KERNELS: &[&str] = &[
     "kanerva_write",
     "kanerva_address",
     "lerp",
+    "rel_read",
 ];
 
 fn main() {

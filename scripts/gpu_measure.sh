@@ -21,7 +21,7 @@
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
 #   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
-#                                         # kanerva_address, eval_graph, prebuilt_sass, lerp) against the default, for a call
+#                                         # kanerva_address, eval_graph, prebuilt_sass, lerp, rel_read) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with all
 #                                         # (each alone if that fails; on.txt: those that passed),
 #                                         # the models each acts on in two alternating
@@ -229,11 +229,11 @@ table_part() {
 
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
-# names them (default: the five still opt-in: pool_keep and kanerva_address, which passed on
-# 2026-11-27 but did not pay then, and eval_graph, prebuilt_sass and lerp, new since). Step times in
+# names them (default: the six still opt-in: pool_keep and kanerva_address, which passed on
+# 2026-11-27 but did not pay then, and eval_graph, prebuilt_sass, lerp and rel_read, new since). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep kanerva_address eval_graph prebuilt_sass lerp})
+  local changes=(${CHANGES:-pool_keep kanerva_address eval_graph prebuilt_sass lerp rel_read})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1

@@ -50,6 +50,7 @@ module!(OUTER, "outer");
 module!(KANERVA_WRITE, "kanerva_write");
 module!(KANERVA_ADDRESS, "kanerva_address");
 module!(LERP, "lerp");
+module!(REL_READ, "rel_read");
 
 /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
 #[repr(C, align(8))]
@@ -355,6 +356,34 @@ pub fn outer(
     // backward runs a block (whole warps) per row, returns for a block past the last, and
     // writes its row's n + m gradients (len = rows · (n + m)).
     unsafe { run(&OUTER, kernel, operands, len, config, &[r, n, m], &[]) }
+}
+
+/// Runs `kernel` of `rel_read.cu` on its f32 operands (contiguous, as laid out) into a new
+/// buffer of `len` elements, for `batch` examples of `nq` slots of `d × d2`.
+pub fn rel_read(
+    kernel: &str,
+    operands: &[(&CudaStorage, &Layout)],
+    (batch, nq, d, d2): (usize, usize, usize, usize),
+    len: usize,
+) -> Result<CudaStorage> {
+    let (Ok(b), Ok(q), Ok(dd), Ok(dd2), Ok(_)) = (
+        i32::try_from(batch),
+        i32::try_from(nq),
+        i32::try_from(d),
+        i32::try_from(d2),
+        u32::try_from(batch * nq * d * d2 + batch * nq * d),
+    ) else {
+        candle_core::bail!("{kernel}: {batch} memories of {nq} × {d} × {d2} are more than the kernel indexes")
+    };
+    let config = launch_config(launch_shape::rel_read(kernel, b as u32, q as u32, dd as u32));
+    // SAFETY: rel_read.cu's kernels take their operands, the output, batch, nq, d (and d2 but for
+    // rel_read_bwd_inputs), in this order; launch_shape gives the shared memory each indexes
+    // (p, and b or gp), blocks past the last return whole, and each writes its example's (or
+    // slot's) share of the output, len being v (batch d2), [d Mr | gu] or [d c | d b].
+    match kernel {
+        "rel_read_bwd_inputs" => unsafe { run(&REL_READ, kernel, operands, len, config, &[b, q, dd], &[]) },
+        _ => unsafe { run(&REL_READ, kernel, operands, len, config, &[b, q, dd, dd2], &[]) },
+    }
 }
 
 /// Runs `kernel` of `lerp.cu` on its f32 operands (contiguous, as laid out; the weights one per

@@ -220,8 +220,13 @@ pub const PREBUILT_SASS: OnCuda = OnCuda { name: "prebuilt_sass", checked: false
 /// every time step. Not yet run on a GPU.
 pub const LERP: OnCuda = OnCuda { name: "lerp", checked: false };
 
+/// STM's `relRead` (`rel_read_op`), one kernel forward and two backward, where candle's
+/// softmax, broadcast products, batched products and sums take some ten a time step. Not yet
+/// run on a GPU.
+pub const REL_READ: OnCuda = OnCuda { name: "rel_read", checked: false };
+
 /// Every one, for `doctor` to list.
-pub const ALL: [OnCuda; 29] = [
+pub const ALL: [OnCuda; 30] = [
     LSTM_CELL,
     LAYER_NORM,
     SOFTMAX,
@@ -251,6 +256,7 @@ pub const ALL: [OnCuda; 29] = [
     EVAL_GRAPH,
     PREBUILT_SASS,
     LERP,
+    REL_READ,
 ];
 
 /// The dynamic shared memory a fused kernel may ask of a block: a block may take 48 KiB in all

@@ -68,6 +68,18 @@ pub fn outer(backward: bool, rows: u32, n: u32, m: u32) -> LaunchShape {
     if backward { LaunchShape::blocks_of_256(rows.max(1)) } else { LaunchShape::per_element((rows * n * m).max(1)) }
 }
 
+/// `rel_read.cu`'s `kernel`, blocks of 256 threads: the forward and `rel_read_bwd_inputs` a
+/// block per example, `rel_read_bwd_memory` a block per example and slot; shared memory for `p`
+/// (and `b` forward, `gp` for the inputs' gradients).
+pub fn rel_read(kernel: &str, batch: u32, nq: u32, d: u32) -> LaunchShape {
+    let (blocks, shared_floats) = match kernel {
+        "rel_read_fwd" => (batch, nq + d),
+        "rel_read_bwd_memory" => (batch * nq, nq),
+        _ => (batch, 2 * nq),
+    };
+    LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes: shared_floats * 4 }
+}
+
 /// `lerp.cu`: a thread per element, both ways.
 pub fn lerp(n: u32) -> LaunchShape {
     LaunchShape::per_element(n.max(1))

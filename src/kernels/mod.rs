@@ -34,6 +34,7 @@ pub mod outer_op;
 pub mod par;
 pub mod real;
 pub mod reduce;
+pub mod rel_read_op;
 pub mod row_norm;
 pub mod sam_attend_op;
 pub mod scale_op;

@@ -62,6 +62,12 @@ struct RelReadOp {
 impl Op for RelReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [mr, c, b] = op::inputs("relRead", inputs)?;
+        // One fused op where kernels::fused runs it (kernels::rel_read_op).
+        if crate::kernels::fused::used_for(mr, crate::kernels::fused::REL_READ)
+            && crate::kernels::rel_read_op::fits(mr, c, b)
+        {
+            return Ok(vec![crate::kernels::rel_read_op::rel_read(mr, c, b)?]);
+        }
         let batch = mr.dim(0)?;
         let p = crate::kernels::softmax_op::softmax_last(c)?;
         let pb = p.unsqueeze(2)?.broadcast_mul(&b.unsqueeze(1)?)?.reshape((batch, 1, self.nq * self.d))?;

@@ -317,6 +317,48 @@ fn gated_write_kernels_agree_with_the_cpu() {
     }
 }
 
+#[test]
+fn relational_read_kernels_agree_with_the_cpu() {
+    // Small; and more columns than a block has threads and more rows than it has warps.
+    for (batch, nq, d, d2) in [(3usize, 2usize, 5usize, 37usize), (2, 3, 20, 300)] {
+        let (mr, c, b, g) =
+            (values(batch * nq * d * d2, 1), values(batch * nq, 2), values(batch * d, 3), values(batch * d2, 4));
+        let inputs = [tensor(&mr, &[batch, nq, d, d2]), tensor(&c, &[batch, nq]), tensor(&b, &[batch, d])];
+        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, d2]), |t| {
+            memctl::kernels::rel_read_op::rel_read(&t[0], &t[1], &t[2]).unwrap()
+        });
+        let (b32, q32, d32) = (batch as u32, nq as u32, d as u32);
+        let fwd = launch(
+            "rel_read_fwd",
+            launch_shape::rel_read("rel_read_fwd", b32, q32, d32),
+            &[
+                vec![Arg::In(mr.clone()), Arg::In(c.clone()), Arg::In(b.clone()), Arg::Out(batch * d2)],
+                ints(&[batch, nq, d, d2]),
+            ]
+            .concat(),
+        );
+        assert_close("rel_read_fwd", &fwd[3], &flat(&y), 1e-5);
+        let (n_mr, n_u) = (batch * nq * d * d2, batch * nq * d);
+        let memory = launch(
+            "rel_read_bwd_memory",
+            launch_shape::rel_read("rel_read_bwd_memory", b32, q32, d32),
+            &[
+                vec![Arg::In(mr), Arg::In(c.clone()), Arg::In(g), Arg::In(b.clone()), Arg::Out(n_mr + n_u)],
+                ints(&[batch, nq, d, d2]),
+            ]
+            .concat(),
+        );
+        assert_close("rel_read_bwd_memory", &memory[4][..n_mr], &grads[0], 1e-5);
+        let gu = memory[4][n_mr..].to_vec();
+        let inputs = launch(
+            "rel_read_bwd_inputs",
+            launch_shape::rel_read("rel_read_bwd_inputs", b32, q32, d32),
+            &[vec![Arg::In(c), Arg::In(b), Arg::In(gu), Arg::Out(batch * (nq + d))], ints(&[batch, nq, d])].concat(),
+        );
+        assert_close("rel_read_bwd_inputs", &inputs[3], &[grads[1].clone(), grads[2].clone()].concat(), 1e-4);
+    }
+}
+
 /// `count` symmetric positive definite `n × n` matrices `Rᵀ R + n I`.
 fn spd_matrices(count: usize, n: usize, seed: u64) -> Vec<f32> {
     let r = values(count * n * n, seed);
