@@ -226,7 +226,7 @@ impl CustomOp3 for BackwardMemory {
         let (held, held_layout) = self.b.storage_and_layout();
         let Storage::Cpu(b) = &*held else { bail!("{WHAT}: b is not on the CPU") };
         let kernel = ReadKernel { pass: Pass::Memory, nq, d, d2 };
-        let operands = [(s1, l1), (s2, l2), (s3, l3), (b, &*held_layout)];
+        let operands = [(s1, l1), (s2, l2), (s3, l3), (b, held_layout)];
         Ok((run_cpu(&kernel, &operands, WHAT)?, Shape::from(batch * nq * d * (d2 + 1))))
     }
 
@@ -246,7 +246,7 @@ impl CustomOp3 for BackwardMemory {
         if !held_layout.is_contiguous() {
             bail!("{WHAT} takes a contiguous b");
         }
-        let operands = [(s1, l1), (s2, l2), (s3, l3), (b, &*held_layout)];
+        let operands = [(s1, l1), (s2, l2), (s3, l3), (b, held_layout)];
         let len = batch * nq * d * (d2 + 1);
         let out = super::cuda_kernels::rel_read("rel_read_bwd_memory", &operands, (batch, nq, d, d2), len)?;
         super::fused::record_launch("rel_read_bwd_memory");
