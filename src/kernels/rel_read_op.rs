@@ -38,25 +38,32 @@ pub fn rel_read(mr: &Tensor, c: &Tensor, b: &Tensor) -> Result<Tensor> {
     if !fits(mr, c, b) {
         bail!("{WHAT} takes Mr [batch, nq, d, d2], c [batch, nq], b [batch, d], got {mr:?}, {c:?}, {b:?}");
     }
-    mr.contiguous()?.apply_op3(&c.contiguous()?, &b.contiguous()?, Forward)
+    mr.contiguous()?.apply_op3(&c.contiguous()?, &b.contiguous()?, ReadOp { pass: Pass::Forward, held_b: None })
 }
 
-/// `(Mr, c, b) → v`.
-struct Forward;
-
-/// `(Mr, c, g)` and `b` → `[d Mr | gu]`, flat: `b` is held, a candle op takes three operands.
-struct BackwardMemory {
-    b: Tensor,
+/// One pass of the read as a candle op: `Forward` `(Mr, c, b) → v`; `Memory` `(Mr, c, g)` and
+/// the held `b` → `[d Mr | gu]`, flat (a candle op takes three operands); `Inputs`
+/// `(c, b, gu) → [d c | d b]`, flat. Only the forward has a backward.
+struct ReadOp {
+    pass: Pass,
+    held_b: Option<Tensor>,
 }
 
-/// `(c, b, gu) → [d c | d b]`, flat.
-struct BackwardInputs;
+/// `(batch, nq, d, d2)` of a pass's first two operands (`d2` 0 for `Inputs`).
+fn geometry(pass: Pass, l1: &Layout, l2: &Layout) -> Result<(usize, usize, usize, usize)> {
+    match (pass, l1.dims(), l2.dims()) {
+        (Pass::Inputs, &[batch, nq], &[_, d]) => Ok((batch, nq, d, 0)),
+        (Pass::Forward | Pass::Memory, &[batch, nq, d, d2], _) => Ok((batch, nq, d, d2)),
+        _ => bail!("{WHAT}: operands {:?} and {:?}", l1.dims(), l2.dims()),
+    }
+}
 
-/// `(batch, nq, d, d2)` of `Mr`'s layout.
-fn geometry(mr: &Layout) -> Result<(usize, usize, usize, usize)> {
-    match *mr.dims() {
-        [batch, nq, d, d2] => Ok((batch, nq, d, d2)),
-        _ => bail!("{WHAT}: a memory {:?}, not [batch, nq, d, d2]", mr.dims()),
+/// How many elements a pass puts out.
+fn output_len(pass: Pass, (batch, nq, d, d2): (usize, usize, usize, usize)) -> usize {
+    match pass {
+        Pass::Forward => batch * d2,
+        Pass::Memory => batch * nq * d * (d2 + 1),
+        Pass::Inputs => batch * (nq + d),
     }
 }
 
@@ -147,9 +154,13 @@ impl RealKernel for ReadKernel {
     }
 }
 
-impl CustomOp3 for Forward {
+impl CustomOp3 for ReadOp {
     fn name(&self) -> &'static str {
-        "rel_read_fwd"
+        match self.pass {
+            Pass::Forward => "rel_read_fwd",
+            Pass::Memory => "rel_read_bwd_memory",
+            Pass::Inputs => "rel_read_bwd_inputs",
+        }
     }
 
     fn cpu_fwd(
@@ -161,9 +172,16 @@ impl CustomOp3 for Forward {
         s3: &CpuStorage,
         l3: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (batch, nq, d, d2) = geometry(l1)?;
-        let kernel = ReadKernel { pass: Pass::Forward, nq, d, d2 };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from((batch, d2))))
+        let sizes = geometry(self.pass, l1, l2)?;
+        let (_, nq, d, d2) = sizes;
+        let kernel = ReadKernel { pass: self.pass, nq, d, d2 };
+        let held = self.held_b.as_ref().map(Tensor::storage_and_layout);
+        let mut operands = vec![(s1, l1), (s2, l2), (s3, l3)];
+        if let Some((storage, layout)) = &held {
+            let Storage::Cpu(b) = &**storage else { bail!("{WHAT}: b is not on the CPU") };
+            operands.push((b, layout));
+        }
+        Ok((run_cpu(&kernel, &operands, WHAT)?, self.output_shape(sizes)))
     }
 
     #[cfg(feature = "cuda")]
@@ -176,15 +194,19 @@ impl CustomOp3 for Forward {
         s3: &CudaStorage,
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
-        let (batch, nq, d, d2) = geometry(l1)?;
-        let out = super::cuda_kernels::rel_read(
-            "rel_read_fwd",
-            &[(s1, l1), (s2, l2), (s3, l3)],
-            (batch, nq, d, d2),
-            batch * d2,
-        )?;
-        super::fused::record_launch("rel_read_fwd");
-        Ok((out, Shape::from((batch, d2))))
+        let sizes = geometry(self.pass, l1, l2)?;
+        let held = self.held_b.as_ref().map(Tensor::storage_and_layout);
+        let mut operands = vec![(s1, l1), (s2, l2), (s3, l3)];
+        if let Some((storage, layout)) = &held {
+            let Storage::Cuda(b) = &**storage else { bail!("{WHAT}: b is not on a CUDA device") };
+            if !layout.is_contiguous() {
+                bail!("{WHAT} takes a contiguous b");
+            }
+            operands.push((b, layout));
+        }
+        let out = super::cuda_kernels::rel_read(self.name(), &operands, sizes, output_len(self.pass, sizes))?;
+        super::fused::record_launch(self.name());
+        Ok((out, self.output_shape(sizes)))
     }
 
     fn bwd(
@@ -195,10 +217,14 @@ impl CustomOp3 for Forward {
         _out: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        if self.pass != Pass::Forward {
+            bail!("{WHAT}: the backward's passes have no backward");
+        }
         let (n_mr, n_u) = (mr.elem_count(), c.elem_count() * b.dim(1)?);
-        let memory = mr.apply_op3_no_bwd(c, &grad.contiguous()?, &BackwardMemory { b: b.clone() })?;
+        let memory = ReadOp { pass: Pass::Memory, held_b: Some(b.clone()) };
+        let memory = mr.apply_op3_no_bwd(c, &grad.contiguous()?, &memory)?;
         let gu = memory.narrow(0, n_mr, n_u)?;
-        let inputs = c.apply_op3_no_bwd(b, &gu, &BackwardInputs)?;
+        let inputs = c.apply_op3_no_bwd(b, &gu, &ReadOp { pass: Pass::Inputs, held_b: None })?;
         let (n_c, n_b) = (c.elem_count(), b.elem_count());
         Ok((
             Some(memory.narrow(0, 0, n_mr)?.reshape(mr.shape())?),
@@ -208,90 +234,12 @@ impl CustomOp3 for Forward {
     }
 }
 
-impl CustomOp3 for BackwardMemory {
-    fn name(&self) -> &'static str {
-        "rel_read_bwd_memory"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (batch, nq, d, d2) = geometry(l1)?;
-        let (held, held_layout) = self.b.storage_and_layout();
-        let Storage::Cpu(b) = &*held else { bail!("{WHAT}: b is not on the CPU") };
-        let kernel = ReadKernel { pass: Pass::Memory, nq, d, d2 };
-        let operands = [(s1, l1), (s2, l2), (s3, l3), (b, held_layout)];
-        Ok((run_cpu(&kernel, &operands, WHAT)?, Shape::from(batch * nq * d * (d2 + 1))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (batch, nq, d, d2) = geometry(l1)?;
-        let (held, held_layout) = self.b.storage_and_layout();
-        let Storage::Cuda(b) = &*held else { bail!("{WHAT}: b is not on a CUDA device") };
-        if !held_layout.is_contiguous() {
-            bail!("{WHAT} takes a contiguous b");
+impl ReadOp {
+    fn output_shape(&self, sizes: (usize, usize, usize, usize)) -> Shape {
+        match self.pass {
+            Pass::Forward => Shape::from((sizes.0, sizes.3)),
+            _ => Shape::from(output_len(self.pass, sizes)),
         }
-        let operands = [(s1, l1), (s2, l2), (s3, l3), (b, held_layout)];
-        let len = batch * nq * d * (d2 + 1);
-        let out = super::cuda_kernels::rel_read("rel_read_bwd_memory", &operands, (batch, nq, d, d2), len)?;
-        super::fused::record_launch("rel_read_bwd_memory");
-        Ok((out, Shape::from(len)))
-    }
-}
-
-impl CustomOp3 for BackwardInputs {
-    fn name(&self) -> &'static str {
-        "rel_read_bwd_inputs"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (&[batch, nq], &[_, d]) = (l1.dims(), l2.dims()) else {
-            bail!("{WHAT}: c {:?}, b {:?}", l1.dims(), l2.dims())
-        };
-        let kernel = ReadKernel { pass: Pass::Inputs, nq, d, d2: 0 };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from(batch * (nq + d))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (&[batch, nq], &[_, d]) = (l1.dims(), l2.dims()) else {
-            bail!("{WHAT}: c {:?}, b {:?}", l1.dims(), l2.dims())
-        };
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::rel_read("rel_read_bwd_inputs", &operands, (batch, nq, d, 0), batch * (nq + d))?;
-        super::fused::record_launch("rel_read_bwd_inputs");
-        Ok((out, Shape::from(batch * (nq + d))))
     }
 }
 
