@@ -7,7 +7,8 @@
 use crate::graph::{Source, StepGraph};
 
 /// One gated write: node `sub` computes `b - a`, node `mul` multiplies it by `w`, and the
-/// addition (where it is kept) adds `a`. `mul_w_first`: `w` is the product's first operand.
+/// addition (where it is kept) adds `a`. `mul_w_first`, `add_a_first`: the operand order of the
+/// product and the addition as written, for running the three primitives where the op does not fit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GatedWrite {
     pub sub: usize,
@@ -108,8 +109,12 @@ mod tests {
         (*crate::check::checked_text(&spec).experiments[0].trials[0].graph).clone()
     }
 
+    fn plan(graph: &StepGraph) -> GatedWrites {
+        GatedWrites::plan(graph, &vec![false; graph.nodes.len()])
+    }
+
     fn found(graph: &StepGraph) -> Vec<GatedWrite> {
-        let writes = GatedWrites::plan(graph, &vec![false; graph.nodes.len()]);
+        let writes = plan(graph);
         (0..graph.nodes.len()).filter_map(|n| writes.at_add(n).copied()).collect()
     }
 
@@ -122,8 +127,7 @@ mod tests {
             let write = writes[0];
             assert_eq!((g.nodes[write.sub].prim, g.nodes[write.mul].prim), ("sub", "mul"), "{update}");
             assert_eq!(write.a, Source::State(0), "{update}");
-            let writes = GatedWrites::plan(&g, &vec![false; g.nodes.len()]);
-            assert!(writes.deferred(write.sub) && writes.deferred(write.mul), "{update}");
+            assert!(plan(&g).deferred(write.sub) && plan(&g).deferred(write.mul), "{update}");
         }
     }
 
