@@ -127,7 +127,8 @@ mod tests {
             let write = writes[0];
             assert_eq!((g.nodes[write.sub].prim, g.nodes[write.mul].prim), ("sub", "mul"), "{update}");
             assert_eq!(write.a, Source::State(0), "{update}");
-            assert!(plan(&g).deferred(write.sub) && plan(&g).deferred(write.mul), "{update}");
+            let writes = plan(&g);
+            assert!(writes.deferred(write.sub) && writes.deferred(write.mul), "{update}");
         }
     }
 
