@@ -128,8 +128,8 @@ impl Cell {
                 let needs: Vec<bool> = sources.iter().map(|s| req_of(s, &node_req)).collect();
                 node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
                 let ins: Vec<&Tensor> = sources.iter().map(|s| fetch(*s, &x, &states, &values)).collect();
-                let fusion =
-                    self.fusions.iter().position(|f| f.producer == i && f.joint == Joint::Chain && run(f.consumer));
+                let at_producer = |f: &Fusion| matches!(f.joint, Joint::Chain | Joint::Share { .. });
+                let fusion = self.fusions.iter().position(|f| f.producer == i && at_producer(f) && run(f.consumer));
                 if let Some(f) = absorbing {
                     let producer = &g.nodes[self.fusions[f].producer];
                     let params: Vec<&Tensor> =
@@ -146,7 +146,12 @@ impl Cell {
                     let (producer, consumer) = (node, &g.nodes[self.fusions[f].consumer]);
                     let params: Vec<&Tensor> =
                         producer.params.iter().chain(&consumer.params).map(|&p| &weights[p]).collect();
-                    let (mut outs, saved) = self.fusions[f].op.forward_train(&ins, &params)?;
+                    // A shared pair runs on the consumer's inputs (the producer's among them).
+                    let shared: Option<Vec<&Tensor>> = self.fusions[f]
+                        .shared_sources(g)
+                        .map(|sources| sources.iter().map(|s| fetch(*s, &x, &states, &values)).collect());
+                    let (mut outs, saved) =
+                        self.fusions[f].op.forward_train(shared.as_ref().unwrap_or(&ins), &params)?;
                     let theirs = outs.split_off(producer.outputs.len());
                     let c = self.fusions[f].consumer;
                     values[i] = outs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?;
@@ -245,7 +250,11 @@ impl Cell {
                     Rec::Absorbing { fusion, .. } => self.fusions[*fusion].absorbed_sources(g),
                     _ => None,
                 };
-                let sources: &[Source] = absorbed.as_deref().unwrap_or(&node.inputs);
+                let shared = match &rec.nodes[i] {
+                    Rec::FusedProducer { fusion, .. } => self.fusions[*fusion].shared_sources(g),
+                    _ => None,
+                };
+                let sources: &[Source] = shared.or(absorbed.as_deref()).unwrap_or(&node.inputs);
                 let needs: Vec<bool> = sources
                     .iter()
                     .map(|s| match *s {

@@ -1,4 +1,4 @@
-//! Fusions for training: pairs of adjacent primitives that the tape (`compile::tape`) runs as
+//! Fusions for training: pairs of primitives that the tape (`compile::tape`) runs as
 //! one op because together they compute the same values with far fewer operations.
 //!
 //! **`transfer(samRead(M))`** (STM's Eq. 13 on the fresh SAM output). Per query `s`, SAM's
@@ -17,11 +17,16 @@
 //! **`lstmCell(c, h, embed(token, w))`**: the embedding folded into the LSTM's input weights
 //! ([`super::embed_lstm`]).
 //!
-//! Two ways to join ([`Joint`]). A *chained* pair (the consumer's only input is the producer's
+//! **`kanervaRead(R, z, η)` beside `kanervaUpdate(R, V, z, η)`**: one addressing for both
+//! ([`super::kanerva_read_update`]).
+//!
+//! Three ways to join ([`Joint`]). A *chained* pair (the consumer's only input is the producer's
 //! output) runs where the producer stands and puts out both nodes' outputs. An *absorbed*
 //! producer (one input, its output read by the consumer alone) runs inside the consumer, where
 //! the consumer stands: the fused op takes the consumer's inputs with the producer's input in
-//! place of the producer's output, and puts out the consumer's outputs. Either way its
+//! place of the producer's output, and puts out the consumer's outputs. A *shared* pair (the
+//! consumer takes the producer's inputs and one more, not its outputs) runs where the producer
+//! stands, on the consumer's inputs, and puts out both nodes' outputs. In every case its
 //! parameters are the producer's, then the consumer's.
 
 use std::sync::Arc;
@@ -31,6 +36,7 @@ use rayon::prelude::*;
 
 use super::backward::with_real;
 use super::embed_lstm;
+use super::kanerva_read_update;
 use super::sam_read::{self, SamReadOp, SamValues};
 use super::transfer::{self, TransferOp};
 use super::{Args, Backward, Forward, InputGrads, ManualBackward, Op, ParamGrad, PrimError, Slot, TrainOp, op};
@@ -58,6 +64,11 @@ pub enum Joint {
     /// inputs with the producer's (only) input in that slot, and puts out the consumer's
     /// outputs. Nothing else reads the producer's output.
     Absorb { slot: usize },
+    /// As a sibling: the consumer reads none of the producer's outputs, and its inputs are the
+    /// producer's with one more at `extra`, all computed before the producer. The fused op
+    /// runs where the producer stands, on the consumer's inputs, and puts out the producer's
+    /// outputs, then the consumer's (work the two would both do is done once).
+    Share { extra: usize },
 }
 
 impl Fusion {
@@ -67,6 +78,11 @@ impl Fusion {
         let mut sources = graph.nodes[self.consumer].inputs.clone();
         sources[slot] = graph.nodes[self.producer].inputs[0];
         Some(sources)
+    }
+
+    /// Where a sharing fusion's op takes its inputs: the consumer's (`None` for the other joints).
+    pub fn shared_sources<'g>(&self, graph: &'g StepGraph) -> Option<&'g [Source]> {
+        matches!(self.joint, Joint::Share { .. }).then(|| &graph.nodes[self.consumer].inputs[..])
     }
 }
 
@@ -94,6 +110,12 @@ static RULES: &[Rule] = &[
     Rule { producer: "samRead", consumer: "transfer", joint: Joint::Chain, build: sam_transfer },
     Rule { producer: "embed", consumer: "lstmCell", joint: Joint::Absorb { slot: 2 }, build: embed_lstm::build },
     Rule { producer: "embedding", consumer: "lstmCell", joint: Joint::Absorb { slot: 2 }, build: embed_lstm::build },
+    Rule {
+        producer: "kanervaRead",
+        consumer: "kanervaUpdate",
+        joint: Joint::Share { extra: 1 },
+        build: kanerva_read_update::build,
+    },
 ];
 
 /// The fusions that apply to `graph` (each node in at most one).
@@ -101,14 +123,26 @@ pub fn find(graph: &StepGraph) -> Vec<Fusion> {
     let mut found: Vec<Fusion> = vec![];
     for (c, node) in graph.nodes.iter().enumerate() {
         for rule in RULES.iter().filter(|r| r.consumer == node.prim) {
+            let taken = |n: usize| found.iter().any(|f| f.producer == n || f.consumer == n);
             let slot = match rule.joint {
                 Joint::Chain if node.inputs.len() == 1 => 0,
                 Joint::Chain => continue,
                 Joint::Absorb { slot } => slot,
+                Joint::Share { extra } => {
+                    let sibling = (0..c).find(|&p| {
+                        let producer = &graph.nodes[p];
+                        producer.prim == rule.producer && !taken(p) && shares_inputs(graph, p, c, extra)
+                    });
+                    let Some(p) = sibling.filter(|_| !taken(c)) else { continue };
+                    if let Ok(Some(op)) = (rule.build)(&graph.nodes[p].args, &node.args) {
+                        found.push(Fusion { producer: p, consumer: c, joint: rule.joint, op });
+                        break;
+                    }
+                    continue;
+                }
             };
             let Some(&Source::Node(p, 0)) = node.inputs.get(slot) else { continue };
             let producer: &Node = &graph.nodes[p];
-            let taken = |n: usize| found.iter().any(|f| f.producer == n || f.consumer == n);
             if producer.prim != rule.producer || taken(p) || taken(c) {
                 continue;
             }
@@ -132,6 +166,19 @@ fn read_only_by(graph: &StepGraph, p: usize, c: usize) -> bool {
     let by_nodes: usize = graph.nodes.iter().map(|n| n.inputs.iter().filter(|s| reads(s)).count()).sum();
     let by_c = graph.nodes[c].inputs.iter().filter(|s| reads(s)).count();
     by_nodes == 1 && by_c == 1 && !graph.next_states.iter().any(reads) && !reads(&graph.output)
+}
+
+/// Whether node `c`'s inputs are node `p`'s with one more at `extra`, none of them computed
+/// at or after `p` (so all are at hand where `p` runs).
+fn shares_inputs(graph: &StepGraph, p: usize, c: usize, extra: usize) -> bool {
+    let (producer, consumer) = (&graph.nodes[p], &graph.nodes[c]);
+    let mut theirs = consumer.inputs.clone();
+    if extra >= theirs.len() {
+        return false;
+    }
+    theirs.remove(extra);
+    let ready = |s: &Source| !matches!(s, Source::Node(n, _) if *n >= p);
+    theirs == producer.inputs && consumer.inputs.iter().all(ready)
 }
 
 fn sam_transfer(sam: &Args, transfer: &Args) -> Result<Option<Arc<dyn FusedOp>>, PrimError> {
@@ -353,6 +400,29 @@ mod tests {
         assert_eq!(sources[2], Source::Input);
         // The read-out also reads the embedding: it must stay a node of its own.
         assert!(find(&graph_of(&spec("concat(h, x)"))).is_empty());
+    }
+
+    #[test]
+    fn a_kanerva_read_and_update_of_the_same_code_share_their_addressing() {
+        let spec = |update_z: &str| {
+            format!(
+                "model m(c = 3, n = 2) {{\n state R = learned(1, c, n)\n state V = identity(1, n, n)\n step x {{\n \
+                 z = linear(x, c)\n y = linear(x, c)\n mu = kanervaRead(R, z)\n R, V = kanervaUpdate(R, V, {update_z})\n \
+                 out linear(mu, output_size)\n }}\n}}\n\
+                 experiment e {{ task randomSequence(input = 2, output = 2, length = 2) model m }}"
+            )
+        };
+        let graph = graph_of(&spec("z"));
+        let f = find(&graph);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (graph.nodes[f[0].producer].prim, graph.nodes[f[0].consumer].prim),
+            ("kanervaRead", "kanervaUpdate")
+        );
+        assert_eq!(f[0].joint, Joint::Share { extra: 1 });
+        assert_eq!(f[0].shared_sources(&graph).unwrap(), &graph.nodes[f[0].consumer].inputs[..]);
+        // Writing another code than the one read: nothing to share.
+        assert!(find(&graph_of(&spec("y"))).is_empty());
     }
 
     #[test]

@@ -27,16 +27,16 @@ primitive! {
     ],
 }
 
-fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+pub(super) fn configure(args: &Args) -> Result<(KanervaReadOp, Inferred), PrimError> {
     let (k, c, m, lambda) = check_memory(args)?;
     let op = KanervaReadOp { k, lambda, has_eta: args.is_present("eta") };
     Ok((op, Inferred::new(vec![Ty::Tensor(vec![c])], vec![], address_flops(k, c, m))))
 }
 
-struct KanervaReadOp {
+pub(super) struct KanervaReadOp {
     k: usize,
-    lambda: f64,
-    has_eta: bool,
+    pub(super) lambda: f64,
+    pub(super) has_eta: bool,
 }
 
 impl Op for KanervaReadOp {

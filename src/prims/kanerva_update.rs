@@ -30,7 +30,7 @@
 use candle_core::Tensor;
 
 use super::define::primitive;
-use super::kanerva_train::{AddressSaved, Locked, address_all};
+use super::kanerva_train::{AddressSaved, Locked, Operands, address_all};
 use super::*;
 use crate::kernels::kanerva::{Address, address, eta_per_machine};
 use crate::kernels::kanerva_manual::{Written, write, write_backward};
@@ -80,7 +80,7 @@ fn examples() -> Vec<Example> {
     ]
 }
 
-fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
+pub(super) fn configure(args: &Args) -> Result<(KanervaUpdateOp, Inferred), PrimError> {
     let (k, c, m, lambda) = check_memory(args)?;
     let v = args.shape("V")?;
     if v != &vec![k, m, m] {
@@ -91,10 +91,10 @@ fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
     Ok((op, Inferred::new(vec![Ty::Tensor(vec![k, c, m]), Ty::Tensor(vec![k, m, m])], vec![], flops)))
 }
 
-struct KanervaUpdateOp {
+pub(super) struct KanervaUpdateOp {
     k: usize,
-    lambda: f64,
-    has_eta: bool,
+    pub(super) lambda: f64,
+    pub(super) has_eta: bool,
 }
 
 impl Op for KanervaUpdateOp {
@@ -125,7 +125,7 @@ impl Op for KanervaUpdateOp {
 }
 
 /// What the write keeps: the addressing, and per batch element `u = V w`, `β` and `δ`.
-struct WriteSaved {
+pub(super) struct WriteSaved {
     address: AddressSaved,
     u: Tensor,
     beta: Tensor,
@@ -142,82 +142,116 @@ impl SlicedBackward for KanervaUpdateOp {
     ) -> candle_core::Result<(Vec<Tensor>, WriteSaved)> {
         let locked = Locked::new(inputs[0], inputs[2], inputs.get(3).copied())?;
         let o = locked.operands::<T>()?;
-        let vr = view::Read::new(inputs[1])?;
-        let v = vr.slice::<T>()?;
         let (mu, address) = address_all(&o, self.lambda)?;
-        let w = address.weights::<T>()?;
-        let (b, k, c, m) = (o.batch, o.s.k, o.s.c, o.s.m);
-        let (mut r_next, mut v_next) = (vec![T::zero(); o.r.len()], vec![T::zero(); v.len()]);
-        let (mut u, mut beta, mut delta) = (vec![T::zero(); b * k * m], vec![T::zero(); b * k], vec![T::zero(); b * c]);
-        for i in 0..b {
-            let out = Written {
-                u: &mut u[i * k * m..][..k * m],
-                beta: &mut beta[i * k..][..k],
-                delta: &mut delta[i * c..][..c],
-            };
-            write(
-                o.s,
-                o.r_of(i),
-                &v[i * k * m * m..][..k * m * m],
-                o.z_of(i),
-                o.eta_of(i),
-                &w[i * k * m..][..k * m],
-                &mu[i * c..][..c],
-                out,
-                &mut r_next[i * k * c * m..][..k * c * m],
-                &mut v_next[i * k * m * m..][..k * m * m],
-            );
-        }
-        let saved = WriteSaved {
-            address,
-            u: view::tensor(u, b * k * m)?,
-            beta: view::tensor(beta, b * k)?,
-            delta: view::tensor(delta, b * c)?,
-        };
-        Ok((vec![view::tensor(r_next, inputs[0].dims())?, view::tensor(v_next, inputs[1].dims())?], saved))
+        write_all(&o, inputs[1], &mu, address)
     }
 
     fn backward_typed<T: Real>(&self, bw: &Backward<'_, WriteSaved>, _param_grads: &mut [ParamGrad]) -> InputGrads {
-        let saved = bw.saved;
         let ins: Vec<&Tensor> = bw.inputs.iter().collect();
         let locked = Locked::new(ins[0], ins[2], ins.get(3).copied())?;
         let o = locked.operands::<T>()?;
         let (g_rn, g_vn) = (bw.grad_or_zeros(0)?, bw.grad_or_zeros(1)?);
-        let reads = [ins[1], &g_rn, &g_vn, &saved.u, &saved.beta, &saved.delta].map(view::Read::new);
-        let [vr, grn, gvn, ur, br, dr] = reads;
-        let (v, g_rn, g_vn) = (vr?, grn?, gvn?);
-        let (v, g_rn, g_vn) = (v.slice::<T>()?, g_rn.slice::<T>()?, g_vn.slice::<T>()?);
-        let (ur, br, dr) = (ur?, br?, dr?);
-        let (u, beta, delta) = (ur.slice::<T>()?, br.slice::<T>()?, dr.slice::<T>()?);
-        let w = saved.address.weights::<T>()?;
-        let (b, k, c, m) = (o.batch, o.s.k, o.s.c, o.s.m);
-        let (mut g_r, mut g_v, mut g_z) =
-            (vec![T::zero(); o.r.len()], vec![T::zero(); v.len()], vec![T::zero(); o.z.len()]);
-        let mut g_eta = o.eta.map(|e| vec![T::zero(); e.len()]);
-        let eta_len = o.eta.map_or(0, |e| e.len() / b);
-        let (mut g_mu, mut g_w) = (vec![T::zero(); b * c], vec![T::zero(); b * k * m]);
-        for i in 0..b {
-            let written =
-                Written { u: &u[i * k * m..][..k * m], beta: &beta[i * k..][..k], delta: &delta[i * c..][..c] };
-            write_backward(
-                o.s,
-                &v[i * k * m * m..][..k * m * m],
-                o.eta_of(i),
-                &w[i * k * m..][..k * m],
-                &written,
-                &g_rn[i * k * c * m..][..k * c * m],
-                &g_vn[i * k * m * m..][..k * m * m],
-                &mut g_r[i * k * c * m..][..k * c * m],
-                &mut g_v[i * k * m * m..][..k * m * m],
-                &mut g_z[i * c..][..c],
-                g_eta.as_deref_mut().map(|g| &mut g[i * eta_len..][..eta_len]),
-                &mut g_mu[i * c..][..c],
-                &mut g_w[i * k * m..][..k * m],
-            );
-        }
-        saved.address.backward(&o, &g_mu, Some(&g_w), &mut g_r, &mut g_z, g_eta.as_deref_mut())?;
-        bw.input_grads([Some(g_r), Some(g_v), Some(g_z), g_eta])
+        let grads = write_backward_all(&o, ins[1], bw.saved, &g_rn, &g_vn, None)?;
+        bw.input_grads([Some(grads.r), Some(grads.v), Some(grads.z), grads.eta])
     }
+}
+
+/// The write of every batch element from its addressing (`μ` and what [`address_all`] saved),
+/// with the covariances `v` (`[B, k, m, m]`): the outputs `[R', V']` and what the backward
+/// keeps. `kanervaUpdate`'s forward, and the second half of `kanervaRead` + `kanervaUpdate`
+/// fused (`kanerva_read_update`), which addresses once for both.
+pub(super) fn write_all<T: Real>(
+    o: &Operands<'_, T>,
+    v: &Tensor,
+    mu: &[T],
+    address: AddressSaved,
+) -> candle_core::Result<(Vec<Tensor>, WriteSaved)> {
+    let vr = view::Read::new(v)?;
+    let v_values = vr.slice::<T>()?;
+    let w = address.weights::<T>()?;
+    let (b, k, c, m) = (o.batch, o.s.k, o.s.c, o.s.m);
+    let (mut r_next, mut v_next) = (vec![T::zero(); o.r.len()], vec![T::zero(); v_values.len()]);
+    let (mut u, mut beta, mut delta) = (vec![T::zero(); b * k * m], vec![T::zero(); b * k], vec![T::zero(); b * c]);
+    for i in 0..b {
+        let out =
+            Written { u: &mut u[i * k * m..][..k * m], beta: &mut beta[i * k..][..k], delta: &mut delta[i * c..][..c] };
+        write(
+            o.s,
+            o.r_of(i),
+            &v_values[i * k * m * m..][..k * m * m],
+            o.z_of(i),
+            o.eta_of(i),
+            &w[i * k * m..][..k * m],
+            &mu[i * c..][..c],
+            out,
+            &mut r_next[i * k * c * m..][..k * c * m],
+            &mut v_next[i * k * m * m..][..k * m * m],
+        );
+    }
+    let saved = WriteSaved {
+        address,
+        u: view::tensor(u, b * k * m)?,
+        beta: view::tensor(beta, b * k)?,
+        delta: view::tensor(delta, b * c)?,
+    };
+    Ok((vec![view::tensor(r_next, (b, k, c, m))?, view::tensor(v_next, (b, k, m, m))?], saved))
+}
+
+/// The gradients of a write's inputs `R`, `V`, `z` and `η` (when given), flat.
+pub(super) struct WriteGrads<T> {
+    pub r: Vec<T>,
+    pub v: Vec<T>,
+    pub z: Vec<T>,
+    pub eta: Option<Vec<T>>,
+}
+
+/// The backward of [`write_all`] and of its addressing, given `R̄'`, `V̄'` and the gradient of a
+/// read of the same addressing's `μ` (`g_mu_read`, `[B, c]`; its backward is folded into the
+/// write's, since the addressing's backward is linear in `μ̄`).
+pub(super) fn write_backward_all<T: Real>(
+    o: &Operands<'_, T>,
+    v: &Tensor,
+    saved: &WriteSaved,
+    g_rn: &Tensor,
+    g_vn: &Tensor,
+    g_mu_read: Option<&[T]>,
+) -> candle_core::Result<WriteGrads<T>> {
+    let reads = [v, g_rn, g_vn, &saved.u, &saved.beta, &saved.delta].map(view::Read::new);
+    let [vr, grn, gvn, ur, br, dr] = reads;
+    let (v, g_rn, g_vn) = (vr?, grn?, gvn?);
+    let (v, g_rn, g_vn) = (v.slice::<T>()?, g_rn.slice::<T>()?, g_vn.slice::<T>()?);
+    let (ur, br, dr) = (ur?, br?, dr?);
+    let (u, beta, delta) = (ur.slice::<T>()?, br.slice::<T>()?, dr.slice::<T>()?);
+    let w = saved.address.weights::<T>()?;
+    let (b, k, c, m) = (o.batch, o.s.k, o.s.c, o.s.m);
+    let (mut g_r, mut g_v, mut g_z) =
+        (vec![T::zero(); o.r.len()], vec![T::zero(); v.len()], vec![T::zero(); o.z.len()]);
+    let mut g_eta = o.eta.map(|e| vec![T::zero(); e.len()]);
+    let eta_len = o.eta.map_or(0, |e| e.len() / b);
+    let (mut g_mu, mut g_w) = (vec![T::zero(); b * c], vec![T::zero(); b * k * m]);
+    for i in 0..b {
+        let written = Written { u: &u[i * k * m..][..k * m], beta: &beta[i * k..][..k], delta: &delta[i * c..][..c] };
+        write_backward(
+            o.s,
+            &v[i * k * m * m..][..k * m * m],
+            o.eta_of(i),
+            &w[i * k * m..][..k * m],
+            &written,
+            &g_rn[i * k * c * m..][..k * c * m],
+            &g_vn[i * k * m * m..][..k * m * m],
+            &mut g_r[i * k * c * m..][..k * c * m],
+            &mut g_v[i * k * m * m..][..k * m * m],
+            &mut g_z[i * c..][..c],
+            g_eta.as_deref_mut().map(|g| &mut g[i * eta_len..][..eta_len]),
+            &mut g_mu[i * c..][..c],
+            &mut g_w[i * k * m..][..k * m],
+        );
+    }
+    if let Some(read) = g_mu_read {
+        g_mu.iter_mut().zip(read).for_each(|(g, &r)| *g += r);
+    }
+    saved.address.backward(o, &g_mu, Some(&g_w), &mut g_r, &mut g_z, g_eta.as_deref_mut())?;
+    Ok(WriteGrads { r: g_r, v: g_v, z: g_z, eta: g_eta })
 }
 
 #[cfg(test)]

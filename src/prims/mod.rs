@@ -53,6 +53,7 @@ mod heads;
 pub mod init;
 pub mod item_write;
 pub mod kanerva_read;
+mod kanerva_read_update;
 mod kanerva_train;
 pub mod kanerva_update;
 pub mod key_jump;
