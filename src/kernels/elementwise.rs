@@ -116,6 +116,72 @@ multiversion! {
     }
 }
 
+multiversion! {
+    /// `f(x_ri, s_r)` for every element of `x`, a row of `x.len() / s.len()` elements per `s_r`:
+    /// a number per example broadcast over the example.
+    pub fn map_rows[T: Real, F: Fn(T, T) -> T][T, F](x: &[T], s: &[T], f: F) -> Vec<T> {
+        let n = x.len() / s.len().max(1);
+        let mut out = Vec::with_capacity(x.len());
+        let spare = &mut out.spare_capacity_mut()[..n * s.len()];
+        for r in 0..s.len() {
+            let (row, o, sr) = (&x[r * n..][..n], &mut spare[r * n..][..n], s[r]);
+            for j in 0..n {
+                o[j].write(f(row[j], sr));
+            }
+        }
+        // SAFETY: every element was written just above.
+        unsafe { out.set_len(n * s.len()) };
+        out
+    }
+}
+
+multiversion! {
+    /// `f(g_ri, x_ri, s_r)` for every element, rows as in [`map_rows`].
+    pub fn map_rows2[T: Real, F: Fn(T, T, T) -> T][T, F](g: &[T], x: &[T], s: &[T], f: F) -> Vec<T> {
+        let n = g.len() / s.len().max(1);
+        let x = &x[..n * s.len()];
+        let mut out = Vec::with_capacity(g.len());
+        let spare = &mut out.spare_capacity_mut()[..n * s.len()];
+        for r in 0..s.len() {
+            let (gr, xr, o, sr) = (&g[r * n..][..n], &x[r * n..][..n], &mut spare[r * n..][..n], s[r]);
+            for j in 0..n {
+                o[j].write(f(gr[j], xr[j], sr));
+            }
+        }
+        // SAFETY: every element was written just above.
+        unsafe { out.set_len(n * s.len()) };
+        out
+    }
+}
+
+multiversion! {
+    /// `Σ_i f(g_ri, x_ri, s_r)` for each row `r`, rows as in [`map_rows`].
+    pub fn sum_rows2[T: Real, F: Fn(T, T, T) -> T][T, F](g: &[T], x: &[T], s: &[T], f: F) -> Vec<T> {
+        const LANES: usize = 8;
+        let n = g.len() / s.len().max(1);
+        let mut sums = Vec::with_capacity(s.len());
+        for r in 0..s.len() {
+            let (gr, xr, sr) = (&g[r * n..][..n], &x[r * n..][..n], s[r]);
+            let mut acc = [T::zero(); LANES];
+            let whole = n - n % LANES;
+            for start in (0..whole).step_by(LANES) {
+                for k in 0..LANES {
+                    acc[k] += f(gr[start + k], xr[start + k], sr);
+                }
+            }
+            let mut total = T::zero();
+            for j in whole..n {
+                total += f(gr[j], xr[j], sr);
+            }
+            for v in acc {
+                total += v;
+            }
+            sums.push(total);
+        }
+        sums
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -128,6 +194,13 @@ mod tests {
         assert_eq!(map2(&x, &y, |u, v| u * v)[3], 18.0);
         assert_eq!(map3(&x, &y, &x, |u, v, w| u + v + w)[2], 8.0);
         assert_eq!(sum1(&x, |u| u), 210.0);
+        // Three rows of seven against a number per row.
+        let s = [1.0f32, 10.0, 100.0];
+        assert_eq!(map_rows(&x, &s, |u, r| u * r)[8], 10.0);
+        assert_eq!(map_rows2(&x, &y, &s, |g, u, r| g + u * r)[20], 20.0 + 4000.0);
+        let sums = sum_rows2(&x, &y, &s, |g, u, r| g * u * r);
+        let by_hand = |r: usize| (7 * r..7 * r + 7).map(|i| (i * i * 2) as f32).sum::<f32>() * s[r];
+        assert_eq!(sums, vec![by_hand(0), by_hand(1), by_hand(2)]);
         assert_eq!(sum2(&x, &y, |u, v| u + v), 630.0);
         let mut acc = vec![1.0f32; 21];
         add_into(&mut acc, &x);

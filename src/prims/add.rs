@@ -7,6 +7,8 @@ fn examples() -> Vec<super::Example> {
         super::Example::new([("a", t(&[2, 3])), ("b", t(&[3]))]),
         super::Example::new([("a", t(&[2, 3])), ("b", t(&[2, 3]))]),
         super::Example::new([("a", shared(&[])), ("b", t(&[2, 3]))]),
+        // A number per example against the whole example (a gate).
+        super::Example::new([("a", t(&[2, 3])), ("b", t(&[1, 1]))]),
     ]
 }
 

@@ -4,15 +4,15 @@
 
 //!
 //! Training runs them with a manual backward ([`train_forward`], [`train_backward`]): plain
-//! loops when both operands have the output's shape or one is a single number (STM's
-//! `α · M`), candle's broadcasting operations otherwise; broadcast gradients are summed back
+//! loops when both operands have the output's shape, one is a single number (STM's `α · M`)
+//! or one is a number per example (PKM's gates), candle's broadcasting operations otherwise; broadcast gradients are summed back
 //! to each operand's shape.
 
 use candle_core::{Result, Tensor};
 
 use super::backward::with_real;
 use super::{Backward, InputGrads};
-use crate::kernels::elementwise::{map1, map2, map3, sum1, sum2};
+use crate::kernels::elementwise::{map_rows, map_rows2, map1, map2, map3, sum_rows2, sum1, sum2};
 use crate::kernels::{broadcast::align, real::Real, view};
 
 /// Which operation.
@@ -50,6 +50,14 @@ pub(crate) fn train_forward(kind: Kind, a: &Tensor, b: &Tensor) -> Result<Tensor
     let (a2, b2) = align(a, b)?;
     let same = a.dims() == b.dims();
     if !(same || a.elem_count() == 1 || b.elem_count() == 1) {
+        if let Some(rows) = PerRow::of(&a2, &b2) {
+            return with_real!(a.dtype(), T => match kind {
+                Kind::Add => rows.forward::<T, ADD>(a, b),
+                Kind::Sub => rows.forward::<T, SUB>(a, b),
+                Kind::Mul => rows.forward::<T, MUL>(a, b),
+                Kind::Div => rows.forward::<T, DIV>(a, b),
+            });
+        }
         return kind.candle(&a2, &b2)?.contiguous();
     }
     let dims = if a.elem_count() >= b.elem_count() { a2.dims().to_vec() } else { b2.dims().to_vec() };
@@ -86,6 +94,15 @@ pub(crate) fn train_backward<S>(kind: Kind, bw: &Backward<'_, S>) -> InputGrads 
     let g = bw.grad_or_zeros(0)?;
     let simple = a.dims() == b.dims() || a.elem_count() == 1 || b.elem_count() == 1;
     if !simple {
+        let (a2, b2) = align(a, b)?;
+        if let Some(rows) = PerRow::of(&a2, &b2) {
+            return with_real!(a.dtype(), T => match kind {
+                Kind::Add => rows.backward::<T, ADD>(a, b, &g, bw.needs),
+                Kind::Sub => rows.backward::<T, SUB>(a, b, &g, bw.needs),
+                Kind::Mul => rows.backward::<T, MUL>(a, b, &g, bw.needs),
+                Kind::Div => rows.backward::<T, DIV>(a, b, &g, bw.needs),
+            });
+        }
         return general_backward(kind, a, b, &g, bw.needs);
     }
     with_real!(a.dtype(), T => match kind {
@@ -111,24 +128,102 @@ const fn kind_of(k: u8) -> Kind {
     }
 }
 
+/// `d out / d a` at one element `(a, b)`.
+#[inline(always)]
+fn d_a<T: Real>(kind: Kind, _x: T, y: T) -> T {
+    match kind {
+        Kind::Add | Kind::Sub => T::one(),
+        Kind::Mul => y,
+        Kind::Div => T::one() / y,
+    }
+}
+
+/// `d out / d b` at one element `(a, b)`.
+#[inline(always)]
+fn d_b<T: Real>(kind: Kind, x: T, y: T) -> T {
+    match kind {
+        Kind::Add => T::one(),
+        Kind::Sub => -T::one(),
+        Kind::Mul => x,
+        Kind::Div => -x / (y * y),
+    }
+}
+
+/// One operand a number per example against the other's whole example (`[B, 1, …]` against
+/// `[B, n…]` once aligned): a gate `w` of per-example shape `[1]` times a state, as PKM's
+/// gated writes `R + w ⊙ (R' − R)`. One pass per output and gradient, without candle's
+/// strided broadcast.
+#[derive(Clone, Copy)]
+struct PerRow {
+    /// Whether `a` is the per-row number (else `b`).
+    a_small: bool,
+}
+
+impl PerRow {
+    fn of(a2: &Tensor, b2: &Tensor) -> Option<PerRow> {
+        let (da, db) = (a2.dims(), b2.dims());
+        if da.len() != db.len() || da.is_empty() || da[0] != db[0] {
+            return None;
+        }
+        let unit = |d: &[usize]| d[1..].iter().all(|&x| x == 1);
+        match (unit(da), unit(db)) {
+            (true, false) => Some(PerRow { a_small: true }),
+            (false, true) => Some(PerRow { a_small: false }),
+            _ => None,
+        }
+    }
+
+    /// `(a, b)` from an element `e` of the whole operand and its row's number `s`.
+    #[inline(always)]
+    fn pair<T: Real>(self, e: T, s: T) -> (T, T) {
+        if self.a_small { (s, e) } else { (e, s) }
+    }
+
+    /// The whole operand's and the per-row number's values.
+    fn split<'a, T: Real>(self, x: &'a [T], y: &'a [T]) -> (&'a [T], &'a [T]) {
+        if self.a_small { (y, x) } else { (x, y) }
+    }
+
+    fn forward<T: Real, const K: u8>(self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let kind = const { kind_of(K) };
+        let (ar, br) = (view::Read::new(a)?, view::Read::new(b)?);
+        let (whole, rows) = self.split(ar.slice::<T>()?, br.slice::<T>()?);
+        // `move`: captured by value, the flags are plain constants of the loop (by reference,
+        // each element reloads them, and the loop does not vectorise).
+        let out = map_rows(whole, rows, move |e, s| {
+            let (u, v) = self.pair(e, s);
+            kind.apply(u, v)
+        });
+        view::tensor(out, if self.a_small { b.dims() } else { a.dims() })
+    }
+
+    fn backward<T: Real, const K: u8>(self, a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> InputGrads {
+        let kind = const { kind_of(K) };
+        let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
+        let (whole, rows) = self.split(ar.slice::<T>()?, br.slice::<T>()?);
+        let gs = gr.slice::<T>()?;
+        let grad = |is_a: bool| -> Result<Tensor> {
+            let term = move |gv: T, e: T, s: T| {
+                let (u, v) = self.pair(e, s);
+                gv * if is_a { d_a(kind, u, v) } else { d_b(kind, u, v) }
+            };
+            let t = if is_a { a } else { b };
+            // The per-row number's gradient is its row's sum.
+            let out =
+                if is_a == self.a_small { sum_rows2(gs, whole, rows, term) } else { map_rows2(gs, whole, rows, term) };
+            view::tensor(out, t.dims())
+        };
+        Ok(vec![if needs[0] { Some(grad(true)?) } else { None }, if needs[1] { Some(grad(false)?) } else { None }])
+    }
+}
+
 /// Both operands of the output's shape, or one a single number: one pass per gradient.
 fn simple_backward<T: Real, const K: u8>(a: &Tensor, b: &Tensor, g: &Tensor, needs: &[bool]) -> InputGrads {
     let kind = const { kind_of(K) };
     let (ar, br, gr) = (view::Read::new(a)?, view::Read::new(b)?, view::Read::new(g)?);
     let (x, y, gs) = (ar.slice::<T>()?, br.slice::<T>()?, gr.slice::<T>()?);
     let n = gs.len();
-    // d out / d a and d out / d b from (x, y) at one element.
-    let da = move |_x: T, y: T| match kind {
-        Kind::Add | Kind::Sub => T::one(),
-        Kind::Mul => y,
-        Kind::Div => T::one() / y,
-    };
-    let db = move |x: T, y: T| match kind {
-        Kind::Add => T::one(),
-        Kind::Sub => -T::one(),
-        Kind::Mul => x,
-        Kind::Div => -x / (y * y),
-    };
+    let (da, db) = (move |x: T, y: T| d_a(kind, x, y), move |x: T, y: T| d_b(kind, x, y));
     let grad = |is_a: bool| -> Result<Tensor> {
         let t = if is_a { a } else { b };
         let identity = matches!(kind, Kind::Add) || (matches!(kind, Kind::Sub) && is_a);

@@ -16,6 +16,8 @@ fn examples() -> Vec<super::Example> {
         super::Example::new([("a", t(&[2, 3])), ("b", t(&[2, 3]))]),
         super::Example::new([("a", shared(&[])), ("b", t(&[2, 3]))]),
         super::Example::new([("a", t(&[4, 3])), ("b", shared(&[3]))]),
+        // A number per example against the whole example (a gate).
+        super::Example::new([("a", t(&[1])), ("b", t(&[2, 3]))]),
     ]
 }
 

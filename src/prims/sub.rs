@@ -7,6 +7,8 @@ fn examples() -> Vec<super::Example> {
         super::Example::new([("a", t(&[2, 3])), ("b", t(&[2, 1]))]),
         super::Example::new([("a", t(&[2, 3])), ("b", t(&[2, 3]))]),
         super::Example::new([("a", t(&[2, 3])), ("b", shared(&[]))]),
+        // A number per example against the whole example (a gate).
+        super::Example::new([("a", t(&[])), ("b", t(&[2, 3]))]),
     ]
 }
 
