@@ -28,6 +28,11 @@ fn sum_lanes<T: Real>(mut acc: [T; LANES]) -> T {
 pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
     let n = a.len().min(b.len());
     let (a, b) = (&a[..n], &b[..n]);
+    if n < LANES {
+        // No whole block: the lanes would only be zeroed and summed (PKM's machines of two
+        // columns take thousands of dot products of length 2 a step).
+        return a.iter().zip(b).fold(T::zero(), |s, (&x, &y)| s + x * y);
+    }
     let mut acc = [T::zero(); LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let tail = ca.remainder().iter().zip(cb.remainder()).fold(T::zero(), |s, (&x, &y)| s + x * y);
@@ -45,6 +50,9 @@ pub fn dot<T: Real>(a: &[T], b: &[T]) -> T {
 pub fn dot2<T: Real>(a: &[T], b: &[T], c: &[T], d: &[T]) -> T {
     let n = a.len().min(b.len()).min(c.len()).min(d.len());
     let (a, b, c, d) = (&a[..n], &b[..n], &c[..n], &d[..n]);
+    if n < LANES {
+        return (0..n).fold(T::zero(), |s, i| s + a[i] * b[i] + c[i] * d[i]);
+    }
     let mut acc = [T::zero(); LANES];
     let whole = n - n % LANES;
     for start in (0..whole).step_by(LANES) {
@@ -91,7 +99,7 @@ mod tests {
 
     #[test]
     fn sums_cover_every_element_whatever_the_length() {
-        for n in [0, 1, 15, 16, 17, 40] {
+        for n in [0, 1, 2, 15, 16, 17, 40] {
             let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
             let b: Vec<f64> = (0..n + 3).map(|i| 2.0 - i as f64 * 0.5).collect();
             let want: f64 = (0..n).map(|i| a[i] * b[i]).sum();
