@@ -196,7 +196,7 @@ mod tests {
         assert_eq!(sum1(&x, |u| u), 210.0);
         // Three rows of seven against a number per row.
         let s = [1.0f32, 10.0, 100.0];
-        assert_eq!(map_rows(&x, &s, |u, r| u * r)[8], 10.0);
+        assert_eq!(map_rows(&x, &s, |u, r| u * r)[8], 80.0);
         assert_eq!(map_rows2(&x, &y, &s, |g, u, r| g + u * r)[20], 20.0 + 4000.0);
         let sums = sum_rows2(&x, &y, &s, |g, u, r| g * u * r);
         let by_hand = |r: usize| (7 * r..7 * r + 7).map(|i| (i * i * 2) as f32).sum::<f32>() * s[r];
