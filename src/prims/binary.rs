@@ -5,8 +5,8 @@
 //!
 //! Training runs them with a manual backward ([`train_forward`], [`train_backward`]): plain
 //! loops when both operands have the output's shape, one is a single number (STM's `α · M`)
-//! or one is a number per example (PKM's gates), candle's broadcasting operations otherwise; broadcast gradients are summed back
-//! to each operand's shape.
+//! or one is a number per example (PKM's gates), candle's broadcasting operations otherwise;
+//! broadcast gradients are summed back to each operand's shape.
 
 use candle_core::{Result, Tensor};
 
