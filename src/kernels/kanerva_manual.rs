@@ -21,6 +21,7 @@ use super::gemm::{Mat, Par, matmul_new};
 use super::real::Real;
 use super::reduce::dot;
 use super::spd_solve::{cholesky_into, cholesky_solve_in_place};
+use super::width::{WIDEST_FIXED, Width, by_width};
 
 /// The sizes: `k` machines, each `c × m`.
 #[derive(Clone, Copy, Debug)]
@@ -62,13 +63,23 @@ pub fn address<T: Real>(
     lambda: f64,
     out: AddressedMut<'_, T>,
 ) -> Result<()> {
-    let Machines { k, c, m } = s;
-    let mut rhs = vec![0.0f64; m];
+    by_width!(s.m, width => address_at(s, width, r, z, eta, lambda, out))
+}
+
+fn address_at<T: Real, W: Width>(
+    s: Machines,
+    width: W,
+    r: &[T],
+    z: &[T],
+    eta: Option<&[T]>,
+    lambda: f64,
+    out: AddressedMut<'_, T>,
+) -> Result<()> {
+    let (Machines { k, c, .. }, m) = (s, width.get());
+    let (mut rhs, mut g) = (vec![0.0f64; m], vec![0.0f64; m * m]);
     for i in 0..k {
         let ri = &r[i * c * m..][..c * m];
-        let gram = matmul_new(Mat::new(ri, c, m).t(), Mat::new(ri, c, m), Par::Seq);
-        let mut g: Vec<f64> = gram.iter().map(|v| v.to_f64()).collect();
-        (0..m).for_each(|a| g[a * m + a] += lambda);
+        gram(ri, c, width, lambda, &mut g);
         let chol = &mut out.chol[i * m * m..][..m * m];
         chol.fill(0.0);
         if !cholesky_into(&g, m, chol) {
@@ -83,10 +94,34 @@ pub fn address<T: Real>(
         let w = &mut out.w[i * m..][..m];
         w.iter_mut().zip(&rhs).for_each(|(w, v)| *w = T::from_f64(*v));
         let p = &mut out.p[i * c..][..c];
-        mat_vec(ri, w, p);
+        mat_vec(width, ri, w, p);
     }
     machine_weights(eta, k, out.gamma);
     Ok(())
+}
+
+/// `G = RᵀR + λI` of one machine (`r: c × m`) into `g` (`m × m`, f64), its lower triangle
+/// at least: what the Cholesky factorisation reads.
+fn gram<T: Real, W: Width>(r: &[T], c: usize, width: W, lambda: f64, g: &mut [f64]) {
+    let m = width.get();
+    if W::FIXED {
+        // Narrow rows: a few multiply-adds per row, in registers; a product's call would
+        // cost more than its arithmetic.
+        let mut acc = [0.0f64; WIDEST_FIXED * WIDEST_FIXED];
+        for row in r.chunks_exact(m) {
+            for a in 0..m {
+                let ra = row[a].to_f64();
+                for b in 0..=a {
+                    acc[a * m + b] += ra * row[b].to_f64();
+                }
+            }
+        }
+        g[..m * m].copy_from_slice(&acc[..m * m]);
+    } else {
+        let product = matmul_new(Mat::new(r, c, m).t(), Mat::new(r, c, m), Par::Seq);
+        g.iter_mut().zip(&product).for_each(|(g, v)| *g = v.to_f64());
+    }
+    (0..m).for_each(|a| g[a * m + a] += lambda);
 }
 
 /// `γ_i = η_i⁻² / Σ_j η_j⁻²` (`1/k` each without `η`).
@@ -125,7 +160,24 @@ pub fn address_backward<T: Real>(
     g_z: &mut [T],
     g_eta: Option<&mut [T]>,
 ) {
-    let Machines { k, c, m } = s;
+    by_width!(s.m, width => address_backward_at(s, width, r, z, eta, saved, g_mu, g_w_extra, g_r, g_z, g_eta))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn address_backward_at<T: Real, W: Width>(
+    s: Machines,
+    width: W,
+    r: &[T],
+    z: &[T],
+    eta: Option<&[T]>,
+    saved: &AddressedRef<'_, T>,
+    g_mu: &[T],
+    g_w_extra: Option<&[T]>,
+    g_r: &mut [T],
+    g_z: &mut [T],
+    g_eta: Option<&mut [T]>,
+) {
+    let (Machines { k, c, .. }, m) = (s, width.get());
     let (mut g_p, mut a, mut ra) = (vec![T::zero(); c], vec![0.0f64; m], vec![T::zero(); c]);
     let mut a_t = vec![T::zero(); m];
     let mut g_gamma = vec![T::zero(); k];
@@ -145,7 +197,7 @@ pub fn address_backward<T: Real>(
         }
         cholesky_solve_in_place(&saved.chol[i * m * m..][..m * m], m, &mut a, 1);
         a_t.iter_mut().zip(&a).for_each(|(t, &v)| *t = T::from_f64(v));
-        mat_vec(ri, &a_t, &mut ra);
+        mat_vec(width, ri, &a_t, &mut ra);
         let gri = &mut g_r[i * c * m..][..c * m];
         for (row_idx, row) in gri.chunks_exact_mut(m).enumerate() {
             let (left, right) = (g_p[row_idx] - ra[row_idx], z[row_idx] - pi[row_idx]);
@@ -199,12 +251,29 @@ pub fn write<T: Real>(
     r_next: &mut [T],
     v_next: &mut [T],
 ) {
-    let Machines { k, c, m } = s;
+    by_width!(s.m, width => write_at(s, width, r, v, z, eta, w, mu, out, r_next, v_next))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_at<T: Real, W: Width>(
+    s: Machines,
+    width: W,
+    r: &[T],
+    v: &[T],
+    z: &[T],
+    eta: Option<&[T]>,
+    w: &[T],
+    mu: &[T],
+    out: Written<&mut [T]>,
+    r_next: &mut [T],
+    v_next: &mut [T],
+) {
+    let (Machines { k, c, .. }, m) = (s, width.get());
     out.delta.iter_mut().zip(z.iter().zip(mu)).for_each(|(d, (&zv, &mv))| *d = zv - mv);
     for i in 0..k {
         let (vi, wi) = (&v[i * m * m..][..m * m], &w[i * m..][..m]);
         let ui = &mut out.u[i * m..][..m];
-        mat_vec(vi, wi, ui);
+        mat_vec(width, vi, wi, ui);
         let e = noise(eta, i);
         let beta = T::one() / (dot(wi, ui) + e * e);
         out.beta[i] = beta;
@@ -243,7 +312,27 @@ pub fn write_backward<T: Real>(
     g_mu: &mut [T],
     g_w: &mut [T],
 ) {
-    let Machines { k, c, m } = s;
+    by_width!(s.m, width => write_backward_at(s, width, v, eta, w, saved, g_rn, g_vn, g_r, g_v, g_z, g_eta, g_mu, g_w))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_backward_at<T: Real, W: Width>(
+    s: Machines,
+    width: W,
+    v: &[T],
+    eta: Option<&[T]>,
+    w: &[T],
+    saved: &Written<&[T]>,
+    g_rn: &[T],
+    g_vn: &[T],
+    g_r: &mut [T],
+    g_v: &mut [T],
+    g_z: &mut [T],
+    g_eta: Option<&mut [T]>,
+    g_mu: &mut [T],
+    g_w: &mut [T],
+) {
+    let (Machines { k, c, .. }, m) = (s, width.get());
     let mut g_delta = vec![T::zero(); c];
     let (mut gu, mut grn_u, mut gvn_u) = (vec![T::zero(); m], vec![T::zero(); c], vec![T::zero(); m]);
     let mut g_eta = g_eta;
@@ -255,16 +344,16 @@ pub fn write_backward<T: Real>(
         let gvi = &mut g_v[i * m * m..][..m * m];
         gvi.iter_mut().zip(gvn).for_each(|(g, &v)| *g += v);
         // R' = R + β δ uᵀ: δ̄ += β R̄' u, ū = β R̄'ᵀ δ, β̄ = δᵀ R̄' u.
-        mat_vec(grn, ui, &mut grn_u);
+        mat_vec(width, grn, ui, &mut grn_u);
         g_delta.iter_mut().zip(&grn_u).for_each(|(g, &v)| *g += beta * v);
-        mat_t_vec(grn, delta, &mut gu);
+        mat_t_vec(width, grn, delta, &mut gu);
         gu.iter_mut().for_each(|g| *g *= beta);
         let mut g_beta = dot(delta, &grn_u);
         // V' = V − β u uᵀ: ū −= β (V̄' + V̄'ᵀ) u, β̄ −= uᵀ V̄' u.
-        mat_vec(gvn, ui, &mut gvn_u);
+        mat_vec(width, gvn, ui, &mut gvn_u);
         g_beta -= dot(ui, &gvn_u);
         gu.iter_mut().zip(&gvn_u).for_each(|(g, &v)| *g -= beta * v);
-        mat_t_vec(gvn, ui, &mut gvn_u);
+        mat_t_vec(width, gvn, ui, &mut gvn_u);
         gu.iter_mut().zip(&gvn_u).for_each(|(g, &v)| *g -= beta * v);
         // β = 1 / (wᵀu + η²): q̄ = −β² β̄, η̄ += 2η q̄.
         let g_q = -beta * beta * g_beta;
@@ -278,7 +367,7 @@ pub fn write_backward<T: Real>(
             row.iter_mut().zip(wi).for_each(|(o, &wv)| *o += g * wv);
         }
         let gwi = &mut g_w[i * m..][..m];
-        mat_t_vec(vi, &gu, gwi);
+        mat_t_vec(width, vi, &gu, gwi);
         gwi.iter_mut().zip(ui).for_each(|(g, &uv)| *g += g_q * uv);
     }
     // δ = z − μ.
@@ -286,17 +375,23 @@ pub fn write_backward<T: Real>(
     g_mu.iter_mut().zip(&g_delta).for_each(|(g, &d)| *g = -d);
 }
 
-/// `y = A x` for row-major `A: y.len() × x.len()`.
-fn mat_vec<T: Real>(a: &[T], x: &[T], y: &mut [T]) {
-    for (o, row) in y.iter_mut().zip(a.chunks_exact(x.len())) {
-        *o = dot(row, x);
+/// `y = A x` for row-major `A: y.len() × m` (`x`: `m`).
+#[inline(always)]
+fn mat_vec<T: Real, W: Width>(width: W, a: &[T], x: &[T], y: &mut [T]) {
+    let m = width.get();
+    let x = &x[..m];
+    for (o, row) in y.iter_mut().zip(a.chunks_exact(m)) {
+        *o = if W::FIXED { (0..m).fold(T::zero(), |s, j| s + row[j] * x[j]) } else { dot(row, x) };
     }
 }
 
-/// `y = Aᵀ x` for row-major `A: x.len() × y.len()`.
-fn mat_t_vec<T: Real>(a: &[T], x: &[T], y: &mut [T]) {
+/// `y = Aᵀ x` for row-major `A: x.len() × m` (`y`: `m`).
+#[inline(always)]
+fn mat_t_vec<T: Real, W: Width>(width: W, a: &[T], x: &[T], y: &mut [T]) {
+    let m = width.get();
+    let y = &mut y[..m];
     y.fill(T::zero());
-    for (row, &xv) in a.chunks_exact(y.len()).zip(x) {
+    for (row, &xv) in a.chunks_exact(m).zip(x) {
         y.iter_mut().zip(row).for_each(|(o, &v)| *o += v * xv);
     }
 }

@@ -42,3 +42,4 @@ pub mod softmax_op;
 pub mod spd_solve;
 pub mod sum_parts_op;
 pub mod view;
+pub mod width;

@@ -24,6 +24,8 @@ primitive! {
     examples: [
         [("R", t(&[1, 3, 2])), ("z", t(&[3]))],
         [("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))],
+        // Rows wider than `kernels::width::WIDEST_FIXED`: the kernels' run-time width.
+        [("R", t(&[2, 5, 9])), ("z", t(&[5])), ("eta", t(&[2]))],
     ],
 }
 

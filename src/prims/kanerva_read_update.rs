@@ -89,8 +89,9 @@ mod tests {
     /// sharing one noise.
     #[test]
     fn read_and_update_fused_match_the_two_primitives() {
-        let cases: [(usize, usize, usize, Option<usize>); 3] =
-            [(1, 3, 2, None), (2, 4, 3, Some(2)), (3, 2, 2, Some(1))];
+        // The last case's rows are wider than `kernels::width::WIDEST_FIXED`.
+        let cases: [(usize, usize, usize, Option<usize>); 4] =
+            [(1, 3, 2, None), (2, 4, 3, Some(2)), (3, 2, 2, Some(1)), (2, 5, 9, Some(2))];
         for (k, c, m, eta) in cases {
             let mut read = vec![("R", t(&[k, c, m])), ("z", t(&[c]))];
             let mut update = vec![("R", t(&[k, c, m])), ("V", t(&[k, m, m])), ("z", t(&[c]))];

@@ -77,6 +77,8 @@ fn examples() -> Vec<Example> {
         Example::new([("R", t(&[2, 3, 2])), ("V", t(&[2, 2, 2])), ("z", t(&[3])), ("eta", t(&[2]))]),
         // A shared noise for every machine.
         Example::new([("R", t(&[3, 2, 2])), ("V", t(&[3, 2, 2])), ("z", t(&[2])), ("eta", t(&[1]))]),
+        // Rows wider than `kernels::width::WIDEST_FIXED`: the kernels' run-time width.
+        Example::new([("R", t(&[2, 4, 9])), ("V", t(&[2, 9, 9])), ("z", t(&[4])), ("eta", t(&[2]))]),
     ]
 }
 
