@@ -81,7 +81,6 @@ fn address_at<T: Real, W: Width>(
         let ri = &r[i * c * m..][..c * m];
         gram(ri, c, width, lambda, &mut g);
         let chol = &mut out.chol[i * m * m..][..m * m];
-        chol.fill(0.0);
         if !cholesky_into(&g, m, chol) {
             bail!("kanerva addressing: RᵀR + λI of machine {i} is not positive definite (non-finite memory?)");
         }
