@@ -12,7 +12,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use crate::lang::version::spec_version;
+use crate::lang::version::experiment_version;
 use crate::store::{RunRecord, Status};
 use crate::value::Value;
 
@@ -21,7 +21,7 @@ use crate::value::Value;
 pub struct Row<'a> {
     /// The values of the table's row keys, as text (`·` where a run has no such key).
     pub key: Vec<String>,
-    /// The spec version the row's runs share ([`spec_version`]).
+    /// The spec version the row's runs share ([`experiment_version`]).
     pub version: String,
     /// The spec hash of the row's newest run (its runs may differ in comments).
     pub spec_hash: String,
@@ -65,14 +65,18 @@ pub fn select<'a>(runs: &'a [RunRecord], experiments: &[String], row_keys: &[Str
     for r in newest.values() {
         by_key.entry(row_keys.iter().map(|k| key_value(r, k)).collect()).or_default().push(r);
     }
-    // Each spec text's version once (runs of a sweep share theirs).
-    let mut versions: BTreeMap<&str, String> = BTreeMap::new();
+    // Each spec text's version once per set of swept axes (runs of a sweep share theirs).
+    let mut versions: BTreeMap<(&str, Vec<&str>), String> = BTreeMap::new();
     let mut version_of = |r: &'a RunRecord| -> String {
         // A record without its text (none that this memctl writes) has its hash as its version.
         if r.spec_text.is_empty() {
             return r.spec_hash.clone();
         }
-        versions.entry(r.spec_hash.as_str()).or_insert_with(|| spec_version(&r.spec_text)).clone()
+        let swept: Vec<&str> = r.config.swept.iter().map(|(axis, _)| axis.as_str()).collect();
+        versions
+            .entry((r.spec_hash.as_str(), swept.clone()))
+            .or_insert_with(|| experiment_version(&r.spec_text, &swept))
+            .clone()
     };
     let mut selection = Selection { repeats_left_out: finished - newest.len(), ..Selection::default() };
     for (key, mut runs) in by_key {
@@ -186,6 +190,32 @@ pub(crate) mod tests {
         let s = select(&runs, &["exp".into()], &["d".into()]);
         assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![1, 2])]);
         assert_eq!((s.rows[0].spec_hash.as_str(), s.older_versions_left_out), ("v1-commented", 0));
+    }
+
+    #[test]
+    fn seeds_chosen_on_the_command_line_share_a_row() {
+        let k = [("k", Value::Int(15))];
+        // Seed 1 swept alone, seed 3 later with a list of k: one spec, chosen in parts.
+        let mut seed1 = run(1, "seed1", "h1", &k, 0.3);
+        seed1.spec_text = "experiment exp { task v1 }\n// ---- <command line>\nseed=1".into();
+        let mut seed3 = run(2, "seed3", "h3", &k, 0.4);
+        seed3.spec_text =
+            "experiment exp { task v1 }\n// ---- <command line>\nseed=3\n// ---- <command line>\nk=[15,10]".into();
+        for r in [&mut seed1, &mut seed3] {
+            r.config.swept = vec![("seed".into(), Value::Int(1)), ("k".into(), Value::Int(15))];
+        }
+        // The same seed with fewer steps is another experiment.
+        let mut short = run(3, "short", "h4", &k, 0.1);
+        short.spec_text = "experiment exp { task v1 }\n// ---- <command line>\nsteps=100".into();
+        short.config.swept = seed1.config.swept.clone();
+        let runs = [seed1.clone(), seed3.clone()];
+        let s = select(&runs, &["exp".into()], &["k".into()]);
+        assert_eq!(rows(&s), vec![(vec!["15".to_string()], vec![1, 2])]);
+        assert_eq!(s.older_versions_left_out, 0);
+        let all = [seed1, seed3, short];
+        let s = select(&all, &["exp".into()], &["k".into()]);
+        assert_eq!(rows(&s), vec![(vec!["15".to_string()], vec![3])]);
+        assert_eq!(s.older_versions_left_out, 2);
     }
 
     #[test]
