@@ -63,40 +63,31 @@ pub fn address<T: Real>(
     lambda: f64,
     out: AddressedMut<'_, T>,
 ) -> Result<()> {
-    by_width!(s.m, width => address_at(s, width, r, z, eta, lambda, out))
-}
-
-fn address_at<T: Real, W: Width>(
-    s: Machines,
-    width: W,
-    r: &[T],
-    z: &[T],
-    eta: Option<&[T]>,
-    lambda: f64,
-    out: AddressedMut<'_, T>,
-) -> Result<()> {
-    let (Machines { k, c, .. }, m) = (s, width.get());
-    let (mut rhs, mut g) = (vec![0.0f64; m], vec![0.0f64; m * m]);
-    for i in 0..k {
-        let ri = &r[i * c * m..][..c * m];
-        gram(ri, c, width, lambda, &mut g);
-        let chol = &mut out.chol[i * m * m..][..m * m];
-        if !cholesky_into(&g, m, chol) {
-            bail!("kanerva addressing: RᵀR + λI of machine {i} is not positive definite (non-finite memory?)");
+    // Compiled once per width (`kernels::width`): narrow rows unroll.
+    by_width!(s.m, width => {
+        let (Machines { k, c, .. }, m) = (s, width.get());
+        let (mut rhs, mut g) = (vec![0.0f64; m], vec![0.0f64; m * m]);
+        for i in 0..k {
+            let ri = &r[i * c * m..][..c * m];
+            gram(ri, c, width, lambda, &mut g);
+            let chol = &mut out.chol[i * m * m..][..m * m];
+            if !cholesky_into(&g, m, chol) {
+                bail!("kanerva addressing: RᵀR + λI of machine {i} is not positive definite (non-finite memory?)");
+            }
+            rhs.fill(0.0);
+            for (row, zr) in ri.chunks_exact(m).zip(z) {
+                let zr = zr.to_f64();
+                rhs.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64() * zr);
+            }
+            cholesky_solve_in_place(chol, m, &mut rhs, 1);
+            let w = &mut out.w[i * m..][..m];
+            w.iter_mut().zip(&rhs).for_each(|(w, v)| *w = T::from_f64(*v));
+            let p = &mut out.p[i * c..][..c];
+            mat_vec(width, ri, w, p);
         }
-        rhs.fill(0.0);
-        for (row, zr) in ri.chunks_exact(m).zip(z) {
-            let zr = zr.to_f64();
-            rhs.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64() * zr);
-        }
-        cholesky_solve_in_place(chol, m, &mut rhs, 1);
-        let w = &mut out.w[i * m..][..m];
-        w.iter_mut().zip(&rhs).for_each(|(w, v)| *w = T::from_f64(*v));
-        let p = &mut out.p[i * c..][..c];
-        mat_vec(width, ri, w, p);
-    }
-    machine_weights(eta, k, out.gamma);
-    Ok(())
+        machine_weights(eta, k, out.gamma);
+        Ok(())
+    })
 }
 
 /// `G = RᵀR + λI` of one machine (`r: c × m`) into `g` (`m × m`, f64), its lower triangle
@@ -159,56 +150,42 @@ pub fn address_backward<T: Real>(
     g_z: &mut [T],
     g_eta: Option<&mut [T]>,
 ) {
-    by_width!(s.m, width => address_backward_at(s, width, r, z, eta, saved, g_mu, g_w_extra, g_r, g_z, g_eta))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn address_backward_at<T: Real, W: Width>(
-    s: Machines,
-    width: W,
-    r: &[T],
-    z: &[T],
-    eta: Option<&[T]>,
-    saved: &AddressedRef<'_, T>,
-    g_mu: &[T],
-    g_w_extra: Option<&[T]>,
-    g_r: &mut [T],
-    g_z: &mut [T],
-    g_eta: Option<&mut [T]>,
-) {
-    let (Machines { k, c, .. }, m) = (s, width.get());
-    let (mut g_p, mut a, mut ra) = (vec![T::zero(); c], vec![0.0f64; m], vec![T::zero(); c]);
-    let mut a_t = vec![T::zero(); m];
-    let mut g_gamma = vec![T::zero(); k];
-    for i in 0..k {
-        let (ri, pi, wi) = (&r[i * c * m..][..c * m], &saved.p[i * c..][..c], &saved.w[i * m..][..m]);
-        let gamma = saved.gamma[i];
-        g_gamma[i] = dot(g_mu, pi);
-        g_p.iter_mut().zip(g_mu).for_each(|(gp, &gm)| *gp = gamma * gm);
-        // a = G⁻¹ (Rᵀ ḡ_p + ḡ_w)
-        a.fill(0.0);
-        for (row, &gp) in ri.chunks_exact(m).zip(&g_p) {
-            let gp = gp.to_f64();
-            a.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64() * gp);
-        }
-        if let Some(extra) = g_w_extra {
-            a.iter_mut().zip(&extra[i * m..][..m]).for_each(|(s, v)| *s += v.to_f64());
-        }
-        cholesky_solve_in_place(&saved.chol[i * m * m..][..m * m], m, &mut a, 1);
-        a_t.iter_mut().zip(&a).for_each(|(t, &v)| *t = T::from_f64(v));
-        mat_vec(width, ri, &a_t, &mut ra);
-        let gri = &mut g_r[i * c * m..][..c * m];
-        for (row_idx, row) in gri.chunks_exact_mut(m).enumerate() {
-            let (left, right) = (g_p[row_idx] - ra[row_idx], z[row_idx] - pi[row_idx]);
-            for ((g, &wv), &av) in row.iter_mut().zip(wi).zip(&a_t) {
-                *g += left * wv + right * av;
+    // Compiled once per width (`kernels::width`): narrow rows unroll.
+    by_width!(s.m, width => {
+        let (Machines { k, c, .. }, m) = (s, width.get());
+        let (mut g_p, mut a, mut ra) = (vec![T::zero(); c], vec![0.0f64; m], vec![T::zero(); c]);
+        let mut a_t = vec![T::zero(); m];
+        let mut g_gamma = vec![T::zero(); k];
+        for i in 0..k {
+            let (ri, pi, wi) = (&r[i * c * m..][..c * m], &saved.p[i * c..][..c], &saved.w[i * m..][..m]);
+            let gamma = saved.gamma[i];
+            g_gamma[i] = dot(g_mu, pi);
+            g_p.iter_mut().zip(g_mu).for_each(|(gp, &gm)| *gp = gamma * gm);
+            // a = G⁻¹ (Rᵀ ḡ_p + ḡ_w)
+            a.fill(0.0);
+            for (row, &gp) in ri.chunks_exact(m).zip(&g_p) {
+                let gp = gp.to_f64();
+                a.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64() * gp);
             }
+            if let Some(extra) = g_w_extra {
+                a.iter_mut().zip(&extra[i * m..][..m]).for_each(|(s, v)| *s += v.to_f64());
+            }
+            cholesky_solve_in_place(&saved.chol[i * m * m..][..m * m], m, &mut a, 1);
+            a_t.iter_mut().zip(&a).for_each(|(t, &v)| *t = T::from_f64(v));
+            mat_vec(width, ri, &a_t, &mut ra);
+            let gri = &mut g_r[i * c * m..][..c * m];
+            for (row_idx, row) in gri.chunks_exact_mut(m).enumerate() {
+                let (left, right) = (g_p[row_idx] - ra[row_idx], z[row_idx] - pi[row_idx]);
+                for ((g, &wv), &av) in row.iter_mut().zip(wi).zip(&a_t) {
+                    *g += left * wv + right * av;
+                }
+            }
+            g_z.iter_mut().zip(&ra).for_each(|(g, &v)| *g += v);
         }
-        g_z.iter_mut().zip(&ra).for_each(|(g, &v)| *g += v);
-    }
-    if let (Some(eta), Some(g_eta)) = (eta, g_eta) {
-        machine_weights_backward(eta, saved.gamma, &g_gamma, g_eta);
-    }
+        if let (Some(eta), Some(g_eta)) = (eta, g_eta) {
+            machine_weights_backward(eta, saved.gamma, &g_gamma, g_eta);
+        }
+    })
 }
 
 /// Adds `η̄` from `γ̄`: with `π_i = η_i⁻²` and `S = Σ π`, `π̄_i = (γ̄_i − Σ_j γ̄_j γ_j) / S` and
@@ -250,45 +227,31 @@ pub fn write<T: Real>(
     r_next: &mut [T],
     v_next: &mut [T],
 ) {
-    by_width!(s.m, width => write_at(s, width, r, v, z, eta, w, mu, out, r_next, v_next))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_at<T: Real, W: Width>(
-    s: Machines,
-    width: W,
-    r: &[T],
-    v: &[T],
-    z: &[T],
-    eta: Option<&[T]>,
-    w: &[T],
-    mu: &[T],
-    out: Written<&mut [T]>,
-    r_next: &mut [T],
-    v_next: &mut [T],
-) {
-    let (Machines { k, c, .. }, m) = (s, width.get());
-    out.delta.iter_mut().zip(z.iter().zip(mu)).for_each(|(d, (&zv, &mv))| *d = zv - mv);
-    for i in 0..k {
-        let (vi, wi) = (&v[i * m * m..][..m * m], &w[i * m..][..m]);
-        let ui = &mut out.u[i * m..][..m];
-        mat_vec(width, vi, wi, ui);
-        let e = noise(eta, i);
-        let beta = T::one() / (dot(wi, ui) + e * e);
-        out.beta[i] = beta;
-        let (ri, rn) = (&r[i * c * m..][..c * m], &mut r_next[i * c * m..][..c * m]);
-        for ((rn_row, r_row), &d) in rn.chunks_exact_mut(m).zip(ri.chunks_exact(m)).zip(out.delta.iter()) {
-            for ((o, &rv), &uv) in rn_row.iter_mut().zip(r_row).zip(ui.iter()) {
-                *o = rv + d * (uv * beta);
+    // Compiled once per width (`kernels::width`): narrow rows unroll.
+    by_width!(s.m, width => {
+        let (Machines { k, c, .. }, m) = (s, width.get());
+        out.delta.iter_mut().zip(z.iter().zip(mu)).for_each(|(d, (&zv, &mv))| *d = zv - mv);
+        for i in 0..k {
+            let (vi, wi) = (&v[i * m * m..][..m * m], &w[i * m..][..m]);
+            let ui = &mut out.u[i * m..][..m];
+            mat_vec(width, vi, wi, ui);
+            let e = noise(eta, i);
+            let beta = T::one() / (dot(wi, ui) + e * e);
+            out.beta[i] = beta;
+            let (ri, rn) = (&r[i * c * m..][..c * m], &mut r_next[i * c * m..][..c * m]);
+            for ((rn_row, r_row), &d) in rn.chunks_exact_mut(m).zip(ri.chunks_exact(m)).zip(out.delta.iter()) {
+                for ((o, &rv), &uv) in rn_row.iter_mut().zip(r_row).zip(ui.iter()) {
+                    *o = rv + d * (uv * beta);
+                }
+            }
+            let vn = &mut v_next[i * m * m..][..m * m];
+            for ((vn_row, v_row), &ua) in vn.chunks_exact_mut(m).zip(vi.chunks_exact(m)).zip(ui.iter()) {
+                for ((o, &vv), &ub) in vn_row.iter_mut().zip(v_row).zip(ui.iter()) {
+                    *o = vv - ua * ub * beta; // (u uᵀ) β: exactly symmetric
+                }
             }
         }
-        let vn = &mut v_next[i * m * m..][..m * m];
-        for ((vn_row, v_row), &ua) in vn.chunks_exact_mut(m).zip(vi.chunks_exact(m)).zip(ui.iter()) {
-            for ((o, &vv), &ub) in vn_row.iter_mut().zip(v_row).zip(ui.iter()) {
-                *o = vv - ua * ub * beta; // (u uᵀ) β: exactly symmetric
-            }
-        }
-    }
+    })
 }
 
 /// The backward of [`write`] up to the addressing, for one batch element: given `R̄'`, `V̄'`
@@ -311,67 +274,50 @@ pub fn write_backward<T: Real>(
     g_mu: &mut [T],
     g_w: &mut [T],
 ) {
-    by_width!(s.m, width => write_backward_at(s, width, v, eta, w, saved, g_rn, g_vn, g_r, g_v, g_z, g_eta, g_mu, g_w))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_backward_at<T: Real, W: Width>(
-    s: Machines,
-    width: W,
-    v: &[T],
-    eta: Option<&[T]>,
-    w: &[T],
-    saved: &Written<&[T]>,
-    g_rn: &[T],
-    g_vn: &[T],
-    g_r: &mut [T],
-    g_v: &mut [T],
-    g_z: &mut [T],
-    g_eta: Option<&mut [T]>,
-    g_mu: &mut [T],
-    g_w: &mut [T],
-) {
-    let (Machines { k, c, .. }, m) = (s, width.get());
-    let mut g_delta = vec![T::zero(); c];
-    let (mut gu, mut grn_u, mut gvn_u) = (vec![T::zero(); m], vec![T::zero(); c], vec![T::zero(); m]);
-    let mut g_eta = g_eta;
-    let delta = saved.delta;
-    for i in 0..k {
-        let (vi, wi, ui, beta) = (&v[i * m * m..][..m * m], &w[i * m..][..m], &saved.u[i * m..][..m], saved.beta[i]);
-        let (grn, gvn) = (&g_rn[i * c * m..][..c * m], &g_vn[i * m * m..][..m * m]);
-        g_r[i * c * m..][..c * m].iter_mut().zip(grn).for_each(|(g, &v)| *g += v);
-        let gvi = &mut g_v[i * m * m..][..m * m];
-        gvi.iter_mut().zip(gvn).for_each(|(g, &v)| *g += v);
-        // R' = R + β δ uᵀ: δ̄ += β R̄' u, ū = β R̄'ᵀ δ, β̄ = δᵀ R̄' u.
-        mat_vec(width, grn, ui, &mut grn_u);
-        g_delta.iter_mut().zip(&grn_u).for_each(|(g, &v)| *g += beta * v);
-        mat_t_vec(width, grn, delta, &mut gu);
-        gu.iter_mut().for_each(|g| *g *= beta);
-        let mut g_beta = dot(delta, &grn_u);
-        // V' = V − β u uᵀ: ū −= β (V̄' + V̄'ᵀ) u, β̄ −= uᵀ V̄' u.
-        mat_vec(width, gvn, ui, &mut gvn_u);
-        g_beta -= dot(ui, &gvn_u);
-        gu.iter_mut().zip(&gvn_u).for_each(|(g, &v)| *g -= beta * v);
-        mat_t_vec(width, gvn, ui, &mut gvn_u);
-        gu.iter_mut().zip(&gvn_u).for_each(|(g, &v)| *g -= beta * v);
-        // β = 1 / (wᵀu + η²): q̄ = −β² β̄, η̄ += 2η q̄.
-        let g_q = -beta * beta * g_beta;
-        if let (Some(eta), Some(g_eta)) = (eta, g_eta.as_deref_mut()) {
-            let slot = if eta.len() == 1 { 0 } else { i };
-            g_eta[slot] += T::from_f64(2.0) * noise(Some(eta), i) * g_q;
+    // Compiled once per width (`kernels::width`): narrow rows unroll.
+    by_width!(s.m, width => {
+        let (Machines { k, c, .. }, m) = (s, width.get());
+        let mut g_delta = vec![T::zero(); c];
+        let (mut gu, mut grn_u, mut gvn_u) = (vec![T::zero(); m], vec![T::zero(); c], vec![T::zero(); m]);
+        let mut g_eta = g_eta;
+        let delta = saved.delta;
+        for i in 0..k {
+            let (vi, wi, ui, beta) = (&v[i * m * m..][..m * m], &w[i * m..][..m], &saved.u[i * m..][..m], saved.beta[i]);
+            let (grn, gvn) = (&g_rn[i * c * m..][..c * m], &g_vn[i * m * m..][..m * m]);
+            g_r[i * c * m..][..c * m].iter_mut().zip(grn).for_each(|(g, &v)| *g += v);
+            let gvi = &mut g_v[i * m * m..][..m * m];
+            gvi.iter_mut().zip(gvn).for_each(|(g, &v)| *g += v);
+            // R' = R + β δ uᵀ: δ̄ += β R̄' u, ū = β R̄'ᵀ δ, β̄ = δᵀ R̄' u.
+            mat_vec(width, grn, ui, &mut grn_u);
+            g_delta.iter_mut().zip(&grn_u).for_each(|(g, &v)| *g += beta * v);
+            mat_t_vec(width, grn, delta, &mut gu);
+            gu.iter_mut().for_each(|g| *g *= beta);
+            let mut g_beta = dot(delta, &grn_u);
+            // V' = V − β u uᵀ: ū −= β (V̄' + V̄'ᵀ) u, β̄ −= uᵀ V̄' u.
+            mat_vec(width, gvn, ui, &mut gvn_u);
+            g_beta -= dot(ui, &gvn_u);
+            gu.iter_mut().zip(&gvn_u).for_each(|(g, &v)| *g -= beta * v);
+            mat_t_vec(width, gvn, ui, &mut gvn_u);
+            gu.iter_mut().zip(&gvn_u).for_each(|(g, &v)| *g -= beta * v);
+            // β = 1 / (wᵀu + η²): q̄ = −β² β̄, η̄ += 2η q̄.
+            let g_q = -beta * beta * g_beta;
+            if let (Some(eta), Some(g_eta)) = (eta, g_eta.as_deref_mut()) {
+                let slot = if eta.len() == 1 { 0 } else { i };
+                g_eta[slot] += T::from_f64(2.0) * noise(Some(eta), i) * g_q;
+            }
+            // q = wᵀu: w̄ += q̄ u, ū += q̄ w; u = V w: V̄ += ū wᵀ, w̄ += Vᵀ ū.
+            gu.iter_mut().zip(wi).for_each(|(g, &wv)| *g += g_q * wv);
+            for (row, &g) in gvi.chunks_exact_mut(m).zip(&gu) {
+                row.iter_mut().zip(wi).for_each(|(o, &wv)| *o += g * wv);
+            }
+            let gwi = &mut g_w[i * m..][..m];
+            mat_t_vec(width, vi, &gu, gwi);
+            gwi.iter_mut().zip(ui).for_each(|(g, &uv)| *g += g_q * uv);
         }
-        // q = wᵀu: w̄ += q̄ u, ū += q̄ w; u = V w: V̄ += ū wᵀ, w̄ += Vᵀ ū.
-        gu.iter_mut().zip(wi).for_each(|(g, &wv)| *g += g_q * wv);
-        for (row, &g) in gvi.chunks_exact_mut(m).zip(&gu) {
-            row.iter_mut().zip(wi).for_each(|(o, &wv)| *o += g * wv);
-        }
-        let gwi = &mut g_w[i * m..][..m];
-        mat_t_vec(width, vi, &gu, gwi);
-        gwi.iter_mut().zip(ui).for_each(|(g, &uv)| *g += g_q * uv);
-    }
-    // δ = z − μ.
-    g_z.iter_mut().zip(&g_delta).for_each(|(g, &d)| *g += d);
-    g_mu.iter_mut().zip(&g_delta).for_each(|(g, &d)| *g = -d);
+        // δ = z − μ.
+        g_z.iter_mut().zip(&g_delta).for_each(|(g, &d)| *g += d);
+        g_mu.iter_mut().zip(&g_delta).for_each(|(g, &d)| *g = -d);
+    })
 }
 
 /// `y = A x` for row-major `A: y.len() × m` (`x`: `m`).
