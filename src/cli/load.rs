@@ -19,7 +19,7 @@ pub fn spec_source(path: &Path, spec: &Spec) -> SpecSource {
     } else {
         spec.sources
             .files()
-            .map(|(_, f)| format!("// ---- {}\n{}", f.path.display(), f.text))
+            .map(|(_, f)| format!("{}{}\n{}", lang::version::SECTION_HEADER, f.path.display(), f.text))
             .collect::<Vec<_>>()
             .join("\n")
     };

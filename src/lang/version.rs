@@ -28,9 +28,11 @@ pub fn spec_version(text: &str) -> String {
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The header of a command-line override's section in a run's stored spec text
-/// (`cli::load::spec_source`: every file, and each `KEY=VALUES` override, after a line
-/// `// ---- PATH`).
+/// What starts each section of a run's stored spec text, before the section's path
+/// (`cli::load::spec_source`: every file, and each `KEY=VALUES` override as `<command line>`).
+pub const SECTION_HEADER: &str = "// ---- ";
+
+/// The header of a command-line override's section.
 const COMMAND_LINE_SECTION: &str = "// ---- <command line>\n";
 
 /// The version of the experiment a run's spec text defined: [`spec_version`] of the text
@@ -49,7 +51,7 @@ pub fn experiment_version(spec_text: &str, swept: &[&str]) -> String {
             continue;
         }
         let body_start = at + COMMAND_LINE_SECTION.len();
-        let body_len = rest[body_start..].find("\n// ---- ").unwrap_or(rest.len() - body_start);
+        let body_len = rest[body_start..].find(&format!("\n{SECTION_HEADER}")).unwrap_or(rest.len() - body_start);
         let body = &rest[body_start..body_start + body_len];
         let key = body.split_once('=').map_or("", |(k, _)| k.trim());
         if swept.contains(&key) {
@@ -91,6 +93,11 @@ mod tests {
         let mut sections = vec![format!("// ---- specs/e.mem\n{SPEC}"), "// ---- models/m.mem\nmodel m { }".into()];
         sections.extend(overrides.iter().map(|o| format!("{COMMAND_LINE_SECTION}{o}")));
         sections.join("\n")
+    }
+
+    #[test]
+    fn the_command_line_header_is_a_section_header() {
+        assert_eq!(COMMAND_LINE_SECTION, format!("{SECTION_HEADER}<command line>\n"));
     }
 
     #[test]
