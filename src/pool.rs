@@ -10,6 +10,28 @@
 
 use std::sync::Mutex;
 
+/// Stack of each compute thread. candle's autograd walks the graph recursively (and a
+/// tensor's graph is dropped recursively), one frame per op of the longest chain, so a
+/// 2 000-step LSTM overflowed rayon's default 2 MiB and aborted the process. The size is
+/// reserved address space; only the frames used take memory ([`compute_stack`]).
+pub const COMPUTE_STACK: usize = 256 << 20;
+
+/// rayon's (and Rust's) default stack, the least a compute thread gets.
+const DEFAULT_STACK: usize = 2 << 20;
+
+/// The stack of each of `threads` compute threads: [`COMPUTE_STACK`], unless the process's
+/// address space is limited (`ulimit -v`, some clusters), where reserved stacks would crowd
+/// out the tensors: then a sixteenth of the limit, shared by the threads.
+pub fn compute_stack(threads: usize) -> usize {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    let limited = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } == 0 && limit.rlim_cur != libc::RLIM_INFINITY;
+    if !limited {
+        return COMPUTE_STACK;
+    }
+    (limit.rlim_cur as usize / 16 / threads.max(1)).clamp(DEFAULT_STACK, COMPUTE_STACK)
+}
+
 /// Pools whose trial has ended.
 static IDLE: Mutex<Vec<rayon::ThreadPool>> = Mutex::new(Vec::new());
 
@@ -21,6 +43,7 @@ pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Res
         Some(pool) => pool,
         None => rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
+            .stack_size(compute_stack(threads))
             .start_handler(|_| crate::ftz::enable())
             .build()
             .map_err(|e| format!("cannot start compute threads: {e}"))?,
@@ -49,5 +72,22 @@ mod tests {
         let next = run_in_pool(7, || std::thread::current().id()).unwrap();
         assert!(workers.contains(&next), "the second trial ran on a new thread");
         assert_eq!(run_in_pool(2, rayon::current_num_threads).unwrap(), 2);
+    }
+
+    #[test]
+    fn candle_autograd_through_a_long_chain_of_ops_fits_a_compute_thread() {
+        use candle_core::{Device, Tensor, Var};
+        // 100 000 ops deep (a recurrence of some 7 000 steps): far past rayon's default stack.
+        let x = Var::new(&[1.0f32], &Device::Cpu).unwrap();
+        let grad = run_in_pool(1, || {
+            let mut y: Tensor = x.as_tensor().clone();
+            for _ in 0..100_000 {
+                y = (y * 1.0).unwrap();
+            }
+            let grads = y.sum_all().unwrap().backward().unwrap();
+            grads.get(x.as_tensor()).unwrap().to_vec1::<f32>().unwrap()
+        })
+        .unwrap();
+        assert_eq!(grad, vec![1.0]);
     }
 }

@@ -16,13 +16,13 @@ pub struct Args {
     #[arg(value_name = "EXPERIMENT|KEY=VALUES")]
     rest: Vec<String>,
     /// Timed steps.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = crate::cli::counts::at_least_one)]
     iters: usize,
     /// Untimed steps first.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
     /// Compute threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::counts::thread_count)]
     threads: Option<usize>,
     /// Device: cpu, cuda or cuda:N.
     #[arg(long, default_value = "cpu")]
@@ -39,7 +39,7 @@ pub struct Args {
     json: bool,
     /// Also time this many evaluation passes over the validation split, as training runs
     /// them at each `eval_every` (its batch size and `eval_size`), after one untimed pass.
-    #[arg(long, value_name = "PASSES")]
+    #[arg(long, value_name = "PASSES", value_parser = crate::cli::counts::at_least_one)]
     eval: Option<usize>,
 }
 
@@ -60,9 +60,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         Some(other) => anyhow::bail!("--autograd must be `tape` or `candle`, not `{other}`"),
     };
     if let Some(path) = &args.dump {
+        super::output::not_an_input(path, &[&args.file])?;
         let d = crate::pool::run_in_pool(threads, || bench::dump::first_step_with(trial, &device, autograd))
             .map_err(anyhow::Error::msg)??;
-        std::fs::write(path, serde_json::to_vec(&d)?)?;
+        super::output::write(path, serde_json::to_vec(&d)?, &[&args.file])?;
     }
     let (report, peak, eval) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
         let r = bench::time_steps(trial, &device, autograd, threads, args.warmup, args.iters)?;

@@ -13,7 +13,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let store = Store::open(&ctx.store)?;
+    let store = Store::open_existing(&ctx.store)?;
     let a = crate::store::as_seen(store.get(args.run_a)?);
     let b = crate::store::as_seen(store.get(args.run_b)?);
     print!("{}", diff::diff(&a, &b).render(&a, &b));

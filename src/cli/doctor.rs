@@ -14,7 +14,7 @@ pub struct Args {
     #[arg(long)]
     device: Option<String>,
     /// Training steps per model in `--check`.
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, default_value_t = 6, value_parser = crate::cli::counts::at_least_one)]
     steps: usize,
 }
 

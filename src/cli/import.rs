@@ -140,14 +140,17 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
         .enumerate()
         .map(|(i, mut run)| {
             let hash = run.get("spec_hash").and_then(|h| h.as_str()).unwrap_or_default().to_string();
+            // Records are named by place and by the id they had in their store.
+            let which = match run.get("id").and_then(|id| id.as_u64()) {
+                Some(id) => format!("record {} (run {id})", i + 1),
+                None => format!("record {}", i + 1),
+            };
             if let (Some(fields), Some(text)) = (run.as_object_mut(), spec_texts.get(&hash)) {
                 fields.entry("spec_text").or_insert_with(|| text.clone());
             }
-            record::decode_value(run).map_err(|e| match e {
-                // An export, but of a later layout: the remedy is a newer memctl, not a new file.
-                record::DecodeError::Newer(_) => anyhow::anyhow!("{}: run {}: {e}", file.display(), i + 1),
-                e => not_runs(format!("run {}: {e}", i + 1)),
-            })
+            // An export whose one record is wrong (or of a later layout) is still an export:
+            // say which record, not that the file is something else.
+            record::decode_value(run).map_err(|e| anyhow::anyhow!("{}: {which}: {e}", file.display()))
         })
         .collect()
 }

@@ -70,11 +70,27 @@ pub fn load_checked_from(
         }
     };
     let mut parsed = vec![];
-    for o in overrides {
+    for (i, o) in overrides.iter().enumerate() {
         let Some((key, values)) = o.split_once('=') else {
-            eprintln!("error: `{o}` is neither an experiment nor an override `KEY=VALUES`");
+            eprintln!(
+                "error: `{o}` is not an override `KEY=VALUES`, and a command names one experiment at most \
+                 (`{}` is the one named here; leave the name out to run every experiment of the spec)",
+                experiment.unwrap_or("?")
+            );
             return Err(2);
         };
+        // A second value would silently win over the first; a list is what sweeps both.
+        let same_key = |earlier: &&String| earlier.split_once('=').is_some_and(|(k, _)| k.trim() == key.trim());
+        if let Some(first) = overrides[..i].iter().find(same_key) {
+            eprintln!(
+                "error: `{}` is given twice on the command line (`{first}` and `{o}`); give one value, or a list to sweep: `{}={},{}`",
+                key.trim(),
+                key.trim(),
+                first.split_once('=').map_or("", |(_, v)| v),
+                values
+            );
+            return Err(2);
+        }
         // `d=48,96` is shorthand for the list `[48, 96]`.
         let text = if has_top_level_comma(values) { format!("{key}=[{values}]") } else { o.clone() };
         let file = spec.sources.add("<command line>", text.clone());

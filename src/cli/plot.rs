@@ -39,7 +39,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let store = Store::open(&ctx.store)?;
+    let store = Store::open_existing(&ctx.store)?;
     let mut ids = args.runs.clone();
     if let Some(text) = &args.filter {
         let summaries = crate::cli::runs::listed(store.summaries()?, true).0;
@@ -86,7 +86,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let title = args.title.clone().unwrap_or_else(|| format!("{metric}: {}", experiments.join(", ")));
     let plot = Plot { title: &title, x_label: args.x.label(), y_label: &metric, series: &series };
     if let Err(e) = plot::draw(&args.output, &plot) {
-        anyhow::bail!("{e}");
+        anyhow::bail!("cannot write {}: {e}", args.output.display());
     }
     eprintln!("wrote {} ({} line{})", args.output.display(), series.len(), if series.len() == 1 { "" } else { "s" });
     Ok(0)

@@ -27,7 +27,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&args.description)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.description.display()))?;
     let report = results::load(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
-    let store = Store::open(&ctx.store)?;
+    if let Some(p) = &args.output {
+        super::output::not_an_input(p, &[&args.description])?;
+    }
+    let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
     let figures = match &args.data_dir {
         Some(dir) => write_data(dir, &report, &runs, args.output.as_deref())?,
@@ -36,7 +39,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let md = results::render_with_figures(&report, &runs, &figures);
     match &args.output {
         Some(p) => {
-            std::fs::write(p, md)?;
+            super::output::write(p, md, &[&args.description])?;
             eprintln!("wrote {}", p.display());
         }
         None => print!("{md}"),

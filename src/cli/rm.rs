@@ -20,7 +20,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let store = Store::open(&ctx.store)?;
+    let store = Store::open_existing(&ctx.store)?;
     let mut ids = args.runs.clone();
     ids.sort_unstable();
     ids.dedup();

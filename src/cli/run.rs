@@ -17,7 +17,7 @@ pub struct Args {
     /// The experiment (default: the first in the file).
     experiment: Option<String>,
     /// Compute threads (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::counts::thread_count)]
     threads: Option<usize>,
     /// Device: cpu, cuda or cuda:N (overrides the spec's `device`).
     #[arg(long)]
@@ -28,6 +28,13 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    if let Some(o) = args.experiment.as_deref().filter(|e| e.contains('=')) {
+        anyhow::bail!(
+            "`run` takes no overrides such as `{o}`; `memctl sweep {} EXPERIMENT {o}` runs with them \
+             (`--force` to run a trial that is done again)",
+            args.file.display()
+        );
+    }
     let Ok((spec, program)) = load::load_checked(&args.file, ctx) else {
         return Ok(2);
     };

@@ -82,8 +82,15 @@ pub fn print(sheet: &crate::report::sheet::Sheet, format: Format) -> anyhow::Res
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let store = Store::open(&ctx.store)?;
-    let (runs, hidden) = listed(store.summaries()?, args.all);
+    // A store not made yet has no runs. It is not created here: a mistyped `--store` shows
+    // as its path in the answer, not as a new empty folder (`watch memctl runs` may also start
+    // before the sweep that makes the store).
+    let store = if ctx.store.exists() { Some(Store::open(&ctx.store)?) } else { None };
+    let summaries = match &store {
+        Some(store) => store.summaries()?,
+        None => vec![],
+    };
+    let (runs, hidden) = listed(summaries, args.all);
     let filter = match &args.filter {
         Some(text) => match query::prepare(text, &runs) {
             Ok(q) => Some(q),
@@ -122,15 +129,16 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         RunsFormat::Records => {
             let mut out = vec![];
             for row in &sheet.rows {
-                if let [Cell::Int(id)] = row[..] {
-                    out.push(crate::store::as_seen(store.get(id as u64)?));
+                if let (Some(store), [Cell::Int(id)]) = (&store, &row[..]) {
+                    out.push(crate::store::as_seen(store.get(*id as u64)?));
                 }
             }
             println!("{}", serde_json::to_string_pretty(&out)?);
             return Ok(0);
         }
         RunsFormat::Table if runs.is_empty() => {
-            println!("no runs in {} yet; start with `memctl sweep specs/quickstart.mem`", ctx.store.display());
+            let none = if store.is_some() { "no runs in" } else { "no store at" };
+            println!("{none} {} yet; start with `memctl sweep specs/quickstart.mem`", ctx.store.display());
             return Ok(0);
         }
         RunsFormat::Table => Format::Table,

@@ -22,7 +22,7 @@ enum Format {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let store = Store::open(&ctx.store)?;
+    let store = Store::open_existing(&ctx.store)?;
     let record = crate::store::as_seen(store.get(args.run)?);
     match args.format {
         Format::Yaml => print!("{}", show::yaml(&record)?),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::check::Trial;
-use crate::cli::{Context, load, progress::Progress, slurm_submit};
+use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
 use crate::sweep::probe::ChildProber;
 use crate::sweep::{self, Options, Plan, SpecSource};
@@ -151,10 +151,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 pub struct Parallelism {
     /// Trials at once (default: one per core, at most the number of trials; on a GPU,
     /// at most 4).
-    #[arg(long, short)]
+    #[arg(long, short, value_parser = counts::thread_count)]
     jobs: Option<usize>,
     /// Compute threads per trial (default: cores / jobs).
-    #[arg(long)]
+    #[arg(long, value_parser = counts::thread_count)]
     threads: Option<usize>,
 }
 

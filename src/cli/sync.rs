@@ -16,9 +16,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let dirs = sweep_dirs(&args.dir);
+    if dirs.is_empty() {
+        anyhow::bail!(
+            "{}: no Slurm sweep here (a sweep's folder holds `manifests/`, written by `memctl sweep --executor slurm`); \
+             pass the sweep's folder or the shared root above it",
+            args.dir.display()
+        );
+    }
     let store = Store::open(&ctx.store)?;
     let mut totals = (0, 0, 0);
-    for dir in sweep_dirs(&args.dir) {
+    for dir in dirs {
         let (imported, present, unreadable) = sync_dir(&store, &dir)?;
         let missing = missing_tasks(&dir);
         eprintln!(

@@ -18,7 +18,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if tag.is_empty() || tag.contains(['\n', '\t']) {
         anyhow::bail!("a tag is a non-empty word or phrase on one line");
     }
-    let store = Store::open(&ctx.store)?;
+    let store = Store::open_existing(&ctx.store)?;
     let changed = store.tag(args.run, tag, !args.remove)?;
     let tags = store.summary(args.run)?.tags;
     match (changed, args.remove) {

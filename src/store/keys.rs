@@ -14,6 +14,9 @@ pub const META: &str = "meta";
 pub const SCHEMA_KEY: &[u8] = b"schema";
 /// In [`META`]: the layout version of the summaries in [`SUMMARIES`] (absent: none built yet).
 pub const SUMMARY_VERSION_KEY: &[u8] = b"summary_version";
+/// In [`META`]: the highest run id ever issued ([`run_key`] bytes), so that ids are not reused
+/// after the newest runs are deleted.
+pub const LAST_ISSUED_ID_KEY: &[u8] = b"last_issued_id";
 
 /// Big-endian, so that sled iterates runs in id order.
 pub fn run_key(id: u64) -> [u8; 8] {

@@ -72,8 +72,18 @@ pub enum StoreError {
          `--store PATH` (or MEMCTL_STORE)"
     )]
     Locked { path: PathBuf, holder: String, waited_secs: f64 },
-    #[error("cannot open the store at `{path}`: {source}")]
-    Open { path: PathBuf, source: sled::Error },
+    /// `reason` is text, not a source, so that the chain prints the cause once.
+    #[error("cannot open the store at `{path}`: {reason}")]
+    Open { path: PathBuf, reason: String },
+    #[error(
+        "no store at `{0}`\n\
+         help: check `--store` (or MEMCTL_STORE); `memctl sweep` creates a store where it is told to"
+    )]
+    Missing(PathBuf),
+    #[error(
+        "run {id} is still running (process {pid} on {host}); stop its sweep first (Ctrl-C checkpoints it), then delete it"
+    )]
+    StillRunning { id: u64, pid: u32, host: String },
     #[error("the store at `{path}` has schema {found}, but this memctl reads schema {SCHEMA}")]
     Schema { path: PathBuf, found: String },
     #[error("store error: {0}")]
@@ -126,9 +136,22 @@ impl Store {
         Store::open_with(path, wait)
     }
 
+    /// [`Store::open`] for commands that only read or edit runs (`runs`, `show`, `rm`, …): a
+    /// store that is not there is a mistyped path, not one to create.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.exists() {
+            return Err(StoreError::Missing(path.into()));
+        }
+        Store::open(path)
+    }
+
     /// [`Store::open`] with an explicit wait limit.
     pub fn open_with(path: &Path, wait: Duration) -> Result<Store, StoreError> {
-        std::fs::create_dir_all(path).map_err(|e| StoreError::Open { path: path.into(), source: e.into() })?;
+        if path.exists() && !path.is_dir() {
+            return Err(StoreError::Open { path: path.into(), reason: "it is a file, not a folder".into() });
+        }
+        std::fs::create_dir_all(path)
+            .map_err(|e| StoreError::Open { path: path.into(), reason: session::io_reason(&e) })?;
         let store = Store { path: path.into(), wait };
         // One session now, so that a store that cannot be used says so at once.
         store.session(|_| Ok(()))?;
@@ -176,7 +199,7 @@ impl Store {
             if present(latest_of_trial(s, &record.trial_key)?.as_ref()) {
                 return Ok(false);
             }
-            record.id = last_id(s)? + 1;
+            record.id = next_id(s)?;
             write(s, &record)?;
             Ok(true)
         })
@@ -202,13 +225,7 @@ impl Store {
                         return Ok(Claim::Settled { run_id: prev.id, status: Status::Failed });
                     }
                     Status::Running if !owner::is_gone(&prev, now()) => {
-                        let (pid, host) = prev
-                            .environment
-                            .process
-                            .as_ref()
-                            .map_or((prev.environment.pid, prev.environment.hostname.clone()), |p| {
-                                (p.pid, p.hostname.clone())
-                            });
+                        let (pid, host) = running_process(&prev);
                         return Ok(Claim::RunningElsewhere { run_id: prev.id, pid, host });
                     }
                     Status::Running => {
@@ -226,7 +243,7 @@ impl Store {
                     Status::Done | Status::Failed => {}
                 }
             }
-            let id = last_id(s)? + 1;
+            let id = next_id(s)?;
             let mut record = make(id, latest.as_ref().filter(|r| Some(r.id) == took_over));
             if let Some(p) = record.progress.as_mut() {
                 p.deaths = deaths;
@@ -242,6 +259,14 @@ impl Store {
         self.session(|s| {
             if let Some(id) = ids.iter().find(|id| !s.runs.contains_key(keys::run_key(**id)).unwrap_or(false)) {
                 return Err(StoreError::NoSuchRun(*id));
+            }
+            // A live trial would write its record back at its next progress report.
+            for &id in ids {
+                let r = get_in(s, id)?;
+                if r.status == Status::Running && !owner::is_gone(&r, now()) {
+                    let (pid, host) = running_process(&r);
+                    return Err(StoreError::StillRunning { id, pid, host });
+                }
             }
             let gone: std::collections::HashSet<u64> = ids.iter().copied().collect();
             // The trials the deleted runs were latest of, and their newest surviving run.
@@ -365,6 +390,23 @@ fn deaths_before_first_step(prev: &RunRecord) -> u32 {
 
 fn last_id(s: &Session) -> Result<u64, StoreError> {
     Ok(s.runs.last()?.and_then(|(k, _)| keys::run_id(&k)).unwrap_or(0))
+}
+
+/// The id of a new run: above every run in the store and every id issued before, so that a
+/// deleted run's id never comes back (notes and `memctl diff` commands keep meaning one run).
+fn next_id(s: &Session) -> Result<u64, StoreError> {
+    let issued = s.meta.get(keys::LAST_ISSUED_ID_KEY)?.and_then(|v| keys::run_id(&v)).unwrap_or(0);
+    let id = last_id(s)?.max(issued) + 1;
+    s.meta.insert(keys::LAST_ISSUED_ID_KEY, &keys::run_key(id))?;
+    Ok(id)
+}
+
+/// The process and host of a `running` run.
+fn running_process(r: &RunRecord) -> (u32, String) {
+    r.environment
+        .process
+        .as_ref()
+        .map_or((r.environment.pid, r.environment.hostname.clone()), |p| (p.pid, p.hostname.clone()))
 }
 
 fn write(s: &Session, record: &RunRecord) -> Result<(), StoreError> {
@@ -496,6 +538,47 @@ mod tests {
         assert_eq!(record.id, 2);
         let dead = store.get(1).unwrap();
         assert_eq!((dead.status, dead.stop_reason.as_str()), (Status::Interrupted, PROCESS_DIED));
+    }
+
+    #[test]
+    fn a_deleted_run_s_id_is_never_given_to_a_new_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let Claim::Run { record, .. } = claim(&store) else { panic!("a new trial runs") };
+        let mut done = running(record.id, true);
+        done.status = Status::Done;
+        store.put(&done).unwrap();
+        store.delete(&[1]).unwrap();
+        let Claim::Run { record, .. } = claim(&store) else { panic!("the trial runs again") };
+        assert_eq!(record.id, 2, "run 1 was deleted, and its id stays its own");
+    }
+
+    #[test]
+    fn a_run_still_training_is_not_deleted_and_a_dead_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.put(&running(1, true)).unwrap();
+        let err = store.delete(&[1]).unwrap_err();
+        assert!(matches!(err, StoreError::StillRunning { id: 1, .. }), "{err}");
+        assert!(err.to_string().contains("stop its sweep first"), "{err}");
+        assert_eq!(store.get(1).unwrap().status, Status::Running, "nothing deleted");
+        store.put(&running(1, false)).unwrap();
+        store.delete(&[1]).unwrap();
+        assert!(matches!(store.get(1), Err(StoreError::NoSuchRun(1))));
+    }
+
+    #[test]
+    fn a_store_that_is_not_there_or_is_a_file_is_named_and_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let typo = dir.path().join("stroe");
+        let err = Store::open_existing(&typo).unwrap_err().to_string();
+        assert!(err.contains("no store at") && err.contains("stroe"), "{err}");
+        assert!(!typo.exists(), "a reading command created the mistyped store");
+        let file = dir.path().join("runs.json");
+        std::fs::write(&file, "[]").unwrap();
+        let err = Store::open(&file).unwrap_err().to_string();
+        assert!(err.contains("it is a file, not a folder"), "{err}");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "[]");
     }
 
     #[test]

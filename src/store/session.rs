@@ -13,6 +13,7 @@ use super::{StoreError, keys, summary};
 /// The trees of an open store.
 pub(super) struct Session {
     db: sled::Db,
+    pub meta: sled::Tree,
     pub runs: sled::Tree,
     pub trials: sled::Tree,
     pub running: sled::Tree,
@@ -45,12 +46,13 @@ impl Session {
             trials: db.open_tree(keys::TRIALS)?,
             running: db.open_tree(keys::RUNNING)?,
             summaries: db.open_tree(keys::SUMMARIES)?,
+            meta,
             db,
         };
         let version = summary::SUMMARY_VERSION.to_string();
-        if meta.get(keys::SUMMARY_VERSION_KEY)?.is_none_or(|v| v.as_ref() != version.as_bytes()) {
+        if session.meta.get(keys::SUMMARY_VERSION_KEY)?.is_none_or(|v| v.as_ref() != version.as_bytes()) {
             session.rebuild_summaries()?;
-            meta.insert(keys::SUMMARY_VERSION_KEY, version.as_bytes())?;
+            session.meta.insert(keys::SUMMARY_VERSION_KEY, version.as_bytes())?;
             session.flush()?;
         }
         Ok(session)
@@ -92,8 +94,29 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
                 // Sessions last milliseconds: poll often at first, then back off.
                 pause = (pause * 2).min(Duration::from_millis(25));
             }
-            Err(source) => return Err(StoreError::Open { path: path.into(), source }),
+            Err(sled::Error::Io(e)) => return Err(StoreError::Open { path: path.into(), reason: io_reason(&e) }),
+            Err(sled::Error::Corruption { .. }) => {
+                let reason = format!(
+                    "its database (`{}`) is damaged; rebuild the store from an export \
+                     (`memctl --store NEW import runs.json`), or restore the folder from a copy",
+                    db_path.display()
+                );
+                return Err(StoreError::Open { path: path.into(), reason });
+            }
+            Err(e) => return Err(StoreError::Open { path: path.into(), reason: e.to_string() }),
         }
+    }
+}
+
+/// Why a store's folder or database could not be opened, in words that say what to do.
+pub(super) fn io_reason(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EROFS) => "it is on a read-only file system, and memctl writes to a store even to read it \
+             (processes take turns through the database's lock); copy the folder somewhere writable and \
+             pass the copy to `--store`"
+            .into(),
+        Some(libc::EACCES) | Some(libc::EPERM) => format!("permission denied ({e})"),
+        _ => e.to_string(),
     }
 }
 

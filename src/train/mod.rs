@@ -406,10 +406,23 @@ pub fn train_resumable(
 
 #[derive(Debug, thiserror::Error)]
 enum TrainError {
-    #[error("loss is {value} at step {step}; try a smaller learning rate or gradient clipping")]
-    NonFinite { step: usize, value: f64 },
+    #[error("loss is {value} at step {step}; {advice}")]
+    NonFinite { step: usize, value: f64, advice: &'static str },
     #[error("{0}")]
     Candle(#[from] candle_core::Error),
+}
+
+/// What to try when the loss is not finite. Step 1's loss is the initial parameters' (the
+/// optimiser has not moved them yet), so no learning rate or clipping can be the cause there.
+fn non_finite_advice(step: usize, cfg: &crate::train_config::TrainConfig) -> &'static str {
+    if step == 1 {
+        "that is the loss of the initial parameters, before any update: the forward pass overflows \
+         (check the model's sizes and the task's inputs); the learning rate plays no part yet"
+    } else if cfg.clip_norm.is_some() || cfg.clip_value.is_some() {
+        "try a smaller learning rate or a tighter gradient clip"
+    } else {
+        "try a smaller learning rate or gradient clipping (`clip_norm = 1` in `train`)"
+    }
 }
 
 /// One training run's inputs, as [`train_resumable`] takes them.
@@ -475,7 +488,7 @@ impl Run<'_> {
             let batch = data.train_batch(cfg.batch)?;
             let value = stepper.step(&batch)?;
             if !value.is_finite() {
-                return Err(TrainError::NonFinite { step, value });
+                return Err(TrainError::NonFinite { step, value, advice: non_finite_advice(step, cfg) });
             }
             out.steps_run = step;
             interval_loss.0 += value;

@@ -558,6 +558,9 @@ fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() 
     assert!(stderr(&bad).contains("runs.json: not an export of runs (an object without `runs`"), "{}", stderr(&bad));
     std::fs::write(&export, "[{\"record_version\": 99}]").unwrap();
     let newer = stderr(&memctl(&into, &["import", file]));
-    assert!(newer.contains("runs.json: run 1: record version 99 is newer") && !newer.contains("write one"), "{newer}");
+    assert!(
+        newer.contains("runs.json: record 1: record version 99 is newer") && !newer.contains("write one"),
+        "{newer}"
+    );
     assert_eq!(runs_by_identity(&into).len(), 9);
 }

@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let store = Store::open(&ctx.store)?;
+    let store = Store::open_existing(&ctx.store)?;
     if !args.host.is_loopback() {
         eprintln!(
             "warning: listening on {}: anyone who can reach this address can read the store (runs, specs, \

@@ -1,0 +1,50 @@
+//! The files commands write (`results -o`, `bench --dump`): never over one of the command's
+//! own inputs (a slip of `-o` would replace the spec or the tables' description), and an
+//! error that names the file when writing fails.
+
+use std::path::Path;
+
+/// Fails when `output` is one of `inputs` (the same file, by any path to it).
+pub fn not_an_input(output: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
+    // Only an existing file can be an input; canonical paths see through `./` and links.
+    let Ok(out) = std::fs::canonicalize(output) else { return Ok(()) };
+    for input in inputs {
+        if std::fs::canonicalize(input).is_ok_and(|i| i == out) {
+            anyhow::bail!(
+                "not writing to {}: it is this command's input; choose another output file",
+                output.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `output`, unless it is one of `inputs`.
+pub fn write(output: &Path, bytes: impl AsRef<[u8]>, inputs: &[&Path]) -> anyhow::Result<()> {
+    not_an_input(output, inputs)?;
+    std::fs::write(output, bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_output_that_is_an_input_is_refused_and_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = dir.path().join("a.mem");
+        std::fs::write(&spec, "model m {}").unwrap();
+        let same = dir.path().join(".").join("a.mem");
+        let err = write(&same, "{}", &[&spec]).unwrap_err().to_string();
+        assert!(err.contains("it is this command's input"), "{err}");
+        assert_eq!(std::fs::read_to_string(&spec).unwrap(), "model m {}");
+        write(&dir.path().join("b.json"), "{}", &[&spec]).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("b.json")).unwrap(), "{}");
+    }
+
+    #[test]
+    fn a_failed_write_names_the_file() {
+        let err = write(Path::new("/nonexistent-memctl-dir/x.json"), "{}", &[]).unwrap_err().to_string();
+        assert!(err.contains("cannot write /nonexistent-memctl-dir/x.json"), "{err}");
+    }
+}
