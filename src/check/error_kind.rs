@@ -366,6 +366,12 @@ pub enum CheckErrorKind {
         first: String,
         first_len: usize,
     },
+    ZipOverrideValue {
+        name: String,
+        value: String,
+        partners: Vec<String>,
+        values: Vec<String>,
+    },
     RandomArguments,
     RandomCount,
     EmptyRandom,
@@ -493,6 +499,7 @@ impl CheckErrorKind {
             SweptTwice { .. } => "C121",
             EmptyZip => "C122",
             ZipLengths { .. } => "C123",
+            ZipOverrideValue { .. } => "C129",
             RandomArguments => "C124",
             RandomCount => "C125",
             EmptyRandom => "C126",
@@ -694,6 +701,12 @@ impl fmt::Display for CheckErrorKind {
             ZipLengths { name, len, first, first_len } => {
                 write!(f, "`zip` pairs values by position, but `{name}` has {len} values and `{first}` has {first_len}")
             }
+            ZipOverrideValue { name, value, partners, values } => write!(
+                f,
+                "`{name}={value}` picks no row of the `zip` that pairs `{name}` with {}: its `{name}` values are {}",
+                partners.iter().map(|p| format!("`{p}`")).collect::<Vec<_>>().join(", "),
+                values.join(", ")
+            ),
             RandomArguments => {
                 write!(f, "`random` takes a number of draws (1 to {MAX_DRAWS}) and an optional `seed`")
             }

@@ -19,6 +19,8 @@ pub(crate) const MAX_DRAWS: i64 = 100_000;
 pub struct Group {
     pub names: Vec<Ident>,
     pub rows: Vec<Vec<(Value, Span)>>,
+    /// A `zip` group, whose rows are pairings the spec chose.
+    pub zipped: bool,
 }
 
 /// A command-line override `name=values`, parsed in its own pseudo-file.
@@ -48,15 +50,20 @@ fn axis_values(ax: &ast::SweepAxis) -> Result<Vec<(Value, Span)>, Diagnostic> {
     Ok(values.into_iter().zip(spans).collect())
 }
 
-/// Groups of a sweep block, with overrides applied: an overridden name leaves its group and
-/// becomes an axis of its own at the end.
+/// Groups of a sweep block, with overrides applied. An overridden name of a `zip` picks the
+/// zip's rows with the values given (`gates=true` runs the rows where `gates` is true, each with
+/// the values it is paired with): a zip's rows are pairings the spec chose (`d = 96` with its
+/// own `max_time`), and replacing one column would pair values the spec never paired. Any other
+/// overridden name leaves its group and becomes an axis of its own at the end.
 pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<Group>, Diagnostic> {
     let mut groups = vec![];
     for entry in sweeps.iter().flatten() {
         groups.push(match entry {
-            SweepEntry::Axis(ax) => {
-                Group { names: vec![ax.name.clone()], rows: axis_values(ax)?.into_iter().map(|v| vec![v]).collect() }
-            }
+            SweepEntry::Axis(ax) => Group {
+                names: vec![ax.name.clone()],
+                rows: axis_values(ax)?.into_iter().map(|v| vec![v]).collect(),
+                zipped: false,
+            },
             SweepEntry::Zip { axes, span } => zip(axes, *span)?,
             SweepEntry::Random { args, draws, span } => random(args, draws, *span)?,
         });
@@ -75,6 +82,12 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
         }
     }
     for o in overrides {
+        let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
+        let given = axis_values(&ax)?;
+        if let Some(g) = groups.iter_mut().find(|g| g.zipped && g.names.iter().any(|n| n.name == o.name.name)) {
+            pick_zip_rows(g, o, &given)?;
+            continue;
+        }
         for g in &mut groups {
             if let Some(col) = g.names.iter().position(|n| n.name == o.name.name) {
                 g.names.remove(col);
@@ -84,13 +97,39 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
             }
         }
         groups.retain(|g| !g.names.is_empty());
-        let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
         groups.push(Group {
             names: vec![o.name.clone()],
-            rows: axis_values(&ax)?.into_iter().map(|v| vec![v]).collect(),
+            rows: given.into_iter().map(|v| vec![v]).collect(),
+            zipped: false,
         });
     }
     Ok(groups)
+}
+
+/// Keeps the rows of zip group `g` whose value of the overridden name is one of `given`; a
+/// value no row has is an error that lists the rows' values.
+fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)]) -> Result<(), Diagnostic> {
+    let col = g.names.iter().position(|n| n.name == o.name.name).expect("the group names the override");
+    // 5200 picks the row written 5200.0: numbers compare by value.
+    let same = |a: &Value, b: &Value| match (a.as_float(), b.as_float()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    };
+    if let Some((missing, span)) = given.iter().find(|(v, _)| !g.rows.iter().any(|row| same(&row[col].0, v))) {
+        let partners = g.names.iter().filter(|n| n.name != o.name.name).map(|n| n.name.clone()).collect();
+        return Err(CheckErrorKind::ZipOverrideValue {
+            name: o.name.name.clone(),
+            value: missing.to_string(),
+            partners,
+            values: g.rows.iter().map(|row| row[col].0.to_string()).collect(),
+        }
+        .error()
+        .at(*span, "no row of the zip has this value")
+        .also(g.names[col].span, "zipped here")
+        .hint("an override of a zipped name picks the zip's rows; to pair other values, edit the zip"));
+    }
+    g.rows.retain(|row| given.iter().any(|(v, _)| same(&row[col].0, v)));
+    Ok(())
 }
 
 fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
@@ -116,7 +155,7 @@ fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
         }
     }
     let rows = (0..n).map(|i| columns.iter().map(|c| c[i].clone()).collect()).collect();
-    Ok(Group { names: axes.iter().map(|a| a.name.clone()).collect(), rows })
+    Ok(Group { names: axes.iter().map(|a| a.name.clone()).collect(), rows, zipped: true })
 }
 
 /// Distributions a `random` group can draw from.
@@ -154,7 +193,7 @@ fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, D
             row.push((draw(d, &mut rng)?, d.dist.span));
         }
     }
-    Ok(Group { names: draws.iter().map(|d| d.name.clone()).collect(), rows })
+    Ok(Group { names: draws.iter().map(|d| d.name.clone()).collect(), rows, zipped: false })
 }
 
 fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {

@@ -231,3 +231,43 @@ fn overrides_replace_sweeps_and_bad_ones_are_located() {
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("<command line>:1:1") && err.contains("`gatse`"), "{err}");
 }
+
+/// A zip's rows are pairings the spec chose: an override of a zipped name picks rows (keeping
+/// each row's partners) instead of pairing the value with every row, and a value no row has is
+/// a located error.
+#[test]
+fn an_override_of_a_zipped_name_picks_the_zips_rows() {
+    let spec_text = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model split(m = 12, parts = 2) {
+  state h = zeros(m / parts)
+  step token {
+    h = tanh(linear(embed(token, 4), m / parts) + linear(h, m / parts))
+    out linear(h, output_size)
+  }
+}
+experiment z {
+  task tiny
+  model split()
+  sweep { seed in 1..2  zip { m in [12, 10, 12], parts in [2, 5, 3] } }
+}
+"#;
+    let (_dir, spec, store) = spec_folder(spec_text);
+    let dry = |args: &[&str]| memctl_at(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap();
+    let rows = dry(&["seed=7", "m=12"]);
+    let out = text(&rows.stdout);
+    assert_eq!(rows.status.code(), Some(0), "{}", text(&rows.stderr));
+    assert!(out.contains("2 of 2 trials would run"), "{out}");
+    assert!(out.contains("m=12 parts=2") && out.contains("m=12 parts=3") && !out.contains("parts=5"), "{out}");
+    // Two names of one zip: the rows that have both.
+    let one = text(&dry(&["m=12", "parts=3"]).stdout);
+    assert!(one.contains("2 of 2 trials would run") && !one.contains("parts=2"), "{one}");
+    let missing = dry(&["m=11"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let err = text(&missing.stderr);
+    assert!(
+        err.contains("`m=11` picks no row of the `zip` that pairs `m` with `parts`: its `m` values are 12, 10, 12"),
+        "{err}"
+    );
+    assert!(err.contains("<command line>:1:3"), "{err}");
+}
