@@ -6,7 +6,7 @@ use crate::cli::Context;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
 use crate::report::plot::{self, Plot};
-use crate::store::{RunRecord, Store};
+use crate::store::{RunRecord, RunSummary, Store};
 
 /// Plot learning curves: one line per run, or with --group-by one line per group (the mean
 /// over its runs, typically seeds) with a band (min..max, or ± sample std).
@@ -72,9 +72,19 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     let series = match &args.group_by {
         Some(keys) => {
+            let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();
             let mut fields = vec![];
             for k in keys {
-                let f = Field::parse(k).ok_or_else(|| anyhow::anyhow!("`{k}`: unknown namespace"))?;
+                let f = Field::parse(k).ok_or_else(|| {
+                    anyhow::anyhow!("--group-by `{k}`: unknown namespace (namespaces: param., task., train., metric.)")
+                })?;
+                // A field no plotted run has would put every run in one group named `k=·`.
+                if query::fields::kinds(&f, &summaries).is_empty() {
+                    let names = query::fields::names(&summaries);
+                    let hint = crate::suggest::did_you_mean(k, names.iter().map(String::as_str))
+                        .unwrap_or_else(|| "group by a parameter, task option, train setting or seed".into());
+                    anyhow::bail!("--group-by `{k}`: none of the {} runs plotted has this field; {hint}", runs.len());
+                }
                 fields.push((k.clone(), f));
             }
             curves::per_group(&runs, &metric, &fields, args.band, args.x)

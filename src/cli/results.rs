@@ -26,12 +26,18 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let text = std::fs::read_to_string(&args.description)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", args.description.display()))?;
-    let report = results::load(&text).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
+    let source = args.description.display().to_string();
+    let report = results::load_named(&text, &source).map_err(|e| match e {
+        // A YAML error names the file in its own snippet header.
+        results::DescriptionError::Yaml(rendered) => anyhow::anyhow!("{rendered}"),
+        other => anyhow::anyhow!("{source}: {other}"),
+    })?;
     if let Some(p) = &args.output {
         super::output::not_an_input(p, &[&args.description])?;
     }
     let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
+    results::check_names(&report, &runs).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
     let figures = match &args.data_dir {
         Some(dir) => write_data(dir, &report, &runs, args.output.as_deref())?,
         None => vec![],

@@ -149,12 +149,21 @@ pub enum DescriptionError {
     NoTables,
     #[error("table \"{table}\": no fit is called `{fit}` (the one there is: kanerva_runtime)")]
     UnknownFit { table: String, fit: String },
+    #[error("table \"{table}\": none of its {runs} runs has {what} `{name}`; {hint}")]
+    UnknownName { table: String, runs: usize, what: &'static str, name: String, hint: String },
 }
 
 /// Reads and checks a description: YAML that does not fit, and criteria that name rows,
 /// metrics or paper figures the table does not have, are errors here, before any run is read.
 pub fn load(text: &str) -> Result<Report, DescriptionError> {
-    let report: Report = serde_saphyr::from_str(text).map_err(|e| DescriptionError::Yaml(e.to_string()))?;
+    load_named(text, "<input>")
+}
+
+/// [`load`], with YAML errors located in `source` (the file's path) rather than `<input>`.
+pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> {
+    let report: Report = serde_saphyr::from_str(text).map_err(|e| {
+        DescriptionError::Yaml(e.render_with_options(serde_saphyr::render_options! { source_name: Some(source) }))
+    })?;
     if report.all_tables().next().is_none() {
         return Err(DescriptionError::NoTables);
     }
@@ -178,6 +187,47 @@ pub fn load(text: &str) -> Result<Report, DescriptionError> {
         }
     }
     Ok(report)
+}
+
+/// Names the runs must supply, checked once a table has runs: a row key, metric or curve that
+/// none of them has would show as `·` in every row, which is a typo far more often than news.
+pub fn check_names(report: &Report, runs: &[RunRecord]) -> Result<(), DescriptionError> {
+    for t in report.all_tables() {
+        let selection = select(runs, &t.experiments, &t.rows);
+        let mine: Vec<&RunRecord> = selection.runs().collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let unknown = |what: &'static str, name: &str, known: BTreeSet<&str>| {
+            let hint = crate::suggest::did_you_mean(name, known.iter().copied()).unwrap_or_else(|| {
+                let list: Vec<&str> = known.iter().copied().collect();
+                format!("they have: {}", list.join(", "))
+            });
+            DescriptionError::UnknownName { table: t.title.clone(), runs: mine.len(), what, name: name.into(), hint }
+        };
+        let keys: BTreeSet<&str> = ["model", "experiment", "task", "seed"]
+            .into_iter()
+            .chain(
+                mine.iter()
+                    .flat_map(|r| r.config.params.keys().chain(r.config.task_options.keys()).map(String::as_str)),
+            )
+            .collect();
+        if let Some(k) = t.rows.iter().find(|k| !keys.contains(k.as_str())) {
+            return Err(unknown("a parameter or task option", k, keys));
+        }
+        let metrics: BTreeSet<&str> = ["ms_per_step", "steps_to_converge", "epochs_to_converge"]
+            .into_iter()
+            .chain(mine.iter().flat_map(|r| r.final_metrics.keys().map(String::as_str)))
+            .collect();
+        if let Some(m) = t.metrics.iter().find(|m| !metrics.contains(m.as_str())) {
+            return Err(unknown("a final metric", m, metrics));
+        }
+        let curves: BTreeSet<&str> = mine.iter().flat_map(|r| r.curves.keys().map(String::as_str)).collect();
+        if let Some(c) = t.curves.as_ref().filter(|c| !curves.contains(c.as_str())) {
+            return Err(unknown("a curve", c, curves));
+        }
+    }
+    Ok(())
 }
 
 impl Table {
@@ -577,6 +627,37 @@ tables:
     }
 
     const ONE_TABLE: &str = "title: R\ntables:\n  - {title: T, experiments: [exp], rows: [d], metrics: [accuracy]}\n";
+
+    #[test]
+    fn a_yaml_error_is_located_in_the_named_file() {
+        let err = load_named("title: R\ntables: [{title: T, experiments: 3\n", "specs/x.yaml").unwrap_err().to_string();
+        assert!(err.contains("specs/x.yaml:") && !err.contains("<input>"), "{err}");
+    }
+
+    #[test]
+    fn a_row_key_metric_or_curve_no_run_has_is_an_error_with_a_suggestion() {
+        use crate::report::selection::tests::run;
+        let runs = [run(1, "t0", "v1", &[("d", Value::Int(8))], 0.5)];
+        let check = |yaml: &str| check_names(&serde_saphyr::from_str(yaml).unwrap(), &runs);
+        assert!(check(ONE_TABLE).is_ok());
+        let err = check(&ONE_TABLE.replace("metrics: [accuracy]", "metrics: [accurcy]")).unwrap_err().to_string();
+        assert!(err.contains("none of its 1 runs has a final metric `accurcy`; did you mean `accuracy`?"), "{err}");
+        let err = check(&ONE_TABLE.replace("rows: [d]", "rows: [dd]")).unwrap_err().to_string();
+        assert!(err.contains("a parameter or task option `dd`; did you mean `d`?"), "{err}");
+        let err = check(&ONE_TABLE.replace("metrics: [accuracy]", "metrics: [accuracy], curves: banana")).unwrap_err();
+        assert!(matches!(err, DescriptionError::UnknownName { what: "a curve", .. }), "{err}");
+        // Derived metrics and built-in keys need no run to carry them; a table without runs
+        // is not judged.
+        assert!(
+            check(&ONE_TABLE.replace("rows: [d], metrics: [accuracy]", "rows: [seed], metrics: [ms_per_step]")).is_ok()
+        );
+        assert!(
+            check(
+                &ONE_TABLE.replace("experiments: [exp]", "experiments: [other], rows: [zz]").replace("rows: [d], ", "")
+            )
+            .is_ok()
+        );
+    }
 
     #[test]
     fn a_forced_rerun_and_an_older_spec_version_are_not_extra_seeds() {

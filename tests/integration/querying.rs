@@ -257,6 +257,9 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     assert_eq!(lines(&doc), 3);
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("polygon")).count(), 3);
     assert!(text.contains("d=48 gates=true (3 runs)"), "{text}");
+    // A field no plotted run has would make one group of every run: refused, with the likely name.
+    let typo = memctl(&store, &["plot", "1", "2", "--group-by", "gate", "-o", grouped.to_str().unwrap()]);
+    assert!(!typo.status.success() && stderr(&typo).contains("did you mean `gates`?"), "{}", stderr(&typo));
 
     let png = dir.path().join("runs.png");
     ok(&memctl(&store, &["plot", "1", "2", "-o", png.to_str().unwrap()]));
@@ -459,6 +462,20 @@ tables:
         serde_json::from_str(&std::fs::read_to_string(data.join("tiny-gates.json")).unwrap()).unwrap();
     assert_eq!(table["runs"].as_array().map(Vec::len), Some(4));
     assert!(data.join("never-run.json").exists());
+    // A metric none of a table's runs has is a typo, named with the likely intent, not a
+    // column of `·`; a YAML error names the file.
+    let typo = dir.path().join("typo.yaml");
+    std::fs::write(
+        &typo,
+        std::fs::read_to_string(&yaml).unwrap().replacen("metrics: [accuracy]", "metrics: [acuracy]", 1),
+    )
+    .unwrap();
+    let out = memctl(&store, &["results", typo.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("a final metric `acuracy`; did you mean `accuracy`?"), "{err}");
+    std::fs::write(&typo, "title: [").unwrap();
+    let err = String::from_utf8_lossy(&memctl(&store, &["results", typo.to_str().unwrap()]).stderr).to_string();
+    assert!(err.contains("typo.yaml:") && !err.contains("<input>"), "{err}");
 
     // The data file alone rebuilds its table: imported into an empty store, the same rows.
     let rebuilt = dir.path().join("rebuilt");
