@@ -8,9 +8,12 @@
 //! exact parameters and optimiser buffers, a resumed run ends where an uninterrupted one ends
 //! (for the same thread count, which fixes the order of the sums).
 //!
-//! Layout: `memctl-checkpoint 1\n`, a u32 (little-endian) length and that many bytes of JSON
+//! Layout: `memctl-checkpoint 2\n`, a u32 (little-endian) length and that many bytes of JSON
 //! header (step, curves, the selected evaluation, timings, and each tensor's place, dtype and shape), then every
-//! tensor's elements, little-endian, in header order.
+//! tensor's elements, little-endian, in header order, then the CRC-32 of everything before it
+//! (u32, little-endian). A flipped bit in the tensors would otherwise resume training from
+//! wrong weights without a word; with the checksum the damaged checkpoint is reported and the
+//! trial starts over. Version 1 (no checksum) still reads.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,7 +24,9 @@ use serde::{Deserialize, Serialize};
 use super::Selected;
 use super::optim::OptimState;
 
-const MAGIC: &[u8] = b"memctl-checkpoint 1\n";
+const MAGIC: &[u8] = b"memctl-checkpoint 2\n";
+/// Checkpoints written before the checksum.
+const MAGIC_V1: &[u8] = b"memctl-checkpoint 1\n";
 
 /// Where a trial's training stands after `step` steps.
 #[derive(Clone, Debug)]
@@ -112,12 +117,23 @@ impl TrainState {
                 other => candle_core::bail!("checkpoints hold f32 and f64 tensors, not {other:?}"),
             }
         }
+        let checksum = crc32fast::hash(&out);
+        out.extend_from_slice(&checksum.to_le_bytes());
         Ok(out)
     }
 
     /// Reads a checkpoint, placing its tensors on `device`.
     pub fn from_bytes(bytes: &[u8], device: &Device) -> Result<TrainState, String> {
-        let rest = bytes.strip_prefix(MAGIC).ok_or("not a memctl checkpoint (or of another version)")?;
+        let rest = if let Some(rest) = bytes.strip_prefix(MAGIC) {
+            let (body, sum) = rest.split_at_checked(rest.len().saturating_sub(4)).ok_or("truncated")?;
+            let sum = u32::from_le_bytes(sum.try_into().map_err(|_| "truncated")?);
+            if crc32fast::hash(&bytes[..bytes.len() - 4]) != sum {
+                return Err("its checksum does not match: the file is damaged or truncated".into());
+            }
+            body
+        } else {
+            bytes.strip_prefix(MAGIC_V1).ok_or("not a memctl checkpoint (or of another version)")?
+        };
         let (len, rest) = rest.split_at_checked(4).ok_or("truncated header")?;
         let len = u32::from_le_bytes(len.try_into().map_err(|_| "truncated header")?) as usize;
         let (json, mut data) = rest.split_at_checked(len).ok_or("truncated header")?;
@@ -197,8 +213,18 @@ mod tests {
         assert_eq!(back.params[0].to_vec2::<f32>().unwrap(), p.to_vec2::<f32>().unwrap());
         assert_eq!(back.params[1].to_vec1::<f64>().unwrap(), q.to_vec1::<f64>().unwrap());
         assert!(back.optimizer.buffers[0][1].is_none());
-        assert!(TrainState::from_bytes(&bytes[..bytes.len() - 1], &dev).unwrap_err().contains("truncated"));
+        assert!(TrainState::from_bytes(&bytes[..bytes.len() - 1], &dev).unwrap_err().contains("checksum"));
         assert!(TrainState::from_bytes(b"something else", &dev).unwrap_err().contains("not a memctl checkpoint"));
+        // One flipped bit in a parameter's elements (the last tensor bytes before the checksum).
+        let mut flipped = bytes.clone();
+        let at = flipped.len() - 6;
+        flipped[at] ^= 0x10;
+        assert!(TrainState::from_bytes(&flipped, &dev).unwrap_err().contains("checksum does not match"));
+        // A checkpoint written before the checksum (version 1) still reads.
+        let mut v1 = MAGIC_V1.to_vec();
+        v1.extend_from_slice(&bytes[MAGIC.len()..bytes.len() - 4]);
+        assert_eq!(TrainState::from_bytes(&v1, &dev).unwrap().step, 42);
+        assert!(TrainState::from_bytes(&v1[..v1.len() - 1], &dev).unwrap_err().contains("truncated"));
     }
 
     /// A resumed run's curves must equal an uninterrupted run's bit for bit, so every f64 in
