@@ -260,11 +260,14 @@ impl Store {
             if let Some(id) = ids.iter().find(|id| !s.runs.contains_key(keys::run_key(**id)).unwrap_or(false)) {
                 return Err(StoreError::NoSuchRun(*id));
             }
-            // A live trial would write its record back at its next progress report.
+            // A live trial would write its record back at its next progress report. Its
+            // summary says whether its process lives (a whole record would be megabytes of
+            // curves to decode per run).
             for &id in ids {
-                let r = get_in(s, id)?;
-                if r.status == Status::Running && !owner::is_gone(&r, now()) {
-                    let (pid, host) = running_process(&r);
+                let summary = summary_in(s, id)?.as_seen();
+                if summary.status == Status::Running {
+                    let owner = summary.live.and_then(|l| l.owner);
+                    let (pid, host) = owner.map_or((0, String::new()), |o| (o.pid, o.hostname));
                     return Err(StoreError::StillRunning { id, pid, host });
                 }
             }

@@ -167,10 +167,19 @@ impl Checkpoints for Live<'_> {
             .and_then(|bytes| self.checkpoints.save(&self.key, &bytes).map_err(|e| e.to_string()));
         match saved {
             Ok(()) => {
-                if let Ok(mut r) = self.record.lock()
-                    && let Some(p) = r.progress.as_mut()
-                {
-                    p.checkpoint_step = Some(state.step as u64);
+                // The record says what the checkpoint holds, so that `runs` shows the step a
+                // resumed trial starts from, not the last evaluation's.
+                if let Ok(mut r) = self.record.lock() {
+                    if let Some(p) = r.progress.as_mut() {
+                        p.checkpoint_step = Some(state.step as u64);
+                    }
+                    if state.step as u64 > r.steps_run {
+                        r.steps_run = state.step as u64;
+                        r.curves = state.curves.clone();
+                        r.train_seconds = state.train_seconds;
+                        r.eval_seconds = state.eval_seconds;
+                        r.wall_seconds = now() - r.started_at;
+                    }
                 }
                 self.write(true);
             }
@@ -178,5 +187,62 @@ impl Checkpoints for Live<'_> {
                 self.reporter.warning(&format!("trial {}: checkpoint at step {} not saved: {e}", self.key, state.step))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::train::optim::OptimState;
+
+    struct Quiet;
+    impl Reporter for Quiet {
+        fn trial_started(&self, _: usize, _: &crate::check::Trial, _: u64, _: Option<u64>) -> Box<dyn Observer + '_> {
+            Box::new(crate::train::Silent)
+        }
+        fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: crate::store::Status) {}
+        fn trial_finished(&self, _: usize, _: &RunRecord) {}
+        fn warning(&self, message: &str) {
+            panic!("unexpected warning: {message}");
+        }
+    }
+
+    #[test]
+    fn a_saved_checkpoint_moves_the_records_progress_to_its_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut record: RunRecord =
+            crate::store::record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+        record.steps_run = 2000;
+        record.progress = Some(Progress {
+            steps_total: 30_000,
+            updated_at: 0.0,
+            resumed_from: None,
+            checkpoint_step: None,
+            max_time: None,
+            deaths: 0,
+        });
+        let live =
+            Live::new(None, CheckpointDir::new(dir.path()), record, "abc1".into(), &crate::train::Silent, &Quiet, None);
+        let state = |step: usize| TrainState {
+            step,
+            curves: BTreeMap::from([("val_loss".to_string(), vec![(2000, 0.5)])]),
+            interval_loss: (0.0, 0),
+            selected: None,
+            train_seconds: 12.5,
+            eval_seconds: 1.5,
+            params: vec![],
+            optimizer: OptimState { updates: step as u64, buffers: vec![] },
+        };
+        live.save(&state(2699));
+        let r = live.record.lock().unwrap().clone();
+        assert_eq!((r.steps_run, r.progress.as_ref().unwrap().checkpoint_step), (2699, Some(2699)));
+        assert_eq!((r.train_seconds, r.eval_seconds), (12.5, 1.5));
+        assert!(dir.path().join("abc1.ckpt").exists());
+        // An older checkpoint (none is written after a later report, but the record must not
+        // go back if one were) leaves the steps alone.
+        live.save(&state(100));
+        assert_eq!(live.record.lock().unwrap().steps_run, 2699);
     }
 }
