@@ -186,11 +186,8 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
     assert!(String::from_utf8_lossy(&retry.stderr).contains("1 trial run, 1 already done, 1 failed"));
 }
 
-/// An override given with an experiment's name applies to that experiment alone: `parts=3`
-/// suits `twelve` (12 / 3) but not `ten`, whose `m / parts` must be whole.
-#[test]
-fn overrides_for_a_named_experiment_leave_the_others_as_written() {
-    let spec_text = r#"
+/// A model whose `m / parts` must be whole, for the override tests.
+const SPLIT_MODEL: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
 model split(m = 12, parts = 2) {
   state h = zeros(m / parts)
@@ -199,10 +196,16 @@ model split(m = 12, parts = 2) {
     out linear(h, output_size)
   }
 }
-experiment twelve { task tiny model split(m = 12) }
-experiment ten { task tiny model split(m = 10) }
 "#;
-    let (_dir, spec, store) = spec_folder(spec_text);
+
+/// An override given with an experiment's name applies to that experiment alone: `parts=3`
+/// suits `twelve` (12 / 3) but not `ten`, whose `m / parts` must be whole.
+#[test]
+fn overrides_for_a_named_experiment_leave_the_others_as_written() {
+    let spec_text = format!(
+        "{SPLIT_MODEL}experiment twelve {{ task tiny model split(m = 12) }}\nexperiment ten {{ task tiny model split(m = 10) }}\n"
+    );
+    let (_dir, spec, store) = spec_folder(&spec_text);
     let dry = |args: &[&str]| memctl_at(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap();
     let named = dry(&["twelve", "parts=3"]);
     assert_eq!(named.status.code(), Some(0), "{}", text(&named.stderr));
@@ -237,22 +240,8 @@ fn overrides_replace_sweeps_and_bad_ones_are_located() {
 /// a located error.
 #[test]
 fn an_override_of_a_zipped_name_picks_the_zips_rows() {
-    let spec_text = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model split(m = 12, parts = 2) {
-  state h = zeros(m / parts)
-  step token {
-    h = tanh(linear(embed(token, 4), m / parts) + linear(h, m / parts))
-    out linear(h, output_size)
-  }
-}
-experiment z {
-  task tiny
-  model split()
-  sweep { seed in 1..2  zip { m in [12, 10, 12], parts in [2, 5, 3] } }
-}
-"#;
-    let (_dir, spec, store) = spec_folder(spec_text);
+    let zipped = "experiment z {\n  task tiny\n  model split()\n  sweep { seed in 1..2  zip { m in [12, 10, 12], parts in [2, 5, 3] } }\n}\n";
+    let (_dir, spec, store) = spec_folder(&format!("{SPLIT_MODEL}{zipped}"));
     let dry = |args: &[&str]| memctl_at(&store).arg("sweep").arg(&spec).arg("--dry-run").args(args).output().unwrap();
     let rows = dry(&["seed=7", "m=12"]);
     let out = text(&rows.stdout);
