@@ -260,22 +260,22 @@ impl Store {
             if let Some(id) = ids.iter().find(|id| !s.runs.contains_key(keys::run_key(**id)).unwrap_or(false)) {
                 return Err(StoreError::NoSuchRun(*id));
             }
-            // A live trial would write its record back at its next progress report. Its
-            // summary says whether its process lives (a whole record would be megabytes of
-            // curves to decode per run).
-            for &id in ids {
-                let summary = summary_in(s, id)?.as_seen();
+            // Summaries, not whole records (megabytes of curves to decode per run).
+            let deleted = ids.iter().map(|&id| summary_in(s, id)).collect::<Result<Vec<_>, _>>()?;
+            // A live trial would write its record back at its next progress report.
+            for summary in &deleted {
+                let summary = summary.clone().as_seen();
                 if summary.status == Status::Running {
                     let owner = summary.live.and_then(|l| l.owner);
                     let (pid, host) = owner.map_or((0, String::new()), |o| (o.pid, o.hostname));
-                    return Err(StoreError::StillRunning { id, pid, host });
+                    return Err(StoreError::StillRunning { id: summary.id, pid, host });
                 }
             }
             let gone: std::collections::HashSet<u64> = ids.iter().copied().collect();
             // The trials the deleted runs were latest of, and their newest surviving run.
             let mut fallback: std::collections::HashMap<Vec<u8>, Option<u64>> = Default::default();
-            for &id in ids {
-                let summary = summary_in(s, id)?;
+            for summary in &deleted {
+                let id = summary.id;
                 let trial = summary.trial_key.as_bytes().to_vec();
                 if s.trials.get(&trial)?.is_some_and(|k| keys::run_id(&k) == Some(id)) {
                     fallback.insert(trial, None);
