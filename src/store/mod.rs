@@ -43,9 +43,11 @@ pub mod keys;
 pub mod owner;
 pub mod record;
 mod session;
+mod snapshot;
 pub mod summary;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use sled::Transactional;
@@ -75,6 +77,15 @@ pub enum StoreError {
     /// `reason` is text, not a source, so that the chain prints the cause once.
     #[error("cannot open the store at `{path}`: {reason}")]
     Open { path: PathBuf, reason: String },
+    /// The store is there but this process may not write it: it is read from a copy.
+    #[error("cannot open the store at `{path}`: {reason}")]
+    Unwritable { path: PathBuf, reason: String },
+    #[error(
+        "the store at `{path}` cannot be written here ({reason}): memctl can read it, but this command writes to it\n\
+         help: run it as a user who may write the folder, or copy the folder somewhere writable and pass the \
+         copy to `--store`"
+    )]
+    ReadOnly { path: PathBuf, reason: String },
     #[error(
         "no store at `{0}`\n\
          help: check `--store` (or MEMCTL_STORE); `memctl sweep` creates a store where it is told to"
@@ -96,11 +107,14 @@ pub enum StoreError {
     Checkpoint { trial: String, reason: String },
 }
 
-/// A store on disk. Cheap to clone and to share between threads: it holds only its path.
+/// A store on disk. Cheap to clone and to share between threads: it holds only its path (and,
+/// for a store it may only read, the shared copy it reads from).
 #[derive(Clone, Debug)]
 pub struct Store {
     path: PathBuf,
     wait: Duration,
+    /// Set when this process cannot write the store: why, and the copy that reads serve from.
+    read_only: Option<(String, Arc<snapshot::Snapshot>)>,
 }
 
 /// What a sweep may do with a trial, decided in one session by [`Store::claim`].
@@ -152,10 +166,24 @@ impl Store {
         }
         std::fs::create_dir_all(path)
             .map_err(|e| StoreError::Open { path: path.into(), reason: session::io_reason(&e) })?;
-        let store = Store { path: path.into(), wait };
+        let mut store = Store { path: path.into(), wait, read_only: None };
         // One session now, so that a store that cannot be used says so at once.
-        store.session(|_| Ok(()))?;
+        match store.session(|_| Ok(())) {
+            Ok(()) => {}
+            Err(StoreError::Unwritable { reason, .. }) if path.join("db").join("db").is_file() => {
+                let copy = snapshot::Snapshot::new()
+                    .map_err(|e| StoreError::Open { path: path.into(), reason: format!("{reason}, and {e}") })?;
+                store.read_only = Some((reason, Arc::new(copy)));
+                store.session(|_| Ok(()))?;
+            }
+            Err(e) => return Err(e),
+        }
         Ok(store)
+    }
+
+    /// Whether this process can only read the store (it reads a copy; writes are refused).
+    pub fn is_read_only(&self) -> bool {
+        self.read_only.is_some()
     }
 
     pub fn path(&self) -> &Path {
@@ -167,10 +195,23 @@ impl Store {
         self.wait
     }
 
-    /// Runs `f` in one exclusive session; flushes after it.
+    /// Runs `f` in one exclusive session that writes; refused on a store this process may only read.
+    fn writing<R>(&self, f: impl FnOnce(&Session) -> Result<R, StoreError>) -> Result<R, StoreError> {
+        if let Some((reason, _)) = &self.read_only {
+            return Err(StoreError::ReadOnly { path: self.path.clone(), reason: reason.clone() });
+        }
+        self.session(f)
+    }
+
+    /// Runs `f` in one exclusive session (on the copy, for a store this process may only read);
+    /// flushes after it.
     fn session<R>(&self, f: impl FnOnce(&Session) -> Result<R, StoreError>) -> Result<R, StoreError> {
         cost::timed(|| {
-            let s = Session::open(&self.path, self.wait)?;
+            let path = match &self.read_only {
+                Some((_, copy)) => copy.refresh(&self.path, self.wait)?,
+                None => self.path.clone(),
+            };
+            let s = Session::open(&path, self.wait)?;
             let r = f(&s)?;
             s.flush()?;
             Ok(r)
@@ -179,12 +220,12 @@ impl Store {
 
     /// Writes a run record atomically (record, summary and trial index together) and flushes.
     pub fn put(&self, record: &RunRecord) -> Result<(), StoreError> {
-        self.session(|s| write(s, record))
+        self.writing(|s| write(s, record))
     }
 
     /// Writes many records (each atomically) in one session: imports, tests, benchmarks.
     pub fn put_many(&self, records: &[RunRecord]) -> Result<(), StoreError> {
-        self.session(|s| records.iter().try_for_each(|r| write(s, r)))
+        self.writing(|s| records.iter().try_for_each(|r| write(s, r)))
     }
 
     /// Adds a run made elsewhere (a Slurm shard) under a fresh id, unless `present` says the
@@ -195,7 +236,7 @@ impl Store {
         mut record: RunRecord,
         present: impl FnOnce(Option<&RunRecord>) -> bool,
     ) -> Result<bool, StoreError> {
-        self.session(|s| {
+        self.writing(|s| {
             if present(latest_of_trial(s, &record.trial_key)?.as_ref()) {
                 return Ok(false);
             }
@@ -214,7 +255,7 @@ impl Store {
         rerun: Rerun,
         make: impl FnOnce(u64, Option<&RunRecord>) -> RunRecord,
     ) -> Result<Claim, StoreError> {
-        self.session(|s| {
+        self.writing(|s| {
             let latest = latest_of_trial(s, trial_key)?;
             let mut took_over = None;
             let mut deaths = 0;
@@ -256,7 +297,7 @@ impl Store {
     /// Deletes runs (record and summary). A trial whose latest run is deleted falls back to its
     /// newest remaining run, or to none (a sweep then runs it again).
     pub fn delete(&self, ids: &[u64]) -> Result<(), StoreError> {
-        self.session(|s| {
+        self.writing(|s| {
             if let Some(id) = ids.iter().find(|id| !s.runs.contains_key(keys::run_key(**id)).unwrap_or(false)) {
                 return Err(StoreError::NoSuchRun(*id));
             }
@@ -313,7 +354,7 @@ impl Store {
 
     /// Adds `tag` to a run (`add`), or removes it; returns whether the tags changed.
     pub fn tag(&self, id: u64, tag: &str, add: bool) -> Result<bool, StoreError> {
-        self.session(|s| {
+        self.writing(|s| {
             let mut r = get_in(s, id)?;
             let had = r.tags.iter().any(|t| t == tag);
             if add == had {
@@ -522,6 +563,27 @@ mod tests {
         let again = Store::open(dir.path()).unwrap();
         assert_eq!(again.get(1).unwrap().status, Status::Done, "the run survives");
         assert!(!db.join(format!("{snapshot}.generating")).exists());
+    }
+
+    #[test]
+    fn a_store_read_from_a_copy_sees_the_originals_later_writes_and_refuses_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let done = |id| RunRecord { status: Status::Done, ..running(id, true) };
+        store.put(&done(1)).unwrap();
+        // What `open_with` builds when sled cannot open the folder for writing (EACCES, EROFS);
+        // as root, which may write anywhere, only this way.
+        let copy = Arc::new(snapshot::Snapshot::new().unwrap());
+        let reader = Store { read_only: Some(("permission denied".into(), copy)), ..store.clone() };
+        assert_eq!(reader.summaries().unwrap().len(), 1);
+        store.put(&done(2)).unwrap();
+        assert_eq!(reader.summaries().unwrap().len(), 2, "the copy follows the original");
+        assert_eq!(reader.get(2).unwrap().status, Status::Done);
+        for refused in [reader.put(&done(3)).map(|_| ()), reader.tag(1, "x", true).map(|_| ()), reader.delete(&[1])] {
+            assert!(matches!(refused, Err(StoreError::ReadOnly { .. })), "{refused:?}");
+        }
+        assert_eq!(store.summaries().unwrap().len(), 2, "nothing was written");
+        assert!(!store.get(1).unwrap().tags.contains(&"x".to_string()));
     }
 
     fn claim(store: &Store) -> Claim {

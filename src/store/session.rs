@@ -94,6 +94,9 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
                 // Sessions last milliseconds: poll often at first, then back off.
                 pause = (pause * 2).min(Duration::from_millis(25));
             }
+            Err(sled::Error::Io(e)) if is_unwritable(&e) => {
+                return Err(StoreError::Unwritable { path: path.into(), reason: io_reason(&e) });
+            }
             Err(sled::Error::Io(e)) => return Err(StoreError::Open { path: path.into(), reason: io_reason(&e) }),
             Err(sled::Error::Corruption { .. }) => {
                 let reason = format!(
@@ -111,13 +114,16 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
 /// Why a store's folder or database could not be opened, in words that say what to do.
 pub(super) fn io_reason(e: &std::io::Error) -> String {
     match e.raw_os_error() {
-        Some(libc::EROFS) => "it is on a read-only file system, and memctl writes to a store even to read it \
-             (processes take turns through the database's lock); copy the folder somewhere writable and \
-             pass the copy to `--store`"
-            .into(),
-        Some(libc::EACCES) | Some(libc::EPERM) => format!("permission denied ({e})"),
+        Some(libc::EROFS) => "it is on a read-only file system".into(),
+        Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".into(),
         _ => e.to_string(),
     }
+}
+
+/// Whether opening failed because this process may not write where the store is (sled writes
+/// to open even to read): such a store is read from a copy ([`super::snapshot`]).
+fn is_unwritable(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES | libc::EPERM))
 }
 
 /// Removes the snapshots a killed process left half-written, if no process has the database.
@@ -153,7 +159,7 @@ fn is_lock_error(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("acquire lock")
 }
 
-fn locked(path: &Path, waited: Duration) -> StoreError {
+pub(super) fn locked(path: &Path, waited: Duration) -> StoreError {
     let holder =
         std::fs::read_to_string(path.join(HOLDER_FILE)).map(|h| format!(" ({})", h.trim())).unwrap_or_default();
     StoreError::Locked { path: PathBuf::from(path), holder, waited_secs: waited.as_secs_f64() }

@@ -31,6 +31,7 @@ mod layering;
 mod made_up_run;
 mod models;
 mod querying;
+mod read_only_store;
 mod readme_tables;
 mod sharing;
 mod slurm;
