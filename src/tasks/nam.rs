@@ -115,6 +115,27 @@ impl Config {
     }
 }
 
+/// The metrics of the test splits, in [`TEST_SPLITS`]'s order.
+pub(super) const TEST_SEQ_METRICS: [&str; 3] = ["seq_accuracy", "od_easy_seq_accuracy", "od_hard_seq_accuracy"];
+
+/// Sequence accuracy, on each test split, of an answer read off the input alone: the mean,
+/// over the digit counts the split draws evenly ([`digits_of`]), of `right(n)`, the chance
+/// that the answer is right for an example of n digits.
+pub(super) fn shortcut_levels(
+    o: &super::options::Options,
+    name: &str,
+    right: impl Fn(usize) -> f64,
+) -> Vec<TrivialLevel> {
+    let Ok(config) = o.parse::<Config>() else { return vec![] };
+    (0..TEST_SPLITS.len())
+        .map(|i| {
+            let (lo, hi) = config.test_range(i);
+            let value = (lo..=hi).map(&right).sum::<f64>() / (hi - lo + 1) as f64;
+            TrivialLevel { name: name.into(), metric: TEST_SEQ_METRICS[i], value }
+        })
+        .collect()
+}
+
 /// A NAM task: a [`Rule`] and its sets.
 #[derive(Clone, Debug)]
 pub(super) struct NamTask<R: Rule> {

@@ -32,7 +32,14 @@ task_kind! {
     PalindromeKind = "palindrome",
     "palindrome (NAM's \"Palin\"): complete the masked reversal of a digit string (NAM §4.1, paper version)",
     options: &nam::OPTIONS_WITH_OD,
+    trivial: trivial_levels,
     builds: |o| NamTask { rule: Palindrome, config: o.parse()? },
+}
+
+/// The digits copied in their own order instead of reversed are right when the string is a
+/// palindrome: its first ⌊n/2⌋ uniform digits fix the rest, so for 10^−⌊n/2⌋ of the examples.
+fn trivial_levels(o: &super::options::Options) -> Vec<super::TrivialLevel> {
+    nam::shortcut_levels(o, "the digits copied unreversed", |n| 0.1f64.powi((n / 2) as i32))
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -31,7 +31,14 @@ task_kind! {
     ReduceKind = "reduce",
     "reduce: after a digit string and a delimiter, output its non-zero digits in order (NAM §4.1)",
     options: &nam::OPTIONS_WITHOUT_OD,
+    trivial: trivial_levels,
     builds: |o| NamTask { rule: Reduce, config: o.parse()? },
+}
+
+/// Echoing the digits, or answering pads only, is right when no digit is 0, or every one is:
+/// each digit is 0 with probability ½, so either is right for 2⁻ⁿ of the n-digit examples.
+fn trivial_levels(o: &super::options::Options) -> Vec<super::TrivialLevel> {
+    nam::shortcut_levels(o, "the digits echoed (or pads only)", |n| 0.5f64.powi(n as i32))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -87,6 +94,32 @@ mod tests {
         }
         let rate = zeros as f64 / total as f64;
         assert!((0.45..0.55).contains(&rate), "zeros with probability ½: {rate}");
+    }
+
+    #[test]
+    fn the_stated_shortcut_level_is_what_echoing_or_answering_pads_scores() {
+        // 60 000 test examples: the level (≈ 1 %) is then known to ± 0.2 points (5 sd).
+        let sizes = [10, 1, 64, 16, 60_000].map(crate::value::Value::Int);
+        let data = ReduceKind.instantiate(&sizes).unwrap().data(3, &Device::Cpu).unwrap();
+        let examples = testing::split(data.as_ref(), Split::Test(0));
+        assert_eq!(examples.len(), 60_000);
+        let n = examples.len() as f64;
+        let (mut echo_right, mut pads_right) = (0, 0);
+        for (x, y) in &examples {
+            let (digits, answer) = parse(x, y);
+            echo_right += usize::from(answer == digits);
+            pads_right += usize::from(answer.is_empty());
+        }
+        let levels = crate::tasks::trivial_levels("reduce", &Default::default());
+        assert_eq!(levels.iter().map(|l| l.metric).collect::<Vec<_>>(), nam::TEST_SEQ_METRICS);
+        let level = levels[0].value;
+        let id_digits = 5..=10; // the defaults' in-distribution test digits
+        assert!((level - id_digits.map(|n| 0.5f64.powi(n)).sum::<f64>() / 6.0).abs() < 1e-12);
+        let tolerance = 5.0 * (level * (1.0 - level) / n).sqrt();
+        for (what, right) in [("echoing the digits", echo_right), ("answering pads only", pads_right)] {
+            let rate = right as f64 / n;
+            assert!((rate - level).abs() < tolerance, "{what}: {rate} against the stated {level} (± {tolerance})");
+        }
     }
 
     #[test]
