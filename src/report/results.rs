@@ -417,7 +417,15 @@ fn trivial_note(runs: &[&RunRecord]) -> String {
             none.insert(r.config.task.clone());
             continue;
         }
-        let shown: Vec<String> = levels.iter().map(|l| format!("{} {} {}", l.name, l.metric, sig3(l.value))).collect();
+        // One entry per strategy: "NAME metric value, metric value".
+        let mut shown: Vec<String> = vec![];
+        for (i, l) in levels.iter().enumerate() {
+            let score = format!("{} {}", l.metric, sig3(l.value));
+            match shown.last_mut() {
+                Some(last) if i > 0 && levels[i - 1].name == l.name => *last = format!("{last}, {score}"),
+                _ => shown.push(format!("{} {score}", l.name)),
+            }
+        }
         stated.insert(format!("{}: {}", r.config.task, shown.join("; ")));
     }
     let mut parts: Vec<String> = stated.into_iter().collect();
@@ -673,6 +681,19 @@ tables:
         // The fixture's task is associative retrieval with 2 pairs: chance 0.1, and the value
         // stored most often (either of two distinct ones, or the one stored twice) 0.55.
         assert!(md.contains("Trivial levels — assocRetrieval: chance (1 of 10 digits) accuracy 0.100; the value stored most often among the 2 accuracy 0.550."), "{md}");
+    }
+
+    #[test]
+    fn a_shortcut_scored_on_several_metrics_is_named_once() {
+        use crate::report::selection::tests::run;
+        let mut reduce = run(1, "t0", "v1", &[("d", Value::Int(8))], 0.5);
+        (reduce.config.task, reduce.config.task_options) = ("reduce".into(), Default::default());
+        let note = trivial_note(&[&reduce]);
+        assert_eq!(
+            note,
+            "Trivial levels — reduce: the digits echoed (or pads only) seq_accuracy 0.0103, \
+             od_easy_seq_accuracy 2.85e-4, od_hard_seq_accuracy 3.56e-5."
+        );
     }
 
     #[test]
