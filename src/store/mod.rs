@@ -37,6 +37,7 @@
 //!   `trials`, `running` and `summaries` trees followed by a flush, so a crash never leaves a
 //!   half-written run or loses a finished one, and a summary always matches its record.
 
+mod backoff;
 pub mod checkpoints;
 pub mod cost;
 pub mod keys;

@@ -6,8 +6,9 @@
 //! operation ends, for at most the store's wait limit, and then says who holds it.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::backoff::LockBackoff;
 use super::{StoreError, keys, summary};
 
 /// The trees of an open store.
@@ -79,20 +80,16 @@ impl Session {
 
 fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
     let db_path = path.join("db");
-    let started = Instant::now();
-    let mut pause = Duration::from_micros(500);
+    let mut backoff = LockBackoff::new(wait);
     let mut cleared = false;
     loop {
         match sled::Config::new().path(&db_path).open() {
             Ok(db) => return Ok(db),
             Err(sled::Error::Corruption { .. }) if !cleared && clear_torn_snapshots(&db_path) => cleared = true,
             Err(sled::Error::Io(e)) if is_lock_error(&e) => {
-                if started.elapsed() >= wait {
+                if !backoff.pause() {
                     return Err(locked(path, wait));
                 }
-                std::thread::sleep(pause);
-                // Sessions last milliseconds: poll often at first, then back off.
-                pause = (pause * 2).min(Duration::from_millis(25));
             }
             Err(sled::Error::Io(e)) if is_unwritable(&e) => {
                 return Err(StoreError::Unwritable { path: path.into(), reason: io_reason(&e) });

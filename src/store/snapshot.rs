@@ -14,9 +14,10 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use super::StoreError;
+use super::backoff::LockBackoff;
 
 /// A private, refreshable copy of a store's database.
 #[derive(Debug)]
@@ -69,8 +70,7 @@ impl Drop for SharedLock<'_> {
 }
 
 fn shared_lock<'a>(file: &'a fs::File, store: &Path, wait: Duration) -> Result<SharedLock<'a>, StoreError> {
-    let started = Instant::now();
-    let mut pause = Duration::from_micros(500);
+    let mut backoff = LockBackoff::new(wait);
     loop {
         // SAFETY: flock only reads the descriptor, which `file` keeps open.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) } == 0 {
@@ -80,11 +80,9 @@ fn shared_lock<'a>(file: &'a fs::File, store: &Path, wait: Duration) -> Result<S
         if e.kind() != std::io::ErrorKind::WouldBlock {
             return Err(StoreError::Open { path: store.into(), reason: super::session::io_reason(&e) });
         }
-        if started.elapsed() >= wait {
+        if !backoff.pause() {
             return Err(super::session::locked(store, wait));
         }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(25));
     }
 }
 
