@@ -34,7 +34,7 @@ model, the median wall ms per step of each, the ratio PyTorch / memctl (above 1:
 faster) and the peak resident memory. Needs the torch interpreter (`--python`, default
 /tmp/torchbench/bin/python).
 """
-import argparse, json, re, statistics
+import argparse, json, re, shutil, statistics, sys
 
 from peak_memory import timed
 
@@ -47,6 +47,9 @@ p.add_argument("--reps", type=int, default=3)
 p.add_argument("--iters", type=int, default=50)
 p.add_argument("--no-compile", action="store_true", help="skip torch.compile (it takes a minute)")
 a = p.parse_args()
+if not shutil.which(a.python):
+    sys.exit(f"no torch interpreter at {a.python}: set one up as ../shared/bench/README.md says "
+             "(python3 -m venv /tmp/torchbench && /tmp/torchbench/bin/pip install torch), or pass --python")
 
 # The training loop every PyTorch model shares: `net`, `opt`, `x`, `y` and `clip` are defined
 # by the model's code before it (and `lossf` where it is not the cross-entropy).

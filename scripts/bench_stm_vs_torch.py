@@ -10,7 +10,7 @@ script is run with `time.perf_counter` replaced by `time.process_time`, i.e. the
 time, all threads). On a machine shared with other work, CPU time is the steadier figure.
 Needs the torch interpreter (`--python`, default /tmp/torchbench/bin/python).
 """
-import argparse, re, subprocess, sys, statistics
+import argparse, re, shutil, statistics, subprocess, sys
 
 from peak_memory import timed
 
@@ -23,6 +23,9 @@ p.add_argument("--threads", type=int, default=1)
 p.add_argument("--reps", type=int, default=3)
 p.add_argument("--iters", type=int, default=None)
 a = p.parse_args()
+if not shutil.which(a.python):
+    sys.exit(f"no torch interpreter at {a.python}: set one up as ../shared/bench/README.md says "
+             "(python3 -m venv /tmp/torchbench && /tmp/torchbench/bin/pip install torch), or pass --python")
 
 sizes = {"a": "--d 32 --nq 4 --nr 32", "b": "--d 96 --nq 8 --nr 96"}[a.config]
 iters = a.iters or (20 if a.config == "a" else 5)
