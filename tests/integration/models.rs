@@ -52,7 +52,7 @@ fn missing_babi_data(d: &memctl::diag::Diagnostic) -> bool {
 fn spec_with(body: &str) -> String {
     let models = specs_dir().join("models");
     let mut s = String::new();
-    for m in ["stm", "lstm", "rmc", "lsam", "namtm", "pkm", "nam_encoder"] {
+    for m in ["stm", "lstm", "rmc", "lsam", "namtm", "namtm_unit_heads", "pkm", "nam_encoder"] {
         s += &format!("use \"{}\"\n", models.join(format!("{m}.mem")).display());
     }
     s += r#"
@@ -122,6 +122,11 @@ fn lsam_overfits_the_nam_tasks() {
 #[test]
 fn namtm_overfits_the_nam_tasks() {
     overfits("namtm(d = 16, heads = 2, L = 8, embed_width = 16)", NAM_TASKS, 30, 1e-2);
+}
+
+#[test]
+fn namtm_with_unit_heads_overfits_the_nam_tasks() {
+    overfits("namtmUnitHeads(d = 16, heads = 2, L = 8, embed_width = 16)", NAM_TASKS, 30, 1e-2);
 }
 
 #[test]
@@ -204,6 +209,21 @@ fn namtm_without_jump_drops_the_key_tape_layers() {
     // No parameter depends on the tape length.
     assert_eq!(count(true, 12).0, with);
     assert_eq!(count(false, 12).0, without);
+}
+
+#[test]
+fn unit_heads_change_only_namtm_with_jump_and_no_parameter() {
+    let model = |name: &str| format!("{name}(d = 16, heads = 2, L = 8, embed_width = 16)");
+    let raw = sweep(&model("namtm"), "pal", "jump in [true, false]");
+    let unit = sweep(&model("namtmUnitHeads"), "pal", "jump in [true, false]");
+    let find = |ts: &[Trial], jump: bool| {
+        let t = ts.iter().find(|t| t.config.params["jump"].as_bool() == Some(jump)).expect("trial");
+        (params(t), t.graph.fingerprint())
+    };
+    let (raw_jump, unit_jump) = (find(&raw, true), find(&unit, true));
+    assert_eq!(raw_jump.0, unit_jump.0, "normalising the positions adds no parameter");
+    assert_ne!(raw_jump.1, unit_jump.1, "with JUMP, the positions are normalised");
+    assert_eq!(find(&raw, false), find(&unit, false), "without JUMP, the two models are one");
 }
 
 #[test]
