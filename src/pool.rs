@@ -41,17 +41,35 @@ pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Res
     let threads = threads.max(1);
     let pool = match take_idle(threads) {
         Some(pool) => pool,
-        None => rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .stack_size(compute_stack(threads))
-            .start_handler(|_| crate::ftz::enable())
-            .build()
-            .map_err(|e| format!("cannot start compute threads: {e}"))?,
+        None => new_pool(threads)?,
     };
     let result = pool.install(f);
     // Not reached when `f` panics: that pool is dropped.
     IDLE.lock().unwrap_or_else(|e| e.into_inner()).push(pool);
     Ok(result)
+}
+
+/// Starts pools of `threads` compute threads until `pools` of them are idle, for the trials
+/// to come. A sweep reserves its pools before any of its trials allocates: where the address
+/// space is limited (`ulimit -v`), a trial that fills it would otherwise leave the next trial
+/// unable to reserve its threads' stacks, and that trial would fail for another's memory.
+pub fn reserve(pools: usize, threads: usize) -> Result<(), String> {
+    let threads = threads.max(1);
+    let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
+    let have = idle.iter().filter(|p| p.current_num_threads() == threads).count();
+    for _ in have..pools {
+        idle.push(new_pool(threads)?);
+    }
+    Ok(())
+}
+
+fn new_pool(threads: usize) -> Result<rayon::ThreadPool, String> {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(compute_stack(threads))
+        .start_handler(|_| crate::ftz::enable())
+        .build()
+        .map_err(|e| format!("cannot start compute threads: {e}"))
 }
 
 fn take_idle(threads: usize) -> Option<rayon::ThreadPool> {
@@ -72,6 +90,19 @@ mod tests {
         let next = run_in_pool(7, || std::thread::current().id()).unwrap();
         assert!(workers.contains(&next), "the second trial ran on a new thread");
         assert_eq!(run_in_pool(2, rayon::current_num_threads).unwrap(), 2);
+    }
+
+    #[test]
+    fn reserved_pools_wait_idle_and_are_not_started_twice() {
+        // Five threads: no other test asks for that many.
+        let idle_of_five = || IDLE.lock().unwrap().iter().filter(|p| p.current_num_threads() == 5).count();
+        reserve(2, 5).unwrap();
+        assert_eq!(idle_of_five(), 2);
+        reserve(2, 5).unwrap();
+        assert_eq!(idle_of_five(), 2, "pools already idle count towards the reservation");
+        // A trial takes a reserved pool and gives it back.
+        let workers = run_in_pool(5, || rayon::broadcast(|_| std::thread::current().id())).unwrap();
+        assert_eq!((workers.len(), idle_of_five()), (5, 2));
     }
 
     #[test]

@@ -116,6 +116,8 @@ pub enum SweepError {
     Store(#[from] StoreError),
     #[error("cannot start {workers} worker threads for the sweep's trials: {source}; try fewer `--jobs`")]
     Threads { workers: usize, source: rayon::ThreadPoolBuildError },
+    #[error("{reason} ({pools} pools of {threads} for the sweep's trials); try fewer `--jobs` or `--threads`")]
+    ComputeThreads { pools: usize, threads: usize, reason: String },
 }
 
 /// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
@@ -133,6 +135,12 @@ pub fn run_all(
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
     let workers = opts.jobs.clamp(1, trials.len().max(1));
+    // Every trial's compute threads start now, before any trial allocates (`pool::reserve`).
+    crate::pool::reserve(workers, opts.threads).map_err(|reason| SweepError::ComputeThreads {
+        pools: workers,
+        threads: opts.threads,
+        reason,
+    })?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(workers)
         .build()
