@@ -162,7 +162,9 @@ pub fn load(text: &str) -> Result<Report, DescriptionError> {
 /// [`load`], with YAML errors located in `source` (the file's path) rather than `<input>`.
 pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> {
     let report: Report = serde_saphyr::from_str(text).map_err(|e| {
-        DescriptionError::Yaml(e.render_with_options(serde_saphyr::render_options! { source_name: Some(source) }))
+        let rendered = e.render_with_options(serde_saphyr::render_options! { source_name: Some(source) });
+        // The CLI prints its own `error: ` before every message; saphyr's would repeat it.
+        DescriptionError::Yaml(rendered.strip_prefix("error: ").map(str::to_owned).unwrap_or(rendered))
     })?;
     if report.all_tables().next().is_none() {
         return Err(DescriptionError::NoTables);
@@ -640,6 +642,7 @@ tables:
     fn a_yaml_error_is_located_in_the_named_file() {
         let err = load_named("title: R\ntables: [{title: T, experiments: 3\n", "specs/x.yaml").unwrap_err().to_string();
         assert!(err.contains("specs/x.yaml:") && !err.contains("<input>"), "{err}");
+        assert!(!err.starts_with("error:"), "the CLI adds its own `error: `: {err}");
     }
 
     #[test]
