@@ -7,7 +7,8 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     candidates
         .into_iter()
         .map(|c| (strsim::osa_distance(&lower, &c.to_lowercase()), c))
-        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1))
+        // Every letter changed is no typo: `x` is not a misspelt `L`.
+        .filter(|(d, c)| *d <= (c.len().max(name.len()) / 3).max(1) && *d < c.len().max(name.len()))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }
@@ -26,5 +27,7 @@ mod tests {
         assert_eq!(closest("samRaed", ["samRead", "relRead", "linear"]), Some("samRead"));
         assert_eq!(closest("lstmcell", ["lstmCell"]), Some("lstmCell"));
         assert_eq!(closest("banana", ["samRead", "linear"]), None);
+        assert_eq!(closest("x", ["L", "k"]), None, "a one-letter name differs from every other");
+        assert_eq!(closest("l", ["L", "k"]), Some("L"));
     }
 }

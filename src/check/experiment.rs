@@ -81,6 +81,13 @@ pub fn plan(
             .at(model_call.callee.span, "no such model");
         if let Some(h) = crate::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
             d = d.hint(h);
+        } else if models.is_empty() {
+            // The usual cause: the `use` line that brings the model in is missing.
+            d = d.hint("this spec defines no model; bring one in with `use`, e.g. `use \"models/lstm.mem\"` (memctl's models are in its `specs/models/`; the path is relative to this file)");
+        } else {
+            let mut known: Vec<&str> = models.keys().copied().collect();
+            known.sort_unstable();
+            d = d.hint(format!("the models this spec defines or uses: {}", known.join(", ")));
         }
         d
     })?;

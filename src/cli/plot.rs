@@ -47,7 +47,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             Ok(q) => ids.extend(summaries.iter().filter(|s| q.matches(s)).map(|s| s.id)),
             Err(e) => {
                 let (d, sources) = *e;
-                eprint!("{}", d.render(&sources, ctx.color));
+                // `Diagnostics` ends each message with a blank line, as `check` prints them.
+                eprint!("{}", crate::diag::Diagnostics::from(d).render(&sources, ctx.color));
                 return Ok(2);
             }
         }

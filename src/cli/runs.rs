@@ -96,7 +96,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             Ok(q) => Some(q),
             Err(e) => {
                 let (d, sources) = *e;
-                eprint!("{}", d.render(&sources, ctx.color));
+                // `Diagnostics` ends each message with a blank line, as `check` prints them.
+                eprint!("{}", crate::diag::Diagnostics::from(d).render(&sources, ctx.color));
                 return Ok(2);
             }
         },

@@ -16,6 +16,9 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
     if chosen.is_empty() {
         let names: Vec<&str> = TASKS.iter().map(|t| t.name()).collect();
         let name = args.name.unwrap_or_default();
+        if let Some(hint) = crate::suggest::did_you_mean(&name, names.iter().copied()) {
+            anyhow::bail!("no task `{name}`; {hint}");
+        }
         anyhow::bail!("no task `{name}`; the tasks are {}", names.join(", "));
     }
     for (i, kind) in chosen.into_iter().enumerate() {

@@ -404,6 +404,15 @@ fn unknown_train_setting_renders_did_you_mean() {
 }
 
 #[test]
+fn unknown_model_lists_the_models_or_points_at_the_missing_use() {
+    let listed = rendered(&experiment("task t  model lstm"));
+    assert!(listed.ends_with("= help: the models this spec defines or uses: m"), "{listed}");
+    let none = rendered(&format!("{TASK}\nexperiment ex {{ task t  model lstm }}\n"));
+    assert!(none.contains("error[C080]: unknown model `lstm`"), "{none}");
+    assert!(none.contains("this spec defines no model; bring one in with `use`"), "{none}");
+}
+
+#[test]
 fn unclosed_call_renders_the_open_bracket() {
     let want = r#"error[S001]: syntax error: expected `)`, `,` or an operator
  --> spec.mem:4:3

@@ -148,7 +148,9 @@ fn tasks_lists_every_task_with_its_options_and_metrics_and_an_unknown_one_is_an_
     let unknown = memctl(&store, &["tasks", "tps"]);
     assert_eq!(unknown.status.code(), Some(2));
     let err = text(&unknown.stderr);
-    assert!(err.contains("no task `tps`") && err.contains("tsp"), "{err}");
+    assert!(err.contains("no task `tps`; did you mean `tsp`?"), "{err}");
+    let far = text(&memctl(&store, &["tasks", "sorting"]).stderr);
+    assert!(far.contains("no task `sorting`; the tasks are") && far.contains("prioritySort"), "{far}");
 }
 
 /// specs/paper/sam_babi.mem (SAM Table 4) trains when given bAbI data on the command line: its

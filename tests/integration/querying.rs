@@ -174,6 +174,7 @@ fn bad_filters_and_names_are_located_errors() {
     let e = stderr(&out);
     assert!(e.contains("<--where>:1:19") && e.contains("did you mean `accuracy`?"), "{e}");
     assert!(e.contains("d in [48, 96] and accurcy > 0.9"), "the filter is shown: {e}");
+    assert!(e.ends_with("\n\n"), "the message ends its line, as `check`'s do: {e:?}");
     let out = memctl(&store, &["runs", "--sort", "acuracy"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("did you mean `accuracy`?"), "{}", stderr(&out));
