@@ -24,8 +24,8 @@ pub struct Args {
     /// Sort by a column or field; `-NAME` sorts descending (missing values last).
     #[arg(long, value_name = "[-]COLUMN", allow_hyphen_values = true)]
     sort: Option<String>,
-    /// Show at most this many rows.
-    #[arg(long)]
+    /// Show at most this many rows (at least 1).
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     limit: Option<usize>,
     /// Exactly these columns (comma separated); with --group-by, the fields to summarise.
     #[arg(long, value_delimiter = ',', value_name = "A,B,...")]

@@ -54,6 +54,10 @@ pub fn draw(path: &Path, plot: &Plot) -> Result<(), String> {
     if plot.series.is_empty() {
         return Err("nothing to plot: no run has this curve".into());
     }
+    // Checked first: the drawing backends wrap the OS error in two layers of their own words.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        return Err(format!("there is no folder {}", dir.display()));
+    }
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("svg") => {

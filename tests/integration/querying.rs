@@ -180,6 +180,10 @@ fn bad_filters_and_names_are_located_errors() {
     assert!(stderr(&out).contains("did you mean `accuracy`?"), "{}", stderr(&out));
     let out = memctl(&store, &["runs", "--group-by", "d", "--sort", "seed"]);
     assert!(stderr(&out).contains("cannot sort groups by `seed`"), "{}", stderr(&out));
+    // `--limit 0` would print "no runs match" about a store full of matching runs.
+    let out = memctl(&store, &["runs", "--limit", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--limit"), "{}", stderr(&out));
 }
 
 #[test]
@@ -271,6 +275,10 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     let bad = memctl(&store, &["plot", "1", "-o", dir.path().join("x.jpg").to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("must end in .png or .svg"));
+    let nowhere = dir.path().join("no_such_folder").join("x.svg");
+    let bad = memctl(&store, &["plot", "1", "-o", nowhere.to_str().unwrap()]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("there is no folder") && stderr(&bad).contains("no_such_folder"), "{}", stderr(&bad));
 }
 
 #[test]
