@@ -2,7 +2,7 @@
 //! host), the memctl builds, and the training length (steps, and epochs where the task has a
 //! fixed training set), beside the paper's length when the description states it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::numbers::{count, sig3};
 use crate::store::RunRecord;
@@ -47,8 +47,66 @@ pub fn epochs(r: &RunRecord) -> Option<f64> {
 }
 
 /// "Ran on cpu on host vm (2 CPUs, x86_64) (12 runs); built as memctl 0.1.0 (12 runs)."
+/// Machines of one description that ran in several boots say so, with the runs of each
+/// ("(162 runs, over 3 boots: 84, 71 and 7)"): a boot is another machine or one machine
+/// restarted, and the records keep nothing else that tells such machines apart. Several builds
+/// are counted first, with the runs built from uncommitted changes.
 pub fn where_line(runs: &[&RunRecord]) -> String {
-    format!("Ran on {}; built as {}.", tally(runs, machine), tally(runs, build))
+    let mut builds = tally(runs, build);
+    let distinct: BTreeSet<String> = runs.iter().map(|r| build(r)).collect();
+    if distinct.len() > 1 {
+        let uncommitted = runs.iter().filter(|r| r.environment.commit.contains('+')).count();
+        let changed = distinct.iter().filter(|b| b.ends_with("with uncommitted changes")).count();
+        let lead = match changed {
+            0 => format!("{} builds", distinct.len()),
+            _ => format!(
+                "{} builds, {changed} of them with uncommitted changes ({uncommitted} of {} runs)",
+                distinct.len(),
+                runs.len()
+            ),
+        };
+        builds = format!("{lead}: {builds}");
+    }
+    format!("Ran on {}; built as {builds}.", machines(runs))
+}
+
+/// Each machine description with its runs, and its boots where it ran in more than one.
+fn machines(runs: &[&RunRecord]) -> String {
+    let mut boots: BTreeMap<String, BTreeMap<&str, usize>> = BTreeMap::new();
+    for r in runs {
+        let boot = r.environment.process.as_ref().map_or("", |p| p.boot_id.as_str());
+        *boots.entry(machine(r)).or_default().entry(boot).or_default() += 1;
+    }
+    let mut by_count: Vec<(String, Vec<usize>)> = boots
+        .into_iter()
+        .map(|(m, per_boot)| {
+            let mut counts: Vec<usize> = per_boot.into_values().collect();
+            counts.sort_by(|a, b| b.cmp(a));
+            (m, counts)
+        })
+        .collect();
+    by_count.sort_by(|a, b| b.1.iter().sum::<usize>().cmp(&a.1.iter().sum()).then(a.0.cmp(&b.0)));
+    by_count
+        .iter()
+        .map(|(m, counts)| {
+            let n: usize = counts.iter().sum();
+            let runs = format!("{n} run{}", if n == 1 { "" } else { "s" });
+            match counts.len() {
+                1 => format!("{m} ({runs})"),
+                boots => format!("{m} ({runs}, over {boots} boots: {})", and_list(counts)),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// "84, 71 and 7".
+fn and_list(counts: &[usize]) -> String {
+    let text: Vec<String> = counts.iter().map(|c| count(*c as u64)).collect();
+    match text.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => text.join(""),
+    }
 }
 
 /// "Trained 1,500–2,300 steps (≈ 2.40–3.68 epochs); the paper: up to 100 epochs."
@@ -124,5 +182,28 @@ mod tests {
         assert!(line.contains("cuda:0 (NVIDIA H100 80GB HBM3) on host vm"), "{line}");
         assert!(line.contains("at 0123456789ab (1 run)"), "{line}");
         assert!(line.contains("at 0123456789ab with uncommitted changes (1 run)"), "{line}");
+        assert!(line.contains("built as 2 builds, 1 of them with uncommitted changes (1 of 2 runs): "), "{line}");
+    }
+
+    #[test]
+    fn machines_of_one_description_are_told_apart_by_their_boots() {
+        let boot = |id: u64, boot_id: &str| {
+            let mut r = run(id, "a", "h", &[], 0.5);
+            r.environment.process = Some(crate::store::record::ProcessIdentity {
+                hostname: "vm".into(),
+                boot_id: boot_id.into(),
+                pid: 1,
+                start_ticks: 1,
+            });
+            r
+        };
+        let runs = [boot(1, "x"), boot(2, "x"), boot(3, "y"), boot(4, "x"), boot(5, "z"), boot(6, "y")];
+        let line = where_line(&runs.iter().collect::<Vec<_>>());
+        assert!(
+            line.starts_with("Ran on cpu on host vm (2 CPUs, x86_64) (6 runs, over 3 boots: 3, 2 and 1); "),
+            "{line}"
+        );
+        let line = where_line(&runs[..2].iter().collect::<Vec<_>>());
+        assert!(line.starts_with("Ran on cpu on host vm (2 CPUs, x86_64) (2 runs); "), "{line}");
     }
 }

@@ -230,6 +230,13 @@ fn parse(
         previous = Some(id);
         tokens.clear();
         if !rest.contains('\t') {
+            // bAbI's story sentences never ask; a `?` without a tab is a question whose answer
+            // is missing (or whose tabs became spaces), and reading it as a fact would
+            // silently corrupt the story.
+            if rest.contains('?') {
+                let expected = "a tab and an answer after the question (`id question<TAB>answer<TAB>supporting facts`)";
+                return Err(DataError::line(path, n, expected, rest.trim()));
+            }
             tokenize(rest, &mut |w| tokens.push(words.id(w)));
             if tokens.is_empty() {
                 return Err(DataError::line(path, n, "a sentence after the line number", rest.trim()));
@@ -549,6 +556,16 @@ mod tests {
         assert_eq!(
             error_for(b"1 Mary went home.\n2 Where is Mary?\t\t1\n"),
             "DIR/qa1_train.txt:2: expected an answer (one word, or words joined by commas) after the tab, found nothing"
+        );
+        assert_eq!(
+            error_for(b"1 Mary went home.\n2 Where is Mary?\n"),
+            "DIR/qa1_train.txt:2: expected a tab and an answer after the question (`id \
+             question<TAB>answer<TAB>supporting facts`), found \"Where is Mary?\""
+        );
+        assert_eq!(
+            error_for(b"1 Mary went home.\n2 Where is Mary?  home  1\n"),
+            "DIR/qa1_train.txt:2: expected a tab and an answer after the question (`id \
+             question<TAB>answer<TAB>supporting facts`), found \"Where is Mary?  home  1\""
         );
         assert_eq!(
             error_for(b"1 Mary went home.\n2 \thome\t1\n"),

@@ -56,7 +56,8 @@ pub fn tour_length(points: &[Point], tour: &[usize]) -> f64 {
     tour.windows(2).map(|w| d(w[0], w[1])).sum::<f64>() + tour.last().map_or(0.0, |&l| d(l, tour[0]))
 }
 
-fn distance(a: Point, b: Point) -> f64 {
+/// The Euclidean distance between two points.
+pub fn distance(a: Point, b: Point) -> f64 {
     ((a.0 - b.0).powi(2) + (a.1 - b.1).powi(2)).sqrt()
 }
 
@@ -207,19 +208,27 @@ mod tests {
         assert!((tour_length(&p, &optimal_tour(&p)) - 3.0).abs() < 1e-12);
     }
 
-    /// The SAM paper's brute-force averages: 2.05 for N = 5 and 2.88 for N = 10 (Table 3).
+    /// The mean optimal tour of N uniform points in the unit square: 2.126 for N = 5 and 2.871
+    /// for N = 10 (an exact solver on 10⁶ and 10⁵ random sets, standard errors 0.0004 and 0.001). The SAM paper prints 2.05 and 2.88
+    /// (Table 3); its N = 5 figure is below the true mean by more than the sampling error here,
+    /// so the test pins the true means, not the paper's.
     #[test]
-    fn average_optimal_tours_are_near_the_papers() {
+    fn average_optimal_tours_are_the_true_means() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
-        for (n, paper) in [(5, 2.05), (10, 2.88)] {
-            let mean = (0..2000)
+        for (n, samples, truth) in [(5, 8000, 2.126), (10, 2000, 2.871)] {
+            let lengths: Vec<f64> = (0..samples)
                 .map(|_| {
                     let p = random_points(&mut rng, n);
                     tour_length(&p, &optimal_tour(&p))
                 })
-                .sum::<f64>()
-                / 2000.0;
-            assert!((mean - paper).abs() < 0.1, "N = {n}: mean optimal tour {mean:.3}, paper {paper}");
+                .collect();
+            let mean = lengths.iter().sum::<f64>() / samples as f64;
+            let sd = (lengths.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / (samples - 1) as f64).sqrt();
+            let stderr = sd / (samples as f64).sqrt();
+            assert!((mean - truth).abs() < 4.0 * stderr, "N = {n}: mean {mean:.4} ± {stderr:.4}, expected {truth}");
+            if n == 5 {
+                assert!(2.05 < mean - 4.0 * stderr, "the paper's 2.05 lies below the mean {mean:.4}");
+            }
         }
     }
 }

@@ -1,19 +1,21 @@
 //! Travelling salesman — SAM Table 3 (§3.3, App. H): the points of [`super::convex_hull`];
 //! answer with the features of the optimal closed tour's points, the start repeated at the
-//! end (N + 1 answer steps).
+//! end (N + 1 answer steps; with `labels = "code"`, the end token in its place).
 //!
 //! The tour is exact (Held–Karp, [`super::geometry::optimal_tour`]) and canonical: it starts at
 //! the point with the smallest x (then y) and goes first to the smaller of that point's two
 //! neighbours. Training: N uniform in `min_points..=points` (the paper's 5..10); test sets N = 5
-//! (`accuracy`) and N = 10 (`n10_accuracy`). The paper also reports the predicted tours'
-//! average length; the optimum averages 2.05 (N = 5) and 2.88 (N = 10).
+//! (`accuracy`) and N = 10 (`n10_accuracy`). The paper also reports the average length of
+//! the predicted path (`tour_length`, [`super::convex_hull`]'s tour metrics); it gives the
+//! optimum as 2.05 (N = 5) and 2.88 (N = 10) on average, where the true means are 2.126 and
+//! 2.871.
 
 use super::convex_hull::{Geometry, Problem, geometry_options};
 use super::define::task_kind;
 use super::options::TaskOption;
 
 // Exact tours are Held–Karp, exponential in N: keep them small.
-static OPTIONS: [TaskOption; 3] = geometry_options(10, 12);
+static OPTIONS: [TaskOption; 4] = geometry_options(10, 12);
 
 task_kind! {
     TspKind = "tsp",
@@ -39,6 +41,13 @@ mod tests {
     #[test]
     fn same_seed_same_data() {
         testing::determinism(&TspKind, &[]);
+    }
+
+    #[test]
+    fn code_labels_end_the_tour_with_the_end_token() {
+        use super::super::convex_hull::tests::{check_code_labels, code_labels};
+        check_code_labels(&TspKind, geometry::optimal_tour, 10);
+        testing::determinism(&TspKind, &code_labels(10));
     }
 
     #[test]
