@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU figures of docs/performance.md ("On the GPU") in two device calls, with .gpu/
-# (../shared/gpu/pack.sh) carried along. Each part fits one call's 10 minutes; run both in the
-# same sitting so that memctl and PyTorch are compared on the same machine.
+# (../shared/gpu/pack.sh) carried along. Each part fits one call's 10 minutes; run both on the
+# same machine, one after the other, so that memctl and PyTorch are compared on the same card.
 #
 #   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
 #   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
@@ -296,8 +296,8 @@ unchecked_part() {
   } > "$out/steps.txt" 2>&1
   # SAM Table 1's evaluation passes, one d = 96 trial alone (bench --eval), by default and with
   # every change. Four trials at once are the slice's runs (their eval_seconds per pass, against
-  # the eighteenth sitting's 16 s per 10 000 sequences, docs/gpu-slices.md): a sweep here would
-  # spend minutes on the evaluations it measures.
+  # 16 s per 10 000 sequences on the H100 on 2026-11-26, docs/performance.md, "Sweeps on one
+  # GPU"): a sweep here would spend minutes on the evaluations it measures.
   {
     for fused in default "$all"; do
       echo "== eval ${table1[*]} alone fused=$fused"
@@ -321,7 +321,7 @@ unchecked_part() {
       done
     } > "$out/cold.txt" 2>&1
   fi
-  # What a replayed step's memory nodes cost (docs/performance.md, "the graph's memory nodes"):
+  # What a replayed step's memory nodes cost (docs/performance.md, "What a replayed step is made of"):
   # STM A's captured graph by node kind, and the microbenchmark of a chain of kernels with and
   # without an allocation and a free per kernel (scripts/cuda/build_graph_mem_nodes.sh builds
   # it into .gpu/ after pack.sh; seconds to run).

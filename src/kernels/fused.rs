@@ -25,15 +25,15 @@ use super::real::Real;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OnCuda {
     pub name: &'static str,
-    /// Checked on a GPU (which build and which card: docs/performance.md): runs by default.
+    /// Checked on a GPU (which card and when: docs/performance.md, "CUDA changes"): runs by default.
     /// Otherwise compiled but not yet checked: runs only when `MEMCTL_CUDA_FUSED` asks.
     pub checked: bool,
 }
 
 // The standing of each, in one place. The first six passed `doctor --check` on an H200, alone
-// and with all the others (2026-11-26; docs/performance.md, "2026-11-26, on an H200"); the
-// rest on an H100, where every one passed, alone and all together, and each was timed alone
-// beside the six (docs/performance.md, "2026-11-26, a sixteenth sitting, on an H100").
+// and with all the others (2026-11-26); the rest on an H100 (2026-11-26 and 2026-11-27), alone
+// and all together, each timed alone against the default of its day (docs/performance.md,
+// "CUDA changes").
 pub const LSTM_CELL: OnCuda = OnCuda { name: "lstm_cell", checked: true };
 pub const LAYER_NORM: OnCuda = OnCuda { name: "layer_norm", checked: true };
 /// The RMC's step 2.51 → 2.35 ms there.
@@ -48,56 +48,54 @@ pub const SCALE: OnCuda = OnCuda { name: "scale", checked: true };
 pub const SPLIT_SUMS: OnCuda = OnCuda { name: "split_sums", checked: true };
 /// The optimisers' updates, one kernel per parameter with the clamp by value inside
 /// (`optim_update`), where candle's tensor operations take about seventeen.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.44 ms, B
-/// 19.59 → 18.78.
+/// Checked on the H100 (2026-11-26), alone: STM A 10.98 → 10.44 ms, B 19.59 → 18.78.
 pub const OPTIMIZER: OnCuda = OnCuda { name: "optimizer", checked: true };
 
 /// `samRead`'s outer product attention on its normalised projection (`sam_attend_op`), one
 /// kernel each way where candle's ops, slices and transposes take some twenty-five a time
-/// step. Its first two forms passed `doctor --check` on the H100 (sixteenth and seventeenth
-/// sittings) but did not pay, reading `v` across a warp's lanes at a stride of `3nq` floats
-/// (with a warp per gradient element: A 5.98 → 5.16 ms, B 14.43 → 17.33, B at batch 128 34.87
-/// → 49.02). The third, whose forward stages `v` in shared memory and whose backward reads `G`
-/// along its rows, passed alone and beside the others on the H100 (2026-11-26, eighteenth
-/// sitting) and paid on all three, two rounds each: A 5.99 → 5.20 ms, B 14.56 → 14.17, B at
-/// batch 128 34.89 → 34.62. On CUDA only for the shapes
+/// step. Its first two forms passed `doctor --check` on the H100 (2026-11-26) but did not
+/// pay, reading `v` across a warp's lanes at a stride of `3nq` floats (with a warp per
+/// gradient element: A 5.98 → 5.16 ms, B 14.43 → 17.33, B at batch 128 34.87 → 49.02). The
+/// third, whose forward stages `v` in shared memory and whose backward reads `G` along its
+/// rows, passed alone and beside the others on the H100 (2026-11-26) and paid on all three,
+/// two rounds each: A 5.99 → 5.20 ms, B 14.56 → 14.17, B at batch 128 34.89 → 34.62. On CUDA
+/// only for the shapes
 /// [`sam_attend_op::fits_a_block`](super::sam_attend_op::fits_a_block) takes.
 pub const SAM_ATTEND: OnCuda = OnCuda { name: "sam_attend", checked: true };
 
 /// Each parameter's gradient summed over its time steps in one kernel per 32 steps, from
 /// per-step aliases of the weights (`compile::StepWeights`, `sum_parts_op`), where candle's
 /// backward adds each step's in a kernel of its own.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.07 ms, B
-/// 19.59 → 18.42; LSAM 14.33 → 13.73, NAM-TM 30.24 → 29.05.
+/// Checked on the H100 (2026-11-26), alone: STM A 10.98 → 10.07 ms, B 19.59 → 18.42; LSAM
+/// 14.33 → 13.73, NAM-TM 30.24 → 29.05.
 pub const STEP_GRADS: OnCuda = OnCuda { name: "step_grads", checked: true };
 
 /// NAM-TM's head transition (`head_move_op`), one kernel each way where candle's rolls, slices,
 /// products and sums take some forty a head a time step.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 25.22 ms.
+/// Checked on the H100 (2026-11-26), alone: NAM-TM 30.24 → 25.22 ms.
 pub const HEAD_MOVE: OnCuda = OnCuda { name: "head_move", checked: true };
 
 /// The vendored candle-core's backward of slices (`narrow`): a tensor's slices' gradients
 /// assembled once, concatenated or copied into one fill of the whole
 /// (`candle_core::backprop::set_lean_narrow_grads`, vendor/README.md), where candle pads each
 /// with zeros (up to two fills and three copies) and adds them. Always on the CPU.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 26.57 ms, LSAM
-/// 14.33 → 13.64, STM A 10.98 → 10.75.
+/// Checked on the H100 (2026-11-26), alone: NAM-TM 30.24 → 26.57 ms, LSAM 14.33 → 13.64, STM A
+/// 10.98 → 10.75.
 pub const NARROW_GRADS: OnCuda = OnCuda { name: "narrow_grads", checked: true };
 
 /// The output head (the nodes that feed the output but no state) run once over all the
 /// scored steps, stacked, instead of at each (`compile::head`): for STM some twenty kernels a
 /// time step forward and backward become as many for the whole sequence. No kernel of its own,
 /// candle's ops in another order.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 8.60 ms, B
-/// 19.59 → 17.85; LSAM 14.33 → 10.21, NAM-TM 30.24 → 27.64.
+/// Checked on the H100 (2026-11-26), alone: STM A 10.98 → 8.60 ms, B 19.59 → 17.85; LSAM
+/// 14.33 → 10.21, NAM-TM 30.24 → 27.64.
 pub const BATCHED_HEAD: OnCuda = OnCuda { name: "batched_head", checked: true };
 
 /// The vendored candle-core's backward without the gradients of operands that need none
 /// (`candle_core::backprop::set_skip_untracked_grads`, vendor/README.md): a batch's inputs
 /// times a weight cost candle a product for the inputs' gradient, for STM three a time step.
 /// Always on the CPU.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.69 ms, B
-/// 19.59 → 19.21.
+/// Checked on the H100 (2026-11-26), alone: STM A 10.98 → 10.69 ms, B 19.59 → 19.21.
 pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: true };
 
 /// The nodes that read only the step's input (STM's three projections of it, embeddings) run
@@ -105,45 +103,43 @@ pub const UNTRACKED_GRADS: OnCuda = OnCuda { name: "untracked_grads", checked: t
 /// (`compile::hoist`): for STM some twelve kernels a time step become one copy, with
 /// [`NARROW_GRADS`] (without it candle pads each step's rows' gradient to the whole and adds
 /// them). No kernel of its own.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 26.88 ms, STM A
-/// 10.98 → 10.33, B 19.59 → 18.85 (LSAM 14.33 → 14.68, within a few per cent of its noise).
+/// Checked on the H100 (2026-11-26), alone: NAM-TM 30.24 → 26.88 ms, STM A 10.98 → 10.33, B
+/// 19.59 → 18.85 (LSAM 14.33 → 14.68, within a few per cent of its noise).
 pub const HOISTED_INPUTS: OnCuda = OnCuda { name: "hoisted_inputs", checked: true };
 
 /// The batched solve of the Kanerva machines' addressing (`spd_solve`), one kernel a block per
 /// system (Cholesky and both substitutions), where the device-generic Gauss–Jordan elimination
 /// takes some ten kernels a column forward and thirty backward: PKM's solves of 8 columns, two
 /// a time step, were most of its step.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: PKM (k = 4) 12.16 → 3.92 ms.
+/// Checked on the H100 (2026-11-26), alone: PKM (k = 4) 12.16 → 3.92 ms.
 pub const SPD_SOLVE: OnCuda = OnCuda { name: "spd_solve", checked: true };
 
 /// NAM-TM's tape write (`nam_write_op`, the tape), one kernel each way, a block per row, where
 /// candle's ops take six kernels forward and some sixteen backward, for each of its two tapes at
 /// every time step.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 29.35 ms.
+/// Checked on the H100 (2026-11-26), alone: NAM-TM 30.24 → 29.35 ms.
 pub const TAPE_WRITE: OnCuda = OnCuda { name: "tape_write", checked: true };
 
 /// LSAM's `namWR` (`nam_write_op`, the matrix), one kernel each way, a block per memory, where
 /// candle's ops take seven kernels forward and some eighteen backward at every time step.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: LSAM 14.33 → 13.79 ms.
+/// Checked on the H100 (2026-11-26), alone: LSAM 14.33 → 13.79 ms.
 pub const NAM_WRITE: OnCuda = OnCuda { name: "nam_write", checked: true };
 
 /// `gruCell`'s element-wise half (`gru_cell_op`), one kernel each way, where candle's ops take
 /// ten kernels forward and some twenty-five backward at every time step (NAM-TM's controller).
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: NAM-TM 30.24 → 28.00 ms.
+/// Checked on the H100 (2026-11-26), alone: NAM-TM 30.24 → 28.00 ms.
 pub const GRU_CELL: OnCuda = OnCuda { name: "gru_cell", checked: true };
 
 /// NAM's unit keys and queries (`l2_normalize_op`), one kernel each way, a warp per row, where
 /// candle's ops take five kernels forward and some ten backward (LSAM twice a time step, NAM-TM
 /// once).
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: LSAM 14.33 → 11.42 ms, NAM-TM
-/// 30.24 → 27.37.
+/// Checked on the H100 (2026-11-26), alone: LSAM 14.33 → 11.42 ms, NAM-TM 30.24 → 27.37.
 pub const L2_NORMALIZE: OnCuda = OnCuda { name: "l2_normalize", checked: true };
 
 /// The outer product (`outer_op`: STM's `vr ⊗ f2` and `itemWrite`'s written item), its
 /// backward one kernel for both operands where candle's ops take two full-size products and two
 /// sums.
-/// Checked on the H100 (2026-11-26, sixteenth sitting), alone: STM A 10.98 → 10.78 ms, B
-/// 19.59 → 19.07.
+/// Checked on the H100 (2026-11-26), alone: STM A 10.98 → 10.78 ms, B 19.59 → 19.07.
 pub const OUTER: OnCuda = OnCuda { name: "outer", checked: true };
 
 /// The device's default memory pool keeps the memory its allocations free (its release
@@ -151,8 +147,8 @@ pub const OUTER: OnCuda = OnCuda { name: "outer", checked: true };
 /// driver takes back every idle byte at each synchronisation. Every trial's stream allocates
 /// from that pool, and every trial synchronises at each step (its loss read back), so with
 /// four trials on a GPU the eager forward of one trial's evaluation re-maps memory for most
-/// of its ops: a suspect for the evaluations that took 40 % of SAM Table 1's slices
-/// (docs/gpu-slices.md). Numerics are untouched. On the H100 (2026-11-27) it did not pay for
+/// of its ops: a suspect for the slow evaluations of trials sharing a GPU (docs/performance.md,
+/// "Sweeps on one GPU"). Numerics are untouched. On the H100 (2026-11-27) it did not pay for
 /// one trial alone (SAM Table 1's three evaluation passes 504 → 503 ms, with
 /// `one_hot_embedding`), so it stays opt-in.
 pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
@@ -162,22 +158,23 @@ pub const POOL_KEEP: OnCuda = OnCuda { name: "pool_keep", checked: false };
 /// is then one product, where candle's backward of `index_select` is an index-add whose threads
 /// (one per column of the table) each walk every id of the batch in turn, a dependent
 /// read-modify-write each: one launch of 1.14 ms in a step of NAM-TM's example on the H100
-/// (docs/performance.md, eighteenth sitting), and SAM Table 1's STM embeds 29 × 128 ids a step.
-/// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.26 → 11.62 ms,
-/// LSAM's 5.36 → 4.78, SAM Table 1's STM (d = 96, batch 128) 20.86 → 19.75.
+/// (2026-11-26; docs/performance.md, "Where a step's time goes"), and SAM Table 1's STM embeds
+/// 29 × 128 ids a step.
+/// Checked on the H100 (2026-11-27), alone: NAM-TM's example 12.26 → 11.62 ms, LSAM's 5.36 → 4.78,
+/// SAM Table 1's STM (d = 96, batch 128) 20.86 → 19.75.
 pub const ONE_HOT_EMBEDDING: OnCuda = OnCuda { name: "one_hot_embedding", checked: true };
 
 /// `head_move`'s backward with a warp per row (`head_move_bwd_warps`), its lanes along the row's
 /// cells: coalesced loads and stores and warp sums, where `head_move_bwd` gives each row one
 /// thread that walks it alone (32.6 µs a launch for NAM-TM's example on the H100, 6.9 % of an
 /// eager step's kernel time).
-/// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.24 → 10.26 ms.
+/// Checked on the H100 (2026-11-27), alone: NAM-TM's example 12.24 → 10.26 ms.
 pub const HEAD_MOVE_WARPS: OnCuda = OnCuda { name: "head_move_warps", checked: true };
 
 /// `kanervaUpdate`'s write after the addressing (`kanerva_write_op`): one kernel each way
 /// (a block per example and machine forward, per example backward), where candle's ops take some twelve kernels forward and twenty-five
 /// backward a time step.
-/// Checked on the H100 (2026-11-27, twentieth sitting), alone: PKM (k = 4) 2.78 → 2.17 ms.
+/// Checked on the H100 (2026-11-27), alone: PKM (k = 4) 2.78 → 2.17 ms.
 pub const KANERVA_WRITE: OnCuda = OnCuda { name: "kanerva_write", checked: true };
 
 /// The addressing and readout of `kanervaRead` and `kanervaUpdate` (`kanerva_address_op`):
@@ -195,13 +192,14 @@ pub const KANERVA_ADDRESS: OnCuda = OnCuda { name: "kanerva_address", checked: f
 /// (`tape_write_bwd_split`), where `tape_write_bwd` gives each tape one warp that walks every
 /// cell alone (NAM-TM's 32 features: 22.9 µs a launch for its example on the H100, 7.6 % of an
 /// eager step's kernel time).
-/// Checked on the H100 (2026-11-27, twentieth sitting), alone: NAM-TM's example 12.23 → 11.54 ms.
+/// Checked on the H100 (2026-11-27), alone: NAM-TM's example 12.23 → 11.54 ms.
 pub const TAPE_WRITE_SPLIT: OnCuda = OnCuda { name: "tape_write_split", checked: true };
 
 /// An evaluation's forward replayed from a CUDA graph, one per batch shape
 /// (`train::graph_eval`), where it ran eagerly: thousands of launches a pass that queue behind
-/// the other trials' replayed steps when several share a GPU (SAM Table 1's slices: 6.5–16 s
-/// per 10 000 sequences evaluated, against 0.5 s for a trial alone; docs/gpu-slices.md).
+/// the other trials' replayed steps when several share a GPU (SAM Table 1 on an H100: 6.5–16 s
+/// per 10 000 sequences evaluated, against 0.5 s for a trial alone; docs/performance.md,
+/// "Sweeps on one GPU").
 /// Not yet run on a GPU.
 pub const EVAL_GRAPH: OnCuda = OnCuda { name: "eval_graph", checked: false };
 

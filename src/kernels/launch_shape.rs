@@ -87,8 +87,8 @@ pub fn lerp(n: u32) -> LaunchShape {
 
 /// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share, 8 per
 /// thread of its 256). At 8 192 (32 per thread), config B's `α1 · M^r` (2.36 M elements) ran on
-/// 288 blocks, too few to keep an H200's memory busy: 27.9 µs, about 1 TB/s
-/// (docs/performance.md). Now it takes the most blocks, 1 024.
+/// 288 blocks, too few to keep an H200's memory busy: 27.9 µs, about 1 TB/s (Nsight Compute,
+/// 2026-11-26). Now it takes the most blocks, 1 024.
 pub const SCALE_PER_PARTIAL: usize = 2048;
 
 /// `scale.cu`: blocks of 256 threads, the forward's grid-stride over at most 65 535 of them, the

@@ -38,7 +38,7 @@ const COMMAND_LINE_SECTION: &str = "// ---- <command line>\n";
 /// The version of the experiment a run's spec text defined: [`spec_version`] of the text
 /// without the command-line overrides of the swept axes `swept` (`seed=2..3`, `k=5,10`).
 /// Such an override chooses which trials run, not what any trial is, so runs of one spec
-/// swept in parts (seed 1 in one sitting, seeds 2–3 in the next) share a version. Any other
+/// swept in parts (seed 1 in one sweep, seeds 2–3 in a later one) share a version. Any other
 /// override (`steps=100`) is part of the version.
 pub fn experiment_version(spec_text: &str, swept: &[&str]) -> String {
     let mut kept = String::with_capacity(spec_text.len());

@@ -3,9 +3,10 @@
 //! An evaluation pass runs the model's forward over the batches of a split with the weights of
 //! the moment. Eagerly, on a GPU, each batch is a few thousand small launches, and when other
 //! trials replay their training steps on the same GPU every launch queues behind theirs: SAM
-//! Table 1's slices evaluated 10 000 sequences in 6.5–16 s, a trial alone in 0.5 s
-//! (docs/gpu-slices.md). A pass's batches have one size but the last, so a graph per batch
-//! shape serves every later pass ([`EvalReplay`]):
+//! Table 1's trials on an H100 evaluated 10 000 sequences in 6.5–16 s with three or four
+//! training at once, a trial alone in 0.5 s (docs/performance.md, "Sweeps on one GPU"). A
+//! pass's batches have one size but the last, so a graph per batch shape serves every later
+//! pass ([`EvalReplay`]):
 //! 1. The first batch of a shape runs eagerly on fixed input buffers, with candle's upload
 //!    cache on (as a training step's warm-up does, `graph_step`).
 //! 2. The second is captured and launched.
