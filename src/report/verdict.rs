@@ -80,6 +80,38 @@ pub struct Threshold {
     pub row: RowMatch,
     pub metric: String,
     pub value: f64,
+    /// What must hold of another row for this one to count: a criterion that asks for failure
+    /// (`below` for an ablation) is met only while the full model succeeds in the same table,
+    /// so a table where nothing learnt cannot meet it.
+    #[serde(default)]
+    pub given: Option<Given>,
+}
+
+/// `given: {row: {gates: true}, at_least: 0.95}`: another row's mean of the same metric, at
+/// least (or at most) a value.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Given {
+    pub row: RowMatch,
+    #[serde(default)]
+    pub at_least: Option<f64>,
+    #[serde(default)]
+    pub at_most: Option<f64>,
+}
+
+impl Given {
+    fn holds(&self, mean: f64) -> bool {
+        self.at_least.is_none_or(|v| mean >= v) && self.at_most.is_none_or(|v| mean <= v)
+    }
+
+    /// "≥ 0.950", as the verdict line shows it.
+    fn claim(&self) -> String {
+        match (self.at_least, self.at_most) {
+            (Some(lo), _) => format!("≥ {}", sig3(lo)),
+            (_, Some(hi)) => format!("≤ {}", sig3(hi)),
+            _ => String::new(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -118,6 +150,8 @@ pub enum CriterionError {
     TooFewRows { n: usize },
     #[error("has a threshold or tolerance that is not a finite number")]
     NotFinite,
+    #[error("has a `given` that needs exactly one of `at_least` and `at_most`")]
+    GivenNeedsOneBound,
 }
 
 /// What a criterion's check came to.
@@ -232,9 +266,22 @@ impl Criterion {
         }
     }
 
+    /// A threshold's condition on another row.
+    fn given(&self) -> Option<&Given> {
+        match self {
+            Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t) => {
+                t.given.as_ref()
+            }
+            _ => None,
+        }
+    }
+
+    /// The rows it names; a threshold's `given` row comes second.
     fn rows(&self) -> Vec<&RowMatch> {
         match self {
-            Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t) => vec![&t.row],
+            Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t) => {
+                std::iter::once(&t.row).chain(t.given.as_ref().map(|g| &g.row)).collect()
+            }
             Criterion::ReachesPaper(t) => vec![&t.row],
             Criterion::Descending(o) | Criterion::Ascending(o) => o.rows.iter().collect(),
             Criterion::Similar(s) => s.rows.iter().collect(),
@@ -255,6 +302,12 @@ impl Criterion {
             Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t)
                 if !t.value.is_finite() =>
             {
+                Err(CriterionError::NotFinite)
+            }
+            _ if self.given().is_some_and(|g| g.at_least.is_some() == g.at_most.is_some()) => {
+                Err(CriterionError::GivenNeedsOneBound)
+            }
+            _ if self.given().is_some_and(|g| !g.at_least.or(g.at_most).is_some_and(f64::is_finite)) => {
                 Err(CriterionError::NotFinite)
             }
             Criterion::ReachesPaper(Tolerance { tolerance, .. }) | Criterion::Similar(Spread { tolerance, .. })
@@ -288,8 +341,15 @@ impl Criterion {
         let joined = |op: &str| found.iter().map(shown).collect::<Vec<_>>().join(op);
         let means: Result<Vec<f64>, Outcome> =
             found.iter().map(|(_, m)| m.map(|m| m.mean).map_err(Missing::outcome)).collect();
-        let first = |test: &dyn Fn(f64) -> bool| means.as_ref().map(|ms| test(ms[0])).map_err(|o| *o);
-        let single = |claim: String| format!("{metric} of {} {claim}", shown(&found[0]));
+        // A threshold's `given` row is the second of `found`.
+        let given = self.given();
+        let first = |test: &dyn Fn(f64) -> bool| {
+            means.as_ref().map(|ms| test(ms[0]) && given.is_none_or(|g| g.holds(ms[1]))).map_err(|o| *o)
+        };
+        let single = |claim: String| match given {
+            Some(g) => format!("{metric} of {} {claim}, given {} {}", shown(&found[0]), shown(&found[1]), g.claim()),
+            None => format!("{metric} of {} {claim}", shown(&found[0])),
+        };
         let (passed, line) = match self {
             Criterion::AtLeast(t) => (first(&|m| m >= t.value), single(format!("≥ {}", sig3(t.value)))),
             Criterion::AtMost(t) => (first(&|m| m <= t.value), single(format!("≤ {}", sig3(t.value)))),
@@ -555,5 +615,29 @@ mod tests {
             check("- similar: {metric: accuracy, rows: [{nq: 1}, {nq: 4}], tolerance: .nan}"),
             CriterionError::NotFinite
         );
+        assert_eq!(
+            check("- below: {row: {nq: 1}, metric: accuracy, value: 0.3, given: {row: {nq: 8}}}"),
+            CriterionError::GivenNeedsOneBound
+        );
+        assert_eq!(
+            check("- below: {row: {nq: 1}, metric: accuracy, value: 0.3, given: {row: {nq: 8}, at_least: .nan}}"),
+            CriterionError::NotFinite
+        );
+        assert!(matches!(
+            check("- below: {row: {nq: 1}, metric: accuracy, value: 0.3, given: {row: {d: 8}, at_least: 0.9}}"),
+            CriterionError::UnknownRowKey { .. }
+        ));
+    }
+
+    #[test]
+    fn a_failure_criterion_is_met_only_given_success_elsewhere_in_the_table() {
+        let failing = "- below: {row: {nq: 1}, metric: accuracy, value: 0.3, given: {row: {nq: 8}, at_least: 0.95}}";
+        let js = judge_all(&criteria(failing), &runs(&[(8, &[0.99]), (1, &[0.25])]));
+        assert_eq!(js[0].outcome, Outcome::Met);
+        assert_eq!(js[0].line, "✓ accuracy of {nq: 1} = 0.250 (n = 1) < 0.300, given {nq: 8} = 0.990 (n = 1) ≥ 0.950");
+        let nothing_learnt = judge_all(&criteria(failing), &runs(&[(8, &[0.26]), (1, &[0.25])]));
+        assert_eq!(nothing_learnt[0].outcome, Outcome::Unmet, "{}", nothing_learnt[0].line);
+        let full_not_run = judge_all(&criteria(failing), &runs(&[(1, &[0.25])]));
+        assert_eq!(full_not_run[0].outcome, Outcome::NotRun);
     }
 }

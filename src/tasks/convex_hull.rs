@@ -58,7 +58,19 @@ task_kind! {
     "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
+    trivial: geometry_trivial_levels,
     builds: |o| Geometry::read(o, Problem::Hull)?,
+}
+
+/// Chance: every answer step one of the example's points at random, 1 in N for the test sets'
+/// N = 5 (`accuracy`) and N = 10 (`n10_accuracy`); shared with [`super::tsp`].
+pub(super) fn geometry_trivial_levels(_: &Options) -> Vec<TrivialLevel> {
+    let chance = |metric, n: usize| TrivialLevel {
+        name: "chance (a point of the example)".into(),
+        metric,
+        value: 1.0 / n as f64,
+    };
+    vec![chance("accuracy", TEST_POINTS[0]), chance("n10_accuracy", TEST_POINTS[1])]
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).

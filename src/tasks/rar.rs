@@ -52,7 +52,21 @@ task_kind! {
     "relational associative recall: K items and a query; recall the farthest or closest item (SAM §3.2)",
     options: &OPTIONS,
     held_out: (1000, 2000),
+    trivial: trivial_levels,
     builds: |o| o.parse::<FreshTask<Rar>>()?,
+}
+
+/// Chance: a coin per bit, W/2 wrong bits per vector, over the test set's lengths (spread
+/// evenly over `min_len..=max_len`). Every bit is a fair coin, so no input-only strategy does
+/// better on average.
+fn trivial_levels(o: &super::options::Options) -> Vec<TrivialLevel> {
+    let (Ok(width), Ok(lo), Ok(hi)) = (o.int("width"), o.int("min_len"), o.int("max_len")) else { return vec![] };
+    let mean_len = (lo + hi) as f64 / 2.0;
+    vec![TrivialLevel {
+        name: "chance (a coin per bit)".into(),
+        metric: "bit_error",
+        value: width as f64 * mean_len / 2.0,
+    }]
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]
@@ -184,6 +198,15 @@ mod tests {
         }
         let answer: Vec<f32> = (0..len).flat_map(|t| y[t][e].clone()).collect();
         (list, q, answer)
+    }
+
+    #[test]
+    fn chance_is_half_the_bits_of_an_average_item() {
+        // 8-bit vectors, items of 2 or 3 of them: 2.5 × 8 bits, half of them wrong.
+        let options = [8, 3, 3, 2, 3].map(|v| Value::Int(v));
+        let levels = RarKind.trivial_levels(&options);
+        assert_eq!(levels.len(), 1);
+        assert_eq!((levels[0].metric, levels[0].value), ("bit_error", 10.0));
     }
 
     #[test]

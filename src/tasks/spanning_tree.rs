@@ -12,7 +12,9 @@
 //! feature first ([`super::graphs`]), so the answer is unique. Options and ranges as
 //! `shortestPath`. Metric: `accuracy` over the answer steps.
 
+use super::TrivialLevel;
 use super::define::task_kind;
+use super::options::Options;
 use super::shortest_path::{GRAPH_OPTIONS, GraphTask, Question};
 
 task_kind! {
@@ -20,7 +22,20 @@ task_kind! {
     "minimum spanning tree: a weighted graph as triplets; answer the tree's edges as node features, in Kruskal's order (SAM Table 3)",
     options: &GRAPH_OPTIONS,
     held_out: (512, 2048),
+    trivial: trivial_levels,
     builds: |o| GraphTask::read(o, Question::Tree)?,
+}
+
+/// Chance: every answer step a node of the graph at random. A graph of N nodes has 2(N − 1)
+/// answer steps, each right 1 time in N, and accuracy pools the steps of the whole test set, so
+/// the level is E[2(N − 1)/N] / E[2(N − 1)] over N uniform in `min_nodes..=nodes`.
+fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
+    let (Ok(lo), Ok(hi)) = (o.int("min_nodes"), o.int("nodes")) else { return vec![] };
+    let (right, steps) = (lo..=hi).fold((0.0, 0.0), |(right, steps), n| {
+        let n = n as f64;
+        (right + 2.0 * (n - 1.0) / n, steps + 2.0 * (n - 1.0))
+    });
+    vec![TrivialLevel { name: "chance (a node of the graph)".into(), metric: "accuracy", value: right / steps }]
 }
 
 #[cfg(test)]
@@ -29,6 +44,14 @@ mod tests {
     use super::super::shortest_path::tests::read_back;
     use super::super::*;
     use super::*;
+
+    #[test]
+    fn chance_pools_the_answer_steps_of_graphs_of_every_size() {
+        // N = 2 or 3: 2 steps right 1/2 each and 4 steps right 1/3 each, of 6.
+        let levels = SpanningTreeKind.trivial_levels(&[Value::Int(3), Value::Int(2)]);
+        assert_eq!(levels.len(), 1);
+        assert!((levels[0].value - (1.0 + 4.0 / 3.0) / 6.0).abs() < 1e-12, "{levels:?}");
+    }
 
     #[test]
     fn answers_are_the_spanning_trees_edges_in_kruskals_order() {

@@ -10,7 +10,7 @@
 //! optimum as 2.05 (N = 5) and 2.88 (N = 10) on average, where the true means are 2.126 and
 //! 2.871.
 
-use super::convex_hull::{Geometry, Problem, geometry_options};
+use super::convex_hull::{Geometry, Problem, geometry_options, geometry_trivial_levels};
 use super::define::task_kind;
 use super::options::TaskOption;
 
@@ -22,6 +22,7 @@ task_kind! {
     "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
+    trivial: geometry_trivial_levels,
     builds: |o| Geometry::read(o, Problem::Tour)?,
 }
 
