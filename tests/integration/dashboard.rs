@@ -226,6 +226,21 @@ fn it_serves_only_its_own_pages_and_never_writes() {
 }
 
 #[test]
+fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    // 1 500 `not`s (6 KB) are deep enough to overflow a worker's stack, were their tree built.
+    for nots in [1_500, 5_000] {
+        let (status, body) =
+            ui.get_json(&format!("/api/runs?where={}", encode(&format!("{}gates", "not ".repeat(nots)))));
+        assert_eq!(status, 400, "{nots}: {body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains("error[Q011]") && error.contains("<--where>:1:257"), "{nots}: {error}");
+    }
+    assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "the server still answers");
+}
+
+#[test]
 fn it_reads_the_store_while_another_process_writes_it() {
     let dir = filled_store();
     let ui = Dashboard::start(dir.path(), &[]);
