@@ -58,14 +58,20 @@ impl Dashboard {
 
     /// A raw HTTP request: (status, body). Raw, so that paths reach the server unnormalised.
     fn request(&self, method: &str, path: &str) -> (u16, String) {
+        let (status, _, body) = self.exchange(&format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.addr));
+        (status, body)
+    }
+
+    /// Sends `start` (the request line and headers, each ending in CRLF) and closes the request:
+    /// (status, head, body) of the response.
+    fn exchange(&self, start: &str) -> (u16, String, String) {
         let mut s = TcpStream::connect(&self.addr).unwrap();
-        write!(s, "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", self.addr)
-            .unwrap();
+        write!(s, "{start}Connection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
         let mut response = String::new();
         s.read_to_string(&mut response).unwrap();
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{head}"));
-        (status, body.to_string())
+        (status, head.to_string(), body.to_string())
     }
 
     fn get_json(&self, path: &str) -> (u16, Json) {
@@ -238,6 +244,29 @@ fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
         assert!(error.contains("error[Q011]") && error.contains("<--where>:1:257"), "{nots}: {error}");
     }
     assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "the server still answers");
+}
+
+#[test]
+fn only_requests_addressed_to_this_machine_are_answered() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let port = ui.addr.rsplit(':').next().unwrap();
+    // A page on another site that re-points its name at 127.0.0.1 (DNS rebinding) sends its name.
+    for host in [
+        "evil.example.com".to_string(),
+        format!("evil.example.com:{port}"),
+        format!("localhost.evil.example.com:{port}"),
+    ] {
+        let (status, head, body) = ui.exchange(&format!("GET /api/runs HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!(status, 403, "{host}: {body}");
+        assert!(head.contains("text/plain") && body.starts_with("refused: Host") && !body.contains("rows"), "{body}");
+    }
+    for host in [format!("localhost:{port}"), "localhost".to_string(), ui.addr.clone(), format!("127.0.0.2:{port}")] {
+        let (status, _, body) = ui.exchange(&format!("GET /api/runs HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let (status, _, body) = ui.exchange("GET /api/runs HTTP/1.0\r\n");
+    assert_eq!(status, 200, "HTTP/1.0 without a Host: {body}");
 }
 
 #[test]
