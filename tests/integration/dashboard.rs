@@ -270,6 +270,24 @@ fn only_requests_addressed_to_this_machine_are_answered() {
 }
 
 #[test]
+fn head_answers_as_get_without_the_body() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let (_, page) = ui.request("GET", "/");
+    for path in ["/", "/app.js", "/api/runs"] {
+        let (status, head, body) = ui.exchange(&format!("HEAD {path} HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+        assert_eq!(status, 200, "{path}: {head}");
+        assert!(body.is_empty(), "{path}: {body}");
+        assert!(head.contains("Content-Type:"), "{path}: {head}");
+    }
+    let (_, head, _) = ui.exchange(&format!("HEAD / HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+    assert!(head.contains(&format!("Content-Length: {}", page.len())), "the GET's length: {head}");
+    let (status, head, _) = ui.exchange(&format!("POST / HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+    assert_eq!(status, 405);
+    assert!(head.contains("Allow: GET, HEAD"), "{head}");
+}
+
+#[test]
 fn it_reads_the_store_while_another_process_writes_it() {
     let dir = filled_store();
     let ui = Dashboard::start(dir.path(), &[]);

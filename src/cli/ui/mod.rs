@@ -71,14 +71,20 @@ fn reply(store: &Store, bound: IpAddr, addr: &str, request: &tiny_http::Request)
         (403, TEXT, body.into_bytes())
     };
     let header = |name: &str, value: &str| tiny_http::Header::from_bytes(name, value).expect("a valid header");
-    tiny_http::Response::from_data(body).with_status_code(status).with_header(header("Content-Type", content_type)).boxed()
+    let mut response =
+        tiny_http::Response::from_data(body).with_status_code(status).with_header(header("Content-Type", content_type));
+    if status == 405 {
+        response.add_header(header("Allow", "GET, HEAD"));
+    }
+    response.boxed()
 }
 
-/// The status, content type and body for a request.
+/// The status, content type and body for a request. A `HEAD` gets a `GET`'s answer, whose body
+/// tiny_http leaves out.
 fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'static str, Vec<u8>) {
     const JSON: &str = "application/json; charset=utf-8";
-    if *method != tiny_http::Method::Get {
-        return (405, TEXT, b"the dashboard only reads: GET".to_vec());
+    if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
+        return (405, TEXT, b"the dashboard only reads: GET or HEAD".to_vec());
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let q = api::Params::parse(query);
@@ -101,7 +107,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_embedded_assets_and_the_api_are_served_and_only_to_get() {
+    fn only_the_embedded_assets_and_the_api_are_served_and_only_to_get_and_head() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let get = tiny_http::Method::Get;
@@ -111,6 +117,10 @@ mod tests {
         {
             assert_eq!(answer(&store, &get, path).0, 404, "{path}");
         }
+        let head = tiny_http::Method::Head;
+        assert_eq!(answer(&store, &head, "/"), answer(&store, &get, "/"), "HEAD answers as GET");
+        assert_eq!(answer(&store, &head, "/api/runs").0, 200);
+        assert_eq!(answer(&store, &head, "/nosuch").0, 404);
         assert_eq!(answer(&store, &tiny_http::Method::Post, "/api/runs").0, 405);
         assert_eq!(answer(&store, &tiny_http::Method::Delete, "/api/run/1").0, 405);
         let (status, _, body) = answer(&store, &get, "/api/runs?where=d%20%3D%2016");
