@@ -288,6 +288,36 @@ fn head_answers_as_get_without_the_body() {
 }
 
 #[test]
+fn an_unknown_metric_or_experiment_is_a_404_naming_it() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let (status, body) = ui.get_json("/api/curves?ids=1,4&metric=val_acuracy");
+    assert_eq!(status, 404, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("`val_acuracy`") && error.contains("did you mean `val_accuracy`?"), "{error}");
+    assert_eq!(body["known"], serde_json::json!(["train_loss", "val_accuracy"]));
+    let (status, body) = ui.get_json("/api/curves?ids=1&metric=nosuch");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`nosuch`"), "{body}");
+    // No runs picked: nothing to know a metric by, and nothing drawn.
+    assert_eq!(ui.ok_json("/api/curves?ids=&metric=nosuch")["series"], serde_json::json!([]));
+
+    let (status, body) = ui.get_json("/api/ablation?experiment=tiny_stn");
+    assert_eq!(status, 404, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("experiment `tiny_stn`") && error.contains("did you mean `tiny_stm`?"), "{error}");
+    let (status, body) = ui.get_json("/api/ablation?experiment=nosuch");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`nosuch`"), "{body}");
+    let (status, body) = ui.get_json("/api/ablation?experiment=tiny_stm&metric=acuracy");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("did you mean `accuracy`?"), "{body}");
+    // Known names still answer.
+    assert_eq!(ui.ok_json("/api/ablation?experiment=tiny_stm&metric=loss")["metric"], "loss");
+    assert_eq!(ui.ok_json("/api/curves?ids=1&metric=train_loss")["metric"], "train_loss");
+}
+
+#[test]
 fn it_reads_the_store_while_another_process_writes_it() {
     let dir = filled_store();
     let ui = Dashboard::start(dir.path(), &[]);

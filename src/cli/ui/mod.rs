@@ -7,6 +7,7 @@
 mod allowed_host;
 mod api;
 mod assets;
+mod unknown_name;
 
 use std::net::{IpAddr, SocketAddr};
 
