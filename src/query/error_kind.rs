@@ -44,6 +44,7 @@ pub enum QueryErrorKind {
         kinds: String,
         literal: String,
     },
+    /// More than [`MAX_NESTING`] brackets and `not`s around one part of the filter.
     TooDeep,
     OutOfRange {
         text: String,
@@ -100,7 +101,7 @@ impl fmt::Display for QueryErrorKind {
             NotADate { field, text } => write!(f, "`{field}` is a date, but \"{text}\" is not one"),
             UnknownStatus { status } => write!(f, "no status \"{status}\""),
             LiteralKind { field, kinds, literal } => write!(f, "`{field}` is {kinds}, but is compared with {literal}"),
-            TooDeep => write!(f, "brackets nested deeper than {MAX_NESTING} levels"),
+            TooDeep => write!(f, "brackets and `not`s nested deeper than {MAX_NESTING} levels"),
             OutOfRange { text } => write!(f, "`{text}` is out of range"),
             BadDate { text } => write!(f, "`{text}` is not a date"),
             Syntax { expected } => write!(f, "syntax error: expected {expected}"),

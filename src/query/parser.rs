@@ -16,7 +16,9 @@ use crate::source::{FileId, Span, floor_char_boundary};
 #[grammar = "../grammar/query.pest"]
 struct QueryParser;
 
-/// Deepest parenthesis nesting accepted.
+/// Deepest nesting accepted, counting each bracket and each `not` as one level: a bound on the
+/// depth of the filter's tree, so that checking, evaluating and dropping it (all recursive)
+/// cannot exhaust a thread's stack, however long the text.
 pub const MAX_NESTING: usize = 64;
 
 /// Parses a filter; spans are byte offsets into `text` in `file`.
@@ -27,9 +29,11 @@ pub fn parse(file: FileId, text: &str) -> Result<Filter, Diagnostic> {
     let b = Builder { file };
     let top = pairs.next().ok_or_else(|| b.bug(0))?;
     let disjunction = top.into_inner().next().ok_or_else(|| b.bug(0))?;
-    b.disjunction(disjunction)
+    b.disjunction(disjunction, 0)
 }
 
+/// Rejects bracket nesting deeper than [`MAX_NESTING`] before pest's recursive descent sees it
+/// (a chain of `not`s is flat in the grammar and is counted while building the tree).
 fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
     let mut depth = 0usize;
     let mut quote: Option<char> = None;
@@ -41,7 +45,7 @@ fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
             (None, '(' | '[') => {
                 depth += 1;
                 if depth > MAX_NESTING {
-                    return Err(QueryErrorKind::TooDeep.error().at(Span::new(file, i, i + 1), "too deep"));
+                    return Err(too_deep(Span::new(file, i, i + 1)));
                 }
             }
             (None, ')' | ']') => depth = depth.saturating_sub(1),
@@ -51,6 +55,11 @@ fn check_nesting(file: FileId, text: &str) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+fn too_deep(span: Span) -> Diagnostic {
+    QueryErrorKind::TooDeep.error().at(span, "too deep")
+}
+
+/// Builds the tree; every method takes `depth`, the brackets and `not`s around its part.
 struct Builder {
     file: FileId,
 }
@@ -65,37 +74,51 @@ impl Builder {
         QueryErrorKind::Internal.error().at(Span::new(self.file, at, at), "here")
     }
 
-    fn disjunction(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {
-        self.joined(p, Rule::conjunction, Self::conjunction, Filter::Or)
+    fn disjunction(&self, p: Pair<Rule>, depth: usize) -> Result<Filter, Diagnostic> {
+        self.joined(p, depth, Rule::conjunction, Self::conjunction, Filter::Or)
     }
 
-    fn conjunction(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {
-        self.joined(p, Rule::negation, Self::negation, Filter::And)
+    fn conjunction(&self, p: Pair<Rule>, depth: usize) -> Result<Filter, Diagnostic> {
+        self.joined(p, depth, Rule::negation, Self::negation, Filter::And)
     }
 
     /// The `part` children of `p` joined by `join` (a single part stands alone).
     fn joined(
         &self,
         p: Pair<Rule>,
+        depth: usize,
         part: Rule,
-        parse: fn(&Self, Pair<Rule>) -> Result<Filter, Diagnostic>,
+        parse: fn(&Self, Pair<Rule>, usize) -> Result<Filter, Diagnostic>,
         join: fn(Vec<Filter>) -> Filter,
     ) -> Result<Filter, Diagnostic> {
-        let mut parts =
-            p.into_inner().filter(|c| c.as_rule() == part).map(|c| parse(self, c)).collect::<Result<Vec<_>, _>>()?;
+        let mut parts = p
+            .into_inner()
+            .filter(|c| c.as_rule() == part)
+            .map(|c| parse(self, c, depth))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(if parts.len() == 1 { parts.remove(0) } else { join(parts) })
     }
 
-    fn negation(&self, p: Pair<Rule>) -> Result<Filter, Diagnostic> {
+    fn negation(&self, p: Pair<Rule>, depth: usize) -> Result<Filter, Diagnostic> {
         let at = p.as_span().start();
         let mut nots = 0;
         let mut inner = None;
         for c in p.into_inner() {
             match c.as_rule() {
-                Rule::kw_not => nots += 1,
+                Rule::kw_not => {
+                    nots += 1;
+                    if depth + nots > MAX_NESTING {
+                        return Err(too_deep(self.span(&c)).hint("`not not x` is `x`: drop the `not`s in pairs"));
+                    }
+                }
                 Rule::group => {
+                    // The `(`: its nesting within brackets alone was checked before parsing.
+                    let open = Span::new(self.file, c.as_span().start(), c.as_span().start() + 1);
+                    if depth + nots + 1 > MAX_NESTING {
+                        return Err(too_deep(open));
+                    }
                     let d = c.into_inner().next().ok_or_else(|| self.bug(at))?;
-                    inner = Some(self.disjunction(d)?);
+                    inner = Some(self.disjunction(d, depth + nots + 1)?);
                 }
                 Rule::test => inner = Some(Filter::Test(self.test(c)?)),
                 _ => return Err(self.bug(at)),

@@ -188,3 +188,30 @@ fn an_empty_store_accepts_any_names() {
     let q = prepare("whatever > 1 and \"x\" in tags", &[]);
     assert!(q.is_ok());
 }
+
+#[test]
+fn nesting_counts_brackets_and_nots_alike_up_to_the_cap() {
+    use super::parser::MAX_NESTING;
+    // An even number of `not`s keeps what `gates` keeps; the deepest accepted tree is checked
+    // and evaluated.
+    assert_eq!(ids(&format!("{}gates", "not ".repeat(MAX_NESTING))), vec![1]);
+    let half = MAX_NESTING / 2;
+    let mixed = format!("{}{}gates{}", "(".repeat(half), "not ".repeat(half), ")".repeat(half));
+    assert_eq!(ids(&mixed), vec![1]);
+    // One level more, by a `not` or by a bracket, is refused where it goes beyond the cap.
+    let col = 4 * MAX_NESTING + 1;
+    let message = format!("brackets and `not`s nested deeper than {MAX_NESTING} levels");
+    let at = format!("<--where>:1:{col}");
+    assert_error(&format!("{}gates", "not ".repeat(MAX_NESTING + 1)), &["error[Q011]", &message, &at, "in pairs"]);
+    let over = format!("{}(not gates)", "not ".repeat(MAX_NESTING));
+    assert_error(&over, &["error[Q011]", &at]);
+    let over = format!("{}{}not gates{}", "(".repeat(half), "not ".repeat(half), ")".repeat(half));
+    assert_error(&over, &["error[Q011]", &format!("<--where>:1:{}", half + 4 * half + 1)]);
+}
+
+#[test]
+fn a_chain_of_many_thousand_nots_is_refused_not_a_stack_overflow() {
+    // The parser's tree for these would be 100 000 levels deep.
+    let e = error(&format!("d == 48 or {}gates", "not ".repeat(100_000)));
+    assert!(e.contains("error[Q011]") && e.contains("<--where>:1:"), "{e}");
+}

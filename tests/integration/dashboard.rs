@@ -58,14 +58,20 @@ impl Dashboard {
 
     /// A raw HTTP request: (status, body). Raw, so that paths reach the server unnormalised.
     fn request(&self, method: &str, path: &str) -> (u16, String) {
+        let (status, _, body) = self.exchange(&format!("{method} {path} HTTP/1.1\r\nHost: {}\r\n", self.addr));
+        (status, body)
+    }
+
+    /// Sends `start` (the request line and headers, each ending in CRLF) and closes the request:
+    /// (status, head, body) of the response.
+    fn exchange(&self, start: &str) -> (u16, String, String) {
         let mut s = TcpStream::connect(&self.addr).unwrap();
-        write!(s, "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", self.addr)
-            .unwrap();
+        write!(s, "{start}Connection: close\r\nContent-Length: 0\r\n\r\n").unwrap();
         let mut response = String::new();
         s.read_to_string(&mut response).unwrap();
         let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
         let status = head.split(' ').nth(1).and_then(|c| c.parse().ok()).unwrap_or_else(|| panic!("{head}"));
-        (status, body.to_string())
+        (status, head.to_string(), body.to_string())
     }
 
     fn get_json(&self, path: &str) -> (u16, Json) {
@@ -223,6 +229,92 @@ fn it_serves_only_its_own_pages_and_never_writes() {
     }
     assert_eq!(ui.request("DELETE", "/api/run/1").0, 405);
     assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "nothing was deleted");
+}
+
+#[test]
+fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    // 1 500 `not`s (6 KB) are deep enough to overflow a worker's stack, were their tree built.
+    for nots in [1_500, 5_000] {
+        let (status, body) =
+            ui.get_json(&format!("/api/runs?where={}", encode(&format!("{}gates", "not ".repeat(nots)))));
+        assert_eq!(status, 400, "{nots}: {body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains("error[Q011]") && error.contains("<--where>:1:257"), "{nots}: {error}");
+    }
+    assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "the server still answers");
+}
+
+#[test]
+fn only_requests_addressed_to_this_machine_are_answered() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let port = ui.addr.rsplit(':').next().unwrap();
+    // A page on another site that re-points its name at 127.0.0.1 (DNS rebinding) sends its name.
+    for host in [
+        "evil.example.com".to_string(),
+        format!("evil.example.com:{port}"),
+        format!("localhost.evil.example.com:{port}"),
+    ] {
+        let (status, head, body) = ui.exchange(&format!("GET /api/runs HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!(status, 403, "{host}: {body}");
+        assert!(head.contains("text/plain") && body.starts_with("refused: Host") && !body.contains("rows"), "{body}");
+    }
+    for host in [format!("localhost:{port}"), "localhost".to_string(), ui.addr.clone(), format!("127.0.0.2:{port}")] {
+        let (status, _, body) = ui.exchange(&format!("GET /api/runs HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let (status, _, body) = ui.exchange("GET /api/runs HTTP/1.0\r\n");
+    assert_eq!(status, 200, "HTTP/1.0 without a Host: {body}");
+}
+
+#[test]
+fn head_answers_as_get_without_the_body() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let (_, page) = ui.request("GET", "/");
+    for path in ["/", "/app.js", "/api/runs"] {
+        let (status, head, body) = ui.exchange(&format!("HEAD {path} HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+        assert_eq!(status, 200, "{path}: {head}");
+        assert!(body.is_empty(), "{path}: {body}");
+        assert!(head.contains("Content-Type:"), "{path}: {head}");
+    }
+    let (_, head, _) = ui.exchange(&format!("HEAD / HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+    assert!(head.contains(&format!("Content-Length: {}", page.len())), "the GET's length: {head}");
+    let (status, head, _) = ui.exchange(&format!("POST / HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+    assert_eq!(status, 405);
+    assert!(head.contains("Allow: GET, HEAD"), "{head}");
+}
+
+#[test]
+fn an_unknown_metric_or_experiment_is_a_404_naming_it() {
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let (status, body) = ui.get_json("/api/curves?ids=1,4&metric=val_acuracy");
+    assert_eq!(status, 404, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("`val_acuracy`") && error.contains("did you mean `val_accuracy`?"), "{error}");
+    assert_eq!(body["known"], serde_json::json!(["train_loss", "val_accuracy"]));
+    let (status, body) = ui.get_json("/api/curves?ids=1&metric=nosuch");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`nosuch`"), "{body}");
+    // No runs picked: nothing to know a metric by, and nothing drawn.
+    assert_eq!(ui.ok_json("/api/curves?ids=&metric=nosuch")["series"], serde_json::json!([]));
+
+    let (status, body) = ui.get_json("/api/ablation?experiment=tiny_stn");
+    assert_eq!(status, 404, "{body}");
+    let error = body["error"].as_str().unwrap();
+    assert!(error.contains("experiment `tiny_stn`") && error.contains("did you mean `tiny_stm`?"), "{error}");
+    let (status, body) = ui.get_json("/api/ablation?experiment=nosuch");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`nosuch`"), "{body}");
+    let (status, body) = ui.get_json("/api/ablation?experiment=tiny_stm&metric=acuracy");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("did you mean `accuracy`?"), "{body}");
+    // Known names still answer.
+    assert_eq!(ui.ok_json("/api/ablation?experiment=tiny_stm&metric=loss")["metric"], "loss");
+    assert_eq!(ui.ok_json("/api/curves?ids=1&metric=train_loss")["metric"], "train_loss");
 }
 
 #[test]

@@ -187,6 +187,17 @@ fn bad_filters_and_names_are_located_errors() {
 }
 
 #[test]
+fn twenty_thousand_nots_are_a_located_error_not_a_crash() {
+    let (_dir, store) = filled();
+    let out = memctl(&store, &["runs", "--where", &format!("{}gates", "not ".repeat(20_000))]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    // Refused at the 65th `not`.
+    assert!(e.contains("error[Q011]: brackets and `not`s nested deeper than 64 levels"), "{e}");
+    assert!(e.contains("<--where>:1:257"), "{e}");
+}
+
+#[test]
 fn show_prints_the_record_as_yaml_with_curve_summaries_and_spec() {
     let (_dir, store) = filled();
     let out = ok(&memctl(&store, &["show", "2"]));

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::{Value as Json, json};
 
+use super::unknown_name::UnknownName;
 use crate::cli::runs::listed;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
@@ -24,6 +25,10 @@ impl Answer {
     }
     fn bad(message: String) -> Answer {
         Answer { status: 400, body: json!({ "error": message }).to_string() }
+    }
+    /// A name nothing in the store has: 404, with the names there are (`known`).
+    fn unknown(e: UnknownName) -> Answer {
+        Answer { status: 404, body: json!({ "error": e.to_string(), "known": e.known() }).to_string() }
     }
     /// A store that cannot be read is the server's trouble (503: busy, damaged), unless the
     /// run asked for does not exist (404).
@@ -139,6 +144,11 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
     let Some(metric) = q.nonempty("metric").map(str::to_string).or_else(|| curves::default_metric(&records)) else {
         return Answer::ok(json!({ "metric": null, "metrics": metrics, "series": [] }).to_string());
     };
+    // Without runs there is nothing to know the metric by: their empty plot is the answer. (The
+    // metric picked when none is named is one the runs have.)
+    if !records.is_empty() && !metrics.contains(&metric) {
+        return Answer::unknown(UnknownName::Curve { name: metric, known: metrics.into_iter().cloned().collect() });
+    }
     let series = if keys.is_empty() {
         curves::per_run(&records, &metric, x)
     } else {
@@ -171,13 +181,28 @@ pub fn ablation(store: &Store, q: &Params) -> Answer {
         Ok(f) => f,
         Err(a) => return a,
     };
+    if !runs.iter().any(|r| r.experiment == experiment) {
+        let known: BTreeSet<&String> = runs.iter().map(|r| &r.experiment).collect();
+        let known = known.into_iter().cloned().collect();
+        return Answer::unknown(UnknownName::Experiment { name: experiment.to_string(), known });
+    }
     let kept: Vec<&RunSummary> = runs
         .iter()
         .filter(|r| r.experiment == experiment && r.status == Status::Done)
         .filter(|r| filter.as_ref().is_none_or(|f| f.matches(r)))
         .collect();
     let rows = ablation::rows_from_runs(&kept);
-    let metric = q.nonempty("metric").map_or_else(|| ablation::default_metric(&rows), str::to_string);
+    let finals: BTreeSet<&String> = kept.iter().flat_map(|r| r.final_metrics.keys()).collect();
+    let metric = match q.nonempty("metric") {
+        // Without finished runs there is nothing to know the metric by: their empty table is the answer.
+        Some(m) if !kept.is_empty() && !finals.iter().any(|f| *f == m) => {
+            let known = finals.into_iter().cloned().collect();
+            let experiment = experiment.to_string();
+            return Answer::unknown(UnknownName::FinalMetric { name: m.to_string(), experiment, known });
+        }
+        Some(m) => m.to_string(),
+        None => ablation::default_metric(&rows),
+    };
     let sheet = ablation::sheet(&rows, &metric);
     let rows = sheet_json::row_objects(&sheet);
     Answer::ok(json!({ "columns": sheet.columns, "rows": rows, "metric": metric }).to_string())

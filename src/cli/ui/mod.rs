@@ -4,8 +4,10 @@
 //! train. Everything it serves is inside the binary (clusters are often offline), and it
 //! serves nothing else: requests name an asset or an API route, never a file.
 
+mod allowed_host;
 mod api;
 mod assets;
+mod unknown_name;
 
 use std::net::{IpAddr, SocketAddr};
 
@@ -43,9 +45,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         for _ in 0..WORKERS {
             scope.spawn(|| {
                 while let Ok(request) = server.recv() {
-                    let (status, content_type, body) = answer(&store, request.method(), request.url());
-                    let header = tiny_http::Header::from_bytes("Content-Type", content_type).expect("a valid header");
-                    let response = tiny_http::Response::from_data(body).with_status_code(status).with_header(header);
+                    let response = reply(&store, args.host, &addr, &request);
                     // A client that went away is not the server's problem.
                     let _ = request.respond(response);
                 }
@@ -56,12 +56,36 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 }
 
 const WORKERS: usize = 4;
+const TEXT: &str = "text/plain; charset=utf-8";
 
-/// The status, content type and body for a request.
+/// The response to `request` to a server listening on `bound` (at `addr`): refused (403) unless
+/// its `Host` names this machine (see [`allowed_host`]).
+fn reply(store: &Store, bound: IpAddr, addr: &str, request: &tiny_http::Request) -> tiny_http::ResponseBox {
+    let host = request.headers().iter().find(|h| h.field.equiv("Host")).map(|h| h.value.as_str());
+    let (status, content_type, body) = if allowed_host::allowed(host, bound) {
+        answer(store, request.method(), request.url())
+    } else {
+        let host = host.unwrap_or_default();
+        let body = format!(
+            "refused: Host `{host}` is neither a loopback name nor this dashboard's address (http://{addr}/)\n"
+        );
+        (403, TEXT, body.into_bytes())
+    };
+    let header = |name: &str, value: &str| tiny_http::Header::from_bytes(name, value).expect("a valid header");
+    let mut response =
+        tiny_http::Response::from_data(body).with_status_code(status).with_header(header("Content-Type", content_type));
+    if status == 405 {
+        response.add_header(header("Allow", "GET, HEAD"));
+    }
+    response.boxed()
+}
+
+/// The status, content type and body for a request. A `HEAD` gets a `GET`'s answer, whose body
+/// tiny_http leaves out.
 fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'static str, Vec<u8>) {
     const JSON: &str = "application/json; charset=utf-8";
-    if *method != tiny_http::Method::Get {
-        return (405, "text/plain; charset=utf-8", b"the dashboard only reads: GET".to_vec());
+    if !matches!(method, tiny_http::Method::Get | tiny_http::Method::Head) {
+        return (405, TEXT, b"the dashboard only reads: GET or HEAD".to_vec());
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let q = api::Params::parse(query);
@@ -74,7 +98,7 @@ fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'stati
         _ if path.starts_with("/api/run/") => json(api::run(store, &path["/api/run/".len()..])),
         _ => match assets::get(path) {
             Some((content_type, body)) => (200, content_type, body.to_vec()),
-            None => (404, "text/plain; charset=utf-8", format!("no page {path}").into_bytes()),
+            None => (404, TEXT, format!("no page {path}").into_bytes()),
         },
     }
 }
@@ -84,7 +108,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_embedded_assets_and_the_api_are_served_and_only_to_get() {
+    fn only_the_embedded_assets_and_the_api_are_served_and_only_to_get_and_head() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let get = tiny_http::Method::Get;
@@ -94,6 +118,10 @@ mod tests {
         {
             assert_eq!(answer(&store, &get, path).0, 404, "{path}");
         }
+        let head = tiny_http::Method::Head;
+        assert_eq!(answer(&store, &head, "/"), answer(&store, &get, "/"), "HEAD answers as GET");
+        assert_eq!(answer(&store, &head, "/api/runs").0, 200);
+        assert_eq!(answer(&store, &head, "/nosuch").0, 404);
         assert_eq!(answer(&store, &tiny_http::Method::Post, "/api/runs").0, 405);
         assert_eq!(answer(&store, &tiny_http::Method::Delete, "/api/run/1").0, 405);
         let (status, _, body) = answer(&store, &get, "/api/runs?where=d%20%3D%2016");

@@ -139,11 +139,17 @@ function fetchCurves(q) {
   return getJson("/api/curves", q);
 }
 
-function drawCurves({ ok, body }) {
-  if (!ok) { showError(body.error); return; }
+// The metrics the runs have, `chosen` selected (none: the first).
+function offerMetrics(metrics, chosen) {
   const select = $("metric");
   select.replaceChildren();
-  for (const m of body.metrics || []) select.add(new Option(m, m, false, m === body.metric));
+  for (const m of metrics || []) select.add(new Option(m, m, false, m === chosen));
+}
+
+function drawCurves({ ok, body }) {
+  // A metric the runs lack comes back with those they have, to pick from.
+  if (!ok) { showError(body.error); if (body.known) offerMetrics(body.known, null); return; }
+  offerMetrics(body.metrics, body.metric);
   $("curves-note").textContent = body.capped ? `curves of the first ${body.drawn} of ${body.matched} runs` : "";
   draw(body.series || [], body.x || "training step");
 }
