@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::check::Trial;
 use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
+use crate::sweep::memory_budget::MemoryBudget;
 use crate::sweep::probe::ChildProber;
 use crate::sweep::{self, Options, Plan, SpecSource};
 
@@ -92,6 +93,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             threads: args.cpus_per_task.max(1),
             device: args.device.clone(),
             prober: None,
+            memory: MemoryBudget::unlimited(),
         };
         let shared = std::path::absolute(&args.shared_dir)?;
         let memctl = match &args.memctl {
@@ -120,9 +122,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if let Some(d) = &args.device {
         crate::device::open(d)?;
     }
-    if !crate::cli::memory::fits(&spec, &program, &trials, args.device.as_deref(), ctx) {
+    let Some(memory) = crate::cli::memory::budget(&spec, &program, &trials, args.device.as_deref(), ctx) else {
         return Ok(2);
-    }
+    };
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
     let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
@@ -133,6 +135,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         threads: 1,
         device: args.device.clone(),
         prober: None,
+        memory,
     };
     let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
     (opts.jobs, opts.threads) = args.parallel.budget(to_run, on_gpu(args.device.as_deref(), &trials));
