@@ -420,14 +420,7 @@ fn execute(
             train::train_resumable(trial, &device, autograd, live, cancel, live)
         })))
     })??;
-    result.map_err(|panic| {
-        let msg = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!("internal error (panic) while training: {msg}")
-    })
+    result.map_err(|panic| format!("internal error (panic) while training: {}", train::panic_message(panic.as_ref())))
 }
 
 fn environment(threads: usize, device: &str) -> Environment {
