@@ -3,7 +3,7 @@
 
 use candle_core::Device;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceSpec {
     Cpu,
     Cuda(usize),

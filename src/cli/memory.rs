@@ -1,5 +1,6 @@
 //! Memory before training: each trial's estimate (`train::memory`), printed by `memctl check`,
-//! and the sweep's refusal, located in the spec, of trials that cannot fit in the memory free.
+//! the sweep's refusal, located in the spec, of trials that cannot fit in the memory free, and
+//! the budget that keeps the trials running at once within it (`sweep::memory_budget`).
 
 use std::collections::HashMap;
 
@@ -9,6 +10,8 @@ use crate::cli::Context;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::lang::Spec;
 use crate::report::numbers::bytes;
+use crate::sweep::identity;
+use crate::sweep::memory_budget::{MemoryBudget, Need};
 use crate::train::memory::{self, MemoryEstimate};
 
 /// Estimates for a program's trials, computed once per distinct configuration.
@@ -35,46 +38,92 @@ pub fn describe(e: &MemoryEstimate) -> String {
     )
 }
 
-/// True when the trials fit; otherwise prints why (located in the spec) and returns false.
-/// Each trial is bounded by its device's free memory: the host's (or its cgroup's) for the
-/// CPU, the GPU's for a CUDA device. `device` overrides the trials' own `device` setting.
-pub fn fits(spec: &Spec, program: &Program, trials: &[Trial], device: Option<&str>, ctx: &Context) -> bool {
-    match refuse_too_large(spec, program, trials, device) {
-        Ok(()) => true,
-        Err(d) => {
-            eprint!("{}", d.render(&spec.sources, ctx.color));
-            false
-        }
-    }
-}
-
-/// Errors, located at the experiment's `batch` setting (or its name), for the trials whose
-/// estimate exceeds the memory free now on their device. A device whose free memory cannot
-/// be read (not present, no CUDA support) is not checked here: opening it fails later, with
-/// its own message.
-pub fn refuse_too_large(
+/// The trials' memory before they run: `None` after printing why (located in the spec) when a
+/// trial cannot fit in its device's free memory even alone; otherwise the budget that keeps
+/// the trials running at once within that memory. Free memory is the host's (or its
+/// cgroup's) for the CPU, the GPU's for a CUDA device. `device` overrides the trials' own
+/// `device` setting.
+pub fn budget(
     spec: &Spec,
     program: &Program,
     trials: &[Trial],
     device: Option<&str>,
-) -> Result<(), Diagnostics> {
-    let mut free_on: HashMap<String, Option<u64>> = HashMap::new();
-    let mut estimates = Estimates::default();
+    ctx: &Context,
+) -> Option<MemoryBudget> {
+    let measured = Measured::of(trials, device);
+    match refuse_too_large(spec, program, trials, &measured) {
+        Ok(()) => Some(measured.budget(trials)),
+        Err(d) => {
+            eprint!("{}", d.render(&spec.sources, ctx.color));
+            None
+        }
+    }
+}
+
+/// The budget of trials that were not checked against their device's memory (`ablate`): one
+/// too large even alone runs when nothing else does.
+pub fn budget_unchecked(trials: &[Trial], device: Option<&str>) -> MemoryBudget {
+    Measured::of(trials, device).budget(trials)
+}
+
+/// Each trial's device and estimate, and each device's free memory, read once. A device whose
+/// free memory cannot be read (not present, no CUDA support) is not measured: opening it
+/// fails later, with its own message.
+struct Measured {
+    /// Per trial, in order: its device's name and its estimate (where its device is measured).
+    trials: Vec<(String, Option<MemoryEstimate>)>,
+    free_on: HashMap<String, Option<u64>>,
+}
+
+impl Measured {
+    fn of(trials: &[Trial], device: Option<&str>) -> Measured {
+        let mut free_on: HashMap<String, Option<u64>> = HashMap::new();
+        let mut estimates = Estimates::default();
+        let trials = trials
+            .iter()
+            .map(|t| {
+                let name = device.unwrap_or(&t.config.train.device).to_string();
+                let free = *free_on.entry(name.clone()).or_insert_with(|| memory::available_on(&name));
+                let estimate = free.and_then(|_| estimates.of(t).ok());
+                (name, estimate)
+            })
+            .collect();
+        Measured { trials, free_on }
+    }
+
+    fn budget(&self, trials: &[Trial]) -> MemoryBudget {
+        let free =
+            self.free_on.iter().filter_map(|(name, free)| Some((crate::device::parse(name)?, (*free)?))).collect();
+        let needs = trials
+            .iter()
+            .zip(&self.trials)
+            .filter_map(|(t, (name, estimate))| {
+                let need = Need { device: crate::device::parse(name)?, bytes: estimate.as_ref()?.total() };
+                Some((identity::trial_key(t), need))
+            })
+            .collect();
+        MemoryBudget::new(free, needs)
+    }
+}
+
+/// Errors, located at the experiment's `batch` setting (or its name), for the trials whose
+/// estimate exceeds the memory free now on their device.
+fn refuse_too_large(spec: &Spec, program: &Program, trials: &[Trial], measured: &Measured) -> Result<(), Diagnostics> {
     let mut errors = vec![];
     for exp in &program.experiments {
         // The trial of this experiment that overshoots its device's memory the most.
-        let mut worst: Option<(i128, MemoryEstimate, &Trial, String, u64)> = None;
-        for t in trials.iter().filter(|t| t.config.experiment == exp.name) {
-            let name = device.unwrap_or(&t.config.train.device).to_string();
-            let free = *free_on.entry(name.clone()).or_insert_with(|| memory::available_on(&name));
-            let (Some(free), Ok(e)) = (free, estimates.of(t)) else { continue };
-            let over = e.total() as i128 - free as i128;
+        let mut worst: Option<(i128, MemoryEstimate, &Trial, &str, u64)> = None;
+        for (t, (name, estimate)) in
+            trials.iter().zip(&measured.trials).filter(|(t, _)| t.config.experiment == exp.name)
+        {
+            let (Some(Some(free)), Some(e)) = (measured.free_on.get(name), estimate) else { continue };
+            let over = e.total() as i128 - *free as i128;
             if over > 0 && worst.as_ref().is_none_or(|w| over > w.0) {
-                worst = Some((over, e, t, name, free));
+                worst = Some((over, *e, t, name, *free));
             }
         }
         if let Some((_, e, t, name, free)) = worst {
-            errors.push(too_large(spec, exp, t, &e, &name, free));
+            errors.push(too_large(spec, exp, t, &e, name, free));
         }
     }
     if errors.is_empty() { Ok(()) } else { Err(Diagnostics(errors)) }

@@ -6,9 +6,10 @@ use std::sync::Mutex;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::check::Trial;
-use crate::report::numbers::{duration, sig3};
+use crate::report::numbers::{bytes, duration, sig3};
 use crate::store::{RunRecord, Status};
 use crate::sweep::Reporter;
+use crate::sweep::memory_budget::Waiting;
 use crate::train::Observer;
 
 pub struct Progress {
@@ -137,6 +138,16 @@ impl Reporter for Progress {
             }
         };
         self.line(&text);
+    }
+
+    fn trial_waits_for_memory(&self, index: usize, trial: &Trial, w: Waiting) {
+        self.line(&format!(
+            "{}: waits for memory: it needs about {}, and the trials running hold {} of the {} free",
+            label(index, self.total, trial),
+            bytes(w.needs),
+            bytes(w.reserved),
+            bytes(w.free)
+        ));
     }
 
     fn warning(&self, message: &str) {

@@ -54,9 +54,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if let Some(d) = &args.device {
         crate::device::open(d)?;
     }
-    if !crate::cli::memory::fits(&spec, &program, &exp.trials[..1], args.device.as_deref(), ctx) {
+    let Some(memory) = crate::cli::memory::budget(&spec, &program, &exp.trials[..1], args.device.as_deref(), ctx)
+    else {
         return Ok(2);
-    }
+    };
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
     let mut opts = Options {
@@ -66,6 +67,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         threads: sweep::threads(args.threads),
         device: args.device.clone(),
         prober: None,
+        memory,
     };
     opts.prober =
         ChildProber::for_this_exe(args.file.clone(), Some(exp.name.clone()), vec![], opts.threads, args.device.clone())

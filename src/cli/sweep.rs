@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::check::Trial;
 use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
+use crate::sweep::memory_budget::MemoryBudget;
 use crate::sweep::probe::ChildProber;
 use crate::sweep::{self, Options, Plan, SpecSource};
 
@@ -92,6 +93,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             threads: args.cpus_per_task.max(1),
             device: args.device.clone(),
             prober: None,
+            memory: MemoryBudget::unlimited(),
         };
         let shared = std::path::absolute(&args.shared_dir)?;
         let memctl = match &args.memctl {
@@ -120,9 +122,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if let Some(d) = &args.device {
         crate::device::open(d)?;
     }
-    if !crate::cli::memory::fits(&spec, &program, &trials, args.device.as_deref(), ctx) {
+    let Some(memory) = crate::cli::memory::budget(&spec, &program, &trials, args.device.as_deref(), ctx) else {
         return Ok(2);
-    }
+    };
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
     let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
@@ -133,6 +135,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         threads: 1,
         device: args.device.clone(),
         prober: None,
+        memory,
     };
     let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
     (opts.jobs, opts.threads) = args.parallel.budget(to_run, on_gpu(args.device.as_deref(), &trials));
@@ -213,8 +216,40 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
     println!("{runs} of {} trials would run ({} at a time, {} threads each)", trials.len(), opts.jobs, opts.threads);
 }
 
-/// Ctrl-C stops the sweep: running trials end `interrupted`, no new trial starts.
+/// Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the sweep: running trials save a checkpoint and
+/// end `interrupted`, no new trial starts. A second signal quits at once.
 static CANCEL: AtomicBool = AtomicBool::new(false);
+
+/// Installs the handler that sets [`CANCEL`] (once per process; later calls keep it).
+fn stop_on_signals() {
+    // A signal the process started with ignored stays ignored: `nohup` ignores SIGHUP so that
+    // closing the terminal leaves the sweep running.
+    let ignored: Vec<libc::c_int> = [libc::SIGTERM, libc::SIGHUP].into_iter().filter(|&s| is_ignored(s)).collect();
+    let installed = ctrlc::set_handler(|| {
+        if CANCEL.swap(true, Ordering::SeqCst) {
+            eprintln!("\nstopping now");
+            std::process::exit(130);
+        }
+        eprintln!(
+            "\nstopping: running trials will save a checkpoint and be recorded as interrupted \
+             (Ctrl-C again to quit at once)"
+        );
+    });
+    if installed.is_ok() {
+        for signal in ignored {
+            // SAFETY: sets a disposition the process started with; no handler runs.
+            unsafe { libc::signal(signal, libc::SIG_IGN) };
+        }
+    }
+}
+
+fn is_ignored(signal: libc::c_int) -> bool {
+    // SAFETY: with no new action, sigaction only reads the current one into `current`.
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current) == 0 && current.sa_sigaction == libc::SIG_IGN
+    }
+}
 
 /// Runs trials; the exit code is 1 if any failed or was interrupted.
 pub fn execute(
@@ -224,13 +259,7 @@ pub fn execute(
     opts: &Options,
     quiet: bool,
 ) -> anyhow::Result<i32> {
-    let _ = ctrlc::set_handler(|| {
-        if CANCEL.swap(true, Ordering::SeqCst) {
-            eprintln!("\nstopping now");
-            std::process::exit(130);
-        }
-        eprintln!("\nstopping: running trials will be recorded as interrupted (Ctrl-C again to quit at once)");
-    });
+    stop_on_signals();
     let progress = Progress::new(trials.len(), quiet);
     let s = sweep::run_all(store, source, trials, opts, &progress, &CANCEL)?;
     progress.finish();

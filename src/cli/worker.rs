@@ -48,8 +48,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     };
     let threads =
         std::env::var("SLURM_CPUS_PER_TASK").ok().and_then(|s| s.parse().ok()).unwrap_or(manifest.threads).max(1);
-    let opts =
-        Options { force: true, retry_failed: true, jobs: 1, threads, device: manifest.device.clone(), prober: None };
+    let opts = Options {
+        force: true,
+        retry_failed: true,
+        jobs: 1,
+        threads,
+        device: manifest.device.clone(),
+        prober: None,
+        memory: sweep::memory_budget::MemoryBudget::unlimited(),
+    };
     let source = load::spec_source(&spec_path, &spec);
     let mut record = sweep::new_record(0, trial, &source, &opts);
     eprintln!("memctl worker: trial {} ({})", entry.trial_key, entry.label);

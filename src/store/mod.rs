@@ -31,8 +31,9 @@
 //!   last checkpoint ([`checkpoints`]). The claim counts how many times in a row the trial's
 //!   process died before its first step; a sweep probes such a trial in a process of its own
 //!   before running it again ([`crate::sweep::probe`]), and fails it only on a crash it saw.
-//! - **Live progress.** A running trial rewrites its record (curves so far, steps, timings) at
-//!   evaluations, at most every [`PROGRESS_EVERY`], and at least every [`HEARTBEAT`].
+//! - **Live progress.** A running trial rewrites its record (curves so far, steps, timings) as
+//!   it trains, about every [`PROGRESS_EVERY`] (after a step: less often where one step takes
+//!   longer), so that a killed process leaves a record of nearly all it did.
 //! - **Nothing lost.** Every write of a record is one sled transaction over the `runs`,
 //!   `trials`, `running` and `summaries` trees followed by a flush, so a crash never leaves a
 //!   half-written run or loses a finished one, and a summary always matches its record.
@@ -59,11 +60,9 @@ pub use session::SCHEMA;
 use session::Session;
 pub use summary::RunSummary;
 
-/// How often a running trial may rewrite its record with progress.
-pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
-/// How often a running trial rewrites its record even without news (a sign of life for
+/// How often a running trial rewrites its record with progress (also its sign of life for
 /// processes on other machines, see [`owner::REMOTE_SILENCE`]).
-pub const HEARTBEAT: Duration = Duration::from_secs(60);
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Why a run stopped when its process died under it.
 pub const PROCESS_DIED: &str = "interrupted: its process stopped before the run finished";
 

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use super::record::{ProcessIdentity, RunRecord};
 
 /// How long a run on another machine may go without a progress update before another sweep
-/// takes its trial over. Running trials write at least every [`super::HEARTBEAT`].
+/// takes its trial over. Running trials write about every [`super::PROGRESS_EVERY`].
 pub const REMOTE_SILENCE: f64 = 15.0 * 60.0;
 
 /// This process.

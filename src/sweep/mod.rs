@@ -4,6 +4,7 @@
 
 pub mod identity;
 pub mod live;
+pub mod memory_budget;
 pub mod probe;
 pub mod progress_writer;
 
@@ -42,6 +43,8 @@ pub struct Options {
     /// Tries a trial whose process died before its first step in a process of its own before
     /// running it again ([`probe`]); without one, such a trial simply runs again.
     pub prober: Option<std::sync::Arc<dyn probe::Prober>>,
+    /// Keeps the trials running at once within their device's memory.
+    pub memory: memory_budget::MemoryBudget,
 }
 
 /// What happened to one trial.
@@ -121,7 +124,8 @@ pub enum SweepError {
 }
 
 /// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
-/// its own pool of `opts.threads` compute threads. Stops starting trials once `cancel` is set.
+/// its own pool of `opts.threads` compute threads, as their device's memory allows
+/// (`opts.memory`). Stops starting trials once `cancel` is set.
 pub fn run_all(
     store: &Store,
     spec: &SpecSource,
@@ -154,7 +158,12 @@ pub fn run_all(
                     let r = if cancel.load(Ordering::SeqCst) {
                         Ok(TrialResult::NotStarted)
                     } else {
-                        run_trial(store, spec, i, trial, opts, reporter, cancel)
+                        let key = identity::trial_key(trial);
+                        match opts.memory.reserve(&key, cancel, |w| reporter.trial_waits_for_memory(i, trial, w)) {
+                            // Held until the trial ends.
+                            Some(_memory) => run_trial(store, spec, i, trial, opts, reporter, cancel),
+                            None => Ok(TrialResult::NotStarted),
+                        }
                     };
                     let stop = r.is_err();
                     if let Ok(mut v) = results.lock() {
@@ -204,6 +213,8 @@ pub trait Reporter: Sync {
     /// running in another process.
     fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status);
     fn trial_finished(&self, index: usize, record: &RunRecord);
+    /// Not started yet: it fits in its device's memory alone, not beside the trials running.
+    fn trial_waits_for_memory(&self, _index: usize, _trial: &Trial, _waiting: memory_budget::Waiting) {}
     /// Something went wrong that does not stop the trial (a checkpoint that could not be saved).
     fn warning(&self, message: &str);
 }
@@ -409,14 +420,7 @@ fn execute(
             train::train_resumable(trial, &device, autograd, live, cancel, live)
         })))
     })??;
-    result.map_err(|panic| {
-        let msg = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
-        format!("internal error (panic) while training: {msg}")
-    })
+    result.map_err(|panic| format!("internal error (panic) while training: {}", train::panic_message(panic.as_ref())))
 }
 
 fn environment(threads: usize, device: &str) -> Environment {

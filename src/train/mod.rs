@@ -2,8 +2,8 @@
 //! periodic validation, `stop_when`, budgets, and a final test evaluation.
 //!
 //! Nothing here prints: progress goes to an [`Observer`], results into an [`Outcome`].
-//! Errors never escape as panics: a candle error or a non-finite loss ends the trial `failed`
-//! with the reason, keeping the curves recorded so far.
+//! Errors never escape as panics: a candle error, a non-finite loss or a panic ends the trial
+//! `failed` with the reason, keeping the steps and curves recorded so far.
 
 pub mod checkpoint;
 pub mod clip;
@@ -16,6 +16,7 @@ pub mod memory;
 pub mod optim;
 
 use std::collections::BTreeMap;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
@@ -35,12 +36,14 @@ pub trait Observer: Sync {
     /// After every validation.
     fn on_eval(&self, _step: usize, _metrics: &[(&str, f64)]) {}
     /// The outcome so far (curves, steps, timings): after the first step, after every
-    /// validation, and at least every `HEARTBEAT` of training.
+    /// validation, and at least every [`REPORT_EVERY`] of training.
     fn on_progress(&self, _so_far: &Outcome) {}
 }
 
-/// How often, at least, a trial reports its progress ([`Observer::on_progress`]).
-pub const HEARTBEAT: std::time::Duration = crate::store::HEARTBEAT;
+/// How often, at least, a trial reports its progress ([`Observer::on_progress`]): as often as
+/// the store takes it, so that a process killed between evaluations leaves a record of the
+/// steps it ran and the curve points it evaluated, short by a few seconds at most.
+pub const REPORT_EVERY: std::time::Duration = crate::store::PROGRESS_EVERY;
 
 /// An observer that ignores everything.
 pub struct Silent;
@@ -397,11 +400,26 @@ pub fn train_resumable(
         eval_seconds: 0.0,
     };
     let run = Run { trial, device, autograd, observer, cancel, checkpoints };
-    if let Err(e) = run.train_into(&mut out) {
-        out.ending = Ending::Failed(e.to_string());
-        out.stop_reason = e.to_string();
+    // A panic (a bug) fails the trial as an error does, keeping the steps and curves so far.
+    let failure = match std::panic::catch_unwind(AssertUnwindSafe(|| run.train_into(&mut out))) {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e.to_string()),
+        Err(panic) => Some(format!("internal error (panic) while training: {}", panic_message(panic.as_ref()))),
+    };
+    if let Some(reason) = failure {
+        out.ending = Ending::Failed(reason.clone());
+        out.stop_reason = reason;
     }
     out
+}
+
+/// A panic's message, as `panic!` gave it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -495,8 +513,8 @@ impl Run<'_> {
             interval_loss.1 += 1;
             observer.on_step(step, cfg.steps, value);
             // A first report as soon as training runs (a process that dies before it has not
-            // trained at all; see `sweep::probe`), then at every validation or heartbeat.
-            if !reported || last_progress.elapsed() >= HEARTBEAT {
+            // trained at all; see `sweep::probe`), then at every validation and every `REPORT_EVERY`.
+            if !reported || last_progress.elapsed() >= REPORT_EVERY {
                 (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
                 observer.on_progress(out);
                 (reported, last_progress) = (true, Instant::now());

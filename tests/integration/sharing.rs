@@ -231,6 +231,73 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
     assert!(!checkpoint_exists(&store), "pruned once done");
 }
 
+/// Waits until this store's newest run has saved a checkpoint of its own and trained 200
+/// steps past where it started.
+fn wait_for_checkpoint_and_progress(store: &Path) {
+    eventually("a checkpoint and some progress", || {
+        newest(store).is_some_and(|r| {
+            let from = r["progress"]["resumed_from"].as_u64().unwrap_or(0);
+            r["progress"]["checkpoint_step"].as_u64().is_some_and(|c| c > from)
+                && r["steps_run"].as_u64().is_some_and(|s| s >= from + 200)
+        })
+    });
+}
+
+#[test]
+fn sigterm_stops_a_sweep_as_ctrl_c_does_and_the_next_sweep_resumes_where_it_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "long.mem", &long());
+    let store = dir.path().join("store");
+    let child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for_checkpoint_and_progress(&store);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    // It ended on its own, counting the trial interrupted (a process killed by the signal has
+    // no exit code).
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 interrupted"), "{err}");
+    let stopped = only_record(&store);
+    assert_eq!(stopped["status"], "interrupted");
+    assert_eq!(stopped["stop_reason"], "interrupted", "stopped, not found dead");
+    let at = stopped["progress"]["checkpoint_step"].as_u64().unwrap();
+    assert_eq!(at, stopped["steps_run"].as_u64().unwrap(), "it checkpointed where it stopped");
+    assert!(checkpoint_exists(&store));
+
+    let out = sweep(&store, &spec).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("resumed from its checkpoint at step {at}")), "{err}");
+    let resumed = only_record(&store);
+    assert_eq!(resumed["status"], "done");
+    assert_eq!(resumed["progress"]["resumed_from"], at);
+}
+
+#[test]
+fn a_sweep_started_with_sighup_ignored_keeps_running_through_it() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "long.mem", &long());
+    let store = dir.path().join("store");
+    let mut command = sweep(&store, &spec);
+    // What `nohup` does before it starts the sweep.
+    // SAFETY: only `signal`, which is async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        })
+    };
+    let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for_checkpoint_and_progress(&store);
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(only_record(&store)["status"], "done");
+}
+
 #[test]
 fn runs_shows_a_trial_training_in_another_process_and_then_its_end() {
     let dir = tempfile::tempdir().unwrap();

@@ -260,3 +260,60 @@ fn an_override_of_a_zipped_name_picks_the_zips_rows() {
     );
     assert!(err.contains("<command line>:1:3"), "{err}");
 }
+
+/// A sweep's reporter whose trials hit a bug at the step it holds (their observer panics there).
+struct BugAtStep(usize);
+
+impl memctl::sweep::Reporter for BugAtStep {
+    fn trial_started(
+        &self,
+        _: usize,
+        _: &memctl::check::Trial,
+        _: u64,
+        _: Option<u64>,
+    ) -> Box<dyn memctl::train::Observer + '_> {
+        Box::new(PanicAt(self.0))
+    }
+    fn trial_skipped(&self, _: usize, _: &memctl::check::Trial, _: u64, _: memctl::store::Status) {}
+    fn trial_finished(&self, _: usize, _: &memctl::store::RunRecord) {}
+    fn warning(&self, message: &str) {
+        panic!("unexpected warning: {message}");
+    }
+}
+
+struct PanicAt(usize);
+
+impl memctl::train::Observer for PanicAt {
+    fn on_step(&self, step: usize, _: usize, _: f64) {
+        assert_ne!(step, self.0, "a bug at step {step}");
+    }
+}
+
+#[test]
+fn a_trial_failing_between_progress_saves_records_the_steps_it_ran_and_its_evaluations() {
+    use memctl::sweep::{self, Options, SpecSource};
+    let text = tiny_lstm_sweep("one", "batch = 16, steps = 40, eval_every = 10", "seed in [1]");
+    let trial = &crate::support::trials("one.mem", &text)[0];
+    let dir = tempfile::tempdir().unwrap();
+    let store = memctl::store::Store::open(dir.path()).unwrap();
+    let opts = Options {
+        force: false,
+        retry_failed: false,
+        jobs: 1,
+        threads: 1,
+        device: None,
+        prober: None,
+        memory: sweep::memory_budget::MemoryBudget::unlimited(),
+    };
+    let spec = SpecSource { path: "one.mem".into(), text };
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    sweep::run_trial(&store, &spec, 0, trial, &opts, &BugAtStep(25), &cancel).unwrap();
+    // What the store keeps: failed at step 25, with the evaluations at steps 10 and 20.
+    let r = store.get(1).unwrap();
+    assert_eq!(r.status, memctl::store::Status::Failed);
+    assert!(r.error.as_deref().is_some_and(|e| e.contains("a bug at step 25")), "{:?}", r.error);
+    assert_eq!(r.steps_run, 25);
+    let evaluated: Vec<u64> = r.curves["val_accuracy"].iter().map(|(s, _)| *s).collect();
+    assert_eq!(evaluated, vec![10, 20]);
+    assert!(r.train_seconds > 0.0);
+}

@@ -129,3 +129,53 @@ fn select_on_an_extra_test_split_evaluates_it_at_every_evaluation() {
     assert_eq!(m["selected_step"], curve.iter().find(|(_, v)| *v == best).unwrap().0 as f64);
     assert!(m.contains_key("selected_od_hard_seq_accuracy") && m.contains_key("od_hard_seq_accuracy"));
 }
+
+/// Panics in `on_step` at step `at`: a bug inside a training step, seen from outside.
+struct PanicAtStep(usize);
+
+impl train::Observer for PanicAtStep {
+    fn on_step(&self, step: usize, _: usize, _: f64) {
+        assert_ne!(step, self.0, "a bug at step {step}");
+    }
+}
+
+#[test]
+fn a_panic_mid_training_fails_the_trial_keeping_its_steps_and_curves() {
+    let trial = &trials("tiny.mem", &tiny_spec())[0];
+    let out = train::train(trial, &Device::Cpu, &PanicAtStep(5), &AtomicBool::new(false));
+    let Ending::Failed(reason) = &out.ending else { panic!("expected a failure, got {:?}", out.ending) };
+    assert!(reason.contains("internal error (panic)") && reason.contains("a bug at step 5"), "{reason}");
+    assert_eq!(out.steps_run, 5);
+    // The evaluation at step 3 happened; the one at step 6 did not.
+    let steps: Vec<u64> = out.curves["val_accuracy"].iter().map(|(s, _)| *s).collect();
+    assert_eq!(steps, vec![3]);
+}
+
+/// Records the steps of every progress report, taking `step_time` per step.
+struct SlowSteps {
+    step_time: std::time::Duration,
+    reported: std::sync::Mutex<Vec<usize>>,
+}
+
+impl train::Observer for SlowSteps {
+    fn on_step(&self, _: usize, _: usize, _: f64) {
+        std::thread::sleep(self.step_time);
+    }
+    fn on_progress(&self, so_far: &train::Outcome) {
+        self.reported.lock().unwrap().push(so_far.steps_run);
+    }
+}
+
+#[test]
+fn progress_is_reported_between_evaluations() {
+    // Twelve steps of over REPORT_EVERY / 6 each, evaluated only at the end: between the first
+    // step's report and the evaluation's, at least one more report falls.
+    let spec = tiny_spec().replace("steps = 6, eval_every = 3 }", "steps = 12, eval_every = 12 }");
+    let trial = &trials("tiny.mem", &spec)[0];
+    let observer = SlowSteps { step_time: train::REPORT_EVERY / 6, reported: Default::default() };
+    let out = train::train(trial, &Device::Cpu, &observer, &AtomicBool::new(false));
+    assert_eq!(out.ending, Ending::Done);
+    let reported = observer.reported.into_inner().unwrap();
+    assert_eq!((reported.first(), reported.last()), (Some(&1), Some(&12)), "{reported:?}");
+    assert!(reported.iter().any(|&s| s > 1 && s < 12), "no report between step 1 and the evaluation: {reported:?}");
+}

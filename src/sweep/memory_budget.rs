@@ -1,0 +1,228 @@
+//! Trials that run at once share their device's memory. A sweep starts a trial only when its
+//! memory estimate fits in what the device had free before the sweep began, less the
+//! estimates of the sweep's trials running on that device now; a trial that fits alone but not
+//! beside them waits for one of them to end. (A trial that cannot fit even alone is refused
+//! before the sweep, `C095`.) Other processes' use shows only in the free memory measured at
+//! the start.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+use crate::device::DeviceSpec;
+
+/// Whether a trial may start now, by its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// It fits beside the trials running.
+    Start,
+    /// It fits alone, not beside the trials running: it waits for one to end.
+    Wait,
+    /// It does not fit even alone.
+    TooLarge,
+}
+
+/// The admission of a trial that `needs` bytes on a device that had `free` bytes before the
+/// sweep, of which the trials running on it now hold `reserved` (their estimates).
+pub fn admit(free: u64, reserved: u64, needs: u64) -> Admission {
+    if needs > free {
+        Admission::TooLarge
+    } else if needs <= free.saturating_sub(reserved) {
+        Admission::Start
+    } else {
+        Admission::Wait
+    }
+}
+
+/// A trial's estimate, and the device it trains on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Need {
+    pub device: DeviceSpec,
+    pub bytes: u64,
+}
+
+/// Why a trial waits: what it needs, what its device had free, and what the trials running
+/// there hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub needs: u64,
+    pub free: u64,
+    pub reserved: u64,
+}
+
+/// The sweep's memory ledger: each device's free memory before the sweep and each trial's
+/// estimate (by trial key), and the estimates held by the trials running.
+#[derive(Default)]
+pub struct MemoryBudget {
+    free: HashMap<DeviceSpec, u64>,
+    needs: HashMap<String, Need>,
+    reserved: Mutex<HashMap<DeviceSpec, u64>>,
+    released: Condvar,
+}
+
+/// How often a waiting trial looks at the sweep's cancel flag (set from a signal handler,
+/// which cannot wake it).
+const CANCEL_POLL: Duration = Duration::from_millis(200);
+
+impl MemoryBudget {
+    /// A budget that starts every trial at once (nothing estimated, or free memory unknown).
+    pub fn unlimited() -> MemoryBudget {
+        MemoryBudget::default()
+    }
+
+    /// `free`: each device's free memory now; `needs`: the trials' estimates, by trial key. A
+    /// trial or device left out is not limited.
+    pub fn new(free: HashMap<DeviceSpec, u64>, needs: HashMap<String, Need>) -> MemoryBudget {
+        MemoryBudget { free, needs, ..MemoryBudget::default() }
+    }
+
+    /// Waits until the trial `trial_key` fits beside the trials running, then holds its
+    /// estimate until the returned reservation is dropped. Calls `waits` once if it has to
+    /// wait; `None` if `cancel` is set while it waits. A trial too large even alone (the
+    /// check before the sweep refuses those) waits until nothing else runs on its device.
+    pub fn reserve(
+        &self,
+        trial_key: &str,
+        cancel: &AtomicBool,
+        waits: impl FnOnce(Waiting),
+    ) -> Option<Reservation<'_>> {
+        let Some(&need) = self.needs.get(trial_key) else { return Some(Reservation { budget: self, need: None }) };
+        let Some(&free) = self.free.get(&need.device) else { return Some(Reservation { budget: self, need: None }) };
+        let mut waits = Some(waits);
+        let mut reserved = self.reserved.lock().ok()?;
+        loop {
+            let held = reserved.get(&need.device).copied().unwrap_or(0);
+            match admit(free, held, need.bytes) {
+                Admission::Start => break,
+                Admission::TooLarge if held == 0 => break,
+                Admission::Wait | Admission::TooLarge => {}
+            }
+            if cancel.load(Ordering::SeqCst) {
+                return None;
+            }
+            if let Some(waits) = waits.take() {
+                waits(Waiting { needs: need.bytes, free, reserved: held });
+            }
+            reserved = self.released.wait_timeout(reserved, CANCEL_POLL).ok()?.0;
+        }
+        *reserved.entry(need.device).or_insert(0) += need.bytes;
+        Some(Reservation { budget: self, need: Some(need) })
+    }
+}
+
+/// A running trial's hold on its estimate; released when dropped.
+pub struct Reservation<'a> {
+    budget: &'a MemoryBudget,
+    need: Option<Need>,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let Some(need) = self.need else { return };
+        if let Ok(mut reserved) = self.budget.reserved.lock() {
+            if let Some(held) = reserved.get_mut(&need.device) {
+                *held = held.saturating_sub(need.bytes);
+            }
+        }
+        self.budget.released.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GB: u64 = 1 << 30;
+
+    #[test]
+    fn a_trial_starts_only_beside_what_leaves_it_room() {
+        // Two trials of 18.7 GB on a 24 GB device: the first starts, the second waits.
+        let trial = 187 * GB / 10;
+        assert_eq!(admit(24 * GB, 0, trial), Admission::Start);
+        assert_eq!(admit(24 * GB, trial, trial), Admission::Wait);
+        // Beside a trial that leaves it exactly its room it fits, not beside one a byte larger.
+        let room = 24 * GB - trial;
+        assert_eq!(admit(24 * GB, room, trial), Admission::Start);
+        assert_eq!(admit(24 * GB, room + 1, trial), Admission::Wait);
+        // A trial larger than the device never fits, whatever runs.
+        assert_eq!(admit(24 * GB, 0, 25 * GB), Admission::TooLarge);
+        assert_eq!(admit(24 * GB, 20 * GB, 25 * GB), Admission::TooLarge);
+        // Reservations above the free memory (a trial too large that runs alone) leave none.
+        assert_eq!(admit(24 * GB, 30 * GB, 1), Admission::Wait);
+    }
+
+    fn budget(free: u64, trials: &[(&str, u64)]) -> MemoryBudget {
+        let needs =
+            trials.iter().map(|&(key, bytes)| (key.to_string(), Need { device: DeviceSpec::Cpu, bytes })).collect();
+        MemoryBudget::new(HashMap::from([(DeviceSpec::Cpu, free)]), needs)
+    }
+
+    #[test]
+    fn a_trial_that_fits_alone_waits_for_the_running_one_to_end() {
+        let budget = budget(24 * GB, &[("a", 18 * GB), ("b", 18 * GB), ("c", 4 * GB)]);
+        let cancel = AtomicBool::new(false);
+        let a = budget.reserve("a", &cancel, |_| panic!("a waits")).unwrap();
+        // `c` fits beside `a`; `b` does not, and says why.
+        let c = budget.reserve("c", &cancel, |_| panic!("c waits")).unwrap();
+        let b_started = AtomicBool::new(false);
+        let waited = Mutex::new(None);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _b = budget.reserve("b", &cancel, |w| *waited.lock().unwrap() = Some(w)).unwrap();
+                b_started.store(true, Ordering::SeqCst);
+            });
+            // Ending `c` leaves `a` in the way; `b` starts once `a` ends, never beside it.
+            drop(c);
+            while waited.lock().unwrap().is_none() {
+                std::thread::yield_now();
+            }
+            assert!(!b_started.load(Ordering::SeqCst), "b started beside a");
+            drop(a);
+        });
+        assert!(b_started.load(Ordering::SeqCst));
+        let reserved = 18 * GB + 4 * GB;
+        assert!(
+            matches!(*waited.lock().unwrap(), Some(Waiting { needs, free, reserved: r })
+                if needs == 18 * GB && free == 24 * GB && (r == reserved || r == 18 * GB)),
+            "{:?}",
+            waited.lock().unwrap()
+        );
+        // Everything released: the ledger is empty again.
+        assert_eq!(budget.reserved.lock().unwrap().get(&DeviceSpec::Cpu), Some(&0));
+    }
+
+    #[test]
+    fn a_waiting_trial_gives_up_when_the_sweep_is_cancelled() {
+        let budget = budget(10 * GB, &[("a", 8 * GB), ("b", 8 * GB)]);
+        let cancel = AtomicBool::new(false);
+        let _a = budget.reserve("a", &cancel, |_| {}).unwrap();
+        let b = budget.reserve("b", &cancel, |_| cancel.store(true, Ordering::SeqCst));
+        assert!(b.is_none(), "b was admitted beside a");
+    }
+
+    #[test]
+    fn a_trial_too_large_even_alone_runs_only_when_nothing_else_does() {
+        let budget = budget(10 * GB, &[("small", 2 * GB), ("huge", 12 * GB)]);
+        let cancel = AtomicBool::new(false);
+        let small = budget.reserve("small", &cancel, |_| {}).unwrap();
+        let huge = budget.reserve("huge", &cancel, |_| cancel.store(true, Ordering::SeqCst));
+        assert!(huge.is_none(), "huge was admitted beside small");
+        drop(small);
+        cancel.store(false, Ordering::SeqCst);
+        let _huge = budget.reserve("huge", &cancel, |_| panic!("huge waits alone")).unwrap();
+        // While it runs, nothing else fits.
+        let small = budget.reserve("small", &cancel, |_| cancel.store(true, Ordering::SeqCst));
+        assert!(small.is_none());
+    }
+
+    #[test]
+    fn trials_not_estimated_are_not_held_back() {
+        let budget = budget(10 * GB, &[("a", 10 * GB)]);
+        let cancel = AtomicBool::new(false);
+        let _a = budget.reserve("a", &cancel, |_| panic!("a waits")).unwrap();
+        let _unknown = budget.reserve("not estimated", &cancel, |_| panic!("waits")).unwrap();
+        let unlimited = MemoryBudget::unlimited();
+        let _any = unlimited.reserve("a", &cancel, |_| panic!("waits")).unwrap();
+    }
+}
