@@ -203,7 +203,7 @@ mod tests {
     #[test]
     fn chance_is_half_the_bits_of_an_average_item() {
         // 8-bit vectors, items of 2 or 3 of them: 2.5 × 8 bits, half of them wrong.
-        let options = [8, 3, 3, 2, 3].map(|v| Value::Int(v));
+        let options = [8, 3, 3, 2, 3].map(Value::Int);
         let levels = RarKind.trivial_levels(&options);
         assert_eq!(levels.len(), 1);
         assert_eq!((levels[0].metric, levels[0].value), ("bit_error", 10.0));
