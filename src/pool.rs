@@ -32,12 +32,18 @@ pub fn compute_stack(threads: usize) -> usize {
     (limit.rlim_cur as usize / 16 / threads.max(1)).clamp(DEFAULT_STACK, COMPUTE_STACK)
 }
 
+/// Why compute threads could not start: the OS refused a thread or its stack (`ulimit -u`,
+/// `ulimit -v`).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start compute threads: {0}")]
+pub struct PoolError(rayon::ThreadPoolBuildError);
+
 /// Pools whose trial has ended.
 static IDLE: Mutex<Vec<rayon::ThreadPool>> = Mutex::new(Vec::new());
 
 /// Runs `f` on a pool of `threads` threads with flush-to-zero set on each (an idle one if
 /// there is one, else a new one).
-pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R, String> {
+pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R, PoolError> {
     let threads = threads.max(1);
     let pool = match take_idle(threads) {
         Some(pool) => pool,
@@ -53,7 +59,7 @@ pub fn run_in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Res
 /// to come. A sweep reserves its pools before any of its trials allocates: where the address
 /// space is limited (`ulimit -v`), a trial that fills it would otherwise leave the next trial
 /// unable to reserve its threads' stacks, and that trial would fail for another's memory.
-pub fn reserve(pools: usize, threads: usize) -> Result<(), String> {
+pub fn reserve(pools: usize, threads: usize) -> Result<(), PoolError> {
     let threads = threads.max(1);
     let mut idle = IDLE.lock().unwrap_or_else(|e| e.into_inner());
     let have = idle.iter().filter(|p| p.current_num_threads() == threads).count();
@@ -63,13 +69,13 @@ pub fn reserve(pools: usize, threads: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn new_pool(threads: usize) -> Result<rayon::ThreadPool, String> {
+fn new_pool(threads: usize) -> Result<rayon::ThreadPool, PoolError> {
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .stack_size(compute_stack(threads))
         .start_handler(|_| crate::ftz::enable())
         .build()
-        .map_err(|e| format!("cannot start compute threads: {e}"))
+        .map_err(PoolError)
 }
 
 fn take_idle(threads: usize) -> Option<rayon::ThreadPool> {

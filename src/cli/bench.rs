@@ -61,16 +61,14 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     };
     if let Some(path) = &args.dump {
         super::output::not_an_input(path, &[&args.file])?;
-        let d = crate::pool::run_in_pool(threads, || bench::dump::first_step_with(trial, &device, autograd))
-            .map_err(anyhow::Error::msg)??;
+        let d = crate::pool::run_in_pool(threads, || bench::dump::first_step_with(trial, &device, autograd))??;
         super::output::write(path, serde_json::to_vec(&d)?, &[&args.file])?;
     }
     let (report, peak, eval) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
         let r = bench::time_steps(trial, &device, autograd, threads, args.warmup, args.iters)?;
         let eval = args.eval.map(|passes| bench::time_evaluation(trial, &device, autograd, passes)).transpose()?;
         Ok((r, bench::sgemm_peak_gflops(&device)?, eval))
-    })
-    .map_err(anyhow::Error::msg)??;
+    })??;
     if args.json {
         let json =
             serde_json::json!({ "report": report, "sgemm_peak_gflops": peak, "eval": eval, "config": trial.config });

@@ -87,8 +87,7 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
     let mut code = 0;
     for trial in &trials {
         let result =
-            crate::pool::run_in_pool(crate::cli::sweep::threads(None), || device_check::check(trial, &device, steps))
-                .map_err(anyhow::Error::msg)?;
+            crate::pool::run_in_pool(crate::cli::sweep::threads(None), || device_check::check(trial, &device, steps))?;
         match result {
             Ok(c) => {
                 let verdict = if c.passed() { "" } else { "  ← beyond the tolerance" };

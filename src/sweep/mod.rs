@@ -14,6 +14,8 @@ use std::sync::atomic::AtomicBool;
 use sha2::{Digest, Sha256};
 
 use crate::check::Trial;
+use crate::device::DeviceError;
+use crate::pool::PoolError;
 use crate::store::{Claim, Environment, Progress, Rerun, RunRecord, Status, Store, StoreError, StoredConfig, now};
 use crate::train::{self, Ending, Observer};
 
@@ -120,7 +122,20 @@ pub enum SweepError {
     #[error("cannot start {workers} worker threads for the sweep's trials: {source}; try fewer `--jobs`")]
     Threads { workers: usize, source: rayon::ThreadPoolBuildError },
     #[error("{reason} ({pools} pools of {threads} for the sweep's trials); try fewer `--jobs` or `--threads`")]
-    ComputeThreads { pools: usize, threads: usize, reason: String },
+    ComputeThreads { pools: usize, threads: usize, reason: PoolError },
+}
+
+/// Why a trial did not train at all (its record says so, as `failed`). A trial that starts
+/// and then fails (a non-finite loss, a device error mid-step) ends in its [`train::Outcome`].
+#[derive(Debug, thiserror::Error)]
+pub enum TrialError {
+    #[error(transparent)]
+    ComputeThreads(#[from] PoolError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// A primitive (or candle) panicked: a bug in memctl, kept from stopping the sweep.
+    #[error("internal error (panic) while training: {0}")]
+    Panic(String),
 }
 
 /// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
@@ -395,7 +410,8 @@ pub fn train_into_record(
             record.train_seconds = o.train_seconds;
             record.eval_seconds = o.eval_seconds;
         }
-        Err(reason) => {
+        Err(e) => {
+            let reason = e.to_string();
             record.status = Status::Failed;
             record.stop_reason = reason.clone();
             record.error = Some(reason);
@@ -404,23 +420,23 @@ pub fn train_into_record(
 }
 
 /// Trains inside a fresh pool of `threads` threads with flush-to-zero; a panic in a primitive
-/// or a device error becomes an error message.
+/// or a device that does not open becomes a [`TrialError`].
 fn execute(
     trial: &Trial,
     device: &str,
     threads: usize,
     live: &live::Live<'_>,
     cancel: &AtomicBool,
-) -> Result<train::Outcome, String> {
+) -> Result<train::Outcome, TrialError> {
     let result = crate::pool::run_in_pool(threads, || {
         // Opened on the thread that trains: a CUDA device's work goes to this thread's stream.
-        let device = crate::device::open(device).map_err(|e| e.to_string())?;
+        let device = crate::device::open(device)?;
         let autograd = train::Autograd::default_for(&device);
-        Ok::<_, String>(std::panic::catch_unwind(AssertUnwindSafe(|| {
+        Ok::<_, TrialError>(std::panic::catch_unwind(AssertUnwindSafe(|| {
             train::train_resumable(trial, &device, autograd, live, cancel, live)
         })))
     })??;
-    result.map_err(|panic| format!("internal error (panic) while training: {}", train::panic_message(panic.as_ref())))
+    result.map_err(|panic| TrialError::Panic(train::panic_message(panic.as_ref())))
 }
 
 fn environment(threads: usize, device: &str) -> Environment {
