@@ -32,20 +32,31 @@ pub fn write(sweep_dir: &Path, record: &RunRecord) -> std::io::Result<()> {
     write_atomic(&path(sweep_dir, &record.trial_key), &bytes)
 }
 
+/// Why a shard cannot be read: the file, or the record in it.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    #[error(transparent)]
+    Read(#[from] std::io::Error),
+    #[error(transparent)]
+    Record(#[from] serde_json::Error),
+}
+
 /// Every shard of a sweep directory (unreadable ones are returned as errors with their path).
-pub fn read_all(sweep_dir: &Path) -> Vec<(PathBuf, Result<RunRecord, String>)> {
+pub fn read_all(sweep_dir: &Path) -> Vec<(PathBuf, Result<RunRecord, ShardError>)> {
     let Ok(entries) = std::fs::read_dir(sweep_dir.join("shards")) else { return vec![] };
-    let mut out: Vec<(PathBuf, Result<RunRecord, String>)> = entries
+    let mut out: Vec<(PathBuf, Result<RunRecord, ShardError>)> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .map(|p| {
-            let r = std::fs::read(&p)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()));
+            let r = read(&p);
             (p, r)
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+fn read(path: &Path) -> Result<RunRecord, ShardError> {
+    Ok(serde_json::from_slice(&std::fs::read(path)?)?)
 }
