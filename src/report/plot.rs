@@ -2,7 +2,7 @@
 //! system fonts are needed) or SVG, chosen by the file's extension. Each series is one line
 //! (`stroke-width` 2 in SVG), with an optional translucent band; legend, title and axis labels.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use plotters::coord::Shift;
@@ -48,27 +48,41 @@ fn register_font() {
     });
 }
 
+/// Why a plot was not drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("nothing to plot: no run has this curve")]
+    NoSeries,
+    #[error("there is no folder {}", .0.display())]
+    NoFolder(PathBuf),
+    #[error("`{}`: the plot file must end in .png or .svg", .0.display())]
+    Extension(PathBuf),
+    /// The backend's own error (writing the file, rendering text).
+    #[error("{0}")]
+    Drawing(Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Draws `plot` into `path` (`.png` or `.svg`).
-pub fn draw(path: &Path, plot: &Plot) -> Result<(), String> {
+pub fn draw(path: &Path, plot: &Plot) -> Result<(), PlotError> {
     register_font();
     if plot.series.is_empty() {
-        return Err("nothing to plot: no run has this curve".into());
+        return Err(PlotError::NoSeries);
     }
     // Checked first: the drawing backends wrap the OS error in two layers of their own words.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
-        return Err(format!("there is no folder {}", dir.display()));
+        return Err(PlotError::NoFolder(dir.to_path_buf()));
     }
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext.as_deref() {
         Some("svg") => {
             let root = SVGBackend::new(path, SIZE).into_drawing_area();
-            chart(&root, plot).map_err(|e| e.to_string())
+            chart(&root, plot).map_err(|e| PlotError::Drawing(Box::new(e)))
         }
         Some("png") => {
             let root = BitMapBackend::new(path, SIZE).into_drawing_area();
-            chart(&root, plot).map_err(|e| e.to_string())
+            chart(&root, plot).map_err(|e| PlotError::Drawing(Box::new(e)))
         }
-        _ => Err(format!("`{}`: the plot file must end in .png or .svg", path.display())),
+        _ => Err(PlotError::Extension(path.to_path_buf())),
     }
 }
 

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::curves::{Band, XAxis, mean_series};
-use super::plot::{self, Plot, Series};
+use super::plot::{self, Plot, PlotError, Series};
 use super::results::Table;
 use super::selection::Selection;
 
@@ -37,7 +37,7 @@ pub fn series(t: &Table, metric: &str, selection: &Selection) -> Vec<Series> {
 
 /// Draws the table's curves of `metric` into `path` (.svg or .png); `Ok(false)` when no row
 /// has the curve (nothing drawn).
-pub fn draw(t: &Table, metric: &str, selection: &Selection, path: &Path) -> Result<bool, String> {
+pub fn draw(t: &Table, metric: &str, selection: &Selection, path: &Path) -> Result<bool, PlotError> {
     let series = series(t, metric, selection);
     if series.is_empty() {
         return Ok(false);

@@ -27,9 +27,22 @@ pub struct View {
 /// Final metrics shown first, in this order, when present.
 const METRIC_ORDER: &[&str] = &["accuracy", "bit_error", "loss"];
 
-/// Builds the sheet; errors are messages about names in the options (the filter was checked
-/// already). `runs` is the whole store, oldest first.
-pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, String> {
+/// A name in the options (`--sort`, `--columns`, `--group-by`) that is not a field or column;
+/// the filter was checked already, by the query compiler.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ViewError {
+    #[error("`{name}`: unknown namespace (use param., task., train. or metric.)")]
+    UnknownNamespace { name: String },
+    #[error("no run has a field `{name}`{}", .suggestion.as_ref().map(|s| format!("; {s}")).unwrap_or_default())]
+    NoSuchField { name: String, suggestion: Option<String> },
+    /// Grouped runs sort by one of the sheet's columns (a key, `runs`, or a summarised one).
+    #[error("cannot sort groups by `{name}`: it is not a column (columns: {})", .columns.join(", "))]
+    NotAGroupColumn { name: String, columns: Vec<String> },
+}
+
+/// Builds the sheet; errors are names in the options no run has. `runs` is the whole store,
+/// oldest first.
+pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
     let names = Names { all: runs };
     let mut shown: Vec<&RunSummary> = match &view.filter {
         Some(q) => runs.iter().filter(|r| q.matches(r)).collect(),
@@ -47,7 +60,9 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, String> {
                 shown.truncate(n);
             }
             let mut columns: Vec<(String, Field)> = match &view.columns {
-                Some(cols) => cols.iter().map(|c| Ok((c.clone(), names.field(c)?))).collect::<Result<_, String>>()?,
+                Some(cols) => {
+                    cols.iter().map(|c| Ok((c.clone(), names.field(c)?))).collect::<Result<_, ViewError>>()?
+                }
                 None => default_columns(&shown, view.only_changed),
             };
             let mut rows: Vec<Vec<Cell>> =
@@ -66,13 +81,12 @@ struct Names<'a> {
 }
 
 impl Names<'_> {
-    fn field(&self, name: &str) -> Result<Field, String> {
-        let f = Field::parse(name)
-            .ok_or_else(|| format!("`{name}`: unknown namespace (use param., task., train. or metric.)"))?;
+    fn field(&self, name: &str) -> Result<Field, ViewError> {
+        let f = Field::parse(name).ok_or_else(|| ViewError::UnknownNamespace { name: name.to_string() })?;
         if !self.all.is_empty() && fields::kinds(&f, self.all).is_empty() {
             let all = fields::names(self.all);
-            let hint = did_you_mean(name, all.iter().map(String::as_str)).map(|h| format!("; {h}")).unwrap_or_default();
-            return Err(format!("no run has a field `{name}`{hint}"));
+            let suggestion = did_you_mean(name, all.iter().map(String::as_str));
+            return Err(ViewError::NoSuchField { name: name.to_string(), suggestion });
         }
         Ok(f)
     }
@@ -203,15 +217,15 @@ fn drop_constant(columns: &mut Vec<(String, Field)>, rows: &mut [Vec<Cell>], eli
 }
 
 /// One row per group: the key values, `runs`, then `mean ± std (n)` of each summarised column.
-fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, String> {
+fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, ViewError> {
     let key_fields: Vec<(String, Field)> =
-        keys.iter().map(|k| Ok((k.clone(), names.field(k)?))).collect::<Result<_, String>>()?;
+        keys.iter().map(|k| Ok((k.clone(), names.field(k)?))).collect::<Result<_, ViewError>>()?;
     let summarised: Vec<(String, Field)> = match &view.columns {
         Some(cols) => cols
             .iter()
             .filter(|c| !keys.contains(c))
             .map(|c| Ok((c.clone(), names.field(c)?)))
-            .collect::<Result<_, String>>()?,
+            .collect::<Result<_, ViewError>>()?,
         None => {
             let mut cols: Vec<(String, Field)> =
                 metrics(runs).into_iter().map(|m| (m.clone(), Field::Metric(m))).collect();
@@ -273,9 +287,10 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
         })
         .collect();
     if let Some((col, desc)) = &view.sort {
-        let c = columns.iter().position(|n| n == col).ok_or_else(|| {
-            format!("cannot sort groups by `{col}`: it is not a column (columns: {})", columns.join(", "))
-        })?;
+        let c = columns
+            .iter()
+            .position(|n| n == col)
+            .ok_or_else(|| ViewError::NotAGroupColumn { name: col.clone(), columns: columns.clone() })?;
         rows.sort_by(|a, b| match (&a[c], &b[c]) {
             (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
             (Cell::Missing, _) => std::cmp::Ordering::Greater,
