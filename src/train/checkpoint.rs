@@ -67,6 +67,30 @@ impl Checkpoints for NoCheckpoints {
     fn save(&self, _: &TrainState) {}
 }
 
+/// Why a checkpoint cannot be read; the trial then starts over from step 0.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("not a memctl checkpoint (or of another version)")]
+    NotACheckpoint,
+    #[error("truncated")]
+    Truncated,
+    #[error("its checksum does not match: the file is damaged or truncated")]
+    ChecksumMismatch,
+    #[error("truncated header")]
+    TruncatedHeader,
+    #[error("header: {0}")]
+    HeaderJson(serde_json::Error),
+    #[error("truncated tensor data")]
+    TruncatedTensor,
+    #[error("tensor of dtype {0}")]
+    Dtype(String),
+    /// Placing a tensor on the device failed.
+    #[error("{0}")]
+    Tensor(#[from] candle_core::Error),
+    #[error("{0} bytes after the last tensor")]
+    TrailingBytes(usize),
+}
+
 #[derive(Serialize, Deserialize)]
 struct Header {
     step: usize,
@@ -123,33 +147,33 @@ impl TrainState {
     }
 
     /// Reads a checkpoint, placing its tensors on `device`.
-    pub fn from_bytes(bytes: &[u8], device: &Device) -> Result<TrainState, String> {
+    pub fn from_bytes(bytes: &[u8], device: &Device) -> Result<TrainState, CheckpointError> {
         let rest = if let Some(rest) = bytes.strip_prefix(MAGIC) {
-            let (body, sum) = rest.split_at_checked(rest.len().saturating_sub(4)).ok_or("truncated")?;
-            let sum = u32::from_le_bytes(sum.try_into().map_err(|_| "truncated")?);
+            let (body, sum) = rest.split_at_checked(rest.len().saturating_sub(4)).ok_or(CheckpointError::Truncated)?;
+            let sum = u32::from_le_bytes(sum.try_into().map_err(|_| CheckpointError::Truncated)?);
             if crc32fast::hash(&bytes[..bytes.len() - 4]) != sum {
-                return Err("its checksum does not match: the file is damaged or truncated".into());
+                return Err(CheckpointError::ChecksumMismatch);
             }
             body
         } else {
-            bytes.strip_prefix(MAGIC_V1).ok_or("not a memctl checkpoint (or of another version)")?
+            bytes.strip_prefix(MAGIC_V1).ok_or(CheckpointError::NotACheckpoint)?
         };
-        let (len, rest) = rest.split_at_checked(4).ok_or("truncated header")?;
-        let len = u32::from_le_bytes(len.try_into().map_err(|_| "truncated header")?) as usize;
-        let (json, mut data) = rest.split_at_checked(len).ok_or("truncated header")?;
-        let header: Header = serde_json::from_slice(json).map_err(|e| format!("header: {e}"))?;
-        let mut read = |info: &TensorInfo| -> Result<Tensor, String> {
+        let (len, rest) = rest.split_at_checked(4).ok_or(CheckpointError::TruncatedHeader)?;
+        let len = u32::from_le_bytes(len.try_into().map_err(|_| CheckpointError::TruncatedHeader)?) as usize;
+        let (json, mut data) = rest.split_at_checked(len).ok_or(CheckpointError::TruncatedHeader)?;
+        let header: Header = serde_json::from_slice(json).map_err(CheckpointError::HeaderJson)?;
+        let mut read = |info: &TensorInfo| -> Result<Tensor, CheckpointError> {
             let n: usize = info.shape.iter().product();
             let t = match info.dtype.as_str() {
                 "F32" => {
-                    let (raw, tail) = data.split_at_checked(4 * n).ok_or("truncated tensor data")?;
+                    let (raw, tail) = data.split_at_checked(4 * n).ok_or(CheckpointError::TruncatedTensor)?;
                     data = tail;
                     let v: Vec<f32> =
                         raw.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
                     Tensor::from_vec(v, info.shape.clone(), &Device::Cpu)
                 }
                 "F64" => {
-                    let (raw, tail) = data.split_at_checked(8 * n).ok_or("truncated tensor data")?;
+                    let (raw, tail) = data.split_at_checked(8 * n).ok_or(CheckpointError::TruncatedTensor)?;
                     data = tail;
                     let v: Vec<f64> = raw
                         .chunks_exact(8)
@@ -157,9 +181,9 @@ impl TrainState {
                         .collect();
                     Tensor::from_vec(v, info.shape.clone(), &Device::Cpu)
                 }
-                other => return Err(format!("tensor of dtype {other}")),
+                other => return Err(CheckpointError::Dtype(other.to_string())),
             };
-            t.and_then(|t| t.to_device(device)).map_err(|e| e.to_string())
+            Ok(t.and_then(|t| t.to_device(device))?)
         };
         let params = header.params.iter().map(&mut read).collect::<Result<Vec<_>, _>>()?;
         let mut buffers = vec![];
@@ -167,7 +191,7 @@ impl TrainState {
             buffers.push(b.iter().map(|i| i.as_ref().map(&mut read).transpose()).collect::<Result<Vec<_>, _>>()?);
         }
         if !data.is_empty() {
-            return Err(format!("{} bytes after the last tensor", data.len()));
+            return Err(CheckpointError::TrailingBytes(data.len()));
         }
         Ok(TrainState {
             step: header.step,
@@ -213,18 +237,21 @@ mod tests {
         assert_eq!(back.params[0].to_vec2::<f32>().unwrap(), p.to_vec2::<f32>().unwrap());
         assert_eq!(back.params[1].to_vec1::<f64>().unwrap(), q.to_vec1::<f64>().unwrap());
         assert!(back.optimizer.buffers[0][1].is_none());
-        assert!(TrainState::from_bytes(&bytes[..bytes.len() - 1], &dev).unwrap_err().contains("checksum"));
-        assert!(TrainState::from_bytes(b"something else", &dev).unwrap_err().contains("not a memctl checkpoint"));
+        assert!(matches!(
+            TrainState::from_bytes(&bytes[..bytes.len() - 1], &dev),
+            Err(CheckpointError::ChecksumMismatch)
+        ));
+        assert!(matches!(TrainState::from_bytes(b"something else", &dev), Err(CheckpointError::NotACheckpoint)));
         // One flipped bit in a parameter's elements (the last tensor bytes before the checksum).
         let mut flipped = bytes.clone();
         let at = flipped.len() - 6;
         flipped[at] ^= 0x10;
-        assert!(TrainState::from_bytes(&flipped, &dev).unwrap_err().contains("checksum does not match"));
+        assert!(matches!(TrainState::from_bytes(&flipped, &dev), Err(CheckpointError::ChecksumMismatch)));
         // A checkpoint written before the checksum (version 1) still reads.
         let mut v1 = MAGIC_V1.to_vec();
         v1.extend_from_slice(&bytes[MAGIC.len()..bytes.len() - 4]);
         assert_eq!(TrainState::from_bytes(&v1, &dev).unwrap().step, 42);
-        assert!(TrainState::from_bytes(&v1[..v1.len() - 1], &dev).unwrap_err().contains("truncated"));
+        assert!(TrainState::from_bytes(&v1[..v1.len() - 1], &dev).unwrap_err().to_string().contains("truncated"));
     }
 
     /// A resumed run's curves must equal an uninterrupted run's bit for bit, so every f64 in
