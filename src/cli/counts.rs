@@ -6,26 +6,37 @@
 /// core can make sense (a GPU's trials mostly wait), thousands only exhaust the machine.
 pub const MOST_PER_CORE: usize = 8;
 
+/// A count clap refuses where it is typed; clap prints the message after the argument's name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CountError {
+    #[error("`{text}` is not a whole number")]
+    NotAWholeNumber { text: String },
+    #[error("must be at least 1")]
+    Zero,
+    #[error(
+        "{asked} is more than this machine takes: each starts a thread, and {most} ({MOST_PER_CORE} per core, {cores} cores) is the most"
+    )]
+    MoreThanTheMachineTakes { asked: usize, most: usize, cores: usize },
+}
+
 /// `--jobs` and `--threads`: each starts that many threads, so at least one and at most
 /// [`MOST_PER_CORE`] per core.
-pub fn thread_count(text: &str) -> Result<usize, String> {
+pub fn thread_count(text: &str) -> Result<usize, CountError> {
     let n = at_least_one(text)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let most = cores * MOST_PER_CORE;
     if n > most {
-        return Err(format!(
-            "{n} is more than this machine takes: each starts a thread, and {most} ({MOST_PER_CORE} per core, {cores} cores) is the most"
-        ));
+        return Err(CountError::MoreThanTheMachineTakes { asked: n, most, cores });
     }
     Ok(n)
 }
 
 /// A count of steps, passes or iterations: zero of them would measure or check nothing.
-pub fn at_least_one(text: &str) -> Result<usize, String> {
+pub fn at_least_one(text: &str) -> Result<usize, CountError> {
     match text.parse::<usize>() {
-        Ok(0) => Err("must be at least 1".into()),
+        Ok(0) => Err(CountError::Zero),
         Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{text}` is not a whole number")),
+        Err(_) => Err(CountError::NotAWholeNumber { text: text.to_string() }),
     }
 }
 
@@ -38,16 +49,16 @@ mod tests {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert_eq!(thread_count("1"), Ok(1));
         assert_eq!(thread_count(&(cores * MOST_PER_CORE).to_string()), Ok(cores * MOST_PER_CORE));
-        assert!(thread_count("0").unwrap_err().contains("at least 1"));
-        let many = thread_count(&(cores * MOST_PER_CORE + 1).to_string()).unwrap_err();
+        assert_eq!(thread_count("0"), Err(CountError::Zero));
+        let many = thread_count(&(cores * MOST_PER_CORE + 1).to_string()).unwrap_err().to_string();
         assert!(many.contains("is the most"), "{many}");
-        assert!(thread_count("four").unwrap_err().contains("not a whole number"));
+        assert_eq!(thread_count("four").unwrap_err().to_string(), "`four` is not a whole number");
     }
 
     #[test]
     fn a_count_of_zero_steps_is_refused() {
         assert_eq!(at_least_one("3"), Ok(3));
-        assert!(at_least_one("0").unwrap_err().contains("at least 1"));
-        assert!(at_least_one("-2").unwrap_err().contains("not a whole number"));
+        assert_eq!(at_least_one("0").unwrap_err().to_string(), "must be at least 1");
+        assert_eq!(at_least_one("-2"), Err(CountError::NotAWholeNumber { text: "-2".into() }));
     }
 }

@@ -3,6 +3,7 @@
 //! the budget that keeps the trials running at once within it (`sweep::memory_budget`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::check::error_kind::CheckErrorKind;
 use crate::check::{ExperimentPlan, Program, Trial};
@@ -14,14 +15,15 @@ use crate::sweep::identity;
 use crate::sweep::memory_budget::{MemoryBudget, Need};
 use crate::train::memory::{self, MemoryEstimate};
 
-/// Estimates for a program's trials, computed once per distinct configuration.
+/// Estimates for a program's trials, computed once per distinct configuration (a failure too,
+/// shared by the trials of that configuration).
 #[derive(Default)]
-pub struct Estimates(HashMap<String, Result<MemoryEstimate, String>>);
+pub struct Estimates(HashMap<String, Result<MemoryEstimate, Arc<candle_core::Error>>>);
 
 impl Estimates {
-    pub fn of(&mut self, trial: &Trial) -> Result<MemoryEstimate, String> {
+    pub fn of(&mut self, trial: &Trial) -> Result<MemoryEstimate, Arc<candle_core::Error>> {
         let key = format!("{} {:?} {:?}", trial.graph.fingerprint(), trial.config.train, trial.config.task_options);
-        self.0.entry(key).or_insert_with(|| memory::estimate(trial).map_err(|e| e.to_string())).clone()
+        self.0.entry(key).or_insert_with(|| memory::estimate(trial).map_err(Arc::new)).clone()
     }
 }
 
