@@ -2,13 +2,11 @@
 //! overrides, options, settings and sweep values.
 
 use super::error_kind::CheckErrorKind;
+use super::limits::MAX_RANGE;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{BinaryOp, Expr, ExprKind, UnaryOp};
 use crate::source::Span;
 use crate::value::{Kind, Value};
-
-/// Longest list a range may produce.
-pub const MAX_RANGE: i64 = 100_000;
 
 /// Evaluates `expr`; `lookup` resolves names; `names` lists them for suggestions.
 pub fn eval(expr: &Expr, lookup: &dyn Fn(&str) -> Option<Value>, names: &[&str]) -> Result<Value, Diagnostic> {

@@ -15,9 +15,7 @@ use crate::ty::{Shape, ShapeDisplay, Ty};
 use crate::value::{Kind, Value};
 
 use super::a;
-use super::consteval::MAX_RANGE;
-use super::experiment::MAX_TRIALS;
-use super::sweep::MAX_DRAWS;
+use super::limits::{MAX_DRAWS, MAX_RANGE, MAX_TRIALS};
 
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::error_kind::CheckErrorKind;
+use super::limits::MAX_TRIALS;
 use super::sweep::Override;
 use super::{call, consteval, elaborate, model_params, settings};
 use crate::diag::Diagnostic;
@@ -15,9 +16,6 @@ use crate::source::{SourceMap, Span};
 use crate::tasks::{self, Task};
 use crate::train_config::TrainConfig;
 use crate::value::Value;
-
-/// Sweeps larger than this are refused (a typo in a range should not plan a billion trials).
-pub const MAX_TRIALS: usize = 100_000;
 
 /// One trial's complete, resolved configuration (stored with its run).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

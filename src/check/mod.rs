@@ -8,6 +8,7 @@ mod consteval;
 pub mod elaborate;
 pub mod error_kind;
 pub mod experiment;
+pub mod limits;
 mod model_params;
 mod settings;
 mod sweep;

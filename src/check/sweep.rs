@@ -7,13 +7,11 @@ use rand_chacha::ChaCha8Rng;
 
 use super::consteval;
 use super::error_kind::CheckErrorKind;
+use super::limits::MAX_DRAWS;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{self, Ident, SweepEntry};
 use crate::source::Span;
 use crate::value::Value;
-
-/// Draws per random group at most.
-pub(crate) const MAX_DRAWS: i64 = 100_000;
 
 /// Columns (swept names) and rows (one value per column, with where it was written).
 pub struct Group {

@@ -4,11 +4,8 @@
 
 use std::fmt;
 
-use super::parser::{MAX_EXPR_DEPTH, MAX_NESTING};
+use super::limits::{MAX_EXPR_DEPTH, MAX_NESTING, MAX_USE_DEPTH};
 use crate::diag::Diagnostic;
-
-/// How deep `use` may nest files.
-pub const MAX_USE_DEPTH: usize = 16;
 
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]

@@ -3,6 +3,7 @@
 
 pub mod ast;
 pub mod error_kind;
+pub mod limits;
 pub mod parser;
 pub mod syntax_error;
 pub mod version;
@@ -11,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, SourceMap, Span};
-use error_kind::{MAX_USE_DEPTH, SpecErrorKind};
+use error_kind::SpecErrorKind;
+use limits::MAX_USE_DEPTH;
 
 /// A parsed spec: its files and their merged items.
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@ use pest::iterators::Pair;
 
 use super::ast::*;
 use super::error_kind::SpecErrorKind;
+use super::limits::{MAX_EXPR_DEPTH, MAX_NESTING};
 use super::syntax_error;
 use crate::diag::Diagnostic;
 use crate::source::{FileId, Span};
@@ -17,11 +18,6 @@ use crate::source::{FileId, Span};
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/mem.pest"]
 pub(crate) struct MemParser;
-
-/// Deepest bracket nesting accepted (real specs use fewer than ten levels).
-pub const MAX_NESTING: usize = 64;
-/// Deepest expression tree accepted (operators, prefix operators, calls and lists together).
-pub const MAX_EXPR_DEPTH: usize = 200;
 
 /// Parses one file's text.
 pub fn parse_file(file: FileId, text: &str) -> Result<File, Diagnostic> {

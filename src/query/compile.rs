@@ -56,7 +56,7 @@ struct Checked {
 
 impl Cx<'_> {
     /// Recursive, as is [`Query::matches`]: the parser bounds the tree's depth
-    /// ([`MAX_NESTING`](super::parser::MAX_NESTING)).
+    /// ([`MAX_NESTING`](super::limits::MAX_NESTING)).
     fn filter(&self, f: &Filter) -> Result<Query, Diagnostic> {
         Ok(match f {
             Filter::Or(parts) => Query::Or(parts.iter().map(|p| self.filter(p)).collect::<Result<_, _>>()?),

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::parser::MAX_NESTING;
+use super::limits::MAX_NESTING;
 use crate::diag::Diagnostic;
 
 #[derive(Clone, Debug, PartialEq)]

@@ -16,6 +16,7 @@ pub mod compile;
 pub mod error_kind;
 pub mod eval;
 pub mod fields;
+pub mod limits;
 pub mod parser;
 
 pub use ast::Filter;

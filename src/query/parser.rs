@@ -9,17 +9,13 @@ use pest::iterators::Pair;
 
 use super::ast::*;
 use super::error_kind::QueryErrorKind;
+use super::limits::MAX_NESTING;
 use crate::diag::Diagnostic;
 use crate::source::{FileId, Span, floor_char_boundary};
 
 #[derive(pest_derive::Parser)]
 #[grammar = "../grammar/query.pest"]
 struct QueryParser;
-
-/// Deepest nesting accepted, counting each bracket and each `not` as one level: a bound on the
-/// depth of the filter's tree, so that checking, evaluating and dropping it (all recursive)
-/// cannot exhaust a thread's stack, however long the text.
-pub const MAX_NESTING: usize = 64;
 
 /// Parses a filter; spans are byte offsets into `text` in `file`.
 pub fn parse(file: FileId, text: &str) -> Result<Filter, Diagnostic> {

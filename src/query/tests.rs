@@ -191,7 +191,7 @@ fn an_empty_store_accepts_any_names() {
 
 #[test]
 fn nesting_counts_brackets_and_nots_alike_up_to_the_cap() {
-    use super::parser::MAX_NESTING;
+    use super::limits::MAX_NESTING;
     // An even number of `not`s keeps what `gates` keeps; the deepest accepted tree is checked
     // and evaluated.
     assert_eq!(ids(&format!("{}gates", "not ".repeat(MAX_NESTING))), vec![1]);

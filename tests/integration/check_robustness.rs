@@ -7,7 +7,7 @@ use std::io::Write;
 
 use memctl::check;
 use memctl::diag::Diagnostic;
-use memctl::lang::{self, parser};
+use memctl::lang::{self, limits};
 use memctl::source::SourceMap;
 
 const STACK: usize = 2 << 20;
@@ -107,7 +107,7 @@ fn binary_junk_and_nul_bytes_are_located_errors() {
 #[test]
 fn deep_brackets_are_refused_before_the_parser_recurses() {
     on_small_stack(|| {
-        let too_deep = format!("brackets nested more than {} levels deep", parser::MAX_NESTING);
+        let too_deep = format!("brackets nested more than {} levels deep", limits::MAX_NESTING);
         for (open, close) in [('(', ')'), ('[', ']'), ('{', '}')] {
             let n = 100_000;
             let text = format!("model m(d = {}1{}) {{}}", open.to_string().repeat(n), close.to_string().repeat(n));
@@ -130,7 +130,7 @@ fn deep_brackets_are_refused_before_the_parser_recurses() {
 #[test]
 fn nesting_at_the_limit_parses_and_checks_on_a_small_stack() {
     on_small_stack(|| {
-        let n = parser::MAX_NESTING - 2;
+        let n = limits::MAX_NESTING - 2;
         // Parentheses, lists and calls, each nested as deep as allowed within `model m(...)`.
         let parens = format!("{}8{}", "(".repeat(n), ")".repeat(n));
         let spec = |d: &str| {
@@ -221,7 +221,7 @@ fn absurd_sizes_are_located_errors() {
 #[test]
 fn long_operator_and_prefix_chains_are_bounded() {
     on_small_stack(|| {
-        let too_deep = format!("expression nested more than {} levels deep", parser::MAX_EXPR_DEPTH);
+        let too_deep = format!("expression nested more than {} levels deep", limits::MAX_EXPR_DEPTH);
         let plus = format!("h = e{}", " + e".repeat(100_000));
         assert_eq!(error(&step_line(&plus)), too_deep);
         let not = format!("model m(g = {}true) {{}}", "not ".repeat(100_000));
