@@ -432,7 +432,8 @@ fn trivial_note(runs: &[&RunRecord]) -> String {
     }
     let mut parts: Vec<String> = stated.into_iter().collect();
     if !none.is_empty() {
-        parts.push(format!("none worked out for {}", none.into_iter().collect::<Vec<_>>().join(", ")));
+        let lead = if parts.is_empty() { "none" } else { "None" };
+        parts.push(format!("{lead} worked out for {}", none.into_iter().collect::<Vec<_>>().join(", ")));
     }
     format!("Trivial levels — {}.", parts.join(". "))
 }
