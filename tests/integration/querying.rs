@@ -318,6 +318,23 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
 }
 
 #[test]
+fn grouping_by_experiment_keeps_apart_experiments_of_different_tasks() {
+    let (_dir, store) = filled();
+    // Another spec's experiment of the same name, on another task.
+    let mut other = crate::synthetic::record(8, crate::synthetic::config(48, true, 1), 0.1, None);
+    other.config.task = "palindrome".into();
+    other.spec_path = "other.mem".into();
+    open(&store).put(&other).unwrap();
+    let rows = json(&memctl(&store, &["runs", "--group-by", "experiment", "--format", "json"]));
+    let groups: Vec<(&str, i64)> =
+        rows.iter().map(|r| (r["experiment"].as_str().unwrap(), r["runs"].as_i64().unwrap())).collect();
+    assert_eq!(groups, [("tiny_stm (task assocRetrieval)", 7), ("tiny_stm (task palindrome)", 1)], "{rows:?}");
+    // Grouped by something else, the runs of both mix as asked.
+    let rows = json(&memctl(&store, &["runs", "--group-by", "d", "--format", "json"]));
+    assert_eq!(rows.iter().find(|r| r["d"] == 48).unwrap()["runs"], 4);
+}
+
+#[test]
 fn tags_are_added_queried_and_removed() {
     let (_dir, store) = filled();
     ok(&memctl(&store, &["tag", "3", "ablation"]));
