@@ -30,6 +30,7 @@ mod show;
 mod slurm_submit;
 mod status;
 mod sweep;
+mod sweep_table;
 mod sync;
 mod tag;
 mod tasks;

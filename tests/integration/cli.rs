@@ -15,6 +15,16 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("3 trials run, 0 already done, 0 failed"), "{}", text(&out.stderr));
+    // It ends with its runs as `memctl runs` lists them.
+    let table = text(&out.stdout);
+    assert!(table.contains("tiny_stm") && table.contains("tiny_lstm") && table.contains("wall"), "{table}");
+    assert_eq!(table.lines().filter(|l| l.contains("done")).count(), 3, "{table}");
+
+    // Quiet: only the closing count, no line per evaluation or trial, no table.
+    let quiet = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1", "--force", "-q"]);
+    assert_eq!(quiet.status.code(), Some(0), "{}", text(&quiet.stderr));
+    assert_eq!(text(&quiet.stderr).trim(), "3 trials run, 0 already done, 0 failed");
+    assert_eq!(text(&quiet.stdout), "");
 
     let again = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert!(text(&again.stderr).contains("0 trials run, 3 already done"), "{}", text(&again.stderr));
@@ -22,11 +32,14 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     let runs = memctl(&store, &["runs", "--format", "records"]);
     let records: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     let records = records.as_array().unwrap();
-    assert_eq!(records.len(), 3);
+    assert_eq!(records.len(), 6, "three trials, each run twice");
     for r in records {
         assert_eq!(r["status"], "done");
         assert!(r["final_metrics"]["accuracy"].as_f64().is_some());
         assert_eq!(r["spec_text"].as_str().unwrap(), tiny_spec());
+        // The wall time is the span the run was recorded over, as shown while it trained.
+        let span = r["ended_at"].as_f64().unwrap() - r["started_at"].as_f64().unwrap();
+        assert!((r["wall_seconds"].as_f64().unwrap() - span).abs() < 1e-6, "{r}");
     }
     let table = text(&memctl(&store, &["runs"]).stdout);
     assert!(table.contains("tiny_stm") && table.contains("tiny_lstm") && table.contains("accuracy"), "{table}");
