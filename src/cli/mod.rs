@@ -33,6 +33,7 @@ mod sweep;
 mod sweep_table;
 mod sync;
 mod tag;
+mod task_sample;
 mod tasks;
 mod ui;
 mod worker;

@@ -158,6 +158,25 @@ fn tasks_lists_every_task_with_its_options_and_metrics_and_an_unknown_one_is_an_
     assert!(babi.contains("reads a folder in bAbI's en-valid-10k layout") && babi.contains("error (%)"), "{babi}");
     assert!(!babi.contains("do not configure"), "{babi}");
 
+    // Each option with its default and what it accepts, and a line to copy into a spec.
+    let palindrome = text(&memctl(&store, &["tasks", "palindrome"]).stdout);
+    let od = palindrome.lines().find(|l| l.trim_start().starts_with("od ")).unwrap_or_else(|| panic!("{palindrome}"));
+    assert!(od.contains("\"paper\"") && od.contains("one of paper, code"), "{od}");
+    let digits = palindrome.lines().find(|l| l.trim_start().starts_with("digits ")).unwrap();
+    assert!(digits.contains("1 to 1000, at least `min_digits`"), "{digits}");
+    assert!(palindrome.contains("example: task data = palindrome(digits = 10)"), "{palindrome}");
+    assert!(babi.contains("example: task data = babi(path = \"…\", task = 0)"), "{babi}");
+
+    // One generated sequence: what the model reads, and answers at the scored steps.
+    let sample = memctl(&store, &["tasks", "palindrome", "--sample", "--seed", "2"]);
+    assert_eq!(sample.status.code(), Some(0), "{}", text(&sample.stderr));
+    let sample = text(&sample.stdout);
+    let rows: Vec<&str> = sample.lines().skip(2).collect();
+    assert!(rows.len() >= 3 && rows.iter().any(|r| r.split_whitespace().count() == 3), "a scored step: {sample}");
+    assert_eq!(sample, text(&memctl(&store, &["tasks", "palindrome", "--sample", "--seed", "2"]).stdout), "seeded");
+    let unsampled = memctl(&store, &["tasks", "babi", "--sample"]);
+    assert!(text(&unsampled.stderr).contains("reads its data from files"), "{}", text(&unsampled.stderr));
+
     let unknown = memctl(&store, &["tasks", "tps"]);
     assert_eq!(unknown.status.code(), Some(2));
     let err = text(&unknown.stderr);
