@@ -1,4 +1,5 @@
-//! Progress display: a bar per running trial on a terminal, plain lines otherwise (CI logs).
+//! Progress display: a bar per running trial on a terminal, plain lines otherwise (CI logs);
+//! quiet, only failures and warnings.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -19,6 +20,8 @@ pub struct Progress {
     total: usize,
     /// Trials settled so far and failures among them.
     counts: Mutex<(usize, usize)>,
+    /// Only failures and warnings are printed.
+    quiet: bool,
 }
 
 impl Progress {
@@ -33,7 +36,7 @@ impl Progress {
             bar.set_message("0 failed");
             bar
         });
-        Progress { bars, overall, total, counts: Mutex::new((0, 0)) }
+        Progress { bars, overall, total, counts: Mutex::new((0, 0)), quiet }
     }
 
     fn settle(&self, failed: bool) {
@@ -54,8 +57,15 @@ impl Progress {
         }
     }
 
-    /// Prints a line without tearing the bars.
+    /// Prints a line about progress, unless quiet.
     fn line(&self, text: &str) {
+        if !self.quiet {
+            self.always(text);
+        }
+    }
+
+    /// Prints a line (a failure, a warning) without tearing the bars.
+    fn always(&self, text: &str) {
         match &self.bars {
             Some(m) => {
                 let _ = m.println(text);
@@ -92,7 +102,9 @@ impl Reporter for Progress {
                 None => m.add(ProgressBar::new(trial.config.train.steps as u64)),
             };
             bar.set_style(
-                ProgressStyle::with_template("{prefix} {bar:24} {pos}/{len} {msg} [{elapsed}<{eta}]")
+                // The message (loss, metrics) takes what the terminal's width leaves, so the
+                // line never wraps.
+                ProgressStyle::with_template("{prefix} {bar:16} {pos}/{len} [{elapsed}<{eta}] {wide_msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             bar.set_prefix(name.clone());
@@ -118,26 +130,8 @@ impl Reporter for Progress {
     fn trial_finished(&self, index: usize, record: &RunRecord) {
         self.settle(record.status == Status::Failed);
         let what = format!("[{}/{}] run {}", index + 1, self.total, record.id);
-        let text = match record.status {
-            Status::Failed => format!("✗ {what} failed: {}", record.error.as_deref().unwrap_or("unknown error")),
-            Status::Interrupted => format!("! {what} interrupted after {} steps", record.steps_run),
-            _ => {
-                let metrics: Vec<String> = ["accuracy", "bit_error", "loss"]
-                    .iter()
-                    .filter_map(|m| record.final_metrics.get(*m).map(|v| format!("{m} {}", sig3(*v))))
-                    .collect();
-                let conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
-                format!(
-                    "✓ {what} {} {}: {} ({} steps in {}{conv})",
-                    record.config.experiment,
-                    record.config.model,
-                    metrics.join(", "),
-                    record.steps_run,
-                    duration(record.wall_seconds)
-                )
-            }
-        };
-        self.line(&text);
+        let text = finished_line(&what, record);
+        if record.status == Status::Failed { self.always(&text) } else { self.line(&text) }
     }
 
     fn trial_waits_for_memory(&self, index: usize, trial: &Trial, w: Waiting) {
@@ -151,7 +145,38 @@ impl Reporter for Progress {
     }
 
     fn warning(&self, message: &str) {
-        self.line(&format!("warning: {message}"));
+        self.always(&format!("warning: {message}"));
+    }
+}
+
+/// The line a trial's end prints: `✓ [1/2] run 1 quickstart_lstm lstm: seq_accuracy 0.438,
+/// accuracy 0.959, loss 0.113 (1000 steps in 53.0s)`, the metric the spec stops on first (it
+/// says whether the task was solved); `✗ … failed: why`; `! … interrupted after N steps`.
+fn finished_line(what: &str, record: &RunRecord) -> String {
+    match record.status {
+        Status::Failed => format!("✗ {what} failed: {}", record.error.as_deref().unwrap_or("unknown error")),
+        Status::Interrupted => format!("! {what} interrupted after {} steps", record.steps_run),
+        _ => {
+            let mut names: Vec<&str> = record.config.stop_metric().into_iter().collect();
+            for m in ["accuracy", "bit_error", "loss"] {
+                if !names.contains(&m) {
+                    names.push(m);
+                }
+            }
+            let metrics: Vec<String> = names
+                .iter()
+                .filter_map(|m| record.final_metrics.get(*m).map(|v| format!("{m} {}", sig3(*v))))
+                .collect();
+            let conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
+            format!(
+                "✓ {what} {} {}: {} ({} steps in {}{conv})",
+                record.config.experiment,
+                record.config.model,
+                metrics.join(", "),
+                record.steps_run,
+                duration(record.wall_seconds)
+            )
+        }
     }
 }
 
@@ -188,5 +213,24 @@ impl Drop for TrialProgress<'_> {
             b.finish_and_clear();
             m.remove(b);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    #[test]
+    fn a_finished_trial_reports_the_metric_it_stops_on_first() {
+        let mut r = crate::report::selection::tests::run(3, "t", "h", &[], 0.959);
+        r.final_metrics.insert("seq_accuracy".into(), 0.438);
+        r.config.train.insert("stop_when".into(), Value::Str("seq_accuracy >= 0.995".into()));
+        (r.steps_run, r.wall_seconds, r.steps_to_converge) = (1000, 53.0, None);
+        let line = finished_line("[2/2] run 3", &r);
+        assert!(line.contains(": seq_accuracy 0.438, accuracy 0.959 (1000 steps in 53.0s)"), "{line}");
+        r.config.train.remove("stop_when");
+        let line = finished_line("[2/2] run 3", &r);
+        assert!(line.contains(": accuracy 0.959 (1000"), "{line}");
     }
 }

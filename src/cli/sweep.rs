@@ -37,7 +37,8 @@ pub struct Args {
     /// Device for every trial: cpu, cuda or cuda:N (overrides the spec's `device`).
     #[arg(long)]
     device: Option<String>,
-    /// No progress bars.
+    /// Print only errors and the closing count: no progress bars, no line per evaluation or
+    /// trial, no table of the sweep's runs.
     #[arg(long, short)]
     quiet: bool,
     /// Where trials run: here, or as a Slurm job array (see `memctl sync`, `memctl status`).
@@ -146,7 +147,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         print_plan(&trials, &plans, &opts);
         return Ok(0);
     }
-    execute(&store, &source, &trials, &opts, args.quiet)
+    let code = execute(&store, &source, &trials, &opts, args.quiet)?;
+    if !args.quiet {
+        super::sweep_table::print(&store, &trials)?;
+    }
+    Ok(code)
 }
 
 /// How many trials run at once, and on how many compute threads each (`sweep`, `ablate`).

@@ -2,13 +2,20 @@
 //! metrics and test sets.
 
 use crate::cli::Context;
-use crate::tasks::{TASKS, Target};
+use crate::tasks::{TASKS, Target, TaskKind};
 
 /// List the tasks, their options (with defaults) and what they report.
 #[derive(clap::Args)]
 pub struct Args {
     /// Show only this task.
     name: Option<String>,
+    /// Print one generated training sequence of the task (with its default options): what
+    /// the model reads at each step, and what it must answer at the scored ones.
+    #[arg(long, requires = "name")]
+    sample: bool,
+    /// The data seed of `--sample`.
+    #[arg(long, default_value_t = 1, requires = "sample")]
+    seed: u64,
 }
 
 pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
@@ -21,12 +28,17 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
         }
         anyhow::bail!("no task `{name}`; the tasks are {}", names.join(", "));
     }
+    if args.sample {
+        super::task_sample::print(*chosen[0], args.seed)?;
+        return Ok(0);
+    }
     for (i, kind) in chosen.into_iter().enumerate() {
         if i > 0 {
             println!();
         }
         println!("{}({})", kind.name(), crate::check::call_signature(kind.signature()));
         println!("    {}", kind.summary());
+        print_options(*kind);
         // What the defaults give: the sizes depend on the options, the metrics do not.
         let defaults: Option<Vec<_>> = kind.signature().iter().map(|s| s.default.value()).collect();
         let configured = match defaults {
@@ -58,4 +70,35 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// Each option with its default and the values it accepts, then a line to copy into a spec.
+fn print_options(kind: &dyn TaskKind) {
+    let signature = kind.signature();
+    let accepted = kind.accepted();
+    if signature.is_empty() {
+        return;
+    }
+    let defaults: Vec<String> = signature
+        .iter()
+        .map(|s| s.default.value().map_or_else(|| "(required)".to_string(), |v| v.to_string()))
+        .collect();
+    let name_width = signature.iter().map(|s| s.name.len()).max().unwrap_or(0);
+    let default_width = defaults.iter().map(String::len).max().unwrap_or(0);
+    println!("    options:");
+    for (i, s) in signature.iter().enumerate() {
+        let accepts = accepted.get(i).map(String::as_str).unwrap_or_default();
+        println!("      {:<name_width$}  {:<default_width$}  {accepts}", s.name, defaults[i]);
+    }
+    // The options without a default (a reader's path) and the first one with one.
+    let mut shown: Vec<String> = signature
+        .iter()
+        .zip(&defaults)
+        .filter(|(s, _)| s.default.value().is_none())
+        .map(|(s, _)| format!("{} = \"…\"", s.name))
+        .collect();
+    if let Some((s, d)) = signature.iter().zip(&defaults).find(|(s, _)| s.default.value().is_some()) {
+        shown.push(format!("{} = {d}", s.name));
+    }
+    println!("    example: task data = {}({})", kind.name(), shown.join(", "));
 }

@@ -42,12 +42,18 @@ impl XAxis {
     }
 }
 
-/// The metric to plot when none is named: `val_accuracy` if every run has it, else the first
-/// curve every run has.
+/// The metric to plot when none is named: the validation curve of the metric the runs stop on
+/// (`stop_when = seq_accuracy >= …` draws `val_seq_accuracy`) if every run has it, else
+/// `val_accuracy` if every run has it, else the first curve every run has.
 pub fn default_metric(runs: &[RunRecord]) -> Option<String> {
     let first = runs.first()?;
     let common: Vec<&String> = first.curves.keys().filter(|k| runs.iter().all(|r| r.curves.contains_key(*k))).collect();
-    common.iter().find(|k| k.as_str() == "val_accuracy").or(common.first()).map(|k| k.to_string())
+    let stopped_on = runs.iter().filter_map(|r| r.config.stop_metric()).map(|m| format!("val_{m}"));
+    let stopped_on: Vec<String> = stopped_on.collect();
+    stopped_on
+        .into_iter()
+        .find(|m| common.contains(&m))
+        .or_else(|| common.iter().find(|k| k.as_str() == "val_accuracy").or(common.first()).map(|k| k.to_string()))
 }
 
 /// `12: quickstart_stm d=48 seed=1`.
@@ -158,5 +164,22 @@ mod tests {
         assert_eq!(m, 3.0);
         assert!((hi - 3.0 - 7f64.sqrt()).abs() < 1e-12 && (3.0 - lo - 7f64.sqrt()).abs() < 1e-12);
         assert_eq!(spread(&[4.0], Band::Std), (4.0, 4.0, 4.0));
+    }
+
+    #[test]
+    fn the_default_curve_is_the_metric_the_runs_stop_on() {
+        let mut r = crate::report::selection::tests::run(1, "t1", "h", &[], 0.5);
+        r.curves.clear();
+        r.config.train.remove("stop_when");
+        for m in ["val_accuracy", "val_loss", "val_seq_accuracy"] {
+            r.curves.insert(m.into(), vec![(125, 0.5)]);
+        }
+        assert_eq!(default_metric(std::slice::from_ref(&r)).as_deref(), Some("val_accuracy"));
+        r.config.train.insert("stop_when".into(), crate::value::Value::Str("seq_accuracy >= 0.995".into()));
+        assert_eq!(default_metric(std::slice::from_ref(&r)).as_deref(), Some("val_seq_accuracy"));
+        // A run without that curve: the curve every run has.
+        let mut other = r.clone();
+        other.curves.remove("val_seq_accuracy");
+        assert_eq!(default_metric(&[r, other]).as_deref(), Some("val_accuracy"));
     }
 }

@@ -1,6 +1,7 @@
 //! Drawing learning curves with plotters: PNG (bitmap, text in the embedded Noto Sans, so no
 //! system fonts are needed) or SVG, chosen by the file's extension. Each series is one line
-//! (`stroke-width` 2 in SVG), with an optional translucent band; legend, title and axis labels.
+//! (`stroke-width` 2 in SVG), with an optional translucent band and, on a short curve, a
+//! marker at each point; legend, title and axis labels.
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -21,7 +22,13 @@ pub struct Plot<'a> {
     pub x_label: &'a str,
     pub y_label: &'a str,
     pub series: &'a [Series],
+    /// The value axis, fixed (`0..1` for accuracies); `None` fits it to the data.
+    pub y_range: Option<(f64, f64)>,
 }
+
+/// A curve of at most this many points gets a marker on each: a one-point curve is a line of
+/// no length, invisible without one, and on a long curve markers would hide the line.
+pub const MARKED_POINTS: usize = 25;
 
 /// Tableau's ten colours.
 const COLORS: [RGBColor; 10] = [
@@ -91,7 +98,11 @@ fn chart<DB: DrawingBackend>(
     plot: &Plot,
 ) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     root.fill(&WHITE)?;
-    let (x0, x1, y0, y1) = bounds(plot.series);
+    let (x0, x1, mut y0, mut y1) = bounds(plot.series);
+    if let Some((lo, hi)) = plot.y_range {
+        (y0, y1) = (lo, hi);
+    }
+    let (x_decimals, y_decimals) = (decimals(x1 - x0), decimals(y1 - y0));
     let mut chart = ChartBuilder::on(root)
         .caption(plot.title, ("sans-serif", 24))
         .margin(16)
@@ -101,7 +112,8 @@ fn chart<DB: DrawingBackend>(
     chart
         .configure_mesh()
         .x_desc(plot.x_label)
-        .x_label_formatter(&|x| format!("{x:.0}"))
+        .x_label_formatter(&|x| format!("{x:.x_decimals$}"))
+        .y_label_formatter(&|y| format!("{y:.y_decimals$}"))
         .y_desc(plot.y_label)
         .axis_desc_style(("sans-serif", 18))
         .label_style(("sans-serif", 14))
@@ -121,6 +133,9 @@ fn chart<DB: DrawingBackend>(
             .draw_series(LineSeries::new(s.points.iter().copied(), color.stroke_width(2)))?
             .label(s.label.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], color.stroke_width(4)));
+        if s.points.len() <= MARKED_POINTS {
+            chart.draw_series(s.points.iter().map(|p| Circle::new(*p, 4, color.filled())))?;
+        }
     }
     chart
         .configure_series_labels()
@@ -133,8 +148,9 @@ fn chart<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Axis ranges covering every point and band, with a 5 % margin on the value axis.
-fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
+/// Axis ranges covering every point and band, with a 5 % margin on the value axis. A single
+/// step or value gets a span around it, so that its tick labels differ.
+pub fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
     let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
     for s in series {
         for (x, y) in &s.points {
@@ -148,8 +164,52 @@ fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
         return (0.0, 1.0, 0.0, 1.0);
     }
     if x1 <= x0 {
-        x1 = x0 + 1.0;
+        let half = if x0 == 0.0 { 1.0 } else { x0.abs() * 0.5 };
+        (x0, x1) = (x0 - half, x0 + half);
     }
-    let pad = if y1 > y0 { (y1 - y0) * 0.05 } else { 0.5 };
+    let pad = if y1 > y0 {
+        (y1 - y0) * 0.05
+    } else if y0 == 0.0 {
+        0.5
+    } else {
+        y0.abs() * 0.1
+    };
     (x0, x1, y0 - pad, y1 + pad)
+}
+
+/// Decimals that tell apart the tick labels of an axis spanning `span` (about ten ticks):
+/// none for steps, `2` for 0.085..0.109.
+pub fn decimals(span: f64) -> usize {
+    if !span.is_finite() || span <= 0.0 {
+        return 0;
+    }
+    (-(span / 10.0).log10().floor()).clamp(0.0, 12.0) as usize
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one_point(x: f64, y: f64) -> Series {
+        Series { label: "a".into(), points: vec![(x, y)], band: None }
+    }
+
+    #[test]
+    fn a_single_step_and_value_get_a_span_around_them() {
+        let (x0, x1, y0, y1) = bounds(&[one_point(250.0, 0.096)]);
+        assert!(x0 < 250.0 && 250.0 < x1 && x1 - x0 >= 100.0, "{x0}..{x1}");
+        assert!(y0 < 0.096 && 0.096 < y1, "{y0}..{y1}");
+        let labels: Vec<String> = [y0, 0.096, y1].iter().map(|y| format!("{y:.d$}", d = decimals(y1 - y0))).collect();
+        assert!(labels[0] != labels[1] && labels[1] != labels[2], "{labels:?}");
+        let (x0, x1, ..) = bounds(&[one_point(0.0, 1.0)]);
+        assert!(x0 < 0.0 && x1 > 0.0);
+    }
+
+    #[test]
+    fn tick_decimals_follow_the_span() {
+        assert_eq!(decimals(1000.0), 0);
+        assert_eq!(decimals(0.024), 3);
+        assert_eq!(decimals(1.0), 1);
+        assert_eq!(decimals(0.0), 0);
+    }
 }

@@ -43,7 +43,10 @@ pub fn draw(t: &Table, metric: &str, selection: &Selection, path: &Path) -> Resu
         return Ok(false);
     }
     let title = format!("{}: {metric}", t.title);
-    plot::draw(path, &Plot { title: &title, x_label: XAxis::Step.label(), y_label: metric, series: &series })?;
+    plot::draw(
+        path,
+        &Plot { title: &title, x_label: XAxis::Step.label(), y_label: metric, series: &series, y_range: None },
+    )?;
     Ok(true)
 }
 

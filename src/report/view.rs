@@ -198,6 +198,56 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
     cols
 }
 
+/// The names of the columns `memctl runs` shows by default for `runs`.
+pub fn default_column_names(runs: &[&RunSummary]) -> Vec<String> {
+    default_columns(runs, false).into_iter().map(|(n, _)| n).collect()
+}
+
+/// Few columns, to fit a laptop's screen (the dashboard's default): id, status, experiment,
+/// model, the swept values, the metric the runs stop on (`stop_when`; else the first test
+/// metric), progress and eta while a run trains, steps run, wall time, tags.
+pub fn compact_column_names(runs: &[&RunSummary]) -> Vec<String> {
+    let mut cols: Vec<String> = vec![];
+    let mut push = |name: &str| {
+        if !cols.iter().any(|c| c == name) {
+            cols.push(name.to_string());
+        }
+    };
+    for name in ["id", "status", "experiment", "model"] {
+        push(name);
+    }
+    for r in runs {
+        r.swept.iter().for_each(|k| push(k));
+    }
+    let has = |m: &str| runs.iter().any(|r| r.final_metrics.contains_key(m));
+    let stopped_on: Vec<&str> = runs.iter().filter_map(|r| crate::store::record::stop_metric(&r.train)).collect();
+    let mut shown_metric = false;
+    for m in &stopped_on {
+        // A finished run's test value, or a training run's latest validation one.
+        for name in [m.to_string(), format!("val_{m}")] {
+            if has(&name) && (!name.starts_with("val_") || runs.iter().any(|r| r.live.is_some())) {
+                push(&name);
+                shown_metric = true;
+            }
+        }
+    }
+    if !shown_metric {
+        if let Some(m) = metrics(runs).first() {
+            push(m);
+        }
+    }
+    if runs.iter().any(|r| r.live.is_some()) {
+        push("progress");
+        push("eta");
+    }
+    push("steps_run");
+    push("wall");
+    if runs.iter().any(|r| !r.tags.is_empty()) {
+        push("tags");
+    }
+    cols
+}
+
 /// Removes columns (those `eligible`) whose cells are equal in every row.
 fn drop_constant(columns: &mut Vec<(String, Field)>, rows: &mut [Vec<Cell>], eligible: impl Fn(&Field) -> bool) {
     let keep: Vec<bool> =
@@ -213,6 +263,30 @@ fn drop_constant(columns: &mut Vec<(String, Field)>, rows: &mut [Vec<Cell>], eli
             i += 1;
             keep[i - 1]
         });
+    }
+}
+
+/// Groups whose keys read alike but whose runs trained on different tasks (an experiment name
+/// used in two spec files): each one's experiment cell says which (`quickstart_lstm (task
+/// palindromes)`, or the spec file when the task names match too).
+fn name_apart(groups: &mut [(Vec<Cell>, Vec<&RunSummary>)], experiment: usize) {
+    let labels: Vec<Option<String>> = (0..groups.len())
+        .map(|i| {
+            let others: Vec<&RunSummary> =
+                (0..groups.len()).filter(|&j| j != i && groups[j].0 == groups[i].0).map(|j| groups[j].1[0]).collect();
+            let first = groups[i].1[0];
+            let why = if others.iter().all(|o| o.task != first.task) {
+                format!("task {}", first.task)
+            } else {
+                first.spec_path.clone()
+            };
+            (!others.is_empty()).then(|| format!("{} ({why})", first.experiment))
+        })
+        .collect();
+    for (group, label) in groups.iter_mut().zip(labels) {
+        if let Some(label) = label {
+            group.0[experiment] = Cell::Text(label);
+        }
     }
 }
 
@@ -237,11 +311,15 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
         }
     };
     // Groups in order of first appearance, then sorted by key.
+    let by_experiment = key_fields.iter().position(|(_, f)| *f == Field::Experiment);
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut groups: Vec<(Vec<Cell>, Vec<&RunSummary>)> = vec![];
     for r in runs {
         let key: Vec<Cell> = key_fields.iter().map(|(_, f)| cell(f, r)).collect();
-        let hashable = format!("{key:?}");
+        // Two spec files may name different experiments alike: their runs, on different
+        // data, are not averaged together.
+        let data = by_experiment.map(|_| format!("{:?}{:?}", r.task, r.task_options)).unwrap_or_default();
+        let hashable = format!("{key:?}{data}");
         match index.get(&hashable) {
             Some(&i) => groups[i].1.push(r),
             None => {
@@ -249,6 +327,9 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
                 groups.push((key, vec![r]));
             }
         }
+    }
+    if let Some(e) = by_experiment {
+        name_apart(&mut groups, e);
     }
     groups.sort_by(|a, b| {
         for (x, y) in a.0.iter().zip(&b.0) {

@@ -120,6 +120,17 @@ impl StoredConfig {
     pub fn train_str(&self, name: &str) -> Option<&str> {
         self.train.get(name).and_then(Value::as_str)
     }
+
+    /// The validation metric the run stops on (`seq_accuracy` of `stop_when = seq_accuracy >=
+    /// 0.995`), if it has a `stop_when`.
+    pub fn stop_metric(&self) -> Option<&str> {
+        stop_metric(&self.train)
+    }
+}
+
+/// The metric a stored `stop_when` tests: its first word, as [`train_values`] writes it.
+pub fn stop_metric(train: &BTreeMap<String, Value>) -> Option<&str> {
+    train.get("stop_when").and_then(Value::as_str).and_then(|s| s.split_whitespace().next())
 }
 
 /// A trial's training settings as named values: the stored form of `TrainConfig`.
@@ -403,6 +414,7 @@ mod tests {
         t.stop_when = Some(StopWhen { metric: "accuracy".into(), op: Comparison::Ge, threshold: 0.99 });
         // The migration of version 1 and the current conversion agree.
         assert_eq!(train_values(&t)["stop_when"], Value::Str("accuracy >= 0.99".into()));
+        assert_eq!(stop_metric(&train_values(&t)), Some("accuracy"));
     }
 
     #[test]

@@ -386,11 +386,14 @@ pub fn train_into_record(
     live: &live::Live<'_>,
     cancel: &AtomicBool,
 ) {
-    let started = std::time::Instant::now();
     let device = record.config.train_str("device").unwrap_or("cpu").to_string();
     let outcome = execute(trial, &device, threads, live, cancel);
-    record.wall_seconds = started.elapsed().as_secs_f64();
-    record.ended_at = Some(now());
+    // From the record's start (its claim in the store), as a running run's wall time is
+    // counted (`Live`, `RunSummary::as_seen`): the time shown while it trains and after agree,
+    // and equal `ended_at - started_at`.
+    let ended = now();
+    record.wall_seconds = (ended - record.started_at).max(0.0);
+    record.ended_at = Some(ended);
     match outcome {
         Ok(o) => {
             record.status = match &o.ending {

@@ -86,6 +86,9 @@ macro_rules! task_kind {
                 let options = $crate::tasks::options::Options::new($ty::options(), options);
                 $crate::tasks::define::task_kind!(@instantiate options, dir $(, reads $reads)? $(, builds |$o| $build)?)
             }
+            fn accepted(&self) -> Vec<String> {
+                $ty::options().iter().map(|o| o.accepted()).collect()
+            }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
             })?

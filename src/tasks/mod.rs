@@ -91,6 +91,11 @@ pub trait TaskKind: Send + Sync {
         let _ = dir;
         self.instantiate(options)
     }
+    /// What each option accepts, in words (aligned with the signature): `1 to 4096`,
+    /// `one of none, linear`.
+    fn accepted(&self) -> Vec<String> {
+        vec![]
+    }
     /// For a task that reads a data set: the files it reads and what it reports, in one line
     /// (`memctl tasks` shows it, since such a task has no data to configure it by default).
     fn reads(&self) -> Option<&'static str> {

@@ -70,6 +70,25 @@ impl TaskOption {
     }
 }
 
+impl TaskOption {
+    /// What the option accepts, in words for `memctl tasks`: `1 to 4096`, `one of flip,
+    /// erase`, `at least 0 and below 1`, `a path to the bAbI folder`; `at least `lower`` where
+    /// it ends a range.
+    pub(super) fn accepted(&self) -> String {
+        let mut text = match self.accepts {
+            Accepts::Ints(lo, hi) => format!("{lo} to {hi}"),
+            Accepts::Floats { lo, hi, hi_open: true } => format!("at least {lo} and below {hi}"),
+            Accepts::Floats { lo, hi, hi_open: false } => format!("{lo} to {hi}"),
+            Accepts::Path(what) => format!("a path to {what}"),
+            Accepts::Choice(choices) => format!("one of {}", choices.join(", ")),
+        };
+        if let Some(lower) = self.at_least {
+            text.push_str(&format!(", at least `{lower}`"));
+        }
+        text
+    }
+}
+
 /// The signature of a task with these options (in their order).
 pub(super) fn signature(options: &[TaskOption]) -> Vec<ArgSpec> {
     options.iter().map(|o| o.spec).collect()

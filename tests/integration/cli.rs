@@ -15,6 +15,16 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("3 trials run, 0 already done, 0 failed"), "{}", text(&out.stderr));
+    // It ends with its runs as `memctl runs` lists them.
+    let table = text(&out.stdout);
+    assert!(table.contains("tiny_stm") && table.contains("tiny_lstm") && table.contains("wall"), "{table}");
+    assert_eq!(table.lines().filter(|l| l.contains("done")).count(), 3, "{table}");
+
+    // Quiet: only the closing count, no line per evaluation or trial, no table.
+    let quiet = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1", "--force", "-q"]);
+    assert_eq!(quiet.status.code(), Some(0), "{}", text(&quiet.stderr));
+    assert_eq!(text(&quiet.stderr).trim(), "3 trials run, 0 already done, 0 failed");
+    assert_eq!(text(&quiet.stdout), "");
 
     let again = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
     assert!(text(&again.stderr).contains("0 trials run, 3 already done"), "{}", text(&again.stderr));
@@ -22,11 +32,14 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     let runs = memctl(&store, &["runs", "--format", "records"]);
     let records: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
     let records = records.as_array().unwrap();
-    assert_eq!(records.len(), 3);
+    assert_eq!(records.len(), 6, "three trials, each run twice");
     for r in records {
         assert_eq!(r["status"], "done");
         assert!(r["final_metrics"]["accuracy"].as_f64().is_some());
         assert_eq!(r["spec_text"].as_str().unwrap(), tiny_spec());
+        // The wall time is the span the run was recorded over, as shown while it trained.
+        let span = r["ended_at"].as_f64().unwrap() - r["started_at"].as_f64().unwrap();
+        assert!((r["wall_seconds"].as_f64().unwrap() - span).abs() < 1e-6, "{r}");
     }
     let table = text(&memctl(&store, &["runs"]).stdout);
     assert!(table.contains("tiny_stm") && table.contains("tiny_lstm") && table.contains("accuracy"), "{table}");
@@ -144,6 +157,25 @@ fn tasks_lists_every_task_with_its_options_and_metrics_and_an_unknown_one_is_an_
     assert!(babi.starts_with("babi(path, task = 0, max_facts = 0)"), "{babi}");
     assert!(babi.contains("reads a folder in bAbI's en-valid-10k layout") && babi.contains("error (%)"), "{babi}");
     assert!(!babi.contains("do not configure"), "{babi}");
+
+    // Each option with its default and what it accepts, and a line to copy into a spec.
+    let palindrome = text(&memctl(&store, &["tasks", "palindrome"]).stdout);
+    let od = palindrome.lines().find(|l| l.trim_start().starts_with("od ")).unwrap_or_else(|| panic!("{palindrome}"));
+    assert!(od.contains("\"paper\"") && od.contains("one of paper, code"), "{od}");
+    let digits = palindrome.lines().find(|l| l.trim_start().starts_with("digits ")).unwrap();
+    assert!(digits.contains("1 to 1000, at least `min_digits`"), "{digits}");
+    assert!(palindrome.contains("example: task data = palindrome(digits = 10)"), "{palindrome}");
+    assert!(babi.contains("example: task data = babi(path = \"…\", task = 0)"), "{babi}");
+
+    // One generated sequence: what the model reads, and answers at the scored steps.
+    let sample = memctl(&store, &["tasks", "palindrome", "--sample", "--seed", "2"]);
+    assert_eq!(sample.status.code(), Some(0), "{}", text(&sample.stderr));
+    let sample = text(&sample.stdout);
+    let rows: Vec<&str> = sample.lines().skip(2).collect();
+    assert!(rows.len() >= 3 && rows.iter().any(|r| r.split_whitespace().count() == 3), "a scored step: {sample}");
+    assert_eq!(sample, text(&memctl(&store, &["tasks", "palindrome", "--sample", "--seed", "2"]).stdout), "seeded");
+    let unsampled = memctl(&store, &["tasks", "babi", "--sample"]);
+    assert!(text(&unsampled.stderr).contains("reads its data from files"), "{}", text(&unsampled.stderr));
 
     let unknown = memctl(&store, &["tasks", "tps"]);
     assert_eq!(unknown.status.code(), Some(2));

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use crate::synthetic::{config, fill, open, record};
+use crate::synthetic::{config, fill, one_point_run, open, record};
 
 #[path = "../../benches/support/chromium.rs"]
 mod chromium;
@@ -112,11 +112,17 @@ fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
     let dir = filled_store();
     let ui = Dashboard::start(dir.path(), &[]);
 
-    // Every run, newest first, with the CLI's default columns.
+    // Every run, newest first, with few columns (to fit a laptop); the CLI's default ones to
+    // pick from; wall time in seconds, which the page shows as the CLI does.
     let all = ui.ok_json("/api/runs");
     assert_eq!(all["matched"], 7);
     let ids: Vec<u64> = all["rows"].as_array().unwrap().iter().map(|r| r["id"].as_u64().unwrap()).collect();
     assert_eq!(ids, [7, 6, 5, 4, 3, 2, 1]);
+    let compact = ["id", "status", "experiment", "model", "d", "gates", "seed", "accuracy", "steps_run", "wall"];
+    assert_eq!(all["columns"], serde_json::json!(compact));
+    let available = all["available"].as_array().unwrap();
+    assert!(available.len() > compact.len() && available.contains(&"steps_to_converge".into()), "{available:?}");
+    assert_eq!(all["durations"], serde_json::json!(["wall"]));
 
     // The filter, sort and columns of `memctl runs`; `id` is always there to pick runs by.
     let q = format!("/api/runs?where={}&sort=-accuracy&columns=accuracy", encode("status == \"done\" and d == 48"));
@@ -175,6 +181,44 @@ fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
     assert!(run["spec"].as_str().unwrap().contains("experiment tiny_stm"), "{run}");
     let diff = ui.ok_json("/api/diff?a=5&b=6");
     assert!(diff["text"].as_str().unwrap().contains("gates"), "{diff}");
+}
+
+#[test]
+fn a_run_that_stops_on_a_metric_shows_and_draws_that_metric() {
+    let dir = filled_store();
+    open(dir.path()).put_many(&[one_point_run(8)]).unwrap();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let runs = ui.ok_json("/api/runs?where=id%20%3D%3D%208");
+    assert_eq!(
+        runs["columns"],
+        serde_json::json!([
+            "id",
+            "status",
+            "experiment",
+            "model",
+            "d",
+            "gates",
+            "seed",
+            "seq_accuracy",
+            "steps_run",
+            "wall"
+        ])
+    );
+    let curves = ui.ok_json("/api/curves?ids=8");
+    assert_eq!(curves["metric"], "val_seq_accuracy");
+    assert_eq!(curves["series"][0]["points"], serde_json::json!([[250.0, 0.096]]));
+}
+
+#[test]
+fn only_the_running_runs_the_filter_keeps_count() {
+    let dir = filled_store();
+    open(dir.path()).put_many(&[running_run(8)]).unwrap();
+    let ui = Dashboard::start(dir.path(), &[]);
+    assert_eq!(ui.ok_json("/api/runs")["running"], 1);
+    let gated = ui.ok_json(&format!("/api/runs?where={}", encode("gates")));
+    assert_eq!((gated["matched"].as_u64(), gated["running"].as_u64()), (Some(5), Some(0)));
+    let grouped = ui.ok_json(&format!("/api/runs?where={}&group_by=d", encode("not gates")));
+    assert_eq!(grouped["running"], 1);
 }
 
 #[test]
@@ -340,6 +384,29 @@ fn listening_beyond_localhost_warns() {
     assert!(local.addr.starts_with("127.0.0.1:"), "{}", local.addr);
 }
 
+/// Run 8, training in this process (alive to the dashboard): d=48, no gates, one evaluation
+/// of 30 steps so far.
+fn running_run(id: u64) -> memctl::store::RunRecord {
+    let mut running = record(id, config(48, false, 1), 0.3, None);
+    running.status = memctl::store::Status::Running;
+    running.ended_at = None;
+    running.final_metrics.clear();
+    running.environment.process = Some(memctl::store::owner::this_process().clone());
+    for curve in running.curves.values_mut() {
+        curve.truncate(1);
+    }
+    running.steps_run = 10;
+    running.progress = Some(memctl::store::Progress {
+        steps_total: 30,
+        updated_at: memctl::store::now(),
+        resumed_from: None,
+        checkpoint_step: None,
+        max_time: None,
+        deaths: 0,
+    });
+    running
+}
+
 fn chromium_or_skip(test: &str) -> Option<PathBuf> {
     if let Some(p) = chromium::find() {
         return Some(p);
@@ -421,40 +488,99 @@ fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
     std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ui.png"), png).unwrap();
 }
 
+/// The cells of the runs table, the header first.
+fn table_cells(tab: &headless_chrome::Tab) -> Vec<Vec<String>> {
+    let js =
+        "JSON.stringify([...document.querySelectorAll('#runs tr')].map(tr => [...tr.cells].map(c => c.textContent)))";
+    let text = tab.evaluate(js, false).unwrap().value.unwrap();
+    serde_json::from_str(text.as_str().unwrap()).unwrap()
+}
+
+#[test]
+fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli")
+    else {
+        return;
+    };
+    let dir = filled_store();
+    open(dir.path()).put_many(&[one_point_run(8)]).unwrap();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    tab.navigate_to(&ui.url("/?picked=8")).unwrap().wait_until_navigated().unwrap();
+
+    // Its one point is a marker, on axes whose tick labels differ.
+    wait_for(&tab, "document.querySelectorAll('#curves circle.marker').length", &Json::from(1));
+    wait_for(&tab, "document.getElementById('metric').value", &Json::from("val_seq_accuracy"));
+    let ticks = tab
+        .evaluate("JSON.stringify([...document.querySelectorAll('#curves text.tick')].map(t => t.textContent))", false)
+        .unwrap()
+        .value
+        .unwrap();
+    let ticks: Vec<String> = serde_json::from_str(ticks.as_str().unwrap()).unwrap();
+    let mut distinct = ticks.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert!(ticks.len() >= 6 && distinct.len() == ticks.len(), "{ticks:?}");
+
+    // Wall time as the CLI prints it (60 s).
+    wait_for(&tab, "document.querySelectorAll('#runs tbody tr').length", &Json::from(8));
+    let table = table_cells(&tab);
+    let wall = table[0].iter().position(|c| c == "wall").unwrap();
+    assert!(table[1..].iter().all(|r| r[wall] == "1m00s"), "{table:?}");
+
+    // A column ticked in the picker joins the table and the address.
+    tab.find_element("#column-picker summary").unwrap().click().unwrap();
+    tab.find_element("#column-list input[value=steps_to_converge]").unwrap().click().unwrap();
+    wait_for(
+        &tab,
+        "[...document.querySelectorAll('#runs th')].some(th => th.textContent === 'steps_to_converge')",
+        &Json::Bool(true),
+    );
+    assert!(tab.get_url().contains("columns="), "{}", tab.get_url());
+
+    // A group of one run has no spread: `0.250 (1)`, as `memctl runs --group-by` prints it.
+    tab.navigate_to(&ui.url(&format!("/?where={}&group_by=d,gates", encode("status == \"done\" and id < 8"))))
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+    wait_for(&tab, "document.querySelectorAll('#runs tbody tr').length", &Json::from(3));
+    let table = table_cells(&tab);
+    let accuracy = table[0].iter().position(|c| c == "accuracy").unwrap();
+    assert!(table[1..].iter().any(|r| r[accuracy] == "0.250 (1)"), "{table:?}");
+}
+
 #[test]
 fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
     let Some(chromium) = chromium_or_skip("in_a_browser_a_running_trial_refreshes_until_it_finishes") else {
         return;
     };
     let dir = filled_store();
-    // Run 8 trains in this process (alive to the dashboard): one evaluation so far.
-    let mut running = record(8, config(48, false, 1), 0.3, None);
-    running.status = memctl::store::Status::Running;
-    running.ended_at = None;
-    running.final_metrics.clear();
-    running.environment.process = Some(memctl::store::owner::this_process().clone());
-    for curve in running.curves.values_mut() {
-        curve.truncate(1);
-    }
-    running.steps_run = 10;
-    running.progress = Some(memctl::store::Progress {
-        steps_total: 30,
-        updated_at: memctl::store::now(),
-        resumed_from: None,
-        checkpoint_step: None,
-        max_time: None,
-        deaths: 0,
-    });
-    open(dir.path()).put_many(std::slice::from_ref(&running)).unwrap();
+    open(dir.path()).put_many(&[running_run(8)]).unwrap();
 
     let ui = Dashboard::start(dir.path(), &[]);
     let profile = tempfile::tempdir().unwrap();
     let (_browser, tab) = chromium::launch(chromium, profile.path());
-    tab.navigate_to(&ui.url("/?picked=8")).unwrap().wait_until_navigated().unwrap();
     let summary = "document.getElementById('summary').textContent";
+    // A filter that leaves the running run out: nothing on the page changes, nothing refreshes.
+    tab.navigate_to(&ui.url(&format!("/?where={}", encode("d == 96")))).unwrap().wait_until_navigated().unwrap();
+    wait_for(&tab, summary, &Json::from("4 runs"));
+
+    tab.navigate_to(&ui.url("/?picked=8,1")).unwrap().wait_until_navigated().unwrap();
     wait_for(&tab, summary, &Json::from("8 runs; 1 running, refreshing"));
     let points = "document.querySelector('#curves polyline.curve').points.length";
     wait_for(&tab, points, &Json::from(1));
+    // The diff of the two picked stays open through the refreshes.
+    wait_for(&tab, "document.getElementById('diff').disabled", &Json::Bool(false));
+    tab.find_element("#diff").unwrap().click().unwrap();
+    let detail = "document.getElementById('detail').textContent";
+    let is_diff = format!("{detail}.includes('gates') && !{detail}.includes('--- spec')");
+    wait_for(&tab, &is_diff, &Json::Bool(true));
+    let drawn = "performance.getEntriesByName('memctl:drawn').length";
+    let before = tab.evaluate(drawn, false).unwrap().value.unwrap().as_u64().unwrap();
+    wait_for(&tab, &format!("{drawn} >= {}", before + 2), &Json::Bool(true));
+    wait_for(&tab, &is_diff, &Json::Bool(true));
+    assert!(tab.get_url().contains("pane=diff"), "{}", tab.get_url());
 
     // It finishes: the page shows it within a refresh (every 2 s), then stops refreshing.
     open(dir.path()).put_many(&[record(8, config(48, false, 1), 0.3, None)]).unwrap();

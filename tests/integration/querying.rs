@@ -8,7 +8,7 @@ use std::process::{Command, Output, Stdio};
 use memctl::value::Value;
 
 use crate::support::{spec_folder, tiny_spec};
-use crate::synthetic::{filled, open};
+use crate::synthetic::{filled, one_point_run, open};
 
 /// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
 /// milliseconds (its I/O threads finish asynchronously), so a locked store is retried briefly.
@@ -277,6 +277,31 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     let typo = memctl(&store, &["plot", "1", "2", "--group-by", "gate", "-o", grouped.to_str().unwrap()]);
     assert!(!typo.status.success() && stderr(&typo).contains("did you mean `gates`?"), "{}", stderr(&typo));
 
+    // A run stopped at its first evaluation: its one point is a marker, on a span of steps
+    // and values whose tick labels differ (not `250` twice, nor `0.0960` twice).
+    open(&store).put(&one_point_run(8)).unwrap();
+    let one = dir.path().join("one.svg");
+    ok(&memctl(&store, &["plot", "8", "-o", one.to_str().unwrap()]));
+    let text = std::fs::read_to_string(&one).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    assert!(text.contains("val_seq_accuracy"), "the curve of the metric it stops on");
+    assert_eq!(doc.descendants().filter(|n| n.has_tag_name("circle")).count(), 1, "{text}");
+    let labels: Vec<&str> =
+        doc.descendants().filter(|n| n.has_tag_name("text")).filter_map(|n| n.text()).map(str::trim).collect();
+    let mut distinct = labels.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), labels.len(), "each tick labelled once: {labels:?}");
+    assert!(labels.len() > 8, "ticks on both axes: {labels:?}");
+    // A fixed axis for accuracies.
+    ok(&memctl(&store, &["plot", "8", "--y-range", "0,1", "-o", one.to_str().unwrap()]));
+    let text = std::fs::read_to_string(&one).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let labels: Vec<&str> = doc.descendants().filter_map(|n| n.text()).map(str::trim).collect();
+    assert!(labels.contains(&"0.0") && labels.contains(&"1.0"), "{labels:?}");
+    let bad = memctl(&store, &["plot", "8", "--y-range", "1,0", "-o", one.to_str().unwrap()]);
+    assert!(stderr(&bad).contains("LO below HI"), "{}", stderr(&bad));
+
     let png = dir.path().join("runs.png");
     ok(&memctl(&store, &["plot", "1", "2", "-o", png.to_str().unwrap()]));
     let bytes = std::fs::read(&png).unwrap();
@@ -290,6 +315,23 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     let bad = memctl(&store, &["plot", "1", "-o", nowhere.to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("there is no folder") && stderr(&bad).contains("no_such_folder"), "{}", stderr(&bad));
+}
+
+#[test]
+fn grouping_by_experiment_keeps_apart_experiments_of_different_tasks() {
+    let (_dir, store) = filled();
+    // Another spec's experiment of the same name, on another task.
+    let mut other = crate::synthetic::record(8, crate::synthetic::config(48, true, 1), 0.1, None);
+    other.config.task = "palindrome".into();
+    other.spec_path = "other.mem".into();
+    open(&store).put(&other).unwrap();
+    let rows = json(&memctl(&store, &["runs", "--group-by", "experiment", "--format", "json"]));
+    let groups: Vec<(&str, i64)> =
+        rows.iter().map(|r| (r["experiment"].as_str().unwrap(), r["runs"].as_i64().unwrap())).collect();
+    assert_eq!(groups, [("tiny_stm (task assocRetrieval)", 7), ("tiny_stm (task palindrome)", 1)], "{rows:?}");
+    // Grouped by something else, the runs of both mix as asked.
+    let rows = json(&memctl(&store, &["runs", "--group-by", "d", "--format", "json"]));
+    assert_eq!(rows.iter().find(|r| r["d"] == 48).unwrap()["runs"], 4);
 }
 
 #[test]

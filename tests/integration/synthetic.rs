@@ -50,6 +50,22 @@ pub fn record(id: u64, config: TrialConfig, accuracy: f64, converged: Option<u64
     }
 }
 
+/// A finished run that stopped on `seq_accuracy` at its first evaluation, step 250: one point
+/// per curve (val_seq_accuracy 0.096, val_accuracy 0.5).
+pub fn one_point_run(id: u64) -> RunRecord {
+    let mut r = record(id, config(48, false, 1), 0.5, Some(250));
+    r.curves = [
+        ("val_seq_accuracy".to_string(), vec![(250, 0.096)]),
+        ("val_accuracy".to_string(), vec![(250, 0.5)]),
+        ("train_loss".to_string(), vec![(250, 1.5)]),
+    ]
+    .into();
+    r.final_metrics.insert("seq_accuracy".into(), 0.096);
+    r.config.train.insert("stop_when".into(), Value::Str("seq_accuracy >= 0.995".into()));
+    r.steps_run = 250;
+    r
+}
+
 /// A temporary folder with a store at `store` in it, filled by [`fill`].
 pub fn filled() -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();

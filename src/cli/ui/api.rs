@@ -10,6 +10,7 @@ use super::unknown_name::UnknownName;
 use crate::cli::runs::listed;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
+use crate::report::sheet::Cell;
 use crate::report::{ablation, diff, json as sheet_json, show, view};
 use crate::store::{RunRecord, RunSummary, Status, Store, StoreError};
 
@@ -59,19 +60,29 @@ fn filtered(store: &Store, q: &Params) -> Result<(Vec<RunSummary>, Option<query:
 }
 
 /// `GET /api/runs?where=…&group_by=a,b&sort=-x&columns=a,b&all=1`: the runs table, as
-/// `{"columns": [...], "rows": [{...}], "matched": n, "running": n}`, the same sheet
-/// `memctl runs --format json` prints (plus each run's `id`, so rows can be picked).
+/// `{"columns": [...], "rows": [{...}], "matched": n, "running": n, "available": [...],
+/// "durations": [...]}`, the same sheet `memctl runs --format json` prints (plus each run's
+/// `id`, so rows can be picked). Without `columns`, a compact set that fits a laptop's screen
+/// (`available` lists `memctl runs`'s default columns, to pick from). `running` counts the
+/// running runs the filter keeps (the page refreshes while it is above 0); `durations` names
+/// the columns in seconds, which the page shows as the CLI does (`53.0s`, `3m05s`).
 pub fn runs(store: &Store, q: &Params) -> Answer {
     let (runs, filter) = match filtered(store, q) {
         Ok(f) => f,
         Err(a) => return a,
     };
+    let shown: Vec<&RunSummary> = runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).collect();
+    let running = shown.iter().filter(|r| r.status == Status::Running).count();
+    let available = view::default_column_names(&shown);
     let sort = q.nonempty("sort").map(|s| match s.strip_prefix('-') {
         Some(name) => (name.to_string(), true),
         None => (s.to_string(), false),
     });
     let group_by = q.list("group_by");
     let mut columns = q.list("columns");
+    if columns.is_none() && group_by.is_none() {
+        columns = Some(view::compact_column_names(&shown));
+    }
     if let (Some(c), None) = (&mut columns, &group_by) {
         if !c.iter().any(|c| c == "id") {
             c.insert(0, "id".into());
@@ -84,9 +95,19 @@ pub fn runs(store: &Store, q: &Params) -> Answer {
     };
     let matched = sheet.rows.len();
     sheet.rows.truncate(MOST_ROWS);
+    let durations: Vec<&String> = sheet
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(c, _)| sheet.rows.iter().any(|row| matches!(row[*c], Cell::Seconds(_))))
+        .map(|(_, name)| name)
+        .collect();
     let rows = sheet_json::row_objects(&sheet);
-    let running = runs.iter().filter(|r| r.status == Status::Running).count();
-    Answer::ok(json!({ "columns": sheet.columns, "rows": rows, "matched": matched, "running": running }).to_string())
+    let answer = json!({
+        "columns": sheet.columns, "rows": rows, "matched": matched, "running": running,
+        "available": available, "durations": durations,
+    });
+    Answer::ok(answer.to_string())
 }
 
 /// `GET /api/run/ID`: one run as `memctl show` prints it (YAML), and its curves.

@@ -1,15 +1,21 @@
 // memctl ui: the page's state lives in its URL (so a view can be shared), the data comes
-// from /api/* (read-only), and the view refreshes every 2 s while any run is training.
+// from /api/* (read-only), and the view refreshes every 2 s while a run it shows is training.
 "use strict";
 
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22"];
 const FIELDS = ["where", "group_by", "sort", "columns", "ablation"];
 const MOST_DRAWN = 10;
+// A curve of at most this many points gets a marker on each (a one-point curve is otherwise
+// a line of no length), as `memctl plot` draws them.
+const MARKED_POINTS = 25;
 const form = document.getElementById("view");
 const $ = id => document.getElementById(id);
 const url = new URLSearchParams(location.search);
 const picked = new Set((url.get("picked") || "").split(",").filter(Boolean));
 let shownRun = url.get("run");
+// The pane under the curves: a run's record ("run") or the diff of the two picked ("diff").
+// A refresh redraws the pane the user opened.
+let pane = url.get("pane") === "diff" ? "diff" : "run";
 let refresh = null;
 
 function viewParams() {
@@ -27,26 +33,43 @@ function remember() {
   if (picked.size) p.set("picked", [...picked].join(","));
   if ($("metric").value) p.set("metric", $("metric").value);
   if ($("x").value !== "step") p.set("x", $("x").value);
+  if ($("y").value !== "auto") p.set("y", $("y").value);
   if (shownRun) p.set("run", shownRun);
+  if (pane === "diff") p.set("pane", "diff");
   history.replaceState(null, "", "?" + p.toString());
 }
 
+// Three significant digits, as the CLI's tables print numbers.
 function fmt(x) {
   if (x === null || x === undefined || Number.isNaN(x)) return "·";
   if (Number.isInteger(x)) return String(x);
-  return Math.abs(x) >= 1000 || Math.abs(x) < 0.01 ? x.toExponential(2) : x.toPrecision(3);
+  return Math.abs(x) >= 1e6 || Math.abs(x) < 1e-3 ? x.toExponential(2) : x.toPrecision(3);
 }
 
-function cell(v) {
+// Seconds as the CLI prints them: `53.0s`, `3m05s`, `1h02m`.
+function duration(s) {
+  if (s === null || s === undefined || Number.isNaN(s)) return "·";
+  const two = n => String(Math.floor(n)).padStart(2, "0");
+  if (s < 60) return `${s.toFixed(1)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${two(s % 60)}s`;
+  return `${Math.floor(s / 3600)}h${two((s % 3600) / 60)}m`;
+}
+
+function cell(v, isDuration) {
   if (v === null || v === undefined) return "·";
-  if (typeof v === "object" && "mean" in v) return `${fmt(v.mean)} ± ${fmt(v.std)} (${v.n})`;
+  if (typeof v === "object" && "mean" in v) {
+    // One run has no spread: `0.0970 (1)`, as `memctl runs --group-by` prints it.
+    return v.std === null || v.std === undefined ? `${fmt(v.mean)} (${v.n})` : `${fmt(v.mean)} ± ${fmt(v.std)} (${v.n})`;
+  }
   if (Array.isArray(v)) return v.join(", ");
-  return typeof v === "number" ? fmt(v) : String(v);
+  if (typeof v === "number") return isDuration ? duration(v) : fmt(v);
+  return String(v);
 }
 
-// Fills a table from a sheet ({columns, rows}); `onRow(row, tr)` decorates each row.
+// Fills a table from a sheet ({columns, rows, durations}); `onRow(row, tr)` decorates each row.
 function fillTable(table, sheet, onHead, onRow) {
   const head = table.tHead, body = table.tBodies[0];
+  const durations = new Set(sheet.durations || []);
   head.replaceChildren();
   body.replaceChildren();
   const tr = head.insertRow();
@@ -61,13 +84,38 @@ function fillTable(table, sheet, onHead, onRow) {
     const r = document.createElement("tr");
     for (const c of sheet.columns) {
       const td = r.insertCell();
-      td.textContent = cell(row[c]);
+      td.textContent = cell(row[c], durations.has(c));
       if (c === "status") td.className = "status-" + row[c];
     }
     if (onRow) onRow(row, r);
     rows.appendChild(r);
   }
   body.appendChild(rows);
+}
+
+// The column picker: a box per column `memctl runs` shows by default; ticking one writes the
+// `columns` field (and so the URL).
+function offerColumns(available, shown, grouped) {
+  const picker = $("column-picker"), list = $("column-list");
+  picker.hidden = grouped || !available || !available.length;
+  if (picker.hidden) return;
+  const names = available.concat(shown.filter(c => !available.includes(c)));
+  list.replaceChildren();
+  for (const name of names) {
+    if (name === "id") continue;
+    const label = document.createElement("label");
+    const box = document.createElement("input");
+    box.type = "checkbox";
+    box.value = name;
+    box.checked = shown.includes(name);
+    box.onchange = () => {
+      const ticked = [...list.querySelectorAll("input:checked")].map(b => b.value);
+      form.elements.columns.value = ticked.join(",");
+      show();
+    };
+    label.append(box, name);
+    list.appendChild(label);
+  }
 }
 
 function showError(message) {
@@ -93,8 +141,9 @@ async function loadRuns() {
     const id = String(row.id);
     tr.dataset.id = id;
     if (picked.has(id)) tr.classList.add("picked");
-    tr.onclick = () => { picked.has(id) ? picked.delete(id) : picked.add(id); shownRun = id; show(); };
+    tr.onclick = () => { picked.has(id) ? picked.delete(id) : picked.add(id); shownRun = id; pane = "run"; show(); };
   });
+  offerColumns(body.available, body.columns, grouped);
   const n = body.matched;
   $("summary").textContent = `${n} ${grouped ? "group" : "run"}${n === 1 ? "" : "s"}` +
     (n > body.rows.length ? ` (the first ${body.rows.length} shown: filter or sort for others)` : "") +
@@ -106,8 +155,9 @@ async function loadRuns() {
     drawCurves(await fetchCurves(new URLSearchParams({ ids: ids.join(",") })));
   }
   await loadAblation(params);
-  if (shownRun) await detail(shownRun);
   $("diff").disabled = picked.size !== 2;
+  if (pane === "diff" && picked.size === 2) await diff();
+  else if (shownRun) await detail(shownRun);
   clearTimeout(refresh);
   if (body.running) refresh = setTimeout(loadRuns, 2000);
   // After the next frame is painted: what `cargo bench --bench dashboard` times.
@@ -121,9 +171,9 @@ function sortBy(column) {
 }
 
 async function loadAblation(params) {
-  const pane = $("ablation-pane");
-  pane.hidden = !params.has("ablation");
-  if (pane.hidden) return;
+  const ablationPane = $("ablation-pane");
+  ablationPane.hidden = !params.has("ablation");
+  if (ablationPane.hidden) return;
   const q = new URLSearchParams({ experiment: params.get("ablation") });
   if (params.has("where")) q.set("where", params.get("where"));
   const { ok, body } = await getJson("/api/ablation", q);
@@ -154,6 +204,27 @@ function drawCurves({ ok, body }) {
   draw(body.series || [], body.x || "training step");
 }
 
+// An axis range that is never empty: a single step or value gets a span around it, so that
+// its point is inside the chart and its tick labels differ.
+// `share` of the value on each side (`atZero` around 0), as `memctl plot` pads them.
+function span(lo, hi, share, atZero) {
+  if (hi > lo) return [lo, hi];
+  const half = lo === 0 ? atZero : Math.abs(lo) * share;
+  return [lo - half, hi + half];
+}
+
+// Round tick values (steps of 1, 2 or 5 × 10^k) across [lo, hi], about `n` of them, and the
+// decimals that tell their labels apart.
+function ticks(lo, hi, n) {
+  const raw = (hi - lo) / n;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw);
+  const decimals = Math.max(0, -Math.floor(Math.log10(step)));
+  const out = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push(t);
+  return { values: out, label: t => t.toFixed(decimals) };
+}
+
 function draw(series, xLabel) {
   const svg = $("curves"), legend = $("legend");
   svg.replaceChildren();
@@ -162,9 +233,12 @@ function draw(series, xLabel) {
   const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]).filter(Number.isFinite);
   if (!ys.length) return;
   const [W, H, L, B] = [640, 360, 56, 34];
-  const [x0, x1, y0, y1] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
-  const X = x => L + (x - x0) / ((x1 - x0) || 1) * (W - L - 10);
-  const Y = y => H - B - (y - y0) / ((y1 - y0) || 1) * (H - B - 10);
+  const [x0, x1] = span(Math.min(...xs), Math.max(...xs), 0.5, 1);
+  let [y0, y1] = span(Math.min(...ys), Math.max(...ys), 0.1, 0.5);
+  // `0–1`: accuracies on a fixed axis, so 0.085 to 0.109 does not fill the height.
+  if ($("y").value === "unit") [y0, y1] = [Math.min(0, y0), Math.max(1, y1)];
+  const X = x => L + (x - x0) / (x1 - x0) * (W - L - 10);
+  const Y = y => H - B - (y - y0) / (y1 - y0) * (H - B - 10);
   const add = (tag, attrs, text) => {
     const e = document.createElementNS("http://www.w3.org/2000/svg", tag);
     for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
@@ -174,10 +248,15 @@ function draw(series, xLabel) {
   };
   add("line", { class: "axis", x1: L, y1: H - B, x2: W - 10, y2: H - B });
   add("line", { class: "axis", x1: L, y1: 10, x2: L, y2: H - B });
-  add("text", { x: L - 4, y: Y(y1) + 4, "text-anchor": "end" }, fmt(y1));
-  add("text", { x: L - 4, y: Y(y0), "text-anchor": "end" }, fmt(y0));
-  add("text", { x: X(x0), y: H - B + 14 }, fmt(x0));
-  add("text", { x: X(x1), y: H - B + 14, "text-anchor": "end" }, fmt(x1));
+  const yt = ticks(y0, y1, 6), xt = ticks(x0, x1, 6);
+  for (const t of yt.values) {
+    add("line", { class: "grid", x1: L, y1: Y(t), x2: W - 10, y2: Y(t) });
+    add("text", { class: "tick", x: L - 4, y: Y(t) + 4, "text-anchor": "end" }, yt.label(t));
+  }
+  for (const t of xt.values) {
+    add("line", { class: "axis", x1: X(t), y1: H - B, x2: X(t), y2: H - B + 4 });
+    add("text", { class: "tick", x: X(t), y: H - B + 16, "text-anchor": "middle" }, xt.label(t));
+  }
   add("text", { x: (L + W) / 2, y: H - 4, "text-anchor": "middle" }, xLabel);
   const xy = (x, y) => `${X(x).toFixed(1)},${Y(y).toFixed(1)}`;
   series.forEach((s, i) => {
@@ -187,8 +266,11 @@ function draw(series, xLabel) {
       const lower = s.band.map(b => xy(b[0], b[1])).reverse();
       add("polygon", { points: upper.concat(lower).join(" "), fill: color, "fill-opacity": 0.18, stroke: "none", class: "band" });
     }
-    const d = s.points.filter(p => Number.isFinite(p[1])).map(p => xy(p[0], p[1])).join(" ");
-    add("polyline", { points: d, fill: "none", stroke: color, "stroke-width": 1.5, class: "curve" });
+    const finite = s.points.filter(p => Number.isFinite(p[1]));
+    add("polyline", { points: finite.map(p => xy(p[0], p[1])).join(" "), fill: "none", stroke: color, "stroke-width": 1.5, class: "curve" });
+    if (finite.length <= MARKED_POINTS) {
+      for (const p of finite) add("circle", { cx: X(p[0]).toFixed(1), cy: Y(p[1]).toFixed(1), r: 3, fill: color, class: "marker" });
+    }
     const li = document.createElement("li");
     const swatch = document.createElement("span");
     swatch.style.background = color;
@@ -216,7 +298,9 @@ function show() { remember(); loadRuns(); }
 form.onsubmit = e => { e.preventDefault(); show(); };
 $("metric").onchange = show;
 $("x").onchange = show;
-$("diff").onclick = diff;
+$("y").onchange = show;
+$("diff").onclick = () => { pane = "diff"; remember(); diff(); };
 for (const [k, v] of url) if (form.elements[k]) form.elements[k].value = v;
 if (url.get("x")) $("x").value = url.get("x");
+if (url.get("y")) $("y").value = url.get("y");
 loadRuns();
