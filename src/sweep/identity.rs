@@ -2,9 +2,11 @@
 //!
 //! Hashed: the compatibility level, the elaborated step graph's fingerprint (wiring, shapes,
 //! parameters — not comments or spacing), the model's parameter values, the task and its
-//! options, the training settings (except those that change how a trial runs, not what it
-//! computes: the device and checkpointing), and the seed. Same identity ⇒ same
-//! data and initial weights; a sweep skips trials whose identity is already `done`.
+//! options (an option added to the task after trials were recorded only when it is off its
+//! default, `TaskKind::in_identity`), the training settings (except those that change how a
+//! trial runs, not what it computes: the device and checkpointing), and the seed. Same
+//! identity ⇒ same data and initial weights; a sweep skips trials whose identity is already
+//! `done`.
 
 use sha2::{Digest, Sha256};
 
@@ -22,16 +24,21 @@ pub fn trial_key(trial: &Trial) -> String {
         // Earlier identities hashed the device as "" (kept, so that they stay the same).
         settings.insert("device".into(), "".into());
     }
+    let kind = crate::tasks::get(&trial.config.task);
+    let task_options: std::collections::BTreeMap<&String, &crate::value::Value> = (trial.config.task_options.iter())
+        .filter(|(name, value)| kind.is_none_or(|k| k.in_identity(name, value)))
+        .collect();
     let canonical = serde_json::json!({
         "compat": COMPAT_LEVEL,
         "graph": trial.graph.fingerprint(),
         "model": trial.config.model,
         "params": trial.config.params,
         "task": trial.config.task,
-        "task_options": trial.config.task_options,
+        "task_options": task_options,
         "train": train,
         "seed": trial.config.seed,
     });
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
+

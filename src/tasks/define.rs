@@ -86,6 +86,9 @@ macro_rules! task_kind {
                 let options = $crate::tasks::options::Options::new($ty::options(), options);
                 $crate::tasks::define::task_kind!(@instantiate options, dir $(, reads $reads)? $(, builds |$o| $build)?)
             }
+            fn in_identity(&self, option: &str, value: &$crate::value::Value) -> bool {
+                $crate::tasks::options::in_identity($ty::options(), option, value)
+            }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
             })?
