@@ -42,3 +42,43 @@ pub fn trial_key(trial: &Trial) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small Learning to Execute spec, every task option at its default but the mode.
+    const SPEC: &str = r#"
+task lte = learnToExecute(mode = "copy", length = 3, validation = 10, test = 10)
+
+model tiny(d = 8) {
+  state c = zeros(d)
+  state h = zeros(d)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+
+experiment e {
+  task lte
+  model tiny
+  train { optimizer = adam(lr = 1e-2), batch = 4, steps = 2 }
+}
+"#;
+
+    fn key_of(spec: &str) -> String {
+        trial_key(&crate::check::checked_text(spec).experiments[0].trials[0])
+    }
+
+    #[test]
+    fn an_option_added_to_a_task_keeps_the_identity_of_the_trials_recorded_before_it() {
+        // The identity of this trial before learnToExecute had the options `grammar` and
+        // `level_batches`.
+        assert_eq!(key_of(SPEC), "da5819a86ddea104");
+        let with = |options: &str| key_of(&SPEC.replace("test = 10", &format!("test = 10, {options}")));
+        assert_eq!(with("grammar = \"zaremba\", level_batches = 1000"), "da5819a86ddea104", "written at the defaults");
+        assert_ne!(with("grammar = \"sonnet\""), "da5819a86ddea104", "another grammar, another trial");
+        assert_ne!(with("level_batches = 10"), "da5819a86ddea104");
+        assert_ne!(with("curriculum = \"combine\""), "da5819a86ddea104", "an option hashed at every value");
+    }
+}
