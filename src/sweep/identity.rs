@@ -2,16 +2,15 @@
 //!
 //! Hashed: the compatibility level, the elaborated step graph's fingerprint (wiring, shapes,
 //! parameters — not comments or spacing), the model's parameter values, the task and its
-//! options, the training settings (except those that change how a trial runs, not what it
-//! computes: the device and checkpointing), and the seed. Same identity ⇒ same
-//! data and initial weights; a sweep skips trials whose identity is already `done`.
-
-use std::collections::BTreeMap;
+//! options (an option added to the task after trials were recorded only when it is off its
+//! default, `TaskKind::in_identity`), the training settings (except those that change how a
+//! trial runs, not what it computes: the device and checkpointing), and the seed. Same
+//! identity ⇒ same data and initial weights; a sweep skips trials whose identity is already
+//! `done`.
 
 use sha2::{Digest, Sha256};
 
 use crate::check::Trial;
-use crate::value::Value;
 
 /// Bumped when a memctl change makes earlier results incomparable (so they re-run).
 pub const COMPAT_LEVEL: u32 = 1;
@@ -25,13 +24,17 @@ pub fn trial_key(trial: &Trial) -> String {
         // Earlier identities hashed the device as "" (kept, so that they stay the same).
         settings.insert("device".into(), "".into());
     }
+    let kind = crate::tasks::get(&trial.config.task);
+    let task_options: std::collections::BTreeMap<&String, &crate::value::Value> = (trial.config.task_options.iter())
+        .filter(|(name, value)| kind.is_none_or(|k| k.in_identity(name, value)))
+        .collect();
     let canonical = serde_json::json!({
         "compat": COMPAT_LEVEL,
         "graph": trial.graph.fingerprint(),
         "model": trial.config.model,
         "params": trial.config.params,
         "task": trial.config.task,
-        "task_options": options_in_identity(&trial.config.task, &trial.config.task_options),
+        "task_options": task_options,
         "train": train,
         "seed": trial.config.seed,
     });
@@ -39,36 +42,58 @@ pub fn trial_key(trial: &Trial) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// Task options added after runs of their task were recorded, with their defaults. At its
-/// default, such an option stays out of the identity, so the runs recorded before it existed
-/// remain their trials' (sweeps skip them, tables show them); set to anything else, it counts
-/// as every option does. A new option of an existing task gets a line here.
-const ADDED_OPTIONS: &[(&str, &str, &str)] = &[("convexHull", "labels", "random"), ("tsp", "labels", "random")];
-
-/// The task options that the identity hashes: all but the added ones at their defaults.
-fn options_in_identity<'a>(task: &str, options: &'a BTreeMap<String, Value>) -> BTreeMap<&'a str, &'a Value> {
-    let added_at_default = |name: &str, value: &Value| {
-        ADDED_OPTIONS.iter().any(|&(t, o, default)| t == task && o == name && value.as_str() == Some(default))
-    };
-    options.iter().filter(|(name, value)| !added_at_default(name, value)).map(|(n, v)| (n.as_str(), v)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn options(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    /// A small Learning to Execute spec, every task option at its default but the mode.
+    const SPEC: &str = r#"
+task lte = learnToExecute(mode = "copy", length = 3, validation = 10, test = 10)
+
+model tiny(d = 8) {
+  state c = zeros(d)
+  state h = zeros(d)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+
+experiment e {
+  task lte
+  model tiny
+  train { optimizer = adam(lr = 1e-2), batch = 4, steps = 2 }
+}
+"#;
+
+    fn key_of(spec: &str) -> String {
+        trial_key(&crate::check::checked_text(spec).experiments[0].trials[0])
     }
 
     #[test]
-    fn an_added_option_at_its_default_leaves_the_identity_as_before_it_existed() {
-        let before = options(&[("points", Value::Int(10))]);
-        let default = options(&[("points", Value::Int(10)), ("labels", Value::Str("random".into()))]);
-        let code = options(&[("points", Value::Int(10)), ("labels", Value::Str("code".into()))]);
-        let hashed = |task, o| serde_json::to_string(&options_in_identity(task, o)).unwrap();
-        assert_eq!(hashed("tsp", &default), hashed("tsp", &before));
-        assert_ne!(hashed("tsp", &code), hashed("tsp", &before), "set otherwise, it counts");
-        assert_ne!(hashed("copy", &default), hashed("copy", &before), "only the task that gained the option is exempt");
+    fn an_option_added_to_a_task_keeps_the_identity_of_the_trials_recorded_before_it() {
+        // The identity of this trial before learnToExecute had the options `grammar` and
+        // `level_batches`.
+        assert_eq!(key_of(SPEC), "da5819a86ddea104");
+        let with = |options: &str| key_of(&SPEC.replace("test = 10", &format!("test = 10, {options}")));
+        assert_eq!(with("grammar = \"zaremba\", level_batches = 1000"), "da5819a86ddea104", "written at the defaults");
+        assert_ne!(with("grammar = \"sonnet\""), "da5819a86ddea104", "another grammar, another trial");
+        assert_ne!(with("level_batches = 10"), "da5819a86ddea104");
+        assert_ne!(with("curriculum = \"combine\""), "da5819a86ddea104", "an option hashed at every value");
+    }
+
+    #[test]
+    fn the_geometry_tasks_labels_keep_the_identity_of_the_trials_recorded_before_them() {
+        let spec = SPEC
+            .replace(
+                "learnToExecute(mode = \"copy\", length = 3, validation = 10, test = 10)",
+                "tsp(points = 6, validation = 10, test = 10)",
+            )
+            .replace("step token", "step x")
+            .replace("embed(token, 8)", "x");
+        // The identity of this trial before `tsp` had the option `labels`.
+        assert_eq!(key_of(&spec), "08098a9001d4488b");
+        let code = spec.replace("test = 10)", "test = 10, labels = \"code\")");
+        assert_ne!(key_of(&code), "08098a9001d4488b", "the authors' labels, another trial");
     }
 }

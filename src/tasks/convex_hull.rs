@@ -43,7 +43,7 @@ pub(super) const fn geometry_options(default_points: i64, most: i64) -> [TaskOpt
         TaskOption::int("points", default_points, 3, most).at_least("min_points"),
         TaskOption::int("min_points", 5, 3, most),
         TaskOption::int("features", 20, 1, 4096),
-        TaskOption::choice("labels", "random", &["random", "code"]),
+        TaskOption::choice("labels", "random", &["random", "code"]).left_out_of_identity_at_default(),
     ]
 }
 

@@ -89,6 +89,9 @@ macro_rules! task_kind {
             fn accepted(&self) -> Vec<String> {
                 $ty::options().iter().map(|o| o.accepted()).collect()
             }
+            fn in_identity(&self, option: &str, value: &$crate::value::Value) -> bool {
+                $crate::tasks::options::in_identity($ty::options(), option, value)
+            }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
             })?

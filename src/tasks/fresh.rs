@@ -27,6 +27,19 @@ pub(super) trait Fresh: Clone + Send + Sync + 'static {
     fn target(&self) -> Target;
     /// One training batch of `batch` examples.
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch>;
+    /// The training batch that `drawn` training batches of the trial precede, for a generator
+    /// whose training data changes as training goes on (a curriculum); by default
+    /// [`Fresh::train_batch`], the same at every point.
+    fn train_batch_after(
+        &self,
+        rng: &mut ChaCha8Rng,
+        drawn: usize,
+        batch: usize,
+        device: &Device,
+    ) -> candle_core::Result<Batch> {
+        let _ = drawn;
+        self.train_batch(rng, batch, device)
+    }
     /// A held-out set of `n` examples, as groups of equal-shape examples; by default one group,
     /// drawn as a training batch (for generators whose examples all share one shape).
     fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
@@ -60,6 +73,8 @@ impl<G: Fresh> Task for FreshTask<G> {
 pub(super) struct FreshData<G: Fresh> {
     generator: G,
     rng: ChaCha8Rng,
+    /// Training batches drawn so far (a resumed trial draws its earlier ones again).
+    drawn: usize,
     validation: Vec<Batch>,
     test: Vec<Batch>,
     device: Device,
@@ -75,13 +90,22 @@ impl<G: Fresh> FreshData<G> {
         };
         let validation = held_out(Stream::Validation, sizes.validation)?;
         let test = held_out(Stream::Test(0), sizes.test)?;
-        Ok(FreshData { generator, rng: stream(seed, Stream::Train), validation, test, device: device.clone() })
+        Ok(FreshData {
+            generator,
+            rng: stream(seed, Stream::Train),
+            drawn: 0,
+            validation,
+            test,
+            device: device.clone(),
+        })
     }
 }
 
 impl<G: Fresh> TaskData for FreshData<G> {
     fn train_batch(&mut self, batch_size: usize) -> candle_core::Result<Batch> {
-        self.generator.train_batch(&mut self.rng, batch_size, &self.device)
+        let batch = self.generator.train_batch_after(&mut self.rng, self.drawn, batch_size, &self.device)?;
+        self.drawn += 1;
+        Ok(batch)
     }
 
     fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>> {

@@ -1,6 +1,8 @@
-//! The Learning to Execute generator (Zaremba & Sutskever 2014, §3; their code
-//! wojciechz/learning_to_execute @04a1659, `data.lua` and `utils/operations.lua`): Python
-//! programs over integers that one left-to-right pass evaluates, and what they print.
+//! The Learning to Execute generator of `grammar = "zaremba"` (Zaremba & Sutskever 2014, §3;
+//! their code wojciechz/learning_to_execute @04a1659, `data.lua` and `utils/operations.lua`):
+//! Python programs over integers that one left-to-right pass evaluates, and what they print.
+//! The modes, the difficulty ([`Hardness`]) and the examples defined here are shared with the
+//! RMC authors' grammar, `grammar = "sonnet"` ([`super::lte_sonnet`]).
 //!
 //! A program is built by composing `nesting` operations. Each operation draws its operands;
 //! the first operand it draws is the expression built so far (if any), put at a random operand
@@ -21,7 +23,7 @@
 //! expression, lines separated by a newline; the target is what Python prints.
 //!
 //! Modes, as RMC Table 1 (Santoro et al. 2018, §5.2) and the RMC authors' dataset (deepmind/
-//! sonnet, `sonnet/examples/learn_to_execute.py`) name them:
+//! sonnet, `sonnet/examples/learn_to_execute.py`, [`super::lte_sonnet`]) name them:
 //! - `program`: all six operations (the LTE paper's program class).
 //! - `control`: `if` and `loop` only (Sonnet's CONTROL class: if-statements and for-loops).
 //! - `addition`: `nesting` additions of numbers of exactly `length` digits, as the LTE paper's
@@ -34,8 +36,8 @@
 //! and uses `#` for newline); the printed expression loses its outer parentheses, as Sonnet's
 //! (`print(a+b)`, where the code writes `print((a+b))`); with the `mix` curriculum (see
 //! [`Hardness`]) length and nesting are drawn once per program (the code draws the length
-//! again for every number). No result is taken modulo anything (Sonnet keeps the last
-//! `length + 1` digits); values are exact in `i128`.
+//! again for every number). No result is taken modulo anything (Sonnet's grammar keeps the
+//! last `length + 1` digits); values are exact in `i128`.
 
 use rand::Rng;
 use rand::seq::SliceRandom;
@@ -122,7 +124,7 @@ pub(super) fn example(rng: &mut ChaCha8Rng, mode: Mode, hardness: Hardness) -> E
 }
 
 /// A `length`-digit number (first digit not 0, as Sonnet's) and its copy, reversal or double.
-fn memorisation(rng: &mut ChaCha8Rng, mode: Mode, length: usize) -> Example {
+pub(super) fn memorisation(rng: &mut ChaCha8Rng, mode: Mode, length: usize) -> Example {
     let digits: String = (0..length)
         .map(|i| char::from(b'0' + if i == 0 { rng.random_range(1..10u8) } else { rng.random_range(0..10u8) }))
         .collect();

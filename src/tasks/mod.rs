@@ -28,7 +28,9 @@ mod held_out;
 pub mod jsonl;
 pub mod learn_to_execute;
 pub mod listops;
+mod lte_curriculum;
 mod lte_program;
+mod lte_sonnet;
 mod nam;
 pub mod nth_farthest;
 mod options;
@@ -95,6 +97,13 @@ pub trait TaskKind: Send + Sync {
     /// `one of none, linear`.
     fn accepted(&self) -> Vec<String> {
         vec![]
+    }
+    /// Whether a trial's identity (`sweep::identity`) hashes the option `option` set to
+    /// `value`: every option is, except one added after trials were recorded, while it is at
+    /// its default.
+    fn in_identity(&self, option: &str, value: &Value) -> bool {
+        let _ = (option, value);
+        true
     }
     /// For a task that reads a data set: the files it reads and what it reports, in one line
     /// (`memctl tasks` shows it, since such a task has no data to configure it by default).

@@ -36,11 +36,20 @@ pub(super) struct TaskOption {
     accepts: Accepts,
     /// The integer option this one may not be below (the lower end of a range it ends).
     at_least: Option<&'static str>,
+    /// Whether a trial's identity hashes the option when it is at its default.
+    hashed_at_default: bool,
 }
 
 impl TaskOption {
     const fn new(spec: ArgSpec, accepts: Accepts) -> TaskOption {
-        TaskOption { spec, accepts, at_least: None }
+        TaskOption { spec, accepts, at_least: None, hashed_at_default: true }
+    }
+
+    /// An option added to a task after trials of it were recorded: a trial's identity hashes
+    /// it only when it is set to something other than its default, so that every trial
+    /// recorded before the option existed keeps its identity (and is not run again).
+    pub(super) const fn left_out_of_identity_at_default(self) -> TaskOption {
+        TaskOption { hashed_at_default: false, ..self }
     }
 
     /// This integer option ends a range that the integer option `lower` starts: it may not be
@@ -92,6 +101,15 @@ impl TaskOption {
 /// The signature of a task with these options (in their order).
 pub(super) fn signature(options: &[TaskOption]) -> Vec<ArgSpec> {
     options.iter().map(|o| o.spec).collect()
+}
+
+/// Whether a trial's identity hashes the option `name` set to `value` (see
+/// [`TaskOption::left_out_of_identity_at_default`]); an option not in the table is hashed.
+pub(super) fn in_identity(options: &[TaskOption], name: &str, value: &Value) -> bool {
+    options
+        .iter()
+        .find(|o| o.spec.name == name)
+        .is_none_or(|o| o.hashed_at_default || o.spec.default.value().as_ref() != Some(value))
 }
 
 /// A task's option values, aligned with its options (defaults already filled in by the checker).
@@ -245,6 +263,18 @@ mod tests {
         assert_eq!(o.choice("mode").unwrap(), 1);
         // A tighter bound that depends on another option.
         assert_eq!(o.int_in("width", 1, 10_000).unwrap(), 5000);
+    }
+
+    #[test]
+    fn an_option_left_out_of_identity_is_hashed_only_off_its_default() {
+        static LATER: [TaskOption; 2] = [
+            TaskOption::int("width", 32, 1, 4096),
+            TaskOption::choice("mode", "flip", &["flip", "erase"]).left_out_of_identity_at_default(),
+        ];
+        assert!(in_identity(&LATER, "width", &Value::Int(32)), "an option declared plainly: always hashed");
+        assert!(!in_identity(&LATER, "mode", &Value::Str("flip".into())), "at its default");
+        assert!(in_identity(&LATER, "mode", &Value::Str("erase".into())));
+        assert!(in_identity(&LATER, "depth", &Value::Int(1)), "not in the table: hashed");
     }
 
     #[test]

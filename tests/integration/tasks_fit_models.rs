@@ -46,6 +46,8 @@ task pal   = palindrome(digits = 3, train = 32, validation = 8, test = 8)
 task red   = reduce(digits = 3, train = 32, validation = 8, test = 8)
 task lte   = learnToExecute(mode = "program", length = 2, nesting = 2, validation = 8, test = 8)
 task dbl   = learnToExecute(mode = "double", length = 3, validation = 8, test = 8)
+task son   = learnToExecute(mode = "control", length = 2, nesting = 2, grammar = "sonnet", curriculum = "combine",
+                            level_batches = 1, validation = 8, test = 8)
 
 model vec_lstm(hidden = 8) {
   state c = zeros(hidden)
@@ -69,15 +71,16 @@ experiment pal   { task pal   model tok_lstm train { batch = 4, steps = 2, eval_
 experiment red   { task red   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment lte   { task lte   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment dbl   { task dbl   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment son   { task son   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 "#;
 
 #[test]
 fn every_task_checks_and_trains_with_a_tiny_model() {
     let outcomes = trained_for_two_steps("tasks.mem", &spec());
-    assert_eq!(outcomes.len(), 10);
+    assert_eq!(outcomes.len(), 11);
     for (name, out) in &outcomes {
         let metric = match name.as_str() {
-            "nfar" | "add" | "pal" | "red" | "lte" | "dbl" => "seq_accuracy",
+            "nfar" | "add" | "pal" | "red" | "lte" | "dbl" | "son" => "seq_accuracy",
             _ => "bit_error",
         };
         assert!(out.final_metrics.contains_key(metric), "{}: {:?}", name, out.final_metrics);
