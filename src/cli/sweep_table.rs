@@ -1,5 +1,5 @@
-//! The table `memctl sweep` ends with: the latest run of each of its trials, as `memctl runs`
-//! lists them (one row per experiment when there are many trials).
+//! The table `memctl sweep` ends with: the latest run of each of its trials in the dashboard's
+//! compact columns (one row per experiment when there are many trials).
 
 use std::collections::HashMap;
 
@@ -30,7 +30,10 @@ pub fn print(store: &Store, trials: &[Trial]) -> anyhow::Result<()> {
     // Oldest first, as `view::build` takes the store's runs.
     shown.sort_by_key(|r| r.id);
     let group_by = (shown.len() > MOST_ROWS).then(|| vec!["experiment".to_string()]);
-    let v = view::View { group_by, ..view::View::default() };
+    // The dashboard's few columns (the stop metric among them), so the table fits a terminal;
+    // `memctl runs` shows the rest.
+    let columns = group_by.is_none().then(|| view::compact_column_names(&shown.iter().collect::<Vec<_>>()));
+    let v = view::View { group_by, columns, ..view::View::default() };
     let sheet = view::build(&shown, &v).map_err(|e| anyhow::anyhow!(e))?;
     println!();
     runs::print(&sheet, Format::Table)

@@ -18,6 +18,7 @@ fn sweep_records_runs_and_skips_them_the_second_time() {
     // It ends with its runs as `memctl runs` lists them.
     let table = text(&out.stdout);
     assert!(table.contains("tiny_stm") && table.contains("tiny_lstm") && table.contains("wall"), "{table}");
+    assert!(!table.contains("loss"), "the compact columns (the stop metric or accuracy), not every metric: {table}");
     assert_eq!(table.lines().filter(|l| l.contains("done")).count(), 3, "{table}");
 
     // Quiet: only the closing count, no line per evaluation or trial, no table.
