@@ -18,7 +18,6 @@ use candle_core::Device;
 use memctl::check::Trial;
 use memctl::store::checkpoints::CheckpointDir;
 use memctl::store::{RunRecord, Status, Store, cost};
-use memctl::sweep::memory_budget::MemoryBudget;
 use memctl::sweep::{self, Options, Reporter, SpecSource};
 use memctl::train::checkpoint::{Checkpoints, TrainState};
 use memctl::train::{Autograd, Observer, Silent};
@@ -83,15 +82,7 @@ fn queries_while_a_sweep_writes(path: &Path) {
     let program = check("writer.mem", &text);
     let trials = program.experiments[0].trials.clone();
     let spec = SpecSource { path: "writer.mem".into(), text };
-    let opts = Options {
-        force: false,
-        retry_failed: false,
-        jobs: 1,
-        threads: 1,
-        device: None,
-        prober: None,
-        memory: MemoryBudget::unlimited(),
-    };
+    let opts = Options::one_at_a_time();
     let done = AtomicBool::new(false);
     let before = cost::spent();
     let (sweep_wall, samples) = std::thread::scope(|s| {

@@ -49,6 +49,22 @@ pub struct Options {
     pub memory: memory_budget::MemoryBudget,
 }
 
+impl Options {
+    /// One trial at a time on one thread, on each trial's own device, nothing re-run and no
+    /// memory limit: how a benchmark or a test drives a sweep.
+    pub fn one_at_a_time() -> Options {
+        Options {
+            force: false,
+            retry_failed: false,
+            jobs: 1,
+            threads: 1,
+            device: None,
+            prober: None,
+            memory: memory_budget::MemoryBudget::unlimited(),
+        }
+    }
+}
+
 /// What happened to one trial.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TrialResult {

@@ -296,15 +296,7 @@ fn a_trial_failing_between_progress_saves_records_the_steps_it_ran_and_its_evalu
     let trial = &crate::support::trials("one.mem", &text)[0];
     let dir = tempfile::tempdir().unwrap();
     let store = memctl::store::Store::open(dir.path()).unwrap();
-    let opts = Options {
-        force: false,
-        retry_failed: false,
-        jobs: 1,
-        threads: 1,
-        device: None,
-        prober: None,
-        memory: sweep::memory_budget::MemoryBudget::unlimited(),
-    };
+    let opts = Options::one_at_a_time();
     let spec = SpecSource { path: "one.mem".into(), text };
     let cancel = std::sync::atomic::AtomicBool::new(false);
     sweep::run_trial(&store, &spec, 0, trial, &opts, &BugAtStep(25), &cancel).unwrap();
