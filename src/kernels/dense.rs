@@ -29,16 +29,28 @@ pub fn dense(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
 /// detached weights to every time step). The product `x wᵀ` with `wᵀ` laid out row-major
 /// runs up to 1.6× faster than through a transposed view (the gemm crate repacks the view
 /// at every call; measured on STM's `distill`, [256 × 9216] · [9216 × 96]).
+///
+/// A pack of trials runs one op with each trial's weight in turn, so one transpose is kept
+/// per weight in use: an entry not asked for within twice as many calls as there are entries
+/// belongs to a weight of an earlier step, and goes.
 #[derive(Default)]
-pub struct Transposed(Mutex<Option<(TensorId, Tensor)>>);
+pub struct Transposed(Mutex<TransposeCache>);
+
+#[derive(Default)]
+struct TransposeCache {
+    calls: u64,
+    /// `(weight, its transpose, the call that last asked for it)`.
+    kept: Vec<(TensorId, Tensor, u64)>,
+}
 
 impl Transposed {
     /// `w`'s transpose (computed on the first call for this tensor).
     pub fn of(&self, w: &Tensor) -> Result<Tensor> {
-        let mut cached = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((id, wt)) = cached.as_ref()
-            && *id == w.id()
-        {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        cache.calls += 1;
+        let now = cache.calls;
+        if let Some((_, wt, last)) = cache.kept.iter_mut().find(|(id, ..)| *id == w.id()) {
+            *last = now;
             return Ok(wt.clone());
         }
         let wt = match (w.device(), w.dtype()) {
@@ -46,7 +58,9 @@ impl Transposed {
             (candle_core::Device::Cpu, candle_core::DType::F64) => transpose::<f64>(w)?,
             _ => w.t()?.contiguous()?,
         };
-        *cached = Some((w.id(), wt.clone()));
+        let window = 2 * (cache.kept.len() as u64 + 1);
+        cache.kept.retain(|(.., last)| now - *last <= window);
+        cache.kept.push((w.id(), wt.clone(), now));
         Ok(wt)
     }
 }

@@ -14,11 +14,13 @@ mod graph_step;
 pub mod loss;
 pub mod memory;
 pub mod optim;
+pub mod pack;
+mod trial_run;
 
 use std::collections::BTreeMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use candle_core::{DType, Device};
@@ -28,6 +30,7 @@ use crate::check::Trial;
 use crate::compile::Cell;
 use crate::tasks::{Split, Target, TaskData};
 use loss::MetricSums;
+use trial_run::{Run, TrialRun};
 
 /// Hooks for progress display.
 pub trait Observer: Sync {
@@ -156,6 +159,31 @@ pub struct Outcome {
     pub flops_per_step: u64,
     pub train_seconds: f64,
     pub eval_seconds: f64,
+}
+
+impl Outcome {
+    /// A trial's outcome before it trains.
+    pub fn starting(trial: &Trial) -> Outcome {
+        Outcome {
+            ending: Ending::Done,
+            stop_reason: "steps".into(),
+            curves: BTreeMap::new(),
+            final_metrics: BTreeMap::new(),
+            selected: None,
+            steps_run: 0,
+            converged: None,
+            param_count: trial.graph.param_count(),
+            flops_per_step: trial.graph.flops_per_step(),
+            train_seconds: 0.0,
+            eval_seconds: 0.0,
+        }
+    }
+
+    /// Ends the trial `failed` for `reason`, keeping what it recorded so far.
+    pub fn fail(&mut self, reason: String) {
+        self.ending = Ending::Failed(reason.clone());
+        self.stop_reason = reason;
+    }
 }
 
 /// How a training step computes its gradients.
@@ -342,9 +370,15 @@ impl Stepper {
         if let Some(value) = self.replayed_step(batch)? {
             return Ok(value);
         }
-        let (value, mut grads) = self.loss_and_grads(batch)?;
+        let (value, grads) = self.loss_and_grads(batch)?;
+        self.update(value, grads)
+    }
+
+    /// Clips `grads` and updates the parameters with them, unless the loss `value` they come
+    /// from is not finite (the caller fails the trial); returns `value`.
+    fn update(&mut self, value: f64, mut grads: Vec<Option<candle_core::Tensor>>) -> candle_core::Result<f64> {
         if !value.is_finite() {
-            return Ok(value); // the caller fails the trial; no update from a non-finite loss
+            return Ok(value);
         }
         let clamp = clip::before_update(&mut grads, self.clip_value, self.clip_norm, false)?;
         self.opt.step(&grads, clamp)?;
@@ -386,29 +420,16 @@ pub fn train_resumable(
     cancel: &AtomicBool,
     checkpoints: &dyn checkpoint::Checkpoints,
 ) -> Outcome {
-    let mut out = Outcome {
-        ending: Ending::Done,
-        stop_reason: "steps".into(),
-        curves: BTreeMap::new(),
-        final_metrics: BTreeMap::new(),
-        selected: None,
-        steps_run: 0,
-        converged: None,
-        param_count: trial.graph.param_count(),
-        flops_per_step: trial.graph.flops_per_step(),
-        train_seconds: 0.0,
-        eval_seconds: 0.0,
-    };
+    let mut out = Outcome::starting(trial);
     let run = Run { trial, device, autograd, observer, cancel, checkpoints };
     // A panic (a bug) fails the trial as an error does, keeping the steps and curves so far.
-    let failure = match std::panic::catch_unwind(AssertUnwindSafe(|| run.train_into(&mut out))) {
+    let failure = match std::panic::catch_unwind(AssertUnwindSafe(|| train_alone(run, &mut out))) {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e.to_string()),
         Err(panic) => Some(format!("internal error (panic) while training: {}", panic_message(panic.as_ref()))),
     };
     if let Some(reason) = failure {
-        out.ending = Ending::Failed(reason.clone());
-        out.stop_reason = reason;
+        out.fail(reason);
     }
     out
 }
@@ -423,7 +444,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum TrainError {
+pub(crate) enum TrainError {
     #[error("loss is {value} at step {step}; {advice}")]
     NonFinite { step: usize, value: f64, advice: &'static str },
     #[error("{0}")]
@@ -443,148 +464,20 @@ fn non_finite_advice(step: usize, cfg: &crate::train_config::TrainConfig) -> &'s
     }
 }
 
-/// One training run's inputs, as [`train_resumable`] takes them.
-#[derive(Clone, Copy)]
-struct Run<'a> {
-    trial: &'a Trial,
-    device: &'a Device,
-    autograd: Autograd,
-    observer: &'a dyn Observer,
-    cancel: &'a AtomicBool,
-    checkpoints: &'a dyn checkpoint::Checkpoints,
-}
-
-impl Run<'_> {
-    /// Trains, filling `out` as it goes (so that a failure keeps the curves so far).
-    fn train_into(self, out: &mut Outcome) -> Result<(), TrainError> {
-        let Run { trial, device, autograd, observer, cancel, checkpoints } = self;
-        let cfg = &trial.config.train;
-        let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
-        let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
-        let eval_batch = evaluation_batch(cfg.batch, device);
-        let mut interval_loss = (0.0, 0usize);
-        // Training and evaluation seconds of earlier runs of this trial (resumed from a checkpoint).
-        let (mut train_before, mut eval_time) = (0.0, 0.0);
-        if let Some(state) = checkpoints.resume(device) {
-            stepper.restore(&state.params, state.optimizer)?;
-            // The data stream restarts from the seed: draw the batches the steps so far used.
-            for _ in 0..state.step {
-                data.train_batch(cfg.batch)?;
-            }
-            out.steps_run = state.step;
-            out.curves = state.curves;
-            out.selected = state.selected;
-            interval_loss = state.interval_loss;
-            (train_before, eval_time) = (state.train_seconds, state.eval_seconds);
+/// Trains one trial alone, filling `out` as it goes (so that a failure keeps the curves so far).
+fn train_alone(run: Run<'_>, out: &mut Outcome) -> Result<(), TrainError> {
+    let mut trial = TrialRun::start(run, out)?;
+    let mut mark = Instant::now();
+    while let Some(batch) = trial.next_batch(out)? {
+        let value = trial.stepper.step(&batch)?;
+        trial.charge(mark.elapsed());
+        let go_on = trial.after_step(value, out)?;
+        mark = Instant::now();
+        if !go_on {
+            break;
         }
-        let started = Instant::now();
-        let eval_before = eval_time;
-        // Training seconds so far, over every run of this trial.
-        let train_seconds = |eval_time: f64| train_before + started.elapsed().as_secs_f64() - (eval_time - eval_before);
-        let mut last_checkpoint = Instant::now();
-        let (mut reported, mut last_progress) = (false, Instant::now());
-        let save = |stepper: &Stepper, out: &Outcome, interval_loss: (f64, usize), eval_time: f64| {
-            let (params, optimizer) = stepper.snapshot();
-            checkpoints.save(&checkpoint::TrainState {
-                step: out.steps_run,
-                curves: out.curves.clone(),
-                interval_loss,
-                selected: out.selected.clone(),
-                train_seconds: train_seconds(eval_time),
-                eval_seconds: eval_time,
-                params,
-                optimizer,
-            });
-        };
-        for step in out.steps_run + 1..=cfg.steps {
-            if cancel.load(Ordering::Relaxed) {
-                out.ending = Ending::Interrupted;
-                out.stop_reason = "interrupted".into();
-                save(&stepper, out, interval_loss, eval_time);
-                break;
-            }
-            let batch = data.train_batch(cfg.batch)?;
-            let value = stepper.step(&batch)?;
-            if !value.is_finite() {
-                return Err(TrainError::NonFinite { step, value, advice: non_finite_advice(step, cfg) });
-            }
-            out.steps_run = step;
-            interval_loss.0 += value;
-            interval_loss.1 += 1;
-            observer.on_step(step, cfg.steps, value);
-            // A first report as soon as training runs (a process that dies before it has not
-            // trained at all; see `sweep::probe`), then at every validation and every `REPORT_EVERY`.
-            if !reported || last_progress.elapsed() >= REPORT_EVERY {
-                (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
-                observer.on_progress(out);
-                (reported, last_progress) = (true, Instant::now());
-            }
-
-            let out_of_time = cfg.max_time.is_some_and(|t| train_seconds(eval_time) >= t);
-            if step % cfg.eval_every == 0 || step == cfg.steps || out_of_time {
-                push(out, "train_loss", step, interval_loss.0 / interval_loss.1.max(1) as f64);
-                interval_loss = (0.0, 0);
-                let t0 = Instant::now();
-                let metrics =
-                    evaluate(&stepper, data.as_ref(), Split::Validation, eval_batch, cfg.eval_size, &*trial.task)?;
-                eval_time += t0.elapsed().as_secs_f64();
-                for (name, v) in &metrics {
-                    push(out, &format!("val_{name}"), step, *v);
-                }
-                if let Some(select) = &cfg.select {
-                    let t0 = Instant::now();
-                    select_evaluation(select, step, &metrics, &stepper, data.as_ref(), eval_batch, trial, out)?;
-                    eval_time += t0.elapsed().as_secs_f64();
-                }
-                observer.on_eval(step, &metrics);
-                (out.train_seconds, out.eval_seconds) = (train_seconds(eval_time), eval_time);
-                observer.on_progress(out);
-                last_progress = Instant::now();
-                if let Some(stop) = &cfg.stop_when {
-                    let met = metrics
-                        .iter()
-                        .find(|(n, _)| *n == stop.metric)
-                        .is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
-                    if met && out.converged.is_none() {
-                        let epoch = data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
-                        out.converged = Some(Converged { step, epoch });
-                        out.stop_reason = "stop_when".into();
-                        break;
-                    }
-                }
-                if out_of_time {
-                    out.stop_reason = "max_time".into();
-                    break;
-                }
-            }
-            // After the step's evaluation, so that a resumed run goes on from a whole step.
-            if checkpoints.every().is_some_and(|every| last_checkpoint.elapsed() >= every) {
-                save(&stepper, out, interval_loss, eval_time);
-                last_checkpoint = Instant::now();
-            }
-        }
-        out.train_seconds = train_seconds(eval_time);
-        if out.ending == Ending::Done {
-            let t0 = Instant::now();
-            out.final_metrics = evaluate_tests(&stepper, data.as_ref(), eval_batch, trial, None)?;
-            eval_time += t0.elapsed().as_secs_f64();
-            if let Some(selected) = &out.selected {
-                out.final_metrics.insert("selected_step".into(), selected.step as f64);
-                for (k, v) in &selected.metrics {
-                    out.final_metrics.insert(format!("selected_{k}"), *v);
-                }
-            }
-            let last_val: Vec<(String, f64)> = out
-                .curves
-                .iter()
-                .filter(|(k, _)| k.starts_with("val_"))
-                .filter_map(|(k, c)| c.last().map(|(_, v)| (k.clone(), *v)))
-                .collect();
-            out.final_metrics.extend(last_val);
-        }
-        out.eval_seconds = eval_time;
-        Ok(())
     }
+    trial.finish(out)
 }
 
 /// Sequences per evaluation batch. Metrics are sums, so the size changes speed, not results.

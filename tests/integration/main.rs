@@ -13,6 +13,7 @@
 //! - `models`: the model library in `specs/models/` and every shipped spec.
 //! - `querying`: `runs` filters, grouping and formats, `show`, `diff`, `plot`, `tag`, `rm`, `ablate`.
 //! - `dashboard`: `memctl ui` over HTTP and in headless Chromium (`synthetic` stores).
+//! - `packs`: trials trained as one pack against the same trials alone, every model family.
 //! - `gradients`: memctl's reverse mode against candle's autograd on whole training steps.
 //! - `cuda_emulation`: the CUDA kernels run on the CPU (tests/cuda_emulation/) against the CPU ops.
 //! - `candle_backward`: the patched candle backward (vendor/README.md) sums gradients right.
@@ -30,6 +31,7 @@ mod grammar_doc;
 mod layering;
 mod made_up_run;
 mod models;
+mod packs;
 mod querying;
 mod read_only_store;
 mod readme_tables;

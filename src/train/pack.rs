@@ -1,0 +1,200 @@
+//! Packs: trials of one step graph trained together, one step at a time, as one program. Each
+//! step draws every trial's batch from its own data stream and runs the tape once over all of
+//! them ([`crate::compile::tape`]): work that reads no parameter runs once over every trial's
+//! sequences, and each trial's parameters see only its own. Learning rate, clipping, loss,
+//! evaluation, `stop_when` and `max_time` stay per trial, and a trial that ends leaves the
+//! pack at once ([`Finished`]) while the others go on. A trial trained in a pack computes
+//! what it computes alone (`tests/integration/packs.rs` compares them for every model family).
+//!
+//! Packs train on the CPU's tape; on another device each trial of a pack trains alone.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
+use candle_core::{Device, Result, Tensor};
+
+use super::checkpoint::Checkpoints;
+use super::trial_run::{Run, TrialRun};
+use super::{Autograd, Observer, Outcome, Stepper, TrainError, loss, panic_message};
+use crate::check::Trial;
+use crate::compile::tape::{Member, TrialGrads};
+use crate::tasks::Batch;
+
+/// One trial of a pack, with where its progress and checkpoints go.
+#[derive(Clone, Copy)]
+pub struct PackMember<'a> {
+    pub trial: &'a Trial,
+    pub observer: &'a dyn Observer,
+    pub checkpoints: &'a dyn Checkpoints,
+}
+
+/// Called as each trial of a pack ends (its index in the pack and its outcome), while the
+/// others may still train.
+pub type Finished<'a> = dyn FnMut(usize, Outcome) + 'a;
+
+/// Trains `members` as one pack on `device` (each as [`super::train_resumable`] would train
+/// it alone: resumed from its checkpoint, saving checkpoints, stopped by `cancel`), calling
+/// `finished` for each as it ends.
+pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBool, finished: &mut Finished<'_>) {
+    let autograd = Autograd::default_for(device);
+    let mut outs: Vec<Outcome> = members.iter().map(|m| Outcome::starting(m.trial)).collect();
+    let mut runs: Vec<Option<TrialRun<'_>>> = Vec::with_capacity(members.len());
+    for (p, m) in members.iter().enumerate() {
+        let run = Run { trial: m.trial, device, autograd, observer: m.observer, cancel, checkpoints: m.checkpoints };
+        match TrialRun::start(run, &mut outs[p]) {
+            Ok(r) => runs.push(Some(r)),
+            Err(e) => {
+                outs[p].fail(e.to_string());
+                finished(p, outs[p].clone());
+                runs.push(None);
+            }
+        }
+    }
+    // A panic (a bug) fails the trials still training, keeping their steps and curves so far.
+    let trained = std::panic::catch_unwind(AssertUnwindSafe(|| train_steps(&mut runs, &mut outs, finished)));
+    if let Err(panic) = trained {
+        let reason = format!("internal error (panic) while training: {}", panic_message(panic.as_ref()));
+        for (p, run) in runs.iter_mut().enumerate() {
+            if run.take().is_some() {
+                outs[p].fail(reason.clone());
+                finished(p, outs[p].clone());
+            }
+        }
+    }
+}
+
+/// How a trial's training went, when it leaves the pack.
+type Ended = std::result::Result<(), TrainError>;
+
+/// Steps the trials in `runs` until each has ended (its slot then empty).
+fn train_steps(runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], finished: &mut Finished<'_>) {
+    let mut end = |p: usize, runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], result: Ended| {
+        let Some(run) = runs[p].take() else { return };
+        if let Err(e) = result.and_then(|()| run.finish(&mut outs[p])) {
+            outs[p].fail(e.to_string());
+        }
+        finished(p, outs[p].clone());
+    };
+    loop {
+        let mark = Instant::now();
+        let mut active = vec![];
+        let mut batches = vec![];
+        for p in 0..runs.len() {
+            let Some(run) = runs[p].as_mut() else { continue };
+            match run.next_batch(&mut outs[p]) {
+                Ok(Some(batch)) => {
+                    active.push(p);
+                    batches.push(batch);
+                }
+                Ok(None) => end(p, runs, outs, Ok(())),
+                Err(e) => end(p, runs, outs, Err(e)),
+            }
+        }
+        if active.is_empty() {
+            return;
+        }
+        let values = {
+            let mut steppers: Vec<&mut Stepper> = runs
+                .iter_mut()
+                .enumerate()
+                .filter(|(p, _)| active.contains(p))
+                .filter_map(|(_, r)| r.as_mut().map(|r| &mut r.stepper))
+                .collect();
+            step_pack(&mut steppers, &batches.iter().collect::<Vec<_>>())
+        };
+        // Each trial is charged its share of the step.
+        let share = mark.elapsed() / active.len() as u32;
+        match values {
+            Ok(values) => {
+                for (&p, value) in active.iter().zip(values) {
+                    let Some(run) = runs[p].as_mut() else { continue };
+                    run.charge(share);
+                    match run.after_step(value, &mut outs[p]) {
+                        Ok(true) => {}
+                        Ok(false) => end(p, runs, outs, Ok(())),
+                        Err(e) => end(p, runs, outs, Err(e)),
+                    }
+                }
+            }
+            Err(e) => {
+                // The pack's step failed: every trial in it fails with the reason.
+                let reason = e.to_string();
+                for &p in &active {
+                    end(p, runs, outs, Err(TrainError::Candle(candle_core::Error::Msg(reason.clone()))));
+                }
+            }
+        }
+    }
+}
+
+/// One training step of each stepper on its batch, as [`Stepper::step`] takes it: the losses
+/// before the updates. Steppers whose batches have the same shape train as one pack.
+pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
+    let mut values = vec![0.0; steppers.len()];
+    for group in same_shapes(batches)? {
+        let grads = {
+            let members: Vec<&Stepper> = group.iter().map(|&i| &*steppers[i]).collect();
+            let batches: Vec<&Batch> = group.iter().map(|&i| batches[i]).collect();
+            loss_and_grads(&members, &batches)?
+        };
+        for (&i, (value, grads)) in group.iter().zip(grads) {
+            values[i] = steppers[i].update(value, grads)?;
+        }
+    }
+    Ok(values)
+}
+
+/// The indices of `batches`, grouped by the shape of their inputs and their scored steps (a
+/// pack runs one time step count over one batch size), in order.
+fn same_shapes(batches: &[&Batch]) -> Result<Vec<Vec<usize>>> {
+    let mut groups: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)> = vec![];
+    for (i, b) in batches.iter().enumerate() {
+        let dims = b.inputs.dims().to_vec();
+        match groups.iter_mut().find(|(d, s, _)| *d == dims && *s == b.scored) {
+            Some(g) => g.2.push(i),
+            None => groups.push((dims, b.scored.clone(), vec![i])),
+        }
+    }
+    Ok(groups.into_iter().map(|g| g.2).collect())
+}
+
+/// Each stepper's loss and gradients on its batch (all of one shape), from packed tapes: the
+/// trials are split into one part per pool thread, each part one tape over its trials.
+fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
+    use rayon::prelude::*;
+    let tape = steppers.iter().all(|s| s.autograd == Autograd::Tape);
+    if steppers.len() == 1 || !tape {
+        return steppers.iter().zip(batches).map(|(s, b)| s.loss_and_grads(b)).collect();
+    }
+    let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
+    let weights: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(false)).collect();
+    let tracked: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
+    let (cell, target) = (&steppers[0].cell, steppers[0].target);
+    let part = |range: std::ops::Range<usize>| -> Result<Vec<TrialGrads>> {
+        let start = range.start;
+        let members: Vec<Member<'_>> =
+            range.clone().map(|i| Member { weights: &weights[i], tracked: &tracked[i] }).collect();
+        let x = Tensor::cat(&inputs[range], 1)?;
+        let scored = &batches[start].scored;
+        cell.train_grads_packed(&members, &x, scored, &mut |q, s, logits| {
+            let targets = &batches[start + q].targets;
+            loss::step_loss_and_grad(target, logits, &targets.get(s)?, scored.len(), targets.dim(1)?)
+        })
+    };
+    let trials = steppers.len();
+    let parts = rayon::current_num_threads().clamp(1, trials);
+    if parts == 1 {
+        return part(0..trials);
+    }
+    let per = trials.div_ceil(parts);
+    let results: Vec<Result<Vec<TrialGrads>>> = (0..trials.div_ceil(per))
+        .into_par_iter()
+        .map(|c| crate::kernels::par::serial(|| part(c * per..((c + 1) * per).min(trials))))
+        .collect();
+    let mut all = Vec::with_capacity(trials);
+    for r in results {
+        all.extend(r?);
+    }
+    Ok(all)
+}

@@ -1,0 +1,223 @@
+//! A trial trained in a pack is the same trial: for every model family (STM, LSTM, RMC, LSAM,
+//! NAM-TM, PKM, the NAM encoder) the losses of trials stepped together as one pack equal, bit
+//! for bit over 200 steps, those of the same trials stepped alone on one compute thread; and a
+//! whole packed training run records what the run alone records. Trials differ in seed and
+//! learning rate, so each pack holds different parameters, data and optimiser settings.
+
+use std::sync::atomic::AtomicBool;
+
+use candle_core::Device;
+use memctl::check::Trial;
+use memctl::train::checkpoint::NoCheckpoints;
+use memctl::train::pack::{PackMember, step_pack, train_pack};
+use memctl::train::{Outcome, Silent, Stepper, data_seed};
+
+use crate::support::trials;
+
+const MODELS: [&str; 7] = [
+    include_str!("../../specs/models/stm.mem"),
+    include_str!("../../specs/models/lstm.mem"),
+    include_str!("../../specs/models/rmc.mem"),
+    include_str!("../../specs/models/lsam.mem"),
+    include_str!("../../specs/models/namtm.mem"),
+    include_str!("../../specs/models/pkm.mem"),
+    include_str!("../../specs/models/nam_encoder.mem"),
+];
+
+/// One small experiment per model family, each swept over three seeds and learning rates.
+const FAMILIES: &str = r#"
+task random = randomSequence(input = 6, output = 6, length = 6)
+task assoc = assocRetrieval(pairs = 3, train = 256, validation = 32, test = 32)
+task nfar = nthFarthest(vectors = 4, dims = 6, validation = 32, test = 32)
+task add = addition(digits = 3, train = 256, validation = 32, test = 32)
+task pc = patternCompletion(patterns = 4, bits = 12, noise = 0.1, queries = 2, validation = 32, test = 32)
+task lops = listOps(max_depth = 2, max_args = 3, min_length = 4, max_length = 12, validation = 32, test = 32)
+
+experiment stm {
+  task random
+  model stm(d = 8, nq = 2, nr = 8)
+  train { optimizer = rmsprop(lr = 1e-3, momentum = 0.9), batch = 6, clip_value = 10 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
+}
+experiment lstm {
+  task assoc
+  model lstm(hidden = 16, embed_width = 8)
+  train { optimizer = adam(lr = 1e-3), batch = 6, clip_value = 10 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
+}
+experiment rmc {
+  task nfar
+  model rmc(slots = 2, heads = 2, head_size = 4, head = [16])
+  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 0.1 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
+}
+experiment lsam {
+  task add
+  model lsam(d = 8, heads = 2, embed_width = 8, ffn = 16)
+  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 0.5 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
+}
+experiment namtm {
+  task add
+  model namtm(d = 8, heads = 2, L = 6, embed_width = 8)
+  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 0.5 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
+}
+experiment pkm {
+  task pc
+  model pkm(k = 2, m = 6, code = 6, hidden = 12)
+  train { optimizer = sgd(lr = 1e-2, momentum = 0.9), batch = 6, clip_norm = 10 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-2, 3e-2, 2e-2] } }
+}
+experiment encoder {
+  task lops
+  model namEncoder(d = 8, heads = 2, window = 13, ffn = 16)
+  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 1 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
+}
+"#;
+
+fn family(name: &str) -> Vec<Trial> {
+    let text = format!("{}\n{FAMILIES}", MODELS.join("\n"));
+    let all = trials("families.mem", &text);
+    let found: Vec<Trial> = all.into_iter().filter(|t| t.config.experiment == name).collect();
+    assert_eq!(found.len(), 3, "{name}");
+    found
+}
+
+/// `f` on `threads` compute threads.
+fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(f)
+}
+
+/// `f` on one compute thread, where a trial alone runs its whole batch in one part, as each
+/// trial of a pack does on any number of threads (a pack splits its trials over the threads,
+/// not their batches): both then sum each gradient over the batch in the same order.
+fn on_one_thread<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    on_threads(1, f)
+}
+
+/// The largest relative difference between the losses of `trials` stepped alone (on one
+/// thread) and packed (on `threads`) over `steps` steps (each step's batch drawn from each
+/// trial's own stream).
+fn packed_against_alone(trials: &[Trial], steps: usize, threads: usize) -> f64 {
+    let device = Device::Cpu;
+    let mut alone: Vec<Stepper> = trials.iter().map(|t| Stepper::new(t, &device).unwrap()).collect();
+    let mut packed: Vec<Stepper> = trials.iter().map(|t| Stepper::new(t, &device).unwrap()).collect();
+    let mut data: Vec<_> = trials.iter().map(|t| t.task.data(data_seed(t.config.seed), &device).unwrap()).collect();
+    let mut worst = 0.0f64;
+    for step in 0..steps {
+        let batches: Vec<_> =
+            trials.iter().zip(&mut data).map(|(t, d)| d.train_batch(t.config.train.batch).unwrap()).collect();
+        let lone: Vec<f64> =
+            on_one_thread(|| alone.iter_mut().zip(&batches).map(|(s, b)| s.step(b).unwrap()).collect());
+        let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
+        let together = on_threads(threads, || step_pack(&mut members, &batches.iter().collect::<Vec<_>>()).unwrap());
+        for (p, (a, b)) in lone.iter().zip(&together).enumerate() {
+            assert!(a.is_finite(), "trial {p} step {step}: loss {a}");
+            worst = worst.max((a - b).abs() / a.abs().max(1e-12));
+        }
+    }
+    worst
+}
+
+fn assert_same_losses(name: &str) {
+    let trials = family(name);
+    for threads in [1, 2] {
+        let worst = packed_against_alone(&trials, 200, threads);
+        assert_eq!(worst, 0.0, "{name} on {threads} threads: packed losses differ from alone by {worst:e} (relative)");
+    }
+}
+
+#[test]
+fn a_packed_stm_trial_steps_as_it_does_alone() {
+    assert_same_losses("stm");
+}
+
+#[test]
+fn a_packed_lstm_trial_steps_as_it_does_alone() {
+    assert_same_losses("lstm");
+}
+
+#[test]
+fn a_packed_rmc_trial_steps_as_it_does_alone() {
+    assert_same_losses("rmc");
+}
+
+#[test]
+fn a_packed_lsam_trial_steps_as_it_does_alone() {
+    assert_same_losses("lsam");
+}
+
+#[test]
+fn a_packed_namtm_trial_steps_as_it_does_alone() {
+    assert_same_losses("namtm");
+}
+
+#[test]
+fn a_packed_pkm_trial_steps_as_it_does_alone() {
+    assert_same_losses("pkm");
+}
+
+#[test]
+fn a_packed_nam_encoder_trial_steps_as_it_does_alone() {
+    // listOps batches differ in length: a step packs the trials whose batches have one shape.
+    assert_same_losses("encoder");
+}
+
+/// `trial` with `steps`, evaluations every `eval_every`, and `stop_when` on validation accuracy.
+fn with_schedule(mut trial: Trial, steps: usize, eval_every: usize, stop_at: Option<f64>) -> Trial {
+    let train = &mut trial.config.train;
+    (train.steps, train.eval_every) = (steps, eval_every);
+    train.stop_when = stop_at.map(|threshold| memctl::train_config::StopWhen {
+        metric: "accuracy".into(),
+        op: memctl::train_config::Comparison::Ge,
+        threshold,
+    });
+    trial
+}
+
+#[test]
+fn a_packed_run_records_what_the_run_alone_records() {
+    // Three LSTM trials with different step budgets; one stops early on `stop_when` and leaves
+    // the pack while the others go on.
+    let base = family("lstm");
+    let trials = [
+        with_schedule(base[0].clone(), 60, 20, None),
+        with_schedule(base[1].clone(), 40, 10, Some(0.0)),
+        with_schedule(base[2].clone(), 50, 25, None),
+    ];
+    let cancel = AtomicBool::new(false);
+    let (alone, packed) = on_one_thread(|| {
+        let alone: Vec<Outcome> =
+            trials.iter().map(|t| memctl::train::train(t, &Device::Cpu, &Silent, &cancel)).collect();
+        let members: Vec<PackMember<'_>> =
+            trials.iter().map(|trial| PackMember { trial, observer: &Silent, checkpoints: &NoCheckpoints }).collect();
+        let mut packed: Vec<Option<Outcome>> = vec![None; trials.len()];
+        let mut order = vec![];
+        train_pack(&members, &Device::Cpu, &cancel, &mut |p, out| {
+            order.push(p);
+            packed[p] = Some(out);
+        });
+        assert_eq!(order, vec![1, 2, 0], "trials leave the pack as they end");
+        (alone, packed.into_iter().map(Option::unwrap).collect::<Vec<_>>())
+    });
+    for (p, (a, b)) in alone.iter().zip(&packed).enumerate() {
+        assert_eq!(a.ending, b.ending, "trial {p}");
+        assert_eq!((a.steps_run, &a.converged, &a.stop_reason), (b.steps_run, &b.converged, &b.stop_reason));
+        assert_eq!(a.curves.keys().collect::<Vec<_>>(), b.curves.keys().collect::<Vec<_>>(), "trial {p}");
+        for (name, curve) in &a.curves {
+            let other = &b.curves[name];
+            assert_eq!(curve.len(), other.len(), "trial {p} {name}");
+            for ((s1, v1), (s2, v2)) in curve.iter().zip(other) {
+                assert_eq!(s1, s2);
+                assert!((v1 - v2).abs() <= 1e-5 * v1.abs().max(1e-6), "trial {p} {name} at {s1}: {v1} vs {v2}");
+            }
+        }
+        assert_eq!(a.final_metrics.keys().collect::<Vec<_>>(), b.final_metrics.keys().collect::<Vec<_>>());
+        for (k, v) in &a.final_metrics {
+            assert!((v - b.final_metrics[k]).abs() <= 1e-5 * v.abs().max(1e-6), "trial {p} {k}");
+        }
+    }
+    assert_eq!(packed[1].stop_reason, "stop_when");
+}
