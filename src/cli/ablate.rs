@@ -173,6 +173,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             device: None,
             prober: prober.map(|p| Arc::new(p) as _),
             memory: crate::cli::memory::budget_unchecked(&v.trials, None),
+            pack: args.parallel.packing(),
         };
         let source = load::spec_source(&args.file, &v.spec);
         code = code.max(sweep::execute(&store, &source, &v.trials, &opts, args.quiet)?);

@@ -41,6 +41,20 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                     .unwrap_or_default(),
                 first.config.task
             );
+            let groups = crate::sweep::packs::groups(&exp.trials, None, |_| true);
+            let packable: Vec<usize> = groups.iter().map(Vec::len).filter(|&n| n > 1).collect();
+            match packable.as_slice() {
+                [] => {}
+                [n] => {
+                    println!("    packs: {n} trials of one model and shapes can train as one program (`sweep --pack`)")
+                }
+                groups => println!(
+                    "    packs: {} trials in {} groups of one model and shapes; each group can train as one \
+                     program (`sweep --pack`)",
+                    groups.iter().sum::<usize>(),
+                    groups.len()
+                ),
+            }
             // One line per distinct model configuration (sweeps may change the size).
             let mut seen: Vec<(usize, u64)> = vec![];
             let mut memory = crate::cli::memory::Estimates::default();

@@ -68,6 +68,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         device: args.device.clone(),
         prober: None,
         memory,
+        pack: crate::sweep::packs::Packing::Off,
     };
     opts.prober =
         ChildProber::for_this_exe(args.file.clone(), Some(exp.name.clone()), vec![], opts.threads, args.device.clone())

@@ -9,6 +9,7 @@ use crate::check::Trial;
 use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
 use crate::sweep::memory_budget::MemoryBudget;
+use crate::sweep::packs::Packing;
 use crate::sweep::probe::ChildProber;
 use crate::sweep::{self, Options, Plan, SpecSource};
 
@@ -95,6 +96,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             device: args.device.clone(),
             prober: None,
             memory: MemoryBudget::unlimited(),
+            pack: Packing::Off,
         };
         let shared = std::path::absolute(&args.shared_dir)?;
         let memctl = match &args.memctl {
@@ -137,6 +139,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         device: args.device.clone(),
         prober: None,
         memory,
+        pack: args.parallel.packing(),
     };
     let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
     (opts.jobs, opts.threads) = args.parallel.budget(to_run, on_gpu(args.device.as_deref(), &trials));
@@ -164,9 +167,22 @@ pub struct Parallelism {
     /// Compute threads per trial (default: cores / jobs).
     #[arg(long, value_parser = counts::thread_count)]
     threads: Option<usize>,
+    /// Train trials of one model and shapes together as one program: `auto` (where it pays),
+    /// `off`, or a pack size. Each trial of a pack computes, and records, what it would alone.
+    #[arg(long, default_value = "auto", value_parser = parse_packing)]
+    pack: Packing,
+}
+
+fn parse_packing(s: &str) -> Result<Packing, String> {
+    s.parse()
 }
 
 impl Parallelism {
+    /// How the trials pack (`--pack`).
+    pub fn packing(&self) -> Packing {
+        self.pack
+    }
+
     /// Trials at once and threads per trial for `trials` trials: never more than the cores
     /// unless asked. Trials on a GPU share it: a few at once keep it busy while each waits
     /// for its own steps ([`GPU_JOBS`]).
@@ -218,7 +234,21 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
             values.join(" ")
         );
     }
-    println!("{runs} of {} trials would run ({} at a time, {} threads each)", trials.len(), opts.jobs, opts.threads);
+    let runs_now: Vec<bool> = plans.iter().map(|p| p.runs(opts)).collect();
+    let packs: Vec<Vec<usize>> =
+        sweep::packs::plan(trials, opts, &runs_now).into_iter().filter(|p| runs_now[p[0]]).collect();
+    let packed: Vec<String> = packs
+        .iter()
+        .filter(|p| p.len() > 1)
+        .map(|p| format!("[{}]", p.iter().map(|i| (i + 1).to_string()).collect::<Vec<_>>().join(" ")))
+        .collect();
+    let at_a_time = format!("{} at a time, {} threads each", opts.jobs, opts.threads);
+    if packed.is_empty() {
+        println!("{runs} of {} trials would run ({at_a_time})", trials.len());
+    } else {
+        println!("packs (trials trained together as one program): {}", packed.join(" "));
+        println!("{runs} of {} trials would run in {} packs ({at_a_time})", trials.len(), packs.len());
+    }
 }
 
 /// Ctrl-C (SIGINT), SIGTERM or SIGHUP stops the sweep: running trials save a checkpoint and
@@ -300,11 +330,11 @@ mod tests {
     #[test]
     fn a_gpu_sweep_runs_a_few_trials_at_once_and_a_cpu_sweep_one_per_core() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let default = Parallelism { jobs: None, threads: None };
+        let default = Parallelism { jobs: None, threads: None, pack: Packing::Auto };
         assert_eq!(default.budget(16, true).0, GPU_JOBS.min(cores));
         assert_eq!(default.budget(16, false).0, cores.min(16));
         assert_eq!(default.budget(1, true).0, 1);
-        let asked = Parallelism { jobs: Some(8), threads: Some(1) };
+        let asked = Parallelism { jobs: Some(8), threads: Some(1), pack: Packing::Auto };
         assert_eq!(asked.budget(16, true), (8, 1));
     }
 }

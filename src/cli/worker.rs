@@ -56,6 +56,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         device: manifest.device.clone(),
         prober: None,
         memory: sweep::memory_budget::MemoryBudget::unlimited(),
+        pack: crate::sweep::packs::Packing::Off,
     };
     let source = load::spec_source(&spec_path, &spec);
     let mut record = sweep::new_record(0, trial, &source, &opts);

@@ -38,7 +38,7 @@ pub fn load_checkpoint(dir: &CheckpointDir, key: &str, reporter: &dyn Reporter) 
 pub struct Live<'a> {
     /// Writes progress to the store (none for a Slurm worker, which writes its shard at the
     /// end).
-    writer: Option<ProgressWriter>,
+    writer: Mutex<Option<ProgressWriter>>,
     checkpoints: CheckpointDir,
     key: String,
     /// The `running` record as last written (curves and timings so far).
@@ -64,7 +64,7 @@ impl<'a> Live<'a> {
         let minutes = record.config.train.get("checkpoint_every").and_then(crate::value::Value::as_float);
         let every = minutes.filter(|m| *m > 0.0).map(|m| Duration::from_secs_f64(m * 60.0));
         Live {
-            writer: store.map(|s| ProgressWriter::start(s.clone())),
+            writer: Mutex::new(store.map(|s| ProgressWriter::start(s.clone()))),
             checkpoints,
             key,
             record: Mutex::new(record),
@@ -84,7 +84,8 @@ impl<'a> Live<'a> {
     /// Hands the record to the progress writer if the last write is `PROGRESS_EVERY` old (or
     /// `force`).
     fn write(&self, force: bool) {
-        let Some(writer) = &self.writer else { return };
+        let Ok(writer) = self.writer.lock() else { return };
+        let Some(writer) = writer.as_ref() else { return };
         for e in writer.errors() {
             self.reporter.warning(&e);
         }
@@ -100,14 +101,23 @@ impl<'a> Live<'a> {
     }
 }
 
-impl Drop for Live<'_> {
-    /// Waits for the last progress write, so that none lands after the trial's final record.
-    fn drop(&mut self) {
-        if let Some(writer) = self.writer.take() {
+impl Live<'_> {
+    /// Stops writing progress, once the last write has landed: call it before storing the
+    /// trial's final record, so that no progress write lands after it.
+    pub fn stop_writing(&self) {
+        let writer = self.writer.lock().ok().and_then(|mut w| w.take());
+        if let Some(writer) = writer {
             for e in writer.finish() {
                 self.reporter.warning(&e);
             }
         }
+    }
+}
+
+impl Drop for Live<'_> {
+    /// Waits for the last progress write, so that none lands after the trial's final record.
+    fn drop(&mut self) {
+        self.stop_writing();
     }
 }
 

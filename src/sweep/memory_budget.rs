@@ -87,7 +87,18 @@ impl MemoryBudget {
         cancel: &AtomicBool,
         waits: impl FnOnce(Waiting),
     ) -> Option<Reservation<'_>> {
-        let Some(&need) = self.needs.get(trial_key) else { return Some(Reservation { budget: self, need: None }) };
+        self.reserve_pack(&[trial_key], cancel, waits)
+    }
+
+    /// [`MemoryBudget::reserve`] for the trials of a pack (one device), which train at once:
+    /// their estimates added up.
+    pub fn reserve_pack(
+        &self,
+        trial_keys: &[&str],
+        cancel: &AtomicBool,
+        waits: impl FnOnce(Waiting),
+    ) -> Option<Reservation<'_>> {
+        let Some(need) = self.need_of(trial_keys) else { return Some(Reservation { budget: self, need: None }) };
         let Some(&free) = self.free.get(&need.device) else { return Some(Reservation { budget: self, need: None }) };
         let mut waits = Some(waits);
         let mut reserved = self.reserved.lock().ok()?;
@@ -108,6 +119,23 @@ impl MemoryBudget {
         }
         *reserved.entry(need.device).or_insert(0) += need.bytes;
         Some(Reservation { budget: self, need: Some(need) })
+    }
+}
+
+impl MemoryBudget {
+    /// What the trials `trial_keys` need together (on the first one's device), if any is
+    /// estimated.
+    fn need_of(&self, trial_keys: &[&str]) -> Option<Need> {
+        let needs: Vec<Need> = trial_keys.iter().filter_map(|k| self.needs.get(*k).copied()).collect();
+        let device = needs.first()?.device;
+        Some(Need { device, bytes: needs.iter().filter(|n| n.device == device).map(|n| n.bytes).sum() })
+    }
+
+    /// Whether the trials `trial_keys` fit together in their device's free memory, with
+    /// nothing else running (a pack larger than that is split).
+    pub fn fits_together(&self, trial_keys: &[&str]) -> bool {
+        let Some(need) = self.need_of(trial_keys) else { return true };
+        self.free.get(&need.device).is_none_or(|&free| need.bytes <= free)
     }
 }
 

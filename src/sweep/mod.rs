@@ -5,6 +5,7 @@
 pub mod identity;
 pub mod live;
 pub mod memory_budget;
+pub mod packs;
 pub mod probe;
 pub mod progress_writer;
 
@@ -47,6 +48,8 @@ pub struct Options {
     pub prober: Option<std::sync::Arc<dyn probe::Prober>>,
     /// Keeps the trials running at once within their device's memory.
     pub memory: memory_budget::MemoryBudget,
+    /// Which trials train together as one program ([`packs`]).
+    pub pack: packs::Packing,
 }
 
 impl Options {
@@ -61,6 +64,7 @@ impl Options {
             device: None,
             prober: None,
             memory: memory_budget::MemoryBudget::unlimited(),
+            pack: packs::Packing::Off,
         }
     }
 }
@@ -154,9 +158,10 @@ pub enum TrialError {
     Panic(String),
 }
 
-/// Runs `trials` with `opts.jobs` at a time (rayon workers taking trials in order), each in
-/// its own pool of `opts.threads` compute threads, as their device's memory allows
-/// (`opts.memory`). Stops starting trials once `cancel` is set.
+/// Runs `trials` in packs (`opts.pack`, [`packs::plan`]) with `opts.jobs` packs at a time
+/// (rayon workers taking packs in order), each in its own pool of `opts.threads` compute
+/// threads, as their device's memory allows (`opts.memory`). Stops starting packs once
+/// `cancel` is set.
 pub fn run_all(
     store: &Store,
     spec: &SpecSource,
@@ -169,7 +174,9 @@ pub fn run_all(
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
-    let workers = opts.jobs.clamp(1, trials.len().max(1));
+    let runs: Vec<bool> = trials.iter().map(|t| Plan::of(store, t).map(|p| p.runs(opts))).collect::<Result<_, _>>()?;
+    let planned = packs::plan(trials, opts, &runs);
+    let workers = opts.jobs.clamp(1, planned.len().max(1));
     // Every trial's compute threads start now, before any trial allocates (`pool::reserve`).
     crate::pool::reserve(workers, opts.threads).map_err(|reason| SweepError::ComputeThreads {
         pools: workers,
@@ -184,21 +191,24 @@ pub fn run_all(
         for _ in 0..workers {
             scope.spawn(|_| {
                 loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(trial) = trials.get(i) else { break };
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(pack) = planned.get(k) else { break };
                     let r = if cancel.load(Ordering::SeqCst) {
-                        Ok(TrialResult::NotStarted)
+                        pack.iter().map(|_| Ok(TrialResult::NotStarted)).collect()
                     } else {
-                        let key = identity::trial_key(trial);
-                        match opts.memory.reserve(&key, cancel, |w| reporter.trial_waits_for_memory(i, trial, w)) {
-                            // Held until the trial ends.
-                            Some(_memory) => run_trial(store, spec, i, trial, opts, reporter, cancel),
-                            None => Ok(TrialResult::NotStarted),
+                        let keys: Vec<String> = pack.iter().map(|&i| identity::trial_key(&trials[i])).collect();
+                        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                        let first = &trials[pack[0]];
+                        let waits = |w| reporter.trial_waits_for_memory(pack[0], first, w);
+                        match opts.memory.reserve_pack(&keys, cancel, waits) {
+                            // Held until the pack ends.
+                            Some(_memory) => packs::run_pack(store, spec, pack, trials, opts, reporter, cancel),
+                            None => pack.iter().map(|_| Ok(TrialResult::NotStarted)).collect(),
                         }
                     };
-                    let stop = r.is_err();
+                    let stop = r.iter().any(Result::is_err);
                     if let Ok(mut v) = results.lock() {
-                        v.push(r);
+                        v.extend(r);
                     }
                     if stop {
                         // A store error (disk full, ...) stops this worker; others finish theirs.
@@ -260,23 +270,63 @@ pub fn run_trial(
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
 ) -> Result<TrialResult, StoreError> {
+    let Claimed { mut record, key, resume, .. } = match claim(store, spec, index, trial, opts, reporter)? {
+        Ok(claimed) => claimed,
+        Err(result) => return Ok(result),
+    };
+    let resumed_from = record.progress.as_ref().and_then(|p| p.resumed_from);
+    let observer = reporter.trial_started(index, trial, record.id, resumed_from);
+    let live = live::Live::new(
+        Some(store),
+        store.checkpoints(),
+        record.clone(),
+        key.clone(),
+        observer.as_ref(),
+        reporter,
+        resume,
+    );
+    train_into_record(&mut record, trial, opts.threads, &live, cancel);
+    record.progress = live.progress();
+    drop(live);
+    drop(observer);
+    settle(store, index, trial, record, &key, reporter)
+}
+
+/// A trial this process claimed in the store, about to train.
+pub struct Claimed {
+    pub record: RunRecord,
+    pub key: String,
+    /// The checkpoint it resumes from.
+    pub resume: Option<crate::train::checkpoint::TrainState>,
+}
+
+/// Claims `trial` in the store: `Err` with what happened instead when it does not train here
+/// (settled, running elsewhere, or crashed in its probe).
+pub fn claim(
+    store: &Store,
+    spec: &SpecSource,
+    index: usize,
+    trial: &Trial,
+    opts: &Options,
+    reporter: &dyn Reporter,
+) -> Result<Result<Claimed, TrialResult>, StoreError> {
     let key = identity::trial_key(trial);
     let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
     let (mut record, took_over) = match store.claim(&key, rerun, |id, _| new_record(id, trial, spec, opts))? {
         Claim::Run { record, took_over } => (*record, took_over),
         Claim::Settled { run_id, status } => {
             reporter.trial_skipped(index, trial, run_id, status);
-            return Ok(TrialResult::Skipped { run_id, status });
+            return Ok(Err(TrialResult::Skipped { run_id, status }));
         }
         Claim::RunningElsewhere { run_id, .. } => {
             reporter.trial_skipped(index, trial, run_id, Status::Running);
-            return Ok(TrialResult::Skipped { run_id, status: Status::Running });
+            return Ok(Err(TrialResult::Skipped { run_id, status: Status::Running }));
         }
     };
     if let Some(crashed) = probe_if_suspected(&mut record, trial, opts, reporter) {
         store.put(&crashed)?;
         reporter.trial_finished(index, &crashed);
-        return Ok(TrialResult::Finished(Box::new(crashed)));
+        return Ok(Err(TrialResult::Finished(Box::new(crashed))));
     }
     // A trial taken over from an interrupted run resumes from its checkpoint; one run again on
     // purpose (`--force`, `--retry-failed`) starts afresh.
@@ -293,24 +343,22 @@ pub fn run_trial(
         p.resumed_from = Some(state.step as u64);
         p.checkpoint_step = Some(state.step as u64);
     }
-    let resumed_from = record.progress.as_ref().and_then(|p| p.resumed_from);
-    let observer = reporter.trial_started(index, trial, record.id, resumed_from);
-    let live = live::Live::new(
-        Some(store),
-        store.checkpoints(),
-        record.clone(),
-        key.clone(),
-        observer.as_ref(),
-        reporter,
-        resume,
-    );
-    train_into_record(&mut record, trial, opts.threads, &live, cancel);
-    record.progress = live.progress();
-    drop(live);
-    drop(observer);
+    Ok(Ok(Claimed { record, key, resume }))
+}
+
+/// Stores a trial's finished record, drops its checkpoint once it is done (unless the spec
+/// keeps it), and reports it.
+pub fn settle(
+    store: &Store,
+    index: usize,
+    trial: &Trial,
+    record: RunRecord,
+    key: &str,
+    reporter: &dyn Reporter,
+) -> Result<TrialResult, StoreError> {
     store.put(&record)?;
     if record.status == Status::Done && !trial.config.train.keep_checkpoint {
-        if let Err(e) = store.remove_checkpoint(&key) {
+        if let Err(e) = store.remove_checkpoint(key) {
             reporter.warning(&e.to_string());
         }
     }
@@ -404,6 +452,11 @@ pub fn train_into_record(
 ) {
     let device = record.config.train_str("device").unwrap_or("cpu").to_string();
     let outcome = execute(trial, &device, threads, live, cancel);
+    complete_record(record, outcome);
+}
+
+/// Completes a trial's record from how its training went (status, curves, metrics, timings).
+pub fn complete_record(record: &mut RunRecord, outcome: Result<train::Outcome, TrialError>) {
     // From the record's start (its claim in the store), as a running run's wall time is
     // counted (`Live`, `RunSummary::as_seen`): the time shown while it trains and after agree,
     // and equal `ended_at - started_at`.

@@ -221,3 +221,62 @@ fn a_packed_run_records_what_the_run_alone_records() {
     }
     assert_eq!(packed[1].stop_reason, "stop_when");
 }
+
+/// A sweep of six trials (two widths × three seeds), run with `--pack` set to `pack` on one
+/// thread per pack: its records, by trial.
+fn sweep_records(pack: &str) -> Vec<serde_json::Value> {
+    let (_dir, spec, store) = crate::support::spec_folder(&crate::support::tiny_lstm_sweep(
+        "six",
+        "batch = 8, steps = 30, eval_every = 10",
+        "hidden in [8, 12]  seed in 1..3",
+    ));
+    let out = crate::support::memctl_at(&store)
+        .arg("sweep")
+        .arg(&spec)
+        .args(["--jobs", "2", "--threads", "1", "--pack", pack, "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out.stderr));
+    let out = crate::support::memctl_at(&store).args(["runs", "--all", "--format", "records"]).output().unwrap();
+    let mut recs = serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone();
+    recs.sort_by_key(|r| r["trial_key"].as_str().unwrap().to_string());
+    recs
+}
+
+#[test]
+fn a_packed_sweep_records_what_an_unpacked_sweep_records() {
+    let (alone, packed) = (sweep_records("off"), sweep_records("3"));
+    assert_eq!(alone.len(), 6);
+    for (a, b) in alone.iter().zip(&packed) {
+        assert_eq!(a["trial_key"], b["trial_key"], "a packed trial keeps its identity");
+        for field in ["status", "curves", "final_metrics", "steps_run", "steps_to_converge", "stop_reason"] {
+            assert_eq!(a[field], b[field], "{field} of {}", a["trial_key"]);
+        }
+    }
+}
+
+#[test]
+fn a_dry_run_shows_the_packs() {
+    let (_dir, spec, store) = crate::support::spec_folder(&crate::support::tiny_lstm_sweep(
+        "six",
+        "batch = 8, steps = 30, eval_every = 10",
+        "hidden in [8, 12]  seed in 1..3",
+    ));
+    let dry = |pack: &str| {
+        let out = crate::support::memctl_at(&store)
+            .arg("sweep")
+            .arg(&spec)
+            .args(["--jobs", "2", "--dry-run", "--pack", pack])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out.stderr));
+        crate::support::text(&out.stdout)
+    };
+    // Trials 1–3 have hidden = 8, 4–6 hidden = 12: each width packs on its own.
+    let packed = dry("3");
+    assert!(packed.contains("packs (trials trained together as one program): [1 2 3] [4 5 6]"), "{packed}");
+    assert!(packed.contains("6 of 6 trials would run in 2 packs"), "{packed}");
+    let alone = dry("off");
+    assert!(!alone.contains("packs"), "{alone}");
+    assert!(alone.contains("6 of 6 trials would run (2 at a time"), "{alone}");
+}

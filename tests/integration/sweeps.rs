@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use crate::support::{memctl_at, spec_folder, text, tiny_lstm_sweep, tiny_spec};
 
-/// `memctl sweep <spec>`, two trials at a time on one thread each.
-fn two_job_sweep(store: &Path, spec: &Path) -> Command {
+/// `memctl sweep <spec>`, two trials (or packs) at a time on one thread each.
+fn two_job_sweep(store: &Path, spec: &Path, pack: &str) -> Command {
     let mut c = memctl_at(store);
-    c.arg("sweep").arg(spec).args(["--jobs", "2", "--threads", "1"]);
+    c.arg("sweep").arg(spec).args(["--jobs", "2", "--threads", "1", "--pack", pack]);
     c
 }
 
@@ -23,12 +23,29 @@ fn records(store: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn sigkill_at_random_moments_loses_and_repeats_nothing() {
+    sigkill_at_random_moments(&["off"]);
+}
+
+#[test]
+fn sigkill_at_random_moments_loses_and_repeats_nothing_in_packs() {
+    // Two packs of four (one per width), then packs of three and one, and two and two, as
+    // the trials still to run regroup after each kill.
+    sigkill_at_random_moments(&["4", "3", "2"]);
+}
+
+/// Kills sweeps of eight trials at random moments, each sweep packing its trials as the next
+/// of `packs` says (`--pack`), then checks that nothing was lost or run twice.
+fn sigkill_at_random_moments(packs: &[&str]) {
     let (_dir, spec, store) = spec_folder(&tiny_lstm_sweep(
         "eight",
         "batch = 16, steps = 40, eval_every = 20",
         "hidden in [8, 16]  seed in 1..4",
     ));
-    let sweep = || two_job_sweep(&store, &spec);
+    let mut round = 0;
+    let mut sweep = || {
+        round += 1;
+        two_job_sweep(&store, &spec, packs[round % packs.len()])
+    };
     // Runs found done after a kill: each must stay done, and its trial never run again.
     let mut done_runs: HashMap<String, u64> = HashMap::new();
     // Kill at varying moments after the n-th trial has started (its `running` record is
@@ -103,7 +120,7 @@ fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
     // process (the memory check reads the host's free memory, so it lets them through).
     // Few malloc arenas, so that the small trials' share does not depend on the cores.
     let sweep = || {
-        let mut c = two_job_sweep(&store, &spec);
+        let mut c = two_job_sweep(&store, &spec, "auto");
         c.env("MALLOC_ARENA_MAX", "2");
         use std::os::unix::process::CommandExt;
         // SAFETY: setrlimit is async-signal-safe.

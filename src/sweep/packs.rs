@@ -1,0 +1,200 @@
+//! Packs in a sweep (`--pack`): which trials train together as one program, and training a
+//! pack. Trials pack together when their step graphs compute the same thing with the same
+//! shapes ([`crate::graph::StepGraph::fingerprint`]) over batches of one size on the CPU;
+//! seeds, learning rates, optimisers, clipping, step budgets and task options that keep shapes
+//! may differ. Each trial of a pack is claimed, checkpointed and recorded on its own, as a trial
+//! alone is, and is recorded as soon as it ends.
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
+
+use super::{Claimed, Options, Reporter, TrialError, TrialResult, claim, complete_record, identity, live, settle};
+use crate::check::Trial;
+use crate::store::{Store, StoreError};
+use crate::train::pack::{PackMember, train_pack};
+
+/// How a sweep packs its trials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packing {
+    /// Packs where it pays. On the CPU it does not: a trial's step there is bound by its
+    /// arithmetic and memory traffic, not by per-op overhead, and a pack adds the copies that
+    /// gather its trials' rows (16 seeds of `assoc_small.mem`'s STM took 1.1–1.3× as long
+    /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. Packs
+    /// train on the CPU only (`train::pack`), so `auto` packs nothing yet.
+    Auto,
+    /// Every trial alone.
+    Off,
+    /// Up to this many trials per pack.
+    Size(usize),
+}
+
+impl std::str::FromStr for Packing {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Packing, String> {
+        match s {
+            "auto" => Ok(Packing::Auto),
+            "off" => Ok(Packing::Off),
+            n => match n.parse::<usize>() {
+                Ok(0) | Err(_) => Err(format!("expected `auto`, `off` or a pack size of at least 1, found `{n}`")),
+                Ok(1) => Ok(Packing::Off),
+                Ok(n) => Ok(Packing::Size(n)),
+            },
+        }
+    }
+}
+
+/// The device a trial trains on under `opts`.
+fn device_of<'a>(trial: &'a Trial, opts: &'a Options) -> &'a str {
+    opts.device.as_deref().unwrap_or(&trial.config.train.device)
+}
+
+/// The sweep's packs: lists of indices into `trials`, in the order the sweep reaches them (by
+/// each pack's first trial). Trials that cannot pack, and those that will not run (`runs`
+/// false: done already, say), are packs of one; a group of `n` trials that can pack, under
+/// `--pack N`, is spread over ⌈n / N⌉ packs of even sizes.
+pub fn plan(trials: &[Trial], opts: &Options, runs: &[bool]) -> Vec<Vec<usize>> {
+    let cap = match opts.pack {
+        Packing::Off | Packing::Auto => 1,
+        Packing::Size(n) => n,
+    };
+    let packable = |i: usize| cap > 1 && runs.get(i).copied().unwrap_or(true);
+    let groups = groups(trials, opts.device.as_deref(), packable);
+    let mut packs: Vec<Vec<usize>> = vec![];
+    for group in groups {
+        for pack in split_evenly(&group, group.len().div_ceil(cap)) {
+            packs.extend(within_memory(pack, trials, opts));
+        }
+    }
+    packs.sort_by_key(|p| p[0]);
+    packs
+}
+
+/// `trials` grouped by what the trials of a pack share (a step graph with the same shapes,
+/// the batch size, the CPU; `device` overrides each trial's), in order of first appearance.
+/// Trials that cannot pack, or that `packable` leaves out, are groups of one.
+pub fn groups(trials: &[Trial], device: Option<&str>, packable: impl Fn(usize) -> bool) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = vec![];
+    let mut group_of: HashMap<(String, usize), usize> = HashMap::new();
+    for (i, trial) in trials.iter().enumerate() {
+        if !packable(i) || device.unwrap_or(&trial.config.train.device) != "cpu" {
+            groups.push(vec![i]);
+            continue;
+        }
+        let key = (trial.graph.fingerprint(), trial.config.train.batch);
+        match group_of.get(&key) {
+            Some(&g) => groups[g].push(i),
+            None => {
+                group_of.insert(key, groups.len());
+                groups.push(vec![i]);
+            }
+        }
+    }
+    groups
+}
+
+/// `items` in `count` runs of consecutive items whose lengths differ by one at most.
+fn split_evenly(items: &[usize], count: usize) -> Vec<Vec<usize>> {
+    let count = count.clamp(1, items.len().max(1));
+    let (base, extra) = (items.len() / count, items.len() % count);
+    let mut out = Vec::with_capacity(count);
+    let mut at = 0;
+    for k in 0..count {
+        let len = base + usize::from(k < extra);
+        out.push(items[at..at + len].to_vec());
+        at += len;
+    }
+    out
+}
+
+/// `pack`, halved until each part fits its device's free memory (a pack of one as it is).
+fn within_memory(pack: Vec<usize>, trials: &[Trial], opts: &Options) -> Vec<Vec<usize>> {
+    let keys: Vec<String> = pack.iter().map(|&i| identity::trial_key(&trials[i])).collect();
+    if pack.len() <= 1 || opts.memory.fits_together(&keys.iter().map(String::as_str).collect::<Vec<_>>()) {
+        return vec![pack];
+    }
+    let (a, b) = pack.split_at(pack.len() / 2);
+    let mut out = within_memory(a.to_vec(), trials, opts);
+    out.extend(within_memory(b.to_vec(), trials, opts));
+    out
+}
+
+/// Runs the pack `pack` (indices into `trials`): claims each trial, trains the claimed ones
+/// together, and records each as it ends. One result per trial.
+#[allow(clippy::too_many_arguments)]
+pub fn run_pack(
+    store: &Store,
+    spec: &super::SpecSource,
+    pack: &[usize],
+    trials: &[Trial],
+    opts: &Options,
+    reporter: &dyn Reporter,
+    cancel: &AtomicBool,
+) -> Vec<Result<TrialResult, StoreError>> {
+    if let [i] = pack {
+        return vec![super::run_trial(store, spec, *i, &trials[*i], opts, reporter, cancel)];
+    }
+    let mut results = vec![];
+    let mut claimed: Vec<(usize, Claimed)> = vec![];
+    for &i in pack {
+        match claim(store, spec, i, &trials[i], opts, reporter) {
+            Ok(Ok(c)) => claimed.push((i, c)),
+            Ok(Err(result)) => results.push(Ok(result)),
+            Err(e) => {
+                results.push(Err(e));
+                return results; // the store failed: the trials claimed so far are taken over later
+            }
+        }
+    }
+    let observers: Vec<Box<dyn crate::train::Observer + '_>> = claimed
+        .iter()
+        .map(|(i, c)| {
+            let resumed_from = c.record.progress.as_ref().and_then(|p| p.resumed_from);
+            reporter.trial_started(*i, &trials[*i], c.record.id, resumed_from)
+        })
+        .collect();
+    let lives: Vec<live::Live<'_>> = claimed
+        .iter_mut()
+        .zip(&observers)
+        .map(|((_, c), observer)| {
+            live::Live::new(
+                Some(store),
+                store.checkpoints(),
+                c.record.clone(),
+                c.key.clone(),
+                observer.as_ref(),
+                reporter,
+                c.resume.take(),
+            )
+        })
+        .collect();
+    let members: Vec<PackMember<'_>> = claimed
+        .iter()
+        .zip(&lives)
+        .map(|((i, _), live)| PackMember { trial: &trials[*i], observer: live, checkpoints: live })
+        .collect();
+    let device = device_of(&trials[claimed.first().map_or(pack[0], |c| c.0)], opts).to_string();
+    // Each trial is recorded the moment it leaves the pack.
+    let mut end = |p: usize, outcome: crate::train::Outcome| {
+        let (i, c) = &claimed[p];
+        let mut record = c.record.clone();
+        complete_record(&mut record, Ok(outcome));
+        lives[p].stop_writing();
+        record.progress = lives[p].progress();
+        results.push(settle(store, *i, &trials[*i], record, &c.key, reporter));
+    };
+    let trained = crate::pool::run_in_pool(opts.threads, || {
+        let device = crate::device::open(&device)?;
+        train_pack(&members, &device, cancel, &mut end);
+        Ok::<_, TrialError>(())
+    });
+    if let Err(e) = trained.map_err(TrialError::from).and_then(|r| r) {
+        // No trial of the pack trained (no compute threads, or the device did not open).
+        for (p, member) in members.iter().enumerate() {
+            let mut outcome = crate::train::Outcome::starting(member.trial);
+            outcome.fail(e.to_string());
+            end(p, outcome);
+        }
+    }
+    results
+}
