@@ -24,7 +24,7 @@ use std::borrow::Cow;
 use candle_core::{Result, Tensor, Var};
 
 use super::Cell;
-use crate::graph::{Node, Source, StateInit};
+use crate::graph::{Source, StateInit, StepGraph};
 use crate::kernels::elementwise::map2;
 use crate::kernels::real::Real;
 use crate::kernels::view::{self, Read};
@@ -206,354 +206,213 @@ impl Cell {
         scored: &[usize],
         loss: &mut PackLoss<'_>,
     ) -> Result<Vec<TrialGrads>> {
-        let g = &self.graph;
         let trials = members.len().max(1);
-        let (steps, rows) = (inputs.dim(0)?, inputs.dim(1)?);
+        let rows = inputs.dim(1)?;
         if rows % trials != 0 {
             candle_core::bail!("internal: a pack of {trials} trials over {rows} sequences");
         }
-        let lay = Layout { trials, batch: rows / trials };
-        let mut states: Vec<Val> = self.packed_initial_states(members, lay)?;
+        let tape = Tape { cell: self, members, lay: Layout { trials, batch: rows / trials } };
+        let (recs, totals) = tape.record(inputs, scored, loss)?;
+        let param_grads = tape.backward(recs)?;
+        tape.gradients(totals, param_grads)
+    }
+}
+
+/// One training pass of a cell over a pack: the forward recorded time step by time step
+/// ([`Tape::record`]), then the backward over the records in reverse ([`Tape::backward`]).
+struct Tape<'a> {
+    cell: &'a Cell,
+    members: &'a [Member<'a>],
+    lay: Layout,
+}
+
+/// What a node runs at a time step, on which inputs, with which parameters.
+struct UnitPlan {
+    unit: Unit,
+    /// Where the op's inputs come from (a shared pair's: the consumer's).
+    sources: Vec<Source>,
+    /// Whether a gradient can flow into each of the node's own (or absorbed) inputs.
+    needs: Vec<bool>,
+    /// The parameters the op reads (a fused pair's: the producer's, then the consumer's).
+    param_ids: Vec<usize>,
+}
+
+impl Tape<'_> {
+    fn graph(&self) -> &StepGraph {
+        &self.cell.graph
+    }
+
+    /// The forward over the time steps up to the last scored one, recorded; each trial's
+    /// summed loss.
+    fn record(&self, inputs: &Tensor, scored: &[usize], loss: &mut PackLoss<'_>) -> Result<(Vec<StepRec>, Vec<f64>)> {
+        let g = self.graph();
+        let mut states = self.initial_states()?;
         let mut state_req: Vec<bool> = g.states.iter().map(|s| matches!(s.init, StateInit::Learned(_))).collect();
-        let mut totals = vec![0.0; trials];
-        let mut recs: Vec<StepRec> = Vec::with_capacity(steps);
+        let mut totals = vec![0.0; self.lay.trials];
+        let mut recs: Vec<StepRec> = Vec::with_capacity(inputs.dim(0)?);
         let mut next_scored = scored.iter().enumerate().peekable();
-        for t in 0..steps {
-            let scored_here = match next_scored.peek() {
-                Some(&(s, &st)) if st == t => {
-                    next_scored.next();
-                    Some(s)
-                }
-                _ => None,
+        for t in 0..inputs.dim(0)? {
+            let scored_here = next_scored.next_if(|&(_, &st)| st == t).map(|(s, _)| s);
+            let mut step = StepRec {
+                x: Val::Joint(inputs.get(t)?.contiguous()?),
+                states,
+                values: vec![vec![]; g.nodes.len()],
+                nodes: (0..g.nodes.len()).map(|_| Rec::Skipped).collect(),
+                per_trial: vec![false; g.nodes.len()],
+                state_req,
+                node_req: vec![false; g.nodes.len()],
+                out_grad: None,
             };
-            let x = Val::Joint(inputs.get(t)?.contiguous()?);
-            let mut values: Vec<Vec<Val>> = vec![vec![]; g.nodes.len()];
-            let mut nodes: Vec<Rec> = (0..g.nodes.len()).map(|_| Rec::Skipped).collect();
-            let mut node_req = vec![false; g.nodes.len()];
-            let mut per_trial = vec![false; g.nodes.len()];
-            for (i, node) in g.nodes.iter().enumerate() {
-                let run = |n: usize| scored_here.is_some() || self.needed_for_state[n];
-                if !run(i) || matches!(nodes[i], Rec::FusedConsumer) {
-                    continue;
-                }
-                let absorbed_here = |f: &Fusion| matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer);
-                if self.fusions.iter().any(|f| f.producer == i && absorbed_here(f)) {
-                    nodes[i] = Rec::FusedConsumer; // its consumer runs it
-                    continue;
-                }
-                let absorbing = self.fusions.iter().position(|f| f.consumer == i && absorbed_here(f));
-                let req_of = |s: &Source, node_req: &[bool]| match *s {
-                    Source::Input => false,
-                    Source::State(j) => state_req[j],
-                    Source::Node(n, _) => node_req[n],
-                };
-                let absorbed = absorbing.and_then(|f| self.fusions[f].absorbed_sources(g));
-                let sources: &[Source] = absorbed.as_deref().unwrap_or(&node.inputs);
-                let needs: Vec<bool> = sources.iter().map(|s| req_of(s, &node_req)).collect();
-                node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
-                let at_producer = |f: &Fusion| matches!(f.joint, Joint::Chain | Joint::Share { .. });
-                let fusion = self.fusions.iter().position(|f| f.producer == i && at_producer(f) && run(f.consumer));
-                let (unit, param_ids, shared) = if let Some(f) = absorbing {
-                    let producer = &g.nodes[self.fusions[f].producer];
-                    (Unit::Absorb(f), producer.params.iter().chain(&node.params).copied().collect(), None)
-                } else if !node_req[i] {
-                    (Unit::Plain, node.params.clone(), None)
-                } else if let Some(f) = fusion {
-                    let consumer = &g.nodes[self.fusions[f].consumer];
-                    // A shared pair runs on the consumer's inputs (the producer's among them).
-                    let shared = self.fusions[f].shared_sources(g);
-                    (Unit::Chain(f), node.params.iter().chain(&consumer.params).copied().collect(), shared)
-                } else if self.ops[i].manual().is_some() {
-                    (Unit::Manual, node.params.clone(), None)
-                } else {
-                    (Unit::Fallback, node.params.clone(), None)
-                };
-                let run_sources: &[Source] = shared.unwrap_or(sources);
-                let ins: Vec<&Val> = run_sources.iter().map(|s| fetch(*s, &x, &states, &values)).collect();
-                per_trial[i] = trials > 1 && (!param_ids.is_empty() || ins.iter().any(|v| v.is_split()));
-                let (outs, runs) = if per_trial[i] {
-                    let mut outs: Vec<Vec<Tensor>> = vec![];
-                    let mut runs = Vec::with_capacity(trials);
-                    for (p, m) in members.iter().enumerate() {
-                        let ins: Vec<Tensor> = ins.iter().map(|v| lay.part(v, p)).collect::<Result<_>>()?;
-                        let (o, r) =
-                            self.forward_unit(unit, i, &ins.iter().collect::<Vec<_>>(), &needs, &param_ids, m)?;
-                        outs.resize_with(o.len(), Vec::new);
-                        for (k, o) in o.into_iter().enumerate() {
-                            outs[k].push(o);
-                        }
-                        runs.push(r);
-                    }
-                    (outs.into_iter().map(|parts| lay.join(parts)).collect::<Result<Vec<_>>>()?, runs)
-                } else {
-                    let ins: Vec<&Tensor> = ins.iter().map(|v| v.joint()).collect::<Result<_>>()?;
-                    let (o, r) = self.forward_unit(unit, i, &ins, &needs, &param_ids, &members[0])?;
-                    (o.into_iter().map(Val::Joint).collect(), vec![r])
-                };
-                match unit {
-                    Unit::Chain(f) => {
-                        let c = self.fusions[f].consumer;
-                        let mut outs = outs;
-                        values[c] = outs.split_off(node.outputs.len());
-                        values[i] = outs;
-                        nodes[i] = Rec::FusedProducer { saved: saved_of(runs)?, fusion: f };
-                        nodes[c] = Rec::FusedConsumer;
-                        node_req[c] = true;
-                    }
-                    Unit::Absorb(f) => {
-                        values[i] = outs;
-                        nodes[i] = Rec::Absorbing { saved: saved_of(runs)?, fusion: f };
-                    }
-                    Unit::Manual => {
-                        values[i] = outs;
-                        nodes[i] = Rec::Manual { saved: saved_of(runs)? };
-                    }
-                    Unit::Fallback => {
-                        values[i] = outs;
-                        let runs = runs
-                            .into_iter()
-                            .map(|r| match r {
-                                RunRec::Fallback(f) => Ok(f),
-                                _ => candle_core::bail!("internal: an autograd run recorded no graph"),
-                            })
-                            .collect::<Result<_>>()?;
-                        nodes[i] = Rec::Fallback { runs };
-                    }
-                    Unit::Plain => values[i] = outs,
-                }
+            for i in 0..g.nodes.len() {
+                self.record_node(i, scored_here.is_some(), &mut step)?;
             }
-            let out_grad = match scored_here {
-                Some(s) => {
-                    let out = fetch(g.output, &x, &states, &values);
-                    let mut grads = Vec::with_capacity(trials);
-                    for (p, total) in totals.iter_mut().enumerate() {
-                        let (value, grad) = loss(p, s, &lay.part(out, p)?)?;
-                        *total += value;
-                        grads.push(grad);
-                    }
-                    Some(lay.join(grads)?)
-                }
-                None => None,
-            };
-            let next: Vec<Val> = g.next_states.iter().map(|s| fetch(*s, &x, &states, &values).clone()).collect();
+            if let Some(s) = scored_here {
+                step.out_grad = Some(self.score(s, &step, loss, &mut totals)?);
+            }
+            let next: Vec<Val> =
+                g.next_states.iter().map(|s| fetch(*s, &step.x, &step.states, &step.values).clone()).collect();
             if next.iter().any(Val::is_split) {
                 candle_core::bail!("a state takes a value shared by the whole batch; such a model trains unpacked");
             }
-            let next_req: Vec<bool> = g
-                .next_states
-                .iter()
-                .map(|s| match *s {
-                    Source::Input => false,
-                    Source::State(j) => state_req[j],
-                    Source::Node(n, _) => node_req[n],
-                })
-                .collect();
-            recs.push(StepRec {
-                x,
-                states: std::mem::replace(&mut states, next),
-                values,
-                nodes,
-                per_trial,
-                state_req: std::mem::replace(&mut state_req, next_req),
-                node_req,
-                out_grad,
-            });
+            state_req = g.next_states.iter().map(|s| step.req(*s)).collect();
+            states = next;
+            recs.push(step);
             if next_scored.peek().is_none() {
                 break; // nothing after the last scored step matters
             }
         }
-        drop(states);
-
-        let mut param_grads: Vec<Vec<ParamGrad>> =
-            (0..trials).map(|_| g.params.iter().map(|_| ParamGrad::default()).collect()).collect();
-        // d loss / d (state value at the start of the step after the current one).
-        let mut carry: Vec<Option<Val>> = vec![None; g.states.len()];
-        while let Some(rec) = recs.pop() {
-            let mut g_nodes: Vec<Vec<Option<Val>>> = g.nodes.iter().map(|n| vec![None; n.outputs.len()]).collect();
-            let mut g_states: Vec<Option<Val>> = vec![None; g.states.len()];
-            let mut add = |s: Source, grad: Val, g_nodes: &mut Vec<Vec<Option<Val>>>| -> Result<()> {
-                match s {
-                    Source::Input => Ok(()),
-                    Source::State(j) => accumulate(&mut g_states[j], grad),
-                    Source::Node(n, k) => accumulate(&mut g_nodes[n][k], grad),
-                }
-            };
-            for (i, s) in g.next_states.iter().enumerate() {
-                if let Some(grad) = carry[i].take() {
-                    add(*s, grad, &mut g_nodes)?;
-                }
-            }
-            if let Some(grad) = rec.out_grad.clone() {
-                add(g.output, grad, &mut g_nodes)?;
-            }
-            for (i, node) in g.nodes.iter().enumerate().rev() {
-                if matches!(rec.nodes[i], Rec::FusedConsumer) {
-                    continue; // its producer's fused backward takes its gradient
-                }
-                let consumer_has_grad = match &rec.nodes[i] {
-                    Rec::FusedProducer { fusion, .. } => {
-                        g_nodes[self.fusions[*fusion].consumer].iter().any(Option::is_some)
-                    }
-                    _ => false,
-                };
-                if !rec.node_req[i] || (g_nodes[i].iter().all(Option::is_none) && !consumer_has_grad) {
-                    continue;
-                }
-                if matches!(rec.nodes[i], Rec::Skipped) {
-                    continue;
-                }
-                let mut grads = std::mem::take(&mut g_nodes[i]);
-                let absorbed = match &rec.nodes[i] {
-                    Rec::Absorbing { fusion, .. } => self.fusions[*fusion].absorbed_sources(g),
-                    _ => None,
-                };
-                let shared = match &rec.nodes[i] {
-                    Rec::FusedProducer { fusion, .. } => self.fusions[*fusion].shared_sources(g),
-                    _ => None,
-                };
-                let sources: &[Source] = shared.or(absorbed.as_deref()).unwrap_or(&node.inputs);
-                let needs: Vec<bool> = sources
-                    .iter()
-                    .map(|s| match *s {
-                        Source::Input => false,
-                        Source::State(j) => rec.state_req[j],
-                        Source::Node(n, _) => rec.node_req[n],
-                    })
-                    .collect();
-                // The parameters (and, for a fused pair, the consumer's after the producer's).
-                let consumer = match &rec.nodes[i] {
-                    Rec::FusedProducer { fusion, .. } => Some(self.fusions[*fusion].consumer),
-                    _ => None,
-                };
-                let param_ids: Vec<usize> = match &rec.nodes[i] {
-                    Rec::Absorbing { fusion, .. } => {
-                        g.nodes[self.fusions[*fusion].producer].params.iter().chain(&node.params).copied().collect()
-                    }
-                    _ => node
-                        .params
-                        .iter()
-                        .chain(consumer.map_or(&[][..], |c| &g.nodes[c].params[..]))
-                        .copied()
-                        .collect(),
-                };
-                // The outputs the op put out (a chain's: the producer's, then the consumer's).
-                let outputs: Cow<[Val]> = match consumer {
-                    Some(c) => {
-                        grads.extend(std::mem::take(&mut g_nodes[c]));
-                        Cow::Owned(rec.values[i].iter().chain(&rec.values[c]).cloned().collect())
-                    }
-                    None => Cow::Borrowed(&rec.values[i][..]),
-                };
-                let inputs: Vec<&Val> = sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values)).collect();
-                let runs = if rec.per_trial[i] { trials } else { 1 };
-                // Each run's gradient of each input.
-                let mut input_grads: Vec<Vec<Option<Tensor>>> = vec![Vec::with_capacity(runs); sources.len()];
-                for r in 0..runs {
-                    let part = |v: &Val| if rec.per_trial[i] { lay.part(v, r) } else { v.joint().cloned() };
-                    let p = if rec.per_trial[i] { r } else { 0 };
-                    let ins: Vec<Tensor> = inputs.iter().map(|v| part(v)).collect::<Result<_>>()?;
-                    let outs: Vec<Tensor> = outputs.iter().map(part).collect::<Result<_>>()?;
-                    let gs: Vec<Option<Tensor>> =
-                        grads.iter().map(|g| g.as_ref().map(part).transpose()).collect::<Result<_>>()?;
-                    let mut local: Vec<ParamGrad> =
-                        param_ids.iter().map(|&q| std::mem::take(&mut param_grads[p][q])).collect();
-                    let b = UnitBackward {
-                        i,
-                        node,
-                        ins: &ins,
-                        outs: &outs,
-                        grads: &gs,
-                        needs: &needs,
-                        member: &members[p],
-                    };
-                    let got = self.backward_unit(&rec.nodes[i], r, &b, &param_ids, &mut local)?;
-                    for (k, &q) in param_ids.iter().enumerate() {
-                        param_grads[p][q] = std::mem::take(&mut local[k]);
-                    }
-                    for (k, grad) in got.into_iter().enumerate().take(sources.len()) {
-                        input_grads[k].push(grad);
-                    }
-                }
-                for (((s, parts), &need), input) in sources.iter().zip(input_grads).zip(&needs).zip(&inputs) {
-                    if !need || parts.iter().all(Option::is_none) {
-                        continue;
-                    }
-                    let grad = match rec.per_trial[i] {
-                        false => parts.into_iter().next().flatten().map(Val::Joint),
-                        true => {
-                            let filled = parts
-                                .into_iter()
-                                .enumerate()
-                                .map(|(p, g)| match g {
-                                    Some(g) => Ok(g),
-                                    None => lay.part(input, p)?.zeros_like(),
-                                })
-                                .collect::<Result<Vec<_>>>()?;
-                            Some(lay.join(filled)?)
-                        }
-                    };
-                    if let Some(grad) = grad {
-                        add(*s, grad, &mut g_nodes)?;
-                    }
-                }
-            }
-            carry = g_states;
-        }
-        // The learned initial states were broadcast over each trial's batch.
-        for (s, grad) in g.states.iter().zip(carry) {
-            if let (StateInit::Learned(q), Some(grad)) = (&s.init, grad) {
-                for (p, grads) in param_grads.iter_mut().enumerate() {
-                    grads[*q].add_batch_sum(&lay.part(&grad, p)?)?;
-                }
-            }
-        }
-        totals
-            .into_iter()
-            .zip(param_grads)
-            .map(|(total, grads)| {
-                let grads = grads
-                    .into_iter()
-                    .zip(&g.params)
-                    .map(|(pg, spec)| pg.into_tensor(spec.shape.clone()))
-                    .collect::<Result<_>>()?;
-                Ok((total, grads))
-            })
-            .collect()
+        Ok((recs, totals))
     }
 
     /// Every state's value at the start of a sequence, each trial's over its batch.
-    fn packed_initial_states(&self, members: &[Member<'_>], lay: Layout) -> Result<Vec<Val>> {
-        let per_trial: Vec<Vec<Tensor>> = members
+    fn initial_states(&self) -> Result<Vec<Val>> {
+        let per_trial: Vec<Vec<Tensor>> = self
+            .members
             .iter()
-            .map(|m| self.initial_states(m.weights, lay.batch)?.iter().map(|s| s.contiguous()).collect())
+            .map(|m| self.cell.initial_states(m.weights, self.lay.batch)?.iter().map(|s| s.contiguous()).collect())
             .collect::<Result<_>>()?;
-        (0..self.graph.states.len())
-            .map(|j| lay.join(per_trial.iter().map(|states| states[j].clone()).collect()))
+        (0..self.graph().states.len())
+            .map(|j| self.lay.join(per_trial.iter().map(|states| states[j].clone()).collect()))
             .collect()
     }
 
-    /// Runs `unit` at node `i` once, on `ins` with `member`'s parameters `param_ids`: the
-    /// outputs (contiguous; a chain's: the producer's, then the consumer's) and what its
-    /// backward needs.
+    /// Each trial's loss at scored step `s` (added to `totals`) and `d loss / d output`.
+    fn score(&self, s: usize, step: &StepRec, loss: &mut PackLoss<'_>, totals: &mut [f64]) -> Result<Val> {
+        let out = fetch(self.graph().output, &step.x, &step.states, &step.values);
+        let mut grads = Vec::with_capacity(self.lay.trials);
+        for (p, total) in totals.iter_mut().enumerate() {
+            let (value, grad) = loss(p, s, &self.lay.part(out, p)?)?;
+            *total += value;
+            grads.push(grad);
+        }
+        self.lay.join(grads)
+    }
+
+    /// Runs node `i` at one time step, if it runs there (`scored`: the step's output is
+    /// scored), and records what its backward needs.
+    fn record_node(&self, i: usize, scored: bool, step: &mut StepRec) -> Result<()> {
+        let cell = self.cell;
+        let run = |n: usize| scored || cell.needed_for_state[n];
+        if !run(i) || matches!(step.nodes[i], Rec::FusedConsumer) {
+            return Ok(());
+        }
+        let absorbed_here = |f: &Fusion| matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer);
+        if cell.fusions.iter().any(|f| f.producer == i && absorbed_here(f)) {
+            step.nodes[i] = Rec::FusedConsumer; // its consumer runs it
+            return Ok(());
+        }
+        let plan = self.plan_unit(i, &run, step);
+        let ins: Vec<&Val> = plan.sources.iter().map(|s| fetch(*s, &step.x, &step.states, &step.values)).collect();
+        step.per_trial[i] = self.lay.trials > 1 && (!plan.param_ids.is_empty() || ins.iter().any(|v| v.is_split()));
+        let (outs, runs) = if step.per_trial[i] {
+            let mut outs: Vec<Vec<Tensor>> = vec![];
+            let mut runs = Vec::with_capacity(self.lay.trials);
+            for (p, m) in self.members.iter().enumerate() {
+                let ins: Vec<Tensor> = ins.iter().map(|v| self.lay.part(v, p)).collect::<Result<_>>()?;
+                let (o, r) = self.forward_unit(i, &plan, &ins.iter().collect::<Vec<_>>(), m)?;
+                outs.resize_with(o.len(), Vec::new);
+                for (k, o) in o.into_iter().enumerate() {
+                    outs[k].push(o);
+                }
+                runs.push(r);
+            }
+            (outs.into_iter().map(|parts| self.lay.join(parts)).collect::<Result<Vec<_>>>()?, runs)
+        } else {
+            let ins: Vec<&Tensor> = ins.iter().map(|v| v.joint()).collect::<Result<_>>()?;
+            let (o, r) = self.forward_unit(i, &plan, &ins, &self.members[0])?;
+            (o.into_iter().map(Val::Joint).collect(), vec![r])
+        };
+        let mut outs = outs;
+        step.nodes[i] = match plan.unit {
+            Unit::Chain(f) => {
+                let c = cell.fusions[f].consumer;
+                step.values[c] = outs.split_off(self.graph().nodes[i].outputs.len());
+                step.nodes[c] = Rec::FusedConsumer;
+                step.node_req[c] = true;
+                Rec::FusedProducer { saved: saved_of(runs)?, fusion: f }
+            }
+            Unit::Absorb(f) => Rec::Absorbing { saved: saved_of(runs)?, fusion: f },
+            Unit::Manual => Rec::Manual { saved: saved_of(runs)? },
+            Unit::Fallback => Rec::Fallback { runs: fallback_runs(runs)? },
+            Unit::Plain => Rec::Skipped,
+        };
+        step.values[i] = outs;
+        Ok(())
+    }
+
+    /// What node `i` runs (its own op, a fused op, or the plain forward when no gradient
+    /// flows through it); marks whether a gradient can flow into it.
+    fn plan_unit(&self, i: usize, run: &dyn Fn(usize) -> bool, step: &mut StepRec) -> UnitPlan {
+        let (cell, g) = (self.cell, self.graph());
+        let node = &g.nodes[i];
+        let absorbing = cell
+            .fusions
+            .iter()
+            .position(|f| f.consumer == i && matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer));
+        let absorbed = absorbing.and_then(|f| cell.fusions[f].absorbed_sources(g));
+        let sources: Vec<Source> = absorbed.unwrap_or_else(|| node.inputs.clone());
+        let needs: Vec<bool> = sources.iter().map(|s| step.req(*s)).collect();
+        step.node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
+        let at_producer = |f: &Fusion| matches!(f.joint, Joint::Chain | Joint::Share { .. });
+        let fusion = cell.fusions.iter().position(|f| f.producer == i && at_producer(f) && run(f.consumer));
+        let (unit, param_ids, sources) = if let Some(f) = absorbing {
+            let producer = &g.nodes[cell.fusions[f].producer];
+            (Unit::Absorb(f), producer.params.iter().chain(&node.params).copied().collect(), sources)
+        } else if !step.node_req[i] {
+            (Unit::Plain, node.params.clone(), sources)
+        } else if let Some(f) = fusion {
+            let consumer = &g.nodes[cell.fusions[f].consumer];
+            // A shared pair runs on the consumer's inputs (the producer's among them).
+            let sources = cell.fusions[f].shared_sources(g).map_or(sources, <[Source]>::to_vec);
+            (Unit::Chain(f), node.params.iter().chain(&consumer.params).copied().collect(), sources)
+        } else if cell.ops[i].manual().is_some() {
+            (Unit::Manual, node.params.clone(), sources)
+        } else {
+            (Unit::Fallback, node.params.clone(), sources)
+        };
+        UnitPlan { unit, sources, needs, param_ids }
+    }
+
+    /// Runs a node's unit once, on `ins` with `member`'s parameters: the outputs (contiguous;
+    /// a chain's: the producer's, then the consumer's) and what its backward needs.
     fn forward_unit(
         &self,
-        unit: Unit,
         i: usize,
+        plan: &UnitPlan,
         ins: &[&Tensor],
-        needs: &[bool],
-        param_ids: &[usize],
         member: &Member<'_>,
     ) -> Result<(Vec<Tensor>, RunRec)> {
+        let cell = self.cell;
         let contiguous = |outs: Vec<Tensor>| outs.iter().map(|o| o.contiguous()).collect::<Result<Vec<_>>>();
-        let params: Vec<&Tensor> = param_ids.iter().map(|&q| &member.weights[q]).collect();
-        Ok(match unit {
+        let params: Vec<&Tensor> = plan.param_ids.iter().map(|&q| &member.weights[q]).collect();
+        Ok(match plan.unit {
             Unit::Absorb(f) | Unit::Chain(f) => {
-                let (outs, saved) = self.fusions[f].op.forward_train(ins, &params)?;
+                let (outs, saved) = cell.fusions[f].op.forward_train(ins, &params)?;
                 (contiguous(outs)?, RunRec::Saved(saved))
             }
-            Unit::Plain => (contiguous(self.ops[i].forward(ins, &params)?)?, RunRec::Nothing),
+            Unit::Plain => (contiguous(cell.ops[i].forward(ins, &params)?)?, RunRec::Nothing),
             Unit::Manual => {
-                let Some(manual) = self.ops[i].manual() else {
+                let Some(manual) = cell.ops[i].manual() else {
                     candle_core::bail!("internal: node {i} has no manual forward")
                 };
                 let (outs, saved) = manual.forward_train(ins, &params)?;
@@ -562,17 +421,147 @@ impl Cell {
             Unit::Fallback => {
                 let vars: Vec<Option<Var>> = ins
                     .iter()
-                    .zip(needs)
+                    .zip(&plan.needs)
                     .map(|(t, &n)| if n && t.dtype().is_float() { Var::from_tensor(t).map(Some) } else { Ok(None) })
                     .collect::<Result<_>>()?;
                 let local: Vec<&Tensor> =
                     ins.iter().zip(&vars).map(|(t, v)| v.as_ref().map_or(*t, |v| v.as_tensor())).collect();
-                let params: Vec<&Tensor> = param_ids.iter().map(|&q| &member.tracked[q]).collect();
-                let outputs = self.ops[i].forward(&local, &params)?;
+                let params: Vec<&Tensor> = plan.param_ids.iter().map(|&q| &member.tracked[q]).collect();
+                let outputs = cell.ops[i].forward(&local, &params)?;
                 let values = outputs.iter().map(|o| o.detach().contiguous()).collect::<Result<_>>()?;
                 (values, RunRec::Fallback(FallbackRun { vars, outputs }))
             }
         })
+    }
+
+    /// The backward over the recorded time steps, last first: every trial's parameter
+    /// gradients.
+    fn backward(&self, mut recs: Vec<StepRec>) -> Result<Vec<Vec<ParamGrad>>> {
+        let g = self.graph();
+        let mut param_grads: Vec<Vec<ParamGrad>> =
+            (0..self.lay.trials).map(|_| g.params.iter().map(|_| ParamGrad::default()).collect()).collect();
+        // d loss / d (state value at the start of the step after the current one).
+        let mut carry: Vec<Option<Val>> = vec![None; g.states.len()];
+        while let Some(rec) = recs.pop() {
+            let mut grads = Grads {
+                nodes: g.nodes.iter().map(|n| vec![None; n.outputs.len()]).collect(),
+                states: vec![None; g.states.len()],
+            };
+            for (i, s) in g.next_states.iter().enumerate() {
+                if let Some(grad) = carry[i].take() {
+                    grads.add(*s, grad)?;
+                }
+            }
+            if let Some(grad) = rec.out_grad.clone() {
+                grads.add(g.output, grad)?;
+            }
+            for i in (0..g.nodes.len()).rev() {
+                self.backward_node(i, &rec, &mut grads, &mut param_grads)?;
+            }
+            carry = grads.states;
+        }
+        // The learned initial states were broadcast over each trial's batch.
+        for (s, grad) in g.states.iter().zip(carry) {
+            if let (StateInit::Learned(q), Some(grad)) = (&s.init, grad) {
+                for (p, grads) in param_grads.iter_mut().enumerate() {
+                    grads[*q].add_batch_sum(&self.lay.part(&grad, p)?)?;
+                }
+            }
+        }
+        Ok(param_grads)
+    }
+
+    /// The backward of node `i` at the time step `rec`: takes its outputs' gradients from
+    /// `grads`, adds its inputs' there and its parameters' to `param_grads`.
+    fn backward_node(
+        &self,
+        i: usize,
+        rec: &StepRec,
+        grads: &mut Grads,
+        param_grads: &mut [Vec<ParamGrad>],
+    ) -> Result<()> {
+        let (cell, g) = (self.cell, self.graph());
+        let node = &g.nodes[i];
+        let (fusion, consumer) = match &rec.nodes[i] {
+            Rec::FusedProducer { fusion, .. } => (Some(&cell.fusions[*fusion]), Some(cell.fusions[*fusion].consumer)),
+            Rec::Absorbing { fusion, .. } => (Some(&cell.fusions[*fusion]), None),
+            Rec::Skipped | Rec::FusedConsumer => return Ok(()), // a fused consumer's producer takes its gradient
+            _ => (None, None),
+        };
+        let consumer_has_grad = consumer.is_some_and(|c| grads.nodes[c].iter().any(Option::is_some));
+        if !rec.node_req[i] || (grads.nodes[i].iter().all(Option::is_none) && !consumer_has_grad) {
+            return Ok(());
+        }
+        let mut out_grads = std::mem::take(&mut grads.nodes[i]);
+        let sources: Vec<Source> = match (&rec.nodes[i], fusion) {
+            (Rec::Absorbing { .. }, Some(f)) => f.absorbed_sources(g),
+            (Rec::FusedProducer { .. }, Some(f)) => f.shared_sources(g).map(<[Source]>::to_vec),
+            _ => None,
+        }
+        .unwrap_or_else(|| node.inputs.clone());
+        let needs: Vec<bool> = sources.iter().map(|s| rec.req(*s)).collect();
+        // The parameters (a fused pair's: the producer's, then the consumer's).
+        let param_ids: Vec<usize> = match (&rec.nodes[i], fusion) {
+            (Rec::Absorbing { .. }, Some(f)) => {
+                g.nodes[f.producer].params.iter().chain(&node.params).copied().collect()
+            }
+            _ => node.params.iter().chain(consumer.map_or(&[][..], |c| &g.nodes[c].params[..])).copied().collect(),
+        };
+        // The outputs the op put out (a chain's: the producer's, then the consumer's).
+        let outputs: Cow<[Val]> = match consumer {
+            Some(c) => {
+                out_grads.extend(std::mem::take(&mut grads.nodes[c]));
+                Cow::Owned(rec.values[i].iter().chain(&rec.values[c]).cloned().collect())
+            }
+            None => Cow::Borrowed(&rec.values[i][..]),
+        };
+        let inputs: Vec<&Val> = sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values)).collect();
+        let runs = if rec.per_trial[i] { self.lay.trials } else { 1 };
+        // Each run's gradient of each input.
+        let mut input_grads: Vec<Vec<Option<Tensor>>> = vec![Vec::with_capacity(runs); sources.len()];
+        for r in 0..runs {
+            let part = |v: &Val| if rec.per_trial[i] { self.lay.part(v, r) } else { v.joint().cloned() };
+            let p = if rec.per_trial[i] { r } else { 0 };
+            let ins: Vec<Tensor> = inputs.iter().map(|v| part(v)).collect::<Result<_>>()?;
+            let outs: Vec<Tensor> = outputs.iter().map(part).collect::<Result<_>>()?;
+            let gs: Vec<Option<Tensor>> =
+                out_grads.iter().map(|g| g.as_ref().map(part).transpose()).collect::<Result<_>>()?;
+            let mut local: Vec<ParamGrad> = param_ids.iter().map(|&q| std::mem::take(&mut param_grads[p][q])).collect();
+            let b = UnitBackward { i, ins: &ins, outs: &outs, grads: &gs, needs: &needs, member: &self.members[p] };
+            let got = self.backward_unit(&rec.nodes[i], r, &b, &param_ids, &mut local)?;
+            for (k, &q) in param_ids.iter().enumerate() {
+                param_grads[p][q] = std::mem::take(&mut local[k]);
+            }
+            for (k, grad) in got.into_iter().enumerate().take(sources.len()) {
+                input_grads[k].push(grad);
+            }
+        }
+        for (((s, parts), &need), input) in sources.iter().zip(input_grads).zip(&needs).zip(&inputs) {
+            if need && parts.iter().any(Option::is_some) {
+                grads.add(*s, self.gather(parts, input, rec.per_trial[i])?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// An input's gradient from its runs' parts (one per trial, or one for a joint run); a
+    /// trial whose run gave none contributes zeros.
+    fn gather(&self, parts: Vec<Option<Tensor>>, input: &Val, per_trial: bool) -> Result<Val> {
+        if !per_trial {
+            return match parts.into_iter().next().flatten() {
+                Some(g) => Ok(Val::Joint(g)),
+                None => candle_core::bail!("internal: a joint run gave no gradient"),
+            };
+        }
+        let filled = parts
+            .into_iter()
+            .enumerate()
+            .map(|(p, g)| match g {
+                Some(g) => Ok(g),
+                None => self.lay.part(input, p)?.zeros_like(),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        self.lay.join(filled)
     }
 
     /// The backward of run `r` of a recorded node: the gradient of each of its inputs (the
@@ -585,17 +574,18 @@ impl Cell {
         param_ids: &[usize],
         local: &mut [ParamGrad],
     ) -> Result<Vec<Option<Tensor>>> {
-        let UnitBackward { i, node, ins, outs, grads, needs, member } = *b;
+        let UnitBackward { i, ins, outs, grads, needs, member } = *b;
+        let cell = self.cell;
         // A manual backward (of the node's op, or of the fused op it runs) and what it saved.
         let manual: Option<(&dyn TrainOp, &SavedAny)> = match rec {
             Rec::Manual { saved } => {
-                let Some(op) = self.ops[i].manual() else {
+                let Some(op) = cell.ops[i].manual() else {
                     candle_core::bail!("internal: node {i} ran its manual forward but has no manual backward")
                 };
                 Some((op, &saved[r]))
             }
             Rec::FusedProducer { saved, fusion } | Rec::Absorbing { saved, fusion } => {
-                Some((&*self.fusions[*fusion].op as &dyn TrainOp, &saved[r]))
+                Some((&*cell.fusions[*fusion].op as &dyn TrainOp, &saved[r]))
             }
             _ => None,
         };
@@ -605,7 +595,7 @@ impl Cell {
             return op.backward(&b, local);
         }
         let Rec::Fallback { runs } = rec else {
-            return Ok(vec![None; node.inputs.len()]);
+            return Ok(vec![None; ins.len()]);
         };
         let FallbackRun { vars, outputs } = &runs[r];
         let mut dot: Option<Tensor> = None;
@@ -618,9 +608,9 @@ impl Cell {
                 });
             }
         }
-        let Some(dot) = dot else { return Ok(vec![None; node.inputs.len()]) };
+        let Some(dot) = dot else { return Ok(vec![None; ins.len()]) };
         let store = dot.backward()?;
-        for (k, &q) in node.params.iter().enumerate() {
+        for (k, &q) in param_ids.iter().enumerate() {
             if let Some(pg) = store.get(member.tracked[q].as_ref()) {
                 local[k].add(pg)?;
             }
@@ -629,18 +619,72 @@ impl Cell {
         // detach them, or the next node's backward would flow into this one again.
         Ok(vars.iter().map(|v| v.as_ref().and_then(|v| store.get(v.as_tensor())).map(Tensor::detach)).collect())
     }
+
+    /// Each trial's loss and gradients as tensors of its parameters' shapes.
+    fn gradients(&self, totals: Vec<f64>, param_grads: Vec<Vec<ParamGrad>>) -> Result<Vec<TrialGrads>> {
+        let params = &self.graph().params;
+        totals
+            .into_iter()
+            .zip(param_grads)
+            .map(|(total, grads)| {
+                let grads = grads
+                    .into_iter()
+                    .zip(params)
+                    .map(|(pg, spec)| pg.into_tensor(spec.shape.clone()))
+                    .collect::<Result<_>>()?;
+                Ok((total, grads))
+            })
+            .collect()
+    }
 }
 
-/// One run's operands for [`Cell::backward_unit`].
+impl StepRec {
+    /// Whether a gradient can flow into the value `s` at this step.
+    fn req(&self, s: Source) -> bool {
+        match s {
+            Source::Input => false,
+            Source::State(j) => self.state_req[j],
+            Source::Node(n, _) => self.node_req[n],
+        }
+    }
+}
+
+/// The gradients of one time step's values, summed as the backward reaches them.
+struct Grads {
+    nodes: Vec<Vec<Option<Val>>>,
+    /// Of the states at the start of the step.
+    states: Vec<Option<Val>>,
+}
+
+impl Grads {
+    fn add(&mut self, s: Source, grad: Val) -> Result<()> {
+        match s {
+            Source::Input => Ok(()),
+            Source::State(j) => accumulate(&mut self.states[j], grad),
+            Source::Node(n, k) => accumulate(&mut self.nodes[n][k], grad),
+        }
+    }
+}
+
+/// One run's operands for [`Tape::backward_unit`].
 #[derive(Clone, Copy)]
 struct UnitBackward<'a> {
     i: usize,
-    node: &'a Node,
     ins: &'a [Tensor],
     outs: &'a [Tensor],
     grads: &'a [Option<Tensor>],
     needs: &'a [bool],
     member: &'a Member<'a>,
+}
+
+/// The autograd runs of a node's runs.
+fn fallback_runs(runs: Vec<RunRec>) -> Result<Vec<FallbackRun>> {
+    runs.into_iter()
+        .map(|r| match r {
+            RunRec::Fallback(f) => Ok(f),
+            _ => candle_core::bail!("internal: an autograd run recorded no graph"),
+        })
+        .collect()
 }
 
 /// The saved values of a node's runs (one per trial, or one for a joint run).
