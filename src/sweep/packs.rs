@@ -198,3 +198,85 @@ pub fn run_pack(
     }
     results
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+    use crate::device::DeviceSpec;
+    use crate::sweep::memory_budget::{MemoryBudget, Need};
+
+    /// Twelve trials: widths 8 and 12 (graphs of two shapes) × batches 4 and 8 × three seeds.
+    fn trials() -> Vec<Trial> {
+        let spec = crate::lang::parse_str(
+            "t.mem",
+            r#"
+            model m(width = 8) {
+              state h = zeros(width)
+              step x { h = tanh(linear(x, width) + h)  out linear(h, output_size) }
+            }
+            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m
+                           train { batch = 4, optimizer = adam(lr = 1e-3) }
+                           sweep { width in [8, 12]  batch in [4, 8]  seed in 1..3 } }
+            "#,
+        )
+        .unwrap();
+        let program = crate::check::check(&spec, &crate::prims::Primitives).unwrap();
+        program.experiments[0].trials.clone()
+    }
+
+    fn opts(pack: Packing) -> Options {
+        Options { pack, ..Options::one_at_a_time() }
+    }
+
+    #[test]
+    fn trials_pack_by_graph_and_batch_in_even_packs() {
+        let trials = trials();
+        let all = vec![true; trials.len()];
+        // Each (width, batch) pair is a group of three seeds.
+        assert_eq!(
+            plan(&trials, &opts(Packing::Size(3)), &all),
+            vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7, 8], vec![9, 10, 11]]
+        );
+        // Three trials in packs of at most two: two packs, not three.
+        assert_eq!(plan(&trials, &opts(Packing::Size(2)), &all)[..2], [vec![0, 1], vec![2]]);
+        let alone: Vec<Vec<usize>> = (0..12).map(|i| vec![i]).collect();
+        assert_eq!(plan(&trials, &opts(Packing::Off), &all), alone);
+        assert_eq!(plan(&trials, &opts(Packing::Auto), &all), alone, "auto trains CPU trials alone");
+    }
+
+    #[test]
+    fn trials_that_will_not_run_or_run_elsewhere_than_the_cpu_stay_alone() {
+        let trials = trials();
+        let mut runs = vec![true; trials.len()];
+        runs[1] = false; // done already
+        assert_eq!(plan(&trials, &opts(Packing::Size(3)), &runs)[..3], [vec![0, 2], vec![1], vec![3, 4, 5]]);
+        let on_gpu = Options { device: Some("cuda".into()), ..opts(Packing::Size(3)) };
+        assert_eq!(plan(&trials, &on_gpu, &runs).len(), 12);
+    }
+
+    #[test]
+    fn a_pack_larger_than_its_device_is_split() {
+        let trials = trials();
+        let gb = 1 << 30;
+        let needs: HashMap<String, Need> =
+            trials.iter().map(|t| (identity::trial_key(t), Need { device: DeviceSpec::Cpu, bytes: 4 * gb })).collect();
+        // 10 GB free: a pack of three trials of 4 GB each does not fit, one of two does.
+        let budget = MemoryBudget::new(HashMap::from([(DeviceSpec::Cpu, 10 * gb)]), needs);
+        let opts = Options { memory: budget, ..opts(Packing::Size(3)) };
+        let packs = plan(&trials, &opts, &vec![true; trials.len()]);
+        assert_eq!(packs[..2], [vec![0], vec![1, 2]]);
+        assert!(packs.iter().all(|p| p.len() <= 2), "{packs:?}");
+    }
+
+    #[test]
+    fn pack_sizes_read_as_the_flag_says() {
+        assert_eq!("auto".parse::<Packing>(), Ok(Packing::Auto));
+        assert_eq!("off".parse::<Packing>(), Ok(Packing::Off));
+        assert_eq!("1".parse::<Packing>(), Ok(Packing::Off));
+        assert_eq!("16".parse::<Packing>(), Ok(Packing::Size(16)));
+        assert!("0".parse::<Packing>().unwrap_err().contains("at least 1"));
+        assert!("many".parse::<Packing>().is_err());
+    }
+}
