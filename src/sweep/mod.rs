@@ -7,6 +7,7 @@ pub mod live;
 pub mod memory_budget;
 pub mod probe;
 pub mod progress_writer;
+pub mod search;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
@@ -91,6 +92,8 @@ pub enum Plan {
     Interrupted(u64),
     /// Running in another live process.
     Running(u64),
+    /// Stopped by a search's pruner; never run again (unless `--force`).
+    Pruned(u64),
 }
 
 impl Plan {
@@ -102,6 +105,7 @@ impl Plan {
                 Status::Failed => Plan::Failed(r.id),
                 Status::Interrupted => Plan::Interrupted(r.id),
                 Status::Running => Plan::Running(r.id),
+                Status::Pruned => Plan::Pruned(r.id),
             },
         })
     }
@@ -110,7 +114,7 @@ impl Plan {
     pub fn runs(&self, opts: &Options) -> bool {
         match self {
             Plan::New | Plan::Interrupted(_) => true,
-            Plan::Done(_) => opts.force,
+            Plan::Done(_) | Plan::Pruned(_) => opts.force,
             Plan::Failed(_) => opts.force || opts.retry_failed,
             Plan::Running(_) => false,
         }
@@ -128,6 +132,8 @@ pub struct Summary {
     pub not_started: usize,
     /// Running in another process when this sweep reached them.
     pub elsewhere: usize,
+    /// Stopped early by a search's pruner.
+    pub pruned: usize,
 }
 
 /// Why a sweep stopped before its trials were done.
@@ -209,8 +215,13 @@ pub fn run_all(
             });
         }
     });
+    tally(results.into_inner().unwrap_or_default())
+}
+
+/// A sweep's totals from its trials' results; the first store error, if any.
+fn tally(results: Vec<Result<TrialResult, StoreError>>) -> Result<Summary, SweepError> {
     let mut summary = Summary::default();
-    for r in results.into_inner().unwrap_or_default() {
+    for r in results {
         match r? {
             TrialResult::Skipped { status: Status::Failed, .. } => summary.failed_before += 1,
             TrialResult::Skipped { status: Status::Running, .. } => summary.elsewhere += 1,
@@ -221,6 +232,7 @@ pub fn run_all(
                 match rec.status {
                     Status::Failed => summary.failed += 1,
                     Status::Interrupted => summary.interrupted += 1,
+                    Status::Pruned => summary.pruned += 1,
                     _ => {}
                 }
             }
@@ -259,6 +271,22 @@ pub fn run_trial(
     opts: &Options,
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
+) -> Result<TrialResult, StoreError> {
+    run_judged_trial(store, spec, index, trial, opts, reporter, cancel, None)
+}
+
+/// [`run_trial`], asking `judge` after every evaluation whether the trial goes on (a search's
+/// pruner); a trial it stops is recorded `pruned`, with the decision.
+#[allow(clippy::too_many_arguments)]
+pub fn run_judged_trial(
+    store: &Store,
+    spec: &SpecSource,
+    index: usize,
+    trial: &Trial,
+    opts: &Options,
+    reporter: &dyn Reporter,
+    cancel: &AtomicBool,
+    judge: Option<&dyn live::Judge>,
 ) -> Result<TrialResult, StoreError> {
     let key = identity::trial_key(trial);
     let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
@@ -303,8 +331,12 @@ pub fn run_trial(
         observer.as_ref(),
         reporter,
         resume,
-    );
+    )
+    .judged_by(judge);
     train_into_record(&mut record, trial, opts.threads, &live, cancel);
+    if record.status == Status::Pruned {
+        record.pruned = judge.and_then(|j| j.pruned());
+    }
     record.progress = live.progress();
     drop(live);
     drop(observer);
@@ -390,6 +422,7 @@ pub fn new_record(id: u64, trial: &Trial, spec: &SpecSource, opts: &Options) -> 
         error: None,
         tags: vec![],
         progress: Some(progress),
+        pruned: None,
     }
 }
 
@@ -416,6 +449,7 @@ pub fn train_into_record(
                 Ending::Done => Status::Done,
                 Ending::Failed(_) => Status::Failed,
                 Ending::Interrupted => Status::Interrupted,
+                Ending::Pruned => Status::Pruned,
             };
             if let Ending::Failed(reason) = &o.ending {
                 record.error = Some(reason.clone());

@@ -38,6 +38,10 @@ pub trait Observer: Sync {
     /// The outcome so far (curves, steps, timings): after the first step, after every
     /// validation, and at least every [`REPORT_EVERY`] of training.
     fn on_progress(&self, _so_far: &Outcome) {}
+    /// After every validation: why to stop here (a search's pruner), or `None` to go on.
+    fn stop_here(&self, _step: usize, _so_far: &Outcome) -> Option<String> {
+        None
+    }
 }
 
 /// How often, at least, a trial reports its progress ([`Observer::on_progress`]): as often as
@@ -57,6 +61,8 @@ pub enum Ending {
     Failed(String),
     /// Stopped from outside (Ctrl-C).
     Interrupted,
+    /// Stopped early by [`Observer::stop_here`] (a search's pruner).
+    Pruned,
 }
 
 /// When `stop_when` was first met.
@@ -556,6 +562,11 @@ impl Run<'_> {
                     out.stop_reason = "max_time".into();
                     break;
                 }
+                if let Some(reason) = observer.stop_here(step, out) {
+                    out.ending = Ending::Pruned;
+                    out.stop_reason = reason;
+                    break;
+                }
             }
             // After the step's evaluation, so that a resumed run goes on from a whole step.
             if checkpoints.every().is_some_and(|every| last_checkpoint.elapsed() >= every) {
@@ -574,6 +585,8 @@ impl Run<'_> {
                     out.final_metrics.insert(format!("selected_{k}"), *v);
                 }
             }
+        }
+        if matches!(out.ending, Ending::Done | Ending::Pruned) {
             let last_val: Vec<(String, f64)> = out
                 .curves
                 .iter()
