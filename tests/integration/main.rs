@@ -33,6 +33,7 @@ mod models;
 mod querying;
 mod read_only_store;
 mod readme_tables;
+mod searches;
 mod sharing;
 mod slurm;
 mod snapshots;
