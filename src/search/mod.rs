@@ -6,6 +6,7 @@
 pub mod outcome;
 pub mod pruner;
 pub mod sampler;
+pub mod summary;
 
 use sha2::{Digest, Sha256};
 

@@ -15,6 +15,7 @@ use super::{Options, Reporter, SpecSource, Summary, SweepError, TrialResult, ide
 use crate::check::SearchPlan;
 use crate::check::search::Pruning;
 use crate::search::outcome::{ConfigOutcome, Stage};
+use crate::search::summary::{ConfigRuns, SeedRun};
 use crate::search::{pruner, sampler};
 use crate::store::study::{RungReport, StudyConfig, StudyRecord};
 use crate::store::{Claim, Pruned, Rerun, RunSummary, Status, Store, StoreError, now};
@@ -226,6 +227,60 @@ impl<'a> Search<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// Every configuration of the study with the latest run of each seed.
+    pub fn configurations_run(&self) -> Result<(StudyRecord, Vec<ConfigRuns>), StoreError> {
+        let study = self.store.study(&self.key, &self.experiment)?;
+        let latest = latest_by_trial(self.store.summaries()?);
+        let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+        let test_metric = metric.strip_prefix("val_").unwrap_or(&metric).to_string();
+        let mut rows = vec![];
+        for (c, config) in study.configs.iter().enumerate() {
+            let values = self.values_of(config);
+            let seeds = self
+                .plan
+                .spec
+                .seeds
+                .iter()
+                .map(|seed| {
+                    let run = self.plan.trial(&values, *seed).ok().and_then(|t| latest.get(&identity::trial_key(&t)));
+                    SeedRun {
+                        seed: *seed,
+                        run: run.map(|r| r.id),
+                        status: run.map(|r| r.status),
+                        steps_run: run.map_or(0, |r| r.steps_run),
+                        metric: run.and_then(|r| r.final_metrics.get(&metric).copied()),
+                        test: run
+                            .filter(|r| r.status == Status::Done)
+                            .and_then(|r| r.final_metrics.get(&test_metric).copied()),
+                    }
+                })
+                .collect();
+            rows.push(ConfigRuns {
+                config: c,
+                values,
+                sampler: config.sampler.clone(),
+                seeds,
+                pruned_at: study.pruned_at(c).map(|r| r.rung + 1),
+            });
+        }
+        Ok((study, rows))
+    }
+
+    /// The searched names.
+    pub fn names(&self) -> Vec<String> {
+        self.plan.spec.dims.iter().map(|d| d.name.name.clone()).collect()
+    }
+
+    /// The search's spec.
+    pub fn spec(&self) -> &crate::check::search::SearchSpec {
+        &self.plan.spec
+    }
+
+    /// Steps a trial runs at most.
+    pub fn steps_per_trial(&self) -> u64 {
+        self.plan.representatives.first().map_or(0, |t| t.config.train.steps as u64)
     }
 
     fn run_item(
