@@ -35,11 +35,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open_existing(&ctx.store)?;
     for (i, (name, plan)) in searches.iter().enumerate() {
         let search = Search::new(&store, plan, name);
-        let (_, rows) = search.configurations_run()?;
+        let (study, rows) = search.configurations_run()?;
         if i > 0 {
             println!();
         }
-        print!("{}", crate::report::search::render(name, search.spec(), &rows, search.steps_per_trial()));
+        print!("{}", crate::report::search::render(name, search.spec(), &study, &rows, search.steps_per_trial()));
     }
     Ok(0)
 }

@@ -7,9 +7,16 @@ use comfy_table::{CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::check::search::{Domain, SearchSpec};
 use crate::search::summary::{ConfigRuns, mean_sd};
+use crate::store::StudyRecord;
 
 /// The whole report as text.
-pub fn render(experiment: &str, spec: &SearchSpec, rows: &[ConfigRuns], steps_per_trial: u64) -> String {
+pub fn render(
+    experiment: &str,
+    spec: &SearchSpec,
+    study: &StudyRecord,
+    rows: &[ConfigRuns],
+    steps_per_trial: u64,
+) -> String {
     let metric = spec.metric.as_ref().map_or("metric", |m| m.name.as_str());
     let higher = spec.metric.as_ref().is_none_or(|m| m.higher_is_better);
     let test_name = metric.strip_prefix("val_").unwrap_or(metric);
@@ -77,6 +84,14 @@ pub fn render(experiment: &str, spec: &SearchSpec, rows: &[ConfigRuns], steps_pe
         ));
     }
     out.push('\n');
+    if spec.prune.is_some() {
+        let judged = study.reports.len();
+        let pruned = study.reports.iter().filter(|r| !r.decision.keep).count();
+        let guarded = study.reports.iter().filter(|r| r.decision.guarded).count();
+        out.push_str(&format!(
+            "rung decisions: {judged}, {pruned} pruned, {guarded} kept by the plateau guard (metric below the cut-off, loss still falling)\n"
+        ));
+    }
     // One plot per searched name.
     for (i, d) in spec.dims.iter().enumerate() {
         let log = matches!(d.domain, Domain::LogUniform { .. });
