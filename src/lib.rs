@@ -19,6 +19,7 @@ pub mod pool;
 pub mod prims;
 pub mod query;
 pub mod report;
+pub mod search;
 pub mod signature;
 pub mod slurm;
 pub mod source;

@@ -381,6 +381,53 @@ pub enum CheckErrorKind {
         name: String,
     },
 
+    // Searches.
+    SearchSeedDrawn,
+    SearchSetting {
+        key: String,
+    },
+    SearchNothing,
+    GridNeedsValues {
+        name: String,
+    },
+    SearchTrials {
+        found: i64,
+        most: usize,
+    },
+    SearchNeedsTrials,
+    SearchNeedsMetric,
+    RungPastBudget {
+        rung: usize,
+        step: usize,
+        steps: usize,
+    },
+    UnknownSampler {
+        name: String,
+    },
+    UnknownPruner {
+        name: String,
+    },
+    SearchArgument {
+        function: String,
+        arg: String,
+        expected: &'static str,
+    },
+    SearchArgumentUnnamed {
+        function: String,
+    },
+    SearchMetric {
+        metric: String,
+    },
+    TwoSearchBlocks {
+        experiment: String,
+    },
+    SearchAndSweep {
+        experiment: String,
+    },
+    SearchOverride {
+        name: String,
+    },
+
     /// A bug in memctl found while checking (`what` went wrong).
     Internal {
         what: String,
@@ -503,6 +550,22 @@ impl CheckErrorKind {
             EmptyRandom => "C126",
             BadDistribution { .. } => "C127",
             UnknownDistribution { .. } => "C128",
+            SearchSeedDrawn => "C130",
+            SearchSetting { .. } => "C131",
+            SearchNothing => "C132",
+            GridNeedsValues { .. } => "C133",
+            SearchTrials { .. } => "C134",
+            SearchNeedsTrials => "C135",
+            SearchNeedsMetric => "C136",
+            RungPastBudget { .. } => "C137",
+            UnknownSampler { .. } => "C138",
+            UnknownPruner { .. } => "C139",
+            SearchArgument { .. } => "C140",
+            SearchArgumentUnnamed { .. } => "C141",
+            SearchMetric { .. } => "C142",
+            TwoSearchBlocks { .. } => "C143",
+            SearchAndSweep { .. } => "C144",
+            SearchOverride { .. } => "C145",
             Internal { .. } => "C900",
             PrimitivePanicked { .. } => "C901",
         }
@@ -712,6 +775,29 @@ impl fmt::Display for CheckErrorKind {
             EmptyRandom => write!(f, "empty `random` group"),
             BadDistribution { name, why } => write!(f, "`{name}`: {why}"),
             UnknownDistribution { name } => write!(f, "unknown distribution `{name}`"),
+
+            SearchSeedDrawn => write!(f, "seeds are listed, not drawn"),
+            SearchSetting { key } => write!(f, "unknown search setting `{key}`"),
+            SearchNothing => write!(f, "the search searches nothing"),
+            GridNeedsValues { name } => write!(f, "a grid needs listed values, but `{name}` is drawn from a range"),
+            SearchTrials { found, most } => {
+                write!(f, "`trials` must be a count of configurations from 1 to {most}, found {found}")
+            }
+            SearchNeedsTrials => write!(f, "the search needs `trials`, the number of configurations to try"),
+            SearchNeedsMetric => write!(f, "the search needs a metric to optimise"),
+            RungPastBudget { rung, step, steps } => {
+                write!(f, "rung {rung} of the pruner is at step {step}, past the trial's {steps} steps")
+            }
+            UnknownSampler { name } => write!(f, "unknown sampler `{name}`"),
+            UnknownPruner { name } => write!(f, "unknown pruner `{name}`"),
+            SearchArgument { function, arg, expected } => write!(f, "`{function}`: `{arg}` must be {expected}"),
+            SearchArgumentUnnamed { function } => write!(f, "`{function}` takes named arguments only"),
+            SearchMetric { metric } => write!(f, "`{metric}` is not a validation metric of the task"),
+            TwoSearchBlocks { experiment } => write!(f, "experiment `{experiment}` has two `search` blocks"),
+            SearchAndSweep { experiment } => write!(f, "experiment `{experiment}` has both a `sweep` and a `search`"),
+            SearchOverride { name } => {
+                write!(f, "`{name}` takes one value on the command line in an experiment with a `search`")
+            }
 
             Internal { what } => write!(f, "internal error: {what}"),
             PrimitivePanicked { prim } => {

@@ -2,10 +2,11 @@
 //! trials (each with its elaborated step graph).
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::error_kind::CheckErrorKind;
 use super::limits::MAX_TRIALS;
+use super::search::{self, SearchSpec};
 use super::sweep::Override;
 use super::{call, consteval, elaborate, model_params, settings};
 use crate::diag::Diagnostic;
@@ -42,7 +43,10 @@ pub struct Trial {
 pub struct ExperimentPlan {
     pub name: String,
     pub span: Span,
+    /// The trials of a sweep; for a search, its representative trials.
     pub trials: Vec<Trial>,
+    /// The experiment's `search`, if it has one: its trials are chosen as it runs.
+    pub search: Option<Arc<SearchPlan>>,
 }
 
 /// What a sweep axis sets.
@@ -188,6 +192,30 @@ pub fn plan(
         None => settings::Block::default(),
     };
 
+    let maker = TrialMaker {
+        experiment: name.clone(),
+        model: model.clone(),
+        model_span: model_call.span,
+        model_overrides,
+        kind,
+        task_options,
+        task_span: task_call.span,
+        block,
+        at: exp.name.span,
+        catalog,
+        sources: sources.clone(),
+        graphs: Default::default(),
+        tasks: Mutex::new(HashMap::from([(format!("{first_options:?}"), probe)])),
+    };
+
+    if let Some(block) = exp.search.first() {
+        let search = search_plan(exp, block, maker, &axes, &entries, model)?;
+        let trials = search.representatives.clone();
+        let applied = applicable.into_iter().map(|o| o.name.name).collect();
+        let plan = ExperimentPlan { name: name.clone(), span: exp.name.span, trials, search: Some(Arc::new(search)) };
+        return Ok((plan, applied));
+    }
+
     let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.rows.len())).filter(|t| *t <= MAX_TRIALS);
     let Some(total) = total else {
         return Err(CheckErrorKind::TooManyTrials { experiment: name.to_string() }
@@ -197,9 +225,6 @@ pub fn plan(
 
     // Expand: the first axis varies slowest.
     let mut trials = vec![];
-    let mut graphs: HashMap<String, Arc<StepGraph>> = HashMap::new();
-    let mut task_cache: HashMap<String, Arc<dyn Task>> = HashMap::new();
-    task_cache.insert(format!("{first_options:?}"), probe);
     for index in 0..total {
         let mut rest = index;
         let mut picks = vec![0; axes.len()];
@@ -207,39 +232,85 @@ pub fn plan(
             picks[i] = rest % a.rows.len();
             rest /= a.rows.len();
         }
-        let mut given = model_overrides.clone();
-        let mut swept_settings: BTreeMap<String, (Value, Span)> = BTreeMap::new();
-        let mut options = task_options.clone();
-        let mut seed = 0u64;
         let mut swept = vec![];
         for (a, &p) in axes.iter().zip(&picks) {
             for ((n, target), (v, span)) in a.names.iter().zip(&a.rows[p]) {
-                let (v, span) = (v.clone(), *span);
-                swept.push((n.name.clone(), v.clone()));
-                match target {
-                    AxisTarget::Param => {
-                        given.insert(n.name.clone(), (v, span));
-                    }
-                    AxisTarget::Setting => {
-                        swept_settings.insert(n.name.clone(), (v, span));
-                    }
-                    AxisTarget::TaskOption => {
-                        if let Some(i) = kind.signature().iter().position(|s| s.name == n.name) {
-                            options[i] = (v, span);
-                        }
-                    }
-                    AxisTarget::Seed => seed = v.as_int().unwrap_or(0) as u64,
-                }
+                swept.push(Swept { name: n.name.clone(), target: *target, value: v.clone(), span: *span });
             }
         }
-        let params = model_params::resolve(model, &entries, &given, model_call.span)?;
-        let train = settings::resolve(&block, &swept_settings, exp.name.span)?;
+        trials.push(maker.trial(&swept)?);
+    }
+    let applied = applicable.into_iter().map(|o| o.name.name).collect();
+    Ok((ExperimentPlan { name: name.clone(), span: exp.name.span, trials, search: None }, applied))
+}
+
+/// One swept or searched name's value in a trial, and what it sets.
+#[derive(Clone, Debug)]
+pub struct Swept {
+    pub name: String,
+    target: AxisTarget,
+    pub value: Value,
+    span: Span,
+}
+
+/// Builds an experiment's trials from the values of its swept or searched names: what the
+/// checker expands a sweep with, and what a search calls for each configuration it picks.
+pub struct TrialMaker {
+    experiment: String,
+    model: ast::Model,
+    model_span: Span,
+    model_overrides: BTreeMap<String, (Value, Span)>,
+    kind: &'static dyn tasks::TaskKind,
+    task_options: Vec<(Value, Span)>,
+    task_span: Span,
+    block: settings::Block,
+    /// Where errors about a trial as a whole point (the experiment's name).
+    at: Span,
+    catalog: &'static dyn Catalog,
+    sources: SourceMap,
+    /// Trials with the same parameters and task shape share a graph, with the same options a task.
+    graphs: Mutex<HashMap<String, Arc<StepGraph>>>,
+    tasks: Mutex<HashMap<String, Arc<dyn Task>>>,
+}
+
+impl TrialMaker {
+    /// The trial with these values (a `seed` among them sets the seed; 0 otherwise).
+    pub fn trial(&self, swept: &[Swept]) -> Result<Trial, Diagnostic> {
+        let kind = self.kind;
+        let entries = model_params::table(&self.model)?;
+        let mut given = self.model_overrides.clone();
+        let mut swept_settings: BTreeMap<String, (Value, Span)> = BTreeMap::new();
+        let mut options = self.task_options.clone();
+        let mut seed = 0u64;
+        for s in swept {
+            let (v, span) = (s.value.clone(), s.span);
+            match s.target {
+                AxisTarget::Param => {
+                    given.insert(s.name.clone(), (v, span));
+                }
+                AxisTarget::Setting => {
+                    swept_settings.insert(s.name.clone(), (v, span));
+                }
+                AxisTarget::TaskOption => {
+                    if let Some(i) = kind.signature().iter().position(|o| o.name == s.name) {
+                        options[i] = (v, span);
+                    }
+                }
+                AxisTarget::Seed => seed = v.as_int().unwrap_or(0) as u64,
+            }
+        }
+        let swept: Vec<(String, Value)> = swept.iter().map(|s| (s.name.clone(), s.value.clone())).collect();
+        let params = model_params::resolve(&self.model, &entries, &given, self.model_span)?;
+        let train = settings::resolve(&self.block, &swept_settings, self.at)?;
         let option_key = format!("{options:?}");
-        let task = match task_cache.get(&option_key) {
-            Some(t) => t.clone(),
+        let cached = self.tasks.lock().ok().and_then(|t| t.get(&option_key).cloned());
+        let task = match cached {
+            Some(t) => t,
             None => {
-                let t: Arc<dyn Task> = Arc::from(instantiate_task(kind, &options, task_call.span, sources)?);
-                task_cache.insert(option_key, t.clone());
+                let t: Arc<dyn Task> = Arc::from(instantiate_task(kind, &options, self.task_span, &self.sources)?);
+                if let Ok(mut tasks) = self.tasks.lock() {
+                    tasks.insert(option_key, t.clone());
+                }
                 t
             }
         };
@@ -249,27 +320,30 @@ pub fn plan(
             name: kind.name().to_string(),
         };
         let graph_key = format!("{params:?}{:?}{}", shape.input, shape.output_size);
-        let graph = match graphs.get(&graph_key) {
-            Some(g) => g.clone(),
+        let cached = self.graphs.lock().ok().and_then(|g| g.get(&graph_key).cloned());
+        let graph = match cached {
+            Some(g) => g,
             None => {
-                let g = Arc::new(elaborate::elaborate(model, &params, &shape, catalog).map_err(|d| {
+                let g = Arc::new(elaborate::elaborate(&self.model, &params, &shape, self.catalog).map_err(|d| {
                     let values: Vec<String> = swept.iter().map(|(k, v)| format!("{k} = {v}")).collect();
                     if values.is_empty() {
                         d
                     } else {
-                        d.hint(format!("while checking experiment `{name}` with {}", values.join(", ")))
+                        d.hint(format!("while checking experiment `{}` with {}", self.experiment, values.join(", ")))
                     }
                 })?);
-                graphs.insert(graph_key, g.clone());
+                if let Ok(mut graphs) = self.graphs.lock() {
+                    graphs.insert(graph_key, g.clone());
+                }
                 g
             }
         };
         let task_options =
             kind.signature().iter().zip(&options).map(|(s, (v, _))| (s.name.to_string(), v.clone())).collect();
-        trials.push(Trial {
+        Ok(Trial {
             config: TrialConfig {
-                experiment: name.clone(),
-                model: model.name.name.clone(),
+                experiment: self.experiment.clone(),
+                model: self.model.name.name.clone(),
                 params,
                 task: kind.name().to_string(),
                 task_options,
@@ -279,11 +353,177 @@ pub fn plan(
             },
             graph,
             task,
-        });
+        })
     }
-    let applied = applicable.into_iter().map(|o| o.name.name).collect();
-    Ok((ExperimentPlan { name: name.clone(), span: exp.name.span, trials }, applied))
 }
+
+/// An experiment with a `search`: what to search, and how to make the trial of a configuration.
+pub struct SearchPlan {
+    pub spec: SearchSpec,
+    /// Names fixed for every configuration (command-line overrides), set before the searched ones.
+    fixed: Vec<Swept>,
+    /// What each searched name sets, in the order of `spec.dims`.
+    targets: Vec<AxisTarget>,
+    maker: TrialMaker,
+    /// Trials at the ends of each searched range, with the first seed: what `memctl check`
+    /// elaborated, and what estimates of memory and time use.
+    pub representatives: Vec<Trial>,
+}
+
+impl SearchPlan {
+    /// The trial of a configuration (one value per searched name, in the order of
+    /// `spec.dims`) with `seed`. An error is a configuration the model cannot take (a width its
+    /// shapes do not allow), found only when it is drawn.
+    pub fn trial(&self, values: &[Value], seed: u64) -> Result<Trial, Diagnostic> {
+        let mut swept = self.fixed.clone();
+        for ((dim, target), v) in self.spec.dims.iter().zip(&self.targets).zip(values) {
+            let value = v.coerce(self.kind_of(*target, &dim.name.name)).unwrap_or_else(|| v.clone());
+            swept.push(Swept { name: dim.name.name.clone(), target: *target, value, span: dim.span });
+        }
+        swept.retain(|s| s.target != AxisTarget::Seed);
+        swept.push(Swept {
+            name: "seed".into(),
+            target: AxisTarget::Seed,
+            value: Value::Int(seed as i64),
+            span: self.spec.span,
+        });
+        self.maker.trial(&swept)
+    }
+
+    /// The kind a searched name's values take (a float drawn for an int parameter is an error
+    /// the checker reports; here a value is only widened).
+    fn kind_of(&self, target: AxisTarget, name: &str) -> crate::value::Kind {
+        let float = crate::value::Kind::Float;
+        match target {
+            AxisTarget::Param => model_params::table(&self.maker.model)
+                .ok()
+                .and_then(|e| e.iter().find(|e| e.name == name).map(|e| e.kind))
+                .unwrap_or(float),
+            AxisTarget::TaskOption => match self.maker.kind.signature().iter().find(|s| s.name == name).map(|s| s.kind)
+            {
+                Some(ArgKind::Value(k)) => k,
+                _ => float,
+            },
+            AxisTarget::Setting => crate::train_config::setting(name).map_or(float, |s| s.kind),
+            AxisTarget::Seed => crate::value::Kind::Int,
+        }
+    }
+}
+
+/// Reads and checks an experiment's `search`: each searched name sets something the
+/// experiment can vary, with values of its kind; overrides given on the command line fix a
+/// name (one value each); the rungs fit the step budget. Builds the representative trials.
+fn search_plan(
+    exp: &ast::Experiment,
+    block: &ast::SearchBlock,
+    maker: TrialMaker,
+    overrides: &[Axis],
+    entries: &[model_params::ParamEntry],
+    model: &ast::Model,
+) -> Result<SearchPlan, Diagnostic> {
+    let name = &exp.name.name;
+    if let Some(second) = exp.search.get(1) {
+        return Err(CheckErrorKind::TwoSearchBlocks { experiment: name.clone() }
+            .error()
+            .at(second.span, "second search")
+            .also(block.span, "first search")
+            .hint("merge them into one `search { … }`"));
+    }
+    if let Some(first) = exp.sweep.iter().flatten().next() {
+        let at = match first {
+            ast::SweepEntry::Axis(a) => a.name.span,
+            ast::SweepEntry::Zip { span, .. } | ast::SweepEntry::Random { span, .. } => *span,
+        };
+        return Err(CheckErrorKind::SearchAndSweep { experiment: name.clone() }
+            .error()
+            .at(at, "swept here")
+            .also(block.span, "searched here")
+            .hint("move the sweep's names into the search: `d in [48, 96]`"));
+    }
+    let probe = maker.tasks.lock().ok().and_then(|t| t.values().next().cloned());
+    let metrics: Vec<String> = match &probe {
+        Some(task) => task
+            .target()
+            .metrics()
+            .iter()
+            .copied()
+            .chain(["loss"])
+            .chain(task.task_metric_names().iter().copied())
+            .map(|m| format!("val_{m}"))
+            .collect(),
+        None => vec!["val_loss".into()],
+    };
+    let mut spec = search::read(block, &metrics)?;
+    // Overrides (every axis here comes from one): one value each, fixing the name.
+    let mut fixed = vec![];
+    for a in overrides {
+        for (col, (n, target)) in a.names.iter().enumerate() {
+            let values: Vec<&(Value, Span)> = a.rows.iter().filter_map(|r| r.get(col)).collect();
+            if *target == AxisTarget::Seed {
+                spec.seeds = values.iter().filter_map(|(v, _)| v.as_int()).map(|i| i as u64).collect();
+                continue;
+            }
+            let [(v, span)] = values[..] else {
+                return Err(CheckErrorKind::SearchOverride { name: n.name.clone() }
+                    .error()
+                    .at(n.span, "several values")
+                    .hint("the search chooses the values; fix a name with one value, e.g. `d=48`"));
+            };
+            spec.dims.retain(|d| d.name.name != n.name);
+            fixed.push(Swept { name: n.name.clone(), target: *target, value: v.clone(), span: *span });
+        }
+    }
+    let mut targets = vec![];
+    for dim in &mut spec.dims {
+        let target = axis_target(&dim.name, entries, maker.kind, model)?;
+        if target == AxisTarget::Seed {
+            return Err(CheckErrorKind::Internal { what: "a seed among the searched names".into() }.error());
+        }
+        let checked = |v: Value| check_value(&dim.name, target, v, dim.span, entries, maker.kind);
+        match &mut dim.domain {
+            search::Domain::Values(values) => {
+                for v in values.iter_mut() {
+                    *v = checked(v.clone())?;
+                }
+            }
+            d => {
+                for v in d.representatives() {
+                    checked(v)?;
+                }
+            }
+        }
+        targets.push(target);
+    }
+    let mut plan = SearchPlan { spec, fixed, targets, maker, representatives: vec![] };
+    // Every combination of the domains' ends, with the first seed (at most a few hundred).
+    let ends: Vec<Vec<Value>> = plan.spec.dims.iter().map(|d| d.domain.representatives()).collect();
+    let total = ends.iter().map(Vec::len).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);
+    let seed = plan.spec.seeds.first().copied().unwrap_or(0);
+    for index in 0..total.min(MAX_REPRESENTATIVES) {
+        let mut rest = index;
+        let mut values = vec![Value::Int(0); ends.len()];
+        for (i, e) in ends.iter().enumerate().rev() {
+            values[i] = e[rest % e.len()].clone();
+            rest /= e.len();
+        }
+        plan.representatives.push(plan.trial(&values, seed)?);
+    }
+    if let Some(first) = plan.representatives.first() {
+        let at = block
+            .entries
+            .iter()
+            .find_map(|e| match e {
+                ast::SearchEntry::Setting(s) if s.key.name == "prune" => Some(s.value.span),
+                _ => None,
+            })
+            .unwrap_or(block.span);
+        search::check_rungs(&plan.spec, first.config.train.steps, at)?;
+    }
+    Ok(plan)
+}
+
+/// The most trials the checker builds to stand for a search.
+const MAX_REPRESENTATIVES: usize = 256;
 
 /// What a swept name sets: a model parameter, a train setting, a task option, or the seed.
 fn axis_target(

@@ -10,13 +10,14 @@ pub mod error_kind;
 pub mod experiment;
 pub mod limits;
 mod model_params;
+pub mod search;
 mod settings;
 mod sweep;
 
 use std::collections::HashMap;
 
 pub use call::signature_list as call_signature;
-pub use experiment::{ExperimentPlan, Trial, TrialConfig};
+pub use experiment::{ExperimentPlan, SearchPlan, Trial, TrialConfig};
 pub use sweep::Override;
 
 use crate::diag::{Diagnostic, Diagnostics};

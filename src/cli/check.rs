@@ -32,16 +32,34 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                     .filter(|t| matches!(crate::sweep::Plan::of(s, t), Ok(crate::sweep::Plan::Done(_))))
                     .count()
             });
-            println!(
-                "  experiment {}: {} trial{}{}, task {}",
-                exp.name,
-                exp.trials.len(),
-                if exp.trials.len() == 1 { "" } else { "s" },
-                done.map(|d| format!(" ({d} done in {}, {} to run)", ctx.store.display(), exp.trials.len() - d))
-                    .unwrap_or_default(),
-                first.config.task
-            );
-            let groups = crate::sweep::packs::groups(&exp.trials, None, |_| true);
+            if let Some(search) = &exp.search {
+                let s = &search.spec;
+                println!(
+                    "  experiment {}: a search of {} configuration{} × {} seed{}, task {} (the models below are \
+                     its searched ranges' ends)",
+                    exp.name,
+                    s.trials,
+                    if s.trials == 1 { "" } else { "s" },
+                    s.seeds.len(),
+                    if s.seeds.len() == 1 { "" } else { "s" },
+                    first.config.task
+                );
+            } else {
+                println!(
+                    "  experiment {}: {} trial{}{}, task {}",
+                    exp.name,
+                    exp.trials.len(),
+                    if exp.trials.len() == 1 { "" } else { "s" },
+                    done.map(|d| format!(" ({d} done in {}, {} to run)", ctx.store.display(), exp.trials.len() - d))
+                        .unwrap_or_default(),
+                    first.config.task
+                );
+            }
+            // A search's trials are proposed as it runs: they pack as a sweep's do, but are not known here.
+            let groups = match exp.search {
+                None => crate::sweep::packs::groups(&exp.trials, None, |_| true),
+                Some(_) => vec![],
+            };
             let packable: Vec<usize> = groups.iter().map(Vec::len).filter(|&n| n > 1).collect();
             match packable.as_slice() {
                 [] => {}

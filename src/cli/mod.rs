@@ -26,6 +26,7 @@ mod results;
 mod rm;
 mod run;
 mod runs;
+mod search_report;
 mod show;
 mod slurm_submit;
 mod status;
@@ -76,6 +77,7 @@ pub enum Command {
     Tasks(tasks::Args),
     Ui(ui::Args),
     Results(results::Args),
+    SearchReport(search_report::Args),
     Status(status::Args),
     Sync(sync::Args),
     Import(import::Args),
@@ -118,6 +120,7 @@ pub fn main() -> i32 {
         Command::Tasks(a) => tasks::run(a, &ctx),
         Command::Ui(a) => ui::run(a, &ctx),
         Command::Results(a) => results::run(a, &ctx),
+        Command::SearchReport(a) => search_report::run(a, &ctx),
         Command::Status(a) => status::run(a, &ctx),
         Command::Sync(a) => sync::run(a, &ctx),
         Command::Import(a) => import::run(a, &ctx),

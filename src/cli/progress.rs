@@ -156,6 +156,10 @@ fn finished_line(what: &str, record: &RunRecord) -> String {
     match record.status {
         Status::Failed => format!("✗ {what} failed: {}", record.error.as_deref().unwrap_or("unknown error")),
         Status::Interrupted => format!("! {what} interrupted after {} steps", record.steps_run),
+        Status::Pruned => match &record.pruned {
+            Some(p) => format!("✂ {what} {p}"),
+            None => format!("✂ {what} pruned after {} steps", record.steps_run),
+        },
         _ => {
             let mut names: Vec<&str> = record.config.stop_metric().into_iter().collect();
             for m in ["accuracy", "bit_error", "loss"] {

@@ -11,6 +11,7 @@ use crate::store::Store;
 use crate::sweep::memory_budget::MemoryBudget;
 use crate::sweep::packs::Packing;
 use crate::sweep::probe::ChildProber;
+use crate::sweep::search::Search;
 use crate::sweep::{self, Options, Plan, SpecSource};
 
 /// Run every trial of a spec's experiments (or of one), skipping trials already done.
@@ -85,7 +86,18 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     else {
         return Ok(2);
     };
-    let trials = load::select(&program, experiment.as_deref(), &args.file)?;
+    let mut trials = load::select(&program, experiment.as_deref(), &args.file)?;
+    // Experiments with a `search` choose their trials as they run; their trials here stand
+    // for them (in the memory estimate).
+    let searches: Vec<(&str, &crate::check::SearchPlan)> = program
+        .experiments
+        .iter()
+        .filter(|e| experiment.as_deref().is_none_or(|name| name == e.name))
+        .filter_map(|e| Some((e.name.as_str(), e.search.as_deref()?)))
+        .collect();
+    if !searches.is_empty() && args.executor == Executor::Slurm {
+        anyhow::bail!("a search runs with the local executor (`--executor local`); Slurm runs sweeps");
+    }
     if args.executor == Executor::Slurm {
         let store = Store::open(&ctx.store)?;
         let opts = Options {
@@ -130,6 +142,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     };
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
+    trials.retain(|t| !searches.iter().any(|(name, _)| *name == t.config.experiment));
+    let searches: Vec<Search> = searches.iter().map(|(name, plan)| Search::new(&store, plan, name)).collect();
     let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
     let mut opts = Options {
         force: args.force,
@@ -141,20 +155,68 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         memory,
         pack: args.parallel.packing(),
     };
-    let to_run = plans.iter().filter(|p| p.runs(&opts)).count();
+    let to_run =
+        plans.iter().filter(|p| p.runs(&opts)).count() + searches.iter().map(Search::trial_count).sum::<usize>();
     (opts.jobs, opts.threads) = args.parallel.budget(to_run, on_gpu(args.device.as_deref(), &trials));
     opts.prober =
         ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, args.device.clone())
             .map(|p| Arc::new(p) as _);
     if args.dry_run {
-        print_plan(&trials, &plans, &opts);
+        if !trials.is_empty() || searches.is_empty() {
+            print_plan(&trials, &plans, &opts);
+        }
+        for s in &searches {
+            print_search_plan(&store, s)?;
+        }
         return Ok(0);
     }
-    let code = execute(&store, &source, &trials, &opts, args.quiet)?;
-    if !args.quiet {
-        super::sweep_table::print(&store, &trials)?;
+    let mut code = 0;
+    if !trials.is_empty() || searches.is_empty() {
+        code = execute(&store, &source, &trials, &opts, args.quiet)?;
+        if !args.quiet {
+            super::sweep_table::print(&store, &trials)?;
+        }
+    }
+    for s in &searches {
+        code = code.max(execute_search(s, &source, &opts, args.quiet)?);
+        if !args.quiet {
+            eprintln!("`memctl search-report {} {}` shows what it found", args.file.display(), s.experiment());
+        }
     }
     Ok(code)
+}
+
+/// What a search would do: its configurations so far and how many it may add.
+fn print_search_plan(store: &Store, s: &Search) -> anyhow::Result<()> {
+    let study = store.study(s.key(), s.experiment())?;
+    println!(
+        "search {}: {} of {} configurations proposed so far, each with {} seed{}; up to {} trials",
+        s.experiment(),
+        study.configs.len(),
+        s.configurations(),
+        s.seeds(),
+        if s.seeds() == 1 { "" } else { "s" },
+        s.trial_count()
+    );
+    Ok(())
+}
+
+/// Runs a search; the exit code is 1 if any trial failed or was interrupted.
+pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bool) -> anyhow::Result<i32> {
+    stop_on_signals();
+    let progress = Progress::new(s.trial_count(), quiet);
+    let r = s.run(source, opts, &progress, &CANCEL)?;
+    progress.finish();
+    eprintln!(
+        "search {}: {} trial{} run ({} pruned), {} already settled, {} failed",
+        s.experiment(),
+        r.ran,
+        if r.ran == 1 { "" } else { "s" },
+        r.pruned,
+        r.done_before,
+        r.failed + r.failed_before
+    );
+    Ok(if r.failed > 0 || r.interrupted > 0 || r.not_started > 0 { 1 } else { 0 })
 }
 
 /// How many trials run at once, and on how many compute threads each (`sweep`, `ablate`).
@@ -222,6 +284,7 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
             Plan::Failed(id) => format!("failed (run {id})"),
             Plan::Interrupted(id) => format!("interrupted (run {id})"),
             Plan::Running(id) => format!("running elsewhere (run {id})"),
+            Plan::Pruned(id) => format!("pruned (run {id})"),
         };
         let values: Vec<String> = t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!(

@@ -109,7 +109,27 @@ pub struct Experiment {
     pub model: Vec<Call>,
     pub train: Vec<Vec<Setting>>,
     pub sweep: Vec<Vec<SweepEntry>>,
+    /// `search { … }` blocks (a checker error if more than one).
+    pub search: Vec<SearchBlock>,
     pub span: Span,
+}
+
+/// `search { … }`: the names searched, the seeds, and the search's settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchBlock {
+    pub entries: Vec<SearchEntry>,
+    pub span: Span,
+}
+
+/// One entry of a `search` block.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SearchEntry {
+    /// `d in [48, 96]`, `seed in 1..3`: the values a name may take.
+    Axis(SweepAxis),
+    /// `lr ~ loguniform(1e-4, 1e-2)`: a distribution to search.
+    Draw(Draw),
+    /// `trials = 40`, `sampler = tpe(seed = 1)`, `prune = asha(…)`, `metric = val_accuracy`.
+    Setting(Setting),
 }
 
 /// `key = value` in a `train` block.

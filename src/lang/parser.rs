@@ -290,7 +290,8 @@ impl Builder {
         let mut it = p.clone().into_inner();
         let _kw = it.next();
         let name = self.ident(self.presume(&mut it, &p)?);
-        let mut exp = Experiment { name, task: vec![], model: vec![], train: vec![], sweep: vec![], span };
+        let mut exp =
+            Experiment { name, task: vec![], model: vec![], train: vec![], sweep: vec![], search: vec![], span };
         for entry in it {
             let rule = entry.as_rule();
             let mut inner = entry.clone().into_inner();
@@ -349,6 +350,27 @@ impl Builder {
                         }
                     }
                     exp.sweep.push(entries);
+                }
+                Rule::search_block => {
+                    let span = self.span(&entry);
+                    let mut entries = vec![];
+                    for e in inner {
+                        let rule = e.as_rule();
+                        let mut parts = e.clone().into_inner();
+                        let name = self.ident(self.presume(&mut parts, &e)?);
+                        entries.push(match rule {
+                            Rule::sweep_axis => SearchEntry::Axis(self.build_axis(e)?),
+                            Rule::draw => {
+                                SearchEntry::Draw(Draw { name, dist: self.build_call(self.presume(&mut parts, &e)?)? })
+                            }
+                            Rule::setting => SearchEntry::Setting(Setting {
+                                key: name,
+                                value: self.build_expr(self.presume(&mut parts, &e)?)?,
+                            }),
+                            r => return Err(self.bug(&format!("unexpected search entry {r:?}"), span.start)),
+                        });
+                    }
+                    exp.search.push(SearchBlock { entries, span });
                 }
                 r => {
                     return Err(self.bug(&format!("unexpected experiment entry {r:?}"), entry.as_span().start()));
@@ -594,6 +616,28 @@ mod tests {
         assert_eq!((e.name.name.as_str(), e.train.len(), e.sweep.len()), ("e", 1, 1));
         // Spans point into the text.
         assert_eq!(&text[m.name.span.start..m.name.span.end], "m");
+    }
+
+    #[test]
+    fn a_search_block_parses_into_draws_axes_and_settings() {
+        let text = "experiment e { task t  model m\n  search {\n    lr ~ loguniform(1e-4, 1e-2)\n    d in [48, 96], seed in 1..3\n    trials = 40, sampler = tpe(seed = 1)\n    prune = asha(metric = val_accuracy, min_steps = 2000, keep = 1/3)\n  }\n}\n";
+        let file = parse_file(FILE, text).unwrap();
+        let search = &file.experiments[0].search;
+        assert_eq!(search.len(), 1);
+        let kinds: Vec<String> = search[0]
+            .entries
+            .iter()
+            .map(|e| match e {
+                SearchEntry::Axis(a) => format!("axis {}", a.name.name),
+                SearchEntry::Draw(d) => format!("draw {} {}", d.name.name, d.dist.callee.name),
+                SearchEntry::Setting(s) => format!("setting {}", s.key.name),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["draw lr loguniform", "axis d", "axis seed", "setting trials", "setting sampler", "setting prune"]
+        );
+        assert_eq!(&text[search[0].span.start..search[0].span.start + 6], "search");
     }
 
     #[test]

@@ -31,7 +31,7 @@ pub enum Arg {
     List(Vec<Lit>),
 }
 
-const STATUSES: &[&str] = &["running", "done", "failed", "interrupted"];
+const STATUSES: &[&str] = &["running", "done", "failed", "interrupted", "pruned"];
 
 /// Checks `filter` against `runs` (the whole store: a name is unknown only if no run has it).
 pub fn compile(filter: &Filter, runs: &[RunSummary]) -> Result<Query, Diagnostic> {

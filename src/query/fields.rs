@@ -48,7 +48,7 @@ pub enum Field {
 /// Built-in fields with a line of help each.
 pub const BUILTINS: &[(&str, &str)] = &[
     ("id", "run id"),
-    ("status", "\"running\", \"done\", \"failed\" or \"interrupted\""),
+    ("status", "\"running\", \"done\", \"failed\", \"interrupted\" or \"pruned\""),
     ("experiment", "experiment name"),
     ("model", "model name"),
     ("task", "task generator"),

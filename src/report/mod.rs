@@ -12,6 +12,7 @@ pub mod numbers;
 pub mod plot;
 pub mod provenance;
 pub mod results;
+pub mod search;
 pub mod selection;
 pub mod sheet;
 pub mod show;

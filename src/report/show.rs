@@ -22,6 +22,9 @@ struct Shown<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     stop_reason: &'a str,
+    /// Where a search's pruner stopped it, and the cut-off it missed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pruned: Option<&'a crate::store::Pruned>,
     started: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     ended: Option<String>,
@@ -106,6 +109,7 @@ pub fn yaml(r: &RunRecord) -> Result<String, serde_saphyr::SerializeError> {
         tags: &r.tags,
         error: r.error.as_deref(),
         stop_reason: &r.stop_reason,
+        pruned: r.pruned.as_ref(),
         started: format_date(r.started_at),
         ended: r.ended_at.map(format_date),
         swept: r.config.swept.iter().map(|(k, v)| (k.as_str(), v)).collect(),

@@ -9,6 +9,8 @@ pub const TRIALS: &str = "trials";
 pub const RUNNING: &str = "running";
 /// Compact run summaries (`summary::RunSummary`), keyed by [`run_key`], written with the record.
 pub const SUMMARIES: &str = "summaries";
+/// Search studies (`study::StudyRecord`), keyed by the study's identity.
+pub const STUDIES: &str = "studies";
 /// Store metadata (schema version, summary layout version).
 pub const META: &str = "meta";
 pub const SCHEMA_KEY: &[u8] = b"schema";

@@ -46,6 +46,7 @@ pub mod owner;
 pub mod record;
 mod session;
 mod snapshot;
+pub mod study;
 pub mod summary;
 
 use std::path::{Path, PathBuf};
@@ -55,9 +56,10 @@ use std::time::Duration;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-pub use record::{Environment, Progress, RunRecord, Status, StoredConfig};
+pub use record::{Environment, Progress, Pruned, RunRecord, Status, StoredConfig};
 pub use session::SCHEMA;
 use session::Session;
+pub use study::StudyRecord;
 pub use summary::RunSummary;
 
 /// How often a running trial rewrites its record with progress (also its sign of life for
@@ -103,6 +105,8 @@ pub enum StoreError {
     Corrupt { id: u64, reason: String },
     #[error("no run with id {0}")]
     NoSuchRun(u64),
+    #[error("corrupt search study `{key}`: {reason}")]
+    CorruptStudy { key: String, reason: String },
     #[error("checkpoint of trial {trial}: {reason}")]
     Checkpoint { trial: String, reason: String },
 }
@@ -261,7 +265,9 @@ impl Store {
             let mut deaths = 0;
             if let Some(mut prev) = latest.clone() {
                 match prev.status {
-                    Status::Done if !rerun.done => return Ok(Claim::Settled { run_id: prev.id, status: Status::Done }),
+                    Status::Done | Status::Pruned if !rerun.done => {
+                        return Ok(Claim::Settled { run_id: prev.id, status: prev.status });
+                    }
                     Status::Failed if !(rerun.failed || rerun.done) => {
                         return Ok(Claim::Settled { run_id: prev.id, status: Status::Failed });
                     }
@@ -281,7 +287,7 @@ impl Store {
                         deaths = deaths_before_first_step(&prev);
                         took_over = Some(prev.id);
                     }
-                    Status::Done | Status::Failed => {}
+                    Status::Done | Status::Failed | Status::Pruned => {}
                 }
             }
             let id = next_id(s)?;
@@ -395,6 +401,33 @@ impl Store {
         raw.par_iter().map(|(id, bytes)| decode(*id, bytes)).collect()
     }
 
+    /// A search's state (empty if it has none yet).
+    pub fn study(&self, key: &str, experiment: &str) -> Result<StudyRecord, StoreError> {
+        self.session(|s| study_in(s, key, experiment))
+    }
+
+    /// Changes a search's state in one session: `f` sees it as stored (empty if new), may
+    /// change it, and what it returns is returned; the state is written back if it changed.
+    /// Two processes' changes never interleave.
+    pub fn update_study<R>(
+        &self,
+        key: &str,
+        experiment: &str,
+        f: impl FnOnce(&mut StudyRecord) -> R,
+    ) -> Result<R, StoreError> {
+        self.writing(|s| {
+            let mut study = study_in(s, key, experiment)?;
+            let before = study.clone();
+            let r = f(&mut study);
+            if study != before {
+                let bytes = study::encode(&study)
+                    .map_err(|e| StoreError::CorruptStudy { key: key.into(), reason: e.to_string() })?;
+                s.studies.insert(key.as_bytes(), bytes)?;
+            }
+            Ok(r)
+        })
+    }
+
     /// The latest run of a trial, if any.
     pub fn latest_of_trial(&self, trial_key: &str) -> Result<Option<RunRecord>, StoreError> {
         self.session(|s| latest_of_trial(s, trial_key))
@@ -501,6 +534,15 @@ fn latest_of_trial(s: &Session, trial_key: &str) -> Result<Option<RunRecord>, St
             Ok(Some(get_in(s, id)?))
         }
         None => Ok(None),
+    }
+}
+
+fn study_in(s: &Session, key: &str, experiment: &str) -> Result<StudyRecord, StoreError> {
+    match s.studies.get(key.as_bytes())? {
+        Some(bytes) => {
+            study::decode(&bytes).map_err(|e| StoreError::CorruptStudy { key: key.into(), reason: e.to_string() })
+        }
+        None => Ok(StudyRecord::new(experiment)),
     }
 }
 

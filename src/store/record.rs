@@ -34,6 +34,9 @@ pub enum Status {
     /// Stopped before it finished (Ctrl-C, a time limit, or found `running` with its process
     /// gone); the trial resumes from its last checkpoint when a sweep runs it again.
     Interrupted,
+    /// Stopped early by a search's pruner ([`RunRecord::pruned`] says where and why); never
+    /// resumed.
+    Pruned,
 }
 
 impl Status {
@@ -43,6 +46,7 @@ impl Status {
             Status::Done => "done",
             Status::Failed => "failed",
             Status::Interrupted => "interrupted",
+            Status::Pruned => "pruned",
         }
     }
 }
@@ -256,6 +260,36 @@ pub struct RunRecord {
     /// Live progress while running (kept once it ends, for the record).
     #[serde(default)]
     pub progress: Option<Progress>,
+    /// Where and why a search's pruner stopped it (status `pruned`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pruned: Option<Pruned>,
+}
+
+/// A pruner's decision to stop a run: the rung and step, the metric there, and the cut-off
+/// its configuration missed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pruned {
+    /// 1 for the first rung.
+    pub rung: usize,
+    pub step: u64,
+    /// The metric judged (`val_accuracy`).
+    pub metric: String,
+    /// This run's value there.
+    pub value: f64,
+    /// Its configuration's mean over the seeds that had reached the rung: what was judged.
+    pub mean: f64,
+    /// The value the mean had to reach.
+    pub cutoff: f64,
+}
+
+impl std::fmt::Display for Pruned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "pruned at rung {} (step {}): {} {:.4} (mean over seeds {:.4}) missed the cut-off {:.4}",
+            self.rung, self.step, self.metric, self.value, self.mean, self.cutoff
+        )
+    }
 }
 
 /// Why a stored record cannot be read.

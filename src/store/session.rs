@@ -19,6 +19,7 @@ pub(super) struct Session {
     pub trials: sled::Tree,
     pub running: sled::Tree,
     pub summaries: sled::Tree,
+    pub studies: sled::Tree,
 }
 
 /// File next to the database naming the process in a session (for the lock message).
@@ -47,6 +48,7 @@ impl Session {
             trials: db.open_tree(keys::TRIALS)?,
             running: db.open_tree(keys::RUNNING)?,
             summaries: db.open_tree(keys::SUMMARIES)?,
+            studies: db.open_tree(keys::STUDIES)?,
             meta,
             db,
         };

@@ -154,6 +154,7 @@ pub fn encode(s: &RunSummary) -> Vec<u8> {
         Status::Done => 1,
         Status::Failed => 2,
         Status::Interrupted => 3,
+        Status::Pruned => 4,
     });
     w.str(&s.experiment);
     w.str(&s.model);
@@ -268,6 +269,7 @@ fn read(r: &mut Reader, d: &mut Decoder) -> Option<RunSummary> {
         1 => Status::Done,
         2 => Status::Failed,
         3 => Status::Interrupted,
+        4 => Status::Pruned,
         _ => return None,
     };
     let experiment = r.string()?;

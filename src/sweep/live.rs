@@ -49,6 +49,16 @@ pub struct Live<'a> {
     /// Taken by the first `resume` call.
     resume: Mutex<Option<TrainState>>,
     every: Option<Duration>,
+    /// A search's pruner, asked after every evaluation whether the trial goes on.
+    judge: Option<&'a dyn Judge>,
+}
+
+/// Decides, after each evaluation of a trial, whether it stops early (a search's pruner).
+pub trait Judge: Sync {
+    /// Why the trial stops at `step`, or `None` to go on.
+    fn stop_here(&self, step: usize, so_far: &Outcome) -> Option<String>;
+    /// The decision that stopped it, for its record.
+    fn pruned(&self) -> Option<crate::store::Pruned>;
 }
 
 impl<'a> Live<'a> {
@@ -73,7 +83,14 @@ impl<'a> Live<'a> {
             reporter,
             resume: Mutex::new(resume),
             every,
+            judge: None,
         }
+    }
+
+    /// The trial is judged by `judge` after every evaluation.
+    pub fn judged_by(mut self, judge: Option<&'a dyn Judge>) -> Live<'a> {
+        self.judge = judge;
+        self
     }
 
     /// The record's progress as last known.
@@ -145,6 +162,10 @@ impl Observer for Live<'_> {
         };
         // The first report is always written: it tells a later sweep that this attempt trained.
         self.write(first);
+    }
+
+    fn stop_here(&self, step: usize, so_far: &Outcome) -> Option<String> {
+        self.judge?.stop_here(step, so_far)
     }
 }
 

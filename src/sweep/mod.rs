@@ -8,6 +8,7 @@ pub mod memory_budget;
 pub mod packs;
 pub mod probe;
 pub mod progress_writer;
+pub mod search;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
@@ -95,6 +96,8 @@ pub enum Plan {
     Interrupted(u64),
     /// Running in another live process.
     Running(u64),
+    /// Stopped by a search's pruner; never run again (unless `--force`).
+    Pruned(u64),
 }
 
 impl Plan {
@@ -106,6 +109,7 @@ impl Plan {
                 Status::Failed => Plan::Failed(r.id),
                 Status::Interrupted => Plan::Interrupted(r.id),
                 Status::Running => Plan::Running(r.id),
+                Status::Pruned => Plan::Pruned(r.id),
             },
         })
     }
@@ -114,7 +118,7 @@ impl Plan {
     pub fn runs(&self, opts: &Options) -> bool {
         match self {
             Plan::New | Plan::Interrupted(_) => true,
-            Plan::Done(_) => opts.force,
+            Plan::Done(_) | Plan::Pruned(_) => opts.force,
             Plan::Failed(_) => opts.force || opts.retry_failed,
             Plan::Running(_) => false,
         }
@@ -132,6 +136,8 @@ pub struct Summary {
     pub not_started: usize,
     /// Running in another process when this sweep reached them.
     pub elsewhere: usize,
+    /// Stopped early by a search's pruner.
+    pub pruned: usize,
 }
 
 /// Why a sweep stopped before its trials were done.
@@ -219,8 +225,13 @@ pub fn run_all(
             });
         }
     });
+    tally(results.into_inner().unwrap_or_default())
+}
+
+/// A sweep's totals from its trials' results; the first store error, if any.
+fn tally(results: Vec<Result<TrialResult, StoreError>>) -> Result<Summary, SweepError> {
     let mut summary = Summary::default();
-    for r in results.into_inner().unwrap_or_default() {
+    for r in results {
         match r? {
             TrialResult::Skipped { status: Status::Failed, .. } => summary.failed_before += 1,
             TrialResult::Skipped { status: Status::Running, .. } => summary.elsewhere += 1,
@@ -231,6 +242,7 @@ pub fn run_all(
                 match rec.status {
                     Status::Failed => summary.failed += 1,
                     Status::Interrupted => summary.interrupted += 1,
+                    Status::Pruned => summary.pruned += 1,
                     _ => {}
                 }
             }
@@ -270,6 +282,22 @@ pub fn run_trial(
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
 ) -> Result<TrialResult, StoreError> {
+    run_judged_trial(store, spec, index, trial, opts, reporter, cancel, None)
+}
+
+/// [`run_trial`], asking `judge` after every evaluation whether the trial goes on (a search's
+/// pruner); a trial it stops is recorded `pruned`, with the decision.
+#[allow(clippy::too_many_arguments)]
+pub fn run_judged_trial(
+    store: &Store,
+    spec: &SpecSource,
+    index: usize,
+    trial: &Trial,
+    opts: &Options,
+    reporter: &dyn Reporter,
+    cancel: &AtomicBool,
+    judge: Option<&dyn live::Judge>,
+) -> Result<TrialResult, StoreError> {
     let Claimed { mut record, key, resume, .. } = match claim(store, spec, index, trial, opts, reporter)? {
         Ok(claimed) => claimed,
         Err(result) => return Ok(result),
@@ -284,8 +312,12 @@ pub fn run_trial(
         observer.as_ref(),
         reporter,
         resume,
-    );
+    )
+    .judged_by(judge);
     train_into_record(&mut record, trial, opts.threads, &live, cancel);
+    if record.status == Status::Pruned {
+        record.pruned = judge.and_then(|j| j.pruned());
+    }
     record.progress = live.progress();
     drop(live);
     drop(observer);
@@ -438,6 +470,7 @@ pub fn new_record(id: u64, trial: &Trial, spec: &SpecSource, opts: &Options) -> 
         error: None,
         tags: vec![],
         progress: Some(progress),
+        pruned: None,
     }
 }
 
@@ -469,6 +502,7 @@ pub fn complete_record(record: &mut RunRecord, outcome: Result<train::Outcome, T
                 Ending::Done => Status::Done,
                 Ending::Failed(_) => Status::Failed,
                 Ending::Interrupted => Status::Interrupted,
+                Ending::Pruned => Status::Pruned,
             };
             if let Ending::Failed(reason) = &o.ending {
                 record.error = Some(reason.clone());

@@ -41,6 +41,10 @@ pub trait Observer: Sync {
     /// The outcome so far (curves, steps, timings): after the first step, after every
     /// validation, and at least every [`REPORT_EVERY`] of training.
     fn on_progress(&self, _so_far: &Outcome) {}
+    /// After every validation: why to stop here (a search's pruner), or `None` to go on.
+    fn stop_here(&self, _step: usize, _so_far: &Outcome) -> Option<String> {
+        None
+    }
 }
 
 /// How often, at least, a trial reports its progress ([`Observer::on_progress`]): as often as
@@ -60,6 +64,8 @@ pub enum Ending {
     Failed(String),
     /// Stopped from outside (Ctrl-C).
     Interrupted,
+    /// Stopped early by [`Observer::stop_here`] (a search's pruner).
+    Pruned,
 }
 
 /// When `stop_when` was first met.

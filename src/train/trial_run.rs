@@ -169,6 +169,11 @@ impl<'a> TrialRun<'a> {
                 out.stop_reason = "max_time".into();
                 return Ok(false);
             }
+            if let Some(reason) = observer.stop_here(step, out) {
+                out.ending = Ending::Pruned;
+                out.stop_reason = reason;
+                return Ok(false);
+            }
         }
         // After the step's evaluation, so that a resumed run goes on from a whole step.
         if checkpoints.every().is_some_and(|every| self.last_checkpoint.elapsed() >= every) {
@@ -192,6 +197,8 @@ impl<'a> TrialRun<'a> {
                     out.final_metrics.insert(format!("selected_{k}"), *v);
                 }
             }
+        }
+        if matches!(out.ending, Ending::Done | Ending::Pruned) {
             let last_val: Vec<(String, f64)> = out
                 .curves
                 .iter()

@@ -19,7 +19,7 @@ const LAYERS: &[&[&str]] = &[
     &["lang", "tasks", "compile"],
     &["check"],
     &["store"],
-    &["train", "query"],
+    &["train", "query", "search"],
     &["sweep", "bench", "report", "slurm"],
     &["cli"],
 ];

@@ -39,5 +39,6 @@ pub fn made_up_run(id: u64, config: &TrialConfig, spec_path: &str, spec_text: &s
         error: None,
         tags: vec![],
         progress: None,
+        pruned: None,
     }
 }

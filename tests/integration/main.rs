@@ -35,6 +35,7 @@ mod packs;
 mod querying;
 mod read_only_store;
 mod readme_tables;
+mod searches;
 mod sharing;
 mod slurm;
 mod snapshots;

@@ -1,0 +1,209 @@
+//! `memctl search-report`: a search's configurations, best first (the mean ± standard
+//! deviation over seeds), the training steps it used against running every configuration to
+//! its budget and against the full grid, and a text plot of the metric against each searched
+//! name.
+
+use comfy_table::{CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
+
+use crate::check::search::{Domain, SearchSpec};
+use crate::search::summary::{ConfigRuns, mean_sd};
+use crate::store::StudyRecord;
+
+/// The whole report as text.
+pub fn render(
+    experiment: &str,
+    spec: &SearchSpec,
+    study: &StudyRecord,
+    rows: &[ConfigRuns],
+    steps_per_trial: u64,
+) -> String {
+    let metric = spec.metric.as_ref().map_or("metric", |m| m.name.as_str());
+    let higher = spec.metric.as_ref().is_none_or(|m| m.higher_is_better);
+    let test_name = metric.strip_prefix("val_").unwrap_or(metric);
+    let mut out = format!(
+        "search {experiment}: {} of {} configurations proposed, {} seed{} each\n",
+        rows.len(),
+        spec.trials,
+        spec.seeds.len(),
+        if spec.seeds.len() == 1 { "" } else { "s" }
+    );
+    // Finished configurations first, best mean metric first; then pruned ones, later rungs first.
+    let mut order: Vec<&ConfigRuns> = rows.iter().collect();
+    let score = |r: &ConfigRuns| mean_sd(r.seeds.iter().map(|s| s.metric)).map(|(m, _)| m);
+    order.sort_by(|a, b| {
+        let key = |r: &ConfigRuns| (r.finished(), r.pruned_at.unwrap_or(0));
+        key(b).cmp(&key(a)).then_with(|| {
+            let (x, y) = (score(a).unwrap_or(f64::NAN), score(b).unwrap_or(f64::NAN));
+            let ord = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+            if higher { ord.reverse() } else { ord }
+        })
+    });
+    let mut t = Table::new();
+    let mut header: Vec<String> = vec!["#".into()];
+    header.extend(spec.dims.iter().map(|d| d.name.name.clone()));
+    header.extend(["status".into(), format!("{metric} (mean ± sd)"), format!("test {test_name}"), "steps".into()]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    for r in &order {
+        let mut cells: Vec<comfy_table::Cell> = vec![comfy_table::Cell::new(r.config + 1)];
+        cells.extend(r.values.iter().map(|v| comfy_table::Cell::new(short(v))));
+        let status = match (r.finished(), r.pruned_at) {
+            (true, _) => "finished".to_string(),
+            (_, Some(rung)) => format!("pruned at rung {rung}"),
+            _ => {
+                let done = r.seeds.iter().filter(|s| s.status.is_some()).count();
+                format!("{done}/{} seeds run", r.seeds.len())
+            }
+        };
+        cells.push(comfy_table::Cell::new(status));
+        let right = |s: String| comfy_table::Cell::new(s).set_alignment(CellAlignment::Right);
+        cells.push(right(pm(mean_sd(r.seeds.iter().map(|s| s.metric)))));
+        cells.push(right(pm(mean_sd(r.seeds.iter().map(|s| s.test)))));
+        cells.push(right(r.steps().to_string()));
+        t.add_row(cells);
+    }
+    out.push_str(&t.to_string());
+    out.push('\n');
+    // Compute.
+    let used: u64 = rows.iter().map(ConfigRuns::steps).sum();
+    let seeds = spec.seeds.len() as u64;
+    let unpruned = rows.len() as u64 * seeds * steps_per_trial;
+    out.push_str(&format!("training steps: {used}"));
+    if unpruned > 0 {
+        out.push_str(&format!(
+            ", {:.0} % of the {unpruned} these {} configurations take to their budget",
+            100.0 * used as f64 / unpruned as f64,
+            rows.len()
+        ));
+    }
+    let grid: Option<u64> = spec.dims.iter().map(|d| d.domain.listed().map(|v| v.len() as u64)).product();
+    if let Some(g) = grid {
+        let full = g * seeds * steps_per_trial;
+        out.push_str(&format!(
+            "; the full grid ({g} configurations) takes {full}: {:.0} %",
+            100.0 * used as f64 / full.max(1) as f64
+        ));
+    }
+    out.push('\n');
+    if spec.prune.is_some() {
+        let judged = study.reports.len();
+        let pruned = study.reports.iter().filter(|r| !r.decision.keep).count();
+        let guarded = study.reports.iter().filter(|r| r.decision.guarded).count();
+        out.push_str(&format!(
+            "rung decisions: {judged}, {pruned} pruned, {guarded} kept by the plateau guard (metric below the cut-off, loss still falling)\n"
+        ));
+    }
+    // One plot per searched name.
+    for (i, d) in spec.dims.iter().enumerate() {
+        let log = matches!(d.domain, Domain::LogUniform { .. });
+        let points: Vec<(f64, f64, bool)> = rows
+            .iter()
+            .filter_map(|r| {
+                let x = r.values.get(i)?;
+                let x = match &d.domain {
+                    Domain::Values(vs) => vs.iter().position(|v| v == x)? as f64,
+                    _ => x.as_float()?,
+                };
+                let y = score(r)?;
+                Some((if log { x.log10() } else { x }, y, r.finished()))
+            })
+            .collect();
+        let labels: Option<Vec<String>> = match &d.domain {
+            Domain::Values(vs) => Some(vs.iter().map(short).collect()),
+            _ => None,
+        };
+        out.push('\n');
+        out.push_str(&plot(&d.name.name, metric, log, &points, labels.as_deref()));
+    }
+    out
+}
+
+/// `0.912 ± 0.013`, or `–`.
+fn pm(v: Option<(f64, f64)>) -> String {
+    v.map_or("–".into(), |(m, sd)| format!("{m:.3} ± {sd:.3}"))
+}
+
+/// A value as a short label (floats to 3 significant digits).
+fn short(v: &crate::value::Value) -> String {
+    match v {
+        crate::value::Value::Float(f) if (0.01..1000.0).contains(&f.abs()) => format!("{f:.3}"),
+        crate::value::Value::Float(f) => format!("{f:.2e}"),
+        v => v.to_string(),
+    }
+}
+
+const WIDTH: usize = 48;
+const HEIGHT: usize = 10;
+
+/// A scatter of `(x, y, finished)`: `●` a finished configuration, `×` a pruned or unfinished
+/// one (its value at its last evaluation).
+fn plot(name: &str, metric: &str, log: bool, points: &[(f64, f64, bool)], labels: Option<&[String]>) -> String {
+    let mut out = format!("{metric} against {name}{}:\n", if log { " (log scale)" } else { "" });
+    if points.is_empty() {
+        out.push_str("  (no results yet)\n");
+        return out;
+    }
+    let (x0, x1) = match labels {
+        Some(l) => (-0.5, l.len() as f64 - 0.5),
+        None => bounds(points.iter().map(|p| p.0)),
+    };
+    let (y0, y1) = bounds(points.iter().map(|p| p.1));
+    let mut grid = vec![vec![' '; WIDTH]; HEIGHT];
+    for &(x, y, finished) in points {
+        let col = (((x - x0) / (x1 - x0)) * (WIDTH - 1) as f64).round().clamp(0.0, (WIDTH - 1) as f64) as usize;
+        let row = (((y1 - y) / (y1 - y0)) * (HEIGHT - 1) as f64).round().clamp(0.0, (HEIGHT - 1) as f64) as usize;
+        let mark = if finished { '●' } else { '×' };
+        if grid[row][col] != '●' {
+            grid[row][col] = mark;
+        }
+    }
+    for (i, row) in grid.iter().enumerate() {
+        let label = match i {
+            0 => format!("{y1:>8.3}"),
+            i if i == HEIGHT - 1 => format!("{y0:>8.3}"),
+            _ => " ".repeat(8),
+        };
+        out.push_str(&format!("{label} │{}\n", row.iter().collect::<String>().trim_end()));
+    }
+    out.push_str(&format!("{} └{}\n", " ".repeat(8), "─".repeat(WIDTH)));
+    let axis = match labels {
+        Some(l) => {
+            let mut line = vec![' '; WIDTH + 16];
+            for (i, text) in l.iter().enumerate() {
+                let col = (((i as f64 - x0) / (x1 - x0)) * (WIDTH - 1) as f64).round() as usize;
+                for (k, c) in text.chars().enumerate() {
+                    if let Some(slot) = line.get_mut(10 + col + k) {
+                        *slot = c;
+                    }
+                }
+            }
+            line.into_iter().collect::<String>().trim_end().to_string()
+        }
+        None => {
+            let show = |v: f64| if log { format!("{:.3e}", 10f64.powf(v)) } else { format!("{v:.3}") };
+            let (a, b) = (show(x0), show(x1));
+            format!("{}{a}{}{b}", " ".repeat(10), " ".repeat((WIDTH).saturating_sub(a.len() + b.len())))
+        }
+    };
+    out.push_str(&axis);
+    out.push_str("\n  ● finished   × pruned or unfinished\n");
+    out
+}
+
+/// The range of `values`, widened when it is a single point.
+fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    if hi - lo < 1e-12 { (lo - 0.5, hi + 0.5) } else { (lo, hi) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plot_puts_the_best_point_on_the_top_row_and_the_worst_on_the_bottom() {
+        let p = plot("lr", "val_accuracy", true, &[(-4.0, 0.25, false), (-3.0, 0.9, true), (-2.0, 0.5, true)], None);
+        let lines: Vec<&str> = p.lines().collect();
+        assert!(lines[1].starts_with("   0.900 │") && lines[1].ends_with('●'), "{p}");
+        assert!(lines[HEIGHT].starts_with("   0.250 │×"), "{p}");
+    }
+}

@@ -1,0 +1,93 @@
+//! A search's state in the store: the configurations it has proposed and every pruning
+//! decision, with what each was based on. Kept beside the runs (tree
+//! [`keys::STUDIES`](super::keys::STUDIES)), one JSON value per study, and changed only by
+//! [`Store::update_study`](super::Store::update_study): one exclusive session reads, changes
+//! and writes it, so two sweeps on one study never propose the same configuration twice or
+//! judge a rung twice, and a killed sweep leaves every decision it made.
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::Value;
+
+/// The layout this memctl writes.
+pub const STUDY_VERSION: u32 = 1;
+
+/// One search's state.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StudyRecord {
+    pub version: u32,
+    pub experiment: String,
+    /// The configurations proposed, in order (a configuration's index is its position).
+    pub configs: Vec<StudyConfig>,
+    /// A trial's report at a rung, with the decision taken on it, in the order they came.
+    pub reports: Vec<RungReport>,
+}
+
+/// A proposed configuration: a value per searched name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StudyConfig {
+    pub values: Vec<(String, Value)>,
+    /// The sampler that chose it (`grid`, `random`, `tpe`).
+    pub sampler: String,
+    /// Unix seconds.
+    pub proposed_at: f64,
+}
+
+/// What a trial (a configuration with a seed) reported when it reached a rung, and the
+/// decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RungReport {
+    pub config: usize,
+    pub seed: u64,
+    /// 0 for the first rung.
+    pub rung: usize,
+    /// The step of the evaluation that reached the rung.
+    pub step: u64,
+    /// The metric there.
+    pub value: f64,
+    /// The training loss there (the mean over the last evaluation interval).
+    pub loss: Option<f64>,
+    /// The training loss at the previous rung (for the first, the first evaluation's).
+    pub loss_before: Option<f64>,
+    pub decision: Decision,
+}
+
+/// A pruner's decision at a rung.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Whether the trial goes on.
+    pub keep: bool,
+    /// The configuration's mean over the seeds that had reached the rung.
+    pub mean: f64,
+    /// The value the mean had to reach (none while the configuration has no competitors).
+    pub cutoff: Option<f64>,
+    /// Configurations compared at the rung (this one included).
+    pub compared: usize,
+    /// Kept by the plateau guard: the metric missed the cut-off, but the training loss still
+    /// fell by more than `patience`.
+    pub guarded: bool,
+}
+
+impl StudyRecord {
+    pub fn new(experiment: &str) -> StudyRecord {
+        StudyRecord { version: STUDY_VERSION, experiment: experiment.into(), configs: vec![], reports: vec![] }
+    }
+
+    /// The decision already taken for a trial at a rung.
+    pub fn report(&self, config: usize, seed: u64, rung: usize) -> Option<&RungReport> {
+        self.reports.iter().find(|r| r.config == config && r.seed == seed && r.rung == rung)
+    }
+
+    /// The first rung at which a configuration (any of its seeds) was pruned.
+    pub fn pruned_at(&self, config: usize) -> Option<&RungReport> {
+        self.reports.iter().filter(|r| r.config == config && !r.decision.keep).min_by_key(|r| r.rung)
+    }
+}
+
+pub fn encode(study: &StudyRecord) -> Result<Vec<u8>, serde_json::Error> {
+    serde_json::to_vec(study)
+}
+
+pub fn decode(bytes: &[u8]) -> Result<StudyRecord, serde_json::Error> {
+    serde_json::from_slice(bytes)
+}

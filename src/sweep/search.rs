@@ -1,0 +1,475 @@
+//! Running a search: workers take the study's configurations in order, each with every seed,
+//! and when none is left ask the sampler for the next one; every trial is judged at its rungs
+//! by the pruner. The study (its configurations and every decision) lives in the store
+//! ([`crate::store::study`]) and each change to it is one exclusive session, as a trial's claim
+//! is: a second sweep on the same spec, now or later, takes the configurations not yet run and
+//! proposes new ones from all the results so far; a killed sweep's trials resume from their
+//! checkpoints, their decisions kept.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::live::Judge;
+use super::{Options, Reporter, SpecSource, Summary, SweepError, TrialResult, identity};
+use crate::check::SearchPlan;
+use crate::check::search::Pruning;
+use crate::search::outcome::{ConfigOutcome, Stage};
+use crate::search::summary::{ConfigRuns, SeedRun};
+use crate::search::{pruner, sampler};
+use crate::store::study::{RungReport, StudyConfig, StudyRecord};
+use crate::store::{Claim, Pruned, Rerun, RunSummary, Status, Store, StoreError, now};
+use crate::train::Outcome;
+use crate::value::Value;
+
+/// One trial of the search: a configuration (its index in the study and its values) and a seed.
+#[derive(Clone, Debug)]
+struct Item {
+    config: usize,
+    values: Vec<Value>,
+    seed: u64,
+    /// Its position among the search's trials (configuration-major), for progress display.
+    index: usize,
+}
+
+/// A search being run by this process.
+pub struct Search<'a> {
+    store: &'a Store,
+    plan: &'a SearchPlan,
+    key: String,
+    experiment: String,
+    queue: Mutex<Queue>,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// The first configuration of the study not yet queued here.
+    next_config: usize,
+    items: VecDeque<Item>,
+}
+
+impl<'a> Search<'a> {
+    pub fn new(store: &'a Store, plan: &'a SearchPlan, experiment: &str) -> Search<'a> {
+        Search {
+            store,
+            plan,
+            key: crate::search::study_key(plan),
+            experiment: experiment.into(),
+            queue: Mutex::new(Queue::default()),
+        }
+    }
+
+    /// The study's key in the store.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Trials the search runs at most: configurations × seeds.
+    pub fn trial_count(&self) -> usize {
+        self.plan.spec.trials * self.plan.spec.seeds.len()
+    }
+
+    pub fn configurations(&self) -> usize {
+        self.plan.spec.trials
+    }
+
+    pub fn seeds(&self) -> usize {
+        self.plan.spec.seeds.len()
+    }
+
+    pub fn experiment(&self) -> &str {
+        &self.experiment
+    }
+
+    /// Runs the search with `opts.jobs` trials at a time; stops starting trials once `cancel`
+    /// is set.
+    pub fn run(
+        &self,
+        spec: &SpecSource,
+        opts: &Options,
+        reporter: &dyn Reporter,
+        cancel: &AtomicBool,
+    ) -> Result<Summary, SweepError> {
+        let workers = opts.jobs.clamp(1, self.trial_count().max(1));
+        crate::pool::reserve(workers, opts.threads).map_err(|reason| SweepError::ComputeThreads {
+            pools: workers,
+            threads: opts.threads,
+            reason,
+        })?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(workers)
+            .build()
+            .map_err(|source| SweepError::Threads { workers, source })?;
+        let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
+        pool.scope(|scope| {
+            for _ in 0..workers {
+                scope.spawn(|_| {
+                    loop {
+                        if cancel.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let r = match self.next_item(reporter) {
+                            Ok(Some(item)) => self.run_item(spec, &item, opts, reporter, cancel),
+                            Ok(None) => break,
+                            Err(e) => Err(e),
+                        };
+                        let stop = r.is_err();
+                        if let Ok(mut v) = results.lock() {
+                            v.push(r);
+                        }
+                        if stop {
+                            cancel.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        super::tally(results.into_inner().unwrap_or_default())
+    }
+
+    /// The next trial to run: a queued one, else the seeds of the study's next configuration
+    /// (proposing one when the study has no more and wants more); `None` when the search is
+    /// complete.
+    fn next_item(&self, reporter: &dyn Reporter) -> Result<Option<Item>, StoreError> {
+        let Ok(mut q) = self.queue.lock() else { return Ok(None) };
+        let seeds = &self.plan.spec.seeds;
+        loop {
+            if let Some(item) = q.items.pop_front() {
+                return Ok(Some(item));
+            }
+            let study = self.store.study(&self.key, &self.experiment)?;
+            if q.next_config < study.configs.len() {
+                let c = q.next_config;
+                let values = self.values_of(&study.configs[c]);
+                for (i, seed) in seeds.iter().enumerate() {
+                    q.items.push_back(Item {
+                        config: c,
+                        values: values.clone(),
+                        seed: *seed,
+                        index: c * seeds.len() + i,
+                    });
+                }
+                q.next_config += 1;
+                continue;
+            }
+            let n = study.configs.len();
+            if n >= self.plan.spec.trials {
+                return Ok(None);
+            }
+            let outcomes = self.outcomes(&study)?;
+            let configs: Vec<Vec<Value>> = study.configs.iter().map(|c| self.values_of(c)).collect();
+            let values = match sampler::propose(&self.plan.spec, n, &outcomes, &configs) {
+                Ok(v) => v,
+                Err(e) => {
+                    reporter.warning(&format!("the search stops: {e}"));
+                    return Ok(None);
+                }
+            };
+            let names = self.plan.spec.dims.iter().map(|d| d.name.name.clone());
+            let config = StudyConfig {
+                values: names.zip(values).collect(),
+                sampler: sampler_name(&self.plan.spec.sampler).into(),
+                proposed_at: now(),
+            };
+            // Added only if no other process added configuration `n` meanwhile (then the loop
+            // takes theirs).
+            self.store.update_study(&self.key, &self.experiment, |s| {
+                if s.configs.len() == n {
+                    s.configs.push(config);
+                }
+            })?;
+        }
+    }
+
+    /// A stored configuration's values in the order of the searched names.
+    fn values_of(&self, c: &StudyConfig) -> Vec<Value> {
+        self.plan
+            .spec
+            .dims
+            .iter()
+            .map(|d| c.values.iter().find(|(n, _)| *n == d.name.name).map_or(Value::Int(0), |(_, v)| v.clone()))
+            .collect()
+    }
+
+    /// What each configuration achieved so far: pruned at a rung, finished (every seed done),
+    /// or failed; configurations still running have none yet.
+    pub fn outcomes(&self, study: &StudyRecord) -> Result<Vec<ConfigOutcome>, StoreError> {
+        let latest = latest_by_trial(self.store.summaries()?);
+        let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+        let mut out = vec![];
+        for (c, config) in study.configs.iter().enumerate() {
+            if let Some(p) = study.pruned_at(c) {
+                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.rung), value: p.decision.mean });
+                continue;
+            }
+            let values = self.values_of(config);
+            let mut finished = vec![];
+            let mut failed = false;
+            for seed in &self.plan.spec.seeds {
+                let Ok(trial) = self.plan.trial(&values, *seed) else {
+                    failed = true;
+                    continue;
+                };
+                match latest.get(&identity::trial_key(&trial)) {
+                    Some(s) if s.status == Status::Done => {
+                        finished.push(s.final_metrics.get(&metric).copied().unwrap_or(f64::NAN))
+                    }
+                    Some(s) if s.status == Status::Failed => failed = true,
+                    _ => {}
+                }
+            }
+            if failed {
+                out.push(ConfigOutcome { config: c, stage: Stage::Failed, value: f64::NAN });
+            } else if finished.len() == self.plan.spec.seeds.len() {
+                let mean = finished.iter().sum::<f64>() / finished.len() as f64;
+                out.push(ConfigOutcome { config: c, stage: Stage::Finished, value: mean });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every configuration of the study with the latest run of each seed.
+    pub fn configurations_run(&self) -> Result<(StudyRecord, Vec<ConfigRuns>), StoreError> {
+        let study = self.store.study(&self.key, &self.experiment)?;
+        let latest = latest_by_trial(self.store.summaries()?);
+        let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
+        let test_metric = metric.strip_prefix("val_").unwrap_or(&metric).to_string();
+        let mut rows = vec![];
+        for (c, config) in study.configs.iter().enumerate() {
+            let values = self.values_of(config);
+            let seeds = self
+                .plan
+                .spec
+                .seeds
+                .iter()
+                .map(|seed| {
+                    let run = self.plan.trial(&values, *seed).ok().and_then(|t| latest.get(&identity::trial_key(&t)));
+                    SeedRun {
+                        seed: *seed,
+                        run: run.map(|r| r.id),
+                        status: run.map(|r| r.status),
+                        steps_run: run.map_or(0, |r| r.steps_run),
+                        metric: run.and_then(|r| r.final_metrics.get(&metric).copied()),
+                        test: run
+                            .filter(|r| r.status == Status::Done)
+                            .and_then(|r| r.final_metrics.get(&test_metric).copied()),
+                    }
+                })
+                .collect();
+            rows.push(ConfigRuns {
+                config: c,
+                values,
+                sampler: config.sampler.clone(),
+                seeds,
+                pruned_at: study.pruned_at(c).map(|r| r.rung + 1),
+            });
+        }
+        Ok((study, rows))
+    }
+
+    /// The searched names.
+    pub fn names(&self) -> Vec<String> {
+        self.plan.spec.dims.iter().map(|d| d.name.name.clone()).collect()
+    }
+
+    /// The search's spec.
+    pub fn spec(&self) -> &crate::check::search::SearchSpec {
+        &self.plan.spec
+    }
+
+    /// Steps a trial runs at most.
+    pub fn steps_per_trial(&self) -> u64 {
+        self.plan.representatives.first().map_or(0, |t| t.config.train.steps as u64)
+    }
+
+    fn run_item(
+        &self,
+        spec: &SpecSource,
+        item: &Item,
+        opts: &Options,
+        reporter: &dyn Reporter,
+        cancel: &AtomicBool,
+    ) -> Result<TrialResult, StoreError> {
+        let trial = match self.plan.trial(&item.values, item.seed) {
+            Ok(t) => t,
+            Err(d) => {
+                let values: Vec<String> = item.values.iter().map(|v| v.to_string()).collect();
+                reporter.warning(&format!(
+                    "configuration {} ({}) does not check: {}",
+                    item.config + 1,
+                    values.join(", "),
+                    d.message
+                ));
+                return Ok(TrialResult::Skipped { run_id: 0, status: Status::Failed });
+            }
+        };
+        // A configuration pruned through another seed is not trained again with this one.
+        if let Some(pruning) = &self.plan.spec.prune {
+            let study = self.store.study(&self.key, &self.experiment)?;
+            if let Some(p) =
+                study.pruned_at(item.config).filter(|p| study.report(item.config, item.seed, p.rung).is_none())
+            {
+                return self.record_pruned_unrun(spec, item, &trial, pruning, p, opts, reporter);
+            }
+        }
+        let judge = self.plan.spec.prune.as_ref().map(|pruning| TrialJudge {
+            search: self,
+            pruning,
+            config: item.config,
+            seed: item.seed,
+            reported: Mutex::new(0),
+            pruned: Mutex::new(None),
+            reporter,
+        });
+        super::run_judged_trial(
+            self.store,
+            spec,
+            item.index,
+            &trial,
+            opts,
+            reporter,
+            cancel,
+            judge.as_ref().map(|j| j as &dyn Judge),
+        )
+    }
+
+    /// Records a trial whose configuration was pruned through another seed as `pruned` with
+    /// the configuration's decision, without training it.
+    #[allow(clippy::too_many_arguments)]
+    fn record_pruned_unrun(
+        &self,
+        spec: &SpecSource,
+        item: &Item,
+        trial: &crate::check::Trial,
+        pruning: &Pruning,
+        by: &RungReport,
+        opts: &Options,
+        reporter: &dyn Reporter,
+    ) -> Result<TrialResult, StoreError> {
+        let key = identity::trial_key(trial);
+        match self.store.claim(&key, Rerun::default(), |id, _| super::new_record(id, trial, spec, opts))? {
+            Claim::Run { record, .. } => {
+                let mut r = *record;
+                r.status = Status::Pruned;
+                r.ended_at = Some(now());
+                r.stop_reason = format!(
+                    "its configuration was pruned at rung {} (seed {}), before this seed ran",
+                    by.rung + 1,
+                    by.seed
+                );
+                r.pruned = Some(Pruned {
+                    rung: by.rung + 1,
+                    step: 0,
+                    metric: pruning.metric.name.clone(),
+                    value: by.decision.mean,
+                    mean: by.decision.mean,
+                    cutoff: by.decision.cutoff.unwrap_or(by.decision.mean),
+                });
+                self.store.put(&r)?;
+                reporter.trial_finished(item.index, &r);
+                Ok(TrialResult::Finished(Box::new(r)))
+            }
+            Claim::Settled { run_id, status } => {
+                reporter.trial_skipped(item.index, trial, run_id, status);
+                Ok(TrialResult::Skipped { run_id, status })
+            }
+            Claim::RunningElsewhere { run_id, .. } => {
+                reporter.trial_skipped(item.index, trial, run_id, Status::Running);
+                Ok(TrialResult::Skipped { run_id, status: Status::Running })
+            }
+        }
+    }
+}
+
+fn sampler_name(s: &crate::check::search::Sampler) -> &'static str {
+    use crate::check::search::Sampler;
+    match s {
+        Sampler::Grid => "grid",
+        Sampler::Random { .. } => "random",
+        Sampler::Tpe { .. } => "tpe",
+    }
+}
+
+/// Each trial's newest run.
+pub fn latest_by_trial(summaries: Vec<RunSummary>) -> HashMap<String, RunSummary> {
+    let mut latest: HashMap<String, RunSummary> = HashMap::new();
+    for s in summaries {
+        let s = s.as_seen();
+        if latest.get(&s.trial_key).is_none_or(|l| l.id < s.id) {
+            latest.insert(s.trial_key.clone(), s);
+        }
+    }
+    latest
+}
+
+/// The pruner of one running trial: at each rung it reaches, its report and the decision go
+/// into the study in one session (a decision already there, from an earlier run of this trial
+/// that was interrupted, stands).
+struct TrialJudge<'a> {
+    search: &'a Search<'a>,
+    pruning: &'a Pruning,
+    config: usize,
+    seed: u64,
+    /// Rungs handled by this run.
+    reported: Mutex<usize>,
+    pruned: Mutex<Option<Pruned>>,
+    reporter: &'a dyn Reporter,
+}
+
+impl Judge for TrialJudge<'_> {
+    fn stop_here(&self, step: usize, so_far: &Outcome) -> Option<String> {
+        let mut reported = self.reported.lock().ok()?;
+        let metric = &self.pruning.metric.name;
+        let train_loss = so_far.curves.get("train_loss").map_or(&[][..], Vec::as_slice);
+        for rung in pruner::rungs_due(self.pruning, *reported, step) {
+            *reported = rung + 1;
+            let Some(&(_, value)) = so_far.curves.get(metric).and_then(|c| c.last()) else { continue };
+            let at = pruner::AtRung {
+                config: self.config,
+                seed: self.seed,
+                rung,
+                step: step as u64,
+                value,
+                loss: train_loss.last().map(|(_, l)| *l),
+                loss_before: pruner::loss_before(self.pruning, rung, train_loss),
+            };
+            let s = self.search;
+            let decided = s.store.update_study(&s.key, &s.experiment, |study| {
+                if let Some(r) = study.report(self.config, self.seed, rung) {
+                    return r.clone();
+                }
+                let r = pruner::report(&at, pruner::judge(self.pruning, study, &at));
+                study.reports.push(r.clone());
+                r
+            });
+            let r = match decided {
+                Ok(r) => r,
+                Err(e) => {
+                    self.reporter.warning(&format!("the pruner could not record rung {}: {e}", rung + 1));
+                    continue;
+                }
+            };
+            if !r.decision.keep {
+                let p = Pruned {
+                    rung: rung + 1,
+                    step: r.step,
+                    metric: metric.clone(),
+                    value: r.value,
+                    mean: r.decision.mean,
+                    cutoff: r.decision.cutoff.unwrap_or(r.decision.mean),
+                };
+                let reason = p.to_string();
+                if let Ok(mut slot) = self.pruned.lock() {
+                    *slot = Some(p);
+                }
+                return Some(reason);
+            }
+        }
+        None
+    }
+
+    fn pruned(&self) -> Option<Pruned> {
+        self.pruned.lock().ok()?.clone()
+    }
+}

@@ -1,0 +1,125 @@
+//! Searches: a pruned trial is recorded and never run again; a search killed at any moment
+//! loses and repeats nothing.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::support::{TINY_TASK, memctl_at, spec_folder, text, token_lstm};
+
+/// A tiny LSTM experiment `name` with a `search` block.
+fn tiny_search(name: &str, train: &str, search: &str) -> String {
+    format!(
+        "\n{TINY_TASK}{}experiment {name} {{\n  task tiny\n  model lstm\n  train {{ {train} }}\n  search {{ {search} }}\n}}\n",
+        token_lstm("lstm", 16)
+    )
+}
+
+fn sweep(store: &Path, spec: &Path, jobs: &str) -> Command {
+    let mut c = memctl_at(store);
+    c.arg("sweep").arg(spec).args(["--jobs", jobs, "--threads", "1"]);
+    c
+}
+
+fn records(store: &Path) -> Vec<serde_json::Value> {
+    let out = memctl_at(store).args(["runs", "--all", "--format", "records"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "the store opens: {}", text(&out.stderr));
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+}
+
+#[test]
+fn a_pruned_trial_is_recorded_with_its_rung_and_cutoff_and_never_run_again() {
+    // A grid of two learning rates, in order: 3e-2 learns (validation accuracy 0.156 at step
+    // 20), 1e-7 cannot move in 20 steps (0.094). ASHA keeping half prunes the second at its
+    // only rung (step 20) against the first.
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [3e-2, 1e-7]  sampler = grid  prune = asha(metric = val_accuracy, min_steps = 20, rungs = 1, keep = 1/2)",
+    ));
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("2 trials run (1 pruned)"), "{}", text(&out.stderr));
+    let recs = records(&store);
+    assert_eq!(recs.len(), 2);
+    let kept = recs.iter().find(|r| r["status"] == "done").expect("a done run");
+    let pruned = recs.iter().find(|r| r["status"] == "pruned").expect("a pruned run");
+    assert_eq!(pruned["config"]["train"]["lr"], 1e-7);
+    assert_eq!(pruned["steps_run"], 20);
+    let p = &pruned["pruned"];
+    assert_eq!(
+        (p["rung"].as_u64(), p["step"].as_u64(), p["metric"].as_str()),
+        (Some(1), Some(20), Some("val_accuracy"))
+    );
+    // The cut-off is the kept configuration's validation accuracy at step 20.
+    let kept_at_20 = kept["curves"]["val_accuracy"].as_array().unwrap()[0][1].as_f64().unwrap();
+    assert_eq!(p["cutoff"].as_f64(), Some(kept_at_20));
+    assert!(p["value"].as_f64().unwrap() < kept_at_20);
+    // `runs --where` finds it.
+    let listed =
+        memctl_at(&store).args(["runs", "--where", "status == \"pruned\"", "--format", "records"]).output().unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().iter().map(|r| &r["id"]).collect::<Vec<_>>(), [&pruned["id"]]);
+    // Sweeping again runs nothing: the pruned trial is settled, not resumed.
+    let again = sweep(&store, &spec, "1").output().unwrap();
+    assert!(text(&again.stderr).contains("0 trials run (0 pruned), 2 already settled"), "{}", text(&again.stderr));
+    assert_eq!(records(&store).len(), 2);
+}
+
+#[test]
+fn a_search_killed_at_random_moments_loses_and_repeats_nothing() {
+    // 4 configurations × 2 seeds, proposed by TPE and pruned by ASHA: what each sweep proposes
+    // depends on what finished before it, so only the study in the store keeps them the same.
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "tpe",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr ~ loguniform(1e-5, 3e-2)  hidden in [8, 16]  seed in 1..2  trials = 4  sampler = tpe(seed = 1, startup = 2) \
+         prune = asha(metric = val_loss, min_steps = 20, rungs = 2, keep = 1/2)",
+    ));
+    let settled = |r: &serde_json::Value| r["status"] == "done" || r["status"] == "pruned";
+    let mut settled_runs: HashMap<String, u64> = HashMap::new();
+    for (nth_start, delay_ms) in [(1usize, 0u64), (2, 40), (1, 15), (3, 80), (2, 5)] {
+        let mut child = sweep(&store, &spec, "2").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut started = 0;
+        for line in stderr.lines() {
+            let Ok(line) = line else { break };
+            if line.ends_with(": started") {
+                started += 1;
+                if started == nth_start {
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL (the sweep may have ended on its own)
+        child.wait().unwrap();
+        let recs = records(&store);
+        for r in recs.iter().filter(|r| settled(r)) {
+            settled_runs.insert(r["trial_key"].as_str().unwrap().to_string(), r["id"].as_u64().unwrap());
+        }
+        for (trial, id) in &settled_runs {
+            assert!(
+                recs.iter().all(|r| r["trial_key"] != trial.as_str() || r["id"].as_u64().unwrap() <= *id),
+                "trial {trial} ran again after it was settled (run {id})"
+            );
+        }
+    }
+    let out = sweep(&store, &spec, "2").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let recs = records(&store);
+    assert!(recs.iter().any(|r| r["status"] == "interrupted"), "no run was interrupted");
+    let mut per_trial: HashMap<String, usize> = HashMap::new();
+    let mut configs: HashSet<String> = HashSet::new();
+    for r in recs.iter().filter(|r| settled(r)) {
+        *per_trial.entry(r["trial_key"].as_str().unwrap().to_string()).or_default() += 1;
+        configs.insert(format!("{} {}", r["config"]["train"]["lr"], r["config"]["params"]["hidden"]));
+    }
+    assert_eq!(configs.len(), 4, "the study proposed exactly its 4 configurations: {configs:?}");
+    assert_eq!(per_trial.len(), 8, "every trial of every configuration is settled once: {per_trial:?}");
+    assert!(per_trial.values().all(|&n| n == 1), "each trial settled exactly once: {per_trial:?}");
+    let again = sweep(&store, &spec, "2").output().unwrap();
+    assert!(text(&again.stderr).contains("0 trials run (0 pruned), 8 already settled"), "{}", text(&again.stderr));
+}
