@@ -20,7 +20,7 @@ const SPEC_PATH: &str = "specs/examples/assoc.mem";
 pub fn synthetic(base: &memctl::check::TrialConfig, spec_text: &str, i: usize) -> RunRecord {
     let mut config = base.clone();
     let d = [24i64, 48, 96][i % 3];
-    let gates = (i / 3) % 2 == 0;
+    let gates = (i / 3).is_multiple_of(2);
     let seed = (i / 6) % 5 + 1;
     config.params.insert("d".into(), Value::Int(d));
     config.params.insert("gates".into(), Value::Bool(gates));
@@ -35,7 +35,7 @@ pub fn synthetic(base: &memctl::check::TrialConfig, spec_text: &str, i: usize) -
     for name in ["train_loss", "val_accuracy", "val_loss"] {
         curves.insert(name.to_string(), (1..=POINTS).map(|s| (s * 100, x / s as f64)).collect());
     }
-    let status = if i % 17 == 0 { Status::Failed } else { Status::Done };
+    let status = if i.is_multiple_of(17) { Status::Failed } else { Status::Done };
     let mut final_metrics = BTreeMap::new();
     if status == Status::Done {
         final_metrics.insert("accuracy".into(), 0.5 + x / 2.0);
@@ -48,9 +48,9 @@ pub fn synthetic(base: &memctl::check::TrialConfig, spec_text: &str, i: usize) -
         curves,
         final_metrics,
         steps_run: 20000,
-        steps_to_converge: (i % 5 != 0).then_some(1000 + (i as u64 % 13) * 100),
+        steps_to_converge: (!i.is_multiple_of(5)).then_some(1000 + (i as u64 % 13) * 100),
         stop_reason: "stop_when".into(),
-        tags: if i % 10 == 0 { vec!["ablation".into()] } else { vec![] },
+        tags: if i.is_multiple_of(10) { vec!["ablation".into()] } else { vec![] },
         ..made_up_run(i as u64 + 1, &config, SPEC_PATH, spec_text)
     }
 }

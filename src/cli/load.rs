@@ -146,11 +146,11 @@ pub fn select(program: &Program, experiment: Option<&str>, file: &Path) -> anyho
             trials.extend(exp.trials.iter().cloned());
         }
     }
-    if let Some(e) = experiment {
-        if trials.is_empty() {
-            let names: Vec<&str> = program.experiments.iter().map(|p| p.name.as_str()).collect();
-            anyhow::bail!("no experiment `{e}` in {} (experiments: {})", file.display(), names.join(", "));
-        }
+    if let Some(e) = experiment
+        && trials.is_empty()
+    {
+        let names: Vec<&str> = program.experiments.iter().map(|p| p.name.as_str()).collect();
+        anyhow::bail!("no experiment `{e}` in {} (experiments: {})", file.display(), names.join(", "));
     }
     // A trial listed twice (`seed in [1, 1]`, two experiments with the same configuration)
     // is one trial: it runs once.

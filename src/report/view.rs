@@ -231,10 +231,8 @@ pub fn compact_column_names(runs: &[&RunSummary]) -> Vec<String> {
             }
         }
     }
-    if !shown_metric {
-        if let Some(m) = metrics(runs).first() {
-            push(m);
-        }
+    if !shown_metric && let Some(m) = metrics(runs).first() {
+        push(m);
     }
     if runs.iter().any(|r| r.live.is_some()) {
         push("progress");

@@ -148,10 +148,10 @@ pub struct Reservation<'a> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         let Some(need) = self.need else { return };
-        if let Ok(mut reserved) = self.budget.reserved.lock() {
-            if let Some(held) = reserved.get_mut(&need.device) {
-                *held = held.saturating_sub(need.bytes);
-            }
+        if let Ok(mut reserved) = self.budget.reserved.lock()
+            && let Some(held) = reserved.get_mut(&need.device)
+        {
+            *held = held.saturating_sub(need.bytes);
         }
         self.budget.released.notify_all();
     }

@@ -389,10 +389,11 @@ pub fn settle(
     reporter: &dyn Reporter,
 ) -> Result<TrialResult, StoreError> {
     store.put(&record)?;
-    if record.status == Status::Done && !trial.config.train.keep_checkpoint {
-        if let Err(e) = store.remove_checkpoint(key) {
-            reporter.warning(&e.to_string());
-        }
+    if record.status == Status::Done
+        && !trial.config.train.keep_checkpoint
+        && let Err(e) = store.remove_checkpoint(key)
+    {
+        reporter.warning(&e.to_string());
     }
     reporter.trial_finished(index, &record);
     Ok(TrialResult::Finished(Box::new(record)))

@@ -88,10 +88,10 @@ fn write_until_closed(store: &Store, shared: &Shared) {
             }
         };
         // Progress is best effort: a store busy beyond its wait costs this update only.
-        if let Err(e) = store.put(&record) {
-            if let Ok(mut q) = queue.lock() {
-                q.errors.push(format!("run {}: progress not recorded: {e}", record.id));
-            }
+        if let Err(e) = store.put(&record)
+            && let Ok(mut q) = queue.lock()
+        {
+            q.errors.push(format!("run {}: progress not recorded: {e}", record.id));
         }
     }
 }

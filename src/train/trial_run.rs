@@ -121,7 +121,7 @@ impl<'a> TrialRun<'a> {
             (self.reported, self.last_progress) = (true, Instant::now());
         }
         let out_of_time = cfg.max_time.is_some_and(|t| self.train_seconds >= t);
-        if step % cfg.eval_every == 0 || step == cfg.steps || out_of_time {
+        if step.is_multiple_of(cfg.eval_every) || step == cfg.steps || out_of_time {
             push(out, "train_loss", step, self.interval_loss.0 / self.interval_loss.1.max(1) as f64);
             self.interval_loss = (0.0, 0);
             let t0 = Instant::now();

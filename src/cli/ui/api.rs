@@ -83,10 +83,10 @@ pub fn runs(store: &Store, q: &Params) -> Answer {
     if columns.is_none() && group_by.is_none() {
         columns = Some(view::compact_column_names(&shown));
     }
-    if let (Some(c), None) = (&mut columns, &group_by) {
-        if !c.iter().any(|c| c == "id") {
-            c.insert(0, "id".into());
-        }
+    if let (Some(c), None) = (&mut columns, &group_by)
+        && !c.iter().any(|c| c == "id")
+    {
+        c.insert(0, "id".into());
     }
     let v = view::View { filter, sort, limit: None, columns, only_changed: false, group_by };
     let mut sheet = match view::build(&runs, &v) {
