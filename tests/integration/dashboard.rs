@@ -674,6 +674,8 @@ fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_para
     tab.navigate_to(&ui.url("/?tab=params")).unwrap().wait_until_navigated().unwrap();
     let counts = "JSON.stringify([...document.querySelectorAll('#panels figure')].map(f => f.querySelectorAll('circle.dot').length))";
     wait_for(&tab, counts, &Json::from("[6,6]"));
+    let d_ticks = "JSON.stringify([...document.querySelectorAll('#panels figure[data-name=d] text.tick[text-anchor=middle]')].map(t => t.textContent))";
+    assert_eq!(eval_str(&tab, d_ticks), r#"["48","96"]"#, "a grid's values are its ticks");
     screenshot(&tab, "docs/ui-params.png");
     tab.navigate_to(&ui.url(&format!("/?tab=params&where={}", encode("d == 96"))))
         .unwrap()

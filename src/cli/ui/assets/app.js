@@ -577,7 +577,11 @@ function drawPanel(svg, panel, metric) {
     add("line", { class: "grid", x1: L, y1: Y(t), x2: W - 10, y2: Y(t) });
     add("text", { class: "tick", x: L - 4, y: Y(t) + 4, "text-anchor": "end" }, yt.label(t));
   }
-  const xt = cats ? { values: cats.map((_, i) => i), label: i => cats[i] } : log ? logTicks(x0, x1) : ticks(x0, x1, 5);
+  // A few distinct values (a grid's) are the ticks themselves.
+  const distinct = [...new Set(xs)].sort((a, b) => a - b);
+  const xt = cats ? { values: cats.map((_, i) => i), label: i => cats[i] }
+    : distinct.length <= 6 ? { values: distinct, label: exact }
+    : log ? logTicks(x0, x1) : ticks(x0, x1, 5);
   for (const t of xt.values) {
     add("line", { class: "axis", x1: X(t), y1: H - B, x2: X(t), y2: H - B + 4 });
     add("text", { class: "tick", x: X(t), y: H - B + 16, "text-anchor": "middle" }, xt.label(t));
