@@ -1,5 +1,5 @@
 //! Turning stored runs into views: the `memctl runs` sheet and its formats (table, CSV, JSON,
-//! Markdown), a run's record, a diff of two runs, ablation tables (all pure), and
+//! Markdown), a run's record, a diff of two runs, ablation tables, a final metric against each swept parameter (all pure), and
 //! learning-curve plots (written to a file).
 
 pub mod ablation;
@@ -12,6 +12,7 @@ pub mod numbers;
 pub mod plot;
 pub mod provenance;
 pub mod results;
+pub mod scatter;
 pub mod search;
 pub mod selection;
 pub mod sheet;

@@ -1,7 +1,8 @@
 //! `memctl ui` end to end: the real binary serving a store of synthetic runs, asked over HTTP
 //! (its API and its refusals) and driven in headless Chromium over the DevTools protocol (a
-//! filter and a group-by typed into the page, the rows and curves it renders, a screenshot
-//! saved to `docs/ui.png` for the README).
+//! filter and a group-by typed into the page, the rows and curves it renders; hover, zoom,
+//! log axes, smoothing and several charts; the parameters view; a run's own page; CSV and PNG
+//! export; and the screenshots in `docs/` that the README shows).
 //!
 //! The browser test needs Chromium (Debian's `chromium`; `MEMCTL_CHROMIUM` names another
 //! binary). Without it, it fails under CI or with `MEMCTL_REQUIRE_BROWSER` set (as `.ci/run`
@@ -444,7 +445,7 @@ fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
     // Every run, and the curves of the first ten.
     let rows = "document.querySelectorAll('#runs tbody tr').length";
     wait_for(&tab, rows, &Json::from(7));
-    wait_for(&tab, "document.querySelectorAll('#curves polyline.curve').length", &Json::from(7));
+    wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(7));
 
     // A filter and a group-by, typed in and submitted as a researcher would.
     tab.find_element("input[name=where]").unwrap().click().unwrap();
@@ -470,22 +471,353 @@ fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
     assert_eq!(shown, [("48", "0.700 ± 0.200 (3)"), ("96", "0.900 ± 0.141 (2)")]);
 
     // One mean curve per group, each over its three evaluations, with its band over seeds.
-    wait_for(&tab, "document.querySelectorAll('#curves polyline.curve').length", &Json::from(2));
+    wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
     wait_for(
         &tab,
-        "[...document.querySelectorAll('#curves polyline.curve')].every(l => l.points.length === 3)",
+        "[...document.querySelectorAll('#charts polyline.curve')].every(l => l.points.length === 3)",
         &Json::Bool(true),
     );
-    wait_for(&tab, "document.querySelectorAll('#curves polygon.band').length", &Json::from(2));
+    wait_for(&tab, "document.querySelectorAll('#charts polygon.band').length", &Json::from(2));
     // The view is in the address bar, to be shared.
     let url = tab.get_url();
     assert!(url.contains("where=status") && url.contains("group_by=d"), "{url}");
 
+    // Each group's row has its curve's colour.
+    let colours = "JSON.stringify([...document.querySelectorAll('#runs tbody tr')].map(tr => [tr.cells[0].textContent, \
+                   tr.style.getPropertyValue('--curve'), [...document.querySelectorAll('#charts polyline.curve')] \
+                   .filter(l => l.getAttribute('stroke') === tr.style.getPropertyValue('--curve')).length]))";
+    let colours: Vec<(String, String, u64)> = serde_json::from_str(eval_str(&tab, colours).as_str()).unwrap();
+    let mut distinct: Vec<&String> = colours.iter().map(|(_, c, _)| c).collect();
+    distinct.dedup();
+    assert!(colours.iter().all(|(_, c, n)| c.starts_with('#') && *n == 1) && distinct.len() == 2, "{colours:?}");
+    screenshot(&tab, "docs/ui-groups.png");
+}
+
+/// The string `js` evaluates to in the page.
+fn eval_str(tab: &headless_chrome::Tab, js: &str) -> String {
+    let v = tab.evaluate(js, false).unwrap().value.unwrap_or(Json::Null);
+    v.as_str().unwrap_or_else(|| panic!("`{js}` gave {v}")).to_string()
+}
+
+/// What the promise `js` resolves to (JSON-encoded by the page).
+fn eval_async(tab: &headless_chrome::Tab, js: &str) -> Json {
+    let v = tab.evaluate(&format!("({js}).then(v => JSON.stringify(v))"), true).unwrap().value.unwrap_or(Json::Null);
+    serde_json::from_str(v.as_str().unwrap_or_else(|| panic!("`{js}` gave {v}"))).unwrap()
+}
+
+/// Saves the page as it is now under `path` (in the repository), for the README.
+fn screenshot(tab: &headless_chrome::Tab, path: &str) {
     let png = tab
         .capture_screenshot(headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption::Png, None, None, true)
         .unwrap();
     assert!(png.starts_with(b"\x89PNG"));
-    std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ui.png"), png).unwrap();
+    std::fs::write(Path::new(env!("CARGO_MANIFEST_DIR")).join(path), png).unwrap();
+}
+
+/// JavaScript that fires mouse event `kind` on the first chart at the point of the chart's
+/// coordinates `(vx, vy)` (its viewBox, 640 × 300).
+fn mouse(kind: &str, vx: f64, vy: f64) -> String {
+    format!(
+        "(() => {{ const svg = document.querySelector('#charts svg'); \
+           const p = new DOMPoint({vx}, {vy}).matrixTransform(svg.getScreenCTM()); \
+           svg.dispatchEvent(new MouseEvent('{kind}', {{ clientX: p.x, clientY: p.y, bubbles: true }})); return true; }})()"
+    )
+}
+
+/// JavaScript giving the viewBox position `[x, y]` of the marker of run `colour`'s last point
+/// on the first chart.
+fn last_marker(colour: &str) -> String {
+    format!(
+        "JSON.stringify([...document.querySelectorAll('#charts figure:first-child circle.marker')] \
+           .filter(c => c.getAttribute('fill') === '{colour}') \
+           .map(c => [+c.getAttribute('cx'), +c.getAttribute('cy')]).sort((a, b) => b[0] - a[0])[0])"
+    )
+}
+
+/// The labels of the first chart's x ticks (`end`: its y ticks).
+fn tick_labels(tab: &headless_chrome::Tab, anchor: &str) -> Vec<String> {
+    let js = format!(
+        "JSON.stringify([...document.querySelectorAll('#charts figure:first-child text.tick[text-anchor={anchor}]')] \
+           .map(t => t.textContent))"
+    );
+    serde_json::from_str(&eval_str(tab, &js)).unwrap()
+}
+
+#[test]
+fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply")
+    else {
+        return;
+    };
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    tab.navigate_to(&ui.url("/?picked=1,4")).unwrap().wait_until_navigated().unwrap();
+    wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
+
+    // Rows take their curve's colour; rows not drawn have none.
+    let colour = |id: u64| {
+        eval_str(
+            &tab,
+            &format!("document.querySelector('#runs tr[data-id=\"{id}\"]').style.getPropertyValue('--curve')"),
+        )
+    };
+    let (blue, red) = (colour(1), colour(4));
+    assert_eq!((blue.as_str(), red.as_str()), ("#1f77b4", "#d62728"));
+    assert_eq!(
+        tab.evaluate("document.querySelectorAll('#runs tr.drawn').length", false).unwrap().value,
+        Some(Json::from(2))
+    );
+    for c in [&blue, &red] {
+        let js = format!(
+            "[...document.querySelectorAll('#charts polyline.curve')].filter(l => l.getAttribute('stroke') === '{c}').length"
+        );
+        assert_eq!(tab.evaluate(&js, false).unwrap().value, Some(Json::from(1)), "{c}");
+    }
+
+    // Hover: the nearest point's run, step and value.
+    let readout = "document.querySelector('#charts .readout').textContent";
+    let at: (f64, f64) = serde_json::from_str(&eval_str(&tab, &last_marker(&red))).unwrap();
+    tab.evaluate(&mouse("mousemove", at.0 + 2.0, at.1 + 3.0), false).unwrap();
+    wait_for(&tab, readout, &Json::from("4: tiny_stm d=96 gates=true seed=1 · step 30 · val_accuracy 1"));
+    let at: (f64, f64) = serde_json::from_str(&eval_str(&tab, &last_marker(&blue))).unwrap();
+    tab.evaluate(&mouse("mousemove", at.0, at.1), false).unwrap();
+    wait_for(&tab, readout, &Json::from("1: tiny_stm d=48 gates=true seed=1 · step 30 · val_accuracy 0.5"));
+
+    // More ticks than the axis ends: steps 10 to 30 every 2.
+    assert!(tick_labels(&tab, "middle").len() >= 8, "{:?}", tick_labels(&tab, "middle"));
+
+    // Zoom: a drag across steps 20 to 30 (chart x = 58 + (step - 10) / 20 * 572); a double click resets.
+    let vx = |step: f64| 58.0 + (step - 10.0) / 20.0 * 572.0;
+    for (kind, step) in [("mousedown", 20.0), ("mousemove", 25.0), ("mouseup", 30.0)] {
+        tab.evaluate(&mouse(kind, vx(step), 150.0), false).unwrap();
+    }
+    wait_for(&tab, "location.search.includes('zoom=')", &Json::Bool(true));
+    let zoomed: Vec<f64> = tick_labels(&tab, "middle").iter().map(|t| t.parse().unwrap()).collect();
+    assert!(zoomed.len() >= 5 && zoomed.iter().all(|t| (19.9..=30.1).contains(t)), "{zoomed:?}");
+    tab.evaluate(
+        "document.querySelector('#charts svg').dispatchEvent(new MouseEvent('dblclick', { bubbles: true }))",
+        false,
+    )
+    .unwrap();
+    wait_for(&tab, "location.search.includes('zoom=')", &Json::Bool(false));
+    assert!(tick_labels(&tab, "middle").contains(&"10".to_string()));
+
+    // A log y axis: ticks at 1, 2 and 5 × 10^k over 0.125 to 1.
+    tab.evaluate(
+        "const y = document.getElementById('y'); y.value = 'log'; y.dispatchEvent(new Event('change'))",
+        false,
+    )
+    .unwrap();
+    wait_for(&tab, "location.search.includes('y=log')", &Json::Bool(true));
+    assert_eq!(tick_labels(&tab, "end"), ["0.1", "0.2", "0.5", "1"]);
+
+    // Smoothing: the smoothed curve over the raw one, kept faint; hover gives both values.
+    // TensorBoard's debiased EMA of 0.25, 0.5, 1 with weight 0.5 ends at 0.75.
+    tab.evaluate(
+        "const s = document.getElementById('smooth'); s.value = '0.5'; s.dispatchEvent(new Event('input'))",
+        false,
+    )
+    .unwrap();
+    wait_for(&tab, "document.querySelectorAll('#charts polyline.raw').length", &Json::from(2));
+    assert!(tab.get_url().contains("smooth=0.5"), "{}", tab.get_url());
+    let at: (f64, f64) = serde_json::from_str(&eval_str(&tab, &last_marker(&red))).unwrap();
+    tab.evaluate(&mouse("mousemove", at.0, at.1), false).unwrap();
+    wait_for(&tab, &format!("{readout}.endsWith('val_accuracy 1 (smoothed 0.75)')"), &Json::Bool(true));
+
+    // Another chart, for the next metric, with the same runs in the same colours.
+    tab.find_element("#add-chart").unwrap().click().unwrap();
+    wait_for(&tab, "document.querySelectorAll('#charts figure').length", &Json::from(2));
+    wait_for(&tab, "document.querySelectorAll('#charts figure:nth-child(2) polyline.curve').length", &Json::from(2));
+    let second = "JSON.stringify([document.querySelector('#charts figure:nth-child(2) select.metric').value, \
+                  [...document.querySelectorAll('#charts figure:nth-child(2) polyline.curve')].map(l => l.getAttribute('stroke'))])";
+    let second: (String, Vec<String>) = serde_json::from_str(&eval_str(&tab, second)).unwrap();
+    assert_eq!(second, ("train_loss".to_string(), vec![blue.clone(), red.clone()]));
+    assert!(tab.get_url().contains("metric=val_accuracy%2Ctrain_loss"), "{}", tab.get_url());
+
+    // The whole view comes back from its address.
+    let shared = tab.get_url();
+    tab.navigate_to(&shared).unwrap().wait_until_navigated().unwrap();
+    wait_for(&tab, "document.querySelectorAll('#charts polyline.raw').length", &Json::from(4));
+    assert_eq!(tick_labels(&tab, "end"), ["0.1", "0.2", "0.5", "1"]);
+    let at: (f64, f64) = serde_json::from_str(&eval_str(&tab, &last_marker(&red))).unwrap();
+    tab.evaluate(&mouse("mousemove", at.0, at.1), false).unwrap();
+    wait_for(&tab, &format!("{readout}.startsWith('4: tiny_stm')"), &Json::Bool(true));
+    screenshot(&tab, "docs/ui.png");
+}
+
+#[test]
+fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter() {
+    let Some(chromium) =
+        chromium_or_skip("in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter")
+    else {
+        return;
+    };
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    // The API: the six finished runs' accuracy against d and gates (the seed is no setting).
+    let scatter = ui.ok_json("/api/scatter");
+    assert_eq!(scatter["metric"], "accuracy");
+    let panels = scatter["panels"].as_array().unwrap();
+    assert_eq!(panels.iter().map(|p| p["name"].as_str().unwrap()).collect::<Vec<_>>(), ["d", "gates"]);
+    assert_eq!(panels[0]["axis"], "linear");
+    assert_eq!(panels[0]["points"][0], serde_json::json!([48.0, 0.5, 1]));
+    assert_eq!(panels[1]["categories"], serde_json::json!(["true", "false"]));
+    let (status, body) = ui.get_json("/api/scatter?metric=acuracy");
+    assert_eq!(status, 404, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("did you mean `accuracy`?"), "{body}");
+
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    // Every finished run in each panel; then those of a filter.
+    tab.navigate_to(&ui.url("/?tab=params")).unwrap().wait_until_navigated().unwrap();
+    let counts = "JSON.stringify([...document.querySelectorAll('#panels figure')].map(f => f.querySelectorAll('circle.dot').length))";
+    wait_for(&tab, counts, &Json::from("[6,6]"));
+    let d_ticks = "JSON.stringify([...document.querySelectorAll('#panels figure[data-name=d] text.tick[text-anchor=middle]')].map(t => t.textContent))";
+    assert_eq!(eval_str(&tab, d_ticks), r#"["48","96"]"#, "a grid's values are its ticks");
+    screenshot(&tab, "docs/ui-params.png");
+    tab.navigate_to(&ui.url(&format!("/?tab=params&where={}", encode("d == 96"))))
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+    wait_for(&tab, "document.querySelectorAll('#panels figure').length", &Json::from(2));
+    let dots = "JSON.stringify([...document.querySelectorAll('#panels figure')].map(f => [f.dataset.name, \
+                [...f.querySelectorAll('circle.dot')].map(c => +c.dataset.id).sort()]))";
+    let dots: Vec<(String, Vec<u64>)> = serde_json::from_str(&eval_str(&tab, dots)).unwrap();
+    assert_eq!(dots, [("d".to_string(), vec![4, 5, 6]), ("gates".to_string(), vec![4, 5, 6])]);
+    let gates = "JSON.stringify([...document.querySelectorAll('#panels figure[data-name=gates] text.tick[text-anchor=middle]')].map(t => t.textContent))";
+    assert_eq!(eval_str(&tab, gates), r#"["true","false"]"#);
+    // Hovering a point reads it; the metric is in the address.
+    tab.evaluate(
+        "document.querySelector('#panels circle.dot[data-id=\"6\"]').dispatchEvent(new MouseEvent('mouseenter'))",
+        false,
+    )
+    .unwrap();
+    wait_for(
+        &tab,
+        "document.getElementById('params-readout').textContent",
+        &Json::from("run 6 · d 96 · accuracy 0.25"),
+    );
+    // Another final metric.
+    tab.evaluate(
+        "const m = document.getElementById('scatter-metric'); m.value = 'loss'; m.dispatchEvent(new Event('change'))",
+        false,
+    )
+    .unwrap();
+    wait_for(
+        &tab,
+        "document.querySelector('#panels figcaption').textContent.startsWith('loss by d')",
+        &Json::Bool(true),
+    );
+    assert!(tab.get_url().contains("smetric=loss") && tab.get_url().contains("tab=params"), "{}", tab.get_url());
+    // A point opens its run's page.
+    tab.evaluate(
+        "document.querySelector('#panels circle.dot[data-id=\"6\"]').dispatchEvent(new MouseEvent('click'))",
+        false,
+    )
+    .unwrap();
+    wait_for(&tab, "location.hash", &Json::from("#/run/6"));
+    wait_for(&tab, "document.getElementById('run-title').textContent.startsWith('run 6: tiny_stm')", &Json::Bool(true));
+}
+
+#[test]
+fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_a_run_has_its_own_page_with_all_its_curves") else {
+        return;
+    };
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    tab.navigate_to(&ui.url("/#/run/6")).unwrap().wait_until_navigated().unwrap();
+    let charts = "JSON.stringify([...document.querySelectorAll('#run-charts figure')].map(f => [f.dataset.metric, \
+                  f.querySelectorAll('polyline.curve').length, f.querySelectorAll('circle.marker').length]))";
+    wait_for(&tab, &format!("{charts} !== '[]'"), &Json::Bool(true));
+    assert_eq!(eval_str(&tab, charts), r#"[["train_loss",1,3],["val_accuracy",1,3]]"#);
+    let config = eval_str(&tab, "document.getElementById('run-config').textContent");
+    assert!(config.contains("gates: false") && config.contains("experiment tiny_stm"), "{config}");
+    assert!(eval_str(&tab, "document.getElementById('run-title').textContent").contains("(done)"));
+    assert_eq!(
+        tab.evaluate("document.getElementById('list-view').hidden", false).unwrap().value,
+        Some(Json::Bool(true))
+    );
+    screenshot(&tab, "docs/ui-run.png");
+
+    // Addresses that name no run say so.
+    for (hash, says) in [("#/run/999", "no run with id 999"), ("#/run/x%3Cb%3E", "`x<b>` is not a run id")] {
+        tab.evaluate(&format!("location.hash = '{hash}'"), false).unwrap();
+        wait_for(&tab, "document.getElementById('run-title').textContent", &Json::from(says));
+        assert_eq!(
+            tab.evaluate("document.querySelectorAll('#run-title *').length", false).unwrap().value,
+            Some(Json::from(0))
+        );
+    }
+
+    // Back to the table; a row's id links to its page.
+    tab.find_element("#run-view a").unwrap().click().unwrap();
+    wait_for(&tab, "document.querySelectorAll('#runs tbody tr').length", &Json::from(7));
+    let shown = |id: &str| format!("getComputedStyle(document.getElementById('{id}')).display !== 'none'");
+    wait_for(&tab, &shown("run-view"), &Json::Bool(false));
+    wait_for(&tab, &shown("list-view"), &Json::Bool(true));
+    tab.find_element("#runs tr[data-id=\"3\"] a").unwrap().click().unwrap();
+    wait_for(&tab, "document.getElementById('run-title').textContent.startsWith('run 3: tiny_stm')", &Json::Bool(true));
+    assert!(tab.get_url().ends_with("#/run/3"), "{}", tab.get_url());
+}
+
+#[test]
+fn in_a_browser_the_table_exports_as_csv_and_a_chart_as_png() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_the_table_exports_as_csv_and_a_chart_as_png") else {
+        return;
+    };
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    let view = format!("/?where={}&group_by=d&columns=accuracy,wall&sort=d", encode("status == \"done\" and gates"));
+    tab.navigate_to(&ui.url(&view)).unwrap().wait_until_navigated().unwrap();
+    wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
+
+    // The table shown, values unrounded, each statistic as mean, std and n.
+    tab.find_element("#csv").unwrap().click().unwrap();
+    wait_for(&tab, "document.getElementById('download').download", &Json::from("memctl-runs.csv"));
+    let csv = eval_async(&tab, "fetch(document.getElementById('download').href).then(r => r.text())");
+    let csv = csv.as_str().unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "d,runs,accuracy_mean,accuracy_std,accuracy_n,wall_mean,wall_std,wall_n", "{csv}");
+    assert_eq!(lines.len(), 3, "{csv}");
+    let numbers = |line: &str| -> Vec<f64> { line.split(',').map(|v| v.parse().unwrap()).collect() };
+    let want = [[48.0, 3.0, 0.7, 0.2, 3.0, 60.0, 0.0, 3.0], [96.0, 2.0, 0.9, 0.02f64.sqrt(), 2.0, 60.0, 0.0, 2.0]];
+    for (line, want) in lines[1..].iter().zip(want) {
+        let got = numbers(line);
+        assert!(got.len() == 8 && got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-9), "{line}: {csv}");
+    }
+
+    // A chart as a PNG: twice the chart's size, its curves in their colours.
+    tab.find_element("#charts button.png").unwrap().click().unwrap();
+    wait_for(&tab, "document.getElementById('download').download.endsWith('.png')", &Json::Bool(true));
+    let png = eval_async(
+        &tab,
+        "fetch(document.getElementById('download').href).then(r => r.blob()).then(async b => {
+           const head = [...new Uint8Array(await b.slice(0, 8).arrayBuffer())];
+           const image = await createImageBitmap(b);
+           const c = new OffscreenCanvas(image.width, image.height);
+           const ctx = c.getContext('2d');
+           ctx.drawImage(image, 0, 0);
+           const px = ctx.getImageData(0, 0, image.width, image.height).data;
+           let blue = 0, white = 0;
+           for (let i = 0; i < px.length; i += 4) {
+             if (Math.abs(px[i] - 31) < 30 && Math.abs(px[i + 1] - 119) < 30 && Math.abs(px[i + 2] - 180) < 30) blue++;
+             if (px[i] === 255 && px[i + 1] === 255 && px[i + 2] === 255) white++;
+           }
+           return { head, width: image.width, height: image.height, blue, white, pixels: px.length / 4 };
+         })",
+    );
+    assert_eq!(png["head"], serde_json::json!([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), "{png}");
+    assert_eq!((png["width"].as_u64(), png["height"].as_u64()), (Some(1280), Some(600)), "{png}");
+    let (blue, white, pixels) =
+        (png["blue"].as_u64().unwrap(), png["white"].as_u64().unwrap(), png["pixels"].as_u64().unwrap());
+    assert!(blue > 500 && white > pixels / 2, "{png}");
 }
 
 /// The cells of the runs table, the header first.
@@ -510,10 +842,10 @@ fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
     tab.navigate_to(&ui.url("/?picked=8")).unwrap().wait_until_navigated().unwrap();
 
     // Its one point is a marker, on axes whose tick labels differ.
-    wait_for(&tab, "document.querySelectorAll('#curves circle.marker').length", &Json::from(1));
-    wait_for(&tab, "document.getElementById('metric').value", &Json::from("val_seq_accuracy"));
+    wait_for(&tab, "document.querySelectorAll('#charts circle.marker').length", &Json::from(1));
+    wait_for(&tab, "document.querySelector('#charts select.metric').value", &Json::from("val_seq_accuracy"));
     let ticks = tab
-        .evaluate("JSON.stringify([...document.querySelectorAll('#curves text.tick')].map(t => t.textContent))", false)
+        .evaluate("JSON.stringify([...document.querySelectorAll('#charts text.tick')].map(t => t.textContent))", false)
         .unwrap()
         .value
         .unwrap();
@@ -568,7 +900,7 @@ fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
 
     tab.navigate_to(&ui.url("/?picked=8,1")).unwrap().wait_until_navigated().unwrap();
     wait_for(&tab, summary, &Json::from("8 runs; 1 running, refreshing"));
-    let points = "document.querySelector('#curves polyline.curve').points.length";
+    let points = "document.querySelector('#charts polyline.curve').points.length";
     wait_for(&tab, points, &Json::from(1));
     // The diff of the two picked stays open through the refreshes.
     wait_for(&tab, "document.getElementById('diff').disabled", &Json::Bool(false));

@@ -10,6 +10,7 @@ use super::unknown_name::UnknownName;
 use crate::cli::runs::listed;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
+use crate::report::scatter::{self, Axis};
 use crate::report::sheet::Cell;
 use crate::report::{ablation, diff, json as sheet_json, show, view};
 use crate::store::{RunRecord, RunSummary, Status, Store, StoreError};
@@ -110,16 +111,24 @@ pub fn runs(store: &Store, q: &Params) -> Answer {
     Answer::ok(answer.to_string())
 }
 
-/// `GET /api/run/ID`: one run as `memctl show` prints it (YAML), and its curves.
+/// `GET /api/run/ID`: one run as `memctl show` prints it (YAML), its spec, and all its curves
+/// by training step (`{"curves": {"val_loss": [[step, value]], …}}`).
 pub fn run(store: &Store, id: &str) -> Answer {
     let Ok(id) = id.parse::<u64>() else { return Answer::bad(format!("`{id}` is not a run id")) };
     match store.get(id) {
         Ok(r) => {
             let r = crate::store::as_seen(r);
             let text = show::yaml(&r).unwrap_or_else(|e| format!("cannot show run {id}: {e}"));
-            Answer::ok(
-                json!({ "id": id, "label": curves::run_label(&r), "show": text, "spec": r.spec_text }).to_string(),
-            )
+            let curves: serde_json::Map<String, Json> = r
+                .curves
+                .iter()
+                .map(|(name, points)| (name.clone(), points.iter().map(|(s, v)| json!([*s as f64, *v])).collect()))
+                .collect();
+            let answer = json!({
+                "id": id, "label": curves::run_label(&r), "show": text, "spec": r.spec_text,
+                "status": r.status.as_str(), "curves": curves,
+            });
+            Answer::ok(answer.to_string())
         }
         Err(e) => Answer::store(e),
     }
@@ -170,16 +179,20 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
     if !records.is_empty() && !metrics.contains(&metric) {
         return Answer::unknown(UnknownName::Curve { name: metric, known: metrics.into_iter().cloned().collect() });
     }
-    let series = if keys.is_empty() {
-        curves::per_run(&records, &metric, x)
+    // Each run's series names its run (`id`), so that the page colours its row as its curve.
+    let (series, ids): (_, Vec<Option<u64>>) = if keys.is_empty() {
+        let drawn = records.iter().filter(|r| r.curves.contains_key(&metric)).map(|r| Some(r.id));
+        (curves::per_run(&records, &metric, x), drawn.collect())
     } else {
-        curves::per_group(&records, &metric, &keys, band, x)
+        (curves::per_group(&records, &metric, &keys, band, x), vec![])
     };
     let series: Vec<Json> = series
         .into_iter()
-        .map(|s| {
+        .enumerate()
+        .map(|(i, s)| {
             let band = s.band.map(|b| b.iter().map(|(x, lo, hi)| [*x, *lo, *hi]).collect::<Vec<_>>());
-            json!({ "label": s.label, "points": s.points.iter().map(|(x, y)| [*x, *y]).collect::<Vec<_>>(), "band": band })
+            let points = s.points.iter().map(|(x, y)| [*x, *y]).collect::<Vec<_>>();
+            json!({ "label": s.label, "id": ids.get(i).copied().flatten(), "points": points, "band": band })
         })
         .collect();
     Answer::ok(
@@ -189,6 +202,45 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         })
         .to_string(),
     )
+}
+
+/// `GET /api/scatter?where=…&metric=accuracy`: a final metric against each parameter the
+/// kept runs swept, one panel per parameter, one point per finished run:
+/// `{metric, metrics, panels: [{name, axis: "linear"|"log"|"categories", categories, points:
+/// [[x, y, id]]}]}`. Without `metric`, the one the runs stop on (else `accuracy`).
+pub fn scatter(store: &Store, q: &Params) -> Answer {
+    let (runs, filter) = match filtered(store, q) {
+        Ok(f) => f,
+        Err(a) => return a,
+    };
+    let kept: Vec<&RunSummary> = runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).collect();
+    let finals: BTreeSet<&String> =
+        kept.iter().filter(|r| r.status == Status::Done).flat_map(|r| r.final_metrics.keys()).collect();
+    let metric = match q.nonempty("metric") {
+        // Without finished runs there is nothing to know the metric by: their empty view is the answer.
+        Some(m) if !finals.is_empty() && !finals.iter().any(|f| *f == m) => {
+            let known = finals.into_iter().cloned().collect();
+            return Answer::unknown(UnknownName::Metric { name: m.to_string(), known });
+        }
+        Some(m) => Some(m.to_string()),
+        None => scatter::default_metric(&kept),
+    };
+    let Some(metric) = metric else {
+        return Answer::ok(json!({ "metric": null, "metrics": finals, "panels": [] }).to_string());
+    };
+    let panels: Vec<Json> = scatter::panels(&kept, &metric)
+        .into_iter()
+        .map(|p| {
+            let (axis, categories) = match p.axis {
+                Axis::Linear => ("linear", vec![]),
+                Axis::Log => ("log", vec![]),
+                Axis::Categories(c) => ("categories", c),
+            };
+            let points: Vec<Json> = p.points.iter().map(|(x, y, id)| json!([x, y, id])).collect();
+            json!({ "name": p.name, "axis": axis, "categories": categories, "points": points })
+        })
+        .collect();
+    Answer::ok(json!({ "metric": metric, "metrics": finals, "panels": panels }).to_string())
 }
 
 /// `GET /api/ablation?experiment=NAME&where=…&metric=…`: the ablation table `memctl ablate`

@@ -1,7 +1,8 @@
 //! `memctl ui`: a local, read-only dashboard of the store — the runs table with the same
 //! `--where` filters, sorting, columns and group-by as `memctl runs`, learning curves of the
-//! runs picked, a run's record and spec, and the diff of two runs — refreshed while trials
-//! train. Everything it serves is inside the binary (clusters are often offline), and it
+//! runs picked (one chart per metric), a final metric against each swept parameter, a run's
+//! page with all its curves, its record and spec, and the diff of two runs — refreshed while
+//! trials train. Everything it serves is inside the binary (clusters are often offline), and it
 //! serves nothing else: requests name an asset or an API route, never a file.
 
 mod allowed_host;
@@ -95,6 +96,7 @@ fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'stati
         "/api/curves" => json(api::curves(store, &q)),
         "/api/diff" => json(api::diff(store, &q)),
         "/api/ablation" => json(api::ablation(store, &q)),
+        "/api/scatter" => json(api::scatter(store, &q)),
         _ if path.starts_with("/api/run/") => json(api::run(store, &path["/api/run/".len()..])),
         _ => match assets::get(path) {
             Some((content_type, body)) => (200, content_type, body.to_vec()),

@@ -1,4 +1,4 @@
-//! A name in a dashboard request that nothing in the store has (a metric, an experiment):
+//! A name in a dashboard request that nothing in the store has (a curve, a metric, an experiment):
 //! answered 404 with the names there are, rather than an empty table or plot that looks like
 //! a result.
 
@@ -14,6 +14,8 @@ pub enum UnknownName {
     FinalMetric { name: String, experiment: String, known: Vec<String> },
     /// No run in the store belongs to experiment `name`.
     Experiment { name: String, known: Vec<String> },
+    /// No finished run the filter keeps has a final metric `name`.
+    Metric { name: String, known: Vec<String> },
 }
 
 impl UnknownName {
@@ -22,7 +24,8 @@ impl UnknownName {
         match self {
             UnknownName::Curve { known, .. }
             | UnknownName::FinalMetric { known, .. }
-            | UnknownName::Experiment { known, .. } => known,
+            | UnknownName::Experiment { known, .. }
+            | UnknownName::Metric { known, .. } => known,
         }
     }
 
@@ -30,7 +33,8 @@ impl UnknownName {
         match self {
             UnknownName::Curve { name, .. }
             | UnknownName::FinalMetric { name, .. }
-            | UnknownName::Experiment { name, .. } => name,
+            | UnknownName::Experiment { name, .. }
+            | UnknownName::Metric { name, .. } => name,
         }
     }
 }
@@ -43,6 +47,7 @@ impl fmt::Display for UnknownName {
                 write!(f, "no finished run of `{experiment}` has a final metric `{name}`")?
             }
             UnknownName::Experiment { name, .. } => write!(f, "no run in the store is of experiment `{name}`")?,
+            UnknownName::Metric { name, .. } => write!(f, "no finished run shown has a final metric `{name}`")?,
         }
         match did_you_mean(self.name(), self.known().iter().map(String::as_str)) {
             Some(hint) => write!(f, "; {hint}"),
