@@ -18,7 +18,7 @@ use crate::train::pack::{PackMember, train_pack};
 pub enum Packing {
     /// Packs where it pays. On the CPU it does not: a trial's step there is bound by its
     /// arithmetic and memory traffic, not by per-op overhead, and a pack adds the copies that
-    /// gather its trials' rows (16 seeds of `assoc_small.mem`'s STM took 1.1–1.3× as long
+    /// gather its trials' rows (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long
     /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. Packs
     /// train on the CPU only (`train::pack`), so `auto` packs nothing yet.
     Auto,
