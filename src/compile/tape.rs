@@ -227,14 +227,14 @@ struct Tape<'a> {
 }
 
 /// What a node runs at a time step, on which inputs, with which parameters.
-struct UnitPlan {
+struct UnitPlan<'g> {
     unit: Unit,
     /// Where the op's inputs come from (a shared pair's: the consumer's).
-    sources: Vec<Source>,
+    sources: Cow<'g, [Source]>,
     /// Whether a gradient can flow into each of the node's own (or absorbed) inputs.
     needs: Vec<bool>,
     /// The parameters the op reads (a fused pair's: the producer's, then the consumer's).
-    param_ids: Vec<usize>,
+    param_ids: Cow<'g, [usize]>,
 }
 
 impl Tape<'_> {
@@ -362,7 +362,7 @@ impl Tape<'_> {
 
     /// What node `i` runs (its own op, a fused op, or the plain forward when no gradient
     /// flows through it); marks whether a gradient can flow into it.
-    fn plan_unit(&self, i: usize, run: &dyn Fn(usize) -> bool, step: &mut StepRec) -> UnitPlan {
+    fn plan_unit(&self, i: usize, run: &dyn Fn(usize) -> bool, step: &mut StepRec) -> UnitPlan<'_> {
         let (cell, g) = (self.cell, self.graph());
         let node = &g.nodes[i];
         let absorbing = cell
@@ -370,7 +370,7 @@ impl Tape<'_> {
             .iter()
             .position(|f| f.consumer == i && matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer));
         let absorbed = absorbing.and_then(|f| cell.fusions[f].absorbed_sources(g));
-        let sources: Vec<Source> = absorbed.unwrap_or_else(|| node.inputs.clone());
+        let sources: Cow<[Source]> = absorbed.map_or(Cow::Borrowed(&node.inputs[..]), Cow::Owned);
         let needs: Vec<bool> = sources.iter().map(|s| step.req(*s)).collect();
         step.node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
         let at_producer = |f: &Fusion| matches!(f.joint, Joint::Chain | Joint::Share { .. });
@@ -379,16 +379,16 @@ impl Tape<'_> {
             let producer = &g.nodes[cell.fusions[f].producer];
             (Unit::Absorb(f), producer.params.iter().chain(&node.params).copied().collect(), sources)
         } else if !step.node_req[i] {
-            (Unit::Plain, node.params.clone(), sources)
+            (Unit::Plain, Cow::Borrowed(&node.params[..]), sources)
         } else if let Some(f) = fusion {
             let consumer = &g.nodes[cell.fusions[f].consumer];
             // A shared pair runs on the consumer's inputs (the producer's among them).
-            let sources = cell.fusions[f].shared_sources(g).map_or(sources, <[Source]>::to_vec);
+            let sources = cell.fusions[f].shared_sources(g).map_or(sources, Cow::Borrowed);
             (Unit::Chain(f), node.params.iter().chain(&consumer.params).copied().collect(), sources)
         } else if cell.ops[i].manual().is_some() {
-            (Unit::Manual, node.params.clone(), sources)
+            (Unit::Manual, Cow::Borrowed(&node.params[..]), sources)
         } else {
-            (Unit::Fallback, node.params.clone(), sources)
+            (Unit::Fallback, Cow::Borrowed(&node.params[..]), sources)
         };
         UnitPlan { unit, sources, needs, param_ids }
     }
@@ -493,19 +493,20 @@ impl Tape<'_> {
             return Ok(());
         }
         let mut out_grads = std::mem::take(&mut grads.nodes[i]);
-        let sources: Vec<Source> = match (&rec.nodes[i], fusion) {
-            (Rec::Absorbing { .. }, Some(f)) => f.absorbed_sources(g),
-            (Rec::FusedProducer { .. }, Some(f)) => f.shared_sources(g).map(<[Source]>::to_vec),
+        let sources: Cow<[Source]> = match (&rec.nodes[i], fusion) {
+            (Rec::Absorbing { .. }, Some(f)) => f.absorbed_sources(g).map(Cow::Owned),
+            (Rec::FusedProducer { .. }, Some(f)) => f.shared_sources(g).map(Cow::Borrowed),
             _ => None,
         }
-        .unwrap_or_else(|| node.inputs.clone());
+        .unwrap_or(Cow::Borrowed(&node.inputs[..]));
         let needs: Vec<bool> = sources.iter().map(|s| rec.req(*s)).collect();
         // The parameters (a fused pair's: the producer's, then the consumer's).
-        let param_ids: Vec<usize> = match (&rec.nodes[i], fusion) {
-            (Rec::Absorbing { .. }, Some(f)) => {
-                g.nodes[f.producer].params.iter().chain(&node.params).copied().collect()
+        let param_ids: Cow<[usize]> = match (&rec.nodes[i], fusion, consumer) {
+            (Rec::Absorbing { .. }, Some(f), _) => {
+                Cow::Owned(g.nodes[f.producer].params.iter().chain(&node.params).copied().collect())
             }
-            _ => node.params.iter().chain(consumer.map_or(&[][..], |c| &g.nodes[c].params[..])).copied().collect(),
+            (_, _, Some(c)) => Cow::Owned(node.params.iter().chain(&g.nodes[c].params).copied().collect()),
+            _ => Cow::Borrowed(&node.params[..]),
         };
         // The outputs the op put out (a chain's: the producer's, then the consumer's).
         let outputs: Cow<[Val]> = match consumer {
