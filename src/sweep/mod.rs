@@ -183,16 +183,7 @@ pub fn run_all(
     let runs: Vec<bool> = trials.iter().map(|t| Plan::of(store, t).map(|p| p.runs(opts))).collect::<Result<_, _>>()?;
     let planned = packs::plan(trials, opts, &runs);
     let workers = opts.jobs.clamp(1, planned.len().max(1));
-    // Every trial's compute threads start now, before any trial allocates (`pool::reserve`).
-    crate::pool::reserve(workers, opts.threads).map_err(|reason| SweepError::ComputeThreads {
-        pools: workers,
-        threads: opts.threads,
-        reason,
-    })?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(workers)
-        .build()
-        .map_err(|source| SweepError::Threads { workers, source })?;
+    let pool = worker_pool(workers, opts.threads)?;
     pool.scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|_| {
@@ -249,6 +240,20 @@ fn tally(results: Vec<Result<TrialResult, StoreError>>) -> Result<Summary, Sweep
         }
     }
     Ok(summary)
+}
+
+/// The pool of `workers` threads that take a sweep's trials (or packs) in turn, after starting
+/// every worker's `threads` compute threads, before any trial allocates (`pool::reserve`).
+pub fn worker_pool(workers: usize, threads: usize) -> Result<rayon::ThreadPool, SweepError> {
+    crate::pool::reserve(workers, threads).map_err(|reason| SweepError::ComputeThreads {
+        pools: workers,
+        threads,
+        reason,
+    })?;
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(workers)
+        .build()
+        .map_err(|source| SweepError::Threads { workers, source })
 }
 
 /// Progress reporting for a sweep.

@@ -91,15 +91,7 @@ impl<'a> Search<'a> {
         cancel: &AtomicBool,
     ) -> Result<Summary, SweepError> {
         let workers = opts.jobs.clamp(1, self.trial_count().max(1));
-        crate::pool::reserve(workers, opts.threads).map_err(|reason| SweepError::ComputeThreads {
-            pools: workers,
-            threads: opts.threads,
-            reason,
-        })?;
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers)
-            .build()
-            .map_err(|source| SweepError::Threads { workers, source })?;
+        let pool = super::worker_pool(workers, opts.threads)?;
         let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
         pool.scope(|scope| {
             for _ in 0..workers {
