@@ -1,39 +1,19 @@
 //! Always: the git commit memctl is built from, which every run record keeps
 //! (`VERGEN_GIT_SHA`, `VERGEN_GIT_DIRTY`; see `src/build_info.rs`).
 //!
-//! With the `cuda` feature: memctl's own CUDA kernels (`src/kernels/cuda/*.cu`) compiled to
+//! With the `cuda` feature: memctl's own CUDA kernels (every `src/kernels/**/*.cu`) compiled to
 //! PTX with the toolkit's `nvcc`, as candle's kernels are, and embedded in the binary. PTX for
 //! compute capability `CUDA_COMPUTE_CAP` (default 80) is compiled again by the driver for the
 //! GPU it meets, so one build serves the A100, the H100 and later. Beside each PTX, `ptxas`
 //! compiles its SASS for that capability (a cubin): a card of it loads that without the
-//! driver's compilation at the first launch (`kernels::fused`'s `prebuilt_sass`). The default
-//! build needs no CUDA toolkit and does nothing here.
+//! driver's compilation at the first launch (`kernels::fused`'s `prebuilt_sass`). It writes the
+//! table of modules (`cuda_modules.rs`) that `kernels::cuda_kernels` includes, so a new `.cu`
+//! file needs no line here. The default build needs no CUDA toolkit and does nothing here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use vergen_gitcl::{Emitter, GitclBuilder};
-
-const KERNELS: &[&str] = &[
-    "lstm_cell",
-    "layer_norm",
-    "item_gate",
-    "softmax",
-    "scale",
-    "optim",
-    "sam_attend",
-    "sum_parts",
-    "head_move",
-    "spd_solve",
-    "nam_write",
-    "gru_cell",
-    "l2_normalize",
-    "outer",
-    "kanerva_write",
-    "kanerva_address",
-    "lerp",
-    "rel_read",
-];
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -75,14 +55,43 @@ fn build_kernels() {
         .unwrap_or(80)
         .min(90);
     let ptxas = nvcc.with_file_name("ptxas");
-    for name in KERNELS {
-        let src = format!("src/kernels/cuda/{name}.cu");
-        println!("cargo:rerun-if-changed={src}");
+    let sources = cuda_sources(Path::new("src/kernels"));
+    let mut table = String::from("// The kernel modules build.rs compiled: one per `src/kernels/**/*.cu`.\n");
+    for src in &sources {
+        println!("cargo:rerun-if-changed={}", src.display());
+        let name = src.file_stem().and_then(|s| s.to_str()).expect("a kernel file's name is UTF-8");
         let ptx = out.join(format!("{name}.ptx"));
-        run(Command::new(&nvcc).args(["--ptx", "-O3", &format!("-arch=compute_{cap}"), "-o"]).arg(&ptx).arg(&src));
+        run(Command::new(&nvcc).args(["--ptx", "-O3", &format!("-arch=compute_{cap}"), "-o"]).arg(&ptx).arg(src));
         let cubin = out.join(format!("{name}.cubin"));
         run(Command::new(&ptxas).args(["-O3", &format!("-arch=sm_{cap}"), "-o"]).arg(&cubin).arg(&ptx));
+        table.push_str(&format!("module!({}, \"{name}\");\n", name.to_uppercase()));
     }
+    std::fs::write(out.join("cuda_modules.rs"), table).expect("OUT_DIR is writable");
+}
+
+/// Every `.cu` file below `dir`, sorted; two with one name would build one module twice.
+fn cuda_sources(dir: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()));
+        for entry in entries {
+            let path = entry.expect("a readable folder entry").path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "cu") {
+                found.push(path);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    walk(dir, &mut found);
+    found.sort();
+    let mut names: Vec<_> = found.iter().filter_map(|p| p.file_stem()).collect();
+    names.sort();
+    if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+        panic!("two kernel files are named {:?}: a module's name is its file's", twice[0]);
+    }
+    found
 }
 
 /// Runs a toolkit's program; a failure stops the build with what ran.

@@ -123,7 +123,7 @@ impl CustomOp3 for Cell {
     ) -> Result<(CudaStorage, Shape)> {
         let (batch, hidden) = shape_of(l1, l2, l3)?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::gru_cell("gru_cell_fwd", &operands, batch, hidden, batch * hidden)?;
+        let out = cuda::gru_cell("gru_cell_fwd", &operands, batch, hidden, batch * hidden)?;
         super::fused::record_launch("gru_cell_fwd");
         Ok((out, l3.shape().clone()))
     }
@@ -180,10 +180,38 @@ impl CustomOp3 for CellBackward {
         let (batch, hidden) = shape_of(l1, l2, l3)?;
         let out = super::fused::with_held_gradient_cuda(&self.g, l3, WHAT, |sg, lg| {
             let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
-            super::cuda_kernels::gru_cell("gru_cell_bwd", &operands, batch, hidden, 7 * batch * hidden)
+            cuda::gru_cell("gru_cell_bwd", &operands, batch, hidden, 7 * batch * hidden)
         })?;
         super::fused::record_launch("gru_cell_bwd");
         Ok((out, Shape::from(7 * batch * hidden)))
+    }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{GRU_CELL, launch_config, run};
+    use crate::kernels::launch_shape::LaunchShape;
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `gru_cell.cu` on its f32 operands (contiguous, as laid out), one thread
+    /// per `(example, unit)`, into a new buffer of `len` elements.
+    pub(super) fn gru_cell(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        batch: usize,
+        hidden: usize,
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(threads), Ok(b), Ok(h)) = (u32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
+        else {
+            candle_core::bail!("{kernel}: {batch} × {hidden} units are more than the kernel indexes")
+        };
+        let config = launch_config(LaunchShape::per_element(threads.max(1)));
+        // SAFETY: gru_cell.cu's kernels take their operands, the output, batch and hidden, in this
+        // order, guard the threads past batch · hidden, and write every output element (`len` is
+        // batch · hidden forward, 7 · batch · hidden backward).
+        unsafe { run(&GRU_CELL, kernel, operands, len, config, &[b, h], &[]) }
     }
 }
 

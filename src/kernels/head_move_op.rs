@@ -19,6 +19,7 @@
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -171,7 +172,7 @@ impl CustomOp2 for Move {
         let (rows, len, n_moves) = geometry(l1, l2, None)?;
         // Without JUMP the kernel's jump operand is never read: the position stands in.
         let operands = [(s1, l1), (s2, l2), (s1, l1)];
-        let out = super::cuda_kernels::head_move("head_move_fwd", &operands, rows, len, n_moves, rows * len)?;
+        let out = cuda::head_move("head_move_fwd", &operands, rows, len, n_moves, rows * len)?;
         super::fused::record_launch("head_move_fwd");
         Ok((out, l1.shape().clone()))
     }
@@ -219,7 +220,7 @@ impl CustomOp3 for Move {
     ) -> Result<(CudaStorage, Shape)> {
         let (rows, len, n_moves) = geometry(l1, l2, Some(l3))?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::head_move("head_move_fwd", &operands, rows, len, n_moves, rows * len)?;
+        let out = cuda::head_move("head_move_fwd", &operands, rows, len, n_moves, rows * len)?;
         super::fused::record_launch("head_move_fwd");
         Ok((out, l1.shape().clone()))
     }
@@ -295,7 +296,7 @@ impl CustomOp3 for MoveBackward {
             true => "head_move_bwd_warps",
             false => "head_move_bwd",
         };
-        let out = super::cuda_kernels::head_move(kernel, &operands, rows, len, n_moves, count)?;
+        let out = cuda::head_move(kernel, &operands, rows, len, n_moves, count)?;
         super::fused::record_launch(kernel);
         Ok((out, Shape::from(count)))
     }
@@ -330,6 +331,46 @@ fn jump_storage<'a, S>(
             None => bail!("headMove's fused op: operands on different devices"),
         },
         None => Ok(None),
+    }
+}
+
+/// `head_move.cu`'s `kernel`: the forward a thread per cell of `rows × cells`, the backward a
+/// thread per row (`head_move_bwd`) or a warp per row (`head_move_bwd_warps`).
+pub fn launch_shape(kernel: &str, rows: u32, cells: u32) -> LaunchShape {
+    match kernel {
+        "head_move_fwd" => LaunchShape::per_element((rows * cells).max(1)),
+        "head_move_bwd_warps" => LaunchShape::warp_per_row(rows),
+        _ => LaunchShape::per_element(rows.max(1)),
+    }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{HEAD_MOVE, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `head_move.cu` on its f32 operands (contiguous, as laid out) into a new
+    /// buffer of `len` elements: the forward with a thread per cell of `rows × cells`, the backward
+    /// with a thread per row.
+    pub(super) fn head_move(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        rows: usize,
+        cells: usize,
+        moves: usize,
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(_), Ok(r), Ok(c), Ok(m)) =
+            (i32::try_from(rows * cells), i32::try_from(rows), i32::try_from(cells), i32::try_from(moves))
+        else {
+            candle_core::bail!("{kernel}: {rows} × {cells} cells are more than the kernel indexes")
+        };
+        let config = launch_config(super::launch_shape(kernel, r as u32, c as u32));
+        // SAFETY: head_move.cu's kernels take their operands, the output, rows, cells and moves, in
+        // this order, guard the threads past their count, and write every output element (the
+        // forward one per cell; the backward each row's gradients in the three parts of `len`).
+        unsafe { run(&HEAD_MOVE, kernel, operands, len, config, &[r, c, m], &[]) }
     }
 }
 

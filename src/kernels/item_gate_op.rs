@@ -16,43 +16,50 @@
 //! view of it) after stacking `x` and `m` (the backward op, like every candle custom op, takes
 //! three operands). The formulas are `prims::item_write`'s manual backward, per element.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::ITEM_GATE`); the CUDA
-//! kernels are `src/kernels/cuda/item_gate.cu`.
+//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there,
+//! `fused::ITEM_GATE`); the CUDA kernels are `src/kernels/cuda/item_gate.cu`, a thread per cell.
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// `σ(g[.., :d]) ⊙ tanh(x) + σ(g[.., d:]) ⊙ m`, `g` being `[.., 2d]` and `x`, `m` `[.., d]` of
 /// the same leading axes (here `[B, d, ·]`: one row per memory row).
 pub fn gated_write(g: &Tensor, x: &Tensor, m: &Tensor) -> Result<Tensor> {
-    g.contiguous()?.apply_op3(&x.contiguous()?, &m.contiguous()?, Gate::Forward)
+    g.contiguous()?.apply_op3(&x.contiguous()?, &m.contiguous()?, Fused(Gate::Forward))
 }
 
 /// The two passes: `(g, x, m) → out` and, for its backward, `(g, [x; m], g_out) → [d g | d x |
 /// d m]` (flat, `4·rows·d` elements).
-#[derive(Clone, Copy)]
-enum Gate {
+#[derive(Clone, Copy, Debug)]
+pub enum Gate {
     Forward,
     Backward,
 }
 
-impl Gate {
-    fn kernel(self) -> &'static str {
+/// `rows` rows of `d` cells.
+#[derive(Clone, Copy, Debug)]
+pub struct Cells {
+    rows: usize,
+    d: usize,
+}
+
+impl FusedKernel for Gate {
+    type Sizes = Cells;
+
+    fn entry(&self) -> &'static str {
         match self {
             Gate::Forward => "item_gate_fwd",
             Gate::Backward => "item_gate_bwd",
         }
     }
 
-    /// `(rows, d)` and the output's shape, from the three operands' layouts (each contiguous).
-    fn geometry(self, g: &Layout, second: &Layout, third: &Layout) -> Result<(usize, usize, Shape)> {
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Cells)> {
+        let &[g, second, third] = operands else { bail!("itemWrite's fused gate takes three operands") };
         let Some((&width, lead)) = g.dims().split_last() else { bail!("itemWrite's fused gate takes [.., 2d] gates") };
-        let d = width / 2;
-        let rows: usize = lead.iter().product();
+        let (d, rows) = (width / 2, lead.iter().product::<usize>());
         let cells = rows * d;
         // The backward's second operand is x and m stacked: twice the cells.
         let stacked = match self {
@@ -67,29 +74,43 @@ impl Gate {
                 third.dims()
             );
         }
-        if !g.is_contiguous() || !second.is_contiguous() || !third.is_contiguous() {
-            bail!("itemWrite's fused gate takes contiguous operands");
-        }
         let shape = match self {
             Gate::Forward => third.shape().clone(),
             Gate::Backward => Shape::from(4 * cells),
         };
-        Ok((rows, d, shape))
+        Ok((shape, Cells { rows, d }))
     }
-}
 
-/// The CPU computation of one pass over `d`-wide rows.
-struct GateKernel {
-    pass: Gate,
-    d: usize,
-}
-
-impl RealKernel for GateKernel {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
-        match self.pass {
-            Gate::Forward => forward_slices(operands[0], operands[1], operands[2], self.d),
-            Gate::Backward => backward_slices(operands[0], operands[1], operands[2], self.d),
+    fn cpu<T: Real>(&self, Cells { d, .. }: Cells, operands: &[&[T]]) -> Vec<T> {
+        match self {
+            Gate::Forward => forward_slices(operands[0], operands[1], operands[2], d),
+            Gate::Backward => backward_slices(operands[0], operands[1], operands[2], d),
         }
+    }
+
+    /// A thread per cell, both ways; the kernels index cells with C ints.
+    fn launch(&self, Cells { rows, d }: Cells) -> Result<Launch> {
+        let Ok(cells) = i32::try_from(rows * d) else { bail!("{}: {rows} × {d} cells", self.entry()) };
+        Launch::with_ints(self.entry(), LaunchShape::per_element(cells.max(1) as u32), &[rows, d])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::ITEM_GATE
+    }
+
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (&[g, x, m], Gate::Forward) = (operands, self) else {
+            bail!("itemWrite's fused gate backward has no gradient of its own")
+        };
+        let cells = m.elem_count();
+        let xm = Tensor::cat(&[&x.flatten_all()?, &m.flatten_all()?], 0)?;
+        let all = g.apply_op3_no_bwd(&xm, &grad.contiguous()?, &Fused(Gate::Backward))?;
+        // Each part is a contiguous run of the flat buffer: no copies.
+        let dg = all.narrow(0, 0, 2 * cells)?.reshape(g.shape())?;
+        let dx = all.narrow(0, 2 * cells, cells)?.reshape(x.shape())?;
+        let dm = all.narrow(0, 3 * cells, cells)?.reshape(m.shape())?;
+        Ok(vec![Some(dg), Some(dx), Some(dm)])
     }
 }
 
@@ -118,64 +139,6 @@ fn backward_slices<T: Real>(g: &[T], xm: &[T], g_out: &[T], d: usize) -> Vec<T> 
         dm[k] = go * f;
     }
     out
-}
-
-impl CustomOp3 for Gate {
-    fn name(&self) -> &'static str {
-        self.kernel()
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (_, d, shape) = self.geometry(l1, l2, l3)?;
-        let kernel = GateKernel { pass: *self, d };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "itemWrite's fused gate")?, shape))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (rows, d, shape) = self.geometry(l1, l2, l3)?;
-        let kernel = self.kernel();
-        let out = super::cuda_kernels::item_gate(kernel, &[(s1, l1), (s2, l2), (s3, l3)], rows, d, shape.elem_count())?;
-        super::fused::record_launch(kernel);
-        Ok((out, shape))
-    }
-
-    fn bwd(
-        &self,
-        g: &Tensor,
-        x: &Tensor,
-        m: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        if matches!(self, Gate::Backward) {
-            bail!("itemWrite's fused gate backward has no gradient of its own");
-        }
-        let cells = m.elem_count();
-        let xm = Tensor::cat(&[&x.flatten_all()?, &m.flatten_all()?], 0)?;
-        let all = g.apply_op3_no_bwd(&xm, &grad.contiguous()?, &Gate::Backward)?;
-        // Each part is a contiguous run of the flat buffer: no copies.
-        let dg = all.narrow(0, 0, 2 * cells)?.reshape(g.shape())?;
-        let dx = all.narrow(0, 2 * cells, cells)?.reshape(x.shape())?;
-        let dm = all.narrow(0, 3 * cells, cells)?.reshape(m.shape())?;
-        Ok((Some(dg), Some(dx), Some(dm)))
-    }
 }
 
 #[cfg(test)]

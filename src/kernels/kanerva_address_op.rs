@@ -18,6 +18,7 @@ use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tenso
 
 use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
 use super::kanerva_manual::{Addressed, Machines, address_backward, mix};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -161,7 +162,7 @@ impl CustomOp2 for Forward {
         let batch = batch_of(self.s, l1, l2)?;
         let len = batch * (self.s.k * self.s.m + self.s.c);
         let operands = [(s1, l1), (s2, l2)];
-        let out = super::cuda_kernels::kanerva_address(false, &operands, len, batch, self.s, self.lambda)?;
+        let out = cuda::kanerva_address(false, &operands, len, batch, self.s, self.lambda)?;
         super::fused::record_launch("kanerva_address_fwd");
         Ok((out, Shape::from(len)))
     }
@@ -213,7 +214,7 @@ impl CustomOp3 for Backward {
     ) -> Result<(CudaStorage, Shape)> {
         let (batch, len) = backward_geometry(self.s, l1, l2, l3)?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::kanerva_address(true, &operands, len, batch, self.s, self.lambda)?;
+        let out = cuda::kanerva_address(true, &operands, len, batch, self.s, self.lambda)?;
         super::fused::record_launch("kanerva_address_bwd");
         Ok((out, Shape::from(len)))
     }
@@ -226,6 +227,104 @@ fn backward_geometry(s: Machines, r: &Layout, packed: &Layout, g: &Layout) -> Re
         bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
     }
     Ok((batch, batch * (s.k * s.c * s.m + s.c + s.k)))
+}
+
+/// `kanerva_address.cu`'s first kernel each way (`kanerva_address_fwd`, `kanerva_address_bwd`)
+/// on `batch` examples of `k` machines of `c × m`: a block of 128 threads per example and
+/// machine, with [`shared_bytes`](shared_bytes).
+pub fn launch_shape(batch: u32, k: u32, c: u32, m: u32) -> LaunchShape {
+    let shared_bytes = shared_bytes(c as usize, m as usize) as u32;
+    LaunchShape { blocks: (batch * k).max(1), threads: 128, shared_bytes }
+}
+
+/// `kanerva_address.cu`'s sums over the machines (`kanerva_address_fwd_sum`,
+/// `kanerva_address_bwd_sum`) on `batch` examples: a warp per example.
+pub fn sum_launch_shape(batch: u32) -> LaunchShape {
+    LaunchShape::warp_per_row(batch)
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{KANERVA_ADDRESS, launch_config};
+    use candle_core::cuda_backend::WrapErr;
+    use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kanerva_address.cu` forward or `backward` on its f32 operands (contiguous, as laid out)
+    /// for `batch` examples of the machines `s` with the ridge `lambda`, into a new buffer of `len`
+    /// elements: the kernel of a block per example and machine, then the one that sums over the
+    /// machines, through a scratch buffer of [`parts_len`](super::parts_len)
+    /// floats.
+    pub(super) fn kanerva_address(
+        backward: bool,
+        operands: &[(&CudaStorage, &Layout)],
+        len: usize,
+        batch: usize,
+        s: crate::kernels::kanerva_manual::Machines,
+        lambda: f64,
+    ) -> Result<CudaStorage> {
+        let (kernel, sum_kernel) = if backward {
+            ("kanerva_address_bwd", "kanerva_address_bwd_sum")
+        } else {
+            ("kanerva_address_fwd", "kanerva_address_fwd_sum")
+        };
+        let parts_len = super::parts_len(backward, batch, s.k, s.c);
+        let (Ok(_), Ok(_), Ok(b), Ok(k), Ok(c), Ok(m)) = (
+            i32::try_from(len),
+            i32::try_from(parts_len),
+            i32::try_from(batch),
+            i32::try_from(s.k),
+            i32::try_from(s.c),
+            i32::try_from(s.m),
+        ) else {
+            candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
+        };
+        let Some((first, _)) = operands.first() else { candle_core::bail!("{kernel}: no operands") };
+        let dev = first.device.clone();
+        let views = operands
+            .iter()
+            .map(|(st, l)| {
+                let start = l.start_offset();
+                Ok(st.as_cuda_slice::<f32>()?.slice(start..start + l.shape().elem_count()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // SAFETY: between them the two kernels write every element (see below).
+        let out = unsafe { dev.alloc::<f32>(len)? };
+        if len == 0 || batch * s.k == 0 {
+            return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+        }
+        // Allocated and freed on the stream (cuMemAllocAsync, cuMemFreeAsync: no host
+        // synchronisation, so a graph capture records both), so dropping it at the end of this
+        // function, after the launches, is safe.
+        // SAFETY: the first kernel writes every element before the second reads it.
+        let parts = unsafe { dev.alloc::<f32>(parts_len)? };
+        let lambda = lambda as f32;
+        let func = KANERVA_ADDRESS.function(&dev, kernel)?;
+        let mut builder = func.builder();
+        for v in &views {
+            builder.arg(v);
+        }
+        builder.arg(&out).arg(&parts).arg(&b).arg(&k).arg(&c).arg(&m).arg(&lambda);
+        // SAFETY: the first kernel takes its operands (r, packed, and backward g), the output, the
+        // scratch, batch, k, c, m and λ, in this order; launch_shape gives it a block per example and
+        // machine with the shared memory it indexes, blocks past the last return whole, and each
+        // writes its machine's w_i (forward) or R̄_i (backward) and its share of the scratch.
+        unsafe { builder.launch(launch_config(super::launch_shape(b as u32, k as u32, c as u32, m as u32))) }.w()?;
+        let sum = KANERVA_ADDRESS.function(&dev, sum_kernel)?;
+        let mut builder = sum.builder();
+        if backward {
+            let Some(packed) = views.get(1) else { candle_core::bail!("{kernel}: no packed code and noises") };
+            builder.arg(packed);
+        }
+        builder.arg(&parts).arg(&out).arg(&b).arg(&k).arg(&c).arg(&m);
+        // SAFETY: the sum kernels take (backward: the packed code and noises,) the scratch, the
+        // output, batch, k, c and m, in this order; a warp per example, warps past the last return,
+        // and each writes its example's μ (forward) or z̄ and η̄ (backward), and NaN over its w or R̄
+        // where a machine was not positive definite.
+        unsafe { builder.launch(launch_config(super::sum_launch_shape(b as u32))) }.w()?;
+        Ok(CudaStorage::wrap_cuda_slice(out, dev))
+    }
 }
 
 #[cfg(test)]

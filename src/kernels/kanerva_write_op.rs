@@ -17,6 +17,7 @@ use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Tensor, bail}
 
 use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
 use super::kanerva_manual::{Machines, Written, write_backward};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -198,7 +199,7 @@ impl CustomOp3 for Forward {
     ) -> Result<(CudaStorage, Shape)> {
         let (batch, len) = forward_geometry(self.0, l1, l2, l3)?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::kanerva_write("kanerva_write_fwd", &operands, len, batch, self.0)?;
+        let out = cuda::kanerva_write("kanerva_write_fwd", &operands, len, batch, self.0)?;
         super::fused::record_launch("kanerva_write_fwd");
         Ok((out, Shape::from(len)))
     }
@@ -262,7 +263,7 @@ impl CustomOp3 for Backward {
     ) -> Result<(CudaStorage, Shape)> {
         let (batch, len) = backward_geometry(self.0, l1, l2, l3)?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::kanerva_write("kanerva_write_bwd", &operands, len, batch, self.0)?;
+        let out = cuda::kanerva_write("kanerva_write_bwd", &operands, len, batch, self.0)?;
         super::fused::record_launch("kanerva_write_bwd");
         Ok((out, Shape::from(len)))
     }
@@ -275,6 +276,45 @@ fn backward_geometry(s: Machines, v: &Layout, packed: &Layout, g: &Layout) -> Re
         bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
     }
     Ok((batch, batch * (s.k * s.m * s.m + packed_width(s))))
+}
+
+/// `kanerva_write.cu` on `batch` examples of `k` machines of `c × m`: the forward a block per
+/// (example, machine), the backward a block per example; blocks of 128 threads, with
+/// [`shared_bytes`](shared_bytes).
+pub fn launch_shape(backward: bool, batch: u32, k: u32, c: u32, m: u32) -> LaunchShape {
+    let blocks = if backward { batch } else { batch * k };
+    let shared_bytes = shared_bytes(backward, c as usize, m as usize) as u32;
+    LaunchShape { blocks: blocks.max(1), threads: 128, shared_bytes }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{KANERVA_WRITE, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `kanerva_write.cu` on its f32 operands (contiguous, as laid out) for
+    /// `batch` examples of the machines `s`, into a new buffer of `len` elements.
+    pub(super) fn kanerva_write(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        len: usize,
+        batch: usize,
+        s: crate::kernels::kanerva_manual::Machines,
+    ) -> Result<CudaStorage> {
+        let (Ok(_), Ok(b), Ok(k), Ok(c), Ok(m)) =
+            (i32::try_from(len), i32::try_from(batch), i32::try_from(s.k), i32::try_from(s.c), i32::try_from(s.m))
+        else {
+            candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
+        };
+        let backward = kernel == "kanerva_write_bwd";
+        let config = launch_config(super::launch_shape(backward, b as u32, k as u32, c as u32, m as u32));
+        // SAFETY: kanerva_write.cu's kernels take their three operands, the output, batch, k, c and
+        // m, in this order; launch_shape gives them the blocks and the shared memory they index,
+        // blocks past the last return whole, and between them they write every output element
+        // (forward: R' and V'; backward: V̄ and every packed gradient).
+        unsafe { run(&KANERVA_WRITE, kernel, operands, len, config, &[b, k, c, m], &[]) }
+    }
 }
 
 #[cfg(test)]

@@ -12,48 +12,46 @@
 //! inverse (the last bit can differ). Where it runs
 //! is `kernels::fused`'s rule ([`fused::L2_NORMALIZE`](super::fused::L2_NORMALIZE)).
 
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch, Rows};
 use super::nam_manual::{clamped_norm, normalize, normalize_backward};
 use super::real::Real;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// `x / max(‖x‖₂, eps)` over the last axis, differentiable.
 pub fn l2_normalize(x: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op1(Forward)
+    x.contiguous()?.apply_op1(Fused(Normalize::Forward))
 }
 
-/// `x → μ(x)`.
-struct Forward;
+/// The two passes: `x → μ(x)` and, for its backward, `(x, g) → d x`.
+#[derive(Clone, Copy, Debug)]
+pub enum Normalize {
+    Forward,
+    Backward,
+}
 
-/// `(x, g) → d x`.
-struct Backward;
+impl FusedKernel for Normalize {
+    type Sizes = Rows;
 
-/// Rows and width of a contiguous operand with at least one axis.
-fn rows_of(l: &Layout) -> Result<(usize, usize)> {
-    let Some(&n) = l.dims().last() else { bail!("normalising the last axis of a scalar") };
-    if !l.is_contiguous() {
-        bail!("the fused normalisation takes contiguous operands");
+    fn entry(&self) -> &'static str {
+        match self {
+            Normalize::Forward => "l2_normalize_fwd",
+            Normalize::Backward => "l2_normalize_bwd",
+        }
     }
-    Ok((l.shape().elem_count().checked_div(n).unwrap_or(0), n))
-}
 
-/// The CPU computation of one pass over rows of `n`.
-struct NormalizeKernel {
-    backward: bool,
-    n: usize,
-}
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
+        let rows = Rows::of("the fused normalisation", operands)?;
+        Ok((operands[0].shape().clone(), rows))
+    }
 
-impl RealKernel for NormalizeKernel {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
-        let n = self.n.max(1);
+    fn cpu<T: Real>(&self, Rows { n, .. }: Rows, operands: &[&[T]]) -> Vec<T> {
+        let n = n.max(1);
         let x = operands[0];
         let mut out = vec![T::zero(); x.len()];
         let mut unit = vec![T::zero(); n];
         for (r, (xr, o)) in x.chunks(n).zip(out.chunks_mut(n)).enumerate() {
-            if !self.backward {
+            if let Normalize::Forward = self {
                 // A division, as candle's ops and PyTorch's (the tape multiplies by the
                 // inverse, which can differ in the last bit: 3 / 5 against 3 · (1 / 5)).
                 let norm = clamped_norm(xr);
@@ -65,59 +63,23 @@ impl RealKernel for NormalizeKernel {
         }
         out
     }
-}
 
-impl CustomOp1 for Forward {
-    fn name(&self) -> &'static str {
-        "l2_normalize_fwd"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (_, n) = rows_of(l)?;
-        let kernel = NormalizeKernel { backward: false, n };
-        Ok((run_cpu(&kernel, &[(s, l)], "the fused normalisation")?, l.shape().clone()))
+    fn launch(&self, rows: Rows) -> Result<Launch> {
+        rows.warp_per_row(self.entry())
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (rows, n) = rows_of(l)?;
-        let out = super::cuda_kernels::l2_normalize("l2_normalize_fwd", &[(s, l)], rows, n)?;
-        super::fused::record_launch("l2_normalize_fwd");
-        Ok((out, l.shape().clone()))
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::L2_NORMALIZE
     }
 
-    fn bwd(&self, x: &Tensor, _y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(x.apply_op2_no_bwd(&grad.contiguous()?, &Backward)?))
+    /// The backward recomputes the norm from the input.
+    fn backward(&self, operands: &[&Tensor], _y: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Normalize::Forward, &[x]) = (self, operands) else {
+            bail!("the fused normalisation's backward has no gradient of its own")
+        };
+        Ok(vec![Some(x.apply_op2_no_bwd(&grad.contiguous()?, &Fused(Normalize::Backward))?)])
     }
-}
-
-impl CustomOp2 for Backward {
-    fn name(&self) -> &'static str {
-        "l2_normalize_bwd"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (_, n) = rows_of(l1)?;
-        same_shape(l1, l2)?;
-        let kernel = NormalizeKernel { backward: true, n };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "the fused normalisation")?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (rows, n) = rows_of(l1)?;
-        same_shape(l1, l2)?;
-        let out = super::cuda_kernels::l2_normalize("l2_normalize_bwd", &[(s1, l1), (s2, l2)], rows, n)?;
-        super::fused::record_launch("l2_normalize_bwd");
-        Ok((out, l1.shape().clone()))
-    }
-}
-
-fn same_shape(a: &Layout, b: &Layout) -> Result<()> {
-    if a.dims() != b.dims() || !b.is_contiguous() {
-        bail!("the fused normalisation's backward: gradient {:?} for an input {:?}", b.dims(), a.dims());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -146,7 +146,7 @@ impl CustomOp3 for Norm {
         let (rows, n, shape) = self.geometry(l1, l2, l3)?;
         let width = shape.elem_count().checked_div(rows).unwrap_or(0);
         let kernel = self.kernel();
-        let out = super::cuda_kernels::layer_norm(kernel, &[(s1, l1), (s2, l2), (s3, l3)], rows, n, width, EPS as f32)?;
+        let out = cuda::layer_norm(kernel, &[(s1, l1), (s2, l2), (s3, l3)], rows, n, width, EPS as f32)?;
         super::fused::record_launch(kernel);
         Ok((out, shape))
     }
@@ -171,6 +171,34 @@ impl CustomOp3 for Norm {
         let dw = both.narrow(1, n, n)?.sum(0)?;
         let db = grad.reshape((rows, n))?.sum(0)?;
         Ok((Some(dx), Some(dw), Some(db)))
+    }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{LAYER_NORM, launch_config, run};
+    use crate::kernels::launch_shape::LaunchShape;
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `layer_norm.cu` on its f32 operands (`x` `[rows, n]` first, then the
+    /// per-column ones), one block of 256 threads per row, into a new buffer of `rows · width`.
+    pub(super) fn layer_norm(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        rows: usize,
+        n: usize,
+        width: usize,
+        eps: f32,
+    ) -> Result<CudaStorage> {
+        let (Ok(r), Ok(cols), Ok(_)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows)) else {
+            candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
+        };
+        let config = launch_config(LaunchShape::blocks_of_256(rows.max(1) as u32));
+        // SAFETY: layer_norm.cu's kernels take their operands, the output, rows, n and eps, in this
+        // order, run one block (of a multiple of 32 threads) per row, return at once for a block
+        // past the last row, and write every output element of their row.
+        unsafe { run(&LAYER_NORM, kernel, operands, rows * width, config, &[r, cols], &[eps]) }
     }
 }
 

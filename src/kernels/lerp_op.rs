@@ -12,6 +12,7 @@
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -104,7 +105,7 @@ impl CustomOp3 for Forward {
         l3: &Layout,
     ) -> Result<(CudaStorage, Shape)> {
         let n = l1.shape().elem_count();
-        let out = super::cuda_kernels::lerp("lerp_fwd", &[(s1, l1), (s2, l2), (s3, l3)], n, per(l1, l3), n)?;
+        let out = cuda::lerp("lerp_fwd", &[(s1, l1), (s2, l2), (s3, l3)], n, per(l1, l3), n)?;
         super::fused::record_launch("lerp_fwd");
         Ok((out, l1.shape().clone()))
     }
@@ -144,9 +145,40 @@ impl CustomOp2 for Backward {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
         let n = l2.shape().elem_count();
-        let out = super::cuda_kernels::lerp("lerp_bwd", &[(s1, l1), (s2, l2)], n, per(l2, l1), 2 * n)?;
+        let out = cuda::lerp("lerp_bwd", &[(s1, l1), (s2, l2)], n, per(l2, l1), 2 * n)?;
         super::fused::record_launch("lerp_bwd");
         Ok((out, Shape::from(2 * n)))
+    }
+}
+
+/// `lerp.cu`: a thread per element, both ways.
+pub fn launch_shape(n: u32) -> LaunchShape {
+    LaunchShape::per_element(n.max(1))
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{LERP, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `lerp.cu` on its f32 operands (contiguous, as laid out; the weights one per
+    /// run of `per` elements) with a thread per element of `n`, into a new buffer of `len` elements.
+    pub(super) fn lerp(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        n: usize,
+        per: usize,
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(count), Ok(per)) = (i32::try_from(n), i32::try_from(per.max(1))) else {
+            candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
+        };
+        let config = launch_config(super::launch_shape(count as u32));
+        // SAFETY: lerp.cu's kernels take their operands, the output, n and per, in this order; each
+        // guards the threads past n and writes element i (forward, len = n) or i and n + i
+        // (backward, len = 2n); the weights hold n / per elements (the caller's `fits`).
+        unsafe { run(&LERP, kernel, operands, len, config, &[count, per], &[]) }
     }
 }
 

@@ -11,7 +11,7 @@
 //! The formulas are `kernels::lstm`'s (the tape's manual backward), written per element.
 //!
 //! Where they run is `kernels::fused`'s rule (the CPU always; on CUDA by their standing there, `fused::LSTM_CELL`);
-//! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, launched by `cuda_kernels.rs`.
+//! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, launched by this module's `cuda`.
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
@@ -197,9 +197,37 @@ fn launch(kernel: &'static str, operands: &[(&CudaStorage, &Layout)], per_unit: 
         shape = shape_of(pre, l)?;
     }
     let (batch, hidden) = shape;
-    let out = super::cuda_kernels::lstm_cell(kernel, operands, batch, hidden, per_unit * hidden)?;
+    let out = cuda::lstm_cell(kernel, operands, batch, hidden, per_unit * hidden)?;
     super::fused::record_launch(kernel);
     Ok((out, Shape::from((batch, per_unit * hidden))))
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{LSTM_CELL, launch_config, run};
+    use crate::kernels::launch_shape::LaunchShape;
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
+    /// per `(example, unit)`, into a new buffer of `batch · width` elements.
+    pub(super) fn lstm_cell(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        batch: usize,
+        hidden: usize,
+        width: usize,
+    ) -> Result<CudaStorage> {
+        // The kernels index with C ints: the thread count must fit one.
+        let (Ok(threads), Ok(b), Ok(h)) = (i32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
+        else {
+            candle_core::bail!("{kernel}: {batch} × {hidden} elements are more than the kernel indexes")
+        };
+        let config = launch_config(LaunchShape::per_element(threads.max(1) as u32));
+        // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
+        // this order, guard the threads past batch · hidden, and write every output element.
+        unsafe { run(&LSTM_CELL, kernel, operands, batch * width, config, &[b, h], &[]) }
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ mod cuda_kernels;
 pub mod dense;
 pub mod elementwise;
 pub mod fused;
+pub mod fused_op;
 pub mod gemm;
 pub mod gru;
 pub mod gru_cell_op;

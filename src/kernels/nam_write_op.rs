@@ -24,6 +24,7 @@ use std::mem::MaybeUninit;
 use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu, with_held_gradient_cpu};
+use super::launch_shape::LaunchShape;
 use super::nam_manual::{tape_write_backward, tape_write_forward, value_under_head, write_backward, write_forward};
 use super::real::Real;
 use super::view;
@@ -283,7 +284,7 @@ impl CustomOp3 for Write {
         let Geometry { count, rows, cols, .. } = Geometry::of(self.0, l1, l2, l3)?;
         let kernel = self.0.kernel(false);
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::nam_write(self.0, false, &operands, count, rows, cols, count * rows * cols)?;
+        let out = cuda::nam_write(self.0, false, &operands, count, rows, cols, count * rows * cols)?;
         super::fused::record_launch(kernel);
         Ok((out, l1.shape().clone()))
     }
@@ -348,12 +349,92 @@ impl CustomOp3 for WriteBackward {
         let out = super::fused::with_held_gradient_cuda(&self.g, l1, WHAT, |sg, lg| {
             let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
             match split {
-                true => super::cuda_kernels::tape_write_bwd_split(&operands, count, rows, cols, len),
-                false => super::cuda_kernels::nam_write(self.orientation, true, &operands, count, rows, cols, len),
+                true => cuda::tape_write_bwd_split(&operands, count, rows, cols, len),
+                false => cuda::nam_write(self.orientation, true, &operands, count, rows, cols, len),
             }
         })?;
         super::fused::record_launch(if split { "tape_write_bwd_split" } else { self.orientation.kernel(true) });
         Ok((out, Shape::from(len)))
+    }
+}
+
+/// `nam_write.cu`'s `tape_write_bwd_split` on `count` tapes of `cells × features`: a block per
+/// tape, a warp per cell up to eight, with [`tape_split_shared_bytes`](tape_split_shared_bytes).
+pub fn tape_split_launch_shape(count: u32, cells: usize, features: usize) -> LaunchShape {
+    let warps = tape_split_warps(cells);
+    let shared_bytes = tape_split_shared_bytes(cells, features) as u32;
+    LaunchShape { blocks: count.max(1), threads: (warps * 32) as u32, shared_bytes }
+}
+
+/// `nam_write.cu`: a block per memory, its threads and the backward's shared memory as
+/// [`threads_per_memory`] and [`backward_shared_bytes`] say.
+pub fn launch_shape(orientation: Orientation, backward: bool, count: u32, rows: usize, cols: usize) -> LaunchShape {
+    LaunchShape {
+        blocks: count.max(1),
+        threads: threads_per_memory(orientation, rows, cols) as u32,
+        shared_bytes: if backward { backward_shared_bytes(orientation, rows, cols) as u32 } else { 0 },
+    }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{NAM_WRITE, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `nam_write.cu`'s `tape_write_bwd_split` on tape_write_bwd's f32 operands (contiguous,
+    /// as laid out), one block per tape of `cells × features`, into a new buffer of `len` elements.
+    /// [`super::tape_split_shared_bytes`] must fit a block.
+    pub(super) fn tape_write_bwd_split(
+        operands: &[(&CudaStorage, &Layout)],
+        count: usize,
+        cells: usize,
+        features: usize,
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
+            (i32::try_from(count), i32::try_from(cells), i32::try_from(features), u32::try_from(count))
+        else {
+            candle_core::bail!(
+                "the fused tape write's backward: {count} tapes of {cells} × {features} are more than it indexes"
+            )
+        };
+        let config = launch_config(super::tape_split_launch_shape(blocks, cells, features));
+        // SAFETY: tape_write_bwd_split takes tape_write_bwd's operands and ints, runs one block
+        // (a multiple of 32 threads) per tape, returns for a block past the last, writes every output
+        // element of its tape, and uses at most `tape_split_shared_bytes` of shared memory.
+        unsafe { run(&NAM_WRITE, "tape_write_bwd_split", operands, len, config, &[n, r, c], &[]) }
+    }
+
+    /// Runs the forward or the backward kernel of `nam_write.cu` for `orientation` on its f32
+    /// operands (contiguous, as laid out), one block per memory of `rows × cols`, into a new buffer
+    /// of `len` elements. [`super::fits_a_block`] says whether the backward's shared
+    /// memory fits.
+    pub(super) fn nam_write(
+        orientation: super::Orientation,
+        backward: bool,
+        operands: &[(&CudaStorage, &Layout)],
+        count: usize,
+        rows: usize,
+        cols: usize,
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let kernel = if backward { "backward" } else { "forward" };
+        let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
+            (i32::try_from(count), i32::try_from(rows), i32::try_from(cols), u32::try_from(count))
+        else {
+            candle_core::bail!(
+                "the fused NAM write's {kernel}: {count} memories of {rows} × {cols} are more than it indexes"
+            )
+        };
+        let shape = super::launch_shape(orientation, backward, blocks, rows, cols);
+        let config = launch_config(shape);
+        let name = orientation.kernel(backward);
+        // SAFETY: nam_write.cu's kernels take their operands, the output, the number of memories,
+        // rows and cols, in this order, run one block (a multiple of 32 threads) per memory, return
+        // for a block past the last, write every output element of their memory, and use at most
+        // `shape.shared_bytes` of shared memory (`backward_shared_bytes`).
+        unsafe { run(&NAM_WRITE, name, operands, len, config, &[n, r, c], &[]) }
     }
 }
 

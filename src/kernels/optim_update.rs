@@ -132,7 +132,7 @@ fn launch(
     // `corrections` (of which they read two); `fits` checked every tensor's layout and length.
     // The written ones are the parameter and its optimiser's own state: nothing else uses them
     // while the update runs.
-    unsafe { super::cuda_kernels::optim_in_place(kernel, read, written, n, ints, &floats) }?;
+    unsafe { cuda::optim_in_place(kernel, read, written, n, ints, &floats) }?;
     fused::record_launch(kernel);
     Ok(true)
 }
@@ -141,6 +141,71 @@ fn launch(
 #[cfg(not(feature = "cuda"))]
 fn launch(kernel: &'static str, _: &[&Tensor], _: &[&Tensor], _: usize, _: &[i32], _: &[f64]) -> Result<bool> {
     candle_core::bail!("{kernel}: this memctl was built without CUDA")
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{OPTIM, launch_config};
+    use crate::kernels::launch_shape::LaunchShape;
+    use candle_core::cuda_backend::WrapErr;
+    use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle_core::{Result, Storage, Tensor};
+
+    /// Runs `kernel` of `optim.cu` over `n` elements, one thread each (grid-stride), on the f32
+    /// elements of `read` and then of `written` (each from its layout's start offset), followed by
+    /// `n` and then `ints` and `floats`. The kernel rewrites the `written` tensors' memory in place.
+    ///
+    /// # Safety
+    /// The kernel must take exactly these arguments in this order and stay within each tensor's
+    /// elements; the caller has checked that every tensor is contiguous f32 on this device with
+    /// the elements the kernel reads. The `written` tensors are rewritten under read locks (candle
+    /// does not lend a write lock outside its crate): nothing may read or write them on the host
+    /// meanwhile, and on the device the stream orders the kernel after their earlier uses.
+    pub(super) unsafe fn optim_in_place(
+        kernel: &str,
+        read: &[&Tensor],
+        written: &[&Tensor],
+        n: usize,
+        ints: &[i32],
+        floats: &[f32],
+    ) -> Result<()> {
+        let Ok(count) = i32::try_from(n) else {
+            candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        let guards: Vec<_> = read.iter().chain(written).map(|t| t.storage_and_layout()).collect();
+        let mut device = None;
+        let views = guards
+            .iter()
+            .map(|(storage, layout)| {
+                let Storage::Cuda(s) = &**storage else {
+                    candle_core::bail!("{kernel}: an operand is not on a CUDA device")
+                };
+                device.get_or_insert_with(|| s.device.clone());
+                let start = layout.start_offset();
+                Ok(s.as_cuda_slice::<f32>()?.slice(start..start + layout.shape().elem_count()))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let Some(dev) = device else { candle_core::bail!("{kernel}: no operands") };
+        let func = OPTIM.function(&dev, kernel)?;
+        let mut builder = func.builder();
+        for v in &views {
+            builder.arg(v);
+        }
+        builder.arg(&count);
+        for i in ints {
+            builder.arg(i);
+        }
+        for f in floats {
+            builder.arg(f);
+        }
+        // SAFETY: the argument list is the kernel's (the caller's contract).
+        unsafe { builder.launch(launch_config(LaunchShape::per_element(count as u32))) }.w()?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

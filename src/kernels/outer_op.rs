@@ -12,6 +12,7 @@
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, D, Layout, Result, Shape, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -119,7 +120,7 @@ impl CustomOp2 for Forward {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
         let (rows, n, m) = geometry(l1, l2)?;
-        let out = super::cuda_kernels::outer("outer_fwd", &[(s1, l1), (s2, l2)], rows, n, m, rows * n * m)?;
+        let out = cuda::outer("outer_fwd", &[(s1, l1), (s2, l2)], rows, n, m, rows * n * m)?;
         super::fused::record_launch("outer_fwd");
         Ok((out, output_shape(l1, m)))
     }
@@ -164,7 +165,7 @@ impl CustomOp3 for Backward {
         let (rows, n, m) = geometry(l1, l2)?;
         check_gradient(l3, l1, m)?;
         let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = super::cuda_kernels::outer("outer_bwd", &operands, rows, n, m, rows * (n + m))?;
+        let out = cuda::outer("outer_bwd", &operands, rows, n, m, rows * (n + m))?;
         super::fused::record_launch("outer_bwd");
         Ok((out, Shape::from(rows * (n + m))))
     }
@@ -181,6 +182,42 @@ fn check_gradient(g: &Layout, a: &Layout, m: usize) -> Result<()> {
         bail!("{WHAT}: a gradient {:?} for an output {:?}", g.dims(), output_shape(a, m).dims());
     }
     Ok(())
+}
+
+/// `outer.cu`: the forward a thread per output element, the backward a block per row.
+pub fn launch_shape(backward: bool, rows: u32, n: u32, m: u32) -> LaunchShape {
+    if backward { LaunchShape::blocks_of_256(rows.max(1)) } else { LaunchShape::per_element((rows * n * m).max(1)) }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{OUTER, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `outer.cu` on its f32 operands (contiguous, as laid out) for `rows` outer
+    /// products of `n` and `m` elements, into a new buffer of `len` elements: the forward with a
+    /// thread per output element, the backward with a block of 256 threads per row.
+    pub(super) fn outer(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        rows: usize,
+        n: usize,
+        m: usize,
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(r), Ok(n), Ok(m), Ok(_)) =
+            (i32::try_from(rows), i32::try_from(n), i32::try_from(m), u32::try_from(rows * n * m))
+        else {
+            candle_core::bail!("{kernel}: {rows} outer products of {n} × {m} are more than the kernel indexes")
+        };
+        let config = launch_config(super::launch_shape(kernel == "outer_bwd", r as u32, n as u32, m as u32));
+        // SAFETY: outer.cu's kernels take their operands, the output, rows, n and m, in this order;
+        // the forward guards the threads past rows · n · m and writes each output element once; the
+        // backward runs a block (whole warps) per row, returns for a block past the last, and
+        // writes its row's n + m gradients (len = rows · (n + m)).
+        unsafe { run(&OUTER, kernel, operands, len, config, &[r, n, m], &[]) }
+    }
 }
 
 #[cfg(test)]

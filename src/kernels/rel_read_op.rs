@@ -12,6 +12,7 @@
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 
 use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -204,7 +205,7 @@ impl CustomOp3 for ReadOp {
             }
             operands.push((b, layout));
         }
-        let out = super::cuda_kernels::rel_read(self.name(), &operands, sizes, output_len(self.pass, sizes))?;
+        let out = cuda::rel_read(self.name(), &operands, sizes, output_len(self.pass, sizes))?;
         super::fused::record_launch(self.name());
         Ok((out, self.output_shape(sizes)))
     }
@@ -239,6 +240,53 @@ impl ReadOp {
         match self.pass {
             Pass::Forward => Shape::from((sizes.0, sizes.3)),
             _ => Shape::from(output_len(self.pass, sizes)),
+        }
+    }
+}
+
+/// `rel_read.cu`'s `kernel`, blocks of 256 threads: the forward and `rel_read_bwd_inputs` a
+/// block per example, `rel_read_bwd_memory` a block per example and slot; shared memory for `p`
+/// (and `b` forward, `gp` for the inputs' gradients).
+pub fn launch_shape(kernel: &str, batch: u32, nq: u32, d: u32) -> LaunchShape {
+    let (blocks, shared_floats) = match kernel {
+        "rel_read_fwd" => (batch, nq + d),
+        "rel_read_bwd_memory" => (batch * nq, nq),
+        _ => (batch, 2 * nq),
+    };
+    LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes: shared_floats * 4 }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{REL_READ, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `rel_read.cu` on its f32 operands (contiguous, as laid out) into a new
+    /// buffer of `len` elements, for `batch` examples of `nq` slots of `d × d2`.
+    pub(super) fn rel_read(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        (batch, nq, d, d2): (usize, usize, usize, usize),
+        len: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(b), Ok(q), Ok(dd), Ok(dd2), Ok(_)) = (
+            i32::try_from(batch),
+            i32::try_from(nq),
+            i32::try_from(d),
+            i32::try_from(d2),
+            u32::try_from(batch * nq * d * d2 + batch * nq * d),
+        ) else {
+            candle_core::bail!("{kernel}: {batch} memories of {nq} × {d} × {d2} are more than the kernel indexes")
+        };
+        let config = launch_config(super::launch_shape(kernel, b as u32, q as u32, dd as u32));
+        // SAFETY: rel_read.cu's kernels take their operands, the output, batch, nq, d (and d2 but for
+        // rel_read_bwd_inputs), in this order; launch_shape gives the shared memory each indexes
+        // (p, and b or gp), blocks past the last return whole, and each writes its example's (or
+        // slot's) share of the output, len being v (batch d2), [d Mr | gu] or [d c | d b].
+        match kernel {
+            "rel_read_bwd_inputs" => unsafe { run(&REL_READ, kernel, operands, len, config, &[b, q, dd], &[]) },
+            _ => unsafe { run(&REL_READ, kernel, operands, len, config, &[b, q, dd, dd2], &[]) },
         }
     }
 }

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 
 use super::fused::{RealKernel, run_cpu};
 use super::gemm::{Mat, MatMut, Par, matmul};
+use super::launch_shape::LaunchShape;
 use super::par::multiversion;
 use super::real::Real;
 #[cfg(feature = "cuda")]
@@ -213,7 +214,7 @@ impl CustomOp1 for Attend {
     fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
         let (batch, n) = geometry(l, self.nq)?;
         let shape = Shape::from((batch, self.nq, n, n));
-        let out = super::cuda_kernels::sam_attend("sam_attend_fwd", &[(s, l)], shape.elem_count(), batch, n, self.nq)?;
+        let out = cuda::sam_attend("sam_attend_fwd", &[(s, l)], shape.elem_count(), batch, n, self.nq)?;
         super::fused::record_launch("sam_attend_fwd");
         Ok((out, shape))
     }
@@ -250,9 +251,49 @@ impl CustomOp2 for AttendBackward {
         let (batch, n) = self.geometry(l1, l2)?;
         let shape = l1.shape().clone();
         let operands = [(s1, l1), (s2, l2)];
-        let out = super::cuda_kernels::sam_attend("sam_attend_bwd", &operands, shape.elem_count(), batch, n, self.nq)?;
+        let out = cuda::sam_attend("sam_attend_bwd", &operands, shape.elem_count(), batch, n, self.nq)?;
         super::fused::record_launch("sam_attend_bwd");
         Ok((out, shape))
+    }
+}
+
+/// `sam_attend.cu` on `batch` examples of `n` rows and `nq` queries: the forward a block per
+/// (example, query), the backward a block per 8 rows of an example and one per 32 of its
+/// columns; blocks of 256 threads, with [`shared_bytes`](shared_bytes).
+pub fn launch_shape(backward: bool, batch: u32, n: u32, nq: u32) -> LaunchShape {
+    let blocks = if backward { batch * (n.div_ceil(8) + n.div_ceil(32)) } else { batch * nq };
+    let shared_bytes = shared_bytes(backward, n as usize, nq as usize) as u32;
+    LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{SAM_ATTEND, launch_config, run};
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out) for `batch`
+    /// examples of `n` rows and `nq` queries, into a new buffer of `len` elements: the forward's
+    /// `[B, nq, n, n]`, the backward's `[B, n, 3nq]`. The caller checked
+    /// [`super::fits_a_block`].
+    pub(super) fn sam_attend(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        len: usize,
+        batch: usize,
+        n: usize,
+        nq: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(_), Ok(b), Ok(n), Ok(nq)) =
+            (i32::try_from(len), i32::try_from(batch), i32::try_from(n), i32::try_from(nq))
+        else {
+            candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
+        };
+        let config = launch_config(super::launch_shape(kernel == "sam_attend_bwd", b as u32, n as u32, nq as u32));
+        // SAFETY: sam_attend.cu's kernels take their operands, the output, batch, n and nq, in this
+        // order; launch_shape gives them the blocks and the shared memory they index, blocks past
+        // the last example return whole, and between them they write every output element.
+        unsafe { run(&SAM_ATTEND, kernel, operands, len, config, &[b, n, nq], &[]) }
     }
 }
 

@@ -14,13 +14,14 @@
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
 
 /// How many partial sums the backward writes for `n` elements (its blocks).
 fn partials(n: usize) -> usize {
-    super::launch_shape::scale(true, n).blocks as usize
+    launch_shape(true, n).blocks as usize
 }
 
 /// `a ⊙ b` broadcast, as `mul` computes it: this op where one operand is a single number and
@@ -101,8 +102,8 @@ impl CustomOp2 for Scale {
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
         let n = operands(l1, l2, None)?;
-        let blocks = super::launch_shape::scale(false, n).blocks as usize;
-        let out = super::cuda_kernels::scale("scale_fwd", &[(s1, l1), (s2, l2)], n, n, blocks)?;
+        let blocks = launch_shape(false, n).blocks as usize;
+        let out = cuda::scale("scale_fwd", &[(s1, l1), (s2, l2)], n, n, blocks)?;
         super::fused::record_launch("scale_fwd");
         Ok((out, l1.shape().clone()))
     }
@@ -150,9 +151,50 @@ impl CustomOp3 for Scale {
     ) -> Result<(CudaStorage, Shape)> {
         let n = operands(l1, l2, Some(l3))?;
         let blocks = partials(n);
-        let out = super::cuda_kernels::scale("scale_bwd", &[(s1, l1), (s2, l2), (s3, l3)], n, n + blocks, blocks)?;
+        let out = cuda::scale("scale_bwd", &[(s1, l1), (s2, l2), (s3, l3)], n, n + blocks, blocks)?;
         super::fused::record_launch("scale_bwd");
         Ok((out, Shape::from(n + blocks)))
+    }
+}
+
+/// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share, 8 per
+/// thread of its 256). At 8 192 (32 per thread), config B's `α1 · M^r` (2.36 M elements) ran on
+/// 288 blocks, too few to keep an H200's memory busy: 27.9 µs, about 1 TB/s (Nsight Compute,
+/// 2026-11-26). Now it takes the most blocks, 1 024.
+pub const SCALE_PER_PARTIAL: usize = 2048;
+
+/// `scale.cu`: blocks of 256 threads, the forward's grid-stride over at most 65 535 of them, the
+/// backward's one partial sum of `Σ g ⊙ x` per block, at least one and at most 1 024.
+pub fn launch_shape(backward: bool, n: usize) -> LaunchShape {
+    let blocks = if backward { n.div_ceil(SCALE_PER_PARTIAL).clamp(1, 1024) } else { n.div_ceil(256).clamp(1, 65_535) };
+    LaunchShape::blocks_of_256(blocks as u32)
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{SCALE, launch_config, run};
+    use crate::kernels::launch_shape::LaunchShape;
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,
+    /// contiguous, as laid out) with `blocks` blocks of 256 threads, into a new buffer of `len`
+    /// elements (the forward's `n`; the backward's `n + blocks`, one partial sum per block).
+    pub(super) fn scale(
+        kernel: &str,
+        operands: &[(&CudaStorage, &Layout)],
+        n: usize,
+        len: usize,
+        blocks: usize,
+    ) -> Result<CudaStorage> {
+        let (Ok(count), Ok(grid)) = (i32::try_from(n), u32::try_from(blocks.max(1))) else {
+            candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
+        };
+        let config = launch_config(LaunchShape::blocks_of_256(grid));
+        // SAFETY: scale.cu's kernels take their operands, the output and n, in this order; the
+        // forward's grid-stride loop writes every element below n, and the backward's blocks each
+        // write their share of the first n and their own partial sum at n + block (len = n + blocks).
+        unsafe { run(&SCALE, kernel, operands, len, config, &[count], &[]) }
     }
 }
 
@@ -180,8 +222,8 @@ mod tests {
     #[test]
     fn there_is_a_partial_sum_per_share_of_per_partial_elements_at_most_1024() {
         assert_eq!(partials(1), 1);
-        assert_eq!(partials(crate::kernels::launch_shape::SCALE_PER_PARTIAL), 1);
-        assert_eq!(partials(crate::kernels::launch_shape::SCALE_PER_PARTIAL + 1), 2);
+        assert_eq!(partials(SCALE_PER_PARTIAL), 1);
+        assert_eq!(partials(SCALE_PER_PARTIAL + 1), 2);
         assert_eq!(partials(usize::MAX / 2), 1024);
     }
 }

@@ -6,52 +6,51 @@
 //! kernel each way. With `y = softmax(x)` per row and `g = d loss / d y`:
 //! `d x = y ⊙ (g − Σ_j g_j y_j)`.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::SOFTMAX`); elsewhere
-//! it is `candle_nn::ops::softmax`. The CUDA kernels are `src/kernels/cuda/softmax.cu`.
+//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there,
+//! `fused::SOFTMAX`); elsewhere it is `candle_nn::ops::softmax`. The CUDA kernels are
+//! `src/kernels/cuda/softmax.cu`, a warp per row.
 
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, D, Layout, Result, Shape, Tensor, bail};
+use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch, Rows};
 use super::real::Real;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// `exp(x − max) / Σ exp(x − max)` over the last axis, differentiable: this op where memctl's
 /// fused ops run, candle's ops elsewhere.
 pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
     if super::fused::used_for(x, super::fused::SOFTMAX) {
-        x.contiguous()?.apply_op1(Forward)
+        x.contiguous()?.apply_op1(Fused(Softmax::Forward))
     } else {
         candle_nn::ops::softmax(x, D::Minus1)
     }
 }
 
-/// `x → y`.
-struct Forward;
+/// The two passes: `x → y` and, for its backward, `(y, g) → d x`.
+#[derive(Clone, Copy, Debug)]
+pub enum Softmax {
+    Forward,
+    Backward,
+}
 
-/// `(y, g) → d x`.
-struct Backward;
+impl FusedKernel for Softmax {
+    type Sizes = Rows;
 
-/// Rows and width of a contiguous operand with at least one axis.
-fn rows_of(l: &Layout) -> Result<(usize, usize)> {
-    let Some(&n) = l.dims().last() else { bail!("softmax over the last axis of a scalar") };
-    if !l.is_contiguous() {
-        bail!("the fused softmax takes contiguous operands");
+    fn entry(&self) -> &'static str {
+        match self {
+            Softmax::Forward => "softmax_fwd",
+            Softmax::Backward => "softmax_bwd",
+        }
     }
-    Ok((l.shape().elem_count().checked_div(n).unwrap_or(0), n))
-}
 
-/// The CPU computation of one pass over rows of `n`.
-struct SoftmaxKernel {
-    backward: bool,
-    n: usize,
-}
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
+        let rows = Rows::of("the fused softmax", operands)?;
+        Ok((operands[0].shape().clone(), rows))
+    }
 
-impl RealKernel for SoftmaxKernel {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
-        let n = self.n.max(1);
+    fn cpu<T: Real>(&self, Rows { n, .. }: Rows, operands: &[&[T]]) -> Vec<T> {
+        let n = n.max(1);
         let mut out = Vec::with_capacity(operands[0].len());
-        if self.backward {
+        if let Softmax::Backward = self {
             for (y, g) in operands[0].chunks(n).zip(operands[1].chunks(n)) {
                 let dot = y.iter().zip(g).fold(T::zero(), |s, (&y, &g)| s + y * g);
                 out.extend(y.iter().zip(g).map(|(&y, &g)| y * (g - dot)));
@@ -67,59 +66,21 @@ impl RealKernel for SoftmaxKernel {
         }
         out
     }
-}
 
-impl CustomOp1 for Forward {
-    fn name(&self) -> &'static str {
-        "softmax_fwd"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (_, n) = rows_of(l)?;
-        let kernel = SoftmaxKernel { backward: false, n };
-        Ok((run_cpu(&kernel, &[(s, l)], "softmax")?, l.shape().clone()))
+    fn launch(&self, rows: Rows) -> Result<Launch> {
+        rows.warp_per_row(self.entry())
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (rows, n) = rows_of(l)?;
-        let out = super::cuda_kernels::softmax("softmax_fwd", &[(s, l)], rows, n)?;
-        super::fused::record_launch("softmax_fwd");
-        Ok((out, l.shape().clone()))
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::SOFTMAX
     }
 
-    fn bwd(&self, _x: &Tensor, y: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(y.apply_op2_no_bwd(&grad.contiguous()?, &Backward)?))
+    /// The backward reads the forward's output.
+    fn backward(&self, _operands: &[&Tensor], y: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let Softmax::Forward = self else { bail!("the fused softmax's backward has no gradient of its own") };
+        Ok(vec![Some(y.apply_op2_no_bwd(&grad.contiguous()?, &Fused(Softmax::Backward))?)])
     }
-}
-
-impl CustomOp2 for Backward {
-    fn name(&self) -> &'static str {
-        "softmax_bwd"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (_, n) = rows_of(l1)?;
-        same_shape(l1, l2)?;
-        let kernel = SoftmaxKernel { backward: true, n };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "softmax")?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (rows, n) = rows_of(l1)?;
-        same_shape(l1, l2)?;
-        let out = super::cuda_kernels::softmax("softmax_bwd", &[(s1, l1), (s2, l2)], rows, n)?;
-        super::fused::record_launch("softmax_bwd");
-        Ok((out, l1.shape().clone()))
-    }
-}
-
-fn same_shape(a: &Layout, b: &Layout) -> Result<()> {
-    if a.dims() != b.dims() || !b.is_contiguous() {
-        bail!("the fused softmax's backward: gradient {:?} for an output {:?}", b.dims(), a.dims());
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -133,7 +94,7 @@ mod tests {
     fn the_fused_softmax_and_its_gradient_equal_candle_ops_and_autograd() -> Result<()> {
         // Large offsets (the max is subtracted) and rows of two widths' worth of leading axes.
         let x = Var::from_tensor(&(var(&[2, 3, 5], 3.0)?.as_tensor() + 40.0)?)?;
-        let fused = x.contiguous()?.apply_op1(Forward)?;
+        let fused = x.contiguous()?.apply_op1(Fused(Softmax::Forward))?;
         assert_fused_matches(&[&x], &[fused], &[candle_nn::ops::softmax(&x, D::Minus1)?], 1e-12)
     }
 

@@ -24,6 +24,7 @@ use candle_core::{CpuStorage, CustomOp2, D, DType, Layout, Result, Shape, Tensor
 use rayon::prelude::*;
 
 use super::fused;
+use super::launch_shape::LaunchShape;
 use super::par::multiversion;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
@@ -113,7 +114,7 @@ impl CustomOp2 for SpdSolve {
         if s1.dtype() != DType::F32 || s2.dtype() != DType::F32 {
             bail!("spd-solve: the CUDA kernel takes f32, got {:?} and {:?}", s1.dtype(), s2.dtype());
         }
-        let x = super::cuda_kernels::spd_solve((s1, l1), (s2, l2), batch, n, r)?;
+        let x = cuda::spd_solve((s1, l1), (s2, l2), batch, n, r)?;
         fused::record_launch("spd_solve");
         Ok((x, l2.shape().clone()))
     }
@@ -289,6 +290,74 @@ pub fn scaled_eye(n: usize, lambda: f64, like: &Tensor) -> Result<Tensor> {
 /// `Aᵀ A` over the last two axes: `[..., p, n]` → `[..., n, n]`.
 pub fn gram(a: &Tensor) -> Result<Tensor> {
     a.transpose(D::Minus2, D::Minus1)?.contiguous()?.matmul(a)
+}
+
+/// `spd_solve.cu`: a block per system, a warp for small systems and up to 256 threads where a
+/// column or a row has more to share; the factor and right-hand sides (`n² + n r` doubles) in
+/// shared memory when they fit a block's, else in a global workspace (`shared_bytes` 0 and
+/// `false`).
+pub fn launch_shape(batch: u32, n: usize, r: usize) -> (LaunchShape, bool) {
+    let bytes = (n * n + n * r) * std::mem::size_of::<f64>();
+    let use_shared = bytes <= super::fused::BLOCK_SHARED_BYTES;
+    let threads = n.max(n * r).div_ceil(32).clamp(1, 8) as u32 * 32;
+    (LaunchShape { blocks: batch, threads, shared_bytes: if use_shared { bytes as u32 } else { 0 } }, use_shared)
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{SPD_SOLVE, launch_config};
+    use candle_core::cuda_backend::WrapErr;
+    use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle_core::{CudaStorage, Layout, Result};
+
+    /// `X = A⁻¹ B` by `spd_solve.cu`: `a` `[batch, n, n]` (SPD, lower triangle read) and `b`
+    /// `[batch, n, r]`, f32, contiguous as laid out, into a new `[batch, n, r]` buffer. One block
+    /// per system; its factor and right-hand sides (in f64) in shared memory where they fit,
+    /// otherwise in a global workspace allocated here.
+    pub(super) fn spd_solve(
+        (a, la): (&CudaStorage, &Layout),
+        (b, lb): (&CudaStorage, &Layout),
+        batch: usize,
+        n: usize,
+        r: usize,
+    ) -> Result<CudaStorage> {
+        let per_system = n * n + n * r;
+        let (Ok(n32), Ok(r32), Ok(blocks), Ok(_)) =
+            (i32::try_from(n), i32::try_from(r), u32::try_from(batch), i32::try_from(per_system))
+        else {
+            candle_core::bail!("spd_solve: {batch} systems of {n} × {n} are more than the kernel indexes")
+        };
+        let dev = a.device.clone();
+        // SAFETY: the kernel writes every element of every system's solution.
+        let out = unsafe { dev.alloc::<f32>(batch * n * r)? };
+        if batch == 0 || n == 0 || r == 0 {
+            return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+        }
+        let a_view = a.as_cuda_slice::<f32>()?.slice(la.start_offset()..la.start_offset() + batch * n * n);
+        let b_view = b.as_cuda_slice::<f32>()?.slice(lb.start_offset()..lb.start_offset() + batch * n * r);
+        let (shape, use_shared) = super::launch_shape(blocks, n, r);
+        let func = SPD_SOLVE.function(&dev, "spd_solve_f32")?;
+        let mut builder = func.builder();
+        builder.arg(&a_view).arg(&b_view).arg(&out);
+        // The workspace, when the block's shared memory is too small: freed on the stream after
+        // the kernel (stream-ordered), so dropping it at the end of this function is safe.
+        // SAFETY: the kernel writes each element of its system's share before reading it.
+        let global_work = if use_shared { None } else { Some(unsafe { dev.alloc::<f64>(batch * per_system)? }) };
+        let null: u64 = 0;
+        match &global_work {
+            Some(work) => builder.arg(work),
+            None => builder.arg(&null),
+        };
+        let flag = i32::from(use_shared);
+        builder.arg(&n32).arg(&r32).arg(&flag);
+        // SAFETY: spd_solve.cu's kernel takes A, B, X, the workspace, n, r and the shared flag, in
+        // this order; each block reads its system's n² + n r elements and writes its n r, and
+        // touches only its own share of the workspace (batch · (n² + n r) doubles) or its shared
+        // memory (`shape.shared_bytes`, requested above).
+        unsafe { builder.launch(launch_config(shape)) }.w()?;
+        Ok(CudaStorage::wrap_cuda_slice(out, dev))
+    }
 }
 
 #[cfg(test)]

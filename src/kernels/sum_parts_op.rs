@@ -126,9 +126,95 @@ impl CustomOp1 for SumRest {
 
     #[cfg(feature = "cuda")]
     fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        let out = super::cuda_kernels::sum_parts((s, l), &self.rest)?;
+        let out = cuda::sum_parts((s, l), &self.rest)?;
         fused::record_launch("sum_parts");
         Ok((out, l.shape().clone()))
+    }
+}
+
+/// The launch of its CUDA kernels, with the `cuda` feature.
+#[cfg(feature = "cuda")]
+mod cuda {
+    use crate::kernels::cuda_kernels::{SUM_PARTS, launch_config};
+    use crate::kernels::launch_shape::LaunchShape;
+    use candle_core::cuda_backend::WrapErr;
+    use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
+    use candle_core::{CudaStorage, Layout, Result, Storage, Tensor};
+
+    /// `sum_parts.cu`'s first argument: up to 32 device pointers, by value.
+    #[repr(C, align(8))]
+    struct Parts([u64; PARTS_PER_LAUNCH]);
+
+    const PARTS_PER_LAUNCH: usize = 32;
+
+    // SAFETY: plain old data, laid out as sum_parts.cu's `struct Parts`.
+    unsafe impl candle_core::cuda_backend::cudarc::driver::DeviceRepr for Parts {}
+
+    /// `first` plus every tensor of `rest` (f32, each of `first`'s elements and layout: contiguous,
+    /// or a strided matrix), into a new contiguous buffer: one launch of `sum_parts` per 32 parts,
+    /// each after the first adding to the buffer.
+    pub(super) fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> Result<CudaStorage> {
+        use candle_core::cuda_backend::cudarc::driver::DevicePtr;
+        let n = layout.shape().elem_count();
+        // Where element i sits: i / cols · s0 + i % cols · s1, within `span` elements of the start.
+        let (cols, s0, s1, span) = match (layout.is_contiguous(), layout.dims(), layout.stride()) {
+            (true, _, _) => (n, n, 1, n),
+            (false, &[rows, cols], &[s0, s1]) => (cols, s0, s1, (rows.max(1) - 1) * s0 + (cols.max(1) - 1) * s1 + 1),
+            _ => candle_core::bail!("sum_parts: parts laid out as {:?} (contiguous or two axes only)", layout.stride()),
+        };
+        let (Ok(count), Ok(cols), Ok(s0), Ok(s1)) =
+            (i32::try_from(n), i32::try_from(cols), i32::try_from(s0), i32::try_from(s1))
+        else {
+            candle_core::bail!("sum_parts: {n} elements are more than the kernel indexes")
+        };
+        let dev = first.device.clone();
+        // SAFETY: every element is written by the first launch (accumulate = 0).
+        let out = unsafe { dev.alloc::<f32>(n)? };
+        if n == 0 {
+            return Ok(CudaStorage::wrap_cuda_slice(out, dev));
+        }
+        let stream = dev.cuda_stream();
+        let start = layout.start_offset();
+        let guards: Vec<_> = rest.iter().map(|t| t.storage_and_layout()).collect();
+        let mut views = vec![first.as_cuda_slice::<f32>()?.slice(start..start + span)];
+        for (storage, l) in &guards {
+            let Storage::Cuda(s) = &**storage else { candle_core::bail!("sum_parts: a part is not on a CUDA device") };
+            // Contiguous parts agree whatever the strides of axes of one (candle ignores those).
+            let same = l.dims() == layout.dims()
+                && if layout.is_contiguous() { l.is_contiguous() } else { l.stride() == layout.stride() };
+            if !same {
+                candle_core::bail!(
+                    "sum_parts: a part laid out as {:?} for a sum laid out as {:?}",
+                    l.stride(),
+                    layout.stride()
+                );
+            }
+            views.push(s.as_cuda_slice::<f32>()?.slice(l.start_offset()..l.start_offset() + span));
+        }
+        let func = SUM_PARTS.function(&dev, "sum_parts")?;
+        for (launch, chunk) in views.chunks(PARTS_PER_LAUNCH).enumerate() {
+            let mut parts = Parts([0; PARTS_PER_LAUNCH]);
+            // Event tracking is off (`device::open`): the pointers carry no synchronisation to keep.
+            for (slot, view) in parts.0.iter_mut().zip(chunk) {
+                *slot = view.device_ptr(&stream).0;
+            }
+            let (parts_in_chunk, accumulate) = (chunk.len() as i32, i32::from(launch > 0));
+            let mut builder = func.builder();
+            builder
+                .arg(&parts)
+                .arg(&out)
+                .arg(&parts_in_chunk)
+                .arg(&count)
+                .arg(&cols)
+                .arg(&s0)
+                .arg(&s1)
+                .arg(&accumulate);
+            // SAFETY: sum_parts takes the pointers, the output, the number of pointers, n, cols, s0,
+            // s1 and the accumulate flag, in this order; each pointer's view spans every element the
+            // layout reaches (checked above), and the grid-stride loop stays below n.
+            unsafe { builder.launch(launch_config(LaunchShape::per_element(count as u32))) }.w()?;
+        }
+        Ok(CudaStorage::wrap_cuda_slice(out, dev))
     }
 }
 

@@ -17,8 +17,16 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{Device, Tensor, Var};
-use memctl::kernels::launch_shape::{self, LaunchShape};
+use memctl::kernels::fused_op::{Fused, FusedKernel};
+use memctl::kernels::item_gate_op::Gate;
+use memctl::kernels::l2_normalize_op::Normalize;
+use memctl::kernels::launch_shape::LaunchShape;
 use memctl::kernels::nam_write_op::{self, Orientation};
+use memctl::kernels::softmax_op::Softmax;
+use memctl::kernels::{
+    head_move_op, kanerva_address_op, kanerva_write_op, lerp_op, outer_op, rel_read_op, sam_attend_op, scale_op,
+    spd_solve,
+};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -266,6 +274,28 @@ fn cpu_grads(inputs: &[Tensor], g: &Tensor, f: impl Fn(&[Tensor]) -> Tensor) -> 
     (y.detach(), out)
 }
 
+/// A fused op's kernel (`pass`, as `FusedKernel` describes it: entry, launch shape, scalar
+/// arguments) on `operands` (values and dims) under the emulation, against its CPU twin.
+fn check_fused<K: FusedKernel>(pass: K, operands: &[(Vec<f32>, &[usize])], tol: f32) {
+    let tensors: Vec<Tensor> = operands.iter().map(|(v, dims)| tensor(v, dims)).collect();
+    let layouts: Vec<&candle_core::Layout> = tensors.iter().map(|t| t.layout()).collect();
+    let (shape, sizes) = pass.sizes(&layouts).unwrap();
+    let plan = pass.launch(sizes).unwrap();
+    let want = match tensors.as_slice() {
+        [a] => a.apply_op1_no_bwd(&Fused(pass)),
+        [a, b] => a.apply_op2_no_bwd(b, &Fused(pass)),
+        [a, b, c] => a.apply_op3_no_bwd(b, c, &Fused(pass)),
+        _ => panic!("{}: a fused op takes one to three operands", pass.entry()),
+    }
+    .unwrap();
+    let mut args: Vec<Arg> = operands.iter().map(|(v, _)| Arg::In(v.clone())).collect();
+    args.push(Arg::Out(shape.elem_count()));
+    args.extend(plan.ints.iter().map(|&i| Arg::I32(i)));
+    args.extend(plan.floats.iter().map(|&f| Arg::F32(f)));
+    let got = launch(pass.entry(), plan.shape, &args);
+    assert_close(pass.entry(), &got[operands.len()], &flat(&want), tol);
+}
+
 #[test]
 fn outer_product_kernels_agree_with_the_cpu() {
     let (rows, n, m) = (3usize, 5usize, 37usize);
@@ -276,13 +306,13 @@ fn outer_product_kernels_agree_with_the_cpu() {
     let sizes = ints(&[rows, n, m]);
     let fwd = launch(
         "outer_fwd",
-        launch_shape::outer(false, rows as u32, n as u32, m as u32),
+        outer_op::launch_shape(false, rows as u32, n as u32, m as u32),
         &[vec![Arg::In(a.clone()), Arg::In(b.clone()), Arg::Out(rows * n * m)], sizes.clone()].concat(),
     );
     assert_close("outer_fwd", &fwd[2], &flat(&y), 1e-6);
     let bwd = launch(
         "outer_bwd",
-        launch_shape::outer(true, rows as u32, n as u32, m as u32),
+        outer_op::launch_shape(true, rows as u32, n as u32, m as u32),
         &[vec![Arg::In(a), Arg::In(b), Arg::In(g), Arg::Out(rows * (n + m))], sizes].concat(),
     );
     assert_close("outer_bwd", &bwd[3], &[grads[0].clone(), grads[1].clone()].concat(), 1e-5);
@@ -304,13 +334,13 @@ fn gated_write_kernels_agree_with_the_cpu() {
         let sizes = ints(&[n, per]);
         let fwd = launch(
             "lerp_fwd",
-            launch_shape::lerp(n as u32),
+            lerp_op::launch_shape(n as u32),
             &[vec![Arg::In(a), Arg::In(b), Arg::In(w.clone()), Arg::Out(n)], sizes.clone()].concat(),
         );
         assert_close("lerp_fwd", &fwd[3], &flat(&y), 1e-6);
         let bwd = launch(
             "lerp_bwd",
-            launch_shape::lerp(n as u32),
+            lerp_op::launch_shape(n as u32),
             &[vec![Arg::In(w), Arg::In(g), Arg::Out(2 * n)], sizes].concat(),
         );
         assert_close("lerp_bwd", &bwd[2], &[grads[0].clone(), grads[1].clone()].concat(), 1e-6);
@@ -330,7 +360,7 @@ fn relational_read_kernels_agree_with_the_cpu() {
         let (b32, q32, d32) = (batch as u32, nq as u32, d as u32);
         let fwd = launch(
             "rel_read_fwd",
-            launch_shape::rel_read("rel_read_fwd", b32, q32, d32),
+            rel_read_op::launch_shape("rel_read_fwd", b32, q32, d32),
             &[
                 vec![Arg::In(mr.clone()), Arg::In(c.clone()), Arg::In(b.clone()), Arg::Out(batch * d2)],
                 ints(&[batch, nq, d, d2]),
@@ -341,7 +371,7 @@ fn relational_read_kernels_agree_with_the_cpu() {
         let (n_mr, n_u) = (batch * nq * d * d2, batch * nq * d);
         let memory = launch(
             "rel_read_bwd_memory",
-            launch_shape::rel_read("rel_read_bwd_memory", b32, q32, d32),
+            rel_read_op::launch_shape("rel_read_bwd_memory", b32, q32, d32),
             &[
                 vec![Arg::In(mr), Arg::In(c.clone()), Arg::In(g), Arg::In(b.clone()), Arg::Out(n_mr + n_u)],
                 ints(&[batch, nq, d, d2]),
@@ -352,7 +382,7 @@ fn relational_read_kernels_agree_with_the_cpu() {
         let gu = memory[4][n_mr..].to_vec();
         let inputs = launch(
             "rel_read_bwd_inputs",
-            launch_shape::rel_read("rel_read_bwd_inputs", b32, q32, d32),
+            rel_read_op::launch_shape("rel_read_bwd_inputs", b32, q32, d32),
             &[vec![Arg::In(c), Arg::In(b), Arg::In(gu), Arg::Out(batch * (nq + d))], ints(&[batch, nq, d])].concat(),
         );
         assert_close("rel_read_bwd_inputs", &inputs[3], &[grads[1].clone(), grads[2].clone()].concat(), 1e-4);
@@ -382,7 +412,7 @@ fn spd_solve_kernel_agrees_with_the_cpu_in_shared_and_global_memory() {
         let (a, b) = (spd_matrices(batch, n, 10 + n as u64), values(batch * n * r, 20 + n as u64));
         let want =
             memctl::kernels::spd_solve::spd_solve(&tensor(&a, &[batch, n, n]), &tensor(&b, &[batch, n, r])).unwrap();
-        let (shape, use_shared) = launch_shape::spd_solve(batch as u32, n, r);
+        let (shape, use_shared) = spd_solve::launch_shape(batch as u32, n, r);
         assert_eq!(use_shared, n != 80, "{n} columns in shared memory");
         let work = if use_shared { Arg::Null } else { Arg::Scratch64(batch * (n * n + n * r)) };
         let got = launch(
@@ -408,7 +438,7 @@ fn spd_solve_kernel_gives_nan_for_a_matrix_that_is_not_positive_definite() {
     let want =
         memctl::kernels::spd_solve::spd_solve(&tensor(&a[..n * n], &[1, n, n]), &tensor(&b[..n * r], &[1, n, r]))
             .unwrap();
-    let (shape, _) = launch_shape::spd_solve(batch as u32, n, r);
+    let (shape, _) = spd_solve::launch_shape(batch as u32, n, r);
     let got = launch(
         "spd_solve_f32",
         shape,
@@ -445,7 +475,7 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     let what = format!("{orientation:?} write of {count} × {rows} × {cols}");
     let fwd = launch(
         orientation.kernel(false),
-        launch_shape::nam_write(orientation, false, count as u32, rows, cols),
+        nam_write_op::launch_shape(orientation, false, count as u32, rows, cols),
         &[
             vec![Arg::In(memory.clone()), Arg::In(address.clone()), Arg::In(packed.clone()), Arg::Out(y.elem_count())],
             sizes.clone(),
@@ -459,7 +489,7 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
         [vec![Arg::In(memory), Arg::In(address), Arg::In(packed), Arg::In(g), Arg::Out(len)], sizes].concat();
     let bwd = launch(
         orientation.kernel(true),
-        launch_shape::nam_write(orientation, true, count as u32, rows, cols),
+        nam_write_op::launch_shape(orientation, true, count as u32, rows, cols),
         &backward_args,
     );
     let packed_grad: Vec<f32> = (0..count)
@@ -469,7 +499,7 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     assert_close(&format!("{what}, backward"), &bwd[4], &want, 1e-5);
     if orientation == Orientation::Tape {
         // The backward with the cells split among warps (`fused::TAPE_WRITE_SPLIT`).
-        let shape = launch_shape::tape_write_bwd_split(count as u32, rows, cols);
+        let shape = nam_write_op::tape_split_launch_shape(count as u32, rows, cols);
         let split = launch("tape_write_bwd_split", shape, &backward_args);
         assert_close(&format!("{what}, backward with the cells split"), &split[4], &want, 1e-5);
     }
@@ -497,19 +527,8 @@ fn l2_normalize_kernels_agree_with_the_cpu() {
     let mut x = values(rows * n, 50);
     x[2 * n..3 * n].iter_mut().for_each(|v| *v = 0.0);
     let g = values(rows * n, 51);
-    let inputs = [tensor(&x, &[rows, n])];
-    let (y, grads) =
-        cpu_grads(&inputs, &tensor(&g, &[rows, n]), |t| memctl::kernels::l2_normalize_op::l2_normalize(&t[0]).unwrap());
-    let shape = LaunchShape::warp_per_row(rows as u32);
-    let fwd =
-        launch("l2_normalize_fwd", shape, &[vec![Arg::In(x.clone()), Arg::Out(rows * n)], ints(&[rows, n])].concat());
-    assert_close("l2_normalize_fwd", &fwd[1], &flat(&y), 1e-5);
-    let bwd = launch(
-        "l2_normalize_bwd",
-        shape,
-        &[vec![Arg::In(x), Arg::In(g), Arg::Out(rows * n)], ints(&[rows, n])].concat(),
-    );
-    assert_close("l2_normalize_bwd", &bwd[2], &grads[0], 1e-5);
+    check_fused(Normalize::Forward, &[(x.clone(), &[rows, n])], 1e-5);
+    check_fused(Normalize::Backward, &[(x, &[rows, n]), (g, &[rows, n])], 1e-5);
 }
 
 #[test]
@@ -561,13 +580,13 @@ fn sam_attend_kernels_agree_with_the_cpu() {
         let sizes = ints(&[batch, n, nq]);
         let fwd = launch(
             "sam_attend_fwd",
-            launch_shape::sam_attend(false, batch as u32, n as u32, nq as u32),
+            sam_attend_op::launch_shape(false, batch as u32, n as u32, nq as u32),
             &[vec![Arg::In(y.clone()), Arg::Out(out)], sizes.clone()].concat(),
         );
         assert_close("sam_attend_fwd", &fwd[1], &flat(&r), 1e-5);
         let bwd = launch(
             "sam_attend_bwd",
-            launch_shape::sam_attend(true, batch as u32, n as u32, nq as u32),
+            sam_attend_op::launch_shape(true, batch as u32, n as u32, nq as u32),
             &[vec![Arg::In(y), Arg::In(g), Arg::Out(back)], sizes].concat(),
         );
         assert_close("sam_attend_bwd", &bwd[2], &grads[0], 1e-5);
@@ -588,14 +607,14 @@ fn kanerva_address_launches(backward: bool, operands: &[Vec<f32>], out_len: usiz
     let inputs: Vec<Arg> = operands.iter().map(|o| Arg::In(o.clone())).collect();
     let first = launch(
         kernel,
-        launch_shape::kanerva_address(b as u32, k as u32, c as u32, m as u32),
+        kanerva_address_op::launch_shape(b as u32, k as u32, c as u32, m as u32),
         &[inputs, vec![Arg::Out(out_len), Arg::Out(parts_len)], ints(&bkcm), vec![Arg::F32(0.35)]].concat(),
     );
     let (out, parts) = (first[operands.len()].clone(), first[operands.len() + 1].clone());
     let packed = if backward { vec![Arg::In(operands[1].clone())] } else { vec![] };
     let summed = launch(
         sum_kernel,
-        launch_shape::kanerva_address_sum(b as u32),
+        kanerva_address_op::sum_launch_shape(b as u32),
         &[packed.clone(), vec![Arg::In(parts), Arg::In(out)], ints(&bkcm)].concat(),
     );
     summed[packed.len() + 1].clone()
@@ -698,13 +717,13 @@ fn kanerva_write_kernels_agree_with_the_cpu() {
         let sizes = ints(&[b, k, c, m]);
         let fwd = launch(
             "kanerva_write_fwd",
-            launch_shape::kanerva_write(false, b as u32, k as u32, c as u32, m as u32),
+            kanerva_write_op::launch_shape(false, b as u32, k as u32, c as u32, m as u32),
             &[vec![Arg::In(r), Arg::In(v.clone()), Arg::In(packed.clone()), Arg::Out(nr + nv)], sizes.clone()].concat(),
         );
         assert_close("kanerva_write_fwd", &fwd[3], &flat(&y), 1e-5);
         let bwd = launch(
             "kanerva_write_bwd",
-            launch_shape::kanerva_write(true, b as u32, k as u32, c as u32, m as u32),
+            kanerva_write_op::launch_shape(true, b as u32, k as u32, c as u32, m as u32),
             &[vec![Arg::In(v), Arg::In(packed), Arg::In(g), Arg::Out(nv + b * width)], sizes].concat(),
         );
         let g_packed: Vec<f32> = (0..b)
@@ -765,7 +784,7 @@ fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
         let sizes = ints(&[rows, len, n_moves]);
         let fwd = launch(
             "head_move_fwd",
-            launch_shape::head_move("head_move_fwd", rows as u32, len as u32),
+            head_move_op::launch_shape("head_move_fwd", rows as u32, len as u32),
             &[vec![Arg::In(p.clone()), Arg::In(m.clone()), j_arg.clone(), Arg::Out(rows * len)], sizes.clone()]
                 .concat(),
         );
@@ -776,7 +795,7 @@ fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
             let operands = vec![Arg::In(p.clone()), Arg::In(m.clone()), Arg::In(g.clone()), j_arg.clone()];
             let bwd = launch(
                 kernel,
-                launch_shape::head_move(kernel, rows as u32, len as u32),
+                head_move_op::launch_shape(kernel, rows as u32, len as u32),
                 &[operands, vec![Arg::Out(want.len())], sizes.clone()].concat(),
             );
             assert_close(&format!("{kernel}, {rows} × {len}, jump {jump}"), &bwd[4], &want, 1e-5);
@@ -786,21 +805,12 @@ fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
 
 #[test]
 fn softmax_kernels_agree_with_the_cpu() {
+    // Rows past a block's eight warps; the backward reads the forward's output.
     let (rows, n) = (10usize, 40usize);
-    let (x, g) = (values(rows * n, 100), values(rows * n, 101));
-    let (y, grads) = cpu_grads(&[tensor(&x, &[rows, n])], &tensor(&g, &[rows, n]), |t| {
-        memctl::kernels::softmax_op::softmax_last(&t[0]).unwrap()
-    });
-    let shape = LaunchShape::warp_per_row(rows as u32);
-    let fwd = launch("softmax_fwd", shape, &[vec![Arg::In(x), Arg::Out(rows * n)], ints(&[rows, n])].concat());
-    assert_close("softmax_fwd", &fwd[1], &flat(&y), 1e-5);
-    // The backward reads the forward's output.
-    let bwd = launch(
-        "softmax_bwd",
-        shape,
-        &[vec![Arg::In(flat(&y)), Arg::In(g), Arg::Out(rows * n)], ints(&[rows, n])].concat(),
-    );
-    assert_close("softmax_bwd", &bwd[2], &grads[0], 1e-5);
+    let (x, y, g) =
+        (values(rows * n, 100), values(rows * n, 102).iter().map(|v| v.abs()).collect(), values(rows * n, 101));
+    check_fused(Softmax::Forward, &[(x, &[rows, n])], 1e-5);
+    check_fused(Softmax::Backward, &[(y, &[rows, n]), (g, &[rows, n])], 1e-5);
 }
 
 #[test]
@@ -813,11 +823,11 @@ fn scale_kernels_agree_with_the_cpu() {
     });
     let fwd = launch(
         "scale_fwd",
-        launch_shape::scale(false, n),
+        scale_op::launch_shape(false, n),
         &[vec![Arg::In(x.clone()), Arg::In(alpha.clone()), Arg::Out(n)], ints(&[n])].concat(),
     );
     assert_close("scale_fwd", &fwd[2], &flat(&y), 1e-6);
-    let shape = launch_shape::scale(true, n);
+    let shape = scale_op::launch_shape(true, n);
     assert!(shape.blocks > 1, "{n} elements take several partial sums");
     let bwd = launch(
         "scale_bwd",
@@ -906,25 +916,8 @@ fn item_gate_kernels_agree_with_the_cpu() {
     let (rows, d) = (6usize, 5usize);
     let (g, x, m, go) =
         (values(rows * 2 * d, 140), values(rows * d, 141), values(rows * d, 142), values(rows * d, 143));
-    let inputs = [tensor(&g, &[rows, 2 * d]), tensor(&x, &[rows, d]), tensor(&m, &[rows, d])];
-    let (y, grads) = cpu_grads(&inputs, &tensor(&go, &[rows, d]), |t| {
-        memctl::kernels::item_gate_op::gated_write(&t[0], &t[1], &t[2]).unwrap()
-    });
-    let shape = LaunchShape::per_element((rows * d) as u32);
-    let fwd = launch(
-        "item_gate_fwd",
-        shape,
-        &[vec![Arg::In(g.clone()), Arg::In(x.clone()), Arg::In(m.clone()), Arg::Out(rows * d)], ints(&[rows, d])]
-            .concat(),
-    );
-    assert_close("item_gate_fwd", &fwd[3], &flat(&y), 1e-6);
-    let xm = [x, m].concat();
-    let bwd = launch(
-        "item_gate_bwd",
-        shape,
-        &[vec![Arg::In(g), Arg::In(xm), Arg::In(go), Arg::Out(4 * rows * d)], ints(&[rows, d])].concat(),
-    );
-    assert_close("item_gate_bwd", &bwd[3], &grads.concat(), 1e-6);
+    check_fused(Gate::Forward, &[(g.clone(), &[rows, 2 * d]), (x.clone(), &[rows, d]), (m.clone(), &[rows, d])], 1e-6);
+    check_fused(Gate::Backward, &[(g, &[rows, 2 * d]), ([x, m].concat(), &[2 * rows * d]), (go, &[rows, d])], 1e-6);
 }
 
 #[test]

@@ -138,8 +138,8 @@ extern "C" __global__ void tape_write_bwd(const float* t, const float* p, const 
     tape_position_grads(G, T, delta, g_old, w.gp, len, d);
 }
 
-// tape_write_bwd with the tape's cells split among the block's warps (launch_shape::
-// tape_write_bwd_split: a warp per cell up to eight): each warp sums g·p and T·p over its cells
+// tape_write_bwd with the tape's cells split among the block's warps (nam_write_op::
+// tape_split_launch_shape: a warp per cell up to eight): each warp sums g·p and T·p over its cells
 // for every feature, the block adds the warps' sums, and then as tape_write_bwd. One warp
 // walking every cell alone was latency-bound (NAM-TM's 32 features: 22.9 µs a launch on the
 // H100). Dynamic shared memory: the warps' sums (2 warps d floats), δ and g_old (2 d), and two
