@@ -30,17 +30,23 @@ pub fn dense(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
 /// runs up to 1.6× faster than through a transposed view (the gemm crate repacks the view
 /// at every call; measured on STM's `distill`, [256 × 9216] · [9216 × 96]).
 ///
-/// A pack of trials runs one op with each trial's weight in turn, so one transpose is kept
-/// per weight in use: an entry not asked for within twice as many calls as there are entries
-/// belongs to a weight of an earlier step, and goes.
+/// A weight of an earlier step is never asked for again, so the cache keeps only as many
+/// transposes as there are weights in use at once: one for a trial alone, one per trial for a
+/// pack (whose trials the op serves in turn). It learns that number from what comes back: a
+/// weight asked for again after others (those are in use too), or after it was let go (one
+/// more is). The least recently used go beyond it, so a long run holds a bounded few.
 #[derive(Default)]
 pub struct Transposed(Mutex<TransposeCache>);
 
 #[derive(Default)]
 struct TransposeCache {
     calls: u64,
+    /// How many weights are in use at once, as seen so far.
+    in_use: usize,
     /// `(weight, its transpose, the call that last asked for it)`.
     kept: Vec<(TensorId, Tensor, u64)>,
+    /// Weights let go lately, to notice one asked for again (`in_use` was too small).
+    let_go: std::collections::VecDeque<TensorId>,
 }
 
 impl Transposed {
@@ -49,21 +55,42 @@ impl Transposed {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
         cache.calls += 1;
         let now = cache.calls;
-        if let Some((_, wt, last)) = cache.kept.iter_mut().find(|(id, ..)| *id == w.id()) {
-            *last = now;
-            return Ok(wt.clone());
+        if let Some(at) = cache.kept.iter().position(|(id, ..)| *id == w.id()) {
+            let last = cache.kept[at].2;
+            let used_since = cache.kept.iter().filter(|(.., l)| *l > last).count();
+            cache.in_use = cache.in_use.max(used_since + 1);
+            cache.kept[at].2 = now;
+            return Ok(cache.kept[at].1.clone());
+        }
+        if cache.let_go.contains(&w.id()) {
+            cache.in_use = cache.kept.len() + 1;
         }
         let wt = match (w.device(), w.dtype()) {
             (candle_core::Device::Cpu, candle_core::DType::F32) => transpose::<f32>(w)?,
             (candle_core::Device::Cpu, candle_core::DType::F64) => transpose::<f64>(w)?,
             _ => w.t()?.contiguous()?,
         };
-        let window = 2 * (cache.kept.len() as u64 + 1);
-        cache.kept.retain(|(.., last)| now - *last <= window);
         cache.kept.push((w.id(), wt.clone(), now));
+        let keep = cache.in_use.max(1);
+        if cache.kept.len() > keep {
+            cache.kept.sort_by_key(|(.., last)| std::cmp::Reverse(*last));
+            let gone: Vec<TensorId> = cache.kept.drain(keep..).map(|(id, ..)| id).collect();
+            cache.let_go.extend(gone);
+            let excess = cache.let_go.len().saturating_sub(LET_GO_REMEMBERED);
+            cache.let_go.drain(..excess);
+        }
         Ok(wt)
     }
+
+    /// How many transposes are kept.
+    #[cfg(test)]
+    fn kept(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).kept.len()
+    }
 }
+
+/// How many weights let go a cache remembers: more than the trials of any pack.
+const LET_GO_REMEMBERED: usize = 256;
 
 /// `wᵀ` of a CPU matrix, copied in square tiles so that both the reads and the writes stay
 /// within a few cache lines (candle's strided copy goes element by element: 2 % of an LSTM
@@ -155,7 +182,7 @@ pub fn column_sums_into<T: Real>(m: &[T], cols: usize, acc: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{Device, Tensor};
+    use candle_core::{DType, Device, Tensor};
 
     use super::Transposed;
 
@@ -168,5 +195,37 @@ mod tests {
             assert_eq!(cache.of(&w).unwrap().to_vec2::<f32>().unwrap(), want, "{rows}×{cols}");
             assert_eq!(cache.of(&w.to_dtype(candle_core::DType::F64).unwrap()).unwrap().dims(), [cols, rows]);
         }
+    }
+
+    /// A fresh weight per step for each of `trials` trials, each asked for `calls` times a step
+    /// in turn, for 300 steps: the transposes kept at the end (never more than `trials`) and how
+    /// many transposes the last 100 steps computed.
+    fn steps(trials: usize, calls: usize) -> (usize, usize) {
+        let cache = Transposed::default();
+        let (mut seen, mut transposed) = (std::collections::HashSet::new(), 0);
+        for step in 0..300 {
+            let weights: Vec<Tensor> =
+                (0..trials).map(|_| Tensor::ones((3, 2), DType::F32, &Device::Cpu).unwrap()).collect();
+            for _ in 0..calls {
+                for w in &weights {
+                    let wt = cache.of(w).unwrap();
+                    if seen.insert(wt.id()) && step >= 200 {
+                        transposed += 1;
+                    }
+                }
+            }
+            assert!(cache.kept() <= trials, "{} transposes kept for {trials} trials", cache.kept());
+        }
+        (cache.kept(), transposed)
+    }
+
+    #[test]
+    fn a_long_run_keeps_one_transpose_per_weight_in_use_and_transposes_each_once() {
+        // An op asked once a step (a batched output head) or at every time step, alone and for a
+        // pack of three.
+        assert_eq!(steps(1, 1), (1, 100));
+        assert_eq!(steps(1, 20), (1, 100));
+        assert_eq!(steps(3, 1).1, 300);
+        assert_eq!(steps(3, 20), (3, 300));
     }
 }
