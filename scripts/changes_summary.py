@@ -18,13 +18,13 @@ import sys
 
 def doctor_runs(path):
     """[(setting, passed, worst, problems)] from doctor.txt: the first run is the default
-    (no header), later ones follow a `== MEMCTL_CUDA_FUSED=...` line."""
+    (no header), later ones follow a `== MEMCTL_CUDA=...` line."""
     runs, setting, worst, problems, passed = [], "default", 0.0, [], None
     def close():
         if passed is not None:
             runs.append((setting, passed, worst, problems))
     for line in open(path, errors="replace"):
-        header = re.match(r"== MEMCTL_CUDA_FUSED=(\S*)", line)
+        header = re.match(r"== MEMCTL_CUDA=(\S*)", line)
         if header:
             close()
             setting, worst, problems, passed = header.group(1), 0.0, [], None

@@ -20,7 +20,7 @@
 #                                         # one left out alone: what each pays (~6-7 min with
 #                                         # 14 unchecked changes, at the pace of the H200 call
 #                                         # that ran it with 3 in 140 s; or in two calls:)
-#   bash scripts/gpu_measure.sh unchecked # the unchecked changes (CHANGES, default pool_keep,
+#   bash scripts/gpu_measure.sh unchecked # the changes that await a GPU (CHANGES, default
 #                                         # kanerva_address, eval_graph, prebuilt_sass, lerp, rel_read) against the default, for a call
 #                                         # that also runs a slice (~4 min): the checks with all
 #                                         # (each alone if that fails; on.txt: those that passed),
@@ -50,16 +50,16 @@ memctl_part() {
     > "$out/first_step.txt" 2>&1
   timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
   # The fused LSTM cell (kernels/lstm_cell_op.rs) is opt-in until this check passes with it.
-  { echo "== MEMCTL_CUDA_FUSED=1"; MEMCTL_CUDA_FUSED=1 timeout 120 bash .gpu/run.sh doctor --check; } >> "$out/doctor.txt" 2>&1
+  { echo "== MEMCTL_CUDA=1"; MEMCTL_CUDA=1 timeout 120 bash .gpu/run.sh doctor --check; } >> "$out/doctor.txt" 2>&1
   {
     for e in stm_a stm_b "stm_b batch=128"; do
       echo "== $e replayed"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
-      echo "== $e eager"; MEMCTL_CUDA_GRAPHS=0 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 10
+      echo "== $e eager"; MEMCTL_CUDA=-cuda_graphs timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 10
     done
     for e in stm_a stm_b; do
       echo "== $e cpu16"; timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --threads 16 --iters 10 --warmup 2
     done
-    echo "== assoc_lstm cuda fused"; MEMCTL_CUDA_FUSED=1 timeout 60 bash .gpu/run.sh bench specs/examples/assoc.mem assoc_lstm --device cuda --iters 20
+    echo "== assoc_lstm cuda fused"; MEMCTL_CUDA=1 timeout 60 bash .gpu/run.sh bench specs/examples/assoc.mem assoc_lstm --device cuda --iters 20
     for x in "${models[@]}"; do
       echo "== $x cuda"; timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
       echo "== $x cpu16"; timeout 60 bash .gpu/run.sh bench $x --threads 16 --iters 10 --warmup 2
@@ -90,7 +90,7 @@ torch_part() {
 
 # The figures a development session needs first, in one device call (about 5 minutes): is every
 # kernel right (the fused ones too), what does STM's captured step hold, what do the fused
-# kernels gain (MEMCTL_CUDA_FUSED=0: none, unset: the checked ones, 1: all), and where memctl
+# kernels gain (MEMCTL_CUDA=0: none, unset: the checked ones, 1: all), and where memctl
 # stands against torch.compile on the same machine.
 quick_part() {
   quick_checks
@@ -104,32 +104,32 @@ quick_part() {
   } > "$out/torch.txt" 2>&1
 }
 
-# The changes `doctor` lists as unchecked (kernels::fused), read from doctor.txt.
+# The switches `doctor` lists as waiting for a GPU measurement (kernels::switches), read from doctor.txt.
 unchecked_changes() {
-  sed -n 's/.*off: //p' "$out/doctor.txt" | head -1 | tr ',' '\n' | sed -n 's/^ *\([a-z_0-9]*\) (unchecked)$/\1/p'
+  sed -n 's/^ *\([a-z_0-9]*\) waits for a GPU measurement:.*/\1/p' "$out/doctor.txt" | sort -u
 }
 
 quick_checks() {
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
   {
     timeout 120 bash .gpu/run.sh doctor --check
-    echo "== MEMCTL_CUDA_FUSED=1"; MEMCTL_CUDA_FUSED=1 timeout 120 bash .gpu/run.sh doctor --check
+    echo "== MEMCTL_CUDA=1"; MEMCTL_CUDA=1 timeout 120 bash .gpu/run.sh doctor --check
   } > "$out/doctor.txt" 2>&1
   # Each unchecked change on its own (doctor lists them), so that a failure names its cause.
   for name in $(unchecked_changes); do
-    echo "== MEMCTL_CUDA_FUSED=$name"; MEMCTL_CUDA_FUSED=$name timeout 120 bash .gpu/run.sh doctor --check
+    echo "== MEMCTL_CUDA=$name"; MEMCTL_CUDA=$name timeout 120 bash .gpu/run.sh doctor --check
   done >> "$out/doctor.txt" 2>&1
 }
 
 quick_steps() {
   {
-    echo "== stm_a graph profile, MEMCTL_CUDA_FUSED=1"
-    MEMCTL_CUDA_FUSED=1 MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
+    echo "== stm_a graph profile, MEMCTL_CUDA=1"
+    MEMCTL_CUDA=1,graph_profile timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
     for fused in 0 default 1; do
       for x in "specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "${models[@]}"; do
         echo "== $x cuda fused=$fused"
         if [ "$fused" = default ]; then timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
-        else MEMCTL_CUDA_FUSED=$fused timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20; fi
+        else MEMCTL_CUDA=$fused timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20; fi
       done
     done
   } > "$out/steps.txt" 2>&1
@@ -137,12 +137,12 @@ quick_steps() {
 
 # The changes on by default (kernels::fused), read from doctor.txt's first run.
 checked_changes() {
-  sed -n 's/.*CUDA changes on: \(.*\); off:.*/\1/p' "$out/doctor.txt" | head -1 | tr ',' '\n' \
-    | sed -n 's/^ *\([a-z_0-9]*\)$/\1/p'
+  sed -n 's/^ *MEMCTL_CUDA ([^)]*) on: //p' "$out/doctor.txt" | head -1 | tr ',' '\n' \
+    | sed -n 's/^ *\([a-z_0-9]*\)$/\1/p' | grep -vx cuda_graphs
 }
 
 # STM A and B with each unchecked change added alone, and each checked one left out alone
-# (MEMCTL_CUDA_FUSED=-name).
+# (MEMCTL_CUDA=-name).
 each_change_steps() {
   # An unchecked change is timed on NAM-TM and LSAM too (head_move and narrow_grads are theirs).
   local nam=("specs/examples/nam_algorithmic.mem add_lsam" "specs/examples/nam_algorithmic.mem add_namtm")
@@ -167,14 +167,14 @@ each_change_steps() {
     esac
     for x in "${runs[@]}"; do
       echo "== $x cuda fused=$setting"
-      MEMCTL_CUDA_FUSED=$setting timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+      MEMCTL_CUDA=$setting timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
     done
   done >> "$out/steps.txt" 2>&1
   # cuBLAS with a 16 KiB workspace (8 of them): too small for most split-K products, whose
   # reduction kernels are 419 of config A's captured nodes. An experiment, not a setting memctl uses.
   for e in stm_a stm_b; do
     echo "== specs/bench/stm.mem $e cuda CUBLAS_WORKSPACE_CONFIG=:16:8"
-    CUBLAS_WORKSPACE_CONFIG=:16:8 MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20 \
+    CUBLAS_WORKSPACE_CONFIG=:16:8 MEMCTL_CUDA=graph_profile timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 20 \
       | grep -i "splitK\|median_ms\|nodes"
   done >> "$out/steps.txt" 2>&1
 }
@@ -183,11 +183,11 @@ quick_sweeps() {
   {
     for fused in default 1; do
       rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, jobs=default, fused=$fused"
-      [ "$fused" = 1 ] && export MEMCTL_CUDA_FUSED=1
+      [ "$fused" = 1 ] && export MEMCTL_CUDA=1
       time timeout 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
         seed=1..16 steps=100 --device cuda --quiet 2>&1 | grep -v "^\[\|^✓"
     done
-    unset MEMCTL_CUDA_FUSED
+    unset MEMCTL_CUDA
     echo "== first step from process start"
     time timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 1 --warmup 0
   } > "$out/sweeps.txt" 2>&1
@@ -198,15 +198,15 @@ quick_sweeps() {
 # costs the ones after it, not the memctl figures before it.
 table_part() {
   local start=$SECONDS
-  # The checks by default, with every change, and with each unchecked one alone (today
-  # `pool_keep`, the memory pool kept), so this call can turn one on.
+  # The checks by default, with every change, and with each one that awaits a GPU alone, so
+  # this call can turn one on.
   quick_checks
   {
     for e in stm_a stm_b "stm_b batch=128"; do
       for fused in default 1 $(unchecked_changes); do
         echo "== specs/bench/stm.mem $e cuda fused=$fused"
         if [ "$fused" = default ]; then timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30
-        else MEMCTL_CUDA_FUSED=$fused timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30; fi
+        else MEMCTL_CUDA=$fused timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem $e --device cuda --iters 30; fi
       done
     done
     for x in "${models[@]}"; do
@@ -229,11 +229,10 @@ table_part() {
 
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
-# names them (default: the six still opt-in: pool_keep and kanerva_address, which passed on
-# 2026-11-27 but did not pay then, and eval_graph, prebuilt_sass, lerp and rel_read, new since). Step times in
+# names them (default: the five that await a GPU measurement, `memctl doctor` lists them). Step times in
 # two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-pool_keep kanerva_address eval_graph prebuilt_sass lerp rel_read})
+  local changes=(${CHANGES:-kanerva_address eval_graph prebuilt_sass lerp rel_read})
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -242,13 +241,13 @@ unchecked_part() {
   local passed=()
   {
     timeout 120 bash .gpu/run.sh doctor --check
-    echo "== MEMCTL_CUDA_FUSED=$all"
-    if MEMCTL_CUDA_FUSED=$all timeout 120 bash .gpu/run.sh doctor --check; then
+    echo "== MEMCTL_CUDA=$all"
+    if MEMCTL_CUDA=$all timeout 120 bash .gpu/run.sh doctor --check; then
       passed=("${changes[@]}")
     else
       for fused in "${changes[@]}"; do
-        echo "== MEMCTL_CUDA_FUSED=$fused"
-        MEMCTL_CUDA_FUSED=$fused timeout 120 bash .gpu/run.sh doctor --check && passed+=("$fused")
+        echo "== MEMCTL_CUDA=$fused"
+        MEMCTL_CUDA=$fused timeout 120 bash .gpu/run.sh doctor --check && passed+=("$fused")
       done
     fi
   } > "$out/doctor.txt" 2>&1
@@ -265,9 +264,8 @@ unchecked_part() {
     for change in "${changes[@]}"; do
       local runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "specs/bench/stm.mem stm_b batch=128")
       case "$change" in
-        # The pool acts on eager work (evaluation, the first step), eval_graph on evaluation:
-        # eval.txt below.
-        pool_keep | eval_graph) runs=() ;;
+        # eval_graph acts on evaluation: eval.txt below.
+        eval_graph) runs=() ;;
         # Loading the kernels' SASS acts on a process's first launches: cold.txt below.
         prebuilt_sass) runs=() ;;
         # The models that embed tokens: NAM's, and SAM Table 1's STM.
@@ -282,7 +280,7 @@ unchecked_part() {
         for x in "${runs[@]}"; do
           for fused in default "$change"; do
             echo "== $x cuda fused=$fused round=$round"
-            MEMCTL_CUDA_FUSED=$([ "$fused" = default ] || echo "$fused") timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
+            MEMCTL_CUDA=$([ "$fused" = default ] || echo "$fused") timeout 60 bash .gpu/run.sh bench $x --device cuda --iters 20
           done
         done
       done
@@ -290,7 +288,7 @@ unchecked_part() {
     # PKM with every change at once (kanerva_address and lerp act on it together).
     for round in 1 2; do
       echo "== specs/examples/pattern_completion.mem pc_pkm k=4 cuda fused=$all round=$round"
-      MEMCTL_CUDA_FUSED=$all timeout 60 bash .gpu/run.sh bench specs/examples/pattern_completion.mem pc_pkm k=4 \
+      MEMCTL_CUDA=$all timeout 60 bash .gpu/run.sh bench specs/examples/pattern_completion.mem pc_pkm k=4 \
         --device cuda --iters 20
     done
   } > "$out/steps.txt" 2>&1
@@ -301,7 +299,7 @@ unchecked_part() {
   {
     for fused in default "$all"; do
       echo "== eval ${table1[*]} alone fused=$fused"
-      MEMCTL_CUDA_FUSED=$([ "$fused" = default ] || echo "$fused") timeout 120 bash .gpu/run.sh bench "${table1[@]}" \
+      MEMCTL_CUDA=$([ "$fused" = default ] || echo "$fused") timeout 120 bash .gpu/run.sh bench "${table1[@]}" \
         --device cuda --iters 5 --eval 3
     done
   } > "$out/eval.txt" 2>&1
@@ -314,9 +312,9 @@ unchecked_part() {
       for fused in default prebuilt_sass; do
         local f; f=$([ "$fused" = default ] || echo "$fused")
         echo "== cold doctor fused=$fused"
-        CUDA_CACHE_DISABLE=1 MEMCTL_CUDA_FUSED=$f timeout 120 bash .gpu/run.sh doctor | grep -E "cuda|modules"
+        CUDA_CACHE_DISABLE=1 MEMCTL_CUDA=$f timeout 120 bash .gpu/run.sh doctor | grep -E "cuda|modules"
         echo "== cold stm_a first step fused=$fused"
-        time CUDA_CACHE_DISABLE=1 MEMCTL_CUDA_FUSED=$f timeout 120 bash .gpu/run.sh bench specs/bench/stm.mem stm_a \
+        time CUDA_CACHE_DISABLE=1 MEMCTL_CUDA=$f timeout 120 bash .gpu/run.sh bench specs/bench/stm.mem stm_a \
           --device cuda --iters 1 --warmup 0
       done
     } > "$out/cold.txt" 2>&1
@@ -327,7 +325,7 @@ unchecked_part() {
   # it into .gpu/ after pack.sh; seconds to run).
   {
     echo "== stm_a graph profile"
-    MEMCTL_CUDA_GRAPH_PROFILE=1 timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
+    MEMCTL_CUDA=graph_profile timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 3
     if [ -x .gpu/graph_mem_nodes ]; then
       echo "== graph_mem_nodes 5000 50"; timeout 60 .gpu/graph_mem_nodes 5000 50
     else

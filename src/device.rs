@@ -1,6 +1,8 @@
 //! Device selection: `cpu` (default) or `cuda[:N]`, the latter only in a build with the
 //! `cuda` feature. Everything else in memctl is device-generic.
 
+pub mod tuning;
+
 use candle_core::Device;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,29 +64,14 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     // trials, so the events only cost time (and cannot be recorded into a CUDA graph).
     // SAFETY: no tensor is used on a stream other than the one that allocated it.
     unsafe { device.as_cuda_device().map_err(open_error)?.disable_event_tracking() };
-    // TF32 tensor cores for f32 products only when asked: they round the products' inputs to
-    // 10 mantissa bits, and memctl's products are too small to gain from them
-    // (docs/performance.md, "TF32").
-    if std::env::var("MEMCTL_TF32").is_ok_and(|v| v == "1") {
-        candle_core::cuda::set_gemm_reduced_precision_f32(true);
-    }
-    // candle's float sums with few outputs split over many blocks (the vendored candle-core's
-    // change, vendor/README.md), where `MEMCTL_CUDA_FUSED` admits it (kernels::fused).
-    candle_core::cuda_backend::set_split_sums(crate::kernels::fused::cuda_uses(crate::kernels::fused::SPLIT_SUMS));
-    // Kernel modules from their SASS where the card takes it, likewise (before any launch).
-    candle_core::cuda_backend::set_prebuilt_sass(crate::kernels::fused::cuda_uses(
-        crate::kernels::fused::PREBUILT_SASS,
-    ));
-    // The device's memory pool keeps what it frees, where `MEMCTL_CUDA_FUSED` admits it.
-    if crate::kernels::fused::cuda_uses(crate::kernels::fused::POOL_KEEP) {
-        keep_freed_memory(ordinal).map_err(|e| open_error(candle_core::Error::wrap(e)))?;
-    }
-    // A slice's backward as a fill and one copy (the vendored candle-core's change), likewise.
-    candle_core::backprop::set_lean_narrow_grads(crate::kernels::fused::cuda_uses(crate::kernels::fused::NARROW_GRADS));
-    // No gradient for an operand that needs none (a batch's inputs), likewise.
-    candle_core::backprop::set_skip_untracked_grads(crate::kernels::fused::cuda_uses(
-        crate::kernels::fused::UNTRACKED_GRADS,
-    ));
+    // The changes to the vendored candle-core and the options, as their switches say
+    // (`tuning`; before any launch).
+    let on = crate::kernels::switches::on_cuda;
+    candle_core::cuda::set_gemm_reduced_precision_f32(on(tuning::TF32));
+    candle_core::cuda_backend::set_split_sums(on(tuning::SPLIT_SUMS));
+    candle_core::cuda_backend::set_prebuilt_sass(on(tuning::PREBUILT_SASS));
+    candle_core::backprop::set_lean_narrow_grads(on(tuning::NARROW_GRADS));
+    candle_core::backprop::set_skip_untracked_grads(on(tuning::UNTRACKED_GRADS));
     Ok(device)
 }
 
@@ -101,19 +88,6 @@ fn default_pool(
     result::init()?;
     // SAFETY: the device handle comes from `device::get`.
     unsafe { result::device::get_default_mem_pool(result::device::get(ordinal as i32)?) }
-}
-
-/// Raises the default pool's release threshold from 0 (the driver takes every idle byte back
-/// at each synchronisation, so the next allocations map memory again) to the maximum: the pool
-/// keeps what it has held until the process ends, as PyTorch's caching allocator does.
-#[cfg(feature = "cuda")]
-fn keep_freed_memory(ordinal: usize) -> Result<(), candle_core::cuda_backend::cudarc::driver::DriverError> {
-    use candle_core::cuda_backend::cudarc::driver::{result, sys};
-    let pool = default_pool(ordinal)?;
-    let mut threshold = u64::MAX;
-    let attribute = sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
-    // SAFETY: a valid pool; the release threshold is a u64.
-    unsafe { result::mem_pool::set_attribute(pool, attribute, (&raw mut threshold).cast()) }
 }
 
 /// Bytes the device's default pool holds that no allocation uses: memory this process's next
@@ -182,7 +156,7 @@ pub struct Tried {
 
 /// How this process loaded its CUDA kernel modules so far: `(from SASS, from PTX)`. A module
 /// from PTX is compiled by the driver at its first load, or taken from the driver's cache
-/// (`kernels::fused::PREBUILT_SASS`). `(0, 0)` without CUDA.
+/// (`device::tuning::PREBUILT_SASS`). `(0, 0)` without CUDA.
 pub fn kernel_module_loads() -> (usize, usize) {
     #[cfg(feature = "cuda")]
     return candle_core::cuda_backend::module_loads();

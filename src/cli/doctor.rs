@@ -54,8 +54,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         },
         Err(e) => println!("  cuda: {e}"),
     }
-    if cfg!(feature = "cuda") {
-        println!("  {}", cuda_changes());
+    println!("cuda switches (MEMCTL_CUDA=name,-name; 0: all off, 1: every kernel and change on):");
+    for line in cuda_switches() {
+        println!("  {line}");
     }
     println!("threads:");
     for var in ["CANDLE_NUM_THREADS", "RAYON_NUM_THREADS"] {
@@ -136,10 +137,9 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         }
     }
     if matches!(device, candle_core::Device::Cuda(_)) {
-        // Which of memctl's changes to CUDA ran (kernels::fused: the checked ones by default,
-        // others as MEMCTL_CUDA_FUSED asks), and which kernels the check launched, so that a
-        // pass says what it covered.
-        println!("  {}; kernel {}", cuda_changes(), module_loads());
+        // Which switches were on (as MEMCTL_CUDA asks) and which kernels the check launched, so
+        // that a pass says what it covered.
+        println!("  {}; kernel {}", cuda_switches()[0], module_loads());
         let launches = crate::kernels::fused::device_launches();
         if launches.is_empty() {
             println!("  memctl's fused kernels: none launched");
@@ -152,17 +152,32 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// Which of memctl's changes to CUDA run here and which do not (`kernels::fused`, by
-/// `MEMCTL_CUDA_FUSED`), each not yet checked on a GPU marked so.
-fn cuda_changes() -> String {
-    use crate::kernels::fused::{ALL, OnCuda, cuda_uses};
-    let (on, off): (Vec<_>, Vec<_>) = ALL.into_iter().partition(|op| cuda_uses(*op));
-    let names = |ops: &[OnCuda]| {
-        let listed: Vec<String> =
-            ops.iter().map(|op| format!("{}{}", op.name, if op.checked { "" } else { " (unchecked)" })).collect();
-        if listed.is_empty() { "none".to_string() } else { listed.join(", ") }
+/// memctl's switches on CUDA (`kernels::switches`) as `MEMCTL_CUDA` sets them: which are on
+/// and which off, what each one still off waits for, and names the variable has that no switch
+/// has.
+fn cuda_switches() -> Vec<String> {
+    use crate::kernels::switches::{self, Standing, VARIABLE};
+    let all = switches::all();
+    let list = |on: bool| {
+        let names: Vec<&str> = all.iter().filter(|s| switches::on_cuda(**s) == on).map(|s| s.name).collect();
+        if names.is_empty() { "none".to_string() } else { names.join(", ") }
     };
-    format!("memctl's CUDA changes on: {}; off: {}", names(&on), names(&off))
+    let setting = std::env::var(VARIABLE).unwrap_or_else(|_| "unset".into());
+    let mut lines = vec![format!("{VARIABLE} ({setting}) on: {}", list(true)), format!("off: {}", list(false))];
+    for s in &all {
+        match s.standing {
+            Standing::AwaitsGpu(measurement) => {
+                lines.push(format!("{} waits for a GPU measurement: {measurement}", s.name))
+            }
+            Standing::Option => lines.push(format!("{} is an option, on only when named", s.name)),
+            Standing::On => {}
+        }
+    }
+    let unknown = switches::unknown_names();
+    if !unknown.is_empty() {
+        lines.push(format!("no switch is named {} (misspelt?)", unknown.join(", ")));
+    }
+    lines
 }
 
 /// How the CUDA kernel modules loaded so far came: from the SASS built for the card, or from

@@ -139,9 +139,10 @@ impl Cell {
     ) -> Result<Vec<Vec<Tensor>>> {
         let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(self.graph.nodes.len());
         let tape_kernels = runs_tape_kernels(x, weights);
-        // Gated writes as one op on candle's path (`lerp`), where kernels::fused has it.
-        let gated =
-            !tape_kernels && self.gated_writes.any() && crate::kernels::fused::used_for(x, crate::kernels::fused::LERP);
+        // Gated writes as one op on candle's path (`lerp`), where its switch has it.
+        let gated = !tape_kernels
+            && self.gated_writes.any()
+            && crate::kernels::switches::used_for(x, crate::kernels::lerp_op::LERP);
         for (i, node) in self.graph.nodes.iter().enumerate() {
             if !runs(i) || (gated && self.gated_writes.deferred(i)) {
                 values.push(vec![]);
@@ -182,11 +183,12 @@ impl Cell {
     /// its own alias of the weights (`Tensor::share_as_var`, no copy): the backward then keeps
     /// each step's gradient of a weight apart instead of adding it to the others' (on a GPU a
     /// kernel per weight per step), and [`StepWeights::gradients`] sums them in one pass.
-    /// On CUDA as `kernels::fused::STEP_GRADS` has it; otherwise the steps share the weights.
+    /// On CUDA as `kernels::sum_parts_op::STEP_GRADS` has it; otherwise the steps share the weights.
     pub fn run_for_gradients(&self, inputs: &Tensor, scored: &[usize]) -> Result<(Tensor, StepWeights)> {
         let base = self.weights(true);
-        let aliased =
-            base.first().is_some_and(|w| crate::kernels::fused::used_for(w, crate::kernels::fused::STEP_GRADS));
+        let aliased = base
+            .first()
+            .is_some_and(|w| crate::kernels::switches::used_for(w, crate::kernels::sum_parts_op::STEP_GRADS));
         let mut steps = vec![];
         let out = self.run_with(&base, inputs, scored, |_| {
             if !aliased {
@@ -210,7 +212,7 @@ impl Cell {
     ) -> Result<Tensor> {
         let stacked_bytes = self.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
         let batched = stacked_bytes <= head::STACK_LIMIT
-            && crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::BATCHED_HEAD);
+            && crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::BATCHED_HEAD);
         let hoisted = self.hoisted_values(weights, inputs, scored)?;
         match batched {
             true => self.run_batching_head(weights, inputs, scored, &hoisted, step_weights),
@@ -219,9 +221,10 @@ impl Cell {
     }
 
     /// The input's nodes run once over the time steps up to the last scored one, where
-    /// `kernels::fused::HOISTED_INPUTS` has it (`hoist`).
+    /// `device::tuning::HOISTED_INPUTS` has it (`hoist`).
     fn hoisted_values(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<HoistedValues> {
-        let on = crate::kernels::fused::used_on(inputs.device(), self.dtype(), crate::kernels::fused::HOISTED_INPUTS);
+        let on =
+            crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::HOISTED_INPUTS);
         let Some(&last) = scored.iter().max() else { return Ok(HoistedValues::none()) };
         let bytes = self.input_nodes.elements * (last + 1) * inputs.dim(1)? * self.dtype().size_in_bytes();
         if !on || !self.input_nodes.any() || bytes > hoist::HOIST_LIMIT {

@@ -11,7 +11,7 @@ use super::launch_shape::LaunchShape;
 
 /// One of memctl's kernel modules: its PTX, and its SASS (a cubin `build.rs` compiles from the
 /// PTX for the card it targets), which candle's device loads instead where memctl asks
-/// (`kernels::fused`'s `prebuilt_sass`) and the card takes it.
+/// (`device::tuning::PREBUILT_SASS`) and the card takes it.
 pub struct Module {
     name: &'static str,
     ptx: &'static str,

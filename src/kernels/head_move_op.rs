@@ -13,16 +13,25 @@
 //! Written with candle ops (two rolls, each two slices and a concatenation, four slices of the
 //! moves, four products and three sums) this is about a dozen kernels forward and some thirty
 //! backward, twice per NAM-TM time step; here it is one kernel each way
-//! (`src/kernels/cuda/head_move.cu`). Where it runs is `kernels::fused`'s rule
-//! ([`fused::HEAD_MOVE`](super::fused::HEAD_MOVE)).
+//! (`src/kernels/cuda/head_move.cu`). Where it runs is its switch's rule (`kernels::switches`)
+//! ([`HEAD_MOVE`](HEAD_MOVE)).
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
+use super::switches::Switch;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// NAM-TM 30.24 → 25.22 ms a step (H100, 2026-11-26).
+pub const HEAD_MOVE: Switch = Switch::on("head_move");
+inventory::submit! { HEAD_MOVE }
+
+/// The backward a warp per row: NAM-TM's example 12.24 → 10.26 ms a step (H100, 2026-11-27).
+pub const HEAD_MOVE_WARPS: Switch = Switch::on("head_move_warps");
+inventory::submit! { HEAD_MOVE_WARPS }
 
 /// The next position (`[.., L]`) from the position `pos` (`[.., L]`), the moves (`[.., 3]` or
 /// `[.., 4]`) and, with four moves, the jump position (`[.., L]`).
@@ -292,7 +301,7 @@ impl CustomOp3 for MoveBackward {
         let (rows, len, n_moves, count) = self.geometry(l1, l2, l3, jump.map(|(_, l)| l))?;
         // Without JUMP the kernel's jump operand is never read: the position stands in.
         let operands = [(s1, l1), (s2, l2), (s3, l3), jump.unwrap_or((s1, l1))];
-        let kernel = match super::fused::cuda_uses(super::fused::HEAD_MOVE_WARPS) {
+        let kernel = match super::switches::on_cuda(HEAD_MOVE_WARPS) {
             true => "head_move_bwd_warps",
             false => "head_move_bwd",
         };

@@ -21,7 +21,7 @@ pub struct Address {
 
 /// [`Address`] of `r: [B or 1, k, c, m]` by `z: [B or 1, c]` with the noises `eta` (as the
 /// primitive takes them, `[B or 1, k or 1]`), broadcast to `batch`: one fused op where
-/// [`KANERVA_ADDRESS`](super::fused::KANERVA_ADDRESS) has it (`kanerva_address_op`), else candle's.
+/// [`KANERVA_ADDRESS`](super::kanerva_address_op::KANERVA_ADDRESS) has it (`kanerva_address_op`), else candle's.
 pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, k: usize, batch: usize, lambda: f64) -> Result<Address> {
     let (_, k_r, c, m) = r.dims4()?;
     let r = r.broadcast_as((batch, k_r, c, m))?.contiguous()?;

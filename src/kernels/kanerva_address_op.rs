@@ -9,7 +9,7 @@
 //! machine, the solves in f64 as on the CPU, then a small kernel that sums over the machines),
 //! and the CPU's computation is the tape's own
 //! (`kanerva_manual::address`, `mix` and `address_backward`). Where it runs is
-//! `kernels::fused`'s rule ([`fused::KANERVA_ADDRESS`](super::fused::KANERVA_ADDRESS)).
+//! its switch's rule (`kernels::switches`) ([`KANERVA_ADDRESS`](KANERVA_ADDRESS)).
 //!
 //! The code and the noises travel packed, a row per batch element: `[z (c) | η (k)]`; the two
 //! outputs come out as one flat buffer, `[w | μ]`, which the caller views as two tensors.
@@ -20,21 +20,29 @@ use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
 use super::kanerva_manual::{Addressed, Machines, address_backward, mix};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
+use super::switches::Switch;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// Off until measured on a GPU (the standing says what the measurement is).
+pub const KANERVA_ADDRESS: Switch = Switch::awaits_gpu(
+    "kanerva_address",
+    "PKM's step (k = 4) with and without it; the first form was slower, 2.77 → 3.12 ms (H100, 2026-11-27)",
+);
+inventory::submit! { KANERVA_ADDRESS }
 
 /// How errors name the op.
 const WHAT: &str = "the fused Kanerva addressing";
 
 /// Whether [`address`] runs as one fused op for machines of `c × m` (`k` of them) in a batch
-/// of `batch` on `r`'s device: where `kernels::fused` runs it and, on CUDA, where a block's
+/// of `batch` on `r`'s device: where its switch runs it and, on CUDA, where a block's
 /// shared memory holds its work and the kernels' ints index their buffers.
 pub fn fused_for(r: &Tensor, batch: usize, k: usize, c: usize, m: usize) -> bool {
     let fits = shared_bytes(c, m) <= BLOCK_SHARED_BYTES
         && i32::try_from(batch * k * c * m + batch * (c + k)).is_ok()
         && i32::try_from(parts_len(true, batch, k, c)).is_ok()
         && u32::try_from(batch * k).is_ok();
-    super::fused::used_for(r, super::fused::KANERVA_ADDRESS) && (r.device().is_cpu() || fits)
+    super::switches::used_for(r, KANERVA_ADDRESS) && (r.device().is_cpu() || fits)
 }
 
 /// The weights `w: [B, k, m, 1]` and the readout `μ: [B, c]` of the means `r: [B, k, c, m]`

@@ -2,7 +2,7 @@
 //!
 //! candle's fused `layer_norm` and the `LayerNorm` module on contiguous input produce no
 //! gradient (measured with candle 0.11), so memctl never uses them: where memctl's fused ops
-//! run (`kernels::fused`) this is `layer_norm_op`, one op with its own backward; elsewhere it
+//! run (`kernels::switches`) this is `layer_norm_op`, one op with its own backward; elsewhere it
 //! is written out as candle ops ([`reference`]).
 
 use candle_core::{D, Result, Tensor};
@@ -12,7 +12,7 @@ pub const EPS: f64 = 1e-5;
 
 /// `(x - mean) / sqrt(var + eps) * w + b` over the last axis (biased variance, as PyTorch).
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    if super::fused::used_for(x, super::fused::LAYER_NORM) {
+    if super::switches::used_for(x, super::layer_norm_op::LAYER_NORM) {
         super::layer_norm_op::layer_norm(x, w, b)
     } else {
         reference(x, w, b)

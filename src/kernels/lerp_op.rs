@@ -6,16 +6,21 @@
 //! GPU some six kernels with their allocations for each of PKM's two gated states at every
 //! time step. Here it is one kernel each way (`src/kernels/cuda/lerp.cu`); the weights' own
 //! gradient, where they need one (PKM's come from the input and need none), is candle's ops.
-//! `compile::lerp` finds the pattern in a model's graph; where it runs is `kernels::fused`'s rule
-//! ([`fused::LERP`](super::fused::LERP)).
+//! `compile::lerp` finds the pattern in a model's graph; where it runs is its switch's rule (`kernels::switches`)
+//! ([`LERP`](LERP)).
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 
 use super::fused::{RealKernel, run_cpu};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
+use super::switches::Switch;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// Off until measured on a GPU (the standing says what the measurement is).
+pub const LERP: Switch = Switch::awaits_gpu("lerp", "PKM's step with and without it, after `doctor --check` with it");
+inventory::submit! { LERP }
 
 /// How errors name the op.
 const WHAT: &str = "the fused gated write";

@@ -42,5 +42,6 @@ pub mod scale_op;
 pub mod softmax_op;
 pub mod spd_solve;
 pub mod sum_parts_op;
+pub mod switches;
 pub mod view;
 pub mod width;

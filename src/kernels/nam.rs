@@ -22,9 +22,9 @@ pub const EPS: f64 = 1e-12;
 /// PyTorch's finite gradient (`1/eps` per element, from `x / eps`) instead of the NaN that
 /// differentiating `sqrt` at 0 would give.
 ///
-/// One fused op where `kernels::fused` runs it (`fused::L2_NORMALIZE`), else candle's ops.
+/// One fused op where its switch runs it (`super::l2_normalize_op::L2_NORMALIZE`), else candle's ops.
 pub fn l2_normalize(x: &Tensor) -> Result<Tensor> {
-    if super::fused::used_for(x, super::fused::L2_NORMALIZE) {
+    if super::switches::used_for(x, super::l2_normalize_op::L2_NORMALIZE) {
         return super::l2_normalize_op::l2_normalize(x);
     }
     l2_normalize_with_candle_ops(x)
@@ -61,23 +61,23 @@ pub fn batch_of(ts: &[&Tensor]) -> Result<usize> {
 /// `m: [N.., dv, dk]`, `k: [N.., dk]` (already unit), `v: [N.., dv]`; `pw`, `pe`: `[N..]` or
 /// anything that broadcasts against it (e.g. batch 1). `m` and `k` must share the leading axes.
 ///
-/// One fused op where `kernels::fused` runs it (`fused::NAM_WRITE`), else candle's ops.
+/// One fused op where its switch runs it (`super::nam_write_op::NAM_WRITE`), else candle's ops.
 pub fn write(m: &Tensor, k: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
-    if fused_write_runs(m, Orientation::Matrix, super::fused::NAM_WRITE) {
+    if fused_write_runs(m, Orientation::Matrix, super::nam_write_op::NAM_WRITE) {
         return super::nam_write_op::write(Orientation::Matrix, m, k, v, pw, pe);
     }
     write_with_candle_ops(m, k, v, pw, pe)
 }
 
 /// Whether the fused write (`kernels::nam_write_op`) runs on `memory` (`[.., rows, cols]`):
-/// as `kernels::fused` says, and on CUDA only where its backward's shared memory fits a block.
-fn fused_write_runs(memory: &Tensor, orientation: Orientation, op: super::fused::OnCuda) -> bool {
+/// as its switch says, and on CUDA only where its backward's shared memory fits a block.
+fn fused_write_runs(memory: &Tensor, orientation: Orientation, op: super::switches::Switch) -> bool {
     let (rows, cols) = match memory.dims() {
         [.., rows, cols] => (*rows, *cols),
         _ => return false,
     };
     let fits = memory.device().is_cpu() || super::nam_write_op::fits_a_block(orientation, rows, cols);
-    super::fused::used_for(memory, op) && fits
+    super::switches::used_for(memory, op) && fits
 }
 
 /// [`write`] in candle's ops.
@@ -101,9 +101,9 @@ pub fn read(m: &Tensor, q: &Tensor, pr: &Tensor) -> Result<Tensor> {
 
 /// WR on a tape (NAM §3.3): `T + p ⊗ (pw v − pe Tᵀ p)`.
 /// `t: [N.., L, d]`, `p: [N.., L]`, `v: [N.., d]`, `pw`, `pe`: `[N..]` (broadcastable).
-/// One fused op where `kernels::fused` runs it (`fused::TAPE_WRITE`), else candle's ops.
+/// One fused op where its switch runs it (`super::nam_write_op::TAPE_WRITE`), else candle's ops.
 pub fn tape_write(t: &Tensor, p: &Tensor, v: &Tensor, pw: &Tensor, pe: &Tensor) -> Result<Tensor> {
-    if fused_write_runs(t, Orientation::Tape, super::fused::TAPE_WRITE) {
+    if fused_write_runs(t, Orientation::Tape, super::nam_write_op::TAPE_WRITE) {
         return super::nam_write_op::write(Orientation::Tape, t, p, v, pw, pe);
     }
     tape_write_with_candle_ops(t, p, v, pw, pe)

@@ -7,15 +7,21 @@
 //! `b`: some ten kernels a time step. Here it is one kernel forward and two backward
 //! (`src/kernels/cuda/rel_read.cu`: the memory's gradient with `gu = Mr g`, then the gradients
 //! of `c` and `b` from `gu`). The CPU computation is the tape's (`prims::rel_read`), loop for
-//! loop. Where it runs is `kernels::fused`'s rule ([`fused::REL_READ`](super::fused::REL_READ)).
+//! loop. Where it runs is its switch's rule (`kernels::switches`) ([`REL_READ`](REL_READ)).
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 
 use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
+use super::switches::Switch;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// Off until measured on a GPU (the standing says what the measurement is).
+pub const REL_READ: Switch =
+    Switch::awaits_gpu("rel_read", "STM's step with and without it, after `doctor --check` with it");
+inventory::submit! { REL_READ }
 
 /// How errors name the op.
 const WHAT: &str = "the fused relational read";

@@ -8,7 +8,7 @@
 //! besides three strided products of 48 µs each (Nsight Compute, 2026-11-26). Here the forward is one kernel, and the backward one kernel that writes `d x = α g`
 //! and, per block of the launch, a partial sum of `g ⊙ x`; candle sums the partial sums.
 //!
-//! Where it runs is `kernels::fused`'s rule (the CPU always; on CUDA by its standing there, `fused::SCALE`); the CUDA
+//! Where it runs is its switch's rule (`kernels::switches`: the CPU always; on CUDA by its standing, `SCALE`); the CUDA
 //! kernels are `src/kernels/cuda/scale.cu`.
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
@@ -16,8 +16,13 @@ use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tenso
 use super::fused::{RealKernel, run_cpu};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
+use super::switches::Switch;
 #[cfg(feature = "cuda")]
 use candle_core::CudaStorage;
+
+/// STM B 30.70 → 24.52 ms a step (H200, 2026-11-26).
+pub const SCALE: Switch = Switch::on("scale");
+inventory::submit! { SCALE }
 
 /// How many partial sums the backward writes for `n` elements (its blocks).
 fn partials(n: usize) -> usize {
@@ -29,7 +34,7 @@ fn partials(n: usize) -> usize {
 /// (`kernels::broadcast::align`).
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
-    if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && super::fused::used_for(x, super::fused::SCALE) {
+    if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && super::switches::used_for(x, SCALE) {
         return x.contiguous()?.apply_op2(&alpha.contiguous()?, Scale::Forward);
     }
     a.broadcast_mul(b)

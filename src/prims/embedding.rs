@@ -34,11 +34,11 @@ impl Op for EmbeddingOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [ids] = op::inputs("embedding", inputs)?;
         let table = self.table.of(params);
-        // Training on CUDA, as `kernels::fused::ONE_HOT_EMBEDDING` has it.
+        // Training on CUDA, as `device::tuning::ONE_HOT_EMBEDDING` has it.
         let one_hot = table.device().is_cuda()
             && table.track_op()
             && table.dim(0)? <= ONE_HOT_VOCABULARY
-            && crate::kernels::fused::used_for(table, crate::kernels::fused::ONE_HOT_EMBEDDING);
+            && crate::kernels::switches::used_for(table, crate::device::tuning::ONE_HOT_EMBEDDING);
         Ok(vec![if one_hot { one_hot_lookup(table, ids)? } else { table.index_select(ids, 0)? }])
     }
 
@@ -54,7 +54,7 @@ const ONE_HOT_VOCABULARY: usize = 1024;
 /// `table[ids]` (rows of `table: [V, size]`, `ids` of any shape → `[..ids, size]`) as
 /// `onehot(ids) · table`. Each row is one product with 1 and sums of products with 0, so the
 /// same values (for finite tables); the table's gradient is then one product, `onehot(ids)ᵀ ·
-/// g`, instead of candle's index-add (`kernels::fused::ONE_HOT_EMBEDDING` says why). An id out of
+/// g`, instead of candle's index-add (`device::tuning::ONE_HOT_EMBEDDING` says why). An id out of
 /// range gives a row of zeros, where `index_select` fails: the checker bounds the ids.
 pub fn one_hot_lookup(table: &Tensor, ids: &Tensor) -> candle_core::Result<Tensor> {
     let (vocab, size) = table.dims2()?;

@@ -53,7 +53,7 @@ impl Op for GruOp {
         let [h, x] = op::inputs("gruCell", inputs)?;
         let gi = dense(x, input.weight.of(params), Some(input.bias.of(params)))?;
         let gh = dense(h, recurrent.weight.of(params), Some(recurrent.bias.of(params)))?;
-        if crate::kernels::fused::used_for(&gi, crate::kernels::fused::GRU_CELL) {
+        if crate::kernels::switches::used_for(&gi, crate::kernels::gru_cell_op::GRU_CELL) {
             return Ok(vec![crate::kernels::gru_cell_op::gru_cell(&gi, &gh, h)?]);
         }
         let n = *n;

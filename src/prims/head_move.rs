@@ -75,7 +75,7 @@ use super::backward::forward_saving_nothing;
 use super::define::primitive;
 use super::heads::check_position;
 use super::*;
-use crate::kernels::{fused, head_move_op, real::Real, view};
+use crate::kernels::{head_move_op, real::Real, view};
 
 primitive! {
     HeadMove = "headMove",
@@ -127,7 +127,7 @@ impl Op for HeadMoveOp {
                 (pos, moves, None)
             }
         };
-        let next = match fused::used_for(pos, fused::HEAD_MOVE) {
+        let next = match crate::kernels::switches::used_for(pos, crate::kernels::head_move_op::HEAD_MOVE) {
             true => head_move_op::head_move(pos, moves, jump)?,
             false => head_move_op::head_move_with_candle_ops(pos, moves, jump)?,
         };

@@ -21,10 +21,10 @@ use super::op;
 use super::*;
 use crate::kernels::dense::{Transposed, column_sums_into, dense, forward_slices};
 use crate::kernels::elementwise::{map1, map3};
-use crate::kernels::fused::{self, used_for};
 use crate::kernels::item_gate_op;
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::reduce::dot;
+use crate::kernels::switches::used_for;
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -140,7 +140,7 @@ impl Op for ItemWriteOp {
         let d = self.config.d;
         let g_mem = dense(&m.tanh()?, gates.gate_mem.weight.of(params), Some(gates.gate_mem.bias.of(params)))?; // [B, d, 2d]
         let g_in = dense(a, gates.gate_in.weight.of(params), Some(gates.gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2d]
-        if used_for(&g_mem, fused::ITEM_GATE) {
+        if used_for(&g_mem, crate::kernels::item_gate_op::ITEM_GATE) {
             // One kernel forward and one backward for the gates, the squashed write and the sum
             // (kernels::item_gate_op). The scalar biases, as a [2, 1] column over the
             // `[input | forget]` halves, join `g_in` ([B, 1, 2d]) rather than the whole

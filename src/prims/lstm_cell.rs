@@ -66,7 +66,7 @@ impl Op for LstmOp {
             recurrent.weight.of(params),
             Some(recurrent.bias.of(params)),
         )?)?;
-        if crate::kernels::fused::used_for(&gates, crate::kernels::fused::LSTM_CELL) {
+        if crate::kernels::switches::used_for(&gates, crate::kernels::lstm_cell_op::LSTM_CELL) {
             // One kernel each for c' and h', forward and backward (kernels::lstm_cell_op).
             let (c_next, h_next) = lstm_cell_op::cell(&gates, c)?;
             return Ok(vec![c_next, h_next]);

@@ -62,8 +62,8 @@ struct RelReadOp {
 impl Op for RelReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [mr, c, b] = op::inputs("relRead", inputs)?;
-        // One fused op where kernels::fused runs it (kernels::rel_read_op).
-        if crate::kernels::fused::used_for(mr, crate::kernels::fused::REL_READ)
+        // One fused op where its switch runs it (kernels::rel_read_op).
+        if crate::kernels::switches::used_for(mr, crate::kernels::rel_read_op::REL_READ)
             && crate::kernels::rel_read_op::fits(mr, c, b)
         {
             return Ok(vec![crate::kernels::rel_read_op::rel_read(mr, c, b)?]);

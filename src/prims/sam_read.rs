@@ -20,7 +20,7 @@ use crate::kernels::layer_norm::EPS;
 use crate::kernels::par::{group_size, multiversion};
 use crate::kernels::reduce::{dot, sum, sum_sq_dev};
 use crate::kernels::sam_attend_op::{attention_backward, attention_weights};
-use crate::kernels::{dense::dense, fused, layer_norm::layer_norm, opa::outer_product_attention, sam_attend_op};
+use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention, sam_attend_op};
 use crate::kernels::{real::Real, view};
 
 primitive! {
@@ -92,7 +92,7 @@ impl Op for SamReadOp {
         let proj = dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
         let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
         let fits = normed.device().is_cpu() || sam_attend_op::fits_a_block(n, nq);
-        if fused::used_for(&normed, fused::SAM_ATTEND) && fits {
+        if crate::kernels::switches::used_for(&normed, crate::kernels::sam_attend_op::SAM_ATTEND) && fits {
             return Ok(vec![sam_attend_op::attend(&normed.reshape((batch, n, 3 * nq))?, nq)?]);
         }
         let qkv = normed.reshape((batch, n, 3 * nq))?.transpose(1, 2)?; // [B, 3nq, n]

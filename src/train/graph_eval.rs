@@ -14,7 +14,7 @@
 //!
 //! A graph reads the weights where they live, and the optimiser updates them in place, so each
 //! replay sees the current ones. What cannot be captured runs eagerly, and
-//! [`EvalReplay::status`] says why. Opt-in as `kernels::fused::EVAL_GRAPH` until checked on a
+//! [`EvalReplay::status`] says why. Off as `device::tuning::EVAL_GRAPH` until checked on a
 //! GPU: `doctor --check` compares three evaluations of each model, the third replayed, with the
 //! CPU's.
 
@@ -22,7 +22,6 @@ use candle_core::{DType, Device, Result, Tensor};
 
 use super::graph_step::{Graph, capture, with_upload_cache};
 use crate::compile::Cell;
-use crate::kernels::fused;
 
 /// How a trial's evaluations run, and the graphs of the batch shapes met so far.
 pub(super) struct EvalReplay {
@@ -57,9 +56,9 @@ impl EvalReplay {
     pub(super) fn for_device(device: &Device, dtype: DType) -> EvalReplay {
         let off = if !device.is_cuda() {
             Some("not on a CUDA device")
-        } else if std::env::var("MEMCTL_CUDA_GRAPHS").is_ok_and(|v| v == "0") {
-            Some("MEMCTL_CUDA_GRAPHS=0")
-        } else if !fused::used_on(device, dtype, fused::EVAL_GRAPH) {
+        } else if !crate::kernels::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS) {
+            Some("cuda_graphs is off")
+        } else if !crate::kernels::switches::used_on(device, dtype, crate::device::tuning::EVAL_GRAPH) {
             Some("eval_graph is off")
         } else {
             None

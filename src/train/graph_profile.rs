@@ -1,6 +1,6 @@
 //! What a captured step holds: its CUDA graph's nodes by kind, kernels by name. A replayed
 //! step's time is the sum of its nodes' (a few microseconds each for the small kernels of
-//! a recurrent step), so the counts say what to fuse next. `MEMCTL_CUDA_GRAPH_PROFILE=1`
+//! a recurrent step), so the counts say what to fuse next. `MEMCTL_CUDA=graph_profile`
 //! prints them when a trial's step is captured.
 
 use std::collections::BTreeMap;

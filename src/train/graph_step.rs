@@ -16,8 +16,8 @@
 //! What cannot be captured (a read back to the host inside the step, an upload the cache
 //! does not hold) fails the capture cleanly: the trial goes on eagerly, and
 //! [`Stepper::replay_status`](super::Stepper::replay_status) says why. A batch of other
-//! shapes than the captured one runs eagerly. `MEMCTL_CUDA_GRAPHS=0` turns replay off (for
-//! comparisons).
+//! shapes than the captured one runs eagerly. `MEMCTL_CUDA=-cuda_graphs` turns replay off (for
+//! comparisons; `device::tuning::CUDA_GRAPHS`).
 //!
 //! One difference from the eager step: a replayed step updates the parameters even when its
 //! loss is not finite (the graph cannot branch on it). The trial fails at that step either way.
@@ -46,8 +46,8 @@ impl Replay {
             Replay::Off("not on a CUDA device")
         } else if autograd != Autograd::Candle {
             Replay::Off("the step is not candle's autograd")
-        } else if std::env::var("MEMCTL_CUDA_GRAPHS").is_ok_and(|v| v == "0") {
-            Replay::Off("MEMCTL_CUDA_GRAPHS=0")
+        } else if !crate::kernels::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS) {
+            Replay::Off("cuda_graphs is off")
         } else {
             Replay::Cold
         }
@@ -185,7 +185,7 @@ impl Stepper {
 }
 
 /// Records the device work that `record` launches on the calling thread's stream into a graph
-/// (`what` names it for `MEMCTL_CUDA_GRAPH_PROFILE=1`). Nothing runs during a capture; a
+/// (`what` names it for `MEMCTL_CUDA=graph_profile`). Nothing runs during a capture; a
 /// failed one leaves the stream as it was.
 #[cfg(feature = "cuda")]
 pub(super) fn capture(device: &Device, what: &str, record: impl FnOnce() -> Result<()>) -> Result<Graph> {
@@ -208,7 +208,7 @@ pub(super) fn capture(device: &Device, what: &str, record: impl FnOnce() -> Resu
     match ended.map_err(candle_core::Error::wrap)? {
         Some(graph) => {
             graph.upload().map_err(candle_core::Error::wrap)?;
-            if std::env::var("MEMCTL_CUDA_GRAPH_PROFILE").is_ok_and(|v| v == "1") {
+            if crate::kernels::switches::on_cuda(crate::device::tuning::GRAPH_PROFILE) {
                 let lines: Vec<String> = super::graph_profile::histogram(graph.cu_graph())
                     .into_iter()
                     .take(40)

@@ -76,7 +76,7 @@ pub fn available_on(device: &str) -> Option<u64> {
 }
 
 /// Free memory of a CUDA device: what its driver reports, and what the device's memory pool
-/// holds unused (`kernels::fused::POOL_KEEP` keeps it there, for this process's trials).
+/// holds unused.
 #[cfg(feature = "cuda")]
 fn gpu_free(device: &candle_core::Device, ordinal: usize) -> Option<u64> {
     use candle_core::cuda_backend::cudarc::driver::result;

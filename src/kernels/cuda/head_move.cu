@@ -62,7 +62,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 // head_move_bwd with a warp per row (eight to a block of 256), its lanes striding along the
 // cells, so that the row's loads and the position's gradient are coalesced and the moves' sums
 // are warp sums (head_move_bwd's thread walks its row alone: 32.6 µs a launch for NAM-TM's
-// example on the H100). Runs where kernels::fused::HEAD_MOVE_WARPS has it.
+// example on the H100). Runs where head_move_op::HEAD_MOVE_WARPS has it.
 extern "C" __global__ void head_move_bwd_warps(const float* p, const float* m, const float* g, const float* j, float* out,
                                          int rows, int len, int n_moves) {
     size_t warp = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
