@@ -15,10 +15,10 @@
 //! products for `P`, `d W` and `d A` are one GEMM each over the whole batch.
 //!
 //! **`lstmCell(c, h, embed(token, w))`**: the embedding folded into the LSTM's input weights
-//! ([`super::layers::embed_lstm`]).
+//! (`layers::embed_lstm`).
 //!
 //! **`kanervaRead(R, z, η)` beside `kanervaUpdate(R, V, z, η)`**: one addressing for both
-//! ([`super::kanerva::kanerva_read_update`]).
+//! (`kanerva::kanerva_read_update`).
 //!
 //! Three ways to join ([`Joint`]). A *chained* pair (the consumer's only input is the producer's
 //! output) runs where the producer stands and puts out both nodes' outputs. An *absorbed*

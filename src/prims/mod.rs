@@ -17,7 +17,7 @@
 //! - the families, one folder each: [`sam`], [`nam`], [`rmc`], [`kanerva`] (the memory
 //!   models), [`layers`] (learned controller layers) and [`core`] (tensor glue);
 //! - [`fusion`]: the pairs of calls training runs as one op, across families;
-//! - [`registry`]: [`PRIMS`] and the lookups; [`prelude`]: what a primitive file imports.
+//! - [`registry`]: [`PRIMS`] and the lookups; `prelude`: what a primitive file imports.
 //!
 //! The arrows run one way: a primitive imports the prelude (the contract), siblings of its own
 //! family by `super::`, and another family's file by its full path; the registry and the
@@ -28,7 +28,7 @@
 //! One file in its family's folder, plus its `mod` line in that folder's `mod.rs` and one
 //! entry in [`PRIMS`] (`registry.rs`). The file starts with `use crate::prims::prelude::*;`
 //! and has:
-//! 1. a [`primitive!`](contract::define) declaration: name, summary and arguments (from which
+//! 1. a `primitive!` declaration (`contract/define.rs`): name, summary and arguments (from which
 //!    the macro derives the unit struct, `Primitive` and [`Lower`]);
 //! 2. `configure(args)`: checks the call and returns the op's configuration with its
 //!    `Inferred`; parameters are declared with a `ParamList`, whose `Slot`s the op keeps to

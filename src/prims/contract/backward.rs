@@ -2,7 +2,7 @@
 //! `compile::tape`, which drives them over the time steps of a training run).
 //!
 //! An op opts in by implementing [`ManualBackward`] and returning itself from
-//! [`Op::manual`](super::Op::manual). Its `forward_train` returns the outputs and a typed
+//! [`Op::manual`]. Its `forward_train` returns the outputs and a typed
 //! `Saved` value — the intermediate results its `backward` needs, as named fields — and
 //! `backward` gets the gradients of the loss with respect to the outputs and returns those
 //! with respect to the inputs, adding the parameters' gradients into their [`ParamGrad`]

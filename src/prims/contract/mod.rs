@@ -1,8 +1,8 @@
 //! The contract every primitive implements, and nothing specific to one of them: the
-//! [`primitive!`](define::primitive) declaration, the runtime [`Op`] and the building half
+//! `primitive!` declaration (`define`), the runtime [`Op`] and the building half
 //! [`Lower`], the manual reverse mode ([`backward`]: [`ManualBackward`], [`SlicedBackward`],
 //! the [`TrainOp`] the tape drives), the fused ops' [`FusedOp`], deterministic parameter
-//! initialisation ([`init`]) and, for tests, the checks every primitive passes ([`testing`]:
+//! initialisation ([`init`]) and, for tests, the checks every primitive passes (`testing`:
 //! finite-difference and manual-backward gradient checks).
 //!
 //! The contract imports no primitive and no family: the families build on it.

@@ -1,8 +1,8 @@
 //! Tensor glue: arithmetic with broadcasting ([`add`], [`sub`], [`mul`], [`div`], sharing
 //! `binary`), constants ([`affine`]) and one learned number ([`scalar`]), products
-//! ([`matmul`], [`outer`]), shapes ([`concat`], [`slice`], [`reshape`], [`flatten`]),
-//! element-wise functions ([`relu`], [`sigmoid`], [`tanh`], sharing `unary`), [`softmax`] and
-//! [`stop_gradient`]. Nothing here knows a memory model.
+//! ([`matmul`], [`outer`]), shapes ([`concat`](mod@concat), [`slice`](mod@slice),
+//! [`reshape`], [`flatten`]), element-wise functions ([`relu`], [`sigmoid`], [`tanh`],
+//! sharing `unary`), [`softmax`] and [`stop_gradient`]. Nothing here knows a memory model.
 
 pub mod add;
 pub mod affine;
