@@ -18,8 +18,9 @@ use std::time::Instant;
 
 use candle_core::{D, Device, Tensor, Var};
 use memctl::graph::Ty;
-use memctl::prims::backward::Backward;
-use memctl::prims::{ArgVal, Args, get};
+use memctl::prims::contract::Backward;
+use memctl::prims::get;
+use memctl::signature::{ArgVal, Args};
 use memctl::value::Value;
 
 /// The system allocator, counting the bytes held now and the most held since the last reset.

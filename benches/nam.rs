@@ -11,7 +11,8 @@ use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor, Var};
 use memctl::graph::Ty;
-use memctl::prims::{ArgVal, Args, get};
+use memctl::prims::get;
+use memctl::signature::{ArgVal, Args};
 use memctl::value::Value;
 
 fn median(mut xs: Vec<f64>) -> f64 {

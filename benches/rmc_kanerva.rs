@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use candle_core::{DType, Device, Tensor, Var};
 use memctl::graph::Ty;
-use memctl::prims::{self, ArgKind, ArgVal, Args};
+use memctl::prims;
+use memctl::signature::{ArgKind, ArgVal, Args};
 use memctl::value::Value;
 
 /// A call: tensor arguments with their per-example shapes, and option values.

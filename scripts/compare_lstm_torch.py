@@ -8,7 +8,7 @@ Loads memctl's initial parameters and batch into `nn.Embedding`, `nn.LSTM(batch_
 and `nn.Linear` (PyTorch's gate order i, f, g, o is memctl's), computes the loss of the last
 step's classes and the gradients in float64, and compares them with memctl's (float32) loss
 and gradient norms. memctl trains this model with the embedding folded into the LSTM's input
-weights (`prims/embed_lstm.rs`), so this also checks that fusion against PyTorch. Exits 1 on a
+weights (`prims/layers/embed_lstm.rs`), so this also checks that fusion against PyTorch. Exits 1 on a
 mismatch. Needs torch.
 """
 import json, sys

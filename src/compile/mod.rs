@@ -18,7 +18,7 @@ use self::head::OutputHead;
 use self::hoist::{HoistedValues, InputNodes};
 use self::lerp::{GatedWrite, GatedWrites};
 use crate::graph::{Node, Source, StateInit, StepGraph};
-use crate::prims::{Op, init};
+use crate::prims::contract::{Op, init};
 
 /// A model ready to run: its graph, each node's op, and its parameters on one device.
 pub struct Cell {

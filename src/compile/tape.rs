@@ -28,9 +28,9 @@ use crate::graph::{Source, StateInit, StepGraph};
 use crate::kernels::elementwise::map2;
 use crate::kernels::real::Real;
 use crate::kernels::view::{self, Read};
-use crate::prims::backward::with_real;
+use crate::prims::contract::backward::with_real;
+use crate::prims::contract::{Backward, ParamGrad, SavedAny, TrainOp};
 use crate::prims::fusion::{Fusion, Joint};
-use crate::prims::{Backward, ParamGrad, SavedAny, TrainOp};
 
 /// The loss of scored step `s` (its index among the scored steps) from its logits: the value
 /// (the tape sums them) and `d loss / d logits`.

@@ -15,10 +15,10 @@
 //! products for `P`, `d W` and `d A` are one GEMM each over the whole batch.
 //!
 //! **`lstmCell(c, h, embed(token, w))`**: the embedding folded into the LSTM's input weights
-//! ([`super::embed_lstm`]).
+//! (`layers::embed_lstm`).
 //!
 //! **`kanervaRead(R, z, η)` beside `kanervaUpdate(R, V, z, η)`**: one addressing for both
-//! ([`super::kanerva_read_update`]).
+//! (`kanerva::kanerva_read_update`).
 //!
 //! Three ways to join ([`Joint`]). A *chained* pair (the consumer's only input is the producer's
 //! output) runs where the producer stands and puts out both nodes' outputs. An *absorbed*
@@ -34,12 +34,11 @@ use std::sync::Arc;
 use candle_core::Tensor;
 use rayon::prelude::*;
 
-use super::backward::with_real;
-use super::embed_lstm;
-use super::kanerva_read_update;
-use super::sam_read::{self, SamReadOp, SamValues};
-use super::transfer::{self, TransferOp};
-use super::{Args, Backward, Forward, InputGrads, ManualBackward, Op, ParamGrad, PrimError, Slot, TrainOp, op};
+use super::kanerva::kanerva_read_update;
+use super::layers::embed_lstm;
+use super::prelude::*;
+use super::sam::sam_read::{self, SamReadOp, SamValues};
+use super::sam::transfer::{self, TransferOp};
 use crate::graph::{Node, Source, StepGraph};
 use crate::kernels::dense::{Transposed, column_sums_into};
 use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
@@ -85,11 +84,6 @@ impl Fusion {
         matches!(self.joint, Joint::Share { .. }).then(|| &graph.nodes[self.consumer].inputs[..])
     }
 }
-
-/// A fused op: it runs (`Op`) and has its own reverse mode (`TrainOp`), which is why it exists.
-pub trait FusedOp: Op + TrainOp {}
-
-impl<T: Op + TrainOp> FusedOp for T {}
 
 /// What a fusion rule builds from the producer's and the consumer's arguments: the fused op,
 /// or `None` where the shapes do not suit it.
@@ -359,8 +353,8 @@ impl SamTransfer {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::*;
     use super::*;
+    use crate::prims::contract::testing::*;
 
     /// The fused op against the two primitives composed under candle's autograd.
     #[test]

@@ -50,7 +50,7 @@ use super::options::{Options, TaskOption};
 use super::token_examples::{ExampleData, Examples, Layout, Part};
 use super::vocab::Interner;
 use super::*;
-use crate::prims::Hint;
+use crate::signature::Hint;
 
 static OPTIONS: [TaskOption; 3] = [
     TaskOption::path("path", "the bAbI folder (en-valid-10k)"),

@@ -67,22 +67,22 @@ macro_rules! task_kind {
             fn summary(&self) -> &'static str {
                 $summary
             }
-            fn signature(&self) -> &'static [$crate::prims::ArgSpec] {
-                static SIGNATURE: std::sync::LazyLock<Vec<$crate::prims::ArgSpec>> =
+            fn signature(&self) -> &'static [$crate::signature::ArgSpec] {
+                static SIGNATURE: std::sync::LazyLock<Vec<$crate::signature::ArgSpec>> =
                     std::sync::LazyLock::new(|| $crate::tasks::options::signature($ty::options()));
                 &SIGNATURE
             }
             fn instantiate(
                 &self,
                 options: &[$crate::value::Value],
-            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::prims::PrimError> {
+            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::signature::PrimError> {
                 self.instantiate_in(options, std::path::Path::new(""))
             }
             fn instantiate_in(
                 &self,
                 options: &[$crate::value::Value],
                 dir: &std::path::Path,
-            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::prims::PrimError> {
+            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::signature::PrimError> {
                 let options = $crate::tasks::options::Options::new($ty::options(), options);
                 $crate::tasks::define::task_kind!(@instantiate options, dir $(, reads $reads)? $(, builds |$o| $build)?)
             }

@@ -9,7 +9,7 @@ use std::path::Path;
 use candle_core::{Device, Tensor};
 
 use crate::graph::Ty;
-use crate::prims::{ArgSpec, PrimError};
+use crate::signature::{ArgSpec, PrimError};
 use crate::value::Value;
 
 pub mod addition;

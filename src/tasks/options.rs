@@ -13,7 +13,7 @@
 //! Every problem is a [`PrimError`] naming the option, so the checker points at it.
 
 use super::*;
-use crate::prims::Default;
+use crate::signature::Default;
 use crate::value::Kind;
 
 /// What values an option accepts.

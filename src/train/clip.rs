@@ -4,7 +4,7 @@
 use candle_core::{DType, Result, Tensor};
 
 use crate::kernels::{real::Real, view};
-use crate::prims::backward::with_real;
+use crate::prims::contract::backward::with_real;
 
 /// Clips `grads` as a trial asks, in PyTorch's order: by value (`clip_grad_value_`), then by
 /// global norm (`clip_grad_norm_`, on the device when `norm_on_device`, so that a CUDA graph

@@ -10,7 +10,7 @@
 use candle_core::{D, DType, Result, Tensor};
 
 use crate::kernels::{real::Real, view};
-use crate::prims::backward::with_real;
+use crate::prims::contract::backward::with_real;
 use crate::tasks::Target;
 
 /// Differentiable mean loss of `logits` `[S, B, n]` against `targets`.

@@ -28,8 +28,42 @@ fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|l| l.contains(&module))
 }
 
-/// The top-level modules `text` names through `crate::…`, with their line numbers.
-fn imports(text: &str) -> Vec<(String, usize)> {
+/// The module path of a file under `src/`: `prims/sam/item_write.rs` is `prims::sam::item_write`,
+/// `prims/sam/mod.rs` is `prims::sam`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut path: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if let Some(last) = path.last_mut() {
+        *last = last.trim_end_matches(".rs").to_string();
+    }
+    if path.last().is_some_and(|l| l == "mod") {
+        path.pop();
+    }
+    path
+}
+
+/// Whether the file's module is declared for tests only (`#[cfg(test)]` above its `mod` line in
+/// its parent), like a test module written inline: it may import anything.
+fn declared_for_tests(src: &Path, rel: &Path) -> bool {
+    let module = module_path(rel);
+    let Some((name, parent)) = module.split_last() else { return false };
+    let parent_file = if parent.is_empty() {
+        src.join("lib.rs")
+    } else {
+        let dir = src.join(parent.join("/"));
+        if dir.join("mod.rs").exists() { dir.join("mod.rs") } else { dir.with_extension("rs") }
+    };
+    let text = std::fs::read_to_string(parent_file).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    lines.windows(2).any(|w| {
+        w[0] == "#[cfg(test)]" && w[1].ends_with(&format!("mod {name};")) && w[1].split_whitespace().any(|t| t == "mod")
+    })
+}
+
+/// The first two segments of every module path `text` names, from the crate root, with their
+/// line numbers: `crate::a::b…` and `crate::{a::b, c}`, and `super::…` chains resolved against
+/// `module` (the file's own module path), so that a file in a nested folder that reaches up
+/// with `super::super::…` is read like one that writes `crate::…`.
+fn imports(text: &str, module: &[String]) -> Vec<(Vec<String>, usize)> {
     let mut out = vec![];
     for (n, line) in text.lines().enumerate() {
         // A file's test module comes last; it may import anything (test helpers).
@@ -37,24 +71,89 @@ fn imports(text: &str) -> Vec<(String, usize)> {
             break;
         }
         let code = line.split("//").next().unwrap_or("");
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            rest = &rest[at + "crate::".len()..];
-            let names: Vec<&str> = match rest.strip_prefix('{') {
-                // `crate::{a::X, b}`: every item's first segment.
-                Some(group) => group
-                    .split('}')
-                    .next()
-                    .unwrap_or("")
-                    .split(',')
-                    .map(|item| item.trim().split("::").next().unwrap_or(""))
-                    .collect(),
-                None => vec![rest.split(|c: char| !(c.is_alphanumeric() || c == '_')).next().unwrap_or("")],
-            };
-            out.extend(names.into_iter().filter(|m| !m.is_empty()).map(|m| (m.to_string(), n + 1)));
+        let mut at = 0;
+        while let Some((start, base, rest)) = next_path(code, at, module) {
+            out.extend(paths(base, rest).into_iter().map(|p| (p, n + 1)));
+            at = start + 1;
         }
     }
     out
+}
+
+/// The next path in `code` from byte `from`: where it starts, the module it starts from (the
+/// crate root, or a module `super::` reaches) and the text after its `crate::`/`super::`s.
+fn next_path<'a>(code: &'a str, from: usize, module: &[String]) -> Option<(usize, Vec<String>, &'a str)> {
+    let rest = &code[from..];
+    let krate = rest.find("crate::");
+    let sup = rest.match_indices("super::").map(|(i, _)| i).find(|&i| i == 0 || !rest[..i].ends_with("::"));
+    let start = match (krate, sup) {
+        (Some(k), Some(s)) => k.min(s),
+        (Some(k), None) => k,
+        (None, Some(s)) => s,
+        (None, None) => return None,
+    };
+    let mut tail = &rest[start..];
+    if let Some(t) = tail.strip_prefix("crate::") {
+        return Some((from + start, vec![], t));
+    }
+    let mut ups = 0;
+    while let Some(t) = tail.strip_prefix("super::") {
+        tail = t;
+        ups += 1;
+    }
+    // `super` from a file's module is its parent; more than the path has is a compile error.
+    let base = module[..module.len().saturating_sub(ups)].to_vec();
+    Some((from + start, base, tail))
+}
+
+/// `base` followed by what `rest` names: its first segments, or every item of a `{…}` group,
+/// each cut to two segments from the crate root.
+fn paths(base: Vec<String>, rest: &str) -> Vec<Vec<String>> {
+    let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut path = base;
+    let mut rest = rest;
+    while path.len() < 2 {
+        if let Some(group) = rest.strip_prefix('{') {
+            return split_group(group)
+                .into_iter()
+                .flat_map(|item| paths(path.clone(), item.trim()))
+                .filter(|p| !p.is_empty() && p.iter().all(|s| s != "self"))
+                .collect();
+        }
+        let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
+        if name.is_empty() {
+            break;
+        }
+        rest = &rest[name.len()..];
+        path.push(name);
+        match rest.strip_prefix("::") {
+            Some(r) => rest = r,
+            None => break,
+        }
+    }
+    if path.is_empty() { vec![] } else { vec![path] }
+}
+
+/// The items of a `{…}` group (the text after its `{`), split at its own commas.
+fn split_group(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (vec![], 0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                items.push(&group[start..i]);
+                return items;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    items
 }
 
 #[test]
@@ -67,14 +166,15 @@ fn no_module_imports_a_module_of_its_own_or_a_higher_layer() {
         let rel = file.strip_prefix(&src).unwrap();
         let first = rel.components().next().unwrap().as_os_str().to_string_lossy().into_owned();
         let module = first.trim_end_matches(".rs").to_string();
-        if module == "lib" || module == "main" {
+        if module == "lib" || module == "main" || declared_for_tests(&src, rel) {
             continue;
         }
         let Some(own) = layer_of(&module) else {
             problems.push(format!("src/{first}: module `{module}` has no layer in LAYERS"));
             continue;
         };
-        for (target, line) in imports(&std::fs::read_to_string(file).unwrap()) {
+        for (path, line) in imports(&std::fs::read_to_string(file).unwrap(), &module_path(rel)) {
+            let target = path[0].clone();
             if target == module {
                 continue;
             }
@@ -98,6 +198,76 @@ fn no_module_imports_a_module_of_its_own_or_a_higher_layer() {
 #[test]
 fn the_import_reader_sees_grouped_paths_and_skips_comments_and_tests() {
     let text = "use crate::{graph::Ty, prims};\n// crate::cli in a comment\nlet x = crate::value::Value::Int(1); // crate::store\n#[cfg(test)]\nmod tests { use crate::cli; }\n";
-    let found: Vec<(String, usize)> = imports(text);
-    assert_eq!(found, [("graph".to_string(), 1), ("prims".to_string(), 1), ("value".to_string(), 3)]);
+    let found: Vec<String> = imports(text, &[]).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
+    assert_eq!(found, ["graph::Ty:1", "prims:1", "value::Value:3"]);
+}
+
+#[test]
+fn a_module_declared_for_tests_is_left_out() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert!(declared_for_tests(&src, Path::new("prims/contract/testing.rs")));
+    assert!(!declared_for_tests(&src, Path::new("prims/contract/op.rs")));
+    assert!(!declared_for_tests(&src, Path::new("prims/registry.rs")));
+}
+
+#[test]
+fn the_import_reader_resolves_super_in_nested_folders() {
+    let module = module_path(Path::new("prims/sam/item_write.rs"));
+    assert_eq!(module, ["prims", "sam", "item_write"]);
+    assert_eq!(module_path(Path::new("prims/sam/mod.rs")), ["prims", "sam"]);
+    let text = "use super::super::super::kernels::view;\nuse super::heads::x;\nuse super::super::{registry, core::add};\nuse super::*;\npub(super) fn f() {}\n";
+    let found: Vec<String> = imports(text, &module).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
+    assert_eq!(found, ["kernels::view:1", "prims::sam:2", "prims::registry:3", "prims::core:3", "prims::sam:4"]);
+}
+
+/// Inside `src/prims/`, bottom to top. A room may import rooms of strictly lower layers (and
+/// itself); `mod.rs` at the top declares the rooms and is left out.
+const PRIM_ROOMS: &[&[&str]] = &[
+    // What every primitive implements; it imports no primitive.
+    &["contract"],
+    // What a primitive file imports.
+    &["prelude"],
+    // The families: tensor glue, then learned layers, then the memory models.
+    &["core"],
+    &["layers"],
+    &["sam", "nam", "rmc", "kanerva"],
+    // Across families: the fusions training runs as one op, and the list of every primitive.
+    &["fusion", "registry"],
+];
+
+#[test]
+fn the_prims_rooms_import_only_lower_rooms() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let layer = |room: &str| PRIM_ROOMS.iter().position(|l| l.contains(&room));
+    let mut problems = vec![];
+    let mut edges = 0;
+    for file in crate::support::files_with_extension(&src.join("prims"), "rs") {
+        let rel = file.strip_prefix(&src).unwrap();
+        let module = module_path(rel);
+        let Some(room) = module.get(1) else { continue };
+        if declared_for_tests(&src, rel) {
+            continue;
+        }
+        let Some(own) = layer(room) else {
+            problems.push(format!("src/{}: room `{room}` has no layer in PRIM_ROOMS", rel.display()));
+            continue;
+        };
+        for (path, line) in imports(&std::fs::read_to_string(&file).unwrap(), &module) {
+            let [top, target] = &path[..] else { continue };
+            if top != "prims" || target == room {
+                continue;
+            }
+            match layer(target) {
+                None => problems
+                    .push(format!("src/{}:{line}: imports `prims::{target}`, which has no layer", rel.display())),
+                Some(l) if l >= own => problems.push(format!(
+                    "src/{}:{line}: `{room}` (layer {own}) imports `{target}` (layer {l}): upward or sideways",
+                    rel.display()
+                )),
+                Some(_) => edges += 1,
+            }
+        }
+    }
+    assert!(problems.is_empty(), "the prims rooms' layering broken:\n{}", problems.join("\n"));
+    assert!(edges > 40, "expected the families to import the prelude ({edges} edges found)");
 }

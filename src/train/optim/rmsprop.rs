@@ -14,7 +14,7 @@ use super::{OptimState, Optimizer, clamped, keep, restore_buffers};
 use crate::kernels::optim_update::{self, RmsPropRule};
 use crate::kernels::par::multiversion;
 use crate::kernels::{real::Real, view};
-use crate::prims::backward::with_real;
+use crate::prims::contract::backward::with_real;
 use crate::train_config::TrainConfig;
 
 pub struct RmsProp {

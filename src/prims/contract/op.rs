@@ -1,0 +1,44 @@
+//! The building half of a primitive ([`Lower`]: the op for a checked call) and the runtime
+//! half ([`Op`]: one checked call, run on a batch with candle).
+
+use std::sync::Arc;
+
+use candle_core::{Result, Tensor};
+
+use super::backward::TrainOp;
+use crate::signature::{Args, PrimError, Primitive};
+
+/// The building half of a primitive: the op that runs a checked call.
+pub trait Lower: Primitive {
+    /// The op for one call, whose arguments [`Primitive::infer`] accepted.
+    fn lower(&self, args: &Args) -> std::result::Result<Arc<dyn Op>, PrimError>;
+}
+
+/// Runs one call. `inputs` are the present tensor arguments in signature order, each with a
+/// leading batch dimension (which may be 1 for values shared by the whole batch, such as a
+/// learned scalar); `params` are the call site's parameters in declared order (an op reads
+/// them through the [`Slot`](crate::signature::Slot)s its configuration kept). Any device: this is the
+/// formulation every device runs, and the one candle's autograd differentiates.
+pub trait Op: Send + Sync {
+    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<Vec<Tensor>>;
+
+    /// The op's own reverse mode, if it has one (see [`ManualBackward`](super::ManualBackward));
+    /// without it, training differentiates [`Op::forward`] with candle's autograd.
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        None
+    }
+}
+
+/// The tensors of a call's inputs, exactly `N` of them (an op's own arity, fixed by its
+/// configuration; a different count is a bug in memctl, reported as an error).
+pub fn inputs<'a, const N: usize>(op: &str, inputs: &[&'a Tensor]) -> Result<[&'a Tensor; N]> {
+    <[&Tensor; N]>::try_from(inputs).map_err(|_| {
+        candle_core::Error::Msg(format!("internal: `{op}` expects {N} tensor inputs, got {}", inputs.len()))
+    })
+}
+
+/// A fused op: it runs (`Op`) and has its own reverse mode (`TrainOp`), which is why it exists
+/// (`prims::fusion` pairs the calls that run as one).
+pub trait FusedOp: Op + TrainOp {}
+
+impl<T: Op + TrainOp> FusedOp for T {}
