@@ -89,11 +89,7 @@ pub fn per_group(runs: &[RunRecord], metric: &str, keys: &[(String, Field)], ban
             continue;
         }
         let s = RunSummary::of(r);
-        let label = keys
-            .iter()
-            .map(|(name, f)| format!("{name}={}", f.get(&s).map_or("·".to_string(), |v| v.to_string())))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let label = super::scatter::group_label(&s, keys);
         match groups.iter_mut().find(|(l, _)| *l == label) {
             Some((_, members)) => members.push(r),
             None => groups.push((label, vec![r])),

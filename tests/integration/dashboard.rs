@@ -722,6 +722,113 @@ fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_para
 }
 
 #[test]
+fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
+    let Some(chromium) = chromium_or_skip("in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates")
+    else {
+        return;
+    };
+    let dir = filled_store();
+    let ui = Dashboard::start(dir.path(), &[]);
+    // The API, grouped: the d panel has each group's mean at its value; a line per group.
+    let scatter = ui.ok_json(&format!("/api/scatter?group_by=d&where={}", encode("gates")));
+    assert_eq!(scatter["grouped"], true);
+    let d = &scatter["panels"][0];
+    assert_eq!(d["name"], "d");
+    let points = d["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "{d}");
+    assert!(
+        close(&points[0][0], 48.0) && close(&points[0][1], 0.7) && points[0][2] == "d=48" && points[0][3] == 3,
+        "{d}"
+    );
+    assert!(
+        close(&points[1][0], 96.0) && close(&points[1][1], 0.9) && points[1][2] == "d=96" && points[1][3] == 2,
+        "{d}"
+    );
+    let parallel = &scatter["parallel"];
+    assert_eq!(parallel["axes"][0]["name"], "d");
+    assert_eq!(parallel["lines"].as_array().unwrap().len(), 2, "{parallel}");
+    assert!(close(&parallel["lines"][1]["y"], 0.9) && parallel["lines"][1]["group"] == "d=96", "{parallel}");
+    let (status, body) = ui.get_json("/api/scatter?group_by=nosuch.d");
+    assert_eq!(status, 400, "{body}");
+
+    let profile = tempfile::tempdir().unwrap();
+    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    // Ungrouped: an axis per swept parameter and the metric's last, a line per finished run.
+    tab.navigate_to(&ui.url("/?tab=params")).unwrap().wait_until_navigated().unwrap();
+    let lines = "document.querySelectorAll('#parallel polyline.pc-line').length";
+    wait_for(&tab, lines, &Json::from(6));
+    let axes = "JSON.stringify([...document.querySelectorAll('#parallel g.pc-axis')].map(g => g.dataset.name))";
+    assert_eq!(eval_str(&tab, axes), r#"["d","gates","accuracy"]"#);
+    // On the metric axis (the last point of each line), runs 4, 1 and 6 (accuracy 1.0, 0.5,
+    // 0.25) sit in proportion: 0.5 is two thirds of the way down from 1.0 to 0.25.
+    let metric_y = |id: u64| -> f64 {
+        let js = format!(
+            "(() => {{ const p = document.querySelector('#parallel polyline.pc-line[data-id=\"{id}\"]').points; \
+               return p.getItem(p.numberOfItems - 1).y; }})()"
+        );
+        tab.evaluate(&js, false).unwrap().value.and_then(|v| v.as_f64()).unwrap_or_else(|| panic!("{js}"))
+    };
+    let (y4, y1, y6) = (metric_y(4), metric_y(1), metric_y(6));
+    assert!(y4 < y1 && y1 < y6, "{y4} {y1} {y6}");
+    assert!(((y1 - y4) / (y6 - y4) - 2.0 / 3.0).abs() < 0.01, "{y4} {y1} {y6}");
+    // Hovering a line brings it forward and reads it.
+    tab.evaluate(
+        "document.querySelector('#parallel polyline.pc-line[data-id=\"6\"]').dispatchEvent(new MouseEvent('mouseenter'))",
+        false,
+    )
+    .unwrap();
+    wait_for(
+        &tab,
+        "document.getElementById('params-readout').textContent",
+        &Json::from("run 6 · d 96 · gates false · accuracy 0.25"),
+    );
+    let on = "JSON.stringify([...document.querySelectorAll('#parallel polyline.on')].map(l => l.dataset.id))";
+    assert_eq!(eval_str(&tab, on), r#"["6"]"#);
+
+    // Grouped by d: a point per group and value, and a line per group, each in its group's
+    // colour (its row's and its curve's).
+    let view = format!("/?tab=params&group_by=d&where={}", encode("status == \"done\" and gates"));
+    tab.navigate_to(&ui.url(&view)).unwrap().wait_until_navigated().unwrap();
+    wait_for(&tab, lines, &Json::from(2));
+    let rows = "JSON.stringify(Object.fromEntries([...document.querySelectorAll('#runs tbody tr')] \
+                .map(tr => ['d=' + tr.cells[0].textContent, tr.style.getPropertyValue('--curve')])))";
+    let rows: std::collections::BTreeMap<String, String> = serde_json::from_str(&eval_str(&tab, rows)).unwrap();
+    assert_eq!(rows.keys().collect::<Vec<_>>(), ["d=48", "d=96"]);
+    assert_ne!(rows["d=48"], rows["d=96"]);
+    let coloured = |selector: &str, colour: &str| {
+        format!(
+            "JSON.stringify([...document.querySelectorAll('{selector}')].map(e => [e.dataset.group, e.getAttribute('{colour}')]))"
+        )
+    };
+    let pc: Vec<(String, String)> =
+        serde_json::from_str(&eval_str(&tab, &coloured("#parallel polyline.pc-line", "stroke"))).unwrap();
+    assert_eq!(pc.len(), 2);
+    assert!(pc.iter().all(|(g, c)| rows.get(g) == Some(c)), "{pc:?} {rows:?}");
+    let dots: Vec<(String, String)> =
+        serde_json::from_str(&eval_str(&tab, &coloured("#panels figure[data-name=d] circle.dot", "fill"))).unwrap();
+    let mut groups: Vec<&str> = dots.iter().map(|(g, _)| g.as_str()).collect();
+    groups.sort();
+    assert_eq!(groups, ["d=48", "d=96"]);
+    assert!(dots.iter().all(|(g, c)| rows.get(g) == Some(c)), "{dots:?} {rows:?}");
+    tab.evaluate(
+        "document.querySelector('#panels figure[data-name=d] circle.dot[data-group=\"d=96\"]').dispatchEvent(new MouseEvent('mouseenter'))",
+        false,
+    )
+    .unwrap();
+    wait_for(
+        &tab,
+        "document.getElementById('params-readout').textContent",
+        &Json::from("d=96 (2 runs) · d 96 · mean accuracy 0.9"),
+    );
+    let legend = "JSON.stringify([...document.querySelectorAll('#params-legend li')].map(l => l.textContent).sort())";
+    assert_eq!(eval_str(&tab, legend), r#"["d=48 (3 runs)","d=96 (2 runs)"]"#);
+    // A panel's PNG carries the same legend.
+    let panel_legend = "JSON.stringify([...exportable(document.querySelector('#panels figure[data-name=d] svg')).svg \
+                        .querySelectorAll('g.legend text')].map(t => t.textContent).sort())";
+    assert_eq!(eval_str(&tab, panel_legend), r#"["d=48 (3 runs)","d=96 (2 runs)"]"#);
+}
+
+#[test]
 fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
     let Some(chromium) = chromium_or_skip("in_a_browser_a_run_has_its_own_page_with_all_its_curves") else {
         return;
@@ -805,19 +912,32 @@ fn in_a_browser_the_table_exports_as_csv_and_a_chart_as_png() {
            const ctx = c.getContext('2d');
            ctx.drawImage(image, 0, 0);
            const px = ctx.getImageData(0, 0, image.width, image.height).data;
-           let blue = 0, white = 0;
+           const near = (i, [r, g, b]) => Math.abs(px[i] - r) < 30 && Math.abs(px[i + 1] - g) < 30 && Math.abs(px[i + 2] - b) < 30;
+           // Under the chart (600 pixels high), the legend: a swatch per group, and its name.
+           let blue = 0, white = 0, legendBlue = 0, legendRed = 0, legendText = 0;
            for (let i = 0; i < px.length; i += 4) {
-             if (Math.abs(px[i] - 31) < 30 && Math.abs(px[i + 1] - 119) < 30 && Math.abs(px[i + 2] - 180) < 30) blue++;
+             const below = i / 4 >= 600 * image.width;
+             if (near(i, [31, 119, 180])) { blue++; if (below) legendBlue++; }
+             if (below && near(i, [214, 39, 40])) legendRed++;
+             if (below && px[i] < 80 && px[i + 1] < 80 && px[i + 2] < 80) legendText++;
              if (px[i] === 255 && px[i + 1] === 255 && px[i + 2] === 255) white++;
            }
-           return { head, width: image.width, height: image.height, blue, white, pixels: px.length / 4 };
+           return { head, width: image.width, height: image.height, blue, white, pixels: px.length / 4, legendBlue, legendRed, legendText };
          })",
     );
     assert_eq!(png["head"], serde_json::json!([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), "{png}");
-    assert_eq!((png["width"].as_u64(), png["height"].as_u64()), (Some(1280), Some(600)), "{png}");
+    // Twice the chart (640 × 300) and its legend's row under it.
+    assert_eq!(png["width"].as_u64(), Some(1280), "{png}");
+    assert!(png["height"].as_u64().is_some_and(|h| h > 600 && h < 700), "{png}");
     let (blue, white, pixels) =
         (png["blue"].as_u64().unwrap(), png["white"].as_u64().unwrap(), png["pixels"].as_u64().unwrap());
     assert!(blue > 500 && white > pixels / 2, "{png}");
+    // The legend: each group's swatch (16 × 6, so 384 pixels at twice the size) and its name.
+    let count = |k: &str| png[k].as_u64().unwrap();
+    assert!(count("legendBlue") >= 300 && count("legendRed") >= 300 && count("legendText") > 100, "{png}");
+    let legend = "JSON.stringify([...exportable(document.querySelector('#charts svg')).svg.querySelectorAll('g.legend text')] \
+                  .map(t => t.textContent).sort())";
+    assert_eq!(eval_str(&tab, legend), r#"["d=48 (3 runs)","d=96 (2 runs)"]"#);
 }
 
 /// The cells of the runs table, the header first.

@@ -640,3 +640,34 @@ fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() 
     );
     assert_eq!(runs_by_identity(&into).len(), 9);
 }
+
+/// The README's `ablate` example: its spec checks, and `ablate` plans the full model and the
+/// model without JUMP, three seeds each (its training is not run here).
+#[test]
+fn the_readmes_ablation_example_checks_and_plans_jump_and_no_jump() {
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/examples/ablation.mem");
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let out = memctl(&store, &["check", spec.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("experiment namtm_jump: 3 trials, task palindrome"), "{stdout}");
+
+    let ctx = memctl::cli::Context { store: store.clone(), color: false };
+    let variants = memctl::cli::ablate::plan(&spec, "namtm_jump", None, None, &ctx).unwrap().unwrap();
+    assert_eq!(variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["full", "w/o jump"]);
+    for (v, jump) in variants.iter().zip([true, false]) {
+        assert_eq!(v.trials.iter().map(|t| t.config.seed).collect::<Vec<_>>(), [1, 2, 3], "{}", v.name);
+        assert!(v.trials.iter().all(|t| t.config.params["jump"] == Value::Bool(jump)), "{}", v.name);
+    }
+    let out = memctl(
+        &store,
+        &["ablate", spec.to_str().unwrap(), "namtm_jump", "--metric", "od_hard_seq_accuracy", "--dry-run"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        stdout.starts_with("full (jump=true): 3 trials\n") && stdout.contains("w/o jump (jump=false): 3 trials\n"),
+        "{stdout}"
+    );
+}

@@ -10,7 +10,7 @@ use super::unknown_name::UnknownName;
 use crate::cli::runs::listed;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
-use crate::report::scatter::{self, Axis};
+use crate::report::scatter::{self, Axis, Of};
 use crate::report::sheet::Cell;
 use crate::report::{ablation, diff, json as sheet_json, show, view};
 use crate::store::{RunRecord, RunSummary, Status, Store, StoreError};
@@ -148,13 +148,10 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         Ok(b) => b,
         Err(a) => return a,
     };
-    let mut keys = vec![];
-    for k in q.list("group_by").unwrap_or_default() {
-        match Field::parse(&k) {
-            Some(f) => keys.push((k, f)),
-            None => return Answer::bad(format!("`{k}`: unknown namespace (use param., task., train. or metric.)")),
-        }
-    }
+    let keys = match group_keys(q) {
+        Ok(k) => k,
+        Err(a) => return a,
+    };
     let ids: Vec<u64> = if keys.is_empty() {
         q.get("ids").unwrap_or_default().split(',').filter_map(|s| s.trim().parse().ok()).collect()
     } else {
@@ -204,11 +201,19 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
     )
 }
 
-/// `GET /api/scatter?where=…&metric=accuracy`: a final metric against each parameter the
-/// kept runs swept, one panel per parameter, one point per finished run:
-/// `{metric, metrics, panels: [{name, axis: "linear"|"log"|"categories", categories, points:
-/// [[x, y, id]]}]}`. Without `metric`, the one the runs stop on (else `accuracy`).
+/// `GET /api/scatter?where=…&group_by=a,b&metric=accuracy`: a final metric against each
+/// parameter the kept runs swept, one panel per parameter, one point per finished run (grouped:
+/// per group and value, the mean of the group's runs there), and the same runs in parallel
+/// coordinates (an axis per swept parameter, or per group key, and a line per run or group):
+/// `{metric, metrics, grouped, panels: [{name, axis: "linear"|"log"|"categories", categories,
+/// points: [[x, y, id]] or, grouped, [[x, y, group, n]]}], parallel: {axes: [{name, axis,
+/// categories}], lines: [{id, group, n, values: [x or null], y}]}}`. Without `metric`, the
+/// one the runs stop on (else `accuracy`).
 pub fn scatter(store: &Store, q: &Params) -> Answer {
+    let keys = match group_keys(q) {
+        Ok(k) => k,
+        Err(a) => return a,
+    };
     let (runs, filter) = match filtered(store, q) {
         Ok(f) => f,
         Err(a) => return a,
@@ -225,22 +230,62 @@ pub fn scatter(store: &Store, q: &Params) -> Answer {
         Some(m) => Some(m.to_string()),
         None => scatter::default_metric(&kept),
     };
+    let grouped = !keys.is_empty();
     let Some(metric) = metric else {
-        return Answer::ok(json!({ "metric": null, "metrics": finals, "panels": [] }).to_string());
+        let parallel = json!({ "axes": [], "lines": [] });
+        let answer =
+            json!({ "metric": null, "metrics": finals, "grouped": grouped, "panels": [], "parallel": parallel });
+        return Answer::ok(answer.to_string());
     };
-    let panels: Vec<Json> = scatter::panels(&kept, &metric)
+    let panels: Vec<Json> = scatter::panels(&kept, &metric, &keys)
         .into_iter()
         .map(|p| {
-            let (axis, categories) = match p.axis {
-                Axis::Linear => ("linear", vec![]),
-                Axis::Log => ("log", vec![]),
-                Axis::Categories(c) => ("categories", c),
-            };
-            let points: Vec<Json> = p.points.iter().map(|(x, y, id)| json!([x, y, id])).collect();
+            let (axis, categories) = axis_json(p.axis);
+            let points: Vec<Json> = p
+                .points
+                .iter()
+                .map(|pt| match &pt.of {
+                    Of::Run(id) => json!([pt.x, pt.y, id]),
+                    Of::Group { label, n } => json!([pt.x, pt.y, label, n]),
+                })
+                .collect();
             json!({ "name": p.name, "axis": axis, "categories": categories, "points": points })
         })
         .collect();
-    Answer::ok(json!({ "metric": metric, "metrics": finals, "panels": panels }).to_string())
+    let parallel = scatter::parallel(&kept, &metric, &keys);
+    let axes: Vec<Json> = parallel
+        .axes
+        .into_iter()
+        .map(|(name, a)| {
+            let (axis, categories) = axis_json(a);
+            json!({ "name": name, "axis": axis, "categories": categories })
+        })
+        .collect();
+    let lines: Vec<Json> = parallel
+        .lines
+        .iter()
+        .map(|l| {
+            let (id, group, n) = match &l.of {
+                Of::Run(id) => (Some(*id), None, None),
+                Of::Group { label, n } => (None, Some(label), Some(n)),
+            };
+            json!({ "id": id, "group": group, "n": n, "values": l.values, "y": l.y })
+        })
+        .collect();
+    let parallel = json!({ "axes": axes, "lines": lines });
+    Answer::ok(
+        json!({ "metric": metric, "metrics": finals, "grouped": grouped, "panels": panels, "parallel": parallel })
+            .to_string(),
+    )
+}
+
+/// An axis as the page reads it: its kind, and its categories (empty unless categorical).
+fn axis_json(axis: Axis) -> (&'static str, Vec<String>) {
+    match axis {
+        Axis::Linear => ("linear", vec![]),
+        Axis::Log => ("log", vec![]),
+        Axis::Categories(c) => ("categories", c),
+    }
 }
 
 /// `GET /api/ablation?experiment=NAME&where=…&metric=…`: the ablation table `memctl ablate`
@@ -292,6 +337,20 @@ pub fn diff(store: &Store, q: &Params) -> Answer {
         }
         (Err(e), _) | (_, Err(e)) => Answer::store(e),
     }
+}
+
+/// The fields of `group_by`, as the runs table reads them; a name in no namespace is a 400.
+fn group_keys(q: &Params) -> Result<Vec<(String, Field)>, Answer> {
+    let mut keys = vec![];
+    for k in q.list("group_by").unwrap_or_default() {
+        match Field::parse(&k) {
+            Some(f) => keys.push((k, f)),
+            None => {
+                return Err(Answer::bad(format!("`{k}`: unknown namespace (use param., task., train. or metric.)")));
+            }
+        }
+    }
+    Ok(keys)
 }
 
 /// A choice among a CLI option's values (`x=seconds`, `band=minmax`), spelt as on the command

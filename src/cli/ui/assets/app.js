@@ -276,18 +276,13 @@ function drawCharts() {
       ...s, color: s.id !== null && s.id !== undefined ? runColor(s.id) || "#555" : groupColor(s.label),
     }));
     for (const s of series) legend.set(s.label, s.color);
+    fig.querySelector("svg").legend = series.map(s => [s.label, s.color]);
     draw(fig.querySelector("svg"), series, {
       xLabel: body.x || "training step", metric: body.metric, readout: fig.querySelector(".readout"),
     });
   });
   $("curves-note").textContent = note;
-  for (const [label, color] of legend) {
-    const li = document.createElement("li");
-    const swatch = document.createElement("span");
-    swatch.style.background = color;
-    li.append(swatch, label);
-    $("legend").appendChild(li);
-  }
+  fillLegend($("legend"), legend);
 }
 
 // A chart's frame: its metric to choose, PNG export, removal (all but the last chart).
@@ -520,10 +515,11 @@ function redraw() {
   if (runPage) drawRunPage(); else { drawCharts(); if (viewParams().has("group_by") && lastSheet) paintGroupRows(lastSheet); }
 }
 
-// The parameters view: the final metric against each parameter the runs swept.
+// The parameters view: the final metric against each parameter the runs swept, a panel per
+// parameter and all of them in parallel coordinates; grouped, a point and a line per group.
 async function loadScatter(params) {
   const q = new URLSearchParams();
-  if (params.has("where")) q.set("where", params.get("where"));
+  for (const k of ["where", "group_by"]) if (params.has(k)) q.set(k, params.get(k));
   const wanted = $("scatter-metric").value || url.get("smetric");
   if (wanted) q.set("metric", wanted);
   const { ok, body } = await getJson("/api/scatter", q);
@@ -531,14 +527,59 @@ async function loadScatter(params) {
   select.replaceChildren();
   for (const m of (ok ? body.metrics : body.known) || []) select.add(new Option(m, m, false, m === (ok ? body.metric : wanted)));
   lastScatter = ok ? body : null;
-  if (!ok) { $("params-readout").textContent = body.error; $("panels").replaceChildren(); return; }
+  if (!ok) {
+    $("params-readout").textContent = body.error;
+    $("panels").replaceChildren();
+    $("parallel").replaceChildren();
+    return;
+  }
   $("params-readout").textContent = body.panels.length ? "" : "no parameter was swept over finished runs with this metric";
+  $("params-what").textContent = body.grouped ? "one point per group and value, the mean of its runs" : "one point per finished run";
   drawScatter(body);
+  drawParallel(body);
+}
+
+// A run's name as its curve is labelled (`4: tiny_stm d=96 gates=true`), else its id.
+function runName(id) {
+  for (const { body } of lastCurves) {
+    const s = ((body && body.series) || []).find(s => String(s.id) === String(id));
+    if (s) return s.label;
+  }
+  return `run ${id}`;
+}
+
+// What a point or line of the parameters view stands for: a run (its id) or a group (its
+// label and size); its colour is its curve's.
+function who(id, group, n) {
+  if (group !== null && group !== undefined) {
+    return { key: group, name: `${group} (${n} run${n === 1 ? "" : "s"})`, color: groupColor(group), id: null };
+  }
+  const color = runColor(id);
+  return { key: String(id), name: color ? runName(id) : "other runs", color: color || "#555", id, faint: !color };
+}
+
+// The legend of a drawing (what its PNG shows under it): each run or group once, in its colour.
+function legendOf(whos) {
+  const seen = new Map();
+  for (const w of whos) if (!seen.has(w.name)) seen.set(w.name, w.color);
+  return [...seen];
+}
+
+function fillLegend(list, entries) {
+  list.replaceChildren();
+  for (const [label, color] of entries) {
+    const li = document.createElement("li");
+    const swatch = document.createElement("span");
+    swatch.style.background = color;
+    li.append(swatch, label);
+    list.appendChild(li);
+  }
 }
 
 function drawScatter(body) {
   const box = $("panels");
   box.replaceChildren();
+  const all = [];
   for (const panel of body.panels) {
     const fig = document.createElement("figure");
     fig.className = "panel";
@@ -551,20 +592,39 @@ function drawScatter(body) {
       button("PNG", "png", "this panel as a PNG image", () => exportPng(svg, `${body.metric}-by-${panel.name}`)));
     fig.append(caption, svg);
     box.appendChild(fig);
-    drawPanel(svg, panel, body.metric);
+    all.push(...drawPanel(svg, panel, body.metric, body.grouped));
   }
+  fillLegend($("params-legend"), legendOf(all));
 }
 
-function drawPanel(svg, panel, metric) {
+// The ticks of an axis of parameter values: a few distinct values (a grid's) are the ticks
+// themselves; categories are their names.
+function valueTicks(values, cats, log, lo, hi) {
+  const distinct = [...new Set(values)].sort((a, b) => a - b);
+  return cats ? { values: cats.map((_, i) => i), label: i => cats[i] }
+    : distinct.length <= 6 ? { values: distinct, label: exact }
+    : log ? logTicks(lo, hi) : ticks(lo, hi, 5);
+}
+
+// An axis's range over `values`: categories from -0.5 to the last + 0.5; log axes widened by
+// half a step each side; linear ones by 6 %.
+function valueRange(values, cats, log) {
+  if (cats) return [-0.5, cats.length - 0.5];
+  let [lo, hi] = span(Math.min(...values), Math.max(...values), 0.5, 1);
+  if (log) return [lo / 1.5, hi * 1.5];
+  const pad = (hi - lo) * 0.06;
+  return [lo - pad, hi + pad];
+}
+
+// Draws one panel; returns who its points stand for.
+function drawPanel(svg, panel, metric, grouped) {
   const [W, H, L, B, T] = [320, 220, 50, 30, 8];
   const add = (tag, attrs, text) => svgAdd(svg, tag, attrs, text);
   const log = panel.axis === "log", cats = panel.axis === "categories" ? panel.categories : null;
   const xs = panel.points.map(p => p[0]), ys = panel.points.map(p => p[1]);
-  if (!xs.length) return;
+  if (!xs.length) return [];
   const tx = log ? (x => Math.log10(x)) : (x => x);
-  let [x0, x1] = cats ? [-0.5, cats.length - 0.5] : span(Math.min(...xs), Math.max(...xs), 0.5, 1);
-  if (log) [x0, x1] = [x0 / 1.5, x1 * 1.5];
-  else if (!cats) { const pad = (x1 - x0) * 0.06; [x0, x1] = [x0 - pad, x1 + pad]; }
+  const [x0, x1] = valueRange(xs, cats, log);
   let [y0, y1] = span(Math.min(...ys), Math.max(...ys), 0.1, 0.5);
   const padY = (y1 - y0) * 0.06;
   [y0, y1] = [y0 - padY, y1 + padY];
@@ -577,29 +637,123 @@ function drawPanel(svg, panel, metric) {
     add("line", { class: "grid", x1: L, y1: Y(t), x2: W - 10, y2: Y(t) });
     add("text", { class: "tick", x: L - 4, y: Y(t) + 4, "text-anchor": "end" }, yt.label(t));
   }
-  // A few distinct values (a grid's) are the ticks themselves.
-  const distinct = [...new Set(xs)].sort((a, b) => a - b);
-  const xt = cats ? { values: cats.map((_, i) => i), label: i => cats[i] }
-    : distinct.length <= 6 ? { values: distinct, label: exact }
-    : log ? logTicks(x0, x1) : ticks(x0, x1, 5);
+  const xt = valueTicks(xs, cats, log, x0, x1);
   for (const t of xt.values) {
     add("line", { class: "axis", x1: X(t), y1: H - B, x2: X(t), y2: H - B + 4 });
     add("text", { class: "tick", x: X(t), y: H - B + 16, "text-anchor": "middle" }, xt.label(t));
   }
-  for (const [x, y, id] of panel.points) {
-    // Runs of one categorical value spread a little sideways (by id, so the same on every draw).
-    const jitter = cats ? ((id * 0.618034) % 1 - 0.5) * 0.3 : 0;
-    const color = runColor(id);
-    const dot = add("circle", {
-      cx: X(x + jitter).toFixed(1), cy: Y(y).toFixed(1), r: color ? 4 : 3, class: "dot",
-      fill: color || "#555", "fill-opacity": color ? 0.9 : 0.5,
+  const whos = panel.points.map(p => grouped ? who(null, p[2], p[3]) : who(p[2]));
+  // A group's points along a numeric axis are joined, so that its trend reads as a curve.
+  if (grouped && !cats) {
+    const lines = new Map();
+    panel.points.forEach((p, i) => {
+      if (!lines.has(whos[i].key)) lines.set(whos[i].key, { color: whos[i].color, points: [] });
+      lines.get(whos[i].key).points.push(p);
     });
-    dot.dataset.id = id;
-    const text = `run ${id} · ${panel.name} ${cats ? cats[x] : exact(x)} · ${metric} ${exact(y)}`;
+    for (const { color, points } of lines.values()) {
+      if (points.length < 2) continue;
+      points.sort((a, b) => a[0] - b[0]);
+      add("polyline", { class: "group-line", fill: "none", stroke: color, "stroke-width": 1.5, "stroke-opacity": 0.6,
+        points: points.map(p => `${X(p[0]).toFixed(1)},${Y(p[1]).toFixed(1)}`).join(" ") });
+    }
+  }
+  panel.points.forEach((p, i) => {
+    const [x, y] = p, w = whos[i];
+    // Runs of one categorical value spread a little sideways (by id, so the same on every draw).
+    const jitter = cats && !grouped ? ((w.id * 0.618034) % 1 - 0.5) * 0.3 : 0;
+    const dot = add("circle", {
+      cx: X(x + jitter).toFixed(1), cy: Y(y).toFixed(1), r: grouped ? 5 : w.faint ? 3 : 4, class: "dot",
+      fill: w.color, "fill-opacity": w.faint ? 0.5 : 0.9,
+    });
+    const value = `${panel.name} ${cats ? cats[x] : exact(x)}`;
+    const text = grouped ? `${w.name} · ${value} · mean ${metric} ${exact(y)}` : `run ${w.id} · ${value} · ${metric} ${exact(y)}`;
+    if (grouped) dot.dataset.group = w.key; else dot.dataset.id = w.id;
     svgAdd(dot, "title", {}, text);
     dot.onmouseenter = () => { $("params-readout").textContent = text; };
-    dot.onclick = () => { location.hash = "#/run/" + id; };
-  }
+    if (!grouped) dot.onclick = () => { location.hash = "#/run/" + w.id; };
+  });
+  svg.legend = legendOf(whos);
+  return whos;
+}
+
+// Parallel coordinates: an axis per swept parameter (or group key) and the metric's last, a
+// line per run or group; hovering a line brings it forward and reads it.
+function drawParallel(body) {
+  const box = $("parallel");
+  box.replaceChildren();
+  const { axes, lines } = body.parallel;
+  if (!axes.length || !lines.length) return;
+  const fig = document.createElement("figure");
+  fig.className = "chart";
+  const caption = document.createElement("figcaption");
+  const svg = document.createElementNS(SVGNS, "svg");
+  svg.setAttribute("class", "parallel");
+  svg.setAttribute("viewBox", "0 0 640 300");
+  caption.append(`${body.metric} and the ${body.grouped ? "group keys" : "swept parameters"}, parallel coordinates`, " ",
+    button("PNG", "png", "the parallel coordinates as a PNG image", () => exportPng(svg, `${body.metric}-parallel`)));
+  fig.append(caption, svg);
+  box.appendChild(fig);
+  const [W, H, L, R, B, T] = [640, 300, 60, 60, 24, 26];
+  const add = (tag, attrs, text) => svgAdd(svg, tag, attrs, text);
+  const n = axes.length + 1;
+  const AX = i => L + i * (W - L - R) / (n - 1);
+  const top = T, bottom = H - B;
+  // Each axis maps its values onto [bottom, top].
+  const scales = axes.map((a, i) => {
+    const vals = lines.map(l => l.values[i]).filter(v => v !== null && v !== undefined);
+    const cats = a.axis === "categories" ? a.categories : null, log = a.axis === "log";
+    const [lo, hi] = vals.length ? valueRange(vals, cats, log) : [0, 1];
+    const t = log ? (v => Math.log10(v)) : (v => v);
+    return { name: a.name + (log ? " (log)" : ""), at: v => bottom - (t(v) - t(lo)) / (t(hi) - t(lo)) * (bottom - top),
+      ticks: vals.length ? valueTicks(vals, cats, log, lo, hi) : { values: [], label: String }, cats };
+  });
+  const ys = lines.map(l => l.y);
+  let [y0, y1] = span(Math.min(...ys), Math.max(...ys), 0.1, 0.5);
+  const padY = (y1 - y0) * 0.06;
+  [y0, y1] = [y0 - padY, y1 + padY];
+  const yt = ticks(y0, y1, 6);
+  scales.push({ name: body.metric, at: v => bottom - (v - y0) / (y1 - y0) * (bottom - top), ticks: yt, metric: true });
+  scales.forEach((s, i) => {
+    const x = AX(i);
+    const g = add("g", { class: s.metric ? "pc-axis metric" : "pc-axis", "data-name": s.metric ? body.metric : axes[i].name });
+    svgAdd(g, "line", { class: "axis", x1: x, y1: top, x2: x, y2: bottom });
+    svgAdd(g, "text", { class: "title", x, y: 14, "text-anchor": "middle" }, s.name);
+    for (const t of s.ticks.values) {
+      const y = s.at(t);
+      svgAdd(g, "line", { class: "axis", x1: x - 3, y1: y, x2: x + 3, y2: y });
+      // The metric's labels on its right, the others on their left.
+      svgAdd(g, "text", { class: "tick", x: s.metric ? x + 6 : x - 6, y: y + 4, "text-anchor": s.metric ? "start" : "end" }, s.ticks.label(t));
+    }
+  });
+  const drawn = add("g", { class: "pc-lines" });
+  const readout = $("params-readout");
+  const whos = lines.map(l => who(l.id, l.group, l.n));
+  lines.forEach((l, k) => {
+    const w = whos[k];
+    const points = l.values.map((v, i) => (v === null || v === undefined ? null : [AX(i), scales[i].at(v)]))
+      .concat([[AX(n - 1), scales[n - 1].at(l.y)]]).filter(Boolean);
+    const line = svgAdd(drawn, "polyline", {
+      class: "pc-line", fill: "none", stroke: w.color, "stroke-width": w.faint ? 1 : 1.8, "stroke-opacity": w.faint ? 0.45 : 0.85,
+      points: points.map(p => `${p[0].toFixed(1)},${p[1].toFixed(1)}`).join(" "),
+    });
+    if (l.group !== null && l.group !== undefined) line.dataset.group = w.key; else line.dataset.id = w.id;
+    const values = axes.map((a, i) => {
+      const v = l.values[i];
+      return `${a.name} ${v === null || v === undefined ? "·" : a.axis === "categories" ? a.categories[v] : exact(v)}`;
+    });
+    const text = [l.group !== null && l.group !== undefined ? w.name : `run ${w.id}`, ...values,
+      `${l.group !== null && l.group !== undefined ? "mean " : ""}${body.metric} ${exact(l.y)}`].join(" · ");
+    svgAdd(line, "title", {}, text);
+    line.onmouseenter = () => {
+      svg.classList.add("hovering");
+      line.classList.add("on");
+      drawn.appendChild(line);
+      readout.textContent = text;
+    };
+    line.onmouseleave = () => { svg.classList.remove("hovering"); line.classList.remove("on"); };
+    if (w.id !== null) line.onclick = () => { location.hash = "#/run/" + w.id; };
+  });
+  svg.legend = legendOf(whos);
 }
 
 // A run's own page (`#/run/ID`): all its curves, one chart each, and its record and spec.
@@ -653,6 +807,7 @@ function drawRunPage() {
     caption.append(metric, " ", button("PNG", "png", "this chart as a PNG image", () => exportPng(svg, `run${runPage.id}-${metric}`)));
     fig.append(caption, svg, readout);
     box.appendChild(fig);
+    svg.legend = [[runPage.label, COLORS[0]]];
     draw(svg, [{ label: runPage.label, color: COLORS[0], points }], { xLabel: "training step", metric, readout });
   }
 }
@@ -697,9 +852,9 @@ function download(blob, name) {
   a.click();
 }
 
-// A chart as PNG, drawn in the browser: the SVG, its style sheet's look written onto each
-// element, drawn into a canvas at twice its size on white.
-async function pngBlob(svg) {
+// A drawing as it is exported: the SVG with its style sheet's look written onto each element,
+// and under it its legend (each run or group in its colour), as `{ svg, width, height }`.
+function exportable(svg) {
   const clone = svg.cloneNode(true);
   const from = svg.querySelectorAll("*"), to = clone.querySelectorAll("*");
   const props = ["fill", "fill-opacity", "stroke", "stroke-width", "stroke-opacity", "opacity", "font-size", "font-family", "visibility"];
@@ -708,10 +863,32 @@ async function pngBlob(svg) {
     to[i].setAttribute("style", props.map(p => `${p}:${style.getPropertyValue(p)}`).join(";"));
   });
   for (const e of clone.querySelectorAll(".hover, .selection")) e.remove();
-  const [, , w, h] = svg.getAttribute("viewBox").split(" ").map(Number);
+  const [, , width, h] = svg.getAttribute("viewBox").split(" ").map(Number);
+  let height = h;
+  const entries = svg.legend || [];
+  if (entries.length) {
+    const g = svgAdd(clone, "g", { class: "legend" });
+    const row = 18;
+    let x = 10, y = h + 4;
+    for (const [label, color] of entries) {
+      const wide = 24 + label.length * 6.6 + 16;
+      if (x > 10 && x + wide > width - 10) { x = 10; y += row; }
+      svgAdd(g, "rect", { x, y: y + 5, width: 16, height: 6, style: `fill:${color};stroke:none` });
+      svgAdd(g, "text", { x: x + 22, y: y + 12, style: "fill:#222;font-size:12px;font-family:system-ui,sans-serif" }, label);
+      x += wide;
+    }
+    height = y + row + 4;
+  }
   clone.setAttribute("xmlns", SVGNS);
-  clone.setAttribute("width", w * 2);
-  clone.setAttribute("height", h * 2);
+  clone.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  clone.setAttribute("width", width * 2);
+  clone.setAttribute("height", height * 2);
+  return { svg: clone, width, height };
+}
+
+// A drawing as PNG, drawn in the browser into a canvas at twice its size, on white.
+async function pngBlob(svg) {
+  const { svg: clone, width: w, height: h } = exportable(svg);
   const img = new Image();
   img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(new XMLSerializer().serializeToString(clone));
   await img.decode();
