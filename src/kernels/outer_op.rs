@@ -9,14 +9,12 @@
 //! column for `d b`). Where it runs is its switch's rule (`kernels::switches`)
 //! ([`OUTER`](OUTER)).
 
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, D, Layout, Result, Shape, Tensor, bail};
+use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// STM A 10.98 → 10.78 ms a step, B 19.59 → 19.07 (H100, 2026-11-26).
 pub const OUTER: Switch = Switch::on("outer");
@@ -43,7 +41,7 @@ pub fn outer(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         let dims: Vec<usize> = lead.dims().iter().copied().chain([t.dim(D::Minus1)?]).collect();
         t.broadcast_as(dims)?.contiguous()
     };
-    each(a)?.apply_op2(&each(b)?, Forward)
+    each(a)?.apply_op2(&each(b)?, Fused(Outer::Forward))
 }
 
 /// [`outer`] in candle's ops: `a[.., :, None] * b[.., None, :]`.
@@ -51,41 +49,56 @@ pub fn outer_with_candle_ops(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.unsqueeze(D::Minus1)?.broadcast_mul(&b.unsqueeze(b.rank() - 1)?)
 }
 
-/// `(a, b) → a ⊗ b`.
-struct Forward;
-
-/// `(a, b, g) → [d a | d b]`, flat.
-struct Backward;
-
-/// `(rows, n, m)` of contiguous operands `a` `[.., n]` and `b` `[.., m]` with the same leading
-/// axes.
-fn geometry(a: &Layout, b: &Layout) -> Result<(usize, usize, usize)> {
-    let (Some((&n, lead_a)), Some((&m, lead_b))) = (a.dims().split_last(), b.dims().split_last()) else {
-        bail!("{WHAT} takes vectors, got {:?} and {:?}", a.dims(), b.dims())
-    };
-    if lead_a != lead_b {
-        bail!("{WHAT}: operands {:?} and {:?} of different batches", a.dims(), b.dims());
-    }
-    if !a.is_contiguous() || !b.is_contiguous() {
-        bail!("{WHAT} takes contiguous operands");
-    }
-    Ok((lead_a.iter().product(), n, m))
+/// The two passes: `(a, b) → a ⊗ b` and, for its backward, `(a, b, g) → [d a | d b]` (flat).
+#[derive(Clone, Copy, Debug)]
+pub enum Outer {
+    Forward,
+    Backward,
 }
 
-/// The CPU computation of either pass.
-struct OuterKernel {
-    backward: bool,
+/// `rows` outer products of `n` and `m` elements.
+#[derive(Clone, Copy, Debug)]
+pub struct Rows {
+    rows: usize,
     n: usize,
     m: usize,
 }
 
-impl RealKernel for OuterKernel {
-    /// Forward: `(a, b)`; backward: `(a, b, g)`.
-    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let (n, m) = (self.n, self.m);
+impl FusedKernel for Outer {
+    type Sizes = Rows;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Outer::Forward => "outer_fwd",
+            Outer::Backward => "outer_bwd",
+        }
+    }
+
+    /// `a` `[.., n]` and `b` `[.., m]` with the same leading axes (and, backward, `g` laid out
+    /// as the output `[.., n, m]`).
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
+        let (Some(a), Some(b)) = (operands.first(), operands.get(1)) else { bail!("{WHAT} takes two vectors") };
+        let (Some((&n, lead_a)), Some((&m, lead_b))) = (a.dims().split_last(), b.dims().split_last()) else {
+            bail!("{WHAT} takes vectors, got {:?} and {:?}", a.dims(), b.dims())
+        };
+        if lead_a != lead_b {
+            bail!("{WHAT}: operands {:?} and {:?} of different batches", a.dims(), b.dims());
+        }
+        let rows = lead_a.iter().product();
+        let output = Shape::from(a.dims().iter().copied().chain([m]).collect::<Vec<_>>());
+        match (self, operands.get(2)) {
+            (Outer::Forward, None) => Ok((output, Rows { rows, n, m })),
+            (Outer::Backward, Some(g)) if g.shape() == &output => {
+                Ok((Shape::from(rows * (n + m)), Rows { rows, n, m }))
+            }
+            (Outer::Backward, Some(g)) => bail!("{WHAT}: a gradient {:?} for an output {:?}", g.dims(), output.dims()),
+            _ => bail!("{WHAT}: {} operands for {}", operands.len(), self.entry()),
+        }
+    }
+
+    fn cpu<T: Real>(&self, Rows { rows, n, m }: Rows, o: &[&[T]]) -> Vec<T> {
         let (a, b) = (o[0], o[1]);
-        let rows = a.len().checked_div(n).unwrap_or_else(|| b.len() / m.max(1));
-        if !self.backward {
+        if let Outer::Forward = self {
             let mut out = Vec::with_capacity(rows * n * m);
             for r in 0..rows {
                 for &x in &a[r * n..][..n] {
@@ -109,119 +122,27 @@ impl RealKernel for OuterKernel {
         da.extend(db);
         da
     }
-}
 
-impl CustomOp2 for Forward {
-    fn name(&self) -> &'static str {
-        "outer_fwd"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (_, n, m) = geometry(l1, l2)?;
-        let kernel = OuterKernel { backward: false, n, m };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], WHAT)?, output_shape(l1, m)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (rows, n, m) = geometry(l1, l2)?;
-        let out = cuda::outer("outer_fwd", &[(s1, l1), (s2, l2)], rows, n, m, rows * n * m)?;
-        super::fused::record_launch("outer_fwd");
-        Ok((out, output_shape(l1, m)))
-    }
-
-    fn bwd(&self, a: &Tensor, b: &Tensor, _out: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let both = a.apply_op3_no_bwd(b, &grad.contiguous()?, &Backward)?;
-        let (na, nb) = (a.elem_count(), b.elem_count());
-        Ok((Some(both.narrow(0, 0, na)?.reshape(a.shape())?), Some(both.narrow(0, na, nb)?.reshape(b.shape())?)))
-    }
-}
-
-impl CustomOp3 for Backward {
-    fn name(&self) -> &'static str {
-        "outer_bwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (rows, n, m) = geometry(l1, l2)?;
-        check_gradient(l3, l1, m)?;
-        let kernel = OuterKernel { backward: true, n, m };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from(rows * (n + m))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (rows, n, m) = geometry(l1, l2)?;
-        check_gradient(l3, l1, m)?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::outer("outer_bwd", &operands, rows, n, m, rows * (n + m))?;
-        super::fused::record_launch("outer_bwd");
-        Ok((out, Shape::from(rows * (n + m))))
-    }
-}
-
-/// `a`'s shape with `m` appended: `[.., n, m]`.
-fn output_shape(a: &Layout, m: usize) -> Shape {
-    Shape::from(a.dims().iter().copied().chain([m]).collect::<Vec<_>>())
-}
-
-/// The output's gradient must be laid out as the output.
-fn check_gradient(g: &Layout, a: &Layout, m: usize) -> Result<()> {
-    if g.shape() != &output_shape(a, m) || !g.is_contiguous() {
-        bail!("{WHAT}: a gradient {:?} for an output {:?}", g.dims(), output_shape(a, m).dims());
-    }
-    Ok(())
-}
-
-/// `outer.cu`: the forward a thread per output element, the backward a block per row.
-pub fn launch_shape(backward: bool, rows: u32, n: u32, m: u32) -> LaunchShape {
-    if backward { LaunchShape::blocks_of_256(rows.max(1)) } else { LaunchShape::per_element((rows * n * m).max(1)) }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{OUTER, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `outer.cu` on its f32 operands (contiguous, as laid out) for `rows` outer
-    /// products of `n` and `m` elements, into a new buffer of `len` elements: the forward with a
-    /// thread per output element, the backward with a block of 256 threads per row.
-    pub(super) fn outer(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        rows: usize,
-        n: usize,
-        m: usize,
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(r), Ok(n), Ok(m), Ok(_)) =
-            (i32::try_from(rows), i32::try_from(n), i32::try_from(m), u32::try_from(rows * n * m))
-        else {
-            candle_core::bail!("{kernel}: {rows} outer products of {n} × {m} are more than the kernel indexes")
+    /// The forward a thread per output element, the backward a block of 256 threads per row.
+    fn launch(&self, Rows { rows, n, m }: Rows) -> Result<Launch> {
+        let Ok(cells) = u32::try_from(rows * n * m) else { bail!("{}: {rows} × {n} × {m} elements", self.entry()) };
+        let shape = match self {
+            Outer::Forward => LaunchShape::per_element(cells.max(1)),
+            Outer::Backward => LaunchShape::blocks_of_256(rows.max(1) as u32),
         };
-        let config = launch_config(super::launch_shape(kernel == "outer_bwd", r as u32, n as u32, m as u32));
-        // SAFETY: outer.cu's kernels take their operands, the output, rows, n and m, in this order;
-        // the forward guards the threads past rows · n · m and writes each output element once; the
-        // backward runs a block (whole warps) per row, returns for a block past the last, and
-        // writes its row's n + m gradients (len = rows · (n + m)).
-        unsafe { run(&OUTER, kernel, operands, len, config, &[r, n, m], &[]) }
+        Launch::with_ints(self.entry(), shape, &[rows, n, m])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::OUTER
+    }
+
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Outer::Forward, &[a, b]) = (self, operands) else { bail!("{WHAT}'s backward has no gradient of its own") };
+        let both = a.apply_op3_no_bwd(b, &grad.contiguous()?, &Fused(Outer::Backward))?;
+        let (na, nb) = (a.elem_count(), b.elem_count());
+        Ok(vec![Some(both.narrow(0, 0, na)?.reshape(a.shape())?), Some(both.narrow(0, na, nb)?.reshape(b.shape())?)])
     }
 }
 

@@ -22,10 +22,10 @@ use memctl::kernels::item_gate_op::Gate;
 use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
 use memctl::kernels::nam_write_op::{self, Orientation};
+use memctl::kernels::outer_op::Outer;
 use memctl::kernels::softmax_op::Softmax;
 use memctl::kernels::{
-    head_move_op, kanerva_address_op, kanerva_write_op, lerp_op, outer_op, rel_read_op, sam_attend_op, scale_op,
-    spd_solve,
+    head_move_op, kanerva_address_op, kanerva_write_op, lerp_op, rel_read_op, sam_attend_op, scale_op, spd_solve,
 };
 
 /// The sanitizers each kernel runs under, one runner binary each.
@@ -300,22 +300,8 @@ fn check_fused<K: FusedKernel>(pass: K, operands: &[(Vec<f32>, &[usize])], tol: 
 fn outer_product_kernels_agree_with_the_cpu() {
     let (rows, n, m) = (3usize, 5usize, 37usize);
     let (a, b, g) = (values(rows * n, 1), values(rows * m, 2), values(rows * n * m, 3));
-    let inputs = [tensor(&a, &[rows, n]), tensor(&b, &[rows, m])];
-    let g_t = tensor(&g, &[rows, n, m]);
-    let (y, grads) = cpu_grads(&inputs, &g_t, |t| memctl::kernels::outer_op::outer(&t[0], &t[1]).unwrap());
-    let sizes = ints(&[rows, n, m]);
-    let fwd = launch(
-        "outer_fwd",
-        outer_op::launch_shape(false, rows as u32, n as u32, m as u32),
-        &[vec![Arg::In(a.clone()), Arg::In(b.clone()), Arg::Out(rows * n * m)], sizes.clone()].concat(),
-    );
-    assert_close("outer_fwd", &fwd[2], &flat(&y), 1e-6);
-    let bwd = launch(
-        "outer_bwd",
-        outer_op::launch_shape(true, rows as u32, n as u32, m as u32),
-        &[vec![Arg::In(a), Arg::In(b), Arg::In(g), Arg::Out(rows * (n + m))], sizes].concat(),
-    );
-    assert_close("outer_bwd", &bwd[3], &[grads[0].clone(), grads[1].clone()].concat(), 1e-5);
+    check_fused(Outer::Forward, &[(a.clone(), &[rows, n]), (b.clone(), &[rows, m])], 1e-6);
+    check_fused(Outer::Backward, &[(a, &[rows, n]), (b, &[rows, m]), (g, &[rows, n, m])], 1e-5);
 }
 
 #[test]
