@@ -212,12 +212,20 @@ impl<'a> Search<'a> {
         let latest = latest_by_trial(self.store.summaries()?);
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
         let mut out = vec![];
+        let pruner_metric = self.plan.spec.prune.as_ref().map(|p| p.metric.name.as_str());
         for (c, config) in study.configs.iter().enumerate() {
+            let values = self.values_of(config);
             if let Some(p) = study.pruned_at(c) {
-                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.rung), value: p.decision.mean });
+                // Ranked in the search's metric: the pruner's may be another one (judging by
+                // validation loss a search that optimises accuracy), whose values do not compare.
+                let value = if pruner_metric == Some(metric.as_str()) {
+                    p.decision.mean
+                } else {
+                    self.mean_of_seeds(&values, &latest, &metric).unwrap_or(f64::NAN)
+                };
+                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.rung), value });
                 continue;
             }
-            let values = self.values_of(config);
             let mut finished = vec![];
             let mut failed = false;
             for seed in &self.plan.spec.seeds {
@@ -241,6 +249,20 @@ impl<'a> Search<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// The mean of `metric` over the latest runs of a configuration's seeds that have it
+    /// (a pruned run's are its validation metrics where it stopped).
+    fn mean_of_seeds(&self, values: &[Value], latest: &HashMap<String, RunSummary>, metric: &str) -> Option<f64> {
+        let found: Vec<f64> = self
+            .plan
+            .spec
+            .seeds
+            .iter()
+            .filter_map(|seed| self.plan.trial(values, *seed).ok())
+            .filter_map(|t| latest.get(&identity::trial_key(&t))?.final_metrics.get(metric).copied())
+            .collect();
+        (!found.is_empty()).then(|| found.iter().sum::<f64>() / found.len() as f64)
     }
 
     /// Every configuration of the study with the latest run of each seed.

@@ -171,3 +171,34 @@ fn a_packed_search_trains_a_configurations_seeds_together_and_judges_each_of_the
     assert_eq!(alone_steps, [("pruned".to_string(), 0, 0), ("pruned".to_string(), 20, 20)]);
     assert_eq!(steps(&packed), [("pruned".to_string(), 20, 20), ("pruned".to_string(), 20, 20)]);
 }
+
+#[test]
+fn a_configuration_pruned_on_another_metric_is_ranked_by_the_searchs_own() {
+    // Judged by validation loss, optimised for validation accuracy: the pruned configuration
+    // counts for the sampler with its accuracy where it stopped, not with its loss. At step 20,
+    // 3e-2 has overshot: its validation loss is above that of 1e-7, which has not moved.
+    let source = tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [1e-7, 3e-2]  sampler = grid  metric = val_accuracy \
+         prune = asha(metric = val_loss, min_steps = 20, rungs = 1, keep = 1/2)",
+    );
+    let (_dir, spec, store) = spec_folder(&source);
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let recs = records(&store);
+    let pruned = recs.iter().find(|r| r["status"] == "pruned").expect("3e-2 is pruned");
+    let accuracy = pruned["final_metrics"]["val_accuracy"].as_f64().unwrap();
+    assert_ne!(Some(accuracy), pruned["pruned"]["value"].as_f64(), "the pruner judged its loss");
+
+    let parsed = memctl::lang::parse_str("tiny.mem", &source).unwrap();
+    let program = memctl::check::check(&parsed, &memctl::prims::Primitives).unwrap();
+    let plan = program.experiments[0].search.as_deref().unwrap();
+    let store = memctl::store::Store::open(&store).unwrap();
+    let search = memctl::sweep::search::Search::new(&store, plan, "lrs");
+    let study = store.study(search.key(), "lrs").unwrap();
+    let outcomes = search.outcomes(&study).unwrap();
+    let o = outcomes.iter().find(|o| o.config == 1).unwrap();
+    assert_eq!(o.stage, memctl::search::outcome::Stage::Pruned(0));
+    assert_eq!(o.value, accuracy);
+}
