@@ -517,7 +517,11 @@ fn search_plan(
                 _ => None,
             })
             .unwrap_or(block.span);
-        search::check_rungs(&plan.spec, first.config.train.steps, at)?;
+        let steps = first.config.train.steps;
+        if let Some(p) = plan.spec.prune.as_mut() {
+            p.fit_to(steps);
+        }
+        search::check_rungs(&plan.spec, steps, at)?;
     }
     Ok(plan)
 }

@@ -89,8 +89,9 @@ pub enum Sampler {
 }
 
 /// When a trial is stopped early: at rungs, the first evaluations at or after
-/// `min_steps · factor^k` steps (`k < rungs`), a configuration (the mean of its seeds) that
-/// falls below the rule's cut-off stops, unless the plateau guard keeps it.
+/// `min_steps · factor^k` steps (`k < rungs`), or with `every`, at or after `min_steps + k ·
+/// every` up to the step budget, a configuration (the mean of its seeds) that falls below the
+/// rule's cut-off stops, unless the plateau guard keeps it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Pruning {
     pub rule: PruneRule,
@@ -101,12 +102,36 @@ pub struct Pruning {
     /// The plateau guard: a trial whose training loss fell by more than this fraction since
     /// the previous rung is kept whatever its metric.
     pub patience: Option<f64>,
+    /// The median rule judging every this many steps from `min_steps` on, instead of at rungs
+    /// `factor` apart (Optuna's `MedianPruner` with `interval_steps`); `every = eval_every`
+    /// judges at every evaluation. `rungs` then counts those up to the step budget.
+    pub every: Option<usize>,
 }
 
 impl Pruning {
     /// The step of each rung.
     pub fn rung_steps(&self) -> Vec<usize> {
-        (0..self.rungs).map(|k| (self.min_steps as f64 * self.factor.powi(k as i32)).round() as usize).collect()
+        match self.every {
+            Some(every) => (0..self.rungs).map(|k| self.min_steps + k * every).collect(),
+            None => {
+                (0..self.rungs).map(|k| (self.min_steps as f64 * self.factor.powi(k as i32)).round() as usize).collect()
+            }
+        }
+    }
+
+    /// The step the plateau guard measures the first rung's fall in training loss from.
+    pub fn before_first_rung(&self) -> usize {
+        match self.every {
+            Some(every) => self.min_steps.saturating_sub(every),
+            None => (self.min_steps as f64 / self.factor).round() as usize,
+        }
+    }
+
+    /// With `every`, sets `rungs` to the judgements that fit a trial of `steps` steps.
+    pub fn fit_to(&mut self, steps: usize) {
+        if let Some(every) = self.every {
+            self.rungs = if steps >= self.min_steps { (steps - self.min_steps) / every.max(1) + 1 } else { 1 };
+        }
     }
 }
 
@@ -399,7 +424,8 @@ fn read_sampler(e: &ast::Expr) -> Result<Sampler, Diagnostic> {
 }
 
 /// `prune = asha(metric = val_accuracy, min_steps = 2000, rungs = 3, keep = 1/3, patience =
-/// 0.05)`, `median(metric = …, min_steps = …, rungs = 3, factor = 2)`, or `none`.
+/// 0.05)`, `median(metric = …, min_steps = …, rungs = 3, factor = 2)` or `median(metric = …,
+/// min_steps = …, every = 100)`, or `none`.
 fn read_prune(e: &ast::Expr, metrics: &[String]) -> Result<Option<Pruning>, Diagnostic> {
     if bare_name(e) == Some("none") {
         return Ok(None);
@@ -418,7 +444,7 @@ fn read_prune(e: &ast::Expr, metrics: &[String]) -> Result<Option<Pruning>, Diag
     let name = callee.name.as_str();
     let allowed: &[&str] = match name {
         "asha" => &["metric", "min_steps", "rungs", "keep", "patience"],
-        "median" => &["metric", "min_steps", "rungs", "factor", "patience"],
+        "median" => &["metric", "min_steps", "rungs", "factor", "every", "patience"],
         _ => {
             let mut d = CheckErrorKind::UnknownPruner { name: name.to_string() }
                 .error()
@@ -457,6 +483,12 @@ fn read_prune(e: &ast::Expr, metrics: &[String]) -> Result<Option<Pruning>, Diag
     };
     let min_steps = positive_int("min_steps")?.ok_or_else(|| missing("min_steps"))?;
     let rungs = positive_int("rungs")?.unwrap_or(3);
+    let every = positive_int("every")?;
+    if every.is_some()
+        && let Some((key, (_, span))) = ["rungs", "factor"].into_iter().find_map(|k| Some((k, get(k)?)))
+    {
+        return Err(wrong(key, "left out when `every` is given (`every` sets the rungs)", span));
+    }
     let fraction = |key: &str, low_open: f64, high: f64| -> Result<Option<f64>, Diagnostic> {
         match get(key) {
             None => Ok(None),
@@ -483,7 +515,7 @@ fn read_prune(e: &ast::Expr, metrics: &[String]) -> Result<Option<Pruning>, Diag
         };
         (PruneRule::Median, factor)
     };
-    Ok(Some(Pruning { rule, metric, min_steps, rungs, factor, patience }))
+    Ok(Some(Pruning { rule, metric, min_steps, rungs, factor, patience, every }))
 }
 
 /// Named arguments of a sampler or pruner, their values evaluated (`1/3` is a fraction here,

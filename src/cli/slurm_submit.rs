@@ -1,14 +1,16 @@
 //! `memctl sweep FILE --executor slurm`: write a manifest of the trials not done yet and submit
-//! them as one Slurm job array.
+//! them as one Slurm job array; for a search, submit its workers, each of which takes the
+//! study's next trial from the store.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::check::Trial;
-use crate::slurm::manifest::{Manifest, ManifestTrial, Recorder};
+use crate::slurm::manifest::{Manifest, ManifestSearch, ManifestTrial, Recorder};
 use crate::slurm::scheduler::{self, SlurmOptions};
 use crate::slurm::{self, shard};
 use crate::store::{Status, Store};
+use crate::sweep::search::Search;
 use crate::sweep::{Options, Plan, identity};
 
 pub struct Submission<'a> {
@@ -80,6 +82,7 @@ pub fn submit(
                 label: t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
             })
             .collect(),
+        search: None,
         threads: opts.threads,
         device: opts.device.clone(),
         job: None,
@@ -91,23 +94,100 @@ pub fn submit(
         println!("{} array tasks would be submitted from {}", manifest.trials.len(), dir.display());
         return Ok(0);
     }
+    let count = manifest.trials.len();
+    let (job, path) = write_and_submit(&dir, manifest, count, &sub)?;
+    println!("{job}");
+    eprintln!(
+        "submitted job {job}: {} array task{} from {}\nfollow it with `memctl status {}`; bring finished runs into the store with `memctl sync {}`",
+        count,
+        if count == 1 { "" } else { "s" },
+        path.display(),
+        dir.display(),
+        dir.display()
+    );
+    Ok(0)
+}
+
+/// Writes `manifest` as the sweep directory's next submission, submits `count` array tasks
+/// running it, and records the job id in it; returns the job id and the manifest's path.
+fn write_and_submit(
+    dir: &Path,
+    mut manifest: Manifest,
+    count: usize,
+    sub: &Submission,
+) -> anyhow::Result<(String, PathBuf)> {
     let manifests = dir.join("manifests");
     let n = std::fs::read_dir(&manifests).map(|d| d.count()).unwrap_or(0) + 1;
     let path = manifests.join(format!("{n}.json"));
     manifest.write(&path)?;
     let name = format!("memctl-{}", dir.file_name().and_then(|f| f.to_str()).unwrap_or("sweep"));
-    let job = scheduler::submit(&sub.memctl, &path, &dir.join("logs"), manifest.trials.len(), &name, &sub.slurm)?;
-    let mut submitted = manifest;
-    submitted.job = Some(job.clone());
-    submitted.write(&path)?;
+    let job = scheduler::submit(&sub.memctl, &path, &dir.join("logs"), count, &name, &sub.slurm)?;
+    manifest.job = Some(job.clone());
+    manifest.write(&path)?;
+    Ok((job, path))
+}
+
+/// Submits `workers` array tasks for a search: each opens the store (`store`, which the
+/// compute nodes must reach) and runs the search there as a local sweep's worker does, taking
+/// the study's next trial or proposing its next configuration in one exclusive store session,
+/// so no two workers take one trial, and a worker killed at any moment loses nothing (its
+/// trial resumes from its checkpoint in the next worker that takes it). Nothing is submitted
+/// once every configuration of the study is settled.
+pub fn submit_search(
+    store: &Store,
+    search: &Search,
+    recorder: &Recorder,
+    opts: &Options,
+    workers: usize,
+    sub: Submission,
+) -> anyhow::Result<i32> {
+    let experiment = search.experiment();
+    let dir = slurm::sweep_dir(&sub.shared, sub.spec_path, Some(experiment));
+    std::fs::create_dir_all(dir.join("logs"))?;
+    let study = store.study(search.key(), experiment)?;
+    let settled = search.outcomes(&study)?.len();
+    eprintln!(
+        "search {experiment}: {} of {} configurations proposed so far, {settled} settled",
+        study.configs.len(),
+        search.configurations()
+    );
+    if study.configs.len() >= search.configurations() && settled >= search.configurations() {
+        eprintln!("the search is complete; nothing to submit (`memctl search-report` shows it)");
+        return Ok(0);
+    }
+    let workers = workers.clamp(1, search.trial_count().max(1));
+    let store_path = std::path::absolute(store.path())?;
+    let manifest = Manifest {
+        version: crate::slurm::manifest::MANIFEST_VERSION,
+        spec_path: sub.spec_path.display().to_string(),
+        files: recorder.files.borrow().clone(),
+        experiment: Some(experiment.to_string()),
+        overrides: sub.overrides.to_vec(),
+        trials: vec![],
+        search: Some(ManifestSearch { experiment: experiment.to_string(), store: store_path.clone(), workers }),
+        threads: opts.threads,
+        device: opts.device.clone(),
+        job: None,
+    };
+    if sub.dry_run {
+        println!(
+            "{workers} search worker{} would be submitted from {}, sharing the store {}",
+            if workers == 1 { "" } else { "s" },
+            dir.display(),
+            store_path.display()
+        );
+        return Ok(0);
+    }
+    let (job, path) = write_and_submit(&dir, manifest, workers, &sub)?;
     println!("{job}");
     eprintln!(
-        "submitted job {job}: {} array task{} from {}\nfollow it with `memctl status {}`; bring finished runs into the store with `memctl sync {}`",
-        submitted.trials.len(),
-        if submitted.trials.len() == 1 { "" } else { "s" },
+        "submitted job {job}: {workers} search worker{} from {}, recording into the store {}\n\
+         follow it with `memctl status {}`; `memctl search-report {} {experiment}` shows what it found",
+        if workers == 1 { "" } else { "s" },
         path.display(),
+        store_path.display(),
         dir.display(),
-        dir.display()
+        sub.spec_path.display()
     );
     Ok(0)
 }

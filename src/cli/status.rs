@@ -35,6 +35,27 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                 .into_iter()
                 .collect();
             let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+            if let Some(search) = &m.search {
+                // A search's workers record into the store: here only whether they still run.
+                for state in queued.values() {
+                    *counts.entry(state.to_lowercase()).or_default() += 1;
+                }
+                let ended = search.workers.saturating_sub(queued.len());
+                if ended > 0 {
+                    counts.insert("ended".into(), ended);
+                }
+                let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                println!(
+                    "  submission {} (job {}): search {}, {} workers: {}; its runs are in the store {}",
+                    n + 1,
+                    m.job.as_deref().unwrap_or("?"),
+                    search.experiment,
+                    search.workers,
+                    summary.join(", "),
+                    search.store.display()
+                );
+                continue;
+            }
             for (i, t) in m.trials.iter().enumerate() {
                 let state = match (queued.get(&i), shards.get(&t.trial_key)) {
                     (Some(s), _) => s.to_lowercase(),

@@ -95,10 +95,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         .filter(|e| experiment.as_deref().is_none_or(|name| name == e.name))
         .filter_map(|e| Some((e.name.as_str(), e.search.as_deref()?)))
         .collect();
-    if !searches.is_empty() && args.executor == Executor::Slurm {
-        anyhow::bail!("a search runs with the local executor (`--executor local`); Slurm runs sweeps");
-    }
     if args.executor == Executor::Slurm {
+        if !searches.is_empty() && args.force {
+            anyhow::bail!(
+                "`--force` re-runs a search's trials only with the local executor; on Slurm, its workers run what is not settled"
+            );
+        }
         let store = Store::open(&ctx.store)?;
         let opts = Options {
             force: args.force,
@@ -115,24 +117,36 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             Some(p) => p.clone(),
             None => std::env::current_exe()?,
         };
-        let slurm = crate::slurm::scheduler::SlurmOptions {
-            partition: args.partition.clone(),
-            time: args.time.clone(),
-            cpus_per_task: args.cpus_per_task,
-            grace_seconds: args.grace,
-            array_parallelism: args.array_parallelism,
-            extra: args.sbatch_args.clone(),
-        };
-        let sub = slurm_submit::Submission {
+        let submission = |experiment| slurm_submit::Submission {
             spec_path: &args.file,
-            experiment: experiment.as_deref(),
+            experiment,
             overrides: &overrides,
-            shared,
-            memctl,
-            slurm,
+            shared: shared.clone(),
+            memctl: memctl.clone(),
+            slurm: crate::slurm::scheduler::SlurmOptions {
+                partition: args.partition.clone(),
+                time: args.time.clone(),
+                cpus_per_task: args.cpus_per_task,
+                grace_seconds: args.grace,
+                array_parallelism: args.array_parallelism,
+                extra: args.sbatch_args.clone(),
+            },
             dry_run: args.dry_run,
         };
-        return slurm_submit::submit(&store, &trials, &recorder, &opts, sub);
+        trials.retain(|t| !searches.iter().any(|(name, _)| *name == t.config.experiment));
+        let mut code = 0;
+        if !trials.is_empty() || searches.is_empty() {
+            code = slurm_submit::submit(&store, &trials, &recorder, &opts, submission(experiment.as_deref()))?;
+        }
+        for (name, plan) in &searches {
+            let search = Search::new(&store, plan, name);
+            // By default one worker per seed: a configuration's seeds run side by side, and
+            // each next configuration is proposed from the results before it.
+            let workers = args.parallel.jobs.unwrap_or(search.seeds());
+            let sub = submission(Some(name));
+            code = code.max(slurm_submit::submit_search(&store, &search, &recorder, &opts, workers, sub)?);
+        }
+        return Ok(code);
     }
     if let Some(d) = &args.device {
         crate::device::open(d)?;
@@ -166,7 +180,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             print_plan(&trials, &plans, &opts);
         }
         for s in &searches {
-            print_search_plan(&store, s)?;
+            print_search_plan(&store, s, &opts)?;
         }
         return Ok(0);
     }
@@ -187,7 +201,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 }
 
 /// What a search would do: its configurations so far and how many it may add.
-fn print_search_plan(store: &Store, s: &Search) -> anyhow::Result<()> {
+fn print_search_plan(store: &Store, s: &Search, opts: &Options) -> anyhow::Result<()> {
     let study = store.study(s.key(), s.experiment())?;
     println!(
         "search {}: {} of {} configurations proposed so far, each with {} seed{}; up to {} trials",
@@ -198,12 +212,25 @@ fn print_search_plan(store: &Store, s: &Search) -> anyhow::Result<()> {
         if s.seeds() == 1 { "" } else { "s" },
         s.trial_count()
     );
+    print_search_packs(s, opts, &mut std::io::stdout());
     Ok(())
+}
+
+/// How a search packs its trials, when it does: up to `--pack N` seeds of one configuration.
+fn print_search_packs(s: &Search, opts: &Options, out: &mut dyn std::io::Write) {
+    let n = s.pack_size(opts).min(s.seeds());
+    if n > 1 {
+        let _ =
+            writeln!(out, "search {}: up to {n} seeds of a configuration train together as one pack", s.experiment());
+    }
 }
 
 /// Runs a search; the exit code is 1 if any trial failed or was interrupted.
 pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bool) -> anyhow::Result<i32> {
     stop_on_signals();
+    if !quiet {
+        print_search_packs(s, opts, &mut std::io::stderr());
+    }
     let progress = Progress::new(s.trial_count(), quiet);
     let r = s.run(source, opts, &progress, &CANCEL)?;
     progress.finish();
@@ -223,7 +250,7 @@ pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bo
 #[derive(clap::Args)]
 pub struct Parallelism {
     /// Trials at once (default: one per core, at most the number of trials; on a GPU,
-    /// at most 4).
+    /// at most 4). With `--executor slurm`, a search's workers (default: one per seed).
     #[arg(long, short, value_parser = counts::thread_count)]
     jobs: Option<usize>,
     /// Compute threads per trial (default: cores / jobs).

@@ -1,11 +1,13 @@
 //! `memctl worker --manifest M --index I`: run one trial of a Slurm submission (an array task)
-//! and write its run record as a shard. Started by Slurm, not by hand.
+//! and write its run record as a shard; or, for a search's submission, run the search against
+//! its store as one of its workers. Started by Slurm, not by hand.
 
 use std::path::PathBuf;
 
 use crate::cli::{Context, load};
-use crate::slurm::manifest::{Manifest, Snapshot};
+use crate::slurm::manifest::{Manifest, ManifestSearch, Snapshot};
 use crate::slurm::{scheduler, shard, signals};
+use crate::store::Store;
 use crate::store::checkpoints::CheckpointDir;
 use crate::sweep::{self, Options, identity};
 use crate::train::Silent;
@@ -24,6 +26,9 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let manifest = Manifest::read(&args.manifest)
         .map_err(|e| anyhow::anyhow!("cannot read manifest {}: {e}", args.manifest.display()))?;
+    if let Some(search) = &manifest.search {
+        return run_search(&args, &manifest, search, ctx);
+    }
     let Some(entry) = manifest.trials.get(args.index) else {
         anyhow::bail!(
             "manifest {} has {} trials; no index {}",
@@ -46,8 +51,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let Some(trial) = trials.iter().find(|t| identity::trial_key(t) == entry.trial_key) else {
         anyhow::bail!("no trial with identity {} in the manifest's spec (was memctl upgraded?)", entry.trial_key);
     };
-    let threads =
-        std::env::var("SLURM_CPUS_PER_TASK").ok().and_then(|s| s.parse().ok()).unwrap_or(manifest.threads).max(1);
+    let threads = threads(&manifest);
     let opts = Options {
         force: true,
         retry_failed: true,
@@ -95,6 +99,64 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     Ok(if record.status == crate::store::Status::Done { 0 } else { 1 })
 }
 
+/// Compute threads per trial: Slurm's CPUs per task, else the manifest's.
+fn threads(manifest: &Manifest) -> usize {
+    std::env::var("SLURM_CPUS_PER_TASK").ok().and_then(|s| s.parse().ok()).unwrap_or(manifest.threads).max(1)
+}
+
+/// One worker of a search: runs the search against its store, one trial at a time, until the
+/// study has no trial left that is not settled or running in another worker. A signal stops
+/// its trial at the next step with a checkpoint (recorded `interrupted`, which the next worker
+/// to reach it resumes); after Slurm's time-limit warning the task requeues itself.
+fn run_search(args: &Args, manifest: &Manifest, s: &ManifestSearch, ctx: &Context) -> anyhow::Result<i32> {
+    let spec_path = PathBuf::from(&manifest.spec_path);
+    let Ok((spec, program)) =
+        load::load_checked_from(&spec_path, &Snapshot(&manifest.files), Some(&s.experiment), &manifest.overrides, ctx)
+    else {
+        return Ok(2);
+    };
+    let Some(plan) = program.experiments.iter().find(|e| e.name == s.experiment).and_then(|e| e.search.as_deref())
+    else {
+        anyhow::bail!("the manifest's spec has no search `{}` (was memctl upgraded?)", s.experiment);
+    };
+    let store = Store::open(&s.store)?;
+    let search = sweep::search::Search::new(&store, plan, &s.experiment);
+    let opts = Options {
+        force: false,
+        retry_failed: false,
+        jobs: 1,
+        threads: threads(manifest),
+        device: manifest.device.clone(),
+        prober: None,
+        memory: sweep::memory_budget::MemoryBudget::unlimited(),
+        pack: crate::sweep::packs::Packing::Off,
+    };
+    eprintln!(
+        "memctl worker: search {} (worker {} of {}), store {}",
+        s.experiment,
+        args.index + 1,
+        s.workers,
+        s.store.display()
+    );
+    let stop = signals::install();
+    let source = load::spec_source(&spec_path, &spec);
+    let r = search.run(&source, &opts, &Log, stop)?;
+    eprintln!(
+        "memctl worker: search {}: {} trial{} run ({} pruned, {} interrupted), {} settled or running elsewhere",
+        s.experiment,
+        r.ran,
+        if r.ran == 1 { "" } else { "s" },
+        r.pruned,
+        r.interrupted,
+        r.done_before + r.failed_before + r.elsewhere
+    );
+    if stop.load(std::sync::atomic::Ordering::SeqCst) && signals::time_limit_near() {
+        eprintln!("memctl worker: time limit near: requeueing this task");
+        scheduler::requeue_this_task()?;
+    }
+    Ok(if r.failed > 0 || r.interrupted > 0 { 1 } else { 0 })
+}
+
 /// The sweep directory a manifest belongs to (`SWEEP/manifests/NAME.json`).
 fn sweep_dir(manifest: &std::path::Path) -> PathBuf {
     manifest.parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default()
@@ -107,14 +169,22 @@ impl sweep::Reporter for Log {
     fn trial_started(
         &self,
         _: usize,
-        _: &crate::check::Trial,
-        _: u64,
-        _: Option<u64>,
+        trial: &crate::check::Trial,
+        run_id: u64,
+        resumed_from: Option<u64>,
     ) -> Box<dyn crate::train::Observer + '_> {
+        // Only a search's worker reports here (a worker of one trial trains without a reporter).
+        let values: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        match resumed_from {
+            Some(step) => eprintln!("memctl worker: run {run_id} ({}) resumes at step {step}", values.join(" ")),
+            None => eprintln!("memctl worker: run {run_id} ({}) starts", values.join(" ")),
+        }
         Box::new(Silent)
     }
     fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: crate::store::Status) {}
-    fn trial_finished(&self, _: usize, _: &crate::store::RunRecord) {}
+    fn trial_finished(&self, _: usize, record: &crate::store::RunRecord) {
+        eprintln!("memctl worker: run {} {}", record.id, record.status.as_str());
+    }
     fn warning(&self, message: &str) {
         eprintln!("memctl worker: warning: {message}");
     }

@@ -41,7 +41,8 @@ pub fn study_key(plan: &SearchPlan) -> String {
             PruneRule::Asha { keep } => format!("asha({keep})"),
             PruneRule::Median => "median".to_string(),
         };
-        format!("{rule},{},{},{},{},{:?}", p.metric.name, p.min_steps, p.rungs, p.factor, p.patience)
+        let every = p.every.map(|n| format!(",every {n}")).unwrap_or_default();
+        format!("{rule},{},{},{},{},{:?}{every}", p.metric.name, p.min_steps, p.rungs, p.factor, p.patience)
     });
     let canonical = serde_json::json!({
         "base": base,

@@ -73,11 +73,12 @@ pub fn rungs_due(pruning: &Pruning, reported: usize, step: usize) -> Vec<usize> 
 }
 
 /// The training loss a trial had at the previous rung (for the first rung, at `min_steps /
-/// factor`): the last point of the curve at or before that step, else its first point.
+/// factor`, or `min_steps - every`): the last point of the curve at or before that step, else
+/// its first point.
 pub fn loss_before(pruning: &Pruning, rung: usize, train_loss: &[(u64, f64)]) -> Option<f64> {
     let steps = pruning.rung_steps();
     let before = match rung {
-        0 => (pruning.min_steps as f64 / pruning.factor).round() as u64,
+        0 => pruning.before_first_rung() as u64,
         r => steps.get(r - 1).copied().unwrap_or(0) as u64,
     };
     train_loss.iter().rev().find(|(s, _)| *s <= before).or(train_loss.first()).map(|(_, v)| *v)
@@ -114,6 +115,7 @@ mod tests {
             rungs: 3,
             factor,
             patience,
+            every: None,
         }
     }
 
@@ -181,6 +183,35 @@ mod tests {
         let flat = AtRung { loss: Some(1.38), loss_before: Some(1.386), ..at(2, 1, 0.25) };
         let d = judge(&p, &study, &flat);
         assert!(!d.keep && !d.guarded, "{d:?}");
+    }
+
+    /// Optuna's `MedianPruner` with `interval_steps`: with `every`, the median rule judges at
+    /// every evaluation from `min_steps` on, so a configuration that falls behind between two
+    /// of the rungs `factor` apart is stopped there, not at the next one.
+    #[test]
+    fn the_median_rule_with_every_judges_at_each_evaluation_from_min_steps() {
+        let mut p = Pruning { every: Some(25), ..pruning(PruneRule::Median, None) };
+        p.fit_to(210);
+        assert_eq!(p.rung_steps(), [100, 125, 150, 175, 200]);
+        assert_eq!(rungs_due(&p, 0, 99), Vec::<usize>::new());
+        assert_eq!(rungs_due(&p, 1, 125), [1]);
+        let curve = [(50, 2.0), (75, 1.8), (100, 1.5)];
+        assert_eq!(loss_before(&p, 0, &curve), Some(1.8), "the first rung's loss is measured from step 75");
+        // Two configurations ahead at every evaluation; a third level with them until step
+        // 150, then behind: it goes on at 100 and 125 and stops at 150 (rung 3 of 5).
+        let mut study = StudyRecord::new("e");
+        let mut stopped = None;
+        for (rung, step) in p.rung_steps().into_iter().enumerate() {
+            for (config, value) in [(0, 0.5), (1, 0.6), (2, if step < 150 { 0.55 } else { 0.4 })] {
+                let a = AtRung { config, seed: 1, rung, step: step as u64, value, loss: None, loss_before: None };
+                let d = judge(&p, &study, &a);
+                if config == 2 && !d.keep && stopped.is_none() {
+                    stopped = Some((rung, step, d.cutoff));
+                }
+                study.reports.push(report(&a, d));
+            }
+        }
+        assert_eq!(stopped, Some((2, 150, Some(0.55))), "the median of 0.5 and 0.6");
     }
 
     #[test]

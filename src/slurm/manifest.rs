@@ -21,8 +21,12 @@ pub struct Manifest {
     pub experiment: Option<String>,
     /// Command-line overrides (`d=48,96`), re-applied by workers.
     pub overrides: Vec<String>,
-    /// Array index → trial identity (and a label for humans).
+    /// Array index → trial identity (and a label for humans); empty for a search's workers.
     pub trials: Vec<ManifestTrial>,
+    /// A search's workers: every array task runs the search against the store, instead of
+    /// one trial each.
+    #[serde(default)]
+    pub search: Option<ManifestSearch>,
     /// Compute threads per trial.
     pub threads: usize,
     pub device: Option<String>,
@@ -34,6 +38,18 @@ pub struct Manifest {
 pub struct ManifestTrial {
     pub trial_key: String,
     pub label: String,
+}
+
+/// A search submitted as workers: each array task takes the study's next trial from the store
+/// (and proposes the next configuration when none is left), as a local sweep's workers do.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ManifestSearch {
+    /// The experiment with the `search` block.
+    pub experiment: String,
+    /// The store the workers share (absolute; on a file system the compute nodes reach).
+    pub store: PathBuf,
+    /// Array tasks (workers) submitted.
+    pub workers: usize,
 }
 
 impl Manifest {

@@ -121,7 +121,6 @@ fn within_memory(pack: Vec<usize>, trials: &[Trial], opts: &Options) -> Vec<Vec<
 
 /// Runs the pack `pack` (indices into `trials`): claims each trial, trains the claimed ones
 /// together, and records each as it ends. One result per trial.
-#[allow(clippy::too_many_arguments)]
 pub fn run_pack(
     store: &Store,
     spec: &super::SpecSource,
@@ -131,14 +130,37 @@ pub fn run_pack(
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
 ) -> Vec<Result<TrialResult, StoreError>> {
-    if let [i] = pack {
-        return vec![super::run_trial(store, spec, *i, &trials[*i], opts, reporter, cancel)];
+    let members: Vec<Packed<'_>> = pack.iter().map(|&i| Packed { index: i, trial: &trials[i], judge: None }).collect();
+    run_packed(store, spec, &members, opts, reporter, cancel)
+}
+
+/// A trial of a pack: its index in its sweep (for progress), the trial, and the pruner that
+/// judges it after every evaluation (a search's); a trial it stops leaves the pack, recorded
+/// `pruned`, and the others go on.
+pub struct Packed<'a> {
+    pub index: usize,
+    pub trial: &'a Trial,
+    pub judge: Option<&'a dyn live::Judge>,
+}
+
+/// Runs `members` as one pack: claims each trial, trains the claimed ones together, and
+/// records each as it ends. One result per trial.
+pub fn run_packed(
+    store: &Store,
+    spec: &super::SpecSource,
+    members: &[Packed<'_>],
+    opts: &Options,
+    reporter: &dyn Reporter,
+    cancel: &AtomicBool,
+) -> Vec<Result<TrialResult, StoreError>> {
+    if let [m] = members {
+        return vec![super::run_judged_trial(store, spec, m.index, m.trial, opts, reporter, cancel, m.judge)];
     }
     let mut results = vec![];
-    let mut claimed: Vec<(usize, Claimed)> = vec![];
-    for &i in pack {
-        match claim(store, spec, i, &trials[i], opts, reporter) {
-            Ok(Ok(c)) => claimed.push((i, c)),
+    let mut claimed: Vec<(&Packed<'_>, Claimed)> = vec![];
+    for m in members {
+        match claim(store, spec, m.index, m.trial, opts, reporter) {
+            Ok(Ok(c)) => claimed.push((m, c)),
             Ok(Err(result)) => results.push(Ok(result)),
             Err(e) => {
                 results.push(Err(e));
@@ -146,17 +168,18 @@ pub fn run_pack(
             }
         }
     }
+    let Some(first) = claimed.first().map(|(m, _)| m.trial) else { return results };
     let observers: Vec<Box<dyn crate::train::Observer + '_>> = claimed
         .iter()
-        .map(|(i, c)| {
+        .map(|(m, c)| {
             let resumed_from = c.record.progress.as_ref().and_then(|p| p.resumed_from);
-            reporter.trial_started(*i, &trials[*i], c.record.id, resumed_from)
+            reporter.trial_started(m.index, m.trial, c.record.id, resumed_from)
         })
         .collect();
     let lives: Vec<live::Live<'_>> = claimed
         .iter_mut()
         .zip(&observers)
-        .map(|((_, c), observer)| {
+        .map(|((m, c), observer)| {
             live::Live::new(
                 Some(store),
                 store.checkpoints(),
@@ -166,31 +189,35 @@ pub fn run_pack(
                 reporter,
                 c.resume.take(),
             )
+            .judged_by(m.judge)
         })
         .collect();
-    let members: Vec<PackMember<'_>> = claimed
+    let pack: Vec<PackMember<'_>> = claimed
         .iter()
         .zip(&lives)
-        .map(|((i, _), live)| PackMember { trial: &trials[*i], observer: live, checkpoints: live })
+        .map(|((m, _), live)| PackMember { trial: m.trial, observer: live, checkpoints: live })
         .collect();
-    let device = device_of(&trials[claimed.first().map_or(pack[0], |c| c.0)], opts).to_string();
+    let device = device_of(first, opts).to_string();
     // Each trial is recorded the moment it leaves the pack.
     let mut end = |p: usize, outcome: crate::train::Outcome| {
-        let (i, c) = &claimed[p];
+        let (m, c) = &claimed[p];
         let mut record = c.record.clone();
         complete_record(&mut record, Ok(outcome));
+        if record.status == crate::store::Status::Pruned {
+            record.pruned = m.judge.and_then(|j| j.pruned());
+        }
         lives[p].stop_writing();
         record.progress = lives[p].progress();
-        results.push(settle(store, *i, &trials[*i], record, &c.key, reporter));
+        results.push(settle(store, m.index, m.trial, record, &c.key, reporter));
     };
     let trained = crate::pool::run_in_pool(opts.threads, || {
         let device = crate::device::open(&device)?;
-        train_pack(&members, &device, cancel, &mut end);
+        train_pack(&pack, &device, cancel, &mut end);
         Ok::<_, TrialError>(())
     });
     if let Err(e) = trained.map_err(TrialError::from).and_then(|r| r) {
         // No trial of the pack trained (no compute threads, or the device did not open).
-        for (p, member) in members.iter().enumerate() {
+        for (p, member) in pack.iter().enumerate() {
             let mut outcome = crate::train::Outcome::starting(member.trial);
             outcome.fail(e.to_string());
             end(p, outcome);

@@ -4,13 +4,16 @@
 //! ([`crate::store::study`]) and each change to it is one exclusive session, as a trial's claim
 //! is: a second sweep on the same spec, now or later, takes the configurations not yet run and
 //! proposes new ones from all the results so far; a killed sweep's trials resume from their
-//! checkpoints, their decisions kept.
+//! checkpoints, their decisions kept. With `--pack N` (on the CPU), a worker trains up to `N`
+//! seeds of one configuration together as a pack; a trial the pruner stops leaves its pack,
+//! and the others go on.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::live::Judge;
+use super::packs::{Packed, Packing, run_packed};
 use super::{Options, Reporter, SpecSource, Summary, SweepError, TrialResult, identity};
 use crate::check::SearchPlan;
 use crate::check::search::Pruning;
@@ -92,6 +95,7 @@ impl<'a> Search<'a> {
     ) -> Result<Summary, SweepError> {
         let workers = opts.jobs.clamp(1, self.trial_count().max(1));
         let pool = super::worker_pool(workers, opts.threads)?;
+        let pack = self.pack_size(opts);
         let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
         pool.scope(|scope| {
             for _ in 0..workers {
@@ -100,14 +104,14 @@ impl<'a> Search<'a> {
                         if cancel.load(Ordering::SeqCst) {
                             break;
                         }
-                        let r = match self.next_item(reporter) {
-                            Ok(Some(item)) => self.run_item(spec, &item, opts, reporter, cancel),
-                            Ok(None) => break,
-                            Err(e) => Err(e),
+                        let r = match self.next_items(reporter, pack) {
+                            Ok(items) if items.is_empty() => break,
+                            Ok(items) => self.run_items(spec, items, opts, reporter, cancel),
+                            Err(e) => vec![Err(e)],
                         };
-                        let stop = r.is_err();
+                        let stop = r.iter().any(Result::is_err);
                         if let Ok(mut v) = results.lock() {
-                            v.push(r);
+                            v.extend(r);
                         }
                         if stop {
                             cancel.store(true, Ordering::SeqCst);
@@ -120,15 +124,33 @@ impl<'a> Search<'a> {
         super::tally(results.into_inner().unwrap_or_default())
     }
 
-    /// The next trial to run: a queued one, else the seeds of the study's next configuration
-    /// (proposing one when the study has no more and wants more); `None` when the search is
-    /// complete.
-    fn next_item(&self, reporter: &dyn Reporter) -> Result<Option<Item>, StoreError> {
-        let Ok(mut q) = self.queue.lock() else { return Ok(None) };
+    /// Seeds of one configuration trained together: up to `--pack N` on the CPU (`auto`
+    /// trains CPU trials alone, as a sweep does; packs train on the CPU only).
+    pub fn pack_size(&self, opts: &Options) -> usize {
+        let on_cpu = opts
+            .device
+            .as_deref()
+            .unwrap_or_else(|| self.plan.representatives.first().map_or("cpu", |t| t.config.train.device.as_str()))
+            == "cpu";
+        match opts.pack {
+            Packing::Size(n) if on_cpu => n,
+            _ => 1,
+        }
+    }
+
+    /// The next trials to run, up to `pack` seeds of one configuration: queued ones, else the
+    /// seeds of the study's next configuration (proposing one when the study has no more and
+    /// wants more); none when the search is complete.
+    fn next_items(&self, reporter: &dyn Reporter, pack: usize) -> Result<Vec<Item>, StoreError> {
+        let Ok(mut q) = self.queue.lock() else { return Ok(vec![]) };
         let seeds = &self.plan.spec.seeds;
         loop {
-            if let Some(item) = q.items.pop_front() {
-                return Ok(Some(item));
+            if let Some(first) = q.items.pop_front() {
+                let mut items = vec![first];
+                while items.len() < pack && q.items.front().is_some_and(|i| i.config == items[0].config) {
+                    items.extend(q.items.pop_front());
+                }
+                return Ok(items);
             }
             let study = self.store.study(&self.key, &self.experiment)?;
             if q.next_config < study.configs.len() {
@@ -147,7 +169,7 @@ impl<'a> Search<'a> {
             }
             let n = study.configs.len();
             if n >= self.plan.spec.trials {
-                return Ok(None);
+                return Ok(vec![]);
             }
             let outcomes = self.outcomes(&study)?;
             let configs: Vec<Vec<Value>> = study.configs.iter().map(|c| self.values_of(c)).collect();
@@ -155,7 +177,7 @@ impl<'a> Search<'a> {
                 Ok(v) => v,
                 Err(e) => {
                     reporter.warning(&format!("the search stops: {e}"));
-                    return Ok(None);
+                    return Ok(vec![]);
                 }
             };
             let names = self.plan.spec.dims.iter().map(|d| d.name.name.clone());
@@ -190,12 +212,20 @@ impl<'a> Search<'a> {
         let latest = latest_by_trial(self.store.summaries()?);
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
         let mut out = vec![];
+        let pruner_metric = self.plan.spec.prune.as_ref().map(|p| p.metric.name.as_str());
         for (c, config) in study.configs.iter().enumerate() {
+            let values = self.values_of(config);
             if let Some(p) = study.pruned_at(c) {
-                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.rung), value: p.decision.mean });
+                // Ranked in the search's metric: the pruner's may be another one (judging by
+                // validation loss a search that optimises accuracy), whose values do not compare.
+                let value = if pruner_metric == Some(metric.as_str()) {
+                    p.decision.mean
+                } else {
+                    self.mean_of_seeds(&values, &latest, &metric).unwrap_or(f64::NAN)
+                };
+                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.rung), value });
                 continue;
             }
-            let values = self.values_of(config);
             let mut finished = vec![];
             let mut failed = false;
             for seed in &self.plan.spec.seeds {
@@ -219,6 +249,20 @@ impl<'a> Search<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// The mean of `metric` over the latest runs of a configuration's seeds that have it
+    /// (a pruned run's are its validation metrics where it stopped).
+    fn mean_of_seeds(&self, values: &[Value], latest: &HashMap<String, RunSummary>, metric: &str) -> Option<f64> {
+        let found: Vec<f64> = self
+            .plan
+            .spec
+            .seeds
+            .iter()
+            .filter_map(|seed| self.plan.trial(values, *seed).ok())
+            .filter_map(|t| latest.get(&identity::trial_key(&t))?.final_metrics.get(metric).copied())
+            .collect();
+        (!found.is_empty()).then(|| found.iter().sum::<f64>() / found.len() as f64)
     }
 
     /// Every configuration of the study with the latest run of each seed.
@@ -275,55 +319,73 @@ impl<'a> Search<'a> {
         self.plan.representatives.first().map_or(0, |t| t.config.train.steps as u64)
     }
 
-    fn run_item(
+    /// Runs `items` (seeds of one configuration) as one pack, or the one alone; a seed of a
+    /// configuration already pruned through another seed is recorded `pruned` without training.
+    fn run_items(
         &self,
         spec: &SpecSource,
-        item: &Item,
+        items: Vec<Item>,
         opts: &Options,
         reporter: &dyn Reporter,
         cancel: &AtomicBool,
-    ) -> Result<TrialResult, StoreError> {
-        let trial = match self.plan.trial(&item.values, item.seed) {
-            Ok(t) => t,
-            Err(d) => {
-                let values: Vec<String> = item.values.iter().map(|v| v.to_string()).collect();
-                reporter.warning(&format!(
-                    "configuration {} ({}) does not check: {}",
-                    item.config + 1,
-                    values.join(", "),
-                    d.message
-                ));
-                return Ok(TrialResult::Skipped { run_id: 0, status: Status::Failed });
-            }
+    ) -> Vec<Result<TrialResult, StoreError>> {
+        let mut results = vec![];
+        let mut to_train: Vec<(Item, crate::check::Trial)> = vec![];
+        let study = match self.plan.spec.prune.as_ref().map(|_| self.store.study(&self.key, &self.experiment)) {
+            Some(Err(e)) => return vec![Err(e)],
+            Some(Ok(study)) => Some(study),
+            None => None,
         };
-        // A configuration pruned through another seed is not trained again with this one.
-        if let Some(pruning) = &self.plan.spec.prune {
-            let study = self.store.study(&self.key, &self.experiment)?;
-            if let Some(p) =
-                study.pruned_at(item.config).filter(|p| study.report(item.config, item.seed, p.rung).is_none())
+        for item in items {
+            let trial = match self.plan.trial(&item.values, item.seed) {
+                Ok(t) => t,
+                Err(d) => {
+                    let values: Vec<String> = item.values.iter().map(|v| v.to_string()).collect();
+                    reporter.warning(&format!(
+                        "configuration {} ({}) does not check: {}",
+                        item.config + 1,
+                        values.join(", "),
+                        d.message
+                    ));
+                    results.push(Ok(TrialResult::Skipped { run_id: 0, status: Status::Failed }));
+                    continue;
+                }
+            };
+            // A configuration pruned through another seed is not trained again with this one.
+            if let (Some(pruning), Some(study)) = (&self.plan.spec.prune, &study)
+                && let Some(p) =
+                    study.pruned_at(item.config).filter(|p| study.report(item.config, item.seed, p.rung).is_none())
             {
-                return self.record_pruned_unrun(spec, item, &trial, pruning, p, opts, reporter);
+                results.push(self.record_pruned_unrun(spec, &item, &trial, pruning, p, opts, reporter));
+                continue;
             }
+            to_train.push((item, trial));
         }
-        let judge = self.plan.spec.prune.as_ref().map(|pruning| TrialJudge {
-            search: self,
-            pruning,
-            config: item.config,
-            seed: item.seed,
-            reported: Mutex::new(0),
-            pruned: Mutex::new(None),
-            reporter,
-        });
-        super::run_judged_trial(
-            self.store,
-            spec,
-            item.index,
-            &trial,
-            opts,
-            reporter,
-            cancel,
-            judge.as_ref().map(|j| j as &dyn Judge),
-        )
+        let judges: Vec<Option<TrialJudge>> = to_train
+            .iter()
+            .map(|(item, _)| {
+                self.plan.spec.prune.as_ref().map(|pruning| TrialJudge {
+                    search: self,
+                    pruning,
+                    config: item.config,
+                    seed: item.seed,
+                    reported: Mutex::new(0),
+                    pruned: Mutex::new(None),
+                    reporter,
+                })
+            })
+            .collect();
+        let members: Vec<Packed<'_>> = to_train
+            .iter()
+            .zip(&judges)
+            .map(|((item, trial), judge)| Packed {
+                index: item.index,
+                trial,
+                judge: judge.as_ref().map(|j| j as &dyn Judge),
+            })
+            .collect();
+        results.extend(run_packed(self.store, spec, &members, opts, reporter, cancel));
+        results
     }
 
     /// Records a trial whose configuration was pruned through another seed as `pruned` with

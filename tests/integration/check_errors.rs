@@ -286,6 +286,8 @@ fn catalogue() -> Vec<Case> {
              "`asha`: `keep` must be a fraction below 1 (a pruner that keeps all prunes nothing)", "3:112", "1"),
         case("rung past the step budget", experiment("task t  model m  train { steps = 100 }  search { d in [8, 16]  sampler = grid  prune = asha(metric = val_loss, min_steps = 50, rungs = 2) }"),
              "rung 2 of the pruner is at step 150, past the trial's 100 steps", "3:104", "asha(metric = val_loss, min_steps = 50, rungs = 2)"),
+        case("median rule judging every n steps with rungs as well", experiment("task t  model m  search { d in [8, 16]  prune = median(metric = val_loss, min_steps = 10, every = 5, rungs = 2) }"),
+             "`median`: `rungs` must be left out when `every` is given (`every` sets the rungs)", "3:126", "2"),
         case("unknown sampler", experiment("task t  model m  search { d in [8, 16]  sampler = bayes }"),
              "unknown sampler `bayes`", "3:67", "bayes"),
         case("TPE without a metric", experiment("task t  model m  search { d in [8, 16]  trials = 2  sampler = tpe(seed = 1) }"),

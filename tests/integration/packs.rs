@@ -280,3 +280,79 @@ fn a_dry_run_shows_the_packs() {
     assert!(!alone.contains("packs"), "{alone}");
     assert!(alone.contains("6 of 6 trials would run (2 at a time"), "{alone}");
 }
+
+/// A judge that stops its trial at its first evaluation at or after `at` (or never).
+struct StopAt {
+    at: Option<usize>,
+}
+
+impl memctl::sweep::live::Judge for StopAt {
+    fn stop_here(&self, step: usize, _: &Outcome) -> Option<String> {
+        self.at.filter(|at| step >= *at).map(|at| format!("stopped by the test at {at}"))
+    }
+    fn pruned(&self) -> Option<memctl::store::Pruned> {
+        let step = self.at? as u64;
+        Some(memctl::store::Pruned { rung: 1, step, metric: "val_loss".into(), value: 0.0, mean: 0.0, cutoff: 0.0 })
+    }
+}
+
+/// Reports nothing.
+struct Quiet;
+
+impl memctl::sweep::Reporter for Quiet {
+    fn trial_started(&self, _: usize, _: &Trial, _: u64, _: Option<u64>) -> Box<dyn memctl::train::Observer + '_> {
+        Box::new(Silent)
+    }
+    fn trial_skipped(&self, _: usize, _: &Trial, _: u64, _: memctl::store::Status) {}
+    fn trial_finished(&self, _: usize, _: &memctl::store::RunRecord) {}
+    fn warning(&self, message: &str) {
+        eprintln!("warning: {message}");
+    }
+}
+
+#[test]
+fn a_trial_its_judge_stops_leaves_the_pack_recorded_pruned_and_the_others_go_on() {
+    use memctl::store::Status;
+    use memctl::sweep::packs::{Packed, run_packed};
+    let trials: Vec<Trial> = family("lstm").into_iter().map(|t| with_schedule(t, 40, 10, None)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let store = memctl::store::Store::open(&dir.path().join("store")).unwrap();
+    let spec = memctl::sweep::SpecSource { path: "families.mem".into(), text: FAMILIES.into() };
+    let judges = [StopAt { at: None }, StopAt { at: Some(20) }, StopAt { at: None }];
+    let members: Vec<Packed<'_>> = trials
+        .iter()
+        .zip(&judges)
+        .enumerate()
+        .map(|(index, (trial, judge))| Packed { index, trial, judge: Some(judge as &dyn memctl::sweep::live::Judge) })
+        .collect();
+    let opts = memctl::sweep::Options {
+        pack: memctl::sweep::packs::Packing::Size(3),
+        ..memctl::sweep::Options::one_at_a_time()
+    };
+    let cancel = AtomicBool::new(false);
+    let results = run_packed(&store, &spec, &members, &opts, &Quiet, &cancel);
+    assert_eq!(results.len(), 3);
+    let records: Vec<memctl::store::RunRecord> = store.all().unwrap();
+    let by_trial = |t: &Trial| {
+        let key = memctl::sweep::identity::trial_key(t);
+        records.iter().find(|r| r.trial_key == key).expect("recorded").clone()
+    };
+    let stopped = by_trial(&trials[1]);
+    assert_eq!((stopped.status, stopped.steps_run), (Status::Pruned, 20));
+    assert_eq!(stopped.pruned.as_ref().map(|p| p.step), Some(20));
+    for t in [&trials[0], &trials[2]] {
+        let r = by_trial(t);
+        assert_eq!((r.status, r.steps_run), (Status::Done, 40), "the others went on to their budget");
+    }
+    // A trial that stayed in the pack after the pruned one left computed what it computes alone.
+    let alone = on_one_thread(|| memctl::train::train(&trials[2], &Device::Cpu, &Silent, &cancel));
+    let packed = by_trial(&trials[2]);
+    for (name, curve) in &alone.curves {
+        let other = &packed.curves[name];
+        assert_eq!(curve.len(), other.len(), "{name}");
+        for ((s1, v1), (s2, v2)) in curve.iter().zip(other) {
+            assert_eq!(s1, s2);
+            assert!((v1 - v2).abs() <= 1e-5 * v1.abs().max(1e-6), "{name} at {s1}: {v1} vs {v2}");
+        }
+    }
+}

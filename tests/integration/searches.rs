@@ -123,3 +123,82 @@ fn a_search_killed_at_random_moments_loses_and_repeats_nothing() {
     let again = sweep(&store, &spec, "2").output().unwrap();
     assert!(text(&again.stderr).contains("0 trials run (0 pruned), 8 already settled"), "{}", text(&again.stderr));
 }
+
+/// A search's records, by trial key, run with `--pack` set to `pack` on one worker.
+fn search_records(search: &str, pack: &str) -> (String, Vec<serde_json::Value>) {
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        search,
+    ));
+    let out = sweep(&store, &spec, "1").args(["--pack", pack]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut recs = records(&store);
+    recs.sort_by_key(|r| r["trial_key"].as_str().unwrap().to_string());
+    (text(&out.stderr), recs)
+}
+
+#[test]
+fn a_packed_search_trains_a_configurations_seeds_together_and_judges_each_of_them() {
+    // The grid of two learning rates with two seeds each: 3e-2 learns, 1e-7 does not, and ASHA
+    // keeping half prunes 1e-7 at its rung (step 20).
+    let search = "lr in [3e-2, 1e-7]  seed in 1..2  sampler = grid \
+                  prune = asha(metric = val_accuracy, min_steps = 20, rungs = 1, keep = 1/2)";
+    let (_, alone) = search_records(search, "off");
+    let (said, packed) = search_records(search, "2");
+    assert!(said.contains("search lrs: up to 2 seeds of a configuration train together as one pack"), "{said}");
+    assert_eq!(alone.len(), 4);
+    assert_eq!(packed.len(), 4);
+    for (a, b) in alone.iter().zip(&packed).filter(|(a, _)| a["config"]["train"]["lr"] == 3e-2) {
+        assert_eq!(a["trial_key"], b["trial_key"], "a packed trial keeps its identity");
+        for field in ["status", "curves", "final_metrics", "steps_run", "stop_reason"] {
+            assert_eq!(a[field], b[field], "{field} of {}", a["trial_key"]);
+        }
+    }
+    // 1e-7: alone, its first seed is pruned at step 20 and its second recorded pruned without
+    // training; packed, both trained to the rung together and each was judged there.
+    let steps = |recs: &[serde_json::Value]| -> Vec<(String, u64, u64)> {
+        recs.iter()
+            .filter(|r| r["config"]["train"]["lr"] == 1e-7)
+            .map(|r| {
+                let (status, steps) = (r["status"].as_str().unwrap().to_string(), r["steps_run"].as_u64().unwrap());
+                (status, steps, r["pruned"]["step"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    let mut alone_steps = steps(&alone);
+    alone_steps.sort();
+    assert_eq!(alone_steps, [("pruned".to_string(), 0, 0), ("pruned".to_string(), 20, 20)]);
+    assert_eq!(steps(&packed), [("pruned".to_string(), 20, 20), ("pruned".to_string(), 20, 20)]);
+}
+
+#[test]
+fn a_configuration_pruned_on_another_metric_is_ranked_by_the_searchs_own() {
+    // Judged by validation loss, optimised for validation accuracy: the pruned configuration
+    // counts for the sampler with its accuracy where it stopped, not with its loss. At step 20,
+    // 3e-2 has overshot: its validation loss is above that of 1e-7, which has not moved.
+    let source = tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [1e-7, 3e-2]  sampler = grid  metric = val_accuracy \
+         prune = asha(metric = val_loss, min_steps = 20, rungs = 1, keep = 1/2)",
+    );
+    let (_dir, spec, store) = spec_folder(&source);
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let recs = records(&store);
+    let pruned = recs.iter().find(|r| r["status"] == "pruned").expect("3e-2 is pruned");
+    let accuracy = pruned["final_metrics"]["val_accuracy"].as_f64().unwrap();
+    assert_ne!(Some(accuracy), pruned["pruned"]["value"].as_f64(), "the pruner judged its loss");
+
+    let parsed = memctl::lang::parse_str("tiny.mem", &source).unwrap();
+    let program = memctl::check::check(&parsed, &memctl::prims::Primitives).unwrap();
+    let plan = program.experiments[0].search.as_deref().unwrap();
+    let store = memctl::store::Store::open(&store).unwrap();
+    let search = memctl::sweep::search::Search::new(&store, plan, "lrs");
+    let study = store.study(search.key(), "lrs").unwrap();
+    let outcomes = search.outcomes(&study).unwrap();
+    let o = outcomes.iter().find(|o| o.config == 1).unwrap();
+    assert_eq!(o.stage, memctl::search::outcome::Stage::Pruned(0));
+    assert_eq!(o.value, accuracy);
+}

@@ -241,3 +241,97 @@ fn a_task_warned_of_its_time_limit_checkpoints_requeues_itself_and_resumes() {
     assert!(resumed_from > 0);
     assert!(done[0]["steps_run"].as_u64().unwrap() > resumed_from);
 }
+
+/// Two searches of the tiny LSTM: `tpe` (4 configurations × 2 seeds, pruned by ASHA) and
+/// `slow` (a grid of 2 × 2 seeds, each trial bounded by time so that a kill lands mid-run).
+fn search_spec() -> String {
+    format!("{TINY_TASK}{}{}", token_lstm("lstm", 16), SEARCH_EXPERIMENTS)
+}
+
+const SEARCH_EXPERIMENTS: &str = r#"experiment tpe {
+  task tiny
+  model lstm
+  train { optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20 }
+  search {
+    lr ~ loguniform(1e-5, 3e-2)
+    hidden in [8, 16]
+    seed in 1..2
+    trials = 4, sampler = tpe(seed = 1, startup = 2)
+    prune = asha(metric = val_loss, min_steps = 20, rungs = 2, keep = 1/2)
+  }
+}
+experiment slow {
+  task tiny
+  model lstm
+  train { batch = 16, steps = 10000000, eval_every = 1000, max_time = 6 }
+  search { hidden in [8, 16]  seed in 1..2  sampler = grid, prune = none }
+}
+"#;
+
+/// Every run in the store, as records.
+fn all_runs(store: &Path, cwd: &Path) -> Vec<serde_json::Value> {
+    let out = memctl(store, cwd, &["runs", "--all", "--format", "records"]);
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
+}
+
+/// How many settled (done or pruned) runs each trial has.
+fn settled_per_trial(runs: &[serde_json::Value]) -> std::collections::HashMap<String, usize> {
+    let mut per_trial = std::collections::HashMap::new();
+    for r in runs.iter().filter(|r| r["status"] == "done" || r["status"] == "pruned") {
+        *per_trial.entry(r["trial_key"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    per_trial
+}
+
+#[test]
+fn a_search_runs_on_slurm_workers_that_share_the_study_and_a_killed_worker_loses_nothing() {
+    let Some(folder) = ClusterFolder::new("the Slurm search test", &search_spec()) else { return };
+    let shared = folder.shared.to_str().unwrap();
+    let submit = |experiment: &str| {
+        folder.memctl(&["sweep", "s.mem", experiment, "--executor", "slurm", "--shared-dir", shared, "--jobs", "2"])
+    };
+
+    // Two workers take the study's trials from the store, which proposes each configuration
+    // once: 4 configurations, each trial settled exactly once, recorded without `sync`.
+    let out = submit("tpe");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("2 search workers"), "{}", text(&out.stderr));
+    wait_for(text(&out.stdout).trim(), Duration::from_secs(300));
+    let runs = all_runs(&folder.store, folder.cwd());
+    let per_trial = settled_per_trial(&runs);
+    assert_eq!(per_trial.len(), 8, "every trial of the 4 configurations is settled: {per_trial:?}");
+    assert!(per_trial.values().all(|&n| n == 1), "no trial ran twice: {per_trial:?}");
+    let configs: std::collections::HashSet<String> =
+        runs.iter().map(|r| format!("{} {}", r["config"]["train"]["lr"], r["config"]["params"]["hidden"])).collect();
+    assert_eq!(configs.len(), 4, "{configs:?}");
+    let status = text(&folder.memctl(&["status", shared]).stdout);
+    assert!(status.contains("search tpe, 2 workers: 2 ended"), "{status}");
+    let again = submit("tpe");
+    assert!(text(&again.stderr).contains("the search is complete; nothing to submit"), "{}", text(&again.stderr));
+
+    // Cancel the second worker mid-trial: its trial is recorded interrupted with a checkpoint,
+    // and the worker that takes it next (the other one, or one submitted again) resumes it.
+    let out = submit("slow");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let job = text(&out.stdout).trim().to_string();
+    wait_for_state(&job, 1, "RUNNING", Duration::from_secs(120));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
+    wait_for(&job, Duration::from_secs(300));
+    let resubmitted = submit("slow");
+    assert_eq!(resubmitted.status.code(), Some(0), "{}", text(&resubmitted.stderr));
+    let job = text(&resubmitted.stdout).trim().to_string();
+    if !job.is_empty() {
+        wait_for(&job, Duration::from_secs(300));
+    }
+    let runs: Vec<serde_json::Value> =
+        all_runs(&folder.store, folder.cwd()).into_iter().filter(|r| r["config"]["experiment"] == "slow").collect();
+    let per_trial = settled_per_trial(&runs);
+    assert_eq!(per_trial.len(), 4, "every trial of the grid is settled: {per_trial:?}");
+    assert!(per_trial.values().all(|&n| n == 1), "no trial ran twice: {per_trial:?}");
+    let interrupted: Vec<_> = runs.iter().filter(|r| r["status"] == "interrupted").collect();
+    assert_eq!(interrupted.len(), 1, "the cancelled worker's trial: {interrupted:?}");
+    let key = &interrupted[0]["trial_key"];
+    let resumed = runs.iter().find(|r| &r["trial_key"] == key && r["status"] == "done").expect("it finished later");
+    assert!(resumed["progress"]["resumed_from"].as_u64().is_some_and(|s| s > 0), "it resumed from its checkpoint");
+}
