@@ -13,8 +13,7 @@ use candle_core::{D, Result, Tensor};
 
 use super::nam_write_op::Orientation;
 
-/// F.normalize's epsilon.
-pub const EPS: f64 = 1e-12;
+pub use super::nam_manual::EPS;
 
 /// `μ(x) = x / max(‖x‖₂, eps)` along the last axis, as PyTorch's `F.normalize`.
 ///

@@ -5,10 +5,12 @@
 
 use std::mem::MaybeUninit;
 
-use super::nam::EPS;
 use super::par::multiversion;
 use super::real::Real;
 use super::reduce::{dot, dot2};
+
+/// F.normalize's epsilon.
+pub const EPS: f64 = 1e-12;
 
 multiversion! {
     /// `μ(x)` into `unit`; returns the norm used, `max(‖x‖₂, eps)`.
