@@ -9,14 +9,12 @@
 //! `compile::lerp` finds the pattern in a model's graph; where it runs is its switch's rule (`kernels::switches`)
 //! ([`LERP`](LERP)).
 
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// Off until measured on a GPU (the standing says what the measurement is).
 pub const LERP: Switch = Switch::awaits_gpu("lerp", "PKM's step with and without it, after `doctor --check` with it");
@@ -45,31 +43,60 @@ pub fn lerp(a: &Tensor, b: &Tensor, w: &Tensor) -> Result<Tensor> {
     if !fits(a, b, w) {
         bail!("{WHAT} takes a, b of one shape and w one number or one per example, got {a:?}, {b:?}, {w:?}");
     }
-    a.contiguous()?.apply_op3(&b.contiguous()?, &w.contiguous()?, Forward)
+    a.contiguous()?.apply_op3(&b.contiguous()?, &w.contiguous()?, Fused(Lerp::Forward))
 }
 
-/// `(a, b, w) → a + w (b − a)`.
-struct Forward;
-
-/// `(w, g) → [d a | d b]`, flat.
-struct Backward;
-
-/// Elements of `a` per weight.
-fn per(a: &Layout, w: &Layout) -> usize {
-    a.shape().elem_count() / w.shape().elem_count().max(1)
+/// The two passes: `(a, b, w) → a + w (b − a)` and, for its backward, `(w, g) → [d a | d b]`
+/// (flat).
+#[derive(Clone, Copy, Debug)]
+pub enum Lerp {
+    Forward,
+    Backward,
 }
 
-/// The CPU computation of either pass.
-struct LerpKernel {
-    backward: bool,
+/// `n` elements, `per` of them to a weight.
+#[derive(Clone, Copy, Debug)]
+pub struct Elements {
+    n: usize,
     per: usize,
 }
 
-impl RealKernel for LerpKernel {
-    /// Forward: `(a, b, w)`; backward: `(w, g)`.
-    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let per = self.per.max(1);
-        if !self.backward {
+impl FusedKernel for Lerp {
+    type Sizes = Elements;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Lerp::Forward => "lerp_fwd",
+            Lerp::Backward => "lerp_bwd",
+        }
+    }
+
+    /// Forward: `a`, `b` and `w` (one weight, or one per run of `per` elements); backward: `w`
+    /// and the output's gradient.
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Elements)> {
+        let (values, w) = match (self, operands) {
+            (Lerp::Forward, &[a, b, w]) if a.dims() == b.dims() => (a, w),
+            (Lerp::Backward, &[w, g]) => (g, w),
+            _ => bail!(
+                "{WHAT}: operands {:?} for {}",
+                operands.iter().map(|l| l.dims()).collect::<Vec<_>>(),
+                self.entry()
+            ),
+        };
+        let (n, weights) = (values.shape().elem_count(), w.shape().elem_count().max(1));
+        if n % weights != 0 {
+            bail!("{WHAT}: {weights} weights for {n} elements");
+        }
+        let shape = match self {
+            Lerp::Forward => values.shape().clone(),
+            Lerp::Backward => Shape::from(2 * n),
+        };
+        Ok((shape, Elements { n, per: n / weights }))
+    }
+
+    fn cpu<T: Real>(&self, Elements { per, .. }: Elements, o: &[&[T]]) -> Vec<T> {
+        let per = per.max(1);
+        if let Lerp::Forward = self {
             let (a, b, w) = (o[0], o[1], o[2]);
             return a.iter().zip(b).enumerate().map(|(i, (&x, &y))| x + w[i / per] * (y - x)).collect();
         }
@@ -79,52 +106,24 @@ impl RealKernel for LerpKernel {
         out.extend(wg);
         out
     }
-}
 
-impl CustomOp3 for Forward {
-    fn name(&self) -> &'static str {
-        "lerp_fwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let kernel = LerpKernel { backward: false, per: per(l1, l3) };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, l1.shape().clone()))
+    /// A thread per element both ways; `n` and `per` as the kernel's ints.
+    fn launch(&self, Elements { n, per }: Elements) -> Result<Launch> {
+        let Ok(count) = u32::try_from(n) else { bail!("{}: {n} elements", self.entry()) };
+        Launch::with_ints(self.entry(), LaunchShape::per_element(count.max(1)), &[n, per.max(1)])
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let n = l1.shape().elem_count();
-        let out = cuda::lerp("lerp_fwd", &[(s1, l1), (s2, l2), (s3, l3)], n, per(l1, l3), n)?;
-        super::fused::record_launch("lerp_fwd");
-        Ok((out, l1.shape().clone()))
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::LERP
     }
 
-    fn bwd(
-        &self,
-        a: &Tensor,
-        b: &Tensor,
-        w: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Lerp::Forward, &[a, b, w]) = (self, operands) else {
+            bail!("{WHAT}'s backward has no gradient of its own")
+        };
         let n = a.elem_count();
-        let both = w.apply_op2_no_bwd(&grad.contiguous()?, &Backward)?;
+        let both = w.apply_op2_no_bwd(&grad.contiguous()?, &Fused(Lerp::Backward))?;
         let (ga, gb) = (both.narrow(0, 0, n)?.reshape(a.shape())?, both.narrow(0, n, n)?.reshape(b.shape())?);
         // d w = Σ g ⊙ (b − a) over each weight's elements, only where w needs it.
         let gw = if w.track_op() {
@@ -133,57 +132,7 @@ impl CustomOp3 for Forward {
         } else {
             None
         };
-        Ok((Some(ga), Some(gb), gw))
-    }
-}
-
-impl CustomOp2 for Backward {
-    fn name(&self) -> &'static str {
-        "lerp_bwd"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let kernel = LerpKernel { backward: true, per: per(l2, l1) };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], WHAT)?, Shape::from(2 * l2.shape().elem_count())))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let n = l2.shape().elem_count();
-        let out = cuda::lerp("lerp_bwd", &[(s1, l1), (s2, l2)], n, per(l2, l1), 2 * n)?;
-        super::fused::record_launch("lerp_bwd");
-        Ok((out, Shape::from(2 * n)))
-    }
-}
-
-/// `lerp.cu`: a thread per element, both ways.
-pub fn launch_shape(n: u32) -> LaunchShape {
-    LaunchShape::per_element(n.max(1))
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{LERP, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `lerp.cu` on its f32 operands (contiguous, as laid out; the weights one per
-    /// run of `per` elements) with a thread per element of `n`, into a new buffer of `len` elements.
-    pub(super) fn lerp(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        n: usize,
-        per: usize,
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(count), Ok(per)) = (i32::try_from(n), i32::try_from(per.max(1))) else {
-            candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
-        };
-        let config = launch_config(super::launch_shape(count as u32));
-        // SAFETY: lerp.cu's kernels take their operands, the output, n and per, in this order; each
-        // guards the threads past n and writes element i (forward, len = n) or i and n + i
-        // (backward, len = 2n); the weights hold n / per elements (the caller's `fits`).
-        unsafe { run(&LERP, kernel, operands, len, config, &[count, per], &[]) }
+        Ok(vec![Some(ga), Some(gb), gw])
     }
 }
 

@@ -21,11 +21,12 @@ use memctl::kernels::fused_op::{Fused, FusedKernel};
 use memctl::kernels::item_gate_op::Gate;
 use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
+use memctl::kernels::lerp_op::Lerp;
 use memctl::kernels::nam_write_op::{self, Orientation};
 use memctl::kernels::outer_op::Outer;
 use memctl::kernels::softmax_op::Softmax;
 use memctl::kernels::{
-    head_move_op, kanerva_address_op, kanerva_write_op, lerp_op, rel_read_op, sam_attend_op, scale_op, spd_solve,
+    head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, sam_attend_op, scale_op, spd_solve,
 };
 
 /// The sanitizers each kernel runs under, one runner binary each.
@@ -309,27 +310,12 @@ fn gated_write_kernels_agree_with_the_cpu() {
     // A weight per example over 1 050 elements (more than a block of 1 024 threads covers), and
     // one weight for them all.
     for (examples, weights) in [(3usize, 3usize), (3, 1)] {
-        let (per_example, n) = (350, examples * 350);
+        let n = examples * 350;
         let (a, b, w, g) = (values(n, 1), values(n, 2), values(weights, 3), values(n, 4));
         let dims = [examples, 5, 70];
         let w_dims: &[usize] = if weights == 1 { &[] } else { &[examples, 1] };
-        let inputs = [tensor(&a, &dims), tensor(&b, &dims), tensor(&w, w_dims)];
-        let (y, grads) =
-            cpu_grads(&inputs, &tensor(&g, &dims), |t| memctl::kernels::lerp_op::lerp(&t[0], &t[1], &t[2]).unwrap());
-        let per = if weights == 1 { n } else { per_example };
-        let sizes = ints(&[n, per]);
-        let fwd = launch(
-            "lerp_fwd",
-            lerp_op::launch_shape(n as u32),
-            &[vec![Arg::In(a), Arg::In(b), Arg::In(w.clone()), Arg::Out(n)], sizes.clone()].concat(),
-        );
-        assert_close("lerp_fwd", &fwd[3], &flat(&y), 1e-6);
-        let bwd = launch(
-            "lerp_bwd",
-            lerp_op::launch_shape(n as u32),
-            &[vec![Arg::In(w), Arg::In(g), Arg::Out(2 * n)], sizes].concat(),
-        );
-        assert_close("lerp_bwd", &bwd[2], &[grads[0].clone(), grads[1].clone()].concat(), 1e-6);
+        check_fused(Lerp::Forward, &[(a, &dims), (b, &dims), (w.clone(), w_dims)], 1e-6);
+        check_fused(Lerp::Backward, &[(w, w_dims), (g, &dims)], 1e-6);
     }
 }
 
