@@ -229,6 +229,12 @@ impl Rows {
         Ok(Rows { rows: first.shape().elem_count().checked_div(n).unwrap_or(0), n })
     }
 
+    /// [`FusedKernel::sizes`] of a kernel over rows whose output is shaped as its first operand.
+    pub fn sizes(what: &str, operands: &[&Layout]) -> Result<(Shape, Rows)> {
+        let rows = Rows::of(what, operands)?;
+        Ok((operands[0].shape().clone(), rows))
+    }
+
     /// A warp per row, eight to a block of 256 threads; `rows` and `n` as the kernel's ints.
     pub fn warp_per_row(self, entry: &str) -> Result<Launch> {
         let Ok(rows) = u32::try_from(self.rows) else { bail!("{entry}: {} rows", self.rows) };

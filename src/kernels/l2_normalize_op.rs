@@ -46,8 +46,7 @@ impl FusedKernel for Normalize {
     }
 
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
-        let rows = Rows::of("the fused normalisation", operands)?;
-        Ok((operands[0].shape().clone(), rows))
+        Rows::sizes("the fused normalisation", operands)
     }
 
     fn cpu<T: Real>(&self, Rows { n, .. }: Rows, operands: &[&[T]]) -> Vec<T> {
