@@ -8,17 +8,15 @@
 //! besides three strided products of 48 µs each (Nsight Compute, 2026-11-26). Here the forward is one kernel, and the backward one kernel that writes `d x = α g`
 //! and, per block of the launch, a partial sum of `g ⊙ x`; candle sums the partial sums.
 //!
-//! Where it runs is its switch's rule (`kernels::switches`: the CPU always; on CUDA by its standing, `SCALE`); the CUDA
-//! kernels are `src/kernels/cuda/scale.cu`.
+//! Where it runs is its switch's rule (`kernels::switches`: the CPU always; on CUDA by its
+//! standing, `SCALE`); the CUDA kernels are `src/kernels/cuda/scale.cu`.
 
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// STM B 30.70 → 24.52 ms a step (H200, 2026-11-26).
 pub const SCALE: Switch = Switch::on("scale");
@@ -35,131 +33,91 @@ fn partials(n: usize) -> usize {
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
     if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && super::switches::used_for(x, SCALE) {
-        return x.contiguous()?.apply_op2(&alpha.contiguous()?, Scale::Forward);
+        return x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(Scale::Forward));
     }
     a.broadcast_mul(b)
 }
 
 /// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
 /// ⊙ x]` (flat, `n + partials(n)` elements).
-#[derive(Clone, Copy)]
-enum Scale {
+#[derive(Clone, Copy, Debug)]
+pub enum Scale {
     Forward,
     Backward,
 }
 
-impl Scale {
-    fn kernel(self) -> &'static str {
+impl FusedKernel for Scale {
+    /// The elements of `x`.
+    type Sizes = usize;
+
+    fn entry(&self) -> &'static str {
         match self {
             Scale::Forward => "scale_fwd",
             Scale::Backward => "scale_bwd",
         }
     }
-}
 
-/// Checks the operands' layouts: `x` and `g` contiguous of the same size, `α` one element.
-fn operands(x: &Layout, alpha: &Layout, g: Option<&Layout>) -> Result<usize> {
-    let n = x.shape().elem_count();
-    if alpha.shape().elem_count() != 1 {
-        bail!("the fused scale takes a single number, got {:?}", alpha.dims());
+    /// `x` and `α` (one element), and backward `g` of `x`'s size.
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, usize)> {
+        let (x, alpha, g) = match (self, operands) {
+            (Scale::Forward, &[x, alpha]) => (x, alpha, None),
+            (Scale::Backward, &[x, alpha, g]) => (x, alpha, Some(g)),
+            _ => bail!("the fused scale: {} operands for {}", operands.len(), self.entry()),
+        };
+        let n = x.shape().elem_count();
+        if alpha.shape().elem_count() != 1 {
+            bail!("the fused scale takes a single number, got {:?}", alpha.dims());
+        }
+        if g.is_some_and(|g| g.shape().elem_count() != n) {
+            bail!("the fused scale takes operands of one size");
+        }
+        let shape = match self {
+            Scale::Forward => x.shape().clone(),
+            Scale::Backward => Shape::from(n + partials(n)),
+        };
+        Ok((shape, n))
     }
-    if g.is_some_and(|g| g.shape().elem_count() != n || !g.is_contiguous()) || !x.is_contiguous() {
-        bail!("the fused scale takes contiguous operands of one size");
-    }
-    Ok(n)
-}
 
-/// The CPU computation of one pass.
-struct ScaleKernel(Scale);
-
-impl RealKernel for ScaleKernel {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
+    fn cpu<T: Real>(&self, n: usize, operands: &[&[T]]) -> Vec<T> {
         let (x, alpha) = (operands[0], operands[1][0]);
-        match self.0 {
+        match self {
             Scale::Forward => x.iter().map(|&v| alpha * v).collect(),
             Scale::Backward => {
                 let g = operands[2];
                 let mut out: Vec<T> = g.iter().map(|&v| alpha * v).collect();
-                let share = x.len().div_ceil(partials(x.len())).max(1);
+                let share = n.div_ceil(partials(n)).max(1);
                 let mut sums: Vec<T> = x.chunks(share).zip(g.chunks(share)).map(|(x, g)| dot(x, g)).collect();
-                sums.resize(partials(x.len()), T::zero());
+                sums.resize(partials(n), T::zero());
                 out.extend(sums);
                 out
             }
         }
     }
+
+    /// Blocks of 256 threads ([`launch_shape`]); `n` as the kernel's int.
+    fn launch(&self, n: usize) -> Result<Launch> {
+        Launch::with_ints(self.entry(), launch_shape(matches!(self, Scale::Backward), n), &[n])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::SCALE
+    }
+
+    fn backward(&self, operands: &[&Tensor], _y: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Scale::Forward, &[x, alpha]) = (self, operands) else {
+            bail!("the fused scale's backward has no gradient of its own")
+        };
+        let n = x.elem_count();
+        let all = x.apply_op3_no_bwd(alpha, &grad.contiguous()?, &Fused(Scale::Backward))?;
+        let dx = all.narrow(0, 0, n)?.reshape(x.shape())?;
+        let dalpha = all.narrow(0, n, partials(n))?.sum_all()?.reshape(alpha.shape())?;
+        Ok(vec![Some(dx), Some(dalpha)])
+    }
 }
 
 fn dot<T: Real>(x: &[T], g: &[T]) -> T {
     x.iter().zip(g).fold(T::zero(), |s, (&x, &g)| s + x * g)
-}
-
-impl CustomOp2 for Scale {
-    fn name(&self) -> &'static str {
-        self.kernel()
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        operands(l1, l2, None)?;
-        Ok((run_cpu(&ScaleKernel(Scale::Forward), &[(s1, l1), (s2, l2)], "the fused scale")?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let n = operands(l1, l2, None)?;
-        let blocks = launch_shape(false, n).blocks as usize;
-        let out = cuda::scale("scale_fwd", &[(s1, l1), (s2, l2)], n, n, blocks)?;
-        super::fused::record_launch("scale_fwd");
-        Ok((out, l1.shape().clone()))
-    }
-
-    fn bwd(&self, x: &Tensor, alpha: &Tensor, _y: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        if matches!(self, Scale::Backward) {
-            bail!("the fused scale's backward has no gradient of its own");
-        }
-        let n = x.elem_count();
-        let all = x.apply_op3_no_bwd(alpha, &grad.contiguous()?, &Scale::Backward)?;
-        let dx = all.narrow(0, 0, n)?.reshape(x.shape())?;
-        let dalpha = all.narrow(0, n, partials(n))?.sum_all()?.reshape(alpha.shape())?;
-        Ok((Some(dx), Some(dalpha)))
-    }
-}
-
-impl CustomOp3 for Scale {
-    fn name(&self) -> &'static str {
-        self.kernel()
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let n = operands(l1, l2, Some(l3))?;
-        let out = run_cpu(&ScaleKernel(Scale::Backward), &[(s1, l1), (s2, l2), (s3, l3)], "the fused scale")?;
-        Ok((out, Shape::from(n + partials(n))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let n = operands(l1, l2, Some(l3))?;
-        let blocks = partials(n);
-        let out = cuda::scale("scale_bwd", &[(s1, l1), (s2, l2), (s3, l3)], n, n + blocks, blocks)?;
-        super::fused::record_launch("scale_bwd");
-        Ok((out, Shape::from(n + blocks)))
-    }
 }
 
 /// Elements per partial sum of the backward's `Σ g ⊙ x` (one CUDA block's share, 8 per
@@ -170,37 +128,9 @@ pub const SCALE_PER_PARTIAL: usize = 2048;
 
 /// `scale.cu`: blocks of 256 threads, the forward's grid-stride over at most 65 535 of them, the
 /// backward's one partial sum of `Σ g ⊙ x` per block, at least one and at most 1 024.
-pub fn launch_shape(backward: bool, n: usize) -> LaunchShape {
+fn launch_shape(backward: bool, n: usize) -> LaunchShape {
     let blocks = if backward { n.div_ceil(SCALE_PER_PARTIAL).clamp(1, 1024) } else { n.div_ceil(256).clamp(1, 65_535) };
     LaunchShape::blocks_of_256(blocks as u32)
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{SCALE, launch_config, run};
-    use crate::kernels::launch_shape::LaunchShape;
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `scale.cu` on its f32 operands (`n` elements each but the one-element `α`,
-    /// contiguous, as laid out) with `blocks` blocks of 256 threads, into a new buffer of `len`
-    /// elements (the forward's `n`; the backward's `n + blocks`, one partial sum per block).
-    pub(super) fn scale(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        n: usize,
-        len: usize,
-        blocks: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(count), Ok(grid)) = (i32::try_from(n), u32::try_from(blocks.max(1))) else {
-            candle_core::bail!("{kernel}: {n} elements are more than the kernel indexes")
-        };
-        let config = launch_config(LaunchShape::blocks_of_256(grid));
-        // SAFETY: scale.cu's kernels take their operands, the output and n, in this order; the
-        // forward's grid-stride loop writes every element below n, and the backward's blocks each
-        // write their share of the first n and their own partial sum at n + block (len = n + blocks).
-        unsafe { run(&SCALE, kernel, operands, len, config, &[count], &[]) }
-    }
 }
 
 #[cfg(test)]

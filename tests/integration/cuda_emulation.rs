@@ -24,10 +24,9 @@ use memctl::kernels::launch_shape::LaunchShape;
 use memctl::kernels::lerp_op::Lerp;
 use memctl::kernels::nam_write_op::{self, Orientation};
 use memctl::kernels::outer_op::Outer;
+use memctl::kernels::scale_op::Scale;
 use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{
-    head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, sam_attend_op, scale_op, spd_solve,
-};
+use memctl::kernels::{head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, sam_attend_op, spd_solve};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -790,21 +789,20 @@ fn scale_kernels_agree_with_the_cpu() {
     // More elements than one partial sum's share: several blocks' partial sums of d α.
     let n = 5000usize;
     let (x, alpha, g) = (values(n, 110), vec![0.7f32], values(n, 111));
+    check_fused(Scale::Forward, &[(x.clone(), &[n]), (alpha.clone(), &[1])], 1e-6);
+    // The backward's partial sums split the elements by block, the CPU's by share: the sum of
+    // them is what must agree.
     let (y, grads) = cpu_grads(&[tensor(&x, &[n]), tensor(&alpha, &[1])], &tensor(&g, &[n]), |t| {
         memctl::kernels::scale_op::mul(&t[0], &t[1]).unwrap()
     });
-    let fwd = launch(
-        "scale_fwd",
-        scale_op::launch_shape(false, n),
-        &[vec![Arg::In(x.clone()), Arg::In(alpha.clone()), Arg::Out(n)], ints(&[n])].concat(),
-    );
-    assert_close("scale_fwd", &fwd[2], &flat(&y), 1e-6);
-    let shape = scale_op::launch_shape(true, n);
-    assert!(shape.blocks > 1, "{n} elements take several partial sums");
+    assert_eq!(flat(&y).len(), n);
+    let plan = Scale::Backward.launch(n).unwrap();
+    assert!(plan.shape.blocks > 1, "{n} elements take several partial sums");
+    let out = n + plan.shape.blocks as usize;
     let bwd = launch(
         "scale_bwd",
-        shape,
-        &[vec![Arg::In(x), Arg::In(alpha), Arg::In(g), Arg::Out(n + shape.blocks as usize)], ints(&[n])].concat(),
+        plan.shape,
+        &[vec![Arg::In(x), Arg::In(alpha), Arg::In(g), Arg::Out(out)], ints(&[n])].concat(),
     );
     assert_close("scale_bwd, d x", &bwd[3][..n], &grads[0], 1e-6);
     let d_alpha: f32 = bwd[3][n..].iter().sum();
