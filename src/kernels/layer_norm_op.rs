@@ -10,17 +10,16 @@
 //! - `d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ`, `d w = Σ_rows g ⊙ x̂`, `d b =
 //!   Σ_rows g`.
 //!
-//! Where it runs is its switch's rule (`kernels::switches`: the CPU always; on CUDA by its standing, `LAYER_NORM`);
-//! the CUDA kernels are `src/kernels/cuda/layer_norm.cu`.
+//! Where it runs is its switch's rule (`kernels::switches`: the CPU always; on CUDA by its
+//! standing, `LAYER_NORM`); the CUDA kernels are `src/kernels/cuda/layer_norm.cu`, a block per row.
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch, Rows};
+use super::launch_shape::LaunchShape;
 use super::layer_norm::EPS;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// The LSTM's step 2.97 → 2.06 ms with `lstm_cell` (H200, 2026-11-26).
 pub const LAYER_NORM: Switch = Switch::on("layer_norm");
@@ -28,28 +27,31 @@ inventory::submit! { LAYER_NORM }
 
 /// `(x − mean) / sqrt(var + eps) ⊙ w + b` over the last axis of `x`, `w` and `b` being `[n]`.
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Norm::Forward)
+    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Fused(Norm::Forward))
 }
 
 /// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
 /// `(x, w, g) → [d x | g ⊙ x̂]` (`[rows, 2n]`).
-#[derive(Clone, Copy)]
-enum Norm {
+#[derive(Clone, Copy, Debug)]
+pub enum Norm {
     Forward,
     Backward,
 }
 
-impl Norm {
-    fn kernel(self) -> &'static str {
+impl FusedKernel for Norm {
+    /// `rows` rows of `n`.
+    type Sizes = Rows;
+
+    fn entry(&self) -> &'static str {
         match self {
             Norm::Forward => "layer_norm_fwd",
             Norm::Backward => "layer_norm_bwd",
         }
     }
 
-    /// `(rows, n)` and the output's shape, from the operands' layouts (all contiguous; `w` and
-    /// `b` `[n]`, `g` shaped as `x`).
-    fn geometry(self, x: &Layout, w: &Layout, third: &Layout) -> Result<(usize, usize, Shape)> {
+    /// `x`, then `w` `[n]`, then `b` `[n]` (forward) or `g` shaped as `x` (backward).
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
+        let &[x, w, third] = operands else { bail!("layer norm's fused op takes three operands") };
         let n = x.dims().last().copied().unwrap_or(1);
         let third_fits = match self {
             Norm::Forward => third.dims() == [n],
@@ -58,24 +60,46 @@ impl Norm {
         if w.dims() != [n] || !third_fits {
             bail!("layer norm: {:?} and {:?} do not fit an input of {:?}", w.dims(), third.dims(), x.dims());
         }
-        if !(x.is_contiguous() && w.is_contiguous() && third.is_contiguous()) {
-            bail!("layer norm's fused op takes contiguous operands");
-        }
         let rows = x.shape().elem_count().checked_div(n).unwrap_or(0);
         let shape = match self {
             Norm::Forward => x.shape().clone(),
             Norm::Backward => Shape::from((rows, 2 * n)),
         };
-        Ok((rows, n, shape))
+        Ok((shape, Rows { rows, n }))
     }
-}
 
-impl RealKernel for Norm {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
+    fn cpu<T: Real>(&self, _: Rows, operands: &[&[T]]) -> Vec<T> {
         match self {
             Norm::Forward => forward_slices(operands[0], operands[1], operands[2]),
             Norm::Backward => backward_slices(operands[0], operands[1], operands[2]),
         }
+    }
+
+    /// A block of 256 threads per row; `rows`, `n` and `eps` as the kernel's scalars.
+    fn launch(&self, Rows { rows, n }: Rows) -> Result<Launch> {
+        let Ok(blocks) = u32::try_from(rows.max(1)) else { bail!("{}: {rows} rows", self.entry()) };
+        let launch = Launch::with_ints(self.entry(), LaunchShape::blocks_of_256(blocks), &[rows, n])?;
+        Ok(Launch { floats: vec![EPS as f32], ..launch })
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::LAYER_NORM
+    }
+
+    fn backward(&self, operands: &[&Tensor], _y: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Norm::Forward, &[x, w, _b]) = (self, operands) else {
+            bail!("layer norm's backward pass has no gradient of its own")
+        };
+        let n = w.dim(0)?;
+        let grad = grad.contiguous()?;
+        let both = x.apply_op3_no_bwd(w, &grad, &Fused(Norm::Backward))?;
+        let rows = both.elem_count() / (2 * n).max(1);
+        let both = both.reshape((rows, 2 * n))?;
+        let dx = both.narrow(1, 0, n)?.reshape(x.shape())?;
+        let dw = both.narrow(1, n, n)?.sum(0)?;
+        let db = grad.reshape((rows, n))?.sum(0)?;
+        Ok(vec![Some(dx), Some(dw), Some(db)])
     }
 }
 
@@ -118,93 +142,6 @@ fn backward_slices<T: Real>(x: &[T], w: &[T], g: &[T]) -> Vec<T> {
         }
     }
     out
-}
-
-impl CustomOp3 for Norm {
-    fn name(&self) -> &'static str {
-        self.kernel()
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (_, _, shape) = self.geometry(l1, l2, l3)?;
-        Ok((run_cpu(self, &[(s1, l1), (s2, l2), (s3, l3)], "layer norm")?, shape))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (rows, n, shape) = self.geometry(l1, l2, l3)?;
-        let width = shape.elem_count().checked_div(rows).unwrap_or(0);
-        let kernel = self.kernel();
-        let out = cuda::layer_norm(kernel, &[(s1, l1), (s2, l2), (s3, l3)], rows, n, width, EPS as f32)?;
-        super::fused::record_launch(kernel);
-        Ok((out, shape))
-    }
-
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _b: &Tensor,
-        _y: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        if matches!(self, Norm::Backward) {
-            bail!("layer norm's backward pass has no gradient of its own");
-        }
-        let n = w.dim(0)?;
-        let grad = grad.contiguous()?;
-        let both = x.apply_op3_no_bwd(w, &grad, &Norm::Backward)?;
-        let rows = both.elem_count() / (2 * n).max(1);
-        let both = both.reshape((rows, 2 * n))?;
-        let dx = both.narrow(1, 0, n)?.reshape(x.shape())?;
-        let dw = both.narrow(1, n, n)?.sum(0)?;
-        let db = grad.reshape((rows, n))?.sum(0)?;
-        Ok((Some(dx), Some(dw), Some(db)))
-    }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{LAYER_NORM, launch_config, run};
-    use crate::kernels::launch_shape::LaunchShape;
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `layer_norm.cu` on its f32 operands (`x` `[rows, n]` first, then the
-    /// per-column ones), one block of 256 threads per row, into a new buffer of `rows · width`.
-    pub(super) fn layer_norm(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        rows: usize,
-        n: usize,
-        width: usize,
-        eps: f32,
-    ) -> Result<CudaStorage> {
-        let (Ok(r), Ok(cols), Ok(_)) = (i32::try_from(rows), i32::try_from(n), u32::try_from(rows)) else {
-            candle_core::bail!("{kernel}: {rows} rows of {n} are more than the kernel indexes")
-        };
-        let config = launch_config(LaunchShape::blocks_of_256(rows.max(1) as u32));
-        // SAFETY: layer_norm.cu's kernels take their operands, the output, rows, n and eps, in this
-        // order, run one block (of a multiple of 32 threads) per row, return at once for a block
-        // past the last row, and write every output element of their row.
-        unsafe { run(&LAYER_NORM, kernel, operands, rows * width, config, &[r, cols], &[eps]) }
-    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use memctl::kernels::fused_op::{Fused, FusedKernel};
 use memctl::kernels::item_gate_op::Gate;
 use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
+use memctl::kernels::layer_norm_op::Norm;
 use memctl::kernels::lerp_op::Lerp;
 use memctl::kernels::nam_write_op::{self, Orientation};
 use memctl::kernels::outer_op::Outer;
@@ -811,36 +812,11 @@ fn scale_kernels_agree_with_the_cpu() {
 
 #[test]
 fn layer_norm_kernels_agree_with_the_cpu() {
-    // A row longer than a block's 256 threads.
+    // A row longer than a block's 256 threads; the backward writes per row [d x | g ⊙ x̂].
     let (rows, n) = (3usize, 300usize);
     let (x, w, b, g) = (values(rows * n, 120), values(n, 121), values(n, 122), values(rows * n, 123));
-    let inputs = [tensor(&x, &[rows, n]), tensor(&w, &[n]), tensor(&b, &[n])];
-    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[rows, n]), |t| {
-        memctl::kernels::layer_norm_op::layer_norm(&t[0], &t[1], &t[2]).unwrap()
-    });
-    let eps = Arg::F32(memctl::kernels::layer_norm::EPS as f32);
-    let shape = LaunchShape::blocks_of_256(rows as u32);
-    let fwd = launch(
-        "layer_norm_fwd",
-        shape,
-        &[
-            vec![Arg::In(x.clone()), Arg::In(w.clone()), Arg::In(b), Arg::Out(rows * n)],
-            ints(&[rows, n]),
-            vec![eps.clone()],
-        ]
-        .concat(),
-    );
-    assert_close("layer_norm_fwd", &fwd[3], &flat(&y), 1e-5);
-    // Per row [d x | g ⊙ x̂]; the second half summed over the rows is d w.
-    let bwd = launch(
-        "layer_norm_bwd",
-        shape,
-        &[vec![Arg::In(x), Arg::In(w), Arg::In(g), Arg::Out(rows * 2 * n)], ints(&[rows, n]), vec![eps]].concat(),
-    );
-    let dx: Vec<f32> = bwd[3].chunks(2 * n).flat_map(|row| row[..n].to_vec()).collect();
-    let dw: Vec<f32> = (0..n).map(|j| bwd[3].chunks(2 * n).map(|row| row[n + j]).sum()).collect();
-    assert_close("layer_norm_bwd, d x", &dx, &grads[0], 1e-4);
-    assert_close("layer_norm_bwd, d w", &dw, &grads[1], 1e-4);
+    check_fused(Norm::Forward, &[(x.clone(), &[rows, n]), (w.clone(), &[n]), (b, &[n])], 1e-5);
+    check_fused(Norm::Backward, &[(x, &[rows, n]), (w, &[n]), (g, &[rows, n])], 1e-4);
 }
 
 #[test]
