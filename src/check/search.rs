@@ -196,7 +196,9 @@ pub fn read(block: &ast::SearchBlock, metrics: &[String]) -> Result<SearchSpec, 
                     .at(d.dist.span, "a distribution")
                     .hint("list the seeds: `seed in 1..3`"));
             }
-            SearchEntry::Draw(d) => dims.push(Dim { name: d.name.clone(), domain: draw(d)?, span: d.dist.span }),
+            SearchEntry::Draw(d) => {
+                dims.push(Dim { name: d.name.clone(), domain: distribution(d)?, span: d.dist.span })
+            }
             SearchEntry::Setting(s) => match s.key.name.as_str() {
                 "trials" => trials = Some(count(s)?),
                 "sampler" => sampler = Some(read_sampler(&s.value)?),
@@ -307,7 +309,12 @@ fn axis(a: &ast::SweepAxis) -> Result<Domain, Diagnostic> {
     Ok(Domain::Values(values_of(a)?))
 }
 
-fn draw(d: &ast::Draw) -> Result<Domain, Diagnostic> {
+/// The distributions `name ~ dist(…)` may draw from, in sweeps and searches.
+const DISTRIBUTIONS: &[&str] = &["uniform", "loguniform", "randint", "choice"];
+
+/// The domain of `name ~ dist(…)`, its arguments checked: what a search samples from, and what
+/// a sweep's random draws take their values from (`sweep::draw`).
+pub(super) fn distribution(d: &ast::Draw) -> Result<Domain, Diagnostic> {
     let name = d.dist.callee.name.as_str();
     let args: Vec<Value> =
         d.dist.args.iter().map(|a| consteval::eval(&a.value, &|_| None, &[])).collect::<Result<_, _>>()?;
@@ -342,12 +349,11 @@ fn draw(d: &ast::Draw) -> Result<Domain, Diagnostic> {
         ("choice", _) => Err(bad("choice takes a non-empty list")),
         ("uniform" | "loguniform", _) => Err(bad("wrong number of arguments")),
         _ => {
-            let known = ["uniform", "loguniform", "randint", "choice"];
             let mut e = CheckErrorKind::UnknownDistribution { name: name.to_string() }
                 .error()
                 .at(d.dist.callee.span, "not a distribution")
-                .hint(format!("distributions: {}", known.join(", ")));
-            if let Some(h) = crate::suggest::did_you_mean(name, known.iter().copied()) {
+                .hint(format!("distributions: {}", DISTRIBUTIONS.join(", ")));
+            if let Some(h) = crate::suggest::did_you_mean(name, DISTRIBUTIONS.iter().copied()) {
                 e = e.hint(h);
             }
             Err(e)

@@ -8,6 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use super::consteval;
 use super::error_kind::CheckErrorKind;
 use super::limits::MAX_DRAWS;
+use super::search::Domain;
 use crate::diag::Diagnostic;
 use crate::lang::ast::{self, Ident, SweepEntry};
 use crate::source::Span;
@@ -156,9 +157,6 @@ fn zip(axes: &[ast::SweepAxis], span: Span) -> Result<Group, Diagnostic> {
     Ok(Group { names: axes.iter().map(|a| a.name.clone()).collect(), rows, zipped: true })
 }
 
-/// Distributions a `random` group can draw from.
-const DISTRIBUTIONS: &[&str] = &["uniform", "loguniform", "randint", "choice"];
-
 fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, Diagnostic> {
     let mut count = None;
     let mut seed = 0u64;
@@ -194,45 +192,12 @@ fn random(args: &[ast::Arg], draws: &[ast::Draw], span: Span) -> Result<Group, D
     Ok(Group { names: draws.iter().map(|d| d.name.clone()).collect(), rows, zipped: false })
 }
 
+/// One value drawn from `name ~ dist(…)`.
 fn draw(d: &ast::Draw, rng: &mut ChaCha8Rng) -> Result<Value, Diagnostic> {
-    let name = d.dist.callee.name.as_str();
-    let args: Vec<Value> =
-        d.dist.args.iter().map(|a| consteval::eval(&a.value, &|_| None, &[])).collect::<Result<_, _>>()?;
-    let bad = |why: &'static str| {
-        CheckErrorKind::BadDistribution { name: name.to_string(), why }
-            .error()
-            .at(d.dist.span, "bad distribution")
-            .hint("uniform(a, b), loguniform(a, b) with 0 < a < b, randint(a, b) (inclusive), choice([v1, v2, ...])")
-    };
-    match (name, args.as_slice()) {
-        ("uniform", [a, b]) | ("loguniform", [a, b]) => {
-            let (Some(a), Some(b)) = (a.as_float(), b.as_float()) else { return Err(bad("bounds must be numbers")) };
-            #[allow(clippy::neg_cmp_op_on_partial_ord)] // `!(a < b)` also rejects NaN bounds
-            if !(a < b) {
-                return Err(bad("the lower bound must be below the upper bound"));
-            }
-            if name == "uniform" {
-                Ok(Value::Float(rng.random_range(a..b)))
-            } else if a > 0.0 {
-                Ok(Value::Float(rng.random_range(a.ln()..b.ln()).exp()))
-            } else {
-                Err(bad("loguniform bounds must be positive"))
-            }
-        }
-        ("randint", [Value::Int(a), Value::Int(b)]) if a <= b => Ok(Value::Int(rng.random_range(*a..=*b))),
-        ("randint", _) => Err(bad("randint takes two integers a <= b")),
-        ("choice", [Value::List(items)]) if !items.is_empty() => Ok(items[rng.random_range(0..items.len())].clone()),
-        ("choice", _) => Err(bad("choice takes a non-empty list")),
-        _ if DISTRIBUTIONS.contains(&name) => Err(bad("wrong number of arguments")),
-        _ => {
-            let mut e = CheckErrorKind::UnknownDistribution { name: name.to_string() }
-                .error()
-                .at(d.dist.callee.span, "not a distribution")
-                .hint(format!("distributions: {}", DISTRIBUTIONS.join(", ")));
-            if let Some(h) = crate::suggest::did_you_mean(name, DISTRIBUTIONS.iter().copied()) {
-                e = e.hint(h);
-            }
-            Err(e)
-        }
-    }
+    Ok(match super::search::distribution(d)? {
+        Domain::Uniform { low, high } => Value::Float(rng.random_range(low..high)),
+        Domain::LogUniform { low, high } => Value::Float(rng.random_range(low.ln()..high.ln()).exp()),
+        Domain::IntUniform { low, high } => Value::Int(rng.random_range(low..=high)),
+        Domain::Values(items) => items[rng.random_range(0..items.len())].clone(),
+    })
 }

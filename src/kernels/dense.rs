@@ -63,7 +63,7 @@ impl Transposed {
             return Ok(cache.kept[at].1.clone());
         }
         if cache.let_go.contains(&w.id()) {
-            cache.in_use = cache.kept.len() + 1;
+            cache.in_use = cache.in_use.max(cache.kept.len() + 1);
         }
         let wt = match (w.device(), w.dtype()) {
             (candle_core::Device::Cpu, candle_core::DType::F32) => transpose::<f32>(w)?,
