@@ -79,8 +79,11 @@ impl Domain {
 /// How the next configuration is chosen.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Sampler {
-    /// Every combination of the listed values, the first name varying slowest.
-    Grid,
+    /// Every combination of the listed values: the first name varying slowest, or with
+    /// `order`, in the random order that seed gives (as Optuna's `GridSampler` walks its grid),
+    /// so that an asynchronous pruner, which keeps the first configuration to reach a rung,
+    /// does not meet the configurations sorted by their values.
+    Grid { order: Option<u64> },
     /// Independent draws, seeded.
     Random { seed: u64 },
     /// Tree-structured Parzen estimators over the configurations finished so far, after
@@ -225,7 +228,7 @@ pub fn read(block: &ast::SearchBlock, metrics: &[String]) -> Result<SearchSpec, 
     }
     let sampler = sampler.unwrap_or(Sampler::Random { seed: 0 });
     let grid_size = match sampler {
-        Sampler::Grid => {
+        Sampler::Grid { .. } => {
             let mut size = 1usize;
             for d in &dims {
                 let Some(values) = d.domain.listed() else {
@@ -396,14 +399,14 @@ fn read_sampler(e: &ast::Expr) -> Result<Sampler, Diagnostic> {
         let mut d = CheckErrorKind::UnknownSampler { name: name.to_string() }
             .error()
             .at(e.span, "not a sampler")
-            .hint("samplers: grid, random(seed = 1), tpe(seed = 1)");
+            .hint("samplers: grid, grid(seed = 1), random(seed = 1), tpe(seed = 1)");
         if let Some(h) = crate::suggest::did_you_mean(name, SAMPLERS.iter().copied()) {
             d = d.hint(h);
         }
         d
     };
     let allowed: &[&str] = match name {
-        "grid" => &[],
+        "grid" => &["seed"],
         "random" => &["seed"],
         "tpe" => &["seed", "startup"],
         _ => return Err(unknown()),
@@ -423,7 +426,9 @@ fn read_sampler(e: &ast::Expr) -> Result<Sampler, Diagnostic> {
         }
     };
     Ok(match name {
-        "grid" => Sampler::Grid,
+        "grid" => Sampler::Grid {
+            order: named.iter().any(|(k, _, _)| k == "seed").then(|| int("seed", 0, 0)).transpose()?.map(|s| s as u64),
+        },
         "random" => Sampler::Random { seed: int("seed", 0, 0)? as u64 },
         _ => Sampler::Tpe { seed: int("seed", 0, 0)? as u64, startup: int("startup", 4, 1)? as usize },
     })

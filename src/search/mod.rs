@@ -32,7 +32,8 @@ pub fn study_key(plan: &SearchPlan) -> String {
     }
     let dims: Vec<String> = spec.dims.iter().map(|d| format!("{}:{}", d.name.name, domain_text(&d.domain))).collect();
     let sampler = match spec.sampler {
-        Sampler::Grid => "grid".to_string(),
+        Sampler::Grid { order: None } => "grid".to_string(),
+        Sampler::Grid { order: Some(seed) } => format!("grid({seed})"),
         Sampler::Random { seed } => format!("random({seed})"),
         Sampler::Tpe { seed, startup } => format!("tpe({seed},{startup})"),
     };

@@ -36,7 +36,7 @@ pub fn propose(
     configs: &[Vec<Value>],
 ) -> Result<Vec<Value>, SampleError> {
     match spec.sampler {
-        Sampler::Grid => grid(spec, index),
+        Sampler::Grid { order } => grid(spec, order, index),
         Sampler::Random { seed } => Ok(random(spec, seed, index)),
         Sampler::Tpe { seed, startup } => {
             let known = outcomes.iter().filter(|o| o.config < configs.len()).count();
@@ -48,14 +48,23 @@ pub fn propose(
     }
 }
 
-/// The `index`-th combination, the first name varying slowest.
-fn grid(spec: &SearchSpec, index: usize) -> Result<Vec<Value>, SampleError> {
+/// The `index`-th combination: in order, the first name varying slowest, or at the `index`-th
+/// place of the permutation that the seed `order` draws.
+fn grid(spec: &SearchSpec, order: Option<u64>, index: usize) -> Result<Vec<Value>, SampleError> {
+    use rand::seq::SliceRandom;
     let lists: Vec<Vec<Value>> = spec.dims.iter().map(|d| d.domain.listed().unwrap_or_default()).collect();
     let size = lists.iter().map(Vec::len).product::<usize>();
     if index >= size {
         return Err(SampleError::PastGrid { index, size });
     }
-    let mut rest = index;
+    let mut rest = match order {
+        None => index,
+        Some(seed) => {
+            let mut walk: Vec<usize> = (0..size).collect();
+            walk.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+            walk[index]
+        }
+    };
     let mut out = vec![Value::Int(0); lists.len()];
     for (i, l) in lists.iter().enumerate().rev() {
         out[i] = l[rest % l.len()].clone();
@@ -177,10 +186,27 @@ mod tests {
 
     #[test]
     fn a_grid_walks_every_combination_with_the_first_name_slowest() {
-        let s = spec(Sampler::Grid, vec![("a", ints(&[1, 2])), ("b", ints(&[10, 20, 30]))]);
+        let s = spec(Sampler::Grid { order: None }, vec![("a", ints(&[1, 2])), ("b", ints(&[10, 20, 30]))]);
         let all: Vec<String> =
             (0..6).map(|i| propose(&s, i, &[], &[]).unwrap().iter().map(|v| v.to_string()).collect()).collect();
         assert_eq!(all, ["110", "120", "130", "210", "220", "230"]);
+        assert!(matches!(propose(&s, 6, &[], &[]), Err(SampleError::PastGrid { index: 6, size: 6 })));
+    }
+
+    #[test]
+    fn a_seeded_grid_walks_every_combination_once_in_an_order_its_seed_fixes() {
+        let dims = || vec![("a", ints(&[1, 2])), ("b", ints(&[10, 20, 30]))];
+        let walk = |seed| -> Vec<String> {
+            let s = spec(Sampler::Grid { order: Some(seed) }, dims());
+            (0..6).map(|i| propose(&s, i, &[], &[]).unwrap().iter().map(|v| v.to_string()).collect()).collect()
+        };
+        let mut sorted = walk(1);
+        assert_ne!(sorted, ["110", "120", "130", "210", "220", "230"], "seed 1 leaves this grid in order");
+        assert_eq!(walk(1), sorted);
+        assert_ne!(walk(2), sorted);
+        sorted.sort();
+        assert_eq!(sorted, ["110", "120", "130", "210", "220", "230"]);
+        let s = spec(Sampler::Grid { order: Some(1) }, dims());
         assert!(matches!(propose(&s, 6, &[], &[]), Err(SampleError::PastGrid { index: 6, size: 6 })));
     }
 

@@ -439,7 +439,7 @@ impl<'a> Search<'a> {
 fn sampler_name(s: &crate::check::search::Sampler) -> &'static str {
     use crate::check::search::Sampler;
     match s {
-        Sampler::Grid => "grid",
+        Sampler::Grid { .. } => "grid",
         Sampler::Random { .. } => "random",
         Sampler::Tpe { .. } => "tpe",
     }
