@@ -1,6 +1,7 @@
 //! Device selection: `cpu` (default) or `cuda[:N]`, the latter only in a build with the
 //! `cuda` feature. Everything else in memctl is device-generic.
 
+pub mod spread;
 pub mod tuning;
 
 use candle_core::Device;
@@ -9,6 +10,15 @@ use candle_core::Device;
 pub enum DeviceSpec {
     Cpu,
     Cuda(usize),
+}
+
+impl std::fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSpec::Cpu => f.write_str("cpu"),
+            DeviceSpec::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
 }
 
 /// Parses `cpu`, `cuda` or `cuda:N`.
@@ -22,8 +32,18 @@ pub fn parse(s: &str) -> Option<DeviceSpec> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
-    #[error("unknown device `{0}` (devices: cpu, cuda, cuda:N)")]
+    #[error(
+        "unknown device `{0}` (devices: cpu, cuda, cuda:N; a sweep also takes cuda:all or a list such as cuda:0,2)"
+    )]
     Unknown(String),
+    #[error(
+        "`{0}` names several GPUs, which only a sweep spreads its trials over; give one device (cpu, cuda or cuda:N)"
+    )]
+    SeveralForOneTrial(String),
+    #[error("`{list}` names cuda:{ordinal} twice")]
+    Repeated { list: String, ordinal: usize },
+    #[error("`{0}`: this machine has no GPU that CUDA sees")]
+    NoGpu(String),
     #[error(
         "this memctl was built without CUDA support; rebuild with `cargo build --release --features cuda` \
          (needs NVIDIA's CUDA toolkit with nvcc) to use `{0}`"
@@ -39,6 +59,9 @@ pub enum DeviceError {
 /// stream is the one all its work goes to.
 pub fn open(name: &str) -> Result<Device, DeviceError> {
     match parse(name) {
+        None if name == "cuda:all" || name.starts_with("cuda:") && name.contains(',') => {
+            Err(DeviceError::SeveralForOneTrial(name.to_string()))
+        }
         None => Err(DeviceError::Unknown(name.to_string())),
         Some(DeviceSpec::Cpu) => Ok(Device::Cpu),
         Some(DeviceSpec::Cuda(ordinal)) => {

@@ -154,7 +154,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
     let total: usize = variants.iter().map(|v| v.trials.len()).sum();
     let on_gpu = variants.iter().any(|v| crate::cli::sweep::on_gpu(None, &v.trials));
-    let (jobs, threads) = args.parallel.budget(total, on_gpu);
+    let (jobs, threads) = args.parallel.budget(total, usize::from(on_gpu));
     let mut code = 0;
     for v in &variants {
         eprintln!("{}: {}", v.name, v.overrides.join(" "));
@@ -172,7 +172,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             threads,
             device: None,
             prober: prober.map(|p| Arc::new(p) as _),
-            memory: crate::cli::memory::budget_unchecked(&v.trials, None),
+            memory: crate::cli::memory::budget_unchecked(&v.trials, None).into(),
             pack: args.parallel.packing(),
         };
         let source = load::spec_source(&args.file, &v.spec);

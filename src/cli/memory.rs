@@ -80,6 +80,17 @@ struct Measured {
 impl Measured {
     fn of(trials: &[Trial], device: Option<&str>) -> Measured {
         let mut free_on: HashMap<String, Option<u64>> = HashMap::new();
+        // A sweep spread over several GPUs: each is measured, and a trial is checked against
+        // the one with the most memory free (the placement puts it where it fits).
+        let spread = device.and_then(|d| crate::device::spread::parse(d).ok().flatten());
+        let roomiest = spread.map(|gpus| {
+            let names: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
+            for name in &names {
+                free_on.insert(name.clone(), memory::available_on(name));
+            }
+            names.into_iter().max_by_key(|n| free_on[n]).unwrap_or_default()
+        });
+        let device = roomiest.as_deref().or(device);
         let mut estimates = Estimates::default();
         let trials = trials
             .iter()

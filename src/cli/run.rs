@@ -67,7 +67,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         threads: sweep::threads(args.threads),
         device: args.device.clone(),
         prober: None,
-        memory,
+        memory: memory.into(),
         pack: crate::sweep::packs::Packing::Off,
     };
     opts.prober =

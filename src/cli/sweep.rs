@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::check::Trial;
 use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
-use crate::sweep::memory_budget::MemoryBudget;
 use crate::sweep::packs::Packing;
 use crate::sweep::probe::ChildProber;
 use crate::sweep::search::Search;
@@ -36,7 +35,9 @@ pub struct Args {
     dry_run: bool,
     #[command(flatten)]
     parallel: Parallelism,
-    /// Device for every trial: cpu, cuda or cuda:N (overrides the spec's `device`).
+    /// Device for every trial: cpu, cuda or cuda:N (overrides the spec's `device`); or
+    /// `cuda:all` or a list such as `cuda:0,2`, to place each pack on the GPU with the most
+    /// memory free.
     #[arg(long)]
     device: Option<String>,
     /// Print only errors and the closing count: no progress bars, no line per evaluation or
@@ -95,7 +96,17 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         .filter(|e| experiment.as_deref().is_none_or(|name| name == e.name))
         .filter_map(|e| Some((e.name.as_str(), e.search.as_deref()?)))
         .collect();
+    let spread = match &args.device {
+        Some(d) => crate::device::spread::parse(d)?,
+        None => None,
+    };
     if args.executor == Executor::Slurm {
+        if let Some(d) = args.device.as_deref().filter(|_| spread.is_some()) {
+            anyhow::bail!(
+                "`--device {d}` spreads a local sweep over several GPUs; on Slurm each array task trains on the \
+                 GPU Slurm gives it: `--device cuda --sbatch-arg=--gpus-per-task=1`"
+            );
+        }
         if !searches.is_empty() && args.force {
             anyhow::bail!(
                 "`--force` re-runs a search's trials only with the local executor; on Slurm, its workers run what is not settled"
@@ -109,7 +120,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             threads: args.cpus_per_task.max(1),
             device: args.device.clone(),
             prober: None,
-            memory: MemoryBudget::unlimited(),
+            memory: Default::default(),
             pack: Packing::Off,
         };
         let shared = std::path::absolute(&args.shared_dir)?;
@@ -148,11 +159,18 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         }
         return Ok(code);
     }
-    if let Some(d) = &args.device {
-        crate::device::open(d)?;
+    // Every device named opens before anything is claimed.
+    match (&spread, &args.device) {
+        (Some(gpus), _) => gpus.iter().try_for_each(|g| crate::device::open(&g.to_string()).map(|_| ()))?,
+        (None, Some(d)) => _ = crate::device::open(d)?,
+        (None, None) => {}
     }
     let Some(memory) = crate::cli::memory::budget(&spec, &program, &trials, args.device.as_deref(), ctx) else {
         return Ok(2);
+    };
+    let memory = match &spread {
+        Some(gpus) => memory.spread_over(gpus.clone()),
+        None => memory,
     };
     let store = Store::open(&ctx.store)?;
     let source = load::spec_source(&args.file, &spec);
@@ -166,16 +184,28 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         threads: 1,
         device: args.device.clone(),
         prober: None,
-        memory,
+        memory: memory.into(),
         pack: args.parallel.packing(),
     };
     let to_run =
         plans.iter().filter(|p| p.runs(&opts)).count() + searches.iter().map(Search::trial_count).sum::<usize>();
-    (opts.jobs, opts.threads) = args.parallel.budget(to_run, on_gpu(args.device.as_deref(), &trials));
-    opts.prober =
-        ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, args.device.clone())
-            .map(|p| Arc::new(p) as _);
+    let gpus = spread.as_ref().map_or_else(|| usize::from(on_gpu(args.device.as_deref(), &trials)), Vec::len);
+    (opts.jobs, opts.threads) = args.parallel.budget(to_run, gpus);
+    // A trial that crashed its process is probed alone on the first GPU of a spread sweep.
+    let probe_device = match &spread {
+        Some(gpus) => gpus.first().map(|g| g.to_string()),
+        None => args.device.clone(),
+    };
+    opts.prober = ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, probe_device)
+        .map(|p| Arc::new(p) as _);
     if args.dry_run {
+        if let Some(gpus) = &spread {
+            let names: Vec<String> = gpus.iter().map(|g| g.to_string()).collect();
+            println!(
+                "packs spread over {}: each starts on the GPU where it leaves the most memory free",
+                names.join(", ")
+            );
+        }
         if !trials.is_empty() || searches.is_empty() {
             print_plan(&trials, &plans, &opts);
         }
@@ -272,12 +302,12 @@ impl Parallelism {
         self.pack
     }
 
-    /// Trials at once and threads per trial for `trials` trials: never more than the cores
-    /// unless asked. Trials on a GPU share it: a few at once keep it busy while each waits
-    /// for its own steps ([`GPU_JOBS`]).
-    pub fn budget(&self, trials: usize, on_gpu: bool) -> (usize, usize) {
+    /// Trials at once and threads per trial for `trials` trials on `gpus` GPUs (0: the CPU):
+    /// never more than the cores unless asked. Trials on a GPU share it: a few at once keep it
+    /// busy while each waits for its own steps ([`GPU_JOBS`] per GPU).
+    pub fn budget(&self, trials: usize, gpus: usize) -> (usize, usize) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let default_jobs = if on_gpu { GPU_JOBS.min(cores) } else { cores };
+        let default_jobs = if gpus > 0 { (GPU_JOBS * gpus).min(cores) } else { cores };
         let jobs = self.jobs.unwrap_or_else(|| default_jobs.min(trials.max(1))).max(1);
         let threads = self.threads.unwrap_or_else(|| (cores / jobs).max(1)).max(1);
         if jobs * threads > cores {
@@ -421,10 +451,11 @@ mod tests {
     fn a_gpu_sweep_runs_a_few_trials_at_once_and_a_cpu_sweep_one_per_core() {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let default = Parallelism { jobs: None, threads: None, pack: Packing::Auto };
-        assert_eq!(default.budget(16, true).0, GPU_JOBS.min(cores));
-        assert_eq!(default.budget(16, false).0, cores.min(16));
-        assert_eq!(default.budget(1, true).0, 1);
+        assert_eq!(default.budget(16, 1).0, GPU_JOBS.min(cores));
+        assert_eq!(default.budget(64, 2).0, (2 * GPU_JOBS).min(cores));
+        assert_eq!(default.budget(16, 0).0, cores.min(16));
+        assert_eq!(default.budget(1, 1).0, 1);
         let asked = Parallelism { jobs: Some(8), threads: Some(1), pack: Packing::Auto };
-        assert_eq!(asked.budget(16, true), (8, 1));
+        assert_eq!(asked.budget(16, 1), (8, 1));
     }
 }

@@ -59,7 +59,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         threads,
         device: manifest.device.clone(),
         prober: None,
-        memory: sweep::memory_budget::MemoryBudget::unlimited(),
+        memory: Default::default(),
         pack: crate::sweep::packs::Packing::Off,
     };
     let source = load::spec_source(&spec_path, &spec);
@@ -128,7 +128,7 @@ fn run_search(args: &Args, manifest: &Manifest, s: &ManifestSearch, ctx: &Contex
         threads: threads(manifest),
         device: manifest.device.clone(),
         prober: None,
-        memory: sweep::memory_budget::MemoryBudget::unlimited(),
+        memory: Default::default(),
         pack: crate::sweep::packs::Packing::Off,
     };
     eprintln!(

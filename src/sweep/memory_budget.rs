@@ -3,13 +3,15 @@
 //! estimates of the sweep's trials running on that device now; a trial that fits alone but not
 //! beside them waits for one of them to end. (A trial that cannot fit even alone is refused
 //! before the sweep, `C095`.) Other processes' use shows only in the free memory measured at
-//! the start.
+//! the start. A sweep spread over several GPUs (`--device cuda:all`) places each pack on one
+//! of them as it starts ([`super::placement`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use super::placement::{self, Place, Room};
 use crate::device::DeviceSpec;
 
 /// Whether a trial may start now, by its memory.
@@ -57,8 +59,37 @@ pub struct Waiting {
 pub struct MemoryBudget {
     free: HashMap<DeviceSpec, u64>,
     needs: HashMap<String, Need>,
-    reserved: Mutex<HashMap<DeviceSpec, u64>>,
+    /// The GPUs the sweep spreads its packs over; empty: each trial trains on its own device.
+    spread: Vec<DeviceSpec>,
+    ledger: Mutex<Ledger>,
     released: Condvar,
+}
+
+/// What the packs running now hold on each device, and how many run there.
+#[derive(Default)]
+struct Ledger {
+    held: HashMap<DeviceSpec, u64>,
+    packs: HashMap<DeviceSpec, usize>,
+}
+
+impl Ledger {
+    fn take(&mut self, device: DeviceSpec, bytes: u64) {
+        *self.held.entry(device).or_insert(0) += bytes;
+        *self.packs.entry(device).or_insert(0) += 1;
+    }
+
+    fn give_back(&mut self, device: DeviceSpec, bytes: u64) {
+        if let Some(held) = self.held.get_mut(&device) {
+            *held = held.saturating_sub(bytes);
+        }
+        if let Some(packs) = self.packs.get_mut(&device) {
+            *packs = packs.saturating_sub(1);
+        }
+    }
+
+    fn held(&self, device: DeviceSpec) -> u64 {
+        self.held.get(&device).copied().unwrap_or(0)
+    }
 }
 
 /// How often a waiting trial looks at the sweep's cancel flag (set from a signal handler,
@@ -77,6 +108,17 @@ impl MemoryBudget {
         MemoryBudget { free, needs, ..MemoryBudget::default() }
     }
 
+    /// The budget of a sweep that places each pack on one of `gpus` (`--device cuda:all`), by
+    /// [`placement::place`]; `free` should hold each one's free memory.
+    pub fn spread_over(self, gpus: Vec<DeviceSpec>) -> MemoryBudget {
+        MemoryBudget { spread: gpus, ..self }
+    }
+
+    /// The GPUs the sweep spreads its packs over (empty: none).
+    pub fn spread(&self) -> &[DeviceSpec] {
+        &self.spread
+    }
+
     /// Waits until the trial `trial_key` fits beside the trials running, then holds its
     /// estimate until the returned reservation is dropped. Calls `waits` once if it has to
     /// wait; `None` if `cancel` is set while it waits. A trial too large even alone (the
@@ -90,35 +132,70 @@ impl MemoryBudget {
         self.reserve_pack(&[trial_key], cancel, waits)
     }
 
-    /// [`MemoryBudget::reserve`] for the trials of a pack (one device), which train at once:
-    /// their estimates added up.
+    /// [`MemoryBudget::reserve`] for the trials of a pack, which train at once on one device:
+    /// their estimates added up. In a spread sweep the reservation says which GPU it took
+    /// ([`Reservation::device`]).
     pub fn reserve_pack(
         &self,
         trial_keys: &[&str],
         cancel: &AtomicBool,
         waits: impl FnOnce(Waiting),
     ) -> Option<Reservation<'_>> {
-        let Some(need) = self.need_of(trial_keys) else { return Some(Reservation { budget: self, need: None }) };
-        let Some(&free) = self.free.get(&need.device) else { return Some(Reservation { budget: self, need: None }) };
+        let need = self.need_of(trial_keys);
+        let unheld = Reservation { budget: self, on: None, bytes: 0, placed: None };
+        if self.spread.is_empty() && need.is_none_or(|n| !self.free.contains_key(&n.device)) {
+            return Some(unheld);
+        }
         let mut waits = Some(waits);
-        let mut reserved = self.reserved.lock().ok()?;
+        let mut ledger = self.ledger.lock().ok()?;
         loop {
-            let held = reserved.get(&need.device).copied().unwrap_or(0);
-            match admit(free, held, need.bytes) {
-                Admission::Start => break,
-                Admission::TooLarge if held == 0 => break,
-                Admission::Wait | Admission::TooLarge => {}
-            }
+            let place = match need {
+                _ if !self.spread.is_empty() => placement::place(&self.rooms(&ledger), need.map(|n| n.bytes)),
+                Some(n) => self.place_on_own_device(n, &ledger),
+                None => return Some(unheld),
+            };
+            let waiting = match place {
+                Place::On(device) => {
+                    let bytes = need.map_or(0, |n| n.bytes);
+                    ledger.take(device, bytes);
+                    let placed = (!self.spread.is_empty()).then_some(device);
+                    return Some(Reservation { budget: self, on: Some(device), bytes, placed });
+                }
+                Place::Wait(w) => w,
+            };
             if cancel.load(Ordering::SeqCst) {
                 return None;
             }
             if let Some(waits) = waits.take() {
-                waits(Waiting { needs: need.bytes, free, reserved: held });
+                waits(waiting);
             }
-            reserved = self.released.wait_timeout(reserved, CANCEL_POLL).ok()?.0;
+            ledger = self.released.wait_timeout(ledger, CANCEL_POLL).ok()?.0;
         }
-        *reserved.entry(need.device).or_insert(0) += need.bytes;
-        Some(Reservation { budget: self, need: Some(need) })
+    }
+
+    /// A pack that trains on its trials' own device: there now, or it waits (one too large even
+    /// alone goes once nothing else runs there).
+    fn place_on_own_device(&self, need: Need, ledger: &Ledger) -> Place {
+        let free = self.free.get(&need.device).copied().unwrap_or(u64::MAX);
+        let held = ledger.held(need.device);
+        match admit(free, held, need.bytes) {
+            Admission::Start => Place::On(need.device),
+            Admission::TooLarge if held == 0 => Place::On(need.device),
+            Admission::Wait | Admission::TooLarge => Place::Wait(Waiting { needs: need.bytes, free, reserved: held }),
+        }
+    }
+
+    /// The spread GPUs as the placement sees them now.
+    fn rooms(&self, ledger: &Ledger) -> Vec<Room> {
+        self.spread
+            .iter()
+            .map(|&device| Room {
+                device,
+                free: self.free.get(&device).copied(),
+                held: ledger.held(device),
+                packs: ledger.packs.get(&device).copied().unwrap_or(0),
+            })
+            .collect()
     }
 }
 
@@ -131,27 +208,41 @@ impl MemoryBudget {
         Some(Need { device, bytes: needs.iter().filter(|n| n.device == device).map(|n| n.bytes).sum() })
     }
 
-    /// Whether the trials `trial_keys` fit together in their device's free memory, with
-    /// nothing else running (a pack larger than that is split).
+    /// Whether the trials `trial_keys` fit together in their device's free memory (in a spread
+    /// sweep, the largest GPU's), with nothing else running (a pack larger than that is split).
     pub fn fits_together(&self, trial_keys: &[&str]) -> bool {
         let Some(need) = self.need_of(trial_keys) else { return true };
-        self.free.get(&need.device).is_none_or(|&free| need.bytes <= free)
+        let free = match self.spread.is_empty() {
+            true => self.free.get(&need.device).copied(),
+            false => self.spread.iter().map(|d| self.free.get(d).copied()).max().flatten(),
+        };
+        free.is_none_or(|free| need.bytes <= free)
     }
 }
 
-/// A running trial's hold on its estimate; released when dropped.
+/// A running pack's hold on its estimate; released when dropped.
 pub struct Reservation<'a> {
     budget: &'a MemoryBudget,
-    need: Option<Need>,
+    /// The device whose ledger it holds a place in.
+    on: Option<DeviceSpec>,
+    bytes: u64,
+    /// The GPU a spread sweep placed it on.
+    placed: Option<DeviceSpec>,
+}
+
+impl Reservation<'_> {
+    /// The GPU the pack trains on, where the sweep spreads its packs (`None`: its trials' own
+    /// device).
+    pub fn device(&self) -> Option<DeviceSpec> {
+        self.placed
+    }
 }
 
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
-        let Some(need) = self.need else { return };
-        if let Ok(mut reserved) = self.budget.reserved.lock()
-            && let Some(held) = reserved.get_mut(&need.device)
-        {
-            *held = held.saturating_sub(need.bytes);
+        let Some(device) = self.on else { return };
+        if let Ok(mut ledger) = self.budget.ledger.lock() {
+            ledger.give_back(device, self.bytes);
         }
         self.budget.released.notify_all();
     }
@@ -217,7 +308,7 @@ mod tests {
             waited.lock().unwrap()
         );
         // Everything released: the ledger is empty again.
-        assert_eq!(budget.reserved.lock().unwrap().get(&DeviceSpec::Cpu), Some(&0));
+        assert_eq!(budget.ledger.lock().unwrap().held(DeviceSpec::Cpu), 0);
     }
 
     #[test]
@@ -252,5 +343,39 @@ mod tests {
         let _unknown = budget.reserve("not estimated", &cancel, |_| panic!("waits")).unwrap();
         let unlimited = MemoryBudget::unlimited();
         let _any = unlimited.reserve("a", &cancel, |_| panic!("waits")).unwrap();
+    }
+
+    #[test]
+    fn a_spread_sweep_places_each_pack_on_a_gpu_and_gives_its_place_back_when_it_ends() {
+        // Stand-in GPUs: cuda:0 with 24 GB free, cuda:1 with 16; packs of 12 GB.
+        let needs = ["a", "b", "c"].map(|k| (k.to_string(), Need { device: DeviceSpec::Cuda(0), bytes: 12 * GB }));
+        let free = HashMap::from([(DeviceSpec::Cuda(0), 24 * GB), (DeviceSpec::Cuda(1), 16 * GB)]);
+        let budget = MemoryBudget::new(free, needs.into_iter().collect())
+            .spread_over(vec![DeviceSpec::Cuda(0), DeviceSpec::Cuda(1)]);
+        let cancel = AtomicBool::new(false);
+        let a = budget.reserve("a", &cancel, |_| panic!("a waits")).unwrap();
+        let b = budget.reserve("b", &cancel, |_| panic!("b waits")).unwrap();
+        assert_eq!((a.device(), b.device()), (Some(DeviceSpec::Cuda(0)), Some(DeviceSpec::Cuda(1))));
+        // 12 GB left on cuda:0 and 4 on cuda:1: the third goes beside `a`.
+        let c = budget.reserve("c", &cancel, |_| panic!("c waits")).unwrap();
+        assert_eq!(c.device(), Some(DeviceSpec::Cuda(0)));
+        // Full everywhere: a fourth waits until one ends, then takes its place.
+        let d = budget.reserve_pack(&["a"], &cancel, |_| cancel.store(true, Ordering::SeqCst));
+        assert!(d.is_none(), "placed on a full GPU");
+        cancel.store(false, Ordering::SeqCst);
+        drop(b);
+        let d = budget.reserve_pack(&["a"], &cancel, |_| panic!("waits with cuda:1 empty")).unwrap();
+        assert_eq!(d.device(), Some(DeviceSpec::Cuda(1)));
+        drop((a, c, d));
+        let ledger = budget.ledger.lock().unwrap();
+        assert_eq!((ledger.held(DeviceSpec::Cuda(0)), ledger.held(DeviceSpec::Cuda(1))), (0, 0));
+        assert_eq!(ledger.packs.values().sum::<usize>(), 0);
+    }
+
+    #[test]
+    fn a_sweep_on_one_device_does_not_say_where_its_packs_went() {
+        let budget = budget(10 * GB, &[("a", GB)]);
+        let cancel = AtomicBool::new(false);
+        assert_eq!(budget.reserve("a", &cancel, |_| {}).unwrap().device(), None);
     }
 }

@@ -6,6 +6,7 @@ pub mod identity;
 pub mod live;
 pub mod memory_budget;
 pub mod packs;
+pub mod placement;
 pub mod probe;
 pub mod progress_writer;
 pub mod search;
@@ -33,6 +34,7 @@ impl SpecSource {
     }
 }
 
+#[derive(Clone)]
 pub struct Options {
     /// Re-run trials that are already done (and failed ones).
     pub force: bool,
@@ -42,13 +44,15 @@ pub struct Options {
     pub jobs: usize,
     /// Compute threads per trial.
     pub threads: usize,
-    /// Overrides every trial's `device` setting.
+    /// Overrides every trial's `device` setting. A sweep spread over several GPUs (`cuda:all`)
+    /// trains each pack on the GPU its memory reservation took ([`Options::placed`]).
     pub device: Option<String>,
     /// Tries a trial whose process died before its first step in a process of its own before
     /// running it again ([`probe`]); without one, such a trial simply runs again.
     pub prober: Option<std::sync::Arc<dyn probe::Prober>>,
-    /// Keeps the trials running at once within their device's memory.
-    pub memory: memory_budget::MemoryBudget,
+    /// Keeps the trials running at once within their device's memory, and places packs on the
+    /// GPUs of a spread sweep.
+    pub memory: std::sync::Arc<memory_budget::MemoryBudget>,
     /// Which trials train together as one program ([`packs`]).
     pub pack: packs::Packing,
 }
@@ -64,8 +68,17 @@ impl Options {
             threads: 1,
             device: None,
             prober: None,
-            memory: memory_budget::MemoryBudget::unlimited(),
+            memory: Default::default(),
             pack: packs::Packing::Off,
+        }
+    }
+
+    /// These options for a pack whose memory reservation placed it on a GPU of a spread sweep
+    /// (the same options where it did not).
+    pub fn placed(&self, reservation: &memory_budget::Reservation<'_>) -> Options {
+        match reservation.device() {
+            Some(gpu) => Options { device: Some(gpu.to_string()), ..self.clone() },
+            None => self.clone(),
         }
     }
 }
@@ -199,7 +212,9 @@ pub fn run_all(
                         let waits = |w| reporter.trial_waits_for_memory(pack[0], first, w);
                         match opts.memory.reserve_pack(&keys, cancel, waits) {
                             // Held until the pack ends.
-                            Some(_memory) => packs::run_pack(store, spec, pack, trials, opts, reporter, cancel),
+                            Some(memory) => {
+                                packs::run_pack(store, spec, pack, trials, &opts.placed(&memory), reporter, cancel)
+                            }
                             None => pack.iter().map(|_| Ok(TrialResult::NotStarted)).collect(),
                         }
                     };

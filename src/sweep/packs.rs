@@ -291,7 +291,7 @@ mod tests {
             trials.iter().map(|t| (identity::trial_key(t), Need { device: DeviceSpec::Cpu, bytes: 4 * gb })).collect();
         // 10 GB free: a pack of three trials of 4 GB each does not fit, one of two does.
         let budget = MemoryBudget::new(HashMap::from([(DeviceSpec::Cpu, 10 * gb)]), needs);
-        let opts = Options { memory: budget, ..opts(Packing::Size(3)) };
+        let opts = Options { memory: budget.into(), ..opts(Packing::Size(3)) };
         let packs = plan(&trials, &opts, &vec![true; trials.len()]);
         assert_eq!(packs[..2], [vec![0], vec![1, 2]]);
         assert!(packs.iter().all(|p| p.len() <= 2), "{packs:?}");

@@ -384,7 +384,20 @@ impl<'a> Search<'a> {
                 judge: judge.as_ref().map(|j| j as &dyn Judge),
             })
             .collect();
-        results.extend(run_packed(self.store, spec, &members, opts, reporter, cancel));
+        // Within the memory of its device, and on one GPU of a spread sweep.
+        let keys: Vec<String> = members.iter().map(|m| super::identity::trial_key(m.trial)).collect();
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let waits = |w| {
+            if let Some(m) = members.first() {
+                reporter.trial_waits_for_memory(m.index, m.trial, w);
+            }
+        };
+        match opts.memory.reserve_pack(&keys, cancel, waits) {
+            Some(memory) => {
+                results.extend(run_packed(self.store, spec, &members, &opts.placed(&memory), reporter, cancel))
+            }
+            None => results.extend(members.iter().map(|_| Ok(TrialResult::NotStarted))),
+        }
         results
     }
 

@@ -107,6 +107,32 @@ fn cuda_without_the_feature_is_a_clear_error() {
 }
 
 #[test]
+fn several_gpus_are_for_a_sweep_and_a_bad_list_is_a_clear_error() {
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
+    let spec = spec.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["run", spec, "--device", "cuda:0,1"], "only a sweep spreads"),
+        (&["sweep", spec, "--device", "cuda:0,0"], "names cuda:0 twice"),
+        (&["sweep", spec, "--device", "cuda:0,x"], "unknown device `cuda:0,x`"),
+        (&["sweep", spec, "--device", "cuda:0,2", "--executor", "slurm"], "on Slurm each array task"),
+    ];
+    for (args, says) in cases {
+        let out = memctl(&store, args);
+        let err = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    if !cfg!(feature = "cuda") {
+        for device in ["cuda:all", "cuda:0,1"] {
+            let out = memctl(&store, &["sweep", spec, "--device", device]);
+            assert!(text(&out.stderr).contains("--features cuda"), "{device}: {}", text(&out.stderr));
+        }
+    }
+    let runs = memctl(&store, &["runs", "--all"]);
+    assert!(!text(&runs.stdout).contains("running"), "{}", text(&runs.stdout));
+}
+
+#[test]
 fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("big.mem");

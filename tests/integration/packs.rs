@@ -356,3 +356,35 @@ fn a_trial_its_judge_stops_leaves_the_pack_recorded_pruned_and_the_others_go_on(
         }
     }
 }
+
+/// A sweep spread over several GPUs trains each pack where the placement put it: on stand-in
+/// GPUs (cuda:0 with 5 GB free, cuda:1 with 10 GB; trials of 6 GB), every trial goes to cuda:1,
+/// the only one it fits on, two never at once, and its record names that GPU. Without CUDA
+/// the device does not open, so each trial fails saying which one it tried.
+#[test]
+fn a_spread_sweep_trains_each_pack_on_the_gpu_its_placement_chose() {
+    if cfg!(feature = "cuda") {
+        return; // stand-in GPUs would be real ones here
+    }
+    use memctl::device::DeviceSpec;
+    use memctl::sweep::identity::trial_key;
+    use memctl::sweep::memory_budget::{MemoryBudget, Need};
+    let gb = 1u64 << 30;
+    let trials = family("lstm");
+    let needs = trials.iter().map(|t| (trial_key(t), Need { device: DeviceSpec::Cuda(0), bytes: 6 * gb })).collect();
+    let free = std::collections::HashMap::from([(DeviceSpec::Cuda(0), 5 * gb), (DeviceSpec::Cuda(1), 10 * gb)]);
+    let budget = MemoryBudget::new(free, needs).spread_over(vec![DeviceSpec::Cuda(0), DeviceSpec::Cuda(1)]);
+    let dir = tempfile::tempdir().unwrap();
+    let store = memctl::store::Store::open(&dir.path().join("store")).unwrap();
+    let spec = memctl::sweep::SpecSource { path: "families.mem".into(), text: FAMILIES.into() };
+    let opts = memctl::sweep::Options { jobs: 2, memory: budget.into(), ..memctl::sweep::Options::one_at_a_time() };
+    let summary = memctl::sweep::run_all(&store, &spec, &trials, &opts, &Quiet, &AtomicBool::new(false)).unwrap();
+    assert_eq!(summary.ran, 3);
+    let records = store.all().unwrap();
+    assert_eq!(records.len(), 3);
+    for r in records {
+        assert_eq!(r.environment.device, "cuda:1", "run {}", r.id);
+        let error = r.error.unwrap_or_default();
+        assert!(error.contains("`cuda:1`"), "run {}: {error}", r.id);
+    }
+}
