@@ -82,19 +82,24 @@ pub fn submit(
                 label: t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
             })
             .collect(),
+        packs: packs_of(&todo, opts),
         search: None,
         threads: opts.threads,
         device: opts.device.clone(),
         job: None,
     };
     if sub.dry_run {
-        for (i, t) in manifest.trials.iter().enumerate() {
-            println!("{i:>4}  {}  {}", t.trial_key, t.label);
+        for task in 0..manifest.tasks() {
+            for (k, i) in manifest.trials_of_task(task).into_iter().enumerate() {
+                let t = &manifest.trials[i];
+                let index = if k == 0 { format!("{task:>4}") } else { "    ".to_string() };
+                println!("{index}  {}  {}", t.trial_key, t.label);
+            }
         }
-        println!("{} array tasks would be submitted from {}", manifest.trials.len(), dir.display());
+        println!("{} array tasks would be submitted from {}", manifest.tasks(), dir.display());
         return Ok(0);
     }
-    let count = manifest.trials.len();
+    let count = manifest.tasks();
     let (job, path) = write_and_submit(&dir, manifest, count, &sub)?;
     println!("{job}");
     eprintln!(
@@ -106,6 +111,14 @@ pub fn submit(
         dir.display()
     );
     Ok(0)
+}
+
+/// The array tasks' packs of `todo` under `--pack N` (on the CPU, as a local sweep packs them;
+/// a task trains its pack on its `--cpus-per-task` threads); none when every trial trains alone.
+fn packs_of(todo: &[&Trial], opts: &Options) -> Vec<Vec<usize>> {
+    let trials: Vec<Trial> = todo.iter().map(|t| (*t).clone()).collect();
+    let packs = crate::sweep::packs::plan(&trials, opts, &vec![true; trials.len()]);
+    if packs.iter().all(|p| p.len() == 1) { vec![] } else { packs }
 }
 
 /// Writes `manifest` as the sweep directory's next submission, submits `count` array tasks
@@ -164,6 +177,7 @@ pub fn submit_search(
         experiment: Some(experiment.to_string()),
         overrides: sub.overrides.to_vec(),
         trials: vec![],
+        packs: vec![],
         search: Some(ManifestSearch { experiment: experiment.to_string(), store: store_path.clone(), workers }),
         threads: opts.threads,
         device: opts.device.clone(),
@@ -197,9 +211,9 @@ fn active_trials(dir: &Path) -> anyhow::Result<HashSet<String>> {
     let mut active = HashSet::new();
     for m in manifests(dir) {
         let Some(job) = &m.job else { continue };
-        for (index, _state) in scheduler::queued_tasks(job)? {
-            if let Some(t) = m.trials.get(index) {
-                active.insert(t.trial_key.clone());
+        for (task, _state) in scheduler::queued_tasks(job)? {
+            for i in m.trials_of_task(task) {
+                active.insert(m.trials[i].trial_key.clone());
             }
         }
     }

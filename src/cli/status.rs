@@ -57,7 +57,7 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                 continue;
             }
             for (i, t) in m.trials.iter().enumerate() {
-                let state = match (queued.get(&i), shards.get(&t.trial_key)) {
+                let state = match (m.task_of_trial(i).and_then(|task| queued.get(&task)), shards.get(&t.trial_key)) {
                     (Some(s), _) => s.to_lowercase(),
                     (None, Some(s)) => s.clone(),
                     (None, None) => "missing".to_string(),

@@ -121,7 +121,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             device: args.device.clone(),
             prober: None,
             memory: Default::default(),
-            pack: Packing::Off,
+            pack: args.parallel.packing(),
         };
         let shared = std::path::absolute(&args.shared_dir)?;
         let memctl = match &args.memctl {

@@ -97,7 +97,8 @@ pub fn missing_tasks(dir: &Path) -> Vec<String> {
             .map(|(i, _)| i)
             .collect();
         for (i, t) in m.trials.iter().enumerate() {
-            if !have.contains(&t.trial_key) && !queued.contains(&i) && !missing.contains(&t.trial_key) {
+            let queued = m.task_of_trial(i).is_some_and(|task| queued.contains(&task));
+            if !have.contains(&t.trial_key) && !queued && !missing.contains(&t.trial_key) {
                 missing.push(t.trial_key.clone());
             }
         }

@@ -29,14 +29,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if let Some(search) = &manifest.search {
         return run_search(&args, &manifest, search, ctx);
     }
-    let Some(entry) = manifest.trials.get(args.index) else {
+    let task = manifest.trials_of_task(args.index);
+    if task.is_empty() {
         anyhow::bail!(
-            "manifest {} has {} trials; no index {}",
+            "manifest {} has {} array tasks; no index {}",
             args.manifest.display(),
-            manifest.trials.len(),
+            manifest.tasks(),
             args.index
         );
-    };
+    }
     let spec_path = PathBuf::from(&manifest.spec_path);
     let Ok((spec, program)) = load::load_checked_from(
         &spec_path,
@@ -48,9 +49,19 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         return Ok(2);
     };
     let trials = load::select(&program, manifest.experiment.as_deref(), &spec_path)?;
-    let Some(trial) = trials.iter().find(|t| identity::trial_key(t) == entry.trial_key) else {
-        anyhow::bail!("no trial with identity {} in the manifest's spec (was memctl upgraded?)", entry.trial_key);
-    };
+    let mut pack = vec![];
+    for &i in &task {
+        let entry = &manifest.trials[i];
+        let Some(trial) = trials.iter().find(|t| identity::trial_key(t) == entry.trial_key) else {
+            anyhow::bail!("no trial with identity {} in the manifest's spec (was memctl upgraded?)", entry.trial_key);
+        };
+        pack.push((entry, trial));
+    }
+    let source = load::spec_source(&spec_path, &spec);
+    if pack.len() > 1 {
+        return run_pack_task(&args, &manifest, &pack, &source);
+    }
+    let (entry, trial) = pack[0];
     let threads = threads(&manifest);
     let opts = Options {
         force: true,
@@ -62,7 +73,6 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         memory: Default::default(),
         pack: crate::sweep::packs::Packing::Off,
     };
-    let source = load::spec_source(&spec_path, &spec);
     let mut record = sweep::new_record(0, trial, &source, &opts);
     eprintln!("memctl worker: trial {} ({})", entry.trial_key, entry.label);
     let checkpoints = CheckpointDir::new(sweep_dir(&args.manifest).join("checkpoints"));
@@ -97,6 +107,77 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     shard::write(&sweep_dir, &record)?;
     eprintln!("memctl worker: {} → {}", record.status.as_str(), shard::path(&sweep_dir, &record.trial_key).display());
     Ok(if record.status == crate::store::Status::Done { 0 } else { 1 })
+}
+
+/// An array task of a packed submission: trains its trials as one pack on the task's CPUs,
+/// each resumed from and checkpointed to its own checkpoint, and writes each trial's shard as
+/// it leaves the pack. A signal stops the pack at the next step with every trial's checkpoint
+/// saved (no shard for those, so a requeued task resumes them).
+fn run_pack_task(
+    args: &Args,
+    manifest: &Manifest,
+    pack: &[(&crate::slurm::manifest::ManifestTrial, &crate::check::Trial)],
+    source: &sweep::SpecSource,
+) -> anyhow::Result<i32> {
+    use crate::store::Status;
+    let opts = Options { device: manifest.device.clone(), threads: threads(manifest), ..Options::one_at_a_time() };
+    let dir = sweep_dir(&args.manifest);
+    let checkpoints = CheckpointDir::new(dir.join("checkpoints"));
+    let mut records = vec![];
+    let mut lives = vec![];
+    for (entry, trial) in pack {
+        eprintln!("memctl worker: trial {} ({}) in a pack of {}", entry.trial_key, entry.label, pack.len());
+        let mut record = sweep::new_record(0, trial, source, &opts);
+        let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, &Log);
+        if let (Some(state), Some(p)) = (&resume, record.progress.as_mut()) {
+            p.resumed_from = Some(state.step as u64);
+            eprintln!("memctl worker: {} resumes from its checkpoint at step {}", entry.trial_key, state.step);
+        }
+        let key = entry.trial_key.clone();
+        lives.push(sweep::live::Live::new(None, checkpoints.clone(), record.clone(), key, &Silent, &Log, resume));
+        records.push(record);
+    }
+    let members: Vec<crate::train::pack::PackMember<'_>> = pack
+        .iter()
+        .zip(&lives)
+        .map(|((_, trial), live)| crate::train::pack::PackMember { trial, observer: live, checkpoints: live })
+        .collect();
+    let stop = signals::install();
+    let (mut interrupted, mut failed) = (0, 0);
+    let mut write_error = None;
+    let mut end = |p: usize, outcome: crate::train::Outcome| {
+        let record = &mut records[p];
+        sweep::complete_record(record, Ok(outcome));
+        lives[p].stop_writing();
+        record.progress = lives[p].progress();
+        match record.status {
+            Status::Interrupted => {
+                interrupted += 1;
+                eprintln!("memctl worker: {} stopped at step {}; checkpoint saved", record.trial_key, record.steps_run);
+            }
+            status => {
+                failed += usize::from(status != Status::Done);
+                match shard::write(&dir, record) {
+                    Ok(()) => eprintln!("memctl worker: {} {}", record.trial_key, status.as_str()),
+                    Err(e) => write_error = Some(e),
+                }
+            }
+        }
+    };
+    let trained = crate::pool::run_in_pool(threads(manifest), || {
+        let device = crate::device::open(manifest.device.as_deref().unwrap_or("cpu"))?;
+        crate::train::pack::train_pack(&members, &device, stop, &mut end);
+        Ok::<_, sweep::TrialError>(())
+    });
+    trained.map_err(sweep::TrialError::from).and_then(|r| r)?;
+    if let Some(e) = write_error {
+        return Err(e.into());
+    }
+    if interrupted > 0 && signals::time_limit_near() {
+        eprintln!("memctl worker: time limit near: requeueing this task");
+        scheduler::requeue_this_task()?;
+    }
+    Ok(if interrupted + failed > 0 { 1 } else { 0 })
 }
 
 /// Compute threads per trial: Slurm's CPUs per task, else the manifest's.

@@ -23,6 +23,10 @@ pub struct Manifest {
     pub overrides: Vec<String>,
     /// Array index → trial identity (and a label for humans); empty for a search's workers.
     pub trials: Vec<ManifestTrial>,
+    /// Array index → the trials that task trains as one pack (indices into `trials`), when
+    /// the sweep packs (`--pack N`); empty: one trial per task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub packs: Vec<Vec<usize>>,
     /// A search's workers: every array task runs the search against the store, instead of
     /// one trial each.
     #[serde(default)]
@@ -53,6 +57,27 @@ pub struct ManifestSearch {
 }
 
 impl Manifest {
+    /// How many array tasks train the manifest's trials.
+    pub fn tasks(&self) -> usize {
+        if self.packs.is_empty() { self.trials.len() } else { self.packs.len() }
+    }
+
+    /// The trials (indices into `trials`) that array task `task` trains.
+    pub fn trials_of_task(&self, task: usize) -> Vec<usize> {
+        match self.packs.is_empty() {
+            true => (task < self.trials.len()).then_some(task).into_iter().collect(),
+            false => self.packs.get(task).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// The array task that trains trial `trial` (an index into `trials`).
+    pub fn task_of_trial(&self, trial: usize) -> Option<usize> {
+        match self.packs.is_empty() {
+            true => (trial < self.trials.len()).then_some(trial),
+            false => self.packs.iter().position(|p| p.contains(&trial)),
+        }
+    }
+
     pub fn read(path: &Path) -> std::io::Result<Manifest> {
         let bytes = std::fs::read(path)?;
         serde_json::from_slice(&bytes).map_err(std::io::Error::other)

@@ -184,6 +184,53 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
     assert_eq!(resumed.len(), 1, "the cancelled trial resumed from the checkpoint it saved on SIGTERM");
 }
 
+#[test]
+fn a_packed_sweep_trains_a_pack_per_array_task_records_what_trials_alone_record_and_resumes_a_killed_pack() {
+    let Some(folder) = ClusterFolder::new("the Slurm packs test", &spec()) else { return };
+    let shared = folder.shared.to_str().unwrap();
+    let submit = |experiment: &str| -> (String, String) {
+        let args = ["sweep", "s.mem", experiment, "--executor", "slurm", "--shared-dir", shared, "--pack", "2"];
+        let out = folder.memctl(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (text(&out.stdout).trim().to_string(), text(&out.stderr))
+    };
+    let sync = || text(&folder.memctl(&["sync", shared]).stderr);
+
+    // Four trials, two shapes (hidden 8 and 16) of two seeds each: two array tasks of two.
+    let (job, said) = submit("quick");
+    assert!(said.contains("2 array tasks"), "{said}");
+    wait_for(&job, Duration::from_secs(180));
+    assert!(sync().contains("4 imported"));
+    let alone = folder.cwd().join("alone");
+    let local = memctl(&alone, folder.cwd(), &["sweep", "s.mem", "quick", "--pack", "off", "--threads", "1", "-q"]);
+    assert_eq!(local.status.code(), Some(0), "{}", text(&local.stderr));
+    let by_key = |runs: Vec<serde_json::Value>| -> std::collections::BTreeMap<String, serde_json::Value> {
+        runs.into_iter().map(|r| (r["trial_key"].as_str().unwrap().to_string(), r["curves"].clone())).collect()
+    };
+    let (packed, alone) = (by_key(done_runs(&folder.store, folder.cwd())), by_key(done_runs(&alone, folder.cwd())));
+    assert_eq!(packed.len(), 4);
+    assert_eq!(packed, alone, "a trial trained in a pack on Slurm records the curves it records alone");
+
+    // Kill a packed task mid-run: both its trials are missing, and the resubmission trains
+    // them as one pack again, each resumed from the checkpoint it saved on SIGTERM.
+    let (job, _) = submit("slow");
+    wait_for_state(&job, 1, "RUNNING", Duration::from_secs(120));
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
+    wait_for(&job, Duration::from_secs(300));
+    let status = text(&folder.memctl(&["status", shared]).stdout);
+    assert!(status.contains("2 missing"), "{status}");
+    assert!(sync().contains("2 imported"));
+    let (again, said) = submit("slow");
+    assert!(said.contains("2 trials to submit") && said.contains("1 array task"), "{said}");
+    wait_for(&again, Duration::from_secs(300));
+    assert!(sync().contains("2 imported"));
+    let done = done_runs(&folder.store, folder.cwd());
+    assert_eq!(done.len(), 8);
+    let resumed = done.iter().filter(|r| !r["progress"]["resumed_from"].is_null()).count();
+    assert_eq!(resumed, 2, "both trials of the killed pack resumed from their checkpoints");
+}
+
 /// One trial, bounded by time; the test plays Slurm's time-limit warning on it.
 fn long_spec() -> String {
     format!("{TINY_TASK}{}{}", token_lstm("lstm", 16), LONG_SPEC_EXPERIMENTS)
