@@ -7,6 +7,7 @@
 mod head;
 mod hoist;
 mod lerp;
+pub mod packed_run;
 pub mod tape;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use candle_core::{DType, Device, Result, Tensor, Var};
 use self::head::OutputHead;
 use self::hoist::{HoistedValues, InputNodes};
 use self::lerp::{GatedWrite, GatedWrites};
+pub use self::packed_run::Weights;
 use crate::graph::{Node, Source, StateInit, StepGraph};
 use crate::prims::contract::{Op, init};
 
@@ -111,7 +113,7 @@ impl Cell {
     /// `hoisted` ran already.
     fn step(
         &self,
-        weights: &[Tensor],
+        weights: &Weights,
         x: &Tensor,
         states: &[Tensor],
         want_output: bool,
@@ -130,7 +132,7 @@ impl Cell {
     /// `hoisted` read from it, the others run.
     fn node_values(
         &self,
-        weights: &[Tensor],
+        weights: &Weights,
         x: &Tensor,
         states: &[Tensor],
         runs: impl Fn(usize) -> bool,
@@ -138,7 +140,7 @@ impl Cell {
         t: usize,
     ) -> Result<Vec<Vec<Tensor>>> {
         let mut values: Vec<Vec<Tensor>> = Vec::with_capacity(self.graph.nodes.len());
-        let tape_kernels = runs_tape_kernels(x, weights);
+        let tape_kernels = weights.one().is_some_and(|w| runs_tape_kernels(x, w));
         // Gated writes as one op on candle's path (`lerp`), where its switch has it.
         let gated = !tape_kernels
             && self.gated_writes.any()
@@ -158,15 +160,15 @@ impl Cell {
                 continue;
             }
             let inputs: Vec<&Tensor> = node.inputs.iter().map(|s| fetch(*s, x, states, &values)).collect();
-            let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-            let outputs = match self.ops[i].manual().filter(|_| tape_kernels) {
+            let outputs = match self.ops[i].manual().filter(|_| tape_kernels).zip(weights.one()) {
                 // As the tape runs it: contiguous operands, contiguous outputs, nothing kept.
-                Some(manual) => {
+                Some((manual, weights)) => {
+                    let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
                     let inputs: Vec<Tensor> = inputs.iter().map(|t| t.contiguous()).collect::<Result<_>>()?;
                     let (outputs, _saved) = manual.forward_train(&inputs.iter().collect::<Vec<_>>(), &params)?;
                     outputs.iter().map(|o| o.contiguous()).collect::<Result<_>>()?
                 }
-                None => self.ops[i].forward(&inputs, &params)?,
+                None => self.run_node(i, &inputs, weights, 1)?,
             };
             values.push(outputs);
         }
@@ -176,7 +178,8 @@ impl Cell {
     /// Runs a batch of sequences (`inputs`: `[T, B, ...]`) and returns the outputs at the
     /// scored steps, stacked: `[S, B, out]`.
     pub fn run(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<Tensor> {
-        self.run_with(weights, inputs, scored, |_| Ok(weights.to_vec()))
+        let weights = Weights::One(weights.to_vec());
+        self.run_with(&weights, inputs, scored, |_| Ok(weights.clone()))
     }
 
     /// [`Cell::run`] on the tracked weights for candle's autograd, where every time step reads
@@ -185,30 +188,42 @@ impl Cell {
     /// kernel per weight per step), and [`StepWeights::gradients`] sums them in one pass.
     /// On CUDA as `kernels::sum_parts_op::STEP_GRADS` has it; otherwise the steps share the weights.
     pub fn run_for_gradients(&self, inputs: &Tensor, scored: &[usize]) -> Result<(Tensor, StepWeights)> {
-        let base = self.weights(true);
-        let aliased = base
+        let (out, mut weights) = self.run_aliasing(Weights::One(self.weights(true)), inputs, scored)?;
+        Ok((out, weights.swap_remove(0)))
+    }
+
+    /// The run on `weights` (tracked), each time step on its own aliases of them where
+    /// `STEP_GRADS` has it ([`Cell::run_for_gradients`]); the weights each trial's steps read.
+    fn run_aliasing(&self, weights: Weights, inputs: &Tensor, scored: &[usize]) -> Result<(Tensor, Vec<StepWeights>)> {
+        let aliased = weights
+            .first()
             .first()
             .is_some_and(|w| crate::kernels::switches::used_for(w, crate::kernels::sum_parts_op::STEP_GRADS));
-        let mut steps = vec![];
-        let out = self.run_with(&base, inputs, scored, |_| {
+        let mut steps: Vec<Weights> = vec![];
+        let out = self.run_with(&weights, inputs, scored, |_| {
             if !aliased {
-                return Ok(base.clone());
+                return Ok(weights.clone());
             }
-            let step: Vec<Tensor> = base.iter().map(Tensor::share_as_var).collect();
+            let step = weights.map(Tensor::share_as_var);
             steps.push(step.clone());
             Ok(step)
         })?;
-        Ok((out, StepWeights { base, steps }))
+        let trials = weights.trials();
+        let of_trial = |p: usize| StepWeights {
+            base: weights.of_trial(p).to_vec(),
+            steps: steps.iter().map(|w| w.of_trial(p).to_vec()).collect(),
+        };
+        Ok((out, (0..trials).map(of_trial).collect()))
     }
 
     /// The run, with the weights of time step `t` from `step_weights(t)` (the initial states
     /// and the batched output head read `weights`).
     fn run_with(
         &self,
-        weights: &[Tensor],
+        weights: &Weights,
         inputs: &Tensor,
         scored: &[usize],
-        step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
+        step_weights: impl FnMut(usize) -> Result<Weights>,
     ) -> Result<Tensor> {
         let stacked_bytes = self.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
         let batched = stacked_bytes <= head::STACK_LIMIT
@@ -222,7 +237,7 @@ impl Cell {
 
     /// The input's nodes run once over the time steps up to the last scored one, where
     /// `device::tuning::HOISTED_INPUTS` has it (`hoist`).
-    fn hoisted_values(&self, weights: &[Tensor], inputs: &Tensor, scored: &[usize]) -> Result<HoistedValues> {
+    fn hoisted_values(&self, weights: &Weights, inputs: &Tensor, scored: &[usize]) -> Result<HoistedValues> {
         let on =
             crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::HOISTED_INPUTS);
         let Some(&last) = scored.iter().max() else { return Ok(HoistedValues::none()) };
@@ -231,19 +246,18 @@ impl Cell {
             return Ok(HoistedValues::none());
         }
         HoistedValues::run(&self.graph, &self.input_nodes, inputs, last + 1, |n, read| {
-            let params: Vec<&Tensor> = self.graph.nodes[n].params.iter().map(|&p| &weights[p]).collect();
-            self.ops[n].forward(read, &params)
+            self.run_node(n, read, weights, last + 1)
         })
     }
 
     /// The run with the whole step at every scored step, the outputs stacked.
     fn run_step_by_step(
         &self,
-        weights: &[Tensor],
+        weights: &Weights,
         inputs: &Tensor,
         scored: &[usize],
         hoisted: &HoistedValues,
-        mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
+        mut step_weights: impl FnMut(usize) -> Result<Weights>,
     ) -> Result<Tensor> {
         let mut outs = Vec::with_capacity(scored.len());
         self.for_each_step(weights, inputs, scored, |t, states, want| {
@@ -258,11 +272,11 @@ impl Cell {
     /// the head's frontier at each scored step, and the head runs on it stacked, `[S·B, ...]`.
     fn run_batching_head(
         &self,
-        weights: &[Tensor],
+        weights: &Weights,
         inputs: &Tensor,
         scored: &[usize],
         hoisted: &HoistedValues,
-        mut step_weights: impl FnMut(usize) -> Result<Vec<Tensor>>,
+        mut step_weights: impl FnMut(usize) -> Result<Weights>,
     ) -> Result<Tensor> {
         let (g, head) = (&self.graph, &self.head);
         let batch = inputs.dim(1)?;
@@ -299,8 +313,7 @@ impl Cell {
             let node = &g.nodes[i];
             let inputs: Vec<Tensor> = node.inputs.iter().map(|s| read(*s, &values)).collect();
             let inputs: Vec<&Tensor> = inputs.iter().collect();
-            let params: Vec<&Tensor> = node.params.iter().map(|&p| &weights[p]).collect();
-            values[i] = self.ops[i].forward(&inputs, &params)?;
+            values[i] = self.run_node(i, &inputs, weights, scored.len())?;
         }
         let out = read(g.output, &values);
         let rows = scored.len() * batch;
@@ -320,13 +333,13 @@ impl Cell {
     /// initial states, each step's returned states the next one's.
     fn for_each_step(
         &self,
-        weights: &[Tensor],
+        weights: &Weights,
         inputs: &Tensor,
         scored: &[usize],
         mut step: impl FnMut(usize, &[Tensor], bool) -> Result<Vec<Tensor>>,
     ) -> Result<()> {
-        let (steps, batch) = (inputs.dim(0)?, inputs.dim(1)?);
-        let mut states = self.initial_states(weights, batch)?;
+        let steps = inputs.dim(0)?;
+        let mut states = self.initial_states_of(weights, inputs.dim(1)?)?;
         let mut next_scored = scored.iter().peekable();
         for t in 0..steps {
             if next_scored.peek().is_none() {
@@ -408,7 +421,7 @@ impl Cell {
         &self,
         write: &GatedWrite,
         add: usize,
-        weights: &[Tensor],
+        weights: &Weights,
         fetch: impl Fn(Source) -> &'v Tensor,
     ) -> Result<Tensor> {
         let (a, b, w) = (fetch(write.a), fetch(write.b), fetch(write.w));
@@ -416,8 +429,7 @@ impl Cell {
             return crate::kernels::lerp_op::lerp(a, b, w);
         }
         let run = |n: usize, inputs: [&Tensor; 2]| -> Result<Tensor> {
-            let params: Vec<&Tensor> = self.graph.nodes[n].params.iter().map(|&p| &weights[p]).collect();
-            let mut outputs = self.ops[n].forward(&inputs, &params)?;
+            let mut outputs = self.run_node(n, &inputs, weights, 1)?;
             Ok(outputs.swap_remove(0))
         };
         let difference = run(write.sub, [b, a])?;
@@ -524,7 +536,7 @@ mod tests {
         for_each_family(|name, c, inputs, scored| {
             assert!(!c.head.nodes.is_empty(), "{name}: every family has an output head");
             assert!(c.input_nodes.any(), "{name}: every family reads its input through a layer");
-            let w = c.weights(true);
+            let w = Weights::One(c.weights(true));
             let hoisted = c.hoisted_values(&w, inputs, scored)?;
             let none = HoistedValues::none();
             let same = |_| Ok(w.clone());
@@ -590,7 +602,7 @@ mod tests {
         let w = c.weights(false);
         let hoisted = |steps: usize| -> Result<bool> {
             let inputs = Tensor::zeros((steps, 128, 2), DType::F32, &Device::Cpu)?;
-            Ok(!c.hoisted_values(&w, &inputs, &[steps - 1])?.is_none())
+            Ok(!c.hoisted_values(&Weights::One(w.clone()), &inputs, &[steps - 1])?.is_none())
         };
         assert!(hoisted(64)?);
         assert!(!hoisted(256)?);

@@ -1,6 +1,6 @@
 //! Packs in a sweep (`--pack`): which trials train together as one program, and training a
 //! pack. Trials pack together when their step graphs compute the same thing with the same
-//! shapes ([`crate::graph::StepGraph::fingerprint`]) over batches of one size on the CPU;
+//! shapes ([`crate::graph::StepGraph::fingerprint`]) over batches of one size on one device;
 //! seeds, learning rates, optimisers, clipping, step budgets and task options that keep shapes
 //! may differ. Each trial of a pack is claimed, checkpointed and recorded on its own, as a trial
 //! alone is, and is recorded as soon as it ends.
@@ -19,8 +19,10 @@ pub enum Packing {
     /// Packs where it pays. On the CPU it does not: a trial's step there is bound by its
     /// arithmetic and memory traffic, not by per-op overhead, and a pack adds the copies that
     /// gather its trials' rows (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long
-    /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. Packs
-    /// train on the CPU only (`train::pack`), so `auto` packs nothing yet.
+    /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. On a GPU a
+    /// pack steps eagerly, while a trial alone replays its step from a CUDA graph; `auto`
+    /// trains GPU trials alone until the 16-seed sweep is measured both ways there
+    /// (docs/performance.md, "Packs").
     Auto,
     /// Every trial alone.
     Off,
@@ -71,17 +73,18 @@ pub fn plan(trials: &[Trial], opts: &Options, runs: &[bool]) -> Vec<Vec<usize>> 
 }
 
 /// `trials` grouped by what the trials of a pack share (a step graph with the same shapes,
-/// the batch size, the CPU; `device` overrides each trial's), in order of first appearance.
-/// Trials that cannot pack, or that `packable` leaves out, are groups of one.
+/// the batch size, the device; `device` overrides each trial's), in order of first
+/// appearance. Trials that `packable` leaves out are groups of one.
 pub fn groups(trials: &[Trial], device: Option<&str>, packable: impl Fn(usize) -> bool) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = vec![];
-    let mut group_of: HashMap<(String, usize), usize> = HashMap::new();
+    let mut group_of: HashMap<(String, usize, String), usize> = HashMap::new();
     for (i, trial) in trials.iter().enumerate() {
-        if !packable(i) || device.unwrap_or(&trial.config.train.device) != "cpu" {
+        if !packable(i) {
             groups.push(vec![i]);
             continue;
         }
-        let key = (trial.graph.fingerprint(), trial.config.train.batch);
+        let on = device.unwrap_or(&trial.config.train.device).to_string();
+        let key = (trial.graph.fingerprint(), trial.config.train.batch, on);
         match group_of.get(&key) {
             Some(&g) => groups[g].push(i),
             None => {
@@ -274,13 +277,24 @@ mod tests {
     }
 
     #[test]
-    fn trials_that_will_not_run_or_run_elsewhere_than_the_cpu_stay_alone() {
+    fn trials_that_will_not_run_stay_alone_and_a_gpu_packs_only_when_asked() {
         let trials = trials();
         let mut runs = vec![true; trials.len()];
         runs[1] = false; // done already
         assert_eq!(plan(&trials, &opts(Packing::Size(3)), &runs)[..3], [vec![0, 2], vec![1], vec![3, 4, 5]]);
-        let on_gpu = Options { device: Some("cuda".into()), ..opts(Packing::Size(3)) };
-        assert_eq!(plan(&trials, &on_gpu, &runs).len(), 12);
+        let on_gpu = |pack| Options { device: Some("cuda".into()), ..opts(pack) };
+        assert_eq!(plan(&trials, &on_gpu(Packing::Size(3)), &runs)[..3], [vec![0, 2], vec![1], vec![3, 4, 5]]);
+        assert_eq!(plan(&trials, &on_gpu(Packing::Auto), &runs).len(), 12, "auto trains GPU trials alone");
+    }
+
+    #[test]
+    fn trials_on_different_devices_never_share_a_pack() {
+        let mut trials = trials();
+        for t in trials.iter_mut().skip(1).step_by(3) {
+            t.config.train.device = "cuda".into();
+        }
+        let packs = plan(&trials, &opts(Packing::Size(3)), &vec![true; trials.len()]);
+        assert_eq!(packs[..3], [vec![0, 2], vec![1], vec![3, 5]]);
     }
 
     #[test]

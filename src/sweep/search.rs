@@ -124,16 +124,11 @@ impl<'a> Search<'a> {
         super::tally(results.into_inner().unwrap_or_default())
     }
 
-    /// Seeds of one configuration trained together: up to `--pack N` on the CPU (`auto`
-    /// trains CPU trials alone, as a sweep does; packs train on the CPU only).
+    /// Seeds of one configuration trained together: up to `--pack N` (`auto` trains each
+    /// trial alone, as a sweep does).
     pub fn pack_size(&self, opts: &Options) -> usize {
-        let on_cpu = opts
-            .device
-            .as_deref()
-            .unwrap_or_else(|| self.plan.representatives.first().map_or("cpu", |t| t.config.train.device.as_str()))
-            == "cpu";
         match opts.pack {
-            Packing::Size(n) if on_cpu => n,
+            Packing::Size(n) => n,
             _ => 1,
         }
     }

@@ -6,7 +6,9 @@
 //! pack at once ([`Finished`]) while the others go on. A trial trained in a pack computes
 //! what it computes alone (`tests/integration/packs.rs` compares them for every model family).
 //!
-//! Packs train on the CPU's tape; on another device each trial of a pack trains alone.
+//! On the CPU a pack runs the tape; elsewhere candle's autograd over the pack's forward
+//! (`compile::packed_run`), eagerly: a trial alone replays its step from a CUDA graph, a pack
+//! does not yet.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
@@ -164,8 +166,11 @@ fn same_shapes(batches: &[&Batch]) -> Result<Vec<Vec<usize>>> {
 fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
     use rayon::prelude::*;
     let tape = steppers.iter().all(|s| s.autograd == Autograd::Tape);
-    if steppers.len() == 1 || !tape {
+    if steppers.len() == 1 {
         return steppers.iter().zip(batches).map(|(s, b)| s.loss_and_grads(b)).collect();
+    }
+    if !tape {
+        return autograd_loss_and_grads(steppers, batches);
     }
     let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
     let weights: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(false)).collect();
@@ -197,4 +202,34 @@ fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<Trial
         all.extend(r?);
     }
     Ok(all)
+}
+
+/// [`loss_and_grads`] by candle's autograd (where the tape does not run): one forward of the
+/// pack ([`crate::compile::packed_run`]), each trial's loss on its rows, and one backward of
+/// their sum. A trial whose loss is not finite gets no gradients, as alone.
+fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
+    let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
+    let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
+    let (cell, target) = (&steppers[0].cell, steppers[0].target);
+    let (logits, weights) = cell.run_packed_for_gradients(members, &Tensor::cat(&inputs, 1)?, &batches[0].scored)?;
+    let batch = inputs[0].dim(1)?;
+    let mut losses = Vec::with_capacity(steppers.len());
+    for (p, b) in batches.iter().enumerate() {
+        losses.push(loss::loss(target, &logits.narrow(1, p * batch, batch)?, &b.targets)?);
+    }
+    let values: Vec<f64> =
+        losses.iter().map(|l| l.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()).collect::<Result<_>>()?;
+    // Only the finite losses are differentiated: a trial that diverged fails on its own.
+    let finite: Vec<&Tensor> = losses.iter().zip(&values).filter(|(_, v)| v.is_finite()).map(|(l, _)| l).collect();
+    let mut grads: Vec<Vec<Option<Tensor>>> = steppers.iter().map(|s| vec![None; s.cell.vars().len()]).collect();
+    if let Some((first, rest)) = finite.split_first() {
+        let total = rest.iter().try_fold((*first).clone(), |sum, l| sum + *l)?;
+        grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
+        for (g, v) in grads.iter_mut().zip(&values) {
+            if !v.is_finite() {
+                g.iter_mut().for_each(|x| *x = None);
+            }
+        }
+    }
+    Ok(values.into_iter().zip(grads).collect())
 }

@@ -1,0 +1,189 @@
+//! The weights a run reads: one trial's, or each trial's of a pack. A pack runs over
+//! `[T, P·B, …]`, trial `p`'s sequences at `p·B..(p+1)·B` of every `P·B` rows. This is how
+//! candle's autograd (a GPU's gradients, where the tape does not run) trains a pack: a node
+//! that reads no parameter runs once over every trial's rows; a node that reads parameters
+//! runs once per trial on its rows with that trial's weights, and its outputs join again. A
+//! value a trial shares across its batch (a learned scalar, a learned initial state) is spread
+//! over its rows. The run's other arrangements (the input's nodes over all time steps, the
+//! output head over all scored steps, a weight's aliases per time step) apply to a pack as to
+//! one trial, so each trial computes what it computes alone; its loss is its rows' alone, and
+//! one backward of the losses' sum gives each trial its own gradients.
+
+use candle_core::{Result, Tensor};
+
+use super::{Cell, StepWeights};
+
+/// The parameters of a run.
+#[derive(Clone)]
+pub enum Weights {
+    /// One trial's, in its cell's order.
+    One(Vec<Tensor>),
+    /// A pack's: each trial's, over `batch` sequences each.
+    Pack { members: Vec<Vec<Tensor>>, batch: usize },
+}
+
+impl Weights {
+    /// One trial's weights, where the run is not a pack.
+    pub fn one(&self) -> Option<&[Tensor]> {
+        match self {
+            Weights::One(w) => Some(w),
+            Weights::Pack { .. } => None,
+        }
+    }
+
+    /// The first trial's weights.
+    pub fn first(&self) -> &[Tensor] {
+        self.of_trial(0)
+    }
+
+    /// Trial `p`'s weights (the only trial's for one).
+    pub fn of_trial(&self, p: usize) -> &[Tensor] {
+        match self {
+            Weights::One(w) => w,
+            Weights::Pack { members, .. } => members.get(p).map_or(&[], Vec::as_slice),
+        }
+    }
+
+    pub fn trials(&self) -> usize {
+        match self {
+            Weights::One(_) => 1,
+            Weights::Pack { members, .. } => members.len(),
+        }
+    }
+
+    /// Every weight through `f` (a time step's aliases).
+    pub fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Weights {
+        match self {
+            Weights::One(w) => Weights::One(w.iter().map(&f).collect()),
+            Weights::Pack { members, batch } => {
+                Weights::Pack { members: members.iter().map(|w| w.iter().map(&f).collect()).collect(), batch: *batch }
+            }
+        }
+    }
+}
+
+impl Cell {
+    /// The outputs of a pack at the `scored` steps of `inputs` (`[T, P·B, …]`), stacked
+    /// `[S, P·B, out]`, on the trials' tracked weights (`members`, each in this cell's order),
+    /// and the weights each trial's steps read, for [`packed_gradients`].
+    pub fn run_packed_for_gradients(
+        &self,
+        members: Vec<Vec<Tensor>>,
+        inputs: &Tensor,
+        scored: &[usize],
+    ) -> Result<(Tensor, Vec<StepWeights>)> {
+        let (trials, rows) = (members.len().max(1), inputs.dim(1)?);
+        if rows % trials != 0 {
+            candle_core::bail!("internal: a pack of {trials} trials over {rows} sequences");
+        }
+        self.run_aliasing(Weights::Pack { members, batch: rows / trials }, inputs, scored)
+    }
+
+    /// Every state's value at the start of a sequence, `[rows, …]`: each trial's over its
+    /// batch, joined for a pack.
+    pub(super) fn initial_states_of(&self, weights: &Weights, rows: usize) -> Result<Vec<Tensor>> {
+        match weights {
+            Weights::One(w) => self.initial_states(w, rows),
+            Weights::Pack { members, batch } => {
+                let per_trial: Vec<Vec<Tensor>> =
+                    members.iter().map(|w| self.initial_states(w, *batch)).collect::<Result<_>>()?;
+                (0..self.graph.states.len())
+                    .map(|j| Tensor::cat(&per_trial.iter().map(|s| s[j].clone()).collect::<Vec<_>>(), 0))
+                    .collect()
+            }
+        }
+    }
+
+    /// Node `i` on `inputs`, whose full rows are `outer` blocks of every trial's rows (`outer`
+    /// time steps stacked, for the input's nodes or the output head): with one trial's weights;
+    /// for a pack, once over all rows where it reads no parameter, else once per trial on its
+    /// rows of each block, the outputs joined in the same order.
+    pub(super) fn run_node(
+        &self,
+        i: usize,
+        inputs: &[&Tensor],
+        weights: &Weights,
+        outer: usize,
+    ) -> Result<Vec<Tensor>> {
+        let node = &self.graph.nodes[i];
+        let (members, batch) = match weights {
+            Weights::Pack { members, batch } if !node.params.is_empty() && members.len() > 1 => (members, *batch),
+            _ => {
+                let w = weights.first();
+                let params: Vec<&Tensor> = node.params.iter().map(|&p| &w[p]).collect();
+                return self.ops[i].forward(inputs, &params);
+            }
+        };
+        let trials = members.len();
+        let rows = outer * trials * batch;
+        let mut parts: Vec<Vec<Tensor>> = vec![];
+        for (p, w) in members.iter().enumerate() {
+            let own: Vec<Tensor> = inputs
+                .iter()
+                .map(|t| if t.dim(0)? == rows { rows_of(t, outer, trials, p) } else { Ok((*t).clone()) })
+                .collect::<Result<_>>()?;
+            let params: Vec<&Tensor> = node.params.iter().map(|&k| &w[k]).collect();
+            for (k, out) in self.ops[i].forward(&own.iter().collect::<Vec<_>>(), &params)?.into_iter().enumerate() {
+                if parts.len() <= k {
+                    parts.push(vec![]);
+                }
+                parts[k].push(spread(out, outer * batch)?);
+            }
+        }
+        parts.iter().map(|outs| join(outs, outer)).collect()
+    }
+}
+
+/// Trial `p`'s rows of `t` (`outer` blocks of `trials` equal parts), `[outer · B, …]`.
+fn rows_of(t: &Tensor, outer: usize, trials: usize, p: usize) -> Result<Tensor> {
+    let batch = t.dim(0)? / (outer * trials);
+    if outer == 1 {
+        return t.narrow(0, p * batch, batch);
+    }
+    let mut blocks = vec![outer, trials * batch];
+    blocks.extend(&t.dims()[1..]);
+    let mut own = vec![outer * batch];
+    own.extend(&t.dims()[1..]);
+    t.reshape(blocks)?.narrow(1, p * batch, batch)?.contiguous()?.reshape(own)
+}
+
+/// A trial's output with one row (a value of its weights alone) spread over its `rows`.
+fn spread(out: Tensor, rows: usize) -> Result<Tensor> {
+    match out.dim(0)? {
+        1 if rows != 1 => {
+            let mut dims = out.dims().to_vec();
+            dims[0] = rows;
+            out.broadcast_as(dims)
+        }
+        _ => Ok(out),
+    }
+}
+
+/// The trials' outputs (`[outer · B, …]` each) joined block by block, `[outer · P · B, …]`.
+fn join(outs: &[Tensor], outer: usize) -> Result<Tensor> {
+    if outer == 1 {
+        return Tensor::cat(outs, 0);
+    }
+    let blocks: Vec<Tensor> = outs
+        .iter()
+        .map(|o| {
+            let mut dims = vec![outer, o.dim(0)? / outer];
+            dims.extend(&o.dims()[1..]);
+            o.reshape(dims)
+        })
+        .collect::<Result<_>>()?;
+    let joined = Tensor::cat(&blocks, 1)?;
+    let mut dims = vec![joined.dim(0)? * joined.dim(1)?];
+    dims.extend(&joined.dims()[2..]);
+    joined.reshape(dims)
+}
+
+/// Each trial's gradients of `total`, the sum of the pack's losses (`None` where a parameter
+/// does not reach its trial's loss), from one backward.
+pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<Vec<Vec<Option<Tensor>>>> {
+    let store = match weights.iter().all(|w| w.steps.is_empty()) {
+        true => total.backward()?,
+        false => total.backward_keeping_variable_layouts()?,
+    };
+    weights.iter().map(|w| w.gradients(&store)).collect()
+}
