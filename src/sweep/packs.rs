@@ -19,9 +19,8 @@ pub enum Packing {
     /// Packs where it pays. On the CPU it does not: a trial's step there is bound by its
     /// arithmetic and memory traffic, not by per-op overhead, and a pack adds the copies that
     /// gather its trials' rows (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long
-    /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. On a GPU a
-    /// pack steps eagerly, while a trial alone replays its step from a CUDA graph; `auto`
-    /// trains GPU trials alone until the 16-seed sweep is measured both ways there
+    /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. On a GPU
+    /// `auto` trains trials alone until the 16-seed sweep is measured both ways there
     /// (docs/performance.md, "Packs").
     Auto,
     /// Every trial alone.

@@ -67,15 +67,15 @@ impl Replay {
 /// The step's inputs, outputs and loss at fixed device addresses: a captured graph reads
 /// and writes these addresses at every replay.
 pub(super) struct Buffers {
-    inputs: Tensor,
-    targets: Tensor,
-    scored: Vec<usize>,
+    pub(super) inputs: Tensor,
+    pub(super) targets: Tensor,
+    pub(super) scored: Vec<usize>,
     /// `[1]`, f32.
-    loss: Tensor,
+    pub(super) loss: Tensor,
 }
 
 impl Buffers {
-    fn new(inputs: &Tensor, targets: &Tensor, scored: &[usize]) -> Result<Buffers> {
+    pub(super) fn new(inputs: &Tensor, targets: &Tensor, scored: &[usize]) -> Result<Buffers> {
         // `copy` allocates: the buffers must not share memory with the batch.
         Ok(Buffers {
             inputs: inputs.contiguous()?.copy()?,
@@ -85,17 +85,17 @@ impl Buffers {
         })
     }
 
-    fn holds(&self, inputs: &Tensor, targets: &Tensor, scored: &[usize]) -> bool {
+    pub(super) fn holds(&self, inputs: &Tensor, targets: &Tensor, scored: &[usize]) -> bool {
         let same = |a: &Tensor, b: &Tensor| a.dims() == b.dims() && a.dtype() == b.dtype();
         same(&self.inputs, inputs) && same(&self.targets, targets) && self.scored == scored
     }
 
-    fn fill(&self, inputs: &Tensor, targets: &Tensor) -> Result<()> {
+    pub(super) fn fill(&self, inputs: &Tensor, targets: &Tensor) -> Result<()> {
         self.inputs.slice_set(&inputs.contiguous()?, 0, 0)?;
         self.targets.slice_set(&targets.contiguous()?, 0, 0)
     }
 
-    fn loss_value(&self) -> Result<f64> {
+    pub(super) fn loss_value(&self) -> Result<f64> {
         self.loss.to_dtype(DType::F64)?.get(0)?.to_scalar::<f64>()
     }
 }

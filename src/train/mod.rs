@@ -15,6 +15,7 @@ pub mod loss;
 pub mod memory;
 pub mod optim;
 pub mod pack;
+mod pack_replay;
 mod trial_run;
 
 use std::collections::BTreeMap;

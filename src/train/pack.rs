@@ -7,8 +7,8 @@
 //! what it computes alone (`tests/integration/packs.rs` compares them for every model family).
 //!
 //! On the CPU a pack runs the tape; elsewhere candle's autograd over the pack's forward
-//! (`compile::packed_run`), eagerly: a trial alone replays its step from a CUDA graph, a pack
-//! does not yet.
+//! (`compile::packed_run`), on CUDA replayed from a graph of the whole pack's step
+//! (`pack_replay`).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
@@ -17,6 +17,7 @@ use std::time::Instant;
 use candle_core::{Device, Result, Tensor};
 
 use super::checkpoint::Checkpoints;
+use super::pack_replay::PackReplay;
 use super::trial_run::{Run, TrialRun};
 use super::{Autograd, Observer, Outcome, Stepper, TrainError, loss, panic_message};
 use crate::check::Trial;
@@ -54,7 +55,12 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
         }
     }
     // A panic (a bug) fails the trials still training, keeping their steps and curves so far.
-    let trained = std::panic::catch_unwind(AssertUnwindSafe(|| train_steps(&mut runs, &mut outs, finished)));
+    let mut replay = PackReplay::for_device(device, autograd);
+    let trained =
+        std::panic::catch_unwind(AssertUnwindSafe(|| train_steps(&mut runs, &mut outs, &mut replay, finished)));
+    if let Some(why) = replay.failure() {
+        eprintln!("warning: a pack's steps ran eagerly: its CUDA graph capture failed: {why}");
+    }
     if let Err(panic) = trained {
         let reason = format!("internal error (panic) while training: {}", panic_message(panic.as_ref()));
         for (p, run) in runs.iter_mut().enumerate() {
@@ -70,7 +76,12 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
 type Ended = std::result::Result<(), TrainError>;
 
 /// Steps the trials in `runs` until each has ended (its slot then empty).
-fn train_steps(runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], finished: &mut Finished<'_>) {
+fn train_steps(
+    runs: &mut [Option<TrialRun<'_>>],
+    outs: &mut [Outcome],
+    replay: &mut PackReplay,
+    finished: &mut Finished<'_>,
+) {
     let mut end = |p: usize, runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], result: Ended| {
         let Some(run) = runs[p].take() else { return };
         if let Err(e) = result.and_then(|()| run.finish(&mut outs[p])) {
@@ -103,7 +114,13 @@ fn train_steps(runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], finished
                 .filter(|(p, _)| active.contains(p))
                 .filter_map(|(_, r)| r.as_mut().map(|r| &mut r.stepper))
                 .collect();
-            step_pack(&mut steppers, &batches.iter().collect::<Vec<_>>())
+            let batches: Vec<&Batch> = batches.iter().collect();
+            // Replayed from a CUDA graph where it can be (`pack_replay`), else eagerly.
+            match replay.step(&active, &mut steppers, &batches) {
+                Ok(Some(values)) => Ok(values),
+                Ok(None) => step_pack(&mut steppers, &batches),
+                Err(e) => Err(e),
+            }
         };
         // Each trial is charged its share of the step.
         let share = mark.elapsed() / active.len() as u32;

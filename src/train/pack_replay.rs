@@ -1,0 +1,203 @@
+//! Replaying a pack's step from a CUDA graph, as a trial alone replays its own
+//! (`graph_step`): the first step of a set of trials runs eagerly on persistent buffers (one
+//! per trial), the second is captured, and every later step copies each trial's batch into its
+//! buffers and launches the graph: the pack's forward, each trial's loss, one backward, and
+//! each trial's clipping and update. A trial that leaves the pack changes the program, so the
+//! trials left warm up and capture again; batches of other shapes than the captured ones run
+//! eagerly. A capture that fails leaves the pack eager (`PackReplay::Failed` keeps why).
+//! As alone, a replayed step updates a trial's parameters even when its loss is not finite
+//! (the graph cannot branch on it); the trial fails at that step either way.
+
+use candle_core::{DType, Device, Result, Tensor};
+
+use super::graph_step::{Buffers, Graph, capture, with_upload_cache};
+use super::{Autograd, Stepper, clip, loss};
+use crate::tasks::Batch;
+
+/// Where a pack stands with graph replay.
+pub(super) enum PackReplay {
+    /// Steps run eagerly (not on CUDA, not candle's autograd, or `cuda_graphs` off).
+    Off,
+    /// A capture failed; steps run eagerly.
+    Failed(String),
+    /// The next step of a new set of trials is the eager warm-up.
+    Cold,
+    /// The trials `who` (indices in the pack) warmed up; their next step is captured.
+    WarmedUp { who: Vec<usize>, buffers: Vec<Buffers> },
+    /// The trials `who` replay their steps.
+    Captured { who: Vec<usize>, buffers: Vec<Buffers>, graph: Graph },
+}
+
+impl PackReplay {
+    pub(super) fn for_device(device: &Device, autograd: Autograd) -> PackReplay {
+        let replays = device.is_cuda()
+            && autograd == Autograd::Candle
+            && crate::kernels::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS);
+        if replays { PackReplay::Cold } else { PackReplay::Off }
+    }
+
+    /// Why a capture failed, where one did.
+    pub(super) fn failure(&self) -> Option<&str> {
+        match self {
+            PackReplay::Failed(why) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// One step of the trials `who` (indices in the pack) on their `batches`, replayed or on
+    /// its way there: each trial's loss before the update. `None`: run it eagerly.
+    pub(super) fn step(
+        &mut self,
+        who: &[usize],
+        steppers: &mut [&mut Stepper],
+        batches: &[&Batch],
+    ) -> Result<Option<Vec<f64>>> {
+        if matches!(self, PackReplay::Off | PackReplay::Failed(_)) || steppers.len() < 2 {
+            return Ok(None);
+        }
+        let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
+        let holds = |buffers: &[Buffers]| {
+            buffers.len() == batches.len()
+                && buffers.iter().zip(&inputs).zip(batches).all(|((f, x), b)| f.holds(x, &b.targets, &b.scored))
+        };
+        let fill = |buffers: &[Buffers]| -> Result<()> {
+            buffers.iter().zip(&inputs).zip(batches).try_for_each(|((f, x), b)| f.fill(x, &b.targets))
+        };
+        let losses = |buffers: &[Buffers]| buffers.iter().map(Buffers::loss_value).collect::<Result<Vec<_>>>();
+        match std::mem::replace(self, PackReplay::Cold) {
+            PackReplay::WarmedUp { who: was, buffers } if was == who && holds(&buffers) => {
+                fill(&buffers)?;
+                prepare(steppers)?;
+                let device = buffers[0].loss.device().clone();
+                match capture(&device, "pack step", || device_step(steppers, &buffers)) {
+                    Ok(graph) => {
+                        graph.launch()?;
+                        let values = losses(&buffers)?;
+                        *self = PackReplay::Captured { who: who.to_vec(), buffers, graph };
+                        Ok(Some(values))
+                    }
+                    Err(why) => {
+                        // Nothing ran during the capture; the step runs now, eagerly.
+                        device_step(steppers, &buffers)?;
+                        *self = PackReplay::Failed(why.to_string());
+                        Ok(Some(losses(&buffers)?))
+                    }
+                }
+            }
+            PackReplay::Captured { who: was, buffers, graph } if was == who && holds(&buffers) => {
+                fill(&buffers)?;
+                prepare(steppers)?;
+                graph.launch()?;
+                let values = losses(&buffers)?;
+                *self = PackReplay::Captured { who: who.to_vec(), buffers, graph };
+                Ok(Some(values))
+            }
+            // A new set of trials (or shapes): warm up on fresh buffers.
+            _ => {
+                let buffers: Vec<Buffers> = inputs
+                    .iter()
+                    .zip(batches)
+                    .map(|(x, b)| Buffers::new(x, &b.targets, &b.scored))
+                    .collect::<Result<_>>()?;
+                prepare(steppers)?;
+                let device = buffers[0].loss.device().clone();
+                with_upload_cache(&device, || device_step(steppers, &buffers))?;
+                let values = losses(&buffers)?;
+                *self = PackReplay::WarmedUp { who: who.to_vec(), buffers };
+                Ok(Some(values))
+            }
+        }
+    }
+}
+
+/// Each optimiser's host-side bookkeeping before a step's launches.
+fn prepare(steppers: &mut [&mut Stepper]) -> Result<()> {
+    steppers.iter_mut().try_for_each(|s| s.opt.prepare())
+}
+
+/// The pack's forward, each trial's loss into its buffer, one backward of their sum, and each
+/// trial's clipping and update, launching device work only (so that it can be captured).
+fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()> {
+    let inputs: Vec<Tensor> = buffers.iter().map(|b| b.inputs.clone()).collect();
+    let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
+    let (cell, target) = (&steppers[0].cell, steppers[0].target);
+    let (logits, weights) = cell.run_packed_for_gradients(members, &Tensor::cat(&inputs, 1)?, &buffers[0].scored)?;
+    let batch = inputs[0].dim(1)?;
+    let mut total: Option<Tensor> = None;
+    for (p, b) in buffers.iter().enumerate() {
+        let l = loss::loss(target, &logits.narrow(1, p * batch, batch)?, &b.targets)?;
+        b.loss.slice_set(&l.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
+        total = Some(match total {
+            None => l,
+            Some(t) => (t + l)?,
+        });
+    }
+    let Some(total) = total else { return Ok(()) };
+    let grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
+    for (s, mut g) in steppers.iter_mut().zip(grads) {
+        let clamp = clip::before_update(&mut g, s.clip_value, s.clip_norm, true)?;
+        s.opt.update(&g, clamp)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+
+model mix(d = 8, nq = 2) {
+  state c = zeros(d)
+  state h = zeros(d)
+  state M = learned(d, d)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    M = itemWrite(M, h, gated = true)
+    out linear(mlp(distill(samRead(M, nq = nq), nr = d, size = 16), [16]), output_size)
+  }
+}
+
+experiment mix {
+  task tiny
+  model mix
+  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6, clip_norm = 0.5 }
+  sweep { zip { seed in [1, 2, 3]  lr in [1e-2, 3e-3, 5e-3] } }
+}
+"#;
+
+    /// Off a GPU the capture fails, so this runs a pack's warm-up step and the fallback the
+    /// way a GPU would: each trial's losses must be those it has stepped alone (within the
+    /// rounding of clipping by norm on the device, as a trial's own replay).
+    #[test]
+    fn a_pack_s_warm_up_and_failed_capture_train_each_trial_as_alone() {
+        let program = crate::check::checked_text(SPEC);
+        let trials = &program.experiments[0].trials;
+        let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+        let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
+        let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();
+        let batches: Vec<Batch> = trials
+            .iter()
+            .map(|t| {
+                let mut data = t.task.data(super::super::data_seed(t.config.seed), &Device::Cpu).unwrap();
+                data.train_batch(t.config.train.batch).unwrap()
+            })
+            .collect();
+        let batches: Vec<&Batch> = batches.iter().collect();
+        let mut replay = PackReplay::Cold;
+        for step in 0..4 {
+            let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
+            let together = match replay.step(&[0, 1, 2], &mut members, &batches).unwrap() {
+                Some(values) => values,
+                None => crate::train::pack::step_pack(&mut members, &batches).unwrap(),
+            };
+            for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
+                let lone = s.step(b).unwrap();
+                let value = together[p];
+                assert!((lone - value).abs() <= 1e-5 * lone.abs(), "trial {p} step {step}: {lone} alone, {value}");
+            }
+        }
+        assert!(replay.failure().is_some_and(|why| why.contains("without CUDA")), "{:?}", replay.failure());
+    }
+}
