@@ -23,6 +23,7 @@ use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
 use memctl::kernels::layer_norm_op::Norm;
 use memctl::kernels::lerp_op::Lerp;
+use memctl::kernels::lstm_cell_op::{Half, Lstm};
 use memctl::kernels::nam_write_op::{self, Orientation};
 use memctl::kernels::outer_op::Outer;
 use memctl::kernels::scale_op::Scale;
@@ -862,59 +863,15 @@ fn item_gate_kernels_agree_with_the_cpu() {
 
 #[test]
 fn lstm_cell_kernels_agree_with_the_cpu() {
-    // Both halves forward, then backward as candle chains them: the output half's gradient of
-    // c' joins the state's own before the state half's backward.
+    // Each half forward and backward; the out half reads c' where the state half reads c.
     let (batch, hidden) = (3usize, 6usize);
-    let (pre, c) = (values(batch * 4 * hidden, 150), values(batch * hidden, 151));
+    let (pre, c, c_next) = (values(batch * 4 * hidden, 150), values(batch * hidden, 151), values(batch * hidden, 154));
     let (gc, gh) = (values(batch * hidden, 152), values(batch * hidden, 153));
-    let inputs = [tensor(&pre, &[batch, 4 * hidden]), tensor(&c, &[batch, hidden])];
-    let g = Tensor::cat(&[tensor(&gc, &[batch, hidden]), tensor(&gh, &[batch, hidden])], 1).unwrap();
-    let (y, grads) = cpu_grads(&inputs, &g, |t| {
-        let (c_next, h_next) = memctl::kernels::lstm_cell_op::cell(&t[0], &t[1]).unwrap();
-        Tensor::cat(&[c_next, h_next], 1).unwrap()
-    });
-    let (units, sizes) = (batch * hidden, ints(&[batch, hidden]));
-    let shape = LaunchShape::per_element(units as u32);
-    let state = launch(
-        "lstm_state_fwd",
-        shape,
-        &[vec![Arg::In(pre.clone()), Arg::In(c.clone()), Arg::Out(units)], sizes.clone()].concat(),
-    );
-    let c_next = state[2].clone();
-    let out = launch(
-        "lstm_out_fwd",
-        shape,
-        &[vec![Arg::In(pre.clone()), Arg::In(c_next.clone()), Arg::Out(units)], sizes.clone()].concat(),
-    );
-    let want = flat(&y);
-    let rows_of = |v: &[f32], first: bool| -> Vec<f32> {
-        v.chunks(2 * hidden).flat_map(|r| if first { r[..hidden].to_vec() } else { r[hidden..].to_vec() }).collect()
-    };
-    assert_close("lstm_state_fwd", &c_next, &rows_of(&want, true), 1e-6);
-    assert_close("lstm_out_fwd", &out[2], &rows_of(&want, false), 1e-6);
-    let out_back = launch(
-        "lstm_out_bwd",
-        shape,
-        &[vec![Arg::In(pre.clone()), Arg::In(c_next), Arg::In(gh), Arg::Out(5 * units)], sizes.clone()].concat(),
-    );
-    // Per example [d pre (4 hidden) | d c (hidden)].
-    let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
-        (
-            v.chunks(5 * hidden).flat_map(|r| r[..4 * hidden].to_vec()).collect(),
-            v.chunks(5 * hidden).flat_map(|r| r[4 * hidden..].to_vec()).collect(),
-        )
-    };
-    let (d_pre_out, d_c_next) = split(&out_back[3]);
-    let g_state: Vec<f32> = gc.iter().zip(&d_c_next).map(|(a, b)| a + b).collect();
-    let state_back = launch(
-        "lstm_state_bwd",
-        shape,
-        &[vec![Arg::In(pre), Arg::In(c), Arg::In(g_state), Arg::Out(5 * units)], sizes].concat(),
-    );
-    let (d_pre_state, d_c) = split(&state_back[3]);
-    let d_pre: Vec<f32> = d_pre_out.iter().zip(&d_pre_state).map(|(a, b)| a + b).collect();
-    assert_close("lstm_*_bwd, d pre", &d_pre, &grads[0], 1e-5);
-    assert_close("lstm_state_bwd, d c", &d_c, &grads[1], 1e-5);
+    let (gates, units): (&[usize], &[usize]) = (&[batch, 4 * hidden], &[batch, hidden]);
+    for (half, cell, g) in [(Half::State, &c, &gc), (Half::Out, &c_next, &gh)] {
+        check_fused(Lstm::Forward(half), &[(pre.clone(), gates), (cell.clone(), units)], 1e-6);
+        check_fused(Lstm::Backward(half), &[(pre.clone(), gates), (cell.clone(), units), (g.clone(), units)], 1e-5);
+    }
 }
 
 /// The parameter after one update by each of `gradients`, by memctl's CPU optimiser.
