@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{Device, Tensor, Var};
 use memctl::kernels::fused_op::{Fused, FusedKernel};
+use memctl::kernels::gru_cell_op::Gru;
 use memctl::kernels::item_gate_op::Gate;
 use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
@@ -507,28 +508,9 @@ fn gru_cell_kernels_agree_with_the_cpu() {
         values(batch * hidden, 62),
         values(batch * hidden, 63),
     );
-    let inputs = [tensor(&gi, &[batch, 3 * hidden]), tensor(&gh, &[batch, 3 * hidden]), tensor(&h, &[batch, hidden])];
-    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, hidden]), |t| {
-        memctl::kernels::gru_cell_op::gru_cell(&t[0], &t[1], &t[2]).unwrap()
-    });
-    let shape = LaunchShape::per_element((batch * hidden) as u32);
-    let fwd = launch(
-        "gru_cell_fwd",
-        shape,
-        &[
-            vec![Arg::In(gi.clone()), Arg::In(gh.clone()), Arg::In(h.clone()), Arg::Out(batch * hidden)],
-            ints(&[batch, hidden]),
-        ]
-        .concat(),
-    );
-    assert_close("gru_cell_fwd", &fwd[3], &flat(&y), 1e-5);
-    let bwd = launch(
-        "gru_cell_bwd",
-        shape,
-        &[vec![Arg::In(gi), Arg::In(gh), Arg::In(h), Arg::In(g), Arg::Out(7 * batch * hidden)], ints(&[batch, hidden])]
-            .concat(),
-    );
-    assert_close("gru_cell_bwd", &bwd[4], &grads.concat(), 1e-5);
+    let (gates, units): (&[usize], &[usize]) = (&[batch, 3 * hidden], &[batch, hidden]);
+    check_fused(Gru::Forward, &[(gi.clone(), gates), (gh.clone(), gates), (h.clone(), units)], 1e-5);
+    check_fused(Gru::Backward, &[(gi, gates), (gh, gates), (h, units), (g, units)], 1e-5);
 }
 
 #[test]
