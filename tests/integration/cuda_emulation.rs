@@ -27,9 +27,10 @@ use memctl::kernels::lerp_op::Lerp;
 use memctl::kernels::lstm_cell_op::{Half, Lstm};
 use memctl::kernels::nam_write_op::{self, Orientation};
 use memctl::kernels::outer_op::Outer;
+use memctl::kernels::sam_attend_op::Attend;
 use memctl::kernels::scale_op::Scale;
 use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, sam_attend_op, spd_solve};
+use memctl::kernels::{head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, spd_solve};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -521,24 +522,9 @@ fn sam_attend_kernels_agree_with_the_cpu() {
     // every register of the backward's per-query arrays in use.
     for (batch, n, nq, seed) in [(2usize, 6usize, 3usize, 70u64), (2, 40, 2, 72), (1, 9, 16, 74)] {
         let (y, g) = (values(batch * n * 3 * nq, seed), values(batch * nq * n * n, seed + 1));
-        let inputs = [tensor(&y, &[batch, n, 3 * nq])];
-        let (r, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, nq, n, n]), |t| {
-            memctl::kernels::sam_attend_op::attend(&t[0], nq).unwrap()
-        });
-        let (out, back) = (batch * nq * n * n, batch * n * 3 * nq);
-        let sizes = ints(&[batch, n, nq]);
-        let fwd = launch(
-            "sam_attend_fwd",
-            sam_attend_op::launch_shape(false, batch as u32, n as u32, nq as u32),
-            &[vec![Arg::In(y.clone()), Arg::Out(out)], sizes.clone()].concat(),
-        );
-        assert_close("sam_attend_fwd", &fwd[1], &flat(&r), 1e-5);
-        let bwd = launch(
-            "sam_attend_bwd",
-            sam_attend_op::launch_shape(true, batch as u32, n as u32, nq as u32),
-            &[vec![Arg::In(y), Arg::In(g), Arg::Out(back)], sizes].concat(),
-        );
-        assert_close("sam_attend_bwd", &bwd[2], &grads[0], 1e-5);
+        let (y_dims, g_dims): (&[usize], &[usize]) = (&[batch, n, 3 * nq], &[batch, nq, n, n]);
+        check_fused(Attend::Forward { nq }, &[(y.clone(), y_dims)], 1e-5);
+        check_fused(Attend::Backward { nq }, &[(y, y_dims), (g, g_dims)], 1e-5);
     }
 }
 
