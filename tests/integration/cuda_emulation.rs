@@ -30,7 +30,7 @@ use memctl::kernels::outer_op::Outer;
 use memctl::kernels::sam_attend_op::Attend;
 use memctl::kernels::scale_op::Scale;
 use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, spd_solve};
+use memctl::kernels::{head_move_op, kanerva_address_op, rel_read_op, spd_solve};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -616,7 +616,8 @@ fn kanerva_address_kernels_agree_with_the_cpu() {
 
 #[test]
 fn kanerva_write_kernels_agree_with_the_cpu() {
-    use memctl::kernels::kanerva_write_op::write_with_candle_ops;
+    use memctl::kernels::kanerva_manual::Machines;
+    use memctl::kernels::kanerva_write_op::Write;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes;
     // a code longer than a block has threads.
     for (b, k, c, m, seed) in [(2usize, 4usize, 32usize, 8usize, 80u64), (3, 1, 5, 37, 82), (1, 3, 130, 2, 84)] {
@@ -635,37 +636,16 @@ fn kanerva_write_kernels_agree_with_the_cpu() {
         }
         let (nr, nv, width) = (b * k * c * m, b * k * m * m, k * m + c + k);
         let g = values(nr + nv, seed + 5);
-        let inputs = [
-            tensor(&r, &[b, k, c, m]),
-            tensor(&v, &[b, k, m, m]),
-            tensor(&w, &[b, k, m, 1]),
-            tensor(&delta, &[b, c]),
-            tensor(&eta, &[b, k]),
-        ];
-        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[nr + nv]), |t| {
-            let (rn, vn) = write_with_candle_ops(&t[0], &t[1], &t[2], &t[3], Some(&t[4])).unwrap();
-            Tensor::cat(&[rn.flatten_all().unwrap(), vn.flatten_all().unwrap()], 0).unwrap()
-        });
         let packed: Vec<f32> = (0..b)
             .flat_map(|i| [&w[i * k * m..][..k * m], &delta[i * c..][..c], &eta[i * k..][..k]].concat())
             .collect();
-        let sizes = ints(&[b, k, c, m]);
-        let fwd = launch(
-            "kanerva_write_fwd",
-            kanerva_write_op::launch_shape(false, b as u32, k as u32, c as u32, m as u32),
-            &[vec![Arg::In(r), Arg::In(v.clone()), Arg::In(packed.clone()), Arg::Out(nr + nv)], sizes.clone()].concat(),
+        let (machines, r_dims, v_dims, packed_dims) = (Machines { k, c, m }, [b, k, c, m], [b, k, m, m], [b, width]);
+        check_fused(
+            Write::Forward(machines),
+            &[(r, &r_dims), (v.clone(), &v_dims), (packed.clone(), &packed_dims)],
+            1e-5,
         );
-        assert_close("kanerva_write_fwd", &fwd[3], &flat(&y), 1e-5);
-        let bwd = launch(
-            "kanerva_write_bwd",
-            kanerva_write_op::launch_shape(true, b as u32, k as u32, c as u32, m as u32),
-            &[vec![Arg::In(v), Arg::In(packed), Arg::In(g), Arg::Out(nv + b * width)], sizes].concat(),
-        );
-        let g_packed: Vec<f32> = (0..b)
-            .flat_map(|i| [&grads[2][i * k * m..][..k * m], &grads[3][i * c..][..c], &grads[4][i * k..][..k]].concat())
-            .collect();
-        assert_close("kanerva_write_bwd (covariances)", &bwd[3][..nv], &grads[1], 1e-4);
-        assert_close("kanerva_write_bwd (weights, residual, noises)", &bwd[3][nv..], &g_packed, 1e-4);
+        check_fused(Write::Backward(machines), &[(v, &v_dims), (packed, &packed_dims), (g, &[nr + nv])], 1e-4);
     }
 }
 
