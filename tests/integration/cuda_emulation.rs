@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use candle_core::{Device, Tensor, Var};
 use memctl::kernels::fused_op::{Fused, FusedKernel};
 use memctl::kernels::gru_cell_op::Gru;
+use memctl::kernels::head_move_op::Move;
 use memctl::kernels::item_gate_op::Gate;
 use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
@@ -30,7 +31,7 @@ use memctl::kernels::outer_op::Outer;
 use memctl::kernels::sam_attend_op::Attend;
 use memctl::kernels::scale_op::Scale;
 use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{head_move_op, kanerva_address_op, rel_read_op, spd_solve};
+use memctl::kernels::{kanerva_address_op, rel_read_op, spd_solve};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -687,33 +688,14 @@ fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
         let p = values(rows * len, 90);
         let m: Vec<f32> = values(rows * n_moves, 91).iter().map(|v| v.abs()).collect();
         let (j, g) = (values(rows * len, 92), values(rows * len, 93));
-        let mut inputs = vec![tensor(&p, &[rows, len]), tensor(&m, &[rows, n_moves])];
-        if jump {
-            inputs.push(tensor(&j, &[rows, len]));
-        }
-        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[rows, len]), |t| {
-            memctl::kernels::head_move_op::head_move(&t[0], &t[1], t.get(2)).unwrap()
-        });
-        // Without JUMP the launcher passes the position as the (unread) jump operand.
-        let j_arg = Arg::In(if jump { j } else { p.clone() });
-        let sizes = ints(&[rows, len, n_moves]);
-        let fwd = launch(
-            "head_move_fwd",
-            head_move_op::launch_shape("head_move_fwd", rows as u32, len as u32),
-            &[vec![Arg::In(p.clone()), Arg::In(m.clone()), j_arg.clone(), Arg::Out(rows * len)], sizes.clone()]
-                .concat(),
-        );
-        assert_close(&format!("head_move_fwd, {rows} × {len}, jump {jump}"), &fwd[3], &flat(&y), 1e-5);
-        let want = grads.concat();
-        // A thread per row, and a warp per row (`fused::HEAD_MOVE_WARPS`).
-        for kernel in ["head_move_bwd", "head_move_bwd_warps"] {
-            let operands = vec![Arg::In(p.clone()), Arg::In(m.clone()), Arg::In(g.clone()), j_arg.clone()];
-            let bwd = launch(
-                kernel,
-                head_move_op::launch_shape(kernel, rows as u32, len as u32),
-                &[operands, vec![Arg::Out(want.len())], sizes.clone()].concat(),
-            );
-            assert_close(&format!("{kernel}, {rows} × {len}, jump {jump}"), &bwd[4], &want, 1e-5);
+        // Without JUMP the position stands in as the (unread) jump operand.
+        let j = if jump { j } else { p.clone() };
+        let (cells, moves): (&[usize], &[usize]) = (&[rows, len], &[rows, n_moves]);
+        check_fused(Move::Forward, &[(p.clone(), cells), (m.clone(), moves), (j.clone(), cells)], 1e-5);
+        // A thread per row, and a warp per row (`HEAD_MOVE_WARPS`).
+        for pass in [Move::Backward, Move::BackwardWarps] {
+            let operands = [(p.clone(), cells), (m.clone(), moves), (g.clone(), cells), (j.clone(), cells)];
+            check_fused(pass, &operands, 1e-5);
         }
     }
 }
