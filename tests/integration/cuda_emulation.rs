@@ -26,7 +26,7 @@ use memctl::kernels::launch_shape::LaunchShape;
 use memctl::kernels::layer_norm_op::Norm;
 use memctl::kernels::lerp_op::Lerp;
 use memctl::kernels::lstm_cell_op::{Half, Lstm};
-use memctl::kernels::nam_write_op::{self, Orientation};
+use memctl::kernels::nam_write_op::{NamWrite, Orientation};
 use memctl::kernels::outer_op::Outer;
 use memctl::kernels::sam_attend_op::Attend;
 use memctl::kernels::scale_op::Scale;
@@ -418,8 +418,8 @@ fn spd_solve_kernel_gives_nan_for_a_matrix_that_is_not_positive_definite() {
     assert!(got[2][n * r..].iter().all(|v| v.is_nan()), "the other system: {:?}", &got[2][n * r..]);
 }
 
-/// NAM's write in `orientation` against `nam_write_op::write` on the CPU, forward and backward:
-/// `count` memories of `rows × cols`.
+/// NAM's write in `orientation`, forward and backward (and a tape's backward with its cells
+/// split among warps): `count` memories of `rows × cols`.
 fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: usize) {
     let (address_len, value_len) = match orientation {
         Orientation::Tape => (rows, cols),
@@ -427,51 +427,16 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     };
     let memory = values(count * rows * cols, 40);
     let address: Vec<f32> = values(count * address_len, 41).iter().map(|v| v.abs()).collect();
-    let (value, pw, pe) = (values(count * value_len, 42), values(count, 43), values(count, 44));
+    // Each memory's `[v | pw | pe]`.
+    let packed = values(count * (value_len + 2), 42);
     let g = values(count * rows * cols, 45);
-    let inputs = [
-        tensor(&memory, &[count, rows, cols]),
-        tensor(&address, &[count, address_len]),
-        tensor(&value, &[count, value_len]),
-        tensor(&pw, &[count]),
-        tensor(&pe, &[count]),
-    ];
-    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[count, rows, cols]), |t| {
-        nam_write_op::write(orientation, &t[0], &t[1], &t[2], &t[3], &t[4]).unwrap()
-    });
-    let packed: Vec<f32> =
-        (0..count).flat_map(|i| value[i * value_len..][..value_len].iter().copied().chain([pw[i], pe[i]])).collect();
-    let sizes = ints(&[count, rows, cols]);
-    let what = format!("{orientation:?} write of {count} × {rows} × {cols}");
-    let fwd = launch(
-        orientation.kernel(false),
-        nam_write_op::launch_shape(orientation, false, count as u32, rows, cols),
-        &[
-            vec![Arg::In(memory.clone()), Arg::In(address.clone()), Arg::In(packed.clone()), Arg::Out(y.elem_count())],
-            sizes.clone(),
-        ]
-        .concat(),
-    );
-    assert_close(&format!("{what}, forward"), &fwd[3], &flat(&y), 1e-5);
-    let len = count * (rows * cols + address_len + value_len + 2);
-    // Both backward kernels of a tape take the same arguments.
-    let backward_args =
-        [vec![Arg::In(memory), Arg::In(address), Arg::In(packed), Arg::In(g), Arg::Out(len)], sizes].concat();
-    let bwd = launch(
-        orientation.kernel(true),
-        nam_write_op::launch_shape(orientation, true, count as u32, rows, cols),
-        &backward_args,
-    );
-    let packed_grad: Vec<f32> = (0..count)
-        .flat_map(|i| grads[2][i * value_len..][..value_len].iter().copied().chain([grads[3][i], grads[4][i]]))
-        .collect();
-    let want = [grads[0].clone(), grads[1].clone(), packed_grad].concat();
-    assert_close(&format!("{what}, backward"), &bwd[4], &want, 1e-5);
+    let (memory_dims, address_dims, packed_dims) = ([count, rows, cols], [count, address_len], [count, value_len + 2]);
+    let forward: [(Vec<f32>, &[usize]); 3] = [(memory, &memory_dims), (address, &address_dims), (packed, &packed_dims)];
+    check_fused(NamWrite::Forward(orientation), &forward, 1e-5);
+    let backward = [forward.to_vec(), vec![(g, &memory_dims)]].concat();
+    check_fused(NamWrite::Backward(orientation), &backward, 1e-5);
     if orientation == Orientation::Tape {
-        // The backward with the cells split among warps (`fused::TAPE_WRITE_SPLIT`).
-        let shape = nam_write_op::tape_split_launch_shape(count as u32, rows, cols);
-        let split = launch("tape_write_bwd_split", shape, &backward_args);
-        assert_close(&format!("{what}, backward with the cells split"), &split[4], &want, 1e-5);
+        check_fused(NamWrite::TapeBackwardSplit, &backward, 1e-5);
     }
 }
 
