@@ -28,10 +28,11 @@ use memctl::kernels::lerp_op::Lerp;
 use memctl::kernels::lstm_cell_op::{Half, Lstm};
 use memctl::kernels::nam_write_op::{NamWrite, Orientation};
 use memctl::kernels::outer_op::Outer;
+use memctl::kernels::rel_read_op::RelRead;
 use memctl::kernels::sam_attend_op::Attend;
 use memctl::kernels::scale_op::Scale;
 use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{kanerva_address_op, rel_read_op, spd_solve};
+use memctl::kernels::{kanerva_address_op, spd_solve};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -323,39 +324,13 @@ fn relational_read_kernels_agree_with_the_cpu() {
     for (batch, nq, d, d2) in [(3usize, 2usize, 5usize, 37usize), (2, 3, 20, 300)] {
         let (mr, c, b, g) =
             (values(batch * nq * d * d2, 1), values(batch * nq, 2), values(batch * d, 3), values(batch * d2, 4));
-        let inputs = [tensor(&mr, &[batch, nq, d, d2]), tensor(&c, &[batch, nq]), tensor(&b, &[batch, d])];
-        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, d2]), |t| {
-            memctl::kernels::rel_read_op::rel_read(&t[0], &t[1], &t[2]).unwrap()
-        });
-        let (b32, q32, d32) = (batch as u32, nq as u32, d as u32);
-        let fwd = launch(
-            "rel_read_fwd",
-            rel_read_op::launch_shape("rel_read_fwd", b32, q32, d32),
-            &[
-                vec![Arg::In(mr.clone()), Arg::In(c.clone()), Arg::In(b.clone()), Arg::Out(batch * d2)],
-                ints(&[batch, nq, d, d2]),
-            ]
-            .concat(),
-        );
-        assert_close("rel_read_fwd", &fwd[3], &flat(&y), 1e-5);
-        let (n_mr, n_u) = (batch * nq * d * d2, batch * nq * d);
-        let memory = launch(
-            "rel_read_bwd_memory",
-            rel_read_op::launch_shape("rel_read_bwd_memory", b32, q32, d32),
-            &[
-                vec![Arg::In(mr), Arg::In(c.clone()), Arg::In(g), Arg::In(b.clone()), Arg::Out(n_mr + n_u)],
-                ints(&[batch, nq, d, d2]),
-            ]
-            .concat(),
-        );
-        assert_close("rel_read_bwd_memory", &memory[4][..n_mr], &grads[0], 1e-5);
-        let gu = memory[4][n_mr..].to_vec();
-        let inputs = launch(
-            "rel_read_bwd_inputs",
-            rel_read_op::launch_shape("rel_read_bwd_inputs", b32, q32, d32),
-            &[vec![Arg::In(c), Arg::In(b), Arg::In(gu), Arg::Out(batch * (nq + d))], ints(&[batch, nq, d])].concat(),
-        );
-        assert_close("rel_read_bwd_inputs", &inputs[3], &[grads[1].clone(), grads[2].clone()].concat(), 1e-4);
+        let gu = values(batch * nq * d, 5);
+        let (mr_dims, c_dims, b_dims) = ([batch, nq, d, d2], [batch, nq], [batch, d]);
+        check_fused(RelRead::Forward, &[(mr.clone(), &mr_dims), (c.clone(), &c_dims), (b.clone(), &b_dims)], 1e-5);
+        let memory: [(Vec<f32>, &[usize]); 4] =
+            [(mr, &mr_dims), (c.clone(), &c_dims), (g, &[batch, d2]), (b.clone(), &b_dims)];
+        check_fused(RelRead::Memory, &memory, 1e-5);
+        check_fused(RelRead::Inputs, &[(c, &c_dims), (b, &b_dims), (gu, &[batch * nq * d])], 1e-4);
     }
 }
 
