@@ -2,14 +2,14 @@
 //! `gru_cell_op`, `layer_norm_op`, `softmax_op`, `item_gate_op`, `scale_op`, `sam_attend_op`,
 //! `head_move_op`, `spd_solve`, `nam_write_op`, `l2_normalize_op`, `outer_op`, …) and its fused
 //! optimiser updates (`optim_update`) share: a count of their CUDA launches, the CPU
-//! computation's float types, the gradient a backward holds, and the shared memory a block
-//! may ask for. Where each runs is its switch's (`kernels::switches`).
+//! computation's float types, and the shared memory a block may ask for. Where each runs is
+//! its switch's (`kernels::switches`).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use candle_core::backend::BackendStorage;
-use candle_core::{CpuStorage, Layout, Result, Tensor, bail};
+use candle_core::{CpuStorage, Layout, Result, bail};
 
 use super::real::Real;
 
@@ -30,42 +30,6 @@ pub fn record_launch(kernel: &'static str) {
 /// Every fused kernel launched so far, by name, with its number of launches.
 pub fn device_launches() -> Vec<(&'static str, u64)> {
     DEVICE_LAUNCHES.lock().unwrap_or_else(|e| e.into_inner()).iter().map(|(k, n)| (*k, *n)).collect()
-}
-
-/// Runs `f` on the CPU storage and layout of the output's gradient `g` that a fused op's
-/// backward holds (a candle op takes at most three operands), checked to be laid out as the
-/// output `like` (same dims, contiguous). `what` names the op in errors.
-pub fn with_held_gradient_cpu<R>(
-    g: &Tensor,
-    like: &Layout,
-    what: &str,
-    f: impl FnOnce(&CpuStorage, &Layout) -> Result<R>,
-) -> Result<R> {
-    let (storage, layout) = g.storage_and_layout();
-    let candle_core::Storage::Cpu(s) = &*storage else { bail!("{what}: operands on different devices") };
-    check_held_gradient(layout, like, what)?;
-    f(s, layout)
-}
-
-/// [`with_held_gradient_cpu`] on CUDA.
-#[cfg(feature = "cuda")]
-pub fn with_held_gradient_cuda<R>(
-    g: &Tensor,
-    like: &Layout,
-    what: &str,
-    f: impl FnOnce(&candle_core::CudaStorage, &Layout) -> Result<R>,
-) -> Result<R> {
-    let (storage, layout) = g.storage_and_layout();
-    let candle_core::Storage::Cuda(s) = &*storage else { bail!("{what}: operands on different devices") };
-    check_held_gradient(layout, like, what)?;
-    f(s, layout)
-}
-
-fn check_held_gradient(g: &Layout, like: &Layout, what: &str) -> Result<()> {
-    if g.dims() != like.dims() || !g.is_contiguous() {
-        bail!("{what}: a gradient {:?} for an output {:?}", g.dims(), like.dims());
-    }
-    Ok(())
 }
 
 /// A fused op's CPU computation, written once for f32 and f64.

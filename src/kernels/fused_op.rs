@@ -11,7 +11,9 @@
 //! four files: the `.cu`, its module, a one-line hook in the primitive, and an emulation case
 //! (docs/architecture.md, "A fused CUDA kernel").
 
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{
+    CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Storage, StorageRef, Tensor, bail,
+};
 
 use super::fused::{RealKernel, run_cpu};
 use super::launch_shape::LaunchShape;
@@ -71,9 +73,17 @@ impl Launch {
 }
 
 /// The candle op of a [`FusedKernel`]: `x.apply_op1(Fused(pass))` (or `apply_op2`, `apply_op3`
-/// for two or three operands).
+/// for two or three operands); [`Fused::apply_no_bwd`] for a pass of any number of operands
+/// without a gradient of its own.
 #[derive(Clone, Copy)]
 pub struct Fused<K>(pub K);
+
+/// A pass of more than three operands: candle's op takes the first, and the op holds the others,
+/// read beside it (none takes a gradient: a backward pass's operands, its output gradient say).
+struct Held<K> {
+    pass: Fused<K>,
+    rest: Vec<Tensor>,
+}
 
 /// The CPU twin of one call, for [`run_cpu`].
 struct Twin<K: FusedKernel>(K, K::Sizes);
@@ -85,6 +95,20 @@ impl<K: FusedKernel> RealKernel for Twin<K> {
 }
 
 impl<K: FusedKernel> Fused<K> {
+    /// The pass on `operands` (one or more), as a candle op without a backward: the backward
+    /// passes, whose operands may be more than candle's three.
+    pub fn apply_no_bwd(self, operands: &[&Tensor]) -> Result<Tensor> {
+        match operands {
+            [] => bail!("{}: no operands", self.0.entry()),
+            [a] => a.apply_op1_no_bwd(&self),
+            [a, b] => a.apply_op2_no_bwd(b, &self),
+            [a, b, c] => a.apply_op3_no_bwd(b, c, &self),
+            [a, rest @ ..] => {
+                a.apply_op1_no_bwd(&Held { pass: self, rest: rest.iter().map(|t| (*t).clone()).collect() })
+            }
+        }
+    }
+
     fn on_cpu(&self, operands: &[(&CpuStorage, &Layout)]) -> Result<(CpuStorage, Shape)> {
         let layouts: Vec<&Layout> = operands.iter().map(|(_, l)| *l).collect();
         contiguous(self.0.entry(), &layouts)?;
@@ -207,6 +231,47 @@ impl<K: FusedKernel> CustomOp3 for Fused<K> {
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let mut grads = self.gradients(&[a, b, c], out, grad)?.into_iter();
         Ok((grads.next().flatten(), grads.next().flatten(), grads.next().flatten()))
+    }
+}
+
+impl<K: FusedKernel> Held<K> {
+    /// The held operands' storages (read-locked while the op runs) and layouts.
+    fn held(&self) -> Vec<(StorageRef<'_>, &Layout)> {
+        self.rest.iter().map(|t| t.storage_and_layout()).collect()
+    }
+
+    /// candle's operand, then the held ones, each on the backend `pick` takes.
+    fn operands<'a, S>(
+        &self,
+        first: (&'a S, &'a Layout),
+        held: &'a [(StorageRef<'a>, &'a Layout)],
+        pick: impl Fn(&Storage) -> Option<&S>,
+    ) -> Result<Vec<(&'a S, &'a Layout)>> {
+        let mut operands = vec![first];
+        for (storage, layout) in held {
+            let Some(s) = pick(storage) else { bail!("{}: operands on different devices", self.pass.0.entry()) };
+            operands.push((s, *layout));
+        }
+        Ok(operands)
+    }
+}
+
+impl<K: FusedKernel> CustomOp1 for Held<K> {
+    fn name(&self) -> &'static str {
+        self.pass.0.entry()
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let held = self.held();
+        let operands = self.operands((s, l), &held, |s| if let Storage::Cpu(s) = s { Some(s) } else { None })?;
+        self.pass.on_cpu(&operands)
+    }
+
+    #[cfg(feature = "cuda")]
+    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
+        let held = self.held();
+        let operands = self.operands((s, l), &held, |s| if let Storage::Cuda(s) = s { Some(s) } else { None })?;
+        self.pass.on_cuda(&operands)
     }
 }
 

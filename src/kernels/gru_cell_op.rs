@@ -11,21 +11,17 @@
 //! op calls): one formulation. Where it runs is its switch's rule (`kernels::switches`)
 //! ([`GRU_CELL`](GRU_CELL)).
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu, with_held_gradient_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::gru::{gru_backward, gru_forward};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// NAM-TM 30.24 → 28.00 ms a step (H100, 2026-11-26).
 pub const GRU_CELL: Switch = Switch::on("gru_cell");
 inventory::submit! { GRU_CELL }
-
-/// How errors name the op.
-const WHAT: &str = "gruCell's fused op";
 
 /// `h'` of the cell from the input half `gi`, the recurrent half `gh` (`[batch, 3·hidden]`
 /// each) and the state `h` (`[batch, hidden]`); any of them may be shared by the batch (a
@@ -40,53 +36,72 @@ pub fn gru_cell(gi: &Tensor, gh: &Tensor, h: &Tensor) -> Result<Tensor> {
         .map(|t| if t.rank() == 2 { t.dim(0) } else { Ok(1) })
         .try_fold(1, |b, n| n.map(|n| b.max(n)))?;
     let each = |t: &Tensor, width: usize| t.broadcast_as((batch, width))?.contiguous();
-    each(gi, gates)?.apply_op3(&each(gh, gates)?, &each(h, hidden)?, Cell)
+    each(gi, gates)?.apply_op3(&each(gh, gates)?, &each(h, hidden)?, Fused(Gru::Forward))
 }
 
-/// The forward pass on `(gi, gh, h)`.
-struct Cell;
-
-/// The backward pass on `(gi, gh, h)`, the output's gradient `g` held here.
-struct CellBackward {
-    g: Tensor,
+/// The two passes: `(gi, gh, h) → h'` and, for its backward, `(gi, gh, h, g) → [d gi | d gh |
+/// d h]` (flat).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gru {
+    Forward,
+    Backward,
 }
 
-/// `(batch, hidden)` of the operands, checked: `gi`, `gh` `[batch, 3·hidden]`, `h` `[batch,
-/// hidden]`, all contiguous.
-fn shape_of(gi: &Layout, gh: &Layout, h: &Layout) -> Result<(usize, usize)> {
-    let (&[batch, gates], &[b, hidden]) = (gi.dims(), h.dims()) else {
-        bail!(
-            "gruCell's fused op takes [batch, 3·hidden] halves and a [batch, hidden] state, got {:?} and {:?}",
-            gi.dims(),
-            h.dims()
-        )
-    };
-    if b != batch || gates != 3 * hidden || gh.dims() != gi.dims() {
-        bail!("gruCell's fused op: halves {:?} and {:?} do not fit a state {:?}", gi.dims(), gh.dims(), h.dims());
-    }
-    if !gi.is_contiguous() || !gh.is_contiguous() || !h.is_contiguous() {
-        bail!("gruCell's fused op takes contiguous operands");
-    }
-    Ok((batch, hidden))
-}
-
-/// The CPU computation of either pass.
-struct CellKernel {
-    backward: bool,
+/// A cell of `batch` examples of `hidden` units.
+#[derive(Clone, Copy, Debug)]
+pub struct Units {
+    batch: usize,
     hidden: usize,
 }
 
-impl RealKernel for CellKernel {
+impl FusedKernel for Gru {
+    type Sizes = Units;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Gru::Forward => "gru_cell_fwd",
+            Gru::Backward => "gru_cell_bwd",
+        }
+    }
+
+    /// `gi`, `gh` `[batch, 3·hidden]`, `h` `[batch, hidden]`, and for the backward `g` shaped
+    /// as `h`.
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Units)> {
+        let (gi, gh, h, g) = match (self, operands) {
+            (Gru::Forward, &[gi, gh, h]) => (gi, gh, h, None),
+            (Gru::Backward, &[gi, gh, h, g]) => (gi, gh, h, Some(g)),
+            _ => bail!("gruCell's fused op {} takes other operands, not {}", self.entry(), operands.len()),
+        };
+        let (&[batch, gates], &[b, hidden]) = (gi.dims(), h.dims()) else {
+            bail!(
+                "gruCell's fused op takes [batch, 3·hidden] halves and a [batch, hidden] state, got {:?} and {:?}",
+                gi.dims(),
+                h.dims()
+            )
+        };
+        if b != batch || gates != 3 * hidden || gh.dims() != gi.dims() {
+            bail!("gruCell's fused op: halves {:?} and {:?} do not fit a state {:?}", gi.dims(), gh.dims(), h.dims());
+        }
+        if let Some(g) = g.filter(|g| g.dims() != h.dims()) {
+            bail!("gruCell's fused op: a gradient {:?} for an output {:?}", g.dims(), h.dims());
+        }
+        let shape = match self {
+            Gru::Forward => h.shape().clone(),
+            Gru::Backward => Shape::from(7 * batch * hidden),
+        };
+        Ok((shape, Units { batch, hidden }))
+    }
+
     /// Forward: `(gi, gh, h)`; backward: `(gi, gh, h, g)`.
-    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let (gi, gh, h, hd) = (o[0], o[1], o[2], self.hidden);
+    fn cpu<T: Real>(&self, Units { hidden: hd, .. }: Units, o: &[&[T]]) -> Vec<T> {
+        let (gi, gh, h) = (o[0], o[1], o[2]);
         if hd == 0 {
             return Vec::new();
         }
         let mut saved = vec![T::zero(); h.len() / hd.max(1) * 4 * hd];
         let mut h_next = vec![T::zero(); h.len()];
         gru_forward(gi, gh, h, hd, &mut saved, &mut h_next);
-        if !self.backward {
+        if *self == Gru::Forward {
             return h_next;
         }
         let mut out = vec![T::zero(); 2 * gi.len() + h.len()];
@@ -95,128 +110,30 @@ impl RealKernel for CellKernel {
         gru_backward(&saved, h, o[3], hd, g_gi, g_gh, g_h);
         out
     }
-}
 
-impl CustomOp3 for Cell {
-    fn name(&self) -> &'static str {
-        "gru_cell_fwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (_, hidden) = shape_of(l1, l2, l3)?;
-        let kernel = CellKernel { backward: false, hidden };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "gruCell's fused op")?, l3.shape().clone()))
+    /// A thread per `(example, unit)`; `batch` and `hidden` as the kernel's ints.
+    fn launch(&self, Units { batch, hidden }: Units) -> Result<Launch> {
+        let Ok(threads) = u32::try_from(batch * hidden) else {
+            bail!("{}: {batch} × {hidden} units are more than the kernel indexes", self.entry())
+        };
+        Launch::with_ints(self.entry(), LaunchShape::per_element(threads.max(1)), &[batch, hidden])
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2, l3)?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::gru_cell("gru_cell_fwd", &operands, batch, hidden, batch * hidden)?;
-        super::fused::record_launch("gru_cell_fwd");
-        Ok((out, l3.shape().clone()))
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::GRU_CELL
     }
 
-    fn bwd(
-        &self,
-        gi: &Tensor,
-        gh: &Tensor,
-        h: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let all = gi.apply_op3_no_bwd(gh, h, &CellBackward { g: grad.contiguous()? })?;
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Gru::Forward, &[gi, gh, h]) = (self, operands) else {
+            bail!("gruCell's backward pass has no gradient of its own")
+        };
+        let all = Fused(Gru::Backward).apply_no_bwd(&[gi, gh, h, &grad.contiguous()?])?;
         let (n, m) = (gi.elem_count(), h.elem_count());
         let g_gi = all.narrow(0, 0, n)?.reshape(gi.shape())?;
         let g_gh = all.narrow(0, n, n)?.reshape(gh.shape())?;
         let g_h = all.narrow(0, 2 * n, m)?.reshape(h.shape())?;
-        Ok((Some(g_gi), Some(g_gh), Some(g_h)))
-    }
-}
-
-impl CustomOp3 for CellBackward {
-    fn name(&self) -> &'static str {
-        "gru_cell_bwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2, l3)?;
-        let kernel = CellKernel { backward: true, hidden };
-        let out = with_held_gradient_cpu(&self.g, l3, WHAT, |sg, lg| {
-            run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], WHAT)
-        })?;
-        Ok((out, Shape::from(7 * batch * hidden)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2, l3)?;
-        let out = super::fused::with_held_gradient_cuda(&self.g, l3, WHAT, |sg, lg| {
-            let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
-            cuda::gru_cell("gru_cell_bwd", &operands, batch, hidden, 7 * batch * hidden)
-        })?;
-        super::fused::record_launch("gru_cell_bwd");
-        Ok((out, Shape::from(7 * batch * hidden)))
-    }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{GRU_CELL, launch_config, run};
-    use crate::kernels::launch_shape::LaunchShape;
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `gru_cell.cu` on its f32 operands (contiguous, as laid out), one thread
-    /// per `(example, unit)`, into a new buffer of `len` elements.
-    pub(super) fn gru_cell(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        batch: usize,
-        hidden: usize,
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(threads), Ok(b), Ok(h)) = (u32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
-        else {
-            candle_core::bail!("{kernel}: {batch} × {hidden} units are more than the kernel indexes")
-        };
-        let config = launch_config(LaunchShape::per_element(threads.max(1)));
-        // SAFETY: gru_cell.cu's kernels take their operands, the output, batch and hidden, in this
-        // order, guard the threads past batch · hidden, and write every output element (`len` is
-        // batch · hidden forward, 7 · batch · hidden backward).
-        unsafe { run(&GRU_CELL, kernel, operands, len, config, &[b, h], &[]) }
+        Ok(vec![Some(g_gi), Some(g_gh), Some(g_h)])
     }
 }
 

@@ -16,14 +16,12 @@
 //! (`src/kernels/cuda/head_move.cu`). Where it runs is its switch's rule (`kernels::switches`)
 //! ([`HEAD_MOVE`](HEAD_MOVE)).
 
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// NAM-TM 30.24 → 25.22 ms a step (H100, 2026-11-26).
 pub const HEAD_MOVE: Switch = Switch::on("head_move");
@@ -36,11 +34,17 @@ inventory::submit! { HEAD_MOVE_WARPS }
 /// The next position (`[.., L]`) from the position `pos` (`[.., L]`), the moves (`[.., 3]` or
 /// `[.., 4]`) and, with four moves, the jump position (`[.., L]`).
 pub fn head_move(pos: &Tensor, moves: &Tensor, jump: Option<&Tensor>) -> Result<Tensor> {
-    let (pos, moves) = (pos.contiguous()?, moves.contiguous()?);
-    match jump {
-        Some(jump) => pos.apply_op3(&moves, &jump.contiguous()?, Move),
-        None => pos.apply_op2(&moves, Move),
+    let n_moves = moves.dims().last().copied();
+    if n_moves != Some(if jump.is_some() { 4 } else { 3 }) {
+        bail!("headMove's fused op: moves {:?} with a jump position {:?}", moves.dims(), jump.map(Tensor::dims));
     }
+    let (pos, moves) = (pos.contiguous()?, moves.contiguous()?);
+    // Without JUMP (three moves) the jump operand is never read: the position stands in.
+    let jump = match jump {
+        Some(jump) => jump.contiguous()?,
+        None => pos.clone(),
+    };
+    pos.apply_op3(&moves, &jump, Fused(Move::Forward))
 }
 
 /// The same transition written with candle ops (what `headMove` runs where the fused op does
@@ -60,37 +64,106 @@ pub fn head_move_with_candle_ops(pos: &Tensor, moves: &Tensor, jump: Option<&Ten
     Ok(next)
 }
 
-/// The forward pass, on `(pos, moves)` or `(pos, moves, jump)`.
-#[derive(Clone, Copy)]
-struct Move;
-
-/// The backward pass on `(pos, moves, g)`, the jump position held here: its output is
-/// `[d pos | d moves | d jump]`, flat.
-struct MoveBackward {
-    jump: Option<Tensor>,
+/// The passes: `(pos, moves, jump) → next` and, for its backward, `(pos, moves, g, jump) →
+/// [d pos | d moves | d jump]` (flat; no `d jump` with three moves, where `jump` is the
+/// position standing in, unread), a thread per row or a warp per row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Move {
+    Forward,
+    Backward,
+    BackwardWarps,
 }
 
-/// `(rows, L, moves)` of the operands, checked.
-fn geometry(pos: &Layout, moves: &Layout, jump: Option<&Layout>) -> Result<(usize, usize, usize)> {
-    let (Some((&len, lead)), Some(&n_moves)) = (pos.dims().split_last(), moves.dims().last()) else {
-        bail!("headMove's fused op takes positions [.., L] and moves [.., 3 or 4]")
-    };
-    let rows: usize = lead.iter().product();
-    let fits = moves.shape().elem_count() == rows * n_moves
-        && n_moves == if jump.is_some() { 4 } else { 3 }
-        && jump.is_none_or(|j| j.dims() == pos.dims());
-    if !fits {
-        bail!(
-            "headMove's fused op: positions {:?}, moves {:?}, jump {:?}",
-            pos.dims(),
-            moves.dims(),
-            jump.map(Layout::dims)
-        );
+/// `rows` heads on `len` cells, with `n_moves` moves (3, or 4 with a jump).
+#[derive(Clone, Copy, Debug)]
+pub struct Heads {
+    rows: usize,
+    len: usize,
+    n_moves: usize,
+}
+
+impl FusedKernel for Move {
+    type Sizes = Heads;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Move::Forward => "head_move_fwd",
+            Move::Backward => "head_move_bwd",
+            Move::BackwardWarps => "head_move_bwd_warps",
+        }
     }
-    if !pos.is_contiguous() || !moves.is_contiguous() || jump.is_some_and(|j| !j.is_contiguous()) {
-        bail!("headMove's fused op takes contiguous operands");
+
+    /// Positions `[.., L]`, moves `[.., 3 or 4]`, (backward) `g` shaped as the positions, and
+    /// the jump position shaped as them.
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Heads)> {
+        let (pos, moves, g, jump) = match (self, operands) {
+            (Move::Forward, &[pos, moves, jump]) => (pos, moves, None, jump),
+            (Move::Backward | Move::BackwardWarps, &[pos, moves, g, jump]) => (pos, moves, Some(g), jump),
+            _ => bail!("headMove's fused op {} takes other operands, not {}", self.entry(), operands.len()),
+        };
+        let (Some((&len, lead)), Some(&n_moves)) = (pos.dims().split_last(), moves.dims().last()) else {
+            bail!("headMove's fused op takes positions [.., L] and moves [.., 3 or 4]")
+        };
+        let rows: usize = lead.iter().product();
+        let fits =
+            moves.shape().elem_count() == rows * n_moves && matches!(n_moves, 3 | 4) && jump.dims() == pos.dims();
+        if !fits {
+            bail!("headMove's fused op: positions {:?}, moves {:?}, jump {:?}", pos.dims(), moves.dims(), jump.dims());
+        }
+        let heads = Heads { rows, len, n_moves };
+        let Some(g) = g else { return Ok((pos.shape().clone(), heads)) };
+        if g.dims() != pos.dims() {
+            bail!("headMove's fused op: a gradient {:?} for positions {:?}", g.dims(), pos.dims());
+        }
+        Ok((Shape::from(rows * len * (1 + usize::from(n_moves == 4)) + rows * n_moves), heads))
     }
-    Ok((rows, len, n_moves))
+
+    fn cpu<T: Real>(&self, Heads { len, n_moves, .. }: Heads, o: &[&[T]]) -> Vec<T> {
+        let jump = usize::from(n_moves == 4);
+        if let Move::Forward = self {
+            return forward_rows(o[0], o[1], o.get(2).filter(|_| jump == 1).copied(), len, n_moves);
+        }
+        let (gpos, gmoves, gjump) =
+            backward_rows(o[2], o[0], o[1], o.get(3).filter(|_| jump == 1).copied(), len, n_moves);
+        let mut out = gpos;
+        out.extend(gmoves);
+        out.extend(gjump.unwrap_or_default());
+        out
+    }
+
+    /// The forward a thread per cell, the backward a thread per row (`head_move_bwd`) or a warp
+    /// per row (`head_move_bwd_warps`); `rows`, `L` and the number of moves as the kernel's ints.
+    fn launch(&self, Heads { rows, len, n_moves }: Heads) -> Result<Launch> {
+        let (Ok(_), Ok(r), Ok(c)) = (i32::try_from(rows * len), u32::try_from(rows), u32::try_from(len)) else {
+            bail!("{}: {rows} × {len} cells are more than the kernel indexes", self.entry())
+        };
+        let shape = match self {
+            Move::Forward => LaunchShape::per_element((r * c).max(1)),
+            Move::Backward => LaunchShape::per_element(r.max(1)),
+            Move::BackwardWarps => LaunchShape::warp_per_row(r),
+        };
+        Launch::with_ints(self.entry(), shape, &[rows, len, n_moves])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::HEAD_MOVE
+    }
+
+    /// The three gradients, each a contiguous run of the backward's one flat output.
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Move::Forward, &[pos, moves, jump]) = (self, operands) else {
+            bail!("headMove's backward pass has no gradient of its own")
+        };
+        let pass = if super::switches::used_for(grad, HEAD_MOVE_WARPS) { Move::BackwardWarps } else { Move::Backward };
+        let all = Fused(pass).apply_no_bwd(&[pos, moves, &grad.contiguous()?, jump])?;
+        let (p, m) = (pos.elem_count(), moves.elem_count());
+        let gpos = all.narrow(0, 0, p)?.reshape(pos.shape())?;
+        let gmoves = all.narrow(0, p, m)?.reshape(moves.shape())?;
+        let with_jump = moves.dims().last() == Some(&4);
+        let gjump = with_jump.then(|| all.narrow(0, p + m, p)?.reshape(jump.shape())).transpose()?;
+        Ok(vec![Some(gpos), Some(gmoves), gjump])
+    }
 }
 
 /// The next position of every row.
@@ -141,246 +214,6 @@ pub fn backward_rows<T: Real>(
         }
     }
     (gpos, gmoves, gjump)
-}
-
-/// The CPU computation of either pass.
-struct MoveKernel {
-    backward: bool,
-    len: usize,
-    n_moves: usize,
-}
-
-impl RealKernel for MoveKernel {
-    /// Forward: `(pos, moves, jump?)`; backward: `(pos, moves, g, jump?)`.
-    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let (len, n_moves) = (self.len, self.n_moves);
-        if !self.backward {
-            return forward_rows(o[0], o[1], o.get(2).copied(), len, n_moves);
-        }
-        let (gpos, gmoves, gjump) = backward_rows(o[2], o[0], o[1], o.get(3).copied(), len, n_moves);
-        let mut out = gpos;
-        out.extend(gmoves);
-        out.extend(gjump.unwrap_or_default());
-        out
-    }
-}
-
-impl CustomOp2 for Move {
-    fn name(&self) -> &'static str {
-        "head_move_fwd"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (_, len, n_moves) = geometry(l1, l2, None)?;
-        let kernel = MoveKernel { backward: false, len, n_moves };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "headMove's fused op")?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (rows, len, n_moves) = geometry(l1, l2, None)?;
-        // Without JUMP the kernel's jump operand is never read: the position stands in.
-        let operands = [(s1, l1), (s2, l2), (s1, l1)];
-        let out = cuda::head_move("head_move_fwd", &operands, rows, len, n_moves, rows * len)?;
-        super::fused::record_launch("head_move_fwd");
-        Ok((out, l1.shape().clone()))
-    }
-
-    fn bwd(
-        &self,
-        pos: &Tensor,
-        moves: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let (gpos, gmoves, _) = backward(pos, moves, None, grad)?;
-        Ok((Some(gpos), Some(gmoves)))
-    }
-}
-
-impl CustomOp3 for Move {
-    fn name(&self) -> &'static str {
-        "head_move_fwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (_, len, n_moves) = geometry(l1, l2, Some(l3))?;
-        let kernel = MoveKernel { backward: false, len, n_moves };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "headMove's fused op")?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (rows, len, n_moves) = geometry(l1, l2, Some(l3))?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::head_move("head_move_fwd", &operands, rows, len, n_moves, rows * len)?;
-        super::fused::record_launch("head_move_fwd");
-        Ok((out, l1.shape().clone()))
-    }
-
-    fn bwd(
-        &self,
-        pos: &Tensor,
-        moves: &Tensor,
-        jump: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (gpos, gmoves, gjump) = backward(pos, moves, Some(jump), grad)?;
-        Ok((Some(gpos), Some(gmoves), gjump))
-    }
-}
-
-/// The three gradients, each a contiguous run of the backward's one flat output.
-fn backward(
-    pos: &Tensor,
-    moves: &Tensor,
-    jump: Option<&Tensor>,
-    grad: &Tensor,
-) -> Result<(Tensor, Tensor, Option<Tensor>)> {
-    let op = MoveBackward { jump: jump.cloned() };
-    let all = pos.apply_op3_no_bwd(moves, &grad.contiguous()?, &op)?;
-    let (p, m) = (pos.elem_count(), moves.elem_count());
-    let gpos = all.narrow(0, 0, p)?.reshape(pos.shape())?;
-    let gmoves = all.narrow(0, p, m)?.reshape(moves.shape())?;
-    let gjump = jump.map(|j| all.narrow(0, p + m, p)?.reshape(j.shape())).transpose()?;
-    Ok((gpos, gmoves, gjump))
-}
-
-impl CustomOp3 for MoveBackward {
-    fn name(&self) -> &'static str {
-        "head_move_bwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let guard = self.jump.as_ref().map(Tensor::storage_and_layout);
-        let jump = jump_storage(&guard, |s| if let Storage::Cpu(s) = s { Some(s) } else { None })?;
-        let (_, len, n_moves, count) = self.geometry(l1, l2, l3, jump.map(|(_, l)| l))?;
-        let mut operands = vec![(s1, l1), (s2, l2), (s3, l3)];
-        operands.extend(jump);
-        let kernel = MoveKernel { backward: true, len, n_moves };
-        Ok((run_cpu(&kernel, &operands, "headMove's fused op")?, Shape::from(count)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let guard = self.jump.as_ref().map(Tensor::storage_and_layout);
-        let jump = jump_storage(&guard, |s| if let Storage::Cuda(s) = s { Some(s) } else { None })?;
-        let (rows, len, n_moves, count) = self.geometry(l1, l2, l3, jump.map(|(_, l)| l))?;
-        // Without JUMP the kernel's jump operand is never read: the position stands in.
-        let operands = [(s1, l1), (s2, l2), (s3, l3), jump.unwrap_or((s1, l1))];
-        let kernel = match super::switches::on_cuda(HEAD_MOVE_WARPS) {
-            true => "head_move_bwd_warps",
-            false => "head_move_bwd",
-        };
-        let out = cuda::head_move(kernel, &operands, rows, len, n_moves, count)?;
-        super::fused::record_launch(kernel);
-        Ok((out, Shape::from(count)))
-    }
-}
-
-impl MoveBackward {
-    /// `(rows, L, moves)` and the output's length, with the gradient `g` laid out as the
-    /// positions.
-    fn geometry(
-        &self,
-        pos: &Layout,
-        moves: &Layout,
-        g: &Layout,
-        jump: Option<&Layout>,
-    ) -> Result<(usize, usize, usize, usize)> {
-        let (rows, len, n_moves) = geometry(pos, moves, jump)?;
-        if g.dims() != pos.dims() || !g.is_contiguous() {
-            bail!("headMove's fused op: a gradient {:?} for positions {:?}", g.dims(), pos.dims());
-        }
-        Ok((rows, len, n_moves, rows * len * (1 + usize::from(jump.is_some())) + rows * n_moves))
-    }
-}
-
-/// The jump position's storage on the backend `pick` accepts, and its layout, from its guard.
-fn jump_storage<'a, S>(
-    guard: &'a Option<(candle_core::StorageRef<'a>, &'a Layout)>,
-    pick: impl Fn(&Storage) -> Option<&S>,
-) -> Result<Option<(&'a S, &'a Layout)>> {
-    match guard {
-        Some((storage, layout)) => match pick(storage) {
-            Some(s) => Ok(Some((s, *layout))),
-            None => bail!("headMove's fused op: operands on different devices"),
-        },
-        None => Ok(None),
-    }
-}
-
-/// `head_move.cu`'s `kernel`: the forward a thread per cell of `rows × cells`, the backward a
-/// thread per row (`head_move_bwd`) or a warp per row (`head_move_bwd_warps`).
-pub fn launch_shape(kernel: &str, rows: u32, cells: u32) -> LaunchShape {
-    match kernel {
-        "head_move_fwd" => LaunchShape::per_element((rows * cells).max(1)),
-        "head_move_bwd_warps" => LaunchShape::warp_per_row(rows),
-        _ => LaunchShape::per_element(rows.max(1)),
-    }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{HEAD_MOVE, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `head_move.cu` on its f32 operands (contiguous, as laid out) into a new
-    /// buffer of `len` elements: the forward with a thread per cell of `rows × cells`, the backward
-    /// with a thread per row.
-    pub(super) fn head_move(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        rows: usize,
-        cells: usize,
-        moves: usize,
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(_), Ok(r), Ok(c), Ok(m)) =
-            (i32::try_from(rows * cells), i32::try_from(rows), i32::try_from(cells), i32::try_from(moves))
-        else {
-            candle_core::bail!("{kernel}: {rows} × {cells} cells are more than the kernel indexes")
-        };
-        let config = launch_config(super::launch_shape(kernel, r as u32, c as u32));
-        // SAFETY: head_move.cu's kernels take their operands, the output, rows, cells and moves, in
-        // this order, guard the threads past their count, and write every output element (the
-        // forward one per cell; the backward each row's gradients in the three parts of `len`).
-        unsafe { run(&HEAD_MOVE, kernel, operands, len, config, &[r, c, m], &[]) }
-    }
 }
 
 #[cfg(test)]

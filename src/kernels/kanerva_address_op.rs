@@ -13,6 +13,10 @@
 //!
 //! The code and the noises travel packed, a row per batch element: `[z (c) | η (k)]`; the two
 //! outputs come out as one flat buffer, `[w | μ]`, which the caller views as two tensors.
+//!
+//! Not a `FusedKernel` (`fused_op`): each pass is two kernels through a scratch buffer, the
+//! second with its own arguments writing into the first's output (NaN over a machine that is
+//! not positive definite); splitting them into two ops would copy the output once more.
 
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
 

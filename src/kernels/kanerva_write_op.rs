@@ -13,15 +13,14 @@
 //! element: `[w (k·m) | δ (c) | η (k)]`; and the two outputs come out as one flat buffer,
 //! `[R' | V']`, which the caller views as two tensors.
 
-use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Tensor, bail};
+use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
+use super::fused::BLOCK_SHARED_BYTES;
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::kanerva_manual::{Machines, Written, write_backward};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// PKM (k = 4) 2.78 → 2.17 ms a step (H100, 2026-11-27).
 pub const KANERVA_WRITE: Switch = Switch::on("kanerva_write");
@@ -47,7 +46,7 @@ pub fn write(r: &Tensor, v: &Tensor, w: &Tensor, delta: &Tensor, eta: Option<&Te
         None => Tensor::ones((batch, k), r.dtype(), r.device())?,
     };
     let packed = Tensor::cat(&[&w.reshape((batch, k * m))?, &delta.reshape((batch, c))?, &eta], 1)?.contiguous()?;
-    let both = r.contiguous()?.apply_op3(&v.contiguous()?, &packed, Forward(Machines { k, c, m }))?;
+    let both = r.contiguous()?.apply_op3(&v.contiguous()?, &packed, Fused(Write::Forward(Machines { k, c, m })))?;
     let (nr, nv) = (batch * k * c * m, batch * k * m * m);
     Ok((both.narrow(0, 0, nr)?.reshape(r.shape())?, both.narrow(0, nr, nv)?.reshape(v.shape())?))
 }
@@ -80,28 +79,108 @@ pub fn shared_bytes(backward: bool, c: usize, m: usize) -> usize {
     4 * if backward { 3 * m + 2 * c } else { m }
 }
 
-/// `(r, v, [w | δ | η]) → [R' | V']`, flat.
-struct Forward(Machines);
+/// The two passes on the machines: `(r, v, [w | δ | η]) → [R' | V']` and, for its backward,
+/// `(v, [w | δ | η], [R̄' | V̄']) → [V̄ | w̄ | δ̄ | η̄]` (flat; `R̄ = R̄'`, which the caller takes as
+/// it is).
+#[derive(Clone, Copy, Debug)]
+pub enum Write {
+    Forward(Machines),
+    Backward(Machines),
+}
 
-/// `(v, [w | δ | η], [R̄' | V̄']) → [V̄ | w̄ | δ̄ | η̄]`, flat (`R̄ = R̄'`, which the caller takes as it is).
-struct Backward(Machines);
+impl Write {
+    fn machines(self) -> Machines {
+        match self {
+            Write::Forward(s) | Write::Backward(s) => s,
+        }
+    }
+}
 
 /// The packed row's length: `k·m + c + k`.
 fn packed_width(s: Machines) -> usize {
     s.k * s.m + s.c + s.k
 }
 
-/// The batch of contiguous operands laid out as `Forward` takes them.
+/// The batch of operands laid out as `Forward` takes them.
 fn batch_of(s: Machines, v: &Layout, packed: &Layout) -> Result<usize> {
     let Machines { k, m, .. } = s;
     let batch = v.dims().first().copied().unwrap_or(0);
     if v.dims() != [batch, k, m, m] || packed.dims() != [batch, packed_width(s)] {
         bail!("{WHAT}: covariances {:?} and packed operands {:?} for {s:?}", v.dims(), packed.dims());
     }
-    if !v.is_contiguous() || !packed.is_contiguous() {
-        bail!("{WHAT} takes contiguous operands");
-    }
     Ok(batch)
+}
+
+impl FusedKernel for Write {
+    /// The batch.
+    type Sizes = usize;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Write::Forward(_) => "kanerva_write_fwd",
+            Write::Backward(_) => "kanerva_write_bwd",
+        }
+    }
+
+    /// Forward: `(r, v, packed)`; backward: `(v, packed, g)`.
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, usize)> {
+        let s = self.machines();
+        match (self, operands) {
+            (Write::Forward(_), &[r, v, packed]) => {
+                let batch = batch_of(s, v, packed)?;
+                if r.dims() != [batch, s.k, s.c, s.m] {
+                    bail!("{WHAT}: means {:?} for {s:?} and a batch of {batch}", r.dims());
+                }
+                Ok((Shape::from(batch * s.k * s.m * (s.c + s.m)), batch))
+            }
+            (Write::Backward(_), &[v, packed, g]) => {
+                let batch = batch_of(s, v, packed)?;
+                if g.dims() != [batch * s.k * s.m * (s.c + s.m)] {
+                    bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
+                }
+                Ok((Shape::from(batch * (s.k * s.m * s.m + packed_width(s))), batch))
+            }
+            _ => bail!("{WHAT}: {} operands for {}", operands.len(), self.entry()),
+        }
+    }
+
+    fn cpu<T: Real>(&self, batch: usize, operands: &[&[T]]) -> Vec<T> {
+        let backward = matches!(self, Write::Backward(_));
+        WriteKernel { backward, s: self.machines(), batch }.run(operands)
+    }
+
+    /// The forward a block per (example, machine), the backward a block per example; blocks
+    /// of 128 threads, with [`shared_bytes`]. `batch`, `k`, `c` and `m` as the kernel's ints.
+    fn launch(&self, batch: usize) -> Result<Launch> {
+        let (s, backward) = (self.machines(), matches!(self, Write::Backward(_)));
+        let len = if backward { batch * (s.k * s.m * s.m + packed_width(s)) } else { batch * s.k * s.m * (s.c + s.m) };
+        let (Ok(_), Ok(b), Ok(k)) = (i32::try_from(len), u32::try_from(batch), u32::try_from(s.k)) else {
+            bail!("{}: {len} elements are more than the kernel indexes", self.entry())
+        };
+        let blocks = if backward { b } else { b * k };
+        let shared_bytes = shared_bytes(backward, s.c, s.m) as u32;
+        let shape = LaunchShape { blocks: blocks.max(1), threads: 128, shared_bytes };
+        Launch::with_ints(self.entry(), shape, &[batch, s.k, s.c, s.m])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::KANERVA_WRITE
+    }
+
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Write::Forward(s), &[r, v, packed]) = (*self, operands) else {
+            bail!("{WHAT}'s backward has no gradient of its own")
+        };
+        let grad = grad.contiguous()?;
+        let both = Fused(Write::Backward(s)).apply_no_bwd(&[v, packed, &grad])?;
+        let (nr, nv) = (r.elem_count(), v.elem_count());
+        Ok(vec![
+            Some(grad.narrow(0, 0, nr)?.reshape(r.shape())?),
+            Some(both.narrow(0, 0, nv)?.reshape(v.shape())?),
+            Some(both.narrow(0, nv, packed.elem_count())?.reshape(packed.shape())?),
+        ])
+    }
 }
 
 /// The CPU computation of either pass, batch element by batch element, through the tape's write.
@@ -111,7 +190,7 @@ struct WriteKernel {
     batch: usize,
 }
 
-impl RealKernel for WriteKernel {
+impl WriteKernel {
     /// Forward: `(r, v, packed)`; backward: `(v, packed, g)`.
     fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
         let Machines { k, c, m } = self.s;
@@ -170,155 +249,6 @@ impl RealKernel for WriteKernel {
             );
         }
         out
-    }
-}
-
-impl CustomOp3 for Forward {
-    fn name(&self) -> &'static str {
-        "kanerva_write_fwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (batch, len) = forward_geometry(self.0, l1, l2, l3)?;
-        let kernel = WriteKernel { backward: false, s: self.0, batch };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from(len)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (batch, len) = forward_geometry(self.0, l1, l2, l3)?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::kanerva_write("kanerva_write_fwd", &operands, len, batch, self.0)?;
-        super::fused::record_launch("kanerva_write_fwd");
-        Ok((out, Shape::from(len)))
-    }
-
-    fn bwd(
-        &self,
-        r: &Tensor,
-        v: &Tensor,
-        packed: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let grad = grad.contiguous()?;
-        let both = v.apply_op3_no_bwd(packed, &grad, &Backward(self.0))?;
-        let (nr, nv) = (r.elem_count(), v.elem_count());
-        Ok((
-            Some(grad.narrow(0, 0, nr)?.reshape(r.shape())?),
-            Some(both.narrow(0, 0, nv)?.reshape(v.shape())?),
-            Some(both.narrow(0, nv, packed.elem_count())?.reshape(packed.shape())?),
-        ))
-    }
-}
-
-/// The batch and the output's length of the forward's operands `(r, v, packed)`.
-fn forward_geometry(s: Machines, r: &Layout, v: &Layout, packed: &Layout) -> Result<(usize, usize)> {
-    let batch = batch_of(s, v, packed)?;
-    if r.dims() != [batch, s.k, s.c, s.m] || !r.is_contiguous() {
-        bail!("{WHAT}: means {:?} for {s:?} and a batch of {batch}", r.dims());
-    }
-    Ok((batch, batch * s.k * s.m * (s.c + s.m)))
-}
-
-impl CustomOp3 for Backward {
-    fn name(&self) -> &'static str {
-        "kanerva_write_bwd"
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (batch, len) = backward_geometry(self.0, l1, l2, l3)?;
-        let kernel = WriteKernel { backward: true, s: self.0, batch };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from(len)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (batch, len) = backward_geometry(self.0, l1, l2, l3)?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::kanerva_write("kanerva_write_bwd", &operands, len, batch, self.0)?;
-        super::fused::record_launch("kanerva_write_bwd");
-        Ok((out, Shape::from(len)))
-    }
-}
-
-/// The batch and the output's length of the backward's operands `(v, packed, g)`.
-fn backward_geometry(s: Machines, v: &Layout, packed: &Layout, g: &Layout) -> Result<(usize, usize)> {
-    let batch = batch_of(s, v, packed)?;
-    if g.dims() != [batch * s.k * s.m * (s.c + s.m)] || !g.is_contiguous() {
-        bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
-    }
-    Ok((batch, batch * (s.k * s.m * s.m + packed_width(s))))
-}
-
-/// `kanerva_write.cu` on `batch` examples of `k` machines of `c × m`: the forward a block per
-/// (example, machine), the backward a block per example; blocks of 128 threads, with
-/// [`shared_bytes`](shared_bytes).
-pub fn launch_shape(backward: bool, batch: u32, k: u32, c: u32, m: u32) -> LaunchShape {
-    let blocks = if backward { batch } else { batch * k };
-    let shared_bytes = shared_bytes(backward, c as usize, m as usize) as u32;
-    LaunchShape { blocks: blocks.max(1), threads: 128, shared_bytes }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{KANERVA_WRITE, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `kanerva_write.cu` on its f32 operands (contiguous, as laid out) for
-    /// `batch` examples of the machines `s`, into a new buffer of `len` elements.
-    pub(super) fn kanerva_write(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        len: usize,
-        batch: usize,
-        s: crate::kernels::kanerva_manual::Machines,
-    ) -> Result<CudaStorage> {
-        let (Ok(_), Ok(b), Ok(k), Ok(c), Ok(m)) =
-            (i32::try_from(len), i32::try_from(batch), i32::try_from(s.k), i32::try_from(s.c), i32::try_from(s.m))
-        else {
-            candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
-        };
-        let backward = kernel == "kanerva_write_bwd";
-        let config = launch_config(super::launch_shape(backward, b as u32, k as u32, c as u32, m as u32));
-        // SAFETY: kanerva_write.cu's kernels take their three operands, the output, batch, k, c and
-        // m, in this order; launch_shape gives them the blocks and the shared memory they index,
-        // blocks past the last return whole, and between them they write every output element
-        // (forward: R' and V'; backward: V̄ and every packed gradient).
-        unsafe { run(&KANERVA_WRITE, kernel, operands, len, config, &[b, k, c, m], &[]) }
     }
 }
 

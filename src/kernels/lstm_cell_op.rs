@@ -11,15 +11,14 @@
 //! The formulas are `kernels::lstm`'s (the tape's manual backward), written per element.
 //!
 //! Where they run is their switch's rule (`kernels::switches`: the CPU always; on CUDA by their standing, `LSTM_CELL`);
-//! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, launched by this module's `cuda`.
+//! the CUDA kernels are `src/kernels/cuda/lstm_cell.cu`, a thread per unit.
 
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
+use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// The LSTM's step 2.97 → 2.06 ms with `layer_norm` (H200, 2026-11-26).
 pub const LSTM_CELL: Switch = Switch::on("lstm_cell");
@@ -27,22 +26,19 @@ inventory::submit! { LSTM_CELL }
 
 /// Which half of the cell an op computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Half {
+pub enum Half {
     /// `c'` from `(pre, c)`.
     State,
     /// `h'` from `(pre, c')`.
     Out,
 }
 
-impl Half {
-    fn kernel(self, backward: bool) -> &'static str {
-        match (self, backward) {
-            (Half::State, false) => "lstm_state_fwd",
-            (Half::Out, false) => "lstm_out_fwd",
-            (Half::State, true) => "lstm_state_bwd",
-            (Half::Out, true) => "lstm_out_bwd",
-        }
-    }
+/// The four passes: each half forward, `(pre, c or c') → c' or h'`, and backward, `(pre, c or
+/// c', g) → [d pre | d c]` (`[batch, 5·hidden]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lstm {
+    Forward(Half),
+    Backward(Half),
 }
 
 /// `(c', h')` of the cell from its pre-activations `pre` (`[batch, 4·hidden]`) and old cell
@@ -51,50 +47,88 @@ pub fn cell(pre: &Tensor, c: &Tensor) -> Result<(Tensor, Tensor)> {
     let (batch, gates) = pre.dims2()?;
     let c = c.broadcast_as((batch, gates / 4))?.contiguous()?;
     let pre = pre.contiguous()?;
-    let c_next = pre.apply_op2(&c, Forward(Half::State))?;
-    let h_next = pre.apply_op2(&c_next, Forward(Half::Out))?;
+    let c_next = pre.apply_op2(&c, Fused(Lstm::Forward(Half::State)))?;
+    let h_next = pre.apply_op2(&c_next, Fused(Lstm::Forward(Half::Out)))?;
     Ok((c_next, h_next))
 }
 
-/// The forward op of one half.
-struct Forward(Half);
-
-/// The backward op of one half: `(pre, c or c', g) → [d pre | d c]`.
-struct Backward(Half);
-
-/// `(batch, hidden)` of a `pre` and a `[batch, hidden]` operand, both contiguous.
-fn shape_of(pre: &Layout, other: &Layout) -> Result<(usize, usize)> {
-    let (&[batch, gates], &[b, hidden]) = (pre.dims(), other.dims()) else {
-        bail!(
-            "lstmCell's fused op takes [batch, 4·hidden] and [batch, hidden], got {:?} and {:?}",
-            pre.dims(),
-            other.dims()
-        )
-    };
-    if b != batch || gates != 4 * hidden {
-        bail!("lstmCell's fused op: gates {:?} do not fit a cell of {:?}", pre.dims(), other.dims());
-    }
-    if !pre.is_contiguous() || !other.is_contiguous() {
-        bail!("lstmCell's fused op takes contiguous operands");
-    }
-    Ok((batch, hidden))
-}
-
-/// The CPU computation of one half's forward or backward, on a cell of `hidden` units.
-struct CellKernel {
-    half: Half,
-    backward: bool,
+/// A cell of `batch` examples of `hidden` units.
+#[derive(Clone, Copy, Debug)]
+pub struct Units {
+    batch: usize,
     hidden: usize,
 }
 
-impl RealKernel for CellKernel {
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
-        let (half, hidden) = (self.half, self.hidden);
-        if self.backward {
-            backward_slices(half, operands[0], operands[1], operands[2], hidden)
-        } else {
-            forward_slices(half, operands[0], operands[1], hidden)
+impl FusedKernel for Lstm {
+    type Sizes = Units;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Lstm::Forward(Half::State) => "lstm_state_fwd",
+            Lstm::Forward(Half::Out) => "lstm_out_fwd",
+            Lstm::Backward(Half::State) => "lstm_state_bwd",
+            Lstm::Backward(Half::Out) => "lstm_out_bwd",
         }
+    }
+
+    /// `pre` `[batch, 4·hidden]`, then `[batch, hidden]` operands (`c` or `c'`, and the
+    /// backward's `g`).
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Units)> {
+        let count = match self {
+            Lstm::Forward(_) => 2,
+            Lstm::Backward(_) => 3,
+        };
+        let Some((pre, rest)) = operands.split_first().filter(|_| operands.len() == count) else {
+            bail!("lstmCell's fused op {} takes {count} operands, got {}", self.entry(), operands.len())
+        };
+        let mut units = Units { batch: 0, hidden: 0 };
+        for other in rest {
+            let (&[batch, gates], &[b, hidden]) = (pre.dims(), other.dims()) else {
+                bail!(
+                    "lstmCell's fused op takes [batch, 4·hidden] and [batch, hidden], got {:?} and {:?}",
+                    pre.dims(),
+                    other.dims()
+                )
+            };
+            if b != batch || gates != 4 * hidden {
+                bail!("lstmCell's fused op: gates {:?} do not fit a cell of {:?}", pre.dims(), other.dims());
+            }
+            units = Units { batch, hidden };
+        }
+        let per_unit = match self {
+            Lstm::Forward(_) => 1,
+            Lstm::Backward(_) => 5,
+        };
+        Ok((Shape::from((units.batch, per_unit * units.hidden)), units))
+    }
+
+    fn cpu<T: Real>(&self, Units { hidden, .. }: Units, operands: &[&[T]]) -> Vec<T> {
+        match *self {
+            Lstm::Forward(half) => forward_slices(half, operands[0], operands[1], hidden),
+            Lstm::Backward(half) => backward_slices(half, operands[0], operands[1], operands[2], hidden),
+        }
+    }
+
+    /// A thread per `(example, unit)`; `batch` and `hidden` as the kernel's ints.
+    fn launch(&self, Units { batch, hidden }: Units) -> Result<Launch> {
+        let Ok(threads) = i32::try_from(batch * hidden) else {
+            bail!("{}: {batch} × {hidden} elements are more than the kernel indexes", self.entry())
+        };
+        Launch::with_ints(self.entry(), LaunchShape::per_element(threads.max(1) as u32), &[batch, hidden])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::LSTM_CELL
+    }
+
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Lstm::Forward(half), &[pre, c]) = (*self, operands) else {
+            bail!("lstmCell's backward pass has no gradient of its own")
+        };
+        let hidden = c.dim(1)?;
+        let both = Fused(Lstm::Backward(half)).apply_no_bwd(&[pre, c, &grad.contiguous()?])?;
+        Ok(vec![Some(both.narrow(1, 0, 4 * hidden)?), Some(both.narrow(1, 4 * hidden, hidden)?)])
     }
 }
 
@@ -132,107 +166,6 @@ fn backward_slices<T: Real>(half: Half, pre: &[T], c: &[T], g: &[T], hidden: usi
         }
     }
     out
-}
-
-impl CustomOp2 for Forward {
-    fn name(&self) -> &'static str {
-        self.0.kernel(false)
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2)?;
-        let kernel = CellKernel { half: self.0, backward: false, hidden };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "lstmCell's fused op")?, Shape::from((batch, hidden))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        launch(self.0.kernel(false), &[(s1, l1), (s2, l2)], 1)
-    }
-
-    fn bwd(&self, pre: &Tensor, c: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let hidden = c.dim(1)?;
-        let both = pre.apply_op3_no_bwd(c, &grad.contiguous()?, &Backward(self.0))?;
-        Ok((Some(both.narrow(1, 0, 4 * hidden)?), Some(both.narrow(1, 4 * hidden, hidden)?)))
-    }
-}
-
-impl CustomOp3 for Backward {
-    fn name(&self) -> &'static str {
-        self.0.kernel(true)
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (batch, hidden) = shape_of(l1, l2)?;
-        shape_of(l1, l3)?;
-        let kernel = CellKernel { half: self.0, backward: true, hidden };
-        let out = run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], "lstmCell's fused op")?;
-        Ok((out, Shape::from((batch, 5 * hidden))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        launch(self.0.kernel(true), &[(s1, l1), (s2, l2), (s3, l3)], 5)
-    }
-}
-
-/// Runs `kernel` on the operands (`pre`, then `[batch, hidden]` ones): an output of
-/// `[batch, per_unit · hidden]`.
-#[cfg(feature = "cuda")]
-fn launch(kernel: &'static str, operands: &[(&CudaStorage, &Layout)], per_unit: usize) -> Result<(CudaStorage, Shape)> {
-    let Some((&(_, pre), rest)) = operands.split_first() else { bail!("{kernel}: no operands") };
-    let mut shape = (0, 0);
-    for (_, l) in rest {
-        shape = shape_of(pre, l)?;
-    }
-    let (batch, hidden) = shape;
-    let out = cuda::lstm_cell(kernel, operands, batch, hidden, per_unit * hidden)?;
-    super::fused::record_launch(kernel);
-    Ok((out, Shape::from((batch, per_unit * hidden))))
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{LSTM_CELL, launch_config, run};
-    use crate::kernels::launch_shape::LaunchShape;
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `lstm_cell.cu` on its f32 operands (contiguous, as laid out), one thread
-    /// per `(example, unit)`, into a new buffer of `batch · width` elements.
-    pub(super) fn lstm_cell(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        batch: usize,
-        hidden: usize,
-        width: usize,
-    ) -> Result<CudaStorage> {
-        // The kernels index with C ints: the thread count must fit one.
-        let (Ok(threads), Ok(b), Ok(h)) = (i32::try_from(batch * hidden), i32::try_from(batch), i32::try_from(hidden))
-        else {
-            candle_core::bail!("{kernel}: {batch} × {hidden} elements are more than the kernel indexes")
-        };
-        let config = launch_config(LaunchShape::per_element(threads.max(1) as u32));
-        // SAFETY: lstm_cell.cu's kernels take their operands, the output, batch and hidden, in
-        // this order, guard the threads past batch · hidden, and write every output element.
-        unsafe { run(&LSTM_CELL, kernel, operands, batch * width, config, &[b, h], &[]) }
-    }
 }
 
 #[cfg(test)]

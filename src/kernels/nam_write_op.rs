@@ -21,16 +21,14 @@
 
 use std::mem::MaybeUninit;
 
-use candle_core::{CpuStorage, CustomOp3, D, Layout, Result, Shape, Tensor, bail};
+use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{RealKernel, run_cpu, with_held_gradient_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::launch_shape::LaunchShape;
 use super::nam_manual::{tape_write_backward, tape_write_forward, value_under_head, write_backward, write_forward};
 use super::real::Real;
 use super::switches::Switch;
 use super::view;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// The tape's write: NAM-TM 30.24 → 29.35 ms a step (H100, 2026-11-26).
 pub const TAPE_WRITE: Switch = Switch::on("tape_write");
@@ -57,16 +55,6 @@ pub enum Orientation {
 }
 
 impl Orientation {
-    /// The CUDA kernel of a pass.
-    pub fn kernel(self, backward: bool) -> &'static str {
-        match (self, backward) {
-            (Orientation::Tape, false) => "tape_write_fwd",
-            (Orientation::Tape, true) => "tape_write_bwd",
-            (Orientation::Matrix, false) => "nam_write_fwd",
-            (Orientation::Matrix, true) => "nam_write_bwd",
-        }
-    }
-
     /// `(address, value)` lengths of a `rows × cols` memory.
     fn lengths(self, rows: usize, cols: usize) -> (usize, usize) {
         match self {
@@ -97,7 +85,7 @@ pub fn write(
     };
     let scalar = |s: &Tensor| -> Result<Tensor> { s.broadcast_as(lead)?.contiguous()?.unsqueeze(D::Minus1) };
     let packed = Tensor::cat(&[&per_memory(value)?, &scalar(pw)?, &scalar(pe)?], D::Minus1)?;
-    memory.contiguous()?.apply_op3(&per_memory(address)?, &packed, Write(orientation))
+    memory.contiguous()?.apply_op3(&per_memory(address)?, &packed, Fused(NamWrite::Forward(orientation)))
 }
 
 /// The threads of the CUDA kernels' block: for a tape, a multiple of 32 over the `cols`
@@ -138,19 +126,28 @@ pub fn fits_a_block(orientation: Orientation, rows: usize, cols: usize) -> bool 
     backward_shared_bytes(orientation, rows, cols) <= super::fused::BLOCK_SHARED_BYTES
 }
 
-/// The forward pass on `(memory, address, [value | pw | pe])`.
-struct Write(Orientation);
+/// The passes: `(memory, address, [value | pw | pe]) → memory'` and, for its backward,
+/// `(memory, address, [value | pw | pe], g) → [d memory | d address | d [value | pw | pe]]`
+/// (flat): a block per memory, or for a tape a block whose warps split the cells.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamWrite {
+    Forward(Orientation),
+    Backward(Orientation),
+    TapeBackwardSplit,
+}
 
-/// The backward pass on the same operands, the output's gradient `g` held here: its output is
-/// `[d memory | d address | d [value | pw | pe]]`, flat.
-struct WriteBackward {
-    orientation: Orientation,
-    g: Tensor,
+impl NamWrite {
+    fn orientation(self) -> Orientation {
+        match self {
+            NamWrite::Forward(o) | NamWrite::Backward(o) => o,
+            NamWrite::TapeBackwardSplit => Orientation::Tape,
+        }
+    }
 }
 
 /// The shape of one call: `count` memories of `rows × cols`, the address and value lengths.
-#[derive(Clone, Copy)]
-struct Geometry {
+#[derive(Clone, Copy, Debug)]
+pub struct Geometry {
     count: usize,
     rows: usize,
     cols: usize,
@@ -160,7 +157,7 @@ struct Geometry {
 
 impl Geometry {
     /// Checks the operands: the memory `[.., rows, cols]`, the address `[.., address]`, the
-    /// packed `[.., value + 2]`, all contiguous.
+    /// packed `[.., value + 2]`.
     fn of(orientation: Orientation, memory: &Layout, address: &Layout, packed: &Layout) -> Result<Geometry> {
         let dims = memory.dims();
         if dims.len() < 2 {
@@ -178,9 +175,6 @@ impl Geometry {
                 packed.dims()
             );
         }
-        if !memory.is_contiguous() || !address.is_contiguous() || !packed.is_contiguous() {
-            bail!("the fused NAM write takes contiguous operands");
-        }
         let count = lead.iter().product();
         Ok(Geometry { count, rows, cols, address: address_len, value: value_len })
     }
@@ -191,21 +185,45 @@ impl Geometry {
     }
 }
 
-/// The CPU computation of either pass, a memory at a time.
-struct WriteKernel {
-    orientation: Orientation,
-    backward: bool,
-    geometry: Geometry,
-}
+impl FusedKernel for NamWrite {
+    type Sizes = Geometry;
 
-impl RealKernel for WriteKernel {
-    /// Forward: `(memory, address, packed)`; backward: `(memory, address, packed, g)`.
-    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let Geometry { count, rows, cols, address: na, value: nv } = self.geometry;
+    fn entry(&self) -> &'static str {
+        match self {
+            NamWrite::Forward(Orientation::Tape) => "tape_write_fwd",
+            NamWrite::Backward(Orientation::Tape) => "tape_write_bwd",
+            NamWrite::TapeBackwardSplit => "tape_write_bwd_split",
+            NamWrite::Forward(Orientation::Matrix) => "nam_write_fwd",
+            NamWrite::Backward(Orientation::Matrix) => "nam_write_bwd",
+        }
+    }
+
+    /// `(memory, address, packed)`, and for the backward `g` shaped as the memory.
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Geometry)> {
+        let (memory, address, packed, g) = match (self, operands) {
+            (NamWrite::Forward(_), &[memory, address, packed]) => (memory, address, packed, None),
+            (NamWrite::Backward(_) | NamWrite::TapeBackwardSplit, &[memory, address, packed, g]) => {
+                (memory, address, packed, Some(g))
+            }
+            _ => bail!("{WHAT}: {} operands for {}", operands.len(), self.entry()),
+        };
+        let geometry = Geometry::of(self.orientation(), memory, address, packed)?;
+        let Some(g) = g else { return Ok((memory.shape().clone(), geometry)) };
+        if g.dims() != memory.dims() {
+            bail!("{WHAT}: a gradient {:?} for an output {:?}", g.dims(), memory.dims());
+        }
+        Ok((Shape::from(geometry.backward_len()), geometry))
+    }
+
+    /// A memory at a time. Forward: `(memory, address, packed)`; backward: `(memory, address,
+    /// packed, g)`.
+    fn cpu<T: Real>(&self, geometry: Geometry, o: &[&[T]]) -> Vec<T> {
+        let (orientation, backward) = (self.orientation(), !matches!(self, NamWrite::Forward(_)));
+        let Geometry { count, rows, cols, address: na, value: nv } = geometry;
         let size = rows * cols;
         if size == 0 {
             // Empty memories: nothing to write, and the address and values get no gradient.
-            return vec![T::zero(); if self.backward { count * (na + nv + 2) } else { 0 }];
+            return vec![T::zero(); if backward { count * (na + nv + 2) } else { 0 }];
         }
         let (memory, address, packed) = (o[0], o[1], o[2]);
         let unpack = |i: usize| {
@@ -214,13 +232,13 @@ impl RealKernel for WriteKernel {
         };
         // `Tᵀ p` for a tape, `M k` for a matrix; and the tape's scratch.
         let (mut read, mut scratch) = (vec![T::zero(); nv], vec![T::zero(); 3 * nv]);
-        if !self.backward {
+        if !backward {
             // SAFETY: each memory writes its `size` elements whole, and the memories tile the output.
             return unsafe {
                 view::written(count * size, |out| {
                     for (i, out) in out.chunks_exact_mut(size).enumerate() {
                         let (m, a, v, pw, pe) = unpack(i);
-                        match self.orientation {
+                        match orientation {
                             Orientation::Tape => tape_write_forward(m, a, v, pw, pe, &mut read, out, &mut scratch),
                             Orientation::Matrix => write_forward(m, a, v, pw, pe, &mut read, out),
                         }
@@ -238,7 +256,7 @@ impl RealKernel for WriteKernel {
                     let ga = &mut g_address[i * na..][..na];
                     let (gv, g_scalars) = g_packed[i * (nv + 2)..][..nv + 2].split_at_mut(nv);
                     let g = &g[i * size..][..size];
-                    let (gpw, gpe) = match self.orientation {
+                    let (gpw, gpe) = match orientation {
                         Orientation::Tape => {
                             value_under_head(m, a, &mut read);
                             tape_write_backward(m, a, v, &read, pw, pe, g, gm, ga, gv, &mut scratch)
@@ -256,198 +274,61 @@ impl RealKernel for WriteKernel {
         out.extend(g_packed);
         out
     }
+
+    /// A block per memory, its threads and the backward's shared memory as
+    /// [`threads_per_memory`] and [`backward_shared_bytes`] say; the split backward a warp per
+    /// cell up to eight, with [`tape_split_shared_bytes`]. The number of memories, rows and
+    /// cols as the kernel's ints.
+    fn launch(&self, Geometry { count, rows, cols, .. }: Geometry) -> Result<Launch> {
+        let Ok(blocks) = u32::try_from(count) else {
+            bail!("{}: {count} memories of {rows} × {cols} are more than it indexes", self.entry())
+        };
+        let shape = match *self {
+            NamWrite::TapeBackwardSplit => LaunchShape {
+                blocks: blocks.max(1),
+                threads: (tape_split_warps(rows) * 32) as u32,
+                shared_bytes: tape_split_shared_bytes(rows, cols) as u32,
+            },
+            NamWrite::Forward(o) | NamWrite::Backward(o) => LaunchShape {
+                blocks: blocks.max(1),
+                threads: threads_per_memory(o, rows, cols) as u32,
+                shared_bytes: match self {
+                    NamWrite::Backward(_) => backward_shared_bytes(o, rows, cols) as u32,
+                    _ => 0,
+                },
+            },
+        };
+        Launch::with_ints(self.entry(), shape, &[count, rows, cols])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::NAM_WRITE
+    }
+
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (NamWrite::Forward(orientation), &[memory, address, packed]) = (*self, operands) else {
+            bail!("{WHAT}'s backward has no gradient of its own")
+        };
+        // A tape's cells split among warps, where `TAPE_WRITE_SPLIT` has it and a block holds it.
+        let (rows, cols) = (memory.dim(D::Minus2)?, memory.dim(D::Minus1)?);
+        let split = orientation == Orientation::Tape
+            && super::switches::used_for(grad, TAPE_WRITE_SPLIT)
+            && tape_split_shared_bytes(rows, cols) <= super::fused::BLOCK_SHARED_BYTES;
+        let pass = if split { NamWrite::TapeBackwardSplit } else { NamWrite::Backward(orientation) };
+        let all = Fused(pass).apply_no_bwd(&[memory, address, packed, &grad.contiguous()?])?;
+        let (nm, na) = (memory.elem_count(), address.elem_count());
+        let g_memory = all.narrow(0, 0, nm)?.reshape(memory.shape())?;
+        let g_address = all.narrow(0, nm, na)?.reshape(address.shape())?;
+        let g_packed = all.narrow(0, nm + na, packed.elem_count())?.reshape(packed.shape())?;
+        Ok(vec![Some(g_memory), Some(g_address), Some(g_packed)])
+    }
 }
 
 /// `M k` of a matrix memory (`[dv, dk]`, `dk = k.len()`), as `write_forward` computes it.
 fn matrix_read<T: Real>(m: &[T], k: &[T], mk: &mut [T]) {
     for (o, row) in mk.iter_mut().zip(m.chunks_exact(k.len())) {
         *o = super::reduce::dot(row, k);
-    }
-}
-
-impl CustomOp3 for Write {
-    fn name(&self) -> &'static str {
-        self.0.kernel(false)
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let geometry = Geometry::of(self.0, l1, l2, l3)?;
-        let kernel = WriteKernel { orientation: self.0, backward: false, geometry };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let Geometry { count, rows, cols, .. } = Geometry::of(self.0, l1, l2, l3)?;
-        let kernel = self.0.kernel(false);
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::nam_write(self.0, false, &operands, count, rows, cols, count * rows * cols)?;
-        super::fused::record_launch(kernel);
-        Ok((out, l1.shape().clone()))
-    }
-
-    fn bwd(
-        &self,
-        memory: &Tensor,
-        address: &Tensor,
-        packed: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let op = WriteBackward { orientation: self.0, g: grad.contiguous()? };
-        let all = memory.apply_op3_no_bwd(address, packed, &op)?;
-        let (nm, na) = (memory.elem_count(), address.elem_count());
-        let g_memory = all.narrow(0, 0, nm)?.reshape(memory.shape())?;
-        let g_address = all.narrow(0, nm, na)?.reshape(address.shape())?;
-        let g_packed = all.narrow(0, nm + na, packed.elem_count())?.reshape(packed.shape())?;
-        Ok((Some(g_memory), Some(g_address), Some(g_packed)))
-    }
-}
-
-impl CustomOp3 for WriteBackward {
-    fn name(&self) -> &'static str {
-        self.orientation.kernel(true)
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
-        let kernel = WriteKernel { orientation: self.orientation, backward: true, geometry };
-        let out = with_held_gradient_cpu(&self.g, l1, WHAT, |sg, lg| {
-            run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3), (sg, lg)], WHAT)
-        })?;
-        Ok((out, Shape::from(geometry.backward_len())))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let geometry = Geometry::of(self.orientation, l1, l2, l3)?;
-        let Geometry { count, rows, cols, .. } = geometry;
-        let len = geometry.backward_len();
-        // A tape's cells split among warps, where `TAPE_WRITE_SPLIT` has it.
-        let split = self.orientation == Orientation::Tape
-            && super::switches::on_cuda(TAPE_WRITE_SPLIT)
-            && tape_split_shared_bytes(rows, cols) <= super::fused::BLOCK_SHARED_BYTES;
-        let out = super::fused::with_held_gradient_cuda(&self.g, l1, WHAT, |sg, lg| {
-            let operands = [(s1, l1), (s2, l2), (s3, l3), (sg, lg)];
-            match split {
-                true => cuda::tape_write_bwd_split(&operands, count, rows, cols, len),
-                false => cuda::nam_write(self.orientation, true, &operands, count, rows, cols, len),
-            }
-        })?;
-        super::fused::record_launch(if split { "tape_write_bwd_split" } else { self.orientation.kernel(true) });
-        Ok((out, Shape::from(len)))
-    }
-}
-
-/// `nam_write.cu`'s `tape_write_bwd_split` on `count` tapes of `cells × features`: a block per
-/// tape, a warp per cell up to eight, with [`tape_split_shared_bytes`](tape_split_shared_bytes).
-pub fn tape_split_launch_shape(count: u32, cells: usize, features: usize) -> LaunchShape {
-    let warps = tape_split_warps(cells);
-    let shared_bytes = tape_split_shared_bytes(cells, features) as u32;
-    LaunchShape { blocks: count.max(1), threads: (warps * 32) as u32, shared_bytes }
-}
-
-/// `nam_write.cu`: a block per memory, its threads and the backward's shared memory as
-/// [`threads_per_memory`] and [`backward_shared_bytes`] say.
-pub fn launch_shape(orientation: Orientation, backward: bool, count: u32, rows: usize, cols: usize) -> LaunchShape {
-    LaunchShape {
-        blocks: count.max(1),
-        threads: threads_per_memory(orientation, rows, cols) as u32,
-        shared_bytes: if backward { backward_shared_bytes(orientation, rows, cols) as u32 } else { 0 },
-    }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{NAM_WRITE, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `nam_write.cu`'s `tape_write_bwd_split` on tape_write_bwd's f32 operands (contiguous,
-    /// as laid out), one block per tape of `cells × features`, into a new buffer of `len` elements.
-    /// [`super::tape_split_shared_bytes`] must fit a block.
-    pub(super) fn tape_write_bwd_split(
-        operands: &[(&CudaStorage, &Layout)],
-        count: usize,
-        cells: usize,
-        features: usize,
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
-            (i32::try_from(count), i32::try_from(cells), i32::try_from(features), u32::try_from(count))
-        else {
-            candle_core::bail!(
-                "the fused tape write's backward: {count} tapes of {cells} × {features} are more than it indexes"
-            )
-        };
-        let config = launch_config(super::tape_split_launch_shape(blocks, cells, features));
-        // SAFETY: tape_write_bwd_split takes tape_write_bwd's operands and ints, runs one block
-        // (a multiple of 32 threads) per tape, returns for a block past the last, writes every output
-        // element of its tape, and uses at most `tape_split_shared_bytes` of shared memory.
-        unsafe { run(&NAM_WRITE, "tape_write_bwd_split", operands, len, config, &[n, r, c], &[]) }
-    }
-
-    /// Runs the forward or the backward kernel of `nam_write.cu` for `orientation` on its f32
-    /// operands (contiguous, as laid out), one block per memory of `rows × cols`, into a new buffer
-    /// of `len` elements. [`super::fits_a_block`] says whether the backward's shared
-    /// memory fits.
-    pub(super) fn nam_write(
-        orientation: super::Orientation,
-        backward: bool,
-        operands: &[(&CudaStorage, &Layout)],
-        count: usize,
-        rows: usize,
-        cols: usize,
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let kernel = if backward { "backward" } else { "forward" };
-        let (Ok(n), Ok(r), Ok(c), Ok(blocks)) =
-            (i32::try_from(count), i32::try_from(rows), i32::try_from(cols), u32::try_from(count))
-        else {
-            candle_core::bail!(
-                "the fused NAM write's {kernel}: {count} memories of {rows} × {cols} are more than it indexes"
-            )
-        };
-        let shape = super::launch_shape(orientation, backward, blocks, rows, cols);
-        let config = launch_config(shape);
-        let name = orientation.kernel(backward);
-        // SAFETY: nam_write.cu's kernels take their operands, the output, the number of memories,
-        // rows and cols, in this order, run one block (a multiple of 32 threads) per memory, return
-        // for a block past the last, write every output element of their memory, and use at most
-        // `shape.shared_bytes` of shared memory (`backward_shared_bytes`).
-        unsafe { run(&NAM_WRITE, name, operands, len, config, &[n, r, c], &[]) }
     }
 }
 

@@ -10,6 +10,9 @@
 //! pass over the elements, `train::optim`). Each function returns `false`, launching nothing,
 //! where a tensor is not laid out as the kernel reads it; the caller then updates with tensor
 //! operations.
+//!
+//! Not a `FusedKernel` (`fused_op`): it is no candle op with an output and a CPU twin, but an
+//! update in place of the parameter and its state, on CUDA only.
 
 use candle_core::{DType, Result, Tensor};
 

@@ -9,14 +9,13 @@
 //! of `c` and `b` from `gu`). The CPU computation is the tape's (`prims::rel_read`), loop for
 //! loop. Where it runs is its switch's rule (`kernels::switches`) ([`REL_READ`](REL_READ)).
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use super::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
+use super::fused::BLOCK_SHARED_BYTES;
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::launch_shape::LaunchShape;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// Off until measured on a GPU (the standing says what the measurement is).
 pub const REL_READ: Switch =
@@ -45,49 +44,25 @@ pub fn rel_read(mr: &Tensor, c: &Tensor, b: &Tensor) -> Result<Tensor> {
     if !fits(mr, c, b) {
         bail!("{WHAT} takes Mr [batch, nq, d, d2], c [batch, nq], b [batch, d], got {mr:?}, {c:?}, {b:?}");
     }
-    mr.contiguous()?.apply_op3(&c.contiguous()?, &b.contiguous()?, ReadOp { pass: Pass::Forward, held_b: None })
+    mr.contiguous()?.apply_op3(&c.contiguous()?, &b.contiguous()?, Fused(RelRead::Forward))
 }
 
-/// One pass of the read as a candle op: `Forward` `(Mr, c, b) → v`; `Memory` `(Mr, c, g)` and
-/// the held `b` → `[d Mr | gu]`, flat (a candle op takes three operands); `Inputs`
-/// `(c, b, gu) → [d c | d b]`, flat. Only the forward has a backward.
-struct ReadOp {
-    pass: Pass,
-    held_b: Option<Tensor>,
-}
-
-/// `(batch, nq, d, d2)` of a pass's first two operands (`d2` 0 for `Inputs`).
-fn geometry(pass: Pass, l1: &Layout, l2: &Layout) -> Result<(usize, usize, usize, usize)> {
-    match (pass, l1.dims(), l2.dims()) {
-        (Pass::Inputs, &[batch, nq], &[_, d]) => Ok((batch, nq, d, 0)),
-        (Pass::Forward | Pass::Memory, &[batch, nq, d, d2], _) => Ok((batch, nq, d, d2)),
-        _ => bail!("{WHAT}: operands {:?} and {:?}", l1.dims(), l2.dims()),
-    }
-}
-
-/// How many elements a pass puts out.
-fn output_len(pass: Pass, (batch, nq, d, d2): (usize, usize, usize, usize)) -> usize {
-    match pass {
-        Pass::Forward => batch * d2,
-        Pass::Memory => batch * nq * d * (d2 + 1),
-        Pass::Inputs => batch * (nq + d),
-    }
-}
-
-/// The tape's computation of each pass (`prims::rel_read`'s `forward_typed` and
-/// `backward_typed`), on one example at a time.
-struct ReadKernel {
-    pass: Pass,
-    nq: usize,
-    d: usize,
-    d2: usize,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Pass {
+/// The passes of the read: `Forward` `(Mr, c, b) → v`; for its backward `Memory` `(Mr, c, g, b)
+/// → [d Mr | gu]` and then `Inputs` `(c, b, gu) → [d c | d b]`, each flat.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelRead {
     Forward,
     Memory,
     Inputs,
+}
+
+/// `batch` memories of `nq` slots of `d × d2` (`d2` 0 for `Inputs`).
+#[derive(Clone, Copy, Debug)]
+pub struct Slots {
+    batch: usize,
+    nq: usize,
+    d: usize,
+    d2: usize,
 }
 
 /// `softmax(c)` of one example, as the tape computes it.
@@ -98,13 +73,48 @@ fn softmax<T: Real>(c: &[T]) -> Vec<T> {
     e.into_iter().map(|x| x / sum).collect()
 }
 
-impl RealKernel for ReadKernel {
-    /// Forward: `(Mr, c, b)`; memory: `(Mr, c, g, b)`; inputs: `(c, b, gu)`.
-    fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let (nq, d, d2) = (self.nq, self.d, self.d2);
-        let batch = if self.pass == Pass::Inputs { o[0].len() / nq } else { o[0].len() / (nq * d * d2) };
-        match self.pass {
-            Pass::Forward => {
+impl FusedKernel for RelRead {
+    type Sizes = Slots;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            RelRead::Forward => "rel_read_fwd",
+            RelRead::Memory => "rel_read_bwd_memory",
+            RelRead::Inputs => "rel_read_bwd_inputs",
+        }
+    }
+
+    /// `Mr` `[batch, nq, d, d2]` first (forward, memory), or `c` `[batch, nq]` and `b`
+    /// `[batch, d]` (inputs).
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Slots)> {
+        let count = if *self == RelRead::Memory { 4 } else { 3 };
+        let slots = match (self, operands.len() == count, operands.first().map(|l| l.dims())) {
+            (RelRead::Inputs, true, Some(&[batch, nq])) => {
+                let &[_, d] = operands[1].dims() else { bail!("{WHAT}: b {:?}", operands[1].dims()) };
+                Slots { batch, nq, d, d2: 0 }
+            }
+            (RelRead::Forward | RelRead::Memory, true, Some(&[batch, nq, d, d2])) => Slots { batch, nq, d, d2 },
+            _ => bail!(
+                "{WHAT}: operands {:?} for {}",
+                operands.iter().map(|l| l.dims()).collect::<Vec<_>>(),
+                self.entry()
+            ),
+        };
+        let Slots { batch, nq, d, d2 } = slots;
+        let shape = match self {
+            RelRead::Forward => Shape::from((batch, d2)),
+            RelRead::Memory => Shape::from(batch * nq * d * (d2 + 1)),
+            RelRead::Inputs => Shape::from(batch * (nq + d)),
+        };
+        Ok((shape, slots))
+    }
+
+    /// The tape's computation of each pass (`prims::rel_read`'s `forward_typed` and
+    /// `backward_typed`), one example at a time. Forward: `(Mr, c, b)`; memory: `(Mr, c, g, b)`;
+    /// inputs: `(c, b, gu)`.
+    fn cpu<T: Real>(&self, Slots { batch, nq, d, d2 }: Slots, o: &[&[T]]) -> Vec<T> {
+        match self {
+            RelRead::Forward => {
                 let (mr, c, b) = (o[0], o[1], o[2]);
                 let mut v = vec![T::zero(); batch * d2];
                 for ex in 0..batch {
@@ -120,7 +130,7 @@ impl RealKernel for ReadKernel {
                 }
                 v
             }
-            Pass::Memory => {
+            RelRead::Memory => {
                 let (mr, c, g, b) = (o[0], o[1], o[2], o[3]);
                 let mut out = Vec::with_capacity(mr.len() + batch * nq * d);
                 let mut gu = Vec::with_capacity(batch * nq * d);
@@ -136,7 +146,7 @@ impl RealKernel for ReadKernel {
                 out.extend(gu);
                 out
             }
-            Pass::Inputs => {
+            RelRead::Inputs => {
                 let (c, b, gu) = (o[0], o[1], o[2]);
                 let (mut gc, mut gb) = (vec![T::zero(); batch * nq], vec![T::zero(); batch * d]);
                 for ex in 0..batch {
@@ -159,141 +169,48 @@ impl RealKernel for ReadKernel {
             }
         }
     }
-}
 
-impl CustomOp3 for ReadOp {
-    fn name(&self) -> &'static str {
-        match self.pass {
-            Pass::Forward => "rel_read_fwd",
-            Pass::Memory => "rel_read_bwd_memory",
-            Pass::Inputs => "rel_read_bwd_inputs",
-        }
-    }
-
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let sizes = geometry(self.pass, l1, l2)?;
-        let (_, nq, d, d2) = sizes;
-        let kernel = ReadKernel { pass: self.pass, nq, d, d2 };
-        let held = self.held_b.as_ref().map(Tensor::storage_and_layout);
-        let mut operands = vec![(s1, l1), (s2, l2), (s3, l3)];
-        if let Some((storage, layout)) = &held {
-            let Storage::Cpu(b) = &**storage else { bail!("{WHAT}: b is not on the CPU") };
-            operands.push((b, layout));
-        }
-        Ok((run_cpu(&kernel, &operands, WHAT)?, self.output_shape(sizes)))
+    /// Blocks of 256 threads: the forward and `rel_read_bwd_inputs` a block per example,
+    /// `rel_read_bwd_memory` a block per example and slot; shared memory for `p` (and `b`
+    /// forward, `gp` for the inputs' gradients). `batch`, `nq`, `d` (and `d2` but for the
+    /// inputs' pass) as the kernel's ints.
+    fn launch(&self, Slots { batch, nq, d, d2 }: Slots) -> Result<Launch> {
+        let (Ok(b), Ok(q), Ok(dd), Ok(_)) = (
+            u32::try_from(batch),
+            u32::try_from(nq),
+            u32::try_from(d),
+            u32::try_from(batch * nq * d * d2 + batch * nq * d),
+        ) else {
+            bail!("{}: {batch} memories of {nq} × {d} × {d2} are more than the kernel indexes", self.entry())
+        };
+        let (blocks, shared_floats, ints) = match self {
+            RelRead::Forward => (b, q + dd, vec![batch, nq, d, d2]),
+            RelRead::Memory => (b * q, q, vec![batch, nq, d, d2]),
+            RelRead::Inputs => (b, 2 * q, vec![batch, nq, d]),
+        };
+        let shape = LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes: shared_floats * 4 };
+        Launch::with_ints(self.entry(), shape, &ints)
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let sizes = geometry(self.pass, l1, l2)?;
-        let held = self.held_b.as_ref().map(Tensor::storage_and_layout);
-        let mut operands = vec![(s1, l1), (s2, l2), (s3, l3)];
-        if let Some((storage, layout)) = &held {
-            let Storage::Cuda(b) = &**storage else { bail!("{WHAT}: b is not on a CUDA device") };
-            if !layout.is_contiguous() {
-                bail!("{WHAT} takes a contiguous b");
-            }
-            operands.push((b, layout));
-        }
-        let out = cuda::rel_read(self.name(), &operands, sizes, output_len(self.pass, sizes))?;
-        super::fused::record_launch(self.name());
-        Ok((out, self.output_shape(sizes)))
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::REL_READ
     }
 
-    fn bwd(
-        &self,
-        mr: &Tensor,
-        c: &Tensor,
-        b: &Tensor,
-        _out: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        if self.pass != Pass::Forward {
-            bail!("{WHAT}: the backward's passes have no backward");
-        }
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (RelRead::Forward, &[mr, c, b]) = (self, operands) else {
+            bail!("{WHAT}: the backward's passes have no backward")
+        };
         let (n_mr, n_u) = (mr.elem_count(), c.elem_count() * b.dim(1)?);
-        let memory = ReadOp { pass: Pass::Memory, held_b: Some(b.clone()) };
-        let memory = mr.apply_op3_no_bwd(c, &grad.contiguous()?, &memory)?;
+        let memory = Fused(RelRead::Memory).apply_no_bwd(&[mr, c, &grad.contiguous()?, b])?;
         let gu = memory.narrow(0, n_mr, n_u)?;
-        let inputs = c.apply_op3_no_bwd(b, &gu, &ReadOp { pass: Pass::Inputs, held_b: None })?;
+        let inputs = Fused(RelRead::Inputs).apply_no_bwd(&[c, b, &gu])?;
         let (n_c, n_b) = (c.elem_count(), b.elem_count());
-        Ok((
+        Ok(vec![
             Some(memory.narrow(0, 0, n_mr)?.reshape(mr.shape())?),
             Some(inputs.narrow(0, 0, n_c)?.reshape(c.shape())?),
             Some(inputs.narrow(0, n_c, n_b)?.reshape(b.shape())?),
-        ))
-    }
-}
-
-impl ReadOp {
-    fn output_shape(&self, sizes: (usize, usize, usize, usize)) -> Shape {
-        match self.pass {
-            Pass::Forward => Shape::from((sizes.0, sizes.3)),
-            _ => Shape::from(output_len(self.pass, sizes)),
-        }
-    }
-}
-
-/// `rel_read.cu`'s `kernel`, blocks of 256 threads: the forward and `rel_read_bwd_inputs` a
-/// block per example, `rel_read_bwd_memory` a block per example and slot; shared memory for `p`
-/// (and `b` forward, `gp` for the inputs' gradients).
-pub fn launch_shape(kernel: &str, batch: u32, nq: u32, d: u32) -> LaunchShape {
-    let (blocks, shared_floats) = match kernel {
-        "rel_read_fwd" => (batch, nq + d),
-        "rel_read_bwd_memory" => (batch * nq, nq),
-        _ => (batch, 2 * nq),
-    };
-    LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes: shared_floats * 4 }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{REL_READ, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `rel_read.cu` on its f32 operands (contiguous, as laid out) into a new
-    /// buffer of `len` elements, for `batch` examples of `nq` slots of `d × d2`.
-    pub(super) fn rel_read(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        (batch, nq, d, d2): (usize, usize, usize, usize),
-        len: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(b), Ok(q), Ok(dd), Ok(dd2), Ok(_)) = (
-            i32::try_from(batch),
-            i32::try_from(nq),
-            i32::try_from(d),
-            i32::try_from(d2),
-            u32::try_from(batch * nq * d * d2 + batch * nq * d),
-        ) else {
-            candle_core::bail!("{kernel}: {batch} memories of {nq} × {d} × {d2} are more than the kernel indexes")
-        };
-        let config = launch_config(super::launch_shape(kernel, b as u32, q as u32, dd as u32));
-        // SAFETY: rel_read.cu's kernels take their operands, the output, batch, nq, d (and d2 but for
-        // rel_read_bwd_inputs), in this order; launch_shape gives the shared memory each indexes
-        // (p, and b or gp), blocks past the last return whole, and each writes its example's (or
-        // slot's) share of the output, len being v (batch d2), [d Mr | gu] or [d c | d b].
-        match kernel {
-            "rel_read_bwd_inputs" => unsafe { run(&REL_READ, kernel, operands, len, config, &[b, q, dd], &[]) },
-            _ => unsafe { run(&REL_READ, kernel, operands, len, config, &[b, q, dd, dd2], &[]) },
-        }
+        ])
     }
 }
 

@@ -18,17 +18,15 @@
 //! its switch's rule (`kernels::switches`) ([`SAM_ATTEND`](SAM_ATTEND)), on CUDA for the
 //! shapes that [`fits_a_block`] takes.
 
-use candle_core::{CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, bail};
+use candle_core::{Layout, Result, Shape, Tensor, bail};
 use rayon::prelude::*;
 
-use super::fused::{RealKernel, run_cpu};
+use super::fused_op::{Fused, FusedKernel, Launch};
 use super::gemm::{Mat, MatMut, Par, matmul};
 use super::launch_shape::LaunchShape;
 use super::par::multiversion;
 use super::real::Real;
 use super::switches::Switch;
-#[cfg(feature = "cuda")]
-use candle_core::CudaStorage;
 
 /// STM A 5.99 → 5.20 ms a step, B 14.56 → 14.17 (H100, 2026-11-26).
 pub const SAM_ATTEND: Switch = Switch::on("sam_attend");
@@ -56,48 +54,62 @@ pub fn fits_a_block(n: usize, nq: usize) -> bool {
 
 /// `R` (`[B, nq, n, n]`) from the normalised projection `y` (`[B, n, 3nq]`).
 pub fn attend(y: &Tensor, nq: usize) -> Result<Tensor> {
-    y.contiguous()?.apply_op1(Attend { nq })
+    y.contiguous()?.apply_op1(Fused(Attend::Forward { nq }))
 }
 
-/// The forward pass; its backward is [`AttendBackward`].
-struct Attend {
-    nq: usize,
+/// The two passes, for `nq` queries: `y → R` and, for its backward, `(y, G) → d loss / d y`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Attend {
+    Forward { nq: usize },
+    Backward { nq: usize },
 }
 
-/// `(y, G) → d loss / d y`.
-struct AttendBackward {
-    nq: usize,
-}
-
-/// `(B, n)` of a projection `[B, n, 3nq]`, checked.
-fn geometry(y: &Layout, nq: usize) -> Result<(usize, usize)> {
-    let &[batch, n, width] = y.dims() else { bail!("samRead's fused attention takes [B, n, 3nq], not {:?}", y.dims()) };
-    if nq == 0 || width != 3 * nq {
-        bail!("samRead's fused attention: a projection {:?} for {nq} queries", y.dims());
-    }
-    if !y.is_contiguous() {
-        bail!("samRead's fused attention takes a contiguous projection");
-    }
-    Ok((batch, n))
-}
-
-/// The CPU computation of either pass, one example at a time.
-struct AttendKernel {
-    backward: bool,
+/// `batch` examples of `n` rows and `nq` queries.
+#[derive(Clone, Copy, Debug)]
+pub struct Examples {
     batch: usize,
     n: usize,
     nq: usize,
 }
 
-impl RealKernel for AttendKernel {
+impl FusedKernel for Attend {
+    type Sizes = Examples;
+
+    fn entry(&self) -> &'static str {
+        match self {
+            Attend::Forward { .. } => "sam_attend_fwd",
+            Attend::Backward { .. } => "sam_attend_bwd",
+        }
+    }
+
+    /// The projection `y` (`[B, n, 3nq]`), and for the backward `G` (`[B, nq, n, n]`).
+    fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Examples)> {
+        let (y, g, nq) = match (*self, operands) {
+            (Attend::Forward { nq }, &[y]) => (y, None, nq),
+            (Attend::Backward { nq }, &[y, g]) => (y, Some(g), nq),
+            _ => bail!("samRead's fused attention {} takes other operands, not {}", self.entry(), operands.len()),
+        };
+        let &[batch, n, width] = y.dims() else {
+            bail!("samRead's fused attention takes [B, n, 3nq], not {:?}", y.dims())
+        };
+        if nq == 0 || width != 3 * nq {
+            bail!("samRead's fused attention: a projection {:?} for {nq} queries", y.dims());
+        }
+        let out = Shape::from((batch, nq, n, n));
+        let Some(g) = g else { return Ok((out, Examples { batch, n, nq })) };
+        if g.dims() != out.dims() {
+            bail!("samRead's fused attention backward: a gradient {:?} for a projection {:?}", g.dims(), y.dims());
+        }
+        Ok((y.shape().clone(), Examples { batch, n, nq }))
+    }
+
     /// Examples in parallel (rayon, the calling pool), each with its own scratch.
-    fn run<T: Real>(&self, operands: &[&[T]]) -> Vec<T> {
-        let (n, nq) = (self.n, self.nq);
+    fn cpu<T: Real>(&self, Examples { batch, n, nq }: Examples, operands: &[&[T]]) -> Vec<T> {
         let (len, out_len, att_len) = (n * 3 * nq, nq * n * n, nq * nq * n);
         let y = operands[0];
-        if self.backward {
+        if let Attend::Backward { .. } = self {
             let g = operands[1];
-            let mut gy = vec![T::zero(); self.batch * len];
+            let mut gy = vec![T::zero(); batch * len];
             gy.par_chunks_mut(len).zip(y.par_chunks(len)).zip(g.par_chunks(out_len)).for_each_init(
                 || (vec![T::zero(); att_len], vec![T::zero(); att_len]),
                 |(a, ga), ((gy, y), g)| {
@@ -107,7 +119,7 @@ impl RealKernel for AttendKernel {
             );
             gy
         } else {
-            let mut out = vec![T::zero(); self.batch * out_len];
+            let mut out = vec![T::zero(); batch * out_len];
             out.par_chunks_mut(out_len).zip(y.par_chunks(len)).for_each_init(
                 || vec![T::zero(); att_len],
                 |a, (out, y)| {
@@ -117,6 +129,36 @@ impl RealKernel for AttendKernel {
             );
             out
         }
+    }
+
+    /// The forward a block per (example, query), the backward a block per 8 rows of an example
+    /// and one per 32 of its columns; blocks of 256 threads, with [`shared_bytes`]. `batch`,
+    /// `n` and `nq` as the kernel's ints. CUDA runs it for the shapes [`fits_a_block`] takes
+    /// (the primitive's check).
+    fn launch(&self, Examples { batch, n, nq }: Examples) -> Result<Launch> {
+        let backward = matches!(self, Attend::Backward { .. });
+        let len = if backward { batch * n * 3 * nq } else { batch * nq * n * n };
+        let (Ok(_), Ok(b), Ok(rows), Ok(queries)) =
+            (i32::try_from(len), u32::try_from(batch), u32::try_from(n), u32::try_from(nq))
+        else {
+            bail!("{}: {len} elements are more than the kernel indexes", self.entry())
+        };
+        let blocks = if backward { b * (rows.div_ceil(8) + rows.div_ceil(32)) } else { b * queries };
+        let shared_bytes = shared_bytes(backward, n, nq) as u32;
+        let shape = LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes };
+        Launch::with_ints(self.entry(), shape, &[batch, n, nq])
+    }
+
+    #[cfg(feature = "cuda")]
+    fn module(&self) -> &'static super::cuda_kernels::Module {
+        &super::cuda_kernels::SAM_ATTEND
+    }
+
+    fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
+        let (Attend::Forward { nq }, &[y]) = (*self, operands) else {
+            bail!("samRead's fused attention backward has no gradient of its own")
+        };
+        Ok(vec![Some(Fused(Attend::Backward { nq }).apply_no_bwd(&[y, &grad.contiguous()?])?)])
     }
 }
 
@@ -201,104 +243,6 @@ multiversion! {
                 row[nq + s] += gkt[s * n + e];
             }
         }
-    }
-}
-
-impl CustomOp1 for Attend {
-    fn name(&self) -> &'static str {
-        "sam_attend_fwd"
-    }
-
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (batch, n) = geometry(l, self.nq)?;
-        let kernel = AttendKernel { backward: false, batch, n, nq: self.nq };
-        Ok((run_cpu(&kernel, &[(s, l)], "samRead's fused attention")?, Shape::from((batch, self.nq, n, n))))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (batch, n) = geometry(l, self.nq)?;
-        let shape = Shape::from((batch, self.nq, n, n));
-        let out = cuda::sam_attend("sam_attend_fwd", &[(s, l)], shape.elem_count(), batch, n, self.nq)?;
-        super::fused::record_launch("sam_attend_fwd");
-        Ok((out, shape))
-    }
-
-    fn bwd(&self, y: &Tensor, _out: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
-        Ok(Some(y.apply_op2_no_bwd(&grad.contiguous()?, &AttendBackward { nq: self.nq })?))
-    }
-}
-
-impl AttendBackward {
-    /// `(B, n)`, with `G` checked against `y`.
-    fn geometry(&self, y: &Layout, g: &Layout) -> Result<(usize, usize)> {
-        let (batch, n) = geometry(y, self.nq)?;
-        if g.dims() != [batch, self.nq, n, n] || !g.is_contiguous() {
-            bail!("samRead's fused attention backward: a gradient {:?} for a projection {:?}", g.dims(), y.dims());
-        }
-        Ok((batch, n))
-    }
-}
-
-impl CustomOp2 for AttendBackward {
-    fn name(&self) -> &'static str {
-        "sam_attend_bwd"
-    }
-
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let (batch, n) = self.geometry(l1, l2)?;
-        let kernel = AttendKernel { backward: true, batch, n, nq: self.nq };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], "samRead's fused attention")?, l1.shape().clone()))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let (batch, n) = self.geometry(l1, l2)?;
-        let shape = l1.shape().clone();
-        let operands = [(s1, l1), (s2, l2)];
-        let out = cuda::sam_attend("sam_attend_bwd", &operands, shape.elem_count(), batch, n, self.nq)?;
-        super::fused::record_launch("sam_attend_bwd");
-        Ok((out, shape))
-    }
-}
-
-/// `sam_attend.cu` on `batch` examples of `n` rows and `nq` queries: the forward a block per
-/// (example, query), the backward a block per 8 rows of an example and one per 32 of its
-/// columns; blocks of 256 threads, with [`shared_bytes`](shared_bytes).
-pub fn launch_shape(backward: bool, batch: u32, n: u32, nq: u32) -> LaunchShape {
-    let blocks = if backward { batch * (n.div_ceil(8) + n.div_ceil(32)) } else { batch * nq };
-    let shared_bytes = shared_bytes(backward, n as usize, nq as usize) as u32;
-    LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes }
-}
-
-/// The launch of its CUDA kernels, with the `cuda` feature.
-#[cfg(feature = "cuda")]
-mod cuda {
-    use crate::kernels::cuda_kernels::{SAM_ATTEND, launch_config, run};
-    use candle_core::{CudaStorage, Layout, Result};
-
-    /// Runs `kernel` of `sam_attend.cu` on its f32 operands (contiguous, as laid out) for `batch`
-    /// examples of `n` rows and `nq` queries, into a new buffer of `len` elements: the forward's
-    /// `[B, nq, n, n]`, the backward's `[B, n, 3nq]`. The caller checked
-    /// [`super::fits_a_block`].
-    pub(super) fn sam_attend(
-        kernel: &str,
-        operands: &[(&CudaStorage, &Layout)],
-        len: usize,
-        batch: usize,
-        n: usize,
-        nq: usize,
-    ) -> Result<CudaStorage> {
-        let (Ok(_), Ok(b), Ok(n), Ok(nq)) =
-            (i32::try_from(len), i32::try_from(batch), i32::try_from(n), i32::try_from(nq))
-        else {
-            candle_core::bail!("{kernel}: {len} elements are more than the kernel indexes")
-        };
-        let config = launch_config(super::launch_shape(kernel == "sam_attend_bwd", b as u32, n as u32, nq as u32));
-        // SAFETY: sam_attend.cu's kernels take their operands, the output, batch, n and nq, in this
-        // order; launch_shape gives them the blocks and the shared memory they index, blocks past
-        // the last example return whole, and between them they write every output element.
-        unsafe { run(&SAM_ATTEND, kernel, operands, len, config, &[b, n, nq], &[]) }
     }
 }
 

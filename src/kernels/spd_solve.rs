@@ -16,6 +16,11 @@
 //! Elsewhere [`spd_solve`] falls back to [`spd_solve_composed`]: Gauss–Jordan elimination in
 //! plain tensor ops, which candle differentiates on any device, some ten kernels a column
 //! forward and three times as many backward. A test checks that the two agree.
+//!
+//! Not a `FusedKernel` (`fused_op`): the CPU op keeps its forward's Cholesky factors for its
+//! backward (state per application), refuses a matrix that is not positive definite with an
+//! error where the kernel writes NaN, and the kernel takes a global f64 workspace besides its
+//! output where a block's shared memory is too small.
 
 use std::sync::OnceLock;
 

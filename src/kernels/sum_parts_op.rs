@@ -10,6 +10,10 @@
 //! as adding them one by one. Where it runs is its switch's rule (`kernels::switches`)
 //! ([`STEP_GRADS`](STEP_GRADS)); otherwise the parts are added pairwise
 //! with candle's `add`.
+//!
+//! Not a `FusedKernel` (`fused_op`): its parts are read as laid out (strided views too, which
+//! the trait's contiguous operands would copy), any number of them, passed to the kernel as a
+//! struct of 32 pointers a launch and launched once per 32.
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Result, Shape, Storage, Tensor, bail};
 

@@ -18,16 +18,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{Device, Tensor, Var};
 use memctl::kernels::fused_op::{Fused, FusedKernel};
+use memctl::kernels::gru_cell_op::Gru;
+use memctl::kernels::head_move_op::Move;
 use memctl::kernels::item_gate_op::Gate;
 use memctl::kernels::l2_normalize_op::Normalize;
 use memctl::kernels::launch_shape::LaunchShape;
 use memctl::kernels::layer_norm_op::Norm;
 use memctl::kernels::lerp_op::Lerp;
-use memctl::kernels::nam_write_op::{self, Orientation};
+use memctl::kernels::lstm_cell_op::{Half, Lstm};
+use memctl::kernels::nam_write_op::{NamWrite, Orientation};
 use memctl::kernels::outer_op::Outer;
+use memctl::kernels::rel_read_op::RelRead;
+use memctl::kernels::sam_attend_op::Attend;
 use memctl::kernels::scale_op::Scale;
 use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{head_move_op, kanerva_address_op, kanerva_write_op, rel_read_op, sam_attend_op, spd_solve};
+use memctl::kernels::{kanerva_address_op, spd_solve};
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -282,13 +287,7 @@ fn check_fused<K: FusedKernel>(pass: K, operands: &[(Vec<f32>, &[usize])], tol: 
     let layouts: Vec<&candle_core::Layout> = tensors.iter().map(|t| t.layout()).collect();
     let (shape, sizes) = pass.sizes(&layouts).unwrap();
     let plan = pass.launch(sizes).unwrap();
-    let want = match tensors.as_slice() {
-        [a] => a.apply_op1_no_bwd(&Fused(pass)),
-        [a, b] => a.apply_op2_no_bwd(b, &Fused(pass)),
-        [a, b, c] => a.apply_op3_no_bwd(b, c, &Fused(pass)),
-        _ => panic!("{}: a fused op takes one to three operands", pass.entry()),
-    }
-    .unwrap();
+    let want = Fused(pass).apply_no_bwd(&tensors.iter().collect::<Vec<_>>()).unwrap();
     let mut args: Vec<Arg> = operands.iter().map(|(v, _)| Arg::In(v.clone())).collect();
     args.push(Arg::Out(shape.elem_count()));
     args.extend(plan.ints.iter().map(|&i| Arg::I32(i)));
@@ -325,39 +324,13 @@ fn relational_read_kernels_agree_with_the_cpu() {
     for (batch, nq, d, d2) in [(3usize, 2usize, 5usize, 37usize), (2, 3, 20, 300)] {
         let (mr, c, b, g) =
             (values(batch * nq * d * d2, 1), values(batch * nq, 2), values(batch * d, 3), values(batch * d2, 4));
-        let inputs = [tensor(&mr, &[batch, nq, d, d2]), tensor(&c, &[batch, nq]), tensor(&b, &[batch, d])];
-        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, d2]), |t| {
-            memctl::kernels::rel_read_op::rel_read(&t[0], &t[1], &t[2]).unwrap()
-        });
-        let (b32, q32, d32) = (batch as u32, nq as u32, d as u32);
-        let fwd = launch(
-            "rel_read_fwd",
-            rel_read_op::launch_shape("rel_read_fwd", b32, q32, d32),
-            &[
-                vec![Arg::In(mr.clone()), Arg::In(c.clone()), Arg::In(b.clone()), Arg::Out(batch * d2)],
-                ints(&[batch, nq, d, d2]),
-            ]
-            .concat(),
-        );
-        assert_close("rel_read_fwd", &fwd[3], &flat(&y), 1e-5);
-        let (n_mr, n_u) = (batch * nq * d * d2, batch * nq * d);
-        let memory = launch(
-            "rel_read_bwd_memory",
-            rel_read_op::launch_shape("rel_read_bwd_memory", b32, q32, d32),
-            &[
-                vec![Arg::In(mr), Arg::In(c.clone()), Arg::In(g), Arg::In(b.clone()), Arg::Out(n_mr + n_u)],
-                ints(&[batch, nq, d, d2]),
-            ]
-            .concat(),
-        );
-        assert_close("rel_read_bwd_memory", &memory[4][..n_mr], &grads[0], 1e-5);
-        let gu = memory[4][n_mr..].to_vec();
-        let inputs = launch(
-            "rel_read_bwd_inputs",
-            rel_read_op::launch_shape("rel_read_bwd_inputs", b32, q32, d32),
-            &[vec![Arg::In(c), Arg::In(b), Arg::In(gu), Arg::Out(batch * (nq + d))], ints(&[batch, nq, d])].concat(),
-        );
-        assert_close("rel_read_bwd_inputs", &inputs[3], &[grads[1].clone(), grads[2].clone()].concat(), 1e-4);
+        let gu = values(batch * nq * d, 5);
+        let (mr_dims, c_dims, b_dims) = ([batch, nq, d, d2], [batch, nq], [batch, d]);
+        check_fused(RelRead::Forward, &[(mr.clone(), &mr_dims), (c.clone(), &c_dims), (b.clone(), &b_dims)], 1e-5);
+        let memory: [(Vec<f32>, &[usize]); 4] =
+            [(mr, &mr_dims), (c.clone(), &c_dims), (g, &[batch, d2]), (b.clone(), &b_dims)];
+        check_fused(RelRead::Memory, &memory, 1e-5);
+        check_fused(RelRead::Inputs, &[(c, &c_dims), (b, &b_dims), (gu, &[batch * nq * d])], 1e-4);
     }
 }
 
@@ -420,8 +393,8 @@ fn spd_solve_kernel_gives_nan_for_a_matrix_that_is_not_positive_definite() {
     assert!(got[2][n * r..].iter().all(|v| v.is_nan()), "the other system: {:?}", &got[2][n * r..]);
 }
 
-/// NAM's write in `orientation` against `nam_write_op::write` on the CPU, forward and backward:
-/// `count` memories of `rows × cols`.
+/// NAM's write in `orientation`, forward and backward (and a tape's backward with its cells
+/// split among warps): `count` memories of `rows × cols`.
 fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: usize) {
     let (address_len, value_len) = match orientation {
         Orientation::Tape => (rows, cols),
@@ -429,51 +402,16 @@ fn check_nam_write(orientation: Orientation, count: usize, rows: usize, cols: us
     };
     let memory = values(count * rows * cols, 40);
     let address: Vec<f32> = values(count * address_len, 41).iter().map(|v| v.abs()).collect();
-    let (value, pw, pe) = (values(count * value_len, 42), values(count, 43), values(count, 44));
+    // Each memory's `[v | pw | pe]`.
+    let packed = values(count * (value_len + 2), 42);
     let g = values(count * rows * cols, 45);
-    let inputs = [
-        tensor(&memory, &[count, rows, cols]),
-        tensor(&address, &[count, address_len]),
-        tensor(&value, &[count, value_len]),
-        tensor(&pw, &[count]),
-        tensor(&pe, &[count]),
-    ];
-    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[count, rows, cols]), |t| {
-        nam_write_op::write(orientation, &t[0], &t[1], &t[2], &t[3], &t[4]).unwrap()
-    });
-    let packed: Vec<f32> =
-        (0..count).flat_map(|i| value[i * value_len..][..value_len].iter().copied().chain([pw[i], pe[i]])).collect();
-    let sizes = ints(&[count, rows, cols]);
-    let what = format!("{orientation:?} write of {count} × {rows} × {cols}");
-    let fwd = launch(
-        orientation.kernel(false),
-        nam_write_op::launch_shape(orientation, false, count as u32, rows, cols),
-        &[
-            vec![Arg::In(memory.clone()), Arg::In(address.clone()), Arg::In(packed.clone()), Arg::Out(y.elem_count())],
-            sizes.clone(),
-        ]
-        .concat(),
-    );
-    assert_close(&format!("{what}, forward"), &fwd[3], &flat(&y), 1e-5);
-    let len = count * (rows * cols + address_len + value_len + 2);
-    // Both backward kernels of a tape take the same arguments.
-    let backward_args =
-        [vec![Arg::In(memory), Arg::In(address), Arg::In(packed), Arg::In(g), Arg::Out(len)], sizes].concat();
-    let bwd = launch(
-        orientation.kernel(true),
-        nam_write_op::launch_shape(orientation, true, count as u32, rows, cols),
-        &backward_args,
-    );
-    let packed_grad: Vec<f32> = (0..count)
-        .flat_map(|i| grads[2][i * value_len..][..value_len].iter().copied().chain([grads[3][i], grads[4][i]]))
-        .collect();
-    let want = [grads[0].clone(), grads[1].clone(), packed_grad].concat();
-    assert_close(&format!("{what}, backward"), &bwd[4], &want, 1e-5);
+    let (memory_dims, address_dims, packed_dims) = ([count, rows, cols], [count, address_len], [count, value_len + 2]);
+    let forward: [(Vec<f32>, &[usize]); 3] = [(memory, &memory_dims), (address, &address_dims), (packed, &packed_dims)];
+    check_fused(NamWrite::Forward(orientation), &forward, 1e-5);
+    let backward = [forward.to_vec(), vec![(g, &memory_dims)]].concat();
+    check_fused(NamWrite::Backward(orientation), &backward, 1e-5);
     if orientation == Orientation::Tape {
-        // The backward with the cells split among warps (`fused::TAPE_WRITE_SPLIT`).
-        let shape = nam_write_op::tape_split_launch_shape(count as u32, rows, cols);
-        let split = launch("tape_write_bwd_split", shape, &backward_args);
-        assert_close(&format!("{what}, backward with the cells split"), &split[4], &want, 1e-5);
+        check_fused(NamWrite::TapeBackwardSplit, &backward, 1e-5);
     }
 }
 
@@ -512,28 +450,9 @@ fn gru_cell_kernels_agree_with_the_cpu() {
         values(batch * hidden, 62),
         values(batch * hidden, 63),
     );
-    let inputs = [tensor(&gi, &[batch, 3 * hidden]), tensor(&gh, &[batch, 3 * hidden]), tensor(&h, &[batch, hidden])];
-    let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, hidden]), |t| {
-        memctl::kernels::gru_cell_op::gru_cell(&t[0], &t[1], &t[2]).unwrap()
-    });
-    let shape = LaunchShape::per_element((batch * hidden) as u32);
-    let fwd = launch(
-        "gru_cell_fwd",
-        shape,
-        &[
-            vec![Arg::In(gi.clone()), Arg::In(gh.clone()), Arg::In(h.clone()), Arg::Out(batch * hidden)],
-            ints(&[batch, hidden]),
-        ]
-        .concat(),
-    );
-    assert_close("gru_cell_fwd", &fwd[3], &flat(&y), 1e-5);
-    let bwd = launch(
-        "gru_cell_bwd",
-        shape,
-        &[vec![Arg::In(gi), Arg::In(gh), Arg::In(h), Arg::In(g), Arg::Out(7 * batch * hidden)], ints(&[batch, hidden])]
-            .concat(),
-    );
-    assert_close("gru_cell_bwd", &bwd[4], &grads.concat(), 1e-5);
+    let (gates, units): (&[usize], &[usize]) = (&[batch, 3 * hidden], &[batch, hidden]);
+    check_fused(Gru::Forward, &[(gi.clone(), gates), (gh.clone(), gates), (h.clone(), units)], 1e-5);
+    check_fused(Gru::Backward, &[(gi, gates), (gh, gates), (h, units), (g, units)], 1e-5);
 }
 
 #[test]
@@ -544,24 +463,9 @@ fn sam_attend_kernels_agree_with_the_cpu() {
     // every register of the backward's per-query arrays in use.
     for (batch, n, nq, seed) in [(2usize, 6usize, 3usize, 70u64), (2, 40, 2, 72), (1, 9, 16, 74)] {
         let (y, g) = (values(batch * n * 3 * nq, seed), values(batch * nq * n * n, seed + 1));
-        let inputs = [tensor(&y, &[batch, n, 3 * nq])];
-        let (r, grads) = cpu_grads(&inputs, &tensor(&g, &[batch, nq, n, n]), |t| {
-            memctl::kernels::sam_attend_op::attend(&t[0], nq).unwrap()
-        });
-        let (out, back) = (batch * nq * n * n, batch * n * 3 * nq);
-        let sizes = ints(&[batch, n, nq]);
-        let fwd = launch(
-            "sam_attend_fwd",
-            sam_attend_op::launch_shape(false, batch as u32, n as u32, nq as u32),
-            &[vec![Arg::In(y.clone()), Arg::Out(out)], sizes.clone()].concat(),
-        );
-        assert_close("sam_attend_fwd", &fwd[1], &flat(&r), 1e-5);
-        let bwd = launch(
-            "sam_attend_bwd",
-            sam_attend_op::launch_shape(true, batch as u32, n as u32, nq as u32),
-            &[vec![Arg::In(y), Arg::In(g), Arg::Out(back)], sizes].concat(),
-        );
-        assert_close("sam_attend_bwd", &bwd[2], &grads[0], 1e-5);
+        let (y_dims, g_dims): (&[usize], &[usize]) = (&[batch, n, 3 * nq], &[batch, nq, n, n]);
+        check_fused(Attend::Forward { nq }, &[(y.clone(), y_dims)], 1e-5);
+        check_fused(Attend::Backward { nq }, &[(y, y_dims), (g, g_dims)], 1e-5);
     }
 }
 
@@ -653,7 +557,8 @@ fn kanerva_address_kernels_agree_with_the_cpu() {
 
 #[test]
 fn kanerva_write_kernels_agree_with_the_cpu() {
-    use memctl::kernels::kanerva_write_op::write_with_candle_ops;
+    use memctl::kernels::kanerva_manual::Machines;
+    use memctl::kernels::kanerva_write_op::Write;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes;
     // a code longer than a block has threads.
     for (b, k, c, m, seed) in [(2usize, 4usize, 32usize, 8usize, 80u64), (3, 1, 5, 37, 82), (1, 3, 130, 2, 84)] {
@@ -672,37 +577,16 @@ fn kanerva_write_kernels_agree_with_the_cpu() {
         }
         let (nr, nv, width) = (b * k * c * m, b * k * m * m, k * m + c + k);
         let g = values(nr + nv, seed + 5);
-        let inputs = [
-            tensor(&r, &[b, k, c, m]),
-            tensor(&v, &[b, k, m, m]),
-            tensor(&w, &[b, k, m, 1]),
-            tensor(&delta, &[b, c]),
-            tensor(&eta, &[b, k]),
-        ];
-        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[nr + nv]), |t| {
-            let (rn, vn) = write_with_candle_ops(&t[0], &t[1], &t[2], &t[3], Some(&t[4])).unwrap();
-            Tensor::cat(&[rn.flatten_all().unwrap(), vn.flatten_all().unwrap()], 0).unwrap()
-        });
         let packed: Vec<f32> = (0..b)
             .flat_map(|i| [&w[i * k * m..][..k * m], &delta[i * c..][..c], &eta[i * k..][..k]].concat())
             .collect();
-        let sizes = ints(&[b, k, c, m]);
-        let fwd = launch(
-            "kanerva_write_fwd",
-            kanerva_write_op::launch_shape(false, b as u32, k as u32, c as u32, m as u32),
-            &[vec![Arg::In(r), Arg::In(v.clone()), Arg::In(packed.clone()), Arg::Out(nr + nv)], sizes.clone()].concat(),
+        let (machines, r_dims, v_dims, packed_dims) = (Machines { k, c, m }, [b, k, c, m], [b, k, m, m], [b, width]);
+        check_fused(
+            Write::Forward(machines),
+            &[(r, &r_dims), (v.clone(), &v_dims), (packed.clone(), &packed_dims)],
+            1e-5,
         );
-        assert_close("kanerva_write_fwd", &fwd[3], &flat(&y), 1e-5);
-        let bwd = launch(
-            "kanerva_write_bwd",
-            kanerva_write_op::launch_shape(true, b as u32, k as u32, c as u32, m as u32),
-            &[vec![Arg::In(v), Arg::In(packed), Arg::In(g), Arg::Out(nv + b * width)], sizes].concat(),
-        );
-        let g_packed: Vec<f32> = (0..b)
-            .flat_map(|i| [&grads[2][i * k * m..][..k * m], &grads[3][i * c..][..c], &grads[4][i * k..][..k]].concat())
-            .collect();
-        assert_close("kanerva_write_bwd (covariances)", &bwd[3][..nv], &grads[1], 1e-4);
-        assert_close("kanerva_write_bwd (weights, residual, noises)", &bwd[3][nv..], &g_packed, 1e-4);
+        check_fused(Write::Backward(machines), &[(v, &v_dims), (packed, &packed_dims), (g, &[nr + nv])], 1e-4);
     }
 }
 
@@ -744,33 +628,14 @@ fn head_move_kernels_agree_with_the_cpu_with_and_without_jump() {
         let p = values(rows * len, 90);
         let m: Vec<f32> = values(rows * n_moves, 91).iter().map(|v| v.abs()).collect();
         let (j, g) = (values(rows * len, 92), values(rows * len, 93));
-        let mut inputs = vec![tensor(&p, &[rows, len]), tensor(&m, &[rows, n_moves])];
-        if jump {
-            inputs.push(tensor(&j, &[rows, len]));
-        }
-        let (y, grads) = cpu_grads(&inputs, &tensor(&g, &[rows, len]), |t| {
-            memctl::kernels::head_move_op::head_move(&t[0], &t[1], t.get(2)).unwrap()
-        });
-        // Without JUMP the launcher passes the position as the (unread) jump operand.
-        let j_arg = Arg::In(if jump { j } else { p.clone() });
-        let sizes = ints(&[rows, len, n_moves]);
-        let fwd = launch(
-            "head_move_fwd",
-            head_move_op::launch_shape("head_move_fwd", rows as u32, len as u32),
-            &[vec![Arg::In(p.clone()), Arg::In(m.clone()), j_arg.clone(), Arg::Out(rows * len)], sizes.clone()]
-                .concat(),
-        );
-        assert_close(&format!("head_move_fwd, {rows} × {len}, jump {jump}"), &fwd[3], &flat(&y), 1e-5);
-        let want = grads.concat();
-        // A thread per row, and a warp per row (`fused::HEAD_MOVE_WARPS`).
-        for kernel in ["head_move_bwd", "head_move_bwd_warps"] {
-            let operands = vec![Arg::In(p.clone()), Arg::In(m.clone()), Arg::In(g.clone()), j_arg.clone()];
-            let bwd = launch(
-                kernel,
-                head_move_op::launch_shape(kernel, rows as u32, len as u32),
-                &[operands, vec![Arg::Out(want.len())], sizes.clone()].concat(),
-            );
-            assert_close(&format!("{kernel}, {rows} × {len}, jump {jump}"), &bwd[4], &want, 1e-5);
+        // Without JUMP the position stands in as the (unread) jump operand.
+        let j = if jump { j } else { p.clone() };
+        let (cells, moves): (&[usize], &[usize]) = (&[rows, len], &[rows, n_moves]);
+        check_fused(Move::Forward, &[(p.clone(), cells), (m.clone(), moves), (j.clone(), cells)], 1e-5);
+        // A thread per row, and a warp per row (`HEAD_MOVE_WARPS`).
+        for pass in [Move::Backward, Move::BackwardWarps] {
+            let operands = [(p.clone(), cells), (m.clone(), moves), (g.clone(), cells), (j.clone(), cells)];
+            check_fused(pass, &operands, 1e-5);
         }
     }
 }
@@ -868,59 +733,15 @@ fn item_gate_kernels_agree_with_the_cpu() {
 
 #[test]
 fn lstm_cell_kernels_agree_with_the_cpu() {
-    // Both halves forward, then backward as candle chains them: the output half's gradient of
-    // c' joins the state's own before the state half's backward.
+    // Each half forward and backward; the out half reads c' where the state half reads c.
     let (batch, hidden) = (3usize, 6usize);
-    let (pre, c) = (values(batch * 4 * hidden, 150), values(batch * hidden, 151));
+    let (pre, c, c_next) = (values(batch * 4 * hidden, 150), values(batch * hidden, 151), values(batch * hidden, 154));
     let (gc, gh) = (values(batch * hidden, 152), values(batch * hidden, 153));
-    let inputs = [tensor(&pre, &[batch, 4 * hidden]), tensor(&c, &[batch, hidden])];
-    let g = Tensor::cat(&[tensor(&gc, &[batch, hidden]), tensor(&gh, &[batch, hidden])], 1).unwrap();
-    let (y, grads) = cpu_grads(&inputs, &g, |t| {
-        let (c_next, h_next) = memctl::kernels::lstm_cell_op::cell(&t[0], &t[1]).unwrap();
-        Tensor::cat(&[c_next, h_next], 1).unwrap()
-    });
-    let (units, sizes) = (batch * hidden, ints(&[batch, hidden]));
-    let shape = LaunchShape::per_element(units as u32);
-    let state = launch(
-        "lstm_state_fwd",
-        shape,
-        &[vec![Arg::In(pre.clone()), Arg::In(c.clone()), Arg::Out(units)], sizes.clone()].concat(),
-    );
-    let c_next = state[2].clone();
-    let out = launch(
-        "lstm_out_fwd",
-        shape,
-        &[vec![Arg::In(pre.clone()), Arg::In(c_next.clone()), Arg::Out(units)], sizes.clone()].concat(),
-    );
-    let want = flat(&y);
-    let rows_of = |v: &[f32], first: bool| -> Vec<f32> {
-        v.chunks(2 * hidden).flat_map(|r| if first { r[..hidden].to_vec() } else { r[hidden..].to_vec() }).collect()
-    };
-    assert_close("lstm_state_fwd", &c_next, &rows_of(&want, true), 1e-6);
-    assert_close("lstm_out_fwd", &out[2], &rows_of(&want, false), 1e-6);
-    let out_back = launch(
-        "lstm_out_bwd",
-        shape,
-        &[vec![Arg::In(pre.clone()), Arg::In(c_next), Arg::In(gh), Arg::Out(5 * units)], sizes.clone()].concat(),
-    );
-    // Per example [d pre (4 hidden) | d c (hidden)].
-    let split = |v: &[f32]| -> (Vec<f32>, Vec<f32>) {
-        (
-            v.chunks(5 * hidden).flat_map(|r| r[..4 * hidden].to_vec()).collect(),
-            v.chunks(5 * hidden).flat_map(|r| r[4 * hidden..].to_vec()).collect(),
-        )
-    };
-    let (d_pre_out, d_c_next) = split(&out_back[3]);
-    let g_state: Vec<f32> = gc.iter().zip(&d_c_next).map(|(a, b)| a + b).collect();
-    let state_back = launch(
-        "lstm_state_bwd",
-        shape,
-        &[vec![Arg::In(pre), Arg::In(c), Arg::In(g_state), Arg::Out(5 * units)], sizes].concat(),
-    );
-    let (d_pre_state, d_c) = split(&state_back[3]);
-    let d_pre: Vec<f32> = d_pre_out.iter().zip(&d_pre_state).map(|(a, b)| a + b).collect();
-    assert_close("lstm_*_bwd, d pre", &d_pre, &grads[0], 1e-5);
-    assert_close("lstm_state_bwd, d c", &d_c, &grads[1], 1e-5);
+    let (gates, units): (&[usize], &[usize]) = (&[batch, 4 * hidden], &[batch, hidden]);
+    for (half, cell, g) in [(Half::State, &c, &gc), (Half::Out, &c_next, &gh)] {
+        check_fused(Lstm::Forward(half), &[(pre.clone(), gates), (cell.clone(), units)], 1e-6);
+        check_fused(Lstm::Backward(half), &[(pre.clone(), gates), (cell.clone(), units), (g.clone(), units)], 1e-5);
+    }
 }
 
 /// The parameter after one update by each of `gradients`, by memctl's CPU optimiser.
