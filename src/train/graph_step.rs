@@ -282,10 +282,11 @@ pub(super) fn with_upload_cache<R>(_: &Device, f: impl FnOnce() -> R) -> R {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    const SPEC: &str = r#"
+    /// A model of an LSTM cell, a gated item memory and a SAM read, and its experiment.
+    pub(in crate::train) const SPEC: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
 
 model mix(d = 8, nq = 2) {

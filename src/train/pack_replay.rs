@@ -145,35 +145,21 @@ fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()>
 mod tests {
     use super::*;
 
-    const SPEC: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-
-model mix(d = 8, nq = 2) {
-  state c = zeros(d)
-  state h = zeros(d)
-  state M = learned(d, d)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    M = itemWrite(M, h, gated = true)
-    out linear(mlp(distill(samRead(M, nq = nq), nr = d, size = 16), [16]), output_size)
-  }
-}
-
-experiment mix {
-  task tiny
-  model mix
-  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6, clip_norm = 0.5 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-2, 3e-3, 5e-3] } }
-}
-"#;
+    /// The replay's model, swept over three seeds and learning rates.
+    fn spec() -> String {
+        let sweep = "experiment mix { task tiny model mix
+          train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6, clip_norm = 0.5 }
+          sweep { zip { seed in [1, 2, 3]  lr in [1e-2, 3e-3, 5e-3] } } }";
+        format!("{}\n{sweep}", crate::train::graph_step::tests::SPEC)
+    }
 
     /// Off a GPU the capture fails, so this runs a pack's warm-up step and the fallback the
     /// way a GPU would: each trial's losses must be those it has stepped alone (within the
     /// rounding of clipping by norm on the device, as a trial's own replay).
     #[test]
     fn a_pack_s_warm_up_and_failed_capture_train_each_trial_as_alone() {
-        let program = crate::check::checked_text(SPEC);
-        let trials = &program.experiments[0].trials;
+        let program = crate::check::checked_text(&spec());
+        let trials = &program.experiments.iter().find(|e| e.name == "mix").unwrap().trials;
         let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
         let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
         let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();
