@@ -30,7 +30,7 @@ const LARGE_FRONTIER: usize = 4096;
 pub const STACK_LIMIT: usize = 256 << 20;
 
 /// Where a graph's output head starts, fixed once per model.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OutputHead {
     /// The head's nodes, in evaluation order.
     pub nodes: Vec<usize>,

@@ -20,7 +20,7 @@ use crate::graph::{Source, StepGraph};
 pub const HOIST_LIMIT: usize = 256 << 20;
 
 /// Which nodes read only the input, fixed once per model.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputNodes {
     /// Node `n` reads only the step's input and nodes that do (and parameters).
     pub hoisted: Vec<bool>,

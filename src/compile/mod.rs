@@ -8,6 +8,7 @@ mod head;
 mod hoist;
 mod lerp;
 pub mod packed_run;
+pub mod passes;
 pub mod tape;
 
 use std::sync::Arc;
@@ -15,9 +16,8 @@ use std::sync::Arc;
 use candle_core::backprop::GradStore;
 use candle_core::{DType, Device, Result, Tensor, Var};
 
-use self::head::OutputHead;
-use self::hoist::{HoistedValues, InputNodes};
-use self::lerp::{GatedWrite, GatedWrites};
+use self::hoist::HoistedValues;
+use self::lerp::GatedWrite;
 pub use self::packed_run::Weights;
 use crate::graph::{Node, Source, StateInit, StepGraph};
 use crate::prims::contract::{Op, init};
@@ -28,18 +28,10 @@ pub struct Cell {
     /// The op of each node, lowered from its checked call.
     ops: Vec<Arc<dyn Op>>,
     vars: Vec<Var>,
-    /// Nodes the next state depends on (the rest only feed the output).
-    needed_for_state: Vec<bool>,
     /// `identity(…)`-style fixed initial states, already on the device.
     fixed_states: Vec<Option<Tensor>>,
-    /// Pairs of nodes training runs as one op (`prims::fusion`).
-    fusions: Vec<crate::prims::fusion::Fusion>,
-    /// The nodes that feed only the output, which a run batches over its scored steps.
-    head: OutputHead,
-    /// The nodes that read only the input, which a run batches over its time steps.
-    input_nodes: InputNodes,
-    /// Gated writes `a + w * (b - a)`, which candle's path may run as one op (`lerp`).
-    gated_writes: GatedWrites,
+    /// What the rewrite passes planned for the model ([`passes`]).
+    plans: passes::Plans,
 }
 
 impl Cell {
@@ -63,12 +55,8 @@ impl Cell {
                 _ => Ok(None),
             })
             .collect::<Result<Vec<_>>>()?;
-        let needed_for_state = dependencies(&graph, &graph.next_states);
-        let fusions = crate::prims::fusion::find(&graph);
-        let head = OutputHead::plan(&graph, &needed_for_state);
-        let input_nodes = InputNodes::plan(&graph);
-        let gated_writes = GatedWrites::plan(&graph, &input_nodes.hoisted);
-        Ok(Cell { graph, ops, vars, needed_for_state, fixed_states, fusions, head, input_nodes, gated_writes })
+        let plans = passes::Plans::of(&graph);
+        Ok(Cell { graph, ops, vars, fixed_states, plans })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -121,7 +109,7 @@ impl Cell {
         t: usize,
     ) -> Result<(Vec<Tensor>, Option<Tensor>)> {
         let g = &self.graph;
-        let runs = |i: usize| want_output || self.needed_for_state[i];
+        let runs = |i: usize| want_output || self.plans.needed_for_state[i];
         let values = self.node_values(weights, x, states, runs, hoisted, t)?;
         let next = g.next_states.iter().map(|s| fetch(*s, x, states, &values).clone()).collect();
         let out = if want_output { Some(fetch(g.output, x, states, &values).clone()) } else { None };
@@ -143,10 +131,10 @@ impl Cell {
         let tape_kernels = weights.one().is_some_and(|w| runs_tape_kernels(x, w));
         // Gated writes as one op on candle's path (`lerp`), where its switch has it.
         let gated = !tape_kernels
-            && self.gated_writes.any()
+            && self.plans.gated_writes.any()
             && crate::kernels::switches::used_for(x, crate::kernels::lerp_op::LERP);
         for (i, node) in self.graph.nodes.iter().enumerate() {
-            if !runs(i) || (gated && self.gated_writes.deferred(i)) {
+            if !runs(i) || (gated && self.plans.gated_writes.deferred(i)) {
                 values.push(vec![]);
                 continue;
             }
@@ -154,7 +142,7 @@ impl Cell {
                 values.push(rows);
                 continue;
             }
-            if let Some(write) = self.gated_writes.at_add(i).filter(|_| gated) {
+            if let Some(write) = self.plans.gated_writes.at_add(i).filter(|_| gated) {
                 let out = self.gated_write(write, i, weights, |s| fetch(s, x, states, &values))?;
                 values.push(vec![out]);
                 continue;
@@ -225,7 +213,8 @@ impl Cell {
         scored: &[usize],
         step_weights: impl FnMut(usize) -> Result<Weights>,
     ) -> Result<Tensor> {
-        let stacked_bytes = self.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
+        let stacked_bytes =
+            self.plans.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
         let batched = stacked_bytes <= head::STACK_LIMIT
             && crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::BATCHED_HEAD);
         let hoisted = self.hoisted_values(weights, inputs, scored)?;
@@ -241,11 +230,11 @@ impl Cell {
         let on =
             crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::HOISTED_INPUTS);
         let Some(&last) = scored.iter().max() else { return Ok(HoistedValues::none()) };
-        let bytes = self.input_nodes.elements * (last + 1) * inputs.dim(1)? * self.dtype().size_in_bytes();
-        if !on || !self.input_nodes.any() || bytes > hoist::HOIST_LIMIT {
+        let bytes = self.plans.input_nodes.elements * (last + 1) * inputs.dim(1)? * self.dtype().size_in_bytes();
+        if !on || !self.plans.input_nodes.any() || bytes > hoist::HOIST_LIMIT {
             return Ok(HoistedValues::none());
         }
-        HoistedValues::run(&self.graph, &self.input_nodes, inputs, last + 1, |n, read| {
+        HoistedValues::run(&self.graph, &self.plans.input_nodes, inputs, last + 1, |n, read| {
             self.run_node(n, read, weights, last + 1)
         })
     }
@@ -278,12 +267,12 @@ impl Cell {
         hoisted: &HoistedValues,
         mut step_weights: impl FnMut(usize) -> Result<Weights>,
     ) -> Result<Tensor> {
-        let (g, head) = (&self.graph, &self.head);
+        let (g, head) = (&self.graph, &self.plans.head);
         let batch = inputs.dim(1)?;
         let mut kept: Vec<Vec<Tensor>> = vec![Vec::with_capacity(scored.len()); head.frontier.len()];
         self.for_each_step(weights, inputs, scored, |t, states, want| {
             let x = inputs.get(t)?;
-            let runs = |i: usize| if want { head.in_loop_when_scored[i] } else { self.needed_for_state[i] };
+            let runs = |i: usize| if want { head.in_loop_when_scored[i] } else { self.plans.needed_for_state[i] };
             let values = self.node_values(&step_weights(t)?, &x, states, runs, hoisted, t)?;
             if want {
                 for (k, s) in head.frontier.iter().enumerate() {
@@ -534,8 +523,8 @@ mod tests {
     #[test]
     fn batching_the_head_and_hoisting_the_input_s_nodes_change_no_output_and_no_gradient() -> Result<()> {
         for_each_family(|name, c, inputs, scored| {
-            assert!(!c.head.nodes.is_empty(), "{name}: every family has an output head");
-            assert!(c.input_nodes.any(), "{name}: every family reads its input through a layer");
+            assert!(!c.plans.head.nodes.is_empty(), "{name}: every family has an output head");
+            assert!(c.plans.input_nodes.any(), "{name}: every family reads its input through a layer");
             let w = Weights::One(c.weights(true));
             let hoisted = c.hoisted_values(&w, inputs, scored)?;
             let none = HoistedValues::none();
@@ -644,7 +633,7 @@ mod tests {
             experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
             "#,
         );
-        assert_eq!(c.needed_for_state, vec![true, true, true, false]);
+        assert_eq!(c.plans.needed_for_state, vec![true, true, true, false]);
         let x = Tensor::ones((3, 1, 2), DType::F32, &Device::Cpu).unwrap();
         let w = c.weights(false);
         let last = c.run(&w, &x, &[2]).unwrap();

@@ -312,12 +312,12 @@ impl Tape<'_> {
     /// scored), and records what its backward needs.
     fn record_node(&self, i: usize, scored: bool, step: &mut StepRec) -> Result<()> {
         let cell = self.cell;
-        let run = |n: usize| scored || cell.needed_for_state[n];
+        let run = |n: usize| scored || cell.plans.needed_for_state[n];
         if !run(i) || matches!(step.nodes[i], Rec::FusedConsumer) {
             return Ok(());
         }
         let absorbed_here = |f: &Fusion| matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer);
-        if cell.fusions.iter().any(|f| f.producer == i && absorbed_here(f)) {
+        if cell.plans.fusions.iter().any(|f| f.producer == i && absorbed_here(f)) {
             step.nodes[i] = Rec::FusedConsumer; // its consumer runs it
             return Ok(());
         }
@@ -345,7 +345,7 @@ impl Tape<'_> {
         let mut outs = outs;
         step.nodes[i] = match plan.unit {
             Unit::Chain(f) => {
-                let c = cell.fusions[f].consumer;
+                let c = cell.plans.fusions[f].consumer;
                 step.values[c] = outs.split_off(self.graph().nodes[i].outputs.len());
                 step.nodes[c] = Rec::FusedConsumer;
                 step.node_req[c] = true;
@@ -366,24 +366,25 @@ impl Tape<'_> {
         let (cell, g) = (self.cell, self.graph());
         let node = &g.nodes[i];
         let absorbing = cell
+            .plans
             .fusions
             .iter()
             .position(|f| f.consumer == i && matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer));
-        let absorbed = absorbing.and_then(|f| cell.fusions[f].absorbed_sources(g));
+        let absorbed = absorbing.and_then(|f| cell.plans.fusions[f].absorbed_sources(g));
         let sources: Cow<[Source]> = absorbed.map_or(Cow::Borrowed(&node.inputs[..]), Cow::Owned);
         let needs: Vec<bool> = sources.iter().map(|s| step.req(*s)).collect();
         step.node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
         let at_producer = |f: &Fusion| matches!(f.joint, Joint::Chain | Joint::Share { .. });
-        let fusion = cell.fusions.iter().position(|f| f.producer == i && at_producer(f) && run(f.consumer));
+        let fusion = cell.plans.fusions.iter().position(|f| f.producer == i && at_producer(f) && run(f.consumer));
         let (unit, param_ids, sources) = if let Some(f) = absorbing {
-            let producer = &g.nodes[cell.fusions[f].producer];
+            let producer = &g.nodes[cell.plans.fusions[f].producer];
             (Unit::Absorb(f), producer.params.iter().chain(&node.params).copied().collect(), sources)
         } else if !step.node_req[i] {
             (Unit::Plain, Cow::Borrowed(&node.params[..]), sources)
         } else if let Some(f) = fusion {
-            let consumer = &g.nodes[cell.fusions[f].consumer];
+            let consumer = &g.nodes[cell.plans.fusions[f].consumer];
             // A shared pair runs on the consumer's inputs (the producer's among them).
-            let sources = cell.fusions[f].shared_sources(g).map_or(sources, Cow::Borrowed);
+            let sources = cell.plans.fusions[f].shared_sources(g).map_or(sources, Cow::Borrowed);
             (Unit::Chain(f), node.params.iter().chain(&consumer.params).copied().collect(), sources)
         } else if cell.ops[i].manual().is_some() {
             (Unit::Manual, Cow::Borrowed(&node.params[..]), sources)
@@ -407,7 +408,7 @@ impl Tape<'_> {
         let params: Vec<&Tensor> = plan.param_ids.iter().map(|&q| &member.weights[q]).collect();
         Ok(match plan.unit {
             Unit::Absorb(f) | Unit::Chain(f) => {
-                let (outs, saved) = cell.fusions[f].op.forward_train(ins, &params)?;
+                let (outs, saved) = cell.plans.fusions[f].op.forward_train(ins, &params)?;
                 (contiguous(outs)?, RunRec::Saved(saved))
             }
             Unit::Plain => (contiguous(cell.ops[i].forward(ins, &params)?)?, RunRec::Nothing),
@@ -483,8 +484,10 @@ impl Tape<'_> {
         let (cell, g) = (self.cell, self.graph());
         let node = &g.nodes[i];
         let (fusion, consumer) = match &rec.nodes[i] {
-            Rec::FusedProducer { fusion, .. } => (Some(&cell.fusions[*fusion]), Some(cell.fusions[*fusion].consumer)),
-            Rec::Absorbing { fusion, .. } => (Some(&cell.fusions[*fusion]), None),
+            Rec::FusedProducer { fusion, .. } => {
+                (Some(&cell.plans.fusions[*fusion]), Some(cell.plans.fusions[*fusion].consumer))
+            }
+            Rec::Absorbing { fusion, .. } => (Some(&cell.plans.fusions[*fusion]), None),
             Rec::Skipped | Rec::FusedConsumer => return Ok(()), // a fused consumer's producer takes its gradient
             _ => (None, None),
         };
@@ -586,7 +589,7 @@ impl Tape<'_> {
                 Some((op, &saved[r]))
             }
             Rec::FusedProducer { saved, fusion } | Rec::Absorbing { saved, fusion } => {
-                Some((&*cell.fusions[*fusion].op as &dyn TrainOp, &saved[r]))
+                Some((&*cell.plans.fusions[*fusion].op as &dyn TrainOp, &saved[r]))
             }
             _ => None,
         };
