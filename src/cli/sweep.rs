@@ -292,7 +292,7 @@ pub struct Parallelism {
     pack: Packing,
 }
 
-fn parse_packing(s: &str) -> Result<Packing, String> {
+fn parse_packing(s: &str) -> Result<Packing, crate::sweep::packs::PackingError> {
     s.parse()
 }
 

@@ -29,15 +29,20 @@ pub enum Packing {
     Size(usize),
 }
 
-impl std::str::FromStr for Packing {
-    type Err = String;
+/// A `--pack` value that is none of `auto`, `off` or a size.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected `auto`, `off` or a pack size of at least 1, found `{0}`")]
+pub struct PackingError(String);
 
-    fn from_str(s: &str) -> Result<Packing, String> {
+impl std::str::FromStr for Packing {
+    type Err = PackingError;
+
+    fn from_str(s: &str) -> Result<Packing, PackingError> {
         match s {
             "auto" => Ok(Packing::Auto),
             "off" => Ok(Packing::Off),
             n => match n.parse::<usize>() {
-                Ok(0) | Err(_) => Err(format!("expected `auto`, `off` or a pack size of at least 1, found `{n}`")),
+                Ok(0) | Err(_) => Err(PackingError(n.to_string())),
                 Ok(1) => Ok(Packing::Off),
                 Ok(n) => Ok(Packing::Size(n)),
             },
@@ -316,7 +321,7 @@ mod tests {
         assert_eq!("off".parse::<Packing>(), Ok(Packing::Off));
         assert_eq!("1".parse::<Packing>(), Ok(Packing::Off));
         assert_eq!("16".parse::<Packing>(), Ok(Packing::Size(16)));
-        assert!("0".parse::<Packing>().unwrap_err().contains("at least 1"));
+        assert!("0".parse::<Packing>().unwrap_err().to_string().contains("at least 1"));
         assert!("many".parse::<Packing>().is_err());
     }
 }
