@@ -10,7 +10,7 @@ use crate::check::Trial;
 use crate::report::numbers::{bytes, duration, sig3};
 use crate::store::{RunRecord, Status};
 use crate::sweep::Reporter;
-use crate::sweep::memory_budget::Waiting;
+use crate::sweep::placement::Waiting;
 use crate::train::Observer;
 
 pub struct Progress {

@@ -113,8 +113,8 @@ pub fn submit(
     Ok(0)
 }
 
-/// The array tasks' packs of `todo` under `--pack N` (on the CPU, as a local sweep packs them;
-/// a task trains its pack on its `--cpus-per-task` threads); none when every trial trains alone.
+/// The array tasks' packs of `todo` under `--pack N` (as a local sweep packs them; a task
+/// trains its pack on its `--cpus-per-task` threads); none when every trial trains alone.
 fn packs_of(todo: &[&Trial], opts: &Options) -> Vec<Vec<usize>> {
     let trials: Vec<Trial> = todo.iter().map(|t| (*t).clone()).collect();
     let packs = crate::sweep::packs::plan(&trials, opts, &vec![true; trials.len()]);

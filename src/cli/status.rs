@@ -57,7 +57,9 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                 continue;
             }
             for (i, t) in m.trials.iter().enumerate() {
+                // A trial of a pack that ended has its shard while its task still runs the others.
                 let state = match (m.task_of_trial(i).and_then(|task| queued.get(&task)), shards.get(&t.trial_key)) {
+                    (_, Some(s)) if !m.packs.is_empty() => s.clone(),
                     (Some(s), _) => s.to_lowercase(),
                     (None, Some(s)) => s.clone(),
                     (None, None) => "missing".to_string(),

@@ -123,9 +123,18 @@ fn run_pack_task(
     let opts = Options { device: manifest.device.clone(), threads: threads(manifest), ..Options::one_at_a_time() };
     let dir = sweep_dir(&args.manifest);
     let checkpoints = CheckpointDir::new(dir.join("checkpoints"));
+    // Trials of the pack that ended in an earlier attempt of this task (before it was requeued)
+    // keep their shards.
+    let ended: std::collections::HashSet<String> = shard::read_all(&dir)
+        .into_iter()
+        .filter_map(|(_, r)| r.ok())
+        .filter(|r| matches!(r.status, Status::Done | Status::Failed | Status::Pruned))
+        .map(|r| r.trial_key)
+        .collect();
+    let pack: Vec<_> = pack.iter().filter(|(entry, _)| !ended.contains(&entry.trial_key)).collect();
     let mut records = vec![];
     let mut lives = vec![];
-    for (entry, trial) in pack {
+    for (entry, trial) in &pack {
         eprintln!("memctl worker: trial {} ({}) in a pack of {}", entry.trial_key, entry.label, pack.len());
         let mut record = sweep::new_record(0, trial, source, &opts);
         let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, &Log);
@@ -139,6 +148,7 @@ fn run_pack_task(
     }
     let members: Vec<crate::train::pack::PackMember<'_>> = pack
         .iter()
+        .copied()
         .zip(&lives)
         .map(|((_, trial), live)| crate::train::pack::PackMember { trial, observer: live, checkpoints: live })
         .collect();

@@ -72,8 +72,8 @@ impl Cell {
         inputs: &Tensor,
         scored: &[usize],
     ) -> Result<(Tensor, Vec<StepWeights>)> {
-        let (trials, rows) = (members.len().max(1), inputs.dim(1)?);
-        if rows % trials != 0 {
+        let (trials, rows) = (members.len(), inputs.dim(1)?);
+        if trials == 0 || rows % trials != 0 {
             candle_core::bail!("internal: a pack of {trials} trials over {rows} sequences");
         }
         self.run_aliasing(Weights::Pack { members, batch: rows / trials }, inputs, scored)

@@ -23,6 +23,11 @@ use crate::value::Value;
 pub enum SampleError {
     #[error("the grid has {size} configurations; there is no configuration {index}")]
     PastGrid { index: usize, size: usize },
+    #[error(
+        "a grid in a seeded order holds its whole order in memory, and this one has {size} configurations \
+         (at most {SHUFFLED_GRID_LIMIT}); list fewer values, or use `random` or `tpe`"
+    )]
+    TooLargeToShuffle { size: usize },
     #[error("TPE could not propose a value for `{name}`: {reason}")]
     Tpe { name: String, reason: String },
 }
@@ -48,6 +53,10 @@ pub fn propose(
     }
 }
 
+/// The most configurations a grid walked in a seeded order has (its order is a shuffled list
+/// of them, 8 bytes each).
+pub const SHUFFLED_GRID_LIMIT: usize = 1 << 24;
+
 /// The `index`-th combination: in order, the first name varying slowest, or at the `index`-th
 /// place of the permutation that the seed `order` draws.
 fn grid(spec: &SearchSpec, order: Option<u64>, index: usize) -> Result<Vec<Value>, SampleError> {
@@ -59,6 +68,7 @@ fn grid(spec: &SearchSpec, order: Option<u64>, index: usize) -> Result<Vec<Value
     }
     let mut rest = match order {
         None => index,
+        Some(_) if size > SHUFFLED_GRID_LIMIT => return Err(SampleError::TooLargeToShuffle { size }),
         Some(seed) => {
             let mut walk: Vec<usize> = (0..size).collect();
             walk.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
@@ -208,6 +218,12 @@ mod tests {
         assert_eq!(sorted, ["110", "120", "130", "210", "220", "230"]);
         let s = spec(Sampler::Grid { order: Some(1) }, dims());
         assert!(matches!(propose(&s, 6, &[], &[]), Err(SampleError::PastGrid { index: 6, size: 6 })));
+        let values = |n: i64| Domain::Values((0..n).map(Value::Int).collect());
+        let huge = spec(Sampler::Grid { order: Some(1) }, vec![("a", values(4097)), ("b", values(4096))]);
+        let too_large = propose(&huge, 0, &[], &[]);
+        assert!(matches!(too_large, Err(SampleError::TooLargeToShuffle { size }) if size == 4097 << 12));
+        let ok = spec(Sampler::Grid { order: Some(1) }, vec![("a", ints(&[1, 2])), ("b", values(4096))]);
+        assert!(propose(&ok, 0, &[], &[]).is_ok());
     }
 
     #[test]

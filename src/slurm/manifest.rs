@@ -21,7 +21,8 @@ pub struct Manifest {
     pub experiment: Option<String>,
     /// Command-line overrides (`d=48,96`), re-applied by workers.
     pub overrides: Vec<String>,
-    /// Array index → trial identity (and a label for humans); empty for a search's workers.
+    /// The trials submitted (identity, and a label for humans), each trained by the array task
+    /// of its index, or of its pack (`packs`); empty for a search's workers.
     pub trials: Vec<ManifestTrial>,
     /// Array index → the trials that task trains as one pack (indices into `trials`), when
     /// the sweep packs (`--pack N`); empty: one trial per task.

@@ -11,46 +11,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
-use super::placement::{self, Place, Room};
+use super::placement::{self, Admission, Place, Room, Waiting, admit};
 use crate::device::DeviceSpec;
-
-/// Whether a trial may start now, by its memory.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Admission {
-    /// It fits beside the trials running.
-    Start,
-    /// It fits alone, not beside the trials running: it waits for one to end.
-    Wait,
-    /// It does not fit even alone.
-    TooLarge,
-}
-
-/// The admission of a trial that `needs` bytes on a device that had `free` bytes before the
-/// sweep, of which the trials running on it now hold `reserved` (their estimates).
-pub fn admit(free: u64, reserved: u64, needs: u64) -> Admission {
-    if needs > free {
-        Admission::TooLarge
-    } else if needs <= free.saturating_sub(reserved) {
-        Admission::Start
-    } else {
-        Admission::Wait
-    }
-}
 
 /// A trial's estimate, and the device it trains on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Need {
     pub device: DeviceSpec,
     pub bytes: u64,
-}
-
-/// Why a trial waits: what it needs, what its device had free, and what the trials running
-/// there hold.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Waiting {
-    pub needs: u64,
-    pub free: u64,
-    pub reserved: u64,
 }
 
 /// The sweep's memory ledger: each device's free memory before the sweep and each trial's
@@ -253,23 +221,6 @@ mod tests {
     use super::*;
 
     const GB: u64 = 1 << 30;
-
-    #[test]
-    fn a_trial_starts_only_beside_what_leaves_it_room() {
-        // Two trials of 18.7 GB on a 24 GB device: the first starts, the second waits.
-        let trial = 187 * GB / 10;
-        assert_eq!(admit(24 * GB, 0, trial), Admission::Start);
-        assert_eq!(admit(24 * GB, trial, trial), Admission::Wait);
-        // Beside a trial that leaves it exactly its room it fits, not beside one a byte larger.
-        let room = 24 * GB - trial;
-        assert_eq!(admit(24 * GB, room, trial), Admission::Start);
-        assert_eq!(admit(24 * GB, room + 1, trial), Admission::Wait);
-        // A trial larger than the device never fits, whatever runs.
-        assert_eq!(admit(24 * GB, 0, 25 * GB), Admission::TooLarge);
-        assert_eq!(admit(24 * GB, 20 * GB, 25 * GB), Admission::TooLarge);
-        // Reservations above the free memory (a trial too large that runs alone) leave none.
-        assert_eq!(admit(24 * GB, 30 * GB, 1), Admission::Wait);
-    }
 
     fn budget(free: u64, trials: &[(&str, u64)]) -> MemoryBudget {
         let needs =

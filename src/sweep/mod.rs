@@ -287,7 +287,7 @@ pub trait Reporter: Sync {
     fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status);
     fn trial_finished(&self, index: usize, record: &RunRecord);
     /// Not started yet: it fits in its device's memory alone, not beside the trials running.
-    fn trial_waits_for_memory(&self, _index: usize, _trial: &Trial, _waiting: memory_budget::Waiting) {}
+    fn trial_waits_for_memory(&self, _index: usize, _trial: &Trial, _waiting: placement::Waiting) {}
     /// Something went wrong that does not stop the trial (a checkpoint that could not be saved).
     fn warning(&self, message: &str);
 }

@@ -77,18 +77,19 @@ pub fn plan(trials: &[Trial], opts: &Options, runs: &[bool]) -> Vec<Vec<usize>> 
 }
 
 /// `trials` grouped by what the trials of a pack share (a step graph with the same shapes,
-/// the batch size, the device; `device` overrides each trial's), in order of first
+/// the batch size, the loss, the device; `device` overrides each trial's), in order of first
 /// appearance. Trials that `packable` leaves out are groups of one.
 pub fn groups(trials: &[Trial], device: Option<&str>, packable: impl Fn(usize) -> bool) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = vec![];
-    let mut group_of: HashMap<(String, usize, String), usize> = HashMap::new();
+    let mut group_of: HashMap<(String, usize, String, String), usize> = HashMap::new();
     for (i, trial) in trials.iter().enumerate() {
         if !packable(i) {
             groups.push(vec![i]);
             continue;
         }
         let on = device.unwrap_or(&trial.config.train.device).to_string();
-        let key = (trial.graph.fingerprint(), trial.config.train.batch, on);
+        let target = format!("{:?}", trial.task.target());
+        let key = (trial.graph.fingerprint(), trial.config.train.batch, target, on);
         match group_of.get(&key) {
             Some(&g) => groups[g].push(i),
             None => {

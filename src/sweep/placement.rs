@@ -1,12 +1,44 @@
-//! Where a pack trains when a sweep spreads its packs over several GPUs (`--device cuda:all`,
-//! `cuda:0,2`): on the GPU where it leaves the most memory free, beside the packs the sweep
-//! runs there now. A pack that fits on none of them beside what runs waits; one too large for
-//! every GPU even alone runs on the largest once nothing else runs there. The rule is a pure
-//! function of each GPU's free memory and what the sweep holds on it, so it is tested with
-//! stand-in devices; `memory_budget` applies it.
+//! Whether a pack may start now, by its memory ([`admit`]), and where it trains when a sweep
+//! spreads its packs over several GPUs (`--device cuda:all`, `cuda:0,2`): on the GPU where it
+//! leaves the most memory free, beside the packs the sweep runs there now. A pack that fits on
+//! none of them beside what runs waits; one too large for every GPU even alone runs on the
+//! largest once nothing else runs there. The rules are pure functions of each device's free
+//! memory and what the sweep holds on it, so they are tested with stand-in devices;
+//! `memory_budget` applies them.
 
-use super::memory_budget::{Admission, Waiting, admit};
 use crate::device::DeviceSpec;
+
+/// Whether a trial may start now, by its memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// It fits beside the trials running.
+    Start,
+    /// It fits alone, not beside the trials running: it waits for one to end.
+    Wait,
+    /// It does not fit even alone.
+    TooLarge,
+}
+
+/// The admission of a trial that `needs` bytes on a device that had `free` bytes before the
+/// sweep, of which the trials running on it now hold `reserved` (their estimates).
+pub fn admit(free: u64, reserved: u64, needs: u64) -> Admission {
+    if needs > free {
+        Admission::TooLarge
+    } else if needs <= free.saturating_sub(reserved) {
+        Admission::Start
+    } else {
+        Admission::Wait
+    }
+}
+
+/// Why a trial waits: what it needs, what its device had free, and what the trials running
+/// there hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub needs: u64,
+    pub free: u64,
+    pub reserved: u64,
+}
 
 /// A device as the placement sees it: the memory it had free before the sweep (`None`: not
 /// measured), and what the sweep's packs running on it hold and how many they are.
@@ -27,10 +59,11 @@ pub enum Place {
     Wait(Waiting),
 }
 
-/// The device among `rooms` for a pack that needs `needs` bytes (`None`: not estimated): of
-/// those where it fits beside what runs, the one it leaves the most memory free on, then the
-/// one running the fewest packs, then the first listed. A device not measured fits anything
-/// and ranks by its packs alone, after the measured ones that fit.
+/// The device among `rooms` for a pack that needs `needs` bytes: of those where it fits beside
+/// what runs, the one it leaves the most memory free on, then the one running the fewest
+/// packs, then the first listed. A device not measured fits anything and ranks after the
+/// measured ones that fit. A pack not estimated (`None`, a search's trials) holds no memory,
+/// so it goes where the fewest packs run, then where the most memory is free.
 pub fn place(rooms: &[Room], needs: Option<u64>) -> Place {
     let left_after = |r: &Room| -> Option<Option<u64>> {
         match (r.free, needs) {
@@ -42,13 +75,13 @@ pub fn place(rooms: &[Room], needs: Option<u64>) -> Place {
             (None, _) => Some(None),
         }
     };
-    // Most memory left first (a measured device before an unmeasured one), fewest packs next,
-    // then the order listed (the smallest index wins a tie).
-    let best = rooms
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| Some((left_after(r)?, r.packs, i)))
-        .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)));
+    // Most memory left first (a measured device before an unmeasured one), fewest packs next
+    // (first for a pack not estimated), then the order listed (the smallest index wins a tie).
+    let best =
+        rooms.iter().enumerate().filter_map(|(i, r)| Some((left_after(r)?, r.packs, i))).max_by(|a, b| match needs {
+            Some(_) => a.0.cmp(&b.0).then(b.1.cmp(&a.1)).then(b.2.cmp(&a.2)),
+            None => b.1.cmp(&a.1).then(a.0.cmp(&b.0)).then(b.2.cmp(&a.2)),
+        });
     if let Some((_, _, i)) = best {
         return Place::On(rooms[i].device);
     }
@@ -76,6 +109,23 @@ mod tests {
     use super::*;
 
     const GB: u64 = 1 << 30;
+
+    #[test]
+    fn a_trial_starts_only_beside_what_leaves_it_room() {
+        // Two trials of 18.7 GB on a 24 GB device: the first starts, the second waits.
+        let trial = 187 * GB / 10;
+        assert_eq!(admit(24 * GB, 0, trial), Admission::Start);
+        assert_eq!(admit(24 * GB, trial, trial), Admission::Wait);
+        // Beside a trial that leaves it exactly its room it fits, not beside one a byte larger.
+        let room = 24 * GB - trial;
+        assert_eq!(admit(24 * GB, room, trial), Admission::Start);
+        assert_eq!(admit(24 * GB, room + 1, trial), Admission::Wait);
+        // A trial larger than the device never fits, whatever runs.
+        assert_eq!(admit(24 * GB, 0, 25 * GB), Admission::TooLarge);
+        assert_eq!(admit(24 * GB, 20 * GB, 25 * GB), Admission::TooLarge);
+        // Reservations above the free memory (a trial too large that runs alone) leave none.
+        assert_eq!(admit(24 * GB, 30 * GB, 1), Admission::Wait);
+    }
 
     /// Stand-in GPUs with the free memory given, nothing running.
     fn gpus(free: &[u64]) -> Vec<Room> {
@@ -143,9 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn packs_not_estimated_spread_by_memory_held_and_unmeasured_gpus_by_their_packs() {
+    fn packs_not_estimated_spread_by_the_packs_running_then_by_memory() {
         let mut rooms = gpus(&[80, 80]);
         rooms[0].held = GB;
+        assert_eq!(place(&rooms, None), Place::On(DeviceSpec::Cuda(1)));
+        // One pack on the larger GPU already: the next goes to the other, though it has less free.
+        let mut rooms = gpus(&[80, 40]);
+        rooms[0].packs = 1;
         assert_eq!(place(&rooms, None), Place::On(DeviceSpec::Cuda(1)));
         let mut blind: Vec<Room> = gpus(&[0, 0, 0]).into_iter().map(|r| Room { free: None, ..r }).collect();
         blind[0].packs = 2;

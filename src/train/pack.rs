@@ -152,6 +152,11 @@ fn train_steps(
 pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
     let mut values = vec![0.0; steppers.len()];
     for group in same_shapes(batches)? {
+        // A trial alone in its shape steps as it would alone (on CUDA, from its own graph).
+        if let [i] = group[..] {
+            values[i] = steppers[i].step(batches[i])?;
+            continue;
+        }
         let grads = {
             let members: Vec<&Stepper> = group.iter().map(|&i| &*steppers[i]).collect();
             let batches: Vec<&Batch> = group.iter().map(|&i| batches[i]).collect();
@@ -166,7 +171,7 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
 
 /// The indices of `batches`, grouped by the shape of their inputs and their scored steps (a
 /// pack runs one time step count over one batch size), in order.
-fn same_shapes(batches: &[&Batch]) -> Result<Vec<Vec<usize>>> {
+pub(super) fn same_shapes(batches: &[&Batch]) -> Result<Vec<Vec<usize>>> {
     let mut groups: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)> = vec![];
     for (i, b) in batches.iter().enumerate() {
         let dims = b.inputs.dims().to_vec();

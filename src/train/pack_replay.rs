@@ -3,8 +3,8 @@
 //! per trial), the second is captured, and every later step copies each trial's batch into its
 //! buffers and launches the graph: the pack's forward, each trial's loss, one backward, and
 //! each trial's clipping and update. A trial that leaves the pack changes the program, so the
-//! trials left warm up and capture again; batches of other shapes than the captured ones run
-//! eagerly. A capture that fails leaves the pack eager (`PackReplay::Failed` keeps why).
+//! trials left warm up and capture again; a step whose batches differ in shape from the
+//! captured ones (or from each other) runs eagerly, the graph kept. A capture that fails leaves the pack eager (`PackReplay::Failed` keeps why).
 //! As alone, a replayed step updates a trial's parameters even when its loss is not finite
 //! (the graph cannot branch on it); the trial fails at that step either way.
 
@@ -36,6 +36,14 @@ impl PackReplay {
         if replays { PackReplay::Cold } else { PackReplay::Off }
     }
 
+    /// The trials the buffers (and graph) are for.
+    fn trials(&self) -> Option<&[usize]> {
+        match self {
+            PackReplay::WarmedUp { who, .. } | PackReplay::Captured { who, .. } => Some(who),
+            _ => None,
+        }
+    }
+
     /// Why a capture failed, where one did.
     pub(super) fn failure(&self) -> Option<&str> {
         match self {
@@ -52,7 +60,9 @@ impl PackReplay {
         steppers: &mut [&mut Stepper],
         batches: &[&Batch],
     ) -> Result<Option<Vec<f64>>> {
-        if matches!(self, PackReplay::Off | PackReplay::Failed(_)) || steppers.len() < 2 {
+        let off = matches!(self, PackReplay::Off | PackReplay::Failed(_));
+        // One graph runs one shape: trials whose batches differ this step run eagerly.
+        if off || steppers.len() < 2 || super::pack::same_shapes(batches)?.len() != 1 {
             return Ok(None);
         }
         let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
@@ -92,7 +102,12 @@ impl PackReplay {
                 *self = PackReplay::Captured { who: who.to_vec(), buffers, graph };
                 Ok(Some(values))
             }
-            // A new set of trials (or shapes): warm up on fresh buffers.
+            // The same trials on batches of other shapes: eagerly, the graph kept for later.
+            kept @ (PackReplay::WarmedUp { .. } | PackReplay::Captured { .. }) if kept.trials() == Some(who) => {
+                *self = kept;
+                Ok(None)
+            }
+            // A new set of trials: warm up on fresh buffers.
             _ => {
                 let buffers: Vec<Buffers> = inputs
                     .iter()
