@@ -231,21 +231,14 @@ fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<Trial
 /// their sum. A trial whose loss is not finite gets no gradients, as alone.
 fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
     let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
-    let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
-    let (cell, target) = (&steppers[0].cell, steppers[0].target);
-    let (logits, weights) = cell.run_packed_for_gradients(members, &Tensor::cat(&inputs, 1)?, &batches[0].scored)?;
-    let batch = inputs[0].dim(1)?;
-    let mut losses = Vec::with_capacity(steppers.len());
-    for (p, b) in batches.iter().enumerate() {
-        losses.push(loss::loss(target, &logits.narrow(1, p * batch, batch)?, &b.targets)?);
-    }
+    let targets: Vec<&Tensor> = batches.iter().map(|b| &b.targets).collect();
+    let (losses, weights) = pack_losses(steppers, &inputs, &targets, &batches[0].scored)?;
     let values: Vec<f64> =
         losses.iter().map(|l| l.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()).collect::<Result<_>>()?;
     // Only the finite losses are differentiated: a trial that diverged fails on its own.
-    let finite: Vec<&Tensor> = losses.iter().zip(&values).filter(|(_, v)| v.is_finite()).map(|(l, _)| l).collect();
+    let finite: Vec<Tensor> = losses.into_iter().zip(&values).filter(|(_, v)| v.is_finite()).map(|(l, _)| l).collect();
     let mut grads: Vec<Vec<Option<Tensor>>> = steppers.iter().map(|s| vec![None; s.cell.vars().len()]).collect();
-    if let Some((first, rest)) = finite.split_first() {
-        let total = rest.iter().try_fold((*first).clone(), |sum, l| sum + *l)?;
+    if let Some(total) = sum(finite)? {
         grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
         for (g, v) in grads.iter_mut().zip(&values) {
             if !v.is_finite() {
@@ -254,4 +247,33 @@ fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<
         }
     }
     Ok(values.into_iter().zip(grads).collect())
+}
+
+/// The pack's forward by candle's autograd over every trial's `inputs` (joined along the batch)
+/// and each trial's loss on its rows against its `targets`, with the weights each trial's steps
+/// read (for [`crate::compile::packed_run::packed_gradients`]). Shared by the eager step and
+/// the replayed one (`pack_replay`).
+pub(super) fn pack_losses(
+    steppers: &[&Stepper],
+    inputs: &[Tensor],
+    targets: &[&Tensor],
+    scored: &[usize],
+) -> Result<(Vec<Tensor>, Vec<crate::compile::StepWeights>)> {
+    let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
+    let (cell, target) = (&steppers[0].cell, steppers[0].target);
+    let (logits, weights) = cell.run_packed_for_gradients(members, &Tensor::cat(inputs, 1)?, scored)?;
+    let batch = inputs[0].dim(1)?;
+    let losses = targets
+        .iter()
+        .enumerate()
+        .map(|(p, t)| loss::loss(target, &logits.narrow(1, p * batch, batch)?, t))
+        .collect::<Result<_>>()?;
+    Ok((losses, weights))
+}
+
+/// The sum of `losses`; `None` for none.
+pub(super) fn sum(losses: Vec<Tensor>) -> Result<Option<Tensor>> {
+    let mut losses = losses.into_iter();
+    let Some(first) = losses.next() else { return Ok(None) };
+    losses.try_fold(first, |total, l| total + l).map(Some)
 }

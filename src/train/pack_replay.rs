@@ -11,7 +11,7 @@
 use candle_core::{DType, Device, Result, Tensor};
 
 use super::graph_step::{Buffers, Graph, capture, with_upload_cache};
-use super::{Autograd, Stepper, clip, loss};
+use super::{Autograd, Stepper, clip};
 use crate::tasks::Batch;
 
 /// Where a pack stands with graph replay.
@@ -134,20 +134,13 @@ fn prepare(steppers: &mut [&mut Stepper]) -> Result<()> {
 /// trial's clipping and update, launching device work only (so that it can be captured).
 fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()> {
     let inputs: Vec<Tensor> = buffers.iter().map(|b| b.inputs.clone()).collect();
-    let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
-    let (cell, target) = (&steppers[0].cell, steppers[0].target);
-    let (logits, weights) = cell.run_packed_for_gradients(members, &Tensor::cat(&inputs, 1)?, &buffers[0].scored)?;
-    let batch = inputs[0].dim(1)?;
-    let mut total: Option<Tensor> = None;
-    for (p, b) in buffers.iter().enumerate() {
-        let l = loss::loss(target, &logits.narrow(1, p * batch, batch)?, &b.targets)?;
+    let targets: Vec<&Tensor> = buffers.iter().map(|b| &b.targets).collect();
+    let shared: Vec<&Stepper> = steppers.iter().map(|s| &**s).collect();
+    let (losses, weights) = super::pack::pack_losses(&shared, &inputs, &targets, &buffers[0].scored)?;
+    for (l, b) in losses.iter().zip(buffers) {
         b.loss.slice_set(&l.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
-        total = Some(match total {
-            None => l,
-            Some(t) => (t + l)?,
-        });
     }
-    let Some(total) = total else { return Ok(()) };
+    let Some(total) = super::pack::sum(losses)? else { return Ok(()) };
     let grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
     for (s, mut g) in steppers.iter_mut().zip(grads) {
         let clamp = clip::before_update(&mut g, s.clip_value, s.clip_norm, true)?;
