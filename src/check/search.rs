@@ -102,8 +102,8 @@ pub struct Pruning {
     pub min_steps: usize,
     pub rungs: usize,
     pub factor: f64,
-    /// The plateau guard: a trial whose training loss fell by more than this fraction since
-    /// the previous rung is kept whatever its metric.
+    /// The plateau guard: a trial whose training loss fell by more than this fraction over
+    /// the [`guard_window`](Pruning::guard_window) before a rung is kept whatever its metric.
     pub patience: Option<f64>,
     /// The median rule judging every this many steps from `min_steps` on, instead of at rungs
     /// `factor` apart (Optuna's `MedianPruner` with `interval_steps`); `every = eval_every`
@@ -122,11 +122,13 @@ impl Pruning {
         }
     }
 
-    /// The step the plateau guard measures the first rung's fall in training loss from.
-    pub fn before_first_rung(&self) -> usize {
+    /// The steps over which the plateau guard measures the fall in training loss before a
+    /// rung: the first rung's span (from `min_steps / factor` to `min_steps`), or `every`, the
+    /// same at every rung, so that `patience` asks the same rate of fall at each.
+    pub fn guard_window(&self) -> usize {
         match self.every {
-            Some(every) => self.min_steps.saturating_sub(every),
-            None => (self.min_steps as f64 / self.factor).round() as usize,
+            Some(every) => every.min(self.min_steps),
+            None => self.min_steps - ((self.min_steps as f64 / self.factor).round() as usize).min(self.min_steps),
         }
     }
 

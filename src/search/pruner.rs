@@ -8,9 +8,12 @@
 //!   others at the rung.
 //!
 //! The plateau guard: rungs start at `min_steps`, so nothing is judged before; and with
-//! `patience`, a trial whose training loss fell by more than that fraction since the previous
-//! rung goes on whatever its metric, because memory networks often sit on a plateau of the
-//! metric (the trivial 25 % of associative retrieval) while the loss already moves.
+//! `patience`, a trial whose training loss fell by more than that fraction over the last
+//! [`guard_window`](Pruning::guard_window) steps (the first rung's span, the same before every
+//! rung) goes on whatever its metric, because memory networks often sit on a plateau of the
+//! metric (the trivial 25 % of associative retrieval) while the loss still moves. A window of
+//! fixed length asks the same rate of fall at every rung: measured since the previous rung, a
+//! slow learner's fall over rungs a factor of 3 apart kept nearly every trial (docs/search.md).
 
 use std::collections::BTreeMap;
 
@@ -72,15 +75,10 @@ pub fn rungs_due(pruning: &Pruning, reported: usize, step: usize) -> Vec<usize> 
     pruning.rung_steps().iter().enumerate().skip(reported).filter(|(_, s)| **s <= step).map(|(k, _)| k).collect()
 }
 
-/// The training loss a trial had at the previous rung (for the first rung, at `min_steps /
-/// factor`, or `min_steps - every`): the last point of the curve at or before that step, else
-/// its first point.
-pub fn loss_before(pruning: &Pruning, rung: usize, train_loss: &[(u64, f64)]) -> Option<f64> {
-    let steps = pruning.rung_steps();
-    let before = match rung {
-        0 => pruning.before_first_rung() as u64,
-        r => steps.get(r - 1).copied().unwrap_or(0) as u64,
-    };
+/// The training loss a trial judged at `step` had [`guard_window`](Pruning::guard_window)
+/// steps before: the last point of the curve at or before that step, else its first point.
+pub fn loss_before(pruning: &Pruning, step: usize, train_loss: &[(u64, f64)]) -> Option<f64> {
+    let before = step.saturating_sub(pruning.guard_window()) as u64;
     train_loss.iter().rev().find(|(s, _)| *s <= before).or(train_loss.first()).map(|(_, v)| *v)
 }
 
@@ -195,8 +193,9 @@ mod tests {
         assert_eq!(p.rung_steps(), [100, 125, 150, 175, 200]);
         assert_eq!(rungs_due(&p, 0, 99), Vec::<usize>::new());
         assert_eq!(rungs_due(&p, 1, 125), [1]);
-        let curve = [(50, 2.0), (75, 1.8), (100, 1.5)];
-        assert_eq!(loss_before(&p, 0, &curve), Some(1.8), "the first rung's loss is measured from step 75");
+        let curve = [(50, 2.0), (75, 1.8), (100, 1.5), (125, 1.4)];
+        assert_eq!(loss_before(&p, 100, &curve), Some(1.8), "the first rung's loss is measured from step 75");
+        assert_eq!(loss_before(&p, 125, &curve), Some(1.5), "each later one's over the same 25 steps");
         // Two configurations ahead at every evaluation; a third level with them until step
         // 150, then behind: it goes on at 100 and 125 and stops at 150 (rung 3 of 5).
         let mut study = StudyRecord::new("e");
@@ -221,9 +220,14 @@ mod tests {
         assert_eq!(rungs_due(&p, 0, 99), Vec::<usize>::new());
         assert_eq!(rungs_due(&p, 0, 350), [0, 1]);
         assert_eq!(rungs_due(&p, 1, 350), [1]);
-        let curve = [(20, 2.0), (40, 1.8), (60, 1.5), (100, 1.4)];
-        // Before rung 0: at 100 / 3 ≈ 33 steps, the point at 20.
-        assert_eq!(loss_before(&p, 0, &curve), Some(2.0));
-        assert_eq!(loss_before(&p, 1, &curve), Some(1.4));
+        // The guard's window is the first rung's span, 100 − 100 / 3 ≈ 67 steps, at every rung.
+        assert_eq!(p.guard_window(), 67);
+        let curve = [(20, 2.0), (40, 1.8), (60, 1.5), (100, 1.4), (240, 1.3), (300, 1.2)];
+        // Rung 0 at step 100: from step 33, the point at 20.
+        assert_eq!(loss_before(&p, 100, &curve), Some(2.0));
+        // Rung 1 at step 300: from step 233, the point at 100 (not rung 0's step).
+        assert_eq!(loss_before(&p, 300, &curve), Some(1.4));
+        // Before the curve's first point: that point.
+        assert_eq!(loss_before(&p, 50, &curve), Some(2.0));
     }
 }

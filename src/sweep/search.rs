@@ -42,6 +42,9 @@ pub struct Search<'a> {
     key: String,
     experiment: String,
     queue: Mutex<Queue>,
+    /// Configurations known to be pruned (by this process's trials, or seen in the study at a
+    /// rung), each with the decision: their seeds still training stop at their next evaluation.
+    pruned: Mutex<HashMap<usize, RungReport>>,
 }
 
 #[derive(Default)]
@@ -59,6 +62,7 @@ impl<'a> Search<'a> {
             key: crate::search::study_key(plan),
             experiment: experiment.into(),
             queue: Mutex::new(Queue::default()),
+            pruned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -479,8 +483,10 @@ struct TrialJudge<'a> {
     reporter: &'a dyn Reporter,
 }
 
-impl Judge for TrialJudge<'_> {
-    fn stop_here(&self, step: usize, so_far: &Outcome) -> Option<String> {
+impl TrialJudge<'_> {
+    /// Reports each rung `step` reached and has not reported, judged against the study; the
+    /// decision that stops the trial, if one does.
+    fn judge_rungs(&self, step: usize, so_far: &Outcome) -> Option<Pruned> {
         let mut reported = self.reported.lock().ok()?;
         let metric = &self.pruning.metric.name;
         let train_loss = so_far.curves.get("train_loss").map_or(&[][..], Vec::as_slice);
@@ -494,44 +500,201 @@ impl Judge for TrialJudge<'_> {
                 step: step as u64,
                 value,
                 loss: train_loss.last().map(|(_, l)| *l),
-                loss_before: pruner::loss_before(self.pruning, rung, train_loss),
+                loss_before: pruner::loss_before(self.pruning, step, train_loss),
             };
             let s = self.search;
             let decided = s.store.update_study(&s.key, &s.experiment, |study| {
-                if let Some(r) = study.report(self.config, self.seed, rung) {
-                    return r.clone();
-                }
-                let r = pruner::report(&at, pruner::judge(self.pruning, study, &at));
-                study.reports.push(r.clone());
-                r
+                let r = match study.report(self.config, self.seed, rung) {
+                    Some(r) => r.clone(),
+                    None => {
+                        let r = pruner::report(&at, pruner::judge(self.pruning, study, &at));
+                        study.reports.push(r.clone());
+                        r
+                    }
+                };
+                (r, study.pruned_at(self.config).cloned())
             });
             let r = match decided {
-                Ok(r) => r,
+                Ok((r, pruned)) => {
+                    if let (Some(by), Ok(mut known)) = (pruned, s.pruned.lock()) {
+                        known.entry(self.config).or_insert(by);
+                    }
+                    r
+                }
                 Err(e) => {
                     self.reporter.warning(&format!("the pruner could not record rung {}: {e}", rung + 1));
                     continue;
                 }
             };
             if !r.decision.keep {
-                let p = Pruned {
+                return Some(Pruned {
                     rung: rung + 1,
                     step: r.step,
                     metric: metric.clone(),
                     value: r.value,
                     mean: r.decision.mean,
                     cutoff: r.decision.cutoff.unwrap_or(r.decision.mean),
-                };
-                let reason = p.to_string();
-                if let Ok(mut slot) = self.pruned.lock() {
-                    *slot = Some(p);
-                }
-                return Some(reason);
+                });
             }
         }
         None
     }
 
+    /// A configuration is judged by the mean over its seeds, so one pruned through another
+    /// seed (whose report at a rung this seed passed moved the mean past the cut-off) stops
+    /// this seed too: at its next evaluation where the other seed trains in this process, else
+    /// at its next rung (where it reads the study).
+    fn pruned_through_another_seed(&self, step: usize, so_far: &Outcome) -> Option<Pruned> {
+        let by = self.search.pruned.lock().ok()?.get(&self.config).filter(|r| r.seed != self.seed).cloned()?;
+        let metric = &self.pruning.metric.name;
+        // This seed's own value at that rung (its first evaluation there), else its latest.
+        let at = self.pruning.rung_steps().get(by.rung).copied().unwrap_or(0) as u64;
+        let curve = so_far.curves.get(metric);
+        let own = curve.and_then(|c| c.iter().find(|(s, _)| *s >= at).or(c.last())).map(|(_, v)| *v);
+        Some(Pruned {
+            rung: by.rung + 1,
+            step: step as u64,
+            metric: metric.clone(),
+            value: own.unwrap_or(by.decision.mean),
+            mean: by.decision.mean,
+            cutoff: by.decision.cutoff.unwrap_or(by.decision.mean),
+        })
+    }
+}
+
+impl Judge for TrialJudge<'_> {
+    fn stop_here(&self, step: usize, so_far: &Outcome) -> Option<String> {
+        let p = self.judge_rungs(step, so_far).or_else(|| self.pruned_through_another_seed(step, so_far))?;
+        let reason = p.to_string();
+        if let Ok(mut slot) = self.pruned.lock() {
+            *slot = Some(p);
+        }
+        Some(reason)
+    }
+
     fn pruned(&self) -> Option<Pruned> {
         self.pruned.lock().ok()?.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::store::study::Decision;
+
+    const SPEC: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model lstm(hidden = 8) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+experiment lrs {
+  task tiny
+  model lstm
+  train { optimizer = adam(lr = 1e-3), batch = 16, steps = 100, eval_every = 20 }
+  search {
+    lr in [3e-2, 1e-3]
+    seed in 1..2
+    sampler = grid
+    prune = asha(metric = val_loss, min_steps = 20, rungs = 2, keep = 1/2)
+  }
+}
+"#;
+
+    struct Quiet;
+    impl Reporter for Quiet {
+        fn trial_started(
+            &self,
+            _: usize,
+            _: &crate::check::Trial,
+            _: u64,
+            _: Option<u64>,
+        ) -> Box<dyn crate::train::Observer + '_> {
+            Box::new(crate::train::Silent)
+        }
+        fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: Status) {}
+        fn trial_finished(&self, _: usize, _: &crate::store::RunRecord) {}
+        fn warning(&self, message: &str) {
+            panic!("unexpected warning: {message}");
+        }
+    }
+
+    /// A trial's outcome so far with `val_loss` at the given evaluations.
+    fn so_far(trial: &crate::check::Trial, val_loss: &[(u64, f64)]) -> Outcome {
+        let mut o = Outcome::starting(trial);
+        o.curves = BTreeMap::from([("val_loss".to_string(), val_loss.to_vec())]);
+        o
+    }
+
+    fn pruned_by_seed_2() -> RungReport {
+        RungReport {
+            config: 0,
+            seed: 2,
+            rung: 0,
+            step: 20,
+            value: 1.0,
+            loss: None,
+            loss_before: None,
+            decision: Decision { keep: false, mean: 1.0, cutoff: Some(0.5), compared: 2, guarded: false },
+        }
+    }
+
+    fn with_search(test: impl FnOnce(&Search<'_>, &Pruning, &crate::check::Trial)) {
+        let program = crate::check::checked_text(SPEC);
+        let plan = program.experiments.iter().find(|e| e.name == "lrs").unwrap().search.clone().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let search = Search::new(&store, &plan, "lrs");
+        let trial = plan.trial(&[Value::Float(3e-2)], 1).unwrap();
+        test(&search, plan.spec.prune.as_ref().unwrap(), &trial);
+    }
+
+    fn judge<'a>(search: &'a Search<'a>, pruning: &'a Pruning, reported: usize) -> TrialJudge<'a> {
+        TrialJudge {
+            search,
+            pruning,
+            config: 0,
+            seed: 1,
+            reported: Mutex::new(reported),
+            pruned: Mutex::new(None),
+            reporter: &Quiet,
+        }
+    }
+
+    #[test]
+    fn a_seed_stops_at_its_rung_once_a_seed_of_another_process_pruned_its_configuration() {
+        with_search(|search, pruning, trial| {
+            search.store.update_study(&search.key, &search.experiment, |s| s.reports.push(pruned_by_seed_2())).unwrap();
+            // Alone at the rung, seed 1 (0.4) would go on: its configuration has no competitor.
+            let j = judge(search, pruning, 0);
+            let why = j.stop_here(20, &so_far(trial, &[(20, 0.4)])).expect("stopped");
+            let p = j.pruned().unwrap();
+            assert_eq!((p.rung, p.step, p.value, p.mean, p.cutoff), (1, 20, 0.4, 1.0, 0.5), "{why}");
+            // Its own report stands in the study beside the deciding one.
+            let study = search.store.study(&search.key, &search.experiment).unwrap();
+            assert!(study.report(0, 1, 0).is_some_and(|r| r.decision.keep));
+        });
+    }
+
+    #[test]
+    fn a_seed_stops_at_its_next_evaluation_once_a_seed_in_this_process_pruned_its_configuration() {
+        with_search(|search, pruning, trial| {
+            // Seed 1 passed rung 1 (step 20) and trains on.
+            let j = judge(search, pruning, 1);
+            assert_eq!(j.stop_here(40, &so_far(trial, &[(20, 0.4), (40, 0.3)])), None);
+            search.pruned.lock().unwrap().insert(0, pruned_by_seed_2());
+            assert!(j.stop_here(60, &so_far(trial, &[(20, 0.4), (40, 0.3), (60, 0.3)])).is_some());
+            let p = j.pruned().unwrap();
+            assert_eq!((p.rung, p.step, p.value), (1, 60, 0.4), "its own value at the rung that decided");
+            // A configuration pruned through this seed itself is not "another seed's".
+            let other = TrialJudge { seed: 2, ..judge(search, pruning, 1) };
+            assert_eq!(other.stop_here(60, &so_far(trial, &[(20, 1.0), (40, 1.0), (60, 1.0)])), None);
+        });
     }
 }
