@@ -10,6 +10,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::check::Trial;
 use crate::tasks::{Batch, Split};
+use crate::train::pack::PackSteps;
 use crate::train::{Autograd, Stepper, data_seed, evaluate, evaluation_batch, evaluation_batches};
 
 pub mod device_check;
@@ -27,9 +28,12 @@ pub struct Report {
     /// the machine; with one thread it should match `median_ms` on an idle machine).
     pub median_cpu_ms: f64,
     pub iters: usize,
+    /// Trials stepped together (1: a trial alone); the times are per step of all of them.
+    pub pack: usize,
     pub params: usize,
     pub threads: usize,
-    /// FLOPs of one training step: 3 × forward (backward ≈ 2 × forward), all time steps and examples.
+    /// FLOPs of one training step: 3 × forward (backward ≈ 2 × forward), all time steps and
+    /// examples (of every trial of a pack).
     pub flops_per_train_step: f64,
     pub gflops: f64,
     pub peak_rss_mb: f64,
@@ -42,25 +46,50 @@ pub struct Report {
     pub step_mode: String,
 }
 
-/// Times `iters` training steps on one fixed batch after `warmup` untimed ones.
+/// Times `iters` training steps on one fixed batch after `warmup` untimed ones. With `pack`
+/// above 1, a step is one step of a pack of that many trials (the trial with seeds `seed`,
+/// `seed + 1`, …, each on its own batch), trained as a packed sweep trains them
+/// ([`PackSteps`]): the figures are then per pack step.
 pub fn time_steps(
     trial: &Trial,
     device: &Device,
     autograd: Autograd,
     threads: usize,
+    pack: usize,
     warmup: usize,
     iters: usize,
 ) -> candle_core::Result<Report> {
-    let mut stepper = Stepper::with(trial, device, DType::F32, autograd)?;
-    let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
-    let batch = data.train_batch(trial.config.train.batch)?;
+    let trials: Vec<Trial> = (0..pack.max(1) as u64)
+        .map(|i| {
+            let mut t = trial.clone();
+            t.config.seed = trial.config.seed + i;
+            t
+        })
+        .collect();
+    let mut steppers = trials
+        .iter()
+        .map(|t| Stepper::with(t, device, DType::F32, autograd))
+        .collect::<candle_core::Result<Vec<_>>>()?;
+    let batches = trials
+        .iter()
+        .map(|t| t.task.data(data_seed(t.config.seed), device)?.train_batch(t.config.train.batch))
+        .collect::<candle_core::Result<Vec<Batch>>>()?;
+    let batch_refs: Vec<&Batch> = batches.iter().collect();
+    let who: Vec<usize> = (0..trials.len()).collect();
+    let mut packed = PackSteps::new(device, autograd);
     let mut times = vec![];
     let mut cpu = vec![];
     let mut loss = f64::NAN;
     let mut first_step_ms = f64::NAN;
     for i in 0..warmup + iters {
         let (t0, c0) = (Instant::now(), cpu_seconds());
-        loss = stepper.step(&batch)?;
+        loss = match &mut steppers[..] {
+            [alone] => alone.step(&batches[0])?,
+            all => {
+                let mut members: Vec<&mut Stepper> = all.iter_mut().collect();
+                packed.step(&who, &mut members, &batch_refs)?[0]
+            }
+        };
         if i == 0 {
             first_step_ms = t0.elapsed().as_secs_f64() * 1e3;
         }
@@ -72,12 +101,23 @@ pub fn time_steps(
     times.sort_by(f64::total_cmp);
     cpu.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
-    let flops = train_step_flops(trial, &batch)?;
+    let flops = train_step_flops(trial, &batches[0])? * trials.len() as f64;
+    let (cuda_graph, step_mode) = match &steppers[..] {
+        [alone] => (alone.replays(), alone.replay_status()),
+        _ => (
+            packed.replays(),
+            packed.failure().map_or_else(
+                || format!("a pack of {}, {}", trials.len(), if packed.replays() { "replayed" } else { "eager" }),
+                |why| format!("a pack of {}, eager: its capture failed: {why}", trials.len()),
+            ),
+        ),
+    };
     Ok(Report {
         median_ms,
         min_ms: times.first().copied().unwrap_or(f64::NAN),
         median_cpu_ms: cpu.get(cpu.len() / 2).copied().unwrap_or(f64::NAN),
         iters,
+        pack: trials.len(),
         params: trial.graph.param_count(),
         threads,
         flops_per_train_step: flops,
@@ -85,8 +125,8 @@ pub fn time_steps(
         peak_rss_mb: peak_rss_mb(),
         final_loss: loss,
         first_step_ms,
-        cuda_graph: stepper.replays(),
-        step_mode: stepper.replay_status(),
+        cuda_graph,
+        step_mode,
     })
 }
 

@@ -1,4 +1,5 @@
-//! `memctl bench FILE [EXPERIMENT]`: time the training step of an experiment's first trial.
+//! `memctl bench FILE [EXPERIMENT]`: time the training step of an experiment's first trial, or
+//! of a pack of its seeds (`--pack N`).
 
 use std::path::PathBuf;
 
@@ -18,6 +19,10 @@ pub struct Args {
     /// Timed steps.
     #[arg(long, default_value_t = 20, value_parser = crate::cli::counts::at_least_one)]
     iters: usize,
+    /// Time one step of this many trials trained as a pack, as `sweep --pack` trains them:
+    /// the experiment's first trial with seeds `seed`, `seed + 1`, …, each on its own batch.
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::counts::at_least_one)]
+    pack: usize,
     /// Untimed steps first.
     #[arg(long, default_value_t = 3)]
     warmup: usize,
@@ -65,7 +70,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         super::output::write(path, serde_json::to_vec(&d)?, &[&args.file])?;
     }
     let (report, peak, eval) = crate::pool::run_in_pool(threads, || -> candle_core::Result<_> {
-        let r = bench::time_steps(trial, &device, autograd, threads, args.warmup, args.iters)?;
+        let r = bench::time_steps(trial, &device, autograd, threads, args.pack, args.warmup, args.iters)?;
         let eval = args.eval.map(|passes| bench::time_evaluation(trial, &device, autograd, passes)).transpose()?;
         Ok((r, bench::sgemm_peak_gflops(&device)?, eval))
     })??;
@@ -84,10 +89,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         .collect();
     values.push(format!("batch={}", trial.config.train.batch));
     println!(
-        "memctl_bench model={} {} median_ms={:.2} min_ms={:.2} median_cpu_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0} first_step_ms={:.0} cuda_graph={}",
+        "memctl_bench model={} {} pack={} median_ms={:.2} trial_steps_per_s={:.1} min_ms={:.2} median_cpu_ms={:.2} params={} threads={} flops_per_step={:.3e} gflops={:.2} sgemm_peak_gflops={:.1} roofline={:.1}% peak_rss_mb={:.0} first_step_ms={:.0} cuda_graph={}",
         trial.config.model,
         values.join(" "),
+        report.pack,
         report.median_ms,
+        report.pack as f64 * 1e3 / report.median_ms,
         report.min_ms,
         report.median_cpu_ms,
         report.params,

@@ -55,10 +55,10 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
         }
     }
     // A panic (a bug) fails the trials still training, keeping their steps and curves so far.
-    let mut replay = PackReplay::for_device(device, autograd);
+    let mut steps = PackSteps::new(device, autograd);
     let trained =
-        std::panic::catch_unwind(AssertUnwindSafe(|| train_steps(&mut runs, &mut outs, &mut replay, finished)));
-    if let Some(why) = replay.failure() {
+        std::panic::catch_unwind(AssertUnwindSafe(|| train_steps(&mut runs, &mut outs, &mut steps, finished)));
+    if let Some(why) = steps.failure() {
         eprintln!("warning: a pack's steps ran eagerly: its CUDA graph capture failed: {why}");
     }
     if let Err(panic) = trained {
@@ -79,7 +79,7 @@ type Ended = std::result::Result<(), TrainError>;
 fn train_steps(
     runs: &mut [Option<TrialRun<'_>>],
     outs: &mut [Outcome],
-    replay: &mut PackReplay,
+    steps: &mut PackSteps,
     finished: &mut Finished<'_>,
 ) {
     let mut end = |p: usize, runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], result: Ended| {
@@ -115,12 +115,7 @@ fn train_steps(
                 .filter_map(|(_, r)| r.as_mut().map(|r| &mut r.stepper))
                 .collect();
             let batches: Vec<&Batch> = batches.iter().collect();
-            // Replayed from a CUDA graph where it can be (`pack_replay`), else eagerly.
-            match replay.step(&active, &mut steppers, &batches) {
-                Ok(Some(values)) => Ok(values),
-                Ok(None) => step_pack(&mut steppers, &batches),
-                Err(e) => Err(e),
-            }
+            steps.step(&active, &mut steppers, &batches)
         };
         // Each trial is charged its share of the step.
         let share = mark.elapsed() / active.len() as u32;
@@ -144,6 +139,35 @@ fn train_steps(
                 }
             }
         }
+    }
+}
+
+/// A pack's steps: replayed from a CUDA graph where they can be (`pack_replay`), else eagerly
+/// ([`step_pack`]).
+pub struct PackSteps(PackReplay);
+
+impl PackSteps {
+    pub fn new(device: &Device, autograd: Autograd) -> PackSteps {
+        PackSteps(PackReplay::for_device(device, autograd))
+    }
+
+    /// One step of the trials `who` (their indices in the pack, which say when the set of
+    /// trials changes) on their batches: each trial's loss before its update.
+    pub fn step(&mut self, who: &[usize], steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
+        match self.0.step(who, steppers, batches)? {
+            Some(values) => Ok(values),
+            None => step_pack(steppers, batches),
+        }
+    }
+
+    /// Why the CUDA graph capture failed, where it did (the steps then run eagerly).
+    pub fn failure(&self) -> Option<&str> {
+        self.0.failure()
+    }
+
+    /// Whether the last step was replayed from a CUDA graph.
+    pub fn replays(&self) -> bool {
+        self.0.replays()
     }
 }
 

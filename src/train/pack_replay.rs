@@ -44,6 +44,11 @@ impl PackReplay {
         }
     }
 
+    /// Whether the steps replay a captured graph.
+    pub(super) fn replays(&self) -> bool {
+        matches!(self, PackReplay::Captured { .. })
+    }
+
     /// Why a capture failed, where one did.
     pub(super) fn failure(&self) -> Option<&str> {
         match self {
