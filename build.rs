@@ -7,7 +7,7 @@
 //! GPU it meets, so one build serves the A100, the H100 and later. Beside each PTX, `ptxas`
 //! compiles its SASS for that capability (a cubin): a card of it loads that without the
 //! driver's compilation at the first launch (`device::tuning::PREBUILT_SASS`). It writes the
-//! table of modules (`cuda_modules.rs`) that `kernels::cuda_kernels` includes, so a new `.cu`
+//! table of modules (`cuda_modules.rs`) that `kernels::cuda::modules` includes, so a new `.cu`
 //! file needs no line here. The default build needs no CUDA toolkit and does nothing here.
 
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 """What `scripts/gpu_measure.sh changes` (or `changes-checks` and `changes-times`) found, in
 two tables: each `doctor --check` run (the default, all changes, each unchecked change alone)
 with its verdict and largest difference, and each change's step times against the default
-build's on the same models. A change is a candidate for `checked: true` in
-src/kernels/fused.rs when its check passed alone and with the others, it made some model
+build's on the same models. A change is a candidate to be turned on (`Switch::on`, see
+src/kernels/cuda/switches.rs) when its check passed alone and with the others, it made some model
 faster, and it made none slower (beyond `--noise`, 2 % by default).
 
 Usage: python3 scripts/changes_summary.py FOLDER [--noise 0.02]

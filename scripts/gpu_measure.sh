@@ -49,7 +49,7 @@ memctl_part() {
   { echo "== first step from process start"; time timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 1 --warmup 0; } \
     > "$out/first_step.txt" 2>&1
   timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
-  # The fused LSTM cell (kernels/lstm_cell_op.rs) is opt-in until this check passes with it.
+  # The fused LSTM cell (kernels/cuda/layers/lstm_cell.rs) is opt-in until this check passes with it.
   { echo "== MEMCTL_CUDA=1"; MEMCTL_CUDA=1 timeout 120 bash .gpu/run.sh doctor --check; } >> "$out/doctor.txt" 2>&1
   {
     for e in stm_a stm_b "stm_b batch=128"; do
@@ -104,7 +104,7 @@ quick_part() {
   } > "$out/torch.txt" 2>&1
 }
 
-# The switches `doctor` lists as waiting for a GPU measurement (kernels::switches), read from doctor.txt.
+# The switches `doctor` lists as waiting for a GPU measurement (kernels::cuda::switches), read from doctor.txt.
 unchecked_changes() {
   sed -n 's/^ *\([a-z_0-9]*\) waits for a GPU measurement:.*/\1/p' "$out/doctor.txt" | sort -u
 }
@@ -135,7 +135,7 @@ quick_steps() {
   } > "$out/steps.txt" 2>&1
 }
 
-# The changes on by default (kernels::fused), read from doctor.txt's first run.
+# The changes on by default (kernels::cuda::switches, device::tuning), read from doctor.txt's first run.
 checked_changes() {
   sed -n 's/^ *MEMCTL_CUDA ([^)]*) on: //p' "$out/doctor.txt" | head -1 | tr ',' '\n' \
     | sed -n 's/^ *\([a-z_0-9]*\)$/\1/p' | grep -vx cuda_graphs

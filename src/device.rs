@@ -89,7 +89,7 @@ fn open_cuda(name: &str, ordinal: usize) -> Result<Device, DeviceError> {
     unsafe { device.as_cuda_device().map_err(open_error)?.disable_event_tracking() };
     // The changes to the vendored candle-core and the options, as their switches say
     // (`tuning`; before any launch).
-    let on = crate::kernels::switches::on_cuda;
+    let on = crate::kernels::cuda::switches::on_cuda;
     candle_core::cuda::set_gemm_reduced_precision_f32(on(tuning::TF32));
     candle_core::cuda_backend::set_split_sums(on(tuning::SPLIT_SUMS));
     candle_core::cuda_backend::set_prebuilt_sass(on(tuning::PREBUILT_SASS));

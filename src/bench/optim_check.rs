@@ -3,8 +3,8 @@
 //!
 //! The model checks (`device_check`) train with RMSprop, Adam and SGD, but their small
 //! gradients never reach the clamp of clipping by value, which on CUDA the fused updates
-//! (`kernels::optim_update`) apply inside their kernel. Here the gradients run to ±1 and the
-//! clamp is at 0.5, the parameter has more elements than one block of threads, and SGD's
+//! (`kernels::cuda::optim::optim_update`) apply inside their kernel. Here the gradients run to ±1
+//! and the clamp is at 0.5, the parameter has more elements than one block of threads, and SGD's
 //! second and third updates run with the momentum buffer its first one made.
 
 use candle_core::{DType, Device, Result, Tensor, Var};

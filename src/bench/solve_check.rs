@@ -1,5 +1,5 @@
-//! `memctl doctor --check`'s check of the batched SPD solve (`kernels::spd_solve`) on a
-//! device: solutions and both gradients against the solve in f64 on the CPU.
+//! `memctl doctor --check`'s check of the batched SPD solve (`kernels::cuda::kanerva::spd_solve`)
+//! on a device: solutions and both gradients against the solve in f64 on the CPU.
 //!
 //! The model check (`check_pkm`) solves systems of one size only. These reach the sizes the
 //! paper specs use (PKM's `m / k` of 8 and 32 columns, one right-hand side), several
@@ -9,7 +9,7 @@
 use candle_core::{D, DType, Device, Result, Tensor, Var};
 
 use super::sums_check::pseudo_random;
-use crate::kernels::spd_solve::spd_solve;
+use crate::kernels::cuda::kanerva::spd_solve::spd_solve;
 
 /// Each case: systems in the batch, `n` (the matrix's size), `r` (right-hand sides).
 const CASES: &[(usize, usize, usize)] = &[(96, 8, 1), (24, 32, 1), (5, 3, 4), (3, 1, 2), (4, 80, 3)];
@@ -87,7 +87,7 @@ mod tests {
     /// fails: the check of one that drops the last right-hand side's row is far off.)
     #[test]
     fn the_composed_fallback_passes_the_check_in_f32_and_a_wrong_solver_fails_it() -> Result<()> {
-        use crate::kernels::spd_solve::spd_solve_composed;
+        use crate::kernels::cuda::kanerva::spd_solve::spd_solve_composed;
         let (worst, _) = check_with(&Device::Cpu, spd_solve_composed)?;
         assert!(worst <= super::super::device_check::TOLERANCE, "composed: largest relative difference {worst}");
         fn wrong(a: &Tensor, b: &Tensor) -> Result<Tensor> {

@@ -140,7 +140,7 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
         // Which switches were on (as MEMCTL_CUDA asks) and which kernels the check launched, so
         // that a pass says what it covered.
         println!("  {}; kernel {}", cuda_switches()[0], module_loads());
-        let launches = crate::kernels::fused::device_launches();
+        let launches = crate::kernels::cuda::fused::device_launches();
         if launches.is_empty() {
             println!("  memctl's fused kernels: none launched");
         } else {
@@ -152,11 +152,11 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
     Ok(code)
 }
 
-/// memctl's switches on CUDA (`kernels::switches`) as `MEMCTL_CUDA` sets them: which are on
+/// memctl's switches on CUDA (`kernels::cuda::switches`) as `MEMCTL_CUDA` sets them: which are on
 /// and which off, what each one still off waits for, and names the variable has that no switch
 /// has.
 fn cuda_switches() -> Vec<String> {
-    use crate::kernels::switches::{self, Standing, VARIABLE};
+    use crate::kernels::cuda::switches::{self, Standing, VARIABLE};
     let all = switches::all();
     let list = |on: bool| {
         let names: Vec<&str> = all.iter().filter(|s| switches::on_cuda(**s) == on).map(|s| s.name).collect();

@@ -1,8 +1,9 @@
 //! Gated writes `a + w * (b - a)` in a model's step (PKM's `R` and `V`, written only on write
-//! steps): three primitives that the candle path runs as one fused op (`kernels::lerp_op`)
-//! where `kernels::lerp_op::LERP` has it. The subtraction and the product are deferred to the
-//! addition, which computes all three there: fused where the operands fit, else the three
-//! primitives in turn, so that a shape the fused op does not take still runs as written.
+//! steps): three primitives that the candle path runs as one fused op
+//! (`kernels::cuda::layers::lerp`) where `kernels::cuda::layers::lerp::LERP` has it. The
+//! subtraction and the product are deferred to the addition, which computes all three there: fused
+//! where the operands fit, else the three primitives in turn, so that a shape the fused op does not
+//! take still runs as written.
 
 use crate::graph::{Source, StepGraph};
 

@@ -132,7 +132,7 @@ impl Cell {
         // Gated writes as one op on candle's path (`lerp`), where its switch has it.
         let gated = !tape_kernels
             && self.plans.gated_writes.any()
-            && crate::kernels::switches::used_for(x, crate::kernels::lerp_op::LERP);
+            && crate::kernels::cuda::switches::used_for(x, crate::kernels::cuda::layers::lerp::LERP);
         for (i, node) in self.graph.nodes.iter().enumerate() {
             if !runs(i) || (gated && self.plans.gated_writes.deferred(i)) {
                 values.push(vec![]);
@@ -174,7 +174,8 @@ impl Cell {
     /// its own alias of the weights (`Tensor::share_as_var`, no copy): the backward then keeps
     /// each step's gradient of a weight apart instead of adding it to the others' (on a GPU a
     /// kernel per weight per step), and [`StepWeights::gradients`] sums them in one pass.
-    /// On CUDA as `kernels::sum_parts_op::STEP_GRADS` has it; otherwise the steps share the weights.
+    /// On CUDA as `kernels::cuda::layers::sum_parts::STEP_GRADS` has it; otherwise the steps share
+    /// the weights.
     pub fn run_for_gradients(&self, inputs: &Tensor, scored: &[usize]) -> Result<(Tensor, StepWeights)> {
         let (out, mut weights) = self.run_aliasing(Weights::One(self.weights(true)), inputs, scored)?;
         Ok((out, weights.swap_remove(0)))
@@ -183,10 +184,9 @@ impl Cell {
     /// The run on `weights` (tracked), each time step on its own aliases of them where
     /// `STEP_GRADS` has it ([`Cell::run_for_gradients`]); the weights each trial's steps read.
     fn run_aliasing(&self, weights: Weights, inputs: &Tensor, scored: &[usize]) -> Result<(Tensor, Vec<StepWeights>)> {
-        let aliased = weights
-            .first()
-            .first()
-            .is_some_and(|w| crate::kernels::switches::used_for(w, crate::kernels::sum_parts_op::STEP_GRADS));
+        let aliased = weights.first().first().is_some_and(|w| {
+            crate::kernels::cuda::switches::used_for(w, crate::kernels::cuda::layers::sum_parts::STEP_GRADS)
+        });
         let mut steps: Vec<Weights> = vec![];
         let out = self.run_with(&weights, inputs, scored, |_| {
             if !aliased {
@@ -216,7 +216,11 @@ impl Cell {
         let stacked_bytes =
             self.plans.head.frontier_elements * scored.len() * inputs.dim(1)? * self.dtype().size_in_bytes();
         let batched = stacked_bytes <= head::STACK_LIMIT
-            && crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::BATCHED_HEAD);
+            && crate::kernels::cuda::switches::used_on(
+                inputs.device(),
+                self.dtype(),
+                crate::device::tuning::BATCHED_HEAD,
+            );
         let hoisted = self.hoisted_values(weights, inputs, scored)?;
         match batched {
             true => self.run_batching_head(weights, inputs, scored, &hoisted, step_weights),
@@ -227,8 +231,11 @@ impl Cell {
     /// The input's nodes run once over the time steps up to the last scored one, where
     /// `device::tuning::HOISTED_INPUTS` has it (`hoist`).
     fn hoisted_values(&self, weights: &Weights, inputs: &Tensor, scored: &[usize]) -> Result<HoistedValues> {
-        let on =
-            crate::kernels::switches::used_on(inputs.device(), self.dtype(), crate::device::tuning::HOISTED_INPUTS);
+        let on = crate::kernels::cuda::switches::used_on(
+            inputs.device(),
+            self.dtype(),
+            crate::device::tuning::HOISTED_INPUTS,
+        );
         let Some(&last) = scored.iter().max() else { return Ok(HoistedValues::none()) };
         let bytes = self.plans.input_nodes.elements * (last + 1) * inputs.dim(1)? * self.dtype().size_in_bytes();
         if !on || !self.plans.input_nodes.any() || bytes > hoist::HOIST_LIMIT {
@@ -373,13 +380,13 @@ impl StepWeights {
     }
 
     /// Each parameter's gradient in `store` (`None` where no use of it reached the loss): the
-    /// sum of its uses' gradients, in one pass (`kernels::sum_parts_op`), contiguous.
+    /// sum of its uses' gradients, in one pass (`kernels::cuda::layers::sum_parts`), contiguous.
     fn gradients(&self, store: &GradStore) -> Result<Vec<Option<Tensor>>> {
         (0..self.base.len())
             .map(|p| {
                 let uses = std::iter::once(&self.base[p]).chain(self.steps.iter().map(|step| &step[p]));
                 let parts: Vec<&Tensor> = uses.filter_map(|w| store.get(w)).collect();
-                if parts.is_empty() { Ok(None) } else { crate::kernels::sum_parts_op::sum(&parts).map(Some) }
+                if parts.is_empty() { Ok(None) } else { crate::kernels::cuda::layers::sum_parts::sum(&parts).map(Some) }
             })
             .collect()
     }
@@ -414,8 +421,8 @@ impl Cell {
         fetch: impl Fn(Source) -> &'v Tensor,
     ) -> Result<Tensor> {
         let (a, b, w) = (fetch(write.a), fetch(write.b), fetch(write.w));
-        if crate::kernels::lerp_op::fits(a, b, w) {
-            return crate::kernels::lerp_op::lerp(a, b, w);
+        if crate::kernels::cuda::layers::lerp::fits(a, b, w) {
+            return crate::kernels::cuda::layers::lerp::lerp(a, b, w);
         }
         let run = |n: usize, inputs: [&Tensor; 2]| -> Result<Tensor> {
             let mut outputs = self.run_node(n, &inputs, weights, 1)?;

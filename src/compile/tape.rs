@@ -25,9 +25,9 @@ use candle_core::{Result, Tensor, Var};
 
 use super::Cell;
 use crate::graph::{Source, StateInit, StepGraph};
-use crate::kernels::elementwise::map2;
-use crate::kernels::real::Real;
-use crate::kernels::view::{self, Read};
+use crate::kernels::cpu::elementwise::map2;
+use crate::kernels::cpu::real::Real;
+use crate::kernels::cpu::view::{self, Read};
 use crate::prims::contract::backward::with_real;
 use crate::prims::contract::{Backward, ParamGrad, SavedAny, TrainOp};
 use crate::prims::fusion::{Fusion, Joint};

@@ -1,10 +1,10 @@
 //! The switches on CUDA that are not a kernel of memctl's: changes to the vendored candle-core
 //! (vendor/README.md), rewrites of a model's step graph, how kernel modules load and steps
-//! replay, and two options. Each is a [`Switch`] (`kernels::switches`: one environment
+//! replay, and two options. Each is a [`Switch`] (`kernels::cuda::switches`: one environment
 //! variable, `MEMCTL_CUDA`, changes them all; `memctl doctor` lists them); each kernel's own
 //! switch sits in its module.
 
-use crate::kernels::switches::Switch;
+use crate::kernels::cuda::switches::Switch;
 
 /// candle's float sums with few outputs split over many blocks, two passes
 /// (`candle_core::cuda_backend::set_split_sums`): STM A 16.26 → 11.71 ms a step, B 30.70 → 22.49

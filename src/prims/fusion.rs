@@ -40,10 +40,10 @@ use super::prelude::*;
 use super::sam::sam_read::{self, SamReadOp, SamValues};
 use super::sam::transfer::{self, TransferOp};
 use crate::graph::{Node, Source, StepGraph};
-use crate::kernels::dense::{Transposed, column_sums_into};
-use crate::kernels::gemm::{Mat, MatMut, Par, matmul, matmul_new};
-use crate::kernels::par::group_size;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, column_sums_into};
+use crate::kernels::cpu::gemm::{Mat, MatMut, Par, matmul, matmul_new};
+use crate::kernels::cpu::par::group_size;
+use crate::kernels::cpu::{real::Real, view};
 
 /// Two nodes run as one op.
 pub struct Fusion {

@@ -3,7 +3,7 @@
 
 use candle_core::{DType, Result, Tensor};
 
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::contract::backward::with_real;
 
 /// Clips `grads` as a trial asks, in PyTorch's order: by value (`clip_grad_value_`), then by

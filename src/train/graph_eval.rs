@@ -56,9 +56,9 @@ impl EvalReplay {
     pub(super) fn for_device(device: &Device, dtype: DType) -> EvalReplay {
         let off = if !device.is_cuda() {
             Some("not on a CUDA device")
-        } else if !crate::kernels::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS) {
+        } else if !crate::kernels::cuda::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS) {
             Some("cuda_graphs is off")
-        } else if !crate::kernels::switches::used_on(device, dtype, crate::device::tuning::EVAL_GRAPH) {
+        } else if !crate::kernels::cuda::switches::used_on(device, dtype, crate::device::tuning::EVAL_GRAPH) {
             Some("eval_graph is off")
         } else {
             None

@@ -46,7 +46,7 @@ impl Replay {
             Replay::Off("not on a CUDA device")
         } else if autograd != Autograd::Candle {
             Replay::Off("the step is not candle's autograd")
-        } else if !crate::kernels::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS) {
+        } else if !crate::kernels::cuda::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS) {
             Replay::Off("cuda_graphs is off")
         } else {
             Replay::Cold
@@ -208,7 +208,7 @@ pub(super) fn capture(device: &Device, what: &str, record: impl FnOnce() -> Resu
     match ended.map_err(candle_core::Error::wrap)? {
         Some(graph) => {
             graph.upload().map_err(candle_core::Error::wrap)?;
-            if crate::kernels::switches::on_cuda(crate::device::tuning::GRAPH_PROFILE) {
+            if crate::kernels::cuda::switches::on_cuda(crate::device::tuning::GRAPH_PROFILE) {
                 let lines: Vec<String> = super::graph_profile::histogram(graph.cu_graph())
                     .into_iter()
                     .take(40)

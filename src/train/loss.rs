@@ -9,7 +9,7 @@
 
 use candle_core::{D, DType, Result, Tensor};
 
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::contract::backward::with_real;
 use crate::tasks::Target;
 

@@ -308,7 +308,7 @@ impl Stepper {
     /// The tape's loss and gradients, with the batch split into one part per pool thread:
     /// sequences are independent until the loss, so each part runs the whole recurrent
     /// forward and backward on its own thread (kernels serial inside, see
-    /// `kernels::par::serial`), and the parts' losses and gradients are summed. Coarse
+    /// `kernels::cpu::par::serial`), and the parts' losses and gradients are summed. Coarse
     /// parts need no hand-offs between threads during the step.
     fn tape_loss_and_grads(
         &self,
@@ -332,7 +332,7 @@ impl Stepper {
         let per = sequences.div_ceil(parts);
         let results: Vec<candle_core::Result<_>> = (0..sequences.div_ceil(per))
             .into_par_iter()
-            .map(|p| crate::kernels::par::serial(|| part(p * per, per.min(sequences - p * per))))
+            .map(|p| crate::kernels::cpu::par::serial(|| part(p * per, per.min(sequences - p * per))))
             .collect();
         let mut total = 0.0;
         let mut grads: Vec<Option<candle_core::Tensor>> = vec![None; self.cell.vars().len()];

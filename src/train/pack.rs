@@ -241,7 +241,7 @@ fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<Trial
     let per = trials.div_ceil(parts);
     let results: Vec<Result<Vec<TrialGrads>>> = (0..trials.div_ceil(per))
         .into_par_iter()
-        .map(|c| crate::kernels::par::serial(|| part(c * per..((c + 1) * per).min(trials))))
+        .map(|c| crate::kernels::cpu::par::serial(|| part(c * per..((c + 1) * per).min(trials))))
         .collect();
     let mut all = Vec::with_capacity(trials);
     for r in results {

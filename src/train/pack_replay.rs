@@ -32,7 +32,7 @@ impl PackReplay {
     pub(super) fn for_device(device: &Device, autograd: Autograd) -> PackReplay {
         let replays = device.is_cuda()
             && autograd == Autograd::Candle
-            && crate::kernels::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS);
+            && crate::kernels::cuda::switches::on_cuda(crate::device::tuning::CUDA_GRAPHS);
         if replays { PackReplay::Cold } else { PackReplay::Off }
     }
 

@@ -1,5 +1,5 @@
 // CUDA's execution model on host threads, enough to run memctl's kernels
-// (src/kernels/cuda/*.cu) on a machine without a GPU: tests/integration/cuda_emulation.rs
+// (src/kernels/cuda/**/*.cu) on a machine without a GPU: tests/integration/cuda_emulation.rs
 // compiles the kernel files (each in a namespace of its own) with this header and runner.cpp,
 // under AddressSanitizer and under ThreadSanitizer, and compares what the kernels write with
 // memctl's CPU ops.

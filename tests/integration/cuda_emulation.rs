@@ -1,13 +1,14 @@
-//! memctl's CUDA kernels (`src/kernels/cuda/*.cu`), run on the CPU by `tests/cuda_emulation/`
+//! memctl's CUDA kernels (`src/kernels/cuda/**/*.cu`), run on the CPU by `tests/cuda_emulation/`
 //! (CUDA's threads, barriers and warp shuffles on host threads), against memctl's CPU ops.
 //!
 //! CI has no GPU: without this, a kernel is only compiled there, and checked against the CPU
 //! by `memctl doctor --check` on a GPU machine. Here each kernel runs with the launch shape its
-//! launcher uses (`kernels::launch_shape`), twice: under AddressSanitizer and UndefinedBehavior-
-//! Sanitizer (a read or write past a buffer), and under ThreadSanitizer (a missing barrier is a
-//! race between the block's threads). Output buffers start as NaN, so an element the kernel
-//! never writes shows. The emulation runs a block's threads concurrently but not the GPU's
-//! memory model or its float rounding of fused multiply-adds, so results agree to a tolerance.
+//! launcher uses (`kernels::cuda::launch_shape`), twice: under AddressSanitizer and
+//! UndefinedBehavior- Sanitizer (a read or write past a buffer), and under ThreadSanitizer (a
+//! missing barrier is a race between the block's threads). Output buffers start as NaN, so an
+//! element the kernel never writes shows. The emulation runs a block's threads concurrently but not
+//! the GPU's memory model or its float rounding of fused multiply-adds, so results agree to a
+//! tolerance.
 //!
 //! Needs g++ with C++20 (Debian's `g++`); without it the tests fail and say so.
 
@@ -17,22 +18,22 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use candle_core::{Device, Tensor, Var};
-use memctl::kernels::fused_op::{Fused, FusedKernel};
-use memctl::kernels::gru_cell_op::Gru;
-use memctl::kernels::head_move_op::Move;
-use memctl::kernels::item_gate_op::Gate;
-use memctl::kernels::l2_normalize_op::Normalize;
-use memctl::kernels::launch_shape::LaunchShape;
-use memctl::kernels::layer_norm_op::Norm;
-use memctl::kernels::lerp_op::Lerp;
-use memctl::kernels::lstm_cell_op::{Half, Lstm};
-use memctl::kernels::nam_write_op::{NamWrite, Orientation};
-use memctl::kernels::outer_op::Outer;
-use memctl::kernels::rel_read_op::RelRead;
-use memctl::kernels::sam_attend_op::Attend;
-use memctl::kernels::scale_op::Scale;
-use memctl::kernels::softmax_op::Softmax;
-use memctl::kernels::{kanerva_address_op, spd_solve};
+use memctl::kernels::cuda::kanerva::{kanerva_address, spd_solve};
+use memctl::kernels::cuda::kernel::{Fused, FusedKernel};
+use memctl::kernels::cuda::launch_shape::LaunchShape;
+use memctl::kernels::cuda::layers::gru_cell::Gru;
+use memctl::kernels::cuda::layers::layer_norm::Norm;
+use memctl::kernels::cuda::layers::lerp::Lerp;
+use memctl::kernels::cuda::layers::lstm_cell::{Half, Lstm};
+use memctl::kernels::cuda::layers::outer::Outer;
+use memctl::kernels::cuda::layers::scale::Scale;
+use memctl::kernels::cuda::layers::softmax::Softmax;
+use memctl::kernels::cuda::nam::head_move::Move;
+use memctl::kernels::cuda::nam::l2_normalize::Normalize;
+use memctl::kernels::cuda::nam::nam_write::{NamWrite, Orientation};
+use memctl::kernels::cuda::sam::item_gate::Gate;
+use memctl::kernels::cuda::sam::rel_read::RelRead;
+use memctl::kernels::cuda::sam::sam_attend::Attend;
 
 /// The sanitizers each kernel runs under, one runner binary each.
 const SANITIZERS: [&str; 2] = ["address,undefined", "thread"];
@@ -47,12 +48,9 @@ fn runners() -> &'static [PathBuf] {
 
 fn build_runners() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root.join("src/kernels/cuda"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "cu"))
-        .collect();
-    files.sort();
+    // Every `.cu` below src/kernels/cuda/ (one folder per family), sorted; build.rs makes sure
+    // no two share a name, so each file's namespace below is its own.
+    let mut files = crate::support::files_with_extension(&root.join("src/kernels/cuda"), "cu");
     // The emulation's own faulty kernels, which show that it catches what it claims.
     files.push(root.join("tests/cuda_emulation/faults.cu"));
     // Every kernel file in a namespace of its own (their helpers share names).
@@ -355,8 +353,11 @@ fn spd_solve_kernel_agrees_with_the_cpu_in_shared_and_global_memory() {
     // PKM's systems of 8 in shared memory; 80 columns (52 KiB of f64) take the global workspace.
     for (batch, n, r) in [(4usize, 8usize, 3usize), (2, 80, 2), (3, 1, 1)] {
         let (a, b) = (spd_matrices(batch, n, 10 + n as u64), values(batch * n * r, 20 + n as u64));
-        let want =
-            memctl::kernels::spd_solve::spd_solve(&tensor(&a, &[batch, n, n]), &tensor(&b, &[batch, n, r])).unwrap();
+        let want = memctl::kernels::cuda::kanerva::spd_solve::spd_solve(
+            &tensor(&a, &[batch, n, n]),
+            &tensor(&b, &[batch, n, r]),
+        )
+        .unwrap();
         let (shape, use_shared) = spd_solve::launch_shape(batch as u32, n, r);
         assert_eq!(use_shared, n != 80, "{n} columns in shared memory");
         let work = if use_shared { Arg::Null } else { Arg::Scratch64(batch * (n * n + n * r)) };
@@ -380,9 +381,11 @@ fn spd_solve_kernel_gives_nan_for_a_matrix_that_is_not_positive_definite() {
     let mut a = spd_matrices(batch, n, 30);
     let b = values(batch * n * r, 31);
     a[n * n..].iter_mut().for_each(|v| *v = -*v); // the second system: negative definite
-    let want =
-        memctl::kernels::spd_solve::spd_solve(&tensor(&a[..n * n], &[1, n, n]), &tensor(&b[..n * r], &[1, n, r]))
-            .unwrap();
+    let want = memctl::kernels::cuda::kanerva::spd_solve::spd_solve(
+        &tensor(&a[..n * n], &[1, n, n]),
+        &tensor(&b[..n * r], &[1, n, r]),
+    )
+    .unwrap();
     let (shape, _) = spd_solve::launch_shape(batch as u32, n, r);
     let got = launch(
         "spd_solve_f32",
@@ -479,18 +482,18 @@ fn kanerva_address_launches(backward: bool, operands: &[Vec<f32>], out_len: usiz
     } else {
         ("kanerva_address_fwd", "kanerva_address_fwd_sum")
     };
-    let parts_len = memctl::kernels::kanerva_address_op::parts_len(backward, b, k, c);
+    let parts_len = memctl::kernels::cuda::kanerva::kanerva_address::parts_len(backward, b, k, c);
     let inputs: Vec<Arg> = operands.iter().map(|o| Arg::In(o.clone())).collect();
     let first = launch(
         kernel,
-        kanerva_address_op::launch_shape(b as u32, k as u32, c as u32, m as u32),
+        kanerva_address::launch_shape(b as u32, k as u32, c as u32, m as u32),
         &[inputs, vec![Arg::Out(out_len), Arg::Out(parts_len)], ints(&bkcm), vec![Arg::F32(0.35)]].concat(),
     );
     let (out, parts) = (first[operands.len()].clone(), first[operands.len() + 1].clone());
     let packed = if backward { vec![Arg::In(operands[1].clone())] } else { vec![] };
     let summed = launch(
         sum_kernel,
-        kanerva_address_op::sum_launch_shape(b as u32),
+        kanerva_address::sum_launch_shape(b as u32),
         &[packed.clone(), vec![Arg::In(parts), Arg::In(out)], ints(&bkcm)].concat(),
     );
     summed[packed.len() + 1].clone()
@@ -508,8 +511,8 @@ fn assert_close_or_nan(what: &str, got: &[f32], want: &[f32], tol: f32) {
 
 #[test]
 fn kanerva_address_kernels_agree_with_the_cpu() {
-    use memctl::kernels::kanerva::{least_squares_weights, machine_weights, readout};
-    use memctl::kernels::kanerva_address_op::address;
+    use memctl::kernels::cpu::kanerva::{least_squares_weights, machine_weights, readout};
+    use memctl::kernels::cuda::kanerva::kanerva_address::address;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes and
     // a code shorter than them (a ridge-regularised, underdetermined system); a code longer
     // than a block has threads; then PKM's machines again with one machine of the second
@@ -557,8 +560,8 @@ fn kanerva_address_kernels_agree_with_the_cpu() {
 
 #[test]
 fn kanerva_write_kernels_agree_with_the_cpu() {
-    use memctl::kernels::kanerva_manual::Machines;
-    use memctl::kernels::kanerva_write_op::Write;
+    use memctl::kernels::cpu::kanerva_manual::Machines;
+    use memctl::kernels::cuda::kanerva::kanerva_write::Write;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes;
     // a code longer than a block has threads.
     for (b, k, c, m, seed) in [(2usize, 4usize, 32usize, 8usize, 80u64), (3, 1, 5, 37, 82), (1, 3, 130, 2, 84)] {
@@ -659,7 +662,7 @@ fn scale_kernels_agree_with_the_cpu() {
     // The backward's partial sums split the elements by block, the CPU's by share: the sum of
     // them is what must agree.
     let (y, grads) = cpu_grads(&[tensor(&x, &[n]), tensor(&alpha, &[1])], &tensor(&g, &[n]), |t| {
-        memctl::kernels::scale_op::mul(&t[0], &t[1]).unwrap()
+        memctl::kernels::cuda::layers::scale::mul(&t[0], &t[1]).unwrap()
     });
     assert_eq!(flat(&y).len(), n);
     let plan = Scale::Backward.launch(n).unwrap();
@@ -766,7 +769,9 @@ fn scalars(ints: &[i32], floats: &[f64]) -> Vec<Arg> {
 
 #[test]
 fn optimizer_kernels_agree_with_the_cpu_optimizers() {
-    use memctl::kernels::optim_update::{AdamRule, RmsPropRule, adam_scalars, rmsprop_scalars, sgd_momentum_scalars};
+    use memctl::kernels::cuda::optim::optim_update::{
+        AdamRule, RmsPropRule, adam_scalars, rmsprop_scalars, sgd_momentum_scalars,
+    };
     use memctl::train_config::{OptimizerKind, TrainConfig};
     // More elements than a block; gradients to ±1 against a clamp at 0.5 (clipping by value).
     let n = 1500usize;

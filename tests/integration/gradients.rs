@@ -92,7 +92,7 @@ fn lstm_tape_gradients_equal_candle_autograd() {
 
 #[test]
 fn pkm_tape_gradients_equal_candle_autograd() {
-    // m = 18 split one or two ways gives rows wider than `kernels::width::WIDEST_FIXED`.
+    // m = 18 split one or two ways gives rows wider than `kernels::cpu::width::WIDEST_FIXED`.
     let spec = format!(
         "{PKM}\ntask pc = patternCompletion(patterns = 3, bits = 5, queries = 2, validation = 8, test = 8)\n\
          experiment e {{ task pc model pkm(code = 3, hidden = 6) train {{ batch = 3 }} \

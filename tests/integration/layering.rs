@@ -215,9 +215,9 @@ fn the_import_reader_resolves_super_in_nested_folders() {
     let module = module_path(Path::new("prims/sam/item_write.rs"));
     assert_eq!(module, ["prims", "sam", "item_write"]);
     assert_eq!(module_path(Path::new("prims/sam/mod.rs")), ["prims", "sam"]);
-    let text = "use super::super::super::kernels::view;\nuse super::heads::x;\nuse super::super::{registry, core::add};\nuse super::*;\npub(super) fn f() {}\n";
+    let text = "use super::super::super::kernels::cpu::view;\nuse super::heads::x;\nuse super::super::{registry, core::add};\nuse super::*;\npub(super) fn f() {}\n";
     let found: Vec<String> = imports(text, &module).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
-    assert_eq!(found, ["kernels::view:1", "prims::sam:2", "prims::registry:3", "prims::core:3", "prims::sam:4"]);
+    assert_eq!(found, ["kernels::cpu:1", "prims::sam:2", "prims::registry:3", "prims::core:3", "prims::sam:4"]);
 }
 
 /// Inside `src/prims/`, bottom to top. A room may import rooms of strictly lower layers (and

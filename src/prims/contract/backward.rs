@@ -16,9 +16,9 @@ use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, DType, Result, Shape, Tensor, bail};
 
 use super::op::Op;
-use crate::kernels::dense::backward_slices;
-use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::backward_slices;
+use crate::kernels::cpu::gemm::{Mat, MatMut, Par, matmul};
+use crate::kernels::cpu::{real::Real, view};
 use crate::signature::{Dense, Slot};
 
 /// Calls `$body` with `$T` bound to the element type of `$dtype` (f32 or f64).

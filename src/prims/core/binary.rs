@@ -1,5 +1,5 @@
 //! Shared shape of the element-wise binary primitives (`add`, `sub`, `mul`, `div`): per-example
-//! shapes broadcast like NumPy, the batch axis stays first (see `kernels::broadcast`).
+//! shapes broadcast like NumPy, the batch axis stays first (see `kernels::cpu::broadcast`).
 //! The operators `+ - * ⊙ /` between tensors are these primitives.
 
 //!
@@ -10,8 +10,8 @@
 
 use candle_core::{Result, Tensor};
 
-use crate::kernels::elementwise::{map_rows, map_rows2, map1, map2, map3, sum_rows2, sum1, sum2};
-use crate::kernels::{broadcast::align, real::Real, view};
+use crate::kernels::cpu::elementwise::{map_rows, map_rows2, map1, map2, map3, sum_rows2, sum1, sum2};
+use crate::kernels::cpu::{broadcast::align, real::Real, view};
 use crate::prims::contract::backward::with_real;
 use crate::prims::contract::{Backward, InputGrads};
 
@@ -311,7 +311,7 @@ macro_rules! binary_broadcast {
                 _params: &[&candle_core::Tensor],
             ) -> candle_core::Result<Vec<candle_core::Tensor>> {
                 let [a, b] = $crate::prims::contract::op::inputs($name, inputs)?;
-                let (a, b) = $crate::kernels::broadcast::align(a, b)?;
+                let (a, b) = $crate::kernels::cpu::broadcast::align(a, b)?;
                 let f: fn(&candle_core::Tensor, &candle_core::Tensor) -> candle_core::Result<candle_core::Tensor> = $f;
                 Ok(vec![f(&a, &b)?])
             }
@@ -356,7 +356,7 @@ pub(crate) fn infer(
     use crate::signature::{Combine, Hint, Inferred, PrimError, PrimErrorKind};
     use crate::ty::Ty;
     let (a, b) = (args.shape("a")?, args.shape("b")?);
-    let out = crate::kernels::broadcast::broadcast_shape(a, b).ok_or_else(|| {
+    let out = crate::kernels::cpu::broadcast::broadcast_shape(a, b).ok_or_else(|| {
         PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how: Combine::Broadcast })
             .on("b")
             .hint(Hint::BroadcastRule)

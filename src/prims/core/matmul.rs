@@ -31,7 +31,7 @@ fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
             PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how: Combine::Inner }).on("b")
         );
     }
-    let lead = crate::kernels::broadcast::broadcast_shape(lead_a, lead_b).ok_or_else(|| {
+    let lead = crate::kernels::cpu::broadcast::broadcast_shape(lead_a, lead_b).ok_or_else(|| {
         PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how: Combine::BatchBroadcast }).on("b")
     })?;
     let mut out = lead.clone();
@@ -60,7 +60,7 @@ impl Op for MatMulOp {
         if self.b_vec {
             b = b.unsqueeze(b.rank())?;
         }
-        let (a, b) = crate::kernels::broadcast::align(&a, &b)?;
+        let (a, b) = crate::kernels::cpu::broadcast::align(&a, &b)?;
         let mut out = a.broadcast_matmul(&b)?;
         if self.b_vec {
             out = out.squeeze(out.rank() - 1)?;

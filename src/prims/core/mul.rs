@@ -1,13 +1,13 @@
 //! `mul(a, b)` = `a ⊙ b` (also written `a * b`), element-wise with broadcasting.
-//! A single number times a tensor (STM's learned α) runs as `kernels::scale_op` where memctl's
-//! fused ops run.
+//! A single number times a tensor (STM's learned α) runs as `kernels::cuda::layers::scale` where
+//! memctl's fused ops run.
 use crate::signature::Example;
 super::binary::binary_broadcast!(
     Mul,
     "mul",
     "element-wise a ⊙ b (the `*` and `⊙` operators)",
     Mul,
-    crate::kernels::scale_op::mul
+    crate::kernels::cuda::layers::scale::mul
 );
 
 fn examples() -> Vec<Example> {

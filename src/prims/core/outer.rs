@@ -2,7 +2,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {
@@ -39,7 +39,7 @@ struct OuterOp;
 impl Op for OuterOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [a, b] = op::inputs("outer", inputs)?;
-        Ok(vec![crate::kernels::outer_op::outer(a, b)?])
+        Ok(vec![crate::kernels::cuda::layers::outer::outer(a, b)?])
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {

@@ -4,7 +4,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {
@@ -25,7 +25,7 @@ struct SoftmaxOp;
 impl Op for SoftmaxOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [x] = op::inputs("softmax", inputs)?;
-        Ok(vec![crate::kernels::softmax_op::softmax_last(x)?])
+        Ok(vec![crate::kernels::cuda::layers::softmax::softmax_last(x)?])
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {

@@ -28,7 +28,7 @@ macro_rules! unary_elementwise {
         impl $crate::prims::contract::SlicedBackward for UnaryOp {
             type Saved = ();
 
-            fn forward_typed<T: $crate::kernels::real::Real>(
+            fn forward_typed<T: $crate::kernels::cpu::real::Real>(
                 &self,
                 inputs: &[&candle_core::Tensor],
                 params: &[&candle_core::Tensor],
@@ -38,7 +38,7 @@ macro_rules! unary_elementwise {
                 Ok((vec![y.contiguous()?], ()))
             }
 
-            fn backward_typed<T: $crate::kernels::real::Real>(
+            fn backward_typed<T: $crate::kernels::cpu::real::Real>(
                 &self,
                 b: &$crate::prims::contract::Backward<'_, ()>,
                 _param_grads: &mut [$crate::prims::contract::ParamGrad],
@@ -50,11 +50,11 @@ macro_rules! unary_elementwise {
             }
         }
 
-        fn manual_backward<T: $crate::kernels::real::Real>(
+        fn manual_backward<T: $crate::kernels::cpu::real::Real>(
             y: &candle_core::Tensor,
             g: &candle_core::Tensor,
         ) -> candle_core::Result<candle_core::Tensor> {
-            use $crate::kernels::view;
+            use $crate::kernels::cpu::view;
             let g = view::contiguous(g)?;
             let (yr, gr) = (view::Read::new(y)?, view::Read::new(&g)?);
             let dx: Vec<T> = yr.slice::<T>()?.iter().zip(gr.slice::<T>()?).map(|(&y, &g)| g * ($dydx)(y)).collect();

@@ -12,8 +12,8 @@ use candle_core::Tensor;
 
 use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::kanerva_update::{address_flops, check_memory};
-use crate::kernels::kanerva::address;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::kanerva::address;
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {
@@ -23,7 +23,7 @@ primitive! {
     examples: [
         [("R", t(&[1, 3, 2])), ("z", t(&[3]))],
         [("R", t(&[3, 4, 2])), ("z", t(&[4])), ("eta", t(&[3])), ("lambda", float(0.1))],
-        // Rows wider than `kernels::width::WIDEST_FIXED`: the kernels' run-time width.
+        // Rows wider than `kernels::cpu::width::WIDEST_FIXED`: the kernels' run-time width.
         [("R", t(&[2, 5, 9])), ("z", t(&[5])), ("eta", t(&[2]))],
     ],
 }

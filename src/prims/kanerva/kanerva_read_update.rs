@@ -15,7 +15,7 @@ use candle_core::Tensor;
 use super::kanerva_read::{self, KanervaReadOp};
 use super::kanerva_train::{Locked, address_all};
 use super::kanerva_update::{self, KanervaUpdateOp, WriteSaved, write_all, write_backward_all};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 pub(super) struct KanervaReadUpdate {
@@ -88,7 +88,7 @@ mod tests {
     /// sharing one noise.
     #[test]
     fn read_and_update_fused_match_the_two_primitives() {
-        // The last case's rows are wider than `kernels::width::WIDEST_FIXED`.
+        // The last case's rows are wider than `kernels::cpu::width::WIDEST_FIXED`.
         let cases: [(usize, usize, usize, Option<usize>); 4] =
             [(1, 3, 2, None), (2, 4, 3, Some(2)), (3, 2, 2, Some(1)), (2, 5, 9, Some(2))];
         for (k, c, m, eta) in cases {

@@ -1,10 +1,10 @@
 //! The fused training path shared by `kanervaRead` and `kanervaUpdate`: the batch loops around
-//! `kernels::kanerva_manual`, and what both keep for their backward (the addressing).
+//! `kernels::cpu::kanerva_manual`, and what both keep for their backward (the addressing).
 
 use candle_core::{Result, Tensor};
 
-use crate::kernels::kanerva_manual::{Addressed, AddressedRef, Machines, address, address_backward, mix};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::kanerva_manual::{Addressed, AddressedRef, Machines, address, address_backward, mix};
+use crate::kernels::cpu::{real::Real, view};
 
 /// The addressing of every batch element, as the forward computed it.
 pub struct AddressSaved {

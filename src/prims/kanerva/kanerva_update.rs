@@ -16,7 +16,8 @@
 //!    given `R` itself — not the DKM code's `((RᵀR)² + λI)⁻¹ RᵀR Rᵀ z`, which solves on the Gram
 //!    matrix, squares its condition number and agrees with ridge only as λ → 0 (docs/models.md,
 //!    PKM). The `m_i × m_i` system goes through the differentiable Cholesky solve
-//!    (`kernels::spd_solve`), as in the paper (its O((m/k)³) cost is what k machines reduce).
+//!    (`kernels::cuda::kanerva::spd_solve`), as in the paper (its O((m/k)³) cost is what k
+//!    machines reduce).
 //! 2. `γ_i = (1/η_i²) / Σ_j 1/η_j²`, `Δ = z − Σ_i γ_i R_i w_i` (Eq. 2; shared by all machines).
 //! 3. `β_i = 1 / (w_iᵀ V_i w_i + η_i²)`, `R_i ← R_i + β_i Δ w_iᵀ V_i`,
 //!    `V_i ← V_i − β_i V_i w_i w_iᵀ V_i` (Eq. 3–4), both with the **old** `V_i` as Eq. 3–4 and
@@ -30,10 +31,10 @@
 use candle_core::Tensor;
 
 use super::kanerva_train::{AddressSaved, Locked, Operands, address_all};
-use crate::kernels::kanerva::{Address, address, eta_per_machine};
-use crate::kernels::kanerva_manual::{Written, write, write_backward};
-use crate::kernels::kanerva_write_op;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::kanerva::{Address, address, eta_per_machine};
+use crate::kernels::cpu::kanerva_manual::{Written, write, write_backward};
+use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::kanerva::kanerva_write;
 use crate::prims::prelude::*;
 
 /// Checks `R: [k, c, m]`, `z: [c]`, `eta: [k] | [1]` and `lambda > 0`; returns `(k, c, m, λ)`.
@@ -76,7 +77,7 @@ fn examples() -> Vec<Example> {
         Example::new([("R", t(&[2, 3, 2])), ("V", t(&[2, 2, 2])), ("z", t(&[3])), ("eta", t(&[2]))]),
         // A shared noise for every machine.
         Example::new([("R", t(&[3, 2, 2])), ("V", t(&[3, 2, 2])), ("z", t(&[2])), ("eta", t(&[1]))]),
-        // Rows wider than `kernels::width::WIDEST_FIXED`: the kernels' run-time width.
+        // Rows wider than `kernels::cpu::width::WIDEST_FIXED`: the kernels' run-time width.
         Example::new([("R", t(&[2, 4, 9])), ("V", t(&[2, 9, 9])), ("z", t(&[4])), ("eta", t(&[2]))]),
     ]
 }
@@ -116,7 +117,7 @@ impl Op for KanervaUpdateOp {
         let Address { r, w, mu, .. } = address(r, z, eta, self.k, batch, self.lambda)?;
         let delta = z.broadcast_sub(&mu)?; // [B, c]
         let eta = eta.map(|eta| eta_per_machine(eta, self.k)).transpose()?;
-        let (r_next, v_next) = kanerva_write_op::write(&r, &v, &w, &delta, eta.as_ref())?;
+        let (r_next, v_next) = kanerva_write::write(&r, &v, &w, &delta, eta.as_ref())?;
         Ok(vec![r_next, v_next])
     }
 
@@ -261,7 +262,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use crate::kernels::spd_solve::cholesky;
+    use crate::kernels::cuda::kanerva::spd_solve::cholesky;
     use crate::prims::contract::testing::*;
 
     fn args(k: usize, c: usize, m: usize, eta: bool) -> Vec<(&'static str, TArg)> {

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 use candle_core::{Tensor, TensorId};
 
 use super::lstm_cell::{self, Activations, LstmOp};
-use crate::kernels::dense::{Transposed, column_sums_into, forward_slices};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, column_sums_into, forward_slices};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 /// Fold when the vocabulary has at most this many tokens per example of the batch (of the

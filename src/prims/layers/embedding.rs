@@ -3,7 +3,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::view;
+use crate::kernels::cpu::view;
 use crate::prims::prelude::*;
 
 primitive! {
@@ -36,7 +36,7 @@ impl Op for EmbeddingOp {
         let one_hot = table.device().is_cuda()
             && table.track_op()
             && table.dim(0)? <= ONE_HOT_VOCABULARY
-            && crate::kernels::switches::used_for(table, crate::device::tuning::ONE_HOT_EMBEDDING);
+            && crate::kernels::cuda::switches::used_for(table, crate::device::tuning::ONE_HOT_EMBEDDING);
         Ok(vec![if one_hot { one_hot_lookup(table, ids)? } else { table.index_select(ids, 0)? }])
     }
 

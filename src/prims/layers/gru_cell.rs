@@ -8,9 +8,9 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::dense::{Transposed, dense, forward_slices};
-use crate::kernels::gru::{gru_backward, gru_forward};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, dense, forward_slices};
+use crate::kernels::cpu::gru::{gru_backward, gru_forward};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {
@@ -52,8 +52,8 @@ impl Op for GruOp {
         let [h, x] = op::inputs("gruCell", inputs)?;
         let gi = dense(x, input.weight.of(params), Some(input.bias.of(params)))?;
         let gh = dense(h, recurrent.weight.of(params), Some(recurrent.bias.of(params)))?;
-        if crate::kernels::switches::used_for(&gi, crate::kernels::gru_cell_op::GRU_CELL) {
-            return Ok(vec![crate::kernels::gru_cell_op::gru_cell(&gi, &gh, h)?]);
+        if crate::kernels::cuda::switches::used_for(&gi, crate::kernels::cuda::layers::gru_cell::GRU_CELL) {
+            return Ok(vec![crate::kernels::cuda::layers::gru_cell::gru_cell(&gi, &gh, h)?]);
         }
         let n = *n;
         let part = |g: &Tensor, i: usize| g.narrow(D::Minus1, i * n, n);

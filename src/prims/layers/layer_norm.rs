@@ -3,9 +3,9 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::layer_norm::layer_norm;
-use crate::kernels::row_norm::{backward_rows, forward_rows};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::layer_norm::layer_norm;
+use crate::kernels::cpu::row_norm::{backward_rows, forward_rows};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

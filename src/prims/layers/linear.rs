@@ -5,8 +5,8 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::dense::{Transposed, backward_slices, dense, forward_slices};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

@@ -5,9 +5,10 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::dense::{Transposed, dense, forward_slices};
-use crate::kernels::lstm::{lstm_backward, lstm_forward};
-use crate::kernels::{lstm_cell_op, real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, dense, forward_slices};
+use crate::kernels::cpu::lstm::{lstm_backward, lstm_forward};
+use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::layers::lstm_cell;
 use crate::prims::prelude::*;
 
 primitive! {
@@ -65,9 +66,9 @@ impl Op for LstmOp {
             recurrent.weight.of(params),
             Some(recurrent.bias.of(params)),
         )?)?;
-        if crate::kernels::switches::used_for(&gates, crate::kernels::lstm_cell_op::LSTM_CELL) {
-            // One kernel each for c' and h', forward and backward (kernels::lstm_cell_op).
-            let (c_next, h_next) = lstm_cell_op::cell(&gates, c)?;
+        if crate::kernels::cuda::switches::used_for(&gates, lstm_cell::LSTM_CELL) {
+            // One kernel each for c' and h', forward and backward (kernels::cuda::layers::lstm_cell).
+            let (c_next, h_next) = lstm_cell::cell(&gates, c)?;
             return Ok(vec![c_next, h_next]);
         }
         let gate = |i: usize| gates.narrow(D::Minus1, i * n, *n);

@@ -4,8 +4,8 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::dense::{Transposed, dense, forward_slices};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, dense, forward_slices};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

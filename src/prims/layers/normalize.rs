@@ -4,9 +4,9 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::nam::l2_normalize;
-use crate::kernels::nam_manual::{normalize, normalize_backward};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::nam::l2_normalize;
+use crate::kernels::cpu::nam_manual::{normalize, normalize_backward};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

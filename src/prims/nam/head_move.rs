@@ -72,7 +72,8 @@
 use candle_core::Tensor;
 
 use super::heads::check_position;
-use crate::kernels::{head_move_op, real::Real, view};
+use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::nam::head_move;
 use crate::prims::prelude::*;
 
 primitive! {
@@ -125,9 +126,10 @@ impl Op for HeadMoveOp {
                 (pos, moves, None)
             }
         };
-        let next = match crate::kernels::switches::used_for(pos, crate::kernels::head_move_op::HEAD_MOVE) {
-            true => head_move_op::head_move(pos, moves, jump)?,
-            false => head_move_op::head_move_with_candle_ops(pos, moves, jump)?,
+        let next = match crate::kernels::cuda::switches::used_for(pos, crate::kernels::cuda::nam::head_move::HEAD_MOVE)
+        {
+            true => head_move::head_move(pos, moves, jump)?,
+            false => head_move::head_move_with_candle_ops(pos, moves, jump)?,
         };
         Ok(vec![next])
     }
@@ -155,7 +157,7 @@ impl SlicedBackward for HeadMoveOp {
         let (gs, ps, ms) = (gr.slice::<T>()?, pr.slice::<T>()?, mr.slice::<T>()?);
         let jr = b.inputs.get(2).map(view::Read::new).transpose()?;
         let js = jr.as_ref().map(|j| j.slice::<T>()).transpose()?;
-        let (gpos, gmoves, gjump) = head_move_op::backward_rows(gs, ps, ms, js, len, n_moves);
+        let (gpos, gmoves, gjump) = head_move::backward_rows(gs, ps, ms, js, len, n_moves);
         b.input_grads([Some(gpos), Some(gmoves), gjump])
     }
 }

@@ -17,9 +17,9 @@ use candle_core::Tensor;
 
 use super::heads::{check_per_head, check_position, per_head, tape_dims};
 use super::nam_wr::Blocks;
-use crate::kernels::nam::{batch_of, expand_batch, tape_read};
-use crate::kernels::nam_manual::{tape_read_backward, tape_read_forward};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::nam::{batch_of, expand_batch, tape_read};
+use crate::kernels::cpu::nam_manual::{tape_read_backward, tape_read_forward};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

@@ -23,8 +23,8 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::dense::{Transposed, dense};
-use crate::kernels::layer_norm::layer_norm;
+use crate::kernels::cpu::dense::{Transposed, dense};
+use crate::kernels::cpu::layer_norm::layer_norm;
 use crate::prims::prelude::*;
 
 #[path = "mhdpa_train.rs"]
@@ -175,7 +175,7 @@ fn attend(shape: Heads, qkv: &Tensor) -> candle_core::Result<(Tensor, Tensor)> {
     let q = (qkv.narrow(D::Minus1, 0, k)?.contiguous()? * (k as f64).powf(-0.5))?;
     let keys = qkv.narrow(D::Minus1, k, k)?.transpose(2, 3)?.contiguous()?;
     let values = qkv.narrow(D::Minus1, 2 * k, v)?.contiguous()?;
-    let weights = crate::kernels::softmax_op::softmax_last(&q.matmul(&keys)?)?; // [B, H, R, R]
+    let weights = crate::kernels::cuda::layers::softmax::softmax_last(&q.matmul(&keys)?)?; // [B, H, R, R]
     let out = weights.matmul(&values)?.transpose(1, 2)?.reshape((batch, rows, h * v))?;
     Ok((out, weights))
 }

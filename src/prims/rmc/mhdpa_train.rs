@@ -9,11 +9,11 @@
 use candle_core::{Result, Tensor};
 
 use super::*;
-use crate::kernels::dense::{backward_slices, forward_slices};
-use crate::kernels::par::multiversion;
-use crate::kernels::real::Real;
-use crate::kernels::row_norm::{backward_rows, forward_rows};
-use crate::kernels::view;
+use crate::kernels::cpu::dense::{backward_slices, forward_slices};
+use crate::kernels::cpu::par::multiversion;
+use crate::kernels::cpu::real::Real;
+use crate::kernels::cpu::row_norm::{backward_rows, forward_rows};
+use crate::kernels::cpu::view;
 
 /// A layer norm's saved values: the normalised rows and their `1/σ`.
 pub(super) struct NormSaved<T> {

@@ -17,10 +17,10 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::dense::{Transposed, dense, forward_slices};
-use crate::kernels::elementwise::map1;
-use crate::kernels::par::multiversion;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, dense, forward_slices};
+use crate::kernels::cpu::elementwise::map1;
+use crate::kernels::cpu::par::multiversion;
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

@@ -15,13 +15,13 @@ use std::mem::MaybeUninit;
 use candle_core::{D, Tensor};
 use rayon::prelude::*;
 
-use crate::kernels::dense::{Transposed, column_sums_into, dense, forward_slices};
-use crate::kernels::elementwise::{map1, map3};
-use crate::kernels::item_gate_op;
-use crate::kernels::par::{group_size, multiversion};
-use crate::kernels::reduce::dot;
-use crate::kernels::switches::used_for;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, column_sums_into, dense, forward_slices};
+use crate::kernels::cpu::elementwise::{map1, map3};
+use crate::kernels::cpu::par::{group_size, multiversion};
+use crate::kernels::cpu::reduce::dot;
+use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::sam::item_gate;
+use crate::kernels::cuda::switches::used_for;
 use crate::prims::prelude::*;
 
 primitive! {
@@ -130,16 +130,16 @@ impl ItemWriteOp {
 impl Op for ItemWriteOp {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let (m, a, b) = self.operands(inputs)?;
-        let x = crate::kernels::outer_op::outer(a, b)?;
+        let x = crate::kernels::cuda::layers::outer::outer(a, b)?;
         let Some(gates) = &self.config.gates else {
             return Ok(vec![m.broadcast_add(&x)?]);
         };
         let d = self.config.d;
         let g_mem = dense(&m.tanh()?, gates.gate_mem.weight.of(params), Some(gates.gate_mem.bias.of(params)))?; // [B, d, 2d]
         let g_in = dense(a, gates.gate_in.weight.of(params), Some(gates.gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2d]
-        if used_for(&g_mem, crate::kernels::item_gate_op::ITEM_GATE) {
+        if used_for(&g_mem, crate::kernels::cuda::sam::item_gate::ITEM_GATE) {
             // One kernel forward and one backward for the gates, the squashed write and the sum
-            // (kernels::item_gate_op). The scalar biases, as a [2, 1] column over the
+            // (kernels::cuda::sam::item_gate). The scalar biases, as a [2, 1] column over the
             // `[input | forget]` halves, join `g_in` ([B, 1, 2d]) rather than the whole
             // pre-activation: their gradient is then a sum of B·2d elements, not of B·d·2d.
             let bias = Tensor::cat(&[gates.b_in.of(params), gates.b_forget.of(params)], 0)?.reshape((2, 1))?;
@@ -151,7 +151,7 @@ impl Op for ItemWriteOp {
             let batch = g.dim(0)?.max(x.dim(0)?).max(if m.rank() == 3 { m.dim(0)? } else { 1 });
             let g = g.broadcast_as((batch, d, 2 * d))?;
             let (x, m) = (x.broadcast_as((batch, d, d))?, m.broadcast_as((batch, d, d))?);
-            return Ok(vec![item_gate_op::gated_write(&g, &x, &m)?]);
+            return Ok(vec![item_gate::gated_write(&g, &x, &m)?]);
         }
         let g = g_mem.broadcast_add(&g_in)?;
         let input_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, 0, d)?.broadcast_add(gates.b_in.of(params))?)?;

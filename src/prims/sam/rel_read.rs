@@ -22,9 +22,9 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::gemm::filled;
-use crate::kernels::par::{for_each_batch, multiversion};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::gemm::filled;
+use crate::kernels::cpu::par::{for_each_batch, multiversion};
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {
@@ -61,14 +61,14 @@ struct RelReadOp {
 impl Op for RelReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [mr, c, b] = op::inputs("relRead", inputs)?;
-        // One fused op where its switch runs it (kernels::rel_read_op).
-        if crate::kernels::switches::used_for(mr, crate::kernels::rel_read_op::REL_READ)
-            && crate::kernels::rel_read_op::fits(mr, c, b)
+        // One fused op where its switch runs it (kernels::cuda::sam::rel_read).
+        if crate::kernels::cuda::switches::used_for(mr, crate::kernels::cuda::sam::rel_read::REL_READ)
+            && crate::kernels::cuda::sam::rel_read::fits(mr, c, b)
         {
-            return Ok(vec![crate::kernels::rel_read_op::rel_read(mr, c, b)?]);
+            return Ok(vec![crate::kernels::cuda::sam::rel_read::rel_read(mr, c, b)?]);
         }
         let batch = mr.dim(0)?;
-        let p = crate::kernels::softmax_op::softmax_last(c)?;
+        let p = crate::kernels::cuda::layers::softmax::softmax_last(c)?;
         let pb = p.unsqueeze(2)?.broadcast_mul(&b.unsqueeze(1)?)?.reshape((batch, 1, self.nq * self.d))?;
         let v = pb.matmul(&mr.reshape((batch, self.nq * self.d, self.d2))?)?;
         Ok(vec![v.reshape((batch, self.d2))?])

@@ -11,14 +11,15 @@
 use candle_core::Tensor;
 use rayon::prelude::*;
 
-use crate::kernels::dense::{Transposed, forward_slices};
-use crate::kernels::gemm::{Mat, MatMut, Par, filled, matmul};
-use crate::kernels::layer_norm::EPS;
-use crate::kernels::par::{group_size, multiversion};
-use crate::kernels::reduce::{dot, sum, sum_sq_dev};
-use crate::kernels::sam_attend_op::{attention_backward, attention_weights};
-use crate::kernels::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention, sam_attend_op};
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, forward_slices};
+use crate::kernels::cpu::gemm::{Mat, MatMut, Par, filled, matmul};
+use crate::kernels::cpu::layer_norm::EPS;
+use crate::kernels::cpu::par::{group_size, multiversion};
+use crate::kernels::cpu::reduce::{dot, sum, sum_sq_dev};
+use crate::kernels::cpu::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
+use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::sam::sam_attend;
+use crate::kernels::cuda::sam::sam_attend::{attention_backward, attention_weights};
 use crate::prims::prelude::*;
 
 primitive! {
@@ -89,9 +90,10 @@ impl Op for SamReadOp {
         let batch = m.dim(0)?;
         let proj = dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
         let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
-        let fits = normed.device().is_cpu() || sam_attend_op::fits_a_block(n, nq);
-        if crate::kernels::switches::used_for(&normed, crate::kernels::sam_attend_op::SAM_ATTEND) && fits {
-            return Ok(vec![sam_attend_op::attend(&normed.reshape((batch, n, 3 * nq))?, nq)?]);
+        let fits = normed.device().is_cpu() || sam_attend::fits_a_block(n, nq);
+        if crate::kernels::cuda::switches::used_for(&normed, crate::kernels::cuda::sam::sam_attend::SAM_ATTEND) && fits
+        {
+            return Ok(vec![sam_attend::attend(&normed.reshape((batch, n, 3 * nq))?, nq)?]);
         }
         let qkv = normed.reshape((batch, n, 3 * nq))?.transpose(1, 2)?; // [B, 3nq, n]
         let q = qkv.narrow(1, 0, nq)?;

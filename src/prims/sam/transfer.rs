@@ -21,10 +21,10 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::dense::{Transposed, column_sums_into, dense};
-use crate::kernels::gemm::{Mat, MatMut, Par, matmul};
-use crate::kernels::par::for_each_batch;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::dense::{Transposed, column_sums_into, dense};
+use crate::kernels::cpu::gemm::{Mat, MatMut, Par, matmul};
+use crate::kernels::cpu::par::for_each_batch;
+use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
 primitive! {

@@ -4,7 +4,7 @@
 use candle_core::{Result, Tensor, Var};
 
 use super::{OptimState, Optimizer, clamped, keep, restore_buffers};
-use crate::kernels::optim_update::{self, AdamRule};
+use crate::kernels::cuda::optim::optim_update::{self, AdamRule};
 use crate::train_config::TrainConfig;
 
 pub struct Adam {

@@ -4,16 +4,16 @@
 
 //!
 //! On the CPU the update is one pass over each parameter (square average, momentum buffer and
-//! parameter together); on CUDA one kernel (`kernels::optim_update`, opt-in until checked on a
-//! GPU); otherwise it is written with tensor operations. All compute the same operations in
-//! the same order.
+//! parameter together); on CUDA one kernel (`kernels::cuda::optim::optim_update`, opt-in until
+//! checked on a GPU); otherwise it is written with tensor operations. All compute the same
+//! operations in the same order.
 
 use candle_core::{Result, Tensor, Var};
 
 use super::{OptimState, Optimizer, clamped, keep, restore_buffers};
-use crate::kernels::optim_update::{self, RmsPropRule};
-use crate::kernels::par::multiversion;
-use crate::kernels::{real::Real, view};
+use crate::kernels::cpu::par::multiversion;
+use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::optim::optim_update::{self, RmsPropRule};
 use crate::prims::contract::backward::with_real;
 use crate::train_config::TrainConfig;
 

@@ -3,7 +3,7 @@
 use candle_core::{Result, Tensor, Var};
 
 use super::{OptimState, Optimizer, check_state, clamped, keep};
-use crate::kernels::optim_update;
+use crate::kernels::cuda::optim::optim_update;
 use crate::train_config::TrainConfig;
 
 pub struct Sgd {

@@ -1,0 +1,31 @@
+//! Layer normalisation over the last axis, differentiable by candle's autograd.
+//!
+//! candle's fused `layer_norm` and the `LayerNorm` module on contiguous input produce no
+//! gradient (measured with candle 0.11), so memctl never uses them: where memctl's fused ops
+//! run (`kernels::cuda::switches`) this is `cuda::layers::layer_norm`, one op with its own
+//! backward; elsewhere it is written out as candle ops ([`reference`]).
+
+use candle_core::{D, Result, Tensor};
+
+use crate::kernels::cuda;
+
+/// PyTorch's default epsilon.
+pub const EPS: f64 = 1e-5;
+
+/// `(x - mean) / sqrt(var + eps) * w + b` over the last axis (biased variance, as PyTorch).
+pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    if cuda::switches::used_for(x, cuda::layers::layer_norm::LAYER_NORM) {
+        cuda::layers::layer_norm::layer_norm(x, w, b)
+    } else {
+        reference(x, w, b)
+    }
+}
+
+/// [`layer_norm`] as candle ops, which candle's autograd differentiates node by node.
+pub fn reference(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let mean = x.mean_keepdim(D::Minus1)?;
+    let centred = x.broadcast_sub(&mean)?;
+    let var = centred.sqr()?.mean_keepdim(D::Minus1)?;
+    let normed = centred.broadcast_div(&(var + EPS)?.sqrt()?)?;
+    normed.broadcast_mul(w)?.broadcast_add(b)
+}

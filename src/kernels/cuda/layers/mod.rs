@@ -1,0 +1,12 @@
+//! The fused ops of the controller layers and the tensor glue: the LSTM and GRU cells' element-
+//! wise halves, layer normalisation, softmax, a scale, the outer product, a gated write
+//! (`lerp`) and the sum of a parameter's gradient parts.
+
+pub mod gru_cell;
+pub mod layer_norm;
+pub mod lerp;
+pub mod lstm_cell;
+pub mod outer;
+pub mod scale;
+pub mod softmax;
+pub mod sum_parts;
