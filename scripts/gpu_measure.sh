@@ -28,6 +28,10 @@
 #                                         # rounds, SAM Table 1's evaluation passes (eval.txt),
 #                                         # cold starts with and without prebuilt_sass (cold.txt),
 #                                         # what the graph's memory nodes cost (mem_nodes.txt)
+#   bash scripts/gpu_measure.sh packs     # packed trials (--pack) in one call (~6 min): the checks,
+#                                         # 16 seeds of quickstart_stm alone and packed, SAM Table
+#                                         # 1's d = 96 row with 3 seeds alone and packed, 16 packed
+#                                         # STM A against PyTorch's vmap ensemble (packs.txt)
 #   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
 #   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
 #
@@ -193,6 +197,38 @@ quick_sweeps() {
   } > "$out/sweeps.txt" 2>&1
 }
 
+# Packed trials against trials alone, on one GPU: whether `--pack auto` should pack there, and
+# the rate of a packed SAM Table 1 row and of 16 packed STM A against PyTorch's vmap ensemble of
+# 16 (scripts/bench_stm_ensemble_torch.py). A "capture failed" line means the pack stepped eager.
+packs_part() {
+  { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
+  timeout 150 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
+  local sam="specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 transfer=true gates=true"
+  {
+    for pack in off 16 auto; do
+      rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, --pack $pack"
+      time timeout 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
+        seed=1..16 steps=100 --device cuda --pack $pack --quiet 2>&1 | grep -v "^\[\|^✓"
+    done
+    for pack in 1 3; do
+      echo "== SAM Table 1, length 30, d = 96, --pack $pack"
+      timeout 120 bash .gpu/run.sh bench $sam --device cuda --pack $pack --iters 30
+    done
+    for pack in off 3; do
+      rm -rf /tmp/sam; echo "== SAM Table 1, length 30, d = 96, seeds 1-3, 400 steps, --pack $pack"
+      time timeout 180 bash .gpu/run.sh --store /tmp/sam sweep $sam seed=1..3 steps=400 \
+        --device cuda --pack $pack --quiet 2>&1 | grep -v "^\[\|^✓"
+    done
+    for pack in 1 16; do
+      echo "== stm_a --pack $pack"; timeout 90 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --pack $pack --iters 30
+    done
+    for mode in "" reduce-overhead; do
+      echo "== PyTorch vmap ensemble of 16 STM A, compile=${mode:-eager}"
+      time timeout 240 python3 scripts/bench_stm_ensemble_torch.py --trials 16 --device cuda ${mode:+--compile $mode}
+    done
+  } > "$out/packs.txt" 2>&1
+}
+
 # Issue 13's "done when" in one call: memctl and PyTorch on the same machine. Each PyTorch run
 # starts only while the call has time left for it (compiling takes minutes), so a slow one
 # costs the ones after it, not the memctl figures before it.
@@ -339,6 +375,7 @@ case "${1:-}" in
   unchecked) unchecked_part ;;
   table) table_part ;;
   torch) torch_part ;;
+  packs) packs_part ;;
   quick) quick_part ;;
   changes) quick_checks; quick_steps; each_change_steps; quick_sweeps ;;
   # The same in two calls of about 3 minutes each, should one call's 10 minutes not hold it

@@ -22,6 +22,7 @@
 use std::borrow::Cow;
 
 use candle_core::{Result, Tensor, Var};
+use smallvec::{SmallVec, smallvec};
 
 use super::Cell;
 use crate::graph::{Source, StateInit, StepGraph};
@@ -103,17 +104,25 @@ impl Val {
     }
 }
 
+/// A node's runs at one time step: one per trial of a pack, or one over all of them. Inline
+/// for one, so that a trial trained alone allocates nothing for it.
+type Runs<T> = SmallVec<[T; 1]>;
+
+/// A node's operands, parameters or input flags: a few, kept inline (the tape handles
+/// thousands of nodes per training step).
+type Few<T> = SmallVec<[T; 4]>;
+
 /// How a node (or the fused op it runs) was recorded at one time step.
 enum Rec {
     /// Not run (feeds neither the state nor, at this step, the output), or no gradient
     /// can flow through it.
     Skipped,
     Manual {
-        saved: Vec<SavedAny>,
+        saved: Runs<SavedAny>,
     },
     /// Run with a later node as one fused op (`Cell::fusions[fusion]`).
     FusedProducer {
-        saved: Vec<SavedAny>,
+        saved: Runs<SavedAny>,
         fusion: usize,
     },
     /// Computed by a fused op run at another node (the producer of a chain, or the consumer
@@ -122,12 +131,12 @@ enum Rec {
     /// Run as one fused op with the producer it absorbs (`Cell::fusions[fusion]`, a
     /// [`Joint::Absorb`]); its inputs are the fusion's `absorbed_sources`.
     Absorbing {
-        saved: Vec<SavedAny>,
+        saved: Runs<SavedAny>,
         fusion: usize,
     },
     /// Candle's autograd: the input `Var`s and the outputs with their local graph.
     Fallback {
-        runs: Vec<FallbackRun>,
+        runs: Runs<FallbackRun>,
     },
 }
 
@@ -232,7 +241,7 @@ struct UnitPlan<'g> {
     /// Where the op's inputs come from (a shared pair's: the consumer's).
     sources: Cow<'g, [Source]>,
     /// Whether a gradient can flow into each of the node's own (or absorbed) inputs.
-    needs: Vec<bool>,
+    needs: Few<bool>,
     /// The parameters the op reads (a fused pair's: the producer's, then the consumer's).
     param_ids: Cow<'g, [usize]>,
 }
@@ -322,14 +331,14 @@ impl Tape<'_> {
             return Ok(());
         }
         let plan = self.plan_unit(i, &run, step);
-        let ins: Vec<&Val> = plan.sources.iter().map(|s| fetch(*s, &step.x, &step.states, &step.values)).collect();
+        let ins: Few<&Val> = plan.sources.iter().map(|s| fetch(*s, &step.x, &step.states, &step.values)).collect();
         step.per_trial[i] = self.lay.trials > 1 && (!plan.param_ids.is_empty() || ins.iter().any(|v| v.is_split()));
         let (outs, runs) = if step.per_trial[i] {
             let mut outs: Vec<Vec<Tensor>> = vec![];
-            let mut runs = Vec::with_capacity(self.lay.trials);
+            let mut runs = Runs::with_capacity(self.lay.trials);
             for (p, m) in self.members.iter().enumerate() {
-                let ins: Vec<Tensor> = ins.iter().map(|v| self.lay.part(v, p)).collect::<Result<_>>()?;
-                let (o, r) = self.forward_unit(i, &plan, &ins.iter().collect::<Vec<_>>(), m)?;
+                let ins: Few<Tensor> = ins.iter().map(|v| self.lay.part(v, p)).collect::<Result<_>>()?;
+                let (o, r) = self.forward_unit(i, &plan, &ins.iter().collect::<Few<_>>(), m)?;
                 outs.resize_with(o.len(), Vec::new);
                 for (k, o) in o.into_iter().enumerate() {
                     outs[k].push(o);
@@ -338,10 +347,11 @@ impl Tape<'_> {
             }
             (outs.into_iter().map(|parts| self.lay.join(parts)).collect::<Result<Vec<_>>>()?, runs)
         } else {
-            let ins: Vec<&Tensor> = ins.iter().map(|v| v.joint()).collect::<Result<_>>()?;
+            let ins: Few<&Tensor> = ins.iter().map(|v| v.joint()).collect::<Result<_>>()?;
             let (o, r) = self.forward_unit(i, &plan, &ins, &self.members[0])?;
-            (o.into_iter().map(Val::Joint).collect(), vec![r])
+            (o.into_iter().map(Val::Joint).collect(), smallvec![r])
         };
+        drop(ins); // it borrows `step.values`, written below
         let mut outs = outs;
         step.nodes[i] = match plan.unit {
             Unit::Chain(f) => {
@@ -372,7 +382,7 @@ impl Tape<'_> {
             .position(|f| f.consumer == i && matches!(f.joint, Joint::Absorb { .. }) && run(f.consumer));
         let absorbed = absorbing.and_then(|f| cell.plans.fusions[f].absorbed_sources(g));
         let sources: Cow<[Source]> = absorbed.map_or(Cow::Borrowed(&node.inputs[..]), Cow::Owned);
-        let needs: Vec<bool> = sources.iter().map(|s| step.req(*s)).collect();
+        let needs: Few<bool> = sources.iter().map(|s| step.req(*s)).collect();
         step.node_req[i] = !node.params.is_empty() || needs.iter().any(|&b| b);
         let at_producer = |f: &Fusion| matches!(f.joint, Joint::Chain | Joint::Share { .. });
         let fusion = cell.plans.fusions.iter().position(|f| f.producer == i && at_producer(f) && run(f.consumer));
@@ -404,8 +414,8 @@ impl Tape<'_> {
         member: &Member<'_>,
     ) -> Result<(Vec<Tensor>, RunRec)> {
         let cell = self.cell;
-        let contiguous = |outs: Vec<Tensor>| outs.iter().map(|o| o.contiguous()).collect::<Result<Vec<_>>>();
-        let params: Vec<&Tensor> = plan.param_ids.iter().map(|&q| &member.weights[q]).collect();
+        let contiguous = |outs: Vec<Tensor>| outs.into_iter().map(|o| o.contiguous()).collect::<Result<Vec<_>>>();
+        let params: Few<&Tensor> = plan.param_ids.iter().map(|&q| &member.weights[q]).collect();
         Ok(match plan.unit {
             Unit::Absorb(f) | Unit::Chain(f) => {
                 let (outs, saved) = cell.plans.fusions[f].op.forward_train(ins, &params)?;
@@ -427,7 +437,7 @@ impl Tape<'_> {
                     .collect::<Result<_>>()?;
                 let local: Vec<&Tensor> =
                     ins.iter().zip(&vars).map(|(t, v)| v.as_ref().map_or(*t, |v| v.as_tensor())).collect();
-                let params: Vec<&Tensor> = plan.param_ids.iter().map(|&q| &member.tracked[q]).collect();
+                let params: Few<&Tensor> = plan.param_ids.iter().map(|&q| &member.tracked[q]).collect();
                 let outputs = cell.ops[i].forward(&local, &params)?;
                 let values = outputs.iter().map(|o| o.detach().contiguous()).collect::<Result<_>>()?;
                 (values, RunRec::Fallback(FallbackRun { vars, outputs }))
@@ -502,7 +512,7 @@ impl Tape<'_> {
             _ => None,
         }
         .unwrap_or(Cow::Borrowed(&node.inputs[..]));
-        let needs: Vec<bool> = sources.iter().map(|s| rec.req(*s)).collect();
+        let needs: Few<bool> = sources.iter().map(|s| rec.req(*s)).collect();
         // The parameters (a fused pair's: the producer's, then the consumer's).
         let param_ids: Cow<[usize]> = match (&rec.nodes[i], fusion, consumer) {
             (Rec::Absorbing { .. }, Some(f), _) => {
@@ -519,18 +529,18 @@ impl Tape<'_> {
             }
             None => Cow::Borrowed(&rec.values[i][..]),
         };
-        let inputs: Vec<&Val> = sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values)).collect();
+        let inputs: Few<&Val> = sources.iter().map(|s| fetch(*s, &rec.x, &rec.states, &rec.values)).collect();
         let runs = if rec.per_trial[i] { self.lay.trials } else { 1 };
         // Each run's gradient of each input.
-        let mut input_grads: Vec<Vec<Option<Tensor>>> = vec![Vec::with_capacity(runs); sources.len()];
+        let mut input_grads: Few<Runs<Option<Tensor>>> = sources.iter().map(|_| Runs::with_capacity(runs)).collect();
         for r in 0..runs {
             let part = |v: &Val| if rec.per_trial[i] { self.lay.part(v, r) } else { v.joint().cloned() };
             let p = if rec.per_trial[i] { r } else { 0 };
-            let ins: Vec<Tensor> = inputs.iter().map(|v| part(v)).collect::<Result<_>>()?;
-            let outs: Vec<Tensor> = outputs.iter().map(part).collect::<Result<_>>()?;
-            let gs: Vec<Option<Tensor>> =
+            let ins: Few<Tensor> = inputs.iter().map(|v| part(v)).collect::<Result<_>>()?;
+            let outs: Few<Tensor> = outputs.iter().map(part).collect::<Result<_>>()?;
+            let gs: Few<Option<Tensor>> =
                 out_grads.iter().map(|g| g.as_ref().map(part).transpose()).collect::<Result<_>>()?;
-            let mut local: Vec<ParamGrad> = param_ids.iter().map(|&q| std::mem::take(&mut param_grads[p][q])).collect();
+            let mut local: Few<ParamGrad> = param_ids.iter().map(|&q| std::mem::take(&mut param_grads[p][q])).collect();
             let b = UnitBackward { i, ins: &ins, outs: &outs, grads: &gs, needs: &needs, member: &self.members[p] };
             let got = self.backward_unit(&rec.nodes[i], r, &b, &param_ids, &mut local)?;
             for (k, &q) in param_ids.iter().enumerate() {
@@ -550,7 +560,7 @@ impl Tape<'_> {
 
     /// An input's gradient from its runs' parts (one per trial, or one for a joint run); a
     /// trial whose run gave none contributes zeros.
-    fn gather(&self, parts: Vec<Option<Tensor>>, input: &Val, per_trial: bool) -> Result<Val> {
+    fn gather(&self, parts: Runs<Option<Tensor>>, input: &Val, per_trial: bool) -> Result<Val> {
         if !per_trial {
             return match parts.into_iter().next().flatten() {
                 Some(g) => Ok(Val::Joint(g)),
@@ -594,7 +604,7 @@ impl Tape<'_> {
             _ => None,
         };
         if let Some((op, saved)) = manual {
-            let params: Vec<&Tensor> = param_ids.iter().map(|&q| &member.weights[q]).collect();
+            let params: Few<&Tensor> = param_ids.iter().map(|&q| &member.weights[q]).collect();
             let b = Backward { inputs: ins, params: &params, outputs: outs, saved, grads, needs };
             return op.backward(&b, local);
         }
@@ -682,7 +692,7 @@ struct UnitBackward<'a> {
 }
 
 /// The autograd runs of a node's runs.
-fn fallback_runs(runs: Vec<RunRec>) -> Result<Vec<FallbackRun>> {
+fn fallback_runs(runs: Runs<RunRec>) -> Result<Runs<FallbackRun>> {
     runs.into_iter()
         .map(|r| match r {
             RunRec::Fallback(f) => Ok(f),
@@ -692,7 +702,7 @@ fn fallback_runs(runs: Vec<RunRec>) -> Result<Vec<FallbackRun>> {
 }
 
 /// The saved values of a node's runs (one per trial, or one for a joint run).
-fn saved_of(runs: Vec<RunRec>) -> Result<Vec<SavedAny>> {
+fn saved_of(runs: Runs<RunRec>) -> Result<Runs<SavedAny>> {
     runs.into_iter()
         .map(|r| match r {
             RunRec::Saved(s) => Ok(s),

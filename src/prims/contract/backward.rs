@@ -70,10 +70,13 @@ impl<S: ?Sized> Backward<'_, S> {
 
     /// The tensor inputs, exactly `N` of them (the op's arity; another count is a bug in memctl).
     pub fn inputs_of<const N: usize>(&self) -> Result<[&Tensor; N]> {
-        let all: Vec<&Tensor> = self.inputs.iter().collect();
-        <[&Tensor; N]>::try_from(all).map_err(|v| {
-            candle_core::Error::Msg(format!("internal: a backward expects {N} tensor inputs, got {}", v.len()))
-        })
+        let all = <&[Tensor; N]>::try_from(self.inputs).map_err(|_| {
+            candle_core::Error::Msg(format!(
+                "internal: a backward expects {N} tensor inputs, got {}",
+                self.inputs.len()
+            ))
+        })?;
+        Ok(all.each_ref())
     }
 
     /// The inputs' gradients from their elements, in input order (`None` where not computed):
