@@ -511,7 +511,7 @@ fn assert_close_or_nan(what: &str, got: &[f32], want: &[f32], tol: f32) {
 
 #[test]
 fn kanerva_address_kernels_agree_with_the_cpu() {
-    use memctl::kernels::cpu::kanerva::{least_squares_weights, machine_weights, readout};
+    use memctl::kernels::blocks::kanerva::{least_squares_weights, machine_weights, readout};
     use memctl::kernels::cuda::kanerva::kanerva_address::address;
     // PKM's machines (k = 4 of 32 × 8); one machine of more columns than a warp has lanes and
     // a code shorter than them (a ridge-regularised, underdetermined system); a code longer

@@ -235,13 +235,18 @@ const PRIM_ROOMS: &[&[&str]] = &[
     &["fusion", "registry"],
 ];
 
-#[test]
-fn the_prims_rooms_import_only_lower_rooms() {
+/// Inside `src/kernels/`, bottom to top: the plain-slice machinery, the fused ops (whose CPU
+/// twins run on it), and the candle-level blocks that take a fused op where it runs.
+const KERNEL_ROOMS: &[&[&str]] = &[&["cpu"], &["cuda"], &["blocks"]];
+
+/// The imports inside `src/<top>/` that run from a room (`rooms`, bottom to top) to one of the
+/// same layer or higher, as `file:line: ...` lines; and how many imports went downwards.
+fn room_problems(top: &str, rooms: &[&[&str]]) -> (Vec<String>, usize) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let layer = |room: &str| PRIM_ROOMS.iter().position(|l| l.contains(&room));
+    let layer = |room: &str| rooms.iter().position(|l| l.contains(&room));
     let mut problems = vec![];
     let mut edges = 0;
-    for file in crate::support::files_with_extension(&src.join("prims"), "rs") {
+    for file in crate::support::files_with_extension(&src.join(top), "rs") {
         let rel = file.strip_prefix(&src).unwrap();
         let module = module_path(rel);
         let Some(room) = module.get(1) else { continue };
@@ -249,17 +254,17 @@ fn the_prims_rooms_import_only_lower_rooms() {
             continue;
         }
         let Some(own) = layer(room) else {
-            problems.push(format!("src/{}: room `{room}` has no layer in PRIM_ROOMS", rel.display()));
+            problems.push(format!("src/{}: room `{room}` has no layer", rel.display()));
             continue;
         };
         for (path, line) in imports(&std::fs::read_to_string(&file).unwrap(), &module) {
-            let [top, target] = &path[..] else { continue };
-            if top != "prims" || target == room {
+            let [first, target, ..] = &path[..] else { continue };
+            if first != top || target == room {
                 continue;
             }
             match layer(target) {
                 None => problems
-                    .push(format!("src/{}:{line}: imports `prims::{target}`, which has no layer", rel.display())),
+                    .push(format!("src/{}:{line}: imports `{top}::{target}`, which has no layer", rel.display())),
                 Some(l) if l >= own => problems.push(format!(
                     "src/{}:{line}: `{room}` (layer {own}) imports `{target}` (layer {l}): upward or sideways",
                     rel.display()
@@ -268,6 +273,21 @@ fn the_prims_rooms_import_only_lower_rooms() {
             }
         }
     }
+    (problems, edges)
+}
+
+#[test]
+fn the_prims_rooms_import_only_lower_rooms() {
+    let (problems, edges) = room_problems("prims", PRIM_ROOMS);
     assert!(problems.is_empty(), "the prims rooms' layering broken:\n{}", problems.join("\n"));
     assert!(edges > 40, "expected the families to import the prelude ({edges} edges found)");
+}
+
+#[test]
+fn the_kernels_rooms_import_only_lower_rooms() {
+    let (problems, edges) = room_problems("kernels", KERNEL_ROOMS);
+    assert!(problems.is_empty(), "the kernels rooms' layering broken:\n{}", problems.join("\n"));
+    // The fused ops' CPU twins run on `cpu` and the blocks call `cuda`: a reader that found
+    // nothing would pass.
+    assert!(edges > 20, "expected `cuda` and `blocks` to import the rooms below ({edges} edges found)");
 }

@@ -1,6 +1,6 @@
 //! The Kanerva Machine's read and write on plain slices, forward and backward, one batch
 //! element at a time: the fused training path of `kanervaRead` and `kanervaUpdate` (the same
-//! formulas as `kernels::cpu::kanerva`, which candle differentiates; the registry's gradient checks
+//! formulas as `kernels::blocks::kanerva`, which candle differentiates; the registry's gradient checks
 //! compare the two).
 //!
 //! Per machine `i` (mean `R_i: c × m`, covariance `V_i: m × m`, query or code `z: c`):
@@ -17,11 +17,11 @@
 
 use candle_core::{Result, bail};
 
+use super::cholesky::{cholesky_into, cholesky_solve_in_place};
 use super::gemm::{Mat, Par, matmul_new};
 use super::real::Real;
 use super::reduce::dot;
 use super::width::{WIDEST_FIXED, Width, by_width};
-use crate::kernels::cuda::kanerva::spd_solve::{cholesky_into, cholesky_solve_in_place};
 
 /// The sizes: `k` machines, each `c × m`.
 #[derive(Clone, Copy, Debug)]

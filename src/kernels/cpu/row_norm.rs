@@ -1,11 +1,13 @@
 //! Layer normalisation of every row of a row-major matrix on plain slices, forward and
 //! backward, for the manual backward passes (`mhdpa`'s three per-row norms). Same formula as
-//! [`layer_norm`](super::layer_norm::layer_norm): biased variance, eps 1e-5.
+//! `kernels::blocks::layer_norm` (PyTorch's): biased variance, eps [`EPS`].
 
-use super::layer_norm::EPS;
 use super::par::multiversion;
 use super::real::Real;
 use super::reduce::{dot, sum, sum_sq_dev};
+
+/// PyTorch's default epsilon of layer normalisation.
+pub const EPS: f64 = 1e-5;
 
 multiversion! {
     /// Every row `x_r` (`width` wide) → `x̂_r = (x_r − mean) / σ_r` into `xhat`, `y = x̂ ⊙ w + b`

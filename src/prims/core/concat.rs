@@ -5,7 +5,7 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::cpu::nam::{batch_of, expand_batch};
+use crate::kernels::blocks::nam::{batch_of, expand_batch};
 use crate::prims::prelude::*;
 
 primitive! {

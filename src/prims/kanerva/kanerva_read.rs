@@ -12,7 +12,7 @@ use candle_core::Tensor;
 
 use super::kanerva_train::{AddressSaved, Locked, address_all};
 use super::kanerva_update::{address_flops, check_memory};
-use crate::kernels::cpu::kanerva::address;
+use crate::kernels::blocks::kanerva::address;
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 

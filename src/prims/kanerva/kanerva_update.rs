@@ -31,7 +31,7 @@
 use candle_core::Tensor;
 
 use super::kanerva_train::{AddressSaved, Locked, Operands, address_all};
-use crate::kernels::cpu::kanerva::{Address, address, eta_per_machine};
+use crate::kernels::blocks::kanerva::{Address, address, eta_per_machine};
 use crate::kernels::cpu::kanerva_manual::{Written, write, write_backward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::kernels::cuda::kanerva::kanerva_write;
@@ -262,7 +262,7 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    use crate::kernels::cuda::kanerva::spd_solve::cholesky;
+    use crate::kernels::cpu::cholesky::cholesky;
     use crate::prims::contract::testing::*;
 
     fn args(k: usize, c: usize, m: usize, eta: bool) -> Vec<(&'static str, TArg)> {

@@ -3,7 +3,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::layer_norm::layer_norm;
+use crate::kernels::blocks::layer_norm::layer_norm;
 use crate::kernels::cpu::row_norm::{backward_rows, forward_rows};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

@@ -4,7 +4,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::nam::l2_normalize;
+use crate::kernels::blocks::nam::l2_normalize;
 use crate::kernels::cpu::nam_manual::{normalize, normalize_backward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

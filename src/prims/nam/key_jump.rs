@@ -17,7 +17,7 @@ use candle_core::{D, Tensor};
 use super::heads::{tape_dims, to_heads};
 use super::nam_wr::Blocks;
 use super::nam_wr::check_split;
-use crate::kernels::cpu::nam::{batch_of, expand_batch, l2_normalize};
+use crate::kernels::blocks::nam::{batch_of, expand_batch, l2_normalize};
 use crate::kernels::cpu::nam_manual::{normalize, normalize_backward, read_backward, read_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

@@ -18,7 +18,7 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::cpu::nam::{EPS, batch_of, expand_batch};
+use crate::kernels::blocks::nam::{EPS, batch_of, expand_batch};
 use crate::prims::prelude::*;
 
 primitive! {

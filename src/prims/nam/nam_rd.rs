@@ -12,7 +12,7 @@ use candle_core::Tensor;
 use super::heads::{check_per_head, per_head, to_heads};
 use super::nam_wr::Blocks;
 use super::nam_wr::{check_split, memory_dims};
-use crate::kernels::cpu::nam::{batch_of, expand_batch, l2_normalize, read};
+use crate::kernels::blocks::nam::{batch_of, expand_batch, l2_normalize, read};
 use crate::kernels::cpu::nam_manual::{normalize, normalize_backward, read_backward, read_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

@@ -20,7 +20,7 @@
 use candle_core::Tensor;
 
 use super::heads::{check_per_head, per_head, split_size, to_heads};
-use crate::kernels::cpu::nam::{batch_of, expand_batch, l2_normalize, write};
+use crate::kernels::blocks::nam::{batch_of, expand_batch, l2_normalize, write};
 use crate::kernels::cpu::nam_manual::{normalize, normalize_backward, write_backward, write_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

@@ -17,7 +17,7 @@ use candle_core::Tensor;
 
 use super::heads::{check_per_head, check_position, per_head, tape_dims};
 use super::nam_wr::Blocks;
-use crate::kernels::cpu::nam::{batch_of, expand_batch, tape_read};
+use crate::kernels::blocks::nam::{batch_of, expand_batch, tape_read};
 use crate::kernels::cpu::nam_manual::{tape_read_backward, tape_read_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

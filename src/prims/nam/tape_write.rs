@@ -20,7 +20,7 @@ use candle_core::Tensor;
 use super::heads::{check_per_head, check_position, per_head, tape_dims, to_heads};
 use super::nam_wr::Blocks;
 use super::nam_wr::check_split;
-use crate::kernels::cpu::nam::{batch_of, expand_batch, tape_write};
+use crate::kernels::blocks::nam::{batch_of, expand_batch, tape_write};
 use crate::kernels::cpu::nam_manual::{tape_write_backward, tape_write_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;

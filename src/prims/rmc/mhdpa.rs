@@ -23,8 +23,8 @@
 
 use candle_core::{D, Tensor};
 
+use crate::kernels::blocks::layer_norm::layer_norm;
 use crate::kernels::cpu::dense::{Transposed, dense};
-use crate::kernels::cpu::layer_norm::layer_norm;
 use crate::prims::prelude::*;
 
 #[path = "mhdpa_train.rs"]

@@ -2,11 +2,11 @@
 //!
 //! `A⊗(q, K, V) = Σ_i tanh(q ⊙ k_i) ⊗ v_i` for every query row of `q`.
 //! Shapes: `q: [nq, dqk]`, `K: [n, dqk]`, `V: [n, dv]` → `[nq, dqk, dv]`.
-//! Computed as batched GEMMs (see `kernels::cpu::opa`), never as a 5-D tensor of outer products.
+//! Computed as batched GEMMs (see `kernels::blocks::opa`), never as a 5-D tensor of outer products.
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::opa::outer_product_attention;
+use crate::kernels::blocks::opa::outer_product_attention;
 use crate::prims::prelude::*;
 
 primitive! {

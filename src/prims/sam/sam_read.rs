@@ -11,12 +11,13 @@
 use candle_core::Tensor;
 use rayon::prelude::*;
 
+use crate::kernels::blocks::{layer_norm::layer_norm, opa::outer_product_attention};
+use crate::kernels::cpu::dense::dense;
 use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::gemm::{Mat, MatMut, Par, filled, matmul};
-use crate::kernels::cpu::layer_norm::EPS;
 use crate::kernels::cpu::par::{group_size, multiversion};
 use crate::kernels::cpu::reduce::{dot, sum, sum_sq_dev};
-use crate::kernels::cpu::{dense::dense, layer_norm::layer_norm, opa::outer_product_attention};
+use crate::kernels::cpu::row_norm::EPS;
 use crate::kernels::cpu::{real::Real, view};
 use crate::kernels::cuda::sam::sam_attend;
 use crate::kernels::cuda::sam::sam_attend::{attention_backward, attention_weights};

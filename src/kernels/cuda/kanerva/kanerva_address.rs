@@ -345,7 +345,7 @@ mod tests {
     use candle_core::Var;
 
     use super::*;
-    use crate::kernels::cpu::kanerva::{least_squares_weights, machine_weights, readout};
+    use crate::kernels::blocks::kanerva::{least_squares_weights, machine_weights, readout};
     use crate::kernels::cuda::fused::testing::{assert_fused_matches, var};
 
     /// [`address`] in candle's ops.

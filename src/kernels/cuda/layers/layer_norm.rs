@@ -1,7 +1,7 @@
 //! Layer normalisation over the last axis as one candle op with its own backward, for the
 //! device-generic path (candle's autograd: the GPU, and evaluation on the CPU).
 //!
-//! Written as candle ops (`kernels::cpu::layer_norm`'s reference form) the normalisation is about a
+//! Written as candle ops (`kernels::blocks::layer_norm`'s reference form) the normalisation is about a
 //! dozen kernels forward and three times as many backward; here it is one kernel forward and
 //! one backward (`[d x | g ⊙ x̂]`, whose second half summed over the rows is `d w`). With `x̂ =
 //! (x − mean) / σ` and `σ = sqrt(var + eps)` per row:
@@ -16,8 +16,8 @@
 
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
-use crate::kernels::cpu::layer_norm::EPS;
 use crate::kernels::cpu::real::Real;
+use crate::kernels::cpu::row_norm::EPS;
 use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
@@ -157,7 +157,7 @@ mod tests {
         // Three leading axes' worth of rows, an offset mean, and weights far from 1.
         let x = Var::from_tensor(&(var(&[2, 3, 7], 2.0)?.as_tensor() + 3.0)?)?;
         let (w, b) = (var(&[7], 1.5)?, var(&[7], 1.0)?);
-        let plain = crate::kernels::cpu::layer_norm::reference(&x, &w, &b)?;
+        let plain = crate::kernels::blocks::layer_norm::reference(&x, &w, &b)?;
         assert_fused_matches(&[&x, &w, &b], &[layer_norm(&x, &w, &b)?], &[plain], 1e-12)
     }
 

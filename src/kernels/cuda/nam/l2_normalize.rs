@@ -2,7 +2,7 @@
 //! queries) as one candle op with its own backward, for the device-generic path (candle's
 //! autograd: the GPU, and evaluation on the CPU).
 //!
-//! As candle ops (`kernels::cpu::nam::l2_normalize_with_candle_ops`) that is five kernels forward
+//! As candle ops (`kernels::blocks::nam::l2_normalize_with_candle_ops`) that is five kernels forward
 //! (square, sum, clamp, root, division) and some ten backward, twice per LSAM time step and
 //! once per NAM-TM one; here it is one kernel each way (`src/kernels/cuda/nam/l2_normalize.cu`, a
 //! warp per row). The backward, `d x = (g − μ ⟨μ, g⟩) / ‖x‖` (or `g / eps` where the norm was
@@ -91,7 +91,7 @@ mod tests {
     use candle_core::{Device, Var};
 
     use super::*;
-    use crate::kernels::cpu::nam::l2_normalize_with_candle_ops as reference;
+    use crate::kernels::blocks::nam::l2_normalize_with_candle_ops as reference;
     use crate::kernels::cuda::fused::testing::{assert_fused_matches, var};
 
     #[test]

@@ -1,13 +1,13 @@
 //! NAM's write rule (NAM §3.1, §3.3) as one candle op with its own backward, for the
 //! device-generic path (candle's autograd: the GPU, and evaluation on the CPU), in both of
-//! `kernels::cpu::nam`'s layouts:
+//! `kernels::blocks::nam`'s layouts:
 //!
 //! - **tape** (`tapeWrite`, NAM-TM): a tape `T` (`[L, d]`) written at a position `p` (`[L]`),
 //!   `T' = T + p ⊗ (pw v − pe Tᵀ p)`, `v` of `d`;
 //! - **matrix** (`namWR`, LSAM): a memory `M` (`[dv, dk]`) written at a unit key `k` (`[dk]`),
 //!   `M' = M + (pw v − pe M k) ⊗ k`, `v` of `dv`.
 //!
-//! As candle ops (`kernels::cpu::nam::tape_write_with_candle_ops`, `write_with_candle_ops`) each is
+//! As candle ops (`kernels::blocks::nam::tape_write_with_candle_ops`, `write_with_candle_ops`) each is
 //! a product, four element-wise kernels and an addition (and, for the matrix, a second product)
 //! forward and some sixteen kernels backward, at every time step; here it is one kernel each
 //! way (`src/kernels/cuda/nam/nam_write.cu`, a block per memory), after one concatenation that
@@ -338,7 +338,7 @@ fn matrix_read<T: Real>(m: &[T], k: &[T], mk: &mut [T]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernels::cpu::nam::{tape_write_with_candle_ops, write_with_candle_ops};
+    use crate::kernels::blocks::nam::{tape_write_with_candle_ops, write_with_candle_ops};
     use crate::kernels::cuda::fused::testing::{assert_fused_matches, var};
 
     #[test]

@@ -11,7 +11,7 @@
 //!   `d q[s, e] = Σ_j gA (1 − A²) k[j, e]`, `d k[j, e] = Σ_s gA (1 − A²) q[s, e]`,
 //!   `d v[j, f] = Σ_{s, e} A[s, e, j] G[s, e, f]`.
 //!
-//! Written with candle ops (`kernels::cpu::opa` after a transpose and three slices of the
+//! Written with candle ops (`kernels::blocks::opa` after a transpose and three slices of the
 //! projection) this is about five kernels forward, each slice's and the transpose's backward
 //! a few more, and some fifteen for the attention's own backward, at every STM time step; here
 //! it is one kernel each way (`src/kernels/cuda/sam/sam_attend.cu`). Where it runs is
@@ -251,7 +251,7 @@ mod tests {
     use candle_core::{DType, Device};
 
     use super::*;
-    use crate::kernels::cpu::opa::outer_product_attention;
+    use crate::kernels::blocks::opa::outer_product_attention;
     use crate::kernels::cuda::fused::testing::{assert_fused_matches, var};
 
     /// The attention as the candle ops `samRead` otherwise runs on the projection.

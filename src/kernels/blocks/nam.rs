@@ -14,7 +14,7 @@ use candle_core::{D, Result, Tensor};
 use crate::kernels::cuda;
 use crate::kernels::cuda::nam::nam_write::Orientation;
 
-pub use super::nam_manual::EPS;
+pub use crate::kernels::cpu::nam_manual::EPS;
 
 /// `μ(x) = x / max(‖x‖₂, eps)` along the last axis, as PyTorch's `F.normalize`.
 ///

@@ -7,10 +7,8 @@
 
 use candle_core::{D, Result, Tensor};
 
+use crate::kernels::cpu::row_norm::EPS;
 use crate::kernels::cuda;
-
-/// PyTorch's default epsilon.
-pub const EPS: f64 = 1e-5;
 
 /// `(x - mean) / sqrt(var + eps) * w + b` over the last axis (biased variance, as PyTorch).
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
