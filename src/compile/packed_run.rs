@@ -7,7 +7,10 @@
 //! over its rows. The run's other arrangements (the input's nodes over all time steps, the
 //! output head over all scored steps, a weight's aliases per time step) apply to a pack as to
 //! one trial, so each trial computes what it computes alone; its loss is its rows' alone, and
-//! one backward of the losses' sum gives each trial its own gradients.
+//! one backward of the losses' sum gives each trial its own gradients. An op with a packed form
+//! ([`PackedForward`](crate::prims::contract::op::PackedForward): `linear`, `mlp`, `lstmCell`,
+//! `distill`, `transfer`) runs once for the whole pack instead: a batched product over the
+//! trial axis, each parameter stacked over the trials.
 
 use candle_core::{Result, Tensor};
 
@@ -116,6 +119,18 @@ impl Cell {
         };
         let trials = members.len();
         let rows = outer * trials * batch;
+        if let Some(packed) = self.ops[i].packed().filter(|_| inputs.iter().all(|t| t.dim(0).ok() == Some(rows))) {
+            // One product over the trial axis, on the trials' rows one trial after another.
+            let params: Vec<Tensor> = node
+                .params
+                .iter()
+                .map(|&k| Tensor::stack(&members.iter().map(|w| &w[k]).collect::<Vec<_>>(), 0))
+                .collect::<Result<_>>()?;
+            let own: Vec<Tensor> = inputs.iter().map(|t| regroup(t, outer, trials)).collect::<Result<_>>()?;
+            let outs =
+                packed.forward_packed(&own.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>(), trials)?;
+            return outs.iter().map(|o| regroup(o, trials, outer)).collect();
+        }
         let mut parts: Vec<Vec<Tensor>> = vec![];
         for (p, w) in members.iter().enumerate() {
             let own: Vec<Tensor> = inputs
@@ -145,6 +160,18 @@ fn rows_of(t: &Tensor, outer: usize, trials: usize, p: usize) -> Result<Tensor> 
     let mut own = vec![outer * batch];
     own.extend(&t.dims()[1..]);
     t.reshape(blocks)?.narrow(1, p * batch, batch)?.contiguous()?.reshape(own)
+}
+
+/// `t`'s rows, `[a · b · R, …]` as `a` blocks of `b` parts, regrouped as `b` blocks of `a`
+/// parts: from a pack's block by block order (`outer` time steps of every trial's rows) to
+/// trial by trial (`regroup(t, outer, trials)`), and back (`regroup(t, trials, outer)`).
+fn regroup(t: &Tensor, a: usize, b: usize) -> Result<Tensor> {
+    if a == 1 || b == 1 {
+        return Ok(t.clone());
+    }
+    let mut blocks = vec![a, b, t.dim(0)? / (a * b)];
+    blocks.extend(&t.dims()[1..]);
+    t.reshape(blocks)?.transpose(0, 1)?.contiguous()?.reshape(t.dims())
 }
 
 /// A trial's output with one row (a value of its weights alone) spread over its `rows`.
@@ -186,4 +213,34 @@ pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<Vec<V
         false => total.backward_keeping_variable_layouts()?,
     };
     weights.iter().map(|w| w.gradients(&store)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+
+    use super::{join, regroup, rows_of};
+
+    /// `[outer · P · B, 2]` rows numbered in order.
+    fn rows(outer: usize, trials: usize, batch: usize) -> Tensor {
+        let n = (outer * trials * batch * 2) as f32;
+        Tensor::arange(0f32, n, &Device::Cpu).unwrap().reshape((outer * trials * batch, 2)).unwrap()
+    }
+
+    #[test]
+    fn regrouping_puts_each_trial_s_rows_together_and_back() {
+        let (outer, trials, batch) = (3, 2, 2);
+        let t = rows(outer, trials, batch);
+        let by_trial = regroup(&t, outer, trials).unwrap();
+        for p in 0..trials {
+            let own = by_trial.narrow(0, p * outer * batch, outer * batch).unwrap();
+            let expected = rows_of(&t, outer, trials, p).unwrap();
+            assert_eq!(own.to_vec2::<f32>().unwrap(), expected.to_vec2::<f32>().unwrap(), "trial {p}");
+        }
+        let parts: Vec<Tensor> =
+            (0..trials).map(|p| by_trial.narrow(0, p * outer * batch, outer * batch).unwrap()).collect();
+        assert_eq!(join(&parts, outer).unwrap().to_vec2::<f32>().unwrap(), t.to_vec2::<f32>().unwrap());
+        let back = regroup(&by_trial, trials, outer).unwrap();
+        assert_eq!(back.to_vec2::<f32>().unwrap(), t.to_vec2::<f32>().unwrap());
+    }
 }

@@ -24,6 +24,27 @@ pub fn dense(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     y.reshape(out_dims)
 }
 
+/// [`dense`] for a pack of `trials` trials in one batched product: `x` `[P·R..., fan_in]`
+/// (trial `p`'s rows at `p·R..`), `w` `[P, fan_out, fan_in]`, `b` `[P, fan_out]`, each trial's
+/// rows through its own weight and bias.
+pub fn dense_packed(x: &Tensor, w: &Tensor, b: Option<&Tensor>, trials: usize) -> Result<Tensor> {
+    let dims = x.dims();
+    let fan_in = *dims.last().unwrap_or(&1);
+    let rows: usize = dims[..dims.len().saturating_sub(1)].iter().product();
+    let (_, fan_out, _) = w.dims3()?;
+    if trials == 0 || !rows.is_multiple_of(trials) {
+        candle_core::bail!("internal: a pack of {trials} trials over {rows} rows");
+    }
+    let y = x.reshape((trials, rows / trials, fan_in))?.matmul(&w.transpose(1, 2)?)?;
+    let y = match b {
+        Some(b) => y.broadcast_add(&b.unsqueeze(1)?)?,
+        None => y,
+    };
+    let mut out_dims = dims[..dims.len().saturating_sub(1)].to_vec();
+    out_dims.push(fan_out);
+    y.reshape(out_dims)
+}
+
 /// A weight's transpose `wᵀ` (`[fan_in, fan_out]`, contiguous), kept by the op that uses it
 /// for as long as the weight tensor is the same (one training step: the tape passes the same
 /// detached weights to every time step). The product `x wᵀ` with `wᵀ` laid out row-major
@@ -185,6 +206,24 @@ mod tests {
     use candle_core::{DType, Device, Tensor};
 
     use super::Transposed;
+
+    #[test]
+    fn a_packed_product_gives_each_trial_its_own_weights_product() {
+        let device = Device::Cpu;
+        let (trials, batch, fan_in, fan_out) = (3, 4, 5, 2);
+        let x = Tensor::randn(0f32, 1., (trials * batch, 2, fan_in), &device).unwrap();
+        let w = Tensor::randn(0f32, 1., (trials, fan_out, fan_in), &device).unwrap();
+        let b = Tensor::randn(0f32, 1., (trials, fan_out), &device).unwrap();
+        let packed = super::dense_packed(&x, &w, Some(&b), trials).unwrap();
+        assert_eq!(packed.dims(), [trials * batch, 2, fan_out]);
+        for p in 0..trials {
+            let own = x.narrow(0, p * batch, batch).unwrap();
+            let alone = super::dense(&own, &w.get(p).unwrap(), Some(&b.get(p).unwrap())).unwrap();
+            let got = packed.narrow(0, p * batch, batch).unwrap();
+            let diff = (got - alone).unwrap().abs().unwrap().max_all().unwrap().to_scalar::<f32>().unwrap();
+            assert!(diff < 1e-5, "trial {p}: the packed product differs by {diff}");
+        }
+    }
 
     #[test]
     fn transposes_like_candle_whatever_the_tiling() {

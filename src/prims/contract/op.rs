@@ -27,6 +27,23 @@ pub trait Op: Send + Sync {
     fn manual(&self) -> Option<&dyn TrainOp> {
         None
     }
+
+    /// The op over a whole pack of trials in one go, if it has such a form (see
+    /// [`PackedForward`]); without it a pack runs [`Op::forward`] once per trial, with each
+    /// trial's parameters on its rows.
+    fn packed(&self) -> Option<&dyn PackedForward> {
+        None
+    }
+}
+
+/// An op's form for a pack of trials (`compile::packed_run`): one product over the trial axis
+/// where the pack would otherwise run the op once per trial (on a GPU, a launch per trial).
+pub trait PackedForward {
+    /// `inputs` hold every trial's rows, one trial after another (`[P·R, ...]`, trial `p`'s at
+    /// `p·R..(p+1)·R`), and `params` each parameter stacked over the trials (`[P, ...]`, in
+    /// declared order); the outputs are laid out as the inputs, trial `p`'s rows computed
+    /// with trial `p`'s parameters alone.
+    fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], trials: usize) -> Result<Vec<Tensor>>;
 }
 
 /// The tensors of a call's inputs, exactly `N` of them (an op's own arity, fixed by its

@@ -5,7 +5,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::dense::{Transposed, backward_slices, dense, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, backward_slices, dense, dense_packed, forward_slices};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
@@ -54,6 +54,23 @@ impl Op for LinearOp {
 
     fn manual(&self) -> Option<&dyn TrainOp> {
         Some(self)
+    }
+
+    fn packed(&self) -> Option<&dyn PackedForward> {
+        Some(self)
+    }
+}
+
+impl PackedForward for LinearOp {
+    fn forward_packed(
+        &self,
+        inputs: &[&Tensor],
+        params: &[&Tensor],
+        trials: usize,
+    ) -> candle_core::Result<Vec<Tensor>> {
+        let [x] = op::inputs("linear", inputs)?;
+        let (w, b) = (self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)));
+        Ok(vec![dense_packed(x, w, b, trials)?])
     }
 }
 
