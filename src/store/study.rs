@@ -47,7 +47,8 @@ pub struct RungReport {
     pub value: f64,
     /// The training loss there (the mean over the last evaluation interval).
     pub loss: Option<f64>,
-    /// The training loss at the previous rung (for the first, the first evaluation's).
+    /// The training loss the guard's span earlier (`Pruning::guard_window` steps before
+    /// `step`; the first evaluation's where the curve starts later).
     pub loss_before: Option<f64>,
     pub decision: Decision,
 }

@@ -12,7 +12,8 @@ pub mod progress_writer;
 pub mod search;
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -189,10 +190,9 @@ pub fn run_all(
     reporter: &dyn Reporter,
     cancel: &AtomicBool,
 ) -> Result<Summary, SweepError> {
-    use std::sync::Mutex;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::AtomicUsize;
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
+    let results: Results = Mutex::new(vec![]);
     let runs: Vec<bool> = trials.iter().map(|t| Plan::of(store, t).map(|p| p.runs(opts))).collect::<Result<_, _>>()?;
     let planned = packs::plan(trials, opts, &runs);
     let workers = opts.jobs.clamp(1, planned.len().max(1));
@@ -218,13 +218,7 @@ pub fn run_all(
                             None => pack.iter().map(|_| Ok(TrialResult::NotStarted)).collect(),
                         }
                     };
-                    let stop = r.iter().any(Result::is_err);
-                    if let Ok(mut v) = results.lock() {
-                        v.extend(r);
-                    }
-                    if stop {
-                        // A store error (disk full, ...) stops this worker; others finish theirs.
-                        cancel.store(true, Ordering::SeqCst);
+                    if gather(&results, r, cancel) {
                         break;
                     }
                 }
@@ -232,6 +226,22 @@ pub fn run_all(
         }
     });
     tally(results.into_inner().unwrap_or_default())
+}
+
+/// What a sweep's workers gather as each trial or pack ends.
+type Results = Mutex<Vec<Result<TrialResult, StoreError>>>;
+
+/// Adds a worker's results to `results`; `true`, with `cancel` set, when one is a store error
+/// (a full disk, ...): that stops this worker, and the others finish what they run.
+fn gather(results: &Results, r: Vec<Result<TrialResult, StoreError>>, cancel: &AtomicBool) -> bool {
+    let stop = r.iter().any(Result::is_err);
+    if let Ok(mut v) = results.lock() {
+        v.extend(r);
+    }
+    if stop {
+        cancel.store(true, Ordering::SeqCst);
+    }
+    stop
 }
 
 /// A sweep's totals from its trials' results; the first store error, if any.

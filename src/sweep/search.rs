@@ -100,7 +100,7 @@ impl<'a> Search<'a> {
         let workers = opts.jobs.clamp(1, self.trial_count().max(1));
         let pool = super::worker_pool(workers, opts.threads)?;
         let pack = self.pack_size(opts);
-        let results: Mutex<Vec<Result<TrialResult, StoreError>>> = Mutex::new(vec![]);
+        let results: super::Results = Mutex::new(vec![]);
         pool.scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|_| {
@@ -113,12 +113,7 @@ impl<'a> Search<'a> {
                             Ok(items) => self.run_items(spec, items, opts, reporter, cancel),
                             Err(e) => vec![Err(e)],
                         };
-                        let stop = r.iter().any(Result::is_err);
-                        if let Ok(mut v) = results.lock() {
-                            v.extend(r);
-                        }
-                        if stop {
-                            cancel.store(true, Ordering::SeqCst);
+                        if super::gather(&results, r, cancel) {
                             break;
                         }
                     }

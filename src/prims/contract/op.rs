@@ -6,6 +6,7 @@ use std::sync::Arc;
 use candle_core::{Result, Tensor};
 
 use super::backward::TrainOp;
+use crate::kernels::cpu::dense::{dense, dense_packed};
 use crate::signature::{Args, PrimError, Primitive};
 
 /// The building half of a primitive: the op that runs a checked call.
@@ -44,6 +45,42 @@ pub trait PackedForward {
     /// declared order); the outputs are laid out as the inputs, trial `p`'s rows computed
     /// with trial `p`'s parameters alone.
     fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], trials: usize) -> Result<Vec<Tensor>>;
+}
+
+/// An op's outputs, as its forward returns them.
+pub type Outputs = Result<Vec<Tensor>>;
+
+/// A dense product `v Wᵀ + b` on the last axis of `v`: `kernels::cpu::dense::dense` for one
+/// trial, `dense_packed` for a pack.
+pub type Product<'a> = dyn Fn(&Tensor, &Tensor, Option<&Tensor>) -> Result<Tensor> + 'a;
+
+/// An op whose parameters enter only through dense products (`linear`, `mlp`, `lstmCell`,
+/// `distill`, `transfer`), written once over the product: it runs alone with `dense`, and for a
+/// pack with `dense_packed`, one product batched over the trial axis (its [`Op`] and
+/// [`PackedForward`] come with it). Its manual backward is its own.
+pub trait DenseProducts: TrainOp + Send + Sync {
+    /// The op's outputs, each of its products computed by `product(v, weight, bias)`.
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], product: &Product<'_>) -> Outputs;
+}
+
+impl<T: DenseProducts> Op for T {
+    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.with_products(inputs, params, &dense)
+    }
+
+    fn manual(&self) -> Option<&dyn TrainOp> {
+        Some(self)
+    }
+
+    fn packed(&self) -> Option<&dyn PackedForward> {
+        Some(self)
+    }
+}
+
+impl<T: DenseProducts> PackedForward for T {
+    fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], trials: usize) -> Result<Vec<Tensor>> {
+        self.with_products(inputs, params, &|v, w, b| dense_packed(v, w, b, trials))
+    }
 }
 
 /// The tensors of a call's inputs, exactly `N` of them (an op's own arity, fixed by its

@@ -5,7 +5,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::dense::{Transposed, backward_slices, dense, dense_packed, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, backward_slices, forward_slices};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
@@ -46,31 +46,10 @@ struct LinearOp {
     wt: Transposed,
 }
 
-impl Op for LinearOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl DenseProducts for LinearOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
         let [x] = op::inputs("linear", inputs)?;
         Ok(vec![dense(x, self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)))?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
-    }
-
-    fn packed(&self) -> Option<&dyn PackedForward> {
-        Some(self)
-    }
-}
-
-impl PackedForward for LinearOp {
-    fn forward_packed(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        trials: usize,
-    ) -> candle_core::Result<Vec<Tensor>> {
-        let [x] = op::inputs("linear", inputs)?;
-        let (w, b) = (self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)));
-        Ok(vec![dense_packed(x, w, b, trials)?])
     }
 }
 

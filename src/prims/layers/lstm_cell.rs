@@ -5,7 +5,7 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::cpu::dense::{Transposed, dense, dense_packed, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::lstm::{lstm_backward, lstm_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::kernels::cuda::layers::lstm_cell;
@@ -57,20 +57,14 @@ pub(super) struct Activations {
     tanh_c: Tensor,
 }
 
-impl LstmOp {
-    /// The cell on `(c, h, x)`, its two products `dense(v, weight, bias)`.
-    fn step(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        dense: impl Fn(&Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
-    ) -> candle_core::Result<Vec<Tensor>> {
+impl DenseProducts for LstmOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
         let Config { hidden: n, input, recurrent } = &self.config;
         let [c, h, x] = op::inputs("lstmCell", inputs)?;
-        let gates = dense(x, input.weight.of(params), input.bias.of(params))?.broadcast_add(&dense(
+        let gates = dense(x, input.weight.of(params), Some(input.bias.of(params)))?.broadcast_add(&dense(
             h,
             recurrent.weight.of(params),
-            recurrent.bias.of(params),
+            Some(recurrent.bias.of(params)),
         )?)?;
         if crate::kernels::cuda::switches::used_for(&gates, lstm_cell::LSTM_CELL) {
             // One kernel each for c' and h', forward and backward (kernels::cuda::layers::lstm_cell).
@@ -83,31 +77,6 @@ impl LstmOp {
         let c_next = sig(&f)?.broadcast_mul(c)?.add(&sig(&i)?.mul(&g.tanh()?)?)?;
         let h_next = sig(&o)?.mul(&c_next.tanh()?)?;
         Ok(vec![c_next, h_next])
-    }
-}
-
-impl Op for LstmOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        self.step(inputs, params, |v, w, b| dense(v, w, Some(b)))
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
-    }
-
-    fn packed(&self) -> Option<&dyn PackedForward> {
-        Some(self)
-    }
-}
-
-impl PackedForward for LstmOp {
-    fn forward_packed(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        trials: usize,
-    ) -> candle_core::Result<Vec<Tensor>> {
-        self.step(inputs, params, |v, w, b| dense_packed(v, w, Some(b), trials))
     }
 }
 

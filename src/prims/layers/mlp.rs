@@ -4,7 +4,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::dense::{Transposed, dense, dense_packed, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
@@ -56,48 +56,17 @@ struct MlpOp {
     wts: Vec<Transposed>,
 }
 
-impl MlpOp {
-    /// `x` through the layers in turn, each `dense(h, weight, bias)`, with the ReLUs.
-    fn through(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        dense: impl Fn(&Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
-    ) -> candle_core::Result<Vec<Tensor>> {
+impl DenseProducts for MlpOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
         let [x] = op::inputs("mlp", inputs)?;
         let mut h = x.clone();
         for (i, layer) in self.config.layers.iter().enumerate() {
-            h = dense(&h, layer.weight.of(params), layer.bias.of(params))?;
+            h = dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
             if self.relu_after(i) {
                 h = h.relu()?;
             }
         }
         Ok(vec![h])
-    }
-}
-
-impl Op for MlpOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        self.through(inputs, params, |h, w, b| dense(h, w, Some(b)))
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
-    }
-
-    fn packed(&self) -> Option<&dyn PackedForward> {
-        Some(self)
-    }
-}
-
-impl PackedForward for MlpOp {
-    fn forward_packed(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        trials: usize,
-    ) -> candle_core::Result<Vec<Tensor>> {
-        self.through(inputs, params, |h, w, b| dense_packed(h, w, Some(b), trials))
     }
 }
 

@@ -7,7 +7,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::dense::{Transposed, dense, dense_packed, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
 
@@ -49,44 +49,14 @@ struct DistillOp {
     w3t: Transposed,
 }
 
-impl DistillOp {
-    /// `G3(G2(M^r))` with each product `dense(v, weight, bias)`.
-    fn through(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        dense: impl Fn(&Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
-    ) -> candle_core::Result<Vec<Tensor>> {
+impl DenseProducts for DistillOp {
+    /// `G3(G2(M^r))`.
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
         let Config { nq, slot, nr, g2, g3 } = &self.config;
         let [mr] = op::inputs("distill", inputs)?;
         let batch = mr.dim(0)?;
-        let h = dense(&mr.reshape((batch, *nq, *slot))?, g2.weight.of(params), g2.bias.of(params))?;
-        Ok(vec![dense(&h.reshape((batch, nq * nr))?, g3.weight.of(params), g3.bias.of(params))?])
-    }
-}
-
-impl Op for DistillOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        self.through(inputs, params, |v, w, b| dense(v, w, Some(b)))
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
-    }
-
-    fn packed(&self) -> Option<&dyn PackedForward> {
-        Some(self)
-    }
-}
-
-impl PackedForward for DistillOp {
-    fn forward_packed(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        trials: usize,
-    ) -> candle_core::Result<Vec<Tensor>> {
-        self.through(inputs, params, |v, w, b| dense_packed(v, w, Some(b), trials))
+        let h = dense(&mr.reshape((batch, *nq, *slot))?, g2.weight.of(params), Some(g2.bias.of(params)))?;
+        Ok(vec![dense(&h.reshape((batch, nq * nr))?, g3.weight.of(params), Some(g3.bias.of(params)))?])
     }
 }
 

@@ -21,7 +21,7 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::cpu::dense::{Transposed, column_sums_into, dense, dense_packed};
+use crate::kernels::cpu::dense::{Transposed, column_sums_into};
 use crate::kernels::cpu::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::cpu::par::for_each_batch;
 use crate::kernels::cpu::{real::Real, view};
@@ -73,44 +73,13 @@ impl TransferOp {
     }
 }
 
-impl TransferOp {
-    /// The transfer with its product `dense(v, weight, bias)`.
-    fn through(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        dense: impl Fn(&Tensor, &Tensor, &Tensor) -> candle_core::Result<Tensor>,
-    ) -> candle_core::Result<Vec<Tensor>> {
+impl DenseProducts for TransferOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
         let Config { nq, d, d2, layer } = &self.config;
         let [r] = op::inputs("transfer", inputs)?;
         let batch = r.dim(0)?;
         let flat = r.reshape((batch, nq * d, *d2))?.transpose(1, 2)?; // [B, d2, nq·d]
-        Ok(vec![dense(&flat, layer.weight.of(params), layer.bias.of(params))?])
-    }
-}
-
-impl Op for TransferOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        self.through(inputs, params, |v, w, b| dense(v, w, Some(b)))
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
-    }
-
-    fn packed(&self) -> Option<&dyn PackedForward> {
-        Some(self)
-    }
-}
-
-impl PackedForward for TransferOp {
-    fn forward_packed(
-        &self,
-        inputs: &[&Tensor],
-        params: &[&Tensor],
-        trials: usize,
-    ) -> candle_core::Result<Vec<Tensor>> {
-        self.through(inputs, params, |v, w, b| dense_packed(v, w, Some(b), trials))
+        Ok(vec![dense(&flat, layer.weight.of(params), Some(layer.bias.of(params)))?])
     }
 }
 
