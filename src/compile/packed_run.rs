@@ -12,6 +12,8 @@
 //! `distill`, `transfer`) runs once for the whole pack instead: a batched product over the
 //! trial axis, each parameter stacked over the trials.
 
+use std::sync::{Arc, OnceLock};
+
 use candle_core::{Result, Tensor};
 
 use super::{Cell, StepWeights};
@@ -22,7 +24,19 @@ pub enum Weights {
     /// One trial's, in its cell's order.
     One(Vec<Tensor>),
     /// A pack's: each trial's, over `batch` sequences each.
-    Pack { members: Vec<Vec<Tensor>>, batch: usize },
+    Pack { members: Vec<Vec<Tensor>>, batch: usize, stacks: Stacks },
+}
+
+/// Each parameter stacked over a pack's trials (`[P, ...]`), made when a packed op first reads
+/// it and shared by the clones of its [`Weights`]: once per run where the time steps share the
+/// weights, not once per step and node.
+#[derive(Clone)]
+pub struct Stacks(Arc<[OnceLock<Tensor>]>);
+
+impl Stacks {
+    fn new(params: usize) -> Stacks {
+        Stacks((0..params).map(|_| OnceLock::new()).collect())
+    }
 }
 
 impl Weights {
@@ -58,10 +72,29 @@ impl Weights {
     pub fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Weights {
         match self {
             Weights::One(w) => Weights::One(w.iter().map(&f).collect()),
-            Weights::Pack { members, batch } => {
-                Weights::Pack { members: members.iter().map(|w| w.iter().map(&f).collect()).collect(), batch: *batch }
+            Weights::Pack { members, batch, .. } => {
+                Weights::pack(members.iter().map(|w| w.iter().map(&f).collect()).collect(), *batch)
             }
         }
+    }
+
+    /// A pack's weights: `members`, each trial's in its cell's order, over `batch` sequences each.
+    fn pack(members: Vec<Vec<Tensor>>, batch: usize) -> Weights {
+        let stacks = Stacks::new(members.first().map_or(0, Vec::len));
+        Weights::Pack { members, batch, stacks }
+    }
+
+    /// Parameter `k` of every trial, stacked `[P, ...]` (for one trial, `[1, ...]`).
+    fn stacked(&self, k: usize) -> Result<Tensor> {
+        let (members, stacks) = match self {
+            Weights::One(w) => return w[k].unsqueeze(0),
+            Weights::Pack { members, stacks, .. } => (members, stacks),
+        };
+        if let Some(t) = stacks.0.get(k).and_then(OnceLock::get) {
+            return Ok(t.clone());
+        }
+        let t = Tensor::stack(&members.iter().map(|w| &w[k]).collect::<Vec<_>>(), 0)?;
+        Ok(stacks.0.get(k).map_or(t.clone(), |slot| slot.get_or_init(|| t).clone()))
     }
 }
 
@@ -79,7 +112,7 @@ impl Cell {
         if trials == 0 || rows % trials != 0 {
             candle_core::bail!("internal: a pack of {trials} trials over {rows} sequences");
         }
-        self.run_aliasing(Weights::Pack { members, batch: rows / trials }, inputs, scored)
+        self.run_aliasing(Weights::pack(members, rows / trials), inputs, scored)
     }
 
     /// Every state's value at the start of a sequence, `[rows, …]`: each trial's over its
@@ -87,7 +120,7 @@ impl Cell {
     pub(super) fn initial_states_of(&self, weights: &Weights, rows: usize) -> Result<Vec<Tensor>> {
         match weights {
             Weights::One(w) => self.initial_states(w, rows),
-            Weights::Pack { members, batch } => {
+            Weights::Pack { members, batch, .. } => {
                 let per_trial: Vec<Vec<Tensor>> =
                     members.iter().map(|w| self.initial_states(w, *batch)).collect::<Result<_>>()?;
                 (0..self.graph.states.len())
@@ -110,7 +143,7 @@ impl Cell {
     ) -> Result<Vec<Tensor>> {
         let node = &self.graph.nodes[i];
         let (members, batch) = match weights {
-            Weights::Pack { members, batch } if !node.params.is_empty() && members.len() > 1 => (members, *batch),
+            Weights::Pack { members, batch, .. } if !node.params.is_empty() && members.len() > 1 => (members, *batch),
             _ => {
                 let w = weights.first();
                 let params: Vec<&Tensor> = node.params.iter().map(|&p| &w[p]).collect();
@@ -121,11 +154,7 @@ impl Cell {
         let rows = outer * trials * batch;
         if let Some(packed) = self.ops[i].packed().filter(|_| inputs.iter().all(|t| t.dim(0).ok() == Some(rows))) {
             // One product over the trial axis, on the trials' rows one trial after another.
-            let params: Vec<Tensor> = node
-                .params
-                .iter()
-                .map(|&k| Tensor::stack(&members.iter().map(|w| &w[k]).collect::<Vec<_>>(), 0))
-                .collect::<Result<_>>()?;
+            let params: Vec<Tensor> = node.params.iter().map(|&k| weights.stacked(k)).collect::<Result<_>>()?;
             let own: Vec<Tensor> = inputs.iter().map(|t| regroup(t, outer, trials)).collect::<Result<_>>()?;
             let outs =
                 packed.forward_packed(&own.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>(), trials)?;
