@@ -285,18 +285,13 @@ pub(super) fn random_digits(rng: &mut ChaCha8Rng, n: usize) -> Vec<u32> {
 #[cfg(test)]
 pub(super) mod testing {
     //! Checks every NAM task shares.
+    use super::super::token_examples::Layout;
+    use super::super::token_examples::testing::examples;
     use super::*;
 
     /// Every split's sequences: (inputs, targets) per example, example-major.
     pub(crate) fn split(data: &dyn TaskData, which: Split) -> Vec<(Vec<u32>, Vec<u32>)> {
-        let mut out = vec![];
-        for b in data.eval_batches(which, 1000).unwrap() {
-            assert_eq!(b.scored, (0..b.steps().unwrap()).collect::<Vec<_>>(), "every position is scored");
-            let x = b.inputs.t().unwrap().to_vec2::<u32>().unwrap();
-            let y = b.targets.t().unwrap().to_vec2::<u32>().unwrap();
-            out.extend(x.into_iter().zip(y));
-        }
-        out
+        examples(data, which, Layout::Aligned)
     }
 
     /// Runs the checks every NAM task must pass; `digits` decodes an example's digit count.
