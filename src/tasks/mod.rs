@@ -21,6 +21,8 @@ pub mod copy;
 pub mod corpus;
 mod data_file;
 mod define;
+#[cfg(test)]
+mod every_task;
 mod fresh;
 mod geometry;
 mod graphs;
@@ -238,26 +240,5 @@ pub trait TaskData: Send {
     /// (the memory estimate plans for it); `None`: as long as any batch.
     fn longest_train_steps(&self) -> Option<usize> {
         None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every generator's defaults configure it, so its options struct fits its options table
-    /// (the readers of files have no default path and are left out).
-    #[test]
-    fn every_task_instantiates_from_its_defaults() {
-        for kind in TASKS.iter().filter(|k| k.reads().is_none()) {
-            let defaults: Vec<Value> = kind
-                .signature()
-                .iter()
-                .map(|s| s.default.value().unwrap_or_else(|| panic!("{}: `{}` has no default", kind.name(), s.name)))
-                .collect();
-            if let Err(e) = kind.instantiate(&defaults) {
-                panic!("{}: {e}", kind.name());
-            }
-        }
     }
 }

@@ -199,11 +199,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn same_seed_same_data() {
-        testing::determinism(&ShortestPathKind, &[]);
-    }
-
-    #[test]
     fn a_graph_that_cannot_be_connected_is_refused_at_edges() {
         let e = ShortestPathKind.instantiate(&[Value::Int(20), Value::Int(5), Value::Int(10)]).err().unwrap();
         assert!(e.to_string().contains("`edges` (10) must be at least `nodes` − 1 (19)"), "{e}");

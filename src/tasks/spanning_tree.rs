@@ -71,9 +71,4 @@ mod tests {
             assert_eq!(answer, want);
         }
     }
-
-    #[test]
-    fn same_seed_same_data() {
-        testing::determinism(&SpanningTreeKind, &[]);
-    }
 }
