@@ -58,19 +58,7 @@ task_kind! {
     "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
-    trivial: geometry_trivial_levels,
     builds: |o| Geometry::read(o, Problem::Hull)?,
-}
-
-/// Chance: every answer step one of the example's points at random, 1 in N for the test sets'
-/// N = 5 (`accuracy`) and N = 10 (`n10_accuracy`); shared with [`super::tsp`].
-pub(super) fn geometry_trivial_levels(_: &Options) -> Vec<TrivialLevel> {
-    let chance = |metric, n: usize| TrivialLevel {
-        name: "chance (a point of the example)".into(),
-        metric,
-        value: 1.0 / n as f64,
-    };
-    vec![chance("accuracy", TEST_POINTS[0]), chance("n10_accuracy", TEST_POINTS[1])]
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).
@@ -158,6 +146,12 @@ impl Task for Geometry {
     }
     fn test_splits(&self) -> &'static [&'static str] {
         TEST_SPLITS
+    }
+    /// Chance: every answer step one of the example's points at random, 1 in N for the test
+    /// sets' N = 5 (`accuracy`) and N = 10 (`n10_accuracy`), for the hull and the tour alike.
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        let chance = |metric, n: usize| TrivialLevel::new("chance (a point of the example)", metric, 1.0 / n as f64);
+        vec![chance("accuracy", TEST_POINTS[0]), chance("n10_accuracy", TEST_POINTS[1])]
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         Ok(Box::new(AnswerData::new(*self, seed, self.held_out, TEST_POINTS.len(), device)?))

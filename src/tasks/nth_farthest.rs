@@ -29,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq};
-use super::options::{Options, TaskOption};
+use super::options::TaskOption;
 use super::*;
 
 static OPTIONS: [TaskOption; 2] = [TaskOption::int("vectors", 8, 2, 256), TaskOption::int("dims", 16, 1, 4096)];
@@ -39,23 +39,7 @@ task_kind! {
     "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)",
     options: &OPTIONS,
     held_out: (2048, 10_000),
-    trivial: trivial_levels,
     builds: |o| o.parse::<FreshTask<NthFarthest>>()?,
-}
-
-/// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
-/// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
-fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
-    let Ok(v) = o.int("vectors") else { return vec![] };
-    let v = v as f64;
-    vec![
-        TrivialLevel { name: format!("chance (1 of {v} IDs)"), metric: "accuracy", value: 1.0 / v },
-        TrivialLevel {
-            name: "the reference when n = V−1, else a guess among the others".into(),
-            metric: "accuracy",
-            value: 1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
-        },
-    ]
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]
@@ -120,6 +104,19 @@ impl Fresh for NthFarthest {
     }
     fn target(&self) -> Target {
         Target::Classes(self.vectors)
+    }
+    /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
+    /// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        let v = self.vectors as f64;
+        vec![
+            TrivialLevel::new(format!("chance (1 of {v} IDs)"), "accuracy", 1.0 / v),
+            TrivialLevel::new(
+                "the reference when n = V−1, else a guess among the others",
+                "accuracy",
+                1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
+            ),
+        ]
     }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         self.generate(rng, batch, device)

@@ -59,7 +59,6 @@ task_kind! {
     "pattern completion: write P binary patterns, then recall each from a noisy or partial query (Kanerva-style)",
     options: &OPTIONS,
     held_out: (1000, 2000),
-    trivial: trivial_levels,
     builds: |o| configured(o)?,
 }
 
@@ -71,21 +70,6 @@ fn configured(o: &Options) -> Result<FreshTask<PatternCompletion>, PrimError> {
         o.float_in("noise", 0.0, 0.5, true)?;
     }
     Ok(task)
-}
-
-/// Wrong bits per sequence over the Q queries of N bits: a coin for every bit, and echoing
-/// the query (its flipped bits wrong; an erased bit a coin).
-fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
-    let Ok(FreshTask { generator: PatternCompletion { bits, noise, queries, corruption, .. }, .. }) = configured(o)
-    else {
-        return vec![];
-    };
-    let scored_bits = (bits * queries) as f64;
-    let echo = scored_bits * noise as f64 * if corruption == Corruption::Erase { 0.5 } else { 1.0 };
-    vec![
-        TrivialLevel { name: "chance (a coin per bit)".into(), metric: "bit_error", value: scored_bits / 2.0 },
-        TrivialLevel { name: "echoing the query".into(), metric: "bit_error", value: echo },
-    ]
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]
@@ -121,6 +105,16 @@ impl Fresh for PatternCompletion {
     }
     fn target(&self) -> Target {
         Target::Bits(self.bits)
+    }
+    /// Wrong bits per sequence over the Q queries of N bits: a coin for every bit, and echoing
+    /// the query (its flipped bits wrong; an erased bit a coin).
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        let scored_bits = (self.bits * self.queries) as f64;
+        let echo = scored_bits * self.noise as f64 * if self.corruption == Corruption::Erase { 0.5 } else { 1.0 };
+        vec![
+            TrivialLevel::new("chance (a coin per bit)", "bit_error", scored_bits / 2.0),
+            TrivialLevel::new("echoing the query", "bit_error", echo),
+        ]
     }
     fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
         self.generate(rng, batch, device)

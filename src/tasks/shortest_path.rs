@@ -100,6 +100,12 @@ impl Task for GraphTask {
     fn target(&self) -> Target {
         Target::Classes(self.features)
     }
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        match self.question {
+            Question::Path => vec![],
+            Question::Tree => super::spanning_tree::trivial_levels(self),
+        }
+    }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         Ok(Box::new(AnswerData::new(*self, seed, self.held_out, 1, device)?))
     }
