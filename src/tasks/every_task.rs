@@ -38,10 +38,10 @@ fn part(batches: &[Batch]) -> Part {
 /// A trial's data from `seed`: a training batch of 16, then every held-out split whole, by name.
 fn draw(task: &dyn Task, seed: u64) -> Vec<(String, Part)> {
     let mut data = task.data(seed, &Device::Cpu).unwrap();
-    let mut parts = vec![("a training batch".to_string(), part(&[data.train_batch(16).unwrap()]))];
-    let splits = std::iter::once(Split::Validation).chain((0..task.test_splits().len()).map(Split::Test));
-    for split in splits {
-        parts.push((format!("{split:?}"), part(&data.eval_batches(split, 1000).unwrap())));
+    let mut parts = vec![("training batch".to_string(), part(&[data.train_batch(16).unwrap()]))];
+    parts.push(("validation set".to_string(), part(&data.eval_batches(Split::Validation, 1000).unwrap())));
+    for (i, split) in task.test_splits().iter().enumerate() {
+        parts.push((format!("test set `{split}`"), part(&data.eval_batches(Split::Test(i), 1000).unwrap())));
     }
     parts
 }
