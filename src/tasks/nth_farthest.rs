@@ -52,9 +52,35 @@ impl NthFarthest {
     fn width(&self) -> usize {
         self.dims + 3 * self.vectors
     }
+}
 
+/// U(−1, 1) as f32.
+fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
+    rng.random::<f32>() * 2.0 - 1.0
+}
+
+impl Fresh for NthFarthest {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width()])
+    }
+    fn target(&self) -> Target {
+        Target::Classes(self.vectors)
+    }
+    /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
+    /// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        let v = self.vectors as f64;
+        vec![
+            TrivialLevel::new(format!("chance (1 of {v} IDs)"), "accuracy", 1.0 / v),
+            TrivialLevel::new(
+                "the reference when n = V−1, else a guess among the others",
+                "accuracy",
+                1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
+            ),
+        ]
+    }
     /// `n` examples, time-major: inputs `[V, n, D + 3V]`, answers `[1, n]`.
-    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+    fn train_batch(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
         let (v, d) = (self.vectors, self.dims);
         let mut seq = Seq::zeros(v, n, self.width());
         let mut answers = Vec::with_capacity(n);
@@ -93,36 +119,6 @@ impl NthFarthest {
     }
 }
 
-/// U(−1, 1) as f32.
-fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
-    rng.random::<f32>() * 2.0 - 1.0
-}
-
-impl Fresh for NthFarthest {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width()])
-    }
-    fn target(&self) -> Target {
-        Target::Classes(self.vectors)
-    }
-    /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
-    /// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
-    fn trivial_levels(&self) -> Vec<TrivialLevel> {
-        let v = self.vectors as f64;
-        vec![
-            TrivialLevel::new(format!("chance (1 of {v} IDs)"), "accuracy", 1.0 / v),
-            TrivialLevel::new(
-                "the reference when n = V−1, else a guess among the others",
-                "accuracy",
-                1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
-            ),
-        ]
-    }
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,8 +136,9 @@ mod tests {
     fn the_reference_shortcut_scores_as_computed() {
         for vectors in [4usize, 8] {
             let task = NthFarthest { vectors, dims: 3 };
-            let b =
-                task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu).unwrap();
+            let b = task
+                .train_batch(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu)
+                .unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap().remove(0); // step 0: [b][c]
             let answers = b.targets.to_vec2::<u32>().unwrap().remove(0);
             let one_hot = |row: &[f32], at: usize| (0..vectors).find(|&i| row[at + i] == 1.0).unwrap();

@@ -81,24 +81,6 @@ pub struct PatternCompletion {
     corruption: Corruption,
 }
 
-impl PatternCompletion {
-    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
-        let shape = Shape { patterns: self.patterns, bits: self.bits, queries: self.queries };
-        let noise = self.noise as f64;
-        let store =
-            |rng: &mut ChaCha8Rng, stored: &mut [bool]| stored.iter_mut().for_each(|s| *s = rng.random_bool(0.5));
-        let show = |rng: &mut ChaCha8Rng, _, bit| {
-            let hit = noise > 0.0 && rng.random_bool(noise);
-            match (hit, self.corruption) {
-                (false, _) => bipolar(bit),
-                (true, Corruption::Flip) => -bipolar(bit),
-                (true, Corruption::Erase) => 0.0,
-            }
-        };
-        recall::batch(rng, n, shape, store, show, device)
-    }
-}
-
 impl Fresh for PatternCompletion {
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.bits + 2])
@@ -116,8 +98,20 @@ impl Fresh for PatternCompletion {
             TrivialLevel::new("echoing the query", "bit_error", echo),
         ]
     }
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
+    fn train_batch(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+        let shape = Shape { patterns: self.patterns, bits: self.bits, queries: self.queries };
+        let noise = self.noise as f64;
+        let store =
+            |rng: &mut ChaCha8Rng, stored: &mut [bool]| stored.iter_mut().for_each(|s| *s = rng.random_bool(0.5));
+        let show = |rng: &mut ChaCha8Rng, _, bit| {
+            let hit = noise > 0.0 && rng.random_bool(noise);
+            match (hit, self.corruption) {
+                (false, _) => bipolar(bit),
+                (true, Corruption::Flip) => -bipolar(bit),
+                (true, Corruption::Erase) => 0.0,
+            }
+        };
+        recall::batch(rng, n, shape, store, show, device)
     }
 }
 
@@ -218,7 +212,7 @@ mod tests {
             let task = configured(&Options::new(PatternCompletionKind::options(), &o)).unwrap();
             let b = task
                 .generator
-                .generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu)
+                .train_batch(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(5), 4000, &Device::Cpu)
                 .unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap(); // [t][b][c]
             let y = b.targets.to_vec3::<f32>().unwrap(); // [q][b][c]

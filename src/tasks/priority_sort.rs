@@ -54,8 +54,14 @@ pub struct PrioritySort {
     outputs: usize,
 }
 
-impl PrioritySort {
-    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+impl Fresh for PrioritySort {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width + 2])
+    }
+    fn target(&self) -> Target {
+        Target::Bits(self.width)
+    }
+    fn train_batch(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
         let (w, k) = (self.width, self.inputs);
         let mut x = Seq::zeros(k + self.outputs, n, w + 2);
         let mut y = Seq::zeros(self.outputs, n, w);
@@ -78,18 +84,6 @@ impl PrioritySort {
             }
         }
         x.into_batch(y, device)
-    }
-}
-
-impl Fresh for PrioritySort {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width + 2])
-    }
-    fn target(&self) -> Target {
-        Target::Bits(self.width)
-    }
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
     }
 }
 
