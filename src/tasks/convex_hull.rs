@@ -58,19 +58,7 @@ task_kind! {
     "convex hull: N points with one-hot features; answer the hull corners' features in order (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
-    trivial: geometry_trivial_levels,
     builds: |o| Geometry::read(o, Problem::Hull)?,
-}
-
-/// Chance: every answer step one of the example's points at random, 1 in N for the test sets'
-/// N = 5 (`accuracy`) and N = 10 (`n10_accuracy`); shared with [`super::tsp`].
-pub(super) fn geometry_trivial_levels(_: &Options) -> Vec<TrivialLevel> {
-    let chance = |metric, n: usize| TrivialLevel {
-        name: "chance (a point of the example)".into(),
-        metric,
-        value: 1.0 / n as f64,
-    };
-    vec![chance("accuracy", TEST_POINTS[0]), chance("n10_accuracy", TEST_POINTS[1])]
 }
 
 /// Which geometry problem: the hull, or the optimal tour (`tsp`).
@@ -158,6 +146,12 @@ impl Task for Geometry {
     }
     fn test_splits(&self) -> &'static [&'static str] {
         TEST_SPLITS
+    }
+    /// Chance: every answer step one of the example's points at random, 1 in N for the test
+    /// sets' N = 5 (`accuracy`) and N = 10 (`n10_accuracy`), for the hull and the tour alike.
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        let chance = |metric, n: usize| TrivialLevel::new("chance (a point of the example)", metric, 1.0 / n as f64);
+        vec![chance("accuracy", TEST_POINTS[0]), chance("n10_accuracy", TEST_POINTS[1])]
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         Ok(Box::new(AnswerData::new(*self, seed, self.held_out, TEST_POINTS.len(), device)?))
@@ -375,11 +369,6 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn same_seed_same_data() {
-        testing::determinism(&ConvexHullKind, &[]);
-    }
-
-    #[test]
     fn too_few_features_is_refused_at_the_option() {
         let e = ConvexHullKind.instantiate(&[Value::Int(20), Value::Int(5), Value::Int(8)]).err().unwrap();
         assert!(e.to_string().contains("`features` must be at least 20"), "{e}");
@@ -399,7 +388,8 @@ pub(super) mod tests {
 
     /// With `labels = "code"`: test labels are the input positions 1..=N, validation labels a
     /// shuffle of 1..=N, channel 2 marks the last point, and every answer is the solution's
-    /// labels then the end token (for the TSP in place of the return to the start).
+    /// labels then the end token (for the TSP in place of the return to the start); the
+    /// data is the seed's, as with the default labels.
     pub(in super::super) fn check_code_labels(kind: &dyn TaskKind, solve: fn(&[Point]) -> Vec<usize>, points: i64) {
         let task = kind.instantiate(&code_labels(points)).unwrap();
         let classes = points.max(10) as u32 + 2;
@@ -426,12 +416,12 @@ pub(super) mod tests {
             }
         }
         assert!(shuffled > 0, "validation labels are shuffled");
+        testing::determinism(kind, &code_labels(points));
     }
 
     #[test]
     fn code_labels_are_positions_at_test_and_end_with_the_end_token() {
         check_code_labels(&ConvexHullKind, geometry::convex_hull, 20);
-        testing::determinism(&ConvexHullKind, &code_labels(20));
     }
 
     #[test]

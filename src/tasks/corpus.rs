@@ -283,6 +283,9 @@ impl TaskData for CorpusData {
 
 #[cfg(test)]
 mod tests {
+    use super::super::data_file::testing::split_folder;
+    use super::super::token_examples::Layout;
+    use super::super::token_examples::testing::examples;
     use super::*;
 
     fn options(path: &Path, level: &str, length: i64) -> Vec<Value> {
@@ -295,24 +298,14 @@ mod tests {
         ]
     }
 
-    /// Every window of a split, in order of position: (inputs, targets).
+    /// Every window of a split, in order of position: (inputs, targets), every step scored.
     fn windows(data: &dyn TaskData, split: Split) -> Vec<(Vec<u32>, Vec<u32>)> {
-        let mut out = vec![];
-        for b in data.eval_batches(split, 2).unwrap() {
-            assert_eq!(b.scored, (0..b.steps().unwrap()).collect::<Vec<_>>(), "every step is scored");
-            let x = b.inputs.t().unwrap().to_vec2::<u32>().unwrap();
-            let y = b.targets.t().unwrap().to_vec2::<u32>().unwrap();
-            out.extend(x.into_iter().zip(y));
-        }
-        out
+        examples(data, split, Layout::Aligned)
     }
 
     #[test]
     fn a_folder_gives_character_windows_with_next_character_targets() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("train.txt"), "abcab\ncab").unwrap();
-        std::fs::write(dir.path().join("valid.txt"), "abz").unwrap();
-        std::fs::write(dir.path().join("test.txt"), "cba\nab").unwrap();
+        let dir = split_folder("txt", "abcab\ncab", "abz", "cba\nab");
         let task = CorpusKind.instantiate(&options(dir.path(), "char", 3)).unwrap();
         // <unk>, then "\n", a, b, c.
         assert_eq!(task.input(), Ty::Tokens(5));
@@ -362,10 +355,7 @@ mod tests {
 
     #[test]
     fn perplexity_is_exp_of_the_mean_cross_entropy() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("train.txt"), "abab").unwrap();
-        std::fs::write(dir.path().join("valid.txt"), "ab").unwrap();
-        std::fs::write(dir.path().join("test.txt"), "ba").unwrap();
+        let dir = split_folder("txt", "abab", "ab", "ba");
         let task = CorpusKind.instantiate(&options(dir.path(), "char", 2)).unwrap();
         let data = task.data(0, &Device::Cpu).unwrap();
         let b = data.eval_batches(Split::Validation, 8).unwrap().remove(0);

@@ -124,6 +124,19 @@ pub(super) fn numbered_lines(text: &str) -> impl Iterator<Item = (usize, &str)> 
 }
 
 #[cfg(test)]
+pub(super) mod testing {
+    /// A temporary folder holding `train.{extension}`, `valid.…` and `test.…`: the layout of
+    /// split files that `corpus` and `jsonl` read.
+    pub(crate) fn split_folder(extension: &str, train: &str, valid: &str, test: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (split, text) in [("train", train), ("valid", valid), ("test", test)] {
+            std::fs::write(dir.path().join(format!("{split}.{extension}")), text).unwrap();
+        }
+        dir
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

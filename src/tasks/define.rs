@@ -13,10 +13,9 @@
 //!   every option at once into the task's struct, `let task: Copy = o.parse()?;`
 //!   ([`Options::parse`](super::options::Options::parse)), then checks what relates options.
 //!
-//! - optionally, declared with `trivial: trivial_levels,`,
-//!   `fn trivial_levels(o: &Options) -> Vec<TrivialLevel>`: the scores a model reaches without
-//!   learning the task (chance, input-only shortcuts), which results tables print beside the
-//!   model's. Options that fail their checks give no levels.
+//! The scores a model reaches without learning the task (chance, input-only shortcuts), which
+//! results tables print beside the model's, are the configured task's
+//! ([`Task::trivial_levels`](super::Task::trivial_levels)): computed from its checked options.
 //!
 //! A generated task with fixed held-out sets declares their default sizes with
 //! `held_out: (validation, test),`: the options `validation` and `test`
@@ -40,7 +39,6 @@ macro_rules! task_kind {
         options: $options:expr,
         $(held_out: ($validation:expr, $test:expr),)?
         $(reads: $reads:literal,)?
-        $(trivial: $trivial:ident,)?
         $(builds: |$o:ident| $build:expr,)?
     ) => {
         pub struct $ty;
@@ -94,9 +92,6 @@ macro_rules! task_kind {
             }
             $(fn reads(&self) -> Option<&'static str> {
                 Some($reads)
-            })?
-            $(fn trivial_levels(&self, options: &[$crate::value::Value]) -> Vec<$crate::tasks::TrivialLevel> {
-                $trivial(&$crate::tasks::options::Options::new($ty::options(), options))
             })?
         }
     };

@@ -45,6 +45,10 @@ pub(super) trait Fresh: Clone + Send + Sync + 'static {
     fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
         Ok(vec![self.train_batch(rng, n, device)?])
     }
+    /// The task's [`Task::trivial_levels`]; by default none stated.
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        vec![]
+    }
 }
 
 /// A task of fresh data: a generator, configured by its options, and the sizes of its held-out
@@ -66,6 +70,9 @@ impl<G: Fresh> Task for FreshTask<G> {
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         Ok(Box::new(FreshData::new(self.generator.clone(), seed, self.held_out, device)?))
+    }
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        self.generator.trivial_levels()
     }
 }
 

@@ -211,13 +211,20 @@ mod tests {
         all.into_iter().min_by_key(|p| (weight(p), p.len(), p.iter().map(|&v| label[v]).collect::<Vec<_>>())).unwrap()
     }
 
+    /// A graph small enough for brute force: 3..=`most_nodes` nodes, any edge count from
+    /// connected to complete, weights up to `max_weight` (small, for ties).
+    fn small_random_graph(rng: &mut impl Rng, most_nodes: usize, max_weight: u32) -> Graph {
+        let n = rng.random_range(3..=most_nodes);
+        let e = rng.random_range(n - 1..=n * (n - 1) / 2);
+        Graph::random(rng, n, e, max_weight)
+    }
+
     #[test]
     fn shortest_paths_match_brute_force_on_random_graphs() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
         for _ in 0..300 {
-            let n = rng.random_range(3..=7);
-            let e = rng.random_range(n - 1..=n * (n - 1) / 2);
-            let g = Graph::random(&mut rng, n, e, 3);
+            let g = small_random_graph(&mut rng, 7, 3);
+            let n = g.nodes;
             let mut label: Vec<u32> = (0..n as u32).collect();
             label.shuffle(&mut rng);
             let (from, to) = (rng.random_range(0..n), rng.random_range(0..n));
@@ -238,9 +245,8 @@ mod tests {
     fn spanning_trees_match_brute_force_on_random_graphs() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         for _ in 0..200 {
-            let n = rng.random_range(3..=6);
-            let e = rng.random_range(n - 1..=n * (n - 1) / 2);
-            let g = Graph::random(&mut rng, n, e, 5);
+            let g = small_random_graph(&mut rng, 6, 5);
+            let n = g.nodes;
             let labels: Vec<u32> = (0..n as u32).collect();
             let tree = g.spanning_tree(&labels);
             let total = |edges: &[usize]| edges.iter().map(|&i| g.edges[i].weight).sum::<u32>();

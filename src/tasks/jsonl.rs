@@ -264,19 +264,12 @@ impl Task for Jsonl {
 
 #[cfg(test)]
 mod tests {
+    use super::super::data_file::testing::split_folder;
     use super::super::token_examples::testing;
     use super::*;
 
     fn options(path: &Path, layout: &str, valid: f64, test: f64) -> Vec<Value> {
         vec![Value::Str(path.display().to_string()), Value::Str(layout.into()), Value::Float(valid), Value::Float(test)]
-    }
-
-    fn folder(train: &str, valid: &str, test: &str) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (name, text) in [("train.jsonl", train), ("valid.jsonl", valid), ("test.jsonl", test)] {
-            std::fs::write(dir.path().join(name), text).unwrap();
-        }
-        dir
     }
 
     fn sorted(mut v: Vec<(Vec<u32>, Vec<u32>)>) -> Vec<(Vec<u32>, Vec<u32>)> {
@@ -286,7 +279,8 @@ mod tests {
 
     #[test]
     fn token_ids_are_used_as_they_are() {
-        let dir = folder(
+        let dir = split_folder(
+            "jsonl",
             "{\"input\": [3, 1], \"target\": [2]}\n\n{\"input\": [0], \"target\": [1, 1], \"id\": 7}\n",
             "{\"input\": [5, 5, 5], \"target\": [0]}\n",
             "{\"input\": [1], \"target\": [4]}\n",
@@ -308,7 +302,8 @@ mod tests {
 
     #[test]
     fn strings_map_through_the_training_vocabulary() {
-        let dir = folder(
+        let dir = split_folder(
+            "jsonl",
             "{\"input\": [\"the\", \"cat\"], \"target\": [\"animal\"]}\n{\"input\": [\"a\", \"rose\"], \"target\": [\"plant\"]}\n",
             "{\"input\": [\"the\", \"dog\"], \"target\": [\"animal\"]}\n",
             "{\"input\": [\"a\", \"cat\"], \"target\": [\"mineral\"]}\n",
@@ -360,7 +355,7 @@ mod tests {
     /// The message for a training file holding `train` (valid and test files fine).
     fn error_for(train: &str, layout: &str) -> String {
         let ok = "{\"input\": [1], \"target\": [1]}\n";
-        let dir = folder(train, ok, ok);
+        let dir = split_folder("jsonl", train, ok, ok);
         let e = JsonlKind.instantiate(&options(dir.path(), layout, 0.1, 0.1)).err().unwrap();
         assert_eq!(e.arg, Some("path"));
         e.to_string().replace(&dir.path().display().to_string(), "DIR")

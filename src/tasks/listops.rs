@@ -251,19 +251,6 @@ mod tests {
     }
 
     #[test]
-    fn the_same_seed_gives_the_same_data_and_another_seed_other_data() {
-        let t = task(&[("max_length", 30), ("validation", 50), ("test", 50)]);
-        let batch = |seed: u64| {
-            let mut d = t.data(seed, &Device::Cpu).unwrap();
-            let b = d.train_batch(8).unwrap();
-            let v = &d.eval_batches(Split::Test(0), 50).unwrap()[0];
-            (b.inputs.to_vec2::<u32>().unwrap(), v.inputs.to_vec2::<u32>().unwrap())
-        };
-        assert_eq!(batch(3), batch(3));
-        assert_ne!(batch(3), batch(4));
-    }
-
-    #[test]
     fn depth_one_is_a_single_digit_and_bad_bounds_are_errors() {
         let t = task(&[("max_depth", 1), ("min_length", 1), ("max_length", 1), ("validation", 5), ("test", 5)]);
         let b = t.data(1, &Device::Cpu).unwrap().eval_batches(Split::Validation, 5).unwrap().remove(0);

@@ -68,6 +68,10 @@ pub(super) trait Rule: Clone + Send + Sync + 'static {
     /// Writes one example with `n` digits; `input` and `target` (`seq_len(max_digits)` long)
     /// arrive filled with pad.
     fn example(&self, rng: &mut ChaCha8Rng, n: usize, max_digits: usize, input: &mut [u32], target: &mut [u32]);
+    /// The best answer read off the input alone, in words (its levels: [`shortcut_levels`]).
+    const SHORTCUT: &'static str;
+    /// The chance that [`Rule::SHORTCUT`] answers an example of `n` digits right.
+    fn shortcut_right(&self, n: usize) -> f64;
 }
 
 /// Digit ranges and set sizes.
@@ -121,17 +125,12 @@ pub(super) const TEST_SEQ_METRICS: [&str; 3] = ["seq_accuracy", "od_easy_seq_acc
 /// Sequence accuracy, on each test split, of an answer read off the input alone: the mean,
 /// over the digit counts the split draws evenly ([`digits_of`]), of `right(n)`, the chance
 /// that the answer is right for an example of n digits.
-pub(super) fn shortcut_levels(
-    o: &super::options::Options,
-    name: &str,
-    right: impl Fn(usize) -> f64,
-) -> Vec<TrivialLevel> {
-    let Ok(config) = o.parse::<Config>() else { return vec![] };
+fn shortcut_levels(config: &Config, name: &str, right: impl Fn(usize) -> f64) -> Vec<TrivialLevel> {
     (0..TEST_SPLITS.len())
         .map(|i| {
             let (lo, hi) = config.test_range(i);
             let value = (lo..=hi).map(&right).sum::<f64>() / (hi - lo + 1) as f64;
-            TrivialLevel { name: name.into(), metric: TEST_SEQ_METRICS[i], value }
+            TrivialLevel::new(name, TEST_SEQ_METRICS[i], value)
         })
         .collect()
 }
@@ -152,6 +151,9 @@ impl<R: Rule + std::fmt::Debug> Task for NamTask<R> {
     }
     fn test_splits(&self) -> &'static [&'static str] {
         TEST_SPLITS
+    }
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        shortcut_levels(&self.config, R::SHORTCUT, |n| self.rule.shortcut_right(n))
     }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         let c = &self.config;
@@ -285,18 +287,13 @@ pub(super) fn random_digits(rng: &mut ChaCha8Rng, n: usize) -> Vec<u32> {
 #[cfg(test)]
 pub(super) mod testing {
     //! Checks every NAM task shares.
+    use super::super::token_examples::Layout;
+    use super::super::token_examples::testing::examples;
     use super::*;
 
     /// Every split's sequences: (inputs, targets) per example, example-major.
     pub(crate) fn split(data: &dyn TaskData, which: Split) -> Vec<(Vec<u32>, Vec<u32>)> {
-        let mut out = vec![];
-        for b in data.eval_batches(which, 1000).unwrap() {
-            assert_eq!(b.scored, (0..b.steps().unwrap()).collect::<Vec<_>>(), "every position is scored");
-            let x = b.inputs.t().unwrap().to_vec2::<u32>().unwrap();
-            let y = b.targets.t().unwrap().to_vec2::<u32>().unwrap();
-            out.extend(x.into_iter().zip(y));
-        }
-        out
+        examples(data, which, Layout::Aligned)
     }
 
     /// Runs the checks every NAM task must pass; `digits` decodes an example's digit count.

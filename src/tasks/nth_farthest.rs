@@ -29,7 +29,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq};
-use super::options::{Options, TaskOption};
+use super::options::TaskOption;
 use super::*;
 
 static OPTIONS: [TaskOption; 2] = [TaskOption::int("vectors", 8, 2, 256), TaskOption::int("dims", 16, 1, 4096)];
@@ -39,23 +39,7 @@ task_kind! {
     "nth-farthest: V vectors with IDs and a question (n, m); answer the ID of the n-th farthest from m (RMC §5.1)",
     options: &OPTIONS,
     held_out: (2048, 10_000),
-    trivial: trivial_levels,
     builds: |o| o.parse::<FreshTask<NthFarthest>>()?,
-}
-
-/// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
-/// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
-fn trivial_levels(o: &Options) -> Vec<TrivialLevel> {
-    let Ok(v) = o.int("vectors") else { return vec![] };
-    let v = v as f64;
-    vec![
-        TrivialLevel { name: format!("chance (1 of {v} IDs)"), metric: "accuracy", value: 1.0 / v },
-        TrivialLevel {
-            name: "the reference when n = V−1, else a guess among the others".into(),
-            metric: "accuracy",
-            value: 1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
-        },
-    ]
 }
 
 #[derive(Clone, Debug, serde::Deserialize)]
@@ -68,9 +52,35 @@ impl NthFarthest {
     fn width(&self) -> usize {
         self.dims + 3 * self.vectors
     }
+}
 
+/// U(−1, 1) as f32.
+fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
+    rng.random::<f32>() * 2.0 - 1.0
+}
+
+impl Fresh for NthFarthest {
+    fn input(&self) -> Ty {
+        Ty::Tensor(vec![self.width()])
+    }
+    fn target(&self) -> Target {
+        Target::Classes(self.vectors)
+    }
+    /// Chance over the V IDs, and what the question alone gives: when n = V−1 the answer is
+    /// the reference, whose ID is in the input; otherwise a guess among the other V−1 IDs.
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        let v = self.vectors as f64;
+        vec![
+            TrivialLevel::new(format!("chance (1 of {v} IDs)"), "accuracy", 1.0 / v),
+            TrivialLevel::new(
+                "the reference when n = V−1, else a guess among the others",
+                "accuracy",
+                1.0 / v + (1.0 - 1.0 / v) / (v - 1.0),
+            ),
+        ]
+    }
     /// `n` examples, time-major: inputs `[V, n, D + 3V]`, answers `[1, n]`.
-    fn generate(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
+    fn train_batch(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Batch> {
         let (v, d) = (self.vectors, self.dims);
         let mut seq = Seq::zeros(v, n, self.width());
         let mut answers = Vec::with_capacity(n);
@@ -109,23 +119,6 @@ impl NthFarthest {
     }
 }
 
-/// U(−1, 1) as f32.
-fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
-    rng.random::<f32>() * 2.0 - 1.0
-}
-
-impl Fresh for NthFarthest {
-    fn input(&self) -> Ty {
-        Ty::Tensor(vec![self.width()])
-    }
-    fn target(&self) -> Target {
-        Target::Classes(self.vectors)
-    }
-    fn train_batch(&self, rng: &mut ChaCha8Rng, batch: usize, device: &Device) -> candle_core::Result<Batch> {
-        self.generate(rng, batch, device)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,8 +136,9 @@ mod tests {
     fn the_reference_shortcut_scores_as_computed() {
         for vectors in [4usize, 8] {
             let task = NthFarthest { vectors, dims: 3 };
-            let b =
-                task.generate(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu).unwrap();
+            let b = task
+                .train_batch(&mut <ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3), 20_000, &Device::Cpu)
+                .unwrap();
             let x = b.inputs.to_vec3::<f32>().unwrap().remove(0); // step 0: [b][c]
             let answers = b.targets.to_vec2::<u32>().unwrap().remove(0);
             let one_hot = |row: &[f32], at: usize| (0..vectors).find(|&i| row[at + i] == 1.0).unwrap();
@@ -216,15 +210,7 @@ mod tests {
     }
 
     #[test]
-    fn data_is_deterministic_in_the_seed() {
-        let get = |seed| first_eval(seed).inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap();
-        assert_eq!(get(1), get(1));
-        assert_ne!(get(1), get(2));
-        let train = |seed| {
-            let mut d = task(4, 3).data(seed, &Device::Cpu).unwrap();
-            d.train_batch(8).unwrap().inputs.flatten_all().unwrap().to_vec1::<f32>().unwrap()
-        };
-        assert_eq!(train(1), train(1));
+    fn training_data_is_fresh_every_batch() {
         let mut d = task(4, 3).data(1, &Device::Cpu).unwrap();
         let (a, b) = (d.train_batch(8).unwrap(), d.train_batch(8).unwrap());
         assert_ne!(

@@ -32,14 +32,7 @@ task_kind! {
     PalindromeKind = "palindrome",
     "palindrome (NAM's \"Palin\"): complete the masked reversal of a digit string (NAM §4.1, paper version)",
     options: &nam::OPTIONS_WITH_OD,
-    trivial: trivial_levels,
     builds: |o| NamTask { rule: Palindrome, config: o.parse()? },
-}
-
-/// The digits copied in their own order instead of reversed are right when the string is a
-/// palindrome: its first ⌊n/2⌋ uniform digits fix the rest, so for 10^−⌊n/2⌋ of the examples.
-fn trivial_levels(o: &super::options::Options) -> Vec<super::TrivialLevel> {
-    nam::shortcut_levels(o, "the digits copied unreversed", |n| 0.1f64.powi((n / 2) as i32))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -47,6 +40,12 @@ pub struct Palindrome;
 
 impl Rule for Palindrome {
     const VOCAB: usize = 16;
+    /// The digits copied in their own order instead of reversed are right when the string is a
+    /// palindrome: its first ⌊n/2⌋ uniform digits fix the rest, so for 10^−⌊n/2⌋ of the examples.
+    const SHORTCUT: &'static str = "the digits copied unreversed";
+    fn shortcut_right(&self, n: usize) -> f64 {
+        0.1f64.powi((n / 2) as i32)
+    }
 
     fn seq_len(&self, max_digits: usize) -> usize {
         2 * (max_digits + 1) + 1

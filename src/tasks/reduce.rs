@@ -31,14 +31,7 @@ task_kind! {
     ReduceKind = "reduce",
     "reduce: after a digit string and a delimiter, output its non-zero digits in order (NAM §4.1)",
     options: &nam::OPTIONS_WITHOUT_OD,
-    trivial: trivial_levels,
     builds: |o| NamTask { rule: Reduce, config: o.parse()? },
-}
-
-/// Echoing the digits, or answering pads only, is right when no digit is 0, or every one is:
-/// each digit is 0 with probability ½, so either is right for 2⁻ⁿ of the n-digit examples.
-fn trivial_levels(o: &super::options::Options) -> Vec<super::TrivialLevel> {
-    nam::shortcut_levels(o, "the digits echoed (or pads only)", |n| 0.5f64.powi(n as i32))
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +39,12 @@ pub struct Reduce;
 
 impl Rule for Reduce {
     const VOCAB: usize = 12;
+    /// Echoing the digits, or answering pads only, is right when no digit is 0, or every one is:
+    /// each digit is 0 with probability ½, so either is right for 2⁻ⁿ of the n-digit examples.
+    const SHORTCUT: &'static str = "the digits echoed (or pads only)";
+    fn shortcut_right(&self, n: usize) -> f64 {
+        0.5f64.powi(n as i32)
+    }
 
     fn seq_len(&self, max_digits: usize) -> usize {
         2 * max_digits + 1

@@ -100,6 +100,12 @@ impl Task for GraphTask {
     fn target(&self) -> Target {
         Target::Classes(self.features)
     }
+    fn trivial_levels(&self) -> Vec<TrivialLevel> {
+        match self.question {
+            Question::Path => vec![],
+            Question::Tree => super::spanning_tree::trivial_levels(self),
+        }
+    }
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>> {
         Ok(Box::new(AnswerData::new(*self, seed, self.held_out, 1, device)?))
     }
@@ -196,11 +202,6 @@ pub(super) mod tests {
             let want: Vec<u32> = graph.shortest_path(from, to, &label).unwrap().into_iter().map(|v| label[v]).collect();
             assert_eq!(answer, want);
         }
-    }
-
-    #[test]
-    fn same_seed_same_data() {
-        testing::determinism(&ShortestPathKind, &[]);
     }
 
     #[test]

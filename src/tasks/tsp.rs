@@ -10,7 +10,7 @@
 //! optimum as 2.05 (N = 5) and 2.88 (N = 10) on average, where the true means are 2.126 and
 //! 2.871.
 
-use super::convex_hull::{Geometry, Problem, geometry_options, geometry_trivial_levels};
+use super::convex_hull::{Geometry, Problem, geometry_options};
 use super::define::task_kind;
 use super::options::TaskOption;
 
@@ -22,14 +22,12 @@ task_kind! {
     "travelling salesman: N points with one-hot features; answer the optimal closed tour's features (SAM Table 3)",
     options: &OPTIONS,
     held_out: (512, 2048),
-    trivial: geometry_trivial_levels,
     builds: |o| Geometry::read(o, Problem::Tour)?,
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::answers::testing;
-    use super::super::convex_hull::tests::check_answers;
+    use super::super::convex_hull::tests::{check_answers, check_code_labels};
     use super::super::geometry;
     use super::super::*;
     use super::*;
@@ -40,15 +38,8 @@ mod tests {
     }
 
     #[test]
-    fn same_seed_same_data() {
-        testing::determinism(&TspKind, &[]);
-    }
-
-    #[test]
     fn code_labels_end_the_tour_with_the_end_token() {
-        use super::super::convex_hull::tests::{check_code_labels, code_labels};
         check_code_labels(&TspKind, geometry::optimal_tour, 10);
-        testing::determinism(&TspKind, &code_labels(10));
     }
 
     #[test]
