@@ -28,8 +28,9 @@ pub enum Weights {
 }
 
 /// Each parameter stacked over a pack's trials (`[P, ...]`), made when a packed op first reads
-/// it and shared by the clones of its [`Weights`]: once per run where the time steps share the
-/// weights, not once per step and node.
+/// it and shared by the clones of its [`Weights`]: the nodes of a time step that read one
+/// weight, or the whole run where the time steps share the weights. Where each time step reads
+/// its own aliases of the weights (`STEP_GRADS`, the default), each step stacks its own.
 #[derive(Clone)]
 pub struct Stacks(Arc<[OnceLock<Tensor>]>);
 

@@ -1,7 +1,8 @@
-//! Building blocks on candle tensors, differentiable by candle's autograd on any device, each
-//! taking the fused op of [`super::cuda`] where its switch runs it and candle's own ops
-//! elsewhere: layer normalisation (`layer_norm`), outer product attention (`opa`), the NAM
-//! memory's reads and writes (`nam`), the Kanerva machines' addressing (`kanerva`).
+//! Building blocks on candle tensors, differentiable by candle's autograd on any device: layer
+//! normalisation (`layer_norm`), the NAM memory's reads and writes (`nam`) and the Kanerva
+//! machines' addressing (`kanerva`), each taking the fused op of [`super::cuda`] where its
+//! switch runs it and candle's own ops elsewhere; outer product attention (`opa`), candle's
+//! ops only.
 //!
 //! The rooms of `kernels` import downwards only: `blocks` → `cuda` → `cpu`.
 

@@ -4,15 +4,6 @@
 
 use super::par::multiversion;
 
-/// The lower Cholesky factor `L` (row-major, upper triangle zero) of the SPD matrix `a`
-/// (only its lower triangle is read), or `None` if `a` is not positive definite (tests use it
-/// to check positive definiteness).
-#[cfg(test)]
-pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
-    let mut l = vec![0.0; n * n];
-    cholesky_into(a, n, &mut l).then_some(l)
-}
-
 multiversion! {
     /// Writes the lower Cholesky factor of `a` into `l` (its upper triangle zeroed); `false` if
     /// `a` is not positive definite.
@@ -118,4 +109,13 @@ fn axpy(alpha: f64, x: &[f64], y: &mut [f64]) {
     for (yv, xv) in y.iter_mut().zip(x) {
         *yv += alpha * xv;
     }
+}
+
+/// The lower Cholesky factor `L` (row-major, upper triangle zero) of the SPD matrix `a`
+/// (only its lower triangle is read), or `None` if `a` is not positive definite (tests use it
+/// to check positive definiteness).
+#[cfg(test)]
+pub(crate) fn cholesky(a: &[f64], n: usize) -> Option<Vec<f64>> {
+    let mut l = vec![0.0; n * n];
+    cholesky_into(a, n, &mut l).then_some(l)
 }
