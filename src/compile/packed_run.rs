@@ -27,16 +27,33 @@ pub enum Weights {
     Pack { members: Vec<Vec<Tensor>>, batch: usize, stacks: Stacks },
 }
 
-/// Each parameter stacked over a pack's trials (`[P, ...]`), made when a packed op first reads
-/// it and shared by the clones of its [`Weights`]: the nodes of a time step that read one
-/// weight, or the whole run where the time steps share the weights. Where each time step reads
-/// its own aliases of the weights (`STEP_GRADS`, the default), each step stacks its own.
+/// Each parameter of a run's weights stacked over the pack's trials (`[P, ...]`), made when a
+/// packed op first reads it, once per run: the time steps' [`Weights`] share it, also where
+/// each step reads its own aliases of the weights (`STEP_GRADS`), since a stack of aliases would
+/// cost a copy per trial and step. Its gradient reaches the run's own weights through the
+/// stack, beside the aliases' (`StepWeights` sums both).
 #[derive(Clone)]
-pub struct Stacks(Arc<[OnceLock<Tensor>]>);
+pub struct Stacks {
+    members: Arc<Vec<Vec<Tensor>>>,
+    stacked: Arc<[OnceLock<Tensor>]>,
+}
 
 impl Stacks {
-    fn new(params: usize) -> Stacks {
-        Stacks((0..params).map(|_| OnceLock::new()).collect())
+    fn new(members: &[Vec<Tensor>]) -> Stacks {
+        let params = members.first().map_or(0, Vec::len);
+        Stacks { members: Arc::new(members.to_vec()), stacked: (0..params).map(|_| OnceLock::new()).collect() }
+    }
+
+    /// Parameter `k` of every trial, stacked `[P, ...]`.
+    fn get(&self, k: usize) -> Result<Tensor> {
+        let Some(slot) = self.stacked.get(k) else {
+            candle_core::bail!("internal: parameter {k} of {}", self.stacked.len())
+        };
+        if let Some(t) = slot.get() {
+            return Ok(t.clone());
+        }
+        let t = Tensor::stack(&self.members.iter().map(|w| &w[k]).collect::<Vec<_>>(), 0)?;
+        Ok(slot.get_or_init(|| t).clone())
     }
 }
 
@@ -73,29 +90,26 @@ impl Weights {
     pub fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Weights {
         match self {
             Weights::One(w) => Weights::One(w.iter().map(&f).collect()),
-            Weights::Pack { members, batch, .. } => {
-                Weights::pack(members.iter().map(|w| w.iter().map(&f).collect()).collect(), *batch)
-            }
+            Weights::Pack { members, batch, stacks } => Weights::Pack {
+                members: members.iter().map(|w| w.iter().map(&f).collect()).collect(),
+                batch: *batch,
+                stacks: stacks.clone(),
+            },
         }
     }
 
     /// A pack's weights: `members`, each trial's in its cell's order, over `batch` sequences each.
     fn pack(members: Vec<Vec<Tensor>>, batch: usize) -> Weights {
-        let stacks = Stacks::new(members.first().map_or(0, Vec::len));
+        let stacks = Stacks::new(&members);
         Weights::Pack { members, batch, stacks }
     }
 
-    /// Parameter `k` of every trial, stacked `[P, ...]` (for one trial, `[1, ...]`).
+    /// Parameter `k` of every trial of the run, stacked `[P, ...]` (for one trial, `[1, ...]`).
     fn stacked(&self, k: usize) -> Result<Tensor> {
-        let (members, stacks) = match self {
-            Weights::One(w) => return w[k].unsqueeze(0),
-            Weights::Pack { members, stacks, .. } => (members, stacks),
-        };
-        if let Some(t) = stacks.0.get(k).and_then(OnceLock::get) {
-            return Ok(t.clone());
+        match self {
+            Weights::One(w) => w[k].unsqueeze(0),
+            Weights::Pack { stacks, .. } => stacks.get(k),
         }
-        let t = Tensor::stack(&members.iter().map(|w| &w[k]).collect::<Vec<_>>(), 0)?;
-        Ok(stacks.0.get(k).map_or(t.clone(), |slot| slot.get_or_init(|| t).clone()))
     }
 }
 
