@@ -1,44 +1,39 @@
 #!/usr/bin/env bash
-# The GPU figures of docs/performance.md ("On the GPU") in two device calls, with .gpu/
-# (../shared/gpu/pack.sh) carried along. Each part fits one call's 10 minutes; run both on the
-# same machine, one after the other, so that memctl and PyTorch are compared on the same card.
+# The GPU figures of docs/performance.md ("On the GPU"), measured on a GPU machine reached in
+# calls of at most 10 minutes, with .gpu/ (../shared/gpu/pack.sh) carried along. Each part fits
+# one call; parts meant to be compared run on the same machine, one after the other.
 #
-#   bash scripts/gpu_measure.sh memctl    # device check, step times, the CPU cores, sweeps (~5 min)
-#   bash scripts/gpu_measure.sh torch     # PyTorch eager, torch.compile, reduce-overhead (~8 min)
-#   bash scripts/gpu_measure.sh table     # issue 13's tables in one call (~9 min, within 560 s):
-#                                         # the checks (as quick runs them), memctl
-#                                         # by default, with every change and with each unchecked one,
-#                                         # the models on the GPU and the 16 cores, the sweep,
-#                                         # then PyTorch, the runs that matter most first
-#   bash scripts/gpu_measure.sh quick     # one call for a session with 15 minutes of device time
-#                                         # (~5 min): the checks, STM's graph profile, every
-#                                         # model with and without the fused kernels, 16-seed
-#                                         # sweeps, PyTorch's reduce-overhead beside them
-#   bash scripts/gpu_measure.sh changes   # as quick without PyTorch, plus STM A and B (and
-#                                         # LSAM, NAM-TM, PKM: the models each concerns) with
-#                                         # each unchecked change added alone and each checked
-#                                         # one left out alone: what each pays (~6-7 min with
-#                                         # 14 unchecked changes, at the pace of the H200 call
-#                                         # that ran it with 3 in 140 s; or in two calls:)
-#   bash scripts/gpu_measure.sh unchecked # the changes that await a GPU (CHANGES, default
-#                                         # kanerva_address, eval_graph, prebuilt_sass, lerp, rel_read) against the default, for a call
-#                                         # that also runs a slice (~4 min): the checks with all
-#                                         # (each alone if that fails; on.txt: those that passed),
-#                                         # the models each acts on in two alternating
-#                                         # rounds, SAM Table 1's evaluation passes (eval.txt),
-#                                         # cold starts with and without prebuilt_sass (cold.txt),
-#                                         # what the graph's memory nodes cost (mem_nodes.txt)
-#   bash scripts/gpu_measure.sh packs     # packed trials (--pack) in one call (~6 min): the checks,
-#                                         # 16 seeds of quickstart_stm alone and packed, SAM Table
-#                                         # 1's d = 96 row with 3 seeds alone and packed, 16 packed
-#                                         # STM A against PyTorch's vmap ensemble (packs.txt)
-#   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each change (~3 min)
-#   bash scripts/gpu_measure.sh changes-times    # what each change pays, the sweeps (~3 min)
+#   bash scripts/gpu_measure.sh quick      # the checks, STM's graph profile, every model with and
+#                                          # without the fused kernels, 16-seed sweeps, PyTorch's
+#                                          # reduce-overhead beside them (~5 min)
+#   bash scripts/gpu_measure.sh packs      # packed trials (--pack): the checks, 16 seeds of
+#                                          # quickstart_stm alone and packed, SAM Table 1's d = 96
+#                                          # row with 3 seeds alone and packed, 16 packed STM A
+#                                          # against PyTorch's vmap ensemble (packs.txt, ~6 min)
+#   bash scripts/gpu_measure.sh unchecked  # the switches that wait for a GPU measurement (CHANGES,
+#                                          # default: those doctor lists) against the default: the
+#                                          # checks with all (each alone if that fails; on.txt),
+#                                          # the models each acts on in two alternating rounds,
+#                                          # SAM Table 1's evaluation passes (eval.txt), cold
+#                                          # starts (cold.txt), the graph's memory nodes
+#                                          # (mem_nodes.txt) (~4 min)
+#   bash scripts/gpu_measure.sh memctl     # device check, step times, the CPU cores, sweeps (~5 min)
+#   bash scripts/gpu_measure.sh torch      # PyTorch eager, torch.compile, reduce-overhead (~8 min)
+#   bash scripts/gpu_measure.sh table      # docs/performance.md's GPU tables in one call (within
+#                                          # 560 s): the checks, memctl by default, with every
+#                                          # switch and with each unchecked one, the models on the
+#                                          # GPU and the 16 cores, the sweep, then PyTorch
+#   bash scripts/gpu_measure.sh changes    # as quick without PyTorch, plus the models each switch
+#                                          # concerns with each unchecked switch added alone and
+#                                          # each checked one left out alone: what each pays
+#                                          # (~6-7 min; or in two calls:)
+#   bash scripts/gpu_measure.sh changes-checks   # doctor --check with each switch (~3 min)
+#   bash scripts/gpu_measure.sh changes-times    # what each switch pays, the sweeps (~3 min)
 #
 # Output goes to $OUT (env.txt, first_step.txt, doctor.txt, steps.txt, sweeps.txt; torch.txt;
-# after the changes parts summary.txt, from scripts/changes_summary.py: each change's check
-# and what it pays), each line as the tool printed it. The per-command timeouts are ceilings for a hung command,
-# not the expected times.
+# packs.txt; after the changes parts summary.txt, from scripts/changes_summary.py: each switch's
+# check and what it pays), each line as the tool printed it. The per-command timeouts are
+# ceilings for a hung command, not the expected times.
 set -uo pipefail
 out=${OUT:?OUT must name the folder whose files come back}
 [ -f .gpu/run.sh ] || { echo "no .gpu/run.sh: run ../shared/gpu/pack.sh and carry .gpu" >&2; exit 2; }
@@ -92,7 +87,7 @@ torch_part() {
   } > "$out/torch.txt" 2>&1
 }
 
-# The figures a development session needs first, in one device call (about 5 minutes): is every
+# The figures to take first, in one call (about 5 minutes): is every
 # kernel right (the fused ones too), what does STM's captured step hold, what do the fused
 # kernels gain (MEMCTL_CUDA=0: none, unset: the checked ones, 1: all), and where memctl
 # stands against torch.compile on the same machine.
@@ -238,7 +233,7 @@ packs_part() {
   } > "$out/packs.txt" 2>&1
 }
 
-# Issue 13's "done when" in one call: memctl and PyTorch on the same machine. Each PyTorch run
+# docs/performance.md's GPU tables in one call: memctl and PyTorch on the same machine. Each PyTorch run
 # starts only while the call has time left for it (compiling takes minutes), so a slow one
 # costs the ones after it, not the memctl figures before it.
 table_part() {
