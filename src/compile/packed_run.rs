@@ -8,15 +8,17 @@
 //! output head over all scored steps, a weight's aliases per time step) apply to a pack as to
 //! one trial, so each trial computes what it computes alone; its loss is its rows' alone, and
 //! one backward of the losses' sum gives each trial its own gradients. An op with a packed form
-//! ([`PackedForward`](crate::prims::contract::op::PackedForward): `linear`, `mlp`, `lstmCell`,
-//! `distill`, `transfer`) runs once for the whole pack instead: a batched product over the
-//! trial axis, each parameter stacked over the trials.
+//! ([`PackedForward`](crate::prims::contract::op::PackedForward): every op that takes weights
+//! but `embedding`, which runs with the input's nodes, once per training step) runs once for
+//! the whole pack instead: batched products over the trial axis, each parameter stacked over
+//! the trials.
 
 use std::sync::{Arc, OnceLock};
 
 use candle_core::{Result, Tensor};
 
 use super::{Cell, StepWeights};
+use crate::prims::contract::Pack;
 
 /// The parameters of a run.
 #[derive(Clone)]
@@ -171,8 +173,9 @@ impl Cell {
             // One product over the trial axis, on the trials' rows one trial after another.
             let params: Vec<Tensor> = node.params.iter().map(|&k| weights.stacked(k)).collect::<Result<_>>()?;
             let own: Vec<Tensor> = inputs.iter().map(|t| regroup(t, outer, trials)).collect::<Result<_>>()?;
+            let pack = Pack { trials, rows: outer * batch };
             let outs =
-                packed.forward_packed(&own.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>(), trials)?;
+                packed.forward_packed(&own.iter().collect::<Vec<_>>(), &params.iter().collect::<Vec<_>>(), pack)?;
             return outs.iter().map(|o| regroup(o, trials, outer)).collect();
         }
         let mut parts: Vec<Vec<Tensor>> = vec![];

@@ -8,8 +8,8 @@ pub(crate) use crate::prims::contract::backward::{backward_from_inputs, with_rea
 pub(crate) use crate::prims::contract::define::primitive;
 pub use crate::prims::contract::op;
 pub use crate::prims::contract::{
-    Backward, DenseProducts, Forward, FusedOp, InputGrads, Lower, ManualBackward, Op, Outputs, ParamGrad, Product,
-    SavedAny, SlicedBackward, TrainOp, forward_saving_nothing, via_autograd,
+    Backward, Forward, FusedOp, InputGrads, Lower, ManualBackward, Op, Outputs, ParamGrad, Products, SavedAny,
+    SlicedBackward, TrainOp, WithProducts, forward_saving_nothing, via_autograd,
 };
 pub use crate::signature::{
     ArgSpec, ArgVal, Args, Combine, Default, Dense, Example, HeadLayout, Hint, Inferred, Norm, ParamList, PrimError,

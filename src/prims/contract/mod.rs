@@ -18,4 +18,4 @@ pub use backward::{
     Backward, Forward, InputGrads, ManualBackward, ParamGrad, SavedAny, SlicedBackward, TrainOp,
     forward_saving_nothing, via_autograd,
 };
-pub use op::{DenseProducts, FusedOp, Lower, Op, Outputs, PackedForward, Product};
+pub use op::{Alone, FusedOp, Lower, Op, Outputs, Pack, PackedForward, Products, WithProducts};

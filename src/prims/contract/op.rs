@@ -6,6 +6,7 @@ use std::sync::Arc;
 use candle_core::{Result, Tensor};
 
 use super::backward::TrainOp;
+use crate::kernels::blocks::layer_norm::layer_norm;
 use crate::kernels::cpu::dense::{dense, dense_packed};
 use crate::signature::{Args, PrimError, Primitive};
 
@@ -44,28 +45,90 @@ pub trait PackedForward {
     /// `p·R..(p+1)·R`), and `params` each parameter stacked over the trials (`[P, ...]`, in
     /// declared order); the outputs are laid out as the inputs, trial `p`'s rows computed
     /// with trial `p`'s parameters alone.
-    fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], trials: usize) -> Result<Vec<Tensor>>;
+    fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], pack: Pack) -> Result<Vec<Tensor>>;
+}
+
+/// The layout of a pack's rows: `trials` trials of `rows` rows each, one trial after another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pack {
+    pub trials: usize,
+    pub rows: usize,
 }
 
 /// An op's outputs, as its forward returns them.
 pub type Outputs = Result<Vec<Tensor>>;
 
-/// A dense product `v Wᵀ + b` on the last axis of `v`: `kernels::cpu::dense::dense` for one
-/// trial, `dense_packed` for a pack.
-pub type Product<'a> = dyn Fn(&Tensor, &Tensor, Option<&Tensor>) -> Result<Tensor> + 'a;
+/// How an op's parameters meet its rows: one trial's parameters on all rows ([`Alone`]), or a
+/// pack's, each parameter stacked over the trials and each trial's on its own rows ([`Pack`]).
+pub trait Products {
+    /// The dense product `v Wᵀ + b` on the last axis of `v` (`kernels::cpu::dense::dense`
+    /// alone; `dense_packed` for a pack, one product batched over the trial axis).
+    fn dense(&self, v: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor>;
 
-/// An op whose parameters enter only through dense products (`linear`, `mlp`, `lstmCell`,
-/// `distill`, `transfer`), written once over the product: it runs alone with `dense`, and for a
-/// pack with `dense_packed`, one product batched over the trial axis (its [`Op`] and
-/// [`PackedForward`] come with it). Its manual backward is its own.
-pub trait DenseProducts: TrainOp + Send + Sync {
-    /// The op's outputs, each of its products computed by `product(v, weight, bias)`.
-    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], product: &Product<'_>) -> Outputs;
+    /// A parameter every row of a trial shares (a scalar bias, a learned number) as a value per
+    /// row: `[1, ...]` alone, which broadcasting spreads over the batch; `[P·R, ...]` for a pack,
+    /// trial `p`'s value on each of its rows.
+    fn per_row(&self, param: &Tensor) -> Result<Tensor>;
+
+    /// The layer norm over the last axis of `x`, with the affine map of gain `w` and bias `b`
+    /// (`kernels::blocks::layer_norm`; for a pack, the normalisation of every row in one go,
+    /// then each trial's map on its rows).
+    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor>;
 }
 
-impl<T: DenseProducts> Op for T {
+/// One trial's parameters on all rows.
+pub struct Alone;
+
+impl Products for Alone {
+    fn dense(&self, v: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+        dense(v, w, b)
+    }
+
+    fn per_row(&self, param: &Tensor) -> Result<Tensor> {
+        param.unsqueeze(0)
+    }
+
+    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        layer_norm(x, w, b)
+    }
+}
+
+impl Products for Pack {
+    fn dense(&self, v: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+        dense_packed(v, w, b, self.trials)
+    }
+
+    fn per_row(&self, param: &Tensor) -> Result<Tensor> {
+        let mut spread = param.dims().to_vec();
+        spread.insert(1, self.rows);
+        let mut rows = param.dims().to_vec();
+        rows[0] *= self.rows;
+        param.unsqueeze(1)?.broadcast_as(spread)?.contiguous()?.reshape(rows)
+    }
+
+    fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
+        let (trials, width) = w.dims2()?;
+        let (ones, zeros) = (Tensor::ones(width, x.dtype(), x.device())?, Tensor::zeros(width, x.dtype(), x.device())?);
+        let normed = layer_norm(x, &ones, &zeros)?;
+        // Each trial's rows as one block `[P, rows · …, width]`, its gain and bias broadcast over it.
+        let blocks = normed.reshape((trials, (), width))?;
+        let (w, b) = (w.unsqueeze(1)?, b.unsqueeze(1)?);
+        blocks.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.dims())
+    }
+}
+
+/// An op whose parameters enter only through [`Products`] (every op that takes weights but
+/// `embedding`), written once over them: it runs alone with [`Alone`], and for a pack with
+/// [`Pack`], one op for every trial (its [`Op`] and [`PackedForward`] come with it). Its manual
+/// backward is its own.
+pub trait WithProducts: TrainOp + Send + Sync {
+    /// The op's outputs, its parameters applied through `products`.
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs;
+}
+
+impl<T: WithProducts> Op for T {
     fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> Result<Vec<Tensor>> {
-        self.with_products(inputs, params, &dense)
+        self.with_products(inputs, params, &Alone)
     }
 
     fn manual(&self) -> Option<&dyn TrainOp> {
@@ -77,9 +140,9 @@ impl<T: DenseProducts> Op for T {
     }
 }
 
-impl<T: DenseProducts> PackedForward for T {
-    fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], trials: usize) -> Result<Vec<Tensor>> {
-        self.with_products(inputs, params, &|v, w, b| dense_packed(v, w, b, trials))
+impl<T: WithProducts> PackedForward for T {
+    fn forward_packed(&self, inputs: &[&Tensor], params: &[&Tensor], pack: Pack) -> Result<Vec<Tensor>> {
+        self.with_products(inputs, params, &pack)
     }
 }
 
@@ -96,3 +159,43 @@ pub fn inputs<'a, const N: usize>(op: &str, inputs: &[&'a Tensor]) -> Result<[&'
 pub trait FusedOp: Op + TrainOp {}
 
 impl<T: Op + TrainOp> FusedOp for T {}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{Device, Tensor};
+
+    use super::{Alone, Pack, Products};
+
+    /// `n` distinct numbers shaped `dims`.
+    fn numbers(dims: &[usize], from: f32) -> Tensor {
+        let n: usize = dims.iter().product();
+        Tensor::arange(from, from + n as f32, &Device::Cpu).unwrap().reshape(dims).unwrap().sin().unwrap()
+    }
+
+    #[test]
+    fn a_pack_s_value_per_row_is_each_trial_s_value_on_its_rows() {
+        let pack = Pack { trials: 2, rows: 3 };
+        let stacked = numbers(&[2, 2], 0.0);
+        let rows = pack.per_row(&stacked).unwrap().to_vec2::<f32>().unwrap();
+        for (r, row) in rows.iter().enumerate() {
+            let own = Alone.per_row(&stacked.get(r / pack.rows).unwrap()).unwrap();
+            assert_eq!(row, &own.to_vec2::<f32>().unwrap()[0], "row {r}");
+        }
+    }
+
+    #[test]
+    fn a_pack_s_layer_norm_maps_each_trial_s_rows_by_its_own_gain_and_bias() {
+        let pack = Pack { trials: 2, rows: 3 };
+        let (x, w, b) = (numbers(&[6, 4, 5], 1.0), numbers(&[2, 5], 2.0), numbers(&[2, 5], 3.0));
+        let packed = pack.layer_norm(&x, &w, &b).unwrap();
+        for p in 0..pack.trials {
+            let rows = |t: &Tensor| t.narrow(0, p * pack.rows, pack.rows).unwrap();
+            let (w, b) = (w.get(p).unwrap(), b.get(p).unwrap());
+            let alone = Alone.layer_norm(&rows(&x), &w, &b).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            let own = rows(&packed).flatten_all().unwrap().to_vec1::<f32>().unwrap();
+            for (a, o) in alone.iter().zip(&own) {
+                assert!((a - o).abs() <= 1e-6, "trial {p}: {a} alone, {o} packed");
+            }
+        }
+    }
+}

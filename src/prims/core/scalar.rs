@@ -26,14 +26,10 @@ struct ScalarOp {
     value: Slot,
 }
 
-impl Op for ScalarOp {
-    /// Batch axis of size 1: broadcasting spreads it over the batch.
-    fn forward(&self, _inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        Ok(vec![(*self.value.of(params)).clone()])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
+impl WithProducts for ScalarOp {
+    /// Alone, a batch axis of size 1: broadcasting spreads it over the batch.
+    fn with_products(&self, _inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
+        Ok(vec![products.per_row(self.value.of(params))?.squeeze(1)?])
     }
 }
 

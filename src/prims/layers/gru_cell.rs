@@ -8,7 +8,7 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::cpu::dense::{Transposed, dense, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::gru::{gru_backward, gru_forward};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
@@ -46,12 +46,12 @@ struct GruOp {
     whh_t: Transposed,
 }
 
-impl Op for GruOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl WithProducts for GruOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let Config { hidden: n, input, recurrent } = &self.config;
         let [h, x] = op::inputs("gruCell", inputs)?;
-        let gi = dense(x, input.weight.of(params), Some(input.bias.of(params)))?;
-        let gh = dense(h, recurrent.weight.of(params), Some(recurrent.bias.of(params)))?;
+        let gi = products.dense(x, input.weight.of(params), Some(input.bias.of(params)))?;
+        let gh = products.dense(h, recurrent.weight.of(params), Some(recurrent.bias.of(params)))?;
         if crate::kernels::cuda::switches::used_for(&gi, crate::kernels::cuda::layers::gru_cell::GRU_CELL) {
             return Ok(vec![crate::kernels::cuda::layers::gru_cell::gru_cell(&gi, &gh, h)?]);
         }
@@ -64,10 +64,6 @@ impl Op for GruOp {
         // h' = (1 − z) ⊙ n + z ⊙ h = n + z ⊙ (h − n)
         let h_next = cand.broadcast_add(&z.broadcast_mul(&h.broadcast_sub(&cand)?)?)?;
         Ok(vec![h_next])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
     }
 }
 

@@ -3,7 +3,6 @@
 
 use candle_core::Tensor;
 
-use crate::kernels::blocks::layer_norm::layer_norm;
 use crate::kernels::cpu::row_norm::{backward_rows, forward_rows};
 use crate::kernels::cpu::{real::Real, view};
 use crate::prims::prelude::*;
@@ -28,14 +27,10 @@ struct LayerNormOp {
     norm: Norm,
 }
 
-impl Op for LayerNormOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl WithProducts for LayerNormOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let [x] = op::inputs("layerNorm", inputs)?;
-        Ok(vec![layer_norm(x, self.norm.weight.of(params), self.norm.bias.of(params))?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
+        Ok(vec![products.layer_norm(x, self.norm.weight.of(params), self.norm.bias.of(params))?])
     }
 }
 

@@ -46,10 +46,10 @@ struct LinearOp {
     wt: Transposed,
 }
 
-impl DenseProducts for LinearOp {
-    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
+impl WithProducts for LinearOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let [x] = op::inputs("linear", inputs)?;
-        Ok(vec![dense(x, self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)))?])
+        Ok(vec![products.dense(x, self.layer.weight.of(params), self.layer.bias.map(|b| b.of(params)))?])
     }
 }
 

@@ -57,15 +57,13 @@ pub(super) struct Activations {
     tanh_c: Tensor,
 }
 
-impl DenseProducts for LstmOp {
-    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
+impl WithProducts for LstmOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let Config { hidden: n, input, recurrent } = &self.config;
         let [c, h, x] = op::inputs("lstmCell", inputs)?;
-        let gates = dense(x, input.weight.of(params), Some(input.bias.of(params)))?.broadcast_add(&dense(
-            h,
-            recurrent.weight.of(params),
-            Some(recurrent.bias.of(params)),
-        )?)?;
+        let gates = products
+            .dense(x, input.weight.of(params), Some(input.bias.of(params)))?
+            .broadcast_add(&products.dense(h, recurrent.weight.of(params), Some(recurrent.bias.of(params)))?)?;
         if crate::kernels::cuda::switches::used_for(&gates, lstm_cell::LSTM_CELL) {
             // One kernel each for c' and h', forward and backward (kernels::cuda::layers::lstm_cell).
             let (c_next, h_next) = lstm_cell::cell(&gates, c)?;

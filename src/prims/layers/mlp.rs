@@ -56,12 +56,12 @@ struct MlpOp {
     wts: Vec<Transposed>,
 }
 
-impl DenseProducts for MlpOp {
-    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
+impl WithProducts for MlpOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let [x] = op::inputs("mlp", inputs)?;
         let mut h = x.clone();
         for (i, layer) in self.config.layers.iter().enumerate() {
-            h = dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
+            h = products.dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
             if self.relu_after(i) {
                 h = h.relu()?;
             }

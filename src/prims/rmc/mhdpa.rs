@@ -23,8 +23,7 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::blocks::layer_norm::layer_norm;
-use crate::kernels::cpu::dense::{Transposed, dense};
+use crate::kernels::cpu::dense::Transposed;
 use crate::prims::prelude::*;
 
 #[path = "mhdpa_train.rs"]
@@ -134,8 +133,8 @@ impl MhdpaOp {
     }
 }
 
-impl Op for MhdpaOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl WithProducts for MhdpaOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let Config { n, heads, blocks, mlp } = &self.config;
         let [m, x] = op::inputs("mhdpa", inputs)?;
         let batch = m.dim(0)?.max(x.dim(0)?);
@@ -143,14 +142,17 @@ impl Op for MhdpaOp {
         let m = m.broadcast_as((batch, *n, d))?;
         let x = x.broadcast_as((batch, d))?.unsqueeze(1)?;
         let mut y = Tensor::cat(&[&m, &x], 1)?; // [B, N+1, D]
-        let norm = |t: &Tensor, ln: &Norm| layer_norm(t, ln.weight.of(params), ln.bias.of(params));
+        let norm = |t: &Tensor, ln: &Norm| products.layer_norm(t, ln.weight.of(params), ln.bias.of(params));
         for block in blocks {
-            let qkv = norm(&dense(&y, block.qkv.weight.of(params), Some(block.qkv.bias.of(params)))?, &block.qkv_ln)?;
+            let qkv = norm(
+                &products.dense(&y, block.qkv.weight.of(params), Some(block.qkv.bias.of(params)))?,
+                &block.qkv_ln,
+            )?;
             let (attended, _) = attend(*heads, &qkv)?;
             y = norm(&(y + attended)?, &block.attn_ln)?;
             let mut h = y.clone();
             for (l, layer) in mlp.iter().enumerate() {
-                h = dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
+                h = products.dense(&h, layer.weight.of(params), Some(layer.bias.of(params)))?;
                 if l + 1 < mlp.len() {
                     h = h.relu()?;
                 }
@@ -158,10 +160,6 @@ impl Op for MhdpaOp {
             y = norm(&(y + h)?, &block.mlp_ln)?;
         }
         Ok(vec![y.narrow(1, 0, *n)?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
     }
 }
 

@@ -17,7 +17,7 @@
 
 use candle_core::{D, Tensor};
 
-use crate::kernels::cpu::dense::{Transposed, dense, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::elementwise::map1;
 use crate::kernels::cpu::par::multiversion;
 use crate::kernels::cpu::{real::Real, view};
@@ -91,21 +91,17 @@ struct RmcGateOp {
     gate_mem_t: Transposed,
 }
 
-impl Op for RmcGateOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl WithProducts for RmcGateOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let [m, new, x] = op::inputs("rmcGate", inputs)?;
         let (gate_in, gate_mem) = (&self.gate_in, &self.gate_mem);
-        let g_mem = dense(&m.tanh()?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, N, 2g]
-        let g_in = dense(x, gate_in.weight.of(params), Some(gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2g]
+        let g_mem = products.dense(&m.tanh()?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, N, 2g]
+        let g_in = products.dense(x, gate_in.weight.of(params), Some(gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2g]
         let g = g_mem.broadcast_add(&g_in)?;
         let input_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, 0, self.gate)? + self.input_bias)?)?;
         let forget_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, self.gate, self.gate)? + self.forget_bias)?)?;
         let written = input_gate.broadcast_mul(&new.tanh()?)?;
         Ok(vec![written.broadcast_add(&forget_gate.broadcast_mul(m)?)?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
     }
 }
 

@@ -49,14 +49,14 @@ struct DistillOp {
     w3t: Transposed,
 }
 
-impl DenseProducts for DistillOp {
+impl WithProducts for DistillOp {
     /// `G3(G2(M^r))`.
-    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let Config { nq, slot, nr, g2, g3 } = &self.config;
         let [mr] = op::inputs("distill", inputs)?;
         let batch = mr.dim(0)?;
-        let h = dense(&mr.reshape((batch, *nq, *slot))?, g2.weight.of(params), Some(g2.bias.of(params)))?;
-        Ok(vec![dense(&h.reshape((batch, nq * nr))?, g3.weight.of(params), Some(g3.bias.of(params)))?])
+        let h = products.dense(&mr.reshape((batch, *nq, *slot))?, g2.weight.of(params), Some(g2.bias.of(params)))?;
+        Ok(vec![products.dense(&h.reshape((batch, nq * nr))?, g3.weight.of(params), Some(g3.bias.of(params)))?])
     }
 }
 

@@ -15,7 +15,7 @@ use std::mem::MaybeUninit;
 use candle_core::{D, Tensor};
 use rayon::prelude::*;
 
-use crate::kernels::cpu::dense::{Transposed, column_sums_into, dense, forward_slices};
+use crate::kernels::cpu::dense::{Transposed, column_sums_into, forward_slices};
 use crate::kernels::cpu::elementwise::{map1, map3};
 use crate::kernels::cpu::par::{group_size, multiversion};
 use crate::kernels::cpu::reduce::dot;
@@ -127,24 +127,30 @@ impl ItemWriteOp {
     }
 }
 
-impl Op for ItemWriteOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl WithProducts for ItemWriteOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let (m, a, b) = self.operands(inputs)?;
         let x = crate::kernels::cuda::layers::outer::outer(a, b)?;
         let Some(gates) = &self.config.gates else {
             return Ok(vec![m.broadcast_add(&x)?]);
         };
         let d = self.config.d;
-        let g_mem = dense(&m.tanh()?, gates.gate_mem.weight.of(params), Some(gates.gate_mem.bias.of(params)))?; // [B, d, 2d]
-        let g_in = dense(a, gates.gate_in.weight.of(params), Some(gates.gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2d]
+        let (gate_mem, gate_in) = (&gates.gate_mem, &gates.gate_in);
+        let g_mem = products.dense(&m.tanh()?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, d, 2d]
+        let g_in = products.dense(a, gate_in.weight.of(params), Some(gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2d]
+        // The scalar biases as a value per row, `[rows, 2]` over the `[input | forget]` halves.
+        let bias = products.per_row(&Tensor::cat(&[gates.b_in.of(params), gates.b_forget.of(params)], D::Minus1)?)?;
+        let rows = bias.dim(0)?;
         if used_for(&g_mem, crate::kernels::cuda::sam::item_gate::ITEM_GATE) {
             // One kernel forward and one backward for the gates, the squashed write and the sum
-            // (kernels::cuda::sam::item_gate). The scalar biases, as a [2, 1] column over the
-            // `[input | forget]` halves, join `g_in` ([B, 1, 2d]) rather than the whole
-            // pre-activation: their gradient is then a sum of B·2d elements, not of B·d·2d.
-            let bias = Tensor::cat(&[gates.b_in.of(params), gates.b_forget.of(params)], 0)?.reshape((2, 1))?;
+            // (kernels::cuda::sam::item_gate). The scalar biases join `g_in` ([B, 1, 2d])
+            // rather than the whole pre-activation: their gradient is then a sum of B·2d
+            // elements, not of B·d·2d.
             let (batch, one, width) = g_in.dims3()?;
-            let g_in = g_in.reshape((batch, one, 2, width / 2))?.broadcast_add(&bias)?.reshape((batch, one, width))?;
+            let g_in = g_in
+                .reshape((batch, one, 2, width / 2))?
+                .broadcast_add(&bias.reshape((rows, 1, 2, 1))?)?
+                .reshape((batch, one, width))?;
             let g = g_mem.broadcast_add(&g_in)?;
             // One batch for the three, as the broadcasting ops below would have it (a memory,
             // `a` or `b` of batch 1 spreads over the others'; the initial memory has none).
@@ -154,15 +160,12 @@ impl Op for ItemWriteOp {
             return Ok(vec![item_gate::gated_write(&g, &x, &m)?]);
         }
         let g = g_mem.broadcast_add(&g_in)?;
-        let input_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, 0, d)?.broadcast_add(gates.b_in.of(params))?)?;
-        let forget_gate =
-            candle_nn::ops::sigmoid(&g.narrow(D::Minus1, d, d)?.broadcast_add(gates.b_forget.of(params))?)?;
+        let (b_in, b_forget) =
+            (bias.narrow(1, 0, 1)?.reshape((rows, 1, 1))?, bias.narrow(1, 1, 1)?.reshape((rows, 1, 1))?);
+        let input_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, 0, d)?.broadcast_add(&b_in)?)?;
+        let forget_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, d, d)?.broadcast_add(&b_forget)?)?;
         let written = input_gate.broadcast_mul(&x.tanh()?)?;
         Ok(vec![(written + forget_gate.broadcast_mul(m)?)?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
     }
 }
 

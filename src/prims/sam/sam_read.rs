@@ -11,8 +11,7 @@
 use candle_core::Tensor;
 use rayon::prelude::*;
 
-use crate::kernels::blocks::{layer_norm::layer_norm, opa::outer_product_attention};
-use crate::kernels::cpu::dense::dense;
+use crate::kernels::blocks::opa::outer_product_attention;
 use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::gemm::{Mat, MatMut, Par, filled, matmul};
 use crate::kernels::cpu::par::{group_size, multiversion};
@@ -83,14 +82,15 @@ impl SamReadOp {
     }
 }
 
-impl Op for SamReadOp {
-    fn forward(&self, inputs: &[&Tensor], params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
+impl WithProducts for SamReadOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let Config { n, nq, qkv, ln } = &self.config;
         let (n, nq) = (*n, *nq);
         let [m] = op::inputs("samRead", inputs)?;
         let batch = m.dim(0)?;
-        let proj = dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
-        let normed = layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
+        let proj = products.dense(m, qkv.weight.of(params), Some(qkv.bias.of(params)))?; // [B, n, 3nq]
+        let normed =
+            products.layer_norm(&proj.reshape((batch, n * 3 * nq))?, ln.weight.of(params), ln.bias.of(params))?;
         let fits = normed.device().is_cpu() || sam_attend::fits_a_block(n, nq);
         if crate::kernels::cuda::switches::used_for(&normed, crate::kernels::cuda::sam::sam_attend::SAM_ATTEND) && fits
         {
@@ -101,10 +101,6 @@ impl Op for SamReadOp {
         let k = qkv.narrow(1, nq, nq)?;
         let v = qkv.narrow(1, 2 * nq, nq)?;
         Ok(vec![outer_product_attention(&q, &k, &v)?])
-    }
-
-    fn manual(&self) -> Option<&dyn TrainOp> {
-        Some(self)
     }
 }
 

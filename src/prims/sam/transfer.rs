@@ -73,13 +73,13 @@ impl TransferOp {
     }
 }
 
-impl DenseProducts for TransferOp {
-    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], dense: &Product) -> Outputs {
+impl WithProducts for TransferOp {
+    fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let Config { nq, d, d2, layer } = &self.config;
         let [r] = op::inputs("transfer", inputs)?;
         let batch = r.dim(0)?;
         let flat = r.reshape((batch, nq * d, *d2))?.transpose(1, 2)?; // [B, d2, nq·d]
-        Ok(vec![dense(&flat, layer.weight.of(params), Some(layer.bias.of(params)))?])
+        Ok(vec![products.dense(&flat, layer.weight.of(params), Some(layer.bias.of(params)))?])
     }
 }
 
