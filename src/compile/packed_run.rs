@@ -8,10 +8,9 @@
 //! output head over all scored steps, a weight's aliases per time step) apply to a pack as to
 //! one trial, so each trial computes what it computes alone; its loss is its rows' alone, and
 //! one backward of the losses' sum gives each trial its own gradients. An op with a packed form
-//! ([`PackedForward`](crate::prims::contract::op::PackedForward): every op that takes weights
-//! but `embedding`, which runs with the input's nodes, once per training step) runs once for
-//! the whole pack instead: batched products over the trial axis, each parameter stacked over
-//! the trials.
+//! ([`PackedForward`](crate::prims::contract::op::PackedForward): every op that takes weights)
+//! runs once for the whole pack instead: batched products over the trial axis, each parameter
+//! stacked over the trials.
 
 use std::sync::{Arc, OnceLock};
 

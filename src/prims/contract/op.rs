@@ -7,6 +7,7 @@ use candle_core::{Result, Tensor};
 
 use super::backward::TrainOp;
 use crate::kernels::blocks::layer_norm::layer_norm;
+use crate::kernels::blocks::lookup::{lookup, lookup_packed};
 use crate::kernels::cpu::dense::{dense, dense_packed};
 use crate::signature::{Args, PrimError, Primitive};
 
@@ -74,6 +75,10 @@ pub trait Products {
     /// (`kernels::blocks::layer_norm`; for a pack, the normalisation of every row in one go,
     /// then each trial's map on its rows).
     fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor>;
+
+    /// The rows of `table` by token `ids` (`kernels::blocks::lookup`; for a pack, each trial's
+    /// ids read its own table), as one-hot products where `one_hot`.
+    fn lookup(&self, table: &Tensor, ids: &Tensor, one_hot: bool) -> Result<Tensor>;
 }
 
 /// One trial's parameters on all rows.
@@ -90,6 +95,10 @@ impl Products for Alone {
 
     fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
         layer_norm(x, w, b)
+    }
+
+    fn lookup(&self, table: &Tensor, ids: &Tensor, one_hot: bool) -> Result<Tensor> {
+        lookup(table, ids, one_hot)
     }
 }
 
@@ -115,10 +124,14 @@ impl Products for Pack {
         let (w, b) = (w.unsqueeze(1)?, b.unsqueeze(1)?);
         blocks.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.dims())
     }
+
+    fn lookup(&self, table: &Tensor, ids: &Tensor, one_hot: bool) -> Result<Tensor> {
+        lookup_packed(table, ids, one_hot)
+    }
 }
 
-/// An op whose parameters enter only through [`Products`] (every op that takes weights but
-/// `embedding`), written once over them: it runs alone with [`Alone`], and for a pack with
+/// An op whose parameters enter only through [`Products`] (every op that takes weights),
+/// written once over them: it runs alone with [`Alone`], and for a pack with
 /// [`Pack`], one op for every trial (its [`Op`] and [`PackedForward`] come with it). Its manual
 /// backward is its own.
 pub trait WithProducts: TrainOp + Send + Sync {
