@@ -187,8 +187,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         memory: memory.into(),
         pack: args.parallel.packing(),
     };
-    let to_run =
-        plans.iter().filter(|p| p.runs(&opts)).count() + searches.iter().map(Search::trial_count).sum::<usize>();
+    // What runs at once is a pack (a trial alone is a pack of one): one pack of 16 trials takes
+    // every core, as one trial alone would.
+    let runs: Vec<bool> = plans.iter().map(|p| p.runs(&opts)).collect();
+    let packs_to_run = sweep::packs::plan(&trials, &opts, &runs).iter().filter(|p| runs[p[0]]).count();
+    let to_run = packs_to_run + searches.iter().map(Search::trial_count).sum::<usize>();
     let gpus = spread.as_ref().map_or_else(|| usize::from(on_gpu(args.device.as_deref(), &trials)), Vec::len);
     (opts.jobs, opts.threads) = args.parallel.budget(to_run, gpus);
     // A trial that crashed its process is probed alone on the first GPU of a spread sweep.
@@ -279,8 +282,9 @@ pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bo
 /// How many trials run at once, and on how many compute threads each (`sweep`, `ablate`).
 #[derive(clap::Args)]
 pub struct Parallelism {
-    /// Trials at once (default: one per core, at most the number of trials; on a GPU,
-    /// at most 4). With `--executor slurm`, a search's workers (default: one per seed).
+    /// Trials (or packs) at once (default: one per core, at most the number of packs, a trial
+    /// alone being a pack of one; on a GPU, at most 4). With `--executor slurm`, a search's
+    /// workers (default: one per seed).
     #[arg(long, short, value_parser = counts::thread_count)]
     jobs: Option<usize>,
     /// Compute threads per trial (default: cores / jobs).

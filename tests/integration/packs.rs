@@ -331,6 +331,22 @@ fn a_dry_run_shows_the_packs() {
     assert!(alone.contains("6 of 6 trials would run (2 at a time"), "{alone}");
 }
 
+/// What runs at once is a pack: one pack of every trial takes every core, as a trial alone does.
+#[test]
+fn one_pack_of_a_sweep_s_trials_takes_every_core() {
+    let (_dir, spec, store) =
+        crate::support::spec_folder(&crate::support::tiny_lstm_sweep("six", "batch = 8, steps = 30", "seed in 1..6"));
+    let out =
+        crate::support::memctl_at(&store).arg("sweep").arg(&spec).args(["--dry-run", "--pack", "6"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", crate::support::text(&out.stderr));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let plan = crate::support::text(&out.stdout);
+    assert!(
+        plan.contains(&format!("6 of 6 trials would run in 1 packs (1 at a time, {cores} threads each)")),
+        "{plan}"
+    );
+}
+
 /// A judge that stops its trial at its first evaluation at or after `at` (or never).
 struct StopAt {
     at: Option<usize>,
