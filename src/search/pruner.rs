@@ -19,25 +19,19 @@ use std::collections::BTreeMap;
 
 use super::outcome::compare;
 use crate::check::search::{PruneRule, Pruning};
+pub use crate::store::study::AtRung;
 use crate::store::study::{Decision, RungReport, StudyRecord};
-
-/// A trial's numbers at a rung.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AtRung {
-    pub config: usize,
-    pub seed: u64,
-    pub rung: usize,
-    pub step: u64,
-    pub value: f64,
-    pub loss: Option<f64>,
-    pub loss_before: Option<f64>,
-}
 
 /// The decision on `at`, given the reports already in `study` (a report of the same trial and
 /// rung is replaced by `at`).
 pub fn judge(pruning: &Pruning, study: &StudyRecord, at: &AtRung) -> Decision {
     let mut values: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for r in study.reports.iter().filter(|r| r.rung == at.rung && !(r.config == at.config && r.seed == at.seed)) {
+    for r in study
+        .reports
+        .iter()
+        .map(|r| &r.at)
+        .filter(|r| r.rung == at.rung && !(r.config == at.config && r.seed == at.seed))
+    {
         values.entry(r.config).or_default().push(r.value);
     }
     values.entry(at.config).or_default().push(at.value);
@@ -84,16 +78,7 @@ pub fn loss_before(pruning: &Pruning, step: usize, train_loss: &[(u64, f64)]) ->
 
 /// `at` with its decision, as the study keeps it.
 pub fn report(at: &AtRung, decision: Decision) -> RungReport {
-    RungReport {
-        config: at.config,
-        seed: at.seed,
-        rung: at.rung,
-        step: at.step,
-        value: at.value,
-        loss: at.loss,
-        loss_before: at.loss_before,
-        decision,
-    }
+    RungReport { at: at.clone(), decision }
 }
 
 #[cfg(test)]

@@ -33,10 +33,9 @@ pub struct StudyConfig {
     pub proposed_at: f64,
 }
 
-/// What a trial (a configuration with a seed) reported when it reached a rung, and the
-/// decision.
+/// What a trial (a configuration with a seed) reported when it reached a rung.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RungReport {
+pub struct AtRung {
     pub config: usize,
     pub seed: u64,
     /// 0 for the first rung.
@@ -50,6 +49,14 @@ pub struct RungReport {
     /// The training loss the guard's span earlier (`Pruning::guard_window` steps before
     /// `step`; the first evaluation's where the curve starts later).
     pub loss_before: Option<f64>,
+}
+
+/// A trial's report at a rung and the decision taken on it (one JSON object: the report's
+/// fields beside `decision`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RungReport {
+    #[serde(flatten)]
+    pub at: AtRung,
     pub decision: Decision,
 }
 
@@ -76,12 +83,12 @@ impl StudyRecord {
 
     /// The decision already taken for a trial at a rung.
     pub fn report(&self, config: usize, seed: u64, rung: usize) -> Option<&RungReport> {
-        self.reports.iter().find(|r| r.config == config && r.seed == seed && r.rung == rung)
+        self.reports.iter().find(|r| r.at.config == config && r.at.seed == seed && r.at.rung == rung)
     }
 
     /// The first rung at which a configuration (any of its seeds) was pruned.
     pub fn pruned_at(&self, config: usize) -> Option<&RungReport> {
-        self.reports.iter().filter(|r| r.config == config && !r.decision.keep).min_by_key(|r| r.rung)
+        self.reports.iter().filter(|r| r.at.config == config && !r.decision.keep).min_by_key(|r| r.at.rung)
     }
 }
 
@@ -91,4 +98,26 @@ pub fn encode(study: &StudyRecord) -> Result<Vec<u8>, serde_json::Error> {
 
 pub fn decode(bytes: &[u8]) -> Result<StudyRecord, serde_json::Error> {
     serde_json::from_slice(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StudyRecord, decode, encode};
+
+    /// A report is one flat JSON object, as studies in existing stores hold it.
+    #[test]
+    fn a_report_reads_and_writes_as_one_flat_object() {
+        let stored = br#"{"version":1,"experiment":"lrs","configs":[],"reports":[{"config":2,"seed":1,
+            "rung":0,"step":20,"value":0.5,"loss":1.25,"loss_before":null,"decision":{"keep":false,
+            "mean":0.5,"cutoff":0.75,"compared":3,"guarded":false}}]}"#;
+        let study: StudyRecord = decode(stored).unwrap();
+        let report = &study.reports[0];
+        assert_eq!(
+            (report.at.config, report.at.step, report.at.loss, report.decision.compared),
+            (2, 20, Some(1.25), 3)
+        );
+        let written: serde_json::Value = serde_json::from_slice(&encode(&study).unwrap()).unwrap();
+        let original: serde_json::Value = serde_json::from_slice(stored).unwrap();
+        assert_eq!(written, original);
+    }
 }

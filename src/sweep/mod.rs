@@ -302,23 +302,11 @@ pub trait Reporter: Sync {
     fn warning(&self, message: &str);
 }
 
-/// Runs one trial (unless it is settled, or running elsewhere) and records it.
-pub fn run_trial(
-    store: &Store,
-    spec: &SpecSource,
-    index: usize,
-    trial: &Trial,
-    opts: &Options,
-    reporter: &dyn Reporter,
-    cancel: &AtomicBool,
-) -> Result<TrialResult, StoreError> {
-    run_judged_trial(store, spec, index, trial, opts, reporter, cancel, None)
-}
-
-/// [`run_trial`], asking `judge` after every evaluation whether the trial goes on (a search's
-/// pruner); a trial it stops is recorded `pruned`, with the decision.
+/// Runs one trial (unless it is settled, or running elsewhere) and records it, asking `judge`
+/// (a search's pruner), if any, after every evaluation whether the trial goes on; a trial it
+/// stops is recorded `pruned`, with the decision.
 #[allow(clippy::too_many_arguments)]
-pub fn run_judged_trial(
+pub fn run_trial(
     store: &Store,
     spec: &SpecSource,
     index: usize,

@@ -162,7 +162,7 @@ pub fn run_packed(
     cancel: &AtomicBool,
 ) -> Vec<Result<TrialResult, StoreError>> {
     if let [m] = members {
-        return vec![super::run_judged_trial(store, spec, m.index, m.trial, opts, reporter, cancel, m.judge)];
+        return vec![super::run_trial(store, spec, m.index, m.trial, opts, reporter, cancel, m.judge)];
     }
     let mut results = vec![];
     let mut claimed: Vec<(&Packed<'_>, Claimed)> = vec![];

@@ -217,7 +217,7 @@ impl<'a> Search<'a> {
                 } else {
                     self.mean_of_seeds(&values, &latest, &metric).unwrap_or(f64::NAN)
                 };
-                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.rung), value });
+                out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.at.rung), value });
                 continue;
             }
             let mut finished = vec![];
@@ -292,7 +292,7 @@ impl<'a> Search<'a> {
                 values,
                 sampler: config.sampler.clone(),
                 seeds,
-                pruned_at: study.pruned_at(c).map(|r| r.rung + 1),
+                pruned_at: study.pruned_at(c).map(|r| r.at.rung + 1),
             });
         }
         Ok((study, rows))
@@ -348,7 +348,7 @@ impl<'a> Search<'a> {
             // A configuration pruned through another seed is not trained again with this one.
             if let (Some(pruning), Some(study)) = (&self.plan.spec.prune, &study)
                 && let Some(p) =
-                    study.pruned_at(item.config).filter(|p| study.report(item.config, item.seed, p.rung).is_none())
+                    study.pruned_at(item.config).filter(|p| study.report(item.config, item.seed, p.at.rung).is_none())
             {
                 results.push(self.record_pruned_unrun(spec, &item, &trial, pruning, p, opts, reporter));
                 continue;
@@ -416,11 +416,11 @@ impl<'a> Search<'a> {
                 r.ended_at = Some(now());
                 r.stop_reason = format!(
                     "its configuration was pruned at rung {} (seed {}), before this seed ran",
-                    by.rung + 1,
-                    by.seed
+                    by.at.rung + 1,
+                    by.at.seed
                 );
                 r.pruned = Some(Pruned {
-                    rung: by.rung + 1,
+                    rung: by.at.rung + 1,
                     step: 0,
                     metric: pruning.metric.name.clone(),
                     value: by.decision.mean,
@@ -524,9 +524,9 @@ impl TrialJudge<'_> {
             if !r.decision.keep {
                 return Some(Pruned {
                     rung: rung + 1,
-                    step: r.step,
+                    step: r.at.step,
                     metric: metric.clone(),
-                    value: r.value,
+                    value: r.at.value,
                     mean: r.decision.mean,
                     cutoff: r.decision.cutoff.unwrap_or(r.decision.mean),
                 });
@@ -540,14 +540,14 @@ impl TrialJudge<'_> {
     /// this seed too: at its next evaluation where the other seed trains in this process, else
     /// at its next rung (where it reads the study).
     fn pruned_through_another_seed(&self, step: usize, so_far: &Outcome) -> Option<Pruned> {
-        let by = self.search.pruned.lock().ok()?.get(&self.config).filter(|r| r.seed != self.seed).cloned()?;
+        let by = self.search.pruned.lock().ok()?.get(&self.config).filter(|r| r.at.seed != self.seed).cloned()?;
         let metric = &self.pruning.metric.name;
         // This seed's own value at that rung (its first evaluation there), else its latest.
-        let at = self.pruning.rung_steps().get(by.rung).copied().unwrap_or(0) as u64;
+        let at = self.pruning.rung_steps().get(by.at.rung).copied().unwrap_or(0) as u64;
         let curve = so_far.curves.get(metric);
         let own = curve.and_then(|c| c.iter().find(|(s, _)| *s >= at).or(c.last())).map(|(_, v)| *v);
         Some(Pruned {
-            rung: by.rung + 1,
+            rung: by.at.rung + 1,
             step: step as u64,
             metric: metric.clone(),
             value: own.unwrap_or(by.decision.mean),
@@ -577,7 +577,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::store::study::Decision;
+    use crate::store::study::{AtRung, Decision};
 
     const SPEC: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
@@ -629,13 +629,7 @@ experiment lrs {
 
     fn pruned_by_seed_2() -> RungReport {
         RungReport {
-            config: 0,
-            seed: 2,
-            rung: 0,
-            step: 20,
-            value: 1.0,
-            loss: None,
-            loss_before: None,
+            at: AtRung { config: 0, seed: 2, rung: 0, step: 20, value: 1.0, loss: None, loss_before: None },
             decision: Decision { keep: false, mean: 1.0, cutoff: Some(0.5), compared: 2, guarded: false },
         }
     }

@@ -316,7 +316,7 @@ fn a_trial_failing_between_progress_saves_records_the_steps_it_ran_and_its_evalu
     let opts = Options::one_at_a_time();
     let spec = SpecSource { path: "one.mem".into(), text };
     let cancel = std::sync::atomic::AtomicBool::new(false);
-    sweep::run_trial(&store, &spec, 0, trial, &opts, &BugAtStep(25), &cancel).unwrap();
+    sweep::run_trial(&store, &spec, 0, trial, &opts, &BugAtStep(25), &cancel, None).unwrap();
     // What the store keeps: failed at step 25, with the evaluations at steps 10 and 20.
     let r = store.get(1).unwrap();
     assert_eq!(r.status, memctl::store::Status::Failed);
