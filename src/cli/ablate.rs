@@ -152,29 +152,31 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let store = Store::open(&ctx.store)?;
-    let total: usize = variants.iter().map(|v| v.trials.len()).sum();
-    let on_gpu = variants.iter().any(|v| crate::cli::sweep::on_gpu(None, &v.trials));
-    let (jobs, threads) = args.parallel.budget(total, usize::from(on_gpu));
     let mut code = 0;
     for v in &variants {
         eprintln!("{}: {}", v.name, v.overrides.join(" "));
+        let mut opts = Options {
+            force: false,
+            retry_failed: false,
+            jobs: 1,
+            threads: 1,
+            device: None,
+            prober: None,
+            memory: crate::cli::memory::budget_unchecked(&v.trials, None).into(),
+            pack: args.parallel.packing(),
+        };
+        // The variants run one after another: each variant's packs share the cores.
+        let packs = crate::sweep::packs::plan(&v.trials, &opts, &vec![true; v.trials.len()]).len();
+        let on_gpu = sweep::on_gpu(None, &v.trials);
+        (opts.jobs, opts.threads) = args.parallel.budget(packs, usize::from(on_gpu));
         let prober = ChildProber::for_this_exe(
             args.file.clone(),
             Some(args.experiment.clone()),
             v.overrides.clone(),
-            threads,
+            opts.threads,
             None,
         );
-        let opts = Options {
-            force: false,
-            retry_failed: false,
-            jobs,
-            threads,
-            device: None,
-            prober: prober.map(|p| Arc::new(p) as _),
-            memory: crate::cli::memory::budget_unchecked(&v.trials, None).into(),
-            pack: args.parallel.packing(),
-        };
+        opts.prober = prober.map(|p| Arc::new(p) as _);
         let source = load::spec_source(&args.file, &v.spec);
         code = code.max(sweep::execute(&store, &source, &v.trials, &opts, args.quiet)?);
     }

@@ -287,7 +287,7 @@ pub struct Parallelism {
     /// workers (default: one per seed).
     #[arg(long, short, value_parser = counts::thread_count)]
     jobs: Option<usize>,
-    /// Compute threads per trial (default: cores / jobs).
+    /// Compute threads per trial or pack (default: cores / jobs).
     #[arg(long, value_parser = counts::thread_count)]
     threads: Option<usize>,
     /// Train trials of one model and shapes together as one program: `auto` (where it pays),
@@ -306,13 +306,13 @@ impl Parallelism {
         self.pack
     }
 
-    /// Trials at once and threads per trial for `trials` trials on `gpus` GPUs (0: the CPU):
-    /// never more than the cores unless asked. Trials on a GPU share it: a few at once keep it
+    /// Packs at once and threads per pack for `packs` packs (a trial alone being a pack of
+    /// one) on `gpus` GPUs (0: the CPU): never more than the cores unless asked. Trials on a GPU share it: a few at once keep it
     /// busy while each waits for its own steps ([`GPU_JOBS`] per GPU).
-    pub fn budget(&self, trials: usize, gpus: usize) -> (usize, usize) {
+    pub fn budget(&self, packs: usize, gpus: usize) -> (usize, usize) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let default_jobs = if gpus > 0 { (GPU_JOBS * gpus).min(cores) } else { cores };
-        let jobs = self.jobs.unwrap_or_else(|| default_jobs.min(trials.max(1))).max(1);
+        let jobs = self.jobs.unwrap_or_else(|| default_jobs.min(packs.max(1))).max(1);
         let threads = self.threads.unwrap_or_else(|| (cores / jobs).max(1)).max(1);
         if jobs * threads > cores {
             eprintln!("note: {jobs} jobs × {threads} threads exceeds the {cores} cores; trials will compete for them");

@@ -1,16 +1,17 @@
 //! The weights a run reads: one trial's, or each trial's of a pack. A pack runs over
 //! `[T, P·B, …]`, trial `p`'s sequences at `p·B..(p+1)·B` of every `P·B` rows. This is how
 //! candle's autograd (a GPU's gradients, where the tape does not run) trains a pack: a node
-//! that reads no parameter runs once over every trial's rows; a node that reads parameters
-//! runs once per trial on its rows with that trial's weights, and its outputs join again. A
-//! value a trial shares across its batch (a learned scalar, a learned initial state) is spread
-//! over its rows. The run's other arrangements (the input's nodes over all time steps, the
-//! output head over all scored steps, a weight's aliases per time step) apply to a pack as to
-//! one trial, so each trial computes what it computes alone; its loss is its rows' alone, and
-//! one backward of the losses' sum gives each trial its own gradients. An op with a packed form
-//! ([`PackedForward`](crate::prims::contract::op::PackedForward): every op that takes weights)
-//! runs once for the whole pack instead: batched products over the trial axis, each parameter
-//! stacked over the trials.
+//! that reads no parameter runs once over every trial's rows; a node that reads parameters runs
+//! once for the whole pack, its packed form
+//! ([`PackedForward`](crate::prims::contract::op::PackedForward): batched products over the
+//! trial axis, each parameter stacked over the trials), which every op that takes weights has.
+//! Where an input does not hold every trial's rows (a value of batch 1 a trial shares), the
+//! node runs once per trial on its rows with that trial's weights, and its outputs join
+//! again. A value a trial shares across its batch (a learned scalar, a learned initial state)
+//! is spread over its rows. The run's other arrangements (the input's nodes over all time
+//! steps, the output head over all scored steps, a weight's aliases per time step) apply to a
+//! pack as to one trial, so each trial computes what it computes alone; its loss is its rows'
+//! alone, and one backward of the losses' sum gives each trial its own gradients.
 
 use std::sync::{Arc, OnceLock};
 
@@ -148,8 +149,9 @@ impl Cell {
 
     /// Node `i` on `inputs`, whose full rows are `outer` blocks of every trial's rows (`outer`
     /// time steps stacked, for the input's nodes or the output head): with one trial's weights;
-    /// for a pack, once over all rows where it reads no parameter, else once per trial on its
-    /// rows of each block, the outputs joined in the same order.
+    /// for a pack, once over all rows where it reads no parameter, else by its packed form
+    /// where every input holds all the rows, else once per trial on its rows of each block,
+    /// the outputs joined in the same order.
     pub(super) fn run_node(
         &self,
         i: usize,

@@ -25,10 +25,13 @@ pub fn lookup_packed(tables: &Tensor, ids: &Tensor, one_hot: bool) -> Result<Ten
     let rows = match one_hot {
         true => one_hot_rows(ids, vocab, tables)?.reshape((trials, n, vocab))?.matmul(tables)?,
         false => {
-            // Trial `p`'s ids index rows `p·V..(p+1)·V` of the tables laid end to end.
-            let offsets: Vec<u32> = (0..trials).flat_map(|p| std::iter::repeat_n((p * vocab) as u32, n)).collect();
-            let offsets = Tensor::from_vec(offsets, trials * n, ids.device())?.to_dtype(ids.dtype())?;
-            tables.reshape((trials * vocab, size))?.index_select(&(ids.flatten_all()? + offsets)?, 0)?
+            // Trial `p`'s ids index rows `p·V..(p+1)·V` of the tables laid end to end. One offset
+            // per trial is uploaded, the same at every step: a CUDA graph's capture finds it in
+            // candle's upload cache, which holds small uploads only.
+            let offsets: Vec<u32> = (0..trials).map(|p| (p * vocab) as u32).collect();
+            let offsets = Tensor::from_vec(offsets, (trials, 1), ids.device())?.to_dtype(ids.dtype())?;
+            let ids = ids.reshape((trials, n))?.broadcast_add(&offsets)?.flatten_all()?;
+            tables.reshape((trials * vocab, size))?.index_select(&ids, 0)?
         }
     };
     rows.reshape(with_last(ids, size))
