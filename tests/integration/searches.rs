@@ -2,12 +2,10 @@
 //! loses and repeats nothing.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use crate::support::{TINY_TASK, memctl_at, spec_folder, text, token_lstm};
+use crate::support::{TINY_TASK, kill_after_start, memctl_at, spec_folder, text, token_lstm};
 
 /// A tiny LSTM experiment `name` with a `search` block.
 fn tiny_search(name: &str, train: &str, search: &str) -> String {
@@ -81,21 +79,7 @@ fn a_search_killed_at_random_moments_loses_and_repeats_nothing() {
     let settled = |r: &serde_json::Value| r["status"] == "done" || r["status"] == "pruned";
     let mut settled_runs: HashMap<String, u64> = HashMap::new();
     for (nth_start, delay_ms) in [(1usize, 0u64), (2, 40), (1, 15), (3, 80), (2, 5)] {
-        let mut child = sweep(&store, &spec, "2").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut started = 0;
-        for line in stderr.lines() {
-            let Ok(line) = line else { break };
-            if line.ends_with(": started") {
-                started += 1;
-                if started == nth_start {
-                    break;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL (the sweep may have ended on its own)
-        child.wait().unwrap();
+        kill_after_start(&mut sweep(&store, &spec, "2"), nth_start, delay_ms);
         let recs = records(&store);
         for r in recs.iter().filter(|r| settled(r)) {
             settled_runs.insert(r["trial_key"].as_str().unwrap().to_string(), r["id"].as_u64().unwrap());

@@ -1,7 +1,9 @@
 //! Helpers shared by the integration tests.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use memctl::check::{self, Trial};
 use memctl::lang;
@@ -137,4 +139,25 @@ pub fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// Runs `sweep` (a `memctl sweep` command) and kills it with SIGKILL `delay_ms` after its
+/// `nth_start`-th trial has started (its `running` record is durable by then), or when it ends
+/// on its own.
+pub fn kill_after_start(sweep: &mut Command, nth_start: usize, delay_ms: u64) {
+    let mut child = sweep.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut started = 0;
+    for line in stderr.lines() {
+        let Ok(line) = line else { break };
+        if line.ends_with(": started") {
+            started += 1;
+            if started == nth_start {
+                break;
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(delay_ms));
+    let _ = child.kill(); // the sweep may have ended on its own
+    child.wait().unwrap();
 }

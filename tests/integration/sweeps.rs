@@ -1,12 +1,10 @@
 //! Sweeps that never lose or repeat work: crashes, failures, overrides.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
-use crate::support::{memctl_at, spec_folder, text, tiny_lstm_sweep, tiny_spec};
+use crate::support::{kill_after_start, memctl_at, spec_folder, text, tiny_lstm_sweep, tiny_spec};
 
 /// `memctl sweep <spec>`, two trials (or packs) at a time on one thread each.
 fn two_job_sweep(store: &Path, spec: &Path, pack: &str) -> Command {
@@ -51,21 +49,7 @@ fn sigkill_at_random_moments(packs: &[&str]) {
     // Kill at varying moments after the n-th trial has started (its `running` record is
     // durable by then), so the kills land mid-trial on a fast machine and a slow one alike.
     for (nth_start, delay_ms) in [(1usize, 0u64), (2, 40), (1, 15), (3, 80), (2, 5)] {
-        let mut child = sweep().stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-        let stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut started = 0;
-        for line in stderr.lines() {
-            let Ok(line) = line else { break };
-            if line.ends_with(": started") {
-                started += 1;
-                if started == nth_start {
-                    break;
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL (the sweep may have ended on its own)
-        child.wait().unwrap();
+        kill_after_start(&mut sweep(), nth_start, delay_ms);
         // The store opens after every kill, and never holds a duplicate id.
         let recs = records(&store);
         let mut ids: Vec<u64> = recs.iter().map(|r| r["id"].as_u64().unwrap()).collect();
