@@ -9,31 +9,17 @@ use crate::value::Value;
 
 fn run(id: u64, experiment: &str, params: &[(&str, Value)], metrics: &[(&str, f64)]) -> RunSummary {
     RunSummary {
-        id,
-        trial_key: format!("t{id}"),
-        status: Status::Done,
         experiment: experiment.into(),
         model: if params.iter().any(|(k, _)| *k == "gates") { "stm".into() } else { "lstm".into() },
-        task: "assocRetrieval".into(),
         seed: id,
-        swept: vec![],
         params: Arc::new(params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()),
         task_options: Arc::new([("pairs".to_string(), Value::Int(4))].into()),
         train: Arc::new(
             [("lr".to_string(), Value::Float(3e-3)), ("optimizer".to_string(), Value::Str("adam".into()))].into(),
         ),
         final_metrics: metrics.iter().map(|(k, v)| (k.to_string(), *v)).collect::<BTreeMap<_, _>>(),
-        steps_run: 100,
-        steps_to_converge: None,
-        epochs_to_converge: None,
-        tags: vec![],
         started_at: 1_738_281_600.0 + id as f64 * 86400.0, // 2025-01-31T00:00:00Z + id days
-        ended_at: None,
-        wall_seconds: 1.0,
-        param_count: 10,
-        spec_path: "x.mem".into(),
-        spec_hash: "h".into(),
-        live: None,
+        ..RunSummary::made_up(id)
     }
 }
 

@@ -246,29 +246,10 @@ mod tests {
 
     fn run(id: u64, lr: f64, gates: bool, accuracy: Option<f64>) -> RunSummary {
         RunSummary {
-            id,
-            trial_key: format!("t{id}"),
-            status: Status::Done,
-            experiment: "e".into(),
-            model: "stm".into(),
-            task: "assocRetrieval".into(),
-            seed: 1,
             swept: vec!["lr".into(), "gates".into(), "seed".into()],
             params: Arc::new([("lr".to_string(), Value::Float(lr)), ("gates".to_string(), Value::Bool(gates))].into()),
-            task_options: Arc::default(),
-            train: Arc::default(),
             final_metrics: accuracy.map(|a| ("accuracy".to_string(), a)).into_iter().collect::<BTreeMap<_, _>>(),
-            steps_run: 100,
-            steps_to_converge: None,
-            epochs_to_converge: None,
-            tags: vec![],
-            started_at: 0.0,
-            ended_at: None,
-            wall_seconds: 1.0,
-            param_count: 10,
-            spec_path: "x.mem".into(),
-            spec_hash: "h".into(),
-            live: None,
+            ..RunSummary::made_up(id)
         }
     }
 

@@ -88,6 +88,39 @@ impl RunSummary {
     }
 }
 
+#[cfg(test)]
+impl RunSummary {
+    /// A run that did not happen, for tests: `done`, trial `t{id}`, model `stm` on
+    /// `assocRetrieval`, 100 steps, no parameters, options or metrics; tests set what they read.
+    pub(crate) fn made_up(id: u64) -> RunSummary {
+        RunSummary {
+            id,
+            trial_key: format!("t{id}"),
+            status: Status::Done,
+            experiment: "e".into(),
+            model: "stm".into(),
+            task: "assocRetrieval".into(),
+            seed: 1,
+            swept: vec![],
+            params: Arc::default(),
+            task_options: Arc::default(),
+            train: Arc::default(),
+            final_metrics: BTreeMap::new(),
+            steps_run: 100,
+            steps_to_converge: None,
+            epochs_to_converge: None,
+            tags: vec![],
+            started_at: 0.0,
+            ended_at: None,
+            wall_seconds: 1.0,
+            param_count: 10,
+            spec_path: "x.mem".into(),
+            spec_hash: "h".into(),
+            live: None,
+        }
+    }
+}
+
 impl RunSummary {
     pub fn of(r: &RunRecord) -> RunSummary {
         RunSummary {
