@@ -156,14 +156,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     for v in &variants {
         eprintln!("{}: {}", v.name, v.overrides.join(" "));
         let mut opts = Options {
-            force: false,
-            retry_failed: false,
-            jobs: 1,
-            threads: 1,
-            device: None,
-            prober: None,
             memory: crate::cli::memory::budget_unchecked(&v.trials, None).into(),
             pack: args.parallel.packing(),
+            ..Options::one_at_a_time()
         };
         // The variants run one after another: each variant's packs share the cores.
         let packs = crate::sweep::packs::plan(&v.trials, &opts, &vec![true; v.trials.len()]).len();

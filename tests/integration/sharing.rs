@@ -198,14 +198,7 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
         let mut child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // Caught mid-way, in this sweep's own run: after a checkpoint of its own and an
         // evaluation, well before the end.
-        eventually("a checkpoint and some progress", || {
-            newest(&store).is_some_and(|r| {
-                let from = r["progress"]["resumed_from"].as_u64().unwrap_or(0);
-                r["id"].as_u64().unwrap() > before
-                    && r["progress"]["checkpoint_step"].as_u64().is_some_and(|c| c > from)
-                    && r["steps_run"].as_u64().is_some_and(|s| s >= from + 200)
-            })
-        });
+        wait_for_checkpoint_and_progress(&store, before);
         // SAFETY: signalling our own child process.
         unsafe { libc::kill(child.id() as i32, signal) };
         child.wait().unwrap();
@@ -218,29 +211,37 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
     let at = stopped["progress"]["checkpoint_step"].as_u64().unwrap();
     assert_eq!(at, stopped["steps_run"].as_u64().unwrap(), "a clean stop checkpoints where it stopped");
 
-    let out = sweep(&store, &spec).output().unwrap();
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains(&format!("resumed from its checkpoint at step {at}")), "{err}");
-    let resumed = only_record(&store);
-    assert_eq!(resumed["status"], "done");
-    assert_eq!(resumed["progress"]["resumed_from"], at);
+    let resumed = resume_to_the_end(&store, &spec, at);
     assert_eq!(resumed["final_metrics"], reference["final_metrics"], "the same final metrics, exactly");
     assert_eq!(resumed["curves"], reference["curves"], "the curves continue where they stopped");
     assert_eq!(resumed["steps_run"], reference["steps_run"]);
     assert!(!checkpoint_exists(&store), "pruned once done");
 }
 
-/// Waits until this store's newest run has saved a checkpoint of its own and trained 200
-/// steps past where it started.
-fn wait_for_checkpoint_and_progress(store: &Path) {
+/// Waits until this store's newest run, a later one than run `after`, has saved a checkpoint
+/// of its own and trained 200 steps past where it started.
+fn wait_for_checkpoint_and_progress(store: &Path, after: u64) {
     eventually("a checkpoint and some progress", || {
         newest(store).is_some_and(|r| {
             let from = r["progress"]["resumed_from"].as_u64().unwrap_or(0);
-            r["progress"]["checkpoint_step"].as_u64().is_some_and(|c| c > from)
+            r["id"].as_u64().unwrap() > after
+                && r["progress"]["checkpoint_step"].as_u64().is_some_and(|c| c > from)
                 && r["steps_run"].as_u64().is_some_and(|s| s >= from + 200)
         })
     });
+}
+
+/// Sweeps `spec` again and checks that its one trial resumed from its checkpoint at step `at`
+/// and finished; the finished record.
+fn resume_to_the_end(store: &Path, spec: &Path, at: u64) -> serde_json::Value {
+    let out = sweep(store, spec).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains(&format!("resumed from its checkpoint at step {at}")), "{err}");
+    let resumed = only_record(store);
+    assert_eq!(resumed["status"], "done");
+    assert_eq!(resumed["progress"]["resumed_from"], at);
+    resumed
 }
 
 #[test]
@@ -249,7 +250,7 @@ fn sigterm_stops_a_sweep_as_ctrl_c_does_and_the_next_sweep_resumes_where_it_stop
     let spec = write_spec(dir.path(), "long.mem", &long());
     let store = dir.path().join("store");
     let child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    wait_for_checkpoint_and_progress(&store);
+    wait_for_checkpoint_and_progress(&store, 0);
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();
@@ -264,14 +265,7 @@ fn sigterm_stops_a_sweep_as_ctrl_c_does_and_the_next_sweep_resumes_where_it_stop
     let at = stopped["progress"]["checkpoint_step"].as_u64().unwrap();
     assert_eq!(at, stopped["steps_run"].as_u64().unwrap(), "it checkpointed where it stopped");
     assert!(checkpoint_exists(&store));
-
-    let out = sweep(&store, &spec).output().unwrap();
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains(&format!("resumed from its checkpoint at step {at}")), "{err}");
-    let resumed = only_record(&store);
-    assert_eq!(resumed["status"], "done");
-    assert_eq!(resumed["progress"]["resumed_from"], at);
+    resume_to_the_end(&store, &spec, at);
 }
 
 #[test]
@@ -290,7 +284,7 @@ fn a_sweep_started_with_sighup_ignored_keeps_running_through_it() {
         })
     };
     let child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    wait_for_checkpoint_and_progress(&store);
+    wait_for_checkpoint_and_progress(&store, 0);
     // SAFETY: signalling our own child process.
     unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
     let out = child.wait_with_output().unwrap();
