@@ -272,7 +272,6 @@ impl sweep::Reporter for Log {
         }
         Box::new(Silent)
     }
-    fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: crate::store::Status) {}
     fn trial_finished(&self, _: usize, record: &crate::store::RunRecord) {
         eprintln!("memctl worker: run {} {}", record.id, record.status.as_str());
     }

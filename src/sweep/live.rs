@@ -230,11 +230,6 @@ mod tests {
 
     struct Quiet;
     impl Reporter for Quiet {
-        fn trial_started(&self, _: usize, _: &crate::check::Trial, _: u64, _: Option<u64>) -> Box<dyn Observer + '_> {
-            Box::new(crate::train::Silent)
-        }
-        fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: crate::store::Status) {}
-        fn trial_finished(&self, _: usize, _: &RunRecord) {}
         fn warning(&self, message: &str) {
             panic!("unexpected warning: {message}");
         }

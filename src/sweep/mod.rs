@@ -281,21 +281,24 @@ pub fn worker_pool(workers: usize, threads: usize) -> Result<rayon::ThreadPool, 
         .map_err(|source| SweepError::Threads { workers, source })
 }
 
-/// Progress reporting for a sweep.
+/// Progress reporting for a sweep. A reporter says where its warnings go; every other event
+/// it may leave alone.
 pub trait Reporter: Sync {
     /// An observer for one trial's training progress; `resumed_from` is the step its
-    /// checkpoint resumes it from.
+    /// checkpoint resumes it from. By default one that observes nothing.
     fn trial_started(
         &self,
-        index: usize,
-        trial: &Trial,
-        run_id: u64,
-        resumed_from: Option<u64>,
-    ) -> Box<dyn Observer + '_>;
+        _index: usize,
+        _trial: &Trial,
+        _run_id: u64,
+        _resumed_from: Option<u64>,
+    ) -> Box<dyn Observer + '_> {
+        Box::new(train::Silent)
+    }
     /// Not run: its latest run (`run_id`) is done, or failed (without `--retry-failed`), or
     /// running in another process.
-    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status);
-    fn trial_finished(&self, index: usize, record: &RunRecord);
+    fn trial_skipped(&self, _index: usize, _trial: &Trial, _run_id: u64, _status: Status) {}
+    fn trial_finished(&self, _index: usize, _record: &RunRecord) {}
     /// Not started yet: it fits in its device's memory alone, not beside the trials running.
     fn trial_waits_for_memory(&self, _index: usize, _trial: &Trial, _waiting: placement::Waiting) {}
     /// Something went wrong that does not stop the trial (a checkpoint that could not be saved).

@@ -604,17 +604,6 @@ experiment lrs {
 
     struct Quiet;
     impl Reporter for Quiet {
-        fn trial_started(
-            &self,
-            _: usize,
-            _: &crate::check::Trial,
-            _: u64,
-            _: Option<u64>,
-        ) -> Box<dyn crate::train::Observer + '_> {
-            Box::new(crate::train::Silent)
-        }
-        fn trial_skipped(&self, _: usize, _: &crate::check::Trial, _: u64, _: Status) {}
-        fn trial_finished(&self, _: usize, _: &crate::store::RunRecord) {}
         fn warning(&self, message: &str) {
             panic!("unexpected warning: {message}");
         }

@@ -366,11 +366,6 @@ impl memctl::sweep::live::Judge for StopAt {
 struct Quiet;
 
 impl memctl::sweep::Reporter for Quiet {
-    fn trial_started(&self, _: usize, _: &Trial, _: u64, _: Option<u64>) -> Box<dyn memctl::train::Observer + '_> {
-        Box::new(Silent)
-    }
-    fn trial_skipped(&self, _: usize, _: &Trial, _: u64, _: memctl::store::Status) {}
-    fn trial_finished(&self, _: usize, _: &memctl::store::RunRecord) {}
     fn warning(&self, message: &str) {
         eprintln!("warning: {message}");
     }

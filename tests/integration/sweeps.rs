@@ -275,8 +275,6 @@ impl memctl::sweep::Reporter for BugAtStep {
     ) -> Box<dyn memctl::train::Observer + '_> {
         Box::new(PanicAt(self.0))
     }
-    fn trial_skipped(&self, _: usize, _: &memctl::check::Trial, _: u64, _: memctl::store::Status) {}
-    fn trial_finished(&self, _: usize, _: &memctl::store::RunRecord) {}
     fn warning(&self, message: &str) {
         panic!("unexpected warning: {message}");
     }
