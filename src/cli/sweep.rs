@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::check::Trial;
+use crate::check::{SearchPlan, Trial};
 use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
 use crate::sweep::packs::Packing;
@@ -88,9 +88,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         return Ok(2);
     };
     let mut trials = load::select(&program, experiment.as_deref(), &args.file)?;
-    // Experiments with a `search` choose their trials as they run; their trials here stand
-    // for them (in the memory estimate).
-    let searches: Vec<(&str, &crate::check::SearchPlan)> = program
+    // Experiments with a `search` choose their trials as they run; their trials stand for them
+    // only in the memory estimate, and they run as searches.
+    let searches: Vec<(&str, &SearchPlan)> = program
         .experiments
         .iter()
         .filter(|e| experiment.as_deref().is_none_or(|name| name == e.name))
@@ -100,64 +100,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         Some(d) => crate::device::spread::parse(d)?,
         None => None,
     };
+    let selection = Selection { experiment, overrides, searches };
     if args.executor == Executor::Slurm {
-        if let Some(d) = args.device.as_deref().filter(|_| spread.is_some()) {
-            anyhow::bail!(
-                "`--device {d}` spreads a local sweep over several GPUs; on Slurm each array task trains on the \
-                 GPU Slurm gives it: `--device cuda --sbatch-arg=--gpus-per-task=1`"
-            );
-        }
-        if !searches.is_empty() && args.force {
-            anyhow::bail!(
-                "`--force` re-runs a search's trials only with the local executor; on Slurm, its workers run what is not settled"
-            );
-        }
-        let store = Store::open(&ctx.store)?;
-        let opts = Options {
-            force: args.force,
-            retry_failed: args.retry_failed,
-            jobs: 1,
-            threads: args.cpus_per_task.max(1),
-            device: args.device.clone(),
-            prober: None,
-            memory: Default::default(),
-            pack: args.parallel.packing(),
-        };
-        let shared = std::path::absolute(&args.shared_dir)?;
-        let memctl = match &args.memctl {
-            Some(p) => p.clone(),
-            None => std::env::current_exe()?,
-        };
-        let submission = |experiment| slurm_submit::Submission {
-            spec_path: &args.file,
-            experiment,
-            overrides: &overrides,
-            shared: shared.clone(),
-            memctl: memctl.clone(),
-            slurm: crate::slurm::scheduler::SlurmOptions {
-                partition: args.partition.clone(),
-                time: args.time.clone(),
-                cpus_per_task: args.cpus_per_task,
-                grace_seconds: args.grace,
-                array_parallelism: args.array_parallelism,
-                extra: args.sbatch_args.clone(),
-            },
-            dry_run: args.dry_run,
-        };
-        trials.retain(|t| !searches.iter().any(|(name, _)| *name == t.config.experiment));
-        let mut code = 0;
-        if !trials.is_empty() || searches.is_empty() {
-            code = slurm_submit::submit(&store, &trials, &recorder, &opts, submission(experiment.as_deref()))?;
-        }
-        for (name, plan) in &searches {
-            let search = Search::new(&store, plan, name);
-            // By default one worker per seed: a configuration's seeds run side by side, and
-            // each next configuration is proposed from the results before it.
-            let workers = args.parallel.jobs.unwrap_or(search.seeds());
-            let sub = submission(Some(name));
-            code = code.max(slurm_submit::submit_search(&store, &search, &recorder, &opts, workers, sub)?);
-        }
-        return Ok(code);
+        trials.retain(|t| !selection.is_searched(t));
+        return submit_to_slurm(&args, ctx, &selection, &trials, spread.is_some(), &recorder);
     }
     // Every device named opens before anything is claimed.
     match (&spread, &args.device) {
@@ -172,33 +118,127 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         Some(gpus) => memory.spread_over(gpus.clone()),
         None => memory,
     };
-    let store = Store::open(&ctx.store)?;
+    trials.retain(|t| !selection.is_searched(t));
     let source = load::spec_source(&args.file, &spec);
-    trials.retain(|t| !searches.iter().any(|(name, _)| *name == t.config.experiment));
-    let searches: Vec<Search> = searches.iter().map(|(name, plan)| Search::new(&store, plan, name)).collect();
+    run_locally(&args, ctx, selection, &trials, spread, memory.into(), &source)
+}
+
+/// What a sweep command selected besides its trials: the experiment named (if any), the
+/// overrides, and the selected experiments that run a `search`.
+struct Selection<'p> {
+    experiment: Option<String>,
+    overrides: Vec<String>,
+    searches: Vec<(&'p str, &'p SearchPlan)>,
+}
+
+impl Selection<'_> {
+    /// Whether `trial` belongs to a search (which chooses its trials as it runs).
+    fn is_searched(&self, trial: &Trial) -> bool {
+        self.searches.iter().any(|(name, _)| *name == trial.config.experiment)
+    }
+}
+
+/// Submits the trials (searches excluded) as a Slurm job array, and each search as workers
+/// that share its study; the sweep's exit code.
+fn submit_to_slurm(
+    args: &Args,
+    ctx: &Context,
+    selection: &Selection<'_>,
+    trials: &[Trial],
+    spread: bool,
+    recorder: &crate::slurm::manifest::Recorder,
+) -> anyhow::Result<i32> {
+    if let Some(d) = args.device.as_deref().filter(|_| spread) {
+        anyhow::bail!(
+            "`--device {d}` spreads a local sweep over several GPUs; on Slurm each array task trains on the \
+             GPU Slurm gives it: `--device cuda --sbatch-arg=--gpus-per-task=1`"
+        );
+    }
+    if !selection.searches.is_empty() && args.force {
+        anyhow::bail!(
+            "`--force` re-runs a search's trials only with the local executor; on Slurm, its workers run what is not settled"
+        );
+    }
+    let store = Store::open(&ctx.store)?;
+    let opts = Options {
+        force: args.force,
+        retry_failed: args.retry_failed,
+        threads: args.cpus_per_task.max(1),
+        device: args.device.clone(),
+        pack: args.parallel.packing(),
+        ..Options::one_at_a_time()
+    };
+    let shared = std::path::absolute(&args.shared_dir)?;
+    let memctl = match &args.memctl {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()?,
+    };
+    let submission = |experiment| slurm_submit::Submission {
+        spec_path: &args.file,
+        experiment,
+        overrides: &selection.overrides,
+        shared: shared.clone(),
+        memctl: memctl.clone(),
+        slurm: crate::slurm::scheduler::SlurmOptions {
+            partition: args.partition.clone(),
+            time: args.time.clone(),
+            cpus_per_task: args.cpus_per_task,
+            grace_seconds: args.grace,
+            array_parallelism: args.array_parallelism,
+            extra: args.sbatch_args.clone(),
+        },
+        dry_run: args.dry_run,
+    };
+    let mut code = 0;
+    if !trials.is_empty() || selection.searches.is_empty() {
+        code = slurm_submit::submit(&store, trials, recorder, &opts, submission(selection.experiment.as_deref()))?;
+    }
+    for (name, plan) in &selection.searches {
+        let search = Search::new(&store, plan, name);
+        // By default one worker per seed: a configuration's seeds run side by side, and each
+        // next configuration is proposed from the results before it.
+        let workers = args.parallel.jobs.unwrap_or(search.seeds());
+        let sub = submission(Some(name));
+        code = code.max(slurm_submit::submit_search(&store, &search, recorder, &opts, workers, sub)?);
+    }
+    Ok(code)
+}
+
+/// Runs (or, with `--dry-run`, shows) the trials (searches excluded) and the searches here,
+/// within `memory`; the sweep's exit code.
+fn run_locally(
+    args: &Args,
+    ctx: &Context,
+    selection: Selection<'_>,
+    trials: &[Trial],
+    spread: Option<Vec<crate::device::DeviceSpec>>,
+    memory: Arc<crate::sweep::memory_budget::MemoryBudget>,
+    source: &SpecSource,
+) -> anyhow::Result<i32> {
+    let store = Store::open(&ctx.store)?;
+    let searches: Vec<Search> = selection.searches.iter().map(|(name, plan)| Search::new(&store, plan, name)).collect();
     let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
     let mut opts = Options {
         force: args.force,
         retry_failed: args.retry_failed,
-        jobs: 1,
-        threads: 1,
         device: args.device.clone(),
-        prober: None,
-        memory: memory.into(),
+        memory,
         pack: args.parallel.packing(),
+        ..Options::one_at_a_time()
     };
     // What runs at once is a pack (a trial alone is a pack of one): one pack of 16 trials takes
     // every core, as one trial alone would.
     let runs: Vec<bool> = plans.iter().map(|p| p.runs(&opts)).collect();
-    let packs_to_run = sweep::packs::plan(&trials, &opts, &runs).iter().filter(|p| runs[p[0]]).count();
+    let packs_to_run = sweep::packs::plan(trials, &opts, &runs).iter().filter(|p| runs[p[0]]).count();
     let to_run = packs_to_run + searches.iter().map(Search::trial_count).sum::<usize>();
-    let gpus = spread.as_ref().map_or_else(|| usize::from(on_gpu(args.device.as_deref(), &trials)), Vec::len);
+    let gpus = spread.as_ref().map_or_else(|| usize::from(on_gpu(args.device.as_deref(), trials)), Vec::len);
     (opts.jobs, opts.threads) = args.parallel.budget(to_run, gpus);
     // A trial that crashed its process is probed alone on the first GPU of a spread sweep.
     let probe_device = match &spread {
         Some(gpus) => gpus.first().map(|g| g.to_string()),
         None => args.device.clone(),
     };
+    let Selection { experiment, overrides, .. } = selection;
     opts.prober = ChildProber::for_this_exe(args.file.clone(), experiment, overrides, opts.threads, probe_device)
         .map(|p| Arc::new(p) as _);
     if args.dry_run {
@@ -210,7 +250,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             );
         }
         if !trials.is_empty() || searches.is_empty() {
-            print_plan(&trials, &plans, &opts);
+            print_plan(trials, &plans, &opts);
         }
         for s in &searches {
             print_search_plan(&store, s, &opts)?;
@@ -219,13 +259,13 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     let mut code = 0;
     if !trials.is_empty() || searches.is_empty() {
-        code = execute(&store, &source, &trials, &opts, args.quiet)?;
+        code = execute(&store, source, trials, &opts, args.quiet)?;
         if !args.quiet {
-            super::sweep_table::print(&store, &trials)?;
+            super::sweep_table::print(&store, trials)?;
         }
     }
     for s in &searches {
-        code = code.max(execute_search(s, &source, &opts, args.quiet)?);
+        code = code.max(execute_search(s, source, &opts, args.quiet)?);
         if !args.quiet {
             eprintln!("`memctl search-report {} {}` shows what it found", args.file.display(), s.experiment());
         }
