@@ -77,25 +77,88 @@ pub fn plan(
     let name = &exp.name.name;
     let model_call = single(&exp.model, exp, "model", "model stm(d = 48)")?;
     let task_call = single(&exp.task, exp, "task", "task assocRetrieval(pairs = 4)")?;
-    let model = *models.get(model_call.callee.name.as_str()).ok_or_else(|| {
-        let mut d = CheckErrorKind::UnknownModel { name: model_call.callee.name.clone() }
-            .error()
-            .at(model_call.callee.span, "no such model");
-        if let Some(h) = crate::suggest::did_you_mean(&model_call.callee.name, models.keys().copied()) {
-            d = d.hint(h);
-        } else if models.is_empty() {
-            // The usual cause: the `use` line that brings the model in is missing.
-            d = d.hint("this spec defines no model; bring one in with `use`, e.g. `use \"models/lstm.mem\"` (memctl's models are in its `specs/models/`; the path is relative to this file)");
-        } else {
-            let mut known: Vec<&str> = models.keys().copied().collect();
-            known.sort_unstable();
-            d = d.hint(format!("the models this spec defines or uses: {}", known.join(", ")));
-        }
-        d
-    })?;
+    let model = resolve_model(model_call, models)?;
     let entries = model_params::table(model)?;
-    let mut model_overrides: BTreeMap<String, (Value, Span)> = BTreeMap::new();
-    for a in &model_call.args {
+    let model_overrides = model_overrides(model, &entries, model_call)?;
+    let (kind, task_options) = task_options(task_call, task_defs)?;
+    if exp.train.len() > 1 {
+        let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
+        return Err(CheckErrorKind::TwoTrainBlocks { experiment: name.to_string() }
+            .error()
+            .at(at, "in the second block")
+            .hint("merge them into one `train { … }`"));
+    }
+    // Sweep groups; every swept name must be something this experiment can vary.
+    let applicable: Vec<Override> =
+        overrides.iter().filter(|o| axis_target(&o.name, &entries, kind, model).is_ok()).cloned().collect();
+    let groups = super::sweep::groups(&exp.sweep, &applicable)?;
+    let axes = checked_axes(&groups, &entries, kind, model)?;
+    let applied = || applicable.iter().map(|o| o.name.name.clone()).collect();
+
+    // Instantiate once with the first trial's options to learn the target, metrics and test
+    // splits (for the settings checks); the trials reuse it. The first trial's, not the
+    // unswept ones: a data path set on the command line replaces one that may not exist.
+    let first_options = first_trial_options(&task_options, &axes, kind);
+    let probe: Arc<dyn Task> = Arc::from(instantiate_task(kind, &first_options, task_call.span, sources)?);
+    let block = match exp.train.first() {
+        Some(s) => settings::read(s, &*probe)?,
+        None => settings::Block::default(),
+    };
+    let maker = TrialMaker {
+        experiment: name.clone(),
+        model: model.clone(),
+        model_span: model_call.span,
+        model_overrides,
+        kind,
+        task_options,
+        task_span: task_call.span,
+        block,
+        at: exp.name.span,
+        catalog,
+        sources: sources.clone(),
+        graphs: Default::default(),
+        tasks: Mutex::new(HashMap::from([(format!("{first_options:?}"), probe)])),
+    };
+
+    if let Some(block) = exp.search.first() {
+        let search = search_plan(exp, block, maker, &axes, &entries, model)?;
+        let trials = search.representatives.clone();
+        let plan = ExperimentPlan { name: name.clone(), span: exp.name.span, trials, search: Some(Arc::new(search)) };
+        return Ok((plan, applied()));
+    }
+    let trials = expand(exp, &axes, &maker)?;
+    Ok((ExperimentPlan { name: name.clone(), span: exp.name.span, trials, search: None }, applied()))
+}
+
+/// The model an experiment's `model` line names, or an error that says which models there are.
+fn resolve_model<'m>(call: &ast::Call, models: &HashMap<&str, &'m ast::Model>) -> Result<&'m ast::Model, Diagnostic> {
+    if let Some(model) = models.get(call.callee.name.as_str()) {
+        return Ok(model);
+    }
+    let mut d =
+        CheckErrorKind::UnknownModel { name: call.callee.name.clone() }.error().at(call.callee.span, "no such model");
+    if let Some(h) = crate::suggest::did_you_mean(&call.callee.name, models.keys().copied()) {
+        d = d.hint(h);
+    } else if models.is_empty() {
+        // The usual cause: the `use` line that brings the model in is missing.
+        d = d.hint("this spec defines no model; bring one in with `use`, e.g. `use \"models/lstm.mem\"` (memctl's models are in its `specs/models/`; the path is relative to this file)");
+    } else {
+        let mut known: Vec<&str> = models.keys().copied().collect();
+        known.sort_unstable();
+        d = d.hint(format!("the models this spec defines or uses: {}", known.join(", ")));
+    }
+    Err(d)
+}
+
+/// The parameters the `model` line sets (`model stm(d = 48)`), each named once and known to
+/// the model.
+fn model_overrides(
+    model: &ast::Model,
+    entries: &[model_params::ParamEntry],
+    call: &ast::Call,
+) -> Result<BTreeMap<String, (Value, Span)>, Diagnostic> {
+    let mut set: BTreeMap<String, (Value, Span)> = BTreeMap::new();
+    for a in &call.args {
         let Some(n) = &a.name else {
             return Err(CheckErrorKind::ModelParamsUnnamed.error().at(a.value.span, "unnamed").hint(format!(
                 "e.g. `model {}({} = …)`",
@@ -104,16 +167,22 @@ pub fn plan(
             )));
         };
         if !entries.iter().any(|e| e.name == n.name) {
-            return Err(no_such_param(model, &entries, n));
+            return Err(no_such_param(model, entries, n));
         }
-        if model_overrides.contains_key(&n.name) {
+        if set.contains_key(&n.name) {
             return Err(CheckErrorKind::ParamGivenTwice { name: n.name.clone() }.error().at(n.span, "again here"));
         }
-        model_overrides.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
+        set.insert(n.name.clone(), (consteval::eval(&a.value, &|_| None, &[])?, a.value.span));
     }
+    Ok(set)
+}
 
-    // The task: a `task` definition (named arguments override its options), or a generator
-    // called inline.
+/// A task's kind and its value options, in its signature's order.
+type TaskOptions = (&'static dyn tasks::TaskKind, Vec<(Value, Span)>);
+
+/// The task's kind and options from the `task` line: a `task` definition (named arguments
+/// override its options), or a generator called inline.
+fn task_options(task_call: &ast::Call, task_defs: &HashMap<&str, &ast::TaskDef>) -> Result<TaskOptions, Diagnostic> {
     let (kind, task_args): (&dyn tasks::TaskKind, Vec<&ast::Arg>) = match task_defs.get(task_call.callee.name.as_str())
     {
         Some(def) => {
@@ -134,96 +203,74 @@ pub fn plan(
         span: task_call.span,
     };
     let slots = call::bind(&task_what, kind.signature(), &task_call_for_binding)?;
-    let mut task_options: Vec<(Value, Span)> = vec![];
+    let mut options: Vec<(Value, Span)> = vec![];
     for (spec, slot) in kind.signature().iter().zip(slots) {
         let ArgKind::Value(k) = spec.kind else {
             continue;
         };
-        task_options.push(match slot {
+        options.push(match slot {
             Some(e) => (call::coerce(&task_what, spec, k, consteval::eval(e, &|_| None, &[])?, e)?, e.span),
             None => (spec.default.value().unwrap_or(Value::Bool(false)), task_call.span),
         });
     }
+    Ok((kind, options))
+}
 
-    if exp.train.len() > 1 {
-        let at = exp.train[1].first().map_or(exp.name.span, |s| s.key.span);
-        return Err(CheckErrorKind::TwoTrainBlocks { experiment: name.to_string() }
-            .error()
-            .at(at, "in the second block")
-            .hint("merge them into one `train { … }`"));
-    }
-    // Sweep groups; every swept name must be something this experiment can vary.
-    let applicable: Vec<Override> =
-        overrides.iter().filter(|o| axis_target(&o.name, &entries, kind, model).is_ok()).cloned().collect();
-    let groups = super::sweep::groups(&exp.sweep, &applicable)?;
+/// The sweep's groups as axes: each name resolved to what it sets, each value checked.
+fn checked_axes(
+    groups: &[super::sweep::Group],
+    entries: &[model_params::ParamEntry],
+    kind: &dyn tasks::TaskKind,
+    model: &ast::Model,
+) -> Result<Vec<Axis>, Diagnostic> {
     let mut axes: Vec<Axis> = vec![];
-    for g in &groups {
+    for g in groups {
         let mut targets = vec![];
         for n in &g.names {
-            targets.push(axis_target(n, &entries, kind, model)?);
+            targets.push(axis_target(n, entries, kind, model)?);
         }
         let mut rows = vec![];
         for row in &g.rows {
             let mut checked = vec![];
             for ((n, target), (v, span)) in g.names.iter().zip(&targets).zip(row) {
-                checked.push((check_value(n, *target, v.clone(), *span, &entries, kind)?, *span));
+                checked.push((check_value(n, *target, v.clone(), *span, entries, kind)?, *span));
             }
             rows.push(checked);
         }
         axes.push(Axis { names: g.names.iter().zip(targets).map(|(n, t)| (n.clone(), t)).collect(), rows });
     }
+    Ok(axes)
+}
 
-    // Instantiate once with the first trial's options to learn the target, metrics and test
-    // splits (for the settings checks); the trials reuse it. The first trial's, not the
-    // unswept ones: a data path set on the command line replaces one that may not exist.
-    let mut first_options = task_options.clone();
+/// The task options of the sweep's first trial: `task_options` with each swept option's first
+/// value.
+fn first_trial_options(
+    task_options: &[(Value, Span)],
+    axes: &[Axis],
+    kind: &dyn tasks::TaskKind,
+) -> Vec<(Value, Span)> {
+    let mut first = task_options.to_vec();
     for (a, row) in axes.iter().filter_map(|a| Some((a, a.rows.first()?))) {
         for ((n, target), (v, span)) in a.names.iter().zip(row) {
             if *target == AxisTarget::TaskOption
                 && let Some(i) = kind.signature().iter().position(|s| s.name == n.name)
             {
-                first_options[i] = (v.clone(), *span);
+                first[i] = (v.clone(), *span);
             }
         }
     }
-    let probe: Arc<dyn Task> = Arc::from(instantiate_task(kind, &first_options, task_call.span, sources)?);
-    let block = match exp.train.first() {
-        Some(s) => settings::read(s, &*probe)?,
-        None => settings::Block::default(),
-    };
+    first
+}
 
-    let maker = TrialMaker {
-        experiment: name.clone(),
-        model: model.clone(),
-        model_span: model_call.span,
-        model_overrides,
-        kind,
-        task_options,
-        task_span: task_call.span,
-        block,
-        at: exp.name.span,
-        catalog,
-        sources: sources.clone(),
-        graphs: Default::default(),
-        tasks: Mutex::new(HashMap::from([(format!("{first_options:?}"), probe)])),
-    };
-
-    if let Some(block) = exp.search.first() {
-        let search = search_plan(exp, block, maker, &axes, &entries, model)?;
-        let trials = search.representatives.clone();
-        let applied = applicable.into_iter().map(|o| o.name.name).collect();
-        let plan = ExperimentPlan { name: name.clone(), span: exp.name.span, trials, search: Some(Arc::new(search)) };
-        return Ok((plan, applied));
-    }
-
+/// Every combination of the axes' rows as a trial, the first axis varying slowest; an error
+/// past [`MAX_TRIALS`].
+fn expand(exp: &ast::Experiment, axes: &[Axis], maker: &TrialMaker) -> Result<Vec<Trial>, Diagnostic> {
     let total = axes.iter().try_fold(1usize, |acc, a| acc.checked_mul(a.rows.len())).filter(|t| *t <= MAX_TRIALS);
     let Some(total) = total else {
-        return Err(CheckErrorKind::TooManyTrials { experiment: name.to_string() }
+        return Err(CheckErrorKind::TooManyTrials { experiment: exp.name.name.to_string() }
             .error()
             .at(exp.name.span, "too many trials"));
     };
-
-    // Expand: the first axis varies slowest.
     let mut trials = vec![];
     for index in 0..total {
         let mut rest = index;
@@ -240,8 +287,7 @@ pub fn plan(
         }
         trials.push(maker.trial(&swept)?);
     }
-    let applied = applicable.into_iter().map(|o| o.name.name).collect();
-    Ok((ExperimentPlan { name: name.clone(), span: exp.name.span, trials, search: None }, applied))
+    Ok(trials)
 }
 
 /// One swept or searched name's value in a trial, and what it sets.
