@@ -18,8 +18,6 @@ pub fn render(
     steps_per_trial: u64,
 ) -> String {
     let metric = spec.metric.as_ref().map_or("metric", |m| m.name.as_str());
-    let higher = spec.metric.as_ref().is_none_or(|m| m.higher_is_better);
-    let test_name = metric.strip_prefix("val_").unwrap_or(metric);
     let mut out = format!(
         "search {experiment}: {} of {} configurations proposed, {} seed{} each\n",
         rows.len(),
@@ -27,63 +25,9 @@ pub fn render(
         spec.seeds.len(),
         if spec.seeds.len() == 1 { "" } else { "s" }
     );
-    // Finished configurations first, best mean metric first; then pruned ones, later rungs first.
-    let mut order: Vec<&ConfigRuns> = rows.iter().collect();
-    let score = |r: &ConfigRuns| mean_sd(r.seeds.iter().map(|s| s.metric)).map(|(m, _)| m);
-    order.sort_by(|a, b| {
-        let key = |r: &ConfigRuns| (r.finished(), r.pruned_at.unwrap_or(0));
-        key(b).cmp(&key(a)).then_with(|| {
-            let (x, y) = (score(a).unwrap_or(f64::NAN), score(b).unwrap_or(f64::NAN));
-            let ord = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-            if higher { ord.reverse() } else { ord }
-        })
-    });
-    let mut t = Table::new();
-    let mut header: Vec<String> = vec!["#".into()];
-    header.extend(spec.dims.iter().map(|d| d.name.name.clone()));
-    header.extend(["status".into(), format!("{metric} (mean ± sd)"), format!("test {test_name}"), "steps".into()]);
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
-    for r in &order {
-        let mut cells: Vec<comfy_table::Cell> = vec![comfy_table::Cell::new(r.config + 1)];
-        cells.extend(r.values.iter().map(|v| comfy_table::Cell::new(short(v))));
-        let status = match (r.finished(), r.pruned_at) {
-            (true, _) => "finished".to_string(),
-            (_, Some(rung)) => format!("pruned at rung {rung}"),
-            _ => {
-                let done = r.seeds.iter().filter(|s| s.status.is_some()).count();
-                format!("{done}/{} seeds run", r.seeds.len())
-            }
-        };
-        cells.push(comfy_table::Cell::new(status));
-        let right = |s: String| comfy_table::Cell::new(s).set_alignment(CellAlignment::Right);
-        cells.push(right(pm(mean_sd(r.seeds.iter().map(|s| s.metric)))));
-        cells.push(right(pm(mean_sd(r.seeds.iter().map(|s| s.test)))));
-        cells.push(right(r.steps().to_string()));
-        t.add_row(cells);
-    }
-    out.push_str(&t.to_string());
+    out.push_str(&table(spec, metric, rows));
     out.push('\n');
-    // Compute.
-    let used: u64 = rows.iter().map(ConfigRuns::steps).sum();
-    let seeds = spec.seeds.len() as u64;
-    let unpruned = rows.len() as u64 * seeds * steps_per_trial;
-    out.push_str(&format!("training steps: {used}"));
-    if unpruned > 0 {
-        out.push_str(&format!(
-            ", {:.0} % of the {unpruned} these {} configurations take to their budget",
-            100.0 * used as f64 / unpruned as f64,
-            rows.len()
-        ));
-    }
-    let grid: Option<u64> = spec.dims.iter().map(|d| d.domain.listed().map(|v| v.len() as u64)).product();
-    if let Some(g) = grid {
-        let full = g * seeds * steps_per_trial;
-        out.push_str(&format!(
-            "; the full grid ({g} configurations) takes {full}: {:.0} %",
-            100.0 * used as f64 / full.max(1) as f64
-        ));
-    }
-    out.push('\n');
+    out.push_str(&compute(spec, rows, steps_per_trial));
     if spec.prune.is_some() {
         let judged = study.reports.len();
         let pruned = study.reports.iter().filter(|r| !r.decision.keep).count();
@@ -115,6 +59,77 @@ pub fn render(
         out.push_str(&plot(&d.name.name, metric, log, &points, labels.as_deref()));
     }
     out
+}
+
+/// A configuration's mean metric over its seeds.
+fn score(r: &ConfigRuns) -> Option<f64> {
+    mean_sd(r.seeds.iter().map(|s| s.metric)).map(|(m, _)| m)
+}
+
+/// The configurations as a table: finished ones first, best mean metric first; then pruned
+/// ones, later rungs first.
+fn table(spec: &SearchSpec, metric: &str, rows: &[ConfigRuns]) -> String {
+    let higher = spec.metric.as_ref().is_none_or(|m| m.higher_is_better);
+    let test_name = metric.strip_prefix("val_").unwrap_or(metric);
+    let mut order: Vec<&ConfigRuns> = rows.iter().collect();
+    order.sort_by(|a, b| {
+        let key = |r: &ConfigRuns| (r.finished(), r.pruned_at.unwrap_or(0));
+        key(b).cmp(&key(a)).then_with(|| {
+            let (x, y) = (score(a).unwrap_or(f64::NAN), score(b).unwrap_or(f64::NAN));
+            let ord = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+            if higher { ord.reverse() } else { ord }
+        })
+    });
+    let mut t = Table::new();
+    let mut header: Vec<String> = vec!["#".into()];
+    header.extend(spec.dims.iter().map(|d| d.name.name.clone()));
+    header.extend(["status".into(), format!("{metric} (mean ± sd)"), format!("test {test_name}"), "steps".into()]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    for r in &order {
+        let mut cells: Vec<comfy_table::Cell> = vec![comfy_table::Cell::new(r.config + 1)];
+        cells.extend(r.values.iter().map(|v| comfy_table::Cell::new(short(v))));
+        let status = match (r.finished(), r.pruned_at) {
+            (true, _) => "finished".to_string(),
+            (_, Some(rung)) => format!("pruned at rung {rung}"),
+            _ => {
+                let done = r.seeds.iter().filter(|s| s.status.is_some()).count();
+                format!("{done}/{} seeds run", r.seeds.len())
+            }
+        };
+        cells.push(comfy_table::Cell::new(status));
+        let right = |s: String| comfy_table::Cell::new(s).set_alignment(CellAlignment::Right);
+        cells.push(right(pm(mean_sd(r.seeds.iter().map(|s| s.metric)))));
+        cells.push(right(pm(mean_sd(r.seeds.iter().map(|s| s.test)))));
+        cells.push(right(r.steps().to_string()));
+        t.add_row(cells);
+    }
+    t.to_string()
+}
+
+/// The training steps the search used, against running these configurations to their budget
+/// and against the full grid (where the searched names list their values).
+fn compute(spec: &SearchSpec, rows: &[ConfigRuns], steps_per_trial: u64) -> String {
+    let used: u64 = rows.iter().map(ConfigRuns::steps).sum();
+    let seeds = spec.seeds.len() as u64;
+    let unpruned = rows.len() as u64 * seeds * steps_per_trial;
+    let mut line = format!("training steps: {used}");
+    if unpruned > 0 {
+        line.push_str(&format!(
+            ", {:.0} % of the {unpruned} these {} configurations take to their budget",
+            100.0 * used as f64 / unpruned as f64,
+            rows.len()
+        ));
+    }
+    let grid: Option<u64> = spec.dims.iter().map(|d| d.domain.listed().map(|v| v.len() as u64)).product();
+    if let Some(g) = grid {
+        let full = g * seeds * steps_per_trial;
+        line.push_str(&format!(
+            "; the full grid ({g} configurations) takes {full}: {:.0} %",
+            100.0 * used as f64 / full.max(1) as f64
+        ));
+    }
+    line.push('\n');
+    line
 }
 
 /// `0.912 ± 0.013`, or `–`.

@@ -186,3 +186,26 @@ fn a_configuration_pruned_on_another_metric_is_ranked_by_the_searchs_own() {
     assert_eq!(o.stage, memctl::search::outcome::Stage::Pruned(0));
     assert_eq!(o.value, accuracy);
 }
+
+#[test]
+fn search_report_ranks_finished_configurations_first_and_counts_the_steps_pruning_saved() {
+    // The grid of the pruned-trial test above: 3e-2 runs its 60 steps, 1e-7 is pruned at 20.
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [3e-2, 1e-7]  sampler = grid  prune = asha(metric = val_accuracy, min_steps = 20, rungs = 1, keep = 1/2)",
+    ));
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.starts_with("search lrs: 2 of 2 configurations proposed, 1 seed each\n"), "{report}");
+    let row = |status: &str| report.lines().position(|l| l.contains(status)).unwrap_or_else(|| panic!("{report}"));
+    assert!(row("finished") < row("pruned at rung 1"), "the finished configuration first: {report}");
+    let steps = "training steps: 80, 67 % of the 120 these 2 configurations take to their budget; \
+                 the full grid (2 configurations) takes 120: 67 %\n";
+    assert!(report.contains(steps), "{report}");
+    assert!(report.contains(", 1 pruned, "), "{report}");
+    assert!(report.contains("val_accuracy against lr:"), "{report}");
+}
