@@ -486,8 +486,34 @@ fn search_plan(
             .also(block.span, "searched here")
             .hint("move the sweep's names into the search: `d in [48, 96]`"));
     }
+    let mut spec = search::read(block, &validation_metrics(&maker))?;
+    let fixed = fixed_by_overrides(&mut spec, overrides)?;
+    let targets = checked_domains(&mut spec, entries, maker.kind, model)?;
+    let mut plan = SearchPlan { spec, fixed, targets, maker, representatives: vec![] };
+    plan.representatives = representatives(&plan)?;
+    if let Some(first) = plan.representatives.first() {
+        let at = block
+            .entries
+            .iter()
+            .find_map(|e| match e {
+                ast::SearchEntry::Setting(s) if s.key.name == "prune" => Some(s.value.span),
+                _ => None,
+            })
+            .unwrap_or(block.span);
+        let steps = first.config.train.steps;
+        if let Some(p) = plan.spec.prune.as_mut() {
+            p.fit_to(steps);
+        }
+        search::check_rungs(&plan.spec, steps, at)?;
+    }
+    Ok(plan)
+}
+
+/// The metrics a search may optimise or prune on: the validation metrics of the experiment's
+/// task (its target's, the loss, and the task's own).
+fn validation_metrics(maker: &TrialMaker) -> Vec<String> {
     let probe = maker.tasks.lock().ok().and_then(|t| t.values().next().cloned());
-    let metrics: Vec<String> = match &probe {
+    match &probe {
         Some(task) => task
             .target()
             .metrics()
@@ -498,9 +524,12 @@ fn search_plan(
             .map(|m| format!("val_{m}"))
             .collect(),
         None => vec!["val_loss".into()],
-    };
-    let mut spec = search::read(block, &metrics)?;
-    // Overrides (every axis here comes from one): one value each, fixing the name.
+    }
+}
+
+/// The names the command line fixes (every axis here comes from an override), taken out of
+/// the search: one value each, or the seeds to run each configuration with.
+fn fixed_by_overrides(spec: &mut SearchSpec, overrides: &[Axis]) -> Result<Vec<Swept>, Diagnostic> {
     let mut fixed = vec![];
     for a in overrides {
         for (col, (n, target)) in a.names.iter().enumerate() {
@@ -519,13 +548,24 @@ fn search_plan(
             fixed.push(Swept { name: n.name.clone(), target: *target, value: v.clone(), span: *span });
         }
     }
+    Ok(fixed)
+}
+
+/// What each searched name sets, each listed value checked (and coerced) and each range's
+/// ends checked.
+fn checked_domains(
+    spec: &mut SearchSpec,
+    entries: &[model_params::ParamEntry],
+    kind: &dyn tasks::TaskKind,
+    model: &ast::Model,
+) -> Result<Vec<AxisTarget>, Diagnostic> {
     let mut targets = vec![];
     for dim in &mut spec.dims {
-        let target = axis_target(&dim.name, entries, maker.kind, model)?;
+        let target = axis_target(&dim.name, entries, kind, model)?;
         if target == AxisTarget::Seed {
             return Err(CheckErrorKind::Internal { what: "a seed among the searched names".into() }.error());
         }
-        let checked = |v: Value| check_value(&dim.name, target, v, dim.span, entries, maker.kind);
+        let checked = |v: Value| check_value(&dim.name, target, v, dim.span, entries, kind);
         match &mut dim.domain {
             search::Domain::Values(values) => {
                 for v in values.iter_mut() {
@@ -540,11 +580,16 @@ fn search_plan(
         }
         targets.push(target);
     }
-    let mut plan = SearchPlan { spec, fixed, targets, maker, representatives: vec![] };
-    // Every combination of the domains' ends, with the first seed (at most a few hundred).
+    Ok(targets)
+}
+
+/// The trials that stand for a search in the checks: every combination of its domains' ends,
+/// with the first seed (at most [`MAX_REPRESENTATIVES`]).
+fn representatives(plan: &SearchPlan) -> Result<Vec<Trial>, Diagnostic> {
     let ends: Vec<Vec<Value>> = plan.spec.dims.iter().map(|d| d.domain.representatives()).collect();
     let total = ends.iter().map(Vec::len).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);
     let seed = plan.spec.seeds.first().copied().unwrap_or(0);
+    let mut trials = vec![];
     for index in 0..total.min(MAX_REPRESENTATIVES) {
         let mut rest = index;
         let mut values = vec![Value::Int(0); ends.len()];
@@ -552,24 +597,9 @@ fn search_plan(
             values[i] = e[rest % e.len()].clone();
             rest /= e.len();
         }
-        plan.representatives.push(plan.trial(&values, seed)?);
+        trials.push(plan.trial(&values, seed)?);
     }
-    if let Some(first) = plan.representatives.first() {
-        let at = block
-            .entries
-            .iter()
-            .find_map(|e| match e {
-                ast::SearchEntry::Setting(s) if s.key.name == "prune" => Some(s.value.span),
-                _ => None,
-            })
-            .unwrap_or(block.span);
-        let steps = first.config.train.steps;
-        if let Some(p) = plan.spec.prune.as_mut() {
-            p.fit_to(steps);
-        }
-        search::check_rungs(&plan.spec, steps, at)?;
-    }
-    Ok(plan)
+    Ok(trials)
 }
 
 /// The most trials the checker builds to stand for a search.
