@@ -229,38 +229,7 @@ pub fn read(block: &ast::SearchBlock, metrics: &[String]) -> Result<SearchSpec, 
             .hint("e.g. `lr ~ loguniform(1e-4, 1e-2)` or `d in [48, 96]`"));
     }
     let sampler = sampler.unwrap_or(Sampler::Random { seed: 0 });
-    let grid_size = match sampler {
-        Sampler::Grid { .. } => {
-            let mut size = 1usize;
-            for d in &dims {
-                let Some(values) = d.domain.listed() else {
-                    return Err(CheckErrorKind::GridNeedsValues { name: d.name.name.clone() }
-                        .error()
-                        .at(d.span, "a continuous distribution")
-                        .hint(format!("list values for a grid, e.g. `{} in logspace(1e-4, 1e-2, 4)`", d.name.name)));
-                };
-                size = size.saturating_mul(values.len());
-            }
-            Some(size)
-        }
-        _ => None,
-    };
-    let trials = match (trials, grid_size) {
-        (Some((n, span)), Some(size)) if n > size => {
-            return Err(CheckErrorKind::SearchTrials { found: n as i64, most: size }
-                .error()
-                .at(span, format!("the grid has {size}"))
-                .hint("a grid tries each combination once"));
-        }
-        (Some((n, _)), _) => n,
-        (None, Some(size)) if size <= MAX_TRIALS => size,
-        (None, _) => {
-            return Err(CheckErrorKind::SearchNeedsTrials
-                .error()
-                .at(block.span, "how many configurations?")
-                .hint("e.g. `trials = 20`"));
-        }
-    };
+    let trials = trial_count(trials, &sampler, &dims, block.span)?;
     let prune = match prune {
         Some((Some(p), _)) => Some(p),
         _ => None,
@@ -274,6 +243,44 @@ pub fn read(block: &ast::SearchBlock, metrics: &[String]) -> Result<SearchSpec, 
     }
     let seeds = seeds.unwrap_or_else(|| vec![0]);
     Ok(SearchSpec { dims, seeds, trials, sampler, prune, metric, span: block.span })
+}
+
+/// How many configurations a search tries: its `trials` setting (with where it stands), which
+/// a grid's size bounds; without one, a grid's every combination.
+fn trial_count(
+    trials: Option<(usize, Span)>,
+    sampler: &Sampler,
+    dims: &[Dim],
+    block: Span,
+) -> Result<usize, Diagnostic> {
+    let grid_size = match sampler {
+        Sampler::Grid { .. } => {
+            let mut size = 1usize;
+            for d in dims {
+                let Some(values) = d.domain.listed() else {
+                    return Err(CheckErrorKind::GridNeedsValues { name: d.name.name.clone() }
+                        .error()
+                        .at(d.span, "a continuous distribution")
+                        .hint(format!("list values for a grid, e.g. `{} in logspace(1e-4, 1e-2, 4)`", d.name.name)));
+                };
+                size = size.saturating_mul(values.len());
+            }
+            Some(size)
+        }
+        _ => None,
+    };
+    match (trials, grid_size) {
+        (Some((n, span)), Some(size)) if n > size => Err(CheckErrorKind::SearchTrials { found: n as i64, most: size }
+            .error()
+            .at(span, format!("the grid has {size}"))
+            .hint("a grid tries each combination once")),
+        (Some((n, _)), _) => Ok(n),
+        (None, Some(size)) if size <= MAX_TRIALS => Ok(size),
+        (None, _) => Err(CheckErrorKind::SearchNeedsTrials
+            .error()
+            .at(block, "how many configurations?")
+            .hint("e.g. `trials = 20`")),
+    }
 }
 
 /// Checks the pruner's rungs against the trial's step budget.
