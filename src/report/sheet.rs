@@ -93,6 +93,17 @@ impl Cell {
             (None, None) => self.exact().cmp(&other.exact()),
         }
     }
+
+    /// [`Cell::order`], reversed where `descending`, with missing cells last either way.
+    pub fn order_missing_last(&self, other: &Cell, descending: bool) -> std::cmp::Ordering {
+        match (self, other) {
+            (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
+            (Cell::Missing, _) => std::cmp::Ordering::Greater,
+            (_, Cell::Missing) => std::cmp::Ordering::Less,
+            (x, y) if descending => y.order(x),
+            (x, y) => x.order(y),
+        }
+    }
 }
 
 impl Stat {
@@ -113,5 +124,19 @@ impl Stat {
             Some(s) => format!("{} ± {} ({})", sig3(self.mean), sig3(s), self.n),
             None => format!("{} ({})", sig3(self.mean), self.n),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cell;
+
+    #[test]
+    fn missing_cells_sort_last_both_ways() {
+        let mut cells = vec![Cell::Missing, Cell::Int(2), Cell::Float(1.5), Cell::Missing, Cell::Int(3)];
+        cells.sort_by(|a, b| a.order_missing_last(b, false));
+        assert_eq!(cells, [Cell::Float(1.5), Cell::Int(2), Cell::Int(3), Cell::Missing, Cell::Missing]);
+        cells.sort_by(|a, b| a.order_missing_last(b, true));
+        assert_eq!(cells, [Cell::Int(3), Cell::Int(2), Cell::Float(1.5), Cell::Missing, Cell::Missing]);
     }
 }

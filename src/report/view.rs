@@ -292,57 +292,8 @@ fn name_apart(groups: &mut [(Vec<Cell>, Vec<&RunSummary>)], experiment: usize) {
 fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, ViewError> {
     let key_fields: Vec<(String, Field)> =
         keys.iter().map(|k| Ok((k.clone(), names.field(k)?))).collect::<Result<_, ViewError>>()?;
-    let summarised: Vec<(String, Field)> = match &view.columns {
-        Some(cols) => cols
-            .iter()
-            .filter(|c| !keys.contains(c))
-            .map(|c| Ok((c.clone(), names.field(c)?)))
-            .collect::<Result<_, ViewError>>()?,
-        None => {
-            let mut cols: Vec<(String, Field)> =
-                metrics(runs).into_iter().map(|m| (m.clone(), Field::Metric(m))).collect();
-            cols.push(("steps_to_converge".into(), Field::StepsToConverge));
-            if runs.iter().any(|r| r.epochs_to_converge.is_some()) {
-                cols.push(("epochs_to_converge".into(), Field::EpochsToConverge));
-            }
-            cols
-        }
-    };
-    // Groups in order of first appearance, then sorted by key.
-    let by_experiment = key_fields.iter().position(|(_, f)| *f == Field::Experiment);
-    let mut index: HashMap<String, usize> = HashMap::new();
-    let mut groups: Vec<(Vec<Cell>, Vec<&RunSummary>)> = vec![];
-    for r in runs {
-        let key: Vec<Cell> = key_fields.iter().map(|(_, f)| cell(f, r)).collect();
-        // Two spec files may name different experiments alike: their runs, on different
-        // data, are not averaged together.
-        let data = by_experiment.map(|_| format!("{:?}{:?}", r.task, r.task_options)).unwrap_or_default();
-        let hashable = format!("{key:?}{data}");
-        match index.get(&hashable) {
-            Some(&i) => groups[i].1.push(r),
-            None => {
-                index.insert(hashable, groups.len());
-                groups.push((key, vec![r]));
-            }
-        }
-    }
-    if let Some(e) = by_experiment {
-        name_apart(&mut groups, e);
-    }
-    groups.sort_by(|a, b| {
-        for (x, y) in a.0.iter().zip(&b.0) {
-            let o = match (x, y) {
-                (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
-                (Cell::Missing, _) => std::cmp::Ordering::Greater,
-                (_, Cell::Missing) => std::cmp::Ordering::Less,
-                _ => x.order(y),
-            };
-            if o != std::cmp::Ordering::Equal {
-                return o;
-            }
-        }
-        std::cmp::Ordering::Equal
-    });
+    let summarised = summarised_columns(names, runs, keys, view)?;
+    let groups = groups_of(runs, &key_fields);
     let mut columns: Vec<String> = key_fields.iter().map(|(n, _)| n.clone()).collect();
     columns.push("runs".into());
     columns.extend(summarised.iter().map(|(n, _)| n.clone()));
@@ -370,13 +321,7 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
             .iter()
             .position(|n| n == col)
             .ok_or_else(|| ViewError::NotAGroupColumn { name: col.clone(), columns: columns.clone() })?;
-        rows.sort_by(|a, b| match (&a[c], &b[c]) {
-            (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
-            (Cell::Missing, _) => std::cmp::Ordering::Greater,
-            (_, Cell::Missing) => std::cmp::Ordering::Less,
-            (x, y) if *desc => y.order(x),
-            (x, y) => x.order(y),
-        });
+        rows.sort_by(|a, b| a[c].order_missing_last(&b[c], *desc));
     }
     if let Some(n) = view.limit {
         rows.truncate(n);
@@ -390,4 +335,52 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
         columns = cols.into_iter().map(|(n, _)| n).collect();
     }
     Ok(Sheet { columns, rows })
+}
+
+/// The columns a grouped view summarises over each group: those asked for (less the keys), or
+/// by default every metric and the steps (and epochs) to converge.
+fn summarised_columns(
+    names: &Names,
+    runs: &[&RunSummary],
+    keys: &[String],
+    view: &View,
+) -> Result<Vec<(String, Field)>, ViewError> {
+    if let Some(cols) = &view.columns {
+        return cols.iter().filter(|c| !keys.contains(c)).map(|c| Ok((c.clone(), names.field(c)?))).collect();
+    }
+    let mut cols: Vec<(String, Field)> = metrics(runs).into_iter().map(|m| (m.clone(), Field::Metric(m))).collect();
+    cols.push(("steps_to_converge".into(), Field::StepsToConverge));
+    if runs.iter().any(|r| r.epochs_to_converge.is_some()) {
+        cols.push(("epochs_to_converge".into(), Field::EpochsToConverge));
+    }
+    Ok(cols)
+}
+
+/// The runs grouped by their cells of `key_fields`, sorted by key (missing cells last).
+fn groups_of<'r>(runs: &[&'r RunSummary], key_fields: &[(String, Field)]) -> Vec<(Vec<Cell>, Vec<&'r RunSummary>)> {
+    let by_experiment = key_fields.iter().position(|(_, f)| *f == Field::Experiment);
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<(Vec<Cell>, Vec<&RunSummary>)> = vec![];
+    for r in runs {
+        let key: Vec<Cell> = key_fields.iter().map(|(_, f)| cell(f, r)).collect();
+        // Two spec files may name different experiments alike: their runs, on different
+        // data, are not averaged together.
+        let data = by_experiment.map(|_| format!("{:?}{:?}", r.task, r.task_options)).unwrap_or_default();
+        let hashable = format!("{key:?}{data}");
+        match index.get(&hashable) {
+            Some(&i) => groups[i].1.push(r),
+            None => {
+                index.insert(hashable, groups.len());
+                groups.push((key, vec![r]));
+            }
+        }
+    }
+    if let Some(e) = by_experiment {
+        name_apart(&mut groups, e);
+    }
+    groups.sort_by(|a, b| {
+        let mut cells = a.0.iter().zip(&b.0).map(|(x, y)| x.order_missing_last(y, false));
+        cells.find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+    });
+    groups
 }
