@@ -2,7 +2,7 @@
 //! loses and repeats nothing.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::support::{TINY_TASK, kill_after_start, memctl_at, spec_folder, text, token_lstm};
@@ -27,12 +27,11 @@ fn records(store: &Path) -> Vec<serde_json::Value> {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
 }
 
-#[test]
-fn a_pruned_trial_is_recorded_with_its_rung_and_cutoff_and_never_run_again() {
-    // A grid of two learning rates, in order: 3e-2 learns (validation accuracy 0.156 at step
-    // 20), 1e-7 cannot move in 20 steps (0.094). ASHA keeping half prunes the second at its
-    // only rung (step 20) against the first.
-    let (_dir, spec, store) = spec_folder(&tiny_search(
+/// A searched grid of two learning rates, in order, swept: 3e-2 learns (validation accuracy
+/// 0.156 at step 20), 1e-7 cannot move in 20 steps (0.094). ASHA keeping half prunes the
+/// second at its only rung (step 20) against the first. The folder, the spec and the store.
+fn pruned_grid() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (dir, spec, store) = spec_folder(&tiny_search(
         "lrs",
         "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
         "lr in [3e-2, 1e-7]  sampler = grid  prune = asha(metric = val_accuracy, min_steps = 20, rungs = 1, keep = 1/2)",
@@ -40,6 +39,12 @@ fn a_pruned_trial_is_recorded_with_its_rung_and_cutoff_and_never_run_again() {
     let out = sweep(&store, &spec, "1").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("2 trials run (1 pruned)"), "{}", text(&out.stderr));
+    (dir, spec, store)
+}
+
+#[test]
+fn a_pruned_trial_is_recorded_with_its_rung_and_cutoff_and_never_run_again() {
+    let (_dir, spec, store) = pruned_grid();
     let recs = records(&store);
     assert_eq!(recs.len(), 2);
     let kept = recs.iter().find(|r| r["status"] == "done").expect("a done run");
@@ -189,14 +194,8 @@ fn a_configuration_pruned_on_another_metric_is_ranked_by_the_searchs_own() {
 
 #[test]
 fn search_report_ranks_finished_configurations_first_and_counts_the_steps_pruning_saved() {
-    // The grid of the pruned-trial test above: 3e-2 runs its 60 steps, 1e-7 is pruned at 20.
-    let (_dir, spec, store) = spec_folder(&tiny_search(
-        "lrs",
-        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
-        "lr in [3e-2, 1e-7]  sampler = grid  prune = asha(metric = val_accuracy, min_steps = 20, rungs = 1, keep = 1/2)",
-    ));
-    let out = sweep(&store, &spec, "1").output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    // 3e-2 runs its 60 steps, 1e-7 is pruned at 20.
+    let (_dir, spec, store) = pruned_grid();
     let out = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report = text(&out.stdout);
