@@ -53,10 +53,6 @@ experiment writer {{
 struct Quiet;
 
 impl Reporter for Quiet {
-    fn trial_started(&self, _: usize, _: &Trial, _: u64, _: Option<u64>) -> Box<dyn Observer + '_> {
-        Box::new(Silent)
-    }
-    fn trial_skipped(&self, _: usize, _: &Trial, _: u64, _: Status) {}
     fn trial_finished(&self, _: usize, record: &RunRecord) {
         assert_eq!(record.status, Status::Done, "{:?}", record.error);
     }

@@ -527,8 +527,9 @@ fn validation_metrics(maker: &TrialMaker) -> Vec<String> {
     }
 }
 
-/// The names the command line fixes (every axis here comes from an override), taken out of
-/// the search: one value each, or the seeds to run each configuration with.
+/// The names the command line fixes (every axis here comes from an override), one value each,
+/// taken out of the search and returned; a `seed` override instead sets the seeds each
+/// configuration runs with.
 fn fixed_by_overrides(spec: &mut SearchSpec, overrides: &[Axis]) -> Result<Vec<Swept>, Diagnostic> {
     let mut fixed = vec![];
     for a in overrides {
@@ -583,8 +584,9 @@ fn checked_domains(
     Ok(targets)
 }
 
-/// The trials that stand for a search in the checks: every combination of its domains' ends,
-/// with the first seed (at most [`MAX_REPRESENTATIVES`]).
+/// The trials that stand for a search in the checks: every combination of its domains'
+/// representatives (a list's values, a range's ends), with the first seed (at most
+/// [`MAX_REPRESENTATIVES`]).
 fn representatives(plan: &SearchPlan) -> Result<Vec<Trial>, Diagnostic> {
     let ends: Vec<Vec<Value>> = plan.spec.dims.iter().map(|d| d.domain.representatives()).collect();
     let total = ends.iter().map(Vec::len).try_fold(1usize, |acc, n| acc.checked_mul(n)).unwrap_or(usize::MAX);

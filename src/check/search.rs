@@ -246,7 +246,8 @@ pub fn read(block: &ast::SearchBlock, metrics: &[String]) -> Result<SearchSpec, 
 }
 
 /// How many configurations a search tries: its `trials` setting (with where it stands), which
-/// a grid's size bounds; without one, a grid's every combination.
+/// a grid's size bounds; without one, a grid's every combination, and an error for a grid past
+/// [`MAX_TRIALS`] or a sampler that is not a grid.
 fn trial_count(
     trials: Option<(usize, Span)>,
     sampler: &Sampler,

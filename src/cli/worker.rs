@@ -253,7 +253,7 @@ fn sweep_dir(manifest: &std::path::Path) -> PathBuf {
     manifest.parent().and_then(|p| p.parent()).map(PathBuf::from).unwrap_or_default()
 }
 
-/// A worker runs one trial and reports to its log (stderr): only warnings matter.
+/// A worker reports to its log (stderr): a search's runs as they start and end, and warnings.
 struct Log;
 
 impl sweep::Reporter for Log {

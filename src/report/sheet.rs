@@ -74,8 +74,8 @@ impl Cell {
         }
     }
 
-    /// Order for sorting: numbers, then text, ...; statistics by mean; missing compares equal
-    /// here (callers put it last).
+    /// Order for sorting: numbers, then text, ...; statistics by mean; a missing cell as empty
+    /// text ([`Cell::order_missing_last`] puts it last).
     pub fn order(&self, other: &Cell) -> std::cmp::Ordering {
         fn num(c: &Cell) -> Option<f64> {
             match c {

@@ -356,7 +356,8 @@ fn summarised_columns(
     Ok(cols)
 }
 
-/// The runs grouped by their cells of `key_fields`, sorted by key (missing cells last).
+/// The runs grouped by their cells of `key_fields`, sorted by key (missing cells last; equal
+/// keys in order of first appearance).
 fn groups_of<'r>(runs: &[&'r RunSummary], key_fields: &[(String, Field)]) -> Vec<(Vec<Cell>, Vec<&'r RunSummary>)> {
     let by_experiment = key_fields.iter().position(|(_, f)| *f == Field::Experiment);
     let mut index: HashMap<String, usize> = HashMap::new();

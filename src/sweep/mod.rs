@@ -298,6 +298,7 @@ pub trait Reporter: Sync {
     /// Not run: its latest run (`run_id`) is done, or failed (without `--retry-failed`), or
     /// running in another process.
     fn trial_skipped(&self, _index: usize, _trial: &Trial, _run_id: u64, _status: Status) {}
+    /// Ended (done, failed, pruned or interrupted) and recorded as `record`.
     fn trial_finished(&self, _index: usize, _record: &RunRecord) {}
     /// Not started yet: it fits in its device's memory alone, not beside the trials running.
     fn trial_waits_for_memory(&self, _index: usize, _trial: &Trial, _waiting: placement::Waiting) {}

@@ -27,7 +27,7 @@ fn records(store: &Path) -> Vec<serde_json::Value> {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap().as_array().unwrap().clone()
 }
 
-/// A searched grid of two learning rates, in order, swept: 3e-2 learns (validation accuracy
+/// A grid of two learning rates searched by one sweep, proposed in this order: 3e-2 learns (validation accuracy
 /// 0.156 at step 20), 1e-7 cannot move in 20 steps (0.094). ASHA keeping half prunes the
 /// second at its only rung (step 20) against the first. The folder, the spec and the store.
 fn pruned_grid() -> (tempfile::TempDir, PathBuf, PathBuf) {
@@ -193,17 +193,33 @@ fn a_configuration_pruned_on_another_metric_is_ranked_by_the_searchs_own() {
 }
 
 #[test]
-fn search_report_ranks_finished_configurations_first_and_counts_the_steps_pruning_saved() {
-    // 3e-2 runs its 60 steps, 1e-7 is pruned at 20.
-    let (_dir, spec, store) = pruned_grid();
+fn search_report_ranks_finished_configurations_best_first_then_pruned_ones_and_counts_the_steps_pruning_saved() {
+    // A grid proposed in this order: 3e-2 finishes (validation accuracy 0.219), 1e-7 is pruned
+    // at step 20, 5e-2 finishes best (0.281). The report ranks them 3, 1, 2.
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [3e-2, 1e-7, 5e-2]  sampler = grid  prune = asha(metric = val_accuracy, min_steps = 20, rungs = 1, keep = 1/2)",
+    ));
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert!(text(&out.stderr).contains("3 trials run (1 pruned)"), "{}", text(&out.stderr));
     let out = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report = text(&out.stdout);
-    assert!(report.starts_with("search lrs: 2 of 2 configurations proposed, 1 seed each\n"), "{report}");
-    let row = |status: &str| report.lines().position(|l| l.contains(status)).unwrap_or_else(|| panic!("{report}"));
-    assert!(row("finished") < row("pruned at rung 1"), "the finished configuration first: {report}");
-    let steps = "training steps: 80, 67 % of the 120 these 2 configurations take to their budget; \
-                 the full grid (2 configurations) takes 120: 67 %\n";
+    assert!(report.starts_with("search lrs: 3 of 3 configurations proposed, 1 seed each\n"), "{report}");
+    // The table's rows: each configuration's number and status, top to bottom.
+    let rows: Vec<(String, String)> = report
+        .lines()
+        .filter(|l| l.starts_with("│ ") && !l.starts_with("│ #"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(['│', '┆']).map(str::trim).collect();
+            (cells[1].to_string(), cells[3].to_string())
+        })
+        .collect();
+    let expected = [("3", "finished"), ("1", "finished"), ("2", "pruned at rung 1")];
+    assert_eq!(rows, expected.map(|(n, s)| (n.to_string(), s.to_string())), "{report}");
+    let steps = "training steps: 140, 78 % of the 180 these 3 configurations take to their budget; \
+                 the full grid (3 configurations) takes 180: 78 %\n";
     assert!(report.contains(steps), "{report}");
     assert!(report.contains(", 1 pruned, "), "{report}");
     assert!(report.contains("val_accuracy against lr:"), "{report}");
