@@ -15,12 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use candle_core::Device;
-use memctl::check::Trial;
 use memctl::store::checkpoints::CheckpointDir;
 use memctl::store::{RunRecord, Status, Store, cost};
 use memctl::sweep::{self, Options, Reporter, SpecSource};
 use memctl::train::checkpoint::{Checkpoints, TrainState};
-use memctl::train::{Autograd, Observer, Silent};
+use memctl::train::{Autograd, Observer};
 
 #[path = "support/synthetic_runs.rs"]
 mod synthetic_runs;
