@@ -2,8 +2,10 @@
 
 use std::path::PathBuf;
 
+use crate::check::ExperimentPlan;
 use crate::cli::{Context, load};
 use crate::report::numbers::{count, si};
+use crate::store::Store;
 
 /// Check specs: syntax, names, arities, kinds and shapes. Prints each experiment's trials
 /// and each model's parameter count and FLOPs per time step.
@@ -25,86 +27,94 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         };
         println!("{}: ok", file.display());
         for exp in &program.experiments {
-            let first = &exp.trials[0];
-            let done = store.as_ref().map(|s| {
-                exp.trials
-                    .iter()
-                    .filter(|t| matches!(crate::sweep::Plan::of(s, t), Ok(crate::sweep::Plan::Done(_))))
-                    .count()
-            });
-            if let Some(search) = &exp.search {
-                let s = &search.spec;
-                println!(
-                    "  experiment {}: a search of {} configuration{} × {} seed{}, task {} (the models below are \
-                     its searched ranges' ends)",
-                    exp.name,
-                    s.trials,
-                    if s.trials == 1 { "" } else { "s" },
-                    s.seeds.len(),
-                    if s.seeds.len() == 1 { "" } else { "s" },
-                    first.config.task
-                );
-            } else {
-                println!(
-                    "  experiment {}: {} trial{}{}, task {}",
-                    exp.name,
-                    exp.trials.len(),
-                    if exp.trials.len() == 1 { "" } else { "s" },
-                    done.map(|d| format!(" ({d} done in {}, {} to run)", ctx.store.display(), exp.trials.len() - d))
-                        .unwrap_or_default(),
-                    first.config.task
-                );
-            }
-            // A search's trials are proposed as it runs: they pack as a sweep's do, but are not known here.
-            let groups = match exp.search {
-                None => crate::sweep::packs::groups(&exp.trials, None, |_| true),
-                Some(_) => vec![],
-            };
-            let packable: Vec<usize> = groups.iter().map(Vec::len).filter(|&n| n > 1).collect();
-            match packable.as_slice() {
-                [] => {}
-                [n] => {
-                    println!("    packs: {n} trials of one model and shapes can train as one program (`sweep --pack`)")
-                }
-                groups => println!(
-                    "    packs: {} trials in {} groups of one model and shapes; each group can train as one \
-                     program (`sweep --pack`)",
-                    groups.iter().sum::<usize>(),
-                    groups.len()
-                ),
-            }
-            // One line per distinct model configuration (sweeps may change the size).
-            let mut seen: Vec<(usize, u64)> = vec![];
-            let mut memory = crate::cli::memory::Estimates::default();
-            for t in &exp.trials {
-                let key = (t.graph.param_count(), t.graph.flops_per_step());
-                if seen.contains(&key) {
-                    continue;
-                }
-                seen.push(key);
-                let varied: Vec<String> = t
-                    .config
-                    .swept
-                    .iter()
-                    .filter(|(k, _)| t.config.params.contains_key(k))
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect();
-                println!(
-                    "    model {}{}: {} parameters, {}FLOP per step and example (forward)",
-                    t.config.model,
-                    if varied.is_empty() { String::new() } else { format!(" ({})", varied.join(" ")) },
-                    count(key.0 as u64),
-                    si(key.1 as f64)
-                );
-                match memory.of(t) {
-                    Ok(e) => println!("      memory to train: {}", crate::cli::memory::describe(&e)),
-                    Err(e) => println!("      memory to train: not estimated ({e})"),
-                }
-            }
+            print_heading(exp, store.as_ref(), ctx);
+            print_packs(exp);
+            print_models(exp);
         }
         for m in &program.unused_models {
             println!("  model {m}: not used by an experiment here (checked with its defaults on probe inputs)");
         }
     }
     Ok(code)
+}
+
+/// The experiment's line: its trials (and how many the store has done), or its search's size.
+fn print_heading(exp: &ExperimentPlan, store: Option<&Store>, ctx: &Context) {
+    let task = &exp.trials[0].config.task;
+    if let Some(search) = &exp.search {
+        let s = &search.spec;
+        println!(
+            "  experiment {}: a search of {} configuration{} × {} seed{}, task {task} (the models below are \
+             its searched ranges' ends)",
+            exp.name,
+            s.trials,
+            if s.trials == 1 { "" } else { "s" },
+            s.seeds.len(),
+            if s.seeds.len() == 1 { "" } else { "s" },
+        );
+        return;
+    }
+    let done = store.map(|s| {
+        exp.trials.iter().filter(|t| matches!(crate::sweep::Plan::of(s, t), Ok(crate::sweep::Plan::Done(_)))).count()
+    });
+    println!(
+        "  experiment {}: {} trial{}{}, task {task}",
+        exp.name,
+        exp.trials.len(),
+        if exp.trials.len() == 1 { "" } else { "s" },
+        done.map(|d| format!(" ({d} done in {}, {} to run)", ctx.store.display(), exp.trials.len() - d))
+            .unwrap_or_default(),
+    );
+}
+
+/// Which of a sweep's trials can train as one program (`sweep --pack`). A search's trials are
+/// proposed as it runs: they pack as a sweep's do, but are not known here.
+fn print_packs(exp: &ExperimentPlan) {
+    let groups = match exp.search {
+        None => crate::sweep::packs::groups(&exp.trials, None, |_| true),
+        Some(_) => vec![],
+    };
+    let packable: Vec<usize> = groups.iter().map(Vec::len).filter(|&n| n > 1).collect();
+    match packable.as_slice() {
+        [] => {}
+        [n] => println!("    packs: {n} trials of one model and shapes can train as one program (`sweep --pack`)"),
+        groups => println!(
+            "    packs: {} trials in {} groups of one model and shapes; each group can train as one program \
+             (`sweep --pack`)",
+            groups.iter().sum::<usize>(),
+            groups.len()
+        ),
+    }
+}
+
+/// One line per distinct model configuration (a sweep may change its size): parameters, FLOPs
+/// and the memory to train it.
+fn print_models(exp: &ExperimentPlan) {
+    let mut seen: Vec<(usize, u64)> = vec![];
+    let mut memory = crate::cli::memory::Estimates::default();
+    for t in &exp.trials {
+        let key = (t.graph.param_count(), t.graph.flops_per_step());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let varied: Vec<String> = t
+            .config
+            .swept
+            .iter()
+            .filter(|(k, _)| t.config.params.contains_key(k))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        println!(
+            "    model {}{}: {} parameters, {}FLOP per step and example (forward)",
+            t.config.model,
+            if varied.is_empty() { String::new() } else { format!(" ({})", varied.join(" ")) },
+            count(key.0 as u64),
+            si(key.1 as f64)
+        );
+        match memory.of(t) {
+            Ok(e) => println!("      memory to train: {}", crate::cli::memory::describe(&e)),
+            Err(e) => println!("      memory to train: not estimated ({e})"),
+        }
+    }
 }
