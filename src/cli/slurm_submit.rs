@@ -34,37 +34,17 @@ pub fn submit(
 ) -> anyhow::Result<i32> {
     let dir = slurm::sweep_dir(&sub.shared, sub.spec_path, sub.experiment);
     std::fs::create_dir_all(dir.join("logs"))?;
-    let done_in_shards: HashSet<String> = shard::read_all(&dir)
-        .into_iter()
-        .filter_map(|(_, r)| r.ok())
-        .filter(|r| r.status == Status::Done)
-        .map(|r| r.trial_key)
-        .collect();
-    let in_flight = active_trials(&dir)?;
-    let mut todo: Vec<&Trial> = vec![];
-    let mut skipped = (0, 0, 0);
-    for t in trials {
-        let key = identity::trial_key(t);
-        if !Plan::of(store, t)?.runs(opts) {
-            skipped.0 += 1;
-        } else if done_in_shards.contains(&key) && !opts.force {
-            skipped.1 += 1;
-        } else if in_flight.contains(&key) {
-            skipped.2 += 1;
-        } else {
-            todo.push(t);
-        }
-    }
+    let (todo, skipped) = to_submit(store, trials, &dir, opts)?;
     eprintln!(
         "{} trial{} to submit; {} done in the store, {} done on the cluster (not synced yet), {} still queued or running",
         todo.len(),
         if todo.len() == 1 { "" } else { "s" },
-        skipped.0,
-        skipped.1,
-        skipped.2
+        skipped.done_here,
+        skipped.done_on_cluster,
+        skipped.in_flight
     );
     if todo.is_empty() {
-        if skipped.1 > 0 {
+        if skipped.done_on_cluster > 0 {
             eprintln!("run `memctl sync {}` to bring finished runs into the store", dir.display());
         }
         return Ok(0);
@@ -111,6 +91,48 @@ pub fn submit(
         dir.display()
     );
     Ok(0)
+}
+
+/// The trials a submission leaves out, by why.
+struct Skipped {
+    /// Settled in the local store: done or pruned (without `--force`), failed (without
+    /// `--retry-failed`), or running in a process here.
+    done_here: usize,
+    /// Done in a shard of the sweep directory, not yet synced into the store.
+    done_on_cluster: usize,
+    /// Still queued or running from an earlier submission.
+    in_flight: usize,
+}
+
+/// The trials to submit from the sweep directory `dir`, and those left out.
+fn to_submit<'t>(
+    store: &Store,
+    trials: &'t [Trial],
+    dir: &Path,
+    opts: &Options,
+) -> anyhow::Result<(Vec<&'t Trial>, Skipped)> {
+    let done_in_shards: HashSet<String> = shard::read_all(dir)
+        .into_iter()
+        .filter_map(|(_, r)| r.ok())
+        .filter(|r| r.status == Status::Done)
+        .map(|r| r.trial_key)
+        .collect();
+    let active = active_trials(dir)?;
+    let mut todo: Vec<&Trial> = vec![];
+    let mut skipped = Skipped { done_here: 0, done_on_cluster: 0, in_flight: 0 };
+    for t in trials {
+        let key = identity::trial_key(t);
+        if !Plan::of(store, t)?.runs(opts) {
+            skipped.done_here += 1;
+        } else if done_in_shards.contains(&key) && !opts.force {
+            skipped.done_on_cluster += 1;
+        } else if active.contains(&key) {
+            skipped.in_flight += 1;
+        } else {
+            todo.push(t);
+        }
+    }
+    Ok((todo, skipped))
 }
 
 /// The array tasks' packs of `todo` under `--pack N` (as a local sweep packs them; a task
