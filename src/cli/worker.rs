@@ -4,12 +4,13 @@
 
 use std::path::PathBuf;
 
+use crate::check::Trial;
 use crate::cli::{Context, load};
-use crate::slurm::manifest::{Manifest, ManifestSearch, Snapshot};
+use crate::slurm::manifest::{Manifest, ManifestSearch, ManifestTrial, Snapshot};
 use crate::slurm::{scheduler, shard, signals};
 use crate::store::Store;
 use crate::store::checkpoints::CheckpointDir;
-use crate::sweep::{self, Options, identity};
+use crate::sweep::{self, Options, SpecSource, identity};
 use crate::train::Silent;
 
 /// Run one trial of a Slurm manifest and write its run record (used by array tasks).
@@ -58,22 +59,31 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         pack.push((entry, trial));
     }
     let source = load::spec_source(&spec_path, &spec);
-    if pack.len() > 1 {
-        return run_pack_task(&args, &manifest, &pack, &source);
+    match pack[..] {
+        [(entry, trial)] => run_trial_task(&args, &manifest, entry, trial, &source),
+        _ => run_pack_task(&args, &manifest, &pack, &source),
     }
-    let (entry, trial) = pack[0];
-    let threads = threads(&manifest);
+}
+
+/// An array task of one trial: trains it on the task's CPUs, resumed from and checkpointed to
+/// its checkpoint, and writes its shard when it ends. A signal stops it with its checkpoint
+/// saved (no shard, so a requeued task resumes it).
+fn run_trial_task(
+    args: &Args,
+    manifest: &Manifest,
+    entry: &ManifestTrial,
+    trial: &Trial,
+    source: &SpecSource,
+) -> anyhow::Result<i32> {
+    let threads = threads(manifest);
     let opts = Options {
         force: true,
         retry_failed: true,
-        jobs: 1,
         threads,
         device: manifest.device.clone(),
-        prober: None,
-        memory: Default::default(),
-        pack: crate::sweep::packs::Packing::Off,
+        ..Options::one_at_a_time()
     };
-    let mut record = sweep::new_record(0, trial, &source, &opts);
+    let mut record = sweep::new_record(0, trial, source, &opts);
     eprintln!("memctl worker: trial {} ({})", entry.trial_key, entry.label);
     let checkpoints = CheckpointDir::new(sweep_dir(&args.manifest).join("checkpoints"));
     let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, &Log);
