@@ -12,7 +12,7 @@ use super::error_kind::CheckErrorKind;
 use crate::diag::Diagnostic;
 use crate::graph::{Init, Node, ParamSpec, Shape, ShapeDisplay, Source, StateInit, StateSpec, StepGraph, Ty};
 use crate::lang::ast::{self, BinaryOp, Expr, ExprKind, Stmt, UnaryOp};
-use crate::signature::{ArgKind, ArgVal, Args, Catalog, Default, PrimError, Primitive};
+use crate::signature::{ArgKind, ArgVal, Args, Catalog, Default, Inferred, PrimError, Primitive};
 use crate::source::Span;
 use crate::value::Value;
 
@@ -139,6 +139,34 @@ struct Elab {
 }
 
 type Res<T> = Result<T, Diagnostic>;
+
+/// An error where a call's output or parameter would hold more than [`MAX_ELEMENTS`].
+fn within_limits(prim: &dyn Primitive, inst: &Inferred, span: Span) -> Res<()> {
+    let too_large = |s: &[usize]| elements(s).is_none_or(|n| n > MAX_ELEMENTS);
+    for t in &inst.outputs {
+        if let Ty::Tensor(s) = t
+            && too_large(s)
+        {
+            return Err(CheckErrorKind::TensorTooLarge { prim: prim.name(), shape: s.clone() }
+                .error()
+                .at(span, "too large")
+                .hint("check the sizes that reach this call"));
+        }
+    }
+    for p in &inst.params {
+        if too_large(&p.shape) {
+            return Err(CheckErrorKind::ParameterTooLarge {
+                prim: prim.name(),
+                param: p.name.to_string(),
+                shape: p.shape.clone(),
+            }
+            .error()
+            .at(span, "too large")
+            .hint("check the sizes that reach this call"));
+        }
+    }
+    Ok(())
+}
 
 impl Elab {
     fn names(&self) -> Vec<&str> {
@@ -581,29 +609,7 @@ impl Elab {
                     .hint("this is a bug in memctl; please report it with this spec")
             })?
             .map_err(|pe| self.prim_error(prim, pe, &args, span))?;
-        let too_large = |s: &[usize]| elements(s).is_none_or(|n| n > MAX_ELEMENTS);
-        for t in &inst.outputs {
-            if let Ty::Tensor(s) = t
-                && too_large(s)
-            {
-                return Err(CheckErrorKind::TensorTooLarge { prim: prim.name(), shape: s.clone() }
-                    .error()
-                    .at(span, "too large")
-                    .hint("check the sizes that reach this call"));
-            }
-        }
-        for p in &inst.params {
-            if too_large(&p.shape) {
-                return Err(CheckErrorKind::ParameterTooLarge {
-                    prim: prim.name(),
-                    param: p.name.to_string(),
-                    shape: p.shape.clone(),
-                }
-                .error()
-                .at(span, "too large")
-                .hint("check the sizes that reach this call"));
-            }
-        }
+        within_limits(prim, &inst, span)?;
         let path = self.path(hint, prim.name());
         let mut param_ids = vec![];
         for decl in inst.params {

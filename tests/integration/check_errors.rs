@@ -211,6 +211,11 @@ fn catalogue() -> Vec<Case> {
         case("state too large", model("model m(d = 8) { state M = zeros(16777216, 16777216, 16777216)  \
                     step x { out linear(embed(x, 16), output_size) } }"),
              "state `M` is too large: [16777216, 16777216, 16777216]", "2:28", "zeros(16777216, 16777216, 16777216)"),
+        case("parameter too large", model("model m(d = 8) { step x { out linear(linear(embed(x, 4096), 16777216), output_size) } }"),
+             "`linear` would have a parameter `weight` of shape [16777216, 4096]: more than 2^28 elements", "2:38",
+             "linear(embed(x, 4096), 16777216)"),
+        case("tensor too large", model("model m(d = 8) { step x { e = embed(x, 16385)  out linear(flatten(e ⊗ e), output_size) } }"),
+             "`outer` would give a tensor of shape [16385, 16385]: more than 2^28 elements per example", "2:67", "e ⊗ e"),
         // ------------------------------------------------------------ model structure
         case("two `out`s", model("model m(d = 8) { step x { e = embed(x, 16)  \
                     out linear(e, output_size)  out linear(e, output_size) } }"),
