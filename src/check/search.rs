@@ -452,30 +452,13 @@ fn read_prune(e: &ast::Expr, metrics: &[String]) -> Result<Option<Pruning>, Diag
         return Ok(None);
     }
     let Some((callee, args)) = callee(e) else {
-        let name = bare_name(e).unwrap_or("");
-        let mut d = CheckErrorKind::UnknownPruner { name: name.to_string() }
-            .error()
-            .at(e.span, "not a pruner")
-            .hint("pruners: asha(metric = val_accuracy, min_steps = 2000), median(…), none");
-        if let Some(h) = crate::suggest::did_you_mean(name, PRUNERS.iter().copied()) {
-            d = d.hint(h);
-        }
-        return Err(d);
+        return Err(unknown_pruner(bare_name(e).unwrap_or(""), e.span));
     };
     let name = callee.name.as_str();
     let allowed: &[&str] = match name {
         "asha" => &["metric", "min_steps", "rungs", "keep", "patience"],
         "median" => &["metric", "min_steps", "rungs", "factor", "every", "patience"],
-        _ => {
-            let mut d = CheckErrorKind::UnknownPruner { name: name.to_string() }
-                .error()
-                .at(callee.span, "not a pruner")
-                .hint("pruners: asha(metric = val_accuracy, min_steps = 2000), median(…), none");
-            if let Some(h) = crate::suggest::did_you_mean(name, PRUNERS.iter().copied()) {
-                d = d.hint(h);
-            }
-            return Err(d);
-        }
+        _ => return Err(unknown_pruner(name, callee.span)),
     };
     let metric_arg = args.iter().find(|a| a.name.as_ref().is_some_and(|n| n.name == "metric"));
     let named = named_args(name, args, allowed)?;
@@ -537,6 +520,18 @@ fn read_prune(e: &ast::Expr, metrics: &[String]) -> Result<Option<Pruning>, Diag
         (PruneRule::Median, factor)
     };
     Ok(Some(Pruning { rule, metric, min_steps, rungs, factor, patience, every }))
+}
+
+/// `name` at `span` is no pruner: the error lists the pruners and suggests the nearest.
+fn unknown_pruner(name: &str, span: Span) -> Diagnostic {
+    let d = CheckErrorKind::UnknownPruner { name: name.to_string() }
+        .error()
+        .at(span, "not a pruner")
+        .hint("pruners: asha(metric = val_accuracy, min_steps = 2000), median(…), none");
+    match crate::suggest::did_you_mean(name, PRUNERS.iter().copied()) {
+        Some(h) => d.hint(h),
+        None => d,
+    }
 }
 
 /// Named arguments of a sampler or pruner, their values evaluated (`1/3` is a fraction here,

@@ -96,7 +96,7 @@ pub fn submit(
 /// The trials a submission leaves out, by why.
 struct Skipped {
     /// Settled in the local store: done or pruned (without `--force`), failed (without
-    /// `--retry-failed`), or running in a process here.
+    /// `--force` or `--retry-failed`), or running in a process here.
     done_here: usize,
     /// Done in a shard of the sweep directory, not yet synced into the store.
     done_on_cluster: usize,
@@ -104,7 +104,8 @@ struct Skipped {
     in_flight: usize,
 }
 
-/// The trials to submit from the sweep directory `dir`, and those left out.
+/// Which of `trials` to submit, given the store and what the sweep directory `dir` holds
+/// (shards not yet synced, earlier submissions still queued or running), and those left out.
 fn to_submit<'t>(
     store: &Store,
     trials: &'t [Trial],
