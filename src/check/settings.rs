@@ -185,31 +185,51 @@ fn select(e: &crate::lang::ast::Expr, task: &dyn Task) -> Result<Select, Diagnos
     Ok(Select { higher_is_better: crate::tasks::higher_is_better(&base), metric: metric.clone(), split, base })
 }
 
-/// The trial's training configuration: block values, then sweep overrides, then defaults.
-pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span) -> Result<TrainConfig, Diagnostic> {
-    let get = |key: &str| -> Option<(Value, Span)> { swept.get(key).or_else(|| block.values.get(key)).cloned() };
-    let float = |key: &str| -> f64 {
-        get(key)
+/// A trial's settings as it sees them: its sweep's values over its `train` block's, over the
+/// defaults; errors point at the value, or at the experiment (`at`) where none is written.
+struct Lookup<'a> {
+    block: &'a Block,
+    swept: &'a BTreeMap<String, (Value, Span)>,
+    at: Span,
+}
+
+impl Lookup<'_> {
+    /// The value written for `key` and where, if any.
+    fn get(&self, key: &str) -> Option<(Value, Span)> {
+        self.swept.get(key).or_else(|| self.block.values.get(key)).cloned()
+    }
+
+    /// Where `key` is written, or the experiment.
+    fn span_of(&self, key: &str) -> Span {
+        self.get(key).map_or(self.at, |(_, s)| s)
+    }
+
+    /// `key` as a number, or its default, or 0.
+    fn float(&self, key: &str) -> f64 {
+        self.get(key)
             .and_then(|(v, _)| v.as_float())
             .or_else(|| config::setting(key).and_then(|s| s.default).and_then(|d| d().as_float()))
             .unwrap_or(0.0)
-    };
-    let span_of = |key: &str| get(key).map_or(at, |(_, s)| s);
-    let positive_int = |key: &str| -> Result<usize, Diagnostic> {
-        let v = get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
+    }
+
+    /// `key` (or its default) as an integer from 1 to 2^40.
+    fn positive_int(&self, key: &str) -> Result<usize, Diagnostic> {
+        let v = self.get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
         match v.and_then(|v| v.as_int()) {
             Some(i) if (1..=1 << 40).contains(&i) => Ok(i as usize),
             Some(i) if i < 1 => Err(CheckErrorKind::SettingTooSmall { key: key.to_string(), found: i }
                 .error()
-                .at(span_of(key), "too small")),
+                .at(self.span_of(key), "too small")),
             Some(i) => Err(CheckErrorKind::SettingTooLarge { key: key.to_string(), found: i }
                 .error()
-                .at(span_of(key), "too large")),
-            None => Err(CheckErrorKind::SettingNotSet { key: key.to_string() }.error().at(at, "here")),
+                .at(self.span_of(key), "too large")),
+            None => Err(CheckErrorKind::SettingNotSet { key: key.to_string() }.error().at(self.at, "here")),
         }
-    };
-    let optional_positive = |key: &str| -> Result<Option<f64>, Diagnostic> {
-        match get(key) {
+    }
+
+    /// `key` as a finite number above 0, if it is written.
+    fn optional_positive(&self, key: &str) -> Result<Option<f64>, Diagnostic> {
+        match self.get(key) {
             None => Ok(None),
             Some((v, span)) => match v.as_float() {
                 Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
@@ -218,57 +238,64 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
                     .at(span, "not positive")),
             },
         }
-    };
-    let opt_name = get("optimizer").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "adam".into());
+    }
+}
+
+/// The trial's training configuration: block values, then sweep overrides, then defaults.
+pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span) -> Result<TrainConfig, Diagnostic> {
+    let settings = Lookup { block, swept, at };
+    let opt_name =
+        settings.get("optimizer").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "adam".into());
     let optimizer = OptimizerKind::parse(&opt_name).ok_or_else(|| {
         let mut d = CheckErrorKind::UnknownOptimizer { name: opt_name.clone() }
             .error()
-            .at(span_of("optimizer"), "not an optimizer")
+            .at(settings.span_of("optimizer"), "not an optimizer")
             .hint("optimizers: adam, rmsprop, sgd");
         if let Some(h) = crate::suggest::did_you_mean(&opt_name, ["adam", "rmsprop", "sgd"]) {
             d = d.hint(h);
         }
         d
     })?;
-    let lr = float("lr");
+    let lr = settings.float("lr");
     if !(lr > 0.0 && lr.is_finite()) {
-        return Err(CheckErrorKind::LearningRate { lr }.error().at(span_of("lr"), "not positive"));
+        return Err(CheckErrorKind::LearningRate { lr }.error().at(settings.span_of("lr"), "not positive"));
     }
-    let device = get("device").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "cpu".into());
+    let device =
+        settings.get("device").and_then(|(v, _)| v.as_str().map(str::to_string)).unwrap_or_else(|| "cpu".into());
     if crate::device::parse(&device).is_none() {
         return Err(CheckErrorKind::UnknownDevice { name: device.clone() }
             .error()
-            .at(span_of("device"), "not a device")
+            .at(settings.span_of("device"), "not a device")
             .hint("devices: cpu, cuda, cuda:N"));
     }
-    let checkpoint_every = float("checkpoint_every");
+    let checkpoint_every = settings.float("checkpoint_every");
     if !(checkpoint_every >= 0.0 && checkpoint_every.is_finite()) {
         return Err(CheckErrorKind::CheckpointEvery { minutes: checkpoint_every }
             .error()
-            .at(span_of("checkpoint_every"), "not a duration")
+            .at(settings.span_of("checkpoint_every"), "not a duration")
             .hint("0 saves checkpoints only when training is stopped from outside"));
     }
-    let keep_checkpoint = get("keep_checkpoint").and_then(|(v, _)| v.as_bool()).unwrap_or(false);
-    let eval_size = match get("eval_size") {
+    let keep_checkpoint = settings.get("keep_checkpoint").and_then(|(v, _)| v.as_bool()).unwrap_or(false);
+    let eval_size = match settings.get("eval_size") {
         None => None,
-        Some(_) => Some(positive_int("eval_size")?),
+        Some(_) => Some(settings.positive_int("eval_size")?),
     };
     Ok(TrainConfig {
         optimizer,
         lr,
-        momentum: float("momentum"),
-        alpha: float("alpha"),
-        beta1: float("beta1"),
-        beta2: float("beta2"),
-        eps: float("eps"),
-        weight_decay: float("weight_decay"),
-        batch: positive_int("batch")?,
-        steps: positive_int("steps")?,
-        eval_every: positive_int("eval_every")?,
+        momentum: settings.float("momentum"),
+        alpha: settings.float("alpha"),
+        beta1: settings.float("beta1"),
+        beta2: settings.float("beta2"),
+        eps: settings.float("eps"),
+        weight_decay: settings.float("weight_decay"),
+        batch: settings.positive_int("batch")?,
+        steps: settings.positive_int("steps")?,
+        eval_every: settings.positive_int("eval_every")?,
         eval_size,
-        clip_value: optional_positive("clip_value")?,
-        clip_norm: optional_positive("clip_norm")?,
-        max_time: optional_positive("max_time")?,
+        clip_value: settings.optional_positive("clip_value")?,
+        clip_norm: settings.optional_positive("clip_norm")?,
+        max_time: settings.optional_positive("max_time")?,
         device,
         stop_when: block.stop_when.clone(),
         select: block.select.clone(),
