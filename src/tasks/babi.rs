@@ -209,66 +209,22 @@ fn parse(
         if line.trim().is_empty() {
             continue;
         }
+        let at = Line { path, n };
         let line = line.trim_start();
         let (number, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
-        let Some(id) = number.parse::<usize>().ok().filter(|id| *id >= 1) else {
-            return Err(DataError::line(path, n, "a line number", number));
-        };
-        match previous {
-            _ if id == 1 => story_start = into.starts.len() - 1,
-            Some(p) if id == p + 1 => {}
-            Some(p) => {
-                return Err(DataError::line(
-                    path,
-                    n,
-                    format!("line number {} (or 1 to start a new story)", p + 1),
-                    number,
-                ));
-            }
-            None => return Err(DataError::line(path, n, "line number 1 (a file starts with a story)", number)),
+        let id = at.number(number, previous)?;
+        if id == 1 {
+            story_start = into.starts.len() - 1;
         }
         previous = Some(id);
         tokens.clear();
         if !rest.contains('\t') {
-            // bAbI's story sentences never ask; a `?` without a tab is a question whose answer
-            // is missing (or whose tabs became spaces), and reading it as a fact would
-            // silently corrupt the story.
-            if rest.contains('?') {
-                let expected = "a tab and an answer after the question (`id question<TAB>answer<TAB>supporting facts`)";
-                return Err(DataError::line(path, n, expected, rest.trim()));
-            }
-            tokenize(rest, &mut |w| tokens.push(words.id(w)));
-            if tokens.is_empty() {
-                return Err(DataError::line(path, n, "a sentence after the line number", rest.trim()));
-            }
+            at.fact(rest, &mut tokens, words)?;
             into.tokens.extend_from_slice(&tokens);
             into.starts.push(into.tokens.len());
             continue;
         }
-        let fields: Vec<&str> = rest.split('\t').collect();
-        if fields.len() > 3 {
-            let expected = "a question line `id question<TAB>answer<TAB>supporting facts` (two tabs)";
-            return Err(DataError::line(path, n, expected, rest));
-        }
-        tokenize(fields[0], &mut |w| tokens.push(words.id(w)));
-        if tokens.is_empty() {
-            return Err(DataError::line(path, n, "a question before the tab", fields[0].trim()));
-        }
-        let answer = fields[1].trim().to_lowercase();
-        if answer.is_empty() || answer.contains(char::is_whitespace) {
-            return Err(DataError::line(
-                path,
-                n,
-                "an answer (one word, or words joined by commas) after the tab",
-                fields[1],
-            ));
-        }
-        for fact in fields.get(2).map_or("", |f| *f).split_whitespace() {
-            if !fact.parse::<usize>().is_ok_and(|f| f >= 1 && f < id) {
-                let expected = format!("supporting facts: line numbers below {id}");
-                return Err(DataError::line(path, n, expected, fact));
-            }
-        }
+        let answer = at.question(rest, id, &mut tokens, words)?;
         let end = into.starts.len() - 1;
         let start = if max_facts > 0 { end.saturating_sub(max_facts).max(story_start) } else { story_start };
         let text_start = into.question_tokens.len();
@@ -287,6 +243,79 @@ fn parse(
         });
     }
     Ok(())
+}
+
+/// One line of a task file, read by its kind; each error names the file and the line.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    path: &'a Path,
+    n: usize,
+}
+
+impl Line<'_> {
+    fn expected(self, expected: impl Into<String>, found: &str) -> DataError {
+        DataError::line(self.path, self.n, expected, found)
+    }
+
+    /// The line's number, which continues the story (`previous + 1`) or starts a new one (1).
+    fn number(self, number: &str, previous: Option<usize>) -> Result<usize, DataError> {
+        let Some(id) = number.parse::<usize>().ok().filter(|id| *id >= 1) else {
+            return Err(self.expected("a line number", number));
+        };
+        match previous {
+            _ if id == 1 => Ok(id),
+            Some(p) if id == p + 1 => Ok(id),
+            Some(p) => Err(self.expected(format!("line number {} (or 1 to start a new story)", p + 1), number)),
+            None => Err(self.expected("line number 1 (a file starts with a story)", number)),
+        }
+    }
+
+    /// A story sentence (the text after the number): its tokens into `tokens`.
+    fn fact(self, rest: &str, tokens: &mut Vec<u32>, words: &mut Interner<String>) -> Result<(), DataError> {
+        // bAbI's story sentences never ask; a `?` without a tab is a question whose answer is
+        // missing (or whose tabs became spaces), and reading it as a fact would silently
+        // corrupt the story.
+        if rest.contains('?') {
+            let expected = "a tab and an answer after the question (`id question<TAB>answer<TAB>supporting facts`)";
+            return Err(self.expected(expected, rest.trim()));
+        }
+        tokenize(rest, &mut |w| tokens.push(words.id(w)));
+        if tokens.is_empty() {
+            return Err(self.expected("a sentence after the line number", rest.trim()));
+        }
+        Ok(())
+    }
+
+    /// A question `question<TAB>answer<TAB>supporting facts` (the text after number `id`): its
+    /// tokens into `tokens`; the answer, lowercased.
+    fn question(
+        self,
+        rest: &str,
+        id: usize,
+        tokens: &mut Vec<u32>,
+        words: &mut Interner<String>,
+    ) -> Result<String, DataError> {
+        let fields: Vec<&str> = rest.split('\t').collect();
+        if fields.len() > 3 {
+            let expected = "a question line `id question<TAB>answer<TAB>supporting facts` (two tabs)";
+            return Err(self.expected(expected, rest));
+        }
+        tokenize(fields[0], &mut |w| tokens.push(words.id(w)));
+        if tokens.is_empty() {
+            return Err(self.expected("a question before the tab", fields[0].trim()));
+        }
+        let answer = fields[1].trim().to_lowercase();
+        if answer.is_empty() || answer.contains(char::is_whitespace) {
+            let expected = "an answer (one word, or words joined by commas) after the tab";
+            return Err(self.expected(expected, fields[1]));
+        }
+        for fact in fields.get(2).map_or("", |f| *f).split_whitespace() {
+            if !fact.parse::<usize>().is_ok_and(|f| f >= 1 && f < id) {
+                return Err(self.expected(format!("supporting facts: line numbers below {id}"), fact));
+            }
+        }
+        Ok(answer)
+    }
 }
 
 /// Lowercased words, with `. , ? ! ; :` as tokens of their own.
