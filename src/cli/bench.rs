@@ -57,13 +57,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let Some(trial) = trials.first() else { anyhow::bail!("{} has no experiment to benchmark", args.file.display()) };
     let device = crate::device::open(&args.device)?;
     let threads = sweep::threads(args.threads);
-    let autograd = match args.autograd.as_deref() {
-        None => Autograd::default_for(&device),
-        Some("tape") if device.is_cpu() => Autograd::Tape,
-        Some("tape") => anyhow::bail!("--autograd tape runs on the CPU only"),
-        Some("candle") => Autograd::Candle,
-        Some(other) => anyhow::bail!("--autograd must be `tape` or `candle`, not `{other}`"),
-    };
+    let autograd = autograd(args.autograd.as_deref(), &device)?;
     if let Some(path) = &args.dump {
         super::output::not_an_input(path, &[&args.file])?;
         let d = crate::pool::run_in_pool(threads, || bench::dump::first_step_with(trial, &device, autograd))??;
@@ -80,6 +74,32 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         println!("{json}");
         return Ok(0);
     }
+    print_steps(trial, &report, peak);
+    if let Some(e) = &eval {
+        print_evaluation(e, &report, trial.config.train.batch);
+        if !device.is_cpu() {
+            eprintln!("evaluations: {}", e.mode);
+        }
+    }
+    if !device.is_cpu() {
+        eprintln!("steps: {}", report.step_mode);
+    }
+    Ok(0)
+}
+
+/// `--autograd` on `device`: the device's default, or what was asked where it runs there.
+fn autograd(asked: Option<&str>, device: &candle_core::Device) -> anyhow::Result<Autograd> {
+    Ok(match asked {
+        None => Autograd::default_for(device),
+        Some("tape") if device.is_cpu() => Autograd::Tape,
+        Some("tape") => anyhow::bail!("--autograd tape runs on the CPU only"),
+        Some("candle") => Autograd::Candle,
+        Some(other) => anyhow::bail!("--autograd must be `tape` or `candle`, not `{other}`"),
+    })
+}
+
+/// The step's line: `memctl_bench model=… KEY=VALUE … median_ms=…`, one `key=value` a figure.
+fn print_steps(trial: &crate::check::Trial, report: &bench::Report, peak: f64) {
     let mut values: Vec<String> = trial
         .config
         .params
@@ -107,25 +127,19 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         report.first_step_ms,
         if report.cuda_graph { "yes" } else { "no" }
     );
-    if let Some(e) = &eval {
-        // Per 1000 sequences, beside a training step's (forward and backward), so that a slow
-        // evaluation shows against what training does with the same sequences.
-        let batch = trial.config.train.batch as f64;
-        println!(
-            "memctl_bench_eval median_ms={:.1} passes={} sequences={} eval_batch={} eval_ms_per_1k_sequences={:.1} train_ms_per_1k_sequences={:.1}",
-            e.median_ms,
-            e.passes,
-            e.sequences,
-            e.batch,
-            e.median_ms * 1000.0 / e.sequences.max(1) as f64,
-            report.median_ms * 1000.0 / batch
-        );
-        if !device.is_cpu() {
-            eprintln!("evaluations: {}", e.mode);
-        }
-    }
-    if !device.is_cpu() {
-        eprintln!("steps: {}", report.step_mode);
-    }
-    Ok(0)
+}
+
+/// The evaluation's line, per 1000 sequences beside a training step's (forward and backward),
+/// so that a slow evaluation shows against what training does with the same sequences.
+fn print_evaluation(e: &bench::EvalReport, report: &bench::Report, batch: usize) {
+    let batch = batch as f64;
+    println!(
+        "memctl_bench_eval median_ms={:.1} passes={} sequences={} eval_batch={} eval_ms_per_1k_sequences={:.1} train_ms_per_1k_sequences={:.1}",
+        e.median_ms,
+        e.passes,
+        e.sequences,
+        e.batch,
+        e.median_ms * 1000.0 / e.sequences.max(1) as f64,
+        report.median_ms * 1000.0 / batch
+    );
 }
