@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::check::Trial;
 use crate::cli::runs::{self, Format};
-use crate::cli::{Context, load, sweep};
+use crate::cli::{context::Context, load, sweep};
 use crate::lang::Spec;
 use crate::report::ablation;
 use crate::store::{RunSummary, Store};

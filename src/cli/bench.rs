@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::bench;
-use crate::cli::{Context, load, sweep};
+use crate::cli::{context::Context, load, sweep};
 use crate::train::Autograd;
 
 /// Time the training step of an experiment's first trial (compiled from its spec), on one

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::check::ExperimentPlan;
-use crate::cli::{Context, load};
+use crate::cli::{context::Context, load};
 use crate::report::numbers::{count, si};
 use crate::store::Store;
 

@@ -1,6 +1,6 @@
 //! `memctl diff RUN_A RUN_B`: what differs between two runs, and how their results compare.
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::report::diff;
 use crate::store::Store;
 

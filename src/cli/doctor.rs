@@ -1,6 +1,6 @@
 //! `memctl doctor`: what this build can do here — features, devices, threads, store.
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 
 /// Show the build's features, the devices it can use, thread settings and the store.
 #[derive(clap::Args)]

@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::store::{RunRecord, Status, Store, record};
 
 /// Merge runs exported with `memctl runs --all --format records`, or the runs behind a results

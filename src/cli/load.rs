@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::check::{self, Program};
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::lang::{self, Spec};
 use crate::sweep::SpecSource;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::check::error_kind::CheckErrorKind;
 use crate::check::{ExperimentPlan, Program, Trial};
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::lang::Spec;
 use crate::report::numbers::bytes;

@@ -8,9 +8,12 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use context::Context;
+
 pub mod ablate;
 mod bench;
 mod check;
+mod context;
 mod counts;
 mod diff;
 mod doctor;
@@ -85,13 +88,6 @@ pub enum Command {
     Worker(worker::Args),
     #[command(hide = true)]
     Probe(probe::Args),
-}
-
-/// Shared by every verb.
-pub struct Context {
-    pub store: PathBuf,
-    /// Colour diagnostics on stderr.
-    pub color: bool,
 }
 
 /// Parses arguments, runs the verb, returns the exit code.

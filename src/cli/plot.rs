@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::query::{self, Field};
 use crate::report::curves::{self, Band, XAxis};
 use crate::report::plot::{self, Plot};

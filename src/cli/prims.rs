@@ -1,6 +1,6 @@
 //! `memctl prims`: the primitives a step can use, with their arguments.
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 
 /// List the primitives and their signatures.
 #[derive(clap::Args)]

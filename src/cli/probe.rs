@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::{Context, load};
+use crate::cli::{context::Context, load};
 use crate::sweep::identity;
 use crate::sweep::probe::EXIT_NO_TRIAL;
 

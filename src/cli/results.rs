@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::report::selection::select;
 use crate::report::{results, table_curves, table_data};
 use crate::store::{RunRecord, Store};

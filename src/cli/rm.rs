@@ -2,7 +2,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::query::Field;
 use crate::store::Store;
 

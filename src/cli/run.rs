@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::cli::{Context, load, sweep};
+use crate::cli::{context::Context, load, sweep};
 use crate::store::Store;
 use crate::sweep::Options;
 use crate::sweep::probe::ChildProber;

@@ -1,6 +1,6 @@
 //! `memctl runs`: past runs as a table — filtered, sorted, grouped — newest first.
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::query;
 use crate::report::sheet::Cell;
 use crate::report::{csv, json, markdown, table, view};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::{Context, load};
+use crate::cli::{context::Context, load};
 use crate::store::Store;
 use crate::sweep::search::Search;
 

@@ -1,6 +1,6 @@
 //! `memctl show RUN`: everything recorded for a run, as YAML (or the full JSON record).
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::report::show;
 use crate::store::Store;
 

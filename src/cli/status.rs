@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use crate::cli::{Context, slurm_submit, sync};
+use crate::cli::{context::Context, slurm_submit, sync};
 use crate::slurm::{scheduler, shard};
 
 /// Show the progress of Slurm submissions: queued, running, finished, failed, missing.

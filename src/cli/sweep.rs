@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::check::{SearchPlan, Trial};
-use crate::cli::{Context, counts, load, progress::Progress, slurm_submit};
+use crate::cli::{context::Context, counts, load, progress::Progress, slurm_submit};
 use crate::store::Store;
 use crate::sweep::packs::Packing;
 use crate::sweep::probe::ChildProber;

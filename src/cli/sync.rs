@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{Context, slurm_submit};
+use crate::cli::{context::Context, slurm_submit};
 use crate::slurm::shard;
 use crate::store::{Status, Store};
 

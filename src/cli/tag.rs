@@ -1,6 +1,6 @@
 //! `memctl tag RUN TAG [--remove]`: label a run (`memctl runs --where '"TAG" in tags'`).
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::store::Store;
 
 /// Add a tag to a run, or remove it with --remove.

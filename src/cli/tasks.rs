@@ -1,7 +1,7 @@
 //! `memctl tasks`: the task generators a spec can use, with their options, inputs, targets,
 //! metrics and test sets.
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::tasks::{TASKS, Target, TaskKind};
 
 /// List the tasks, their options (with defaults) and what they report.

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::check::Trial;
-use crate::cli::{Context, load};
+use crate::cli::{context::Context, load};
 use crate::slurm::manifest::{Manifest, ManifestSearch, ManifestTrial, Snapshot};
 use crate::slurm::{scheduler, shard, signals};
 use crate::store::Store;

@@ -12,7 +12,7 @@ mod unknown_name;
 
 use std::net::{IpAddr, SocketAddr};
 
-use crate::cli::Context;
+use crate::cli::context::Context;
 use crate::store::Store;
 
 /// Serve a live dashboard of the store on a local port (read-only).
