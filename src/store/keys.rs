@@ -14,6 +14,9 @@ pub const STUDIES: &str = "studies";
 /// Store metadata (schema version, summary layout version).
 pub const META: &str = "meta";
 pub const SCHEMA_KEY: &[u8] = b"schema";
+/// The store layout's version, in [`META`] under [`SCHEMA_KEY`]; bumped when it changes
+/// incompatibly.
+pub const SCHEMA: u32 = 1;
 /// In [`META`]: the layout version of the summaries in [`SUMMARIES`] (absent: none built yet).
 pub const SUMMARY_VERSION_KEY: &[u8] = b"summary_version";
 /// In [`META`]: the highest run id ever issued ([`run_key`] bytes), so that ids are not reused

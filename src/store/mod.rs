@@ -41,6 +41,7 @@
 mod backoff;
 pub mod checkpoints;
 pub mod cost;
+mod error;
 pub mod keys;
 pub mod owner;
 pub mod record;
@@ -56,8 +57,10 @@ use std::time::Duration;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
+pub use error::StoreError;
+pub use keys::SCHEMA;
+pub use record::now;
 pub use record::{Environment, Progress, Pruned, RunRecord, Status, StoredConfig};
-pub use session::SCHEMA;
 use session::Session;
 pub use study::StudyRecord;
 pub use summary::RunSummary;
@@ -67,49 +70,6 @@ pub use summary::RunSummary;
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(2);
 /// Why a run stopped when its process died under it.
 pub const PROCESS_DIED: &str = "interrupted: its process stopped before the run finished";
-
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    #[error(
-        "the store at `{path}` is in use by another memctl process{holder}, and stayed so for {waited_secs:.0} s\n\
-         help: wait for it to finish, raise the wait with MEMCTL_STORE_WAIT=SECONDS, or use another store with \
-         `--store PATH` (or MEMCTL_STORE)"
-    )]
-    Locked { path: PathBuf, holder: String, waited_secs: f64 },
-    /// `reason` is text, not a source, so that the chain prints the cause once.
-    #[error("cannot open the store at `{path}`: {reason}")]
-    Open { path: PathBuf, reason: String },
-    /// The store is there but this process may not write it: it is read from a copy.
-    #[error("cannot open the store at `{path}`: {reason}")]
-    Unwritable { path: PathBuf, reason: String },
-    #[error(
-        "the store at `{path}` cannot be written here ({reason}): memctl can read it, but this command writes to it\n\
-         help: run it as a user who may write the folder, or copy the folder somewhere writable and pass the \
-         copy to `--store`"
-    )]
-    ReadOnly { path: PathBuf, reason: String },
-    #[error(
-        "no store at `{0}`\n\
-         help: check `--store` (or MEMCTL_STORE); `memctl sweep` creates a store where it is told to"
-    )]
-    Missing(PathBuf),
-    #[error(
-        "run {id} is still running (process {pid} on {host}); stop its sweep first (Ctrl-C checkpoints it), then delete it"
-    )]
-    StillRunning { id: u64, pid: u32, host: String },
-    #[error("the store at `{path}` has schema {found}, but this memctl reads schema {SCHEMA}")]
-    Schema { path: PathBuf, found: String },
-    #[error("store error: {0}")]
-    Sled(#[from] sled::Error),
-    #[error("corrupt run record {id}: {reason}")]
-    Corrupt { id: u64, reason: String },
-    #[error("no run with id {0}")]
-    NoSuchRun(u64),
-    #[error("corrupt search study `{key}`: {reason}")]
-    CorruptStudy { key: String, reason: String },
-    #[error("checkpoint of trial {trial}: {reason}")]
-    Checkpoint { trial: String, reason: String },
-}
 
 /// A store on disk. Cheap to clone and to share between threads: it holds only its path (and,
 /// for a store it may only read, the shared copy it reads from).
@@ -555,11 +515,6 @@ fn tx_error(e: TransactionError<()>, id: u64) -> StoreError {
 
 fn decode(id: u64, bytes: &[u8]) -> Result<RunRecord, StoreError> {
     record::decode(bytes).map_err(|e| StoreError::Corrupt { id, reason: e.to_string() })
-}
-
-/// Unix seconds.
-pub fn now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ pub fn is_gone(record: &RunRecord, now: f64) -> bool {
 
 /// [`is_gone`] for a run known by its process and last sign of life (a summary's).
 pub fn is_gone_process(owner: Option<&ProcessIdentity>, last_sign: f64) -> bool {
-    gone(owner, last_sign, super::now())
+    gone(owner, last_sign, super::record::now())
 }
 
 fn gone(owner: Option<&ProcessIdentity>, last_sign: f64, now: f64) -> bool {

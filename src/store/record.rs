@@ -381,6 +381,11 @@ pub fn migrate(record: &mut serde_json::Value, version: u32) -> Result<(), Decod
     Ok(())
 }
 
+/// Unix seconds, as a record's times are kept.
+pub fn now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

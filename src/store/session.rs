@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::backoff::LockBackoff;
-use super::{StoreError, keys, summary};
+use super::error::StoreError;
+use super::keys::{self, SCHEMA};
+use super::summary;
 
 /// The trees of an open store.
 pub(super) struct Session {
@@ -24,9 +26,6 @@ pub(super) struct Session {
 
 /// File next to the database naming the process in a session (for the lock message).
 const HOLDER_FILE: &str = "holder";
-
-/// Version of the store layout; bumped when it changes incompatibly.
-pub const SCHEMA: u32 = 1;
 
 impl Session {
     /// Opens the database under `path`, waiting up to `wait` while another process has it.
@@ -73,7 +72,7 @@ impl Session {
         for item in self.runs.iter() {
             let (k, v) = item?;
             let id = keys::run_id(&k).unwrap_or(0);
-            let record = super::decode(id, &v)?;
+            let record = super::record::decode(&v).map_err(|e| StoreError::Corrupt { id, reason: e.to_string() })?;
             self.summaries.insert(k, summary::encode(&summary::RunSummary::of(&record)))?;
         }
         Ok(())

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-use super::StoreError;
 use super::backoff::LockBackoff;
+use super::error::StoreError;
 
 /// A private, refreshable copy of a store's database.
 #[derive(Debug)]

@@ -76,7 +76,7 @@ impl RunSummary {
             self.live = None;
         } else {
             // Its wall time so far, not as of its last update.
-            self.wall_seconds = super::now() - self.started_at;
+            self.wall_seconds = super::record::now() - self.started_at;
         }
         self
     }
@@ -249,7 +249,7 @@ pub fn encode(s: &RunSummary) -> Vec<u8> {
     w.0
 }
 
-pub fn decode(id: u64, bytes: &[u8]) -> Result<RunSummary, super::StoreError> {
+pub fn decode(id: u64, bytes: &[u8]) -> Result<RunSummary, super::error::StoreError> {
     Decoder::default().decode(id, bytes)
 }
 
@@ -260,8 +260,8 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    pub fn decode(&mut self, id: u64, bytes: &[u8]) -> Result<RunSummary, super::StoreError> {
-        let corrupt = || super::StoreError::Corrupt { id, reason: "unreadable summary".into() };
+    pub fn decode(&mut self, id: u64, bytes: &[u8]) -> Result<RunSummary, super::error::StoreError> {
+        let corrupt = || super::error::StoreError::Corrupt { id, reason: "unreadable summary".into() };
         let mut r = Reader(bytes);
         let s = read(&mut r, self).ok_or_else(corrupt)?;
         if !r.0.is_empty() {
