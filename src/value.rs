@@ -36,6 +36,12 @@ impl Kind {
             Kind::List => "list",
         }
     }
+
+    /// `an int`, `a float`, `a bool`, `a str`, `a list`: the kind with its article, for messages.
+    pub fn with_article(self) -> String {
+        let article = if self == Kind::Int { "an" } else { "a" };
+        format!("{article} {self}")
+    }
 }
 
 impl fmt::Display for Kind {

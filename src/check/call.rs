@@ -85,6 +85,6 @@ pub fn coerce(what: &str, spec: &ArgSpec, kind: Kind, value: Value, expr: &Expr)
     value.coerce(kind).ok_or_else(|| {
         CheckErrorKind::ArgumentKind { callee: what.to_string(), arg: spec.name, expected: kind, found: value.clone() }
             .error()
-            .at(expr.span, format!("expected {}", super::a(kind)))
+            .at(expr.span, format!("expected {}", kind.with_article()))
     })
 }

@@ -110,7 +110,7 @@ fn overflow(span: Span) -> Diagnostic {
 fn type_error(what: &str, v: &Value, span: Span) -> Diagnostic {
     CheckErrorKind::WrongKind { needs: what.to_string(), found: v.clone() }
         .error()
-        .at(span, format!("this is {}", super::a(v.kind())))
+        .at(span, format!("this is {}", v.kind().with_article()))
 }
 
 /// Applies a binary operator to two values.

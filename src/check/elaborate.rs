@@ -554,7 +554,7 @@ impl Elab {
                     _ => {
                         return Err(CheckErrorKind::ArgumentNotKnown { callee: what.clone(), arg: spec.name }
                             .error()
-                            .at(e.span, format!("expected {}", super::a(kind)))
+                            .at(e.span, format!("expected {}", kind.with_article()))
                             .hint("pass a parameter or a number"));
                     }
                 },

@@ -14,7 +14,6 @@ use crate::signature::PrimError;
 use crate::ty::{Shape, ShapeDisplay, Ty};
 use crate::value::{Kind, Value};
 
-use super::a;
 use super::limits::{MAX_DRAWS, MAX_RANGE, MAX_TRIALS};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -599,7 +598,12 @@ impl fmt::Display for CheckErrorKind {
             ArgumentTwice { arg } => write!(f, "argument `{arg}` given twice"),
             MissingArgument { callee, arg } => write!(f, "{callee} needs argument `{arg}`"),
             ArgumentKind { callee, arg, expected, found } => {
-                write!(f, "argument `{arg}` of {callee} must be {}, found {}", a(*expected), found.describe())
+                write!(
+                    f,
+                    "argument `{arg}` of {callee} must be {}, found {}",
+                    expected.with_article(),
+                    found.describe()
+                )
             }
 
             CallNotAValue { callee } => write!(f, "`{callee}(…)` cannot be used here"),
@@ -693,10 +697,15 @@ impl fmt::Display for CheckErrorKind {
             }
             ParamUntyped { name } => write!(f, "parameter `{name}` has neither a type nor a default"),
             ParamGiven { name, model, expected, found } => {
-                write!(f, "parameter `{name}` of `{model}` is {}, but is given {}", a(*expected), found.describe())
+                write!(
+                    f,
+                    "parameter `{name}` of `{model}` is {}, but is given {}",
+                    expected.with_article(),
+                    found.describe()
+                )
             }
             ParamDefaultKind { name, found, expected } => {
-                write!(f, "the default of `{name}` is {}, not {}", found.describe(), a(*expected))
+                write!(f, "the default of `{name}` is {}, not {}", found.describe(), expected.with_article())
             }
             ParamMissing { model, name } => write!(f, "model `{model}` needs a value for `{name}`"),
             NoSuchParameter { model, name } => write!(f, "model `{model}` has no parameter `{name}`"),
@@ -715,7 +724,7 @@ impl fmt::Display for CheckErrorKind {
                 write!(f, "`{name}` is ambiguous: it names both a model parameter and a setting or task option")
             }
             SweptKind { what, name, expected, found } => {
-                write!(f, "{what} `{name}` is {}, but the sweep gives {}", a(*expected), found.describe())
+                write!(f, "{what} `{name}` is {}, but the sweep gives {}", expected.with_article(), found.describe())
             }
             Seed { found } => write!(f, "seeds are non-negative integers, found {}", found.describe()),
             MissingPart { experiment, what } => write!(f, "experiment `{experiment}` has no {what}"),
@@ -735,7 +744,7 @@ impl fmt::Display for CheckErrorKind {
             SettingTwice { key } => write!(f, "train setting `{key}` is given twice"),
             OptimizerArgsUnnamed => write!(f, "optimizer arguments must be named"),
             SettingKind { key, expected, found } => {
-                write!(f, "train setting `{key}` must be {}, found {}", a(*expected), found.describe())
+                write!(f, "train setting `{key}` must be {}, found {}", expected.with_article(), found.describe())
             }
             StopWhen => write!(f, "`stop_when` must compare a metric with a number"),
             NoMetric { metric } => write!(f, "this task has no metric `{metric}`"),

@@ -667,7 +667,7 @@ fn check_value(
         v.coerce(k).ok_or_else(|| {
             CheckErrorKind::SweptKind { what, name: name.to_string(), expected: k, found: v.clone() }
                 .error()
-                .at(span, format!("expected {}", super::a(k)))
+                .at(span, format!("expected {}", k.with_article()))
         })
     };
     match target {

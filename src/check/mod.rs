@@ -161,12 +161,6 @@ fn probe(model: &ast::Model, catalog: &'static dyn Catalog) -> Result<(), Diagno
     ))
 }
 
-/// `an int`, `a float`, `a bool`, `a str`, `a list`: a kind with its article.
-pub(crate) fn a(kind: crate::value::Kind) -> String {
-    let article = if kind == crate::value::Kind::Int { "an" } else { "a" };
-    format!("{article} {kind}")
-}
-
 /// Items by name; a repeated name is an error pointing at both definitions.
 fn unique<'a, T>(
     items: &'a [T],

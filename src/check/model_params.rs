@@ -42,7 +42,7 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
                 let coerced = v.coerce(k).ok_or_else(|| {
                     CheckErrorKind::ParamDefault { name: p.name.name.clone(), declared: k, found: v.clone() }
                         .error()
-                        .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not {}", super::a(k)))
+                        .at(p.default.as_ref().map_or(p.name.span, |e| e.span), format!("not {}", k.with_article()))
                 })?;
                 defaults.insert(p.name.name.clone(), coerced);
                 k
@@ -92,7 +92,7 @@ pub fn resolve(
                     found: v.clone(),
                 }
                 .error()
-                .at(*span, format!("expected {}", super::a(e.kind)))
+                .at(*span, format!("expected {}", e.kind.with_article()))
                 .also(e.span, "declared here")
             })?,
             None => match e.default {

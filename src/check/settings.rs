@@ -81,7 +81,7 @@ fn check_kind(key: &str, kind: Kind, v: Value, span: Span) -> Result<Value, Diag
     v.coerce(kind).ok_or_else(|| {
         CheckErrorKind::SettingKind { key: key.to_string(), expected: kind, found: v.clone() }
             .error()
-            .at(span, format!("expected {}", super::a(kind)))
+            .at(span, format!("expected {}", kind.with_article()))
     })
 }
 
