@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
-use context::Context;
+pub use context::Context;
 
 pub mod ablate;
 mod bench;

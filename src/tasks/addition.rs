@@ -99,7 +99,7 @@ fn add(a: &[u32], b: &[u32]) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::super::nam::{PAD, testing};
-    use super::super::*;
+    use super::super::prelude::*;
     use super::*;
 
     /// Splits an example into (s1, s2, masked answer in the input, answer in the target).

@@ -21,8 +21,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::fresh::{Seq, cut};
 use super::held_out::HeldOut;
+use super::prelude::*;
 use super::streams::{Stream, stream};
-use super::*;
 
 /// One example: `question` holds `rows × width` values, the answer flag channel left at 0.
 #[derive(Clone, Debug, PartialEq)]

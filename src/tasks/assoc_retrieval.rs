@@ -26,7 +26,7 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::held_out::HeldOut;
 use super::options::TaskOption;
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 2] =
     [TaskOption::int("pairs", 13, 1, LETTERS as i64), TaskOption::int("train", 100_000, 1, 10_000_000)];

@@ -47,9 +47,9 @@ use std::sync::Arc;
 use super::data_file::{self, DataError, numbered_lines};
 use super::define::task_kind;
 use super::options::{Options, TaskOption};
+use super::prelude::*;
 use super::token_examples::{ExampleData, Examples, Layout, Part};
 use super::vocab::Interner;
-use super::*;
 use crate::signature::Hint;
 
 static OPTIONS: [TaskOption; 3] = [

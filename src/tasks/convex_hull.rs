@@ -34,7 +34,7 @@ use super::define::task_kind;
 use super::geometry::{self, Point};
 use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
-use super::*;
+use super::prelude::*;
 
 /// The options of a geometry task (then `held_out: (512, 2048)`): `points` defaults to
 /// `default_points`, and point counts go from 3 up to `most`.

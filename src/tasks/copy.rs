@@ -24,7 +24,7 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq, stratify};
 use super::options::TaskOption;
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("width", 32, 1, 4096),

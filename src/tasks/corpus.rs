@@ -41,9 +41,9 @@ use rand_chacha::ChaCha8Rng;
 use super::data_file::{self, DataError, numbered_lines};
 use super::define::task_kind;
 use super::options::{Options, TaskOption};
+use super::prelude::*;
 use super::streams::{Stream, stream};
 use super::vocab::Interner;
-use super::*;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::path("path", "a text file, or a folder holding train.txt, valid.txt and test.txt"),

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use super::*;
+use super::prelude::*;
 
 /// What is wrong with a data file.
 #[derive(Clone, Debug, PartialEq)]

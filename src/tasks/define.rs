@@ -58,7 +58,7 @@ macro_rules! task_kind {
             }
         }
 
-        impl $crate::tasks::TaskKind for $ty {
+        impl $crate::tasks::contract::TaskKind for $ty {
             fn name(&self) -> &'static str {
                 $name
             }
@@ -73,14 +73,14 @@ macro_rules! task_kind {
             fn instantiate(
                 &self,
                 options: &[$crate::value::Value],
-            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::signature::PrimError> {
+            ) -> Result<Box<dyn $crate::tasks::contract::Task>, $crate::signature::PrimError> {
                 self.instantiate_in(options, std::path::Path::new(""))
             }
             fn instantiate_in(
                 &self,
                 options: &[$crate::value::Value],
                 dir: &std::path::Path,
-            ) -> Result<Box<dyn $crate::tasks::Task>, $crate::signature::PrimError> {
+            ) -> Result<Box<dyn $crate::tasks::contract::Task>, $crate::signature::PrimError> {
                 let options = $crate::tasks::options::Options::new($ty::options(), options);
                 $crate::tasks::define::task_kind!(@instantiate options, dir $(, reads $reads)? $(, builds |$o| $build)?)
             }

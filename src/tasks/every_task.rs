@@ -5,6 +5,7 @@
 
 use candle_core::DType;
 
+use super::prelude::*;
 use super::*;
 
 /// Every option at its default, as the checker fills them in.

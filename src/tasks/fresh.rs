@@ -16,8 +16,8 @@ use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
 use super::held_out::HeldOut;
+use super::prelude::*;
 use super::streams::{Stream, stream};
-use super::*;
 
 /// A generator of fresh batches.
 pub(super) trait Fresh: Clone + Send + Sync + 'static {

@@ -35,9 +35,9 @@ use serde_json::Value as Json;
 use super::data_file::{self, DataError, numbered_lines};
 use super::define::task_kind;
 use super::options::{Options, TaskOption};
+use super::prelude::*;
 use super::token_examples::{ExampleData, Layout, Listed, Part};
 use super::vocab::{Interner, Vocab};
-use super::*;
 
 static OPTIONS: [TaskOption; 4] = [
     TaskOption::path("path", "a .jsonl file, or a folder holding train.jsonl, valid.jsonl and test.jsonl"),

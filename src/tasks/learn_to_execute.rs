@@ -54,7 +54,7 @@ use super::lte_curriculum::Curriculum;
 use super::lte_program::{self, Example, Hardness, Mode};
 use super::lte_sonnet;
 use super::options::{Options, TaskOption};
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 6] = [
     TaskOption::choice("mode", "program", &Mode::NAMES),

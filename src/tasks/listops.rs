@@ -25,7 +25,7 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask};
 use super::options::TaskOption;
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 4] = [
     TaskOption::int("max_depth", 10, 1, 100),

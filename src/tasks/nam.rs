@@ -30,8 +30,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::held_out::HeldOut;
 use super::options::TaskOption;
+use super::prelude::*;
 use super::streams::{Stream, stream};
-use super::*;
 
 /// Token ids.
 pub(super) const DELIM: u32 = 10;

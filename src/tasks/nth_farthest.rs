@@ -30,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq};
 use super::options::TaskOption;
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 2] = [TaskOption::int("vectors", 8, 2, 256), TaskOption::int("dims", 16, 1, 4096)];
 

@@ -12,7 +12,7 @@
 //!
 //! Every problem is a [`PrimError`] naming the option, so the checker points at it.
 
-use super::*;
+use super::prelude::*;
 use crate::signature::Default;
 use crate::value::Kind;
 

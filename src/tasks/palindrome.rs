@@ -70,7 +70,7 @@ impl Rule for Palindrome {
 #[cfg(test)]
 mod tests {
     use super::super::nam::{PAD, testing};
-    use super::super::*;
+    use super::super::prelude::*;
     use super::*;
 
     /// (digits, masked region of the input, answer region of the target).

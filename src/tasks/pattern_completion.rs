@@ -32,8 +32,8 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
+use super::prelude::*;
 use super::recall::{self, Shape, bipolar};
-use super::*;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("patterns", 8, 1, 100_000),

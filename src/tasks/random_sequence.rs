@@ -12,7 +12,7 @@ use rand_distr::StandardNormal;
 
 use super::define::task_kind;
 use super::options::TaskOption;
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 3] = [
     TaskOption::int("input", 8, 1, 1 << 16),

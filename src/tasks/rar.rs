@@ -37,7 +37,7 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask, Seq, stratify};
 use super::options::TaskOption;
-use super::*;
+use super::prelude::*;
 
 static OPTIONS: [TaskOption; 5] = [
     TaskOption::int("width", 32, 1, 4096),

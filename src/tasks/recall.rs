@@ -14,7 +14,7 @@ use candle_core::Device;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::Batch;
+use super::contract::Batch;
 use super::fresh::Seq;
 
 /// How many patterns of how many bits are written, and how many queried.

@@ -63,7 +63,7 @@ impl Rule for Reduce {
 #[cfg(test)]
 mod tests {
     use super::super::nam::{PAD, testing};
-    use super::super::*;
+    use super::super::prelude::*;
     use super::*;
 
     /// (digits, target after the delimiter up to the first pad), checking pads elsewhere.

@@ -24,8 +24,8 @@ use rand_chacha::ChaCha8Rng;
 use super::define::task_kind;
 use super::fresh::{Fresh, FreshTask};
 use super::options::{Options, TaskOption};
+use super::prelude::*;
 use super::recall::{self, Shape, bipolar};
-use super::*;
 
 static OPTIONS: [TaskOption; 6] = [
     TaskOption::int("triplets", 45, 1, 100_000),

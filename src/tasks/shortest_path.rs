@@ -25,7 +25,7 @@ use super::define::task_kind;
 use super::graphs::Graph;
 use super::held_out::HeldOut;
 use super::options::{Options, TaskOption};
-use super::*;
+use super::prelude::*;
 
 /// The options of a graph task (shortest path, spanning tree; then `held_out: (512, 2048)`).
 pub(super) static GRAPH_OPTIONS: [TaskOption; 6] = [

@@ -12,7 +12,7 @@
 //! feature first ([`super::graphs`]), so the answer is unique. Options and ranges as
 //! `shortestPath`. Metric: `accuracy` over the answer steps.
 
-use super::TrivialLevel;
+use super::contract::TrivialLevel;
 use super::define::task_kind;
 use super::shortest_path::{GRAPH_OPTIONS, GraphTask, Question};
 
@@ -38,8 +38,8 @@ pub(super) fn trivial_levels(task: &GraphTask) -> Vec<TrivialLevel> {
 #[cfg(test)]
 mod tests {
     use super::super::answers::testing;
+    use super::super::prelude::*;
     use super::super::shortest_path::tests::read_back;
-    use super::super::*;
     use super::*;
 
     #[test]

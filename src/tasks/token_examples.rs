@@ -31,8 +31,8 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use super::prelude::*;
 use super::streams::{Stream, stream};
-use super::*;
 
 /// A fixed set of examples.
 pub(super) trait Examples: Send + Sync + 'static {

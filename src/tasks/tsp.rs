@@ -29,7 +29,7 @@ task_kind! {
 mod tests {
     use super::super::convex_hull::tests::{check_answers, check_code_labels};
     use super::super::geometry;
-    use super::super::*;
+    use super::super::prelude::*;
     use super::*;
 
     #[test]
