@@ -30,7 +30,7 @@ fn layer_of(module: &str) -> Option<usize> {
 
 /// The module path of a file under `src/`: `prims/sam/item_write.rs` is `prims::sam::item_write`,
 /// `prims/sam/mod.rs` is `prims::sam`.
-fn module_path(rel: &Path) -> Vec<String> {
+pub(super) fn module_path(rel: &Path) -> Vec<String> {
     let mut path: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
     if let Some(last) = path.last_mut() {
         *last = last.trim_end_matches(".rs").to_string();
@@ -43,7 +43,7 @@ fn module_path(rel: &Path) -> Vec<String> {
 
 /// Whether the file's module is declared for tests only (`#[cfg(test)]` above its `mod` line in
 /// its parent), like a test module written inline: it may import anything.
-fn declared_for_tests(src: &Path, rel: &Path) -> bool {
+pub(super) fn declared_for_tests(src: &Path, rel: &Path) -> bool {
     let module = module_path(rel);
     let Some((name, parent)) = module.split_last() else { return false };
     let parent_file = if parent.is_empty() {
@@ -64,20 +64,46 @@ fn declared_for_tests(src: &Path, rel: &Path) -> bool {
 /// `module` (the file's own module path), so that a file in a nested folder that reaches up
 /// with `super::super::…` is read like one that writes `crate::…`.
 fn imports(text: &str, module: &[String]) -> Vec<(Vec<String>, usize)> {
+    imports_to(text, module, 2)
+}
+
+/// Every module path `text` names, whole, as [`imports`] reads them.
+pub(super) fn full_imports(text: &str, module: &[String]) -> Vec<(Vec<String>, usize)> {
+    imports_to(text, module, usize::MAX)
+}
+
+/// [`imports`], each path cut to `depth` segments from the crate root.
+fn imports_to(text: &str, module: &[String], depth: usize) -> Vec<(Vec<String>, usize)> {
     let mut out = vec![];
-    for (n, line) in text.lines().enumerate() {
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
         // A file's test module comes last; it may import anything (test helpers).
         if line.starts_with("#[cfg(test)]") {
             break;
         }
-        let code = line.split("//").next().unwrap_or("");
+        let mut code = line.split("//").next().unwrap_or("").to_string();
+        // A `{…}` group that rustfmt spread over lines is read as one line, the first's.
+        while open_group(&code) {
+            let Some((_, next)) = lines.next() else { break };
+            code.push(' ');
+            code.push_str(next.split("//").next().unwrap_or(""));
+        }
+        let code = code.as_str();
         let mut at = 0;
         while let Some((start, base, rest)) = next_path(code, at, module) {
-            out.extend(paths(base, rest).into_iter().map(|p| (p, n + 1)));
+            out.extend(paths(base, rest, depth).into_iter().map(|p| (p, n + 1)));
             at = start + 1;
         }
     }
     out
+}
+
+/// Whether `code` ends inside a path's `{…}` group (`use crate::{a,` with the rest below).
+fn open_group(code: &str) -> bool {
+    code.rfind("::{").is_some_and(|at| {
+        let group = &code[at..];
+        group.matches('{').count() > group.matches('}').count()
+    })
 }
 
 /// The next path in `code` from byte `from`: where it starts, the module it starts from (the
@@ -107,16 +133,16 @@ fn next_path<'a>(code: &'a str, from: usize, module: &[String]) -> Option<(usize
 }
 
 /// `base` followed by what `rest` names: its first segments, or every item of a `{…}` group,
-/// each cut to two segments from the crate root.
-fn paths(base: Vec<String>, rest: &str) -> Vec<Vec<String>> {
+/// each cut to `depth` segments from the crate root.
+fn paths(base: Vec<String>, rest: &str, depth: usize) -> Vec<Vec<String>> {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut path = base;
     let mut rest = rest;
-    while path.len() < 2 {
+    while path.len() < depth {
         if let Some(group) = rest.strip_prefix('{') {
             return split_group(group)
                 .into_iter()
-                .flat_map(|item| paths(path.clone(), item.trim()))
+                .flat_map(|item| paths(path.clone(), item.trim(), depth))
                 .filter(|p| !p.is_empty() && p.iter().all(|s| s != "self"))
                 .collect();
         }
@@ -200,6 +226,13 @@ fn the_import_reader_sees_grouped_paths_and_skips_comments_and_tests() {
     let text = "use crate::{graph::Ty, prims};\n// crate::cli in a comment\nlet x = crate::value::Value::Int(1); // crate::store\n#[cfg(test)]\nmod tests { use crate::cli; }\n";
     let found: Vec<String> = imports(text, &[]).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
     assert_eq!(found, ["graph::Ty:1", "prims:1", "value::Value:3"]);
+}
+
+#[test]
+fn the_import_reader_reads_a_group_spread_over_lines_at_its_first_line() {
+    let text = "use crate::{\n    graph::Ty,\n    prims, // crate::cli\n};\nuse crate::value::Value;\n";
+    let found: Vec<String> = imports(text, &[]).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
+    assert_eq!(found, ["graph::Ty:1", "prims:1", "value::Value:5"]);
 }
 
 #[test]

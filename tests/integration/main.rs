@@ -26,6 +26,7 @@ mod cli;
 mod cli_check;
 mod cuda_emulation;
 mod dashboard;
+mod file_circles;
 mod gradients;
 mod grammar_doc;
 mod layering;
