@@ -48,6 +48,14 @@ task lte   = learnToExecute(mode = "program", length = 2, nesting = 2, validatio
 task dbl   = learnToExecute(mode = "double", length = 3, validation = 8, test = 8)
 task son   = learnToExecute(mode = "control", length = 2, nesting = 2, grammar = "sonnet", curriculum = "combine",
                             level_batches = 1, validation = 8, test = 8)
+task ar    = assocRetrieval(pairs = 2, train = 32, validation = 8, test = 8)
+task rnd   = randomSequence(input = 3, output = 2, length = 3)
+task hull  = convexHull(points = 5, min_points = 3, features = 10, validation = 8, test = 8)
+task tour  = tsp(points = 5, min_points = 3, features = 10, validation = 8, test = 8)
+task path  = shortestPath(nodes = 4, min_nodes = 3, edges = 4, min_edges = 3, features = 6, validation = 8, test = 8)
+task tree  = spanningTree(nodes = 4, min_nodes = 3, edges = 4, min_edges = 3, features = 6, validation = 8, test = 8)
+task lops  = listOps(max_depth = 2, max_args = 3, min_length = 3, max_length = 12, validation = 8, test = 8)
+task rgb   = rgbBinding(triplets = 3, bits = 8, classes = 4, queries = 2, validation = 8, test = 8)
 
 model vec_lstm(hidden = 8) {
   state c = zeros(hidden)
@@ -72,16 +80,24 @@ experiment red   { task red   model tok_lstm train { batch = 4, steps = 2, eval_
 experiment lte   { task lte   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment dbl   { task dbl   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 experiment son   { task son   model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment ar    { task ar    model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment rnd   { task rnd   model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment hull  { task hull  model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment tour  { task tour  model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment path  { task path  model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment tree  { task tree  model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment lops  { task lops  model tok_lstm train { batch = 4, steps = 2, eval_every = 1 } }
+experiment rgb   { task rgb   model vec_lstm train { batch = 4, steps = 2, eval_every = 1 } }
 "#;
 
 #[test]
 fn every_task_checks_and_trains_with_a_tiny_model() {
     let outcomes = trained_for_two_steps("tasks.mem", &spec());
-    assert_eq!(outcomes.len(), 11);
+    assert_eq!(outcomes.len(), 19);
     for (name, out) in &outcomes {
         let metric = match name.as_str() {
-            "nfar" | "add" | "pal" | "red" | "lte" | "dbl" | "son" => "seq_accuracy",
-            _ => "bit_error",
+            "cp" | "psort" | "rr" | "pc" | "rnd" | "rgb" => "bit_error",
+            _ => "seq_accuracy",
         };
         assert!(out.final_metrics.contains_key(metric), "{}: {:?}", name, out.final_metrics);
         assert!(out.curves.contains_key(&format!("val_{metric}")), "{}", name);
@@ -96,6 +112,15 @@ fn every_task_checks_and_trains_with_a_tiny_model() {
             }
         }
     }
+}
+
+/// The two tests above and below call every registered task: a new task joins them.
+#[test]
+fn every_registered_task_is_called_by_these_tests() {
+    let text = include_str!("tasks_fit_models.rs");
+    let missing: Vec<&str> =
+        memctl::tasks::TASKS.iter().map(|t| t.name()).filter(|n| !text.contains(&format!("= {n}("))).collect();
+    assert!(missing.is_empty(), "tasks no test here calls: {missing:?}");
 }
 
 #[test]
