@@ -6,7 +6,7 @@
 //! and during the walk, so no input can overflow it.
 
 use pest::Parser;
-use pest::iterators::Pair;
+use pest::iterators::{Pair, Pairs};
 
 use super::ast::*;
 use super::error_kind::SpecErrorKind;
@@ -297,87 +297,98 @@ impl Builder {
             let mut inner = entry.clone().into_inner();
             let _kw = inner.next();
             match rule {
-                Rule::exp_task | Rule::exp_model => {
-                    let target = self.presume(&mut inner, &entry)?;
-                    let call = match target.as_rule() {
-                        Rule::call => self.build_call(target)?,
-                        _ => {
-                            let callee = self.ident(target);
-                            Call { span: callee.span, callee, args: vec![], parens: false }
-                        }
-                    };
-                    if rule == Rule::exp_task { exp.task.push(call) } else { exp.model.push(call) }
-                }
-                Rule::train_block => {
-                    let mut settings = vec![];
-                    for s in inner {
-                        let mut kv = s.clone().into_inner();
-                        let key = self.ident(self.presume(&mut kv, &s)?);
-                        let value = self.build_expr(self.presume(&mut kv, &s)?)?;
-                        settings.push(Setting { key, value });
-                    }
-                    exp.train.push(settings);
-                }
-                Rule::sweep_block => {
-                    let mut entries = vec![];
-                    for e in inner {
-                        let span = self.span(&e);
-                        match e.as_rule() {
-                            Rule::sweep_axis => entries.push(SweepEntry::Axis(self.build_axis(e)?)),
-                            Rule::zip_group => {
-                                let axes = e.into_inner().skip(1).map(|a| self.build_axis(a)).collect::<Res<_>>()?;
-                                entries.push(SweepEntry::Zip { axes, span });
-                            }
-                            Rule::random_group => {
-                                let (mut args, mut draws) = (vec![], vec![]);
-                                for part in e.into_inner().skip(1) {
-                                    if part.as_rule() == Rule::arg {
-                                        let mut parts: Vec<Pair<Rule>> = part.into_inner().collect();
-                                        let value =
-                                            parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
-                                        let name = parts.pop().map(|n| self.ident(n));
-                                        args.push(Arg { name, value: self.build_expr(value)? });
-                                    } else {
-                                        let mut it = part.clone().into_inner();
-                                        let name = self.ident(self.presume(&mut it, &part)?);
-                                        let dist = self.build_call(self.presume(&mut it, &part)?)?;
-                                        draws.push(Draw { name, dist });
-                                    }
-                                }
-                                entries.push(SweepEntry::Random { args, draws, span });
-                            }
-                            r => return Err(self.bug(&format!("unexpected sweep entry {r:?}"), span.start)),
-                        }
-                    }
-                    exp.sweep.push(entries);
-                }
-                Rule::search_block => {
-                    let span = self.span(&entry);
-                    let mut entries = vec![];
-                    for e in inner {
-                        let rule = e.as_rule();
-                        let mut parts = e.clone().into_inner();
-                        let name = self.ident(self.presume(&mut parts, &e)?);
-                        entries.push(match rule {
-                            Rule::sweep_axis => SearchEntry::Axis(self.build_axis(e)?),
-                            Rule::draw => {
-                                SearchEntry::Draw(Draw { name, dist: self.build_call(self.presume(&mut parts, &e)?)? })
-                            }
-                            Rule::setting => SearchEntry::Setting(Setting {
-                                key: name,
-                                value: self.build_expr(self.presume(&mut parts, &e)?)?,
-                            }),
-                            r => return Err(self.bug(&format!("unexpected search entry {r:?}"), span.start)),
-                        });
-                    }
-                    exp.search.push(SearchBlock { entries, span });
-                }
+                Rule::exp_task => exp.task.push(self.build_target(&entry, inner)?),
+                Rule::exp_model => exp.model.push(self.build_target(&entry, inner)?),
+                Rule::train_block => exp.train.push(self.build_train_block(inner)?),
+                Rule::sweep_block => exp.sweep.push(self.build_sweep_block(inner)?),
+                Rule::search_block => exp.search.push(self.build_search_block(&entry, inner)?),
                 r => {
                     return Err(self.bug(&format!("unexpected experiment entry {r:?}"), entry.as_span().start()));
                 }
             }
         }
         Ok(exp)
+    }
+
+    /// An experiment's `task` or `model`: a call, or a bare name (a call without arguments).
+    fn build_target(&self, entry: &Pair<Rule>, mut inner: Pairs<Rule>) -> Res<Call> {
+        let target = self.presume(&mut inner, entry)?;
+        Ok(match target.as_rule() {
+            Rule::call => self.build_call(target)?,
+            _ => {
+                let callee = self.ident(target);
+                Call { span: callee.span, callee, args: vec![], parens: false }
+            }
+        })
+    }
+
+    /// `train { key = value, … }`.
+    fn build_train_block(&self, inner: Pairs<Rule>) -> Res<Vec<Setting>> {
+        let mut settings = vec![];
+        for s in inner {
+            let mut kv = s.clone().into_inner();
+            let key = self.ident(self.presume(&mut kv, &s)?);
+            let value = self.build_expr(self.presume(&mut kv, &s)?)?;
+            settings.push(Setting { key, value });
+        }
+        Ok(settings)
+    }
+
+    /// `sweep { … }`: axes, `zip(…)` groups and `random(…)` groups.
+    fn build_sweep_block(&self, inner: Pairs<Rule>) -> Res<Vec<SweepEntry>> {
+        let mut entries = vec![];
+        for e in inner {
+            let span = self.span(&e);
+            match e.as_rule() {
+                Rule::sweep_axis => entries.push(SweepEntry::Axis(self.build_axis(e)?)),
+                Rule::zip_group => {
+                    let axes = e.into_inner().skip(1).map(|a| self.build_axis(a)).collect::<Res<_>>()?;
+                    entries.push(SweepEntry::Zip { axes, span });
+                }
+                Rule::random_group => entries.push(self.build_random_group(e, span)?),
+                r => return Err(self.bug(&format!("unexpected sweep entry {r:?}"), span.start)),
+            }
+        }
+        Ok(entries)
+    }
+
+    /// `random(n, seed = …) { name ~ distribution(…), … }` in a sweep.
+    fn build_random_group(&self, e: Pair<Rule>, span: Span) -> Res<SweepEntry> {
+        let (mut args, mut draws) = (vec![], vec![]);
+        for part in e.into_inner().skip(1) {
+            if part.as_rule() == Rule::arg {
+                let mut parts: Vec<Pair<Rule>> = part.into_inner().collect();
+                let value = parts.pop().ok_or_else(|| self.bug("empty argument", span.start))?;
+                let name = parts.pop().map(|n| self.ident(n));
+                args.push(Arg { name, value: self.build_expr(value)? });
+            } else {
+                let mut it = part.clone().into_inner();
+                let name = self.ident(self.presume(&mut it, &part)?);
+                let dist = self.build_call(self.presume(&mut it, &part)?)?;
+                draws.push(Draw { name, dist });
+            }
+        }
+        Ok(SweepEntry::Random { args, draws, span })
+    }
+
+    /// `search { … }`: axes, draws and settings.
+    fn build_search_block(&self, entry: &Pair<Rule>, inner: Pairs<Rule>) -> Res<SearchBlock> {
+        let span = self.span(entry);
+        let mut entries = vec![];
+        for e in inner {
+            let rule = e.as_rule();
+            let mut parts = e.clone().into_inner();
+            let name = self.ident(self.presume(&mut parts, &e)?);
+            entries.push(match rule {
+                Rule::sweep_axis => SearchEntry::Axis(self.build_axis(e)?),
+                Rule::draw => SearchEntry::Draw(Draw { name, dist: self.build_call(self.presume(&mut parts, &e)?)? }),
+                Rule::setting => {
+                    SearchEntry::Setting(Setting { key: name, value: self.build_expr(self.presume(&mut parts, &e)?)? })
+                }
+                r => return Err(self.bug(&format!("unexpected search entry {r:?}"), span.start)),
+            });
+        }
+        Ok(SearchBlock { entries, span })
     }
 
     fn build_axis(&self, p: Pair<Rule>) -> Res<SweepAxis> {
