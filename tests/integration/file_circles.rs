@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::layering::{declared_for_tests, full_imports, module_path};
+use super::layering::{code_lines, declared_for_tests, full_imports, module_path};
 
 /// The longest circle allowed.
 const LONGEST: usize = 3;
@@ -35,7 +35,7 @@ fn folder_graphs(src: &Path) -> BTreeMap<Vec<String>, Graph> {
         let mut targets: Vec<Vec<String>> = full_imports(&text, &module).into_iter().map(|(p, _)| p).collect();
         targets
             .extend(bare_paths(&text, &children(src, &module)).into_iter().map(|c| [module.clone(), vec![c]].concat()));
-        if text.lines().any(|l| l.trim() == "use super::*;") {
+        if code_lines(&text).iter().any(|(_, l)| l.trim() == "use super::*;") {
             let siblings = children(src, &own_folder);
             targets.extend(bare_paths(&text, &siblings).into_iter().map(|c| [own_folder.clone(), vec![c]].concat()));
         }
@@ -71,32 +71,20 @@ fn children(src: &Path, module: &[String]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The names in `names` that start a path (`name::…`, not after another `::`) in `text`'s
-/// code, test modules and comments left out.
+/// The names in `names` that start a path (`name::…`, not after another `::`, or `self::name`)
+/// in `text`'s code, read as `layering` reads it (no comments, strings or test items).
 fn bare_paths(text: &str, names: &BTreeSet<String>) -> BTreeSet<String> {
     let is_ident = |c: char| c.is_alphanumeric() || c == '_';
     let mut found = BTreeSet::new();
-    for line in text.lines() {
-        if line.starts_with("#[cfg(test)]") {
-            break;
-        }
-        let code = line.split("//").next().unwrap_or("");
+    for (_, code) in code_lines(text) {
         for (i, _) in code.match_indices("::") {
             let before = &code[..i];
-            let name: String =
-                before.chars().rev().take_while(|&c| is_ident(c)).collect::<Vec<_>>().into_iter().rev().collect();
-            let head = &before[..before.len() - name.len()];
-            let starts_a_path = !head.ends_with("::") && !head.ends_with(|c: char| is_ident(c));
-            if starts_a_path && names.contains(&name) {
-                found.insert(name);
-            }
-        }
-        // `self::child::…` starts with `self`, which the loop above reads as the path's start.
-        for (i, _) in code.match_indices("self::") {
-            let rest = &code[i + "self::".len()..];
-            let name: String = rest.chars().take_while(|&c| is_ident(c)).collect();
-            if names.contains(&name) {
-                found.insert(name);
+            let start = before.char_indices().rev().find(|&(_, c)| !is_ident(c)).map_or(0, |(p, c)| p + c.len_utf8());
+            let (head, name) = before.split_at(start);
+            // A path starts at `name`, or `name` follows a path's `self::`.
+            let starts_a_path = !head.ends_with("::") || head.ends_with("self::");
+            if starts_a_path && names.contains(name) {
+                found.insert(name.to_string());
             }
         }
     }

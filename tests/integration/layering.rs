@@ -75,35 +75,136 @@ pub(super) fn full_imports(text: &str, module: &[String]) -> Vec<(Vec<String>, u
 /// [`imports`], each path cut to `depth` segments from the crate root.
 fn imports_to(text: &str, module: &[String], depth: usize) -> Vec<(Vec<String>, usize)> {
     let mut out = vec![];
-    let mut lines = text.lines().enumerate();
-    while let Some((n, line)) = lines.next() {
-        // A file's test module comes last; it may import anything (test helpers).
-        if line.starts_with("#[cfg(test)]") {
-            break;
-        }
-        let mut code = line.split("//").next().unwrap_or("").to_string();
-        // A `{…}` group that rustfmt spread over lines is read as one line, the first's.
-        while open_group(&code) {
-            let Some((_, next)) = lines.next() else { break };
-            code.push(' ');
-            code.push_str(next.split("//").next().unwrap_or(""));
-        }
-        let code = code.as_str();
+    for (n, code) in code_lines(text) {
         let mut at = 0;
-        while let Some((start, base, rest)) = next_path(code, at, module) {
-            out.extend(paths(base, rest, depth).into_iter().map(|p| (p, n + 1)));
+        while let Some((start, base, rest)) = next_path(&code, at, module) {
+            out.extend(paths(base, rest, depth).into_iter().map(|p| (p, n)));
             at = start + 1;
         }
     }
     out
 }
 
-/// Whether `code` ends inside a path's `{…}` group (`use crate::{a,` with the rest below).
-fn open_group(code: &str) -> bool {
-    code.rfind("::{").is_some_and(|at| {
-        let group = &code[at..];
-        group.matches('{').count() > group.matches('}').count()
-    })
+/// The code of `text` by line (numbered from 1), as the readers here see it: comments and the
+/// insides of string and char literals blanked, every item marked `#[cfg(test)]` (a test
+/// module, a test-only function or `mod` line: tests may import anything) left out, and a `use`
+/// that rustfmt spread over lines read as one line, its first's.
+pub(super) fn code_lines(text: &str) -> Vec<(usize, String)> {
+    let code = code_only(text);
+    let mut out = vec![];
+    let mut lines = code.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        if let Some(rest) = line.trim_start().strip_prefix("#[cfg(test)]") {
+            skip_item(rest, &mut lines);
+            continue;
+        }
+        let mut line = line.to_string();
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("use ") || trimmed.starts_with("pub") && trimmed.contains(" use ") {
+            while !line.contains(';') {
+                let Some((_, next)) = lines.next() else { break };
+                line.push(' ');
+                line.push_str(next);
+            }
+        }
+        out.push((n + 1, line));
+    }
+    out
+}
+
+/// Passes over the item a `#[cfg(test)]` marks, `rest` being what follows the attribute on its
+/// line: up to its `;` (a `mod x;`, a `use`) or its closing brace, whichever comes first.
+fn skip_item<'a>(rest: &str, lines: &mut impl Iterator<Item = (usize, &'a str)>) {
+    let (mut depth, mut opened) = (0usize, false);
+    let mut ends = |code: &str| {
+        for c in code.chars() {
+            match c {
+                ';' if !opened => return true,
+                '{' => (depth, opened) = (depth + 1, true),
+                '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            if opened && depth == 0 {
+                return true;
+            }
+        }
+        false
+    };
+    if ends(rest) {
+        return;
+    }
+    for (_, line) in lines.by_ref() {
+        if ends(line) {
+            return;
+        }
+    }
+}
+
+/// `text` with its comments and the insides of its string and char literals (raw strings too)
+/// blanked, newlines kept: braces and paths are then read from code only.
+pub(super) fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = bytes.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for b in &mut out[from..to.min(bytes.len())] {
+            if *b != b'\n' {
+                *b = b' ';
+            }
+        }
+    };
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            let end = rest.find('\n').map_or(bytes.len(), |e| i + e);
+            blank(&mut out, i, end);
+            i = end;
+        } else if rest.starts_with("/*") {
+            let end = rest.find("*/").map_or(bytes.len(), |e| i + e + 2);
+            blank(&mut out, i, end);
+            i = end;
+        } else if let Some(hashes) = raw_hashes(rest).filter(|_| i == 0 || !is_ident(bytes[i - 1])) {
+            let open = hashes + 2;
+            let close = format!("\"{}", "#".repeat(hashes));
+            let end = rest[open..].find(&close).map_or(bytes.len(), |e| i + open + e);
+            blank(&mut out, i + open, end);
+            i = end + close.len();
+        } else if rest.starts_with('"') {
+            let mut j = i + 1;
+            while j < bytes.len() && bytes[j] != b'"' {
+                j += if bytes[j] == b'\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i + 1, j);
+            i = j + 1;
+        } else if let Some(inner) = rest.strip_prefix('\'') {
+            // A char literal ('x', '\n', '→'); otherwise a lifetime.
+            let len = if inner.starts_with('\\') {
+                // The escaped character, then up to the closing quote ('\'', '\u{…}').
+                inner.get(2..).and_then(|after| after.find('\'')).map(|e| e + 2)
+            } else {
+                inner.chars().next().map(char::len_utf8).filter(|&l| inner[l..].starts_with('\''))
+            };
+            match len {
+                Some(len) => {
+                    blank(&mut out, i + 1, i + 1 + len);
+                    i += len + 2;
+                }
+                None => i += 1,
+            }
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+        }
+    }
+    String::from_utf8(out).expect("blanking whole characters keeps UTF-8")
+}
+
+/// At an `r`: how many `#` stand between it and a raw string's opening quote (`None`: no raw
+/// string starts here).
+fn raw_hashes(rest: &str) -> Option<usize> {
+    let after_r = rest.strip_prefix('r')?;
+    let hashes = after_r.bytes().take_while(|&b| b == b'#').count();
+    after_r[hashes..].starts_with('"').then_some(hashes)
 }
 
 /// The next path in `code` from byte `from`: where it starts, the module it starts from (the
@@ -142,6 +243,8 @@ fn paths(base: Vec<String>, rest: &str, depth: usize) -> Vec<Vec<String>> {
         if let Some(group) = rest.strip_prefix('{') {
             return split_group(group)
                 .into_iter()
+                // rustfmt ends a group spread over lines with a comma: no item follows it.
+                .filter(|item| !item.trim().is_empty())
                 .flat_map(|item| paths(path.clone(), item.trim(), depth))
                 .filter(|p| !p.is_empty() && p.iter().all(|s| s != "self"))
                 .collect();
@@ -233,6 +336,13 @@ fn the_import_reader_reads_a_group_spread_over_lines_at_its_first_line() {
     let text = "use crate::{\n    graph::Ty,\n    prims, // crate::cli\n};\nuse crate::value::Value;\n";
     let found: Vec<String> = imports(text, &[]).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
     assert_eq!(found, ["graph::Ty:1", "prims:1", "value::Value:5"]);
+}
+
+#[test]
+fn the_import_reader_reads_nested_groups_and_the_code_between_test_items() {
+    let text = "use crate::{\n    graph::{Ty, StepGraph},\n    prims,\n};\n#[cfg(test)]\npub fn helper() -> &'static str {\n    \"}\"; crate::cli::x()\n}\nconst S: &str = \"crate::store {\";\nuse crate::value::Value;\n#[cfg(test)]\nmod only_tests;\nlet c = '{'; crate::train::x();\n";
+    let found: Vec<String> = imports(text, &[]).into_iter().map(|(p, n)| format!("{}:{n}", p.join("::"))).collect();
+    assert_eq!(found, ["graph::Ty:1", "graph::StepGraph:1", "prims:1", "value::Value:10", "train::x:13"]);
 }
 
 #[test]
