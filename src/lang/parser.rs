@@ -334,7 +334,7 @@ impl Builder {
         Ok(settings)
     }
 
-    /// `sweep { … }`: axes, `zip(…)` groups and `random(…)` groups.
+    /// `sweep { … }`: axes, `zip { … }` groups and `random(…) { … }` groups.
     fn build_sweep_block(&self, inner: Pairs<Rule>) -> Res<Vec<SweepEntry>> {
         let mut entries = vec![];
         for e in inner {
@@ -352,7 +352,7 @@ impl Builder {
         Ok(entries)
     }
 
-    /// `random(n, seed = …) { name ~ distribution(…), … }` in a sweep.
+    /// `random(n, seed = s) { name ~ distribution(…), … }` in a sweep.
     fn build_random_group(&self, e: Pair<Rule>, span: Span) -> Res<SweepEntry> {
         let (mut args, mut draws) = (vec![], vec![]);
         for part in e.into_inner().skip(1) {

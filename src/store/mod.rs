@@ -358,7 +358,7 @@ impl Store {
         let raw: Vec<(u64, sled::IVec)> = self.session(|s| {
             ids.iter().map(|&id| Ok((id, s.runs.get(keys::run_key(id))?.ok_or(StoreError::NoSuchRun(id))?))).collect()
         })?;
-        raw.par_iter().map(|(id, bytes)| decode(*id, bytes)).collect()
+        raw.par_iter().map(|(id, bytes)| record::decode_stored(*id, bytes)).collect()
     }
 
     /// A search's state (empty if it has none yet).
@@ -399,7 +399,7 @@ impl Store {
             let mut out = vec![];
             for item in s.runs.iter() {
                 let (k, v) = item?;
-                out.push(decode(keys::run_id(&k).unwrap_or(0), &v)?);
+                out.push(record::decode_stored(keys::run_id(&k).unwrap_or(0), &v)?);
             }
             Ok(out)
         })
@@ -473,7 +473,7 @@ fn write(s: &Session, record: &RunRecord) -> Result<(), StoreError> {
 
 fn get_in(s: &Session, id: u64) -> Result<RunRecord, StoreError> {
     let bytes = s.runs.get(keys::run_key(id))?.ok_or(StoreError::NoSuchRun(id))?;
-    decode(id, &bytes)
+    record::decode_stored(id, &bytes)
 }
 
 fn summary_in(s: &Session, id: u64) -> Result<RunSummary, StoreError> {
@@ -511,10 +511,6 @@ fn tx_error(e: TransactionError<()>, id: u64) -> StoreError {
         TransactionError::Storage(s) => StoreError::Sled(s),
         TransactionError::Abort(()) => StoreError::Corrupt { id, reason: "transaction aborted".into() },
     }
-}
-
-fn decode(id: u64, bytes: &[u8]) -> Result<RunRecord, StoreError> {
-    record::decode(bytes).map_err(|e| StoreError::Corrupt { id, reason: e.to_string() })
 }
 
 #[cfg(test)]

@@ -325,6 +325,11 @@ pub fn decode(bytes: &[u8]) -> Result<RunRecord, DecodeError> {
     decode_value(serde_json::from_slice(bytes)?)
 }
 
+/// [`decode`] of run `id`'s record as the store holds it: one it cannot read is corrupt.
+pub(super) fn decode_stored(id: u64, bytes: &[u8]) -> Result<RunRecord, super::error::StoreError> {
+    decode(bytes).map_err(|e| super::error::StoreError::Corrupt { id, reason: e.to_string() })
+}
+
 /// [`decode`] of a record already parsed as JSON (an export's element).
 pub fn decode_value(mut value: serde_json::Value) -> Result<RunRecord, DecodeError> {
     // Version 1 wrote no version; any other value must be a whole number.

@@ -72,7 +72,7 @@ impl Session {
         for item in self.runs.iter() {
             let (k, v) = item?;
             let id = keys::run_id(&k).unwrap_or(0);
-            let record = super::record::decode(&v).map_err(|e| StoreError::Corrupt { id, reason: e.to_string() })?;
+            let record = super::record::decode_stored(id, &v)?;
             self.summaries.insert(k, summary::encode(&summary::RunSummary::of(&record)))?;
         }
         Ok(())
