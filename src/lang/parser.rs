@@ -1,4 +1,4 @@
-//! Text to [`ast::File`]: the pest grammar in `grammar/mem.pest`, then a walk over its pairs.
+//! Text to [`File`](super::ast::File): the pest grammar in `grammar/mem.pest`, then a walk over its pairs.
 //!
 //! Conventions: `build_*` turns a pair into an AST node; everything the grammar guarantees is
 //! taken with `presume`, which reports an internal error (a bug in memctl) instead of panicking.

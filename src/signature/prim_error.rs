@@ -164,7 +164,7 @@ impl PrimError {
         self
     }
 
-    /// "`b` must have shape [4] (why), but has shape [5]", blaming `arg`.
+    /// "`b` must have shape `[4]` (why), but has shape `[5]`", blaming `arg`.
     pub fn shape(arg: &'static str, expected: &[usize], found: &[usize], why: &'static str) -> PrimError {
         PrimError::new(PrimErrorKind::Shape { expected: expected.to_vec(), found: found.to_vec(), why }).on(arg)
     }

@@ -1,6 +1,6 @@
 //! NAM's matrix-memory write and read (NAM §3.1) on plain slices, forward and backward, for
 //! the manual backward passes of `namWR` and `namRD`: the same formulas as
-//! [`write`](super::nam::write) and [`read`](super::nam::read), one memory `[dv, dk]` (one
+//! [`write`](crate::kernels::blocks::nam::write) and [`read`](crate::kernels::blocks::nam::read), one memory `[dv, dk]` (one
 //! example's head) at a time.
 
 use std::mem::MaybeUninit;
