@@ -59,8 +59,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 
 pub use error::StoreError;
 pub use keys::SCHEMA;
-pub use record::now;
-pub use record::{Environment, Progress, Pruned, RunRecord, Status, StoredConfig};
+pub use record::{Environment, Progress, Pruned, RunRecord, Status, StoredConfig, now};
 use session::Session;
 pub use study::StudyRecord;
 pub use summary::RunSummary;

@@ -24,6 +24,8 @@ type Graph = BTreeMap<String, BTreeSet<String>>;
 /// The import graph of the files of every folder under `src/`, by the folder's module path.
 fn folder_graphs(src: &Path) -> BTreeMap<Vec<String>, Graph> {
     let mut graphs: BTreeMap<Vec<String>, Graph> = BTreeMap::new();
+    // Each folder's children, read once.
+    let mut known: BTreeMap<Vec<String>, BTreeSet<String>> = BTreeMap::new();
     for file in crate::support::files_with_extension(src, "rs") {
         let rel = file.strip_prefix(src).unwrap();
         let module = module_path(rel);
@@ -43,11 +45,12 @@ fn folder_graphs(src: &Path) -> BTreeMap<Vec<String>, Graph> {
             // The folder the edge lies in: the longest common prefix of the two module paths.
             let common = module.iter().zip(&target).take_while(|(a, b)| a == b).count();
             let folder = &module[..common];
-            if !src.join(folder.join("/")).is_dir() {
-                continue;
+            let kids = known.entry(folder.to_vec()).or_insert_with(|| children(src, folder));
+            if kids.is_empty() {
+                continue; // not a folder: a file's own inline modules
             }
             let node = |path: &[String]| match path.get(common) {
-                Some(child) if children(src, folder).contains(child) => child.clone(),
+                Some(child) if kids.contains(child) => child.clone(),
                 _ => "mod.rs".to_string(),
             };
             let (from, to) = (node(&module), node(&target));
