@@ -28,7 +28,7 @@ pub trait FusedKernel: Copy + Send + Sync + 'static {
     type Sizes: Copy;
 
     /// The kernel's entry point in its `.cu` file (`extern "C" __global__ void …`), also the
-    /// candle op's name.
+    /// candle op's name. [`entries!`] writes it and [`FusedKernel::module`].
     fn entry(&self) -> &'static str;
 
     /// The output's shape and the sizes, from the operands' layouts; an error (with what does
@@ -53,6 +53,26 @@ pub trait FusedKernel: Copy + Send + Sync + 'static {
         bail!("{} has no gradient of its own", self.entry())
     }
 }
+
+/// [`FusedKernel::entry`] and [`FusedKernel::module`] from the module's constant in `modules`
+/// (the `.cu` file's stem in capitals) and each pass's entry point:
+/// `entries! { GRU_CELL: Gru::Forward => "gru_cell_fwd", Gru::Backward => "gru_cell_bwd" }` inside
+/// the `impl FusedKernel`.
+macro_rules! entries {
+    ($module:ident: $($pass:pat => $entry:literal),+ $(,)?) => {
+        fn entry(&self) -> &'static str {
+            match self {
+                $($pass => $entry),+
+            }
+        }
+
+        #[cfg(feature = "cuda")]
+        fn module(&self) -> &'static $crate::kernels::cuda::modules::Module {
+            &$crate::kernels::cuda::modules::$module
+        }
+    };
+}
+pub(crate) use entries;
 
 /// A kernel's grid and the scalar arguments after its buffers, in the kernel's order: the ints
 /// first, then the floats.

@@ -18,7 +18,7 @@ use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 use crate::kernels::cpu::kanerva_manual::{Machines, Written, write_backward};
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cuda::fused::BLOCK_SHARED_BYTES;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -115,12 +115,7 @@ impl FusedKernel for Write {
     /// The batch.
     type Sizes = usize;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Write::Forward(_) => "kanerva_write_fwd",
-            Write::Backward(_) => "kanerva_write_bwd",
-        }
-    }
+    entries! { KANERVA_WRITE: Write::Forward(_) => "kanerva_write_fwd", Write::Backward(_) => "kanerva_write_bwd" }
 
     /// Forward: `(r, v, packed)`; backward: `(v, packed, g)`.
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, usize)> {
@@ -161,11 +156,6 @@ impl FusedKernel for Write {
         let shared_bytes = shared_bytes(backward, s.c, s.m) as u32;
         let shape = LaunchShape { blocks: blocks.max(1), threads: 128, shared_bytes };
         Launch::with_ints(self.entry(), shape, &[batch, s.k, s.c, s.m])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::KANERVA_WRITE
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

@@ -15,7 +15,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::gru::{gru_backward, gru_forward};
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -57,12 +57,7 @@ pub struct Units {
 impl FusedKernel for Gru {
     type Sizes = Units;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Gru::Forward => "gru_cell_fwd",
-            Gru::Backward => "gru_cell_bwd",
-        }
-    }
+    entries! { GRU_CELL: Gru::Forward => "gru_cell_fwd", Gru::Backward => "gru_cell_bwd" }
 
     /// `gi`, `gh` `[batch, 3·hidden]`, `h` `[batch, hidden]`, and for the backward `g` shaped
     /// as `h`.
@@ -117,11 +112,6 @@ impl FusedKernel for Gru {
             bail!("{}: {batch} × {hidden} units are more than the kernel indexes", self.entry())
         };
         Launch::with_ints(self.entry(), LaunchShape::per_element(threads.max(1)), &[batch, hidden])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::GRU_CELL
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

@@ -18,7 +18,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cpu::row_norm::EPS;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -43,12 +43,7 @@ impl FusedKernel for Norm {
     /// `rows` rows of `n`.
     type Sizes = Rows;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Norm::Forward => "layer_norm_fwd",
-            Norm::Backward => "layer_norm_bwd",
-        }
-    }
+    entries! { LAYER_NORM: Norm::Forward => "layer_norm_fwd", Norm::Backward => "layer_norm_bwd" }
 
     /// `x`, then `w` `[n]`, then `b` `[n]` (forward) or `g` shaped as `x` (backward).
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
@@ -81,11 +76,6 @@ impl FusedKernel for Norm {
         let Ok(blocks) = u32::try_from(rows.max(1)) else { bail!("{}: {rows} rows", self.entry()) };
         let launch = Launch::with_ints(self.entry(), LaunchShape::blocks_of_256(blocks), &[rows, n])?;
         Ok(Launch { floats: vec![EPS as f32], ..launch })
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::LAYER_NORM
     }
 
     fn backward(&self, operands: &[&Tensor], _y: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

@@ -12,7 +12,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -64,12 +64,7 @@ pub struct Elements {
 impl FusedKernel for Lerp {
     type Sizes = Elements;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Lerp::Forward => "lerp_fwd",
-            Lerp::Backward => "lerp_bwd",
-        }
-    }
+    entries! { LERP: Lerp::Forward => "lerp_fwd", Lerp::Backward => "lerp_bwd" }
 
     /// Forward: `a`, `b` and `w` (one weight, or one per run of `per` elements); backward: `w`
     /// and the output's gradient.
@@ -111,11 +106,6 @@ impl FusedKernel for Lerp {
     fn launch(&self, Elements { n, per }: Elements) -> Result<Launch> {
         let Ok(count) = u32::try_from(n) else { bail!("{}: {n} elements", self.entry()) };
         Launch::with_ints(self.entry(), LaunchShape::per_element(count.max(1)), &[n, per.max(1)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::LERP
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

@@ -17,7 +17,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -63,13 +63,11 @@ pub struct Units {
 impl FusedKernel for Lstm {
     type Sizes = Units;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Lstm::Forward(Half::State) => "lstm_state_fwd",
-            Lstm::Forward(Half::Out) => "lstm_out_fwd",
-            Lstm::Backward(Half::State) => "lstm_state_bwd",
-            Lstm::Backward(Half::Out) => "lstm_out_bwd",
-        }
+    entries! { LSTM_CELL:
+        Lstm::Forward(Half::State) => "lstm_state_fwd",
+        Lstm::Forward(Half::Out) => "lstm_out_fwd",
+        Lstm::Backward(Half::State) => "lstm_state_bwd",
+        Lstm::Backward(Half::Out) => "lstm_out_bwd",
     }
 
     /// `pre` `[batch, 4·hidden]`, then `[batch, hidden]` operands (`c` or `c'`, and the
@@ -116,11 +114,6 @@ impl FusedKernel for Lstm {
             bail!("{}: {batch} × {hidden} elements are more than the kernel indexes", self.entry())
         };
         Launch::with_ints(self.entry(), LaunchShape::per_element(threads.max(1) as u32), &[batch, hidden])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::LSTM_CELL
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

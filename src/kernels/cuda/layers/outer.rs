@@ -12,7 +12,7 @@
 use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -67,12 +67,7 @@ pub struct Rows {
 impl FusedKernel for Outer {
     type Sizes = Rows;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Outer::Forward => "outer_fwd",
-            Outer::Backward => "outer_bwd",
-        }
-    }
+    entries! { OUTER: Outer::Forward => "outer_fwd", Outer::Backward => "outer_bwd" }
 
     /// `a` `[.., n]` and `b` `[.., m]` with the same leading axes (and, backward, `g` laid out
     /// as the output `[.., n, m]`).
@@ -131,11 +126,6 @@ impl FusedKernel for Outer {
             Outer::Backward => LaunchShape::blocks_of_256(rows.max(1) as u32),
         };
         Launch::with_ints(self.entry(), shape, &[rows, n, m])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::OUTER
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

@@ -14,7 +14,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -50,12 +50,7 @@ impl FusedKernel for Scale {
     /// The elements of `x`.
     type Sizes = usize;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Scale::Forward => "scale_fwd",
-            Scale::Backward => "scale_bwd",
-        }
-    }
+    entries! { SCALE: Scale::Forward => "scale_fwd", Scale::Backward => "scale_bwd" }
 
     /// `x` and `α` (one element), and backward `g` of `x`'s size.
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, usize)> {
@@ -97,11 +92,6 @@ impl FusedKernel for Scale {
     /// Blocks of 256 threads ([`launch_shape`]); `n` as the kernel's int.
     fn launch(&self, n: usize) -> Result<Launch> {
         Launch::with_ints(self.entry(), launch_shape(matches!(self, Scale::Backward), n), &[n])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::SCALE
     }
 
     fn backward(&self, operands: &[&Tensor], _y: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

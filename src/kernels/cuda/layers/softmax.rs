@@ -13,7 +13,7 @@
 use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries};
 use crate::kernels::cuda::switches::Switch;
 
 /// The RMC's step 2.51 → 2.35 ms (H200, 2026-11-26).
@@ -40,12 +40,7 @@ pub enum Softmax {
 impl FusedKernel for Softmax {
     type Sizes = Rows;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Softmax::Forward => "softmax_fwd",
-            Softmax::Backward => "softmax_bwd",
-        }
-    }
+    entries! { SOFTMAX: Softmax::Forward => "softmax_fwd", Softmax::Backward => "softmax_bwd" }
 
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
         Rows::sizes("the fused softmax", operands)
@@ -73,11 +68,6 @@ impl FusedKernel for Softmax {
 
     fn launch(&self, rows: Rows) -> Result<Launch> {
         rows.warp_per_row(self.entry())
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::SOFTMAX
     }
 
     /// The backward reads the forward's output.

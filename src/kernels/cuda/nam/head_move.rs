@@ -19,7 +19,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -85,12 +85,10 @@ pub struct Heads {
 impl FusedKernel for Move {
     type Sizes = Heads;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Move::Forward => "head_move_fwd",
-            Move::Backward => "head_move_bwd",
-            Move::BackwardWarps => "head_move_bwd_warps",
-        }
+    entries! { HEAD_MOVE:
+        Move::Forward => "head_move_fwd",
+        Move::Backward => "head_move_bwd",
+        Move::BackwardWarps => "head_move_bwd_warps",
     }
 
     /// Positions `[.., L]`, moves `[.., 3 or 4]`, (backward) `g` shaped as the positions, and
@@ -143,11 +141,6 @@ impl FusedKernel for Move {
             Move::BackwardWarps => LaunchShape::warp_per_row(r),
         };
         Launch::with_ints(self.entry(), shape, &[rows, len, n_moves])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::HEAD_MOVE
     }
 
     /// The three gradients, each a contiguous run of the backward's one flat output.

@@ -16,7 +16,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::nam_manual::{clamped_norm, normalize, normalize_backward};
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries};
 use crate::kernels::cuda::switches::Switch;
 
 /// LSAM 14.33 → 11.42 ms a step, NAM-TM 30.24 → 27.37 (H100, 2026-11-26).
@@ -38,12 +38,7 @@ pub enum Normalize {
 impl FusedKernel for Normalize {
     type Sizes = Rows;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Normalize::Forward => "l2_normalize_fwd",
-            Normalize::Backward => "l2_normalize_bwd",
-        }
-    }
+    entries! { L2_NORMALIZE: Normalize::Forward => "l2_normalize_fwd", Normalize::Backward => "l2_normalize_bwd" }
 
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Rows)> {
         Rows::sizes("the fused normalisation", operands)
@@ -70,11 +65,6 @@ impl FusedKernel for Normalize {
 
     fn launch(&self, rows: Rows) -> Result<Launch> {
         rows.warp_per_row(self.entry())
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::L2_NORMALIZE
     }
 
     /// The backward recomputes the norm from the input.

@@ -28,7 +28,7 @@ use crate::kernels::cpu::nam_manual::{
 };
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cpu::view;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -191,14 +191,12 @@ impl Geometry {
 impl FusedKernel for NamWrite {
     type Sizes = Geometry;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            NamWrite::Forward(Orientation::Tape) => "tape_write_fwd",
-            NamWrite::Backward(Orientation::Tape) => "tape_write_bwd",
-            NamWrite::TapeBackwardSplit => "tape_write_bwd_split",
-            NamWrite::Forward(Orientation::Matrix) => "nam_write_fwd",
-            NamWrite::Backward(Orientation::Matrix) => "nam_write_bwd",
-        }
+    entries! { NAM_WRITE:
+        NamWrite::Forward(Orientation::Tape) => "tape_write_fwd",
+        NamWrite::Backward(Orientation::Tape) => "tape_write_bwd",
+        NamWrite::TapeBackwardSplit => "tape_write_bwd_split",
+        NamWrite::Forward(Orientation::Matrix) => "nam_write_fwd",
+        NamWrite::Backward(Orientation::Matrix) => "nam_write_bwd",
     }
 
     /// `(memory, address, packed)`, and for the backward `g` shaped as the memory.
@@ -302,11 +300,6 @@ impl FusedKernel for NamWrite {
             },
         };
         Launch::with_ints(self.entry(), shape, &[count, rows, cols])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::NAM_WRITE
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

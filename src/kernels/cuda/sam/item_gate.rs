@@ -23,7 +23,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -55,12 +55,7 @@ pub struct Cells {
 impl FusedKernel for Gate {
     type Sizes = Cells;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Gate::Forward => "item_gate_fwd",
-            Gate::Backward => "item_gate_bwd",
-        }
-    }
+    entries! { ITEM_GATE: Gate::Forward => "item_gate_fwd", Gate::Backward => "item_gate_bwd" }
 
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Cells)> {
         let &[g, second, third] = operands else { bail!("itemWrite's fused gate takes three operands") };
@@ -98,11 +93,6 @@ impl FusedKernel for Gate {
     fn launch(&self, Cells { rows, d }: Cells) -> Result<Launch> {
         let Ok(cells) = i32::try_from(rows * d) else { bail!("{}: {rows} × {d} cells", self.entry()) };
         Launch::with_ints(self.entry(), LaunchShape::per_element(cells.max(1) as u32), &[rows, d])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::ITEM_GATE
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

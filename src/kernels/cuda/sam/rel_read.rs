@@ -13,7 +13,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cuda::fused::BLOCK_SHARED_BYTES;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -76,12 +76,10 @@ fn softmax<T: Real>(c: &[T]) -> Vec<T> {
 impl FusedKernel for RelRead {
     type Sizes = Slots;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            RelRead::Forward => "rel_read_fwd",
-            RelRead::Memory => "rel_read_bwd_memory",
-            RelRead::Inputs => "rel_read_bwd_inputs",
-        }
+    entries! { REL_READ:
+        RelRead::Forward => "rel_read_fwd",
+        RelRead::Memory => "rel_read_bwd_memory",
+        RelRead::Inputs => "rel_read_bwd_inputs",
     }
 
     /// `Mr` `[batch, nq, d, d2]` first (forward, memory), or `c` `[batch, nq]` and `b`
@@ -190,11 +188,6 @@ impl FusedKernel for RelRead {
         };
         let shape = LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes: shared_floats * 4 };
         Launch::with_ints(self.entry(), shape, &ints)
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::REL_READ
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {

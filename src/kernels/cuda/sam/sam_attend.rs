@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::kernels::cpu::gemm::{Mat, MatMut, Par, matmul};
 use crate::kernels::cpu::par::multiversion;
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -75,12 +75,7 @@ pub struct Examples {
 impl FusedKernel for Attend {
     type Sizes = Examples;
 
-    fn entry(&self) -> &'static str {
-        match self {
-            Attend::Forward { .. } => "sam_attend_fwd",
-            Attend::Backward { .. } => "sam_attend_bwd",
-        }
-    }
+    entries! { SAM_ATTEND: Attend::Forward { .. } => "sam_attend_fwd", Attend::Backward { .. } => "sam_attend_bwd" }
 
     /// The projection `y` (`[B, n, 3nq]`), and for the backward `G` (`[B, nq, n, n]`).
     fn sizes(&self, operands: &[&Layout]) -> Result<(Shape, Examples)> {
@@ -147,11 +142,6 @@ impl FusedKernel for Attend {
         let shared_bytes = shared_bytes(backward, n, nq) as u32;
         let shape = LaunchShape { blocks: blocks.max(1), threads: 256, shared_bytes };
         Launch::with_ints(self.entry(), shape, &[batch, n, nq])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn module(&self) -> &'static crate::kernels::cuda::modules::Module {
-        &crate::kernels::cuda::modules::SAM_ATTEND
     }
 
     fn backward(&self, operands: &[&Tensor], _out: &Tensor, grad: &Tensor) -> Result<Vec<Option<Tensor>>> {
