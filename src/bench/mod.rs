@@ -15,6 +15,7 @@ use crate::train::{Autograd, Stepper, data_seed, evaluate, evaluation_batch, eva
 
 pub mod device_check;
 pub mod dump;
+pub mod kernel_checks;
 pub mod optim_check;
 pub mod solve_check;
 pub mod sums_check;

@@ -15,7 +15,7 @@ use crate::train_config::{OptimizerKind, TrainConfig};
 
 /// Each case: a name, the optimiser, its momentum (RMSprop, SGD) or weight decay (Adam), and
 /// the clamp of clipping by value.
-const CASES: &[(&str, OptimizerKind, f64, Option<f64>)] = &[
+pub(super) const CASES: &[(&str, OptimizerKind, f64, Option<f64>)] = &[
     ("rmsprop", OptimizerKind::RmsProp, 0.9, Some(0.5)),
     ("rmsprop, no momentum", OptimizerKind::RmsProp, 0.0, None),
     ("adam", OptimizerKind::Adam, 0.0, Some(0.5)),
@@ -83,11 +83,10 @@ fn config(optimizer: OptimizerKind, setting: f64) -> TrainConfig {
 mod tests {
     use super::*;
 
+    /// The CPU's updates against its own are the same to the bit (the check's tolerance aside).
     #[test]
-    fn the_cpu_passes_the_optimiser_check() -> Result<()> {
-        let (worst, cases) = check(&Device::Cpu)?;
-        assert_eq!(cases, CASES.len());
-        assert_eq!(worst, 0.0, "the CPU against itself");
+    fn on_the_cpu_the_check_finds_no_difference() -> Result<()> {
+        assert_eq!(check(&Device::Cpu)?.0, 0.0);
         Ok(())
     }
 

@@ -113,15 +113,9 @@ fn device_check(device_name: &str, steps: usize) -> anyhow::Result<i32> {
             }
         }
     }
-    // The reductions themselves, at sizes the small models above do not reach, the
-    // optimisers' updates with a clamp that binds, and the Kanerva machines' solves.
-    let parts = [
-        ("sums", "shapes", crate::bench::sums_check::check(&device)),
-        ("updates", "optimisers", crate::bench::optim_check::check(&device)),
-        ("solves", "shapes", crate::bench::solve_check::check(&device)),
-    ];
-    for (name, unit, result) in parts {
-        match result {
+    for check in &crate::bench::kernel_checks::KERNEL_CHECKS {
+        let (name, unit) = (check.name, check.cases_are);
+        match (check.run)(&device) {
             Ok((worst, cases)) => {
                 let passed = worst <= device_check::TOLERANCE;
                 let verdict = if passed { "" } else { "  ← beyond the tolerance" };
