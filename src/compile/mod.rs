@@ -222,9 +222,10 @@ impl Cell {
                 crate::device::tuning::BATCHED_HEAD,
             );
         let hoisted = self.hoisted_values(weights, inputs, scored)?;
+        let run = Run { weights, inputs, scored, hoisted: &hoisted };
         match batched {
-            true => self.run_batching_head(weights, inputs, scored, &hoisted, step_weights),
-            false => self.run_step_by_step(weights, inputs, scored, &hoisted, step_weights),
+            true => self.run_batching_head(&run, step_weights),
+            false => self.run_step_by_step(&run, step_weights),
         }
     }
 
@@ -247,16 +248,10 @@ impl Cell {
     }
 
     /// The run with the whole step at every scored step, the outputs stacked.
-    fn run_step_by_step(
-        &self,
-        weights: &Weights,
-        inputs: &Tensor,
-        scored: &[usize],
-        hoisted: &HoistedValues,
-        mut step_weights: impl FnMut(usize) -> Result<Weights>,
-    ) -> Result<Tensor> {
+    fn run_step_by_step(&self, run: &Run, mut step_weights: impl FnMut(usize) -> Result<Weights>) -> Result<Tensor> {
+        let Run { inputs, scored, hoisted, .. } = *run;
         let mut outs = Vec::with_capacity(scored.len());
-        self.for_each_step(weights, inputs, scored, |t, states, want| {
+        self.for_each_step(run, |t, states, want| {
             let (next, out) = self.step(&step_weights(t)?, &inputs.get(t)?, states, want, hoisted, t)?;
             outs.extend(out);
             Ok(next)
@@ -266,18 +261,12 @@ impl Cell {
 
     /// The run with the output head once over all the scored steps (`head`): the loop keeps
     /// the head's frontier at each scored step, and the head runs on it stacked, `[S·B, ...]`.
-    fn run_batching_head(
-        &self,
-        weights: &Weights,
-        inputs: &Tensor,
-        scored: &[usize],
-        hoisted: &HoistedValues,
-        mut step_weights: impl FnMut(usize) -> Result<Weights>,
-    ) -> Result<Tensor> {
+    fn run_batching_head(&self, run: &Run, mut step_weights: impl FnMut(usize) -> Result<Weights>) -> Result<Tensor> {
+        let Run { weights, inputs, scored, hoisted } = *run;
         let (g, head) = (&self.graph, &self.plans.head);
         let batch = inputs.dim(1)?;
         let mut kept: Vec<Vec<Tensor>> = vec![Vec::with_capacity(scored.len()); head.frontier.len()];
-        self.for_each_step(weights, inputs, scored, |t, states, want| {
+        self.for_each_step(run, |t, states, want| {
             let x = inputs.get(t)?;
             let runs = |i: usize| if want { head.in_loop_when_scored[i] } else { self.plans.needed_for_state[i] };
             let values = self.node_values(&step_weights(t)?, &x, states, runs, hoisted, t)?;
@@ -329,11 +318,10 @@ impl Cell {
     /// initial states, each step's returned states the next one's.
     fn for_each_step(
         &self,
-        weights: &Weights,
-        inputs: &Tensor,
-        scored: &[usize],
+        run: &Run,
         mut step: impl FnMut(usize, &[Tensor], bool) -> Result<Vec<Tensor>>,
     ) -> Result<()> {
+        let Run { weights, inputs, scored, .. } = *run;
         let steps = inputs.dim(0)?;
         let mut states = self.initial_states_of(weights, inputs.dim(1)?)?;
         let mut next_scored = scored.iter().peekable();
@@ -349,6 +337,16 @@ impl Cell {
         }
         Ok(())
     }
+}
+
+/// What one run reads: the weights (the initial states and the batched output head read them),
+/// the batch's inputs `[T, B, ...]`, the scored steps and the input's nodes' hoisted values.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    weights: &'a Weights,
+    inputs: &'a Tensor,
+    scored: &'a [usize],
+    hoisted: &'a HoistedValues,
 }
 
 /// Whether a forward runs each node's training forward (the tape's kernels, what it saves for
@@ -536,11 +534,15 @@ mod tests {
             let hoisted = c.hoisted_values(&w, inputs, scored)?;
             let none = HoistedValues::none();
             let same = |_| Ok(w.clone());
-            let reference = c.run_step_by_step(&w, inputs, scored, &none, same)?;
+            let (plain, hoisting) = (
+                Run { weights: &w, inputs, scored, hoisted: &none },
+                Run { weights: &w, inputs, scored, hoisted: &hoisted },
+            );
+            let reference = c.run_step_by_step(&plain, same)?;
             let variants = [
-                ("the head batched", c.run_batching_head(&w, inputs, scored, &none, same)?),
-                ("the input's nodes hoisted", c.run_step_by_step(&w, inputs, scored, &hoisted, same)?),
-                ("both", c.run_batching_head(&w, inputs, scored, &hoisted, same)?),
+                ("the head batched", c.run_batching_head(&plain, same)?),
+                ("the input's nodes hoisted", c.run_step_by_step(&hoisting, same)?),
+                ("both", c.run_batching_head(&hoisting, same)?),
             ];
             let gradients = |out: &Tensor| -> Result<Vec<Tensor>> {
                 let grads = out.sqr()?.sum_all()?.backward()?;
