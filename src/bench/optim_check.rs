@@ -83,7 +83,7 @@ fn config(optimizer: OptimizerKind, setting: f64) -> TrainConfig {
 mod tests {
     use super::*;
 
-    /// The CPU's updates against its own are the same to the bit (the check's tolerance aside).
+    /// The CPU's updates against its own differ by exactly 0, stricter than the check's tolerance.
     #[test]
     fn on_the_cpu_the_check_finds_no_difference() -> Result<()> {
         assert_eq!(check(&Device::Cpu)?.0, 0.0);

@@ -28,7 +28,7 @@ pub trait FusedKernel: Copy + Send + Sync + 'static {
     type Sizes: Copy;
 
     /// The kernel's entry point in its `.cu` file (`extern "C" __global__ void …`), also the
-    /// candle op's name. [`entries!`] writes it and [`FusedKernel::module`].
+    /// candle op's name. The `entries!` macro writes it and `module`.
     fn entry(&self) -> &'static str;
 
     /// The output's shape and the sizes, from the operands' layouts; an error (with what does
@@ -54,7 +54,7 @@ pub trait FusedKernel: Copy + Send + Sync + 'static {
     }
 }
 
-/// [`FusedKernel::entry`] and [`FusedKernel::module`] from the module's constant in `modules`
+/// [`FusedKernel::entry`] and `FusedKernel::module` (with the `cuda` feature) from the module's constant in `modules`
 /// (the `.cu` file's stem in capitals) and each pass's entry point:
 /// `entries! { GRU_CELL: Gru::Forward => "gru_cell_fwd", Gru::Backward => "gru_cell_bwd" }` inside
 /// the `impl FusedKernel`.
