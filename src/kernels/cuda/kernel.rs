@@ -54,10 +54,10 @@ pub trait FusedKernel: Copy + Send + Sync + 'static {
     }
 }
 
-/// [`FusedKernel::entry`] and `FusedKernel::module` (with the `cuda` feature) from the module's constant in `modules`
-/// (the `.cu` file's stem in capitals) and each pass's entry point:
-/// `entries! { GRU_CELL: Gru::Forward => "gru_cell_fwd", Gru::Backward => "gru_cell_bwd" }` inside
-/// the `impl FusedKernel`.
+/// [`FusedKernel::entry`] and `FusedKernel::module` (with the `cuda` feature) from the module's
+/// constant in `modules` (the `.cu` file's stem in capitals) and each pass's entry point:
+/// `entries! { GRU_CELL: Gru::Forward => "gru_cell_fwd", Gru::Backward => "gru_cell_bwd" }`
+/// inside the `impl FusedKernel`.
 macro_rules! entries {
     ($module:ident: $($pass:pat => $entry:literal),+ $(,)?) => {
         fn entry(&self) -> &'static str {
