@@ -258,6 +258,7 @@ mod tests {
             selected: None,
             train_seconds: 12.5,
             eval_seconds: 1.5,
+            stage: Default::default(),
             params: vec![],
             optimizer: OptimState { updates: step as u64, buffers: vec![] },
         };

@@ -9,9 +9,9 @@
 //! (for the same thread count, which fixes the order of the sums).
 //!
 //! Layout: `memctl-checkpoint 2\n`, a u32 (little-endian) length and that many bytes of JSON
-//! header (step, curves, the selected evaluation, timings, and each tensor's place, dtype and shape), then every
-//! tensor's elements, little-endian, in header order, then the CRC-32 of everything before it
-//! (u32, little-endian). A flipped bit in the tensors would otherwise resume training from
+//! header (step, where in it ([`Stage`]), curves, the selected evaluation, timings, and each
+//! tensor's place, dtype and shape), then every tensor's elements, little-endian, in header
+//! order, then the CRC-32 of everything before it (u32, little-endian). A flipped bit in the tensors would otherwise resume training from
 //! wrong weights without a word; with the checksum the damaged checkpoint is reported and the
 //! trial starts over. Version 1 (no checksum) still reads.
 
@@ -21,8 +21,8 @@ use std::time::Duration;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use super::Selected;
 use super::optim::OptimState;
+use super::{Converged, Selected};
 
 const MAGIC: &[u8] = b"memctl-checkpoint 2\n";
 /// Checkpoints written before the checksum.
@@ -39,9 +39,25 @@ pub struct TrainState {
     pub selected: Option<Selected>,
     pub train_seconds: f64,
     pub eval_seconds: f64,
+    /// Where in the step it was taken.
+    pub stage: Stage,
     /// The parameters, in the graph's order.
     pub params: Vec<Tensor>,
     pub optimizer: OptimState,
+}
+
+/// Where in its step a checkpoint was taken: a resumed run carries on from there, and ends as
+/// the run that was never stopped ends.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub enum Stage {
+    /// After the step and all that was due after it: a resume takes the next step.
+    #[default]
+    Stepped,
+    /// Stopped in the evaluation due after the step: a resume evaluates first.
+    Evaluating,
+    /// Training had ended (why, and when `stop_when` was met) and the trial was stopped in its
+    /// test evaluation: a resume runs that alone.
+    Testing { stop_reason: String, converged: Option<Converged> },
 }
 
 /// Where a trial's checkpoints come from and go: the store, for a sweep.
@@ -101,6 +117,9 @@ struct Header {
     selected: Option<Selected>,
     train_seconds: f64,
     eval_seconds: f64,
+    /// Absent in checkpoints written before a stop could come in an evaluation.
+    #[serde(default)]
+    stage: Stage,
     optimizer_updates: u64,
     /// The parameters' tensors, then each optimiser buffer's (absent ones skipped).
     params: Vec<TensorInfo>,
@@ -123,6 +142,7 @@ impl TrainState {
             selected: self.selected.clone(),
             train_seconds: self.train_seconds,
             eval_seconds: self.eval_seconds,
+            stage: self.stage.clone(),
             optimizer_updates: self.optimizer.updates,
             params: self.params.iter().map(info).collect(),
             buffers: self.optimizer.buffers.iter().map(|b| b.iter().map(|t| t.as_ref().map(info)).collect()).collect(),
@@ -200,6 +220,7 @@ impl TrainState {
             selected: header.selected,
             train_seconds: header.train_seconds,
             eval_seconds: header.eval_seconds,
+            stage: header.stage,
             params,
             optimizer: OptimState { updates: header.optimizer_updates, buffers },
         })
@@ -226,6 +247,10 @@ mod tests {
             selected: Some(Selected { step: 40, value: 0.5, metrics: BTreeMap::from([("accuracy".into(), 0.25)]) }),
             train_seconds: 3.5,
             eval_seconds: 0.5,
+            stage: Stage::Testing {
+                stop_reason: "stop_when".into(),
+                converged: Some(Converged { step: 40, epoch: None }),
+            },
             params: vec![p.clone(), q.clone()],
             optimizer: OptimState { updates: 42, buffers: vec![vec![Some(p.clone()), None]] },
         };
@@ -234,6 +259,7 @@ mod tests {
         assert_eq!((back.step, back.interval_loss, back.optimizer.updates), (42, (0.75, 2), 42));
         assert_eq!(back.curves, state.curves);
         assert_eq!(back.selected, state.selected);
+        assert_eq!(back.stage, state.stage);
         assert_eq!(back.params[0].to_vec2::<f32>().unwrap(), p.to_vec2::<f32>().unwrap());
         assert_eq!(back.params[1].to_vec1::<f64>().unwrap(), q.to_vec1::<f64>().unwrap());
         assert!(back.optimizer.buffers[0][1].is_none());
@@ -276,6 +302,7 @@ mod tests {
             selected: None,
             train_seconds: 0.0,
             eval_seconds: 0.0,
+            stage: Stage::Stepped,
             params: vec![],
             optimizer: OptimState { updates: 0, buffers: vec![] },
         };

@@ -7,6 +7,7 @@
 
 pub mod checkpoint;
 pub mod clip;
+mod evaluation;
 mod graph_eval;
 #[cfg(feature = "cuda")]
 mod graph_profile;
@@ -29,9 +30,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::check::Trial;
 use crate::compile::Cell;
-use crate::tasks::{Split, Target, TaskData};
-use loss::MetricSums;
+use crate::tasks::Target;
 use trial_run::{Run, TrialRun};
+
+pub use evaluation::{evaluate, evaluation_batch, evaluation_batches};
 
 /// Hooks for progress display.
 pub trait Observer: Sync {
@@ -75,66 +77,6 @@ pub struct Converged {
     pub step: usize,
     /// `step · batch / training-set size`, for tasks with a fixed training set.
     pub epoch: Option<f64>,
-}
-
-/// Every test split's metrics, keyed as `final_metrics` keeps them: the first split's bare
-/// (`accuracy`), the others' prefixed (`od_easy_accuracy`). A split in `known` (its index
-/// and metrics, just evaluated with these parameters) is not evaluated again.
-fn evaluate_tests(
-    stepper: &Stepper,
-    data: &dyn TaskData,
-    eval_batch: usize,
-    trial: &Trial,
-    known: Option<(usize, &[(&'static str, f64)])>,
-) -> candle_core::Result<BTreeMap<String, f64>> {
-    let mut out = BTreeMap::new();
-    for (i, split) in trial.task.test_splits().iter().enumerate() {
-        let metrics = match known {
-            Some((k, metrics)) if k == i => metrics.to_vec(),
-            _ => evaluate(stepper, data, Split::Test(i), eval_batch, None, &*trial.task)?,
-        };
-        for (name, v) in metrics {
-            let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
-            out.insert(key, v);
-        }
-    }
-    Ok(out)
-}
-
-/// After an evaluation at `step` (its validation `metrics`): reads the `select` metric
-/// (evaluating its split when it is a test split's, recorded as curves `<split>_<metric>`),
-/// and when it improves on the best so far, evaluates the test splits and keeps them.
-#[allow(clippy::too_many_arguments)]
-fn select_evaluation(
-    select: &crate::train_config::Select,
-    step: usize,
-    metrics: &[(&'static str, f64)],
-    stepper: &Stepper,
-    data: &dyn TaskData,
-    eval_batch: usize,
-    trial: &Trial,
-    out: &mut Outcome,
-) -> candle_core::Result<()> {
-    let split_metrics = match select.split {
-        None => None,
-        Some(i) => {
-            let split = trial.task.test_splits()[i];
-            let split_metrics = evaluate(stepper, data, Split::Test(i), eval_batch, None, &*trial.task)?;
-            for (name, v) in &split_metrics {
-                push(out, &format!("{split}_{name}"), step, *v);
-            }
-            Some((i, split_metrics))
-        }
-    };
-    let read_from = split_metrics.as_ref().map_or(metrics, |(_, m)| m.as_slice());
-    let Some(value) = read_from.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v) else { return Ok(()) };
-    if select.improves(value, out.selected.as_ref().map(|s| s.value)) {
-        let known = split_metrics.as_ref().map(|(i, m)| (*i, m.as_slice()));
-        let mut at = evaluate_tests(stepper, data, eval_batch, trial, known)?;
-        at.extend(metrics.iter().map(|(n, v)| (format!("val_{n}"), *v)));
-        out.selected = Some(Selected { step, value, metrics: at });
-    }
-    Ok(())
 }
 
 /// The evaluation a `select` rule chose: where, the metric's value, and the test splits'
@@ -487,69 +429,8 @@ fn train_alone(run: Run<'_>, out: &mut Outcome) -> Result<(), TrainError> {
     trial.finish(out)
 }
 
-/// Sequences per evaluation batch. Metrics are sums, so the size changes speed, not results.
-/// Evaluation keeps no activations for a backward, so it can take larger batches than
-/// training; on a GPU, where an eager forward costs a launch per op, much larger ones.
-pub fn evaluation_batch(train_batch: usize, device: &Device) -> usize {
-    if device.is_cpu() { (train_batch * 2).clamp(64, 512) } else { (train_batch * 2).max(1024) }
-}
-
 fn push(out: &mut Outcome, curve: &str, step: usize, value: f64) {
     out.curves.entry(curve.to_string()).or_default().push((step as u64, value));
-}
-
-/// Metrics on a held-out split with detached weights (no autograd graph is built): the
-/// target's, then the task's own ([`crate::tasks::Task::task_metrics`]).
-pub fn evaluate(
-    stepper: &Stepper,
-    data: &dyn TaskData,
-    split: Split,
-    batch: usize,
-    limit: Option<usize>,
-    task: &dyn crate::tasks::Task,
-) -> candle_core::Result<Vec<(&'static str, f64)>> {
-    let target = task.target();
-    let mut sums = MetricSums::default();
-    let mut own: Vec<(&'static str, f64, f64)> = vec![];
-    for b in evaluation_batches(data, split, batch, limit)? {
-        let logits = stepper.evaluation_forward(&b.inputs, &b.scored)?;
-        let l = loss::loss(target, &logits, &b.targets)?;
-        sums.add(target, &logits, &b.targets, &l)?;
-        for (name, sum, count) in task.task_metrics(&b, &logits)? {
-            match own.iter_mut().find(|(n, ..)| *n == name) {
-                Some(m) => (m.1, m.2) = (m.1 + sum, m.2 + count),
-                None => own.push((name, sum, count)),
-            }
-        }
-    }
-    let mut metrics = sums.metrics(target)?;
-    // A metric that nothing counted towards (no valid tour, say) is left out, not NaN.
-    metrics.extend(
-        own.into_iter()
-            .filter(|m| m.2 > 0.0)
-            .map(|(name, sum, count)| (name, task.task_metric_value(name, sum / count))),
-    );
-    Ok(metrics)
-}
-
-/// The batches of `split` an evaluation reads: whole batches of at most `batch` sequences,
-/// until `limit` sequences (`eval_size`) are reached, or all of them.
-pub fn evaluation_batches(
-    data: &dyn TaskData,
-    split: Split,
-    batch: usize,
-    limit: Option<usize>,
-) -> candle_core::Result<Vec<crate::tasks::Batch>> {
-    let mut seen = 0;
-    let mut kept = vec![];
-    for b in data.eval_batches(split, batch)? {
-        if limit.is_some_and(|l| seen >= l) {
-            break;
-        }
-        seen += b.batch_size()?;
-        kept.push(b);
-    }
-    Ok(kept)
 }
 
 /// Trains on one fixed training batch for `steps` steps and returns the loss before each

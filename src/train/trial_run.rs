@@ -1,19 +1,24 @@
 //! One trial's training loop, a step at a time, so that a trial trains alone ([`super::train`])
 //! or beside others in a pack ([`super::pack`]) with the same bookkeeping: batches, curves,
 //! validation, `select`, `stop_when`, `max_time`, progress reports and checkpoints.
+//!
+//! A stop request (`cancel`: Ctrl-C, SIGTERM) is honoured between steps and between an
+//! evaluation's batches. Either way the trial checkpoints where it stands ([`Stage`]) and a
+//! resumed run ends as the run that was never stopped ends.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use candle_core::{DType, Device};
 
-use super::checkpoint::{self, Checkpoints};
+use super::checkpoint::{self, Checkpoints, Stage};
+use super::evaluation::{Evaluations, evaluation_batch};
 use super::{
-    Autograd, Converged, Ending, Observer, Outcome, REPORT_EVERY, Stepper, TrainError, data_seed, evaluate,
-    evaluate_tests, evaluation_batch, non_finite_advice, push, select_evaluation,
+    Autograd, Converged, Ending, Observer, Outcome, REPORT_EVERY, Stepper, TrainError, data_seed, non_finite_advice,
+    push,
 };
 use crate::check::Trial;
-use crate::tasks::{Batch, Split, TaskData};
+use crate::tasks::{Batch, TaskData};
 
 /// One training run's inputs, as [`super::train_resumable`] takes them.
 #[derive(Clone, Copy)]
@@ -42,6 +47,8 @@ pub struct TrialRun<'a> {
     last_checkpoint: Instant,
     reported: bool,
     last_progress: Instant,
+    /// Where the checkpoint it resumed from was taken: what is left of that step to do.
+    resumed_in: Stage,
 }
 
 impl<'a> TrialRun<'a> {
@@ -53,6 +60,7 @@ impl<'a> TrialRun<'a> {
         let mut data = trial.task.data(data_seed(trial.config.seed), device)?;
         let mut this_run = (0.0, 0.0);
         let mut interval_loss = (0.0, 0usize);
+        let mut resumed_in = Stage::Stepped;
         if let Some(state) = run.checkpoints.resume(device) {
             stepper.restore(&state.params, state.optimizer)?;
             // The data stream restarts from the seed: draw the batches the steps so far used.
@@ -64,6 +72,7 @@ impl<'a> TrialRun<'a> {
             out.selected = state.selected;
             interval_loss = state.interval_loss;
             this_run = (state.train_seconds, state.eval_seconds);
+            resumed_in = state.stage;
         }
         Ok(TrialRun {
             run,
@@ -76,20 +85,32 @@ impl<'a> TrialRun<'a> {
             last_checkpoint: Instant::now(),
             reported: false,
             last_progress: Instant::now(),
+            resumed_in,
         })
     }
 
     /// The next step's batch; `None` when the trial has run all its steps, or is stopped
     /// from outside (then it ends `interrupted`, with a checkpoint).
     pub fn next_batch(&mut self, out: &mut Outcome) -> Result<Option<Batch>, TrainError> {
+        // First what the step it resumed in had left to do.
+        match std::mem::take(&mut self.resumed_in) {
+            Stage::Stepped => {}
+            Stage::Evaluating => {
+                if !self.evaluate_after_step(out)? {
+                    return Ok(None);
+                }
+            }
+            Stage::Testing { stop_reason, converged } => {
+                (out.stop_reason, out.converged) = (stop_reason, converged);
+                return Ok(None);
+            }
+        }
         let cfg = &self.run.trial.config.train;
         if out.steps_run >= cfg.steps {
             return Ok(None);
         }
         if self.run.cancel.load(Ordering::Relaxed) {
-            out.ending = Ending::Interrupted;
-            out.stop_reason = "interrupted".into();
-            self.save(out);
+            self.stop_on_request(out, Stage::Stepped);
             return Ok(None);
         }
         Ok(Some(self.data.train_batch(cfg.batch)?))
@@ -121,77 +142,94 @@ impl<'a> TrialRun<'a> {
             (self.reported, self.last_progress) = (true, Instant::now());
         }
         let out_of_time = cfg.max_time.is_some_and(|t| self.train_seconds >= t);
-        if step.is_multiple_of(cfg.eval_every) || step == cfg.steps || out_of_time {
-            push(out, "train_loss", step, self.interval_loss.0 / self.interval_loss.1.max(1) as f64);
-            self.interval_loss = (0.0, 0);
-            let t0 = Instant::now();
-            let metrics = evaluate(
-                &self.stepper,
-                self.data.as_ref(),
-                Split::Validation,
-                self.eval_batch,
-                cfg.eval_size,
-                &*trial.task,
-            )?;
-            for (name, v) in &metrics {
-                push(out, &format!("val_{name}"), step, *v);
-            }
-            if let Some(select) = &cfg.select {
-                select_evaluation(
-                    select,
-                    step,
-                    &metrics,
-                    &self.stepper,
-                    self.data.as_ref(),
-                    self.eval_batch,
-                    trial,
-                    out,
-                )?;
-            }
-            self.eval_seconds += t0.elapsed().as_secs_f64();
-            observer.on_eval(step, &metrics);
-            (out.train_seconds, out.eval_seconds) = (self.train_seconds, self.eval_seconds);
-            observer.on_progress(out);
-            self.last_progress = Instant::now();
-            if let Some(stop) = &cfg.stop_when {
-                let met = metrics
-                    .iter()
-                    .find(|(n, _)| *n == stop.metric)
-                    .is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
-                if met && out.converged.is_none() {
-                    let epoch = self.data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
-                    out.converged = Some(Converged { step, epoch });
-                    out.stop_reason = "stop_when".into();
-                    return Ok(false);
-                }
-            }
-            if out_of_time {
-                out.stop_reason = "max_time".into();
-                return Ok(false);
-            }
-            if let Some(reason) = observer.stop_here(step, out) {
-                out.ending = Ending::Pruned;
-                out.stop_reason = reason;
-                return Ok(false);
-            }
+        if (step.is_multiple_of(cfg.eval_every) || step == cfg.steps || out_of_time)
+            && !self.evaluate_after_step(out)?
+        {
+            return Ok(false);
         }
         // After the step's evaluation, so that a resumed run goes on from a whole step.
         if checkpoints.every().is_some_and(|every| self.last_checkpoint.elapsed() >= every) {
-            self.save(out);
+            self.save(out, Stage::Stepped);
             self.last_checkpoint = Instant::now();
         }
         Ok(true)
     }
 
+    /// The evaluation due after the step just taken (`out.steps_run`), recorded, and what it
+    /// decides: `false` when the trial stops here (`stop_when`, `max_time`, its observer, or a
+    /// stop request during the evaluation, which checkpoints to evaluate again on resuming).
+    fn evaluate_after_step(&mut self, out: &mut Outcome) -> Result<bool, TrainError> {
+        let Run { trial, observer, .. } = self.run;
+        let cfg = &trial.config.train;
+        let step = out.steps_run;
+        let t0 = Instant::now();
+        let evaluation = self.evaluations().after_step(step, out)?;
+        self.eval_seconds += t0.elapsed().as_secs_f64();
+        let Some(evaluation) = evaluation else {
+            self.stop_on_request(out, Stage::Evaluating);
+            return Ok(false);
+        };
+        push(out, "train_loss", step, self.interval_loss.0 / self.interval_loss.1.max(1) as f64);
+        self.interval_loss = (0.0, 0);
+        evaluation.record(step, trial, out);
+        observer.on_eval(step, &evaluation.metrics);
+        (out.train_seconds, out.eval_seconds) = (self.train_seconds, self.eval_seconds);
+        observer.on_progress(out);
+        self.last_progress = Instant::now();
+        if let Some(stop) = &cfg.stop_when {
+            let met = evaluation
+                .metrics
+                .iter()
+                .find(|(n, _)| *n == stop.metric)
+                .is_some_and(|(_, v)| stop.op.holds(*v, stop.threshold));
+            if met && out.converged.is_none() {
+                let epoch = self.data.train_size().map(|n| (step * cfg.batch) as f64 / n as f64);
+                out.converged = Some(Converged { step, epoch });
+                out.stop_reason = "stop_when".into();
+                return Ok(false);
+            }
+        }
+        if cfg.max_time.is_some_and(|t| self.train_seconds >= t) {
+            out.stop_reason = "max_time".into();
+            return Ok(false);
+        }
+        if let Some(reason) = observer.stop_here(step, out) {
+            out.ending = Ending::Pruned;
+            out.stop_reason = reason;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    /// The trial's evaluations with its weights now, stopped by a stop request.
+    fn evaluations(&self) -> Evaluations<'_> {
+        let (trial, stop) = (self.run.trial, self.run.cancel);
+        Evaluations { stepper: &self.stepper, data: self.data.as_ref(), batch: self.eval_batch, trial, stop }
+    }
+
+    /// Ends the trial `interrupted` on a stop request, with a checkpoint taken at `stage`.
+    fn stop_on_request(&self, out: &mut Outcome, stage: Stage) {
+        out.ending = Ending::Interrupted;
+        out.stop_reason = "interrupted".into();
+        self.save(out, stage);
+    }
+
     /// Ends the run: the test evaluation of a trial that ended `Done`, and its timings.
     pub fn finish(mut self, out: &mut Outcome) -> Result<(), TrainError> {
-        let trial = self.run.trial;
         out.train_seconds = self.train_seconds;
         if out.ending == Ending::Done {
             let t0 = Instant::now();
-            out.final_metrics = evaluate_tests(&self.stepper, self.data.as_ref(), self.eval_batch, trial, None)?;
+            let tests = self.evaluations().tests(None)?;
             self.eval_seconds += t0.elapsed().as_secs_f64();
-            if let Some(selected) = &out.selected {
+            match tests {
+                Some(metrics) => out.final_metrics = metrics,
+                None => {
+                    let ended =
+                        Stage::Testing { stop_reason: out.stop_reason.clone(), converged: out.converged.clone() };
+                    self.stop_on_request(out, ended);
+                }
+            }
+            if let Some(selected) = out.selected.as_ref().filter(|_| out.ending == Ending::Done) {
                 out.final_metrics.insert("selected_step".into(), selected.step as f64);
                 for (k, v) in &selected.metrics {
                     out.final_metrics.insert(format!("selected_{k}"), *v);
@@ -211,8 +249,8 @@ impl<'a> TrialRun<'a> {
         Ok(())
     }
 
-    /// Saves a checkpoint of where the trial stands.
-    fn save(&self, out: &Outcome) {
+    /// Saves a checkpoint of where the trial stands, taken at `stage` of its step.
+    fn save(&self, out: &Outcome, stage: Stage) {
         let (params, optimizer) = self.stepper.snapshot();
         self.run.checkpoints.save(&checkpoint::TrainState {
             step: out.steps_run,
@@ -221,8 +259,142 @@ impl<'a> TrialRun<'a> {
             selected: out.selected.clone(),
             train_seconds: self.train_seconds,
             eval_seconds: self.eval_seconds,
+            stage,
             params,
             optimizer,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use candle_core::Device;
+
+    use super::super::checkpoint::{Checkpoints, NoCheckpoints, Stage, TrainState};
+    use super::super::{Autograd, Ending, Observer, Outcome, train_resumable};
+
+    /// 40 steps evaluated every 10, with `train` settings `extra` (`select`, `stop_when`).
+    fn spec(extra: &str) -> String {
+        format!(
+            r#"
+task tiny = assocRetrieval(pairs = 2, train = 256, validation = 96, test = 96)
+model lstm(hidden = 8) {{
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {{
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }}
+}}
+experiment e {{
+  task tiny
+  model lstm
+  train {{ optimizer = adam(lr = 1e-2), batch = 8, steps = 40, eval_every = 10{extra} }}
+}}
+"#
+        )
+    }
+
+    /// Checkpoints kept in memory, as bytes (so that the stage goes through the header).
+    #[derive(Default)]
+    struct InMemory(Mutex<Option<Vec<u8>>>);
+
+    impl InMemory {
+        fn stage(&self) -> Stage {
+            let bytes = self.0.lock().unwrap().clone().expect("a checkpoint");
+            TrainState::from_bytes(&bytes, &Device::Cpu).unwrap().stage
+        }
+    }
+
+    impl Checkpoints for InMemory {
+        fn resume(&self, device: &Device) -> Option<TrainState> {
+            self.0.lock().unwrap().as_ref().map(|b| TrainState::from_bytes(b, device).unwrap())
+        }
+        fn every(&self) -> Option<std::time::Duration> {
+            None
+        }
+        fn save(&self, state: &TrainState) {
+            *self.0.lock().unwrap() = Some(state.to_bytes().unwrap());
+        }
+    }
+
+    /// Where a stop request comes in: after a step (before its evaluation), or after the
+    /// evaluation that follows it (before the next step, or the final test evaluation).
+    #[derive(Clone, Copy)]
+    enum Request {
+        AfterStep(usize),
+        AfterValidation(usize),
+    }
+
+    struct Requests<'a> {
+        stop: &'a AtomicBool,
+        at: Option<Request>,
+    }
+
+    impl Observer for Requests<'_> {
+        fn on_step(&self, step: usize, _: usize, _: f64) {
+            if matches!(self.at, Some(Request::AfterStep(s)) if s == step) {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+        fn on_eval(&self, step: usize, _: &[(&str, f64)]) {
+            if matches!(self.at, Some(Request::AfterValidation(s)) if s == step) {
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn train(text: &str, checkpoints: &dyn Checkpoints, at: Option<Request>) -> Outcome {
+        let program = crate::check::checked_text(text);
+        let trial = &program.experiments[0].trials[0];
+        let stop = AtomicBool::new(false);
+        let observer = Requests { stop: &stop, at };
+        train_resumable(trial, &Device::Cpu, Autograd::Tape, &observer, &stop, checkpoints)
+    }
+
+    /// What a run records, timings aside.
+    fn recorded(o: &Outcome) -> impl PartialEq + std::fmt::Debug {
+        let Outcome { ending, stop_reason, curves, final_metrics, selected, steps_run, converged, .. } = o.clone();
+        (ending, stop_reason, curves, final_metrics, selected, steps_run, converged)
+    }
+
+    /// With `train` settings `extra` and a stop request at `request`, the trial ends
+    /// interrupted after `steps` steps with a checkpoint at `stage`, and its resumed run
+    /// records what the run never stopped records; the stage, from that run.
+    fn stopped_and_resumed(extra: &str, request: Request, steps: usize) -> (Stage, Outcome) {
+        let text = spec(extra);
+        let never_stopped = train(&text, &NoCheckpoints, None);
+        assert_eq!(never_stopped.ending, Ending::Done);
+        let checkpoints = InMemory::default();
+        let stopped = train(&text, &checkpoints, Some(request));
+        assert_eq!((&stopped.ending, stopped.stop_reason.as_str()), (&Ending::Interrupted, "interrupted"));
+        assert_eq!(stopped.steps_run, steps);
+        assert!(stopped.final_metrics.is_empty(), "{:?}", stopped.final_metrics);
+        let stage = checkpoints.stage();
+        let resumed = train(&text, &checkpoints, None);
+        assert_eq!(recorded(&resumed), recorded(&never_stopped));
+        (stage, never_stopped)
+    }
+
+    #[test]
+    fn a_trial_stopped_in_a_validation_resumes_with_that_validation() {
+        let (stage, _) = stopped_and_resumed(", select = best(val_accuracy)", Request::AfterStep(20), 20);
+        assert_eq!(stage, Stage::Evaluating);
+    }
+
+    #[test]
+    fn a_trial_stopped_in_its_final_test_evaluation_resumes_with_that_alone() {
+        let (stage, _) = stopped_and_resumed(", select = best(val_accuracy)", Request::AfterValidation(40), 40);
+        assert_eq!(stage, Stage::Testing { stop_reason: "steps".into(), converged: None });
+    }
+
+    #[test]
+    fn a_trial_that_met_stop_when_and_was_stopped_in_its_test_evaluation_does_not_train_on() {
+        let (stage, never_stopped) = stopped_and_resumed(", stop_when = loss < 1000", Request::AfterValidation(10), 10);
+        assert_eq!(never_stopped.converged.as_ref().map(|c| c.step), Some(10));
+        assert_eq!(stage, Stage::Testing { stop_reason: "stop_when".into(), converged: never_stopped.converged });
     }
 }

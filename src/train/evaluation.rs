@@ -1,0 +1,196 @@
+//! Evaluations: a held-out split's metrics, what a trial evaluates after a step (validation,
+//! and what `select` keeps) and its test splits at the end. A trial's evaluations stop between
+//! two batches when the trial is told to stop, so that Ctrl-C or a scheduler's SIGTERM ends
+//! it within one batch, not one evaluation (on the CPU, SAM Table 1's validation set alone
+//! takes about a minute); the trial then checkpoints to evaluate again when it resumes.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use candle_core::Device;
+
+use super::loss::{self, MetricSums};
+use super::{Outcome, Selected, Stepper, push};
+use crate::check::Trial;
+use crate::tasks::{Batch, Split, Task, TaskData};
+
+/// A split's metrics, by name.
+pub type Metrics = Vec<(&'static str, f64)>;
+
+/// Sequences per evaluation batch. Metrics are sums, so the size changes speed, not results.
+/// Evaluation keeps no activations for a backward, so it can take larger batches than
+/// training; on a GPU, where an eager forward costs a launch per op, much larger ones.
+pub fn evaluation_batch(train_batch: usize, device: &Device) -> usize {
+    if device.is_cpu() { (train_batch * 2).clamp(64, 512) } else { (train_batch * 2).max(1024) }
+}
+
+/// Metrics on a held-out split with detached weights (no autograd graph is built): the
+/// target's, then the task's own ([`crate::tasks::Task::task_metrics`]).
+pub fn evaluate(
+    stepper: &Stepper,
+    data: &dyn TaskData,
+    split: Split,
+    batch: usize,
+    limit: Option<usize>,
+    task: &dyn Task,
+) -> candle_core::Result<Metrics> {
+    let never = AtomicBool::new(false);
+    let metrics = evaluate_unless_stopped(stepper, data, split, batch, limit, task, &never)?;
+    Ok(metrics.unwrap_or_default())
+}
+
+/// [`evaluate`], or `None` when `stop` is set before the last batch has run.
+fn evaluate_unless_stopped(
+    stepper: &Stepper,
+    data: &dyn TaskData,
+    split: Split,
+    batch: usize,
+    limit: Option<usize>,
+    task: &dyn Task,
+    stop: &AtomicBool,
+) -> candle_core::Result<Option<Metrics>> {
+    let target = task.target();
+    let mut sums = MetricSums::default();
+    let mut own: Vec<(&'static str, f64, f64)> = vec![];
+    for b in evaluation_batches(data, split, batch, limit)? {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let logits = stepper.evaluation_forward(&b.inputs, &b.scored)?;
+        let l = loss::loss(target, &logits, &b.targets)?;
+        sums.add(target, &logits, &b.targets, &l)?;
+        for (name, sum, count) in task.task_metrics(&b, &logits)? {
+            match own.iter_mut().find(|(n, ..)| *n == name) {
+                Some(m) => (m.1, m.2) = (m.1 + sum, m.2 + count),
+                None => own.push((name, sum, count)),
+            }
+        }
+    }
+    let mut metrics = sums.metrics(target)?;
+    // A metric that nothing counted towards (no valid tour, say) is left out, not NaN.
+    metrics.extend(
+        own.into_iter()
+            .filter(|m| m.2 > 0.0)
+            .map(|(name, sum, count)| (name, task.task_metric_value(name, sum / count))),
+    );
+    Ok(Some(metrics))
+}
+
+/// The batches of `split` an evaluation reads: whole batches of at most `batch` sequences,
+/// until `limit` sequences (`eval_size`) are reached, or all of them.
+pub fn evaluation_batches(
+    data: &dyn TaskData,
+    split: Split,
+    batch: usize,
+    limit: Option<usize>,
+) -> candle_core::Result<Vec<Batch>> {
+    let mut seen = 0;
+    let mut kept = vec![];
+    for b in data.eval_batches(split, batch)? {
+        if limit.is_some_and(|l| seen >= l) {
+            break;
+        }
+        seen += b.batch_size()?;
+        kept.push(b);
+    }
+    Ok(kept)
+}
+
+/// What an evaluation gives: its result, or `None` when the trial was told to stop first.
+pub(super) type Unless<T> = candle_core::Result<Option<T>>;
+
+/// A trial's evaluations with its current weights, stopped by `stop`.
+pub(super) struct Evaluations<'a> {
+    pub stepper: &'a Stepper,
+    pub data: &'a dyn TaskData,
+    /// Sequences per batch ([`evaluation_batch`]).
+    pub batch: usize,
+    pub trial: &'a Trial,
+    pub stop: &'a AtomicBool,
+}
+
+/// The evaluation after a step, not yet recorded: so that one stopped half-way leaves the
+/// trial's outcome as it was before it.
+pub(super) struct StepEvaluation {
+    /// The validation metrics.
+    pub metrics: Metrics,
+    /// With `select` on a test split: that split's index and metrics (curves `<split>_<metric>`).
+    split: Option<(usize, Metrics)>,
+    /// With `select`, when this evaluation improves on the best so far.
+    selected: Option<Selected>,
+}
+
+impl Evaluations<'_> {
+    fn split(&self, split: Split, limit: Option<usize>) -> Unless<Metrics> {
+        let task = &*self.trial.task;
+        evaluate_unless_stopped(self.stepper, self.data, split, self.batch, limit, task, self.stop)
+    }
+
+    /// Every test split's metrics, keyed as `final_metrics` keeps them: the first split's bare
+    /// (`accuracy`), the others' prefixed (`od_easy_accuracy`). A split in `known` (its index
+    /// and metrics, just evaluated with these weights) is not evaluated again.
+    pub fn tests(&self, known: Option<(usize, &[(&'static str, f64)])>) -> Unless<BTreeMap<String, f64>> {
+        let mut out = BTreeMap::new();
+        for (i, split) in self.trial.task.test_splits().iter().enumerate() {
+            let metrics = match known {
+                Some((k, metrics)) if k == i => metrics.to_vec(),
+                _ => match self.split(Split::Test(i), None)? {
+                    Some(metrics) => metrics,
+                    None => return Ok(None),
+                },
+            };
+            for (name, v) in metrics {
+                let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
+                out.insert(key, v);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The evaluation due after `step`: the validation split (`eval_size` of it), and with
+    /// `select` its metric (evaluating its split when it is a test split's) and, when that
+    /// improves on `so_far`'s best, the test splits.
+    pub fn after_step(&self, step: usize, so_far: &Outcome) -> Unless<StepEvaluation> {
+        let Some(metrics) = self.split(Split::Validation, self.trial.config.train.eval_size)? else {
+            return Ok(None);
+        };
+        let Some(select) = &self.trial.config.train.select else {
+            return Ok(Some(StepEvaluation { metrics, split: None, selected: None }));
+        };
+        let split = match select.split {
+            None => None,
+            Some(i) => match self.split(Split::Test(i), None)? {
+                Some(split_metrics) => Some((i, split_metrics)),
+                None => return Ok(None),
+            },
+        };
+        let read_from = split.as_ref().map_or(&metrics, |(_, m)| m);
+        let value = read_from.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v);
+        let mut selected = None;
+        if let Some(value) = value.filter(|&v| select.improves(v, so_far.selected.as_ref().map(|s| s.value))) {
+            let known = split.as_ref().map(|(i, m)| (*i, m.as_slice()));
+            let Some(mut at) = self.tests(known)? else { return Ok(None) };
+            at.extend(metrics.iter().map(|(n, v)| (format!("val_{n}"), *v)));
+            selected = Some(Selected { step, value, metrics: at });
+        }
+        Ok(Some(StepEvaluation { metrics, split, selected }))
+    }
+}
+
+impl StepEvaluation {
+    /// Records the evaluation at `step`: its curve points, and the evaluation `select` keeps.
+    pub fn record(&self, step: usize, trial: &Trial, out: &mut Outcome) {
+        for (name, v) in &self.metrics {
+            push(out, &format!("val_{name}"), step, *v);
+        }
+        if let Some((i, metrics)) = &self.split {
+            let split = trial.task.test_splits()[*i];
+            for (name, v) in metrics {
+                push(out, &format!("{split}_{name}"), step, *v);
+            }
+        }
+        if let Some(selected) = &self.selected {
+            out.selected = Some(selected.clone());
+        }
+    }
+}
