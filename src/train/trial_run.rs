@@ -274,6 +274,7 @@ mod tests {
     use candle_core::Device;
 
     use super::super::checkpoint::{Checkpoints, NoCheckpoints, Stage, TrainState};
+    use super::super::pack::{PackMember, train_pack};
     use super::super::{Autograd, Ending, Observer, Outcome, train_resumable};
 
     /// 40 steps evaluated every 10, with `train` settings `extra` (`select`, `stop_when`).
@@ -396,5 +397,38 @@ experiment e {{
         let (stage, never_stopped) = stopped_and_resumed(", stop_when = loss < 1000", Request::AfterValidation(10), 10);
         assert_eq!(never_stopped.converged.as_ref().map(|c| c.step), Some(10));
         assert_eq!(stage, Stage::Testing { stop_reason: "stop_when".into(), converged: never_stopped.converged });
+    }
+
+    /// The outcomes of the two seeds of `text` trained as one pack, with a stop request after
+    /// step `stop_after` (seen by both), each with its checkpoints.
+    fn pack(text: &str, checkpoints: [&dyn Checkpoints; 2], stop_after: Option<usize>) -> Vec<Outcome> {
+        let program = crate::check::checked_text(text);
+        let trials = &program.experiments[0].trials;
+        let stop = AtomicBool::new(false);
+        let observers =
+            [Requests { stop: &stop, at: stop_after.map(Request::AfterStep) }, Requests { stop: &stop, at: None }];
+        let members: Vec<PackMember<'_>> = (0..2)
+            .map(|i| PackMember { trial: &trials[i], observer: &observers[i], checkpoints: checkpoints[i] })
+            .collect();
+        let mut outcomes = vec![None, None];
+        train_pack(&members, &Device::Cpu, &stop, &mut |i, outcome| outcomes[i] = Some(outcome));
+        outcomes.into_iter().map(|o| o.expect("each trial ends")).collect()
+    }
+
+    #[test]
+    fn a_pack_stopped_in_its_trials_validations_resumes_with_them() {
+        let text =
+            spec(", select = best(val_accuracy)").replace("  model lstm\n", "  model lstm\n  sweep { seed in 1..2 }\n");
+        let never_stopped = pack(&text, [&NoCheckpoints, &NoCheckpoints], None);
+        let checkpoints = [InMemory::default(), InMemory::default()];
+        let stopped = pack(&text, [&checkpoints[0], &checkpoints[1]], Some(30));
+        for (i, (outcome, saved)) in stopped.iter().zip(&checkpoints).enumerate() {
+            assert_eq!((&outcome.ending, outcome.steps_run), (&Ending::Interrupted, 30), "trial {i}");
+            assert_eq!(saved.stage(), Stage::Evaluating, "trial {i}");
+        }
+        let resumed = pack(&text, [&checkpoints[0], &checkpoints[1]], None);
+        for i in 0..2 {
+            assert_eq!(recorded(&resumed[i]), recorded(&never_stopped[i]), "trial {i}");
+        }
     }
 }
