@@ -161,7 +161,7 @@ pub fn time_evaluation(
     let mut times = vec![];
     for i in 0..=passes {
         let t0 = Instant::now();
-        evaluate(&stepper, data.as_ref(), Split::Validation, batch, cfg.eval_size, &*trial.task)?;
+        evaluate(&stepper, data.as_ref(), Split::Validation, batch, cfg.eval_size, trial)?;
         if i > 0 {
             times.push(t0.elapsed().as_secs_f64() * 1e3);
         }

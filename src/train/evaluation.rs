@@ -8,14 +8,24 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use candle_core::Device;
+use serde::{Deserialize, Serialize};
 
 use super::loss::{self, MetricSums};
-use super::{Outcome, Selected, Stepper, push};
+use super::{Outcome, Stepper, push};
 use crate::check::Trial;
-use crate::tasks::{Batch, Split, Task, TaskData};
+use crate::tasks::{Batch, Split, TaskData};
 
 /// A split's metrics, by name.
 pub type Metrics = Vec<(&'static str, f64)>;
+
+/// The evaluation a `select` rule chose: where, the metric's value, and the test splits'
+/// metrics there (keyed as in `final_metrics`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Selected {
+    pub step: usize,
+    pub value: f64,
+    pub metrics: BTreeMap<String, f64>,
+}
 
 /// Sequences per evaluation batch. Metrics are sums, so the size changes speed, not results.
 /// Evaluation keeps no activations for a backward, so it can take larger batches than
@@ -24,57 +34,22 @@ pub fn evaluation_batch(train_batch: usize, device: &Device) -> usize {
     if device.is_cpu() { (train_batch * 2).clamp(64, 512) } else { (train_batch * 2).max(1024) }
 }
 
-/// Metrics on a held-out split with detached weights (no autograd graph is built): the
-/// target's, then the task's own ([`crate::tasks::Task::task_metrics`]).
+/// Metrics on a held-out split of `trial`'s task with detached weights (no autograd graph is
+/// built): the target's, then the task's own ([`crate::tasks::Task::task_metrics`]).
 pub fn evaluate(
     stepper: &Stepper,
     data: &dyn TaskData,
     split: Split,
     batch: usize,
     limit: Option<usize>,
-    task: &dyn Task,
+    trial: &Trial,
 ) -> candle_core::Result<Metrics> {
-    let never = AtomicBool::new(false);
-    let metrics = evaluate_unless_stopped(stepper, data, split, batch, limit, task, &never)?;
-    Ok(metrics.unwrap_or_default())
+    let evaluations = Evaluations { stepper, data, batch, trial, stop: &NEVER };
+    Ok(evaluations.split(split, limit)?.unwrap_or_default())
 }
 
-/// [`evaluate`], or `None` when `stop` is set before the last batch has run.
-fn evaluate_unless_stopped(
-    stepper: &Stepper,
-    data: &dyn TaskData,
-    split: Split,
-    batch: usize,
-    limit: Option<usize>,
-    task: &dyn Task,
-    stop: &AtomicBool,
-) -> candle_core::Result<Option<Metrics>> {
-    let target = task.target();
-    let mut sums = MetricSums::default();
-    let mut own: Vec<(&'static str, f64, f64)> = vec![];
-    for b in evaluation_batches(data, split, batch, limit)? {
-        if stop.load(Ordering::Relaxed) {
-            return Ok(None);
-        }
-        let logits = stepper.evaluation_forward(&b.inputs, &b.scored)?;
-        let l = loss::loss(target, &logits, &b.targets)?;
-        sums.add(target, &logits, &b.targets, &l)?;
-        for (name, sum, count) in task.task_metrics(&b, &logits)? {
-            match own.iter_mut().find(|(n, ..)| *n == name) {
-                Some(m) => (m.1, m.2) = (m.1 + sum, m.2 + count),
-                None => own.push((name, sum, count)),
-            }
-        }
-    }
-    let mut metrics = sums.metrics(target)?;
-    // A metric that nothing counted towards (no valid tour, say) is left out, not NaN.
-    metrics.extend(
-        own.into_iter()
-            .filter(|m| m.2 > 0.0)
-            .map(|(name, sum, count)| (name, task.task_metric_value(name, sum / count))),
-    );
-    Ok(Some(metrics))
-}
+/// The stop request of evaluations that nothing stops.
+static NEVER: AtomicBool = AtomicBool::new(false);
 
 /// The batches of `split` an evaluation reads: whole batches of at most `batch` sequences,
 /// until `limit` sequences (`eval_size`) are reached, or all of them.
@@ -121,9 +96,35 @@ pub(super) struct StepEvaluation {
 }
 
 impl Evaluations<'_> {
+    /// A split's metrics (`limit` sequences of it at most), or `None` when the stop request
+    /// comes before its last batch has run.
     fn split(&self, split: Split, limit: Option<usize>) -> Unless<Metrics> {
         let task = &*self.trial.task;
-        evaluate_unless_stopped(self.stepper, self.data, split, self.batch, limit, task, self.stop)
+        let target = task.target();
+        let mut sums = MetricSums::default();
+        let mut own: Vec<(&'static str, f64, f64)> = vec![];
+        for b in evaluation_batches(self.data, split, self.batch, limit)? {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let logits = self.stepper.evaluation_forward(&b.inputs, &b.scored)?;
+            let l = loss::loss(target, &logits, &b.targets)?;
+            sums.add(target, &logits, &b.targets, &l)?;
+            for (name, sum, count) in task.task_metrics(&b, &logits)? {
+                match own.iter_mut().find(|(n, ..)| *n == name) {
+                    Some(m) => (m.1, m.2) = (m.1 + sum, m.2 + count),
+                    None => own.push((name, sum, count)),
+                }
+            }
+        }
+        let mut metrics = sums.metrics(target)?;
+        // A metric that nothing counted towards (no valid tour, say) is left out, not NaN.
+        metrics.extend(
+            own.into_iter()
+                .filter(|m| m.2 > 0.0)
+                .map(|(name, sum, count)| (name, task.task_metric_value(name, sum / count))),
+        );
+        Ok(Some(metrics))
     }
 
     /// Every test split's metrics, keyed as `final_metrics` keeps them: the first split's bare

@@ -196,7 +196,7 @@ experiment tiny_mix {
             for _ in 0..3 {
                 // Each evaluation reads the weights as trained so far.
                 stepper.step(&batch).unwrap();
-                metrics.push(evaluate(&stepper, data.as_ref(), Split::Validation, 8, None, &*trial.task).unwrap());
+                metrics.push(evaluate(&stepper, data.as_ref(), Split::Validation, 8, None, trial).unwrap());
             }
             (metrics, stepper.eval_replay_status())
         };

@@ -33,7 +33,7 @@ use crate::compile::Cell;
 use crate::tasks::Target;
 use trial_run::{Run, TrialRun};
 
-pub use evaluation::{evaluate, evaluation_batch, evaluation_batches};
+pub use evaluation::{Selected, evaluate, evaluation_batch, evaluation_batches};
 
 /// Hooks for progress display.
 pub trait Observer: Sync {
@@ -77,15 +77,6 @@ pub struct Converged {
     pub step: usize,
     /// `step · batch / training-set size`, for tasks with a fixed training set.
     pub epoch: Option<f64>,
-}
-
-/// The evaluation a `select` rule chose: where, the metric's value, and the test splits'
-/// metrics there (keyed as in `final_metrics`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Selected {
-    pub step: usize,
-    pub value: f64,
-    pub metrics: BTreeMap<String, f64>,
 }
 
 /// Everything a trial produced.

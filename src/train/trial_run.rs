@@ -282,17 +282,13 @@ mod tests {
         format!(
             r#"
 task tiny = assocRetrieval(pairs = 2, train = 256, validation = 96, test = 96)
-model lstm(hidden = 8) {{
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {{
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }}
+model rnn(d = 8) {{
+  state h = zeros(d)
+  step token {{ h = tanh(linear(embed(token, d), d) + linear(h, d))  out linear(h, output_size) }}
 }}
 experiment e {{
   task tiny
-  model lstm
+  model rnn
   train {{ optimizer = adam(lr = 1e-2), batch = 8, steps = 40, eval_every = 10{extra} }}
 }}
 "#
@@ -418,7 +414,7 @@ experiment e {{
     #[test]
     fn a_pack_stopped_in_its_trials_validations_resumes_with_them() {
         let text =
-            spec(", select = best(val_accuracy)").replace("  model lstm\n", "  model lstm\n  sweep { seed in 1..2 }\n");
+            spec(", select = best(val_accuracy)").replace("  model rnn\n", "  model rnn\n  sweep { seed in 1..2 }\n");
         let never_stopped = pack(&text, [&NoCheckpoints, &NoCheckpoints], None);
         let checkpoints = [InMemory::default(), InMemory::default()];
         let stopped = pack(&text, [&checkpoints[0], &checkpoints[1]], Some(30));
