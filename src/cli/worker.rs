@@ -121,8 +121,8 @@ fn run_trial_task(
 
 /// An array task of a packed submission: trains its trials as one pack on the task's CPUs,
 /// each resumed from and checkpointed to its own checkpoint, and writes each trial's shard as
-/// it leaves the pack. A signal stops the pack at the next step with every trial's checkpoint
-/// saved (no shard for those, so a requeued task resumes them).
+/// it leaves the pack. A signal stops the pack at the next step (or evaluation batch) with every
+/// trial's checkpoint saved (no shard for those, so a requeued task resumes them).
 fn run_pack_task(
     args: &Args,
     manifest: &Manifest,
@@ -207,7 +207,7 @@ fn threads(manifest: &Manifest) -> usize {
 
 /// One worker of a search: runs the search against its store, one trial at a time, until the
 /// study has no trial left that is not settled or running in another worker. A signal stops
-/// its trial at the next step with a checkpoint (recorded `interrupted`, which the next worker
+/// its trial at the next step (or evaluation batch) with a checkpoint (recorded `interrupted`, which the next worker
 /// to reach it resumes); after Slurm's time-limit warning the task requeues itself.
 fn run_search(args: &Args, manifest: &Manifest, s: &ManifestSearch, ctx: &Context) -> anyhow::Result<i32> {
     let spec_path = PathBuf::from(&manifest.spec_path);

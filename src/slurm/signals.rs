@@ -1,7 +1,7 @@
 //! The signals a worker answers. Slurm sends `USR1` `--grace` seconds before the time limit
 //! (`sbatch --signal=B:USR1@N`), and `TERM` on `scancel` or preemption (`KILL` follows after
-//! the cluster's KillWait). Either one stops the trial at its next step, which saves its
-//! checkpoint; after `USR1` the worker also requeues its own array task, which resumes there.
+//! the cluster's KillWait). Either one stops the trial at its next step, or at its evaluation's
+//! next batch, where it saves its checkpoint; after `USR1` the worker also requeues its own array task, which resumes there.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
@@ -14,7 +14,7 @@ extern "C" fn on_signal(signal: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// Installs the handlers; returns the flag training polls between steps.
+/// Installs the handlers; returns the flag training polls between steps and evaluation batches.
 pub fn install() -> &'static AtomicBool {
     for signal in [libc::SIGUSR1, libc::SIGTERM] {
         // SAFETY: `on_signal` only stores atomics; `action` is fully initialised before use.

@@ -8,12 +8,12 @@
 //! exact parameters and optimiser buffers, a resumed run ends where an uninterrupted one ends
 //! (for the same thread count, which fixes the order of the sums).
 //!
-//! Layout: `memctl-checkpoint 2\n`, a u32 (little-endian) length and that many bytes of JSON
+//! Layout: `memctl-checkpoint 3\n`, a u32 (little-endian) length and that many bytes of JSON
 //! header (step, where in it ([`Stage`]), curves, the selected evaluation, timings, and each
 //! tensor's place, dtype and shape), then every tensor's elements, little-endian, in header
 //! order, then the CRC-32 of everything before it (u32, little-endian). A flipped bit in the tensors would otherwise resume training from
 //! wrong weights without a word; with the checksum the damaged checkpoint is reported and the
-//! trial starts over. Version 1 (no checksum) still reads.
+//! trial starts over. Versions 2 (no stage: after a whole step) and 1 (no checksum) still read.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -24,7 +24,11 @@ use serde::{Deserialize, Serialize};
 use super::optim::OptimState;
 use super::{Converged, Selected};
 
-const MAGIC: &[u8] = b"memctl-checkpoint 2\n";
+const MAGIC: &[u8] = b"memctl-checkpoint 3\n";
+/// Checkpoints written before the stage: always taken after a whole step. (An older memctl
+/// takes a version 3 checkpoint for none and starts the trial over, rather than resume from
+/// it without knowing where in the step it stopped.)
+const MAGIC_V2: &[u8] = b"memctl-checkpoint 2\n";
 /// Checkpoints written before the checksum.
 const MAGIC_V1: &[u8] = b"memctl-checkpoint 1\n";
 
@@ -117,7 +121,7 @@ struct Header {
     selected: Option<Selected>,
     train_seconds: f64,
     eval_seconds: f64,
-    /// Absent in checkpoints written before a stop could come in an evaluation.
+    /// Absent in version 2 and 1 checkpoints.
     #[serde(default)]
     stage: Stage,
     optimizer_updates: u64,
@@ -168,7 +172,7 @@ impl TrainState {
 
     /// Reads a checkpoint, placing its tensors on `device`.
     pub fn from_bytes(bytes: &[u8], device: &Device) -> Result<TrainState, CheckpointError> {
-        let rest = if let Some(rest) = bytes.strip_prefix(MAGIC) {
+        let rest = if let Some(rest) = bytes.strip_prefix(MAGIC).or_else(|| bytes.strip_prefix(MAGIC_V2)) {
             let (body, sum) = rest.split_at_checked(rest.len().saturating_sub(4)).ok_or(CheckpointError::Truncated)?;
             let sum = u32::from_le_bytes(sum.try_into().map_err(|_| CheckpointError::Truncated)?);
             if crc32fast::hash(&bytes[..bytes.len() - 4]) != sum {
@@ -273,6 +277,24 @@ mod tests {
         let at = flipped.len() - 6;
         flipped[at] ^= 0x10;
         assert!(matches!(TrainState::from_bytes(&flipped, &dev), Err(CheckpointError::ChecksumMismatch)));
+        // A version 2 checkpoint (no stage in its header) reads as taken after a whole step.
+        let v2 = {
+            let len = u32::from_le_bytes(bytes[MAGIC.len()..MAGIC.len() + 4].try_into().unwrap()) as usize;
+            let json = &bytes[MAGIC.len() + 4..MAGIC.len() + 4 + len];
+            let mut header: serde_json::Value = serde_json::from_slice(json).unwrap();
+            assert!(header.as_object_mut().unwrap().remove("stage").is_some());
+            let json = serde_json::to_vec(&header).unwrap();
+            let mut v2 = MAGIC_V2.to_vec();
+            v2.extend_from_slice(&(json.len() as u32).to_le_bytes());
+            v2.extend_from_slice(&json);
+            v2.extend_from_slice(&bytes[MAGIC.len() + 4 + len..bytes.len() - 4]);
+            let checksum = crc32fast::hash(&v2);
+            v2.extend_from_slice(&checksum.to_le_bytes());
+            v2
+        };
+        let back_v2 = TrainState::from_bytes(&v2, &dev).unwrap();
+        assert_eq!((back_v2.step, back_v2.stage), (42, Stage::Stepped));
+        assert_eq!(back_v2.params[1].to_vec1::<f64>().unwrap(), q.to_vec1::<f64>().unwrap());
         // A checkpoint written before the checksum (version 1) still reads.
         let mut v1 = MAGIC_V1.to_vec();
         v1.extend_from_slice(&bytes[MAGIC.len()..bytes.len() - 4]);

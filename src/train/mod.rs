@@ -332,7 +332,7 @@ pub fn data_seed(seed: u64) -> u64 {
 }
 
 /// Trains one trial on `device` (gradients by the device's default method, see
-/// [`Autograd::default_for`]). `cancel` is polled between steps.
+/// [`Autograd::default_for`]). `cancel` is polled between steps and between evaluation batches.
 pub fn train(trial: &Trial, device: &Device, observer: &dyn Observer, cancel: &AtomicBool) -> Outcome {
     train_with(trial, device, Autograd::default_for(device), observer, cancel)
 }

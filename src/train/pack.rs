@@ -12,7 +12,7 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use candle_core::{Device, Result, Tensor};
 
@@ -91,18 +91,24 @@ fn train_steps(
     };
     loop {
         let mark = Instant::now();
+        // The test evaluations of trials that end here are no part of the others' step.
+        let mut ending = Duration::ZERO;
         let mut active = vec![];
         let mut batches = vec![];
         for p in 0..runs.len() {
             let Some(run) = runs[p].as_mut() else { continue };
-            match run.next_batch(&mut outs[p]) {
+            let result = match run.next_batch(&mut outs[p]) {
                 Ok(Some(batch)) => {
                     active.push(p);
                     batches.push(batch);
+                    continue;
                 }
-                Ok(None) => end(p, runs, outs, Ok(())),
-                Err(e) => end(p, runs, outs, Err(e)),
-            }
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            };
+            let t0 = Instant::now();
+            end(p, runs, outs, result);
+            ending += t0.elapsed();
         }
         if active.is_empty() {
             return;
@@ -118,7 +124,7 @@ fn train_steps(
             steps.step(&active, &mut steppers, &batches)
         };
         // Each trial is charged its share of the step.
-        let share = mark.elapsed() / active.len() as u32;
+        let share = mark.elapsed().saturating_sub(ending) / active.len() as u32;
         match values {
             Ok(values) => {
                 for (&p, value) in active.iter().zip(values) {

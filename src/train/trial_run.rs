@@ -47,12 +47,13 @@ pub struct TrialRun<'a> {
     last_checkpoint: Instant,
     reported: bool,
     last_progress: Instant,
-    /// Where the checkpoint it resumed from was taken: what is left of that step to do.
-    resumed_in: Stage,
+    /// Training is over: the rest of the step it resumed in ended the trial.
+    ended: bool,
 }
 
 impl<'a> TrialRun<'a> {
-    /// Builds the trial's stepper and data, and resumes from its checkpoint if it has one.
+    /// Builds the trial's stepper and data, and resumes from its checkpoint if it has one,
+    /// doing first what was left of the step it stopped in (before any training time counts).
     pub fn start(run: Run<'a>, out: &mut Outcome) -> Result<TrialRun<'a>, TrainError> {
         let (trial, device) = (run.trial, run.device);
         let cfg = &trial.config.train;
@@ -74,7 +75,7 @@ impl<'a> TrialRun<'a> {
             this_run = (state.train_seconds, state.eval_seconds);
             resumed_in = state.stage;
         }
-        Ok(TrialRun {
+        let mut trial = TrialRun {
             run,
             stepper,
             data,
@@ -85,28 +86,32 @@ impl<'a> TrialRun<'a> {
             last_checkpoint: Instant::now(),
             reported: false,
             last_progress: Instant::now(),
-            resumed_in,
-        })
+            ended: false,
+        };
+        trial.ended = !trial.finish_resumed_step(resumed_in, out)?;
+        Ok(trial)
     }
 
-    /// The next step's batch; `None` when the trial has run all its steps, or is stopped
-    /// from outside (then it ends `interrupted`, with a checkpoint).
-    pub fn next_batch(&mut self, out: &mut Outcome) -> Result<Option<Batch>, TrainError> {
-        // First what the step it resumed in had left to do.
-        match std::mem::take(&mut self.resumed_in) {
-            Stage::Stepped => {}
-            Stage::Evaluating => {
-                if !self.evaluate_after_step(out)? {
-                    return Ok(None);
-                }
-            }
+    /// What the step that a resumed run stopped in had left to do, by where it stopped: its
+    /// evaluation, or (training over) the test evaluation that [`TrialRun::finish`] runs.
+    /// `false`: the trial trains no further.
+    fn finish_resumed_step(&mut self, stage: Stage, out: &mut Outcome) -> Result<bool, TrainError> {
+        match stage {
+            Stage::Stepped => Ok(true),
+            Stage::Evaluating => self.evaluate_after_step(out),
             Stage::Testing { stop_reason, converged } => {
                 (out.stop_reason, out.converged) = (stop_reason, converged);
-                return Ok(None);
+                Ok(false)
             }
         }
+    }
+
+    /// The next step's batch; `None` when training is over (all steps run, or the step it
+    /// resumed in ended it), or the trial is stopped from outside (then it ends
+    /// `interrupted`, with a checkpoint).
+    pub fn next_batch(&mut self, out: &mut Outcome) -> Result<Option<Batch>, TrainError> {
         let cfg = &self.run.trial.config.train;
-        if out.steps_run >= cfg.steps {
+        if self.ended || out.steps_run >= cfg.steps {
             return Ok(None);
         }
         if self.run.cancel.load(Ordering::Relaxed) {
@@ -163,14 +168,21 @@ impl<'a> TrialRun<'a> {
         let cfg = &trial.config.train;
         let step = out.steps_run;
         let t0 = Instant::now();
-        let evaluation = self.evaluations().after_step(step, out)?;
+        let evaluation = self.evaluations().after_step(step, out);
         self.eval_seconds += t0.elapsed().as_secs_f64();
-        let Some(evaluation) = evaluation else {
-            self.stop_on_request(out, Stage::Evaluating);
-            return Ok(false);
+        let evaluation = match evaluation {
+            Ok(Some(evaluation)) => evaluation,
+            // Nothing of the step's evaluation is recorded: a resumed run evaluates again.
+            Ok(None) => {
+                self.stop_on_request(out, Stage::Evaluating);
+                return Ok(false);
+            }
+            Err(e) => {
+                self.close_loss_interval(step, out);
+                return Err(e.into());
+            }
         };
-        push(out, "train_loss", step, self.interval_loss.0 / self.interval_loss.1.max(1) as f64);
-        self.interval_loss = (0.0, 0);
+        self.close_loss_interval(step, out);
         evaluation.record(step, trial, out);
         observer.on_eval(step, &evaluation.metrics);
         (out.train_seconds, out.eval_seconds) = (self.train_seconds, self.eval_seconds);
@@ -199,6 +211,12 @@ impl<'a> TrialRun<'a> {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// The mean training loss since the last evaluation, as a `train_loss` point at `step`.
+    fn close_loss_interval(&mut self, step: usize, out: &mut Outcome) {
+        push(out, "train_loss", step, self.interval_loss.0 / self.interval_loss.1.max(1) as f64);
+        self.interval_loss = (0.0, 0);
     }
 
     /// The trial's evaluations with its weights now, stopped by a stop request.
@@ -269,7 +287,7 @@ impl<'a> TrialRun<'a> {
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     use candle_core::Device;
 
@@ -326,9 +344,11 @@ experiment e {{
         AfterValidation(usize),
     }
 
+    /// Sets the stop request at `at`, and counts the evaluations after steps.
     struct Requests<'a> {
         stop: &'a AtomicBool,
         at: Option<Request>,
+        evaluations: AtomicUsize,
     }
 
     impl Observer for Requests<'_> {
@@ -338,18 +358,21 @@ experiment e {{
             }
         }
         fn on_eval(&self, step: usize, _: &[(&str, f64)]) {
+            self.evaluations.fetch_add(1, Ordering::Relaxed);
             if matches!(self.at, Some(Request::AfterValidation(s)) if s == step) {
                 self.stop.store(true, Ordering::Relaxed);
             }
         }
     }
 
-    fn train(text: &str, checkpoints: &dyn Checkpoints, at: Option<Request>) -> Outcome {
+    /// The run's outcome and how many evaluations after steps it ran.
+    fn train(text: &str, checkpoints: &dyn Checkpoints, at: Option<Request>) -> (Outcome, usize) {
         let program = crate::check::checked_text(text);
         let trial = &program.experiments[0].trials[0];
         let stop = AtomicBool::new(false);
-        let observer = Requests { stop: &stop, at };
-        train_resumable(trial, &Device::Cpu, Autograd::Tape, &observer, &stop, checkpoints)
+        let observer = Requests { stop: &stop, at, evaluations: AtomicUsize::new(0) };
+        let outcome = train_resumable(trial, &Device::Cpu, Autograd::Tape, &observer, &stop, checkpoints);
+        (outcome, observer.evaluations.into_inner())
     }
 
     /// What a run records, timings aside.
@@ -359,38 +382,44 @@ experiment e {{
     }
 
     /// With `train` settings `extra` and a stop request at `request`, the trial ends
-    /// interrupted after `steps` steps with a checkpoint at `stage`, and its resumed run
-    /// records what the run never stopped records; the stage, from that run.
-    fn stopped_and_resumed(extra: &str, request: Request, steps: usize) -> (Stage, Outcome) {
+    /// interrupted after `steps` steps, and its resumed run records what the run never stopped
+    /// records: the checkpoint's stage, the run never stopped, and the evaluations after steps
+    /// that the resumed run ran.
+    fn stopped_and_resumed(extra: &str, request: Request, steps: usize) -> (Stage, Outcome, usize) {
         let text = spec(extra);
-        let never_stopped = train(&text, &NoCheckpoints, None);
+        let (never_stopped, _) = train(&text, &NoCheckpoints, None);
         assert_eq!(never_stopped.ending, Ending::Done);
         let checkpoints = InMemory::default();
-        let stopped = train(&text, &checkpoints, Some(request));
+        let (stopped, _) = train(&text, &checkpoints, Some(request));
         assert_eq!((&stopped.ending, stopped.stop_reason.as_str()), (&Ending::Interrupted, "interrupted"));
         assert_eq!(stopped.steps_run, steps);
         assert!(stopped.final_metrics.is_empty(), "{:?}", stopped.final_metrics);
         let stage = checkpoints.stage();
-        let resumed = train(&text, &checkpoints, None);
+        let (resumed, evaluations) = train(&text, &checkpoints, None);
         assert_eq!(recorded(&resumed), recorded(&never_stopped));
-        (stage, never_stopped)
+        (stage, never_stopped, evaluations)
     }
 
     #[test]
     fn a_trial_stopped_in_a_validation_resumes_with_that_validation() {
-        let (stage, _) = stopped_and_resumed(", select = best(val_accuracy)", Request::AfterStep(20), 20);
+        let (stage, _, evaluations) = stopped_and_resumed(", select = best(val_accuracy)", Request::AfterStep(20), 20);
         assert_eq!(stage, Stage::Evaluating);
+        assert_eq!(evaluations, 3, "steps 20, 30 and 40");
     }
 
     #[test]
     fn a_trial_stopped_in_its_final_test_evaluation_resumes_with_that_alone() {
-        let (stage, _) = stopped_and_resumed(", select = best(val_accuracy)", Request::AfterValidation(40), 40);
+        let (stage, _, evaluations) =
+            stopped_and_resumed(", select = best(val_accuracy)", Request::AfterValidation(40), 40);
         assert_eq!(stage, Stage::Testing { stop_reason: "steps".into(), converged: None });
+        assert_eq!(evaluations, 0);
     }
 
     #[test]
     fn a_trial_that_met_stop_when_and_was_stopped_in_its_test_evaluation_does_not_train_on() {
-        let (stage, never_stopped) = stopped_and_resumed(", stop_when = loss < 1000", Request::AfterValidation(10), 10);
+        let (stage, never_stopped, evaluations) =
+            stopped_and_resumed(", stop_when = loss < 1000", Request::AfterValidation(10), 10);
+        assert_eq!(evaluations, 0);
         assert_eq!(never_stopped.converged.as_ref().map(|c| c.step), Some(10));
         assert_eq!(stage, Stage::Testing { stop_reason: "stop_when".into(), converged: never_stopped.converged });
     }
@@ -401,8 +430,8 @@ experiment e {{
         let program = crate::check::checked_text(text);
         let trials = &program.experiments[0].trials;
         let stop = AtomicBool::new(false);
-        let observers =
-            [Requests { stop: &stop, at: stop_after.map(Request::AfterStep) }, Requests { stop: &stop, at: None }];
+        let requests = |at| Requests { stop: &stop, at, evaluations: AtomicUsize::new(0) };
+        let observers = [requests(stop_after.map(Request::AfterStep)), requests(None)];
         let members: Vec<PackMember<'_>> = (0..2)
             .map(|i| PackMember { trial: &trials[i], observer: &observers[i], checkpoints: checkpoints[i] })
             .collect();
