@@ -135,10 +135,10 @@ impl Evaluations<'_> {
         for (i, split) in self.trial.task.test_splits().iter().enumerate() {
             let metrics = match known {
                 Some((k, metrics)) if k == i => metrics.to_vec(),
-                _ => match self.split(Split::Test(i), None)? {
-                    Some(metrics) => metrics,
-                    None => return Ok(None),
-                },
+                _ => {
+                    let Some(metrics) = self.split(Split::Test(i), None)? else { return Ok(None) };
+                    metrics
+                }
             };
             for (name, v) in metrics {
                 let key = if i == 0 { name.to_string() } else { format!("{split}_{name}") };
@@ -160,10 +160,10 @@ impl Evaluations<'_> {
         };
         let split = match select.split {
             None => None,
-            Some(i) => match self.split(Split::Test(i), None)? {
-                Some(split_metrics) => Some((i, split_metrics)),
-                None => return Ok(None),
-            },
+            Some(i) => {
+                let Some(split_metrics) = self.split(Split::Test(i), None)? else { return Ok(None) };
+                Some((i, split_metrics))
+            }
         };
         let read_from = split.as_ref().map_or(&metrics, |(_, m)| m);
         let value = read_from.iter().find(|(n, _)| *n == select.base).map(|(_, v)| *v);

@@ -146,8 +146,7 @@ impl<'a> TrialRun<'a> {
             observer.on_progress(out);
             (self.reported, self.last_progress) = (true, Instant::now());
         }
-        let out_of_time = cfg.max_time.is_some_and(|t| self.train_seconds >= t);
-        if (step.is_multiple_of(cfg.eval_every) || step == cfg.steps || out_of_time)
+        if (step.is_multiple_of(cfg.eval_every) || step == cfg.steps || self.out_of_time())
             && !self.evaluate_after_step(out)?
         {
             return Ok(false);
@@ -201,7 +200,7 @@ impl<'a> TrialRun<'a> {
                 return Ok(false);
             }
         }
-        if cfg.max_time.is_some_and(|t| self.train_seconds >= t) {
+        if self.out_of_time() {
             out.stop_reason = "max_time".into();
             return Ok(false);
         }
@@ -211,6 +210,11 @@ impl<'a> TrialRun<'a> {
             return Ok(false);
         }
         Ok(true)
+    }
+
+    /// Whether the trial has used up its `max_time` of training.
+    fn out_of_time(&self) -> bool {
+        self.run.trial.config.train.max_time.is_some_and(|t| self.train_seconds >= t)
     }
 
     /// The mean training loss since the last evaluation, as a `train_loss` point at `step`.
