@@ -1,5 +1,5 @@
 // relRead on the GPU (f32), as src/kernels/cuda/sam/rel_read.rs computes it on the CPU (the tape's
-// loops of src/prims/rel_read.rs): Mr [batch, nq, d, d2], c [batch, nq], b [batch, d];
+// loops of src/prims/sam/rel_read.rs): Mr [batch, nq, d, d2], c [batch, nq], b [batch, d];
 // p = softmax(c), u = p ⊗ b, v[j] = Σ_{q,i} u[q,i] Mr[q,i,j]. Backward from g = d loss / d v:
 // d Mr = u ⊗ g, gu[q,i] = Σ_j Mr[q,i,j] g[j], gp[q] = Σ_i gu[q,i] b[i], d b[i] = Σ_q gu[q,i] p[q],
 // d c = p ⊙ (gp − ⟨p, gp⟩). Blocks of 256 threads. Built to PTX and SASS by build.rs.
