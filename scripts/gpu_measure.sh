@@ -48,7 +48,7 @@ memctl_part() {
   { echo "== first step from process start"; time timeout 60 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --iters 1 --warmup 0; } \
     > "$out/first_step.txt" 2>&1
   timeout 120 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
-  # Again with every switch on, those that await a GPU measurement included.
+  # Again with every switch but the options on, those that await a GPU measurement included.
   { echo "== MEMCTL_CUDA=1"; MEMCTL_CUDA=1 timeout 120 bash .gpu/run.sh doctor --check; } >> "$out/doctor.txt" 2>&1
   {
     for e in stm_a stm_b "stm_b batch=128"; do
@@ -359,7 +359,7 @@ unchecked_part() {
       done
     } > "$out/cold.txt" 2>&1
   fi
-  # What a replayed step's memory nodes cost (docs/performance.md, "What a replayed step is made of"):
+  # What a replayed step's memory nodes cost (docs/performance.md, "Where a step's time goes"):
   # STM A's captured graph by node kind, and the microbenchmark of a chain of kernels with and
   # without an allocation and a free per kernel (scripts/cuda/build_graph_mem_nodes.sh builds
   # it into .gpu/ after pack.sh; seconds to run).

@@ -62,7 +62,7 @@ inventory::submit! { PREBUILT_SASS }
 
 /// f32 products on TF32 tensor cores: 2–7 % faster on an H100, but the products' inputs are
 /// rounded to 10 mantissa bits (results differ from the CPU's up to 1e-1; docs/performance.md,
-/// "TF32"), so only when asked.
+/// "CUDA changes"), so only when asked.
 pub const TF32: Switch = Switch::option("tf32");
 inventory::submit! { TF32 }
 
