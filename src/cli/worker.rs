@@ -207,8 +207,9 @@ fn threads(manifest: &Manifest) -> usize {
 
 /// One worker of a search: runs the search against its store, one trial at a time, until the
 /// study has no trial left that is not settled or running in another worker. A signal stops
-/// its trial at the next step (or evaluation batch) with a checkpoint (recorded `interrupted`, which the next worker
-/// to reach it resumes); after Slurm's time-limit warning the task requeues itself.
+/// its trial at the next step (or evaluation batch) with a checkpoint (recorded `interrupted`,
+/// which the next worker to reach it resumes); after Slurm's time-limit warning the task
+/// requeues itself.
 fn run_search(args: &Args, manifest: &Manifest, s: &ManifestSearch, ctx: &Context) -> anyhow::Result<i32> {
     let spec_path = PathBuf::from(&manifest.spec_path);
     let Ok((spec, program)) =

@@ -11,9 +11,10 @@
 //! Layout: `memctl-checkpoint 3\n`, a u32 (little-endian) length and that many bytes of JSON
 //! header (step, where in it ([`Stage`]), curves, the selected evaluation, timings, and each
 //! tensor's place, dtype and shape), then every tensor's elements, little-endian, in header
-//! order, then the CRC-32 of everything before it (u32, little-endian). A flipped bit in the tensors would otherwise resume training from
-//! wrong weights without a word; with the checksum the damaged checkpoint is reported and the
-//! trial starts over. Versions 2 (no stage: after a whole step) and 1 (no checksum) still read.
+//! order, then the CRC-32 of everything before it (u32, little-endian). A flipped bit in the
+//! tensors would otherwise resume training from wrong weights without a word; with the
+//! checksum the damaged checkpoint is reported and the trial starts over. Versions 2 (no stage:
+//! after a whole step) and 1 (no checksum) still read.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
