@@ -196,11 +196,11 @@ quick_sweeps() {
 # the rate of a packed SAM Table 1 row and of 16 packed STM A against PyTorch's vmap ensemble of
 # 16 (scripts/bench_stm_ensemble_torch.py). A "capture failed" line means the pack stepped eager.
 packs_part() {
-  local start=$SECONDS
-  # A command's ceiling is also what the call has left of 560 s, so that a slow one costs the
-  # ones after it, never the file: what ran is written.
+  local start=$SECONDS budget=${BUDGET:-560}
+  # A command's ceiling is also what the call has left of its budget (BUDGET seconds, default
+  # 560), so that a slow one costs the ones after it, never the file: what ran is written.
   capped() {
-    local n=$1 left=$((560 - (SECONDS - start)))
+    local n=$1 left=$((budget - (SECONDS - start)))
     shift
     if [ "$left" -le 30 ]; then echo "skipped, the call's time is spent: $*"; return; fi
     timeout $((left < n ? left : n)) "$@"
@@ -209,10 +209,12 @@ packs_part() {
   capped 150 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
   local sam="specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 transfer=true gates=true"
   {
-    for pack in off 16 auto; do
+    # Each sweep's runs too: a packed trial's final metrics must equal its own alone.
+    for pack in off 16 4 auto; do
       rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, --pack $pack"
       time capped 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
         seed=1..16 steps=100 --device cuda --pack $pack --quiet 2>&1 | grep -v "^\[\|^✓"
+      capped 60 bash .gpu/run.sh --store /tmp/sweep runs --sort seed --format csv
     done
     for pack in 1 3; do
       echo "== SAM Table 1, length 30, d = 96, --pack $pack"
@@ -221,14 +223,15 @@ packs_part() {
     for pack in 1 16; do
       echo "== stm_a --pack $pack"; capped 90 bash .gpu/run.sh bench specs/bench/stm.mem stm_a --device cuda --pack $pack --iters 30
     done
-    for mode in "" reduce-overhead; do
-      echo "== PyTorch vmap ensemble of 16 STM A, compile=${mode:-eager}"
-      time capped 240 python3 scripts/bench_stm_ensemble_torch.py --trials 16 --device cuda ${mode:+--compile $mode}
-    done
     for pack in off 3; do
       rm -rf /tmp/sam; echo "== SAM Table 1, length 30, d = 96, seeds 1-3, 400 steps, --pack $pack"
       time capped 180 bash .gpu/run.sh --store /tmp/sam sweep $sam seed=1..3 steps=400 \
         --device cuda --pack $pack --quiet 2>&1 | grep -v "^\[\|^✓"
+    done
+    # PyTorch last: compiling takes minutes.
+    for mode in reduce-overhead ""; do
+      echo "== PyTorch vmap ensemble of 16 STM A, compile=${mode:-eager}"
+      time capped 240 python3 scripts/bench_stm_ensemble_torch.py --trials 16 --device cuda ${mode:+--compile $mode}
     done
   } > "$out/packs.txt" 2>&1
 }
