@@ -16,8 +16,8 @@ use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
-/// Off until measured on a GPU (the standing says what the measurement is).
-pub const LERP: Switch = Switch::awaits_gpu("lerp", "PKM's step with and without it, after `doctor --check` with it");
+/// PKM (k = 4) 2.12 → 1.97 ms a step, 1.45 with `kanerva_address` (H200, 2026-11-30).
+pub const LERP: Switch = Switch::on("lerp");
 inventory::submit! { LERP }
 
 /// How errors name the op.
