@@ -32,7 +32,6 @@ use memctl::kernels::cuda::nam::head_move::Move;
 use memctl::kernels::cuda::nam::l2_normalize::Normalize;
 use memctl::kernels::cuda::nam::nam_write::{NamWrite, Orientation};
 use memctl::kernels::cuda::sam::item_gate::Gate;
-use memctl::kernels::cuda::sam::rel_read::RelRead;
 use memctl::kernels::cuda::sam::sam_attend::Attend;
 
 /// The sanitizers each kernel runs under, one runner binary each.
@@ -313,22 +312,6 @@ fn gated_write_kernels_agree_with_the_cpu() {
         let w_dims: &[usize] = if weights == 1 { &[] } else { &[examples, 1] };
         check_fused(Lerp::Forward, &[(a, &dims), (b, &dims), (w.clone(), w_dims)], 1e-6);
         check_fused(Lerp::Backward, &[(w, w_dims), (g, &dims)], 1e-6);
-    }
-}
-
-#[test]
-fn relational_read_kernels_agree_with_the_cpu() {
-    // Small; and more columns than a block has threads and more rows than it has warps.
-    for (batch, nq, d, d2) in [(3usize, 2usize, 5usize, 37usize), (2, 3, 20, 300)] {
-        let (mr, c, b, g) =
-            (values(batch * nq * d * d2, 1), values(batch * nq, 2), values(batch * d, 3), values(batch * d2, 4));
-        let gu = values(batch * nq * d, 5);
-        let (mr_dims, c_dims, b_dims) = ([batch, nq, d, d2], [batch, nq], [batch, d]);
-        check_fused(RelRead::Forward, &[(mr.clone(), &mr_dims), (c.clone(), &c_dims), (b.clone(), &b_dims)], 1e-5);
-        let memory: [(Vec<f32>, &[usize]); 4] =
-            [(mr, &mr_dims), (c.clone(), &c_dims), (g, &[batch, d2]), (b.clone(), &b_dims)];
-        check_fused(RelRead::Memory, &memory, 1e-5);
-        check_fused(RelRead::Inputs, &[(c, &c_dims), (b, &b_dims), (gu, &[batch * nq * d])], 1e-4);
     }
 }
 

@@ -61,12 +61,6 @@ struct RelReadOp {
 impl Op for RelReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
         let [mr, c, b] = op::inputs("relRead", inputs)?;
-        // One fused op where its switch runs it (kernels::cuda::sam::rel_read).
-        if crate::kernels::cuda::switches::used_for(mr, crate::kernels::cuda::sam::rel_read::REL_READ)
-            && crate::kernels::cuda::sam::rel_read::fits(mr, c, b)
-        {
-            return Ok(vec![crate::kernels::cuda::sam::rel_read::rel_read(mr, c, b)?]);
-        }
         let batch = mr.dim(0)?;
         let p = crate::kernels::cuda::layers::softmax::softmax_last(c)?;
         let pb = p.unsqueeze(2)?.broadcast_mul(&b.unsqueeze(1)?)?.reshape((batch, 1, self.nq * self.d))?;

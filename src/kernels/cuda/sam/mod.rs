@@ -1,6 +1,5 @@
-//! SAM's and STM's fused ops: the outer product attention of `samRead`, `relRead`, and the
-//! element-wise half of `itemWrite`'s gated write.
+//! SAM's and STM's fused ops: the outer product attention of `samRead` and the element-wise
+//! half of `itemWrite`'s gated write.
 
 pub mod item_gate;
-pub mod rel_read;
 pub mod sam_attend;
