@@ -16,12 +16,12 @@ use crate::train::pack::{PackMember, train_pack};
 /// How a sweep packs its trials.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packing {
-    /// Packs where it pays. On the CPU it does not: a trial's step there is bound by its
-    /// arithmetic and memory traffic, not by per-op overhead, and a pack adds the copies that
-    /// gather its trials' rows (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long
-    /// packed, docs/performance.md "Packs"), so `auto` trains each CPU trial alone. On a GPU
-    /// `auto` trains trials alone until the 16-seed sweep is measured both ways there
-    /// (docs/performance.md, "Packs").
+    /// Packs where it pays: on a GPU, trials whose step is bound by its launches
+    /// ([`pays_on_gpu`]), up to [`AUTO_GPU_PACK`] to a pack; every other trial alone. On the
+    /// CPU a pack does not pay: a trial's step there is bound by its arithmetic and memory
+    /// traffic, not by per-op overhead, and a pack adds the copies that gather its trials' rows
+    /// (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long packed, docs/performance.md
+    /// "Packs").
     Auto,
     /// Every trial alone.
     Off,
@@ -50,6 +50,33 @@ impl std::str::FromStr for Packing {
     }
 }
 
+/// The most trials `--pack auto` trains as one pack on a GPU: the largest pack measured
+/// (docs/performance.md, "Packs on one GPU").
+pub const AUTO_GPU_PACK: usize = 16;
+
+/// The forward FLOPs of one time step over a whole batch up to which a GPU trial's step is bound
+/// by its launches, so that packing it pays. H200, 2026-11-30: STM A (26 MFLOP) trains 3.7× as
+/// many trial-steps a second in packs of 16 as alone and `assoc_small.mem`'s STM (6 MFLOP) 1.7×
+/// faster as a 16-seed sweep; SAM Table 1's d = 96 row (960 MFLOP) 0.6× as fast in a pack of 3.
+pub const AUTO_GPU_MAX_FLOPS: u64 = 100_000_000;
+
+/// Whether `--pack auto` packs `trial` on the device it trains on under `opts`: on a GPU, when
+/// its step is small enough to be bound by launches ([`AUTO_GPU_MAX_FLOPS`]).
+pub fn pays_on_gpu(trial: &Trial, opts: &Options) -> bool {
+    let flops = trial.graph.flops_per_step().saturating_mul(trial.config.train.batch as u64);
+    device_of(trial, opts).starts_with("cuda") && flops <= AUTO_GPU_MAX_FLOPS
+}
+
+/// The most trials a pack of `trial`'s holds under `opts`.
+fn pack_cap(trial: &Trial, opts: &Options) -> usize {
+    match opts.pack {
+        Packing::Off => 1,
+        Packing::Size(n) => n,
+        Packing::Auto if pays_on_gpu(trial, opts) => AUTO_GPU_PACK,
+        Packing::Auto => 1,
+    }
+}
+
 /// The device a trial trains on under `opts`.
 fn device_of<'a>(trial: &'a Trial, opts: &'a Options) -> &'a str {
     opts.device.as_deref().unwrap_or(&trial.config.train.device)
@@ -58,16 +85,14 @@ fn device_of<'a>(trial: &'a Trial, opts: &'a Options) -> &'a str {
 /// The sweep's packs: lists of indices into `trials`, in the order the sweep reaches them (by
 /// each pack's first trial). Trials that cannot pack, and those that will not run (`runs`
 /// false: done already, say), are packs of one; a group of `n` trials that can pack, under
-/// `--pack N`, is spread over ⌈n / N⌉ packs of even sizes.
+/// `--pack N`, is spread over ⌈n / N⌉ packs of even sizes (`auto`: [`Packing::Auto`]).
 pub fn plan(trials: &[Trial], opts: &Options, runs: &[bool]) -> Vec<Vec<usize>> {
-    let cap = match opts.pack {
-        Packing::Off | Packing::Auto => 1,
-        Packing::Size(n) => n,
-    };
-    let packable = |i: usize| cap > 1 && runs.get(i).copied().unwrap_or(true);
+    let packable = |i: usize| pack_cap(&trials[i], opts) > 1 && runs.get(i).copied().unwrap_or(true);
     let groups = groups(trials, opts.device.as_deref(), packable);
     let mut packs: Vec<Vec<usize>> = vec![];
     for group in groups {
+        // The trials of a group share their graph, batch and device, so their cap too.
+        let cap = pack_cap(&trials[group[0]], opts);
         for pack in split_evenly(&group, group.len().div_ceil(cap)) {
             packs.extend(within_memory(pack, trials, opts));
         }
@@ -282,14 +307,24 @@ mod tests {
     }
 
     #[test]
-    fn trials_that_will_not_run_stay_alone_and_a_gpu_packs_only_when_asked() {
-        let trials = trials();
+    fn trials_that_will_not_run_stay_alone_and_auto_packs_small_gpu_trials() {
+        let mut trials = trials();
         let mut runs = vec![true; trials.len()];
         runs[1] = false; // done already
         assert_eq!(plan(&trials, &opts(Packing::Size(3)), &runs)[..3], [vec![0, 2], vec![1], vec![3, 4, 5]]);
         let on_gpu = |pack| Options { device: Some("cuda".into()), ..opts(pack) };
         assert_eq!(plan(&trials, &on_gpu(Packing::Size(3)), &runs)[..3], [vec![0, 2], vec![1], vec![3, 4, 5]]);
-        assert_eq!(plan(&trials, &on_gpu(Packing::Auto), &runs).len(), 12, "auto trains GPU trials alone");
+        let groups = vec![vec![0, 2], vec![1], vec![3, 4, 5], vec![6, 7, 8], vec![9, 10, 11]];
+        assert_eq!(plan(&trials, &on_gpu(Packing::Auto), &runs), groups, "auto packs small GPU trials");
+        // The last group's batch makes a step of more than AUTO_GPU_MAX_FLOPS: alone.
+        let big_batch = (AUTO_GPU_MAX_FLOPS / trials[9].graph.flops_per_step()) as usize + 1;
+        for t in &mut trials[9..] {
+            t.config.train.batch = big_batch;
+        }
+        assert!(!pays_on_gpu(&trials[9], &on_gpu(Packing::Auto)) && pays_on_gpu(&trials[6], &on_gpu(Packing::Auto)));
+        let packs = plan(&trials, &on_gpu(Packing::Auto), &runs);
+        assert_eq!(packs[3..], [vec![6, 7, 8], vec![9], vec![10], vec![11]], "auto trains large GPU trials alone");
+        assert_eq!(plan(&trials, &opts(Packing::Auto), &runs).len(), 12, "and every CPU trial alone");
     }
 
     #[test]
