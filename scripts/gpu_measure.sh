@@ -272,10 +272,15 @@ table_part() {
 
 # The unchecked changes against the default in a few minutes, so that the rest of a call can
 # run a slice (scripts/gpu_slice.sh): is each right, and does it pay where it acts? CHANGES
-# names them (default: the five that await a GPU measurement, `memctl doctor` lists them). Step times in
-# two alternating rounds, so that a drift of the machine shows as a spread, not as a gain.
+# names them, space-separated (default: those that `memctl doctor` lists as waiting for a GPU
+# measurement). Step times in two alternating rounds, so that a drift of the machine shows as a
+# spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-kanerva_address eval_graph prebuilt_sass lerp rel_read})
+  local changes=(${CHANGES:-$(timeout 120 bash .gpu/run.sh doctor | sed -n 's/^ *\([a-z_0-9]*\) waits for a GPU measurement:.*/\1/p')})
+  if [ ${#changes[@]} -eq 0 ]; then
+    echo "no switch waits for a GPU measurement (memctl doctor); CHANGES=\"a b\" times those named"
+    exit 0
+  fi
   local all; all=$(IFS=,; echo "${changes[*]}")
   local table1=(specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 gates=true transfer=true)
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
@@ -348,11 +353,11 @@ unchecked_part() {
   } > "$out/eval.txt" 2>&1
   # A fresh machine's first trial: the driver's cache of compiled PTX off (CUDA_CACHE_DISABLE=1),
   # so that every module a run loads from PTX is compiled as on a machine that never ran memctl;
-  # with prebuilt_sass the modules load their SASS instead. The doctor's first launch and the
-  # bench's first_step_ms (goal: the first step within 2 s of the trial's start).
+  # with prebuilt_sass (on by default) the modules load their SASS instead. The doctor's first
+  # launch and the bench's first_step_ms (goal: the first step within 2 s of the trial's start).
   if [[ " ${changes[*]} " == *" prebuilt_sass "* ]]; then
     {
-      for fused in default prebuilt_sass; do
+      for fused in -prebuilt_sass default; do
         local f; f=$([ "$fused" = default ] || echo "$fused")
         echo "== cold doctor fused=$fused"
         CUDA_CACHE_DISABLE=1 MEMCTL_CUDA=$f timeout 120 bash .gpu/run.sh doctor | grep -E "cuda|modules"
