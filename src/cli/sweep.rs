@@ -330,8 +330,11 @@ pub struct Parallelism {
     /// Compute threads per trial or pack (default: cores / jobs).
     #[arg(long, value_parser = counts::thread_count)]
     threads: Option<usize>,
-    /// Train trials of one model and shapes together as one program: `auto` (where it pays),
-    /// `off`, or a pack size. Each trial of a pack computes, and records, what it would alone.
+    /// Train trials of one model and shapes together as one program: `auto` (where it pays: on
+    /// a GPU, trials of small steps, 16 to a pack; on the CPU, none), `off`, or a pack size. A
+    /// packed trial draws the data and initial weights it would alone and is recorded on its
+    /// own; on the CPU its losses are those alone bit for bit, on a GPU the pack's products round
+    /// differently and its curve drifts as a run on another device would.
     #[arg(long, default_value = "auto", value_parser = parse_packing)]
     pack: Packing,
 }
