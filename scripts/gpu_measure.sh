@@ -7,9 +7,11 @@
 #                                          # without the fused kernels, 16-seed sweeps, PyTorch's
 #                                          # reduce-overhead beside them (~5 min)
 #   bash scripts/gpu_measure.sh packs      # packed trials (--pack): the checks, 16 seeds of
-#                                          # quickstart_stm alone and packed, SAM Table 1's d = 96
+#                                          # quickstart_stm alone, in packs of 16 and 4 and by
+#                                          # auto, each with its runs' table; SAM Table 1's d = 96
 #                                          # row with 3 seeds alone and packed, 16 packed STM A
-#                                          # against PyTorch's vmap ensemble (packs.txt, ~6 min)
+#                                          # against PyTorch's vmap ensemble (packs.txt; at most
+#                                          # BUDGET seconds, default 560; about 4.5 min on an H200)
 #   bash scripts/gpu_measure.sh unchecked  # the switches that wait for a GPU measurement (CHANGES,
 #                                          # default: those doctor lists) against the default: the
 #                                          # checks with all (each alone if that fails; on.txt),
@@ -192,24 +194,26 @@ quick_sweeps() {
   } > "$out/sweeps.txt" 2>&1
 }
 
-# Packed trials against trials alone, on one GPU: whether `--pack auto` should pack there, and
-# the rate of a packed SAM Table 1 row and of 16 packed STM A against PyTorch's vmap ensemble of
-# 16 (scripts/bench_stm_ensemble_torch.py). A "capture failed" line means the pack stepped eager.
+# Packed trials against trials alone, on one GPU: what `--pack auto` chooses and what packs gain
+# (sweep::packs::AUTO_GPU_MAX_FLOPS rests on these), the rate of a packed SAM Table 1 row, and 16
+# packed STM A against PyTorch's vmap ensemble of 16 (scripts/bench_stm_ensemble_torch.py). A
+# "capture failed" line means the pack stepped eager.
 packs_part() {
   local start=$SECONDS budget=${BUDGET:-560}
-  # A command's ceiling is also what the call has left of its budget (BUDGET seconds, default
-  # 560), so that a slow one costs the ones after it, never the file: what ran is written.
+  # A command's ceiling is also what is left of the part's budget (BUDGET seconds, default 560),
+  # so that a slow one costs the ones after it, never the file: what ran is written.
   capped() {
     local n=$1 left=$((budget - (SECONDS - start)))
     shift
-    if [ "$left" -le 30 ]; then echo "skipped, the call's time is spent: $*"; return; fi
+    if [ "$left" -le 30 ]; then echo "skipped, the budget is spent: $*"; return; fi
     timeout $((left < n ? left : n)) "$@"
   }
   { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nproc; } > "$out/env.txt" 2>&1
   capped 150 bash .gpu/run.sh doctor --check > "$out/doctor.txt" 2>&1
   local sam="specs/paper/gpu/sam_table1.mem sam_table1_l30_gpu d=96 transfer=true gates=true"
   {
-    # Each sweep's runs too: a packed trial's final metrics must equal its own alone.
+    # Each sweep's runs too: a packed trial's final metrics against its own alone (they agree
+    # as runs on two devices do, docs/performance.md "Packs on one GPU").
     for pack in off 16 4 auto; do
       rm -rf /tmp/sweep; echo "== 16 seeds of quickstart_stm, 100 steps, --pack $pack"
       time capped 120 bash .gpu/run.sh --store /tmp/sweep sweep specs/examples/assoc_small.mem quickstart_stm \
@@ -276,9 +280,16 @@ table_part() {
 # measurement). Step times in two alternating rounds, so that a drift of the machine shows as a
 # spread, not as a gain.
 unchecked_part() {
-  local changes=(${CHANGES:-$(timeout 120 bash .gpu/run.sh doctor | sed -n 's/^ *\([a-z_0-9]*\) waits for a GPU measurement:.*/\1/p')})
+  local changes=() listed
+  if [ -n "${CHANGES:-}" ]; then
+    read -ra changes <<< "$CHANGES"
+  else
+    listed=$(timeout 120 bash .gpu/run.sh doctor) || { echo "memctl doctor failed: $listed" | tee "$out/summary.txt"; exit 1; }
+    read -ra changes <<< "$(sed -n 's/^ *\([a-z_0-9]*\) waits for a GPU measurement:.*/\1/p' <<< "$listed" | tr '\n' ' ')"
+  fi
   if [ ${#changes[@]} -eq 0 ]; then
-    echo "no switch waits for a GPU measurement (memctl doctor); CHANGES=\"a b\" times those named"
+    echo "no switch waits for a GPU measurement (memctl doctor); CHANGES=\"a b\" times those named" \
+      | tee "$out/summary.txt"
     exit 0
   fi
   local all; all=$(IFS=,; echo "${changes[*]}")

@@ -136,7 +136,7 @@ fn to_submit<'t>(
     Ok((todo, skipped))
 }
 
-/// The array tasks' packs of `todo` under `--pack N` (as a local sweep packs them; a task
+/// The array tasks' packs of `todo` under `--pack` (as a local sweep packs them; a task
 /// trains its pack on its `--cpus-per-task` threads); none when every trial trains alone.
 fn packs_of(todo: &[&Trial], opts: &Options) -> Vec<Vec<usize>> {
     let trials: Vec<Trial> = todo.iter().map(|t| (*t).clone()).collect();

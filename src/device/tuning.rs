@@ -47,8 +47,8 @@ inventory::submit! { CUDA_GRAPHS }
 
 /// An evaluation's forward replayed from a CUDA graph, one per batch shape
 /// (`train::graph_eval`), where it would run eagerly. SAM Table 1's four length-30 trials of a
-/// seed at once, two validations and the test each: 16.97 → 15.56 s of evaluation (means of three
-/// runs); one d = 96 trial alone 48.9 → 47.1 ms per 1 000 sequences (H200, 2026-11-30).
+/// seed at once, two validations and the test each: 16.97 → 15.56 s of evaluation, means of
+/// three runs (H200, 2026-11-30).
 pub const EVAL_GRAPH: Switch = Switch::on("eval_graph");
 inventory::submit! { EVAL_GRAPH }
 

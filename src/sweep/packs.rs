@@ -328,6 +328,17 @@ mod tests {
     }
 
     #[test]
+    fn auto_packs_at_most_sixteen_gpu_trials_together() {
+        // 17 seeds of one small model: two packs, of 9 and 8.
+        let one = trials()[0].clone();
+        let seeds: Vec<Trial> = (0..17).map(|_| one.clone()).collect();
+        let on_gpu = Options { device: Some("cuda:all".into()), ..opts(Packing::Auto) };
+        let packs = plan(&seeds, &on_gpu, &vec![true; seeds.len()]);
+        assert_eq!(AUTO_GPU_PACK, 16);
+        assert_eq!(packs, vec![(0..9).collect::<Vec<_>>(), (9..17).collect()]);
+    }
+
+    #[test]
     fn trials_on_different_devices_never_share_a_pack() {
         let mut trials = trials();
         for t in trials.iter_mut().skip(1).step_by(3) {

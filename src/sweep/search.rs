@@ -124,7 +124,7 @@ impl<'a> Search<'a> {
     }
 
     /// Seeds of one configuration trained together: up to `--pack N` (`auto` trains each
-    /// trial alone, as a sweep does).
+    /// trial of a search alone, where a sweep packs small GPU trials).
     pub fn pack_size(&self, opts: &Options) -> usize {
         match opts.pack {
             Packing::Size(n) => n,

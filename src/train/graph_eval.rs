@@ -14,8 +14,8 @@
 //!
 //! A graph reads the weights where they live, and the optimiser updates them in place, so each
 //! replay sees the current ones. What cannot be captured runs eagerly, and
-//! [`EvalReplay::status`] says why. Off as `device::tuning::EVAL_GRAPH` until checked on a
-//! GPU: `doctor --check` compares three evaluations of each model, the third replayed, with the
+//! [`EvalReplay::status`] says why. `device::tuning::EVAL_GRAPH` switches it (on by default);
+//! `doctor --check` compares three evaluations of each model, the third replayed, with the
 //! CPU's.
 
 use candle_core::{DType, Device, Result, Tensor};
