@@ -67,24 +67,33 @@ fn print_heading(exp: &ExperimentPlan, store: Option<&Store>, ctx: &Context) {
     );
 }
 
-/// Which of a sweep's trials can train as one program (`sweep --pack`). A search's trials are
-/// proposed as it runs: they pack as a sweep's do, but are not known here.
+/// Which of a sweep's trials can train as one program (`sweep --pack`), and which of those
+/// `--pack auto` packs on a GPU. A search's trials are proposed as it runs: they pack as a
+/// sweep's do, but are not known here.
 fn print_packs(exp: &ExperimentPlan) {
     let groups = match exp.search {
         None => crate::sweep::packs::groups(&exp.trials, None, |_| true),
         Some(_) => vec![],
     };
-    let packable: Vec<usize> = groups.iter().map(Vec::len).filter(|&n| n > 1).collect();
-    match packable.as_slice() {
-        [] => {}
-        [n] => println!("    packs: {n} trials of one model and shapes can train as one program (`sweep --pack`)"),
-        groups => println!(
-            "    packs: {} trials in {} groups of one model and shapes; each group can train as one program \
-             (`sweep --pack`)",
-            groups.iter().sum::<usize>(),
-            groups.len()
-        ),
-    }
+    let packable: Vec<&Vec<usize>> = groups.iter().filter(|g| g.len() > 1).collect();
+    let trials: usize = packable.iter().map(|g| g.len()).sum();
+    let small: usize =
+        packable.iter().filter(|g| crate::sweep::packs::small_for_gpu(&exp.trials[g[0]])).map(|g| g.len()).sum();
+    let what = match packable.len() {
+        0 => return,
+        1 => format!("{trials} trials of one model and shapes can train as one program"),
+        n => format!("{trials} trials in {n} groups of one model and shapes; each group can train as one program"),
+    };
+    let limit = crate::sweep::packs::AUTO_GPU_MAX_FLOPS as f64 / 1e6;
+    let auto = if small == trials {
+        "packed".to_string()
+    } else if small == 0 {
+        format!("alone, each over {limit:.0} MFLOP a time step")
+    } else {
+        format!("the {small} of at most {limit:.0} MFLOP a time step packed, the others alone")
+    };
+    println!("    packs: {what} (`sweep --pack`)");
+    println!("      by default (`--pack auto`) on a GPU: {auto}; on the CPU: alone");
 }
 
 /// One line per distinct model configuration (a sweep may change its size): parameters, FLOPs

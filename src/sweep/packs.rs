@@ -61,10 +61,14 @@ pub const AUTO_GPU_PACK: usize = 16;
 pub const AUTO_GPU_MAX_FLOPS: u64 = 100_000_000;
 
 /// Whether `--pack auto` packs `trial` on the device it trains on under `opts`: on a GPU, when
-/// its step is small enough to be bound by launches ([`AUTO_GPU_MAX_FLOPS`]).
+/// its step is small enough to be bound by launches ([`small_for_gpu`]).
 pub fn pays_on_gpu(trial: &Trial, opts: &Options) -> bool {
-    let flops = trial.graph.flops_per_step().saturating_mul(trial.config.train.batch as u64);
-    device_of(trial, opts).starts_with("cuda") && flops <= AUTO_GPU_MAX_FLOPS
+    device_of(trial, opts).starts_with("cuda") && small_for_gpu(trial)
+}
+
+/// Whether `trial`'s forward is at most [`AUTO_GPU_MAX_FLOPS`] a time step over its batch.
+pub fn small_for_gpu(trial: &Trial) -> bool {
+    trial.graph.flops_per_step().saturating_mul(trial.config.train.batch as u64) <= AUTO_GPU_MAX_FLOPS
 }
 
 /// The most trials a pack of `trial`'s holds under `opts`.
