@@ -17,7 +17,9 @@ use crate::train::pack::{PackMember, train_pack};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packing {
     /// Packs where it pays: on a GPU, trials whose step is bound by its launches
-    /// ([`pays_on_gpu`]), up to [`AUTO_GPU_PACK`] to a pack; every other trial alone. On the
+    /// ([`pays_on_gpu`]), up to [`AUTO_GPU_PACK`] to a pack, and over at least as many packs as
+    /// a spread sweep has GPUs (`--device cuda:all`), so that none stands idle; every other
+    /// trial alone. On the
     /// CPU a pack does not pay: a trial's step there is bound by its arithmetic and memory
     /// traffic, not by per-op overhead, and a pack adds the copies that gather its trials' rows
     /// (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long packed, docs/performance.md
@@ -93,11 +95,16 @@ fn device_of<'a>(trial: &'a Trial, opts: &'a Options) -> &'a str {
 pub fn plan(trials: &[Trial], opts: &Options, runs: &[bool]) -> Vec<Vec<usize>> {
     let packable = |i: usize| pack_cap(&trials[i], opts) > 1 && runs.get(i).copied().unwrap_or(true);
     let groups = groups(trials, opts.device.as_deref(), packable);
+    let gpus = opts.memory.spread().len();
     let mut packs: Vec<Vec<usize>> = vec![];
     for group in groups {
         // The trials of a group share their graph, batch and device, so their cap too.
         let cap = pack_cap(&trials[group[0]], opts);
-        for pack in split_evenly(&group, group.len().div_ceil(cap)) {
+        let mut count = group.len().div_ceil(cap);
+        if opts.pack == Packing::Auto && cap > 1 {
+            count = count.max(gpus.min(group.len()));
+        }
+        for pack in split_evenly(&group, count) {
             packs.extend(within_memory(pack, trials, opts));
         }
     }
@@ -340,6 +347,22 @@ mod tests {
         let packs = plan(&seeds, &on_gpu, &vec![true; seeds.len()]);
         assert_eq!(AUTO_GPU_PACK, 16);
         assert_eq!(packs, vec![(0..9).collect::<Vec<_>>(), (9..17).collect()]);
+    }
+
+    #[test]
+    fn auto_gives_every_gpu_of_a_spread_sweep_a_pack() {
+        // 16 seeds over four stand-in GPUs: four packs of four, not one of 16 on one GPU.
+        let one = trials()[0].clone();
+        let seeds: Vec<Trial> = (0..16).map(|_| one.clone()).collect();
+        let gpus: Vec<DeviceSpec> = (0..4).map(DeviceSpec::Cuda).collect();
+        let memory = MemoryBudget::default().spread_over(gpus);
+        let on_gpus = Options { device: Some("cuda:all".into()), memory: memory.into(), ..opts(Packing::Auto) };
+        let packs = plan(&seeds, &on_gpus, &vec![true; seeds.len()]);
+        assert_eq!(packs.iter().map(Vec::len).collect::<Vec<_>>(), [4, 4, 4, 4]);
+        // Fewer trials than GPUs: each alone. `--pack N` keeps its packs as asked.
+        assert_eq!(plan(&seeds[..3], &on_gpus, &[true; 3]).len(), 3);
+        let asked = Options { pack: Packing::Size(16), ..on_gpus };
+        assert_eq!(plan(&seeds, &asked, &vec![true; seeds.len()]).len(), 1);
     }
 
     #[test]
