@@ -85,15 +85,15 @@ fn print_packs(exp: &ExperimentPlan) {
         n => format!("{trials} trials in {n} groups of one model and shapes; each group can train as one program"),
     };
     let limit = crate::sweep::packs::AUTO_GPU_MAX_FLOPS as f64 / 1e6;
-    let auto = if small == trials {
+    let on_gpu = if small == trials {
         "packed".to_string()
     } else if small == 0 {
-        format!("alone, each over {limit:.0} MFLOP a time step")
+        format!("alone too, each over {limit:.0} MFLOP a time step over its batch")
     } else {
-        format!("the {small} of at most {limit:.0} MFLOP a time step packed, the others alone")
+        format!("the {small} of at most {limit:.0} MFLOP a time step over the batch packed, the others alone")
     };
     println!("    packs: {what} (`sweep --pack`)");
-    println!("      by default (`--pack auto`) on a GPU: {auto}; on the CPU: alone");
+    println!("      `--pack auto` (the default) trains them alone on the CPU; on a GPU: {on_gpu}");
 }
 
 /// One line per distinct model configuration (a sweep may change its size): parameters, FLOPs

@@ -17,9 +17,8 @@ use crate::train::pack::{PackMember, train_pack};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Packing {
     /// Packs where it pays: on a GPU, trials whose step is bound by its launches
-    /// ([`pays_on_gpu`]), up to [`AUTO_GPU_PACK`] to a pack, and over at least as many packs as
-    /// a spread sweep has GPUs (`--device cuda:all`), so that none stands idle; every other
-    /// trial alone. On the
+    /// ([`pays_on_gpu`]), up to [`AUTO_GPU_PACK`] to a pack, split further until a spread sweep
+    /// (`--device cuda:all`) has a pack for each GPU; every other trial alone. On the
     /// CPU a pack does not pay: a trial's step there is bound by its arithmetic and memory
     /// traffic, not by per-op overhead, and a pack adds the copies that gather its trials' rows
     /// (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long packed, docs/performance.md
@@ -93,23 +92,49 @@ fn device_of<'a>(trial: &'a Trial, opts: &'a Options) -> &'a str {
 /// false: done already, say), are packs of one; a group of `n` trials that can pack, under
 /// `--pack N`, is spread over ⌈n / N⌉ packs of even sizes (`auto`: [`Packing::Auto`]).
 pub fn plan(trials: &[Trial], opts: &Options, runs: &[bool]) -> Vec<Vec<usize>> {
-    let packable = |i: usize| pack_cap(&trials[i], opts) > 1 && runs.get(i).copied().unwrap_or(true);
-    let groups = groups(trials, opts.device.as_deref(), packable);
-    let gpus = opts.memory.spread().len();
+    let runs_at = |i: usize| runs.get(i).copied().unwrap_or(true);
+    let packable = |i: usize| pack_cap(&trials[i], opts) > 1 && runs_at(i);
+    // Each group with the number of packs it splits into. The trials of a group share their
+    // graph, batch and device, so their cap too.
+    let mut split: Vec<(Vec<usize>, usize)> = groups(trials, opts.device.as_deref(), packable)
+        .into_iter()
+        .map(|g| {
+            let count = g.len().div_ceil(pack_cap(&trials[g[0]], opts));
+            (g, count)
+        })
+        .collect();
+    if opts.pack == Packing::Auto {
+        spread_over_gpus(&mut split, opts.memory.spread().len(), runs_at);
+    }
     let mut packs: Vec<Vec<usize>> = vec![];
-    for group in groups {
-        // The trials of a group share their graph, batch and device, so their cap too.
-        let cap = pack_cap(&trials[group[0]], opts);
-        let mut count = group.len().div_ceil(cap);
-        if opts.pack == Packing::Auto && cap > 1 {
-            count = count.max(gpus.min(group.len()));
-        }
+    for (group, count) in split {
         for pack in split_evenly(&group, count) {
             packs.extend(within_memory(pack, trials, opts));
         }
     }
     packs.sort_by_key(|p| p[0]);
     packs
+}
+
+/// Splits the largest packs of `split` (groups and their pack counts) one more time each until
+/// the packs that run are at least `gpus`, so that a sweep spread over `gpus` GPUs gives each
+/// one a pack where it has the trials; a sweep on one device keeps its packs as large as
+/// `auto` allows.
+fn spread_over_gpus(split: &mut [(Vec<usize>, usize)], gpus: usize, runs: impl Fn(usize) -> bool) {
+    loop {
+        let running: usize = split.iter().filter(|(g, _)| runs(g[0])).map(|(_, count)| count).sum();
+        if running >= gpus {
+            return;
+        }
+        let largest = split
+            .iter_mut()
+            .filter(|(g, count)| runs(g[0]) && g.len() > *count)
+            .max_by_key(|(g, count)| g.len().div_ceil(*count));
+        match largest {
+            Some((_, count)) => *count += 1,
+            None => return,
+        }
+    }
 }
 
 /// `trials` grouped by what the trials of a pack share (a step graph with the same shapes,
@@ -343,7 +368,7 @@ mod tests {
         // 17 seeds of one small model: two packs, of 9 and 8.
         let one = trials()[0].clone();
         let seeds: Vec<Trial> = (0..17).map(|_| one.clone()).collect();
-        let on_gpu = Options { device: Some("cuda:all".into()), ..opts(Packing::Auto) };
+        let on_gpu = Options { device: Some("cuda".into()), ..opts(Packing::Auto) };
         let packs = plan(&seeds, &on_gpu, &vec![true; seeds.len()]);
         assert_eq!(AUTO_GPU_PACK, 16);
         assert_eq!(packs, vec![(0..9).collect::<Vec<_>>(), (9..17).collect()]);
@@ -351,18 +376,28 @@ mod tests {
 
     #[test]
     fn auto_gives_every_gpu_of_a_spread_sweep_a_pack() {
+        let sizes = |packs: Vec<Vec<usize>>| packs.iter().map(Vec::len).collect::<Vec<_>>();
         // 16 seeds over four stand-in GPUs: four packs of four, not one of 16 on one GPU.
         let one = trials()[0].clone();
         let seeds: Vec<Trial> = (0..16).map(|_| one.clone()).collect();
         let gpus: Vec<DeviceSpec> = (0..4).map(DeviceSpec::Cuda).collect();
         let memory = MemoryBudget::default().spread_over(gpus);
         let on_gpus = Options { device: Some("cuda:all".into()), memory: memory.into(), ..opts(Packing::Auto) };
-        let packs = plan(&seeds, &on_gpus, &vec![true; seeds.len()]);
-        assert_eq!(packs.iter().map(Vec::len).collect::<Vec<_>>(), [4, 4, 4, 4]);
+        let all = vec![true; 32];
+        assert_eq!(sizes(plan(&seeds, &on_gpus, &all[..16])), [4, 4, 4, 4]);
+        // Two models of 16 seeds: two packs each, not four of four each.
+        let mut two = seeds.clone();
+        two.extend(trials()[3..4].iter().cycle().take(16).cloned());
+        assert_eq!(sizes(plan(&two, &on_gpus, &all)), [8, 8, 8, 8]);
+        // Ten of the 16 done already: the six that run split over the four GPUs.
+        let mut runs = vec![false; 16];
+        runs[10..].fill(true);
+        let running: Vec<Vec<usize>> = plan(&seeds, &on_gpus, &runs).into_iter().filter(|p| runs[p[0]]).collect();
+        assert_eq!(sizes(running), [2, 2, 1, 1]);
         // Fewer trials than GPUs: each alone. `--pack N` keeps its packs as asked.
-        assert_eq!(plan(&seeds[..3], &on_gpus, &[true; 3]).len(), 3);
+        assert_eq!(plan(&seeds[..3], &on_gpus, &all[..3]).len(), 3);
         let asked = Options { pack: Packing::Size(16), ..on_gpus };
-        assert_eq!(plan(&seeds, &asked, &vec![true; seeds.len()]).len(), 1);
+        assert_eq!(plan(&seeds, &asked, &all[..16]).len(), 1);
     }
 
     #[test]

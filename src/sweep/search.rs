@@ -4,7 +4,7 @@
 //! ([`crate::store::study`]) and each change to it is one exclusive session, as a trial's claim
 //! is: a second sweep on the same spec, now or later, takes the configurations not yet run and
 //! proposes new ones from all the results so far; a killed sweep's trials resume from their
-//! checkpoints, their decisions kept. With `--pack N` (on the CPU), a worker trains up to `N`
+//! checkpoints, their decisions kept. With `--pack N`, a worker trains up to `N`
 //! seeds of one configuration together as a pack; a trial the pruner stops leaves its pack,
 //! and the others go on.
 
