@@ -558,6 +558,34 @@ mod tests {
     }
 
     #[test]
+    fn a_store_opened_while_another_process_writes_its_settings_is_read_not_called_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut r = running(1, true);
+        r.status = Status::Done;
+        store.put(&r).unwrap();
+        // What a process sees while another creates the store: sled writes the settings file
+        // (`conf`) before it takes its lock, the settings first and their checksum after.
+        let conf = dir.path().join("db").join("conf");
+        let whole = std::fs::read(&conf).unwrap();
+        std::fs::write(&conf, &whole[..whole.len() - 4]).unwrap();
+        assert!(matches!(sled::Config::new().path(dir.path().join("db")).open(), Err(sled::Error::Corruption { .. })));
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::write(&conf, &whole).unwrap();
+        });
+        let again = Store::open(dir.path());
+        writer.join().unwrap();
+        assert_eq!(again.unwrap().get(1).unwrap().status, Status::Done);
+        // Settings that stay torn are damage, said as such.
+        let conf = dir.path().join("db").join("conf");
+        let whole = std::fs::read(&conf).unwrap();
+        std::fs::write(&conf, &whole[..whole.len() - 4]).unwrap();
+        let damaged = Store::open(dir.path()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(damaged.contains("is damaged"), "{damaged}");
+    }
+
+    #[test]
     fn a_store_read_from_a_copy_sees_the_originals_later_writes_and_refuses_its_own() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

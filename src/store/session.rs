@@ -27,6 +27,10 @@ pub(super) struct Session {
 /// File next to the database naming the process in a session (for the lock message).
 const HOLDER_FILE: &str = "holder";
 
+/// How long a database that reads as corrupt, with no process holding it, is tried again
+/// before it is called damaged (a creator's write of the `conf` file takes microseconds).
+const SETTLING: Duration = Duration::from_millis(200);
+
 impl Session {
     /// Opens the database under `path`, waiting up to `wait` while another process has it.
     pub fn open(path: &Path, wait: Duration) -> Result<Session, StoreError> {
@@ -83,10 +87,28 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
     let db_path = path.join("db");
     let mut backoff = LockBackoff::new(wait);
     let mut cleared = false;
+    let mut corrupt_since = None;
     loop {
         match sled::Config::new().path(&db_path).open() {
             Ok(db) => return Ok(db),
-            Err(sled::Error::Corruption { .. }) if !cleared && clear_torn_snapshots(&db_path) => cleared = true,
+            Err(sled::Error::Corruption { .. }) => match clear_torn_snapshots(&db_path) {
+                Torn::Cleared if !cleared => cleared = true,
+                // sled reads the settings file (`conf`) before it takes its lock, and a process
+                // creating the store writes that file then: a read in between sees half of it.
+                // While another process holds the database, wait as for its lock; with none,
+                // a damaged database still reads so once a creator's write has had time to end.
+                Torn::Held => {
+                    if !backoff.pause() {
+                        return Err(locked(path, wait));
+                    }
+                }
+                Torn::Cleared | Torn::None => {
+                    let since = *corrupt_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= SETTLING || !backoff.pause() {
+                        return Err(damaged(path, &db_path));
+                    }
+                }
+            },
             Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                 if !backoff.pause() {
                     return Err(locked(path, wait));
@@ -96,17 +118,30 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
                 return Err(StoreError::Unwritable { path: path.into(), reason: io_reason(&e) });
             }
             Err(sled::Error::Io(e)) => return Err(StoreError::Open { path: path.into(), reason: io_reason(&e) }),
-            Err(sled::Error::Corruption { .. }) => {
-                let reason = format!(
-                    "its database (`{}`) is damaged; rebuild the store from an export \
-                     (`memctl --store NEW import runs.json`), or restore the folder from a copy",
-                    db_path.display()
-                );
-                return Err(StoreError::Open { path: path.into(), reason });
-            }
             Err(e) => return Err(StoreError::Open { path: path.into(), reason: e.to_string() }),
         }
     }
+}
+
+/// A database that sled reads as corrupt with no process holding it and no torn snapshot left.
+fn damaged(path: &Path, db_path: &Path) -> StoreError {
+    let reason = format!(
+        "its database (`{}`) is damaged; rebuild the store from an export \
+         (`memctl --store NEW import runs.json`), or restore the folder from a copy",
+        db_path.display()
+    );
+    StoreError::Open { path: path.into(), reason }
+}
+
+/// What [`clear_torn_snapshots`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Torn {
+    /// It removed half-written snapshots.
+    Cleared,
+    /// None was there to remove.
+    None,
+    /// Another process holds the database: nothing was touched.
+    Held,
 }
 
 /// Why a store's folder or database could not be opened, in words that say what to do.
@@ -131,16 +166,15 @@ fn is_unwritable(e: &std::io::Error) -> bool {
 /// between the two (a `kill -9` during a session's close) leaves a store that no longer opens
 /// ("Read corrupted data"). The snapshot only summarises the log, so the torn file is dropped
 /// and sled replays the log from the previous one. This happens under sled's own lock (an
-/// exclusive `flock` of `db/db`), so no live process's snapshot is touched. Whether any was
-/// removed.
-fn clear_torn_snapshots(db_path: &Path) -> bool {
+/// exclusive `flock` of `db/db`), so no live process's snapshot is touched.
+fn clear_torn_snapshots(db_path: &Path) -> Torn {
     use std::os::fd::AsRawFd;
-    let Ok(lock) = std::fs::File::open(db_path.join("db")) else { return false };
+    let Ok(lock) = std::fs::File::open(db_path.join("db")) else { return Torn::None };
     // SAFETY: flock only reads the descriptor, which `lock` keeps open until it is dropped.
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-        return false;
+        return Torn::Held;
     }
-    let Ok(entries) = std::fs::read_dir(db_path) else { return false };
+    let Ok(entries) = std::fs::read_dir(db_path) else { return Torn::None };
     let mut removed = false;
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -149,7 +183,7 @@ fn clear_torn_snapshots(db_path: &Path) -> bool {
             removed |= std::fs::remove_file(entry.path()).is_ok();
         }
     }
-    removed // the lock goes with `lock`
+    if removed { Torn::Cleared } else { Torn::None } // the lock goes with `lock`
 }
 
 /// sled reports the lock as an I/O error "could not acquire lock …".
