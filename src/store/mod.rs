@@ -535,13 +535,17 @@ mod tests {
         r
     }
 
-    #[test]
-    fn a_snapshot_torn_by_a_killed_process_does_not_lose_the_store() {
+    /// A store in a fresh folder holding one done run, id 1.
+    fn store_with_a_done_run() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let mut r = running(1, true);
-        r.status = Status::Done;
-        store.put(&r).unwrap();
+        store.put(&RunRecord { status: Status::Done, ..running(1, true) }).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_snapshot_torn_by_a_killed_process_does_not_lose_the_store() {
+        let dir = store_with_a_done_run();
         // What a `kill -9` between sled's writing a snapshot and renaming it leaves: a newer
         // `.generating` file, here with a few bytes of a snapshot and no checksum.
         let db = dir.path().join("db");
@@ -559,11 +563,7 @@ mod tests {
 
     #[test]
     fn a_store_opened_while_another_process_writes_its_settings_is_read_not_called_damaged() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let mut r = running(1, true);
-        r.status = Status::Done;
-        store.put(&r).unwrap();
+        let dir = store_with_a_done_run();
         // What a process sees while another creates the store: sled writes the settings file
         // (`conf`) before it takes its lock, the settings first and their checksum after.
         let conf = dir.path().join("db").join("conf");
