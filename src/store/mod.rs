@@ -570,16 +570,15 @@ mod tests {
         let whole = std::fs::read(&conf).unwrap();
         std::fs::write(&conf, &whole[..whole.len() - 4]).unwrap();
         assert!(matches!(sled::Config::new().path(dir.path().join("db")).open(), Err(sled::Error::Corruption { .. })));
+        let (path, settings) = (conf.clone(), whole.clone());
         let writer = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(20));
-            std::fs::write(&conf, &whole).unwrap();
+            std::fs::write(path, settings).unwrap();
         });
         let again = Store::open(dir.path());
         writer.join().unwrap();
         assert_eq!(again.unwrap().get(1).unwrap().status, Status::Done);
         // Settings that stay torn are damage, said as such.
-        let conf = dir.path().join("db").join("conf");
-        let whole = std::fs::read(&conf).unwrap();
         std::fs::write(&conf, &whole[..whole.len() - 4]).unwrap();
         let damaged = Store::open(dir.path()).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(damaged.contains("is damaged"), "{damaged}");
