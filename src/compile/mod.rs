@@ -9,6 +9,7 @@ mod hoist;
 mod lerp;
 pub mod packed_run;
 pub mod passes;
+pub mod stacked_params;
 pub mod tape;
 
 use std::sync::Arc;
@@ -32,6 +33,8 @@ pub struct Cell {
     fixed_states: Vec<Option<Tensor>>,
     /// What the rewrite passes planned for the model ([`passes`]).
     plans: passes::Plans,
+    /// Where the parameters are views of a pack's stacked ones ([`stacked_params`]).
+    stacked: Option<stacked_params::StackedRow>,
 }
 
 impl Cell {
@@ -56,7 +59,7 @@ impl Cell {
             })
             .collect::<Result<Vec<_>>>()?;
         let plans = passes::Plans::of(&graph);
-        Ok(Cell { graph, ops, vars, fixed_states, plans })
+        Ok(Cell { graph, ops, vars, fixed_states, plans, stacked: None })
     }
 
     pub fn graph(&self) -> &StepGraph {
@@ -197,9 +200,11 @@ impl Cell {
             Ok(step)
         })?;
         let trials = weights.trials();
+        let held = weights.held_stacks();
         let of_trial = |p: usize| StepWeights {
             base: weights.of_trial(p).to_vec(),
             steps: steps.iter().map(|w| w.of_trial(p).to_vec()).collect(),
+            stacked: held.map(|params| stacked_params::StackedRow { params: Arc::clone(params), row: p }),
         };
         Ok((out, (0..trials).map(of_trial).collect()))
     }
@@ -359,10 +364,12 @@ fn runs_tape_kernels(x: &Tensor, weights: &[Tensor]) -> bool {
 }
 
 /// The weights one training run read: the parameters themselves (the initial states read
-/// them) and, where [`Cell::run_for_gradients`] aliased them, each time step's aliases.
+/// them), where [`Cell::run_for_gradients`] aliased them each time step's aliases, and in a
+/// pack that holds its parameters stacked, the trial's row of the stacks the packed ops read.
 pub struct StepWeights {
     base: Vec<Tensor>,
     steps: Vec<Vec<Tensor>>,
+    stacked: Option<stacked_params::StackedRow>,
 }
 
 impl StepWeights {
@@ -383,8 +390,17 @@ impl StepWeights {
         (0..self.base.len())
             .map(|p| {
                 let uses = std::iter::once(&self.base[p]).chain(self.steps.iter().map(|step| &step[p]));
-                let parts: Vec<&Tensor> = uses.filter_map(|w| store.get(w)).collect();
-                if parts.is_empty() { Ok(None) } else { crate::kernels::cuda::layers::sum_parts::sum(&parts).map(Some) }
+                let mut parts: Vec<Tensor> = uses.filter_map(|w| store.get(w).cloned()).collect();
+                if let Some(held) = &self.stacked
+                    && let Some(g) = held.params.stack(p).and_then(|s| store.get(s))
+                {
+                    // The trial's row of the stack's gradient: a view, no copy.
+                    parts.push(g.get(held.row)?);
+                }
+                if parts.is_empty() {
+                    return Ok(None);
+                }
+                crate::kernels::cuda::layers::sum_parts::sum(&parts.iter().collect::<Vec<_>>()).map(Some)
             })
             .collect()
     }

@@ -17,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 
 use candle_core::{Result, Tensor};
 
+use super::stacked_params::StackedParams;
 use super::{Cell, StepWeights};
 use crate::prims::contract::Pack;
 
@@ -29,25 +30,34 @@ pub enum Weights {
     Pack { members: Vec<Vec<Tensor>>, batch: usize, stacks: Stacks },
 }
 
-/// Each parameter of a run's weights stacked over the pack's trials (`[P, ...]`), made when a
-/// packed op first reads it, once per run: the time steps' [`Weights`] share it, also where
-/// each step reads its own aliases of the weights (`STEP_GRADS`), since a stack of aliases would
-/// cost a copy per trial and step. Its gradient reaches the run's own weights through the
-/// stack, beside the aliases' (`StepWeights` sums both).
+/// Each parameter of a run's weights stacked over the pack's trials (`[P, ...]`): the pack's
+/// own stacks where its trials hold their parameters stacked ([`StackedParams`]), else made
+/// when a packed op first reads a parameter, once per run. The time steps' [`Weights`] share
+/// them, also where each step reads its own aliases of the weights (`STEP_GRADS`), since a
+/// stack of aliases would cost a copy per trial and step. A made stack's gradient reaches the
+/// run's own weights through the stack, a held one's is the stack's own (`StepWeights` adds
+/// either to the aliases').
 #[derive(Clone)]
 pub struct Stacks {
     members: Arc<Vec<Vec<Tensor>>>,
     stacked: Arc<[OnceLock<Tensor>]>,
+    held: Option<Arc<StackedParams>>,
 }
 
 impl Stacks {
-    fn new(members: &[Vec<Tensor>]) -> Stacks {
+    fn new(members: &[Vec<Tensor>], held: Option<Arc<StackedParams>>) -> Stacks {
         let params = members.first().map_or(0, Vec::len);
-        Stacks { members: Arc::new(members.to_vec()), stacked: (0..params).map(|_| OnceLock::new()).collect() }
+        let stacked = (0..params).map(|_| OnceLock::new()).collect();
+        Stacks { members: Arc::new(members.to_vec()), stacked, held }
     }
 
     /// Parameter `k` of every trial, stacked `[P, ...]`.
     fn get(&self, k: usize) -> Result<Tensor> {
+        if let Some(held) = &self.held {
+            return held.stack(k).cloned().ok_or_else(|| {
+                candle_core::Error::Msg(format!("internal: parameter {k} of {} stacked", held.params()))
+            });
+        }
         let Some(slot) = self.stacked.get(k) else {
             candle_core::bail!("internal: parameter {k} of {}", self.stacked.len())
         };
@@ -100,10 +110,19 @@ impl Weights {
         }
     }
 
-    /// A pack's weights: `members`, each trial's in its cell's order, over `batch` sequences each.
-    fn pack(members: Vec<Vec<Tensor>>, batch: usize) -> Weights {
-        let stacks = Stacks::new(&members);
+    /// A pack's weights: `members`, each trial's in its cell's order, over `batch` sequences
+    /// each; `held`, the stacks the trials' parameters are views of, where they are.
+    fn pack(members: Vec<Vec<Tensor>>, batch: usize, held: Option<Arc<StackedParams>>) -> Weights {
+        let stacks = Stacks::new(&members, held);
         Weights::Pack { members, batch, stacks }
+    }
+
+    /// The stacks the trials' parameters are views of, where they are.
+    pub(super) fn held_stacks(&self) -> Option<&Arc<StackedParams>> {
+        match self {
+            Weights::Pack { stacks, .. } => stacks.held.as_ref(),
+            Weights::One(_) => None,
+        }
     }
 
     /// Parameter `k` of every trial of the run, stacked `[P, ...]` (for one trial, `[1, ...]`).
@@ -117,19 +136,21 @@ impl Weights {
 
 impl Cell {
     /// The outputs of a pack at the `scored` steps of `inputs` (`[T, P·B, …]`), stacked
-    /// `[S, P·B, out]`, on the trials' tracked weights (`members`, each in this cell's order),
-    /// and the weights each trial's steps read, for [`packed_gradients`].
+    /// `[S, P·B, out]`, on the trials' tracked weights (`members`, each in this cell's order;
+    /// `held`, the stacks they are views of, where they are: [`Cell::shared_stacks`]), and the
+    /// weights each trial's steps read, for [`packed_gradients`].
     pub fn run_packed_for_gradients(
         &self,
         members: Vec<Vec<Tensor>>,
+        held: Option<Arc<StackedParams>>,
         inputs: &Tensor,
         scored: &[usize],
     ) -> Result<(Tensor, Vec<StepWeights>)> {
         let (trials, rows) = (members.len(), inputs.dim(1)?);
-        if trials == 0 || rows % trials != 0 {
+        if trials == 0 || rows % trials != 0 || held.as_ref().is_some_and(|h| h.trials() != trials) {
             candle_core::bail!("internal: a pack of {trials} trials over {rows} sequences");
         }
-        self.run_aliasing(Weights::pack(members, rows / trials), inputs, scored)
+        self.run_aliasing(Weights::pack(members, rows / trials, held), inputs, scored)
     }
 
     /// Every state's value at the start of a sequence, `[rows, …]`: each trial's over its
@@ -256,10 +277,20 @@ fn join(outs: &[Tensor], outer: usize) -> Result<Tensor> {
 /// Each trial's gradients of `total`, the sum of the pack's losses (`None` where a parameter
 /// does not reach its trial's loss), from one backward.
 pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<Vec<Vec<Option<Tensor>>>> {
-    let store = match weights.iter().all(|w| w.steps.is_empty()) {
+    let mut store = match weights.iter().all(|w| w.steps.is_empty()) {
         true => total.backward()?,
         false => total.backward_keeping_variable_layouts()?,
     };
+    // A held stack's gradient laid out otherwise (a weight read transposed) is made contiguous
+    // once, so that each trial's row of it is a view.
+    if let Some(held) = weights.first().and_then(|w| w.stacked.as_ref()) {
+        for s in (0..held.params.params()).filter_map(|k| held.params.stack(k)) {
+            if let Some(g) = store.get(s).filter(|g| !g.is_contiguous()) {
+                let g = g.contiguous()?;
+                store.insert(s, g);
+            }
+        }
+    }
     weights.iter().map(|w| w.gradients(&store)).collect()
 }
 

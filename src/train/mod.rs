@@ -314,6 +314,17 @@ impl Stepper {
         self.update(value, grads)
     }
 
+    /// After the cell's parameters became other `Var`s (views of a pack's stacks): the
+    /// optimiser updates those, and the CUDA graphs captured on the old ones go.
+    fn parameters_moved(&mut self) -> candle_core::Result<()> {
+        self.opt.rebind(self.cell.vars())?;
+        let device = self.cell.vars().first().map_or(candle_core::Device::Cpu, |v| v.device().clone());
+        self.replay = graph_step::Replay::for_device(&device, self.autograd);
+        let eval = graph_eval::EvalReplay::for_device(&device, self.cell.dtype());
+        *self.eval_replay.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = eval;
+        Ok(())
+    }
+
     /// Clips `grads` and updates the parameters with them, unless the loss `value` they come
     /// from is not finite (the caller fails the trial); returns `value`.
     fn update(&mut self, value: f64, mut grads: Vec<Option<candle_core::Tensor>>) -> candle_core::Result<f64> {

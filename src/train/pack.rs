@@ -8,7 +8,8 @@
 //!
 //! On the CPU a pack runs the tape; elsewhere candle's autograd over the pack's forward
 //! (`compile::packed_run`), on CUDA replayed from a graph of the whole pack's step
-//! (`pack_replay`).
+//! (`pack_replay`). There the trials hold their parameters stacked for as long as the pack
+//! keeps them (`compile::stacked_params`), so that the packed ops read each stack as it is.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::AtomicBool;
@@ -21,6 +22,7 @@ use super::pack_replay::PackReplay;
 use super::trial_run::{Run, TrialRun};
 use super::{Autograd, Observer, Outcome, Stepper, TrainError, loss, panic_message};
 use crate::check::Trial;
+use crate::compile::Cell;
 use crate::compile::tape::{Member, TrialGrads};
 use crate::tasks::Batch;
 
@@ -160,6 +162,7 @@ impl PackSteps {
     /// One step of the trials `who` (their indices in the pack, which say when the set of
     /// trials changes) on their batches: each trial's loss before its update.
     pub fn step(&mut self, who: &[usize], steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
+        hold_stacked(steppers, batches)?;
         match self.0.step(who, steppers, batches)? {
             Some(values) => Ok(values),
             None => step_pack(steppers, batches),
@@ -180,6 +183,7 @@ impl PackSteps {
 /// One training step of each stepper on its batch, as [`Stepper::step`] takes it: the losses
 /// before the updates. Steppers whose batches have the same shape train as one pack.
 pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
+    hold_stacked(steppers, batches)?;
     let mut values = vec![0.0; steppers.len()];
     for group in same_shapes(batches)? {
         // A trial alone in its shape steps as it would alone (on CUDA, from its own graph).
@@ -197,6 +201,23 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
         }
     }
     Ok(values)
+}
+
+/// Makes `steppers` hold their parameters stacked ([`crate::compile::stacked_params`]) where
+/// candle's autograd trains them as one pack this step (all of one shape) and they do not hold
+/// them so already: when a pack starts and when a trial leaves it. The stacks are a copy of
+/// the parameters; the steppers' own CUDA graphs, captured on the old ones, are dropped. The
+/// tape (the CPU's gradients) runs each trial's weights apart and keeps them as they are.
+fn hold_stacked(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<()> {
+    let candle = steppers.iter().all(|s| s.autograd == Autograd::Candle);
+    if !candle || steppers.len() < 2 || same_shapes(batches)?.len() != 1 {
+        return Ok(());
+    }
+    if Cell::shared_stacks(&steppers.iter().map(|s| &s.cell).collect::<Vec<_>>()).is_some() {
+        return Ok(());
+    }
+    Cell::stack_parameters(&mut steppers.iter_mut().map(|s| &mut s.cell).collect::<Vec<_>>())?;
+    steppers.iter_mut().try_for_each(|s| s.parameters_moved())
 }
 
 /// The indices of `batches`, grouped by the shape of their inputs and their scored steps (a
@@ -290,8 +311,9 @@ pub(super) fn pack_losses(
     scored: &[usize],
 ) -> Result<(Vec<Tensor>, Vec<crate::compile::StepWeights>)> {
     let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
+    let held = Cell::shared_stacks(&steppers.iter().map(|s| &s.cell).collect::<Vec<_>>());
     let (cell, target) = (&steppers[0].cell, steppers[0].target);
-    let (logits, weights) = cell.run_packed_for_gradients(members, &Tensor::cat(inputs, 1)?, scored)?;
+    let (logits, weights) = cell.run_packed_for_gradients(members, held, &Tensor::cat(inputs, 1)?, scored)?;
     let batch = inputs[0].dim(1)?;
     let losses = targets
         .iter()

@@ -150,6 +150,48 @@ fn a_pack_differentiated_by_candle_s_autograd_steps_as_its_trials_do_alone() {
     }
 }
 
+/// A pack differentiated by candle's autograd holds its parameters stacked, each trial's a view
+/// of its row; when a trial leaves, the others are stacked anew, and every trial, the one that
+/// left included, goes on stepping as it does alone (STM and the LSTM: RMSprop and Adam).
+#[test]
+fn a_pack_holds_its_parameters_stacked_and_restacks_them_when_a_trial_leaves() {
+    let device = Device::Cpu;
+    for name in ["stm", "lstm"] {
+        let trials = family(name);
+        let stepper = |t: &Trial| Stepper::with(t, &device, candle_core::DType::F32, Autograd::Candle).unwrap();
+        let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
+        let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();
+        let mut data: Vec<_> = trials.iter().map(|t| t.task.data(data_seed(t.config.seed), &device).unwrap()).collect();
+        for step in 0..12 {
+            // Trial 1 leaves after step 5 and steps alone from then on.
+            let who: Vec<usize> = if step < 6 { vec![0, 1, 2] } else { vec![0, 2] };
+            let batches: Vec<_> =
+                trials.iter().zip(&mut data).map(|(t, d)| d.train_batch(t.config.train.batch).unwrap()).collect();
+            let mut values = vec![0.0; trials.len()];
+            {
+                let mut members: Vec<&mut Stepper> =
+                    packed.iter_mut().enumerate().filter(|(p, _)| who.contains(p)).map(|(_, s)| s).collect();
+                let batches: Vec<_> = who.iter().map(|&p| &batches[p]).collect();
+                let together = step_pack(&mut members, &batches).unwrap();
+                let cells: Vec<_> = members.iter().map(|s| s.cell()).collect();
+                let held = memctl::compile::Cell::shared_stacks(&cells);
+                assert_eq!(held.map(|h| h.trials()), Some(who.len()), "{name} step {step}: the pack holds stacks");
+                for (&p, v) in who.iter().zip(together) {
+                    values[p] = v;
+                }
+            }
+            if step >= 6 {
+                values[1] = packed[1].step(&batches[1]).unwrap();
+            }
+            for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
+                let lone = s.step(b).unwrap();
+                let difference = (lone - values[p]).abs() / lone.abs().max(1e-12);
+                assert!(difference <= 2e-5, "{name} trial {p} step {step}: {lone} alone, {} packed", values[p]);
+            }
+        }
+    }
+}
+
 /// Along 200 steps of each trial trained alone by candle's autograd, the pack's forward from
 /// the same weights (copied in before each step) gives every trial its loss within 1e-6.
 #[test]

@@ -99,6 +99,10 @@ impl Optimizer for Adam {
         self.step_t = i32::try_from(state.updates).unwrap_or(i32::MAX);
         restore_buffers(state, &self.vars, &mut [&mut self.m, &mut self.v])
     }
+
+    fn rebind(&mut self, vars: &[Var]) -> Result<()> {
+        super::rebound(&mut self.vars, vars)
+    }
 }
 
 #[cfg(test)]

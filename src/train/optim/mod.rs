@@ -36,6 +36,18 @@ pub trait Optimizer: Send + Sync {
     fn state(&self) -> OptimState;
     /// Continues from a saved state (of an optimiser of the same kind over the same `Var`s).
     fn restore(&mut self, state: OptimState) -> Result<()>;
+    /// Updates `vars` from now on: the same parameters, with the same values, held elsewhere
+    /// (a pack's stacks, `compile::stacked_params`); the state buffers stay.
+    fn rebind(&mut self, vars: &[Var]) -> Result<()>;
+}
+
+/// `vars` in place of `current`, after checking they are as many, shaped alike.
+fn rebound(current: &mut Vec<Var>, vars: &[Var]) -> Result<()> {
+    if vars.len() != current.len() || vars.iter().zip(current.iter()).any(|(v, c)| v.dims() != c.dims()) {
+        candle_core::bail!("internal: an optimiser's {} parameters rebound to {}", current.len(), vars.len());
+    }
+    *current = vars.to_vec();
+    Ok(())
 }
 
 /// An optimiser's state: its update count and its per-parameter buffers (Adam: `m` and `v`;

@@ -77,6 +77,10 @@ impl Optimizer for RmsProp {
     fn restore(&mut self, state: OptimState) -> Result<()> {
         restore_buffers(state, &self.vars, &mut [&mut self.square_avg, &mut self.momentum_buf])
     }
+
+    fn rebind(&mut self, vars: &[Var]) -> Result<()> {
+        super::rebound(&mut self.vars, vars)
+    }
 }
 
 impl RmsProp {

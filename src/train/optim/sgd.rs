@@ -58,4 +58,8 @@ impl Optimizer for Sgd {
         self.buf = state.buffers.into_iter().next().unwrap_or_default();
         Ok(())
     }
+
+    fn rebind(&mut self, vars: &[Var]) -> Result<()> {
+        super::rebound(&mut self.vars, vars)
+    }
 }
