@@ -15,6 +15,23 @@ use crate::tasks::Target;
 
 /// Differentiable mean loss of `logits` `[S, B, n]` against `targets`.
 pub fn loss(target: Target, logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    elementwise(target, logits, targets)?.mean_all()
+}
+
+/// Each trial's [`loss`] in a pack of `trials`, `[P]`: `logits` `[S, P·B, n]` and `targets`
+/// hold trial `p`'s sequences at rows `p·B..(p+1)·B`. One pass over every trial's logits, where
+/// a loss per trial would be a dozen small kernels each, forward and backward, on a GPU.
+pub fn pack_losses(target: Target, logits: &Tensor, targets: &Tensor, trials: usize) -> Result<Tensor> {
+    let each = elementwise(target, logits, targets)?;
+    let steps = each.dim(0)?;
+    let per_trial = each.elem_count() / (steps * trials).max(1);
+    // `[S, P, B·k]`: trial p's elements of each step are one contiguous run.
+    each.reshape((steps, trials, per_trial))?.sum(2)?.sum(0)? / (steps * per_trial) as f64
+}
+
+/// The loss of each scored position (`[S, B, 1]` for classes, `[S, B, n]` for bits), whose
+/// mean is [`loss`].
+fn elementwise(target: Target, logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
     match target {
         Target::Classes(_) => {
             // log Σ exp(z) − z_y, with the max subtracted for stability.
@@ -24,13 +41,13 @@ pub fn loss(target: Target, logits: &Tensor, targets: &Tensor) -> Result<Tensor>
             // z_y by index: no class-index tensor comes from the host, an upload a CUDA graph
             // cannot capture beyond 1024 classes (`train::graph_step`).
             let picked = shifted.gather(&targets.unsqueeze(D::Minus1)?.contiguous()?, D::Minus1)?;
-            (lse - picked)?.mean_all()
+            lse - picked
         }
         Target::Bits(_) => {
             // max(z, 0) − z·y + log(1 + e^{−|z|})
             let y = targets.to_dtype(logits.dtype())?;
             let softplus = (logits.abs()?.neg()?.exp()? + 1.0)?.log()?;
-            (logits.relu()? - (logits * y)?)?.add(&softplus)?.mean_all()
+            (logits.relu()? - (logits * y)?)?.add(&softplus)
         }
     }
 }
@@ -184,6 +201,25 @@ mod tests {
         assert!((ours - theirs).abs() < 1e-12, "{ours} against {theirs}");
         let grads = loss(Target::Classes(1500), logits.as_tensor(), &targets)?.backward()?;
         assert_eq!(grads.get(logits.as_tensor()).map(|g| g.dims().to_vec()), Some(vec![2, 3, 1500]));
+        Ok(())
+    }
+
+    /// A pack's losses, one pass over its three trials' rows, are each trial's loss alone.
+    #[test]
+    fn a_pack_s_losses_are_each_trial_s_loss_on_its_rows() -> Result<()> {
+        let dev = Device::Cpu;
+        let (steps, trials, batch, n) = (4, 3, 5, 6);
+        let logits = Tensor::randn(0f64, 2.0, (steps, trials * batch, n), &dev)?;
+        let classes = Tensor::rand(0f64, n as f64, (steps, trials * batch), &dev)?.floor()?.to_dtype(DType::U32)?;
+        let bits = Tensor::rand(0f64, 1.0, (steps, trials * batch, n), &dev)?.round()?;
+        for (target, targets) in [(Target::Classes(n), &classes), (Target::Bits(n), &bits)] {
+            let packed = pack_losses(target, &logits, targets, trials)?.to_vec1::<f64>()?;
+            for (p, value) in packed.iter().enumerate() {
+                let rows = |t: &Tensor| t.narrow(1, p * batch, batch);
+                let alone = loss(target, &rows(&logits)?, &rows(targets)?)?.to_scalar::<f64>()?;
+                assert!((value - alone).abs() <= 1e-12 * alone.abs(), "{target:?} trial {p}: {value} against {alone}");
+            }
+        }
         Ok(())
     }
 

@@ -284,12 +284,17 @@ fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<
     let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
     let targets: Vec<&Tensor> = batches.iter().map(|b| &b.targets).collect();
     let (losses, weights) = pack_losses(steppers, &inputs, &targets, &batches[0].scored)?;
-    let values: Vec<f64> =
-        losses.iter().map(|l| l.to_dtype(candle_core::DType::F64)?.to_scalar::<f64>()).collect::<Result<_>>()?;
+    let values: Vec<f64> = losses.to_dtype(candle_core::DType::F64)?.to_vec1()?;
     // Only the finite losses are differentiated: a trial that diverged fails on its own.
-    let finite: Vec<Tensor> = losses.into_iter().zip(&values).filter(|(_, v)| v.is_finite()).map(|(l, _)| l).collect();
+    let total = match values.iter().all(|v| v.is_finite()) {
+        true => Some(losses.sum_all()?),
+        false => {
+            let finite = values.iter().enumerate().filter(|(_, v)| v.is_finite());
+            sum(finite.map(|(p, _)| losses.get(p)).collect::<Result<_>>()?)?
+        }
+    };
     let mut grads: Vec<Vec<Option<Tensor>>> = steppers.iter().map(|s| vec![None; s.cell.vars().len()]).collect();
-    if let Some(total) = sum(finite)? {
+    if let Some(total) = total {
         grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
         for (g, v) in grads.iter_mut().zip(&values) {
             if !v.is_finite() {
@@ -301,25 +306,20 @@ fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<
 }
 
 /// The pack's forward by candle's autograd over every trial's `inputs` (joined along the batch)
-/// and each trial's loss on its rows against its `targets`, with the weights each trial's steps
-/// read (for [`crate::compile::packed_run::packed_gradients`]). Shared by the eager step and
-/// the replayed one (`pack_replay`).
+/// and each trial's loss on its rows against its `targets` (`[P]`), with the weights each
+/// trial's steps read (for [`crate::compile::packed_run::packed_gradients`]). Shared by the
+/// eager step and the replayed one (`pack_replay`).
 pub(super) fn pack_losses(
     steppers: &[&Stepper],
     inputs: &[Tensor],
     targets: &[&Tensor],
     scored: &[usize],
-) -> Result<(Vec<Tensor>, Vec<crate::compile::StepWeights>)> {
+) -> Result<(Tensor, Vec<crate::compile::StepWeights>)> {
     let members: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
     let held = Cell::shared_stacks(&steppers.iter().map(|s| &s.cell).collect::<Vec<_>>());
     let (cell, target) = (&steppers[0].cell, steppers[0].target);
     let (logits, weights) = cell.run_packed_for_gradients(members, held, &Tensor::cat(inputs, 1)?, scored)?;
-    let batch = inputs[0].dim(1)?;
-    let losses = targets
-        .iter()
-        .enumerate()
-        .map(|(p, t)| loss::loss(target, &logits.narrow(1, p * batch, batch)?, t))
-        .collect::<Result<_>>()?;
+    let losses = loss::pack_losses(target, &logits, &Tensor::cat(targets, 1)?, steppers.len())?;
     Ok((losses, weights))
 }
 

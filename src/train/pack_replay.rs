@@ -142,11 +142,11 @@ fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()>
     let targets: Vec<&Tensor> = buffers.iter().map(|b| &b.targets).collect();
     let shared: Vec<&Stepper> = steppers.iter().map(|s| &**s).collect();
     let (losses, weights) = super::pack::pack_losses(&shared, &inputs, &targets, &buffers[0].scored)?;
-    for (l, b) in losses.iter().zip(buffers) {
-        b.loss.slice_set(&l.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
+    let values = losses.to_dtype(DType::F32)?;
+    for (p, b) in buffers.iter().enumerate() {
+        b.loss.slice_set(&values.narrow(0, p, 1)?, 0, 0)?;
     }
-    let Some(total) = super::pack::sum(losses)? else { return Ok(()) };
-    let grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
+    let grads = crate::compile::packed_run::packed_gradients(&weights, &losses.sum_all()?)?;
     for (s, mut g) in steppers.iter_mut().zip(grads) {
         let clamp = clip::before_update(&mut g, s.clip_value, s.clip_norm, true)?;
         s.opt.update(&g, clamp)?;
