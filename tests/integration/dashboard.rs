@@ -100,6 +100,17 @@ fn filled_store() -> tempfile::TempDir {
     dir
 }
 
+/// A dashboard on a filled store with the runs `extra` added, and the store's folder, which
+/// must outlive it.
+fn filled_dashboard(extra: &[memctl::store::RunRecord]) -> (tempfile::TempDir, Dashboard) {
+    let dir = filled_store();
+    if !extra.is_empty() {
+        open(dir.path()).put_many(extra).unwrap();
+    }
+    let ui = Dashboard::start(dir.path(), &[]);
+    (dir, ui)
+}
+
 fn encode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
@@ -110,8 +121,7 @@ fn close(a: &Json, b: f64) -> bool {
 
 #[test]
 fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
 
     // Every run, newest first, with few columns (to fit a laptop); the CLI's default ones to
     // pick from; wall time in seconds, which the page shows as the CLI does.
@@ -186,9 +196,7 @@ fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
 
 #[test]
 fn a_run_that_stops_on_a_metric_shows_and_draws_that_metric() {
-    let dir = filled_store();
-    open(dir.path()).put_many(&[one_point_run(8)]).unwrap();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[one_point_run(8)]);
     let runs = ui.ok_json("/api/runs?where=id%20%3D%3D%208");
     assert_eq!(
         runs["columns"],
@@ -212,9 +220,7 @@ fn a_run_that_stops_on_a_metric_shows_and_draws_that_metric() {
 
 #[test]
 fn only_the_running_runs_the_filter_keeps_count() {
-    let dir = filled_store();
-    open(dir.path()).put_many(&[running_run(8)]).unwrap();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[running_run(8)]);
     assert_eq!(ui.ok_json("/api/runs")["running"], 1);
     let gated = ui.ok_json(&format!("/api/runs?where={}", encode("gates")));
     assert_eq!((gated["matched"].as_u64(), gated["running"].as_u64()), (Some(5), Some(0)));
@@ -251,8 +257,7 @@ fn a_malformed_filter_gets_the_clis_located_error() {
 
 #[test]
 fn it_serves_only_its_own_pages_and_never_writes() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let (status, page) = ui.request("GET", "/");
     assert_eq!(status, 200);
     assert!(page.contains("<script src=\"/app.js\">") && !page.contains("http"), "no CDN, nothing external");
@@ -278,8 +283,7 @@ fn it_serves_only_its_own_pages_and_never_writes() {
 
 #[test]
 fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     // 1 500 `not`s (6 KB) are deep enough to overflow a worker's stack, were their tree built.
     for nots in [1_500, 5_000] {
         let (status, body) =
@@ -293,8 +297,7 @@ fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
 
 #[test]
 fn only_requests_addressed_to_this_machine_are_answered() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let port = ui.addr.rsplit(':').next().unwrap();
     // A page on another site that re-points its name at 127.0.0.1 (DNS rebinding) sends its name.
     for host in [
@@ -316,8 +319,7 @@ fn only_requests_addressed_to_this_machine_are_answered() {
 
 #[test]
 fn head_answers_as_get_without_the_body() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let (_, page) = ui.request("GET", "/");
     for path in ["/", "/app.js", "/api/runs"] {
         let (status, head, body) = ui.exchange(&format!("HEAD {path} HTTP/1.1\r\nHost: {}\r\n", ui.addr));
@@ -334,8 +336,7 @@ fn head_answers_as_get_without_the_body() {
 
 #[test]
 fn an_unknown_metric_or_experiment_is_a_404_naming_it() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let (status, body) = ui.get_json("/api/curves?ids=1,4&metric=val_acuracy");
     assert_eq!(status, 404, "{body}");
     let error = body["error"].as_str().unwrap();
@@ -364,8 +365,7 @@ fn an_unknown_metric_or_experiment_is_a_404_naming_it() {
 
 #[test]
 fn it_reads_the_store_while_another_process_writes_it() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (dir, ui) = filled_dashboard(&[]);
     assert_eq!(ui.ok_json("/api/runs")["matched"], 7);
     // The dashboard does not hold the store: this process writes a run while it serves.
     open(dir.path()).put_many(&[record(8, config(48, false, 1), 0.3, None)]).unwrap();
@@ -466,8 +466,7 @@ fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
     let Some(tab) = browser_or_skip("in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     tab.go(&ui.url("/"));
 
     // Every run, and the curves of the first ten.
@@ -576,8 +575,7 @@ fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
     let Some(tab) = browser_or_skip("in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     tab.go(&ui.url("/?picked=1,4"));
     wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
 
@@ -679,8 +677,7 @@ fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_para
     else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     // The API: the six finished runs' accuracy against d and gates (the seed is no setting).
     let scatter = ui.ok_json("/api/scatter");
     assert_eq!(scatter["metric"], "accuracy");
@@ -746,8 +743,7 @@ fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
     let Some(tab) = browser_or_skip("in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     // The API, grouped: the d panel has each group's mean at its value; a line per group.
     let scatter = ui.ok_json(&format!("/api/scatter?group_by=d&where={}", encode("gates")));
     assert_eq!(scatter["grouped"], true);
@@ -850,8 +846,7 @@ fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
     let Some(tab) = browser_or_skip("in_a_browser_a_run_has_its_own_page_with_all_its_curves") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     tab.go(&ui.url("/#/run/6"));
     let charts = "JSON.stringify([...document.querySelectorAll('#run-charts figure')].map(f => [f.dataset.metric, \
                   f.querySelectorAll('polyline.curve').length, f.querySelectorAll('circle.marker').length]))";
@@ -892,8 +887,7 @@ fn in_a_browser_the_table_exports_as_csv_and_a_chart_as_png() {
     let Some(tab) = browser_or_skip("in_a_browser_the_table_exports_as_csv_and_a_chart_as_png") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let view = format!("/?where={}&group_by=d&columns=accuracy,wall&sort=d", encode("status == \"done\" and gates"));
     tab.go(&ui.url(&view));
     wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
@@ -966,9 +960,7 @@ fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
     let Some(tab) = browser_or_skip("in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli") else {
         return;
     };
-    let dir = filled_store();
-    open(dir.path()).put_many(&[one_point_run(8)]).unwrap();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[one_point_run(8)]);
     tab.go(&ui.url("/?picked=8"));
 
     // Its one point is a marker, on axes whose tick labels differ.
@@ -1014,10 +1006,7 @@ fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
     let Some(tab) = browser_or_skip("in_a_browser_a_running_trial_refreshes_until_it_finishes") else {
         return;
     };
-    let dir = filled_store();
-    open(dir.path()).put_many(&[running_run(8)]).unwrap();
-
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (dir, ui) = filled_dashboard(&[running_run(8)]);
     let summary = "document.getElementById('summary').textContent";
     // A filter that leaves the running run out: nothing on the page changes, nothing refreshes.
     tab.go(&ui.url(&format!("/?where={}", encode("d == 96"))));
