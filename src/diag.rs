@@ -158,20 +158,17 @@ impl fmt::Display for Diagnostic {
     }
 }
 
-/// The codes an error-kind file gives out in its `fn code` (each string literal `"X…"` there),
-/// for its test that no code is given twice.
+/// How many codes an error-kind file gives out in its `fn code` (each string literal `"X…"`
+/// there), asserting that they are distinct, each a `prefix` and three digits: the file's test
+/// that no code is given twice.
 #[cfg(test)]
-pub(crate) fn codes_given_in(source: &'static str) -> Vec<&'static str> {
+pub(crate) fn count_distinct_codes(source: &'static str, prefix: char) -> usize {
     let body = &source[source.find("pub fn code").unwrap_or(0)..source.find("pub fn error(self)").unwrap_or(0)];
-    body.split('"').skip(1).step_by(2).collect()
-}
-
-/// Asserts that `codes` are distinct, each a `prefix` and three digits.
-#[cfg(test)]
-pub(crate) fn assert_distinct_codes(codes: &[&str], prefix: char) {
-    let mut sorted = codes.to_vec();
+    let codes: Vec<&str> = body.split('"').skip(1).step_by(2).collect();
+    let mut sorted = codes.clone();
     sorted.sort_unstable();
     sorted.dedup();
     assert_eq!(sorted.len(), codes.len(), "a code is given twice: {codes:?}");
     assert!(codes.iter().all(|c| c.len() == 4 && c.starts_with(prefix)), "{codes:?}");
+    codes.len()
 }

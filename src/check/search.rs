@@ -185,13 +185,7 @@ pub fn read(block: &ast::SearchBlock, metrics: &[String]) -> Result<SearchSpec, 
             SearchEntry::Setting(s) => &s.key,
         };
         let list = if matches!(entry, SearchEntry::Setting(_)) { &mut settings_seen } else { &mut seen };
-        if let Some(prev) = list.iter().find(|p| p.name == name.name) {
-            return Err(CheckErrorKind::SweptTwice { name: name.name.clone() }
-                .error()
-                .at(name.span, "second time")
-                .also(prev.span, "first time"));
-        }
-        list.push(name);
+        super::sweep::note_swept(list, name)?;
         match entry {
             SearchEntry::Axis(a) if a.name.name == "seed" => seeds = Some(seed_values(a)?),
             SearchEntry::Axis(a) => dims.push(Dim { name: a.name.clone(), domain: axis(a)?, span: a.values.span }),

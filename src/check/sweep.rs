@@ -49,6 +49,19 @@ fn axis_values(ax: &ast::SweepAxis) -> Result<Vec<(Value, Span)>, Diagnostic> {
     Ok(values.into_iter().zip(spans).collect())
 }
 
+/// Adds `name` to the names swept so far, `seen`: a name swept twice is an error that points at
+/// both places.
+pub(super) fn note_swept<'a>(seen: &mut Vec<&'a Ident>, name: &'a Ident) -> Result<(), Diagnostic> {
+    if let Some(prev) = seen.iter().find(|p| p.name == name.name) {
+        return Err(CheckErrorKind::SweptTwice { name: name.name.clone() }
+            .error()
+            .at(name.span, "second time")
+            .also(prev.span, "first time"));
+    }
+    seen.push(name);
+    Ok(())
+}
+
 /// Groups of a sweep block, with overrides applied. An overridden name of a `zip` picks the
 /// zip's rows with the values given (`gates=true` runs the rows where `gates` is true, each with
 /// the values it is paired with): a zip's rows are pairings the spec chose (`d = 96` with its
@@ -69,16 +82,8 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
     }
     // A name in two groups would make trials contradict each other.
     let mut seen: Vec<&Ident> = vec![];
-    for g in &groups {
-        for n in &g.names {
-            if let Some(prev) = seen.iter().find(|p| p.name == n.name) {
-                return Err(CheckErrorKind::SweptTwice { name: n.name.clone() }
-                    .error()
-                    .at(n.span, "second time")
-                    .also(prev.span, "first time"));
-            }
-            seen.push(n);
-        }
+    for n in groups.iter().flat_map(|g| &g.names) {
+        note_swept(&mut seen, n)?;
     }
     for o in overrides {
         let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };

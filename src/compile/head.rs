@@ -137,8 +137,18 @@ fn elements(graph: &StepGraph, s: Source) -> usize {
 mod tests {
     use super::*;
 
-    fn graph(spec: &str) -> StepGraph {
-        (*crate::check::checked_text(spec).experiments[0].trials[0].graph).clone()
+    /// The step graph of the model `m` that `model` defines, on a task of 2 inputs and outputs.
+    fn graph(model: &str) -> StepGraph {
+        let spec =
+            format!("{model}\nexperiment e {{ task randomSequence(input = 2, output = 2, length = 3) model m }}");
+        (*crate::check::checked_text(&spec).experiments[0].trials[0].graph).clone()
+    }
+
+    /// A tanh recurrence on a state `h` of `width` whose output is `out`.
+    fn recurrent(width: usize, out: &str) -> StepGraph {
+        graph(&format!(
+            "model m() {{ state h = zeros({width})  step x {{ h = tanh(linear(x, {width}) + h)  out {out} }} }}"
+        ))
     }
 
     fn plan(g: &StepGraph) -> OutputHead {
@@ -147,15 +157,7 @@ mod tests {
 
     #[test]
     fn an_output_layer_on_the_state_is_the_head_and_the_state_its_frontier() {
-        let g = graph(
-            r#"
-            model m() {
-              state h = zeros(4)
-              step x { h = tanh(linear(x, 4) + h)  out linear(relu(h), output_size) }
-            }
-            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
-            "#,
-        );
+        let g = recurrent(4, "linear(relu(h), output_size)");
         let head = plan(&g);
         assert_eq!(head_prims(&g, &head), ["relu", "linear"]);
         assert_eq!(head.frontier, g.next_states, "the head reads the new state");
@@ -174,7 +176,6 @@ mod tests {
                 out linear(relu(z), output_size)
               }}
             }}
-            experiment e {{ task randomSequence(input = 2, output = 2, length = 3) model m }}
             "#
         ))
     }
@@ -208,15 +209,7 @@ mod tests {
 
     #[test]
     fn an_output_read_straight_from_the_loop_is_the_whole_frontier() {
-        let g = graph(
-            r#"
-            model m() {
-              state h = zeros(2)
-              step x { h = tanh(linear(x, 2) + h)  out h }
-            }
-            experiment e { task randomSequence(input = 2, output = 2, length = 3) model m }
-            "#,
-        );
+        let g = recurrent(2, "h");
         let head = plan(&g);
         assert!(head.nodes.is_empty());
         assert_eq!(head.frontier, vec![g.output]);

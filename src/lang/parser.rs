@@ -138,6 +138,15 @@ impl Builder {
         it.next().ok_or_else(|| self.bug(&format!("missing child of {:?}", parent.as_rule()), parent.as_span().start()))
     }
 
+    /// The name after a construct's keyword (`task t = …`, `model m`, `state h = …`, `step x`,
+    /// `experiment e`), and the children after the name.
+    fn keyword_and_name<'a>(&self, p: &Pair<'a, Rule>) -> Res<(Ident, Pairs<'a, Rule>)> {
+        let mut it = p.clone().into_inner();
+        let _kw = it.next();
+        let name = self.ident(self.presume(&mut it, p)?);
+        Ok((name, it))
+    }
+
     fn ident(&self, p: Pair<Rule>) -> Ident {
         Ident { name: p.as_str().to_string(), span: self.span(&p) }
     }
@@ -155,9 +164,7 @@ impl Builder {
                 }
                 Rule::model_def => file.models.push(self.build_model(item)?),
                 Rule::task_def => {
-                    let mut it = item.clone().into_inner();
-                    let _kw = it.next();
-                    let name = self.ident(self.presume(&mut it, &item)?);
+                    let (name, mut it) = self.keyword_and_name(&item)?;
                     let call = self.build_call(self.presume(&mut it, &item)?)?;
                     file.tasks.push(TaskDef { name, call });
                 }
@@ -173,9 +180,7 @@ impl Builder {
 
     fn build_model(&self, p: Pair<Rule>) -> Res<Model> {
         let span = self.span(&p);
-        let mut it = p.clone().into_inner();
-        let _kw = it.next();
-        let name = self.ident(self.presume(&mut it, &p)?);
+        let (name, it) = self.keyword_and_name(&p)?;
         let mut model = Model { name, params: vec![], states: vec![], step: None, extra_steps: vec![], span };
         for child in it {
             match child.as_rule() {
@@ -185,9 +190,7 @@ impl Builder {
                     }
                 }
                 Rule::state_decl => {
-                    let mut it = child.clone().into_inner();
-                    let _kw = it.next();
-                    let name = self.ident(self.presume(&mut it, &child)?);
+                    let (name, mut it) = self.keyword_and_name(&child)?;
                     let init = self.build_expr(self.presume(&mut it, &child)?)?;
                     model.states.push(StateDecl { name, init });
                 }
@@ -197,9 +200,7 @@ impl Builder {
                         model.extra_steps.push(span);
                         continue;
                     }
-                    let mut it = child.clone().into_inner();
-                    let _kw = it.next();
-                    let input = self.ident(self.presume(&mut it, &child)?);
+                    let (input, mut it) = self.keyword_and_name(&child)?;
                     let body = self.build_block(self.presume(&mut it, &child)?)?;
                     model.step = Some(Step { input, body, span });
                 }
@@ -287,9 +288,7 @@ impl Builder {
 
     fn build_experiment(&self, p: Pair<Rule>) -> Res<Experiment> {
         let span = self.span(&p);
-        let mut it = p.clone().into_inner();
-        let _kw = it.next();
-        let name = self.ident(self.presume(&mut it, &p)?);
+        let (name, it) = self.keyword_and_name(&p)?;
         let mut exp =
             Experiment { name, task: vec![], model: vec![], train: vec![], sweep: vec![], search: vec![], span };
         for entry in it {

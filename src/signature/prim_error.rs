@@ -169,6 +169,15 @@ impl PrimError {
         PrimError::new(PrimErrorKind::Shape { expected: expected.to_vec(), found: found.to_vec(), why }).on(arg)
     }
 
+    /// "leading axes differ: op(a, b)", blaming `b`: an operator on the last axes of two
+    /// operands whose other axes must be the same.
+    pub fn leading_axes_differ(op: &'static str, a: &[usize], b: &[usize]) -> PrimError {
+        let how = Combine::Leading { op };
+        PrimError::new(PrimErrorKind::Incompatible { a: a.to_vec(), b: b.to_vec(), how })
+            .on("b")
+            .hint(Hint::SameLeadingAxes)
+    }
+
     /// A task option's check, in prose (see [`PrimErrorKind::Task`]).
     pub fn task(message: impl Into<String>) -> PrimError {
         PrimError::new(PrimErrorKind::Task(message.into()))

@@ -225,27 +225,19 @@ pub fn encode(s: &RunSummary) -> Vec<u8> {
     w.u64(s.param_count);
     w.str(&s.spec_path);
     w.str(&s.spec_hash);
-    match &s.live {
-        None => w.u8(0),
-        Some(l) => {
-            w.u8(1);
-            w.u64(l.steps_total);
-            w.f64(l.train_seconds);
-            w.u64(l.resumed_from);
-            w.opt(l.max_time);
-            w.f64(l.updated_at);
-            match &l.owner {
-                None => w.u8(0),
-                Some(o) => {
-                    w.u8(1);
-                    w.str(&o.hostname);
-                    w.str(&o.boot_id);
-                    w.u64(o.pid as u64);
-                    w.u64(o.start_ticks);
-                }
-            }
-        }
-    }
+    w.option(s.live.as_ref(), |w, l| {
+        w.u64(l.steps_total);
+        w.f64(l.train_seconds);
+        w.u64(l.resumed_from);
+        w.opt(l.max_time);
+        w.f64(l.updated_at);
+        w.option(l.owner.as_ref(), |w, o| {
+            w.str(&o.hostname);
+            w.str(&o.boot_id);
+            w.u64(o.pid as u64);
+            w.u64(o.start_ticks);
+        });
+    });
     w.0
 }
 
@@ -343,25 +335,23 @@ fn read(r: &mut Reader, d: &mut Decoder) -> Option<RunSummary> {
         param_count: r.u64()?,
         spec_path: r.string()?,
         spec_hash: r.string()?,
-        live: match r.u8()? {
-            0 => None,
-            _ => Some(LiveSummary {
+        live: r.option(|r| {
+            Some(LiveSummary {
                 steps_total: r.u64()?,
                 train_seconds: r.f64()?,
                 resumed_from: r.u64()?,
                 max_time: r.opt()?,
                 updated_at: r.f64()?,
-                owner: match r.u8()? {
-                    0 => None,
-                    _ => Some(ProcessIdentity {
+                owner: r.option(|r| {
+                    Some(ProcessIdentity {
                         hostname: r.string()?,
                         boot_id: r.string()?,
                         pid: u32::try_from(r.u64()?).ok()?,
                         start_ticks: r.u64()?,
-                    }),
-                },
-            }),
-        },
+                    })
+                })?,
+            })
+        })?,
     })
 }
 
@@ -387,14 +377,18 @@ impl Writer {
         self.u32(s.len() as u32);
         self.0.extend_from_slice(s.as_bytes());
     }
-    fn opt(&mut self, v: Option<f64>) {
+    /// `0` for none, else `1` and the value as `write` writes it.
+    fn option<T>(&mut self, v: Option<T>, write: impl FnOnce(&mut Self, T)) {
         match v {
             None => self.u8(0),
             Some(v) => {
                 self.u8(1);
-                self.f64(v);
+                write(self, v);
             }
         }
+    }
+    fn opt(&mut self, v: Option<f64>) {
+        self.option(v, Self::f64);
     }
     fn value(&mut self, v: &Value) {
         match v {
@@ -457,12 +451,16 @@ impl Reader<'_> {
         let n = self.u32()? as usize;
         String::from_utf8(self.slice(n)?.to_vec()).ok()
     }
-    fn opt(&mut self) -> Option<Option<f64>> {
+    /// What [`Writer::option`] wrote, the value read by `read`.
+    fn option<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
         match self.u8()? {
             0 => Some(None),
-            1 => Some(Some(self.f64()?)),
+            1 => Some(Some(read(self)?)),
             _ => None,
         }
+    }
+    fn opt(&mut self) -> Option<Option<f64>> {
+        self.option(Self::f64)
     }
     fn value(&mut self, depth: usize) -> Option<Value> {
         Some(match self.u8()? {
@@ -525,6 +523,19 @@ mod tests {
     fn summaries_round_trip() {
         let s = sample();
         assert_eq!(decode(7, &encode(&s)).unwrap(), s);
+        let owner = ProcessIdentity { hostname: "h".into(), boot_id: "b".into(), pid: 42, start_ticks: 7 };
+        let live = LiveSummary {
+            steps_total: 9,
+            train_seconds: 1.5,
+            resumed_from: 3,
+            max_time: None,
+            updated_at: 2.0,
+            owner: None,
+        };
+        for live in [live.clone(), LiveSummary { max_time: Some(60.0), owner: Some(owner), ..live }] {
+            let running = RunSummary { live: Some(live), ..sample() };
+            assert_eq!(decode(7, &encode(&running)).unwrap(), running);
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshTask, Seq, stratify};
+use super::fresh::{Fresh, FreshTask, Seq, stratified_groups};
 use super::options::TaskOption;
 use super::prelude::*;
 
@@ -80,12 +80,9 @@ impl Fresh for Copy {
         self.generate(rng, batch, len, device)
     }
     fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
-        let counts = stratify(n, self.max_len - self.min_len + 1);
-        let mut groups = vec![];
-        for (i, count) in counts.into_iter().enumerate().filter(|(_, c)| *c > 0) {
-            groups.push(self.generate(rng, count, self.min_len + i, device)?);
-        }
-        Ok(groups)
+        stratified_groups(n, self.max_len - self.min_len + 1, |i, count| {
+            self.generate(rng, count, self.min_len + i, device)
+        })
     }
 }
 

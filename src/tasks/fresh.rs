@@ -159,9 +159,24 @@ pub(super) fn cut(groups: &[Batch], batch_size: usize) -> candle_core::Result<Ve
     Ok(out)
 }
 
+/// A held-out set of `n` examples spread evenly over `configs` shapes ([`stratify`]): a group for
+/// each shape that gets examples, `group(shape, count)`.
+pub(super) fn stratified_groups(
+    n: usize,
+    configs: usize,
+    mut group: impl FnMut(usize, usize) -> candle_core::Result<Batch>,
+) -> candle_core::Result<Vec<Batch>> {
+    stratify(n, configs)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, count)| *count > 0)
+        .map(|(c, count)| group(c, count))
+        .collect()
+}
+
 /// Splits `n` examples evenly over `configs` shapes: example `i` gets shape `i·configs / n`
 /// (so every shape is equally represented, as NAM's digit schedule). Returns the count per shape.
-pub(super) fn stratify(n: usize, configs: usize) -> Vec<usize> {
+fn stratify(n: usize, configs: usize) -> Vec<usize> {
     let mut counts = vec![0; configs];
     for i in 0..n {
         counts[i * configs / n] += 1;

@@ -35,7 +35,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
-use super::fresh::{Fresh, FreshTask, Seq, stratify};
+use super::fresh::{Fresh, FreshTask, Seq, stratified_groups};
 use super::options::TaskOption;
 use super::prelude::*;
 
@@ -144,13 +144,10 @@ impl Fresh for Rar {
     }
     fn held_out(&self, rng: &mut ChaCha8Rng, n: usize, device: &Device) -> candle_core::Result<Vec<Batch>> {
         let lens = self.max_len - self.min_len + 1;
-        let counts = stratify(n, (self.max_items - self.min_items + 1) * lens);
-        let mut groups = vec![];
-        for (c, count) in counts.into_iter().enumerate().filter(|(_, c)| *c > 0) {
+        stratified_groups(n, (self.max_items - self.min_items + 1) * lens, |c, count| {
             let (items, len) = (self.min_items + c / lens, self.min_len + c % lens);
-            groups.push(self.generate(rng, count, items, len, None, device)?);
-        }
-        Ok(groups)
+            self.generate(rng, count, items, len, None, device)
+        })
     }
 }
 

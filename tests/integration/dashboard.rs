@@ -10,7 +10,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -100,6 +100,17 @@ fn filled_store() -> tempfile::TempDir {
     dir
 }
 
+/// A dashboard on a filled store with the runs `extra` added, and the store's folder, which
+/// must outlive it.
+fn filled_dashboard(extra: &[memctl::store::RunRecord]) -> (tempfile::TempDir, Dashboard) {
+    let dir = filled_store();
+    if !extra.is_empty() {
+        open(dir.path()).put_many(extra).unwrap();
+    }
+    let ui = Dashboard::start(dir.path(), &[]);
+    (dir, ui)
+}
+
 fn encode(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
@@ -110,8 +121,7 @@ fn close(a: &Json, b: f64) -> bool {
 
 #[test]
 fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
 
     // Every run, newest first, with few columns (to fit a laptop); the CLI's default ones to
     // pick from; wall time in seconds, which the page shows as the CLI does.
@@ -186,9 +196,7 @@ fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
 
 #[test]
 fn a_run_that_stops_on_a_metric_shows_and_draws_that_metric() {
-    let dir = filled_store();
-    open(dir.path()).put_many(&[one_point_run(8)]).unwrap();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[one_point_run(8)]);
     let runs = ui.ok_json("/api/runs?where=id%20%3D%3D%208");
     assert_eq!(
         runs["columns"],
@@ -212,9 +220,7 @@ fn a_run_that_stops_on_a_metric_shows_and_draws_that_metric() {
 
 #[test]
 fn only_the_running_runs_the_filter_keeps_count() {
-    let dir = filled_store();
-    open(dir.path()).put_many(&[running_run(8)]).unwrap();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[running_run(8)]);
     assert_eq!(ui.ok_json("/api/runs")["running"], 1);
     let gated = ui.ok_json(&format!("/api/runs?where={}", encode("gates")));
     assert_eq!((gated["matched"].as_u64(), gated["running"].as_u64()), (Some(5), Some(0)));
@@ -251,8 +257,7 @@ fn a_malformed_filter_gets_the_clis_located_error() {
 
 #[test]
 fn it_serves_only_its_own_pages_and_never_writes() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let (status, page) = ui.request("GET", "/");
     assert_eq!(status, 200);
     assert!(page.contains("<script src=\"/app.js\">") && !page.contains("http"), "no CDN, nothing external");
@@ -278,8 +283,7 @@ fn it_serves_only_its_own_pages_and_never_writes() {
 
 #[test]
 fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     // 1 500 `not`s (6 KB) are deep enough to overflow a worker's stack, were their tree built.
     for nots in [1_500, 5_000] {
         let (status, body) =
@@ -293,8 +297,7 @@ fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
 
 #[test]
 fn only_requests_addressed_to_this_machine_are_answered() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let port = ui.addr.rsplit(':').next().unwrap();
     // A page on another site that re-points its name at 127.0.0.1 (DNS rebinding) sends its name.
     for host in [
@@ -316,8 +319,7 @@ fn only_requests_addressed_to_this_machine_are_answered() {
 
 #[test]
 fn head_answers_as_get_without_the_body() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let (_, page) = ui.request("GET", "/");
     for path in ["/", "/app.js", "/api/runs"] {
         let (status, head, body) = ui.exchange(&format!("HEAD {path} HTTP/1.1\r\nHost: {}\r\n", ui.addr));
@@ -334,8 +336,7 @@ fn head_answers_as_get_without_the_body() {
 
 #[test]
 fn an_unknown_metric_or_experiment_is_a_404_naming_it() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     let (status, body) = ui.get_json("/api/curves?ids=1,4&metric=val_acuracy");
     assert_eq!(status, 404, "{body}");
     let error = body["error"].as_str().unwrap();
@@ -364,8 +365,7 @@ fn an_unknown_metric_or_experiment_is_a_404_naming_it() {
 
 #[test]
 fn it_reads_the_store_while_another_process_writes_it() {
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (dir, ui) = filled_dashboard(&[]);
     assert_eq!(ui.ok_json("/api/runs")["matched"], 7);
     // The dashboard does not hold the store: this process writes a run while it serves.
     open(dir.path()).put_many(&[record(8, config(48, false, 1), 0.3, None)]).unwrap();
@@ -408,14 +408,44 @@ fn running_run(id: u64) -> memctl::store::RunRecord {
     running
 }
 
-fn chromium_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(p) = chromium::find() {
-        return Some(p);
+/// Headless Chromium on a profile of its own, both gone when this is dropped; it derefs to its
+/// one tab.
+struct Browser {
+    tab: std::sync::Arc<headless_chrome::Tab>,
+    _chromium: headless_chrome::Browser,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Loads `url` and waits until it has.
+    fn go(&self, url: &str) {
+        self.tab.navigate_to(url).unwrap().wait_until_navigated().unwrap();
     }
-    let required = ["CI", "MEMCTL_REQUIRE_BROWSER"].iter().any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
-    assert!(!required, "{test} needs Chromium and none was found (apt-get install chromium, or set MEMCTL_CHROMIUM)");
-    eprintln!("skipping {test}: no Chromium found (apt-get install chromium, or set MEMCTL_CHROMIUM)");
-    None
+}
+
+impl std::ops::Deref for Browser {
+    type Target = headless_chrome::Tab;
+    fn deref(&self) -> &headless_chrome::Tab {
+        &self.tab
+    }
+}
+
+/// Chromium started for `test`, or `None` (the test skips) where there is none and none is
+/// required.
+fn browser_or_skip(test: &str) -> Option<Browser> {
+    let Some(chromium) = chromium::find() else {
+        let required =
+            ["CI", "MEMCTL_REQUIRE_BROWSER"].iter().any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+        assert!(
+            !required,
+            "{test} needs Chromium and none was found (apt-get install chromium, or set MEMCTL_CHROMIUM)"
+        );
+        eprintln!("skipping {test}: no Chromium found (apt-get install chromium, or set MEMCTL_CHROMIUM)");
+        return None;
+    };
+    let profile = tempfile::tempdir().unwrap();
+    let (browser, tab) = chromium::launch(chromium, profile.path());
+    Some(Browser { tab, _chromium: browser, _profile: profile })
 }
 
 /// Evaluates `js` in the page until it returns `want`, or panics with what it last returned.
@@ -433,14 +463,11 @@ fn wait_for(tab: &headless_chrome::Tab, js: &str, want: &Json) {
 
 #[test]
 fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves") else {
+    let Some(tab) = browser_or_skip("in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
-    tab.navigate_to(&ui.url("/")).unwrap().wait_until_navigated().unwrap();
+    let (_dir, ui) = filled_dashboard(&[]);
+    tab.go(&ui.url("/"));
 
     // Every run, and the curves of the first ten.
     let rows = "document.querySelectorAll('#runs tbody tr').length";
@@ -545,15 +572,11 @@ fn tick_labels(tab: &headless_chrome::Tab, anchor: &str) -> Vec<String> {
 
 #[test]
 fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply")
-    else {
+    let Some(tab) = browser_or_skip("in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
-    tab.navigate_to(&ui.url("/?picked=1,4")).unwrap().wait_until_navigated().unwrap();
+    let (_dir, ui) = filled_dashboard(&[]);
+    tab.go(&ui.url("/?picked=1,4"));
     wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
 
     // Rows take their curve's colour; rows not drawn have none.
@@ -638,7 +661,7 @@ fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
 
     // The whole view comes back from its address.
     let shared = tab.get_url();
-    tab.navigate_to(&shared).unwrap().wait_until_navigated().unwrap();
+    tab.go(&shared);
     wait_for(&tab, "document.querySelectorAll('#charts polyline.raw').length", &Json::from(4));
     assert_eq!(tick_labels(&tab, "end"), ["0.1", "0.2", "0.5", "1"]);
     let at: (f64, f64) = serde_json::from_str(&eval_str(&tab, &last_marker(&red))).unwrap();
@@ -649,13 +672,12 @@ fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
 
 #[test]
 fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter() {
-    let Some(chromium) =
-        chromium_or_skip("in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter")
+    let Some(tab) =
+        browser_or_skip("in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter")
     else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     // The API: the six finished runs' accuracy against d and gates (the seed is no setting).
     let scatter = ui.ok_json("/api/scatter");
     assert_eq!(scatter["metric"], "accuracy");
@@ -668,19 +690,14 @@ fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_para
     assert_eq!(status, 404, "{body}");
     assert!(body["error"].as_str().unwrap().contains("did you mean `accuracy`?"), "{body}");
 
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
     // Every finished run in each panel; then those of a filter.
-    tab.navigate_to(&ui.url("/?tab=params")).unwrap().wait_until_navigated().unwrap();
+    tab.go(&ui.url("/?tab=params"));
     let counts = "JSON.stringify([...document.querySelectorAll('#panels figure')].map(f => f.querySelectorAll('circle.dot').length))";
     wait_for(&tab, counts, &Json::from("[6,6]"));
     let d_ticks = "JSON.stringify([...document.querySelectorAll('#panels figure[data-name=d] text.tick[text-anchor=middle]')].map(t => t.textContent))";
     assert_eq!(eval_str(&tab, d_ticks), r#"["48","96"]"#, "a grid's values are its ticks");
     screenshot(&tab, "docs/ui-params.png");
-    tab.navigate_to(&ui.url(&format!("/?tab=params&where={}", encode("d == 96"))))
-        .unwrap()
-        .wait_until_navigated()
-        .unwrap();
+    tab.go(&ui.url(&format!("/?tab=params&where={}", encode("d == 96"))));
     wait_for(&tab, "document.querySelectorAll('#panels figure').length", &Json::from(2));
     let dots = "JSON.stringify([...document.querySelectorAll('#panels figure')].map(f => [f.dataset.name, \
                 [...f.querySelectorAll('circle.dot')].map(c => +c.dataset.id).sort()]))";
@@ -723,12 +740,10 @@ fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_para
 
 #[test]
 fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates")
-    else {
+    let Some(tab) = browser_or_skip("in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
+    let (_dir, ui) = filled_dashboard(&[]);
     // The API, grouped: the d panel has each group's mean at its value; a line per group.
     let scatter = ui.ok_json(&format!("/api/scatter?group_by=d&where={}", encode("gates")));
     assert_eq!(scatter["grouped"], true);
@@ -751,10 +766,8 @@ fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
     let (status, body) = ui.get_json("/api/scatter?group_by=nosuch.d");
     assert_eq!(status, 400, "{body}");
 
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
     // Ungrouped: an axis per swept parameter and the metric's last, a line per finished run.
-    tab.navigate_to(&ui.url("/?tab=params")).unwrap().wait_until_navigated().unwrap();
+    tab.go(&ui.url("/?tab=params"));
     let lines = "document.querySelectorAll('#parallel polyline.pc-line').length";
     wait_for(&tab, lines, &Json::from(6));
     let axes = "JSON.stringify([...document.querySelectorAll('#parallel g.pc-axis')].map(g => g.dataset.name))";
@@ -788,7 +801,7 @@ fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
     // Grouped by d: a point per group and value, and a line per group, each in its group's
     // colour (its row's and its curve's).
     let view = format!("/?tab=params&group_by=d&where={}", encode("status == \"done\" and gates"));
-    tab.navigate_to(&ui.url(&view)).unwrap().wait_until_navigated().unwrap();
+    tab.go(&ui.url(&view));
     wait_for(&tab, lines, &Json::from(2));
     let rows = "JSON.stringify(Object.fromEntries([...document.querySelectorAll('#runs tbody tr')] \
                 .map(tr => ['d=' + tr.cells[0].textContent, tr.style.getPropertyValue('--curve')])))";
@@ -830,14 +843,11 @@ fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
 
 #[test]
 fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_a_run_has_its_own_page_with_all_its_curves") else {
+    let Some(tab) = browser_or_skip("in_a_browser_a_run_has_its_own_page_with_all_its_curves") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
-    tab.navigate_to(&ui.url("/#/run/6")).unwrap().wait_until_navigated().unwrap();
+    let (_dir, ui) = filled_dashboard(&[]);
+    tab.go(&ui.url("/#/run/6"));
     let charts = "JSON.stringify([...document.querySelectorAll('#run-charts figure')].map(f => [f.dataset.metric, \
                   f.querySelectorAll('polyline.curve').length, f.querySelectorAll('circle.marker').length]))";
     wait_for(&tab, &format!("{charts} !== '[]'"), &Json::Bool(true));
@@ -874,15 +884,12 @@ fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
 
 #[test]
 fn in_a_browser_the_table_exports_as_csv_and_a_chart_as_png() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_the_table_exports_as_csv_and_a_chart_as_png") else {
+    let Some(tab) = browser_or_skip("in_a_browser_the_table_exports_as_csv_and_a_chart_as_png") else {
         return;
     };
-    let dir = filled_store();
-    let ui = Dashboard::start(dir.path(), &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    let (_dir, ui) = filled_dashboard(&[]);
     let view = format!("/?where={}&group_by=d&columns=accuracy,wall&sort=d", encode("status == \"done\" and gates"));
-    tab.navigate_to(&ui.url(&view)).unwrap().wait_until_navigated().unwrap();
+    tab.go(&ui.url(&view));
     wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
 
     // The table shown, values unrounded, each statistic as mean, std and n.
@@ -950,16 +957,11 @@ fn table_cells(tab: &headless_chrome::Tab) -> Vec<Vec<String>> {
 
 #[test]
 fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli")
-    else {
+    let Some(tab) = browser_or_skip("in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli") else {
         return;
     };
-    let dir = filled_store();
-    open(dir.path()).put_many(&[one_point_run(8)]).unwrap();
-    let ui = Dashboard::start(dir.path(), &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
-    tab.navigate_to(&ui.url("/?picked=8")).unwrap().wait_until_navigated().unwrap();
+    let (_dir, ui) = filled_dashboard(&[one_point_run(8)]);
+    tab.go(&ui.url("/?picked=8"));
 
     // Its one point is a marker, on axes whose tick labels differ.
     wait_for(&tab, "document.querySelectorAll('#charts circle.marker').length", &Json::from(1));
@@ -992,10 +994,7 @@ fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
     assert!(tab.get_url().contains("columns="), "{}", tab.get_url());
 
     // A group of one run has no spread: `0.250 (1)`, as `memctl runs --group-by` prints it.
-    tab.navigate_to(&ui.url(&format!("/?where={}&group_by=d,gates", encode("status == \"done\" and id < 8"))))
-        .unwrap()
-        .wait_until_navigated()
-        .unwrap();
+    tab.go(&ui.url(&format!("/?where={}&group_by=d,gates", encode("status == \"done\" and id < 8"))));
     wait_for(&tab, "document.querySelectorAll('#runs tbody tr').length", &Json::from(3));
     let table = table_cells(&tab);
     let accuracy = table[0].iter().position(|c| c == "accuracy").unwrap();
@@ -1004,21 +1003,16 @@ fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
 
 #[test]
 fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
-    let Some(chromium) = chromium_or_skip("in_a_browser_a_running_trial_refreshes_until_it_finishes") else {
+    let Some(tab) = browser_or_skip("in_a_browser_a_running_trial_refreshes_until_it_finishes") else {
         return;
     };
-    let dir = filled_store();
-    open(dir.path()).put_many(&[running_run(8)]).unwrap();
-
-    let ui = Dashboard::start(dir.path(), &[]);
-    let profile = tempfile::tempdir().unwrap();
-    let (_browser, tab) = chromium::launch(chromium, profile.path());
+    let (dir, ui) = filled_dashboard(&[running_run(8)]);
     let summary = "document.getElementById('summary').textContent";
     // A filter that leaves the running run out: nothing on the page changes, nothing refreshes.
-    tab.navigate_to(&ui.url(&format!("/?where={}", encode("d == 96")))).unwrap().wait_until_navigated().unwrap();
+    tab.go(&ui.url(&format!("/?where={}", encode("d == 96"))));
     wait_for(&tab, summary, &Json::from("4 runs"));
 
-    tab.navigate_to(&ui.url("/?picked=8,1")).unwrap().wait_until_navigated().unwrap();
+    tab.go(&ui.url("/?picked=8,1"));
     wait_for(&tab, summary, &Json::from("8 runs; 1 running, refreshing"));
     let points = "document.querySelector('#charts polyline.curve').points.length";
     wait_for(&tab, points, &Json::from(1));

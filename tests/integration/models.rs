@@ -99,39 +99,28 @@ fn overfits(model: &str, tasks: &[&str], steps: usize, lr: f64) {
 const SAM_TASKS: &[&str] = &["assoc", "nfar", "cp", "psort", "rr"];
 const NAM_TASKS: &[&str] = &["add", "pal", "red"];
 
-#[test]
-fn stm_overfits_the_sam_tasks() {
-    overfits("stm(d = 8, nq = 2, nr = 8, head = 16, embed_width = 8)", SAM_TASKS, 30, 1e-2);
+/// A test per row, `name: model on tasks, learning rate`: the model overfits a fixed batch of
+/// each task in 30 steps.
+macro_rules! overfitting {
+    ($($name:ident: $model:literal on $tasks:expr, $lr:literal;)+) => {
+        $(
+            #[test]
+            fn $name() {
+                overfits($model, $tasks, 30, $lr);
+            }
+        )+
+    };
 }
 
-#[test]
-fn lstm_overfits_the_sam_tasks() {
-    overfits("lstm(hidden = 16, embed_width = 8)", SAM_TASKS, 30, 3e-2);
-}
-
-#[test]
-fn rmc_overfits_the_sam_tasks() {
-    overfits("rmc(slots = 2, heads = 2, head_size = 8, head = [32])", SAM_TASKS, 30, 3e-2);
-}
-
-#[test]
-fn lsam_overfits_the_nam_tasks() {
-    overfits("lsam(d = 16, heads = 2, embed_width = 16)", NAM_TASKS, 30, 1e-2);
-}
-
-#[test]
-fn namtm_overfits_the_nam_tasks() {
-    overfits("namtm(d = 16, heads = 2, L = 8, embed_width = 16)", NAM_TASKS, 30, 1e-2);
-}
-
-#[test]
-fn namtm_with_unit_heads_overfits_the_nam_tasks() {
-    overfits("namtmUnitHeads(d = 16, heads = 2, L = 8, embed_width = 16)", NAM_TASKS, 30, 1e-2);
-}
-
-#[test]
-fn lstm_overfits_the_nam_tasks() {
-    overfits("lstm(hidden = 16, embed_width = 8)", NAM_TASKS, 30, 3e-2);
+overfitting! {
+    stm_overfits_the_sam_tasks: "stm(d = 8, nq = 2, nr = 8, head = 16, embed_width = 8)" on SAM_TASKS, 1e-2;
+    lstm_overfits_the_sam_tasks: "lstm(hidden = 16, embed_width = 8)" on SAM_TASKS, 3e-2;
+    rmc_overfits_the_sam_tasks: "rmc(slots = 2, heads = 2, head_size = 8, head = [32])" on SAM_TASKS, 3e-2;
+    lsam_overfits_the_nam_tasks: "lsam(d = 16, heads = 2, embed_width = 16)" on NAM_TASKS, 1e-2;
+    namtm_overfits_the_nam_tasks: "namtm(d = 16, heads = 2, L = 8, embed_width = 16)" on NAM_TASKS, 1e-2;
+    namtm_with_unit_heads_overfits_the_nam_tasks:
+        "namtmUnitHeads(d = 16, heads = 2, L = 8, embed_width = 16)" on NAM_TASKS, 1e-2;
+    lstm_overfits_the_nam_tasks: "lstm(hidden = 16, embed_width = 8)" on NAM_TASKS, 3e-2;
 }
 
 #[test]

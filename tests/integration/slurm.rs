@@ -97,6 +97,15 @@ fn wait_for_state(job: &str, task: usize, state: &str, limit: Duration) {
     }
 }
 
+/// Cancels array task 1 of `job` once it has been running for `after`, then waits for the job
+/// to end.
+fn cancel_task_1(job: &str, after: Duration) {
+    wait_for_state(job, 1, "RUNNING", Duration::from_secs(120));
+    std::thread::sleep(after);
+    assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
+    wait_for(job, Duration::from_secs(300));
+}
+
 /// Waits until Slurm no longer lists any task of `job`.
 fn wait_for(job: &str, limit: Duration) {
     let start = Instant::now();
@@ -158,10 +167,7 @@ fn sweeps_run_on_slurm_sync_once_and_resubmit_only_what_is_missing() {
 
     // Kill one array task mid-run: it leaves no result; resubmitting runs only that trial.
     let job = submit("slow");
-    wait_for_state(&job, 1, "RUNNING", Duration::from_secs(120));
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
-    wait_for(&job, Duration::from_secs(300));
+    cancel_task_1(&job, Duration::from_millis(500));
     let status = text(&folder.memctl(&["status", shared]).stdout);
     assert!(status.contains("1 missing"), "{status}");
     let synced = sync();
@@ -214,10 +220,7 @@ fn a_packed_sweep_trains_a_pack_per_array_task_records_what_trials_alone_record_
     // Kill a packed task mid-run: both its trials are missing, and the resubmission trains
     // them as one pack again, each resumed from the checkpoint it saved on SIGTERM.
     let (job, _) = submit("slow");
-    wait_for_state(&job, 1, "RUNNING", Duration::from_secs(120));
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
-    wait_for(&job, Duration::from_secs(300));
+    cancel_task_1(&job, Duration::from_secs(2));
     let status = text(&folder.memctl(&["status", shared]).stdout);
     assert!(status.contains("2 missing"), "{status}");
     assert!(sync().contains("2 imported"));
@@ -361,10 +364,7 @@ fn a_search_runs_on_slurm_workers_that_share_the_study_and_a_killed_worker_loses
     let out = submit("slow");
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let job = text(&out.stdout).trim().to_string();
-    wait_for_state(&job, 1, "RUNNING", Duration::from_secs(120));
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(Command::new("scancel").arg(format!("{job}_1")).status().unwrap().success());
-    wait_for(&job, Duration::from_secs(300));
+    cancel_task_1(&job, Duration::from_millis(1500));
     let resubmitted = submit("slow");
     assert_eq!(resubmitted.status.code(), Some(0), "{}", text(&resubmitted.stderr));
     let job = text(&resubmitted.stdout).trim().to_string();

@@ -27,63 +27,43 @@ pub trait Real: WithDType + Neg<Output = Self> + Default + Copy + Send + Sync + 
     fn as_mut_vec(s: &mut CpuStorage) -> Option<&mut Vec<Self>>;
 }
 
-impl Real for f64 {
-    #[inline(always)]
-    fn exp(self) -> f64 {
-        f64::exp(self)
-    }
-    #[inline(always)]
-    fn tanh(self) -> f64 {
-        f64::tanh(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-    #[inline(always)]
-    fn ln_1p(self) -> f64 {
-        f64::ln_1p(self)
-    }
-    #[inline(always)]
-    fn abs(self) -> f64 {
-        f64::abs(self)
-    }
-    fn as_slice(s: &CpuStorage) -> Option<&[f64]> {
-        if let CpuStorage::F64(v) = s { Some(v) } else { None }
-    }
-    fn as_mut_vec(s: &mut CpuStorage) -> Option<&mut Vec<f64>> {
-        if let CpuStorage::F64(v) = s { Some(v) } else { None }
-    }
+/// `Real` for a float type: its storage variant, and its `exp` and `tanh` (the standard
+/// library's for `f64`, the vectorisable approximations for `f32`); the rest is std's.
+macro_rules! impl_real {
+    ($t:ty, $variant:ident, exp: $exp:path, tanh: $tanh:path) => {
+        impl Real for $t {
+            #[inline(always)]
+            fn exp(self) -> $t {
+                $exp(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> $t {
+                $tanh(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> $t {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> $t {
+                <$t>::ln_1p(self)
+            }
+            #[inline(always)]
+            fn abs(self) -> $t {
+                <$t>::abs(self)
+            }
+            fn as_slice(s: &CpuStorage) -> Option<&[$t]> {
+                if let CpuStorage::$variant(v) = s { Some(v) } else { None }
+            }
+            fn as_mut_vec(s: &mut CpuStorage) -> Option<&mut Vec<$t>> {
+                if let CpuStorage::$variant(v) = s { Some(v) } else { None }
+            }
+        }
+    };
 }
 
-impl Real for f32 {
-    #[inline(always)]
-    fn exp(self) -> f32 {
-        exp_f32(self)
-    }
-    #[inline(always)]
-    fn tanh(self) -> f32 {
-        tanh_f32(self)
-    }
-    #[inline(always)]
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-    #[inline(always)]
-    fn ln_1p(self) -> f32 {
-        f32::ln_1p(self)
-    }
-    #[inline(always)]
-    fn abs(self) -> f32 {
-        f32::abs(self)
-    }
-    fn as_slice(s: &CpuStorage) -> Option<&[f32]> {
-        if let CpuStorage::F32(v) = s { Some(v) } else { None }
-    }
-    fn as_mut_vec(s: &mut CpuStorage) -> Option<&mut Vec<f32>> {
-        if let CpuStorage::F32(v) = s { Some(v) } else { None }
-    }
-}
+impl_real!(f64, F64, exp: f64::exp, tanh: f64::tanh);
+impl_real!(f32, F32, exp: exp_f32, tanh: tanh_f32);
 
 /// `e^x` (Cephes `expf`): `x = n ln 2 + r`, `|r| ≤ ½ ln 2`, `e^r` by a degree-6 polynomial,
 /// `2^n` built in the exponent bits. Inputs are clamped to `[−87.3, 88]` (results stay normal).

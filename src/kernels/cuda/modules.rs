@@ -3,7 +3,7 @@
 //! `ptxas`, loaded by candle's device on first use) and [`run`]. Each fused op launches its
 //! own kernels (its `cuda` module) with its own launch shape; nothing here knows a kernel.
 
-use candle_core::cuda_backend::cudarc::driver::{LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{CudaView, LaunchArgs, LaunchConfig, PushKernelArg};
 use candle_core::cuda_backend::{CudaDevice, CudaFunc, WrapErr};
 use candle_core::{CudaStorage, Layout, Result};
 
@@ -47,6 +47,22 @@ pub(super) fn launch_config(shape: LaunchShape) -> LaunchConfig {
     }
 }
 
+/// An operand's f32 elements as laid out: from its layout's start offset, contiguous.
+pub(super) fn f32_view<'a>(storage: &'a CudaStorage, layout: &Layout) -> Result<CudaView<'a, f32>> {
+    let start = layout.start_offset();
+    Ok(storage.as_cuda_slice::<f32>()?.slice(start..start + layout.shape().elem_count()))
+}
+
+/// Pushes a kernel's scalar arguments after its buffers: the ints, then the floats.
+pub(super) fn push_scalars<'a>(builder: &mut LaunchArgs<'a>, ints: &'a [i32], floats: &'a [f32]) {
+    for i in ints {
+        builder.arg(i);
+    }
+    for f in floats {
+        builder.arg(f);
+    }
+}
+
 /// Launches `kernel` of `module` with the operands' f32 elements (each from its layout's start
 /// offset, contiguous), a new output buffer of `len` elements, then `ints` and `floats`.
 ///
@@ -64,13 +80,7 @@ pub(super) unsafe fn run(
 ) -> Result<CudaStorage> {
     let Some((first, _)) = operands.first() else { candle_core::bail!("{kernel}: no operands") };
     let dev = first.device.clone();
-    let views = operands
-        .iter()
-        .map(|(s, l)| {
-            let start = l.start_offset();
-            Ok(s.as_cuda_slice::<f32>()?.slice(start..start + l.shape().elem_count()))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let views = operands.iter().map(|(s, l)| f32_view(s, l)).collect::<Result<Vec<_>>>()?;
     // SAFETY: every element is written by the kernel (the caller's contract).
     let out = unsafe { dev.alloc::<f32>(len)? };
     if len == 0 {
@@ -82,12 +92,7 @@ pub(super) unsafe fn run(
         builder.arg(v);
     }
     builder.arg(&out);
-    for i in ints {
-        builder.arg(i);
-    }
-    for f in floats {
-        builder.arg(f);
-    }
+    push_scalars(&mut builder, ints, floats);
     // SAFETY: the argument list is the kernel's (the caller's contract).
     unsafe { builder.launch(config) }.w()?;
     Ok(CudaStorage::wrap_cuda_slice(out, dev))

@@ -167,6 +167,20 @@ pub fn inputs<'a, const N: usize>(op: &str, inputs: &[&'a Tensor]) -> Result<[&'
     })
 }
 
+/// The tensors of a call's inputs: `N` of them, then its optional last input where the call has
+/// it (`optional`); as for [`inputs`], a different count is a bug in memctl.
+pub fn inputs_and_optional<'a, const N: usize>(
+    op: &str,
+    tensors: &[&'a Tensor],
+    optional: bool,
+) -> Result<([&'a Tensor; N], Option<&'a Tensor>)> {
+    let given = N + usize::from(optional);
+    if tensors.len() != given {
+        candle_core::bail!("internal: `{op}` expects {given} tensor inputs, got {}", tensors.len());
+    }
+    Ok((inputs(op, &tensors[..N])?, tensors.get(N).copied()))
+}
+
 /// A fused op: it runs (`Op`) and has its own reverse mode (`TrainOp`), which is why it exists
 /// (`prims::fusion` pairs the calls that run as one).
 pub trait FusedOp: Op + TrainOp {}
@@ -177,12 +191,22 @@ impl<T: Op + TrainOp> FusedOp for T {}
 mod tests {
     use candle_core::{Device, Tensor};
 
-    use super::{Alone, Pack, Products};
+    use super::{Alone, Pack, Products, inputs_and_optional};
 
     /// `n` distinct numbers shaped `dims`.
     fn numbers(dims: &[usize], from: f32) -> Tensor {
         let n: usize = dims.iter().product();
         Tensor::arange(from, from + n as f32, &Device::Cpu).unwrap().reshape(dims).unwrap().sin().unwrap()
+    }
+
+    #[test]
+    fn an_optional_input_is_the_one_after_the_required_ones() {
+        let (a, b) = (numbers(&[1], 0.0), numbers(&[1], 1.0));
+        let ([first], last) = inputs_and_optional::<1>("op", &[&a, &b], true).unwrap();
+        assert!(std::ptr::eq(first, &a) && last.is_some_and(|t| std::ptr::eq(t, &b)));
+        assert!(inputs_and_optional::<1>("op", &[&a], false).unwrap().1.is_none());
+        assert!(inputs_and_optional::<1>("op", &[&a], true).is_err(), "the optional input is missing");
+        assert!(inputs_and_optional::<1>("op", &[&a, &b], false).is_err(), "one input too many");
     }
 
     #[test]

@@ -24,10 +24,7 @@ fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
             .hint(Hint::MakeVector));
     };
     if lead_a != lead_b {
-        let how = Combine::Leading { op: "concat" };
-        return Err(PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how })
-            .on("b")
-            .hint(Hint::SameLeadingAxes));
+        return Err(PrimError::leading_axes_differ("concat", a, b));
     }
     let mut out = lead_a.to_vec();
     out.push(n + m);

@@ -23,10 +23,7 @@ fn configure(args: &Args) -> Result<(impl Op + 'static, Inferred), PrimError> {
         return Err(PrimError::new(PrimErrorKind::Scalar { needs: "outer products need vectors (or larger)" }).on(arg));
     };
     if lead_a != lead_b {
-        let how = Combine::Leading { op: "outer" };
-        return Err(PrimError::new(PrimErrorKind::Incompatible { a: a.clone(), b: b.clone(), how })
-            .on("b")
-            .hint(Hint::SameLeadingAxes));
+        return Err(PrimError::leading_axes_differ("outer", a, b));
     }
     let mut out = lead_a.to_vec();
     out.extend([n, m]);

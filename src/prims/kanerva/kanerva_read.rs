@@ -42,16 +42,7 @@ pub(super) struct KanervaReadOp {
 
 impl Op for KanervaReadOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (r, z, eta) = match self.has_eta {
-            true => {
-                let [r, z, eta] = op::inputs("kanervaRead", inputs)?;
-                (r, z, Some(eta))
-            }
-            false => {
-                let [r, z] = op::inputs("kanervaRead", inputs)?;
-                (r, z, None)
-            }
-        };
+        let ([r, z], eta) = op::inputs_and_optional("kanervaRead", inputs, self.has_eta)?;
         let batch = r.dim(0)?.max(z.dim(0)?);
         Ok(vec![address(r, z, eta, self.k, batch, self.lambda)?.mu])
     }

@@ -101,16 +101,7 @@ pub(super) struct KanervaUpdateOp {
 
 impl Op for KanervaUpdateOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (r, v, z, eta) = match self.has_eta {
-            true => {
-                let [r, v, z, eta] = op::inputs("kanervaUpdate", inputs)?;
-                (r, v, z, Some(eta))
-            }
-            false => {
-                let [r, v, z] = op::inputs("kanervaUpdate", inputs)?;
-                (r, v, z, None)
-            }
-        };
+        let ([r, v, z], eta) = op::inputs_and_optional("kanervaUpdate", inputs, self.has_eta)?;
         let batch = r.dim(0)?.max(v.dim(0)?).max(z.dim(0)?);
         let (_, k, _, m) = r.dims4()?;
         let v = v.broadcast_as((batch, k, m, m))?.contiguous()?;

@@ -116,16 +116,7 @@ struct HeadMoveOp {
 
 impl Op for HeadMoveOp {
     fn forward(&self, inputs: &[&Tensor], _params: &[&Tensor]) -> candle_core::Result<Vec<Tensor>> {
-        let (pos, moves, jump) = match self.jump {
-            true => {
-                let [pos, moves, jump] = op::inputs("headMove", inputs)?;
-                (pos, moves, Some(jump))
-            }
-            false => {
-                let [pos, moves] = op::inputs("headMove", inputs)?;
-                (pos, moves, None)
-            }
-        };
+        let ([pos, moves], jump) = op::inputs_and_optional("headMove", inputs, self.jump)?;
         let next = match crate::kernels::cuda::switches::used_for(pos, crate::kernels::cuda::nam::head_move::HEAD_MOVE)
         {
             true => head_move::head_move(pos, moves, jump)?,

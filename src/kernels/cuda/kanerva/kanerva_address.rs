@@ -256,7 +256,7 @@ pub fn sum_launch_shape(batch: u32) -> LaunchShape {
 /// The launch of its CUDA kernels, with the `cuda` feature.
 #[cfg(feature = "cuda")]
 mod cuda {
-    use crate::kernels::cuda::modules::{KANERVA_ADDRESS, launch_config};
+    use crate::kernels::cuda::modules::{KANERVA_ADDRESS, f32_view, launch_config};
     use candle_core::cuda_backend::WrapErr;
     use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
     use candle_core::{CudaStorage, Layout, Result};
@@ -292,13 +292,7 @@ mod cuda {
         };
         let Some((first, _)) = operands.first() else { candle_core::bail!("{kernel}: no operands") };
         let dev = first.device.clone();
-        let views = operands
-            .iter()
-            .map(|(st, l)| {
-                let start = l.start_offset();
-                Ok(st.as_cuda_slice::<f32>()?.slice(start..start + l.shape().elem_count()))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let views = operands.iter().map(|(st, l)| f32_view(st, l)).collect::<Result<Vec<_>>>()?;
         // SAFETY: between them the two kernels write every element (see below).
         let out = unsafe { dev.alloc::<f32>(len)? };
         if len == 0 || batch * s.k == 0 {

@@ -154,7 +154,7 @@ fn launch(kernel: &'static str, _: &[&Tensor], _: &[&Tensor], _: usize, _: &[i32
 #[cfg(feature = "cuda")]
 mod cuda {
     use crate::kernels::cuda::launch_shape::LaunchShape;
-    use crate::kernels::cuda::modules::{OPTIM_UPDATE, launch_config};
+    use crate::kernels::cuda::modules::{OPTIM_UPDATE, f32_view, launch_config, push_scalars};
     use candle_core::cuda_backend::WrapErr;
     use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
     use candle_core::{Result, Storage, Tensor};
@@ -193,8 +193,7 @@ mod cuda {
                     candle_core::bail!("{kernel}: an operand is not on a CUDA device")
                 };
                 device.get_or_insert_with(|| s.device.clone());
-                let start = layout.start_offset();
-                Ok(s.as_cuda_slice::<f32>()?.slice(start..start + layout.shape().elem_count()))
+                f32_view(s, layout)
             })
             .collect::<Result<Vec<_>>>()?;
         let Some(dev) = device else { candle_core::bail!("{kernel}: no operands") };
@@ -204,12 +203,7 @@ mod cuda {
             builder.arg(v);
         }
         builder.arg(&count);
-        for i in ints {
-            builder.arg(i);
-        }
-        for f in floats {
-            builder.arg(f);
-        }
+        push_scalars(&mut builder, ints, floats);
         // SAFETY: the argument list is the kernel's (the caller's contract).
         unsafe { builder.launch(launch_config(LaunchShape::per_element(count as u32))) }.w()?;
         Ok(())
