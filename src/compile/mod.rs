@@ -384,6 +384,12 @@ impl StepWeights {
         }
     }
 
+    /// Whether a gradient in `store` reached the weights themselves or their aliases (not only
+    /// a pack's stacks).
+    fn reads_own_weights(&self, store: &GradStore) -> bool {
+        self.base.iter().chain(self.steps.iter().flatten()).any(|w| store.get(w).is_some())
+    }
+
     /// Each parameter's gradient in `store` (`None` where no use of it reached the loss): the
     /// sum of its uses' gradients, in one pass (`kernels::cuda::layers::sum_parts`), contiguous.
     fn gradients(&self, store: &GradStore) -> Result<Vec<Option<Tensor>>> {

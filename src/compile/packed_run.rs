@@ -274,24 +274,41 @@ fn join(outs: &[Tensor], outer: usize) -> Result<Tensor> {
     joined.reshape(dims)
 }
 
-/// Each trial's gradients of `total`, the sum of the pack's losses (`None` where a parameter
-/// does not reach its trial's loss), from one backward.
-pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<Vec<Vec<Option<Tensor>>>> {
+/// A pack's gradients from one backward of the sum of its losses.
+pub struct PackGradients {
+    /// Each trial's (`None` where a parameter does not reach its trial's loss).
+    pub trials: Vec<Vec<Option<Tensor>>>,
+    /// Each parameter's over the whole pack, `[P, …]`, where every trial's gradient is its
+    /// row of it: the trials hold their parameters stacked and only packed ops read them.
+    pub stacked: Option<Vec<Option<Tensor>>>,
+}
+
+/// The gradients of `total`, the sum of the pack's losses, from one backward.
+pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<PackGradients> {
     let mut store = match weights.iter().all(|w| w.steps.is_empty()) {
         true => total.backward()?,
         false => total.backward_keeping_variable_layouts()?,
     };
+    let held = weights.first().and_then(|w| w.stacked.as_ref()).map(|row| Arc::clone(&row.params));
     // A held stack's gradient laid out otherwise (a weight read transposed) is made contiguous
     // once, so that each trial's row of it is a view.
-    if let Some(held) = weights.first().and_then(|w| w.stacked.as_ref()) {
-        for s in (0..held.params.params()).filter_map(|k| held.params.stack(k)) {
+    if let Some(held) = &held {
+        for s in (0..held.params()).filter_map(|k| held.stack(k)) {
             if let Some(g) = store.get(s).filter(|g| !g.is_contiguous()) {
                 let g = g.contiguous()?;
                 store.insert(s, g);
             }
         }
     }
-    weights.iter().map(|w| w.gradients(&store)).collect()
+    let only_rows = weights.iter().all(|w| !w.reads_own_weights(&store));
+    let stacked = match held {
+        Some(held) if only_rows => {
+            Some((0..held.params()).map(|k| held.stack(k).and_then(|s| store.get(s).cloned())).collect())
+        }
+        _ => None,
+    };
+    let trials = weights.iter().map(|w| w.gradients(&store)).collect::<Result<_>>()?;
+    Ok(PackGradients { trials, stacked })
 }
 
 #[cfg(test)]

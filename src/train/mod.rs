@@ -17,6 +17,7 @@ pub mod memory;
 pub mod optim;
 pub mod pack;
 mod pack_replay;
+mod pack_update;
 mod trial_run;
 
 use std::collections::BTreeMap;
@@ -157,6 +158,10 @@ pub struct Stepper {
     /// The evaluations' forward, replayed from CUDA graphs (`graph_eval`). Evaluation reads
     /// the stepper shared.
     eval_replay: std::sync::Mutex<graph_eval::EvalReplay>,
+    /// The trial's training settings (a pack compares its trials' update rules).
+    config: crate::train_config::TrainConfig,
+    /// The first trial of a pack that updates as one holds the pack's optimiser (`pack_update`).
+    pack_update: Option<pack_update::PackUpdate>,
 }
 
 impl Stepper {
@@ -172,7 +177,8 @@ impl Stepper {
         let (clip_value, clip_norm, target) = (cfg.clip_value, cfg.clip_norm, trial.task.target());
         let replay = graph_step::Replay::for_device(device, autograd);
         let eval_replay = std::sync::Mutex::new(graph_eval::EvalReplay::for_device(device, dtype));
-        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd, replay, eval_replay })
+        let (config, pack_update) = (cfg.clone(), None);
+        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd, replay, eval_replay, config, pack_update })
     }
 
     pub fn cell(&self) -> &Cell {

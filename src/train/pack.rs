@@ -19,6 +19,7 @@ use candle_core::{Device, Result, Tensor};
 
 use super::checkpoint::Checkpoints;
 use super::pack_replay::PackReplay;
+use super::pack_update::PackUpdate;
 use super::trial_run::{Run, TrialRun};
 use super::{Autograd, Observer, Outcome, Stepper, TrainError, loss, panic_message};
 use crate::check::Trial;
@@ -184,6 +185,11 @@ impl PackSteps {
 /// before the updates. Steppers whose batches have the same shape train as one pack.
 pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
     hold_stacked(steppers, batches)?;
+    // The pack's optimiser counts every step of its trials, whichever updates them.
+    let as_one = match pack_update(steppers) {
+        Some(update) => update.prepare().map(|()| true)?,
+        None => false,
+    };
     let mut values = vec![0.0; steppers.len()];
     for group in same_shapes(batches)? {
         // A trial alone in its shape steps as it would alone (on CUDA, from its own graph).
@@ -191,22 +197,42 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
             values[i] = steppers[i].step(batches[i])?;
             continue;
         }
-        let grads = {
+        let (grads, stacked) = {
             let members: Vec<&Stepper> = group.iter().map(|&i| &*steppers[i]).collect();
             let batches: Vec<&Batch> = group.iter().map(|&i| batches[i]).collect();
             loss_and_grads(&members, &batches)?
         };
-        for (&i, (value, grads)) in group.iter().zip(grads) {
-            values[i] = steppers[i].update(value, grads)?;
+        match stacked.filter(|_| as_one && group.len() == steppers.len()) {
+            Some(stacked) => {
+                for (&i, (value, _)) in group.iter().zip(grads) {
+                    steppers[i].opt.prepare()?;
+                    values[i] = value;
+                }
+                if let Some(update) = pack_update(steppers) {
+                    update.update(&stacked)?;
+                }
+            }
+            None => {
+                for (&i, (value, grads)) in group.iter().zip(grads) {
+                    values[i] = steppers[i].update(value, grads)?;
+                }
+            }
         }
     }
     Ok(values)
 }
 
+/// The pack's own optimiser ([`PackUpdate`]), where `steppers` are the whole pack that holds it.
+pub(super) fn pack_update<'s>(steppers: &'s mut [&mut Stepper]) -> Option<&'s mut PackUpdate> {
+    let held = Cell::shared_stacks(&steppers.iter().map(|s| &s.cell).collect::<Vec<_>>())?;
+    steppers.first_mut()?.pack_update.as_mut().filter(|u| u.serves(&held))
+}
+
 /// Makes `steppers` hold their parameters stacked ([`crate::compile::stacked_params`]) where
 /// candle's autograd trains them as one pack this step (all of one shape) and they do not hold
 /// them so already: when a pack starts and when a trial leaves it. The stacks are a copy of
-/// the parameters; the steppers' own CUDA graphs, captured on the old ones, are dropped. The
+/// the parameters; the steppers' own CUDA graphs, captured on the old ones, are dropped. Where
+/// the trials update by one rule, the first holds the pack's optimiser ([`PackUpdate`]). The
 /// tape (the CPU's gradients) runs each trial's weights apart and keeps them as they are.
 fn hold_stacked(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<()> {
     let candle = steppers.iter().all(|s| s.autograd == Autograd::Candle);
@@ -216,8 +242,12 @@ fn hold_stacked(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<()>
     if Cell::shared_stacks(&steppers.iter().map(|s| &s.cell).collect::<Vec<_>>()).is_some() {
         return Ok(());
     }
-    Cell::stack_parameters(&mut steppers.iter_mut().map(|s| &mut s.cell).collect::<Vec<_>>())?;
-    steppers.iter_mut().try_for_each(|s| s.parameters_moved())
+    let stacks = Cell::stack_parameters(&mut steppers.iter_mut().map(|s| &mut s.cell).collect::<Vec<_>>())?;
+    steppers.iter_mut().try_for_each(|s| s.parameters_moved())?;
+    let update = PackUpdate::hold(steppers, &stacks)?;
+    steppers.iter_mut().for_each(|s| s.pack_update = None);
+    steppers[0].pack_update = update;
+    Ok(())
 }
 
 /// The indices of `batches`, grouped by the shape of their inputs and their scored steps (a
@@ -236,15 +266,24 @@ pub(super) fn same_shapes(batches: &[&Batch]) -> Result<Vec<Vec<usize>>> {
 
 /// Each stepper's loss and gradients on its batch (all of one shape), from packed tapes: the
 /// trials are split into one part per pool thread, each part one tape over its trials.
-fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
-    use rayon::prelude::*;
+fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<(Vec<TrialGrads>, Stacked)> {
     let tape = steppers.iter().all(|s| s.autograd == Autograd::Tape);
     if steppers.len() == 1 {
-        return steppers.iter().zip(batches).map(|(s, b)| s.loss_and_grads(b)).collect();
+        return Ok((steppers.iter().zip(batches).map(|(s, b)| s.loss_and_grads(b)).collect::<Result<_>>()?, None));
     }
     if !tape {
         return autograd_loss_and_grads(steppers, batches);
     }
+    Ok((tape_loss_and_grads(steppers, batches)?, None))
+}
+
+/// Each parameter's gradient over a pack that holds its parameters stacked, `[P, …]`, where
+/// every trial's gradient is its row (`compile::packed_run::PackGradients::stacked`).
+type Stacked = Option<Vec<Option<Tensor>>>;
+
+/// [`loss_and_grads`] by the tape.
+fn tape_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
+    use rayon::prelude::*;
     let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
     let weights: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(false)).collect();
     let tracked: Vec<Vec<Tensor>> = steppers.iter().map(|s| s.cell.weights(true)).collect();
@@ -279,30 +318,34 @@ fn loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<Trial
 
 /// [`loss_and_grads`] by candle's autograd (where the tape does not run): one forward of the
 /// pack ([`crate::compile::packed_run`]), each trial's loss on its rows, and one backward of
-/// their sum. A trial whose loss is not finite gets no gradients, as alone.
-fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<Vec<TrialGrads>> {
+/// their sum. A trial whose loss is not finite gets no gradients, as alone; the stacked
+/// gradients come only where every loss is finite.
+fn autograd_loss_and_grads(steppers: &[&Stepper], batches: &[&Batch]) -> Result<(Vec<TrialGrads>, Stacked)> {
     let inputs: Vec<Tensor> = steppers.iter().zip(batches).map(|(s, b)| s.inputs_of(b)).collect::<Result<_>>()?;
     let targets: Vec<&Tensor> = batches.iter().map(|b| &b.targets).collect();
     let (losses, weights) = pack_losses(steppers, &inputs, &targets, &batches[0].scored)?;
     let values: Vec<f64> = losses.to_dtype(candle_core::DType::F64)?.to_vec1()?;
+    let all_finite = values.iter().all(|v| v.is_finite());
     // Only the finite losses are differentiated: a trial that diverged fails on its own.
-    let total = match values.iter().all(|v| v.is_finite()) {
+    let total = match all_finite {
         true => Some(losses.sum_all()?),
         false => {
             let finite = values.iter().enumerate().filter(|(_, v)| v.is_finite());
             sum(finite.map(|(p, _)| losses.get(p)).collect::<Result<_>>()?)?
         }
     };
-    let mut grads: Vec<Vec<Option<Tensor>>> = steppers.iter().map(|s| vec![None; s.cell.vars().len()]).collect();
-    if let Some(total) = total {
-        grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
-        for (g, v) in grads.iter_mut().zip(&values) {
-            if !v.is_finite() {
-                g.iter_mut().for_each(|x| *x = None);
-            }
+    let Some(total) = total else {
+        let none = steppers.iter().map(|s| vec![None; s.cell.vars().len()]);
+        return Ok((values.into_iter().zip(none).collect(), None));
+    };
+    let mut grads = crate::compile::packed_run::packed_gradients(&weights, &total)?;
+    for (g, v) in grads.trials.iter_mut().zip(&values) {
+        if !v.is_finite() {
+            g.iter_mut().for_each(|x| *x = None);
         }
     }
-    Ok(values.into_iter().zip(grads).collect())
+    let stacked = grads.stacked.filter(|_| all_finite);
+    Ok((values.into_iter().zip(grads.trials).collect(), stacked))
 }
 
 /// The pack's forward by candle's autograd over every trial's `inputs` (joined along the batch)
@@ -328,4 +371,88 @@ pub(super) fn sum(losses: Vec<Tensor>) -> Result<Option<Tensor>> {
     let mut losses = losses.into_iter();
     let Some(first) = losses.next() else { return Ok(None) };
     losses.try_fold(first, |total, l| total + l).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::{DType, Device};
+
+    use super::*;
+
+    /// An LSTM with no learned state: only packed ops read its parameters. Three seeds,
+    /// one update rule.
+    fn spec(optimizer: &str) -> String {
+        format!(
+            "task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+             model plain(d = 8) {{
+               state c = zeros(d)
+               state h = zeros(d)
+               step token {{
+                 c, h = lstmCell(c, h, embed(token, 8))
+                 out linear(h, output_size)
+               }}
+             }}
+             experiment e {{
+               task tiny model plain
+               train {{ optimizer = {optimizer}, batch = 8, clip_value = 0.05 }}
+               sweep {{ seed in [1, 2, 3] }}
+             }}"
+        )
+    }
+
+    /// A pack whose trials update by one rule updates as one, over its stacks, and each trial
+    /// computes what it computes alone: its losses, and afterwards its parameters and its
+    /// optimiser's state (its checkpoint's content), for RMSprop, Adam and SGD.
+    #[test]
+    fn a_pack_of_one_update_rule_updates_as_one_and_each_trial_as_alone() -> Result<()> {
+        for optimizer in ["rmsprop(lr = 1e-2, momentum = 0.9)", "adam(lr = 1e-2)", "sgd(lr = 1e-1)"] {
+            let program = crate::check::checked_text(&spec(optimizer));
+            let trials = &program.experiments[0].trials;
+            let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle);
+            let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect::<Result<_>>()?;
+            let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect::<Result<_>>()?;
+            let mut data: Vec<_> = trials
+                .iter()
+                .map(|t| t.task.data(super::super::data_seed(t.config.seed), &Device::Cpu))
+                .collect::<Result<_>>()?;
+            for step in 0..8 {
+                let batches: Vec<Batch> = data.iter_mut().map(|d| d.train_batch(8)).collect::<Result<_>>()?;
+                let batches: Vec<&Batch> = batches.iter().collect();
+                let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
+                let together = step_pack(&mut members, &batches)?;
+                assert!(pack_update(&mut members).is_some(), "{optimizer}: the pack holds its optimiser");
+                let shared: Vec<&Stepper> = members.iter().map(|s| &**s).collect();
+                assert!(loss_and_grads(&shared, &batches)?.1.is_some(), "{optimizer}: the gradients come stacked");
+                for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
+                    let lone = s.step(b)?;
+                    let value = together[p];
+                    assert!(
+                        (lone - value).abs() <= 1e-5 * lone.abs(),
+                        "{optimizer} trial {p} step {step}: {lone}, {value}"
+                    );
+                }
+            }
+            for (p, (a, b)) in alone.iter().zip(&packed).enumerate() {
+                let ((pa, sa), (pb, sb)) = (a.snapshot(), b.snapshot());
+                assert_eq!(sa.updates, sb.updates, "{optimizer} trial {p}: update counts");
+                let buffers =
+                    |s: &crate::train::optim::OptimState| s.buffers.iter().flatten().cloned().collect::<Vec<_>>();
+                let (ta, tb): (Vec<_>, Vec<_>) = (
+                    pa.into_iter().map(Some).chain(buffers(&sa)).collect(),
+                    pb.into_iter().map(Some).chain(buffers(&sb)).collect(),
+                );
+                assert_eq!(ta.len(), tb.len());
+                for (x, y) in ta.iter().zip(&tb) {
+                    let (Some(x), Some(y)) = (x, y) else {
+                        assert!(x.is_none() && y.is_none());
+                        continue;
+                    };
+                    let worst = (x - y)?.abs()?.max_all()?.to_scalar::<f32>()?;
+                    let scale = x.abs()?.max_all()?.to_scalar::<f32>()?.max(1e-6);
+                    assert!(worst <= 1e-4 * scale, "{optimizer} trial {p}: a tensor differs by {worst} of {scale}");
+                }
+            }
+        }
+        Ok(())
+    }
 }

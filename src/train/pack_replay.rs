@@ -130,8 +130,11 @@ impl PackReplay {
     }
 }
 
-/// Each optimiser's host-side bookkeeping before a step's launches.
+/// Each optimiser's host-side bookkeeping before a step's launches, the pack's own included.
 fn prepare(steppers: &mut [&mut Stepper]) -> Result<()> {
+    if let Some(update) = super::pack::pack_update(steppers) {
+        update.prepare()?;
+    }
     steppers.iter_mut().try_for_each(|s| s.opt.prepare())
 }
 
@@ -147,7 +150,12 @@ fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()>
         b.loss.slice_set(&values.narrow(0, p, 1)?, 0, 0)?;
     }
     let grads = crate::compile::packed_run::packed_gradients(&weights, &losses.sum_all()?)?;
-    for (s, mut g) in steppers.iter_mut().zip(grads) {
+    if let Some(stacked) = &grads.stacked
+        && let Some(update) = super::pack::pack_update(steppers)
+    {
+        return update.update(stacked);
+    }
+    for (s, mut g) in steppers.iter_mut().zip(grads.trials) {
         let clamp = clip::before_update(&mut g, s.clip_value, s.clip_norm, true)?;
         s.opt.update(&g, clamp)?;
     }

@@ -152,12 +152,17 @@ fn a_pack_differentiated_by_candle_s_autograd_steps_as_its_trials_do_alone() {
 
 /// A pack differentiated by candle's autograd holds its parameters stacked, each trial's a view
 /// of its row; when a trial leaves, the others are stacked anew, and every trial, the one that
-/// left included, goes on stepping as it does alone (STM and the LSTM: RMSprop and Adam).
+/// left included, goes on stepping as it does alone (STM and the LSTM: RMSprop and Adam; the
+/// trials' learning rates apart, each updating on its own, and one, the pack updating as one).
 #[test]
 fn a_pack_holds_its_parameters_stacked_and_restacks_them_when_a_trial_leaves() {
     let device = Device::Cpu;
-    for name in ["stm", "lstm"] {
-        let trials = family(name);
+    for (name, one_rule) in [("stm", false), ("lstm", false), ("stm", true), ("lstm", true)] {
+        let mut trials = family(name);
+        if one_rule {
+            let lr = trials[0].config.train.lr;
+            trials.iter_mut().for_each(|t| t.config.train.lr = lr);
+        }
         let stepper = |t: &Trial| Stepper::with(t, &device, candle_core::DType::F32, Autograd::Candle).unwrap();
         let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
         let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();

@@ -84,8 +84,8 @@ impl Optimizer for Adam {
             let next_theta = (theta.as_tensor() * (1.0 - self.lr * self.weight_decay))?;
             let adjusted = (m_hat / (v_hat.sqrt()? + self.eps)?)?;
             theta.set(&(next_theta - (adjusted * self.lr)?)?)?;
-            keep(&mut self.m[i], next_m)?;
-            keep(&mut self.v[i], next_v)?;
+            keep(&self.m[i], next_m)?;
+            keep(&self.v[i], next_v)?;
         }
         Ok(())
     }

@@ -17,7 +17,7 @@ mod sgd;
 /// An update is split in two so that a GPU can replay it from a captured CUDA graph
 /// (`train::graph_step`): [`Optimizer::prepare`] does the host-side bookkeeping of one update
 /// (Adam's step count), outside the graph; [`Optimizer::update`] launches device work only and
-/// keeps every state buffer at its address (see [`keep`]).
+/// keeps every state buffer at its address (see [`keep`]), on every device.
 pub trait Optimizer: Send + Sync {
     /// Host-side work before each update; nothing here may be captured.
     fn prepare(&mut self) -> Result<()> {
@@ -94,17 +94,12 @@ fn restore_buffers(state: OptimState, vars: &[Var], current: &mut [&mut Vec<Tens
     Ok(())
 }
 
-/// Stores `value` as a state buffer's new content. On the CPU the buffer becomes `value`; on
-/// a GPU `value` is copied into the buffer's memory, whose address a captured CUDA graph has
-/// recorded, so that a replay updates the same buffer.
-fn keep(buffer: &mut Tensor, value: Tensor) -> Result<()> {
-    if buffer.device().is_cpu() {
-        *buffer = value;
-        Ok(())
-    } else {
-        // A flat view shares the buffer's storage; `slice_set` copies in place.
-        buffer.flatten_all()?.slice_set(&value.flatten_all()?, 0, 0)
-    }
+/// Stores `value` as a state buffer's new content, in the buffer's memory: a captured CUDA graph
+/// has recorded its address, and in a pack that updates as one (`train::pack_update`) the
+/// buffer is a view of the pack's stacked state.
+fn keep(buffer: &Tensor, value: Tensor) -> Result<()> {
+    // A flat view shares the buffer's storage; `slice_set` copies in place.
+    buffer.flatten_all()?.slice_set(&value.flatten_all()?, 0, 0)
 }
 
 /// `g` clamped to `[-limit, limit]` where a limit is given, for an update on tensor operations.

@@ -58,12 +58,12 @@ impl Optimizer for RmsProp {
             let step = g.div(&(v.sqrt()? + self.eps)?)?;
             let update = if self.momentum > 0.0 {
                 let b = ((&self.momentum_buf[i] * self.momentum)? + step)?;
-                keep(&mut self.momentum_buf[i], b.clone())?;
+                keep(&self.momentum_buf[i], b.clone())?;
                 b
             } else {
                 step
             };
-            keep(&mut self.square_avg[i], v)?;
+            keep(&self.square_avg[i], v)?;
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }
         Ok(())
@@ -102,9 +102,9 @@ impl RmsProp {
             update(&rule, g, p, sq, b, &mut next_sq, &mut next_b, &mut next_p);
         }
         let shape = p.dims().to_vec();
-        self.square_avg[i] = view::tensor(next_sq, shape.clone())?;
+        keep(&self.square_avg[i], view::tensor(next_sq, shape.clone())?)?;
         if with_momentum {
-            self.momentum_buf[i] = view::tensor(next_b, shape.clone())?;
+            keep(&self.momentum_buf[i], view::tensor(next_b, shape.clone())?)?;
         }
         var.set(&view::tensor(next_p, shape)?)
     }
