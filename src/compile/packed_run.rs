@@ -19,6 +19,7 @@ use candle_core::{Result, Tensor};
 
 use super::stacked_params::StackedParams;
 use super::{Cell, StepWeights};
+use crate::graph::StateInit;
 use crate::prims::contract::Pack;
 
 /// The parameters of a run.
@@ -158,6 +159,9 @@ impl Cell {
     pub(super) fn initial_states_of(&self, weights: &Weights, rows: usize) -> Result<Vec<Tensor>> {
         match weights {
             Weights::One(w) => self.initial_states(w, rows),
+            Weights::Pack { members, batch, stacks: Stacks { held: Some(held), .. } } => {
+                self.initial_states_from_stacks(held, members.first().map_or(&[], Vec::as_slice), *batch)
+            }
             Weights::Pack { members, batch, .. } => {
                 let per_trial: Vec<Vec<Tensor>> =
                     members.iter().map(|w| self.initial_states(w, *batch)).collect::<Result<_>>()?;
@@ -166,6 +170,33 @@ impl Cell {
                     .collect()
             }
         }
+    }
+
+    /// [`Cell::initial_states_of`] a pack that holds its parameters stacked (`first`: the first
+    /// trial's weights): a learned state from its stack, each trial's row over its `batch` rows,
+    /// so that its gradient reaches the stack as the packed ops' do.
+    fn initial_states_from_stacks(&self, held: &StackedParams, first: &[Tensor], batch: usize) -> Result<Vec<Tensor>> {
+        let trials = held.trials();
+        // The states that are no parameter's, as the first trial's over every row.
+        let shared = self.initial_states(first, trials * batch)?;
+        self.graph
+            .states
+            .iter()
+            .zip(shared)
+            .map(|(state, value)| match state.init {
+                StateInit::Learned(p) => {
+                    let Some(stack) = held.stack(p) else {
+                        candle_core::bail!("internal: a learned state of parameter {p} of {}", held.params())
+                    };
+                    let mut spread = vec![trials, batch];
+                    spread.extend(&state.shape);
+                    let mut rows = vec![trials * batch];
+                    rows.extend(&state.shape);
+                    stack.unsqueeze(1)?.broadcast_as(spread)?.reshape(rows)
+                }
+                _ => Ok(value),
+            })
+            .collect()
     }
 
     /// Node `i` on `inputs`, whose full rows are `outer` blocks of every trial's rows (`outer`

@@ -159,6 +159,8 @@ impl TrainState {
         out.extend_from_slice(&(json.len() as u32).to_le_bytes());
         out.extend_from_slice(&json);
         for t in self.tensors() {
+            // A packed trial's tensors are views of the pack's stacks: only the view travels.
+            let t = if t.device().is_cpu() { t.clone() } else { t.force_contiguous()? };
             let t = t.to_device(&Device::Cpu)?.flatten_all()?;
             match t.dtype() {
                 DType::F32 => t.to_vec1::<f32>()?.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes())),

@@ -1,10 +1,12 @@
 //! Replaying a pack's step from a CUDA graph, as a trial alone replays its own
 //! (`graph_step`): the first step of a set of trials runs eagerly on persistent buffers (one
 //! per trial), the second is captured, and every later step copies each trial's batch into its
-//! buffers and launches the graph: the pack's forward, each trial's loss, one backward, and
-//! each trial's clipping and update. A trial that leaves the pack changes the program, so the
+//! buffers and launches the graph: the pack's forward, the trials' losses, one backward, and
+//! the update (the pack's own where its trials update by one rule, `pack_update`, else each
+//! trial's clipping and update). A trial that leaves the pack changes the program, so the
 //! trials left warm up and capture again; a step whose batches differ in shape from the
-//! captured ones (or from each other) runs eagerly, the graph kept. A capture that fails leaves the pack eager (`PackReplay::Failed` keeps why).
+//! captured ones (or from each other) runs eagerly, the graph kept. A capture that fails
+//! leaves the pack eager (`PackReplay::Failed` keeps why).
 //! As alone, a replayed step updates a trial's parameters even when its loss is not finite
 //! (the graph cannot branch on it); the trial fails at that step either way.
 
@@ -132,14 +134,15 @@ impl PackReplay {
 
 /// Each optimiser's host-side bookkeeping before a step's launches, the pack's own included.
 fn prepare(steppers: &mut [&mut Stepper]) -> Result<()> {
-    if let Some(update) = super::pack::pack_update(steppers) {
+    if let Some(update) = super::pack::held_pack_update(steppers) {
         update.prepare()?;
     }
     steppers.iter_mut().try_for_each(|s| s.opt.prepare())
 }
 
-/// The pack's forward, each trial's loss into its buffer, one backward of their sum, and each
-/// trial's clipping and update, launching device work only (so that it can be captured).
+/// The pack's forward, each trial's loss into its buffer, one backward of their sum, and the
+/// update (the pack's own, or each trial's clipping and update), launching device work only
+/// (so that it can be captured).
 fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()> {
     let inputs: Vec<Tensor> = buffers.iter().map(|b| b.inputs.clone()).collect();
     let targets: Vec<&Tensor> = buffers.iter().map(|b| &b.targets).collect();
@@ -151,7 +154,7 @@ fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()>
     }
     let grads = crate::compile::packed_run::packed_gradients(&weights, &losses.sum_all()?)?;
     if let Some(stacked) = &grads.stacked
-        && let Some(update) = super::pack::pack_update(steppers)
+        && let Some(update) = super::pack::held_pack_update(steppers)
     {
         return update.update(stacked);
     }
@@ -206,5 +209,42 @@ mod tests {
             }
         }
         assert!(replay.failure().is_some_and(|why| why.contains("without CUDA")), "{:?}", replay.failure());
+    }
+    /// The same with trials of one update rule: the warm-up and the failed capture update the
+    /// pack as one ([`super::super::pack_update`]), and each trial computes what it computes
+    /// alone, its parameters and optimiser state included.
+    #[test]
+    fn a_pack_of_one_rule_updates_as_one_in_its_warm_up_and_failed_capture() {
+        use crate::train::pack::tests::{assert_same_state, one_rule_spec};
+        let program = crate::check::checked_text(&one_rule_spec("adam(lr = 1e-3)"));
+        let trials = &program.experiments.iter().find(|e| e.name == "one_rule").unwrap().trials;
+        let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+        let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
+        let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();
+        let batches: Vec<Batch> = trials
+            .iter()
+            .map(|t| t.task.data(super::super::data_seed(t.config.seed), &Device::Cpu).unwrap().train_batch(8).unwrap())
+            .collect();
+        let batches: Vec<&Batch> = batches.iter().collect();
+        let mut replay = PackReplay::Cold;
+        for step in 0..4 {
+            let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
+            // As `PackSteps::step` runs it.
+            crate::train::pack::hold_stacked(&mut members, &batches).unwrap();
+            let together = match replay.step(&[0, 1, 2], &mut members, &batches).unwrap() {
+                Some(values) => values,
+                None => crate::train::pack::step_pack(&mut members, &batches).unwrap(),
+            };
+            assert!(crate::train::pack::held_pack_update(&mut members).is_some(), "step {step}");
+            for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
+                let lone = s.step(b).unwrap();
+                let value = together[p];
+                assert!((lone - value).abs() <= 1e-5 * lone.abs(), "trial {p} step {step}: {lone} alone, {value}");
+            }
+        }
+        assert!(replay.failure().is_some());
+        for (p, (a, b)) in alone.iter().zip(&packed).enumerate() {
+            assert_same_state(a, b, &format!("trial {p}")).unwrap();
+        }
     }
 }

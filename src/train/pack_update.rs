@@ -39,7 +39,7 @@ impl PackUpdate {
             return Ok(None);
         }
         let states: Vec<OptimState> = steppers.iter().map(|s| s.opt.state()).collect();
-        let Some(stacked) = stacked_state(&states, &config)? else { return Ok(None) };
+        let Some(stacked) = stacked_state(&states, &config, stacks)? else { return Ok(None) };
         for (row, s) in steppers.iter_mut().enumerate() {
             let rows =
                 stacked.buffers.iter().map(|kind| kind.iter().map(|b| b.as_ref().map(|t| t.get(row)).transpose()));
@@ -83,10 +83,11 @@ fn same_rule(a: &TrainConfig, b: &TrainConfig) -> bool {
 }
 
 /// The trials' optimiser `states` stacked buffer by buffer (`[P, …]`), where they have made
-/// the same number of updates and each buffer exists in all or none of them; `None` else, and
-/// where a buffer that the optimiser starts at its first update (SGD's momentum) is not there
-/// yet.
-fn stacked_state(states: &[OptimState], config: &TrainConfig) -> Result<Option<OptimState>> {
+/// the same number of updates and each buffer exists in all or none of them; `None` else. A
+/// momentum buffer that SGD starts at its first update starts here at zeros, which that first
+/// update turns into the gradient, as it would (`μ·0 + g = g`); the parameters' `stacks` give
+/// its shape.
+fn stacked_state(states: &[OptimState], config: &TrainConfig, stacks: &StackedParams) -> Result<Option<OptimState>> {
     let Some(first) = states.first() else { return Ok(None) };
     if states.iter().any(|s| s.updates != first.updates || s.buffers.len() != first.buffers.len()) {
         return Ok(None);
@@ -99,9 +100,10 @@ fn stacked_state(states: &[OptimState], config: &TrainConfig) -> Result<Option<O
         for k in 0..params {
             let rows: Option<Vec<&Tensor>> = states.iter().map(|s| s.buffers[kind].get(k)?.as_ref()).collect();
             let absent = states.iter().all(|s| s.buffers[kind].get(k).is_some_and(Option::is_none));
-            stacked.push(match (rows, absent) {
-                (Some(rows), _) => Some(Tensor::stack(&rows, 0)?),
-                (None, true) if !momentum_to_come => None,
+            stacked.push(match (rows, absent, stacks.stack(k)) {
+                (Some(rows), _, _) => Some(Tensor::stack(&rows, 0)?),
+                (None, true, _) if !momentum_to_come => None,
+                (None, true, Some(stack)) => Some(stack.zeros_like()?),
                 _ => return Ok(None),
             });
         }

@@ -153,7 +153,8 @@ fn a_pack_differentiated_by_candle_s_autograd_steps_as_its_trials_do_alone() {
 /// A pack differentiated by candle's autograd holds its parameters stacked, each trial's a view
 /// of its row; when a trial leaves, the others are stacked anew, and every trial, the one that
 /// left included, goes on stepping as it does alone (STM and the LSTM: RMSprop and Adam; the
-/// trials' learning rates apart, each updating on its own, and one, the pack updating as one).
+/// trials' learning rates apart, each updating on its own, and one, where the pack updates as
+/// one: `train::pack`'s unit tests check that it does).
 #[test]
 fn a_pack_holds_its_parameters_stacked_and_restacks_them_when_a_trial_leaves() {
     let device = Device::Cpu;

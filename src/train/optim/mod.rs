@@ -43,8 +43,11 @@ pub trait Optimizer: Send + Sync {
 
 /// `vars` in place of `current`, after checking they are as many, shaped alike.
 fn rebound(current: &mut Vec<Var>, vars: &[Var]) -> Result<()> {
-    if vars.len() != current.len() || vars.iter().zip(current.iter()).any(|(v, c)| v.dims() != c.dims()) {
+    if vars.len() != current.len() {
         candle_core::bail!("internal: an optimiser's {} parameters rebound to {}", current.len(), vars.len());
+    }
+    if let Some((v, c)) = vars.iter().zip(current.iter()).find(|(v, c)| v.dims() != c.dims()) {
+        candle_core::bail!("internal: an optimiser's parameter of shape {:?} rebound to {:?}", c.dims(), v.dims());
     }
     *current = vars.to_vec();
     Ok(())
