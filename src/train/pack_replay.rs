@@ -177,13 +177,13 @@ mod tests {
         format!("{}\n{sweep}", crate::train::graph_step::tests::SPEC)
     }
 
-    /// Off a GPU the capture fails, so this runs a pack's warm-up step and the fallback the
-    /// way a GPU would: each trial's losses must be those it has stepped alone (within the
-    /// rounding of clipping by norm on the device, as a trial's own replay).
-    #[test]
-    fn a_pack_s_warm_up_and_failed_capture_train_each_trial_as_alone() {
-        let program = crate::check::checked_text(&spec());
-        let trials = &program.experiments.iter().find(|e| e.name == "mix").unwrap().trials;
+    /// Four steps of `experiment`'s three trials in `spec`, packed through a replay that starts
+    /// cold (stacked first, as `PackSteps::step` does) and alone, each trial's losses asserted
+    /// to be those it has stepped alone (within the rounding of clipping by norm on the
+    /// device, as a trial's own replay): the steppers alone, packed, and the replay.
+    fn replayed_against_alone(spec: &str, experiment: &str) -> (Vec<Stepper>, Vec<Stepper>, PackReplay) {
+        let program = crate::check::checked_text(spec);
+        let trials = &program.experiments.iter().find(|e| e.name == experiment).unwrap().trials;
         let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
         let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
         let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();
@@ -198,51 +198,39 @@ mod tests {
         let mut replay = PackReplay::Cold;
         for step in 0..4 {
             let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
-            let together = match replay.step(&[0, 1, 2], &mut members, &batches).unwrap() {
-                Some(values) => values,
-                None => crate::train::pack::step_pack(&mut members, &batches).unwrap(),
-            };
-            for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
-                let lone = s.step(b).unwrap();
-                let value = together[p];
-                assert!((lone - value).abs() <= 1e-5 * lone.abs(), "trial {p} step {step}: {lone} alone, {value}");
-            }
-        }
-        assert!(replay.failure().is_some_and(|why| why.contains("without CUDA")), "{:?}", replay.failure());
-    }
-    /// The same with trials of one update rule: the warm-up and the failed capture update the
-    /// pack as one ([`super::super::pack_update`]), and each trial computes what it computes
-    /// alone, its parameters and optimiser state included.
-    #[test]
-    fn a_pack_of_one_rule_updates_as_one_in_its_warm_up_and_failed_capture() {
-        use crate::train::pack::tests::{assert_same_state, one_rule_spec};
-        let program = crate::check::checked_text(&one_rule_spec("adam(lr = 1e-3)"));
-        let trials = &program.experiments.iter().find(|e| e.name == "one_rule").unwrap().trials;
-        let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
-        let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect();
-        let mut packed: Vec<Stepper> = trials.iter().map(stepper).collect();
-        let batches: Vec<Batch> = trials
-            .iter()
-            .map(|t| t.task.data(super::super::data_seed(t.config.seed), &Device::Cpu).unwrap().train_batch(8).unwrap())
-            .collect();
-        let batches: Vec<&Batch> = batches.iter().collect();
-        let mut replay = PackReplay::Cold;
-        for step in 0..4 {
-            let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
-            // As `PackSteps::step` runs it.
             crate::train::pack::hold_stacked(&mut members, &batches).unwrap();
             let together = match replay.step(&[0, 1, 2], &mut members, &batches).unwrap() {
                 Some(values) => values,
                 None => crate::train::pack::step_pack(&mut members, &batches).unwrap(),
             };
-            assert!(crate::train::pack::held_pack_update(&mut members).is_some(), "step {step}");
             for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
                 let lone = s.step(b).unwrap();
                 let value = together[p];
                 assert!((lone - value).abs() <= 1e-5 * lone.abs(), "trial {p} step {step}: {lone} alone, {value}");
             }
         }
+        (alone, packed, replay)
+    }
+
+    /// Off a GPU the capture fails, so this runs a pack's warm-up step and the fallback the
+    /// way a GPU would, each trial updating on its own (learning rates apart, clipping by
+    /// norm).
+    #[test]
+    fn a_pack_s_warm_up_and_failed_capture_train_each_trial_as_alone() {
+        let (_, _, replay) = replayed_against_alone(&spec(), "mix");
+        assert!(replay.failure().is_some_and(|why| why.contains("without CUDA")), "{:?}", replay.failure());
+    }
+
+    /// The same with trials of one update rule: the warm-up and the failed capture update the
+    /// pack as one (`train::pack_update`), and each trial computes what it computes alone, its
+    /// parameters and optimiser state included.
+    #[test]
+    fn a_pack_of_one_rule_updates_as_one_in_its_warm_up_and_failed_capture() {
+        use crate::train::pack::tests::{assert_same_state, one_rule_spec};
+        let (alone, mut packed, replay) = replayed_against_alone(&one_rule_spec("adam(lr = 1e-3)"), "one_rule");
         assert!(replay.failure().is_some());
+        let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
+        assert!(crate::train::pack::held_pack_update(&mut members).is_some());
         for (p, (a, b)) in alone.iter().zip(&packed).enumerate() {
             assert_same_state(a, b, &format!("trial {p}")).unwrap();
         }
