@@ -158,7 +158,7 @@ impl Stepper {
         let loss = loss::loss(self.target, &logits, &b.targets)?;
         b.loss.slice_set(&loss.to_dtype(DType::F32)?.reshape(1)?, 0, 0)?;
         let mut grads = weights.gradients_of(&loss)?;
-        let clamp = clip::before_update(&mut grads, self.clip_value, self.clip_norm, true)?;
+        let clamp = clip::before_update(&mut grads, self.config.clip_value, self.config.clip_norm, true)?;
         self.opt.update(&grads, clamp)
     }
 

@@ -149,8 +149,6 @@ impl Autograd {
 pub struct Stepper {
     cell: Cell,
     opt: Box<dyn optim::Optimizer>,
-    clip_value: Option<f64>,
-    clip_norm: Option<f64>,
     target: Target,
     autograd: Autograd,
     /// Replay from a CUDA graph (`graph_step`).
@@ -158,7 +156,8 @@ pub struct Stepper {
     /// The evaluations' forward, replayed from CUDA graphs (`graph_eval`). Evaluation reads
     /// the stepper shared.
     eval_replay: std::sync::Mutex<graph_eval::EvalReplay>,
-    /// The trial's training settings (a pack compares its trials' update rules).
+    /// The trial's training settings: its clipping, and a pack compares its trials' update
+    /// rules.
     config: crate::train_config::TrainConfig,
     /// The first trial of a pack that updates as one holds the pack's optimiser (`pack_update`).
     pack_update: Option<pack_update::PackUpdate>,
@@ -174,11 +173,11 @@ impl Stepper {
         let cfg = &trial.config.train;
         let cell = Cell::new(Arc::clone(&trial.graph), trial.config.seed, device, dtype)?;
         let opt = optim::build(cfg, cell.vars().to_vec())?;
-        let (clip_value, clip_norm, target) = (cfg.clip_value, cfg.clip_norm, trial.task.target());
+        let target = trial.task.target();
         let replay = graph_step::Replay::for_device(device, autograd);
         let eval_replay = std::sync::Mutex::new(graph_eval::EvalReplay::for_device(device, dtype));
         let (config, pack_update) = (cfg.clone(), None);
-        Ok(Stepper { cell, opt, clip_value, clip_norm, target, autograd, replay, eval_replay, config, pack_update })
+        Ok(Stepper { cell, opt, target, autograd, replay, eval_replay, config, pack_update })
     }
 
     pub fn cell(&self) -> &Cell {
@@ -337,7 +336,7 @@ impl Stepper {
         if !value.is_finite() {
             return Ok(value);
         }
-        let clamp = clip::before_update(&mut grads, self.clip_value, self.clip_norm, false)?;
+        let clamp = clip::before_update(&mut grads, self.config.clip_value, self.config.clip_norm, false)?;
         self.opt.step(&grads, clamp)?;
         Ok(value)
     }

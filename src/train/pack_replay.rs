@@ -159,7 +159,7 @@ fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()>
         return update.update(stacked);
     }
     for (s, mut g) in steppers.iter_mut().zip(grads.trials) {
-        let clamp = clip::before_update(&mut g, s.clip_value, s.clip_norm, true)?;
+        let clamp = clip::before_update(&mut g, s.config.clip_value, s.config.clip_norm, true)?;
         s.opt.update(&g, clamp)?;
     }
     Ok(())
