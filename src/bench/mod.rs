@@ -103,15 +103,19 @@ pub fn time_steps(
     cpu.sort_by(f64::total_cmp);
     let median_ms = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
     let flops = train_step_flops(trial, &batches[0])? * trials.len() as f64;
-    let (cuda_graph, step_mode) = match &steppers[..] {
+    let (cuda_graph, step_mode) = match &mut steppers[..] {
         [alone] => (alone.replays(), alone.replay_status()),
-        _ => (
-            packed.replays(),
-            packed.failure().map_or_else(
-                || format!("a pack of {}, {}", trials.len(), if packed.replays() { "replayed" } else { "eager" }),
-                |why| format!("a pack of {}, eager: its capture failed: {why}", trials.len()),
-            ),
-        ),
+        all => {
+            let updates = match crate::train::pack::updates_as_one(&mut all.iter_mut().collect::<Vec<_>>()) {
+                true => "updated as one",
+                false => "each trial updated on its own",
+            };
+            let how = packed.failure().map_or_else(
+                || (if packed.replays() { "replayed" } else { "eager" }).to_string(),
+                |why| format!("eager: its capture failed: {why}"),
+            );
+            (packed.replays(), format!("a pack of {}, {updates}, {how}", trials.len()))
+        }
     };
     Ok(Report {
         median_ms,

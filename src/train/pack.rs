@@ -222,6 +222,12 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
     Ok(values)
 }
 
+/// Whether `steppers`, a whole pack, update as one ([`PackUpdate`]) rather than each trial on
+/// its own (`memctl bench --pack` says which).
+pub fn updates_as_one(steppers: &mut [&mut Stepper]) -> bool {
+    held_pack_update(steppers).is_some()
+}
+
 /// The pack's own optimiser ([`PackUpdate`]), where `steppers` are the whole pack that holds it.
 pub(super) fn held_pack_update<'s>(steppers: &'s mut [&mut Stepper]) -> Option<&'s mut PackUpdate> {
     let held = Cell::shared_stacks(&steppers.iter().map(|s| &s.cell).collect::<Vec<_>>())?;
