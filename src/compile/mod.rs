@@ -364,8 +364,8 @@ fn runs_tape_kernels(x: &Tensor, weights: &[Tensor]) -> bool {
 }
 
 /// The weights one training run read: the parameters themselves (the initial states read
-/// them), where [`Cell::run_for_gradients`] aliased them each time step's aliases, and in a
-/// pack that holds its parameters stacked, the trial's row of the stacks the packed ops read.
+/// them, but in a pack that holds its parameters stacked), where [`Cell::run_for_gradients`]
+/// aliased them each time step's aliases, and in such a pack the trial's row of the stacks.
 pub struct StepWeights {
     base: Vec<Tensor>,
     steps: Vec<Vec<Tensor>>,

@@ -6,8 +6,9 @@
 //! each trial's view in place, so the stack always holds the trials' current values.
 //!
 //! The stack is a variable of its own: candle's backward gives it the gradient of the packed
-//! ops' uses, and each trial's view the gradient of its own uses (an op run per trial, the
-//! initial states); [`crate::compile::StepWeights`] adds the stack's row to the trial's.
+//! ops' uses and of the learned initial states, and each trial's view the gradient of its own
+//! uses (an op run per trial on its rows); [`crate::compile::StepWeights`] adds the stack's row
+//! to the trial's.
 
 use std::sync::Arc;
 

@@ -213,6 +213,9 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
                 }
             }
             None => {
+                if let Some(update) = held_pack_update(steppers) {
+                    update.left_to_trials();
+                }
                 for (&i, (value, grads)) in group.iter().zip(grads) {
                     values[i] = steppers[i].update(value, grads)?;
                 }
@@ -222,10 +225,10 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
     Ok(values)
 }
 
-/// Whether `steppers`, a whole pack, update as one ([`PackUpdate`]) rather than each trial on
-/// its own (`memctl bench --pack` says which).
+/// Whether the last step of `steppers`, a whole pack, updated them as one ([`PackUpdate`])
+/// rather than each trial on its own (`memctl bench --pack` says which).
 pub fn updates_as_one(steppers: &mut [&mut Stepper]) -> bool {
-    held_pack_update(steppers).is_some()
+    held_pack_update(steppers).is_some_and(|u| u.made_last())
 }
 
 /// The pack's own optimiser ([`PackUpdate`]), where `steppers` are the whole pack that holds it.
@@ -443,7 +446,7 @@ pub(super) mod tests {
                 let batches: Vec<&Batch> = batches.iter().collect();
                 let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
                 let together = step_pack(&mut members, &batches)?;
-                assert!(held_pack_update(&mut members).is_some(), "{optimizer}: the pack holds its optimiser");
+                assert!(updates_as_one(&mut members), "{optimizer}: the pack updated as one");
                 let shared: Vec<&Stepper> = members.iter().map(|s| &**s).collect();
                 assert!(loss_and_grads(&shared, &batches)?.1.is_some(), "{optimizer}: the gradients come stacked");
                 for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {

@@ -158,6 +158,9 @@ fn device_step(steppers: &mut [&mut Stepper], buffers: &[Buffers]) -> Result<()>
     {
         return update.update(stacked);
     }
+    if let Some(update) = super::pack::held_pack_update(steppers) {
+        update.left_to_trials();
+    }
     for (s, mut g) in steppers.iter_mut().zip(grads.trials) {
         let clamp = clip::before_update(&mut g, s.config.clip_value, s.config.clip_norm, true)?;
         s.opt.update(&g, clamp)?;
@@ -180,8 +183,9 @@ mod tests {
     /// Four steps of `experiment`'s three trials in `spec`, packed through a replay that starts
     /// cold (stacked first, as `PackSteps::step` does) and alone, each trial's losses asserted
     /// to be those it has stepped alone (within the rounding of clipping by norm on the
-    /// device, as a trial's own replay): the steppers alone, packed, and the replay.
-    fn replayed_against_alone(spec: &str, experiment: &str) -> (Vec<Stepper>, Vec<Stepper>, PackReplay) {
+    /// device, as a trial's own replay), and each step asserted to update the pack `as_one` or
+    /// not: the steppers alone, packed, and the replay.
+    fn replayed_against_alone(spec: &str, experiment: &str, as_one: bool) -> (Vec<Stepper>, Vec<Stepper>, PackReplay) {
         let program = crate::check::checked_text(spec);
         let trials = &program.experiments.iter().find(|e| e.name == experiment).unwrap().trials;
         let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
@@ -203,6 +207,7 @@ mod tests {
                 Some(values) => values,
                 None => crate::train::pack::step_pack(&mut members, &batches).unwrap(),
             };
+            assert_eq!(crate::train::pack::updates_as_one(&mut members), as_one, "step {step}");
             for (p, (s, b)) in alone.iter_mut().zip(&batches).enumerate() {
                 let lone = s.step(b).unwrap();
                 let value = together[p];
@@ -217,7 +222,7 @@ mod tests {
     /// norm).
     #[test]
     fn a_pack_s_warm_up_and_failed_capture_train_each_trial_as_alone() {
-        let (_, _, replay) = replayed_against_alone(&spec(), "mix");
+        let (_, _, replay) = replayed_against_alone(&spec(), "mix", false);
         assert!(replay.failure().is_some_and(|why| why.contains("without CUDA")), "{:?}", replay.failure());
     }
 
@@ -227,10 +232,8 @@ mod tests {
     #[test]
     fn a_pack_of_one_rule_updates_as_one_in_its_warm_up_and_failed_capture() {
         use crate::train::pack::tests::{assert_same_state, one_rule_spec};
-        let (alone, mut packed, replay) = replayed_against_alone(&one_rule_spec("adam(lr = 1e-3)"), "one_rule");
-        assert!(replay.failure().is_some());
-        let mut members: Vec<&mut Stepper> = packed.iter_mut().collect();
-        assert!(crate::train::pack::held_pack_update(&mut members).is_some());
+        let (alone, packed, replay) = replayed_against_alone(&one_rule_spec("adam(lr = 1e-3)"), "one_rule", true);
+        assert!(replay.failure().is_some_and(|why| why.contains("without CUDA")), "{:?}", replay.failure());
         for (p, (a, b)) in alone.iter().zip(&packed).enumerate() {
             assert_same_state(a, b, &format!("trial {p}")).unwrap();
         }

@@ -18,7 +18,7 @@ use candle_core::{Result, Tensor, Var};
 use super::Stepper;
 use super::optim::{self, OptimState, Optimizer};
 use crate::compile::stacked_params::StackedParams;
-use crate::train_config::{OptimizerKind, TrainConfig};
+use crate::train_config::TrainConfig;
 
 /// The optimiser of a pack's stacks, held by the pack's first trial.
 pub(super) struct PackUpdate {
@@ -26,6 +26,9 @@ pub(super) struct PackUpdate {
     clamp: Option<f64>,
     /// The stacks it updates: it serves the pack while the trials hold these.
     stacks: Arc<StackedParams>,
+    /// Whether it made the last step's update (else each trial made its own: a step whose
+    /// gradients do not come stacked). A replayed step repeats the step it was captured from.
+    made_last: bool,
 }
 
 impl PackUpdate {
@@ -39,7 +42,7 @@ impl PackUpdate {
             return Ok(None);
         }
         let states: Vec<OptimState> = steppers.iter().map(|s| s.opt.state()).collect();
-        let Some(stacked) = stacked_state(&states, &config, stacks)? else { return Ok(None) };
+        let Some(stacked) = stacked_state(&states)? else { return Ok(None) };
         for (row, s) in steppers.iter_mut().enumerate() {
             let rows =
                 stacked.buffers.iter().map(|kind| kind.iter().map(|b| b.as_ref().map(|t| t.get(row)).transpose()));
@@ -54,7 +57,7 @@ impl PackUpdate {
             .collect::<Result<_>>()?;
         let mut opt = optim::build(&config, vars)?;
         opt.restore(stacked)?;
-        Ok(Some(PackUpdate { opt, clamp: config.clip_value, stacks: Arc::clone(stacks) }))
+        Ok(Some(PackUpdate { opt, clamp: config.clip_value, stacks: Arc::clone(stacks), made_last: false }))
     }
 
     /// Whether it updates `stacks`.
@@ -70,7 +73,18 @@ impl PackUpdate {
 
     /// The update of every stack from its gradient over the pack (`None`: no update).
     pub(super) fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
+        self.made_last = true;
         self.opt.update(grads, self.clamp)
+    }
+
+    /// Notes that each trial made this step's update on its own.
+    pub(super) fn left_to_trials(&mut self) {
+        self.made_last = false;
+    }
+
+    /// Whether it made the last step's update.
+    pub(super) fn made_last(&self) -> bool {
+        self.made_last
     }
 }
 
@@ -83,16 +97,12 @@ fn same_rule(a: &TrainConfig, b: &TrainConfig) -> bool {
 }
 
 /// The trials' optimiser `states` stacked buffer by buffer (`[P, …]`), where they have made
-/// the same number of updates and each buffer exists in all or none of them; `None` else. A
-/// momentum buffer that SGD starts at its first update starts here at zeros, which that first
-/// update turns into the gradient, as it would (`μ·0 + g = g`); the parameters' `stacks` give
-/// its shape.
-fn stacked_state(states: &[OptimState], config: &TrainConfig, stacks: &StackedParams) -> Result<Option<OptimState>> {
+/// the same number of updates and each buffer exists in all or none of them; `None` else.
+fn stacked_state(states: &[OptimState]) -> Result<Option<OptimState>> {
     let Some(first) = states.first() else { return Ok(None) };
     if states.iter().any(|s| s.updates != first.updates || s.buffers.len() != first.buffers.len()) {
         return Ok(None);
     }
-    let momentum_to_come = config.optimizer == OptimizerKind::Sgd && config.momentum > 0.0;
     let mut buffers = Vec::with_capacity(first.buffers.len());
     for kind in 0..first.buffers.len() {
         let params = first.buffers[kind].len();
@@ -100,11 +110,10 @@ fn stacked_state(states: &[OptimState], config: &TrainConfig, stacks: &StackedPa
         for k in 0..params {
             let rows: Option<Vec<&Tensor>> = states.iter().map(|s| s.buffers[kind].get(k)?.as_ref()).collect();
             let absent = states.iter().all(|s| s.buffers[kind].get(k).is_some_and(Option::is_none));
-            stacked.push(match (rows, absent, stacks.stack(k)) {
-                (Some(rows), _, _) => Some(Tensor::stack(&rows, 0)?),
-                (None, true, _) if !momentum_to_come => None,
-                (None, true, Some(stack)) => Some(stack.zeros_like()?),
-                _ => return Ok(None),
+            stacked.push(match (rows, absent) {
+                (Some(rows), _) => Some(Tensor::stack(&rows, 0)?),
+                (None, true) => None,
+                (None, false) => return Ok(None),
             });
         }
         buffers.push(stacked);

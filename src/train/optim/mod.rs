@@ -55,7 +55,7 @@ fn rebound(current: &mut Vec<Var>, vars: &[Var]) -> Result<()> {
 
 /// An optimiser's state: its update count and its per-parameter buffers (Adam: `m` and `v`;
 /// RMSprop: the square average and the momentum buffer; SGD: the momentum buffer, absent
-/// before the first update), each one tensor per `Var` in order.
+/// without momentum), each one tensor per `Var` in order.
 #[derive(Clone, Debug)]
 pub struct OptimState {
     pub updates: u64,

@@ -14,8 +14,13 @@ pub struct Sgd {
 }
 
 impl Sgd {
+    /// With momentum, the buffers start at zeros, so that the first update makes each the
+    /// gradient (`μ·0 + g = g`, PyTorch's first step) by the same operations as every later one.
     pub fn new(vars: Vec<Var>, c: &TrainConfig) -> Result<Sgd> {
-        let buf = vec![None; vars.len()];
+        let buf = match c.momentum > 0.0 {
+            true => vars.iter().map(|v| v.as_tensor().zeros_like().map(Some)).collect::<Result<_>>()?,
+            false => vec![None; vars.len()],
+        };
         Ok(Sgd { vars, buf, lr: c.lr, momentum: c.momentum })
     }
 }
@@ -37,12 +42,8 @@ impl Optimizer for Sgd {
                 (Some(b), true) => ((b * self.momentum)? + g)?,
                 _ => g.clone(),
             };
-            match (&mut self.buf[i], self.momentum > 0.0) {
-                (Some(b), true) => keep(b, update.clone())?,
-                // The first update with momentum starts the buffer; on a GPU, in fresh memory
-                // before any graph is captured (the eager warm-up step, `train::graph_step`).
-                (slot @ None, true) => *slot = Some(update.clone().copy()?),
-                _ => {}
+            if let (Some(b), true) = (&self.buf[i], self.momentum > 0.0) {
+                keep(b, update.clone())?;
             }
             var.set(&(var.as_tensor() - (update * self.lr)?)?)?;
         }
@@ -55,7 +56,12 @@ impl Optimizer for Sgd {
 
     fn restore(&mut self, state: OptimState) -> Result<()> {
         check_state(&state, 1, &self.vars)?;
-        self.buf = state.buffers.into_iter().next().unwrap_or_default();
+        // A parameter with no saved buffer (saved before its first update) keeps its current one.
+        for (current, saved) in self.buf.iter_mut().zip(state.buffers.into_iter().next().unwrap_or_default()) {
+            if saved.is_some() {
+                *current = saved;
+            }
+        }
         Ok(())
     }
 

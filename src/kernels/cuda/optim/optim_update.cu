@@ -45,7 +45,7 @@ extern "C" __global__ void adam_update(const float* g, const float* corrections,
     }
 }
 
-// SGD with momentum, once the buffer exists (the first update copies g into it): b = mu b + g;
+// SGD with momentum (the buffer starts at zeros, so the first update makes it g): b = mu b + g;
 // p = p - lr b.
 extern "C" __global__ void sgd_momentum_update(const float* g, float* p, float* b, int n, int clamp, float lr,
                                                float mu, float limit) {
