@@ -391,10 +391,15 @@ pub(super) mod tests {
     /// `graph_step`'s model (an LSTM, a learned memory, SAM's read) swept over three seeds
     /// with one update rule.
     pub(in crate::train) fn one_rule_spec(optimizer: &str) -> String {
+        swept_spec(optimizer, "seed in [1, 2, 3]")
+    }
+
+    /// `graph_step`'s model with `optimizer`, swept by `sweep`, as experiment `one_rule`.
+    fn swept_spec(optimizer: &str, sweep: &str) -> String {
         let sweep = format!(
             "experiment one_rule {{ task tiny model mix
                train {{ optimizer = {optimizer}, batch = 8, steps = 8, clip_value = 0.05 }}
-               sweep {{ seed in [1, 2, 3] }} }}"
+               sweep {{ {sweep} }} }}"
         );
         format!("{}\n{sweep}", crate::train::graph_step::tests::SPEC)
     }
@@ -424,17 +429,19 @@ pub(super) mod tests {
     /// A pack whose trials update by one rule updates as one, over its stacks (the learned
     /// memory's included), and each trial computes what it computes alone: its losses, and
     /// afterwards its parameters and optimiser state, for RMSprop, Adam and SGD with and
-    /// without momentum.
+    /// without momentum, and for a pack of two learning rates, a run of trials each.
     #[test]
     fn a_pack_of_one_update_rule_updates_as_one_and_each_trial_as_alone() -> Result<()> {
-        let optimizers = [
-            "rmsprop(lr = 1e-3, momentum = 0.9)",
-            "adam(lr = 1e-3)",
-            "sgd(lr = 1e-2)",
-            "sgd(lr = 1e-2, momentum = 0.9)",
+        let cases = [
+            ("rmsprop(lr = 1e-3, momentum = 0.9)", "seed in [1, 2, 3]"),
+            ("adam(lr = 1e-3)", "seed in [1, 2, 3]"),
+            ("sgd(lr = 1e-2)", "seed in [1, 2, 3]"),
+            ("sgd(lr = 1e-2, momentum = 0.9)", "seed in [1, 2, 3]"),
+            // Two runs of one learning rate each.
+            ("adam(lr = 1e-3)", "lr in [1e-3, 2e-3]  seed in [1, 2]"),
         ];
-        for optimizer in optimizers {
-            let program = crate::check::checked_text(&one_rule_spec(optimizer));
+        for (optimizer, sweep) in cases {
+            let program = crate::check::checked_text(&swept_spec(optimizer, sweep));
             let trials = &program.experiments.iter().find(|e| e.name == "one_rule").unwrap().trials;
             let stepper = |t| Stepper::with(t, &Device::Cpu, DType::F32, Autograd::Candle);
             let mut alone: Vec<Stepper> = trials.iter().map(stepper).collect::<Result<_>>()?;

@@ -1,16 +1,19 @@
-//! A pack's update as one optimiser over its stacked parameters: where every trial of a pack
-//! that holds its parameters stacked (`compile::stacked_params`) updates by the same rule (the
+//! A pack's update as one optimiser over its stacked parameters: where the trials of a pack
+//! that holds its parameters stacked (`compile::stacked_params`) update by the same rule (the
 //! optimiser and its settings, the clamp of `clip_value`, no `clip_norm`, the same update
 //! count), one update of each `[P, …]` stack does what each trial's own update of its row
 //! would: on a GPU one fused kernel a parameter for the whole pack, where the trials' own
-//! updates launch one a parameter and trial. Every operation of the rules is element by
-//! element, so each row is updated exactly as alone.
+//! updates launch one a parameter and trial. Neighbouring trials of one rule form a run, which
+//! one optimiser updates over its rows (a sweep over learning rates and seeds, the seeds
+//! innermost: a launch a parameter and learning rate). Every operation of the rules is element
+//! by element, so each row is updated exactly as alone.
 //!
 //! The trials' optimiser state is stacked beside the parameters and each trial's own state
 //! made views of its rows; the optimisers write their state in place (`optim::keep`), so
 //! whichever updates a step (the pack's, or each trial's where a step cannot go as one), every
 //! trial's parameters and state stay its own rows, for its checkpoints and for when it leaves.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use candle_core::{Result, Tensor, Var};
@@ -20,10 +23,10 @@ use super::optim::{self, OptimState, Optimizer};
 use crate::compile::stacked_params::StackedParams;
 use crate::train_config::TrainConfig;
 
-/// The optimiser of a pack's stacks, held by the pack's first trial.
+/// The optimisers of a pack's stacks, held by the pack's first trial: one for each run of
+/// neighbouring trials that update by one rule, over the run's rows of every stack.
 pub(super) struct PackUpdate {
-    opt: Box<dyn Optimizer>,
-    clamp: Option<f64>,
+    runs: Vec<RunUpdate>,
     /// The stacks it updates: it serves the pack while the trials hold these.
     stacks: Arc<StackedParams>,
     /// Whether it made the last step's update (else each trial made its own: a step whose
@@ -31,33 +34,57 @@ pub(super) struct PackUpdate {
     made_last: bool,
 }
 
+/// The optimiser of the rows `rows` of a pack's stacks.
+struct RunUpdate {
+    rows: Range<usize>,
+    opt: Box<dyn Optimizer>,
+    clamp: Option<f64>,
+}
+
 impl PackUpdate {
-    /// The optimiser over `stacks` (which the cells of `steppers` hold, in order), its state
-    /// each trial's stacked and each trial's own state made views of its row; `None` where
-    /// the trials do not all update by one rule.
+    /// The optimisers over `stacks` (which the cells of `steppers` hold, in order), one for
+    /// each run of neighbouring trials of one rule (a sweep over learning rates and seeds, the
+    /// seeds innermost, has a run per learning rate), their state the trials' stacked and each
+    /// trial's own state made views of its row; `None` where a trial clips by norm (a norm per
+    /// trial), its run's trials have made different numbers of updates, or every run is one
+    /// trial.
     pub(super) fn hold(steppers: &mut [&mut Stepper], stacks: &Arc<StackedParams>) -> Result<Option<PackUpdate>> {
-        let Some(first) = steppers.first() else { return Ok(None) };
-        let config = first.config.clone();
-        if config.clip_norm.is_some() || steppers.iter().any(|s| !same_rule(&s.config, &config)) {
+        if steppers.iter().any(|s| s.config.clip_norm.is_some()) {
             return Ok(None);
         }
-        let states: Vec<OptimState> = steppers.iter().map(|s| s.opt.state()).collect();
-        let Some(stacked) = stacked_state(&states)? else { return Ok(None) };
-        for (row, s) in steppers.iter_mut().enumerate() {
-            let rows =
-                stacked.buffers.iter().map(|kind| kind.iter().map(|b| b.as_ref().map(|t| t.get(row)).transpose()));
-            let buffers = rows.map(|kind| kind.collect::<Result<_>>()).collect::<Result<_>>()?;
-            s.opt.restore(OptimState { updates: stacked.updates, buffers })?;
+        let mut bounds = vec![0];
+        bounds.extend((1..steppers.len()).filter(|&p| !same_rule(&steppers[p - 1].config, &steppers[p].config)));
+        bounds.push(steppers.len());
+        if bounds.len() > steppers.len() {
+            return Ok(None);
         }
-        let vars = (0..stacks.params())
-            .map(|k| match stacks.stack(k) {
-                Some(t) => Var::from_tensor(t),
-                None => candle_core::bail!("internal: parameter {k} of {} stacked", stacks.params()),
-            })
-            .collect::<Result<_>>()?;
-        let mut opt = optim::build(&config, vars)?;
-        opt.restore(stacked)?;
-        Ok(Some(PackUpdate { opt, clamp: config.clip_value, stacks: Arc::clone(stacks), made_last: false }))
+        let mut runs = Vec::with_capacity(bounds.len() - 1);
+        for rows in bounds.windows(2).map(|w| w[0]..w[1]) {
+            let states: Vec<OptimState> = steppers[rows.clone()].iter().map(|s| s.opt.state()).collect();
+            let Some(stacked) = stacked_state(&states)? else { return Ok(None) };
+            runs.push((rows, stacked));
+        }
+        let mut updates = Vec::with_capacity(runs.len());
+        for (rows, stacked) in runs {
+            for (row, s) in steppers[rows.clone()].iter_mut().enumerate() {
+                let own =
+                    stacked.buffers.iter().map(|kind| kind.iter().map(|b| b.as_ref().map(|t| t.get(row)).transpose()));
+                let buffers = own.map(|kind| kind.collect::<Result<_>>()).collect::<Result<_>>()?;
+                s.opt.restore(OptimState { updates: stacked.updates, buffers })?;
+            }
+            let vars = (0..stacks.params())
+                .map(|k| match stacks.stack(k) {
+                    // The run's rows: a view that the optimiser writes in place.
+                    Some(t) => Var::from_tensor(&t.narrow(0, rows.start, rows.len())?.share_as_var()),
+                    None => candle_core::bail!("internal: parameter {k} of {} stacked", stacks.params()),
+                })
+                .collect::<Result<_>>()?;
+            let config = &steppers[rows.start].config;
+            let mut opt = optim::build(config, vars)?;
+            opt.restore(stacked)?;
+            updates.push(RunUpdate { rows, opt, clamp: config.clip_value });
+        }
+        Ok(Some(PackUpdate { runs: updates, stacks: Arc::clone(stacks), made_last: false }))
     }
 
     /// Whether it updates `stacks`.
@@ -68,13 +95,19 @@ impl PackUpdate {
     /// Host-side work before each of the pack's updates, by it or by the trials' own (its
     /// update count stays theirs).
     pub(super) fn prepare(&mut self) -> Result<()> {
-        self.opt.prepare()
+        self.runs.iter_mut().try_for_each(|run| run.opt.prepare())
     }
 
     /// The update of every stack from its gradient over the pack (`None`: no update).
     pub(super) fn update(&mut self, grads: &[Option<Tensor>]) -> Result<()> {
         self.made_last = true;
-        self.opt.update(grads, self.clamp)
+        for run in &mut self.runs {
+            let rows = |g: &Tensor| g.narrow(0, run.rows.start, run.rows.len());
+            let own: Vec<Option<Tensor>> =
+                grads.iter().map(|g| g.as_ref().map(rows).transpose()).collect::<Result<_>>()?;
+            run.opt.update(&own, run.clamp)?;
+        }
+        Ok(())
     }
 
     /// Notes that each trial made this step's update on its own.
