@@ -185,9 +185,14 @@ impl PackSteps {
 /// before the updates. Steppers whose batches have the same shape train as one pack.
 pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Vec<f64>> {
     hold_stacked(steppers, batches)?;
-    // The pack's optimiser counts every step of its trials, whichever updates them.
+    // The pack's optimiser counts every step of its trials, whichever updates them; until it
+    // updates the pack below, the trials update on their own.
     let as_one = match held_pack_update(steppers) {
-        Some(update) => update.prepare().map(|()| true)?,
+        Some(update) => {
+            update.prepare()?;
+            update.left_to_trials();
+            true
+        }
         None => false,
     };
     let mut values = vec![0.0; steppers.len()];
@@ -213,9 +218,6 @@ pub fn step_pack(steppers: &mut [&mut Stepper], batches: &[&Batch]) -> Result<Ve
                 }
             }
             None => {
-                if let Some(update) = held_pack_update(steppers) {
-                    update.left_to_trials();
-                }
                 for (&i, (value, grads)) in group.iter().zip(grads) {
                     values[i] = steppers[i].update(value, grads)?;
                 }
