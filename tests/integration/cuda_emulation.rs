@@ -668,6 +668,11 @@ fn layer_norm_kernels_agree_with_the_cpu() {
     let (x, w, b, g) = (values(rows * n, 120), values(n, 121), values(n, 122), values(rows * n, 123));
     check_fused(Norm::Forward, &[(x.clone(), &[rows, n]), (w.clone(), &[n]), (b, &[n])], 1e-5);
     check_fused(Norm::Backward, &[(x, &[rows, n]), (w, &[n]), (g, &[rows, n])], 1e-4);
+    // A gain and a bias per block of rows (a pack of 3 trials, 2 rows each).
+    let (rows, n, groups) = (6usize, 40usize, 3usize);
+    let (x, w, b, g) = (values(rows * n, 124), values(groups * n, 125), values(groups * n, 126), values(rows * n, 127));
+    check_fused(Norm::Forward, &[(x.clone(), &[rows, n]), (w.clone(), &[groups, n]), (b, &[groups, n])], 1e-5);
+    check_fused(Norm::Backward, &[(x, &[rows, n]), (w, &[groups, n]), (g, &[rows, n])], 1e-4);
 }
 
 #[test]

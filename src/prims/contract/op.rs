@@ -72,8 +72,8 @@ pub trait Products {
     fn per_row(&self, param: &Tensor) -> Result<Tensor>;
 
     /// The layer norm over the last axis of `x`, with the affine map of gain `w` and bias `b`
-    /// (`kernels::blocks::layer_norm`; for a pack, the normalisation of every row in one go,
-    /// then each trial's map on its rows).
+    /// (`kernels::blocks::layer_norm`; for a pack, every trial's rows in one go, each with its
+    /// own gain and bias).
     fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor>;
 
     /// The rows of `table` by token `ids` (`kernels::blocks::lookup`; for a pack, each trial's
@@ -115,14 +115,9 @@ impl Products for Pack {
         param.unsqueeze(1)?.broadcast_as(spread)?.contiguous()?.reshape(rows)
     }
 
+    /// Each trial's rows are one block, with its row of the stacked gain and bias `[P, width]`.
     fn layer_norm(&self, x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-        let (trials, width) = w.dims2()?;
-        let (ones, zeros) = (Tensor::ones(width, x.dtype(), x.device())?, Tensor::zeros(width, x.dtype(), x.device())?);
-        let normed = layer_norm(x, &ones, &zeros)?;
-        // Each trial's rows as one block `[P, rows · …, width]`, its gain and bias broadcast over it.
-        let blocks = normed.reshape((trials, (), width))?;
-        let (w, b) = (w.unsqueeze(1)?, b.unsqueeze(1)?);
-        blocks.broadcast_mul(&w)?.broadcast_add(&b)?.reshape(x.dims())
+        layer_norm(x, w, b)
     }
 
     fn lookup(&self, table: &Tensor, ids: &Tensor, one_hot: bool) -> Result<Tensor> {

@@ -1,5 +1,6 @@
 // Layer normalisation over the last axis on the GPU (f32), as src/kernels/cuda/layers/layer_norm.rs
-// computes it on the CPU: `x` is [rows, n], `w` and `b` are [n]; biased variance, as PyTorch.
+// computes it on the CPU: `x` is [rows, n], `w` and `b` are [n], or [rows / per, n]: one row for
+// each block of `per` rows (a pack's trials); biased variance, as PyTorch.
 // One block per row, its threads (a multiple of 32) striding over the row. Built to PTX by
 // build.rs with the `cuda` feature.
 
@@ -35,10 +36,12 @@ __device__ void row_moments(const float* x, int n, float eps, float* shared, flo
 }
 
 // y = (x - mean) / sqrt(var + eps) * w + b, per row.
-extern "C" __global__ void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, int rows, int n, float eps) {
+extern "C" __global__ void layer_norm_fwd(const float* x, const float* w, const float* b, float* y, int rows, int n, int per, float eps) {
     __shared__ float shared[32];
     int row = blockIdx.x;
     if (row >= rows) return;
+    w += (size_t)(row / per) * n;
+    b += (size_t)(row / per) * n;
     const float* xr = x + (size_t)row * n;
     float mean, rstd;
     row_moments(xr, n, eps, shared, &mean, &rstd);
@@ -47,12 +50,13 @@ extern "C" __global__ void layer_norm_fwd(const float* x, const float* w, const 
 }
 
 // From g = d loss / d y: writes `out` = [d x | g ⊙ x̂], [rows, 2n], where
-// d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ; the caller sums g ⊙ x̂ and g over the
-// rows for d w and d b.
-extern "C" __global__ void layer_norm_bwd(const float* x, const float* w, const float* g, float* out, int rows, int n, float eps) {
+// d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ; the caller sums g ⊙ x̂ and g over each
+// block's rows for d w and d b.
+extern "C" __global__ void layer_norm_bwd(const float* x, const float* w, const float* g, float* out, int rows, int n, int per, float eps) {
     __shared__ float shared[32];
     int row = blockIdx.x;
     if (row >= rows) return;
+    w += (size_t)(row / per) * n;
     const float* xr = x + (size_t)row * n;
     const float* gr = g + (size_t)row * n;
     float mean, rstd;
