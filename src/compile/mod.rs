@@ -195,16 +195,18 @@ impl Cell {
             if !aliased {
                 return Ok(weights.clone());
             }
-            let step = weights.map(Tensor::share_as_var);
+            let step = weights.aliased();
             steps.push(step.clone());
             Ok(step)
         })?;
         let trials = weights.trials();
         let held = weights.held_stacks();
+        let stack_steps: Vec<Arc<[Tensor]>> = steps.iter().filter_map(|w| w.stack_aliases().cloned()).collect();
         let of_trial = |p: usize| StepWeights {
             base: weights.of_trial(p).to_vec(),
             steps: steps.iter().map(|w| w.of_trial(p).to_vec()).collect(),
             stacked: held.map(|params| stacked_params::StackedRow { params: Arc::clone(params), row: p }),
+            stack_steps: stack_steps.clone(),
         };
         Ok((out, (0..trials).map(of_trial).collect()))
     }
@@ -370,6 +372,8 @@ pub struct StepWeights {
     base: Vec<Tensor>,
     steps: Vec<Vec<Tensor>>,
     stacked: Option<stacked_params::StackedRow>,
+    /// Each time step's aliases of the pack's stacks, where it holds its parameters stacked.
+    stack_steps: Vec<Arc<[Tensor]>>,
 }
 
 impl StepWeights {

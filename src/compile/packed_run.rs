@@ -43,17 +43,34 @@ pub struct Stacks {
     members: Arc<Vec<Vec<Tensor>>>,
     stacked: Arc<[OnceLock<Tensor>]>,
     held: Option<Arc<StackedParams>>,
+    /// A time step's aliases of the held stacks (`Tensor::share_as_var`, no copy), read in
+    /// their place, so that the backward keeps each step's gradient of a stack apart and
+    /// [`packed_gradients`] sums them in one pass, as a trial alone does its weights'.
+    step: Option<Arc<[Tensor]>>,
 }
 
 impl Stacks {
     fn new(members: &[Vec<Tensor>], held: Option<Arc<StackedParams>>) -> Stacks {
         let params = members.first().map_or(0, Vec::len);
         let stacked = (0..params).map(|_| OnceLock::new()).collect();
-        Stacks { members: Arc::new(members.to_vec()), stacked, held }
+        Stacks { members: Arc::new(members.to_vec()), stacked, held, step: None }
+    }
+
+    /// The stacks for one time step: each held stack's alias, else these.
+    fn aliased(&self) -> Stacks {
+        let Some(held) = &self.held else { return self.clone() };
+        let aliases = (0..held.params()).filter_map(|k| held.stack(k)).map(Tensor::share_as_var).collect();
+        Stacks { step: Some(aliases), ..self.clone() }
     }
 
     /// Parameter `k` of every trial, stacked `[P, ...]`.
     fn get(&self, k: usize) -> Result<Tensor> {
+        if let Some(step) = &self.step {
+            return step
+                .get(k)
+                .cloned()
+                .ok_or_else(|| candle_core::Error::Msg(format!("internal: parameter {k} of {} aliased", step.len())));
+        }
         if let Some(held) = &self.held {
             return held.stack(k).cloned().ok_or_else(|| {
                 candle_core::Error::Msg(format!("internal: parameter {k} of {} stacked", held.params()))
@@ -99,15 +116,23 @@ impl Weights {
         }
     }
 
-    /// Every weight through `f` (a time step's aliases).
-    pub fn map(&self, f: impl Fn(&Tensor) -> Tensor) -> Weights {
+    /// A time step's aliases of every weight (`Tensor::share_as_var`, no copy), and of the
+    /// stacks a pack holds its parameters in.
+    pub fn aliased(&self) -> Weights {
+        let alias = |w: &Vec<Tensor>| w.iter().map(Tensor::share_as_var).collect();
         match self {
-            Weights::One(w) => Weights::One(w.iter().map(&f).collect()),
-            Weights::Pack { members, batch, stacks } => Weights::Pack {
-                members: members.iter().map(|w| w.iter().map(&f).collect()).collect(),
-                batch: *batch,
-                stacks: stacks.clone(),
-            },
+            Weights::One(w) => Weights::One(alias(w)),
+            Weights::Pack { members, batch, stacks } => {
+                Weights::Pack { members: members.iter().map(alias).collect(), batch: *batch, stacks: stacks.aliased() }
+            }
+        }
+    }
+
+    /// A time step's aliases of the held stacks ([`Weights::aliased`]).
+    pub(super) fn stack_aliases(&self) -> Option<&Arc<[Tensor]>> {
+        match self {
+            Weights::Pack { stacks, .. } => stacks.step.as_ref(),
+            Weights::One(_) => None,
         }
     }
 
@@ -321,12 +346,15 @@ pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<PackG
         false => total.backward_keeping_variable_layouts()?,
     };
     let held = weights.first().and_then(|w| w.stacked.as_ref()).map(|row| Arc::clone(&row.params));
-    // A held stack's gradient laid out otherwise (a weight read transposed) is made contiguous
-    // once, so that each trial's row of it is a view.
-    if let Some(held) = &held {
-        for s in (0..held.params()).filter_map(|k| held.stack(k)) {
-            if let Some(g) = store.get(s).filter(|g| !g.is_contiguous()) {
-                let g = g.contiguous()?;
+    // A held stack's gradient: its own and its time steps' aliases', summed in one pass, and
+    // contiguous (also where a weight read transposed left it laid out otherwise), so that each
+    // trial's row of it is a view.
+    if let (Some(held), Some(first)) = (&held, weights.first()) {
+        for (k, s) in (0..held.params()).filter_map(|k| Some((k, held.stack(k)?))) {
+            let uses = std::iter::once(s).chain(first.stack_steps.iter().filter_map(|step| step.get(k)));
+            let parts: Vec<&Tensor> = uses.filter_map(|t| store.get(t)).collect();
+            if parts.len() > 1 || parts.first().is_some_and(|g| !g.is_contiguous()) {
+                let g = crate::kernels::cuda::layers::sum_parts::sum(&parts)?;
                 store.insert(s, g);
             }
         }
@@ -344,9 +372,53 @@ pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<PackG
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{Device, Tensor};
+    use std::sync::Arc;
 
-    use super::{join, regroup, rows_of};
+    use candle_core::{DType, Device, Tensor};
+
+    use super::{join, packed_gradients, regroup, rows_of};
+    use crate::compile::Cell;
+
+    /// A recurrent cell, its weights read at every time step (one of them transposed).
+    fn recurrent_cell(seed: u64) -> Cell {
+        let program = crate::check::checked_text(
+            "model m(d = 3) {
+               state h = zeros(d)
+               step x { h = tanh(linear(h, d) + linear(x, d))  out linear(h, output_size) }
+             }
+             experiment e { task randomSequence(input = 2, output = 2, length = 4) model m }",
+        );
+        let graph = Arc::clone(&program.experiments[0].trials[0].graph);
+        Cell::new(graph, seed, &Device::Cpu, DType::F64).unwrap()
+    }
+
+    /// Each time step reads its own alias of the stacks, whose gradients the pack sums in one
+    /// pass per parameter (as a trial alone sums its weights'): each trial's row of the sum is
+    /// its gradient alone.
+    #[test]
+    fn a_pack_s_steps_read_their_own_aliases_of_the_stacks_and_the_gradient_sums_them() -> candle_core::Result<()> {
+        let (mut a, mut b) = (recurrent_cell(1), recurrent_cell(2));
+        let held = Cell::stack_parameters(&mut [&mut a, &mut b])?;
+        let (steps, batch) = (4, 3);
+        let inputs = Tensor::randn(0f64, 1.0, (steps, 2 * batch, 2), &Device::Cpu)?;
+        let scored: Vec<usize> = (0..steps).collect();
+        let members = vec![a.weights(true), b.weights(true)];
+        let (out, weights) = a.run_packed_for_gradients(members, Some(Arc::clone(&held)), &inputs, &scored)?;
+        assert!(weights.iter().all(|w| w.stack_steps.len() == steps), "a stack alias per step");
+        let grads = packed_gradients(&weights, &out.sqr()?.sum_all()?)?;
+        let stacked = grads.stacked.expect("the pack's gradients come stacked");
+        for (p, cell) in [&a, &b].into_iter().enumerate() {
+            let own = inputs.narrow(1, p * batch, batch)?;
+            let (out, alone) = cell.run_for_gradients(&own, &scored)?;
+            let alone = alone.gradients_of(&out.sqr()?.sum_all()?)?;
+            for (k, (g, s)) in alone.iter().zip(&stacked).enumerate() {
+                let (g, s) = (g.as_ref().expect("every weight has a gradient"), s.as_ref().expect("stacked"));
+                let diff = (g - s.get(p)?)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f64>()?;
+                assert!(diff < 1e-12, "trial {p}, parameter {k}: {diff}");
+            }
+        }
+        Ok(())
+    }
 
     /// `[outer · P · B, 2]` rows numbered in order.
     fn rows(outer: usize, trials: usize, batch: usize) -> Tensor {

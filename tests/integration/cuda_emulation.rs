@@ -577,7 +577,7 @@ fn kanerva_write_kernels_agree_with_the_cpu() {
 }
 
 #[test]
-fn sum_parts_kernel_sums_contiguous_and_transposed_parts() {
+fn sum_parts_kernel_sums_contiguous_transposed_and_stacked_transposed_parts() {
     let (rows, cols, parts) = (5usize, 7usize, 3usize);
     let data: Vec<Vec<f32>> = (0..parts).map(|k| values(rows * cols, 80 + k as u64)).collect();
     let n = rows * cols;
@@ -596,13 +596,35 @@ fn sum_parts_kernel_sums_contiguous_and_transposed_parts() {
             LaunchShape::per_element(n as u32),
             &[
                 vec![Arg::Parts(data.clone()), Arg::Out(n), Arg::I32(parts as i32)],
-                ints(&[n, inner, s0, s1]),
+                ints(&[n, inner, s0, s1, n, n]),
                 vec![Arg::I32(0)],
             ]
             .concat(),
         );
         assert_close(&format!("sum_parts, {layout}"), &got[0], &want, 1e-6);
     }
+    // A stack of 3 transposed matrices (a pack's weight read transposed): matrix m of [cols, rows]
+    // at m · rows · cols, element (r, c) of its transpose at c · rows + r.
+    let (m, mat) = (3usize, rows * cols);
+    let data: Vec<Vec<f32>> = (0..parts).map(|k| values(m * mat, 85 + k as u64)).collect();
+    let want: Vec<f32> = (0..m * mat)
+        .map(|i| {
+            let j = i % mat;
+            let at = i / mat * mat + j % cols * rows + j / cols;
+            data.iter().map(|p| p[at]).sum()
+        })
+        .collect();
+    let got = launch(
+        "sum_parts",
+        LaunchShape::per_element((m * mat) as u32),
+        &[
+            vec![Arg::Parts(data), Arg::Out(m * mat), Arg::I32(parts as i32)],
+            ints(&[m * mat, cols, 1, rows, mat, mat]),
+            vec![Arg::I32(0)],
+        ]
+        .concat(),
+    );
+    assert_close("sum_parts, a stack of transposed matrices", &got[0], &want, 1e-6);
 }
 
 #[test]

@@ -28,7 +28,8 @@ inventory::submit! { STEP_GRADS }
 
 /// `parts[0] + parts[1] + …`, without a gradient of its own, contiguous. The parts may be
 /// strided views (a weight read transposed at every time step has transposed gradients):
-/// where they share one layout, contiguous or of two axes, they are read as laid out.
+/// where they share one layout, contiguous or of two or three axes (a pack's stack of
+/// matrices), they are read as laid out.
 pub fn sum(parts: &[&Tensor]) -> Result<Tensor> {
     let Some((first, rest)) = parts.split_first() else { bail!("a sum of no tensors") };
     if rest.is_empty() {
@@ -47,9 +48,9 @@ pub fn sum(parts: &[&Tensor]) -> Result<Tensor> {
         return rest.iter().try_fold((*first).contiguous()?, |sum, t| sum.add(t));
     }
     // Contiguous parts share their layout whatever the strides of axes of one say (candle
-    // ignores those); strided ones must be matrices of one set of strides.
+    // ignores those); strided ones must be matrices, or a stack of them, of one set of strides.
     let contiguous = parts.iter().all(|t| t.is_contiguous());
-    let shared = contiguous || (first.rank() == 2 && parts.iter().all(|t| t.stride() == first.stride()));
+    let shared = contiguous || (matches!(first.rank(), 2 | 3) && parts.iter().all(|t| t.stride() == first.stride()));
     let parts: Vec<Tensor> = match shared {
         true => parts.iter().map(|t| (*t).clone()).collect(),
         false => parts.iter().map(|t| t.contiguous()).collect::<Result<_>>()?,
@@ -159,20 +160,26 @@ mod cuda {
     unsafe impl candle_core::cuda_backend::cudarc::driver::DeviceRepr for Parts {}
 
     /// `first` plus every tensor of `rest` (f32, each of `first`'s elements and layout: contiguous,
-    /// or a strided matrix), into a new contiguous buffer: one launch of `sum_parts` per 32 parts,
-    /// each after the first adding to the buffer.
+    /// or a strided matrix or stack of matrices), into a new contiguous buffer: one launch of
+    /// `sum_parts` per 32 parts, each after the first adding to the buffer.
     pub(super) fn sum_parts((first, layout): (&CudaStorage, &Layout), rest: &[Tensor]) -> Result<CudaStorage> {
         use candle_core::cuda_backend::cudarc::driver::DevicePtr;
         let n = layout.shape().elem_count();
-        // Where element i sits: i / cols · s0 + i % cols · s1, within `span` elements of the start.
-        let (cols, s0, s1, span) = match (layout.is_contiguous(), layout.dims(), layout.stride()) {
-            (true, _, _) => (n, n, 1, n),
-            (false, &[rows, cols], &[s0, s1]) => (cols, s0, s1, (rows.max(1) - 1) * s0 + (cols.max(1) - 1) * s1 + 1),
-            _ => candle_core::bail!("sum_parts: parts laid out as {:?} (contiguous or two axes only)", layout.stride()),
+        // Where element i sits, with j = i % mat: i / mat · sm + j / cols · s0 + j % cols · s1,
+        // within `span` elements of the start.
+        let last = |d: usize, s: usize| (d.max(1) - 1) * s;
+        let (cols, s0, s1, mat, sm, span) = match (layout.is_contiguous(), layout.dims(), layout.stride()) {
+            (true, _, _) => (n, n, 1, n, n, n),
+            (false, &[rows, cols], &[s0, s1]) => (cols, s0, s1, n, n, last(rows, s0) + last(cols, s1) + 1),
+            (false, &[m, rows, cols], &[sm, s0, s1]) => {
+                (cols, s0, s1, rows * cols, sm, last(m, sm) + last(rows, s0) + last(cols, s1) + 1)
+            }
+            _ => {
+                candle_core::bail!("sum_parts: parts laid out as {:?} (contiguous, two or three axes)", layout.stride())
+            }
         };
-        let (Ok(count), Ok(cols), Ok(s0), Ok(s1)) =
-            (i32::try_from(n), i32::try_from(cols), i32::try_from(s0), i32::try_from(s1))
-        else {
+        let ints = [n, cols, s0, s1, mat, sm].map(i32::try_from);
+        let [Ok(count), Ok(cols), Ok(s0), Ok(s1), Ok(mat), Ok(sm)] = ints else {
             candle_core::bail!("sum_parts: {n} elements are more than the kernel indexes")
         };
         let dev = first.device.clone();
@@ -216,10 +223,12 @@ mod cuda {
                 .arg(&cols)
                 .arg(&s0)
                 .arg(&s1)
+                .arg(&mat)
+                .arg(&sm)
                 .arg(&accumulate);
             // SAFETY: sum_parts takes the pointers, the output, the number of pointers, n, cols, s0,
-            // s1 and the accumulate flag, in this order; each pointer's view spans every element the
-            // layout reaches (checked above), and the grid-stride loop stays below n.
+            // s1, mat, sm and the accumulate flag, in this order; each pointer's view spans every
+            // element the layout reaches (checked above), and the grid-stride loop stays below n.
             unsafe { builder.launch(launch_config(LaunchShape::per_element(count as u32))) }.w()?;
         }
         Ok(CudaStorage::wrap_cuda_slice(out, dev))
@@ -260,6 +269,20 @@ mod tests {
         let refs: Vec<&Tensor> = parts.iter().collect();
         let expected = parts[0].add(&parts[1])?.add(&parts[2])?;
         assert_eq!(sum(&refs)?.to_vec2::<f64>()?, expected.to_vec2::<f64>()?);
+        Ok(())
+    }
+
+    /// A pack's stacked weight read transposed leaves a stack of transposed matrices per step.
+    #[test]
+    fn parts_of_one_stack_of_transposed_matrices_sum_as_laid_out() -> Result<()> {
+        let stack = || Tensor::randn(0f64, 1.0, (3, 4, 2), &Device::Cpu)?.transpose(1, 2);
+        let parts = (0..3).map(|_| stack()).collect::<Result<Vec<_>>>()?;
+        assert!(!parts[0].is_contiguous());
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let expected = parts[0].add(&parts[1])?.add(&parts[2])?;
+        let got = sum(&refs)?;
+        assert!(got.is_contiguous());
+        assert_eq!(got.to_vec3::<f64>()?, expected.to_vec3::<f64>()?);
         Ok(())
     }
 
