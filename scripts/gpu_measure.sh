@@ -334,6 +334,8 @@ unchecked_part() {
         head_move_warps | tape_write_split) runs=("specs/examples/nam_algorithmic.mem add_namtm") ;;
         # PKM's read and write.
         kanerva_write | kanerva_address | lerp) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
+        # A pack's learned scalars, one per trial: STM's α over its memories.
+        scale_rows) runs=("specs/bench/stm.mem stm_a --pack 16" "specs/examples/assoc_small.mem quickstart_stm --pack 16") ;;
       esac
       for round in 1 2; do
         for x in "${runs[@]}"; do

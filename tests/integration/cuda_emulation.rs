@@ -27,6 +27,7 @@ use memctl::kernels::cuda::layers::lerp::Lerp;
 use memctl::kernels::cuda::layers::lstm_cell::{Half, Lstm};
 use memctl::kernels::cuda::layers::outer::Outer;
 use memctl::kernels::cuda::layers::scale::Scale;
+use memctl::kernels::cuda::layers::scale_rows::ScaleRows;
 use memctl::kernels::cuda::layers::softmax::Softmax;
 use memctl::kernels::cuda::nam::head_move::Move;
 use memctl::kernels::cuda::nam::l2_normalize::Normalize;
@@ -681,6 +682,16 @@ fn scale_kernels_agree_with_the_cpu() {
     assert_close("scale_bwd, d x", &bwd[3][..n], &grads[0], 1e-6);
     let d_alpha: f32 = bwd[3][n..].iter().sum();
     assert_close("scale_bwd, d α", &[d_alpha], &grads[1], 1e-5);
+}
+
+#[test]
+fn scale_rows_kernels_agree_with_the_cpu() {
+    // Rows of more elements than one partial sum's share (two per row), and rows of a few.
+    for (rows, per) in [(3usize, 3000usize), (7, 5)] {
+        let (x, alpha, g) = (values(rows * per, 112), values(rows, 113), values(rows * per, 114));
+        check_fused(ScaleRows::Forward, &[(x.clone(), &[rows, per]), (alpha.clone(), &[rows, 1])], 1e-6);
+        check_fused(ScaleRows::Backward, &[(x, &[rows, per]), (alpha, &[rows, 1]), (g, &[rows, per])], 1e-5);
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! The fused ops of the controller layers and the tensor glue: the LSTM and GRU cells' element-
-//! wise halves, layer normalisation, softmax, a scale, the outer product, a gated write
+//! wise halves, layer normalisation, softmax, a scale (by one number, or one per row), the outer product, a gated write
 //! (`lerp`) and the sum of a parameter's gradient parts.
 
 pub mod gru_cell;
@@ -8,5 +8,6 @@ pub mod lerp;
 pub mod lstm_cell;
 pub mod outer;
 pub mod scale;
+pub mod scale_rows;
 pub mod softmax;
 pub mod sum_parts;

@@ -28,12 +28,16 @@ fn partials(n: usize) -> usize {
 }
 
 /// `a ⊙ b` broadcast, as `mul` computes it: this op where one operand is a single number and
-/// memctl's fused ops run, `broadcast_mul` elsewhere. The operands have the same rank
+/// memctl's fused ops run, `scale_rows` where it is one number per row, `broadcast_mul`
+/// elsewhere. The operands have the same rank
 /// (`kernels::cpu::broadcast::align`).
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
     if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && crate::kernels::cuda::switches::used_for(x, SCALE) {
         return x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(Scale::Forward));
+    }
+    if let Some(scaled) = super::scale_rows::per_row(a, b).or_else(|| super::scale_rows::per_row(b, a)) {
+        return scaled;
     }
     a.broadcast_mul(b)
 }
