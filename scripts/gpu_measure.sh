@@ -336,6 +336,9 @@ unchecked_part() {
         kanerva_write | kanerva_address | lerp) runs=("specs/examples/pattern_completion.mem pc_pkm k=4") ;;
         # A pack's learned scalars, one per trial: STM's α over its memories.
         scale_rows) runs=("specs/bench/stm.mem stm_a --pack 16" "specs/examples/assoc_small.mem quickstart_stm --pack 16") ;;
+        # tanh(M) in STM's gated write at every step, RMC's gate.
+        tanh) runs=("specs/bench/stm.mem stm_a" "specs/bench/stm.mem stm_b" "specs/bench/stm.mem stm_a --pack 16"
+                    "specs/examples/nth_farthest.mem nfar_rmc") ;;
       esac
       for round in 1 2; do
         for x in "${runs[@]}"; do

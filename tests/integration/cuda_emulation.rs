@@ -29,6 +29,7 @@ use memctl::kernels::cuda::layers::outer::Outer;
 use memctl::kernels::cuda::layers::scale::Scale;
 use memctl::kernels::cuda::layers::scale_rows::ScaleRows;
 use memctl::kernels::cuda::layers::softmax::Softmax;
+use memctl::kernels::cuda::layers::tanh::Tanh;
 use memctl::kernels::cuda::nam::head_move::Move;
 use memctl::kernels::cuda::nam::l2_normalize::Normalize;
 use memctl::kernels::cuda::nam::nam_write::{NamWrite, Orientation};
@@ -682,6 +683,16 @@ fn scale_kernels_agree_with_the_cpu() {
     assert_close("scale_bwd, d x", &bwd[3][..n], &grads[0], 1e-6);
     let d_alpha: f32 = bwd[3][n..].iter().sum();
     assert_close("scale_bwd, d α", &[d_alpha], &grads[1], 1e-5);
+}
+
+#[test]
+fn tanh_kernels_agree_with_the_cpu() {
+    // More elements than one launch's threads cover in one pass of the grid-stride loop.
+    let n = 70_000usize;
+    let x: Vec<f32> = values(n, 115).iter().map(|v| 4.0 * v).collect();
+    let (y, g): (Vec<f32>, Vec<f32>) = (x.iter().map(|v| v.tanh()).collect(), values(n, 116));
+    check_fused(Tanh::Forward, &[(x, &[n])], 1e-6);
+    check_fused(Tanh::Backward, &[(y, &[n]), (g, &[n])], 1e-6);
 }
 
 #[test]

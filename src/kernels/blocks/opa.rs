@@ -11,7 +11,8 @@ pub fn outer_product_attention(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<Ten
     let (b, nq, dqk) = q.dims3()?;
     let (_, nkv, dv) = v.dims3()?;
     // A[b, s, j, :] = tanh(q[b, s] ⊙ k[b, j])
-    let a = q.unsqueeze(2)?.broadcast_mul(&k.unsqueeze(1)?)?.tanh()?;
+    let a = q.unsqueeze(2)?.broadcast_mul(&k.unsqueeze(1)?)?;
+    let a = crate::kernels::cuda::layers::tanh::tanh(&a)?;
     let a_t = a.transpose(2, 3)?.reshape((b * nq, dqk, nkv))?;
     let v = v.unsqueeze(1)?.broadcast_as((b, nq, nkv, dv))?.reshape((b * nq, nkv, dv))?;
     a_t.matmul(&v)?.reshape((b, nq, dqk, dv))

@@ -21,6 +21,7 @@ use crate::kernels::cpu::dense::{Transposed, forward_slices};
 use crate::kernels::cpu::elementwise::map1;
 use crate::kernels::cpu::par::multiversion;
 use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::layers::tanh::tanh;
 use crate::prims::prelude::*;
 
 primitive! {
@@ -95,12 +96,12 @@ impl WithProducts for RmcGateOp {
     fn with_products(&self, inputs: &[&Tensor], params: &[&Tensor], products: &dyn Products) -> Outputs {
         let [m, new, x] = op::inputs("rmcGate", inputs)?;
         let (gate_in, gate_mem) = (&self.gate_in, &self.gate_mem);
-        let g_mem = products.dense(&m.tanh()?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, N, 2g]
+        let g_mem = products.dense(&tanh(m)?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, N, 2g]
         let g_in = products.dense(x, gate_in.weight.of(params), Some(gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2g]
         let g = g_mem.broadcast_add(&g_in)?;
         let input_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, 0, self.gate)? + self.input_bias)?)?;
         let forget_gate = candle_nn::ops::sigmoid(&(g.narrow(D::Minus1, self.gate, self.gate)? + self.forget_bias)?)?;
-        let written = input_gate.broadcast_mul(&new.tanh()?)?;
+        let written = input_gate.broadcast_mul(&tanh(new)?)?;
         Ok(vec![written.broadcast_add(&forget_gate.broadcast_mul(m)?)?])
     }
 }

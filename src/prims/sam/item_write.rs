@@ -20,6 +20,7 @@ use crate::kernels::cpu::elementwise::{map1, map3};
 use crate::kernels::cpu::par::{group_size, multiversion};
 use crate::kernels::cpu::reduce::dot;
 use crate::kernels::cpu::{real::Real, view};
+use crate::kernels::cuda::layers::tanh::tanh;
 use crate::kernels::cuda::sam::item_gate;
 use crate::kernels::cuda::switches::used_for;
 use crate::prims::prelude::*;
@@ -136,7 +137,7 @@ impl WithProducts for ItemWriteOp {
         };
         let d = self.config.d;
         let (gate_mem, gate_in) = (&gates.gate_mem, &gates.gate_in);
-        let g_mem = products.dense(&m.tanh()?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, d, 2d]
+        let g_mem = products.dense(&tanh(m)?, gate_mem.weight.of(params), Some(gate_mem.bias.of(params)))?; // [B, d, 2d]
         let g_in = products.dense(a, gate_in.weight.of(params), Some(gate_in.bias.of(params)))?.unsqueeze(1)?; // [B, 1, 2d]
         // The scalar biases as a value per row, `[rows, 2]` over the `[input | forget]` halves.
         let bias = products.per_row(&Tensor::cat(&[gates.b_in.of(params), gates.b_forget.of(params)], D::Minus1)?)?;
@@ -164,7 +165,7 @@ impl WithProducts for ItemWriteOp {
             (bias.narrow(1, 0, 1)?.reshape((rows, 1, 1))?, bias.narrow(1, 1, 1)?.reshape((rows, 1, 1))?);
         let input_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, 0, d)?.broadcast_add(&b_in)?)?;
         let forget_gate = candle_nn::ops::sigmoid(&g.narrow(D::Minus1, d, d)?.broadcast_add(&b_forget)?)?;
-        let written = input_gate.broadcast_mul(&x.tanh()?)?;
+        let written = input_gate.broadcast_mul(&tanh(&x)?)?;
         Ok(vec![(written + forget_gate.broadcast_mul(m)?)?])
     }
 }

@@ -1,6 +1,6 @@
 //! The fused ops of the controller layers and the tensor glue: the LSTM and GRU cells' element-
 //! wise halves, layer normalisation, softmax, a scale (by one number, or one per row), the outer product, a gated write
-//! (`lerp`) and the sum of a parameter's gradient parts.
+//! (`lerp`), `tanh`, and the sum of a parameter's gradient parts.
 
 pub mod gru_cell;
 pub mod layer_norm;
@@ -11,3 +11,4 @@ pub mod scale;
 pub mod scale_rows;
 pub mod softmax;
 pub mod sum_parts;
+pub mod tanh;
