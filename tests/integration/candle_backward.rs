@@ -1,6 +1,7 @@
 //! The patched candle backward (vendor/README.md): a tensor's first gradient is stored as it
 //! is, not added into a fresh tensor of zeros, and later ones are still summed into it; a
-//! slice's gradient goes back into place; an operand that needs no gradient gets none.
+//! slice's gradient goes back into place; a broadcast to the same shape passes its gradient
+//! through; an operand that needs no gradient gets none.
 
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +39,23 @@ fn a_tensor_s_only_gradient_is_stored_as_it_is() {
     // Unpatched candle stores `zeros + g`, a new tensor.
     assert_eq!(stored.id(), returned, "the gradient was copied, not stored as it is");
     assert_eq!(stored.to_vec1::<f64>().unwrap(), [1.0, 1.0, 1.0]);
+}
+
+#[test]
+fn a_broadcast_to_the_same_shape_passes_its_gradient_through_as_it_is() {
+    let x = Var::from_slice(&[1.0f64, 2.0, 3.0, 4.0], (2, 2), &Device::Cpu).unwrap();
+    let remembered = Arc::new(Mutex::new(None));
+    let y = x.as_tensor().broadcast_as((2, 2)).unwrap().apply_op1(RememberedGrad(remembered.clone())).unwrap();
+    let grads = y.sum_all().unwrap().backward().unwrap();
+    let stored = grads.get(x.as_tensor()).expect("x has a gradient");
+    let returned = remembered.lock().unwrap().expect("the op's backward ran");
+    // Unpatched candle sums the gradient over no axis: a reduction that copies it.
+    assert_eq!(stored.id(), returned, "the gradient was summed over no axis, not passed through");
+    assert_eq!(stored.to_vec2::<f64>().unwrap(), [[1.0, 1.0], [1.0, 1.0]]);
+    // A real broadcast still sums over the axes it spread.
+    let ones = Var::from_slice(&[1.0f64, 2.0], (1, 2), &Device::Cpu).unwrap();
+    let grads = ones.as_tensor().broadcast_as((3, 2)).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(grads.get(ones.as_tensor()).unwrap().to_vec2::<f64>().unwrap(), [[3.0, 3.0]]);
 }
 
 #[test]

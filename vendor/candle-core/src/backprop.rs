@@ -536,11 +536,17 @@ impl Tensor {
                             }
                         }
 
-                        let mut arg_grad = grad.sum_keepdim(sum_dims.as_slice())?;
-                        for _i in 0..left_dims {
-                            arg_grad = arg_grad.squeeze(0)?
+                        // memctl: a broadcast to the same shape would sum over no axis, still a
+                        // reduction (a copy); its gradient passes through as it is.
+                        if sum_dims.is_empty() {
+                            grads.accumulate(arg, &grad)?;
+                        } else {
+                            let mut arg_grad = grad.sum_keepdim(sum_dims.as_slice())?;
+                            for _i in 0..left_dims {
+                                arg_grad = arg_grad.squeeze(0)?
+                            }
+                            grads.accumulate(arg, &arg_grad.broadcast_as(arg.dims())?)?;
                         }
-                        grads.accumulate(arg, &arg_grad.broadcast_as(arg.dims())?)?;
                     }
                     Op::Reduce(arg, ReduceOp::Sum, reduced_dims) => {
                         let grad = broadcast_back(arg, &grad, reduced_dims)?;
