@@ -33,11 +33,12 @@ pub enum Weights {
 
 /// Each parameter of a run's weights stacked over the pack's trials (`[P, ...]`): the pack's
 /// own stacks where its trials hold their parameters stacked ([`StackedParams`]), else made
-/// when a packed op first reads a parameter, once per run. The time steps' [`Weights`] share
-/// them, also where each step reads its own aliases of the weights (`STEP_GRADS`), since a
-/// stack of aliases would cost a copy per trial and step. A made stack's gradient reaches the
-/// run's own weights through the stack, a held one's is the stack's own (`StepWeights` adds
-/// either to the aliases').
+/// when a packed op first reads a parameter, once per run. Where each step reads its own
+/// aliases of the weights (`STEP_GRADS`), each step reads its own aliases of the held stacks
+/// too, and [`packed_gradients`] sums their gradients into the stack's; made stacks the steps
+/// share, since a stack of aliases would cost a copy per trial and step. A made stack's
+/// gradient reaches the run's own weights through the stack, a held one's is the stack's own
+/// (`StepWeights` adds either to the aliases').
 #[derive(Clone)]
 pub struct Stacks {
     members: Arc<Vec<Vec<Tensor>>>,
@@ -353,7 +354,9 @@ pub fn packed_gradients(weights: &[StepWeights], total: &Tensor) -> Result<PackG
         for (k, s) in (0..held.params()).filter_map(|k| Some((k, held.stack(k)?))) {
             let uses = std::iter::once(s).chain(first.stack_steps.iter().filter_map(|step| step.get(k)));
             let parts: Vec<&Tensor> = uses.filter_map(|t| store.get(t)).collect();
-            if parts.len() > 1 || parts.first().is_some_and(|g| !g.is_contiguous()) {
+            // Already in place only where the stack's own gradient, contiguous, is the one part.
+            let in_place = parts.len() == 1 && store.get(s).is_some_and(Tensor::is_contiguous);
+            if !parts.is_empty() && !in_place {
                 let g = crate::kernels::cuda::layers::sum_parts::sum(&parts)?;
                 store.insert(s, g);
             }
@@ -397,24 +400,32 @@ mod tests {
     /// its gradient alone.
     #[test]
     fn a_pack_s_steps_read_their_own_aliases_of_the_stacks_and_the_gradient_sums_them() -> candle_core::Result<()> {
-        let (mut a, mut b) = (recurrent_cell(1), recurrent_cell(2));
-        let held = Cell::stack_parameters(&mut [&mut a, &mut b])?;
-        let (steps, batch) = (4, 3);
-        let inputs = Tensor::randn(0f64, 1.0, (steps, 2 * batch, 2), &Device::Cpu)?;
-        let scored: Vec<usize> = (0..steps).collect();
-        let members = vec![a.weights(true), b.weights(true)];
-        let (out, weights) = a.run_packed_for_gradients(members, Some(Arc::clone(&held)), &inputs, &scored)?;
-        assert!(weights.iter().all(|w| w.stack_steps.len() == steps), "a stack alias per step");
-        let grads = packed_gradients(&weights, &out.sqr()?.sum_all()?)?;
-        let stacked = grads.stacked.expect("the pack's gradients come stacked");
-        for (p, cell) in [&a, &b].into_iter().enumerate() {
-            let own = inputs.narrow(1, p * batch, batch)?;
-            let (out, alone) = cell.run_for_gradients(&own, &scored)?;
-            let alone = alone.gradients_of(&out.sqr()?.sum_all()?)?;
-            for (k, (g, s)) in alone.iter().zip(&stacked).enumerate() {
-                let (g, s) = (g.as_ref().expect("every weight has a gradient"), s.as_ref().expect("stacked"));
-                let diff = (g - s.get(p)?)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f64>()?;
-                assert!(diff < 1e-12, "trial {p}, parameter {k}: {diff}");
+        // Every step scored; only the last (a weight read at one step's alias, or at none but
+        // the stack itself); a run of one step (one alias).
+        for (steps, scored) in [(4, vec![0, 1, 2, 3]), (4, vec![3]), (1, vec![0])] {
+            let (mut a, mut b) = (recurrent_cell(1), recurrent_cell(2));
+            let held = Cell::stack_parameters(&mut [&mut a, &mut b])?;
+            let batch = 3;
+            let inputs = Tensor::randn(0f64, 1.0, (steps, 2 * batch, 2), &Device::Cpu)?;
+            let members = vec![a.weights(true), b.weights(true)];
+            let (out, weights) = a.run_packed_for_gradients(members, Some(Arc::clone(&held)), &inputs, &scored)?;
+            assert!(weights.iter().all(|w| w.stack_steps.len() == steps), "a stack alias per step");
+            let grads = packed_gradients(&weights, &out.sqr()?.sum_all()?)?;
+            let stacked = grads.stacked.expect("the pack's gradients come stacked");
+            for (p, cell) in [&a, &b].into_iter().enumerate() {
+                let own = inputs.narrow(1, p * batch, batch)?;
+                let (out, alone) = cell.run_for_gradients(&own, &scored)?;
+                let alone = alone.gradients_of(&out.sqr()?.sum_all()?)?;
+                for (k, (g, s)) in alone.iter().zip(&stacked).enumerate() {
+                    let what = format!("{steps} steps, scored {scored:?}, trial {p}, parameter {k}");
+                    let (g, s) = match (g, s) {
+                        (Some(g), Some(s)) => (g, s),
+                        (None, None) => continue,
+                        _ => panic!("{what}: a gradient alone {} and packed {}", g.is_some(), s.is_some()),
+                    };
+                    let diff = (g - s.get(p)?)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f64>()?;
+                    assert!(diff < 1e-12, "{what}: {diff}");
+                }
             }
         }
         Ok(())

@@ -8,7 +8,7 @@
 //!
 //! - `y = x̂ ⊙ w + b`;
 //! - `d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ`, `d w = Σ_rows g ⊙ x̂`, `d b =
-//!   Σ_rows g`.
+//!   Σ_rows g` (over the rows of each block, for a gain and bias per block).
 //!
 //! The gain and bias are one `[n]` for every row, or `[G, n]`: one row each for `G` equal blocks
 //! of the rows (a pack's trials, each with its own), so that a pack normalises and maps every

@@ -9,7 +9,8 @@
 //! which candle sums per run where there is more than one.
 //!
 //! Where it runs is its switch's rule (`kernels::cuda::switches`: the CPU always; on CUDA by its
-//! standing, [`SCALE_ROWS`]); the CUDA kernels are `src/kernels/cuda/layers/scale_rows.cu`.
+//! standing, [`SCALE_ROWS`]); the CUDA kernels are `scale_rows_fwd` and `scale_rows_bwd` in
+//! `src/kernels/cuda/layers/scale.cu`.
 
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
@@ -73,8 +74,9 @@ impl Runs {
 impl FusedKernel for ScaleRows {
     type Sizes = Runs;
 
+    // Beside `scale`'s kernels, whose block sum they share.
     crate::kernels::cuda::kernel::entries! {
-        SCALE_ROWS: ScaleRows::Forward => "scale_rows_fwd", ScaleRows::Backward => "scale_rows_bwd"
+        SCALE: ScaleRows::Forward => "scale_rows_fwd", ScaleRows::Backward => "scale_rows_bwd"
     }
 
     /// `x` and `α` (one number per run: its count divides `x`'s), and backward `g` of `x`'s size.
