@@ -707,7 +707,7 @@ fn scale_rows_kernels_agree_with_the_cpu() {
 
 #[test]
 fn layer_norm_kernels_agree_with_the_cpu() {
-    // A row longer than a block's 256 threads; the backward writes per row [d x | g ⊙ x̂].
+    // A row longer than a block's 256 threads; the backward writes every row's d x, then its g ⊙ x̂.
     let (rows, n) = (3usize, 300usize);
     let (x, w, b, g) = (values(rows * n, 120), values(n, 121), values(n, 122), values(rows * n, 123));
     check_fused(Norm::Forward, &[(x.clone(), &[rows, n]), (w.clone(), &[n]), (b, &[n])], 1e-5);

@@ -49,7 +49,8 @@ extern "C" __global__ void layer_norm_fwd(const float* x, const float* w, const 
     for (int j = threadIdx.x; j < n; j += blockDim.x) yr[j] = (xr[j] - mean) * rstd * w[j] + b[j];
 }
 
-// From g = d loss / d y: writes `out` = [d x | g ⊙ x̂], [rows, 2n], where
+// From g = d loss / d y: writes `out` = [d x; g ⊙ x̂], [2 · rows, n] (every row's d x, then every
+// row's g ⊙ x̂), where
 // d x = (g ⊙ w − mean(g ⊙ w) − x̂ · mean(g ⊙ w ⊙ x̂)) / σ; the caller sums g ⊙ x̂ and g over each
 // block's rows for d w and d b.
 extern "C" __global__ void layer_norm_bwd(const float* x, const float* w, const float* g, float* out, int rows, int n, int per, float eps) {
@@ -69,10 +70,11 @@ extern "C" __global__ void layer_norm_bwd(const float* x, const float* w, const 
     }
     a = block_sum(a, shared) / n;
     c = block_sum(c, shared) / n;
-    float* o = out + (size_t)row * 2 * n;
+    float* dx = out + (size_t)row * n;
+    float* gx = out + ((size_t)rows + row) * n;
     for (int j = threadIdx.x; j < n; j += blockDim.x) {
         float xhat = (xr[j] - mean) * rstd;
-        o[j] = (gr[j] * w[j] - a - xhat * c) * rstd;
-        o[n + j] = gr[j] * xhat;
+        dx[j] = (gr[j] * w[j] - a - xhat * c) * rstd;
+        gx[j] = gr[j] * xhat;
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Written as candle ops (`kernels::blocks::layer_norm`'s reference form) the normalisation is about a
 //! dozen kernels forward and three times as many backward; here it is one kernel forward and
-//! one backward (`[d x | g ⊙ x̂]`, whose second half summed over the rows is `d w`). With `x̂ =
+//! one backward (`[d x; g ⊙ x̂]`, whose second half summed over the rows is `d w`). With `x̂ =
 //! (x − mean) / σ` and `σ = sqrt(var + eps)` per row:
 //!
 //! - `y = x̂ ⊙ w + b`;
@@ -37,7 +37,8 @@ pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
 }
 
 /// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
-/// `(x, w, g) → [d x | g ⊙ x̂]` (`[rows, 2n]`).
+/// `(x, w, g) → [d x; g ⊙ x̂]` (`[2 · rows, n]`: every row's `d x`, then every row's `g ⊙ x̂`, so
+/// that `d x` is a contiguous view).
 #[derive(Clone, Copy, Debug)]
 pub enum Norm {
     Forward,
@@ -78,7 +79,7 @@ impl FusedKernel for Norm {
         };
         let shape = match self {
             Norm::Forward => x.shape().clone(),
-            Norm::Backward => Shape::from((rows, 2 * n)),
+            Norm::Backward => Shape::from((2 * rows, n)),
         };
         Ok((shape, Groups { rows, n, per: rows / groups }))
     }
@@ -106,11 +107,11 @@ impl FusedKernel for Norm {
         let grad = grad.contiguous()?;
         let both = x.apply_op3_no_bwd(w, &grad, &Fused(Norm::Backward))?;
         let rows = both.elem_count() / (2 * n).max(1);
-        let dx = both.reshape((rows, 2 * n))?.narrow(1, 0, n)?.reshape(x.shape())?;
+        let dx = both.narrow(0, 0, rows)?.reshape(x.shape())?;
         // Each block's rows summed into its gain's and bias's row.
-        let blocks = |t: &Tensor, width: usize| t.reshape((groups, rows / groups.max(1), width));
-        let dw = blocks(&both, 2 * n)?.narrow(2, n, n)?.sum(1)?.reshape(w.shape())?;
-        let db = blocks(&grad, n)?.sum(1)?.reshape(w.shape())?;
+        let blocks = |t: &Tensor| t.reshape((groups, rows / groups.max(1), n))?.sum(1)?.reshape(w.shape());
+        let dw = blocks(&both.narrow(0, rows, rows)?)?;
+        let db = blocks(&grad)?;
         Ok(vec![Some(dx), Some(dw), Some(db)])
     }
 }
@@ -144,8 +145,10 @@ fn backward_slices<T: Real>(sizes: Groups, x: &[T], w: &[T], g: &[T]) -> Vec<T> 
     let n = sizes.n;
     let mut out = vec![T::zero(); 2 * x.len()];
     let nf = T::from_f64(n as f64);
-    let rows = x.chunks_exact(n.max(1)).zip(g.chunks_exact(n.max(1))).zip(out.chunks_exact_mut(2 * n.max(1)));
-    for (r, ((row, g), o)) in rows.enumerate() {
+    let (all_dx, all_gx) = out.split_at_mut(x.len());
+    let outs = all_dx.chunks_exact_mut(n.max(1)).zip(all_gx.chunks_exact_mut(n.max(1)));
+    let rows = x.chunks_exact(n.max(1)).zip(g.chunks_exact(n.max(1))).zip(outs);
+    for (r, ((row, g), (dx, gx))) in rows.enumerate() {
         let w = group_row(w, sizes, r);
         let (mean, rstd) = moments(row);
         let (mut a, mut c) = (T::zero(), T::zero());
@@ -154,7 +157,6 @@ fn backward_slices<T: Real>(sizes: Groups, x: &[T], w: &[T], g: &[T]) -> Vec<T> 
             c += g * w * (v - mean) * rstd;
         }
         let (a, c) = (a / nf, c / nf);
-        let (dx, gx) = o.split_at_mut(n);
         for j in 0..n {
             let xhat = (row[j] - mean) * rstd;
             dx[j] = (g[j] * w[j] - a - xhat * c) * rstd;
