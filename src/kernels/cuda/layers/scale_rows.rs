@@ -15,6 +15,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
+use crate::kernels::cpu::reduce::dot;
 use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
@@ -147,10 +148,6 @@ impl FusedKernel for ScaleRows {
         };
         Ok(vec![Some(dx), Some(dalpha.reshape(alpha.shape())?)])
     }
-}
-
-fn dot<T: Real>(x: &[T], g: &[T]) -> T {
-    x.iter().zip(g).fold(T::zero(), |s, (&x, &g)| s + x * g)
 }
 
 #[cfg(test)]
