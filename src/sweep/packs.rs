@@ -22,7 +22,7 @@ pub enum Packing {
     /// CPU a pack does not pay: a trial's step there is bound by its arithmetic and memory
     /// traffic, not by per-op overhead, and a pack adds the copies that gather its trials' rows
     /// (16 seeds of `assoc_small.mem`'s STM took 1.0–1.3× as long packed, docs/performance.md
-    /// "Packs").
+    /// "Parallel trials and packs").
     Auto,
     /// Every trial alone.
     Off,
