@@ -43,6 +43,7 @@ pub mod checkpoints;
 pub mod cost;
 mod error;
 pub mod keys;
+mod non_finite;
 pub mod owner;
 pub mod record;
 mod session;

@@ -187,6 +187,38 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
     assert!(String::from_utf8_lossy(&retry.stderr).contains("1 trial run, 1 already done, 1 failed"));
 }
 
+/// A trial whose update diverges and whose `max_time` stops it before the next step sees the
+/// NaN ends `done` with a NaN test loss; the store keeps reading its record (JSON writes NaN as
+/// `null`), so the sweep runs again and `show` shows it.
+#[test]
+fn a_run_ending_with_a_nan_metric_leaves_the_store_readable() {
+    // A linear recurrence, which no squashing keeps finite.
+    let spec = "task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+model linear_rnn(d = 8) {
+  state h = zeros(d)
+  step token { h = linear(embed(token, d), d) + linear(h, d)  out linear(h, output_size) }
+}
+experiment diverges {
+  task tiny
+  model linear_rnn
+  train { optimizer = sgd(lr = 1e6), batch = 8, steps = 50, max_time = 1e-7 }
+}
+";
+    let (_dir, spec, store) = spec_folder(spec);
+    let sweep = || memctl_at(&store).arg("sweep").arg(&spec).arg("-q").output().unwrap();
+    let first = sweep();
+    assert!(first.status.success(), "{}", text(&first.stderr));
+    let recs = records(&store);
+    assert_eq!(recs.len(), 1);
+    assert!(recs[0]["final_metrics"]["loss"].is_null(), "a NaN loss, written as null: {}", recs[0]["final_metrics"]);
+    let again = sweep();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(text(&again.stderr).contains("0 trials run, 1 already done"), "{}", text(&again.stderr));
+    let show = memctl_at(&store).args(["show", "1"]).output().unwrap();
+    assert!(show.status.success(), "{}", text(&show.stderr));
+    assert!(text(&show.stdout).contains("loss: .nan"), "{}", text(&show.stdout));
+}
+
 /// A model whose `m / parts` must be whole, for the override tests.
 const SPLIT_MODEL: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
