@@ -2,13 +2,14 @@
 //! them as one Slurm job array; for a search, submit its workers, each of which takes the
 //! study's next trial from the store.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::check::Trial;
 use crate::slurm::manifest::{Manifest, ManifestSearch, ManifestTrial, Recorder};
 use crate::slurm::scheduler::{self, SlurmOptions};
 use crate::slurm::{self, shard};
+use crate::store::checkpoints::CheckpointDir;
 use crate::store::{Status, Store};
 use crate::sweep::search::Search;
 use crate::sweep::{Options, Plan, identity};
@@ -79,6 +80,12 @@ pub fn submit(
         println!("{} array tasks would be submitted from {}", manifest.tasks(), dir.display());
         return Ok(0);
     }
+    // A settled trial run again on purpose starts afresh, as in a local sweep: the checkpoint
+    // an earlier run left is not its to resume.
+    let checkpoints = CheckpointDir::new(dir.join("checkpoints"));
+    for key in &skipped.afresh {
+        checkpoints.remove(key)?;
+    }
     let count = manifest.tasks();
     let (job, path) = write_and_submit(&dir, manifest, count, &sub)?;
     println!("{job}");
@@ -102,6 +109,9 @@ struct Skipped {
     done_on_cluster: usize,
     /// Still queued or running from an earlier submission.
     in_flight: usize,
+    /// Not left out: settled trials run again on purpose (`--force`, `--retry-failed`), which
+    /// start afresh.
+    afresh: Vec<String>,
 }
 
 /// Which of `trials` to submit, given the store and what the sweep directory `dir` holds
@@ -112,24 +122,29 @@ fn to_submit<'t>(
     dir: &Path,
     opts: &Options,
 ) -> anyhow::Result<(Vec<&'t Trial>, Skipped)> {
-    let done_in_shards: HashSet<String> = shard::read_all(dir)
+    let settled_in_shards: HashMap<String, Status> = shard::read_all(dir)
         .into_iter()
         .filter_map(|(_, r)| r.ok())
-        .filter(|r| r.status == Status::Done)
-        .map(|r| r.trial_key)
+        .filter(|r| matches!(r.status, Status::Done | Status::Failed | Status::Pruned))
+        .map(|r| (r.trial_key, r.status))
         .collect();
     let active = active_trials(dir)?;
     let mut todo: Vec<&Trial> = vec![];
-    let mut skipped = Skipped { done_here: 0, done_on_cluster: 0, in_flight: 0 };
+    let mut skipped = Skipped { done_here: 0, done_on_cluster: 0, in_flight: 0, afresh: vec![] };
     for t in trials {
         let key = identity::trial_key(t);
-        if !Plan::of(store, t)?.runs(opts) {
+        let plan = Plan::of(store, t)?;
+        if !plan.runs(opts) {
             skipped.done_here += 1;
-        } else if done_in_shards.contains(&key) && !opts.force {
+        } else if settled_in_shards.get(&key) == Some(&Status::Done) && !opts.force {
             skipped.done_on_cluster += 1;
         } else if active.contains(&key) {
             skipped.in_flight += 1;
         } else {
+            let settled = matches!(plan, Plan::Done(_) | Plan::Failed(_) | Plan::Pruned(_));
+            if settled || settled_in_shards.contains_key(&key) {
+                skipped.afresh.push(key);
+            }
             todo.push(t);
         }
     }
@@ -252,5 +267,12 @@ pub fn manifests(dir: &Path) -> Vec<Manifest> {
         .filter_map(|p| Some((p.file_stem()?.to_str()?.parse().ok()?, p)))
         .collect();
     paths.sort();
-    paths.into_iter().filter_map(|(_, p)| Manifest::read(&p).ok()).collect()
+    let read = |p: PathBuf| match Manifest::read(&p) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("warning: {}: {e}; its trials are taken as not submitted", p.display());
+            None
+        }
+    };
+    paths.into_iter().filter_map(|(_, p)| read(p)).collect()
 }

@@ -56,7 +56,7 @@ pub fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Imports shards whose trial has no run of the same status in the store.
+/// Imports the shards whose run the store does not hold, nor a later done run of its trial.
 /// Returns (imported, already present, unreadable).
 fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> {
     let (mut imported, mut present, mut unreadable) = (0, 0, 0);
@@ -70,8 +70,13 @@ fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> 
             }
         };
         let (status, started_at) = (record.status, record.started_at);
+        // Present: this very run, or a done run that started no earlier. A run started later
+        // (a trial submitted again with `--force` or `--retry-failed`) is imported.
         let added = store.import(record, |latest| {
-            latest.is_some_and(|l| l.status == Status::Done || (l.status == status && l.started_at == started_at))
+            latest.is_some_and(|l| {
+                (l.status == status && l.started_at == started_at)
+                    || (l.status == Status::Done && l.started_at >= started_at)
+            })
         })?;
         if added {
             imported += 1;

@@ -134,13 +134,10 @@ fn run_pack_task(
     let dir = sweep_dir(&args.manifest);
     let checkpoints = CheckpointDir::new(dir.join("checkpoints"));
     // Trials of the pack that ended in an earlier attempt of this task (before it was requeued)
-    // keep their shards.
-    let ended: std::collections::HashSet<String> = shard::read_all(&dir)
-        .into_iter()
-        .filter_map(|(_, r)| r.ok())
-        .filter(|r| matches!(r.status, Status::Done | Status::Failed | Status::Pruned))
-        .map(|r| r.trial_key)
-        .collect();
+    // keep their shards. Only this task's own attempts count: a shard from an earlier
+    // submission is a run that `--force` or `--retry-failed` asked to repeat.
+    let ledger = EndedLedger::of_task(&args.manifest, args.index);
+    let mut ended = ledger.read()?;
     let pack: Vec<_> = pack.iter().filter(|(entry, _)| !ended.contains(&entry.trial_key)).collect();
     let mut records = vec![];
     let mut lives = vec![];
@@ -177,7 +174,8 @@ fn run_pack_task(
             }
             status => {
                 failed += usize::from(status != Status::Done);
-                match shard::write(&dir, record) {
+                ended.insert(record.trial_key.clone());
+                match shard::write(&dir, record).and_then(|()| ledger.write(&ended)) {
                     Ok(()) => eprintln!("memctl worker: {} {}", record.trial_key, status.as_str()),
                     Err(e) => write_error = Some(e),
                 }
@@ -198,6 +196,32 @@ fn run_pack_task(
         scheduler::requeue_this_task()?;
     }
     Ok(if interrupted + failed > 0 { 1 } else { 0 })
+}
+
+/// The trials of a packed array task that ended (and wrote their shards) in its attempts so
+/// far: a requeued attempt trains the others. One file per task of a submission
+/// (`SWEEP/tasks/<manifest>.<index>`), a trial key a line, rewritten atomically.
+struct EndedLedger(PathBuf);
+
+impl EndedLedger {
+    fn of_task(manifest: &std::path::Path, index: usize) -> EndedLedger {
+        let submission = manifest.file_stem().and_then(|s| s.to_str()).unwrap_or("manifest");
+        EndedLedger(sweep_dir(manifest).join("tasks").join(format!("{submission}.{index}")))
+    }
+
+    /// The trial keys written so far; none before the task's first trial ends.
+    fn read(&self) -> std::io::Result<std::collections::BTreeSet<String>> {
+        let text = match std::fs::read_to_string(&self.0) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            read => read?,
+        };
+        Ok(text.lines().filter(|l| !l.is_empty()).map(str::to_string).collect())
+    }
+
+    fn write(&self, ended: &std::collections::BTreeSet<String>) -> std::io::Result<()> {
+        let text: String = ended.iter().map(|k| format!("{k}\n")).collect();
+        shard::write_atomic(&self.0, text.as_bytes())
+    }
 }
 
 /// Compute threads per trial: Slurm's CPUs per task, else the manifest's.
@@ -288,5 +312,26 @@ impl sweep::Reporter for Log {
     }
     fn warning(&self, message: &str) {
         eprintln!("memctl worker: warning: {message}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EndedLedger;
+
+    /// A requeued attempt of a packed task reads the trials its earlier attempts ended; another
+    /// task, or the same task of another submission, has its own.
+    #[test]
+    fn a_task_s_ledger_holds_what_its_own_attempts_ended() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let manifest = |n: usize| dir.path().join("manifests").join(format!("{n}.json"));
+        let ledger = EndedLedger::of_task(&manifest(1), 0);
+        assert!(ledger.read()?.is_empty(), "nothing ended before the first attempt");
+        let ended = ["aa".to_string(), "bb".to_string()].into();
+        ledger.write(&ended)?;
+        assert_eq!(EndedLedger::of_task(&manifest(1), 0).read()?, ended);
+        assert!(EndedLedger::of_task(&manifest(1), 1).read()?.is_empty(), "another task");
+        assert!(EndedLedger::of_task(&manifest(2), 0).read()?.is_empty(), "another submission");
+        Ok(())
     }
 }

@@ -79,9 +79,19 @@ impl Manifest {
         }
     }
 
+    /// Reads a manifest, refusing one whose packs name trials it does not list (a damaged or
+    /// hand-edited file).
     pub fn read(path: &Path) -> std::io::Result<Manifest> {
         let bytes = std::fs::read(path)?;
-        serde_json::from_slice(&bytes).map_err(std::io::Error::other)
+        let manifest: Manifest = serde_json::from_slice(&bytes).map_err(std::io::Error::other)?;
+        let trials = manifest.trials.len();
+        for (task, pack) in manifest.packs.iter().enumerate() {
+            if let Some(i) = pack.iter().find(|&&i| i >= trials) {
+                let why = format!("array task {task}'s pack names trial {i}, but the manifest lists {trials}");
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, why));
+            }
+        }
+        Ok(manifest)
     }
 
     /// Writes the manifest (atomically: temporary file, then rename).
@@ -114,5 +124,39 @@ impl SourceReader for Snapshot<'_> {
             Some((canonical, text)) => Ok((canonical.clone(), text.clone().into_bytes())),
             None => Err(std::io::Error::new(std::io::ErrorKind::NotFound, "not in the manifest")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(packs: Vec<Vec<usize>>) -> Manifest {
+        let trial = |k: &str| ManifestTrial { trial_key: k.into(), label: String::new() };
+        Manifest {
+            version: MANIFEST_VERSION,
+            spec_path: "s.mem".into(),
+            files: BTreeMap::new(),
+            experiment: None,
+            overrides: vec![],
+            trials: vec![trial("a"), trial("b")],
+            packs,
+            search: None,
+            threads: 1,
+            device: None,
+            job: None,
+        }
+    }
+
+    #[test]
+    fn a_manifest_whose_pack_names_a_trial_it_does_not_list_is_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1.json");
+        manifest(vec![vec![0, 1]]).write(&path).unwrap();
+        assert_eq!(Manifest::read(&path).unwrap().trials_of_task(0), vec![0, 1]);
+        manifest(vec![vec![0, 7]]).write(&path).unwrap();
+        let err = Manifest::read(&path).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("array task 0's pack names trial 7, but the manifest lists 2"), "{err}");
     }
 }

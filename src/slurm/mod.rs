@@ -8,6 +8,7 @@
 //!     manifests/<n>.json     one per submission: the spec files, overrides, trials (index → identity)
 //!     shards/<trial>.json    one finished run record per trial, written atomically by the worker
 //!     checkpoints/<trial>.ckpt  the latest checkpoint of each unfinished trial
+//!     tasks/<n>.<task>       the trials a packed array task has ended, for its requeued attempts
 //!     logs/<job>_<task>.log  Slurm's output of each array task
 //! ```
 //!
@@ -15,9 +16,11 @@
 //! files, runs the trial with the identity the manifest names, and writes the run record to a
 //! temporary file that it renames into `shards/`. A task stopped early (time limit near,
 //! `scancel`, preemption: see [`signals`]) leaves no shard, only its trial's checkpoint in
-//! `checkpoints/`: a requeued or resubmitted task resumes from it.
+//! `checkpoints/`: a requeued or resubmitted task resumes from it. A settled trial submitted
+//! again (`--force`, `--retry-failed`) starts afresh: the submission removes its checkpoint.
 //! `memctl sync` merges shards into the local store (the sled store never lives on the shared
-//! file system), deduplicated by trial identity, so syncing twice adds nothing.
+//! file system), deduplicated by run, so syncing twice adds nothing; a run started after the
+//! trial's latest done one (a trial submitted again) is added.
 
 pub mod manifest;
 pub mod scheduler;

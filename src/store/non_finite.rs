@@ -18,8 +18,11 @@ pub fn metrics<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, f64>,
     Ok(read.into_iter().map(|(name, v)| (name, v.unwrap_or(f64::NAN))).collect())
 }
 
-/// `(step, number)` points per name (a run's curves).
-pub fn curves<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Vec<(u64, f64)>>, D::Error> {
+/// `(step, number)` points per name: a run's curves.
+pub type Curves = BTreeMap<String, Vec<(u64, f64)>>;
+
+/// [`Curves`], each point's number read as [`number`] does.
+pub fn curves<'de, D: Deserializer<'de>>(d: D) -> Result<Curves, D::Error> {
     let read = BTreeMap::<String, Vec<(u64, Option<f64>)>>::deserialize(d)?;
     Ok(read
         .into_iter()

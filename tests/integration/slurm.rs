@@ -234,6 +234,65 @@ fn a_packed_sweep_trains_a_pack_per_array_task_records_what_trials_alone_record_
     assert_eq!(resumed, 2, "both trials of the killed pack resumed from their checkpoints");
 }
 
+/// Four trials checkpointed at every step, the two of the larger rate failing (its loss
+/// overflows): packs of two seeds of one rate.
+const RERUN_SPEC_EXPERIMENT: &str = r#"experiment rerun {
+  task tiny
+  model lstm
+  train { optimizer = sgd(lr = 1e-2), batch = 16, steps = 30, eval_every = 10, checkpoint_every = 0.00001 }
+  sweep { lr in [1e-2, 1e300]  seed in 1..2 }
+}
+"#;
+
+/// Packed array tasks run the trials `--retry-failed` and `--force` submit again, from the
+/// start (not from the checkpoint an earlier run left), and `sync` imports the new runs.
+#[test]
+fn a_packed_submission_again_with_retry_failed_or_force_trains_its_trials_afresh() {
+    let spec = format!("{TINY_TASK}{}{RERUN_SPEC_EXPERIMENT}", token_lstm("lstm", 16));
+    let Some(folder) = ClusterFolder::new("the Slurm rerun test", &spec) else { return };
+    let shared = folder.shared.to_str().unwrap();
+    let submit = |extra: &[&str]| -> (String, String) {
+        let mut args = vec!["sweep", "s.mem", "rerun", "--executor", "slurm", "--shared-dir", shared, "--pack", "2"];
+        args.extend(extra);
+        let out = folder.memctl(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        (text(&out.stdout).trim().to_string(), text(&out.stderr))
+    };
+    let sync = || text(&folder.memctl(&["sync", shared]).stderr);
+    let all_runs = || all_runs(&folder.store, folder.cwd());
+
+    let (job, said) = submit(&[]);
+    assert!(said.contains("4 trials to submit") && said.contains("2 array tasks"), "{said}");
+    wait_for(&job, Duration::from_secs(180));
+    assert!(sync().contains("4 imported"));
+    let statuses = |runs: &[serde_json::Value]| -> Vec<String> {
+        let mut s: Vec<String> = runs.iter().map(|r| r["status"].as_str().unwrap().to_string()).collect();
+        s.sort();
+        s
+    };
+    assert_eq!(statuses(&all_runs()), ["done", "done", "failed", "failed"]);
+
+    let (job, said) = submit(&["--retry-failed"]);
+    assert!(said.contains("2 trials to submit") && said.contains("1 array task"), "{said}");
+    wait_for(&job, Duration::from_secs(180));
+    let synced = sync();
+    assert!(synced.contains("2 imported"), "the failed pack ran again: {synced}");
+    assert_eq!(statuses(&all_runs()), ["done", "done", "failed", "failed", "failed", "failed"]);
+
+    let (job, said) = submit(&["--force"]);
+    assert!(said.contains("4 trials to submit"), "{said}");
+    wait_for(&job, Duration::from_secs(180));
+    let synced = sync();
+    assert!(synced.contains("4 imported"), "every trial ran again: {synced}");
+    let runs = all_runs();
+    assert_eq!(runs.len(), 10);
+    assert_eq!(runs.iter().filter(|r| r["status"] == "done").count(), 4);
+    for done in runs.iter().filter(|r| r["status"] == "done") {
+        assert!(done["progress"]["resumed_from"].is_null(), "a forced run starts afresh: {}", done["progress"]);
+        assert_eq!(done["steps_run"], 30);
+    }
+}
+
 /// One trial, bounded by time; the test plays Slurm's time-limit warning on it.
 fn long_spec() -> String {
     format!("{TINY_TASK}{}{}", token_lstm("lstm", 16), LONG_SPEC_EXPERIMENTS)
