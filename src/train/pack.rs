@@ -48,10 +48,17 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
     let mut runs: Vec<Option<TrialRun<'_>>> = Vec::with_capacity(members.len());
     for (p, m) in members.iter().enumerate() {
         let run = Run { trial: m.trial, device, autograd, observer: m.observer, cancel, checkpoints: m.checkpoints };
-        match TrialRun::start(run, &mut outs[p]) {
+        // A panic (a bug) while a trial starts fails that trial alone, as it would alone.
+        let out = &mut outs[p];
+        let started = match std::panic::catch_unwind(AssertUnwindSafe(|| TrialRun::start(run, out))) {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(panic) => Err(format!("internal error (panic) while starting: {}", panic_message(panic.as_ref()))),
+        };
+        match started {
             Ok(r) => runs.push(Some(r)),
-            Err(e) => {
-                outs[p].fail(e.to_string());
+            Err(reason) => {
+                outs[p].fail(reason);
                 finished(p, outs[p].clone());
                 runs.push(None);
             }
@@ -426,6 +433,50 @@ pub(super) mod tests {
             assert!(worst <= 1e-4 * scale, "{what}: a tensor differs by {worst} of {scale}");
         }
         Ok(())
+    }
+
+    /// Checkpoints whose resume panics: a bug as a trial starts.
+    struct PanicsOnResume;
+
+    impl crate::train::checkpoint::Checkpoints for PanicsOnResume {
+        fn resume(&self, _: &Device) -> Option<crate::train::checkpoint::TrainState> {
+            panic!("a bug while the trial starts")
+        }
+        fn every(&self) -> Option<std::time::Duration> {
+            None
+        }
+        fn save(&self, _: &crate::train::checkpoint::TrainState) {}
+    }
+
+    /// A panic as one trial of a pack starts fails that trial, with the panic's message, and
+    /// the others train to their end, as trials alone would.
+    #[test]
+    fn a_panic_as_one_trial_starts_fails_it_and_the_others_train() {
+        let program = crate::check::checked_text(&one_rule_spec("adam(lr = 1e-3)"));
+        let trials = &program.experiments.iter().find(|e| e.name == "one_rule").unwrap().trials;
+        let none = crate::train::checkpoint::NoCheckpoints;
+        let member = |p: usize| PackMember {
+            trial: &trials[p],
+            observer: &crate::train::Silent,
+            checkpoints: if p == 1 { &PanicsOnResume } else { &none },
+        };
+        let members: Vec<PackMember<'_>> = (0..trials.len()).map(member).collect();
+        let mut ended: Vec<(usize, Outcome)> = vec![];
+        train_pack(&members, &Device::Cpu, &std::sync::atomic::AtomicBool::new(false), &mut |p, o| ended.push((p, o)));
+        ended.sort_by_key(|(p, _)| *p);
+        assert_eq!(ended.len(), 3, "every trial ends once");
+        for (p, out) in &ended {
+            match (p, &out.ending) {
+                (1, crate::train::Ending::Failed(why)) => {
+                    assert!(why.contains("a bug while the trial starts"), "{why}")
+                }
+                (1, other) => panic!("the trial whose start panics: {other:?}"),
+                (_, ending) => {
+                    assert!(matches!(ending, crate::train::Ending::Done), "trial {p}: {ending:?}");
+                    assert_eq!(out.steps_run, 8, "trial {p}");
+                }
+            }
+        }
     }
 
     /// A pack whose trials update by one rule updates as one, over its stacks (the learned
