@@ -19,6 +19,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::cli::context::Context;
+use crate::query::fields::LAST_DATE;
 use crate::store::{RunRecord, Status, Store, record};
 
 /// Merge runs exported with `memctl runs --all --format records`, or the runs behind a results
@@ -150,7 +151,18 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
             }
             // An export whose one record is wrong (or of a later layout) is still an export:
             // say which record, not that the file is something else.
-            record::decode_value(run).map_err(|e| anyhow::anyhow!("{}: {which}: {e}", file.display()))
+            let record = record::decode_value(run).map_err(|e| anyhow::anyhow!("{}: {which}: {e}", file.display()))?;
+            // Its times order a trial's runs (the latest is the one that counts) and are shown
+            // as dates: each must be one.
+            for (name, t) in [("started_at", Some(record.started_at)), ("ended_at", record.ended_at)] {
+                if let Some(t) = t.filter(|t| !(0.0..=LAST_DATE).contains(t)) {
+                    anyhow::bail!(
+                        "{}: {which}: `{name}` is {t:e}, not a time in Unix seconds up to 9999-12-31",
+                        file.display()
+                    );
+                }
+            }
+            Ok(record)
         })
         .collect()
 }

@@ -145,8 +145,15 @@ impl std::fmt::Display for Val<'_> {
     }
 }
 
-/// Unix seconds as `2025-01-31T14:05:09Z`.
+/// The last second RFC 3339 can write: 9999-12-31T23:59:59Z.
+pub const LAST_DATE: f64 = 253_402_300_799.0;
+
+/// Unix seconds as `2025-01-31T14:05:09Z`; a time before 1970 as 1970's first second, and one
+/// past [`LAST_DATE`] (an imported record's, say) as its number of seconds.
 pub fn format_date(t: f64) -> String {
+    if t.is_nan() || t > LAST_DATE {
+        return format!("{t} s after 1970");
+    }
     let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0.0) as u64);
     humantime::format_rfc3339_seconds(t).to_string()
 }
@@ -314,4 +321,19 @@ pub fn kinds(field: &Field, runs: &[RunSummary]) -> BTreeSet<Kind> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LAST_DATE, format_date};
+
+    #[test]
+    fn any_number_of_seconds_formats_as_a_date_or_as_its_seconds() {
+        assert_eq!(format_date(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_date(-5.0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_date(LAST_DATE), "9999-12-31T23:59:59Z");
+        assert_eq!(format_date(4e11), "400000000000 s after 1970");
+        assert_eq!(format_date(1e300), format!("{} s after 1970", 1e300));
+        assert_eq!(format_date(f64::NAN), "NaN s after 1970");
+    }
 }

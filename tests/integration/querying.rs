@@ -638,6 +638,12 @@ fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() 
         newer.contains("runs.json: record 1: record version 99 is newer") && !newer.contains("write one"),
         "{newer}"
     );
+    // A start no date can show (it would also be its trial's latest run for good).
+    let mut far = of("trial6");
+    far["started_at"] = 1e300.into();
+    std::fs::write(&export, serde_json::to_string(&[far]).unwrap()).unwrap();
+    let far = stderr(&memctl(&into, &["import", file]));
+    assert!(far.contains("`started_at` is 1e300, not a time in Unix seconds up to 9999-12-31"), "{far}");
     assert_eq!(runs_by_identity(&into).len(), 9);
 }
 

@@ -46,7 +46,16 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         for _ in 0..WORKERS {
             scope.spawn(|| {
                 while let Ok(request) = server.recv() {
-                    let response = reply(&store, args.host, &addr, &request);
+                    // A panic (a bug) answers its request with a 500 and leaves the worker
+                    // serving: the dashboard outlives any one request.
+                    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        reply(&store, args.host, &addr, &request)
+                    }));
+                    let response = reply.unwrap_or_else(|panic| {
+                        let why = crate::train::panic_message(panic.as_ref());
+                        let body = format!("internal error (panic) answering this request: {why}\n");
+                        tiny_http::Response::from_data(body.into_bytes()).with_status_code(500).boxed()
+                    });
                     // A client that went away is not the server's problem.
                     let _ = request.respond(response);
                 }
