@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::call;
 use super::consteval;
 use super::error_kind::CheckErrorKind;
+use super::limits::MAX_STATE_AXIS;
 use crate::diag::Diagnostic;
 use crate::graph::{Init, Node, ParamSpec, Shape, ShapeDisplay, Source, StateInit, StateSpec, StepGraph, Ty};
 use crate::lang::ast::{self, BinaryOp, Expr, ExprKind, Stmt, UnaryOp};
@@ -202,7 +203,7 @@ impl Elab {
             let names = self.names();
             let v = consteval::eval(&arg.value, &|n| self.value(n), &names)?;
             match v {
-                Value::Int(i) if (1..=1 << 24).contains(&i) => dims.push(i as usize),
+                Value::Int(i) if (1..=MAX_STATE_AXIS).contains(&i) => dims.push(i as usize),
                 other => {
                     return Err(CheckErrorKind::StateSize { found: other }.error().at(arg.value.span, "not a size"));
                 }

@@ -14,7 +14,7 @@ use crate::signature::PrimError;
 use crate::ty::{Shape, ShapeDisplay, Ty};
 use crate::value::{Kind, Value};
 
-use super::limits::{MAX_DRAWS, MAX_RANGE, MAX_TRIALS};
+use super::limits::{MAX_DRAWS, MAX_RANGE, MAX_STATE_AXIS, MAX_TRIALS};
 
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -635,7 +635,9 @@ impl fmt::Display for CheckErrorKind {
             }
             StateDefinedTwice { name } => write!(f, "state `{name}` is already defined"),
             StateTakesOnlySizes { init } => write!(f, "`{init}` takes only sizes"),
-            StateSize { found } => write!(f, "state sizes must be positive integers, found {}", found.describe()),
+            StateSize { found } => {
+                write!(f, "state sizes must be whole numbers from 1 to {MAX_STATE_AXIS}, found {}", found.describe())
+            }
             StateTooLarge { name, dims } => write!(f, "state `{name}` is too large: {}", ShapeDisplay(dims)),
             IdentitySizes => write!(f, "`identity` needs at least two sizes: rows and columns"),
             OnehotSize => write!(f, "`onehot` needs a size"),

@@ -10,3 +10,6 @@ pub const MAX_TRIALS: usize = 100_000;
 
 /// Draws per random group at most.
 pub const MAX_DRAWS: i64 = 100_000;
+
+/// Largest size of a state's axis (2^24).
+pub const MAX_STATE_AXIS: i64 = 1 << 24;

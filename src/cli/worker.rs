@@ -86,7 +86,7 @@ fn run_trial_task(
     let mut record = sweep::new_record(0, trial, source, &opts);
     eprintln!("memctl worker: trial {} ({})", entry.trial_key, entry.label);
     let checkpoints = CheckpointDir::new(sweep_dir(&args.manifest).join("checkpoints"));
-    let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, &Log);
+    let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, trial.config.train.steps, &Log);
     if let (Some(state), Some(p)) = (&resume, record.progress.as_mut()) {
         p.resumed_from = Some(state.step as u64);
         eprintln!("memctl worker: resuming from its checkpoint at step {}", state.step);
@@ -144,7 +144,7 @@ fn run_pack_task(
     for (entry, trial) in &pack {
         eprintln!("memctl worker: trial {} ({}) in a pack of {}", entry.trial_key, entry.label, pack.len());
         let mut record = sweep::new_record(0, trial, source, &opts);
-        let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, &Log);
+        let resume = sweep::live::load_checkpoint(&checkpoints, &entry.trial_key, trial.config.train.steps, &Log);
         if let (Some(state), Some(p)) = (&resume, record.progress.as_mut()) {
             p.resumed_from = Some(state.step as u64);
             eprintln!("memctl worker: {} resumes from its checkpoint at step {}", entry.trial_key, state.step);

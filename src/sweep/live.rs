@@ -14,12 +14,21 @@ use crate::store::{PROGRESS_EVERY, Progress, RunRecord, Store, now};
 use crate::train::checkpoint::{Checkpoints, TrainState};
 use crate::train::{Observer, Outcome};
 
-/// The trial's checkpoint, if it has one that reads; a damaged one is reported and ignored
+/// The trial's checkpoint of its `steps`, if it has one that reads; a damaged one, or one past
+/// `steps` (another trial's), is reported and ignored
 /// (the trial then starts from step 0, which loses time but nothing else).
-pub fn load_checkpoint(dir: &CheckpointDir, key: &str, reporter: &dyn Reporter) -> Option<TrainState> {
+pub fn load_checkpoint(dir: &CheckpointDir, key: &str, steps: usize, reporter: &dyn Reporter) -> Option<TrainState> {
     match dir.load(key) {
         Ok(Some(bytes)) => match TrainState::from_bytes(&bytes, &Device::Cpu) {
-            Ok(state) => Some(state),
+            Ok(state) if state.step <= steps => Some(state),
+            Ok(state) => {
+                let at = state.step;
+                reporter.warning(&format!(
+                    "trial {key}: its checkpoint is at step {at}, past the trial's {steps} steps (not its own); \
+                     starting from step 0"
+                ));
+                None
+            }
             Err(e) => {
                 reporter.warning(&format!("trial {key}: its checkpoint cannot be read ({e}); starting from step 0"));
                 None
@@ -271,5 +280,40 @@ mod tests {
         // go back if one were) leaves the steps alone.
         live.save(&state(100));
         assert_eq!(live.record.lock().unwrap().steps_run, 2699);
+    }
+
+    /// Keeps the warnings it is given.
+    struct Warnings(std::sync::Mutex<Vec<String>>);
+    impl Reporter for Warnings {
+        fn warning(&self, message: &str) {
+            self.0.lock().unwrap().push(message.to_string());
+        }
+    }
+
+    /// A checkpoint past the trial's steps is not its own (a crafted or misplaced file): the
+    /// trial starts from step 0, saying why, instead of replaying that many batches.
+    #[test]
+    fn a_checkpoint_past_the_trials_steps_is_reported_and_not_resumed() {
+        let dir = tempfile::tempdir().unwrap();
+        let checkpoints = CheckpointDir::new(dir.path());
+        let state = TrainState {
+            step: 9000,
+            curves: BTreeMap::new(),
+            interval_loss: (0.0, 0),
+            selected: None,
+            train_seconds: 0.0,
+            eval_seconds: 0.0,
+            stage: Default::default(),
+            params: vec![],
+            optimizer: OptimState { updates: 9000, buffers: vec![] },
+        };
+        checkpoints.save("abc1", &state.to_bytes().unwrap()).unwrap();
+        let quiet = Warnings(std::sync::Mutex::new(vec![]));
+        assert_eq!(load_checkpoint(&checkpoints, "abc1", 9000, &quiet).map(|s| s.step), Some(9000));
+        assert!(quiet.0.lock().unwrap().is_empty());
+        let warned = Warnings(std::sync::Mutex::new(vec![]));
+        assert!(load_checkpoint(&checkpoints, "abc1", 8000, &warned).is_none());
+        let warnings = warned.0.lock().unwrap();
+        assert!(warnings[0].contains("at step 9000, past the trial's 8000 steps"), "{warnings:?}");
     }
 }

@@ -385,7 +385,7 @@ pub fn claim(
     // A trial taken over from an interrupted run resumes from its checkpoint; one run again on
     // purpose (`--force`, `--retry-failed`) starts afresh.
     let resume = match took_over {
-        Some(_) => live::load_checkpoint(&store.checkpoints(), &key, reporter),
+        Some(_) => live::load_checkpoint(&store.checkpoints(), &key, trial.config.train.steps, reporter),
         None => {
             if let Err(e) = store.remove_checkpoint(&key) {
                 reporter.warning(&e.to_string());
