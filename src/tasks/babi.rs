@@ -44,6 +44,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::data_digest::DataDigest;
 use super::data_file::{self, DataError, numbered_lines};
 use super::define::task_kind;
 use super::options::{Options, TaskOption};
@@ -142,6 +143,8 @@ impl Examples for Stories {
 /// The three sets, in final ids.
 #[derive(Debug)]
 struct Sets {
+    /// What was read ([`DataDigest`]).
+    digest: String,
     vocab: usize,
     classes: usize,
     train: Arc<Stories>,
@@ -160,11 +163,13 @@ fn read(folder: &Path, task: usize, max_facts: usize) -> Result<Sets, DataError>
     let tasks: Vec<usize> = if task == 0 { (1..=TASKS).collect() } else { vec![task] };
     let mut words: Interner<String> = Interner::default();
     let mut answers: Interner<String> = Interner::default();
-    let read_split = |split: &str, words: &mut Interner<String>, answers: &mut Interner<String>| {
+    let mut digest = DataDigest::default();
+    let mut read_split = |split: &str, words: &mut Interner<String>, answers: &mut Interner<String>| {
         let mut stories = Stories { starts: vec![0], ..Stories::default() };
         for &t in &tasks {
             let file: PathBuf = folder.join(format!("qa{t}_{split}.txt"));
             let text = data_file::read_text(&file, "a bAbI task file (numbered story lines and questions)")?;
+            digest.add(&text);
             parse(&file, &text, t, max_facts, words, answers, &mut stories)?;
         }
         Ok::<_, DataError>(stories)
@@ -183,6 +188,7 @@ fn read(folder: &Path, task: usize, max_facts: usize) -> Result<Sets, DataError>
         }
     }
     Ok(Sets {
+        digest: digest.finish(),
         vocab: vocab.len(),
         classes: classes.len(),
         train: Arc::new(train),
@@ -344,6 +350,9 @@ struct Babi {
 }
 
 impl Task for Babi {
+    fn data_digest(&self) -> Option<&str> {
+        Some(&self.sets.digest)
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(self.sets.vocab)
     }

@@ -119,6 +119,11 @@ pub trait Task: Send + Sync {
     fn task_metric_value(&self, _name: &'static str, mean: f64) -> f64 {
         mean
     }
+    /// For a task that reads data files, a hash of what it read ([`super::data_digest`]):
+    /// part of its trials' identity.
+    fn data_digest(&self) -> Option<&str> {
+        None
+    }
     /// Generates the task's data for one trial, deterministically from `seed`.
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;
     /// What a model that has learnt nothing of the task scores: chance, and the best shortcut

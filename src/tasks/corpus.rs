@@ -38,6 +38,7 @@ use rand::Rng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 
+use super::data_digest::DataDigest;
 use super::data_file::{self, DataError, numbered_lines};
 use super::define::task_kind;
 use super::options::{Options, TaskOption};
@@ -102,6 +103,8 @@ fn instantiate(o: &Options, dir: &Path) -> Result<Box<dyn Task>, PrimError> {
 /// The three texts as token ids.
 #[derive(Debug)]
 struct Texts {
+    /// What was read ([`DataDigest`]).
+    digest: String,
     vocab: usize,
     train: Vec<u32>,
     validation: Vec<u32>,
@@ -112,13 +115,18 @@ struct Texts {
 fn read(path: &Path, words: bool, (valid, test): (f64, f64)) -> Result<Texts, DataError> {
     let what = "a text file, or a folder holding train.txt, valid.txt and test.txt";
     let mut t = Tokenizer { words, word_ids: Interner::default(), char_ids: Interner::default() };
+    let mut digest = DataDigest::default();
+    let mut read = |path: &Path| {
+        let text = data_file::read_text(path, TEXT)?;
+        digest.add(&text);
+        Ok::<_, DataError>(text)
+    };
     let (train, known, validation, test) = if data_file::is_dir(path, what)? {
-        let file = |name: &str| data_file::read_text(&path.join(name), TEXT);
-        let train = t.tokens(&file("train.txt")?);
+        let train = t.tokens(&read(&path.join("train.txt"))?);
         let known = t.seen();
-        (train, known, t.tokens(&file("valid.txt")?), t.tokens(&file("test.txt")?))
+        (train, known, t.tokens(&read(&path.join("valid.txt"))?), t.tokens(&read(&path.join("test.txt"))?))
     } else {
-        let all = t.tokens(&data_file::read_text(path, TEXT)?);
+        let all = t.tokens(&read(path)?);
         let n = all.len();
         let n_test = (n as f64 * test).round() as usize;
         let n_valid = (n as f64 * valid).round() as usize;
@@ -138,7 +146,7 @@ fn read(path: &Path, words: bool, (valid, test): (f64, f64)) -> Result<Texts, Da
     } else {
         t.char_ids.finish(&["<unk>"], known, UNKNOWN as usize)
     };
-    let mut texts = Texts { vocab: vocab.len(), train, validation, test };
+    let mut texts = Texts { digest: digest.finish(), vocab: vocab.len(), train, validation, test };
     for t in [&mut texts.train, &mut texts.validation, &mut texts.test] {
         vocab.map_all(t);
     }
@@ -183,6 +191,9 @@ struct Corpus {
 }
 
 impl Task for Corpus {
+    fn data_digest(&self) -> Option<&str> {
+        Some(&self.texts.digest)
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(self.texts.vocab)
     }

@@ -32,6 +32,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 
+use super::data_digest::DataDigest;
 use super::data_file::{self, DataError, numbered_lines};
 use super::define::task_kind;
 use super::options::{Options, TaskOption};
@@ -146,10 +147,12 @@ fn read(path: &Path, aligned: bool, (valid, test): (f64, f64)) -> Result<Jsonl, 
     let what = "a .jsonl file, or a folder holding train.jsonl, valid.jsonl and test.jsonl";
     let mut inputs = Side::default();
     let mut targets = Side::default();
+    let mut digest = DataDigest::default();
     let (train, validation, test, known) = if data_file::is_dir(path, what)? {
-        let file = |name: &str| -> Result<(std::path::PathBuf, String), DataError> {
+        let mut file = |name: &str| -> Result<(std::path::PathBuf, String), DataError> {
             let file = path.join(name);
             let text = data_file::read_text(&file, LINES)?;
+            digest.add(&text);
             Ok((file, text))
         };
         let (f, t) = file("train.jsonl")?;
@@ -161,6 +164,7 @@ fn read(path: &Path, aligned: bool, (valid, test): (f64, f64)) -> Result<Jsonl, 
         (train, validation, parse(&f, &t, aligned, &mut inputs, &mut targets)?, known)
     } else {
         let text = data_file::read_text(path, LINES)?;
+        digest.add(&text);
         let all = parse(path, &text, aligned, &mut inputs, &mut targets)?;
         let n = all.inputs.len();
         let n_test = (n as f64 * test).round() as usize;
@@ -211,7 +215,7 @@ fn read(path: &Path, aligned: bool, (valid, test): (f64, f64)) -> Result<Jsonl, 
     };
     let classes = classes.map_or(targets.largest as usize + 1, |c| c.len());
     let [train, validation, test] = sets.map(Arc::new);
-    Ok(Jsonl { vocab, classes, layout, train, validation, test })
+    Ok(Jsonl { digest: digest.finish(), vocab, classes, layout, train, validation, test })
 }
 
 /// The examples of one file.
@@ -240,6 +244,7 @@ fn parse(file: &Path, text: &str, aligned: bool, inputs: &mut Side, targets: &mu
 
 #[derive(Debug)]
 struct Jsonl {
+    digest: String,
     vocab: usize,
     classes: usize,
     layout: Layout,
@@ -249,6 +254,9 @@ struct Jsonl {
 }
 
 impl Task for Jsonl {
+    fn data_digest(&self) -> Option<&str> {
+        Some(&self.digest)
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(self.vocab)
     }

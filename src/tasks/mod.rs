@@ -20,6 +20,7 @@ mod contract;
 pub mod convex_hull;
 pub mod copy;
 pub mod corpus;
+mod data_digest;
 mod data_file;
 mod define;
 #[cfg(test)]
