@@ -121,7 +121,8 @@ fn print_models(exp: &ExperimentPlan) {
             count(key.0 as u64),
             si(key.1 as f64)
         );
-        match memory.of(t) {
+        let on_cpu = matches!(crate::device::parse(&t.config.train.device), Some(crate::device::DeviceSpec::Cpu));
+        match memory.of(t, on_cpu) {
             Ok(e) => println!("      memory to train: {}", crate::cli::memory::describe(&e)),
             Err(e) => println!("      memory to train: not estimated ({e})"),
         }

@@ -21,22 +21,26 @@ use crate::train::memory::{self, MemoryEstimate};
 pub struct Estimates(HashMap<String, Result<MemoryEstimate, Arc<candle_core::Error>>>);
 
 impl Estimates {
-    pub fn of(&mut self, trial: &Trial) -> Result<MemoryEstimate, Arc<candle_core::Error>> {
-        let key = format!("{} {:?} {:?}", trial.graph.fingerprint(), trial.config.train, trial.config.task_options);
-        self.0.entry(key).or_insert_with(|| memory::estimate(trial).map_err(Arc::new)).clone()
+    /// `trial`'s estimate on the CPU (`on_cpu`) or a GPU.
+    pub fn of(&mut self, trial: &Trial, on_cpu: bool) -> Result<MemoryEstimate, Arc<candle_core::Error>> {
+        let key =
+            format!("{} {:?} {:?} {on_cpu}", trial.graph.fingerprint(), trial.config.train, trial.config.task_options);
+        self.0.entry(key).or_insert_with(|| memory::estimate(trial, on_cpu).map_err(Arc::new)).clone()
     }
 }
 
-/// `1.2 GB (parameters 4.0 MB, gradients 4.0 MB, optimiser 8.0 MB, activations 1.1 GB, batch 2.0 MB)`.
+/// `1.2 GB (parameters 4.0 MB, gradients 4.0 MB, optimiser 8.0 MB, activations 1.1 GB, batch
+/// 2.0 MB, evaluation 64.0 MB)`.
 pub fn describe(e: &MemoryEstimate) -> String {
     format!(
-        "{} (parameters {}, gradients {}, optimiser {}, activations {}, batch {})",
+        "{} (parameters {}, gradients {}, optimiser {}, activations {}, batch {}, evaluation {})",
         bytes(e.total()),
         bytes(e.params),
         bytes(e.gradients),
         bytes(e.optimizer),
         bytes(e.activations),
-        bytes(e.batch)
+        bytes(e.batch),
+        bytes(e.evaluation)
     )
 }
 
@@ -97,7 +101,8 @@ impl Measured {
             .map(|t| {
                 let name = device.unwrap_or(&t.config.train.device).to_string();
                 let free = *free_on.entry(name.clone()).or_insert_with(|| memory::available_on(&name));
-                let estimate = free.and_then(|_| estimates.of(t).ok());
+                let on_cpu = matches!(crate::device::parse(&name), Some(crate::device::DeviceSpec::Cpu));
+                let estimate = free.and_then(|_| estimates.of(t, on_cpu).ok());
                 (name, estimate)
             })
             .collect();
@@ -172,5 +177,11 @@ fn too_large(
         Some(span) => d.at(span, "the batch size"),
         None => d.at(exp.span, "this experiment"),
     };
-    d.hint("lower `batch`, or the model's sizes; the activations grow with batch × sequence length")
+    match e.evaluation > e.activations.saturating_add(e.batch) {
+        true => d.hint(
+            "an evaluation batch needs the most (its outputs over every step, for at least 64 sequences on \
+             the CPU and 1 024 on a GPU): lower the output's size (the task's classes) or the sequence length",
+        ),
+        false => d.hint("lower `batch`, or the model's sizes; the activations grow with batch × sequence length"),
+    }
 }

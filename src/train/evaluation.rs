@@ -31,7 +31,13 @@ pub struct Selected {
 /// Evaluation keeps no activations for a backward, so it can take larger batches than
 /// training; on a GPU, where an eager forward costs a launch per op, much larger ones.
 pub fn evaluation_batch(train_batch: usize, device: &Device) -> usize {
-    if device.is_cpu() { (train_batch * 2).clamp(64, 512) } else { (train_batch * 2).max(1024) }
+    evaluation_batch_on(train_batch, device.is_cpu())
+}
+
+/// [`evaluation_batch`] on the CPU (`on_cpu`) or a GPU.
+pub fn evaluation_batch_on(train_batch: usize, on_cpu: bool) -> usize {
+    let twice = train_batch.saturating_mul(2);
+    if on_cpu { twice.clamp(64, 512) } else { twice.max(1024) }
 }
 
 /// Metrics on a held-out split of `trial`'s task with detached weights (no autograd graph is

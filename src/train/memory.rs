@@ -8,10 +8,15 @@
 //! - the activations the backward keeps: for every time step of a sequence, every node's
 //!   outputs and the states, twice over (the ops' saved intermediates are of the same
 //!   order), for every sequence of the batch;
-//! - one training batch (inputs and targets).
+//! - one training batch (inputs and targets);
+//! - one evaluation batch (larger than a training batch,
+//!   `train::evaluation::evaluation_batch`): the loss's and metrics' copies of the outputs over
+//!   all steps (the logits, large for a task of many classes: a word-level corpus), and on the
+//!   CPU, whose evaluation runs the tape's kernels, every time step's node outputs and states
+//!   once (STM A: 136 MB to train, 247 MB with evaluations, 2-core AMD EPYC, 2026-11-30). What
+//!   a GPU's evaluation holds besides the outputs is not measured yet.
 //!
-//! Not counted: the evaluation batches (no backward, far smaller) and the task's data set
-//! (generated once, usually small next to the rest).
+//! Not counted: the task's data set (generated once, usually small next to the rest).
 
 use candle_core::Device;
 
@@ -27,19 +32,30 @@ pub struct MemoryEstimate {
     pub optimizer: u64,
     pub activations: u64,
     pub batch: u64,
+    /// An evaluation batch's forward, which runs between training steps; its buffers come on
+    /// top of those training keeps for its next step (STM A above).
+    pub evaluation: u64,
 }
 
 impl MemoryEstimate {
     pub fn total(&self) -> u64 {
-        self.params + self.gradients + self.optimizer + self.activations + self.batch
+        [self.params, self.gradients, self.optimizer, self.activations, self.batch, self.evaluation]
+            .iter()
+            .fold(0u64, |sum, &b| sum.saturating_add(b))
     }
 }
 
+/// Copies of the outputs over all steps that an evaluation holds at once besides the outputs
+/// themselves: the loss's log-probabilities and their intermediates, the metrics' (7 in all
+/// for a word-level LSTM of 10 000 and 30 000 words, 2-core AMD EPYC, 2026-11-30).
+const EVAL_OUTPUT_COPIES: u64 = 6;
+
 const F32: u64 = 4;
 
-/// The estimate for one trial (generates one training example to learn the sequence length,
-/// or asks the data for its longest, where lengths differ).
-pub fn estimate(trial: &Trial) -> candle_core::Result<MemoryEstimate> {
+/// The estimate for one trial on the CPU (`on_cpu`) or a GPU, whose evaluation batches
+/// differ (generates one training example to learn the sequence length, or asks the data for
+/// its longest, where lengths differ).
+pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
     let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
     let example = data.train_batch(1)?;
@@ -58,12 +74,21 @@ pub fn estimate(trial: &Trial) -> candle_core::Result<MemoryEstimate> {
     let per_step: u64 = trial.graph.nodes.iter().flat_map(|n| &n.outputs).map(elements).sum::<u64>()
         + trial.graph.states.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum::<u64>();
     let example_bytes = (example.inputs.elem_count() + example.targets.elem_count()) as u64 * F32;
+    let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu) as u64;
+    let outputs = trial.graph.output_shape.iter().product::<usize>() as u64;
+    let outputs_held = (EVAL_OUTPUT_COPIES + u64::from(!on_cpu)).saturating_mul(outputs);
+    let per_eval_step = if on_cpu { per_step.saturating_add(outputs_held) } else { outputs_held };
     Ok(MemoryEstimate {
         params,
         gradients: params,
         optimizer: buffers * params,
         activations: 2 * per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32),
         batch: example_bytes.saturating_mul(batch),
+        evaluation: per_eval_step
+            .saturating_mul(steps)
+            .saturating_mul(eval_batch)
+            .saturating_mul(F32)
+            .saturating_add(example_bytes.saturating_mul(eval_batch)),
     })
 }
 
@@ -187,7 +212,7 @@ mod tests {
 
     #[test]
     fn the_estimate_adds_up_what_training_holds() {
-        let e = estimate(&trial(8)).unwrap();
+        let e = estimate(&trial(8), true).unwrap();
         // Parameters: linear 2 → 4 (12) and 4 → 2 (10).
         assert_eq!((e.params, e.gradients, e.optimizer), (22 * 4, 22 * 4, 2 * 22 * 4));
         // Per step: the nodes' outputs (linear 4, add 4, tanh 4, linear 2) and the state (4),
@@ -195,12 +220,18 @@ mod tests {
         assert_eq!(e.activations, 2 * 18 * 3 * 8 * 4);
         // A batch: 3 steps of 2 inputs and of 2 targets per sequence.
         assert_eq!(e.batch, (3 * 2 + 3 * 2) * 4 * 8);
-        assert_eq!(e.total(), e.params + e.gradients + e.optimizer + e.activations + e.batch);
+        // An evaluation batch of 64 sequences on the CPU (1 024 on a GPU): per step the nodes'
+        // outputs and the state once (18) and 6 copies of the output (2), and the batch.
+        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 64 * 4 + (3 * 2 + 3 * 2) * 4 * 64);
+        // On a GPU the outputs and their copies (7 × 2), for 1 024 sequences.
+        let gpu = estimate(&trial(8), false).unwrap();
+        assert_eq!(gpu.evaluation, 7 * 2 * 3 * 1024 * 4 + (3 * 2 + 3 * 2) * 4 * 1024);
+        assert_eq!(e.total(), e.params + e.gradients + e.optimizer + e.activations + e.batch + e.evaluation);
     }
 
     #[test]
     fn an_absurd_batch_is_estimated_without_allocating_it() {
-        let e = estimate(&trial(1 << 40)).unwrap();
+        let e = estimate(&trial(1 << 40), true).unwrap();
         assert!(e.total() > 1 << 45, "{e:?}");
         assert!(available().is_some_and(|a| a < e.total()));
     }
