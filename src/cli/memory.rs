@@ -30,10 +30,11 @@ impl Estimates {
 }
 
 /// `1.2 GB (parameters 4.0 MB, gradients 4.0 MB, optimiser 8.0 MB, activations 1.1 GB, batch
-/// 2.0 MB, evaluation 64.0 MB)`.
+/// 2.0 MB; an evaluation batch 64.0 MB)`: the total counts a training step or an evaluation
+/// batch, whichever needs more.
 pub fn describe(e: &MemoryEstimate) -> String {
     format!(
-        "{} (parameters {}, gradients {}, optimiser {}, activations {}, batch {}, evaluation {})",
+        "{} (parameters {}, gradients {}, optimiser {}, activations {}, batch {}; an evaluation batch {})",
         bytes(e.total()),
         bytes(e.params),
         bytes(e.gradients),
@@ -177,7 +178,7 @@ fn too_large(
         Some(span) => d.at(span, "the batch size"),
         None => d.at(exp.span, "this experiment"),
     };
-    match e.evaluation > e.activations.saturating_add(e.batch) {
+    match e.evaluation_dominates() {
         true => d.hint(
             "an evaluation batch needs the most (its outputs over every step, for at least 64 sequences on \
              the CPU and 1 024 on a GPU): lower the output's size (the task's classes) or the sequence length",

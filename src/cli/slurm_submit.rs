@@ -37,7 +37,7 @@ pub fn submit(
     std::fs::create_dir_all(dir.join("logs"))?;
     let (todo, skipped) = to_submit(store, trials, &dir, opts)?;
     eprintln!(
-        "{} trial{} to submit; {} done in the store, {} done on the cluster (not synced yet), {} still queued or running",
+        "{} trial{} to submit; {} done in the store, {} finished on the cluster (not synced yet), {} still queued or running",
         todo.len(),
         if todo.len() == 1 { "" } else { "s" },
         skipped.done_here,
@@ -81,9 +81,13 @@ pub fn submit(
         return Ok(0);
     }
     // A settled trial run again on purpose starts afresh, as in a local sweep: the checkpoint
-    // an earlier run left is not its to resume.
+    // an earlier run left is not its to resume. Its shard, which the new run will replace,
+    // is brought into the store first if it is not there yet.
     let checkpoints = CheckpointDir::new(dir.join("checkpoints"));
     for key in &skipped.afresh {
+        if let Ok(record) = shard::read(&shard::path(&dir, key)) {
+            crate::cli::sync::import_shard(store, record)?;
+        }
         checkpoints.remove(key)?;
     }
     let count = manifest.tasks();
@@ -105,7 +109,8 @@ struct Skipped {
     /// Settled in the local store: done or pruned (without `--force`), failed (without
     /// `--force` or `--retry-failed`), or running in a process here.
     done_here: usize,
-    /// Done in a shard of the sweep directory, not yet synced into the store.
+    /// Settled (done, failed, pruned) in a shard of the sweep directory, not yet synced into
+    /// the store.
     done_on_cluster: usize,
     /// Still queued or running from an earlier submission.
     in_flight: usize,
@@ -134,9 +139,16 @@ fn to_submit<'t>(
     for t in trials {
         let key = identity::trial_key(t);
         let plan = Plan::of(store, t)?;
+        // A shard not synced yet settles its trial as the store would: done and pruned unless
+        // `--force`, failed unless `--retry-failed` too.
+        let settled_on_cluster = match settled_in_shards.get(&key) {
+            Some(Status::Done | Status::Pruned) => !opts.force,
+            Some(Status::Failed) => !(opts.force || opts.retry_failed),
+            _ => false,
+        };
         if !plan.runs(opts) {
             skipped.done_here += 1;
-        } else if settled_in_shards.get(&key) == Some(&Status::Done) && !opts.force {
+        } else if settled_on_cluster {
             skipped.done_on_cluster += 1;
         } else if active.contains(&key) {
             skipped.in_flight += 1;
@@ -168,7 +180,17 @@ fn write_and_submit(
     sub: &Submission,
 ) -> anyhow::Result<(String, PathBuf)> {
     let manifests = dir.join("manifests");
-    let n = std::fs::read_dir(&manifests).map(|d| d.count()).unwrap_or(0) + 1;
+    // Past the highest number (a deleted manifest's number is not reused: its tasks' ledgers
+    // in `tasks/` are its own).
+    let n = std::fs::read_dir(&manifests)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter_map(|e| e.path().file_stem()?.to_str()?.parse::<usize>().ok())
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0)
+        + 1;
     let path = manifests.join(format!("{n}.json"));
     manifest.write(&path)?;
     let name = format!("memctl-{}", dir.file_name().and_then(|f| f.to_str()).unwrap_or("sweep"));

@@ -56,8 +56,8 @@ pub fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Imports the shards whose run the store does not hold, nor a later done run of its trial.
-/// Returns (imported, already present, unreadable).
+/// Imports each shard unless its trial's latest run in the store is this run, or a done run
+/// that started no earlier. Returns (imported, already present, unreadable).
 fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> {
     let (mut imported, mut present, mut unreadable) = (0, 0, 0);
     for (path, shard) in shard::read_all(dir) {
@@ -69,22 +69,26 @@ fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> 
                 continue;
             }
         };
-        let (status, started_at) = (record.status, record.started_at);
-        // Present: this very run, or a done run that started no earlier. A run started later
-        // (a trial submitted again with `--force` or `--retry-failed`) is imported.
-        let added = store.import(record, |latest| {
-            latest.is_some_and(|l| {
-                (l.status == status && l.started_at == started_at)
-                    || (l.status == Status::Done && l.started_at >= started_at)
-            })
-        })?;
-        if added {
+        if import_shard(store, record)? {
             imported += 1;
         } else {
             present += 1;
         }
     }
     Ok((imported, present, unreadable))
+}
+
+/// Adds a shard's run to the store unless the trial's latest run there is this run, or a done
+/// run that started no earlier; a run that started later (a trial submitted again with
+/// `--force` or `--retry-failed`) is added. Returns whether it was.
+pub fn import_shard(store: &Store, record: crate::store::RunRecord) -> Result<bool, crate::store::StoreError> {
+    let (status, started_at) = (record.status, record.started_at);
+    store.import(record, |latest| {
+        latest.is_some_and(|l| {
+            (l.status == status && l.started_at == started_at)
+                || (l.status == Status::Done && l.started_at >= started_at)
+        })
+    })
 }
 
 /// Labels of submitted trials with no shard and no longer queued (killed, preempted, or lost).
@@ -109,4 +113,29 @@ pub fn missing_tasks(dir: &Path) -> Vec<String> {
         }
     }
     missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::import_shard;
+    use crate::store::{Status, Store, record};
+
+    /// A shard is added unless the trial's latest run is this run or a done run that started
+    /// no earlier: syncing twice adds nothing, an older run stays out, a later rerun comes in.
+    #[test]
+    fn a_shard_is_imported_unless_the_trials_latest_run_covers_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let run = |status: Status, started_at: f64| {
+            let mut r = record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+            (r.status, r.started_at) = (status, started_at);
+            r
+        };
+        assert!(import_shard(&store, run(Status::Done, 100.0)).unwrap(), "a new trial");
+        assert!(!import_shard(&store, run(Status::Done, 100.0)).unwrap(), "the same run again");
+        assert!(!import_shard(&store, run(Status::Failed, 50.0)).unwrap(), "older than the done run");
+        assert!(import_shard(&store, run(Status::Failed, 200.0)).unwrap(), "a rerun that started later");
+        assert!(!import_shard(&store, run(Status::Failed, 200.0)).unwrap(), "that rerun again");
+        assert!(import_shard(&store, run(Status::Done, 300.0)).unwrap(), "a later done run");
+    }
 }

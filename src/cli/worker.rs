@@ -54,7 +54,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     for &i in &task {
         let entry = &manifest.trials[i];
         let Some(trial) = trials.iter().find(|t| identity::trial_key(t) == entry.trial_key) else {
-            anyhow::bail!("no trial with identity {} in the manifest's spec (was memctl upgraded?)", entry.trial_key);
+            anyhow::bail!(
+                "no trial with identity {} in the manifest's spec (was memctl upgraded, or its data files changed?)",
+                entry.trial_key
+            );
         };
         pack.push((entry, trial));
     }

@@ -19,8 +19,9 @@
 //! `checkpoints/`: a requeued or resubmitted task resumes from it. A settled trial submitted
 //! again (`--force`, `--retry-failed`) starts afresh: the submission removes its checkpoint.
 //! `memctl sync` merges shards into the local store (the sled store never lives on the shared
-//! file system), deduplicated by run, so syncing twice adds nothing; a run started after the
-//! trial's latest done one (a trial submitted again) is added.
+//! file system): a shard whose run is its trial's latest in the store, or older than the
+//! latest done run, is not added again, so syncing twice adds nothing; a run started after
+//! the trial's latest done one (a trial submitted again) is added.
 
 pub mod manifest;
 pub mod scheduler;

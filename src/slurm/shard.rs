@@ -57,6 +57,7 @@ pub fn read_all(sweep_dir: &Path) -> Vec<(PathBuf, Result<RunRecord, ShardError>
     out
 }
 
-fn read(path: &Path) -> Result<RunRecord, ShardError> {
+/// The shard at `path`.
+pub fn read(path: &Path) -> Result<RunRecord, ShardError> {
     Ok(serde_json::from_slice(&std::fs::read(path)?)?)
 }

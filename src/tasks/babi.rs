@@ -169,7 +169,7 @@ fn read(folder: &Path, task: usize, max_facts: usize) -> Result<Sets, DataError>
         for &t in &tasks {
             let file: PathBuf = folder.join(format!("qa{t}_{split}.txt"));
             let text = data_file::read_text(&file, "a bAbI task file (numbered story lines and questions)")?;
-            digest.add(&text);
+            digest.add_lines(&text);
             parse(&file, &text, t, max_facts, words, answers, &mut stories)?;
         }
         Ok::<_, DataError>(stories)

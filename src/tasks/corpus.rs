@@ -118,7 +118,12 @@ fn read(path: &Path, words: bool, (valid, test): (f64, f64)) -> Result<Texts, Da
     let mut digest = DataDigest::default();
     let mut read = |path: &Path| {
         let text = data_file::read_text(path, TEXT)?;
-        digest.add(&text);
+        // Characters are data, line ends included; words are what the spaces separate.
+        if words {
+            digest.add_words(&text)
+        } else {
+            digest.add(&text)
+        }
         Ok::<_, DataError>(text)
     };
     let (train, known, validation, test) = if data_file::is_dir(path, what)? {

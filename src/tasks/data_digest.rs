@@ -1,6 +1,8 @@
 //! What a task read from its data files, as one hash: part of its trials' identity
 //! (`sweep::identity`), so that a trial on an edited data file is another trial (it runs,
 //! and it does not resume a checkpoint made on the old data), as the path alone would not say.
+//! Only what the task reads counts: a file of lines is hashed line by line (`\r\n` or `\n`,
+//! blank lines left out, as the readers skip them), words as words.
 
 use sha2::{Digest, Sha256};
 
@@ -9,10 +11,20 @@ use sha2::{Digest, Sha256};
 pub(super) struct DataDigest(Sha256);
 
 impl DataDigest {
-    /// Adds one file's text (its length first, so that two texts never read as another two).
+    /// Adds one piece of text (its length first, so that two pieces never read as another two).
     pub(super) fn add(&mut self, text: &str) {
         self.0.update((text.len() as u64).to_le_bytes());
         self.0.update(text.as_bytes());
+    }
+
+    /// Adds a file read line by line: each line that is not blank, without its line end.
+    pub(super) fn add_lines(&mut self, text: &str) {
+        text.lines().filter(|l| !l.trim().is_empty()).for_each(|l| self.add(l));
+    }
+
+    /// Adds a file read as words: each word, whatever the spaces between.
+    pub(super) fn add_words(&mut self, text: &str) {
+        text.split_whitespace().for_each(|w| self.add(w));
     }
 
     /// The hash, 16 hex digits.
@@ -29,6 +41,24 @@ mod tests {
         let mut d = DataDigest::default();
         texts.iter().for_each(|t| d.add(t));
         d.finish()
+    }
+
+    #[test]
+    fn line_ends_blank_lines_and_spacing_between_words_do_not_count() {
+        let lines = |t: &str| {
+            let mut d = DataDigest::default();
+            d.add_lines(t);
+            d.finish()
+        };
+        assert_eq!(lines("a\nb\n"), lines("a\r\nb\r\n\n"));
+        assert_ne!(lines("a\nb\n"), lines("a\nc\n"));
+        let words = |t: &str| {
+            let mut d = DataDigest::default();
+            d.add_words(t);
+            d.finish()
+        };
+        assert_eq!(words("the cat\n sat"), words("the  cat sat\r\n"));
+        assert_ne!(words("the cat sat"), words("the cat sits"));
     }
 
     #[test]

@@ -152,7 +152,7 @@ fn read(path: &Path, aligned: bool, (valid, test): (f64, f64)) -> Result<Jsonl, 
         let mut file = |name: &str| -> Result<(std::path::PathBuf, String), DataError> {
             let file = path.join(name);
             let text = data_file::read_text(&file, LINES)?;
-            digest.add(&text);
+            digest.add_lines(&text);
             Ok((file, text))
         };
         let (f, t) = file("train.jsonl")?;
@@ -164,7 +164,7 @@ fn read(path: &Path, aligned: bool, (valid, test): (f64, f64)) -> Result<Jsonl, 
         (train, validation, parse(&f, &t, aligned, &mut inputs, &mut targets)?, known)
     } else {
         let text = data_file::read_text(path, LINES)?;
-        digest.add(&text);
+        digest.add_lines(&text);
         let all = parse(path, &text, aligned, &mut inputs, &mut targets)?;
         let n = all.inputs.len();
         let n_test = (n as f64 * test).round() as usize;

@@ -54,7 +54,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                     let response = reply.unwrap_or_else(|panic| {
                         let why = crate::train::panic_message(panic.as_ref());
                         let body = format!("internal error (panic) answering this request: {why}\n");
-                        tiny_http::Response::from_data(body.into_bytes()).with_status_code(500).boxed()
+                        let text = tiny_http::Header::from_bytes("Content-Type", TEXT).expect("a valid header");
+                        tiny_http::Response::from_data(body.into_bytes())
+                            .with_status_code(500)
+                            .with_header(text)
+                            .boxed()
                     });
                     // A client that went away is not the server's problem.
                     let _ = request.respond(response);
