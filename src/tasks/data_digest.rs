@@ -37,26 +37,23 @@ impl DataDigest {
 mod tests {
     use super::DataDigest;
 
-    fn of(texts: &[&str]) -> String {
+    /// The digest of `texts`, each added by `add`.
+    fn digest(add: fn(&mut DataDigest, &str), texts: &[&str]) -> String {
         let mut d = DataDigest::default();
-        texts.iter().for_each(|t| d.add(t));
+        texts.iter().for_each(|t| add(&mut d, t));
         d.finish()
+    }
+
+    fn of(texts: &[&str]) -> String {
+        digest(DataDigest::add, texts)
     }
 
     #[test]
     fn line_ends_blank_lines_and_spacing_between_words_do_not_count() {
-        let lines = |t: &str| {
-            let mut d = DataDigest::default();
-            d.add_lines(t);
-            d.finish()
-        };
+        let lines = |t: &str| digest(DataDigest::add_lines, &[t]);
         assert_eq!(lines("a\nb\n"), lines("a\r\nb\r\n\n"));
         assert_ne!(lines("a\nb\n"), lines("a\nc\n"));
-        let words = |t: &str| {
-            let mut d = DataDigest::default();
-            d.add_words(t);
-            d.finish()
-        };
+        let words = |t: &str| digest(DataDigest::add_words, &[t]);
         assert_eq!(words("the cat\n sat"), words("the  cat sat\r\n"));
         assert_ne!(words("the cat sat"), words("the cat sits"));
     }
