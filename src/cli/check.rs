@@ -121,8 +121,7 @@ fn print_models(exp: &ExperimentPlan) {
             count(key.0 as u64),
             si(key.1 as f64)
         );
-        let on_cpu = matches!(crate::device::parse(&t.config.train.device), Some(crate::device::DeviceSpec::Cpu));
-        match memory.of(t, on_cpu) {
+        match memory.of(t, &t.config.train.device) {
             Ok(e) => println!("      memory to train: {}", crate::cli::memory::describe(&e)),
             Err(e) => println!("      memory to train: not estimated ({e})"),
         }

@@ -21,8 +21,10 @@ use crate::train::memory::{self, MemoryEstimate};
 pub struct Estimates(HashMap<String, Result<MemoryEstimate, Arc<candle_core::Error>>>);
 
 impl Estimates {
-    /// `trial`'s estimate on the CPU (`on_cpu`) or a GPU.
-    pub fn of(&mut self, trial: &Trial, on_cpu: bool) -> Result<MemoryEstimate, Arc<candle_core::Error>> {
+    /// `trial`'s estimate on `device` (`cpu`, `cuda:1`): the CPU's evaluation batches differ
+    /// from a GPU's.
+    pub fn of(&mut self, trial: &Trial, device: &str) -> Result<MemoryEstimate, Arc<candle_core::Error>> {
+        let on_cpu = matches!(crate::device::parse(device), Some(crate::device::DeviceSpec::Cpu));
         let key =
             format!("{} {:?} {:?} {on_cpu}", trial.graph.fingerprint(), trial.config.train, trial.config.task_options);
         self.0.entry(key).or_insert_with(|| memory::estimate(trial, on_cpu).map_err(Arc::new)).clone()
@@ -102,8 +104,7 @@ impl Measured {
             .map(|t| {
                 let name = device.unwrap_or(&t.config.train.device).to_string();
                 let free = *free_on.entry(name.clone()).or_insert_with(|| memory::available_on(&name));
-                let on_cpu = matches!(crate::device::parse(&name), Some(crate::device::DeviceSpec::Cpu));
-                let estimate = free.and_then(|_| estimates.of(t, on_cpu).ok());
+                let estimate = free.and_then(|_| estimates.of(t, &name).ok());
                 (name, estimate)
             })
             .collect();

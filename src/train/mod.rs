@@ -379,15 +379,18 @@ pub fn train_resumable(
     let mut out = Outcome::starting(trial);
     let run = Run { trial, device, autograd, observer, cancel, checkpoints };
     // A panic (a bug) fails the trial as an error does, keeping the steps and curves so far.
-    let failure = match std::panic::catch_unwind(AssertUnwindSafe(|| train_alone(run, &mut out))) {
-        Ok(Ok(())) => None,
-        Ok(Err(e)) => Some(e.to_string()),
-        Err(panic) => Some(format!("internal error (panic) while training: {}", panic_message(panic.as_ref()))),
-    };
-    if let Some(reason) = failure {
+    if let Err(reason) = failing_on_panic("training", || train_alone(run, &mut out)) {
         out.fail(reason);
     }
     out
+}
+
+/// `f`'s result, its error or a panic (a bug, while `doing`) as the reason a trial fails.
+pub(crate) fn failing_on_panic<T>(doing: &str, f: impl FnOnce() -> Result<T, TrainError>) -> Result<T, String> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(panic) => Err(format!("internal error (panic) while {doing}: {}", panic_message(panic.as_ref()))),
+    }
 }
 
 /// A panic's message, as `panic!` gave it.

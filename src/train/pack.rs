@@ -50,12 +50,7 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
         let run = Run { trial: m.trial, device, autograd, observer: m.observer, cancel, checkpoints: m.checkpoints };
         // A panic (a bug) while a trial starts fails that trial alone, as it would alone.
         let out = &mut outs[p];
-        let started = match std::panic::catch_unwind(AssertUnwindSafe(|| TrialRun::start(run, out))) {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(panic) => Err(format!("internal error (panic) while starting: {}", panic_message(panic.as_ref()))),
-        };
-        match started {
+        match super::failing_on_panic("starting", || TrialRun::start(run, out)) {
             Ok(r) => runs.push(Some(r)),
             Err(reason) => {
                 outs[p].fail(reason);
