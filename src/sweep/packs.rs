@@ -232,8 +232,9 @@ pub fn run_packed(
             Ok(Ok(c)) => claimed.push((m, c)),
             Ok(Err(result)) => results.push(Ok(result)),
             Err(e) => {
+                release(store, &claimed, reporter);
                 results.push(Err(e));
-                return results; // the store failed: the trials claimed so far are taken over later
+                return results;
             }
         }
     }
@@ -294,6 +295,25 @@ pub fn run_packed(
     }
     results
 }
+
+/// Records the trials `claimed` before the store failed as interrupted, so that no other sweep
+/// skips them as running here; each resumes from its checkpoint when a sweep takes it over. A
+/// store that still fails leaves them `running` until this process exits, with a warning.
+fn release(store: &Store, claimed: &[(&Packed<'_>, Claimed)], reporter: &dyn Reporter) {
+    for (m, c) in claimed {
+        let mut record = c.record.clone();
+        let mut outcome = crate::train::Outcome::starting(m.trial);
+        outcome.ending = crate::train::Ending::Interrupted;
+        outcome.stop_reason = STORE_FAILED_WHILE_CLAIMING.into();
+        complete_record(&mut record, Ok(outcome));
+        if let Err(e) = store.put(&record) {
+            reporter.warning(&format!("run {} stays `running` until this process exits: {e}", record.id));
+        }
+    }
+}
+
+/// The stop reason of a trial released because the store failed as its pack was claimed.
+const STORE_FAILED_WHILE_CLAIMING: &str = "the store failed while its pack was claimed";
 
 #[cfg(test)]
 mod tests {
@@ -432,5 +452,73 @@ mod tests {
         assert_eq!("16".parse::<Packing>(), Ok(Packing::Size(16)));
         assert!("0".parse::<Packing>().unwrap_err().to_string().contains("at least 1"));
         assert!("many".parse::<Packing>().is_err());
+    }
+
+    /// Probes the one suspected trial and meanwhile has another handle hold the store for
+    /// `hold`, so that the next trial's claim finds it busy.
+    struct HoldsTheStore {
+        path: std::path::PathBuf,
+        hold: std::time::Duration,
+        holder: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    }
+
+    impl crate::sweep::probe::Prober for HoldsTheStore {
+        fn probe(&self, _: &Trial) -> crate::sweep::probe::Probe {
+            let (taken, holding) = std::sync::mpsc::channel();
+            let (path, hold) = (self.path.clone(), self.hold);
+            *self.holder.lock().unwrap() = Some(std::thread::spawn(move || {
+                let other = Store::open(&path).unwrap();
+                other
+                    .update_study("holder", "e", |_| {
+                        taken.send(()).unwrap();
+                        std::thread::sleep(hold);
+                    })
+                    .unwrap();
+            }));
+            holding.recv().unwrap();
+            crate::sweep::probe::Probe::Clean
+        }
+    }
+
+    struct Quiet;
+    impl Reporter for Quiet {
+        fn warning(&self, message: &str) {
+            panic!("unexpected warning: {message}");
+        }
+    }
+
+    #[test]
+    fn trials_claimed_before_the_store_fails_are_released_not_left_running() {
+        let dir = tempfile::tempdir().unwrap();
+        // A store error needs the store to be busy for longer than its wait as the third trial
+        // is claimed, and free again within a second wait, when the first two are released.
+        let wait = std::time::Duration::from_millis(600);
+        let store = Store::open_with(dir.path(), wait).unwrap();
+        let trials = &trials()[..3];
+        let spec = crate::sweep::SpecSource { path: "t.mem".into(), text: String::new() };
+        let prober = std::sync::Arc::new(HoldsTheStore {
+            path: dir.path().into(),
+            hold: std::time::Duration::from_millis(900),
+            holder: Default::default(),
+        });
+        let opts = Options { prober: Some(prober.clone()), ..opts(Packing::Size(3)) };
+        // The second trial's last attempt died before its first step: its claim probes it.
+        let Ok(Ok(Claimed { mut record, .. })) = claim(&store, &spec, 1, &trials[1], &opts, &Quiet) else {
+            panic!("the second trial is claimed")
+        };
+        let me = crate::store::owner::this_process().clone();
+        record.environment.process = Some(crate::store::record::ProcessIdentity { pid: 1 << 30, start_ticks: 1, ..me });
+        store.put(&record).unwrap();
+
+        let members: Vec<Packed<'_>> =
+            trials.iter().enumerate().map(|(index, trial)| Packed { index, trial, judge: None }).collect();
+        let results = run_packed(&store, &spec, &members, &opts, &Quiet, &AtomicBool::new(false));
+        prober.holder.lock().unwrap().take().unwrap().join().unwrap();
+        assert!(matches!(results.last(), Some(Err(StoreError::Locked { .. }))), "{results:?}");
+        let latest: Vec<_> =
+            trials.iter().map(|t| store.latest_of_trial(&identity::trial_key(t)).unwrap().map(|r| r.status)).collect();
+        assert_eq!(latest, [Some(crate::store::Status::Interrupted), Some(crate::store::Status::Interrupted), None]);
+        let released = store.latest_of_trial(&identity::trial_key(&trials[0])).unwrap().unwrap();
+        assert_eq!(released.stop_reason, STORE_FAILED_WHILE_CLAIMING);
     }
 }
