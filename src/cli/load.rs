@@ -5,6 +5,7 @@ use std::path::Path;
 use crate::check::{self, Program};
 use crate::cli::context::Context;
 use crate::lang::{self, Spec};
+use crate::source::Span;
 use crate::sweep::SpecSource;
 
 /// A checked spec, or `Err(exit code)` after printing its errors.
@@ -40,6 +41,18 @@ pub fn split_overrides(rest: &[String]) -> (Option<String>, Vec<String>) {
         }
     }
     (experiment, overrides)
+}
+
+/// The pseudo-file each command-line override is parsed from (shown in its diagnostics).
+const COMMAND_LINE: &str = "<command line>";
+
+/// Where the value of `key` stands in its command-line override, if one set it: a diagnostic
+/// about that value points there rather than at the spec's setting it replaced.
+pub fn override_value(spec: &Spec, key: &str) -> Option<Span> {
+    spec.sources.files().find_map(|(file, f)| {
+        let (k, _) = f.text.split_once('=').filter(|_| f.path == Path::new(COMMAND_LINE))?;
+        (k.trim() == key).then(|| Span::new(file, k.len() + 1, f.text.len()))
+    })
 }
 
 /// Loads and checks a spec with command-line overrides, applied to the experiment named
@@ -93,10 +106,9 @@ pub fn load_checked_from(
         }
         // `d=48,96` is shorthand for the list `[48, 96]`.
         let text = if has_top_level_comma(values) { format!("{key}=[{values}]") } else { o.clone() };
-        let file = spec.sources.add("<command line>", text.clone());
+        let file = spec.sources.add(COMMAND_LINE, text.clone());
         let key_len = key.len();
-        let name =
-            crate::lang::ast::Ident { name: key.trim().to_string(), span: crate::source::Span::new(file, 0, key_len) };
+        let name = crate::lang::ast::Ident { name: key.trim().to_string(), span: Span::new(file, 0, key_len) };
         let valid_key = !name.name.is_empty() && name.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         let parsed_value = lang::parser::parse_expr_at(file, &text, key_len + 1);
         match (valid_key, parsed_value) {

@@ -157,13 +157,11 @@ fn too_large(
     device: &str,
     free: u64,
 ) -> Diagnostic {
-    let batch = spec
-        .ast
-        .experiments
-        .iter()
-        .find(|x| x.name.name == exp.name)
-        .and_then(|x| x.train.iter().flatten().find(|s| s.key.name == "batch"))
-        .map(|s| s.value.span);
+    let on_command_line = crate::cli::load::override_value(spec, "batch");
+    let batch = on_command_line.or_else(|| {
+        let experiment = spec.ast.experiments.iter().find(|x| x.name.name == exp.name)?;
+        Some(experiment.train.iter().flatten().find(|s| s.key.name == "batch")?.value.span)
+    });
     let swept: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let which = if swept.is_empty() { String::new() } else { format!(" (at {})", swept.join(" ")) };
     let place = if device == "cpu" { "this machine has".to_string() } else { format!("`{device}` has") };
@@ -176,6 +174,7 @@ fn too_large(
     }
     .error();
     let d = match batch {
+        Some(span) if on_command_line.is_some() => d.at(span, "the batch size, set on the command line"),
         Some(span) => d.at(span, "the batch size"),
         None => d.at(exp.span, "this experiment"),
     };

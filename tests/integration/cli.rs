@@ -147,6 +147,14 @@ fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs(
         assert!(err.contains("big.mem:33:") && err.contains("the batch size"), "{verb}: {err}");
         assert!(err.contains("lower `batch`"), "{verb}: {err}");
     }
+    // Set on the command line, the batch size is pointed at there, not in the spec.
+    let spec = dir.path().join("small.mem");
+    std::fs::write(&spec, tiny_spec()).unwrap();
+    let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "batch=1099511627776", "--threads", "1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("<command line>:1:7") && err.contains("set on the command line"), "{err}");
+    assert!(!err.contains("small.mem:33:"), "{err}");
     let runs = memctl(&store, &["runs", "--all"]);
     assert!(!text(&runs.stdout).contains("running"), "{}", text(&runs.stdout));
 }
