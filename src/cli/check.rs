@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use crate::check::ExperimentPlan;
 use crate::cli::{context::Context, load};
+use crate::device::{DeviceError, DeviceSpec};
 use crate::report::numbers::{count, si};
 use crate::store::Store;
 
@@ -14,9 +15,15 @@ pub struct Args {
     /// Spec files.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    /// Estimate the memory to train on this device (cpu, cuda, cuda:N, or a sweep's cuda:all or
+    /// cuda:0,2) instead of each trial's own `device`: a GPU's evaluation batches differ from the
+    /// CPU's. Nothing is opened.
+    #[arg(long)]
+    device: Option<String>,
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
+    let device = args.device.as_deref().map(estimated_on).transpose()?;
     let mut code = 0;
     // Which trials are done already, if the store is there and free (check never waits for it).
     let store = if ctx.store.join("db").exists() { crate::store::Store::open(&ctx.store).ok() } else { None };
@@ -29,7 +36,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         for exp in &program.experiments {
             print_heading(exp, store.as_ref(), ctx);
             print_packs(exp);
-            print_models(exp);
+            print_models(exp, device);
         }
         for m in &program.unused_models {
             println!("  model {m}: not used by an experiment here (checked with its defaults on probe inputs)");
@@ -98,7 +105,7 @@ fn print_packs(exp: &ExperimentPlan) {
 
 /// One line per distinct model configuration (a sweep may change its size): parameters, FLOPs
 /// and the memory to train it.
-fn print_models(exp: &ExperimentPlan) {
+fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
     let mut seen: Vec<(usize, u64)> = vec![];
     let mut memory = crate::cli::memory::Estimates::default();
     for t in &exp.trials {
@@ -121,9 +128,23 @@ fn print_models(exp: &ExperimentPlan) {
             count(key.0 as u64),
             si(key.1 as f64)
         );
-        match memory.of(t, &t.config.train.device) {
-            Ok(e) => println!("      memory to train: {}", crate::cli::memory::describe(&e)),
-            Err(e) => println!("      memory to train: not estimated ({e})"),
+        let on = device.map_or_else(|| t.config.train.device.clone(), |d| d.to_string());
+        let gpu = if on == "cpu" { "" } else { " on a GPU" };
+        match memory.of(t, &on) {
+            Ok(e) => println!("      memory to train{gpu}: {}", crate::cli::memory::describe(&e)),
+            Err(e) => println!("      memory to train{gpu}: not estimated ({e})"),
         }
+    }
+}
+
+/// The device whose estimate `--device` asks for. The GPUs of a list or of `cuda:all` all get
+/// the first one's estimate (a GPU's does not depend on which), without asking how many there are.
+fn estimated_on(name: &str) -> Result<DeviceSpec, DeviceError> {
+    if name == "cuda:all" {
+        return Ok(DeviceSpec::Cuda(0));
+    }
+    match crate::device::spread::parse(name)? {
+        Some(gpus) => Ok(gpus[0]),
+        None => crate::device::parse(name).ok_or_else(|| DeviceError::Unknown(name.to_string())),
     }
 }

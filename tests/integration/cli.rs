@@ -166,6 +166,18 @@ fn check_prints_the_memory_each_model_needs_to_train() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
     assert!(stdout.contains("memory to train: ") && stdout.contains("activations"), "{stdout}");
+    // For a sweep about to run on a GPU, without opening one.
+    for device in ["cuda", "cuda:all", "cuda:0,2"] {
+        let out = memctl(&store, &["check", spec.to_str().unwrap(), "--device", device]);
+        let stdout = text(&out.stdout);
+        assert!(stdout.contains("memory to train on a GPU: ") && !stdout.contains("memory to train: "), "{stdout}");
+    }
+    let out = memctl(&store, &["check", spec.to_str().unwrap(), "--device", "gpu"]);
+    assert!(
+        out.status.code() != Some(0) && text(&out.stderr).contains("unknown device `gpu`"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
