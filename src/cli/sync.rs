@@ -56,8 +56,7 @@ pub fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Imports each shard unless its trial's latest run in the store is this run, or a done run
-/// that started no earlier. Returns (imported, already present, unreadable).
+/// Imports each shard unless its trial's latest run in the store covers it ([`import_shard`]). Returns (imported, already present, unreadable).
 fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> {
     let (mut imported, mut present, mut unreadable) = (0, 0, 0);
     for (path, shard) in shard::read_all(dir) {
@@ -78,15 +77,18 @@ fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> 
     Ok((imported, present, unreadable))
 }
 
-/// Adds a shard's run to the store unless the trial's latest run there is this run, or a done
-/// run that started no earlier; a run that started later (a trial submitted again with
-/// `--force` or `--retry-failed`) is added. Returns whether it was.
+/// Adds a shard's run to the store unless the trial's latest run there is this run, a done run
+/// that started no earlier, or, for a run that did not finish, any run that started later (it
+/// would stand as the trial's latest over a newer attempt, a local `--force` run). A run that
+/// started later than the latest (a trial submitted again with `--force` or `--retry-failed`)
+/// is added, and so is a done run over a later attempt that is not. Returns whether it was.
 pub fn import_shard(store: &Store, record: crate::store::RunRecord) -> Result<bool, crate::store::StoreError> {
     let (status, started_at) = (record.status, record.started_at);
     store.import(record, |latest| {
         latest.is_some_and(|l| {
             (l.status == status && l.started_at == started_at)
                 || (l.status == Status::Done && l.started_at >= started_at)
+                || (status != Status::Done && l.started_at > started_at)
         })
     })
 }
@@ -120,8 +122,8 @@ mod tests {
     use super::import_shard;
     use crate::store::{Status, Store, record};
 
-    /// A shard is added unless the trial's latest run is this run or a done run that started
-    /// no earlier: syncing twice adds nothing, an older run stays out, a later rerun comes in.
+    /// A shard is added unless the trial's latest run covers it: syncing twice adds nothing, an
+    /// older run stays out unless it is done and the latest is not, a later rerun comes in.
     #[test]
     fn a_shard_is_imported_unless_the_trials_latest_run_covers_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -137,5 +139,12 @@ mod tests {
         assert!(import_shard(&store, run(Status::Failed, 200.0)).unwrap(), "a rerun that started later");
         assert!(!import_shard(&store, run(Status::Failed, 200.0)).unwrap(), "that rerun again");
         assert!(import_shard(&store, run(Status::Done, 300.0)).unwrap(), "a later done run");
+        // A run here that failed after the cluster's run started (a local `--force`): the
+        // cluster's older run does not become the trial's latest.
+        store.put(&crate::store::RunRecord { id: 99, ..run(Status::Failed, 500.0) }).unwrap();
+        assert!(!import_shard(&store, run(Status::Failed, 400.0)).unwrap(), "older than the failed run");
+        assert_eq!(store.all().unwrap().len(), 4);
+        // A done run on the cluster counts even so: the trial is done.
+        assert!(import_shard(&store, run(Status::Done, 450.0)).unwrap(), "a done run, older than the failed one");
     }
 }
