@@ -78,17 +78,16 @@ fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> 
 }
 
 /// Adds a shard's run to the store unless the trial's latest run there is this run, a done run
-/// that started no earlier, or, for a run that did not finish, any run that started later (it
-/// would stand as the trial's latest over a newer attempt, a local `--force` run). A run that
-/// started later than the latest (a trial submitted again with `--force` or `--retry-failed`)
-/// is added, and so is a done run over a later attempt that is not. Returns whether it was.
+/// that started with it, or any run that started later: as `import` does, the trial's newest
+/// attempt stands (a local `--force` run after the cluster's). A run that started later than
+/// the latest (a trial submitted again with `--force` or `--retry-failed`) is added. Returns
+/// whether it was.
 pub fn import_shard(store: &Store, record: crate::store::RunRecord) -> Result<bool, crate::store::StoreError> {
     let (status, started_at) = (record.status, record.started_at);
     store.import(record, |latest| {
         latest.is_some_and(|l| {
-            (l.status == status && l.started_at == started_at)
-                || (l.status == Status::Done && l.started_at >= started_at)
-                || (status != Status::Done && l.started_at > started_at)
+            l.started_at > started_at
+                || (l.started_at == started_at && (l.status == status || l.status == Status::Done))
         })
     })
 }
@@ -123,7 +122,7 @@ mod tests {
     use crate::store::{Status, Store, record};
 
     /// A shard is added unless the trial's latest run covers it: syncing twice adds nothing, an
-    /// older run stays out unless it is done and the latest is not, a later rerun comes in.
+    /// older run stays out, a later rerun comes in.
     #[test]
     fn a_shard_is_imported_unless_the_trials_latest_run_covers_it() {
         let dir = tempfile::tempdir().unwrap();
@@ -144,7 +143,6 @@ mod tests {
         store.put(&crate::store::RunRecord { id: 99, ..run(Status::Failed, 500.0) }).unwrap();
         assert!(!import_shard(&store, run(Status::Failed, 400.0)).unwrap(), "older than the failed run");
         assert_eq!(store.all().unwrap().len(), 4);
-        // A done run on the cluster counts even so: the trial is done.
-        assert!(import_shard(&store, run(Status::Done, 450.0)).unwrap(), "a done run, older than the failed one");
+        assert!(!import_shard(&store, run(Status::Done, 450.0)).unwrap(), "even a done one");
     }
 }
