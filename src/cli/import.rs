@@ -42,7 +42,8 @@ pub struct Imported {
     pub unfinished: usize,
     /// Runs of trials running or interrupted here.
     pub in_progress_here: usize,
-    /// Runs older than their trial's latest run here, and failed runs of trials done here.
+    /// Runs older than their trial's latest run here, and failed or pruned runs of trials done
+    /// here.
     pub superseded: usize,
 }
 
@@ -60,7 +61,9 @@ fn skip(run: (Status, f64), latest: &RunRecord) -> Option<Skip> {
         Some(Skip::Present)
     } else if matches!(latest.status, Status::Running | Status::Interrupted) {
         Some(Skip::InProgressHere)
-    } else if started_at < latest.started_at || (status == Status::Failed && latest.status == Status::Done) {
+    } else if started_at < latest.started_at
+        || (matches!(status, Status::Failed | Status::Pruned) && latest.status == Status::Done)
+    {
         Some(Skip::Superseded)
     } else {
         None
@@ -92,7 +95,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             match n.superseded {
                 0 => String::new(),
                 k => format!(
-                    ", {k} older than their trial's latest run here or failing a trial done here (not imported)"
+                    ", {k} older than their trial's latest run here or failed or pruned where it is done here \
+                     (not imported)"
                 ),
             }
         );
@@ -174,7 +178,7 @@ pub fn import(store: &Store, mut records: Vec<RunRecord>) -> anyhow::Result<Impo
     records.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
     let mut n = Imported::default();
     for record in records {
-        if !matches!(record.status, Status::Done | Status::Failed) {
+        if !matches!(record.status, Status::Done | Status::Failed | Status::Pruned) {
             n.unfinished += 1;
             continue;
         }

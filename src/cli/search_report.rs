@@ -39,6 +39,16 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         if i > 0 {
             println!();
         }
+        if rows.is_empty() {
+            // The study (what the search proposed) lives only in the store that ran it.
+            println!(
+                "search {name}: no configuration proposed in {} (`memctl sweep {}` runs the search; \
+                 `memctl import` brings a search's runs from another store, not what it proposed)",
+                ctx.store.display(),
+                args.file.display()
+            );
+            continue;
+        }
         print!("{}", crate::report::search::render(name, search.spec(), &study, &rows, search.steps_per_trial()));
     }
     Ok(0)

@@ -562,7 +562,7 @@ fn runs_by_identity(store: &Path) -> Vec<(String, f64, serde_json::Value)> {
 }
 
 #[test]
-fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() {
+fn import_merges_an_export_once_with_pruned_runs_and_leaves_unfinished_and_superseded_runs_out() {
     let (dir, from) = filled();
     // Trial 1 ran again later, better: the rerun is its latest run, wherever the runs go.
     let mut rerun = open(&from).get(1).unwrap();
@@ -624,8 +624,20 @@ fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() 
     assert!(err.contains("0 imported, 0 already in the store"), "{err}");
     assert!(err.contains("1 unfinished (not imported"), "{err}");
     assert!(err.contains("1 of trials running or interrupted here"), "{err}");
-    assert!(err.contains("2 older than their trial's latest run here or failing a trial done here"), "{err}");
+    assert!(err.contains("2 older than their trial's latest run here or failed or pruned where it is done"), "{err}");
     assert_eq!(runs_by_identity(&into).len(), 9);
+
+    // A pruned run (a search's pruner stopped it) is finished: it comes in, unless its trial is
+    // done here.
+    let mut pruned = of("trial6");
+    (pruned["trial_key"], pruned["status"]) = ("pruned".into(), "pruned".into());
+    let mut pruned_after_done = of("trial6");
+    pruned_after_done["status"] = "pruned".into();
+    pruned_after_done["started_at"] = (pruned_after_done["started_at"].as_f64().unwrap() + 1.0).into();
+    std::fs::write(&partial_file, serde_json::to_string(&[pruned, pruned_after_done]).unwrap()).unwrap();
+    let err = stderr(&memctl(&into, &["import", partial_file.to_str().unwrap()]));
+    assert!(err.contains("1 imported, 0 already in the store, 1 older than"), "{err}");
+    assert_eq!(runs_by_identity(&into).len(), 10);
 
     // Something else is refused with where it went wrong, and changes nothing.
     std::fs::write(&export, "{\"rows\": []}").unwrap();
@@ -644,7 +656,7 @@ fn import_merges_an_export_once_and_leaves_unfinished_and_superseded_runs_out() 
     std::fs::write(&export, serde_json::to_string(&[far]).unwrap()).unwrap();
     let far = stderr(&memctl(&into, &["import", file]));
     assert!(far.contains("`started_at` is 1e300, not a time in Unix seconds up to 9999-12-31"), "{far}");
-    assert_eq!(runs_by_identity(&into).len(), 9);
+    assert_eq!(runs_by_identity(&into).len(), 10);
 }
 
 /// The README's `ablate` example: its spec checks, and `ablate` plans the full model and the

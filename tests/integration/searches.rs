@@ -223,4 +223,14 @@ fn search_report_ranks_finished_configurations_best_first_then_pruned_ones_and_c
     assert!(report.contains(steps), "{report}");
     assert!(report.contains(", 1 pruned, "), "{report}");
     assert!(report.contains("val_accuracy against lr:"), "{report}");
+
+    // Its runs imported into another store, the pruned one too; what the search proposed stays.
+    let export = memctl_at(&store).args(["runs", "--all", "--format", "records"]).output().unwrap();
+    let file = store.with_file_name("runs.json");
+    std::fs::write(&file, &export.stdout).unwrap();
+    let other = store.with_file_name("other");
+    let out = memctl_at(&other).arg("import").arg(&file).output().unwrap();
+    assert!(text(&out.stderr).contains("3 imported"), "{}", text(&out.stderr));
+    let out = memctl_at(&other).arg("search-report").arg(&spec).output().unwrap();
+    assert!(text(&out.stdout).contains("search lrs: no configuration proposed in"), "{}", text(&out.stdout));
 }
