@@ -100,8 +100,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     experiments.dedup();
     let title = args.title.clone().unwrap_or_else(|| format!("{metric}: {}", experiments.join(", ")));
     let y_range = match args.y_range.as_deref() {
-        Some(&[lo, hi]) if lo < hi && lo.is_finite() && hi.is_finite() => Some((lo, hi)),
-        Some(r) => anyhow::bail!("--y-range takes two numbers LO,HI with LO below HI, not {r:?}"),
+        // A span past the largest float (`-1e308,1e308`) would stall the axis's tick layout.
+        Some(&[lo, hi]) if lo < hi && (hi - lo).is_finite() => Some((lo, hi)),
+        Some(r) => {
+            anyhow::bail!("--y-range takes two numbers LO,HI with LO below HI, less than 1e308 apart, not {r:?}")
+        }
         None => None,
     };
     let plot = Plot { title: &title, x_label: args.x.label(), y_label: &metric, series: &series, y_range };

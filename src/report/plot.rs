@@ -148,15 +148,17 @@ fn chart<DB: DrawingBackend>(
     Ok(())
 }
 
-/// Axis ranges covering every point and band, with a 5 % margin on the value axis. A single
-/// step or value gets a span around it, so that its tick labels differ.
+/// Axis ranges covering every finite point and band, with a 5 % margin on the value axis. A
+/// single step or value gets a span around it, so that its tick labels differ. The value axis
+/// stays within ±[`FARTHEST`], so that its span is a number.
 pub fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
     let (mut x0, mut x1, mut y0, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, f64::INFINITY, f64::NEG_INFINITY);
     for s in series {
-        for (x, y) in &s.points {
+        // A diverged run's inf loss would otherwise make the whole axis unusable.
+        for (x, y) in s.points.iter().filter(|(x, y)| x.is_finite() && y.is_finite()) {
             (x0, x1, y0, y1) = (x0.min(*x), x1.max(*x), y0.min(*y), y1.max(*y));
         }
-        for (_, lo, hi) in s.band.iter().flatten() {
+        for (_, lo, hi) in s.band.iter().flatten().filter(|(_, lo, hi)| lo.is_finite() && hi.is_finite()) {
             (y0, y1) = (y0.min(*lo), y1.max(*hi));
         }
     }
@@ -168,14 +170,17 @@ pub fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
         (x0, x1) = (x0 - half, x0 + half);
     }
     let pad = if y1 > y0 {
-        (y1 - y0) * 0.05
+        y1 * 0.05 - y0 * 0.05
     } else if y0 == 0.0 {
         0.5
     } else {
         y0.abs() * 0.1
     };
-    (x0, x1, y0 - pad, y1 + pad)
+    (x0, x1, (y0 - pad).max(-FARTHEST), (y1 + pad).min(FARTHEST))
 }
+
+/// How far from zero the value axis reaches at most: a quarter of the largest float.
+const FARTHEST: f64 = f64::MAX / 4.0;
 
 /// Decimals that tell apart the tick labels of an axis spanning `span` (about ten ticks):
 /// none for steps, `2` for 0.085..0.109.
@@ -192,6 +197,21 @@ mod tests {
 
     fn one_point(x: f64, y: f64) -> Series {
         Series { label: "a".into(), points: vec![(x, y)], band: None }
+    }
+
+    #[test]
+    fn values_out_to_the_largest_floats_and_infinities_leave_a_finite_axis() {
+        let series = Series {
+            label: "a".into(),
+            points: vec![(0.0, -1e308), (1.0, 1e308), (2.0, f64::INFINITY), (3.0, f64::NAN)],
+            band: None,
+        };
+        let (x0, x1, y0, y1) = bounds(&[series]);
+        assert!((x0, x1) == (0.0, 1.0) && y0 < -1e307 && y1 > 1e307 && (y1 - y0).is_finite(), "{y0}..{y1}");
+        // An inf loss leaves the others' range as it is.
+        let diverged = Series { label: "b".into(), points: vec![(0.0, 0.5), (1.0, f64::INFINITY)], band: None };
+        let (_, _, y0, y1) = bounds(&[diverged]);
+        assert!(y0 < 0.5 && y1 > 0.5 && y1 < 1.0, "{y0}..{y1}");
     }
 
     #[test]
