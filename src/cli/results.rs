@@ -38,6 +38,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
     results::check_names(&report, &runs).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
+    for t in report.all_tables() {
+        for mixed in results::mixed_rows(t, &select(&runs, &t.experiments, &t.rows)) {
+            eprintln!("warning: table `{}`: {mixed}", t.title);
+        }
+    }
     let figures = match &args.data_dir {
         Some(dir) => write_data(dir, &report, &runs, args.output.as_deref())?,
         None => vec![],

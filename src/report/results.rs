@@ -209,13 +209,13 @@ pub fn check_names(report: &Report, runs: &[RunRecord]) -> Result<(), Descriptio
         };
         let keys: BTreeSet<&str> = ["model", "experiment", "task", "seed"]
             .into_iter()
-            .chain(
-                mine.iter()
-                    .flat_map(|r| r.config.params.keys().chain(r.config.task_options.keys()).map(String::as_str)),
-            )
+            .chain(mine.iter().flat_map(|r| {
+                let c = &r.config;
+                c.params.keys().chain(c.task_options.keys()).chain(c.train.keys()).map(String::as_str)
+            }))
             .collect();
         if let Some(k) = t.rows.iter().find(|k| !keys.contains(k.as_str())) {
-            return Err(unknown("a parameter or task option", k, keys));
+            return Err(unknown("a parameter, task option or training setting", k, keys));
         }
         let metrics: BTreeSet<&str> = ["ms_per_step", "steps_to_converge", "epochs_to_converge"]
             .into_iter()
@@ -394,6 +394,10 @@ fn render_rows(out: &mut String, t: &Table, selection: &Selection) {
     if let Some(note) = left_out_note(selection) {
         let _ = writeln!(out, "{note}\n");
     }
+    let mixed = mixed_rows(t, selection);
+    if !mixed.is_empty() {
+        let _ = writeln!(out, "Mixed: {}.\n", mixed.join("; "));
+    }
     let _ = writeln!(out, "{}\n", trivial_note(&mine));
     let _ = writeln!(
         out,
@@ -456,6 +460,28 @@ fn left_out_note(s: &Selection) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| format!("Left out: {}.", parts.join("; ")))
+}
+
+/// Rows that average runs differing in more than the seed (a swept name that is not a row
+/// key), each said as `row `stm` averages lr 0.001, 0.01 (add `lr` to `rows` to split it)`.
+pub fn mixed_rows(t: &Table, selection: &Selection) -> Vec<String> {
+    let mut said = vec![];
+    for row in &selection.rows {
+        let mixed = row.mixed(&t.rows);
+        if mixed.is_empty() {
+            continue;
+        }
+        let which = if row.key.is_empty() { "the row".to_string() } else { format!("row `{}`", row.key.join(", ")) };
+        let values: Vec<String> =
+            mixed.iter().map(|(k, v)| format!("{k} {}", v.iter().cloned().collect::<Vec<_>>().join(", "))).collect();
+        let names: Vec<String> = mixed.iter().map(|(k, _)| format!("`{k}`")).collect();
+        said.push(format!(
+            "{which} averages runs of {} as well as seeds (add {} to `rows` to split it)",
+            values.join(" and "),
+            names.join(", ")
+        ));
+    }
+    said
 }
 
 fn plural(n: usize) -> &'static str {
@@ -655,7 +681,7 @@ tables:
         let err = check(&ONE_TABLE.replace("metrics: [accuracy]", "metrics: [accurcy]")).unwrap_err().to_string();
         assert!(err.contains("none of its 1 runs has a final metric `accurcy`; did you mean `accuracy`?"), "{err}");
         let err = check(&ONE_TABLE.replace("rows: [d]", "rows: [dd]")).unwrap_err().to_string();
-        assert!(err.contains("a parameter or task option `dd`; did you mean `d`?"), "{err}");
+        assert!(err.contains("a parameter, task option or training setting `dd`; did you mean `d`?"), "{err}");
         let err = check(&ONE_TABLE.replace("metrics: [accuracy]", "metrics: [accuracy], curves: banana")).unwrap_err();
         assert!(matches!(err, DescriptionError::UnknownName { what: "a curve", .. }), "{err}");
         // Derived metrics and built-in keys need no run to carry them; a table without runs
@@ -669,6 +695,35 @@ tables:
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn a_row_averaging_another_swept_name_than_the_seed_is_marked_and_a_training_setting_splits_it() {
+        use crate::report::selection::tests::run;
+        let d = [("d", Value::Int(8))];
+        // Two seeds at each of two learning rates, all of them with d = 8.
+        let runs: Vec<RunRecord> = [(1e-3, 1, 0.2), (1e-3, 2, 0.4), (1e-2, 1, 0.6), (1e-2, 2, 0.8)]
+            .iter()
+            .enumerate()
+            .map(|(i, &(lr, seed, accuracy))| {
+                let mut r = run(i as u64 + 1, &format!("t{i}"), "v1", &d, accuracy);
+                r.config.train.insert("lr".into(), Value::Float(lr));
+                r.config.swept = vec![("seed".into(), Value::Int(seed)), ("lr".into(), Value::Float(lr))];
+                r
+            })
+            .collect();
+        let report: Report = serde_saphyr::from_str(ONE_TABLE).unwrap();
+        let md = render(&report, &runs);
+        assert!(md.contains("| 8 | 0.500 ± 0.258 (4) |"), "{md}");
+        assert!(
+            md.contains("Mixed: row `8` averages runs of lr 0.001, 0.01 as well as seeds (add `lr` to `rows`"),
+            "{md}"
+        );
+        let by_lr: Report = serde_saphyr::from_str(&ONE_TABLE.replace("rows: [d]", "rows: [lr]")).unwrap();
+        assert!(check_names(&by_lr, &runs).is_ok());
+        let md = render(&by_lr, &runs);
+        assert!(md.contains("| 0.001 | 0.300 ± 0.141 (2) |") && md.contains("| 0.01 | 0.700 ± 0.141 (2) |"), "{md}");
+        assert!(!md.contains("Mixed"), "{md}");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! not change: their runs keep the older spec hash and still are the current spec's results.
 
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::lang::version::experiment_version;
 use crate::store::{RunRecord, Status};
@@ -37,6 +37,21 @@ pub struct Selection<'a> {
     pub repeats_left_out: usize,
     /// Runs of a row's older spec versions.
     pub older_versions_left_out: usize,
+}
+
+impl Row<'_> {
+    /// The swept names, other than the seed and the table's `row_keys`, whose values differ
+    /// among the row's runs, with those values: a row meant to average seeds that averages
+    /// these as well.
+    pub fn mixed(&self, row_keys: &[String]) -> Vec<(String, BTreeSet<String>)> {
+        let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+        for r in &self.runs {
+            for (axis, v) in r.config.swept.iter().filter(|(axis, _)| axis != "seed" && !row_keys.contains(axis)) {
+                values.entry(axis).or_default().insert(plain(v));
+            }
+        }
+        values.into_iter().filter(|(_, v)| v.len() > 1).map(|(k, v)| (k.to_string(), v)).collect()
+    }
 }
 
 impl Selection<'_> {
@@ -115,16 +130,17 @@ pub fn metric(r: &RunRecord, name: &str) -> Option<f64> {
     }
 }
 
-/// A run's value for a row key: a swept or fixed parameter, a task option, or the
-/// model/task/experiment.
+/// A run's value for a row key: a swept or fixed parameter, a task option, a training setting
+/// (`lr`, `batch`), or the model/task/experiment.
 pub fn key_value(r: &RunRecord, key: &str) -> String {
+    let c = &r.config;
     match key {
-        "model" => r.config.model.clone(),
-        "experiment" => r.config.experiment.clone(),
-        "task" => r.config.task.clone(),
-        "seed" => r.config.seed.to_string(),
+        "model" => c.model.clone(),
+        "experiment" => c.experiment.clone(),
+        "task" => c.task.clone(),
+        "seed" => c.seed.to_string(),
         _ => {
-            r.config.params.get(key).or_else(|| r.config.task_options.get(key)).map(plain).unwrap_or_else(|| "·".into())
+            c.params.get(key).or_else(|| c.task_options.get(key)).or_else(|| c.train.get(key)).map_or("·".into(), plain)
         }
     }
 }
