@@ -228,7 +228,10 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
             let mut d = QueryErrorKind::UnknownStatus { status: s.clone() }.error().at(span, "unknown status");
             d = match did_you_mean(s, STATUSES.iter().copied()) {
                 Some(h) => d.hint(h),
-                None => d.hint("statuses: \"running\", \"done\", \"failed\", \"interrupted\""),
+                None => d.hint(format!(
+                    "statuses: {}",
+                    STATUSES.iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+                )),
             };
             return Err(d);
         }

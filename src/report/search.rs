@@ -6,8 +6,8 @@
 use comfy_table::{CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::check::search::{Domain, SearchSpec};
-use crate::search::summary::{ConfigRuns, mean_sd};
-use crate::store::StudyRecord;
+use crate::search::summary::{ConfigRuns, MeanSd, mean_sd};
+use crate::store::{Status, StudyRecord};
 
 /// The whole report as text.
 pub fn render(
@@ -63,7 +63,7 @@ pub fn render(
 
 /// A configuration's mean metric over its seeds.
 fn score(r: &ConfigRuns) -> Option<f64> {
-    mean_sd(r.seeds.iter().map(|s| s.metric)).map(|(m, _)| m)
+    mean_sd(r.seeds.iter().map(|s| s.metric)).map(|m| m.mean)
 }
 
 /// The configurations as a table: finished ones first, best mean metric first; then pruned
@@ -93,7 +93,12 @@ fn table(spec: &SearchSpec, metric: &str, rows: &[ConfigRuns]) -> String {
             (_, Some(rung)) => format!("pruned at rung {rung}"),
             _ => {
                 let done = r.seeds.iter().filter(|s| s.status.is_some()).count();
-                format!("{done}/{} seeds run", r.seeds.len())
+                let failed = r.seeds.iter().filter(|s| s.status == Some(Status::Failed)).count();
+                match failed {
+                    0 => format!("{done}/{} seeds run", r.seeds.len()),
+                    f if f == r.seeds.len() => "failed".into(),
+                    f => format!("{done}/{} seeds run, {f} failed", r.seeds.len()),
+                }
             }
         };
         cells.push(comfy_table::Cell::new(status));
@@ -132,9 +137,14 @@ fn compute(spec: &SearchSpec, rows: &[ConfigRuns], steps_per_trial: u64) -> Stri
     line
 }
 
-/// `0.912 ± 0.013`, or `–`.
-fn pm(v: Option<(f64, f64)>) -> String {
-    v.map_or("–".into(), |(m, sd)| format!("{m:.3} ± {sd:.3}"))
+/// `0.912 ± 0.013 (2)`, `0.167 (1)` for one seed's value, or `–`: the seeds whose value is
+/// missing or not finite do not count.
+fn pm(v: Option<MeanSd>) -> String {
+    match v {
+        Some(MeanSd { mean, n: 1, .. }) => format!("{mean:.3} (1)"),
+        Some(MeanSd { mean, sd, n }) => format!("{mean:.3} ± {sd:.3} ({n})"),
+        None => "–".into(),
+    }
 }
 
 /// A value as a short label (floats to 3 significant digits).

@@ -41,15 +41,23 @@ impl ConfigRuns {
     }
 }
 
-/// The mean and the sample standard deviation (0 for one value), of the values present.
-pub fn mean_sd(values: impl IntoIterator<Item = Option<f64>>) -> Option<(f64, f64)> {
+/// The mean and the sample standard deviation (0 for one value) of the finite values present.
+pub fn mean_sd(values: impl IntoIterator<Item = Option<f64>>) -> Option<MeanSd> {
     let v: Vec<f64> = values.into_iter().flatten().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return None;
     }
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     let var = if v.len() > 1 { v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (v.len() - 1) as f64 } else { 0.0 };
-    Some((mean, var.sqrt()))
+    Some(MeanSd { mean, sd: var.sqrt(), n: v.len() })
+}
+
+/// A mean over seeds, its sample standard deviation (0 for one value) and how many values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MeanSd {
+    pub mean: f64,
+    pub sd: f64,
+    pub n: usize,
 }
 
 #[cfg(test)]
@@ -58,8 +66,8 @@ mod tests {
 
     #[test]
     fn mean_and_spread_skip_missing_values() {
-        assert_eq!(mean_sd([Some(1.0), None, Some(3.0)]), Some((2.0, 2f64.sqrt())));
-        assert_eq!(mean_sd([Some(0.5)]), Some((0.5, 0.0)));
+        assert_eq!(mean_sd([Some(1.0), None, Some(3.0)]), Some(MeanSd { mean: 2.0, sd: 2f64.sqrt(), n: 2 }));
+        assert_eq!(mean_sd([Some(0.5), Some(f64::NAN)]), Some(MeanSd { mean: 0.5, sd: 0.0, n: 1 }));
         assert_eq!(mean_sd([None]), None);
     }
 }

@@ -193,6 +193,23 @@ fn a_configuration_pruned_on_another_metric_is_ranked_by_the_searchs_own() {
 }
 
 #[test]
+fn search_report_marks_a_configuration_whose_every_seed_failed_and_counts_each_mean_s_seeds() {
+    // A learning rate of 1e38 makes every loss NaN: both seeds fail.
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 20, eval_every = 10",
+        "lr in [3e-2, 1e38]  seed in 1..2  sampler = grid  metric = val_accuracy",
+    ));
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert!(text(&out.stderr).contains("4 trials run"), "{}", text(&out.stderr));
+    let out = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
+    let report = text(&out.stdout);
+    let row = |lr: &str| report.lines().find(|l| l.contains(lr)).unwrap_or_default().to_string();
+    assert!(row("1.00e38").contains("failed") && !row("1.00e38").contains("seeds run"), "{report}");
+    assert!(row("0.030").contains("finished") && row("0.030").contains(" (2)"), "{report}");
+}
+
+#[test]
 fn search_report_ranks_finished_configurations_best_first_then_pruned_ones_and_counts_the_steps_pruning_saved() {
     // A grid proposed in this order: 3e-2 finishes (validation accuracy 0.219), 1e-7 is pruned
     // at step 20, 5e-2 finishes best (0.281). The report ranks them 3, 1, 2.
