@@ -5,6 +5,7 @@
 //! transfer=true seed=1..3`), exactly as `memctl sweep FILE EXPERIMENT gates=false ...` would
 //! plan it, so trials already done by either are not run again.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::check::Trial;
@@ -78,7 +79,10 @@ pub fn plan(
         config.params.iter().filter(|(_, v)| matches!(v, Value::Bool(_))).map(|(k, _)| k).collect();
     let chosen: Vec<String> = match switches {
         Some(list) => {
-            for s in list {
+            for (i, s) in list.iter().enumerate() {
+                if list[..i].contains(s) {
+                    anyhow::bail!("--switches names `{s}` twice");
+                }
                 if !bools.contains(&s) {
                     let what = match config.params.get(s) {
                         Some(v) => format!("is {}, not a boolean", v.describe()),
@@ -189,6 +193,13 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         }
     }
     let metric = args.metric.clone().unwrap_or_else(|| ablation::default_metric(&rows));
+    let known: BTreeSet<&str> =
+        rows.iter().flat_map(|r| &r.runs).flat_map(|s| s.final_metrics.keys()).map(String::as_str).collect();
+    if !known.is_empty() && !known.contains(metric.as_str()) {
+        let hint = crate::suggest::did_you_mean(&metric, known.iter().copied())
+            .unwrap_or_else(|| format!("its runs have: {}", known.iter().copied().collect::<Vec<_>>().join(", ")));
+        anyhow::bail!("--metric `{metric}`: no run of the ablation has this final metric; {hint}");
+    }
     let sheet = ablation::sheet(&rows, &metric);
     runs::print(&sheet, args.format)?;
     Ok(code)

@@ -443,6 +443,9 @@ fn ablate_plans_the_full_model_and_each_switch_off() {
     assert!(err.to_string().contains("`d` is the int 8, not a boolean"), "{err}");
     let err = memctl::cli::ablate::plan(&spec, "tiny_lstm", None, None, &ctx).err().unwrap();
     assert!(err.to_string().contains("no boolean parameters"), "{err}");
+    let twice = ["gates".to_string(), "gates".to_string()];
+    let err = memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&twice), None, &ctx).err().unwrap();
+    assert_eq!(err.to_string(), "--switches names `gates` twice");
 }
 
 #[test]
@@ -460,6 +463,15 @@ fn ablate_runs_the_variants_once_and_prints_the_table() {
     let again = memctl(&store, &args);
     ok(&again);
     assert!(stderr(&again).contains("0 trials run, 1 already done"), "{}", stderr(&again));
+    // A metric no run has is an error, not a column of dots.
+    let typo = memctl(&store, &[&args[..], &["--metric", "acuracy"]].concat());
+    assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
+    assert!(
+        stderr(&typo)
+            .contains("--metric `acuracy`: no run of the ablation has this final metric; did you mean `accuracy`?"),
+        "{}",
+        stderr(&typo)
+    );
     let runs = json(&memctl(&store, &["runs", "--format", "json", "--columns", "gates,seed"]));
     assert_eq!(runs.len(), 2);
     assert_eq!(runs.iter().filter(|r| r["gates"] == false).count(), 1);
