@@ -268,8 +268,18 @@ impl Field {
         })
     }
 
+    /// [`Field::is_config`], with a bare name taken as `runs` have it: `accuracy` is an
+    /// outcome, `lr` a setting.
+    pub fn is_config_in(&self, runs: &[RunSummary]) -> bool {
+        match self {
+            Field::Named(_) => runs.iter().any(|s| self.config_value(s).is_some()),
+            f => f.is_config(),
+        }
+    }
+
     /// Whether the field describes the run's configuration (parameters, settings, seed), as
-    /// opposed to its outcome.
+    /// opposed to its outcome. A bare name counts as configuration ([`Field::is_config_in`]
+    /// tells).
     pub fn is_config(&self) -> bool {
         matches!(
             self,

@@ -68,7 +68,7 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
             let mut rows: Vec<Vec<Cell>> =
                 shown.iter().map(|r| columns.iter().map(|(_, f)| cell(f, r)).collect()).collect();
             if view.only_changed {
-                drop_constant(&mut columns, &mut rows, |f| f.is_config());
+                drop_constant(&mut columns, &mut rows, |f| f.is_config_in(names.all));
             }
             Ok(Sheet { columns: columns.into_iter().map(|(n, _)| n).collect(), rows })
         }
@@ -331,7 +331,7 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
             .iter()
             .map(|n| (n.clone(), key_fields.iter().find(|(k, _)| k == n).map_or(Field::Id, |(_, f)| f.clone())))
             .collect();
-        drop_constant(&mut cols, &mut rows, |f| f.is_config());
+        drop_constant(&mut cols, &mut rows, |f| f.is_config_in(names.all));
         columns = cols.into_iter().map(|(n, _)| n).collect();
     }
     Ok(Sheet { columns, rows })

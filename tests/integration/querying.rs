@@ -159,6 +159,9 @@ fn filters_sort_limit_columns_and_only_changed() {
     assert_eq!(header, "id,d,gates,seed,status,accuracy,loss,steps_to_converge,steps_run,wall");
     let out = ok(&memctl(&store, &["runs", "--only-changed", "--format", "csv", "--where", "d == 96 and seed == 1"]));
     assert_eq!(out.lines().next().unwrap(), "id,gates,status,accuracy,loss,steps_to_converge,steps_run,wall");
+    // Columns asked for by name: a constant setting goes, a metric stays.
+    let args = ["runs", "--only-changed", "--format", "csv", "--columns", "id,d,accuracy", "--where", "id == 1"];
+    assert_eq!(ok(&memctl(&store, &args)).lines().next().unwrap(), "id,accuracy");
 
     // Markdown.
     let md =
