@@ -89,7 +89,8 @@ impl<'a> Search<'a> {
     }
 
     /// Runs the search with `opts.jobs` trials at a time; stops starting trials once `cancel`
-    /// is set.
+    /// is set. With `--force` the search starts afresh: what it proposed and every decision
+    /// its pruner took are forgotten, and each trial trains again.
     pub fn run(
         &self,
         spec: &SpecSource,
@@ -97,6 +98,9 @@ impl<'a> Search<'a> {
         reporter: &dyn Reporter,
         cancel: &AtomicBool,
     ) -> Result<Summary, SweepError> {
+        if opts.force {
+            self.store.update_study(&self.key, &self.experiment, |s| *s = StudyRecord::new(&self.experiment))?;
+        }
         let workers = opts.jobs.clamp(1, self.trial_count().max(1));
         let pool = super::worker_pool(workers, opts.threads)?;
         let pack = self.pack_size(opts);
@@ -409,7 +413,8 @@ impl<'a> Search<'a> {
         reporter: &dyn Reporter,
     ) -> Result<TrialResult, StoreError> {
         let key = identity::trial_key(trial);
-        match self.store.claim(&key, Rerun::default(), |id, _| super::new_record(id, trial, spec, opts))? {
+        let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
+        match self.store.claim(&key, rerun, |id, _| super::new_record(id, trial, spec, opts))? {
             Claim::Run { record, .. } => {
                 let mut r = *record;
                 r.status = Status::Pruned;
@@ -643,6 +648,32 @@ experiment lrs {
             pruned: Mutex::new(None),
             reporter: &Quiet,
         }
+    }
+
+    #[test]
+    fn a_forced_search_forgets_the_earlier_decisions_and_judges_afresh() {
+        with_search(|search, _, _| {
+            // An earlier pass proposed 3e-2 and pruned it through seed 2 at its first rung.
+            search
+                .store
+                .update_study(&search.key, &search.experiment, |s| {
+                    s.configs.push(StudyConfig {
+                        values: vec![("lr".into(), Value::Float(3e-2))],
+                        sampler: "grid".into(),
+                        proposed_at: 0.0,
+                    });
+                    s.reports.push(pruned_by_seed_2());
+                })
+                .unwrap();
+            let spec = SpecSource { path: "t.mem".into(), text: SPEC.into() };
+            let opts = Options { force: true, ..Options::one_at_a_time() };
+            let summary = search.run(&spec, &opts, &Quiet, &AtomicBool::new(false)).unwrap();
+            assert_eq!(summary.ran, 4, "two configurations of two seeds");
+            // Alone at its rung when it got there, 3e-2 goes on; seed 2's report is this pass's.
+            let study = search.store.study(&search.key, &search.experiment).unwrap();
+            assert!(study.pruned_at(0).is_none(), "{:?}", study.reports);
+            assert!(study.report(0, 2, 0).is_some_and(|r| r.decision.keep && r.at.value != 1.0));
+        });
     }
 
     #[test]
