@@ -62,7 +62,8 @@ fn print_heading(exp: &ExperimentPlan, store: Option<&Store>, ctx: &Context) {
         return;
     }
     let done = store.map(|s| {
-        exp.trials.iter().filter(|t| matches!(crate::sweep::Plan::of(s, t), Ok(crate::sweep::Plan::Done(_)))).count()
+        let plans = crate::sweep::Plan::of_all(s, &exp.trials).unwrap_or_default();
+        plans.iter().filter(|p| matches!(p, crate::sweep::Plan::Done(_))).count()
     });
     println!(
         "  experiment {}: {} trial{}{}, task {task}",

@@ -136,9 +136,9 @@ fn to_submit<'t>(
     let active = active_trials(dir)?;
     let mut todo: Vec<&Trial> = vec![];
     let mut skipped = Skipped { done_here: 0, done_on_cluster: 0, in_flight: 0, afresh: vec![] };
-    for t in trials {
+    let plans = Plan::of_all(store, trials)?;
+    for (t, plan) in trials.iter().zip(plans) {
         let key = identity::trial_key(t);
-        let plan = Plan::of(store, t)?;
         // A shard not synced yet settles its trial as the store would: done and pruned unless
         // `--force`, failed unless `--retry-failed` too.
         let settled_on_cluster = match settled_in_shards.get(&key) {

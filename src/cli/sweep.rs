@@ -217,7 +217,7 @@ fn run_locally(
 ) -> anyhow::Result<i32> {
     let store = Store::open(&ctx.store)?;
     let searches: Vec<Search> = selection.searches.iter().map(|(name, plan)| Search::new(&store, plan, name)).collect();
-    let plans: Vec<Plan> = trials.iter().map(|t| Plan::of(&store, t)).collect::<Result<_, _>>()?;
+    let plans = Plan::of_all(&store, trials)?;
     let mut opts = Options {
         force: args.force,
         retry_failed: args.retry_failed,

@@ -115,8 +115,16 @@ pub enum Plan {
 }
 
 impl Plan {
-    pub fn of(store: &Store, trial: &Trial) -> Result<Plan, StoreError> {
-        Ok(match store.latest_of_trial(&identity::trial_key(trial))?.map(crate::store::as_seen) {
+    /// Each trial's plan, from one read of the store's summaries: a session per trial takes
+    /// minutes for a sweep of thousands of trials.
+    pub fn of_all(store: &Store, trials: &[Trial]) -> Result<Vec<Plan>, StoreError> {
+        let latest = search::latest_by_trial(store.summaries()?);
+        Ok(trials.iter().map(|t| Plan::of_latest(latest.get(&identity::trial_key(t)))).collect())
+    }
+
+    /// The plan of a trial whose latest run, as seen now, is `latest`.
+    fn of_latest(latest: Option<&crate::store::RunSummary>) -> Plan {
+        match latest {
             None => Plan::New,
             Some(r) => match r.status {
                 Status::Done => Plan::Done(r.id),
@@ -125,7 +133,7 @@ impl Plan {
                 Status::Running => Plan::Running(r.id),
                 Status::Pruned => Plan::Pruned(r.id),
             },
-        })
+        }
     }
 
     /// Whether the trial runs under these options.
@@ -193,7 +201,7 @@ pub fn run_all(
     use std::sync::atomic::AtomicUsize;
     let next = AtomicUsize::new(0);
     let results: Results = Mutex::new(vec![]);
-    let runs: Vec<bool> = trials.iter().map(|t| Plan::of(store, t).map(|p| p.runs(opts))).collect::<Result<_, _>>()?;
+    let runs: Vec<bool> = Plan::of_all(store, trials)?.iter().map(|p| p.runs(opts)).collect();
     let planned = packs::plan(trials, opts, &runs);
     let workers = opts.jobs.clamp(1, planned.len().max(1));
     let pool = worker_pool(workers, opts.threads)?;

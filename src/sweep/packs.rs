@@ -488,6 +488,30 @@ mod tests {
     }
 
     #[test]
+    fn plans_read_from_the_summaries_at_once_see_done_dead_and_new_trials() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let trials = &trials()[..3];
+        let spec = crate::sweep::SpecSource { path: "t.mem".into(), text: String::new() };
+        let opts = opts(Packing::Off);
+        let claimed = |i: usize| match claim(&store, &spec, i, &trials[i], &opts, &Quiet) {
+            Ok(Ok(c)) => c.record,
+            _ => panic!("trial {i} is claimed"),
+        };
+        let mut done = claimed(0);
+        done.status = crate::store::Status::Done;
+        store.put(&done).unwrap();
+        // A run whose process is gone reads as interrupted, as a sweep would take it over.
+        let mut dead = claimed(1);
+        let me = crate::store::owner::this_process().clone();
+        dead.environment.process = Some(crate::store::record::ProcessIdentity { pid: 1 << 30, start_ticks: 1, ..me });
+        store.put(&dead).unwrap();
+        let plans = crate::sweep::Plan::of_all(&store, trials).unwrap();
+        use crate::sweep::Plan;
+        assert_eq!(plans, [Plan::Done(done.id), Plan::Interrupted(dead.id), Plan::New]);
+    }
+
+    #[test]
     fn trials_claimed_before_the_store_fails_are_released_not_left_running() {
         let dir = tempfile::tempdir().unwrap();
         // A store error needs the store to be busy for longer than its wait as the third trial
