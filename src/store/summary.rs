@@ -170,6 +170,18 @@ impl RunSummary {
     }
 }
 
+/// Each trial's newest run, as seen now ([`RunSummary::as_seen`]), by trial key.
+pub fn latest_by_trial(summaries: Vec<RunSummary>) -> HashMap<String, RunSummary> {
+    let mut latest: HashMap<String, RunSummary> = HashMap::new();
+    for s in summaries {
+        let s = s.as_seen();
+        if latest.get(&s.trial_key).is_none_or(|l| l.id < s.id) {
+            latest.insert(s.trial_key.clone(), s);
+        }
+    }
+    latest
+}
+
 // ---------------------------------------------------------------- encoding
 //
 // A small binary layout (JSON took 15 ms per thousand summaries to decode, mostly in the

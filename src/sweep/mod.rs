@@ -118,7 +118,7 @@ impl Plan {
     /// Each trial's plan, from one read of the store's summaries: a session per trial takes
     /// minutes for a sweep of thousands of trials.
     pub fn of_all(store: &Store, trials: &[Trial]) -> Result<Vec<Plan>, StoreError> {
-        let latest = search::latest_by_trial(store.summaries()?);
+        let latest = crate::store::summary::latest_by_trial(store.summaries()?);
         Ok(trials.iter().map(|t| Plan::of_latest(latest.get(&identity::trial_key(t)))).collect())
     }
 

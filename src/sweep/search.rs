@@ -21,6 +21,7 @@ use crate::search::outcome::{ConfigOutcome, Stage};
 use crate::search::summary::{ConfigRuns, SeedRun};
 use crate::search::{pruner, sampler};
 use crate::store::study::{RungReport, StudyConfig, StudyRecord};
+use crate::store::summary::latest_by_trial;
 use crate::store::{Claim, Pruned, Rerun, RunSummary, Status, Store, StoreError, now};
 use crate::train::Outcome;
 use crate::value::Value;
@@ -455,18 +456,6 @@ fn sampler_name(s: &crate::check::search::Sampler) -> &'static str {
         Sampler::Random { .. } => "random",
         Sampler::Tpe { .. } => "tpe",
     }
-}
-
-/// Each trial's newest run.
-pub fn latest_by_trial(summaries: Vec<RunSummary>) -> HashMap<String, RunSummary> {
-    let mut latest: HashMap<String, RunSummary> = HashMap::new();
-    for s in summaries {
-        let s = s.as_seen();
-        if latest.get(&s.trial_key).is_none_or(|l| l.id < s.id) {
-            latest.insert(s.trial_key.clone(), s);
-        }
-    }
-    latest
 }
 
 /// The pruner of one running trial: at each rung it reaches, its report and the decision go
