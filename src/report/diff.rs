@@ -93,7 +93,13 @@ impl Diff {
         }
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["metric", &ha, &hb, "change"]);
-        let fmt = |k: &str, v: f64| if k == "wall" { duration(v) } else { sig3(v) };
+        // Step counts are whole numbers: `40`, not `40.0`.
+        let counted = |k: &str| matches!(k, "steps_run" | "steps_to_converge");
+        let fmt = |k: &str, v: f64| match k {
+            "wall" => duration(v),
+            _ if counted(k) => format!("{v:.0}"),
+            _ => sig3(v),
+        };
         for (k, x, y) in &self.metrics {
             let show = |v: &Option<f64>| v.map_or("·".to_string(), |v| fmt(k, v));
             let change = match (x, y) {
@@ -101,7 +107,7 @@ impl Diff {
                 (Some(x), Some(y)) if k == "wall" => {
                     format!("{}{}", if y > x { "+" } else { "-" }, duration((y - x).abs()))
                 }
-                (Some(x), Some(y)) => format!("{}{}", if y > x { "+" } else { "" }, sig3(y - x)),
+                (Some(x), Some(y)) => format!("{}{}", if y > x { "+" } else { "" }, fmt(k, y - x)),
                 _ => String::new(),
             };
             let right = |s: String| comfy_table::Cell::new(s).set_alignment(CellAlignment::Right);

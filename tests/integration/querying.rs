@@ -233,6 +233,8 @@ fn diff_shows_the_ablation_and_metrics_side_by_side() {
     assert!(!out.contains("param.d "), "d is the same: {out}");
     let acc = out.lines().find(|l| l.contains("accuracy")).unwrap();
     assert!(acc.contains("1.00") && acc.contains("0.250") && acc.contains("-0.750"), "{acc}");
+    let steps = out.lines().find(|l| l.contains("steps_run")).unwrap();
+    assert!(!steps.contains('.'), "a count of steps is whole: {steps}");
     assert!(out.contains("-  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6"), "{out}");
     assert!(out.contains("+  train { optimizer = adam(lr = 1e-2), batch = 16, steps = 8"), "{out}");
     let same = ok(&memctl(&store, &["diff", "1", "1"]));
