@@ -235,14 +235,8 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::sweep::Quiet;
     use crate::train::optim::OptimState;
-
-    struct Quiet;
-    impl Reporter for Quiet {
-        fn warning(&self, message: &str) {
-            panic!("unexpected warning: {message}");
-        }
-    }
 
     #[test]
     fn a_saved_checkpoint_moves_the_records_progress_to_its_step() {

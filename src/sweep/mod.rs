@@ -314,6 +314,17 @@ pub trait Reporter: Sync {
     fn warning(&self, message: &str);
 }
 
+/// A reporter for tests: a warning fails the test.
+#[cfg(test)]
+pub(crate) struct Quiet;
+
+#[cfg(test)]
+impl Reporter for Quiet {
+    fn warning(&self, message: &str) {
+        panic!("unexpected warning: {message}");
+    }
+}
+
 /// Runs one trial (unless it is settled, or running elsewhere) and records it, asking `judge`
 /// (a search's pruner), if any, after every evaluation whether the trial goes on; a trial it
 /// stops is recorded `pruned`, with the decision.

@@ -321,6 +321,7 @@ mod tests {
 
     use super::*;
     use crate::device::DeviceSpec;
+    use crate::sweep::Quiet;
     use crate::sweep::memory_budget::{MemoryBudget, Need};
 
     /// Twelve trials: widths 8 and 12 (graphs of two shapes) × batches 4 and 8 × three seeds.
@@ -477,13 +478,6 @@ mod tests {
             }));
             holding.recv().unwrap();
             crate::sweep::probe::Probe::Clean
-        }
-    }
-
-    struct Quiet;
-    impl Reporter for Quiet {
-        fn warning(&self, message: &str) {
-            panic!("unexpected warning: {message}");
         }
     }
 

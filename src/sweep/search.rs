@@ -572,6 +572,7 @@ mod tests {
 
     use super::*;
     use crate::store::study::{AtRung, Decision};
+    use crate::sweep::Quiet;
 
     const SPEC: &str = r#"
 task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
@@ -595,13 +596,6 @@ experiment lrs {
   }
 }
 "#;
-
-    struct Quiet;
-    impl Reporter for Quiet {
-        fn warning(&self, message: &str) {
-            panic!("unexpected warning: {message}");
-        }
-    }
 
     /// A trial's outcome so far with `val_loss` at the given evaluations.
     fn so_far(trial: &crate::check::Trial, val_loss: &[(u64, f64)]) -> Outcome {
