@@ -243,9 +243,9 @@ pub struct RunRecord {
     /// Unix seconds.
     pub started_at: f64,
     pub ended_at: Option<f64>,
-    #[serde(deserialize_with = "super::non_finite::curves")]
+    #[serde(with = "super::non_finite::curves")]
     pub curves: BTreeMap<String, Vec<(u64, f64)>>,
-    #[serde(deserialize_with = "super::non_finite::metrics")]
+    #[serde(with = "super::non_finite::metrics")]
     pub final_metrics: BTreeMap<String, f64>,
     pub steps_run: u64,
     pub steps_to_converge: Option<u64>,
@@ -277,13 +277,13 @@ pub struct Pruned {
     /// The metric judged (`val_accuracy`).
     pub metric: String,
     /// This run's value there.
-    #[serde(deserialize_with = "super::non_finite::number")]
+    #[serde(with = "super::non_finite::number")]
     pub value: f64,
     /// Its configuration's mean over the seeds that had reached the rung: what was judged.
-    #[serde(deserialize_with = "super::non_finite::number")]
+    #[serde(with = "super::non_finite::number")]
     pub mean: f64,
     /// The value the mean had to reach.
-    #[serde(deserialize_with = "super::non_finite::number")]
+    #[serde(with = "super::non_finite::number")]
     pub cutoff: f64,
 }
 
@@ -466,17 +466,18 @@ mod tests {
         assert_eq!(stop_metric(&train_values(&t)), Some("accuracy"));
     }
 
-    /// A run whose weights diverged keeps a NaN metric (a test loss after a `max_time` stop):
-    /// JSON writes it as `null`, which reads back as NaN instead of making the record corrupt.
+    /// A run whose weights diverged keeps a NaN or infinite metric (a test loss after a
+    /// `max_time` stop), which JSON has no number for: it reads back as it was, instead of
+    /// making the record corrupt.
     #[test]
-    fn a_record_with_nan_metrics_and_curve_points_reads_back() {
+    fn a_record_with_nan_and_infinite_metrics_and_curve_points_reads_back() {
         let mut r = decode(V1.as_bytes()).unwrap();
         r.final_metrics.insert("loss".into(), f64::NAN);
         r.curves.insert("val_loss".into(), vec![(10, 1.5), (20, f64::INFINITY)]);
         let back = decode(&encode(&r).unwrap()).unwrap();
         assert!(back.final_metrics["loss"].is_nan());
         assert_eq!(back.curves["val_loss"][0], (10, 1.5));
-        assert!(back.curves["val_loss"][1].1.is_nan());
+        assert_eq!(back.curves["val_loss"][1], (20, f64::INFINITY));
     }
 
     #[test]

@@ -43,7 +43,7 @@ pub struct AtRung {
     /// The step of the evaluation that reached the rung.
     pub step: u64,
     /// The metric there.
-    #[serde(deserialize_with = "super::non_finite::number")]
+    #[serde(with = "super::non_finite::number")]
     pub value: f64,
     /// The training loss there (the mean over the last evaluation interval).
     pub loss: Option<f64>,
@@ -67,7 +67,7 @@ pub struct Decision {
     /// Whether the trial goes on.
     pub keep: bool,
     /// The configuration's mean over the seeds that had reached the rung.
-    #[serde(deserialize_with = "super::non_finite::number")]
+    #[serde(with = "super::non_finite::number")]
     pub mean: f64,
     /// The value the mean had to reach (none while the configuration has no competitors).
     pub cutoff: Option<f64>,
