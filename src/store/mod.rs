@@ -388,6 +388,25 @@ impl Store {
         })
     }
 
+    /// The summary of each trial's latest run, if any, as seen now ([`RunSummary::as_seen`]),
+    /// in the order asked: one session, one index lookup a trial, however large the store.
+    pub fn latest_summaries(&self, trial_keys: &[String]) -> Result<Vec<Option<RunSummary>>, StoreError> {
+        let latest = self.session(|s| {
+            trial_keys
+                .iter()
+                .map(|key| match s.trials.get(key.as_bytes())? {
+                    Some(k) => {
+                        let id =
+                            keys::run_id(&k).ok_or(StoreError::Corrupt { id: 0, reason: "bad trial index".into() })?;
+                        Ok(Some(summary_in(s, id)?))
+                    }
+                    None => Ok(None),
+                })
+                .collect::<Result<Vec<_>, StoreError>>()
+        })?;
+        Ok(latest.into_iter().map(|l| l.map(RunSummary::as_seen)).collect())
+    }
+
     /// The latest run of a trial, if any.
     pub fn latest_of_trial(&self, trial_key: &str) -> Result<Option<RunRecord>, StoreError> {
         self.session(|s| latest_of_trial(s, trial_key))

@@ -115,11 +115,11 @@ pub enum Plan {
 }
 
 impl Plan {
-    /// Each trial's plan, from one read of the store's summaries: a session per trial takes
-    /// minutes for a sweep of thousands of trials.
+    /// Each trial's plan, read in one store session (a session per trial takes minutes for a
+    /// sweep of thousands of trials).
     pub fn of_all(store: &Store, trials: &[Trial]) -> Result<Vec<Plan>, StoreError> {
-        let latest = crate::store::summary::latest_by_trial(store.summaries()?);
-        Ok(trials.iter().map(|t| Plan::of_latest(latest.get(&identity::trial_key(t)))).collect())
+        let keys: Vec<String> = trials.iter().map(identity::trial_key).collect();
+        Ok(store.latest_summaries(&keys)?.iter().map(|l| Plan::of_latest(l.as_ref())).collect())
     }
 
     /// The plan of a trial whose latest run, as seen now, is `latest`.
@@ -171,6 +171,11 @@ pub enum SweepError {
     Threads { workers: usize, source: rayon::ThreadPoolBuildError },
     #[error("{reason} ({pools} pools of {threads} for the sweep's trials); try fewer `--jobs` or `--threads`")]
     ComputeThreads { pools: usize, threads: usize, reason: PoolError },
+    #[error(
+        "the search `{experiment}` has a trial running in another process (run {run}); `--force` would \
+         start the search afresh under it: let that sweep end, or stop it, first"
+    )]
+    SearchRunningElsewhere { experiment: String, run: u64 },
 }
 
 /// Why a trial did not train at all (its record says so, as `failed`). A trial that starts

@@ -100,7 +100,7 @@ impl<'a> Search<'a> {
         cancel: &AtomicBool,
     ) -> Result<Summary, SweepError> {
         if opts.force {
-            self.store.update_study(&self.key, &self.experiment, |s| *s = StudyRecord::new(&self.experiment))?;
+            self.start_afresh(reporter)?;
         }
         let workers = opts.jobs.clamp(1, self.trial_count().max(1));
         let pool = super::worker_pool(workers, opts.threads)?;
@@ -126,6 +126,33 @@ impl<'a> Search<'a> {
             }
         });
         super::tally(results.into_inner().unwrap_or_default())
+    }
+
+    /// `--force`: forgets what the study proposed and decided, and its trials' checkpoints, so
+    /// that every trial trains from its first step. Refused while a trial of the study trains
+    /// in another process, whose workers number configurations by the study they read.
+    fn start_afresh(&self, reporter: &dyn Reporter) -> Result<(), SweepError> {
+        let study = self.store.study(&self.key, &self.experiment)?;
+        let keys: Vec<String> = study
+            .configs
+            .iter()
+            .flat_map(|c| {
+                let values = self.values_of(c);
+                self.plan.spec.seeds.iter().filter_map(move |seed| self.plan.trial(&values, *seed).ok())
+            })
+            .map(|t| identity::trial_key(&t))
+            .collect();
+        let latest = self.store.latest_summaries(&keys)?;
+        if let Some(running) = latest.iter().flatten().find(|s| s.status == Status::Running) {
+            return Err(SweepError::SearchRunningElsewhere { experiment: self.experiment.clone(), run: running.id });
+        }
+        self.store.update_study(&self.key, &self.experiment, |s| *s = StudyRecord::new(&self.experiment))?;
+        for key in &keys {
+            if let Err(e) = self.store.remove_checkpoint(key) {
+                reporter.warning(&e.to_string());
+            }
+        }
+        Ok(())
     }
 
     /// Seeds of one configuration trained together: up to `--pack N` (`auto` trains each
@@ -656,6 +683,38 @@ experiment lrs {
             let study = search.store.study(&search.key, &search.experiment).unwrap();
             assert!(study.pruned_at(0).is_none(), "{:?}", study.reports);
             assert!(study.report(0, 2, 0).is_some_and(|r| r.decision.keep && r.at.value != 1.0));
+        });
+    }
+
+    #[test]
+    fn a_forced_search_drops_its_trials_checkpoints_and_is_refused_while_one_trains_elsewhere() {
+        with_search(|search, _, trial| {
+            let config = StudyConfig {
+                values: vec![("lr".into(), Value::Float(3e-2))],
+                sampler: "grid".into(),
+                proposed_at: 0.0,
+            };
+            search.store.update_study(&search.key, &search.experiment, |s| s.configs.push(config)).unwrap();
+            let key = identity::trial_key(trial);
+            let spec = SpecSource { path: "t.mem".into(), text: SPEC.into() };
+            let opts = Options { force: true, ..Options::one_at_a_time() };
+            // Seed 1 of 3e-2 trains in a live process (this one, as far as the store can tell).
+            let Ok(Ok(claimed)) = super::super::claim(search.store, &spec, 0, trial, &opts, &Quiet) else {
+                panic!("claimed")
+            };
+            let err = search.run(&spec, &opts, &Quiet, &AtomicBool::new(false)).unwrap_err();
+            assert!(matches!(err, SweepError::SearchRunningElsewhere { run, .. } if run == claimed.record.id), "{err}");
+            let study = search.store.study(&search.key, &search.experiment).unwrap();
+            assert_eq!(study.configs.len(), 1, "the study is as it was");
+            // Interrupted with a checkpoint, it trains afresh under --force, not from there.
+            let mut interrupted = claimed.record;
+            interrupted.status = Status::Interrupted;
+            search.store.put(&interrupted).unwrap();
+            search.store.save_checkpoint(&key, b"an earlier pass's state").unwrap();
+            search.run(&spec, &opts, &Quiet, &AtomicBool::new(false)).unwrap();
+            let rerun = search.store.latest_of_trial(&key).unwrap().unwrap();
+            assert_eq!(rerun.progress.and_then(|p| p.resumed_from), None);
+            assert_eq!(rerun.status, Status::Done);
         });
     }
 
