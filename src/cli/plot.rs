@@ -103,7 +103,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         // A span past the largest float (`-1e308,1e308`) would stall the axis's tick layout.
         Some(&[lo, hi]) if lo < hi && (hi - lo).is_finite() => Some((lo, hi)),
         Some(r) => {
-            anyhow::bail!("--y-range takes two numbers LO,HI with LO below HI, less than 1e308 apart, not {r:?}")
+            anyhow::bail!("--y-range takes two numbers LO,HI with LO below HI and a finite span, not {r:?}")
         }
         None => None,
     };

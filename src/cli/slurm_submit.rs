@@ -82,7 +82,8 @@ pub fn submit(
     }
     // A settled trial run again on purpose starts afresh, as in a local sweep: the checkpoint
     // an earlier run left is not its to resume. Its shard, which the new run will replace,
-    // is brought into the store first if it is not there yet.
+    // is brought into the store first if it is not there yet (unless a later run of the trial
+    // is, as `sync` decides).
     let checkpoints = CheckpointDir::new(dir.join("checkpoints"));
     for key in &skipped.afresh {
         if let Ok(record) = shard::read(&shard::path(&dir, key)) {

@@ -169,17 +169,19 @@ pub fn bounds(series: &[Series]) -> (f64, f64, f64, f64) {
         let half = if x0 == 0.0 { 1.0 } else { x0.abs() * 0.5 };
         (x0, x1) = (x0 - half, x0 + half);
     }
+    let (y0, y1) = (y0.clamp(-FARTHEST, FARTHEST), y1.clamp(-FARTHEST, FARTHEST));
     let pad = if y1 > y0 {
-        y1 * 0.05 - y0 * 0.05
+        (y1 - y0) * 0.05
     } else if y0 == 0.0 {
         0.5
     } else {
         y0.abs() * 0.1
     };
-    (x0, x1, (y0 - pad).max(-FARTHEST), (y1 + pad).min(FARTHEST))
+    (x0, x1, y0 - pad, y1 + pad)
 }
 
-/// How far from zero the value axis reaches at most: a quarter of the largest float.
+/// How far from zero the value axis reaches, before its margin: a quarter of the largest
+/// float, so that its span is a number.
 const FARTHEST: f64 = f64::MAX / 4.0;
 
 /// Decimals that tell apart the tick labels of an axis spanning `span` (about ten ticks):
@@ -208,6 +210,9 @@ mod tests {
         };
         let (x0, x1, y0, y1) = bounds(&[series]);
         assert!((x0, x1) == (0.0, 1.0) && y0 < -1e307 && y1 > 1e307 && (y1 - y0).is_finite(), "{y0}..{y1}");
+        // Every point past the clamp: still an axis from low to high.
+        let (_, _, y0, y1) = bounds(&[one_point(0.0, 1e308)]);
+        assert!(y0 < y1 && (y1 - y0).is_finite(), "{y0}..{y1}");
         // An inf loss leaves the others' range as it is.
         let diverged = Series { label: "b".into(), points: vec![(0.0, 0.5), (1.0, f64::INFINITY)], band: None };
         let (_, _, y0, y1) = bounds(&[diverged]);

@@ -305,6 +305,8 @@ fn release(store: &Store, claimed: &[(&Packed<'_>, Claimed)], reporter: &dyn Rep
         let mut outcome = crate::train::Outcome::starting(m.trial);
         outcome.ending = crate::train::Ending::Interrupted;
         outcome.stop_reason = STORE_FAILED_WHILE_CLAIMING.into();
+        // A trial resumed from a checkpoint stands where that checkpoint does.
+        outcome.steps_run = record.progress.as_ref().and_then(|p| p.resumed_from).unwrap_or(0) as usize;
         complete_record(&mut record, Ok(outcome));
         if let Err(e) = store.put(&record) {
             reporter.warning(&format!("run {} stays `running` until this process exits: {e}", record.id));
@@ -510,13 +512,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // A store error needs the store to be busy for longer than its wait as the third trial
         // is claimed, and free again within a second wait, when the first two are released.
-        let wait = std::time::Duration::from_millis(600);
+        let wait = std::time::Duration::from_millis(1000);
         let store = Store::open_with(dir.path(), wait).unwrap();
         let trials = &trials()[..3];
         let spec = crate::sweep::SpecSource { path: "t.mem".into(), text: String::new() };
         let prober = std::sync::Arc::new(HoldsTheStore {
             path: dir.path().into(),
-            hold: std::time::Duration::from_millis(900),
+            hold: std::time::Duration::from_millis(1500),
             holder: Default::default(),
         });
         let opts = Options { prober: Some(prober.clone()), ..opts(Packing::Size(3)) };
