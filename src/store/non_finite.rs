@@ -76,17 +76,20 @@ pub mod metrics {
 }
 
 /// `(step, number)` points per name: a run's curves.
+pub type Curves = BTreeMap<String, Vec<(u64, f64)>>;
+
+/// [`Curves`].
 pub mod curves {
     use super::*;
 
-    pub fn serialize<S: Serializer>(c: &BTreeMap<String, Vec<(u64, f64)>>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(c: &Curves, s: S) -> Result<S::Ok, S::Error> {
         let written = c
             .iter()
             .map(|(name, points)| (name, points.iter().map(|(step, x)| (*step, Number(*x))).collect::<Vec<_>>()));
         s.collect_map(written)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Vec<(u64, f64)>>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Curves, D::Error> {
         let read = BTreeMap::<String, Vec<(u64, Number)>>::deserialize(d)?;
         Ok(read
             .into_iter()
