@@ -188,8 +188,8 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
 }
 
 /// A trial whose update diverges and whose `max_time` stops it before the next step sees the
-/// NaN ends `done` with a NaN test loss; the store keeps reading its record (JSON writes NaN as
-/// `null`), so the sweep runs again and `show` shows it.
+/// NaN ends `done` with a NaN test loss; the store keeps reading its record (which holds the
+/// NaN JSON has no number for as `"NaN"`), so the sweep runs again and `show` shows it.
 #[test]
 fn a_run_ending_with_a_nan_metric_leaves_the_store_readable() {
     // A linear recurrence, which no squashing keeps finite.
@@ -210,7 +210,7 @@ experiment diverges {
     assert!(first.status.success(), "{}", text(&first.stderr));
     let recs = records(&store);
     assert_eq!(recs.len(), 1);
-    assert!(recs[0]["final_metrics"]["loss"].is_null(), "a NaN loss, written as null: {}", recs[0]["final_metrics"]);
+    assert_eq!(recs[0]["final_metrics"]["loss"], "NaN", "a NaN loss, written as such: {}", recs[0]["final_metrics"]);
     let again = sweep();
     assert!(again.status.success(), "{}", text(&again.stderr));
     assert!(text(&again.stderr).contains("0 trials run, 1 already done"), "{}", text(&again.stderr));
