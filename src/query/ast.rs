@@ -80,6 +80,8 @@ pub enum OperandKind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Lit {
     Num(f64),
+    /// A number written without a point or exponent, kept exact.
+    Int(i128),
     Str(String),
     Bool(bool),
     /// Unix seconds (UTC).
@@ -91,6 +93,7 @@ impl Lit {
     pub fn describe(&self) -> String {
         match self {
             Lit::Num(x) => format!("the number {x}"),
+            Lit::Int(i) => format!("the number {i}"),
             Lit::Str(s) => format!("the string \"{s}\""),
             Lit::Bool(b) => format!("the boolean {b}"),
             Lit::Date(_) => "a date".to_string(),

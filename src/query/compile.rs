@@ -253,6 +253,7 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
             d.hint(format!("write the boolean without quotes: {s}"))
         }
         Lit::Num(x) if field.kinds.contains(&Kind::Str) => d.hint(format!("quote the text: \"{x}\"")),
+        Lit::Int(i) if field.kinds.contains(&Kind::Str) => d.hint(format!("quote the text: \"{i}\"")),
         Lit::Bool(b) if field.kinds.contains(&Kind::Str) => d.hint(format!("quote the text: \"{b}\"")),
         _ => d,
     };
@@ -272,7 +273,7 @@ fn nouns(kinds: &BTreeSet<Kind>) -> String {
 
 fn lit_kind(l: &Lit) -> Kind {
     match l {
-        Lit::Num(_) => Kind::Num,
+        Lit::Num(_) | Lit::Int(_) => Kind::Num,
         Lit::Str(_) => Kind::Str,
         Lit::Bool(_) => Kind::Bool,
         Lit::Date(_) => Kind::Date,

@@ -45,6 +45,7 @@ fn value<'a>(a: &'a Arg, s: &'a RunSummary) -> Option<Val<'a>> {
 fn lit(l: &Lit) -> Val<'_> {
     match l {
         Lit::Num(x) => Val::Num(*x),
+        Lit::Int(i) => Val::Int(*i),
         Lit::Str(s) => Val::Str(s),
         Lit::Bool(b) => Val::Bool(*b),
         Lit::Date(t) => Val::Date(*t),
@@ -54,7 +55,10 @@ fn lit(l: &Lit) -> Val<'_> {
 /// `a op b`; false when the kinds cannot be compared.
 pub fn compare(a: &Val, op: CmpOp, b: &Val) -> bool {
     let ord = match (a, b) {
-        (Val::Num(x) | Val::Date(x), Val::Num(y) | Val::Date(y)) => x.partial_cmp(y),
+        (Val::Int(x), Val::Int(y)) => Some(x.cmp(y)),
+        (Val::Num(_) | Val::Int(_) | Val::Date(_), Val::Num(_) | Val::Int(_) | Val::Date(_)) => {
+            a.as_f64().partial_cmp(&b.as_f64())
+        }
         (Val::Str(x), Val::Str(y)) => {
             if op == CmpOp::Glob {
                 return glob(y, x);

@@ -94,6 +94,9 @@ impl Kind {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Val<'a> {
     Num(f64),
+    /// A whole number (an id, a seed, an int parameter), compared exactly: past 2^53 a float
+    /// would take two seeds for one.
+    Int(i128),
     Str(&'a str),
     Bool(bool),
     /// Unix seconds.
@@ -104,7 +107,7 @@ pub enum Val<'a> {
 impl Val<'_> {
     pub fn kind(&self) -> Kind {
         match self {
-            Val::Num(_) => Kind::Num,
+            Val::Num(_) | Val::Int(_) => Kind::Num,
             Val::Str(_) => Kind::Str,
             Val::Bool(_) => Kind::Bool,
             Val::Date(_) => Kind::Date,
@@ -116,7 +119,10 @@ impl Val<'_> {
     pub fn order(&self, other: &Val) -> std::cmp::Ordering {
         use std::cmp::Ordering;
         match (self, other) {
-            (Val::Num(a) | Val::Date(a), Val::Num(b) | Val::Date(b)) => a.total_cmp(b),
+            (Val::Int(a), Val::Int(b)) => a.cmp(b),
+            (a, b) if a.as_f64().is_some() && b.as_f64().is_some() => {
+                a.as_f64().unwrap_or_default().total_cmp(&b.as_f64().unwrap_or_default())
+            }
             (Val::Str(a), Val::Str(b)) => a.cmp(b),
             (Val::Bool(a), Val::Bool(b)) => a.cmp(b),
             (Val::List(a), Val::List(b)) => {
@@ -133,10 +139,22 @@ impl Val<'_> {
     }
 }
 
+impl Val<'_> {
+    /// A number, a whole number or a date as a float; `None` for the other kinds.
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Val::Num(x) | Val::Date(x) => Some(*x),
+            Val::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+}
+
 impl std::fmt::Display for Val<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Val::Num(x) => write!(f, "{x}"),
+            Val::Int(i) => write!(f, "{i}"),
             Val::Str(s) => f.write_str(s),
             Val::Bool(b) => write!(f, "{b}"),
             Val::Date(t) => f.write_str(&format_date(*t)),
@@ -161,7 +179,7 @@ pub fn format_date(t: f64) -> String {
 pub fn of_value(v: &Value) -> Val<'_> {
     match v {
         Value::Bool(b) => Val::Bool(*b),
-        Value::Int(i) => Val::Num(*i as f64),
+        Value::Int(i) => Val::Int(i128::from(*i)),
         Value::Float(x) => Val::Num(*x),
         Value::Str(s) => Val::Str(s),
         Value::List(items) => Val::List(items.iter().map(of_value).collect()),
@@ -208,17 +226,17 @@ impl Field {
     /// The value in one run; `None` when the run does not have it.
     pub fn get<'a>(&self, s: &'a RunSummary) -> Option<Val<'a>> {
         Some(match self {
-            Field::Id => Val::Num(s.id as f64),
+            Field::Id => Val::Int(i128::from(s.id)),
             Field::Status => Val::Str(s.status.as_str()),
             Field::Experiment => Val::Str(&s.experiment),
             Field::Model => Val::Str(&s.model),
             Field::Task => Val::Str(&s.task),
-            Field::Seed => Val::Num(s.seed as f64),
+            Field::Seed => Val::Int(i128::from(s.seed)),
             Field::Tags => Val::List(s.tags.iter().map(|t| Val::Str(t)).collect()),
             Field::Started => Val::Date(s.started_at),
             Field::Ended => Val::Date(s.ended_at?),
-            Field::StepsRun => Val::Num(s.steps_run as f64),
-            Field::StepsToConverge => Val::Num(s.steps_to_converge? as f64),
+            Field::StepsRun => Val::Int(i128::from(s.steps_run)),
+            Field::StepsToConverge => Val::Int(i128::from(s.steps_to_converge?)),
             Field::EpochsToConverge => Val::Num(s.epochs_to_converge?),
             Field::Wall => Val::Num(s.wall_seconds),
             Field::Progress => {
@@ -226,7 +244,7 @@ impl Field {
                 Val::Num(s.steps_run as f64 / l.steps_total.max(1) as f64)
             }
             Field::Eta => Val::Num(s.eta_seconds()?),
-            Field::ParamCount => Val::Num(s.param_count as f64),
+            Field::ParamCount => Val::Int(i128::from(s.param_count)),
             Field::Spec => Val::Str(&s.spec_path),
             Field::SpecHash => Val::Str(&s.spec_hash),
             Field::Trial => Val::Str(&s.trial_key),

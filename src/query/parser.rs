@@ -180,6 +180,10 @@ impl Builder {
         let span = self.span(&p);
         let s = p.as_str();
         Ok(match p.as_rule() {
+            // A whole number stays exact (seeds past 2^53); one too large for that is a float.
+            Rule::number if !s.contains(['.', 'e', 'E']) && s.parse::<i128>().is_ok() => {
+                Lit::Int(s.parse::<i128>().unwrap_or_default())
+            }
             Rule::number => match s.parse::<f64>() {
                 Ok(x) if x.is_finite() => Lit::Num(x),
                 _ => {

@@ -201,3 +201,20 @@ fn a_chain_of_many_thousand_nots_is_refused_not_a_stack_overflow() {
     let e = error(&format!("d == 48 or {}gates", "not ".repeat(100_000)));
     assert!(e.contains("error[Q011]") && e.contains("<--where>:1:"), "{e}");
 }
+
+#[test]
+fn whole_numbers_compare_exactly_past_two_to_the_fifty_third() {
+    // Two seeds a float cannot tell apart, and an int parameter beside a float literal.
+    let mut a = run(1, "e", &[("d", Value::Int(48))], &[]);
+    let mut b = run(2, "e", &[("d", Value::Int(48))], &[]);
+    (a.seed, b.seed) = (u64::MAX - 1, u64::MAX);
+    let runs = vec![a, b];
+    let kept = |filter: &str| -> Vec<u64> {
+        let q = prepare(filter, &runs).unwrap_or_else(|e| panic!("{}", e.0.render(&e.1, false)));
+        runs.iter().filter(|r| q.matches(r)).map(|r| r.id).collect()
+    };
+    assert_eq!(kept(&format!("seed == {}", u64::MAX - 1)), [1]);
+    assert_eq!(kept(&format!("seed < {}", u64::MAX)), [1]);
+    assert_eq!(kept(&format!("seed in [{}]", u64::MAX)), [2]);
+    assert_eq!(kept("d == 48.0 and d < 48.5 and d in [48, 1e3]"), [1, 2]);
+}

@@ -122,6 +122,7 @@ fn place<'r>(field: &Field, scored: &[Scored<'r>]) -> Option<(Axis, Vec<(f64, Sc
         .iter()
         .map(|(v, _)| match v {
             Val::Num(x) if x.is_finite() => Some(*x),
+            Val::Int(i) => Some(*i as f64),
             _ => None,
         })
         .collect();

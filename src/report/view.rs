@@ -113,6 +113,7 @@ pub fn cell(field: &Field, r: &RunSummary) -> Cell {
         _ => match field.get(r) {
             None => Cell::Missing,
             Some(Val::Num(x)) => Cell::Float(x),
+            Some(Val::Int(i)) => i64::try_from(i).map_or(Cell::Text(i.to_string()), Cell::Int),
             Some(Val::Date(t)) => Cell::Date(t),
             Some(v) => Cell::Text(v.to_string()),
         },
@@ -306,7 +307,7 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
                 let values: Vec<f64> = members
                     .iter()
                     .filter_map(|r| match f.get(r) {
-                        Some(Val::Num(x) | Val::Date(x)) => Some(x),
+                        Some(v @ (Val::Num(_) | Val::Int(_) | Val::Date(_))) => v.as_f64(),
                         Some(Val::Bool(b)) => Some(f64::from(u8::from(b))),
                         _ => None,
                     })
