@@ -394,14 +394,7 @@ impl Store {
         let latest = self.session(|s| {
             trial_keys
                 .iter()
-                .map(|key| match s.trials.get(key.as_bytes())? {
-                    Some(k) => {
-                        let id =
-                            keys::run_id(&k).ok_or(StoreError::Corrupt { id: 0, reason: "bad trial index".into() })?;
-                        Ok(Some(summary_in(s, id)?))
-                    }
-                    None => Ok(None),
-                })
+                .map(|key| latest_id(s, key)?.map(|id| summary_in(s, id)).transpose())
                 .collect::<Result<Vec<_>, StoreError>>()
         })?;
         Ok(latest.into_iter().map(|l| l.map(RunSummary::as_seen)).collect())
@@ -507,11 +500,13 @@ fn summaries_in(s: &Session) -> Result<Vec<RunSummary>, StoreError> {
 }
 
 fn latest_of_trial(s: &Session, trial_key: &str) -> Result<Option<RunRecord>, StoreError> {
+    latest_id(s, trial_key)?.map(|id| get_in(s, id)).transpose()
+}
+
+/// The id of a trial's latest run, from the trial index.
+fn latest_id(s: &Session, trial_key: &str) -> Result<Option<u64>, StoreError> {
     match s.trials.get(trial_key.as_bytes())? {
-        Some(k) => {
-            let id = keys::run_id(&k).ok_or(StoreError::Corrupt { id: 0, reason: "bad trial index".into() })?;
-            Ok(Some(get_in(s, id)?))
-        }
+        Some(k) => Ok(Some(keys::run_id(&k).ok_or(StoreError::Corrupt { id: 0, reason: "bad trial index".into() })?)),
         None => Ok(None),
     }
 }

@@ -483,8 +483,14 @@ mod tests {
         }
     }
 
+    /// Names a process that is gone as `record`'s.
+    fn gone(record: &mut crate::store::RunRecord) {
+        let me = crate::store::owner::this_process().clone();
+        record.environment.process = Some(crate::store::record::ProcessIdentity { pid: 1 << 30, start_ticks: 1, ..me });
+    }
+
     #[test]
-    fn plans_read_from_the_summaries_at_once_see_done_dead_and_new_trials() {
+    fn plans_read_in_one_session_see_done_dead_and_new_trials() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let trials = &trials()[..3];
@@ -499,8 +505,7 @@ mod tests {
         store.put(&done).unwrap();
         // A run whose process is gone reads as interrupted, as a sweep would take it over.
         let mut dead = claimed(1);
-        let me = crate::store::owner::this_process().clone();
-        dead.environment.process = Some(crate::store::record::ProcessIdentity { pid: 1 << 30, start_ticks: 1, ..me });
+        gone(&mut dead);
         store.put(&dead).unwrap();
         let plans = crate::sweep::Plan::of_all(&store, trials).unwrap();
         use crate::sweep::Plan;
@@ -526,8 +531,7 @@ mod tests {
         let Ok(Ok(Claimed { mut record, .. })) = claim(&store, &spec, 1, &trials[1], &opts, &Quiet) else {
             panic!("the second trial is claimed")
         };
-        let me = crate::store::owner::this_process().clone();
-        record.environment.process = Some(crate::store::record::ProcessIdentity { pid: 1 << 30, start_ticks: 1, ..me });
+        gone(&mut record);
         store.put(&record).unwrap();
 
         let members: Vec<Packed<'_>> =
