@@ -40,10 +40,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             println!();
         }
         if rows.is_empty() {
-            // The study (what the search proposed) lives only in the store that ran it.
             println!(
-                "search {name}: no configuration proposed in {} (`memctl sweep {}` runs the search; \
-                 `memctl import` brings a search's runs from another store, not what it proposed)",
+                "search {name}: no configuration proposed or run in {} (`memctl sweep {}` runs the search; \
+                 `memctl import` brings its runs from the store that ran it)",
                 ctx.store.display(),
                 args.file.display()
             );

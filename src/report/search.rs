@@ -28,7 +28,12 @@ pub fn render(
     out.push_str(&table(spec, metric, rows));
     out.push('\n');
     out.push_str(&compute(spec, rows, steps_per_trial));
-    if spec.prune.is_some() {
+    if study.from_runs() {
+        out.push_str(
+            "as the runs in this store tell it: the study (the order proposed, every rung decision) stays in the \
+             store that ran the search\n",
+        );
+    } else if spec.prune.is_some() {
         let judged = study.reports.len();
         let pruned = study.reports.iter().filter(|r| !r.decision.keep).count();
         let guarded = study.reports.iter().filter(|r| r.decision.guarded).count();

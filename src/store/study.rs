@@ -12,6 +12,9 @@ use crate::value::Value;
 /// The layout this memctl writes.
 pub const STUDY_VERSION: u32 = 1;
 
+/// The sampler of a configuration known from its runs only (a study rebuilt from imported runs).
+pub const FROM_RUNS: &str = "runs";
+
 /// One search's state.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StudyRecord {
@@ -86,6 +89,12 @@ impl StudyRecord {
     /// The decision already taken for a trial at a rung.
     pub fn report(&self, config: usize, seed: u64, rung: usize) -> Option<&RungReport> {
         self.reports.iter().find(|r| r.at.config == config && r.at.seed == seed && r.at.rung == rung)
+    }
+
+    /// Whether the study was rebuilt from the search's runs (`sweep::study_from_runs`): it
+    /// holds the decisions that pruned, not those that kept.
+    pub fn from_runs(&self) -> bool {
+        !self.configs.is_empty() && self.configs.iter().all(|c| c.sampler == FROM_RUNS)
     }
 
     /// The first rung at which a configuration (any of its seeds) was pruned.

@@ -10,6 +10,7 @@ pub mod placement;
 pub mod probe;
 pub mod progress_writer;
 pub mod search;
+pub mod study_from_runs;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Mutex;

@@ -224,30 +224,44 @@ fn search_report_ranks_finished_configurations_best_first_then_pruned_ones_and_c
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report = text(&out.stdout);
     assert!(report.starts_with("search lrs: 3 of 3 configurations proposed, 1 seed each\n"), "{report}");
-    // The table's rows: each configuration's number and status, top to bottom.
-    let rows: Vec<(String, String)> = report
-        .lines()
-        .filter(|l| l.starts_with("│ ") && !l.starts_with("│ #"))
-        .map(|l| {
-            let cells: Vec<&str> = l.split(['│', '┆']).map(str::trim).collect();
-            (cells[1].to_string(), cells[3].to_string())
-        })
-        .collect();
-    let expected = [("3", "finished"), ("1", "finished"), ("2", "pruned at rung 1")];
-    assert_eq!(rows, expected.map(|(n, s)| (n.to_string(), s.to_string())), "{report}");
+    // The table's rows: each configuration's number, status and mean, top to bottom.
+    let rows = |report: &str| -> Vec<(String, String, String)> {
+        report
+            .lines()
+            .filter(|l| l.starts_with("│ ") && !l.starts_with("│ #"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split(['│', '┆']).map(str::trim).collect();
+                (cells[1].to_string(), cells[3].to_string(), cells[4].to_string())
+            })
+            .collect()
+    };
+    let ranked = rows(&report);
+    let statuses: Vec<(&str, &str)> = ranked.iter().map(|(n, s, _)| (n.as_str(), s.as_str())).collect();
+    assert_eq!(statuses, [("3", "finished"), ("1", "finished"), ("2", "pruned at rung 1")], "{report}");
     let steps = "training steps: 140, 78 % of the 180 these 3 configurations take to their budget; \
                  the full grid (3 configurations) takes 180: 78 %\n";
     assert!(report.contains(steps), "{report}");
     assert!(report.contains(", 1 pruned, "), "{report}");
     assert!(report.contains("val_accuracy against lr:"), "{report}");
 
-    // Its runs imported into another store, the pruned one too; what the search proposed stays.
+    // Its runs imported into another store, the pruned one too: the study stays behind, and the
+    // report is rebuilt from the runs, with the same configurations, outcomes and means.
+    let other = store.with_file_name("other");
+    let nothing = store.with_file_name("nothing.json");
+    std::fs::write(&nothing, "[]").unwrap();
+    assert!(memctl_at(&other).arg("import").arg(&nothing).status().unwrap().success());
+    let out = memctl_at(&other).arg("search-report").arg(&spec).output().unwrap();
+    assert!(text(&out.stdout).contains("search lrs: no configuration proposed or run in"), "{}", text(&out.stdout));
     let export = memctl_at(&store).args(["runs", "--all", "--format", "records"]).output().unwrap();
     let file = store.with_file_name("runs.json");
     std::fs::write(&file, &export.stdout).unwrap();
-    let other = store.with_file_name("other");
     let out = memctl_at(&other).arg("import").arg(&file).output().unwrap();
     assert!(text(&out.stderr).contains("3 imported"), "{}", text(&out.stderr));
     let out = memctl_at(&other).arg("search-report").arg(&spec).output().unwrap();
-    assert!(text(&out.stdout).contains("search lrs: no configuration proposed in"), "{}", text(&out.stdout));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let imported = text(&out.stdout);
+    assert_eq!(rows(&imported), ranked, "{imported}");
+    assert!(imported.contains(steps), "{imported}");
+    assert!(imported.contains("as the runs in this store tell it"), "{imported}");
+    assert!(!imported.contains("rung decisions:"), "{imported}");
 }
