@@ -2,7 +2,8 @@
 //!
 //! A `running` record names its process ([`ProcessIdentity`]: host, boot, pid, start time).
 //! On the same machine and boot, the process is alive exactly when `/proc/PID` exists with the
-//! same start time (a pid alone may have been reused). A process on another machine cannot be
+//! same start time (a pid alone may have been reused) and is not a zombie (killed, not yet
+//! reaped by its parent). A process on another machine cannot be
 //! asked; its run is presumed dead when its heartbeat (`progress.updated_at`) is older than
 //! [`REMOTE_SILENCE`].
 
@@ -34,11 +35,16 @@ fn boot_id() -> String {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").map(|s| s.trim().to_string()).unwrap_or_default()
 }
 
-/// Field 22 of `/proc/PID/stat` (after the parenthesised command, which may hold spaces).
+/// The start time of a running process: field 22 of `/proc/PID/stat` (after the parenthesised
+/// command, which may hold spaces). None for a process that has exited: no entry, or one whose
+/// state (field 3) is a zombie's (`Z`, killed but not yet reaped by its parent) or dead (`X`).
 fn start_ticks(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after_command = &stat[stat.rfind(')')? + 1..];
-    after_command.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// Whether the process that runs `record` is gone (`now`: Unix seconds).
@@ -80,5 +86,25 @@ mod tests {
         // Reaped: its pid has no /proc entry (or a reused one with another start time).
         let dead = ProcessIdentity { pid, start_ticks: 1, ..me.clone() };
         assert_ne!(start_ticks(dead.pid), Some(1));
+    }
+
+    /// A killed process its parent has not waited for yet stays in /proc as a zombie, with its
+    /// start time: it runs nothing, so its trials are free.
+    #[test]
+    fn a_zombie_is_gone() {
+        let me = this_process();
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        let owner = ProcessIdentity { pid, start_ticks: start_ticks(pid).unwrap(), ..me.clone() };
+        assert!(!gone(Some(&owner), 0.0, 0.0), "a running child is alive");
+        child.kill().unwrap();
+        let state = || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !state().contains(") Z ") && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(state().contains(") Z "), "the child is a zombie until waited for: {}", state());
+        assert!(gone(Some(&owner), 0.0, 0.0));
+        child.wait().unwrap();
     }
 }
