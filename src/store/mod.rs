@@ -79,6 +79,9 @@ pub struct Store {
     wait: Duration,
     /// Set when this process cannot write the store: why, and the copy that reads serve from.
     read_only: Option<(String, Arc<snapshot::Snapshot>)>,
+    /// Whether a session may create the database: not for a store opened to read or edit runs
+    /// ([`Store::open_existing`]), whose folder may be moved or deleted while it is open.
+    creates: bool,
 }
 
 /// What a sweep may do with a trial, decided in one session by [`Store::claim`].
@@ -114,13 +117,19 @@ impl Store {
         Store::open_with(path, wait)
     }
 
-    /// [`Store::open`] for commands that only read or edit runs (`runs`, `show`, `rm`, …): a
-    /// store that is not there is a mistyped path, not one to create.
+    /// [`Store::open`] for commands that only read or edit runs (`runs`, `show`, `rm`, `ui`, …):
+    /// a store that is not there (no folder, or a folder without a database) is a mistyped path,
+    /// not one to create, now or when its folder goes away while it is open.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
-        if !path.exists() {
+        if !Store::exists_at(path) {
             return Err(StoreError::Missing(path.into()));
         }
-        Store::open(path)
+        Ok(Store { creates: false, ..Store::open(path)? })
+    }
+
+    /// Whether `path` holds a store (its database folder, `db/`).
+    pub fn exists_at(path: &Path) -> bool {
+        path.join("db").is_dir()
     }
 
     /// [`Store::open`] with an explicit wait limit.
@@ -130,7 +139,7 @@ impl Store {
         }
         std::fs::create_dir_all(path)
             .map_err(|e| StoreError::Open { path: path.into(), reason: session::io_reason(&e) })?;
-        let mut store = Store { path: path.into(), wait, read_only: None };
+        let mut store = Store { path: path.into(), wait, read_only: None, creates: true };
         // One session now, so that a store that cannot be used says so at once.
         match store.session(|_| Ok(())) {
             Ok(()) => {}
@@ -171,6 +180,9 @@ impl Store {
     /// flushes after it.
     fn session<R>(&self, f: impl FnOnce(&Session) -> Result<R, StoreError>) -> Result<R, StoreError> {
         cost::timed(|| {
+            if !self.creates && !Store::exists_at(&self.path) {
+                return Err(StoreError::Missing(self.path.clone()));
+            }
             let path = match &self.read_only {
                 Some((_, copy)) => copy.refresh(&self.path, self.wait)?,
                 None => self.path.clone(),
@@ -678,6 +690,28 @@ mod tests {
         let err = Store::open(&file).unwrap_err().to_string();
         assert!(err.contains("it is a file, not a folder"), "{err}");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "[]");
+    }
+
+    /// A folder of other things is not a store to read, and a store opened to read (the
+    /// dashboard's) that goes away meanwhile is not made again by the next read.
+    #[test]
+    fn a_folder_without_a_store_and_a_store_removed_while_open_are_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let notes = dir.path().join("notes");
+        std::fs::create_dir(&notes).unwrap();
+        std::fs::write(notes.join("readme.txt"), "notes").unwrap();
+        let err = Store::open_existing(&notes).unwrap_err().to_string();
+        assert!(err.contains("no store at") && err.contains("notes"), "{err}");
+        let names = |p: &Path| std::fs::read_dir(p).unwrap().map(|e| e.unwrap().file_name()).collect::<Vec<_>>();
+        assert_eq!(names(&notes), ["readme.txt"], "a reading command wrote into the folder");
+
+        let path = dir.path().join("store");
+        Store::open(&path).unwrap().put(&running(1, false)).unwrap();
+        let reader = Store::open_existing(&path).unwrap();
+        assert_eq!(reader.summaries().unwrap().len(), 1);
+        std::fs::remove_dir_all(&path).unwrap();
+        assert!(matches!(reader.summaries(), Err(StoreError::Missing(_))));
+        assert!(!path.exists(), "a read made the removed store again");
     }
 
     #[test]
