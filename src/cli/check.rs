@@ -26,7 +26,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let device = args.device.as_deref().map(estimated_on).transpose()?;
     let mut code = 0;
     // Which trials are done already, if the store is there and free (check never waits for it).
-    let store = if crate::store::Store::exists_at(&ctx.store) { crate::store::Store::open(&ctx.store).ok() } else { None };
+    let store =
+        if crate::store::Store::exists_at(&ctx.store) { crate::store::Store::open(&ctx.store).ok() } else { None };
     for file in &args.files {
         let Ok((_, program)) = load::load_checked(file, ctx) else {
             code = 2;
