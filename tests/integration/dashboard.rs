@@ -172,6 +172,9 @@ fn the_api_filters_groups_and_draws_the_runs_as_the_cli_does() {
     let grouped = ui.ok_json(&format!("/api/curves?where={}&group_by=d", encode("gates and status == \"done\"")));
     let series = grouped["series"].as_array().unwrap();
     assert_eq!(series.len(), 2, "{grouped}");
+    let done_gated =
+        ui.ok_json(&format!("/api/runs?where={}", encode("gates and status == \"done\"")))["matched"].clone();
+    assert_eq!((&grouped["matched"], &grouped["drawn"]), (&done_gated, &done_gated), "every run the filter keeps");
     let d48 = series.iter().find(|s| s["label"].as_str().unwrap().contains("48")).unwrap();
     let end = &d48["band"][2];
     assert!(close(&end[0], 30.0) && close(&end[1], 0.5) && close(&end[2], 0.9), "final accuracy 0.7 ± 0.2: {end}");

@@ -177,7 +177,7 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         return Answer::unknown(UnknownName::Curve { name: metric, known: metrics.into_iter().cloned().collect() });
     }
     // Each run's series names its run (`id`), so that the page colours its row as its curve.
-    let (series, ids): (_, Vec<Option<u64>>) = if keys.is_empty() {
+    let (series, series_runs): (_, Vec<Option<u64>>) = if keys.is_empty() {
         let drawn = records.iter().filter(|r| r.curves.contains_key(&metric)).map(|r| Some(r.id));
         (curves::per_run(&records, &metric, x), drawn.collect())
     } else {
@@ -189,7 +189,7 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         .map(|(i, s)| {
             let band = s.band.map(|b| b.iter().map(|(x, lo, hi)| [*x, *lo, *hi]).collect::<Vec<_>>());
             let points = s.points.iter().map(|(x, y)| [*x, *y]).collect::<Vec<_>>();
-            json!({ "label": s.label, "id": ids.get(i).copied().flatten(), "points": points, "band": band })
+            json!({ "label": s.label, "id": series_runs.get(i).copied().flatten(), "points": points, "band": band })
         })
         .collect();
     Answer::ok(
