@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::{FileId, SourceMap, Span};
 use error_kind::SpecErrorKind;
-use limits::MAX_USE_DEPTH;
+use limits::{MAX_SPEC_BYTES, MAX_USE_DEPTH};
 
 /// A parsed spec: its files and their merged items.
 #[derive(Debug, Clone)]
@@ -48,8 +48,17 @@ pub trait SourceReader {
 pub struct Disk;
 
 impl SourceReader for Disk {
+    /// At most [`MAX_SPEC_BYTES`]: a larger file (or an endless one, a device) is an error.
     fn read(&self, path: &Path) -> std::io::Result<(PathBuf, Vec<u8>)> {
-        let bytes = std::fs::read(path)?;
+        use std::io::Read;
+        let mut bytes = vec![];
+        std::fs::File::open(path)?.take(MAX_SPEC_BYTES + 1).read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > MAX_SPEC_BYTES {
+            return Err(std::io::Error::other(format!(
+                "larger than {} MiB, which a spec is not: spec files are plain text",
+                MAX_SPEC_BYTES >> 20
+            )));
+        }
         Ok((path.canonicalize().unwrap_or_else(|_| path.to_path_buf()), bytes))
     }
 }
@@ -121,6 +130,11 @@ fn load_into(
         return Ok(FileId(0));
     }
     loaded.push(canonical);
+    // Editors on Windows may start a UTF-8 file with a byte-order mark; it is not text.
+    let bytes = match bytes.strip_prefix(b"\xEF\xBB\xBF") {
+        Some(rest) => rest.to_vec(),
+        None => bytes,
+    };
     let (text, bad_utf8) = match String::from_utf8(bytes) {
         Ok(t) => (t, None),
         Err(e) => {

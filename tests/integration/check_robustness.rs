@@ -4,6 +4,7 @@
 //! long lines must not make the rendered diagnostics long.
 
 use std::io::Write;
+use std::path::Path;
 
 use memctl::check;
 use memctl::diag::Diagnostic;
@@ -81,6 +82,28 @@ fn invalid_utf8_is_a_located_error() {
     let location = d.location(&e.sources).expect("located");
     assert!(location.ends_with("junk.mem:2:7"), "{location}");
     assert!(e.render(false).len() < 4000);
+}
+
+#[test]
+fn a_byte_order_mark_is_not_text_and_an_endless_or_huge_file_is_refused_unread() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("bom.mem");
+    std::fs::write(&path, b"\xEF\xBB\xBFmodel m(d = 8) {}\n").expect("write");
+    lang::load(&path).unwrap_or_else(|e| panic!("{}", e.render(false)));
+
+    // Read as a spec by mistake: a device without end, a file past the limit, each `use`d too.
+    let big = dir.path().join("big.mem");
+    std::fs::write(&big, format!("// {}\n", "x".repeat(limits::MAX_SPEC_BYTES as usize))).expect("write");
+    for target in [Path::new("/dev/zero"), big.as_path()] {
+        let e = lang::load(target).expect_err("refused");
+        assert!(e.render(false).contains("larger than 4 MiB"), "{}", e.render(false));
+        let user = dir.path().join("user.mem");
+        std::fs::write(&user, format!("use \"{}\"\n", target.display())).expect("write");
+        let e = lang::load(&user).expect_err("refused");
+        let d = &e.diagnostics.0[0];
+        assert!(d.message.contains("larger than 4 MiB"), "{}", d.message);
+        assert!(d.location(&e.sources).expect("located").ends_with("user.mem:1:1"), "{}", e.render(false));
+    }
 }
 
 #[test]
