@@ -153,6 +153,9 @@ impl Val<'_> {
 impl std::fmt::Display for Val<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            // In the shortest digits that read back as the same number; past a few digits of
+            // zeros (a learning rate of 1e-7, a diverged loss of 1e37) with an exponent.
+            Val::Num(x) if *x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) => write!(f, "{x:e}"),
             Val::Num(x) => write!(f, "{x}"),
             Val::Int(i) => write!(f, "{i}"),
             Val::Str(s) => f.write_str(s),
@@ -353,7 +356,20 @@ pub fn kinds(field: &Field, runs: &[RunSummary]) -> BTreeSet<Kind> {
 
 #[cfg(test)]
 mod tests {
-    use super::{LAST_DATE, format_date};
+    use super::{LAST_DATE, Val, format_date};
+
+    #[test]
+    fn numbers_print_in_their_shortest_digits_with_an_exponent_past_many_zeros() {
+        let shown = [1e37, 1e-7, 1.5e20, -2.5e-6, 0.001, 0.03, 1e-5, 100.0, 0.0, 123456.789, f64::INFINITY];
+        let texts: Vec<String> = shown.iter().map(|x| Val::Num(*x).to_string()).collect();
+        assert_eq!(
+            texts,
+            ["1e37", "1e-7", "1.5e20", "-2.5e-6", "0.001", "0.03", "0.00001", "100", "0", "123456.789", "inf"]
+        );
+        for (x, text) in shown.iter().zip(&texts) {
+            assert_eq!(text.parse::<f64>().unwrap(), *x, "{text} reads back");
+        }
+    }
 
     #[test]
     fn any_number_of_seconds_formats_as_a_date_or_as_its_seconds() {
