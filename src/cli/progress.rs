@@ -172,13 +172,21 @@ fn finished_line(what: &str, record: &RunRecord) -> String {
                 .filter_map(|m| record.final_metrics.get(*m).map(|v| format!("{m} {}", sig3(*v))))
                 .collect();
             let conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
+            // A resumed run's wall time is this process's, from its checkpoint on.
+            let steps = match record.progress.as_ref().and_then(|p| p.resumed_from) {
+                Some(from) => format!(
+                    "{} steps; {} here in {}, resumed from step {from}",
+                    record.steps_run,
+                    record.steps_run.saturating_sub(from),
+                    duration(record.wall_seconds)
+                ),
+                None => format!("{} steps in {}", record.steps_run, duration(record.wall_seconds)),
+            };
             format!(
-                "✓ {what} {} {}: {} ({} steps in {}{conv})",
+                "✓ {what} {} {}: {} ({steps}{conv})",
                 record.config.experiment,
                 record.config.model,
                 metrics.join(", "),
-                record.steps_run,
-                duration(record.wall_seconds)
             )
         }
     }
@@ -236,5 +244,16 @@ mod tests {
         r.config.train.remove("stop_when");
         let line = finished_line("[2/2] run 3", &r);
         assert!(line.contains(": accuracy 0.959 (1000"), "{line}");
+        // Resumed: the wall time is that of the steps run since.
+        r.progress = Some(crate::store::Progress {
+            steps_total: 1000,
+            updated_at: 0.0,
+            resumed_from: Some(800),
+            checkpoint_step: Some(800),
+            max_time: None,
+            deaths: 0,
+        });
+        let line = finished_line("[2/2] run 3", &r);
+        assert!(line.ends_with(" (1000 steps; 200 here in 53.0s, resumed from step 800)"), "{line}");
     }
 }

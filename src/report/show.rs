@@ -69,9 +69,17 @@ struct ShownProgress {
 
 #[derive(Serialize)]
 struct Time {
+    /// From this run's start (for a resumed run, its process's start) to its end.
     wall: String,
+    /// Over every process that trained the run.
     train: String,
     eval: String,
+    /// A run resumed from a checkpoint: the step it resumed from, and its time over every
+    /// process (its wall time counts only the last).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resumed_from_step: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    over_every_process: Option<String>,
 }
 
 /// First, last and best point of a curve (`[step, value]`).
@@ -134,7 +142,16 @@ pub fn yaml(r: &RunRecord) -> Result<String, serde_saphyr::SerializeError> {
             .collect(),
         param_count: r.param_count,
         flops_per_step: r.flops_per_step,
-        time: Time { wall: duration(r.wall_seconds), train: duration(r.train_seconds), eval: duration(r.eval_seconds) },
+        time: {
+            let resumed_from_step = r.progress.as_ref().and_then(|p| p.resumed_from);
+            Time {
+                wall: duration(r.wall_seconds),
+                train: duration(r.train_seconds),
+                eval: duration(r.eval_seconds),
+                resumed_from_step,
+                over_every_process: resumed_from_step.map(|_| duration(r.seconds_over_every_process())),
+            }
+        },
         environment: &r.environment,
         trial: &r.trial_key,
         spec_path: &r.spec_path,

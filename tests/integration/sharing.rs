@@ -241,6 +241,13 @@ fn resume_to_the_end(store: &Path, spec: &Path, at: u64) -> serde_json::Value {
     let resumed = only_record(store);
     assert_eq!(resumed["status"], "done");
     assert_eq!(resumed["progress"]["resumed_from"], at);
+    // Its wall time is this process's: the line and `show` say from where.
+    let steps = resumed["steps_run"].as_u64().unwrap();
+    assert!(err.contains(&format!("({steps} steps; {} here in ", steps - at)), "{err}");
+    assert!(err.contains(&format!(", resumed from step {at})")), "{err}");
+    let shown = memctl(store).args(["show", &resumed["id"].to_string()]).output().unwrap();
+    let shown = text(&shown.stdout);
+    assert!(shown.contains(&format!("  resumed_from_step: {at}\n  over_every_process: ")), "{shown}");
     resumed
 }
 
