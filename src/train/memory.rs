@@ -24,6 +24,7 @@ use candle_core::Device;
 
 use crate::check::Trial;
 use crate::graph::Ty;
+use crate::tasks::{Batch, Split};
 use crate::train_config::OptimizerKind;
 
 /// Bytes, by what they hold.
@@ -61,13 +62,29 @@ const EVAL_OUTPUT_COPIES: u64 = 6;
 const F32: u64 = 4;
 
 /// The estimate for one trial on the CPU (`on_cpu`) or a GPU, whose evaluation batches
-/// differ (generates one training example to learn the sequence length, or asks the data for
-/// its longest, where lengths differ).
+/// differ. The trial's data tells the lengths: a training batch is as long as the longest the
+/// data can give (a data set's longest training sequence; for generated data, the longest of
+/// its validation set, drawn as training batches are), and evaluation is counted batch by
+/// batch over every held-out split as it will run (a test split of longer sequences too).
 pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
     let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
-    let example = data.train_batch(1)?;
-    let steps = data.longest_train_steps().unwrap_or(example.steps()?) as u64;
+    let example = BatchSize::of(&data.train_batch(1)?)?;
+    let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu);
+    let mut held_out: Vec<(Split, BatchSize)> = vec![];
+    let splits = std::iter::once(Split::Validation).chain((0..trial.task.test_splits().len()).map(Split::Test));
+    for split in splits {
+        for b in data.eval_batches(split, eval_batch)? {
+            held_out.push((split, BatchSize::of(&b)?));
+        }
+    }
+    let validation_longest =
+        held_out.iter().filter(|(s, _)| *s == Split::Validation).map(|(_, b)| *b).max_by_key(|b| b.steps);
+    let longest = match validation_longest {
+        Some(v) if v.steps > example.steps => v,
+        _ => example,
+    };
+    let steps = data.longest_train_steps().unwrap_or(longest.steps) as u64;
     let batch = cfg.batch as u64;
     let params = trial.graph.param_count() as u64 * F32;
     let buffers = match cfg.optimizer {
@@ -81,23 +98,49 @@ pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstima
     };
     let per_step: u64 = trial.graph.nodes.iter().flat_map(|n| &n.outputs).map(elements).sum::<u64>()
         + trial.graph.states.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum::<u64>();
-    let example_bytes = (example.inputs.elem_count() + example.targets.elem_count()) as u64 * F32;
-    let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu) as u64;
     let outputs = trial.graph.output_shape.iter().product::<usize>() as u64;
     let outputs_held = (EVAL_OUTPUT_COPIES + u64::from(!on_cpu)).saturating_mul(outputs);
     let per_eval_step = if on_cpu { per_step.saturating_add(outputs_held) } else { outputs_held };
+    // A batch's inputs and targets: the longest sequence's, per time step.
+    let data_bytes = |steps: u64, sequences: u64| {
+        let per_sequence = longest.elements * F32 / longest.sequences.max(1);
+        per_sequence.saturating_mul(steps).saturating_mul(sequences) / (longest.steps.max(1) as u64)
+    };
+    let evaluation = |steps: u64, sequences: u64, bytes: u64| {
+        per_eval_step.saturating_mul(steps).saturating_mul(sequences).saturating_mul(F32).saturating_add(bytes)
+    };
+    let evaluation = match held_out.iter().map(|(_, b)| evaluation(b.steps as u64, b.sequences, b.elements * F32)).max()
+    {
+        Some(largest) => largest,
+        // No held-out set: as a full evaluation batch of training's length.
+        None => evaluation(steps, eval_batch as u64, data_bytes(steps, eval_batch as u64)),
+    };
     Ok(MemoryEstimate {
         params,
         gradients: params,
         optimizer: buffers * params,
         activations: per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32).saturating_mul(2),
-        batch: example_bytes.saturating_mul(batch),
-        evaluation: per_eval_step
-            .saturating_mul(steps)
-            .saturating_mul(eval_batch)
-            .saturating_mul(F32)
-            .saturating_add(example_bytes.saturating_mul(eval_batch)),
+        batch: data_bytes(steps, batch),
+        evaluation,
     })
+}
+
+/// A batch's time steps, sequences, and elements of inputs and targets.
+#[derive(Clone, Copy, Debug)]
+struct BatchSize {
+    steps: usize,
+    sequences: u64,
+    elements: u64,
+}
+
+impl BatchSize {
+    fn of(b: &Batch) -> candle_core::Result<BatchSize> {
+        Ok(BatchSize {
+            steps: b.steps()?,
+            sequences: b.batch_size()? as u64,
+            elements: (b.inputs.elem_count() + b.targets.elem_count()) as u64,
+        })
+    }
 }
 
 /// Free memory on the named device (`cpu`, `cuda`, `cuda:1`), if it can be read.
@@ -228,18 +271,46 @@ mod tests {
         assert_eq!(e.activations, 2 * 18 * 3 * 8 * 4);
         // A batch: 3 steps of 2 inputs and of 2 targets per sequence.
         assert_eq!(e.batch, (3 * 2 + 3 * 2) * 4 * 8);
-        // An evaluation batch of 64 sequences on the CPU (1 024 on a GPU): per step the nodes'
-        // outputs and the state once (18) and 6 copies of the output (2), and the batch.
-        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 64 * 4 + (3 * 2 + 3 * 2) * 4 * 64);
-        // On a GPU the outputs and their copies (7 × 2), for 1 024 sequences.
+        // An evaluation batch as it runs: randomSequence evaluates each held-out set of 256
+        // sequences as one batch. On the CPU per step the nodes' outputs and the state once
+        // (18) and 6 copies of the output (2), and the batch.
+        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 256 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
+        // On a GPU the outputs and their copies (7 × 2).
         let gpu = estimate(&trial(8), false).unwrap();
-        assert_eq!(gpu.evaluation, 7 * 2 * 3 * 1024 * 4 + (3 * 2 + 3 * 2) * 4 * 1024);
+        assert_eq!(gpu.evaluation, 7 * 2 * 3 * 256 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
         let training = e.activations + e.batch;
         assert_eq!(e.total(), e.params + e.gradients + e.optimizer + training.max(e.evaluation));
-        // 64 sequences against 8: evaluation makes most of it; at a batch of 64 (128 to
-        // evaluate), training does.
+        // 256 sequences against 8: evaluation makes most of it; at a training batch of 256,
+        // training does.
         assert!(e.evaluation_dominates(), "{e:?}");
-        assert!(!estimate(&trial(64), true).unwrap().evaluation_dominates());
+        assert!(!estimate(&trial(256), true).unwrap().evaluation_dominates());
+    }
+
+    /// Copy's sequences are 1 to 20 vectors long: every seed's estimate plans for the longest,
+    /// as a copy of 20 vectors every time needs for training.
+    #[test]
+    fn sequences_of_many_lengths_are_planned_at_the_longest_whatever_the_seed() {
+        let trial = |lengths: &str, seed: u64| {
+            let text = format!(
+                r#"
+                model m() {{
+                  state h = zeros(16)
+                  step x {{ h = tanh(linear(x, 16) + h)  out linear(h, output_size) }}
+                }}
+                experiment e {{ task copy(width = 8, {lengths}) model m
+                               train {{ batch = 32, optimizer = adam(lr = 1e-3) }}
+                               sweep {{ seed in [{seed}] }} }}
+                "#
+            );
+            let spec = crate::lang::parse_str("t.mem", &text).unwrap();
+            let program = crate::check::check(&spec, &crate::prims::Primitives).unwrap();
+            estimate(&program.experiments[0].trials[0], true).unwrap()
+        };
+        let longest = trial("min_len = 20, max_len = 20", 0);
+        for seed in 0..6 {
+            let e = trial("min_len = 1, max_len = 20", seed);
+            assert_eq!((e.activations, e.batch), (longest.activations, longest.batch), "seed {seed}");
+        }
     }
 
     #[test]
