@@ -64,8 +64,8 @@ const F32: u64 = 4;
 /// The estimate for one trial on the CPU (`on_cpu`) or a GPU, whose evaluation batches
 /// differ. The trial's data tells the lengths: a training batch is as long as the longest the
 /// data can give (a data set's longest training sequence; for generated data, the longest of
-/// its validation set, drawn as training batches are), and evaluation is counted batch by
-/// batch over every held-out split as it will run (a test split of longer sequences too).
+/// its validation set, drawn as training batches are), and an evaluation batch as the longest
+/// sequence of any held-out split (a test split of longer sequences too).
 pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
     let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
@@ -106,15 +106,14 @@ pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstima
         let per_sequence = longest.elements * F32 / longest.sequences.max(1);
         per_sequence.saturating_mul(steps).saturating_mul(sequences) / (longest.steps.max(1) as u64)
     };
-    let evaluation = |steps: u64, sequences: u64, bytes: u64| {
-        per_eval_step.saturating_mul(steps).saturating_mul(sequences).saturating_mul(F32).saturating_add(bytes)
-    };
-    let evaluation = match held_out.iter().map(|(_, b)| evaluation(b.steps as u64, b.sequences, b.elements * F32)).max()
-    {
-        Some(largest) => largest,
-        // No held-out set: as a full evaluation batch of training's length.
-        None => evaluation(steps, eval_batch as u64, data_bytes(steps, eval_batch as u64)),
-    };
+    // A full evaluation batch of the longest held-out sequences.
+    let eval_steps = held_out.iter().map(|(_, b)| b.steps as u64).max().unwrap_or(steps);
+    let eval_batch = eval_batch as u64;
+    let evaluation = per_eval_step
+        .saturating_mul(eval_steps)
+        .saturating_mul(eval_batch)
+        .saturating_mul(F32)
+        .saturating_add(data_bytes(eval_steps, eval_batch));
     Ok(MemoryEstimate {
         params,
         gradients: params,
@@ -271,23 +270,22 @@ mod tests {
         assert_eq!(e.activations, 2 * 18 * 3 * 8 * 4);
         // A batch: 3 steps of 2 inputs and of 2 targets per sequence.
         assert_eq!(e.batch, (3 * 2 + 3 * 2) * 4 * 8);
-        // An evaluation batch as it runs: randomSequence evaluates each held-out set of 256
-        // sequences as one batch. On the CPU per step the nodes' outputs and the state once
-        // (18) and 6 copies of the output (2), and the batch.
-        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 256 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
-        // On a GPU the outputs and their copies (7 × 2).
+        // An evaluation batch of 64 sequences on the CPU (1 024 on a GPU): per step the nodes'
+        // outputs and the state once (18) and 6 copies of the output (2), and the batch.
+        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 64 * 4 + (3 * 2 + 3 * 2) * 4 * 64);
+        // On a GPU the outputs and their copies (7 × 2), for 1 024 sequences.
         let gpu = estimate(&trial(8), false).unwrap();
-        assert_eq!(gpu.evaluation, 7 * 2 * 3 * 256 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
+        assert_eq!(gpu.evaluation, 7 * 2 * 3 * 1024 * 4 + (3 * 2 + 3 * 2) * 4 * 1024);
         let training = e.activations + e.batch;
         assert_eq!(e.total(), e.params + e.gradients + e.optimizer + training.max(e.evaluation));
-        // 256 sequences against 8: evaluation makes most of it; at a training batch of 256,
-        // training does.
+        // 64 sequences against 8: evaluation makes most of it; at a batch of 64 (128 to
+        // evaluate), training does.
         assert!(e.evaluation_dominates(), "{e:?}");
-        assert!(!estimate(&trial(256), true).unwrap().evaluation_dominates());
+        assert!(!estimate(&trial(64), true).unwrap().evaluation_dominates());
     }
 
     /// Copy's sequences are 1 to 20 vectors long: every seed's estimate plans for the longest,
-    /// as a copy of 20 vectors every time needs for training.
+    /// as a copy of 20 vectors every time needs.
     #[test]
     fn sequences_of_many_lengths_are_planned_at_the_longest_whatever_the_seed() {
         let trial = |lengths: &str, seed: u64| {
@@ -309,7 +307,7 @@ mod tests {
         let longest = trial("min_len = 20, max_len = 20", 0);
         for seed in 0..6 {
             let e = trial("min_len = 1, max_len = 20", seed);
-            assert_eq!((e.activations, e.batch), (longest.activations, longest.batch), "seed {seed}");
+            assert_eq!(e, longest, "seed {seed}");
         }
     }
 
