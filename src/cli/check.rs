@@ -62,26 +62,38 @@ fn print_heading(exp: &ExperimentPlan, store: Option<&Store>, ctx: &Context) {
         );
         return;
     }
-    let done = store.map(|s| {
+    let first = first_of_each(exp);
+    let distinct = first.iter().filter(|f| **f).count();
+    let mut notes = vec![];
+    if let Some(s) = store {
         let plans = crate::sweep::Plan::of_all(s, &exp.trials).unwrap_or_default();
-        plans.iter().filter(|p| matches!(p, crate::sweep::Plan::Done(_))).count()
-    });
-    println!(
-        "  experiment {}: {} trial{}{}, task {task}",
-        exp.name,
-        exp.trials.len(),
-        if exp.trials.len() == 1 { "" } else { "s" },
-        done.map(|d| format!(" ({d} done in {}, {} to run)", ctx.store.display(), exp.trials.len() - d))
-            .unwrap_or_default(),
-    );
+        let done =
+            plans.iter().zip(&first).filter(|(p, first)| **first && matches!(p, crate::sweep::Plan::Done(_))).count();
+        notes.push(format!("{done} done in {}, {} to run", ctx.store.display(), distinct - done));
+    }
+    match exp.trials.len() - distinct {
+        0 => {}
+        1 => notes.push("1 more repeats another's configuration and seed exactly".into()),
+        n => notes.push(format!("{n} more repeat others' configuration and seed exactly")),
+    }
+    let notes = if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) };
+    println!("  experiment {}: {distinct} trial{}{notes}, task {task}", exp.name, if distinct == 1 { "" } else { "s" });
+}
+
+/// Whether each trial of `exp` is the first with its identity: one listed twice (`seed in
+/// [1, 1]`) is one trial, as a sweep runs it.
+fn first_of_each(exp: &ExperimentPlan) -> Vec<bool> {
+    let mut seen = std::collections::HashSet::new();
+    exp.trials.iter().map(|t| seen.insert(crate::sweep::identity::trial_key(t))).collect()
 }
 
 /// Which of a sweep's trials can train as one program (`sweep --pack`), and which of those
 /// `--pack auto` packs on a GPU. A search's trials are proposed as it runs: they pack as a
 /// sweep's do, but are not known here.
 fn print_packs(exp: &ExperimentPlan) {
+    let first = first_of_each(exp);
     let groups = match exp.search {
-        None => crate::sweep::packs::groups(&exp.trials, None, |_| true),
+        None => crate::sweep::packs::groups(&exp.trials, None, |i| first[i]),
         Some(_) => vec![],
     };
     let packable: Vec<&Vec<usize>> = groups.iter().filter(|g| g.len() > 1).collect();

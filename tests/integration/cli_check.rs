@@ -39,6 +39,17 @@ experiment ex {
 ";
 
 #[test]
+fn a_trial_listed_twice_counts_once_as_a_sweep_runs_it() {
+    let (code, stdout, stderr) = check_file("twice.mem", VALID.replace("seed in 1..3", "seed in [1, 1, 2, 2, 3]"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stdout.contains("experiment ex: 6 trials (4 more repeat others' configuration and seed exactly), task"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("packs: 6 trials in 2 groups"), "{stdout}");
+}
+
+#[test]
 fn malformed_spec_exits_2_with_a_located_error() {
     let (code, _, stderr) = check_file("bad.mem", VALID.replace("linear(e, d)", "linaer(e, d)"));
     assert_eq!(code, Some(2), "stderr:\n{stderr}");
