@@ -62,7 +62,9 @@ impl fmt::Display for SpecErrorKind {
             UnclosedString => write!(f, "unclosed string"),
             UnclosedComment => write!(f, "unclosed comment"),
             BracketsTooDeep => write!(f, "brackets nested more than {MAX_NESTING} levels deep"),
-            ExpressionTooDeep => write!(f, "expression nested more than {MAX_EXPR_DEPTH} levels deep"),
+            ExpressionTooDeep => {
+                write!(f, "expression more than {MAX_EXPR_DEPTH} levels deep (each operator of a chain is one)")
+            }
             NumberOutOfRange => write!(f, "number out of range"),
             UseTooDeep => write!(f, "`use` nested more than {MAX_USE_DEPTH} files deep"),
             CannotRead { path, reason } => write!(f, "cannot read `{path}`: {reason}"),

@@ -244,7 +244,8 @@ fn absurd_sizes_are_located_errors() {
 #[test]
 fn long_operator_and_prefix_chains_are_bounded() {
     on_small_stack(|| {
-        let too_deep = format!("expression nested more than {} levels deep", limits::MAX_EXPR_DEPTH);
+        let too_deep =
+            format!("expression more than {} levels deep (each operator of a chain is one)", limits::MAX_EXPR_DEPTH);
         let plus = format!("h = e{}", " + e".repeat(100_000));
         assert_eq!(error(&step_line(&plus)), too_deep);
         let not = format!("model m(g = {}true) {{}}", "not ".repeat(100_000));
