@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::limits::{MAX_EXPR_DEPTH, MAX_NESTING, MAX_USE_DEPTH};
+use super::limits::{MAX_EXPR_DEPTH, MAX_NESTING, MAX_SPEC_BYTES, MAX_USE_DEPTH};
 use crate::diag::Diagnostic;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +25,10 @@ pub enum SpecErrorKind {
         reason: String,
     },
     NotUtf8,
+    /// A file past [`MAX_SPEC_BYTES`] (or without end, a device): not a spec.
+    TooLarge {
+        path: String,
+    },
     /// A bug in memctl's parser (`what` went wrong).
     Internal {
         what: String,
@@ -44,6 +48,7 @@ impl SpecErrorKind {
             UseTooDeep => "S007",
             CannotRead { .. } => "S008",
             NotUtf8 => "S009",
+            TooLarge { .. } => "S010",
             Internal { .. } => "S900",
         }
     }
@@ -69,6 +74,7 @@ impl fmt::Display for SpecErrorKind {
             UseTooDeep => write!(f, "`use` nested more than {MAX_USE_DEPTH} files deep"),
             CannotRead { path, reason } => write!(f, "cannot read `{path}`: {reason}"),
             NotUtf8 => write!(f, "spec files must be UTF-8 text"),
+            TooLarge { path } => write!(f, "`{path}` is larger than {} MiB, which no spec is", MAX_SPEC_BYTES >> 20),
             Internal { what } => write!(f, "internal error in memctl's parser: {what}"),
         }
     }

@@ -48,17 +48,12 @@ pub trait SourceReader {
 pub struct Disk;
 
 impl SourceReader for Disk {
-    /// At most [`MAX_SPEC_BYTES`]: a larger file (or an endless one, a device) is an error.
+    /// At most one byte past [`MAX_SPEC_BYTES`], which the loader refuses: a larger file (or an
+    /// endless one, a device) is never read whole.
     fn read(&self, path: &Path) -> std::io::Result<(PathBuf, Vec<u8>)> {
         use std::io::Read;
         let mut bytes = vec![];
         std::fs::File::open(path)?.take(MAX_SPEC_BYTES + 1).read_to_end(&mut bytes)?;
-        if bytes.len() as u64 > MAX_SPEC_BYTES {
-            return Err(std::io::Error::other(format!(
-                "larger than {} MiB, which a spec is not: spec files are plain text",
-                MAX_SPEC_BYTES >> 20
-            )));
-        }
         Ok((path.canonicalize().unwrap_or_else(|_| path.to_path_buf()), bytes))
     }
 }
@@ -125,6 +120,10 @@ fn load_into(
         locate(SpecErrorKind::CannotRead { path: path.display().to_string(), reason: io_reason(&e) }.error())
             .hint("check the path; `use` paths are relative to the file that uses them")
     })?;
+    if bytes.len() as u64 > MAX_SPEC_BYTES {
+        return Err(locate(SpecErrorKind::TooLarge { path: path.display().to_string() }.error())
+            .hint("spec files are plain text; is this the file you meant?"));
+    }
     if loaded.contains(&canonical) {
         // Already loaded (a diamond or a cycle): its items are in scope once.
         return Ok(FileId(0));

@@ -96,7 +96,8 @@ fn a_byte_order_mark_is_not_text_and_an_endless_or_huge_file_is_refused_unread()
     std::fs::write(&big, format!("// {}\n", "x".repeat(limits::MAX_SPEC_BYTES as usize))).expect("write");
     for target in [Path::new("/dev/zero"), big.as_path()] {
         let e = lang::load(target).expect_err("refused");
-        assert!(e.render(false).contains("larger than 4 MiB"), "{}", e.render(false));
+        assert!(e.render(false).contains("error[S010]"), "{}", e.render(false));
+        assert!(e.render(false).contains("is larger than 4 MiB"), "{}", e.render(false));
         let user = dir.path().join("user.mem");
         std::fs::write(&user, format!("use \"{}\"\n", target.display())).expect("write");
         let e = lang::load(&user).expect_err("refused");
