@@ -85,8 +85,9 @@ impl TaskData for RandomData {
         let t = RandomSequence { input: self.input, output: self.output, length: self.length };
         make(&t, batch_size, &mut self.rng, &self.device)
     }
-    fn eval_batches(&self, split: Split, _batch_size: usize) -> candle_core::Result<Vec<Batch>> {
-        Ok(vec![if split == Split::Validation { self.validation.clone() } else { self.test.clone() }])
+    fn eval_batches(&self, split: Split, batch_size: usize) -> candle_core::Result<Vec<Batch>> {
+        let set = if split == Split::Validation { &self.validation } else { &self.test };
+        super::fresh::cut(std::slice::from_ref(set), batch_size)
     }
     fn train_size(&self) -> Option<usize> {
         None

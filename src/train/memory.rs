@@ -14,9 +14,10 @@
 //!   and metrics' copies of the outputs over all steps (the logits, large for a task of many
 //!   classes: a word-level corpus), and on the CPU, whose evaluation runs the tape's kernels,
 //!   every time step's node outputs and states once. The two share their buffers in part:
-//!   peaks with and without evaluations, 2-core AMD EPYC, 2026-11-30: STM B 1.06 and 1.07 GB
-//!   (estimated 1.91), STM A 247 and 136 MB (estimated 129). What a GPU's evaluation holds
-//!   besides the outputs is not measured yet.
+//!   peak resident memory of `sweep specs/bench/stm.mem` with an evaluation every few steps
+//!   and with only the final one, 2-core AMD EPYC, 2026-11-30: STM B 1.16 and 1.16 GB
+//!   (estimated 1.91), STM A 219 and 197 MB (estimated 129, the process's own ~60 MB aside).
+//!   What a GPU's evaluation holds besides the outputs is not measured yet.
 //!
 //! Not counted: the task's data set (generated once, usually small next to the rest).
 
@@ -64,8 +65,8 @@ const F32: u64 = 4;
 /// The estimate for one trial on the CPU (`on_cpu`) or a GPU, whose evaluation batches
 /// differ. The trial's data tells the lengths: a training batch is as long as the longest the
 /// data can give (a data set's longest training sequence; for generated data, the longest of
-/// its validation set, drawn as training batches are), and an evaluation batch as the longest
-/// sequence of any held-out split (a test split of longer sequences too).
+/// its validation set, drawn as training batches are), and evaluation as the held-out batch,
+/// of any split (a test split of longer sequences too), that needs the most.
 pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
     let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
@@ -106,17 +107,16 @@ pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstima
         let per_sequence = longest.elements * F32 / longest.sequences.max(1);
         per_sequence.saturating_mul(steps).saturating_mul(sequences) / (longest.steps.max(1) as u64)
     };
-    // The held-out batch of the longest sequences (with an evaluation batch's sequences at
-    // most, the size its peak was measured at), or a full one of training's length.
-    let (eval_steps, eval_batch) = match held_out.iter().map(|(_, b)| (b.steps, b.sequences)).max() {
-        Some((steps, sequences)) => (steps as u64, sequences.min(eval_batch as u64)),
-        None => (steps, eval_batch as u64),
+    let evaluation = |steps: u64, sequences: u64, bytes: u64| {
+        per_eval_step.saturating_mul(steps).saturating_mul(sequences).saturating_mul(F32).saturating_add(bytes)
     };
-    let evaluation = per_eval_step
-        .saturating_mul(eval_steps)
-        .saturating_mul(eval_batch)
-        .saturating_mul(F32)
-        .saturating_add(data_bytes(eval_steps, eval_batch));
+    // The held-out batch that needs the most, or, without held-out sets, a full evaluation
+    // batch of training's length.
+    let evaluation = held_out
+        .iter()
+        .map(|(_, b)| evaluation(b.steps as u64, b.sequences, b.elements * F32))
+        .max()
+        .unwrap_or_else(|| evaluation(steps, eval_batch as u64, data_bytes(steps, eval_batch as u64)));
     Ok(MemoryEstimate {
         params,
         gradients: params,
@@ -277,7 +277,7 @@ mod tests {
         // outputs and the state once (18) and 6 copies of the output (2), and the batch.
         assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 64 * 4 + (3 * 2 + 3 * 2) * 4 * 64);
         // On a GPU the outputs and their copies (7 × 2), for a batch of 1 024 sequences, or
-        // as here the held-out set's 256 if fewer.
+        // as here all of a held-out set's 256.
         let gpu = estimate(&trial(8), false).unwrap();
         assert_eq!(gpu.evaluation, 7 * 2 * 3 * 256 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
         let training = e.activations + e.batch;
