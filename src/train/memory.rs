@@ -16,7 +16,7 @@
 //!   every time step's node outputs and states once. The two share their buffers in part:
 //!   peak resident memory of `sweep specs/bench/stm.mem` with an evaluation every few steps
 //!   and with only the final one, 2-core AMD EPYC, 2026-11-30: STM B 1.16 and 1.16 GB
-//!   (estimated 1.91), STM A 219 and 197 MB (estimated 129, the process's own ~60 MB aside).
+//!   (estimated 1.91), STM A 219 and 197 MB (estimated 129).
 //!   What a GPU's evaluation holds besides the outputs is not measured yet.
 //!
 //! Not counted: the task's data set (generated once, usually small next to the rest).
