@@ -417,6 +417,31 @@ pub struct SearchPlan {
 }
 
 impl SearchPlan {
+    /// A run's value of each searched name, read where that name sets it (a model parameter, a
+    /// training setting, a task option, the seed), in the order of `spec.dims`; none where the
+    /// run has no value for one or a value outside its domain.
+    pub fn searched_values(
+        &self,
+        params: &BTreeMap<String, Value>,
+        train: &BTreeMap<String, Value>,
+        task_options: &BTreeMap<String, Value>,
+        seed: u64,
+    ) -> Option<Vec<Value>> {
+        let seed = Value::Int(seed as i64);
+        (self.spec.dims.iter().zip(&self.targets))
+            .map(|(dim, target)| {
+                let name = &dim.name.name;
+                let value = match target {
+                    AxisTarget::Param => params.get(name),
+                    AxisTarget::Setting => train.get(name),
+                    AxisTarget::TaskOption => task_options.get(name),
+                    AxisTarget::Seed => Some(&seed),
+                }?;
+                dim.domain.contains(value).then(|| value.clone())
+            })
+            .collect()
+    }
+
     /// The trial of a configuration (one value per searched name, in the order of
     /// `spec.dims`) with `seed`. An error is a configuration the model cannot take (a width its
     /// shapes do not allow), found only when it is drawn.

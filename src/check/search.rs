@@ -63,6 +63,17 @@ impl Domain {
         }
     }
 
+    /// Whether `v` is one of the domain's values (a whole number and its float alike).
+    pub fn contains(&self, v: &Value) -> bool {
+        match self {
+            Domain::Values(vs) => vs.iter().any(|d| d == v || d.as_float().is_some_and(|d| v.as_float() == Some(d))),
+            Domain::Uniform { low, high } | Domain::LogUniform { low, high } => {
+                v.as_float().is_some_and(|x| (*low..=*high).contains(&x))
+            }
+            Domain::IntUniform { low, high } => v.as_int().is_some_and(|x| (*low..=*high).contains(&x)),
+        }
+    }
+
     /// A few values that stand for the domain when the checker builds trials: every listed
     /// value, or both ends of a range.
     pub fn representatives(&self) -> Vec<Value> {

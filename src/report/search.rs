@@ -18,27 +18,37 @@ pub fn render(
     steps_per_trial: u64,
 ) -> String {
     let metric = spec.metric.as_ref().map_or("metric", |m| m.name.as_str());
-    let mut out = format!(
-        "search {experiment}: {} of {} configurations proposed, {} seed{} each\n",
-        rows.len(),
-        spec.trials,
-        spec.seeds.len(),
-        if spec.seeds.len() == 1 { "" } else { "s" }
-    );
+    let from_runs = (0..study.configs.len()).filter(|&c| study.from_runs(c)).count();
+    let proposed = study.configs.len() - from_runs;
+    let known = match (proposed, from_runs) {
+        (_, 0) => format!("{proposed} of {} configurations proposed", spec.trials),
+        (0, k) => format!("{k} configuration{} known from runs", if k == 1 { "" } else { "s" }),
+        (p, k) => format!("{p} of {} configurations proposed, {k} more known from runs", spec.trials),
+    };
+    let seeds = spec.seeds.len();
+    let mut out = format!("search {experiment}: {known}, {seeds} seed{} each\n", if seeds == 1 { "" } else { "s" });
     out.push_str(&table(spec, metric, rows));
     out.push('\n');
     out.push_str(&compute(spec, rows, steps_per_trial));
-    if study.from_runs() {
-        out.push_str(
-            "as the runs in this store tell it: the study (the order proposed, every rung decision) stays in the \
-             store that ran the search\n",
-        );
-    } else if spec.prune.is_some() {
-        let judged = study.reports.len();
-        let pruned = study.reports.iter().filter(|r| !r.decision.keep).count();
-        let guarded = study.reports.iter().filter(|r| r.decision.guarded).count();
+    if spec.prune.is_some() && proposed > 0 {
+        let judged: Vec<_> = study.reports.iter().filter(|r| !study.from_runs(r.at.config)).collect();
+        let pruned = judged.iter().filter(|r| !r.decision.keep).count();
+        let guarded = judged.iter().filter(|r| r.decision.guarded).count();
         out.push_str(&format!(
-            "rung decisions: {judged}, {pruned} pruned, {guarded} kept by the plateau guard (metric below the cut-off, loss still falling)\n"
+            "rung decisions: {}, {pruned} pruned, {guarded} kept by the plateau guard (metric below the cut-off, loss still falling)\n",
+            judged.len()
+        ));
+    }
+    if from_runs > 0 {
+        out.push_str(&format!(
+            "known from runs: {}, not proposed by a study in this store (runs imported from the store that ran \
+             the search, or of an earlier search over these names); numbered in the order they started, with \
+             only the decisions that pruned\n",
+            match (proposed, from_runs) {
+                (0, _) => "every configuration".to_string(),
+                (p, 1) => format!("#{}", p + 1),
+                (p, k) => format!("#{}–#{}", p + 1, p + k),
+            }
         ));
     }
     // One plot per searched name.

@@ -12,7 +12,8 @@ use crate::value::Value;
 /// The layout this memctl writes.
 pub const STUDY_VERSION: u32 = 1;
 
-/// The sampler of a configuration known from its runs only (a study rebuilt from imported runs).
+/// The sampler of a configuration known from its runs only (imported runs, say), not proposed
+/// by the study in this store.
 pub const FROM_RUNS: &str = "runs";
 
 /// One search's state.
@@ -91,10 +92,10 @@ impl StudyRecord {
         self.reports.iter().find(|r| r.at.config == config && r.at.seed == seed && r.at.rung == rung)
     }
 
-    /// Whether the study was rebuilt from the search's runs (`sweep::study_from_runs`): it
-    /// holds the decisions that pruned, not those that kept.
-    pub fn from_runs(&self) -> bool {
-        !self.configs.is_empty() && self.configs.iter().all(|c| c.sampler == FROM_RUNS)
+    /// Whether configuration `c` is known from its runs only (`sweep::study_from_runs`): of
+    /// its decisions, only those that pruned are known.
+    pub fn from_runs(&self, c: usize) -> bool {
+        self.configs.get(c).is_some_and(|c| c.sampler == FROM_RUNS)
     }
 
     /// The first rung at which a configuration (any of its seeds) was pruned.

@@ -291,16 +291,13 @@ impl<'a> Search<'a> {
         (!found.is_empty()).then(|| found.iter().sum::<f64>() / found.len() as f64)
     }
 
-    /// Every configuration of the study with the latest run of each seed.
-    /// The study's configurations with their runs. In a store that holds the search's runs but
-    /// not its study (runs imported from the store that ran it), the study as the runs tell it
-    /// ([`super::study_from_runs`]).
+    /// Every configuration of the study with the latest run of each seed, then those that only
+    /// the runs in the store tell of (imported from the store that ran the search, say:
+    /// [`super::study_from_runs`]).
     pub fn configurations_run(&self) -> Result<(StudyRecord, Vec<ConfigRuns>), StoreError> {
         let latest = latest_by_trial(self.store.summaries()?);
-        let mut study = self.store.study(&self.key, &self.experiment)?;
-        if study.configs.is_empty() {
-            study = super::study_from_runs::rebuild(self.store, self.plan, &self.experiment, &latest)?;
-        }
+        let study = self.store.study(&self.key, &self.experiment)?;
+        let study = super::study_from_runs::with_runs(study, self.store, self.plan, &self.experiment, &latest)?;
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
         let test_metric = metric.strip_prefix("val_").unwrap_or(&metric).to_string();
         let mut rows = vec![];

@@ -1,10 +1,12 @@
-//! A search's study as its runs tell it, for a store that holds the runs but not the study: the
-//! study stays in the store that ran the search, and `memctl import` brings runs only.
+//! A search's configurations as its runs tell them, beside those its study in this store
+//! proposed: runs imported from the store that ran the search (the study stays there; `memctl
+//! import` brings runs only), or left by an earlier study of the same names.
 //!
-//! A run belongs to the search when the search's own trial for the run's values of the searched
-//! names and its seed is the run's trial (same trial key). Its configurations are numbered in
-//! the order their first run started; a pruned run's record holds the decision that stopped it.
-//! What the runs cannot tell (the decisions that kept a trial, the sampler) stays empty.
+//! A run belongs to the search when its values of the searched names lie in their domains and
+//! the search's own trial for those values and the run's seed is the run's trial (same trial
+//! key). Configurations known only from runs are numbered after the study's, in the order their
+//! first run started; a pruned run's record holds the decision that stopped it. What runs
+//! cannot tell (the decisions that kept a trial, the sampler) stays empty.
 
 use std::collections::HashMap;
 
@@ -13,46 +15,70 @@ use crate::store::study::{AtRung, Decision, FROM_RUNS, RungReport, StudyConfig, 
 use crate::store::{RunSummary, Status, Store, StoreError};
 use crate::value::Value;
 
-/// The study of `experiment`'s search `plan` rebuilt from each trial's latest run in `latest`
-/// (empty when none of them is the search's).
-pub fn rebuild(
+/// `study` with the configurations of `experiment`'s search `plan` that only the runs in
+/// `latest` (each trial's latest run) tell of added after its own.
+pub fn with_runs(
+    mut study: StudyRecord,
     store: &Store,
     plan: &SearchPlan,
     experiment: &str,
     latest: &HashMap<String, RunSummary>,
 ) -> Result<StudyRecord, StoreError> {
-    // Each configuration's values, with when its first run started and its pruned runs.
-    let mut configs: Vec<(Vec<Value>, f64, Vec<u64>)> = vec![];
+    let names: Vec<String> = plan.spec.dims.iter().map(|d| d.name.name.clone()).collect();
+    // A configuration is known by its first seed's trial (values of one kind or another alike).
+    let first_seed = plan.spec.seeds.first().copied().unwrap_or(0);
+    let key_of = |values: &[Value]| plan.trial(values, first_seed).ok().map(|t| super::identity::trial_key(&t));
+    let proposed: Vec<Option<String>> = study
+        .configs
+        .iter()
+        .map(|c| {
+            let values: Vec<Value> = names
+                .iter()
+                .map(|n| c.values.iter().find(|(m, _)| m == n).map_or(Value::Int(0), |(_, v)| v.clone()))
+                .collect();
+            key_of(&values)
+        })
+        .collect();
+    let mut found: Vec<Found> = vec![];
     for run in latest.values().filter(|r| r.experiment == experiment && plan.spec.seeds.contains(&r.seed)) {
-        let Some(values) = searched_values(plan, run) else { continue };
+        let Some(values) = plan.searched_values(&run.params, &run.train, &run.task_options, run.seed) else {
+            continue;
+        };
         let belongs = plan.trial(&values, run.seed).is_ok_and(|t| super::identity::trial_key(&t) == run.trial_key);
         if !belongs {
             continue;
         }
-        let at = match configs.iter().position(|(v, ..)| *v == values) {
+        let key = key_of(&values);
+        if proposed.contains(&key) {
+            continue;
+        }
+        let at = match found.iter().position(|f| f.key == key) {
             Some(at) => at,
             None => {
-                configs.push((values, run.started_at, vec![]));
-                configs.len() - 1
+                found.push(Found { values, key, first_started: run.started_at, pruned: vec![] });
+                found.len() - 1
             }
         };
-        let (_, first, pruned) = &mut configs[at];
-        *first = first.min(run.started_at);
+        let f = &mut found[at];
+        f.first_started = f.first_started.min(run.started_at);
         if run.status == Status::Pruned {
-            pruned.push(run.id);
+            f.pruned.push(run.id);
         }
     }
-    configs.sort_by(|a, b| a.1.total_cmp(&b.1));
-    let mut study = StudyRecord::new(experiment);
-    for (c, (values, proposed_at, pruned)) in configs.into_iter().enumerate() {
-        let names = plan.spec.dims.iter().map(|d| d.name.name.clone());
-        study.configs.push(StudyConfig { values: names.zip(values).collect(), sampler: FROM_RUNS.into(), proposed_at });
+    found.sort_by(|a, b| a.first_started.total_cmp(&b.first_started));
+    for Found { values, first_started: proposed_at, pruned, .. } in found {
+        let config = study.configs.len();
+        study.configs.push(StudyConfig {
+            values: names.iter().cloned().zip(values).collect(),
+            sampler: FROM_RUNS.into(),
+            proposed_at,
+        });
         for id in pruned {
             let record = store.get(id)?;
             let Some(p) = record.pruned else { continue };
             study.reports.push(RungReport {
                 at: AtRung {
-                    config: c,
+                    config,
                     seed: record.config.seed,
                     rung: p.rung.saturating_sub(1),
                     step: p.step,
@@ -67,15 +93,13 @@ pub fn rebuild(
     Ok(study)
 }
 
-/// The run's value of each searched name (a model parameter, a training setting or a task
-/// option), in the search's order; none where the run lacks one.
-fn searched_values(plan: &SearchPlan, run: &RunSummary) -> Option<Vec<Value>> {
-    plan.spec
-        .dims
-        .iter()
-        .map(|d| {
-            let name = &d.name.name;
-            run.params.get(name).or_else(|| run.train.get(name)).or_else(|| run.task_options.get(name)).cloned()
-        })
-        .collect()
+/// A configuration the runs tell of.
+struct Found {
+    values: Vec<Value>,
+    /// Its first seed's trial key.
+    key: Option<String>,
+    /// When its first run started (Unix seconds).
+    first_started: f64,
+    /// Its pruned runs.
+    pruned: Vec<u64>,
 }

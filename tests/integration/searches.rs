@@ -262,6 +262,37 @@ fn search_report_ranks_finished_configurations_best_first_then_pruned_ones_and_c
     let imported = text(&out.stdout);
     assert_eq!(rows(&imported), ranked, "{imported}");
     assert!(imported.contains(steps), "{imported}");
-    assert!(imported.contains("as the runs in this store tell it"), "{imported}");
+    assert!(imported.starts_with("search lrs: 3 configurations known from runs, 1 seed each\n"), "{imported}");
+    assert!(
+        imported.contains("known from runs: every configuration, not proposed by a study in this store"),
+        "{imported}"
+    );
     assert!(!imported.contains("rung decisions:"), "{imported}");
+
+    // Back in the first store, a search over other values (another study): of the earlier
+    // runs, those of values in its domains show after what it proposes; 1e-7 is not one.
+    let narrower = tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [5e-2, 4e-2, 3e-2]  trials = 2  sampler = grid",
+    );
+    std::fs::write(&spec, narrower).unwrap();
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    assert!(
+        text(&out.stderr).contains("1 trial run (0 pruned), 1 already settled"),
+        "5e-2 ran already: {}",
+        text(&out.stderr)
+    );
+    let out = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
+    let report = text(&out.stdout);
+    assert!(report.starts_with("search lrs: 2 of 2 configurations proposed, 1 more known from runs"), "{report}");
+    let lrs: Vec<String> = report
+        .lines()
+        .filter(|l| l.starts_with("│ ") && !l.starts_with("│ #"))
+        .map(|l| l.split(['│', '┆']).map(str::trim).nth(2).unwrap().to_string())
+        .collect();
+    let mut sorted = lrs.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["0.030", "0.040", "0.050"], "{report}");
+    assert!(report.contains("known from runs: #3, not proposed"), "{report}");
 }
