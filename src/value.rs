@@ -118,6 +118,27 @@ pub fn write_list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> f
     f.write_str("]")
 }
 
+/// A value as labels show it (a trial's swept values, a curve's legend): as its `Display`, but
+/// a float past many zeros with an exponent (`lr=1e-7`, not `lr=0.0000001`). `Display` itself
+/// stays as it is: the step graph's fingerprint, and so trial identities, hold its text.
+pub struct Label<'a>(pub &'a Value);
+
+impl fmt::Display for Label<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Value::Float(x) if *x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) => write!(f, "{x:e}"),
+            Value::List(items) => write_list(f, &items.iter().map(Label).collect::<Vec<_>>()),
+            v => write!(f, "{v}"),
+        }
+    }
+}
+
+/// `name=value` pairs joined by spaces, each value as a [`Label`]: how a trial's swept values
+/// are shown.
+pub fn assignments<'a>(pairs: impl IntoIterator<Item = &'a (String, Value)>) -> String {
+    pairs.into_iter().map(|(k, v)| format!("{k}={}", Label(v))).collect::<Vec<_>>().join(" ")
+}
+
 impl fmt::Display for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -133,5 +154,25 @@ impl fmt::Display for Value {
             Value::Str(s) => write!(f, "\"{s}\""),
             Value::List(items) => write_list(f, items),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Label, Value, assignments};
+
+    #[test]
+    fn labels_write_floats_past_many_zeros_with_an_exponent_and_display_stays() {
+        let swept = [
+            ("lr".to_string(), Value::Float(1e-7)),
+            ("d".to_string(), Value::Int(96)),
+            ("alpha".to_string(), Value::Float(0.5)),
+            ("scale".to_string(), Value::Float(1e37)),
+            ("rates".to_string(), Value::List(vec![Value::Float(3e-6), Value::Float(0.01)])),
+        ];
+        assert_eq!(assignments(&swept), "lr=1e-7 d=96 alpha=0.5 scale=1e37 rates=[3e-6, 0.01]");
+        assert_eq!(Label(&Value::Float(2.0)).to_string(), "2.0");
+        // Identities hash `Display`'s text: it does not change.
+        assert_eq!(Value::Float(1e-7).to_string(), "0.0000001");
     }
 }

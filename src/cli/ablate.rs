@@ -129,13 +129,7 @@ fn join(v: &[&String]) -> String {
 
 /// The values a trial's sweep sets other than the seed and the switches (`d=48`).
 fn other_values(t: &Trial, switches: &[String]) -> String {
-    t.config
-        .swept
-        .iter()
-        .filter(|(k, _)| k != "seed" && !switches.contains(k))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    crate::value::assignments(t.config.swept.iter().filter(|(k, _)| k != "seed" && !switches.contains(k)))
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
@@ -149,8 +143,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         for v in &variants {
             println!("{} ({}): {} trial{}", v.name, v.overrides.join(" "), v.trials.len(), plural(v.trials.len()));
             for t in &v.trials {
-                let values: Vec<String> = t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!("    {}", values.join(" "));
+                println!("    {}", crate::value::assignments(&t.config.swept));
             }
         }
         return Ok(0);

@@ -133,7 +133,7 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
             .swept
             .iter()
             .filter(|(k, _)| t.config.params.contains_key(k))
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{k}={}", crate::value::Label(v)))
             .collect();
         println!(
             "    model {}{}: {} parameters, {}FLOP per step and example (forward)",

@@ -162,8 +162,8 @@ fn too_large(
         let experiment = spec.ast.experiments.iter().find(|x| x.name.name == exp.name)?;
         Some(experiment.train.iter().flatten().find(|s| s.key.name == "batch")?.value.span)
     });
-    let swept: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let which = if swept.is_empty() { String::new() } else { format!(" (at {})", swept.join(" ")) };
+    let swept = crate::value::assignments(&trial.config.swept);
+    let which = if swept.is_empty() { String::new() } else { format!(" (at {swept})") };
     let place = if device == "cpu" { "this machine has".to_string() } else { format!("`{device}` has") };
     let d = CheckErrorKind::TooLargeForDevice {
         experiment: exp.name.clone(),

@@ -77,8 +77,8 @@ impl Progress {
 
 fn label(index: usize, total: usize, trial: &Trial) -> String {
     let mut parts = vec![format!("[{}/{total}] {} {}", index + 1, trial.config.experiment, trial.config.model)];
-    for (k, v) in &trial.config.swept {
-        parts.push(format!("{k}={v}"));
+    if !trial.config.swept.is_empty() {
+        parts.push(crate::value::assignments(&trial.config.swept));
     }
     if !trial.config.swept.iter().any(|(k, _)| k == "seed") {
         parts.push(format!("seed={}", trial.config.seed));

@@ -60,7 +60,7 @@ pub fn submit(
             .iter()
             .map(|t| ManifestTrial {
                 trial_key: identity::trial_key(t),
-                label: t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+                label: crate::value::assignments(&t.config.swept),
             })
             .collect(),
         packs: packs_of(&todo, opts),

@@ -391,7 +391,6 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
             Plan::Running(id) => format!("running elsewhere (run {id})"),
             Plan::Pruned(id) => format!("pruned (run {id})"),
         };
-        let values: Vec<String> = t.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!(
             "{:>4}  {:<4} {:<22} {} {} {}",
             i + 1,
@@ -399,7 +398,7 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
             status,
             t.config.experiment,
             t.config.model,
-            values.join(" ")
+            crate::value::assignments(&t.config.swept)
         );
     }
     let runs_now: Vec<bool> = plans.iter().map(|p| p.runs(opts)).collect();

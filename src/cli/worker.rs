@@ -303,10 +303,10 @@ impl sweep::Reporter for Log {
         resumed_from: Option<u64>,
     ) -> Box<dyn crate::train::Observer + '_> {
         // Only a search's worker reports here (a worker of one trial trains without a reporter).
-        let values: Vec<String> = trial.config.swept.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let values = crate::value::assignments(&trial.config.swept);
         match resumed_from {
-            Some(step) => eprintln!("memctl worker: run {run_id} ({}) resumes at step {step}", values.join(" ")),
-            None => eprintln!("memctl worker: run {run_id} ({}) starts", values.join(" ")),
+            Some(step) => eprintln!("memctl worker: run {run_id} ({values}) resumes at step {step}"),
+            None => eprintln!("memctl worker: run {run_id} ({values}) starts"),
         }
         Box::new(Silent)
     }

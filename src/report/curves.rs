@@ -58,11 +58,12 @@ pub fn default_metric(runs: &[RunRecord]) -> Option<String> {
 
 /// `12: quickstart_stm d=48 seed=1`.
 pub fn run_label(r: &RunRecord) -> String {
-    let mut label = format!("{}: {}", r.id, r.config.experiment);
-    for (k, v) in &r.config.swept {
-        label.push_str(&format!(" {k}={v}"));
+    let swept = crate::value::assignments(&r.config.swept);
+    if swept.is_empty() {
+        format!("{}: {}", r.id, r.config.experiment)
+    } else {
+        format!("{}: {} {swept}", r.id, r.config.experiment)
     }
-    label
 }
 
 pub fn per_run(runs: &[RunRecord], metric: &str, x: XAxis) -> Vec<Series> {
