@@ -62,15 +62,28 @@ const EVAL_OUTPUT_COPIES: u64 = 6;
 
 const F32: u64 = 4;
 
+/// Training examples drawn to learn the longest sequence of generated data, besides its
+/// validation set (copy's lengths 1 to 20: all 64 under 20 one time in 27).
+const SAMPLED_EXAMPLES: usize = 64;
+
 /// The estimate for one trial on the CPU (`on_cpu`) or a GPU, whose evaluation batches
 /// differ. The trial's data tells the lengths: a training batch is as long as the longest the
 /// data can give (a data set's longest training sequence; for generated data, the longest of
-/// its validation set, drawn as training batches are), and evaluation as the held-out batch,
+/// its validation set and of a few training examples), and evaluation as the held-out batch,
 /// of any split (a test split of longer sequences too), that needs the most.
 pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
     let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
-    let example = BatchSize::of(&data.train_batch(1)?)?;
+    // The longest of a few training examples, so that a small validation set still tells.
+    let mut example = BatchSize::of(&data.train_batch(1)?)?;
+    if data.longest_train_steps().is_none() {
+        for _ in 1..SAMPLED_EXAMPLES {
+            let drawn = BatchSize::of(&data.train_batch(1)?)?;
+            if drawn.steps > example.steps {
+                example = drawn;
+            }
+        }
+    }
     let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu);
     let mut held_out: Vec<(Split, BatchSize)> = vec![];
     let splits = std::iter::once(Split::Validation).chain((0..trial.task.test_splits().len()).map(Split::Test));
@@ -289,7 +302,8 @@ mod tests {
     }
 
     /// Copy's sequences are 1 to 20 vectors long: every seed's estimate plans training for the
-    /// longest, as a copy of 20 vectors every time needs.
+    /// longest, as a copy of 20 vectors every time needs (with a validation set of 1000, and of
+    /// 4 where the drawn training examples tell).
     #[test]
     fn sequences_of_many_lengths_are_planned_at_the_longest_whatever_the_seed() {
         let trial = |lengths: &str, seed: u64| {
@@ -309,9 +323,11 @@ mod tests {
             estimate(&program.experiments[0].trials[0], true).unwrap()
         };
         let longest = trial("min_len = 20, max_len = 20", 0);
-        for seed in 0..6 {
-            let e = trial("min_len = 1, max_len = 20", seed);
-            assert_eq!((e.activations, e.batch), (longest.activations, longest.batch), "seed {seed}");
+        for (lengths, seed) in
+            (0..6).map(|s| ("min_len = 1, max_len = 20", s)).chain([("min_len = 1, max_len = 20, validation = 4", 1)])
+        {
+            let e = trial(lengths, seed);
+            assert_eq!((e.activations, e.batch), (longest.activations, longest.batch), "{lengths}, seed {seed}");
         }
     }
 
