@@ -118,6 +118,12 @@ pub fn write_list<T: fmt::Display>(f: &mut fmt::Formatter<'_>, items: &[T]) -> f
     f.write_str("]")
 }
 
+/// Whether a number is written with an exponent where people read it (labels, query output):
+/// past several zeros, as a learning rate of 1e-7 or a diverged loss of 1e37.
+pub fn wants_exponent(x: f64) -> bool {
+    x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs())
+}
+
 /// A value as labels show it (a trial's swept values, a curve's legend): as its `Display`, but
 /// a float past many zeros with an exponent (`lr=1e-7`, not `lr=0.0000001`). `Display` itself
 /// stays as it is: the step graph's fingerprint, and so trial identities, hold its text.
@@ -126,7 +132,7 @@ pub struct Label<'a>(pub &'a Value);
 impl fmt::Display for Label<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            Value::Float(x) if *x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) => write!(f, "{x:e}"),
+            Value::Float(x) if wants_exponent(*x) => write!(f, "{x:e}"),
             Value::List(items) => write_list(f, &items.iter().map(Label).collect::<Vec<_>>()),
             v => write!(f, "{v}"),
         }

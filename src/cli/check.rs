@@ -35,8 +35,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         };
         println!("{}: ok", file.display());
         for exp in &program.experiments {
-            print_heading(exp, store.as_ref(), ctx);
-            print_packs(exp);
+            let first = first_of_each(exp);
+            print_heading(exp, &first, store.as_ref(), ctx);
+            print_packs(exp, &first);
             print_models(exp, device);
         }
         for m in &program.unused_models {
@@ -47,7 +48,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 }
 
 /// The experiment's line: its trials (and how many the store has done), or its search's size.
-fn print_heading(exp: &ExperimentPlan, store: Option<&Store>, ctx: &Context) {
+fn print_heading(exp: &ExperimentPlan, first: &[bool], store: Option<&Store>, ctx: &Context) {
     let task = &exp.trials[0].config.task;
     if let Some(search) = &exp.search {
         let s = &search.spec;
@@ -62,13 +63,12 @@ fn print_heading(exp: &ExperimentPlan, store: Option<&Store>, ctx: &Context) {
         );
         return;
     }
-    let first = first_of_each(exp);
     let distinct = first.iter().filter(|f| **f).count();
     let mut notes = vec![];
     if let Some(s) = store {
         let plans = crate::sweep::Plan::of_all(s, &exp.trials).unwrap_or_default();
         let done =
-            plans.iter().zip(&first).filter(|(p, first)| **first && matches!(p, crate::sweep::Plan::Done(_))).count();
+            plans.iter().zip(first).filter(|(p, first)| **first && matches!(p, crate::sweep::Plan::Done(_))).count();
         notes.push(format!("{done} done in {}, {} to run", ctx.store.display(), distinct - done));
     }
     match exp.trials.len() - distinct {
@@ -90,8 +90,7 @@ fn first_of_each(exp: &ExperimentPlan) -> Vec<bool> {
 /// Which of a sweep's trials can train as one program (`sweep --pack`), and which of those
 /// `--pack auto` packs on a GPU. A search's trials are proposed as it runs: they pack as a
 /// sweep's do, but are not known here.
-fn print_packs(exp: &ExperimentPlan) {
-    let first = first_of_each(exp);
+fn print_packs(exp: &ExperimentPlan, first: &[bool]) {
     let groups = match exp.search {
         None => crate::sweep::packs::groups(&exp.trials, None, |i| first[i]),
         Some(_) => vec![],

@@ -153,9 +153,9 @@ impl Val<'_> {
 impl std::fmt::Display for Val<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            // In the shortest digits that read back as the same number; past a few digits of
-            // zeros (a learning rate of 1e-7, a diverged loss of 1e37) with an exponent.
-            Val::Num(x) if *x != 0.0 && x.is_finite() && !(1e-5..1e16).contains(&x.abs()) => write!(f, "{x:e}"),
+            // In the shortest digits that read back as the same number, with an exponent past
+            // several zeros.
+            Val::Num(x) if crate::value::wants_exponent(*x) => write!(f, "{x:e}"),
             Val::Num(x) => write!(f, "{x}"),
             Val::Int(i) => write!(f, "{i}"),
             Val::Str(s) => f.write_str(s),

@@ -37,6 +37,16 @@ pub struct StudyConfig {
     pub proposed_at: f64,
 }
 
+impl StudyConfig {
+    /// Its values in the order of `names` (the searched names; 0 for one it lacks).
+    pub fn values_named<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<Value> {
+        names
+            .into_iter()
+            .map(|name| self.values.iter().find(|(n, _)| n == name).map_or(Value::Int(0), |(_, v)| v.clone()))
+            .collect()
+    }
+}
+
 /// What a trial (a configuration with a seed) reported when it reached a rung.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct AtRung {

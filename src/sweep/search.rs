@@ -224,12 +224,7 @@ impl<'a> Search<'a> {
 
     /// A stored configuration's values in the order of the searched names.
     fn values_of(&self, c: &StudyConfig) -> Vec<Value> {
-        self.plan
-            .spec
-            .dims
-            .iter()
-            .map(|d| c.values.iter().find(|(n, _)| *n == d.name.name).map_or(Value::Int(0), |(_, v)| v.clone()))
-            .collect()
+        c.values_named(self.plan.spec.dims.iter().map(|d| d.name.name.as_str()))
     }
 
     /// What each configuration achieved so far: pruned at a rung, finished (every seed done),

@@ -28,17 +28,8 @@ pub fn with_runs(
     // A configuration is known by its first seed's trial (values of one kind or another alike).
     let first_seed = plan.spec.seeds.first().copied().unwrap_or(0);
     let key_of = |values: &[Value]| plan.trial(values, first_seed).ok().map(|t| super::identity::trial_key(&t));
-    let proposed: Vec<Option<String>> = study
-        .configs
-        .iter()
-        .map(|c| {
-            let values: Vec<Value> = names
-                .iter()
-                .map(|n| c.values.iter().find(|(m, _)| m == n).map_or(Value::Int(0), |(_, v)| v.clone()))
-                .collect();
-            key_of(&values)
-        })
-        .collect();
+    let proposed: Vec<Option<String>> =
+        study.configs.iter().map(|c| key_of(&c.values_named(names.iter().map(String::as_str)))).collect();
     let mut found: Vec<Found> = vec![];
     for run in latest.values().filter(|r| r.experiment == experiment && plan.spec.seeds.contains(&r.seed)) {
         let Some(values) = plan.searched_values(&run.params, &run.train, &run.task_options, run.seed) else {
