@@ -289,7 +289,7 @@ pub fn run_packed(
         // No trial of the pack trained (no compute threads, or the device did not open).
         for (p, member) in pack.iter().enumerate() {
             let mut outcome = crate::train::Outcome::starting(member.trial);
-            outcome.fail(e.to_string());
+            outcome.fail(&e);
             end(p, outcome);
         }
     }

@@ -121,7 +121,8 @@ impl Outcome {
     }
 
     /// Ends the trial `failed` for `reason`, keeping what it recorded so far.
-    pub fn fail(&mut self, reason: String) {
+    pub fn fail(&mut self, reason: impl std::fmt::Display) {
+        let reason = reason.to_string();
         self.ending = Ending::Failed(reason.clone());
         self.stop_reason = reason;
     }
@@ -385,11 +386,14 @@ pub fn train_resumable(
     out
 }
 
-/// `f`'s result, its error or a panic (a bug, while `doing`) as the reason a trial fails.
-pub(crate) fn failing_on_panic<T>(doing: &str, f: impl FnOnce() -> Result<T, TrainError>) -> Result<T, String> {
+/// `f`'s result, or its error or a panic (a bug, while `doing`): the reason a trial fails.
+pub(crate) fn failing_on_panic<T>(
+    doing: &'static str,
+    f: impl FnOnce() -> Result<T, TrainError>,
+) -> Result<T, TrainError> {
     match std::panic::catch_unwind(AssertUnwindSafe(f)) {
-        Ok(result) => result.map_err(|e| e.to_string()),
-        Err(panic) => Err(format!("internal error (panic) while {doing}: {}", panic_message(panic.as_ref()))),
+        Ok(result) => result,
+        Err(panic) => Err(TrainError::Panic { doing, message: panic_message(panic.as_ref()) }),
     }
 }
 
@@ -408,6 +412,9 @@ pub(crate) enum TrainError {
     NonFinite { step: usize, value: f64, advice: &'static str },
     #[error("{0}")]
     Candle(#[from] candle_core::Error),
+    /// A bug: the trial fails, keeping its steps and curves so far.
+    #[error("internal error (panic) while {doing}: {message}")]
+    Panic { doing: &'static str, message: String },
 }
 
 /// What to try when the loss is not finite. Step 1's loss is the initial parameters' (the

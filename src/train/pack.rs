@@ -67,7 +67,7 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
         eprintln!("warning: a pack's steps ran eagerly: its CUDA graph capture failed: {why}");
     }
     if let Err(panic) = trained {
-        let reason = format!("internal error (panic) while training: {}", panic_message(panic.as_ref()));
+        let reason = TrainError::Panic { doing: "training", message: panic_message(panic.as_ref()) }.to_string();
         for (p, run) in runs.iter_mut().enumerate() {
             if run.take().is_some() {
                 outs[p].fail(reason.clone());
@@ -90,7 +90,7 @@ fn train_steps(
     let mut end = |p: usize, runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], result: Ended| {
         let Some(run) = runs[p].take() else { return };
         if let Err(e) = result.and_then(|()| run.finish(&mut outs[p])) {
-            outs[p].fail(e.to_string());
+            outs[p].fail(e);
         }
         finished(p, outs[p].clone());
     };
