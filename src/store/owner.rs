@@ -66,7 +66,12 @@ fn gone(owner: Option<&ProcessIdentity>, last_sign: f64, now: f64) -> bool {
     };
     let me = this_process();
     if owner.hostname == me.hostname && owner.boot_id == me.boot_id && !me.boot_id.is_empty() {
-        return owner.pid != me.pid && start_ticks(owner.pid) != Some(owner.start_ticks);
+        // This pid with another start time is a dead process's (a container's PID 1 after
+        // a restart, a reused pid): only the start time tells them apart.
+        if owner.pid == me.pid {
+            return me.start_ticks != 0 && owner.start_ticks != me.start_ticks;
+        }
+        return start_ticks(owner.pid) != Some(owner.start_ticks);
     }
     now - last_sign > REMOTE_SILENCE
 }
@@ -86,6 +91,16 @@ mod tests {
         // Reaped: its pid has no /proc entry (or a reused one with another start time).
         let dead = ProcessIdentity { pid, start_ticks: 1, ..me.clone() };
         assert_ne!(start_ticks(dead.pid), Some(1));
+    }
+
+    /// A restarted container's process is PID 1 again, as the killed one was: the same pid
+    /// with another start time is that dead process, not this one.
+    #[test]
+    fn this_pid_with_another_start_time_is_gone() {
+        let me = this_process();
+        assert!(!gone(Some(&me), 0.0, 0.0), "this process is alive");
+        let dead = ProcessIdentity { start_ticks: me.start_ticks - 1, ..me.clone() };
+        assert!(gone(Some(&dead), 0.0, 0.0), "a dead process that had this pid");
     }
 
     /// A killed process its parent has not waited for yet stays in /proc as a zombie, with its

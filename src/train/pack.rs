@@ -89,7 +89,10 @@ fn train_steps(
 ) {
     let mut end = |p: usize, runs: &mut [Option<TrialRun<'_>>], outs: &mut [Outcome], result: Ended| {
         let Some(run) = runs[p].take() else { return };
-        if let Err(e) = result.and_then(|()| run.finish(&mut outs[p])) {
+        // Its slot is empty from here: a panic in its test evaluation fails it here, as alone,
+        // where the pack's own catch would no longer see it.
+        let out = &mut outs[p];
+        if let Err(e) = result.and_then(|()| super::failing_on_panic("testing", || run.finish(out))) {
             outs[p].fail(e);
         }
         finished(p, outs[p].clone());
