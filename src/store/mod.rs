@@ -195,8 +195,13 @@ impl Store {
     }
 
     /// Writes a run record atomically (record, summary and trial index together) and flushes.
+    /// Tags are the user's (`memctl tag`): the stored run's tags stand over `record`'s, so that
+    /// a run's own progress writes keep a tag added or removed while it trains.
     pub fn put(&self, record: &RunRecord) -> Result<(), StoreError> {
-        self.writing(|s| write(s, record))
+        self.writing(|s| match stored_tags(s, record.id)? {
+            Some(tags) if tags != record.tags => write(s, &RunRecord { tags, ..record.clone() }),
+            _ => write(s, record),
+        })
     }
 
     /// Writes many records (each atomically) in one session: imports, tests, benchmarks.
@@ -505,6 +510,12 @@ fn summary_in(s: &Session, id: u64) -> Result<RunSummary, StoreError> {
     summary::decode(id, &bytes)
 }
 
+/// The tags of run `id` as stored, if it is (and its summary reads).
+fn stored_tags(s: &Session, id: u64) -> Result<Option<Vec<String>>, StoreError> {
+    let bytes = s.summaries.get(keys::run_key(id))?;
+    Ok(bytes.and_then(|b| summary::decode(id, &b).ok()).map(|summary| summary.tags))
+}
+
 fn summaries_in(s: &Session) -> Result<Vec<RunSummary>, StoreError> {
     use rayon::prelude::*;
     let raw: Vec<(sled::IVec, sled::IVec)> = s.summaries.iter().collect::<Result<_, _>>()?;
@@ -649,6 +660,25 @@ mod tests {
         assert_eq!(record.id, 2);
         let dead = store.get(1).unwrap();
         assert_eq!((dead.status, dead.stop_reason.as_str()), (Status::Interrupted, PROCESS_DIED));
+    }
+
+    /// `memctl tag` while a run trains: its next progress write and its final record, written
+    /// from the copy the sweep holds, keep the tag (and a removal).
+    #[test]
+    fn a_tag_added_or_removed_while_a_run_trains_outlives_its_later_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let held = running(1, true);
+        store.put(&held).unwrap();
+        assert!(store.tag(1, "keep", true).unwrap());
+        store.put(&held).unwrap();
+        assert_eq!(store.get(1).unwrap().tags, ["keep"]);
+        assert_eq!(store.summary(1).unwrap().tags, ["keep"]);
+        store.put(&RunRecord { status: Status::Done, ..held.clone() }).unwrap();
+        assert_eq!(store.get(1).unwrap().tags, ["keep"], "the final record keeps it");
+        assert!(store.tag(1, "keep", false).unwrap());
+        store.put(&RunRecord { status: Status::Done, tags: vec!["keep".into()], ..held }).unwrap();
+        assert!(store.get(1).unwrap().tags.is_empty(), "and a removal");
     }
 
     #[test]
