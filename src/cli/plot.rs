@@ -46,7 +46,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open_existing(&ctx.store)?;
     let mut ids = args.runs.clone();
     if let Some(text) = &args.filter {
-        let summaries = crate::cli::runs::listed(store.summaries()?, true).0;
+        // As `runs` lists them: a resumed trial's interrupted attempt would count its seed twice.
+        let summaries = crate::cli::runs::listed(store.summaries()?, false).0;
         match query::prepare(text, &summaries) {
             Ok(q) => ids.extend(summaries.iter().filter(|s| q.matches(s)).map(|s| s.id)),
             Err(e) => {

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use memctl::store::RunRecord;
 use memctl::value::Value;
 
 use crate::support::{spec_folder, tiny_spec};
@@ -278,6 +279,18 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     assert_eq!(lines(&doc), 3);
     assert_eq!(doc.descendants().filter(|n| n.has_tag_name("polygon")).count(), 3);
     assert!(text.contains("d=48 gates=true (3 runs)"), "{text}");
+    // A trial interrupted and resumed counts once, by its later run, as `runs` lists them.
+    let mut attempt = crate::synthetic::record(9, crate::synthetic::config(48, true, 4), 0.1, None);
+    attempt.status = memctl::store::Status::Interrupted;
+    let resumed = RunRecord {
+        trial_key: attempt.trial_key.clone(),
+        ..crate::synthetic::record(10, crate::synthetic::config(48, true, 4), 0.3, None)
+    };
+    open(&store).put_many(&[attempt, resumed]).unwrap();
+    let chosen = ["--where", "d == 48", "--group-by", "d", "-o", grouped.to_str().unwrap()];
+    ok(&memctl(&store, &[&["plot"], &chosen[..]].concat()));
+    let text = std::fs::read_to_string(&grouped).unwrap();
+    assert!(text.contains("d=48 (4 runs)"), "{text}");
     // A field no plotted run has would make one group of every run: refused, with the likely name.
     let typo = memctl(&store, &["plot", "1", "2", "--group-by", "gate", "-o", grouped.to_str().unwrap()]);
     assert!(!typo.status.success() && stderr(&typo).contains("did you mean `gates`?"), "{}", stderr(&typo));
