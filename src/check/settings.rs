@@ -47,7 +47,10 @@ pub fn read(settings: &[Setting], task: &dyn Task) -> Result<Block, Diagnostic> 
         };
     for s in settings {
         let key = s.key.name.as_str();
+        let twice = || CheckErrorKind::SettingTwice { key: key.to_string() }.error().at(s.key.span, "again here");
         match (key, &s.value.kind) {
+            ("stop_when", _) if block.stop_when.is_some() => return Err(twice()),
+            ("select", _) if block.select.is_some() => return Err(twice()),
             ("stop_when", _) => block.stop_when = Some(stop_when(&s.value, target)?),
             ("select", _) => block.select = Some(select(&s.value, task)?),
             ("optimizer", ExprKind::Call(_) | ExprKind::Name(_)) => {
