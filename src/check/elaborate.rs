@@ -74,7 +74,7 @@ pub fn elaborate(
         Ty::Tokens(v) => *v,
         Ty::Tensor(s) => s.iter().product(),
     };
-    for (name, v) in [("input_size", input_size), ("output_size", task.output_size)] {
+    for (name, v) in super::model_params::RESERVED.into_iter().zip([input_size, task.output_size]) {
         e.env.insert(name.into(), Binding::Value(Value::Int(v as i64)));
         e.fixed.push(name.into());
     }

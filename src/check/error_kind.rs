@@ -230,6 +230,10 @@ pub enum CheckErrorKind {
         model: String,
         name: String,
     },
+    /// `input_size` or `output_size` declared as a model parameter: the task sets them.
+    ParamReserved {
+        name: String,
+    },
 
     // Experiments.
     UnknownModel {
@@ -505,6 +509,7 @@ impl CheckErrorKind {
             ParamDefaultKind { .. } => "C074",
             ParamMissing { .. } => "C075",
             NoSuchParameter { .. } => "C076",
+            ParamReserved { .. } => "C077",
             UnknownModel { .. } => "C080",
             ModelParamsUnnamed => "C081",
             ParamGivenTwice { .. } => "C082",
@@ -711,6 +716,7 @@ impl fmt::Display for CheckErrorKind {
             }
             ParamMissing { model, name } => write!(f, "model `{model}` needs a value for `{name}`"),
             NoSuchParameter { model, name } => write!(f, "model `{model}` has no parameter `{name}`"),
+            ParamReserved { name } => write!(f, "`{name}` is the task's, not a model parameter"),
 
             UnknownModel { name } => write!(f, "unknown model `{name}`"),
             ModelParamsUnnamed => write!(f, "model parameters must be named"),

@@ -10,6 +10,10 @@ use crate::lang::ast::{self, TypeName};
 use crate::source::Span;
 use crate::value::{Kind, Value};
 
+/// Names every model reads from its task (`elaborate`): a parameter of that name would be
+/// swept and recorded but never read.
+pub const RESERVED: [&str; 2] = ["input_size", "output_size"];
+
 pub struct ParamEntry<'a> {
     pub name: &'a str,
     pub span: Span,
@@ -28,6 +32,12 @@ pub fn table(model: &ast::Model) -> Result<Vec<ParamEntry<'_>>, Diagnostic> {
                 .error()
                 .at(p.name.span, "second definition")
                 .also(prev.span, "first definition"));
+        }
+        if RESERVED.contains(&p.name.name.as_str()) {
+            return Err(CheckErrorKind::ParamReserved { name: p.name.name.clone() }
+                .error()
+                .at(p.name.span, "set by the task")
+                .hint(format!("every model reads `{}` as the task gives it: remove it here", p.name.name)));
         }
         let declared = p.ty.map(|(t, s)| (kind_of(t), s));
         let default_value = match &p.default {

@@ -258,6 +258,9 @@ fn catalogue() -> Vec<Case> {
              "experiment `ex` is defined twice", "4:12", "ex"),
         case("duplicate parameter", model("model m(d = 8, d = 4) { step x { out linear(embed(x, 16), output_size) } }"),
              "parameter `d` is defined twice", "2:16", "d"),
+        case("parameter named as the task's size",
+             model("model m(output_size = 4) { step x { out linear(embed(x, 16), output_size) } }"),
+             "`output_size` is the task's, not a model parameter", "2:9", "output_size"),
         case("duplicate state", model("model m(d = 8) { state M = zeros(d)  state M = zeros(d)  \
                     step x { out linear(embed(x, 16), output_size) } }"),
              "state `M` is already defined", "2:44", "M"),
