@@ -119,14 +119,11 @@ fn print_packs(exp: &ExperimentPlan, first: &[bool]) {
 /// One line per distinct model configuration (a sweep may change its size): parameters, FLOPs
 /// and the memory to train it.
 fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
-    let mut seen: Vec<(usize, u64)> = vec![];
+    // One line per model configuration, and per size where task options change it: two
+    // configurations of equal size (an activation swept) are two lines.
+    let mut seen: Vec<(Vec<String>, usize, u64)> = vec![];
     let mut memory = crate::cli::memory::Estimates::default();
     for t in &exp.trials {
-        let key = (t.graph.param_count(), t.graph.flops_per_step());
-        if seen.contains(&key) {
-            continue;
-        }
-        seen.push(key);
         let varied: Vec<String> = t
             .config
             .swept
@@ -134,13 +131,19 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
             .filter(|(k, _)| t.config.params.contains_key(k))
             .map(|(k, v)| format!("{k}={}", crate::value::Label(v)))
             .collect();
+        let (params, flops) = (t.graph.param_count(), t.graph.flops_per_step());
+        let key = (varied, params, flops);
+        if seen.contains(&key) {
+            continue;
+        }
         println!(
             "    model {}{}: {} parameters, {}FLOP per step and example (forward)",
             t.config.model,
-            if varied.is_empty() { String::new() } else { format!(" ({})", varied.join(" ")) },
-            count(key.0 as u64),
-            si(key.1 as f64)
+            if key.0.is_empty() { String::new() } else { format!(" ({})", key.0.join(" ")) },
+            count(params as u64),
+            si(flops as f64)
         );
+        seen.push(key);
         let on = device.map_or_else(|| t.config.train.device.clone(), |d| d.to_string());
         let gpu = if on == "cpu" { "" } else { " on a GPU" };
         match memory.of(t, &on) {

@@ -49,6 +49,20 @@ fn a_trial_listed_twice_counts_once_as_a_sweep_runs_it() {
     assert!(stdout.contains("packs: 6 trials in 2 groups"), "{stdout}");
 }
 
+/// Two configurations of one size (a constant swept) are two model lines, not one.
+#[test]
+fn each_model_configuration_is_listed_even_where_sizes_are_equal() {
+    let spec = VALID
+        .replace("model m(d = 8)", "model m(d = 8, scale = 1.0)")
+        .replace("e = embed(x, 16)", "e = embed(x, 16) * scale")
+        .replace("d in [4, 8]", "scale in [1.0, 2.0]");
+    let (code, stdout, stderr) = check_file("scales.mem", spec);
+    assert_eq!(code, Some(0), "{stderr}");
+    for scale in ["1.0", "2.0"] {
+        assert!(stdout.contains(&format!("model m (scale={scale}): ")), "{scale}:\n{stdout}");
+    }
+}
+
 #[test]
 fn malformed_spec_exits_2_with_a_located_error() {
     let (code, _, stderr) = check_file("bad.mem", VALID.replace("linear(e, d)", "linaer(e, d)"));
