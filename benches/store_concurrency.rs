@@ -138,8 +138,8 @@ struct Timed {
 }
 
 impl Checkpoints for Timed {
-    fn resume(&self, _: &Device) -> Option<TrainState> {
-        None
+    fn resume(&self, _: &Device) -> candle_core::Result<Option<TrainState>> {
+        Ok(None)
     }
     fn every(&self) -> Option<Duration> {
         None

@@ -179,21 +179,21 @@ impl Observer for Live<'_> {
 }
 
 impl Checkpoints for Live<'_> {
-    fn resume(&self, device: &Device) -> Option<TrainState> {
-        let state = self.resume.lock().ok()?.take()?;
+    fn resume(&self, device: &Device) -> candle_core::Result<Option<TrainState>> {
+        let Some(state) = self.resume.lock().ok().and_then(|mut r| r.take()) else { return Ok(None) };
         // Loaded on the CPU; a trial on another device gets its tensors moved there.
         if device.is_cpu() {
-            return Some(state);
+            return Ok(Some(state));
         }
         let to = |t: &candle_core::Tensor| t.to_device(device);
-        let params = state.params.iter().map(to).collect::<candle_core::Result<Vec<_>>>().ok()?;
+        let params = state.params.iter().map(to).collect::<candle_core::Result<Vec<_>>>()?;
         let mut optimizer = state.optimizer.clone();
         for buffer in &mut optimizer.buffers {
             for t in buffer.iter_mut().flatten() {
-                *t = to(t).ok()?;
+                *t = to(t)?;
             }
         }
-        Some(TrainState { params, optimizer, ..state })
+        Ok(Some(TrainState { params, optimizer, ..state }))
     }
 
     fn every(&self) -> Option<Duration> {

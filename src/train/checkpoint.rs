@@ -67,8 +67,9 @@ pub enum Stage {
 
 /// Where a trial's checkpoints come from and go: the store, for a sweep.
 pub trait Checkpoints: Sync {
-    /// The state to resume from (this trial's), its tensors on `device`, if any.
-    fn resume(&self, device: &Device) -> Option<TrainState>;
+    /// The state to resume from (this trial's), its tensors on `device`, if any; an error when
+    /// there is one that `device` cannot take (out of memory).
+    fn resume(&self, device: &Device) -> candle_core::Result<Option<TrainState>>;
     /// Training time between checkpoints (`None`: only at a clean stop).
     fn every(&self) -> Option<Duration>;
     /// Keeps `state`; a failure is reported and training goes on.
@@ -79,8 +80,8 @@ pub trait Checkpoints: Sync {
 pub struct NoCheckpoints;
 
 impl Checkpoints for NoCheckpoints {
-    fn resume(&self, _: &Device) -> Option<TrainState> {
-        None
+    fn resume(&self, _: &Device) -> candle_core::Result<Option<TrainState>> {
+        Ok(None)
     }
     fn every(&self) -> Option<Duration> {
         None

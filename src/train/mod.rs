@@ -120,6 +120,18 @@ impl Outcome {
         }
     }
 
+    /// Ends the trial for `error`: `interrupted` where only its checkpoint's restoring failed
+    /// (it is resumed later), else `failed`.
+    pub(crate) fn end_on(&mut self, error: TrainError) {
+        match error {
+            TrainError::Resume(_) => {
+                self.ending = Ending::Interrupted;
+                self.stop_reason = error.to_string();
+            }
+            _ => self.fail(error),
+        }
+    }
+
     /// Ends the trial `failed` for `reason`, keeping what it recorded so far.
     pub fn fail(&mut self, reason: impl std::fmt::Display) {
         let reason = reason.to_string();
@@ -380,8 +392,8 @@ pub fn train_resumable(
     let mut out = Outcome::starting(trial);
     let run = Run { trial, device, autograd, observer, cancel, checkpoints };
     // A panic (a bug) fails the trial as an error does, keeping the steps and curves so far.
-    if let Err(reason) = failing_on_panic("training", || train_alone(run, &mut out)) {
-        out.fail(reason);
+    if let Err(error) = failing_on_panic("training", || train_alone(run, &mut out)) {
+        out.end_on(error);
     }
     out
 }
@@ -412,6 +424,10 @@ pub(crate) enum TrainError {
     NonFinite { step: usize, value: f64, advice: &'static str },
     #[error("{0}")]
     Candle(#[from] candle_core::Error),
+    /// Its checkpoint does not fit on the device (out of memory): the trial ends interrupted,
+    /// and the checkpoint, untouched, is where the next sweep resumes it.
+    #[error("its checkpoint could not be restored on the device ({0}); the next sweep resumes from it")]
+    Resume(candle_core::Error),
     /// A bug: the trial fails, keeping its steps and curves so far.
     #[error("internal error (panic) while {doing}: {message}")]
     Panic { doing: &'static str, message: String },

@@ -52,8 +52,8 @@ pub fn train_pack(members: &[PackMember<'_>], device: &Device, cancel: &AtomicBo
         let out = &mut outs[p];
         match super::failing_on_panic("starting", || TrialRun::start(run, out)) {
             Ok(r) => runs.push(Some(r)),
-            Err(reason) => {
-                outs[p].fail(reason);
+            Err(error) => {
+                outs[p].end_on(error);
                 finished(p, outs[p].clone());
                 runs.push(None);
             }
@@ -437,7 +437,7 @@ pub(super) mod tests {
     struct PanicsOnResume;
 
     impl crate::train::checkpoint::Checkpoints for PanicsOnResume {
-        fn resume(&self, _: &Device) -> Option<crate::train::checkpoint::TrainState> {
+        fn resume(&self, _: &Device) -> candle_core::Result<Option<crate::train::checkpoint::TrainState>> {
             panic!("a bug while the trial starts")
         }
         fn every(&self) -> Option<std::time::Duration> {

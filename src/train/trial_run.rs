@@ -62,7 +62,7 @@ impl<'a> TrialRun<'a> {
         let mut this_run = (0.0, 0.0);
         let mut interval_loss = (0.0, 0usize);
         let mut resumed_in = Stage::Stepped;
-        if let Some(state) = run.checkpoints.resume(device) {
+        if let Some(state) = run.checkpoints.resume(device).map_err(TrainError::Resume)? {
             stepper.restore(&state.params, state.optimizer)?;
             // The data stream restarts from the seed: draw the batches the steps so far used.
             for _ in 0..state.step {
@@ -329,8 +329,8 @@ experiment e {{
     }
 
     impl Checkpoints for InMemory {
-        fn resume(&self, device: &Device) -> Option<TrainState> {
-            self.0.lock().unwrap().as_ref().map(|b| TrainState::from_bytes(b, device).unwrap())
+        fn resume(&self, device: &Device) -> candle_core::Result<Option<TrainState>> {
+            Ok(self.0.lock().unwrap().as_ref().map(|b| TrainState::from_bytes(b, device).unwrap()))
         }
         fn every(&self) -> Option<std::time::Duration> {
             None
@@ -338,6 +338,33 @@ experiment e {{
         fn save(&self, state: &TrainState) {
             *self.0.lock().unwrap() = Some(state.to_bytes().unwrap());
         }
+    }
+
+    /// A checkpoint the device cannot take (out of memory on a busy GPU).
+    struct DeviceFull(InMemory);
+
+    impl Checkpoints for DeviceFull {
+        fn resume(&self, _: &Device) -> candle_core::Result<Option<TrainState>> {
+            Err(candle_core::Error::Msg("out of memory".into()))
+        }
+        fn every(&self) -> Option<std::time::Duration> {
+            Some(std::time::Duration::ZERO)
+        }
+        fn save(&self, state: &TrainState) {
+            self.0.save(state)
+        }
+    }
+
+    /// A checkpoint that cannot be restored ends the trial interrupted at once: it neither
+    /// trains from step 0 nor saves over the checkpoint, which the next sweep resumes from.
+    #[test]
+    fn a_checkpoint_the_device_cannot_take_interrupts_the_trial_and_is_kept() {
+        let checkpoints = DeviceFull(InMemory::default());
+        let (out, _) = train(&spec(""), &checkpoints, None);
+        assert_eq!(out.ending, Ending::Interrupted, "{}", out.stop_reason);
+        assert!(out.stop_reason.contains("could not be restored") && out.stop_reason.contains("out of memory"));
+        assert_eq!(out.steps_run, 0);
+        assert!(checkpoints.0.0.lock().unwrap().is_none(), "nothing saved over the checkpoint");
     }
 
     /// Where a stop request comes in: after a step (before its evaluation), or after the
