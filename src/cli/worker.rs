@@ -177,8 +177,13 @@ fn run_pack_task(
             }
             status => {
                 failed += usize::from(status != Status::Done);
-                ended.insert(record.trial_key.clone());
-                match shard::write(&dir, record).and_then(|()| ledger.write(&ended)) {
+                // Listed as ended only once its shard is written: a requeued attempt trains
+                // again a trial whose shard a write error lost.
+                let written = shard::write(&dir, record).and_then(|()| {
+                    ended.insert(record.trial_key.clone());
+                    ledger.write(&ended)
+                });
+                match written {
                     Ok(()) => eprintln!("memctl worker: {} {}", record.trial_key, status.as_str()),
                     Err(e) => write_error = Some(e),
                 }
@@ -191,12 +196,13 @@ fn run_pack_task(
         Ok::<_, sweep::TrialError>(())
     });
     trained.map_err(sweep::TrialError::from).and_then(|r| r)?;
-    if let Some(e) = write_error {
-        return Err(e.into());
-    }
+    // Requeued before a write error is reported, so that the pack's interrupted trials go on.
     if interrupted > 0 && signals::time_limit_near() {
         eprintln!("memctl worker: time limit near: requeueing this task");
         scheduler::requeue_this_task()?;
+    }
+    if let Some(e) = write_error {
+        return Err(e.into());
     }
     Ok(if interrupted + failed > 0 { 1 } else { 0 })
 }
