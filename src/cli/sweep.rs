@@ -334,8 +334,8 @@ pub struct Parallelism {
     /// a GPU, trials of small steps, up to 16 to a pack and a pack at least for each GPU of a
     /// spread sweep; on the CPU, none), `off`, or a pack size. A packed trial draws the data and
     /// initial weights it would alone and is recorded on its own; on the CPU its losses are
-    /// those alone bit for bit, on a GPU the pack's products round differently and its curve
-    /// drifts as a run on another device would.
+    /// those alone on one thread bit for bit, on a GPU the pack's products round differently
+    /// and its curve drifts as a run on another device would.
     #[arg(long, default_value = "auto", value_parser = parse_packing)]
     pack: Packing,
 }

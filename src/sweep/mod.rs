@@ -361,7 +361,8 @@ pub fn run_trial(
         resume,
     )
     .judged_by(judge);
-    train_into_record(&mut record, trial, opts.threads, &live, cancel);
+    let threads = record.environment.threads;
+    train_into_record(&mut record, trial, threads, &live, cancel);
     if record.status == Status::Pruned {
         record.pruned = judge.and_then(|j| j.pruned());
     }
@@ -391,7 +392,12 @@ pub fn claim(
 ) -> Result<Result<Claimed, TrialResult>, StoreError> {
     let key = identity::trial_key(trial);
     let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
-    let (mut record, took_over) = match store.claim(&key, rerun, |id, _| new_record(id, trial, spec, opts))? {
+    let mut threads_before = None;
+    let make = |id, prev: Option<&RunRecord>| {
+        threads_before = prev.map(|p| p.environment.threads);
+        new_record(id, trial, spec, opts)
+    };
+    let (mut record, took_over) = match store.claim(&key, rerun, make)? {
         Claim::Run { record, took_over } => (*record, took_over),
         Claim::Settled { run_id, status } => {
             reporter.trial_skipped(index, trial, run_id, status);
@@ -422,7 +428,18 @@ pub fn claim(
         p.resumed_from = Some(state.step as u64);
         p.checkpoint_step = Some(state.step as u64);
     }
+    if let (Some(_), Some(threads)) = (&resume, threads_before) {
+        record.environment.threads = resumed_threads(threads, opts.threads);
+    }
     Ok(Ok(Claimed { record, key, resume }))
+}
+
+/// The compute threads of a trial resumed from a checkpoint: those it started with (`before`),
+/// as the CPU tape splits a batch into one part per thread and sums the parts in order, so that
+/// it continues bit for bit; `planned` where this machine has fewer cores than that.
+fn resumed_threads(before: usize, planned: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if (1..=cores).contains(&before) { before } else { planned }
 }
 
 /// Stores a trial's finished record, drops its checkpoint once it is done (unless the spec

@@ -6,7 +6,8 @@
 //! data from the trial's seed and draws (and discards) the batches of the steps already run,
 //! so that it trains on exactly the batches an uninterrupted run would have. Together with the
 //! exact parameters and optimiser buffers, a resumed run ends where an uninterrupted one ends
-//! (for the same thread count, which fixes the order of the sums).
+//! (for the same thread count, which fixes the order of the sums: a sweep resumes a trial on
+//! the thread count it started with, where the machine has that many cores).
 //!
 //! Layout: `memctl-checkpoint 3\n`, a u32 (little-endian) length and that many bytes of JSON
 //! header (step, where in it ([`Stage`]), curves, the selected evaluation, timings, and each

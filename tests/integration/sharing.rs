@@ -35,8 +35,12 @@ fn write_spec(dir: &Path, name: &str, text: &str) -> PathBuf {
 }
 
 fn sweep(store: &Path, spec: &Path) -> Command {
+    sweep_on_threads(store, spec, 1)
+}
+
+fn sweep_on_threads(store: &Path, spec: &Path, threads: usize) -> Command {
     let mut c = memctl(store);
-    c.arg("sweep").arg(spec).args(["--jobs", "1", "--threads", "1"]);
+    c.arg("sweep").arg(spec).args(["--jobs", "1", "--threads", &threads.to_string()]);
     c
 }
 
@@ -181,13 +185,16 @@ fn checkpoint_exists(store: &Path) -> bool {
         .is_ok_and(|d| d.filter_map(Result::ok).any(|e| e.path().extension().is_some_and(|x| x == "ckpt")))
 }
 
+/// It trains on two threads (where there are two cores), which split each batch in two, and the
+/// sweep that resumes it plans one: it resumes on the two it started with.
 #[test]
 fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write_spec(dir.path(), "long.mem", &long());
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(2);
     // The reference: the same trial, never interrupted.
     let reference_store = dir.path().join("reference");
-    let out = sweep(&reference_store, &spec).output().unwrap();
+    let out = sweep_on_threads(&reference_store, &spec, threads).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let reference = only_record(&reference_store);
     assert!(!checkpoint_exists(&reference_store), "a finished run's checkpoint is pruned");
@@ -195,7 +202,8 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
     let store = dir.path().join("store");
     for signal in [libc::SIGKILL, libc::SIGINT] {
         let before = newest(&store).map_or(0, |r| r["id"].as_u64().unwrap());
-        let mut child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let mut child =
+            sweep_on_threads(&store, &spec, threads).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
         // Caught mid-way, in this sweep's own run: after a checkpoint of its own and an
         // evaluation, well before the end.
         wait_for_checkpoint_and_progress(&store, before);
@@ -215,6 +223,7 @@ fn a_killed_trial_resumes_from_its_checkpoint_and_ends_as_an_uninterrupted_run()
     assert_eq!(resumed["final_metrics"], reference["final_metrics"], "the same final metrics, exactly");
     assert_eq!(resumed["curves"], reference["curves"], "the curves continue where they stopped");
     assert_eq!(resumed["steps_run"], reference["steps_run"]);
+    assert_eq!(resumed["environment"]["threads"], threads);
     assert!(!checkpoint_exists(&store), "pruned once done");
 }
 
