@@ -195,7 +195,7 @@ pub enum TrialError {
 /// Runs `trials` in packs (`opts.pack`, [`packs::plan`]) with `opts.jobs` packs at a time
 /// (rayon workers taking packs in order), each in its own pool of `opts.threads` compute
 /// threads, as their device's memory allows (`opts.memory`). Stops starting packs once
-/// `cancel` is set.
+/// `cancel` is set, or once the store fails.
 pub fn run_all(
     store: &Store,
     spec: &SpecSource,
@@ -207,6 +207,7 @@ pub fn run_all(
     use std::sync::atomic::AtomicUsize;
     let next = AtomicUsize::new(0);
     let results: Results = Mutex::new(vec![]);
+    let store_failed = AtomicBool::new(false);
     let runs: Vec<bool> = Plan::of_all(store, trials)?.iter().map(|p| p.runs(opts)).collect();
     let planned = packs::plan(trials, opts, &runs);
     let workers = opts.jobs.clamp(1, planned.len().max(1));
@@ -217,7 +218,7 @@ pub fn run_all(
                 loop {
                     let k = next.fetch_add(1, Ordering::SeqCst);
                     let Some(pack) = planned.get(k) else { break };
-                    let r = if cancel.load(Ordering::SeqCst) {
+                    let r = if cancel.load(Ordering::SeqCst) || store_failed.load(Ordering::SeqCst) {
                         pack.iter().map(|_| Ok(TrialResult::NotStarted)).collect()
                     } else {
                         let keys: Vec<String> = pack.iter().map(|&i| identity::trial_key(&trials[i])).collect();
@@ -232,7 +233,7 @@ pub fn run_all(
                             None => pack.iter().map(|_| Ok(TrialResult::NotStarted)).collect(),
                         }
                     };
-                    if gather(&results, r, cancel) {
+                    if gather(&results, r, &store_failed) {
                         break;
                     }
                 }
@@ -245,15 +246,16 @@ pub fn run_all(
 /// What a sweep's workers gather as each trial or pack ends.
 type Results = Mutex<Vec<Result<TrialResult, StoreError>>>;
 
-/// Adds a worker's results to `results`; `true`, with `cancel` set, when one is a store error
-/// (a full disk, ...): that stops this worker, and the others finish what they run.
-fn gather(results: &Results, r: Vec<Result<TrialResult, StoreError>>, cancel: &AtomicBool) -> bool {
+/// Adds a worker's results to `results`; `true`, with `store_failed` set, when one is a store
+/// error (a full disk, ...): that stops this worker, the others start nothing more and finish
+/// what they run.
+fn gather(results: &Results, r: Vec<Result<TrialResult, StoreError>>, store_failed: &AtomicBool) -> bool {
     let stop = r.iter().any(Result::is_err);
     if let Ok(mut v) = results.lock() {
         v.extend(r);
     }
     if stop {
-        cancel.store(true, Ordering::SeqCst);
+        store_failed.store(true, Ordering::SeqCst);
     }
     stop
 }

@@ -106,11 +106,12 @@ impl<'a> Search<'a> {
         let pool = super::worker_pool(workers, opts.threads)?;
         let pack = self.pack_size(opts);
         let results: super::Results = Mutex::new(vec![]);
+        let store_failed = AtomicBool::new(false);
         pool.scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|_| {
                     loop {
-                        if cancel.load(Ordering::SeqCst) {
+                        if cancel.load(Ordering::SeqCst) || store_failed.load(Ordering::SeqCst) {
                             break;
                         }
                         let r = match self.next_items(reporter, pack) {
@@ -118,7 +119,7 @@ impl<'a> Search<'a> {
                             Ok(items) => self.run_items(spec, items, opts, reporter, cancel),
                             Err(e) => vec![Err(e)],
                         };
-                        if super::gather(&results, r, cancel) {
+                        if super::gather(&results, r, &store_failed) {
                             break;
                         }
                     }
