@@ -51,9 +51,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             if names.is_empty() { "none".to_string() } else { names.join(", ") }
         );
     };
-    if let Some(d) = &args.device {
-        crate::device::open(d)?;
-    }
+    // The device opens before the run is claimed: a missing one is an error, not a failed run.
+    crate::device::open(args.device.as_deref().unwrap_or(&exp.trials[0].config.train.device))?;
     let Some(memory) = crate::cli::memory::budget(&spec, &program, &exp.trials[..1], args.device.as_deref(), ctx)
     else {
         return Ok(2);

@@ -105,11 +105,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         trials.retain(|t| !selection.is_searched(t));
         return submit_to_slurm(&args, ctx, &selection, &trials, spread.is_some(), &recorder);
     }
-    // Every device named opens before anything is claimed.
+    // Every device named, on the command line or in the spec, opens before anything is claimed.
     match (&spread, &args.device) {
         (Some(gpus), _) => gpus.iter().try_for_each(|g| crate::device::open(&g.to_string()).map(|_| ()))?,
         (None, Some(d)) => _ = crate::device::open(d)?,
-        (None, None) => {}
+        (None, None) => {
+            let named: std::collections::BTreeSet<&str> =
+                trials.iter().map(|t| t.config.train.device.as_str()).collect();
+            named.into_iter().try_for_each(|d| crate::device::open(d).map(|_| ()))?
+        }
     }
     let Some(memory) = crate::cli::memory::budget(&spec, &program, &trials, args.device.as_deref(), ctx) else {
         return Ok(2);

@@ -104,6 +104,14 @@ fn cuda_without_the_feature_is_a_clear_error() {
     let out = memctl(&store, &["run", spec.to_str().unwrap(), "--device", "cuda"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--features cuda"), "{}", text(&out.stderr));
+    // Named by the spec's `device` setting: refused before any trial is claimed and recorded.
+    let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "device=\"cuda\""]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--features cuda"), "{}", text(&out.stderr));
+    assert!(!store.exists(), "nothing recorded");
+    let out = memctl(&store, &["run", spec.to_str().unwrap(), "device=\"cuda\""]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!store.exists(), "nothing recorded");
 }
 
 #[test]
