@@ -462,8 +462,9 @@ fn left_out_note(s: &Selection) -> Option<String> {
     (!parts.is_empty()).then(|| format!("Left out: {}.", parts.join("; ")))
 }
 
-/// Rows that average runs differing in more than the seed (a swept name that is not a row
-/// key), each said as `row `stm` averages lr 0.001, 0.01 (add `lr` to `rows` to split it)`.
+/// Rows that average runs differing in more than the seed (a parameter, task option or
+/// training setting that is not a row key, swept or set on the command line), each said as
+/// `row `stm` averages lr 0.001, 0.01 (add `lr` to `rows` to split it)`.
 pub fn mixed_rows(t: &Table, selection: &Selection) -> Vec<String> {
     let mut said = vec![];
     for row in &selection.rows {
@@ -474,12 +475,12 @@ pub fn mixed_rows(t: &Table, selection: &Selection) -> Vec<String> {
         let which = if row.key.is_empty() { "the row".to_string() } else { format!("row `{}`", row.key.join(", ")) };
         let values: Vec<String> =
             mixed.iter().map(|(k, v)| format!("{k} {}", v.iter().cloned().collect::<Vec<_>>().join(", "))).collect();
-        let names: Vec<String> = mixed.iter().map(|(k, _)| format!("`{k}`")).collect();
-        said.push(format!(
-            "{which} averages runs of {} as well as seeds (add {} to `rows` to split it)",
-            values.join(" and "),
-            names.join(", ")
-        ));
+        // A qualified name (`train.lr`, shadowed by a parameter) is no row key.
+        let names: Vec<String> =
+            mixed.iter().filter(|(k, _)| !k.contains('.')).map(|(k, _)| format!("`{k}`")).collect();
+        let split =
+            if names.is_empty() { String::new() } else { format!(" (add {} to `rows` to split it)", names.join(", ")) };
+        said.push(format!("{which} averages runs of {} as well as seeds{split}", values.join(" and ")));
     }
     said
 }
@@ -724,6 +725,41 @@ tables:
         let md = render(&by_lr, &runs);
         assert!(md.contains("| 0.001 | 0.300 ± 0.141 (2) |") && md.contains("| 0.01 | 0.700 ± 0.141 (2) |"), "{md}");
         assert!(!md.contains("Mixed"), "{md}");
+    }
+
+    #[test]
+    fn a_row_averaging_a_setting_that_only_some_runs_set_is_marked() {
+        use crate::report::selection::tests::run;
+        let d = [("d", Value::Int(8))];
+        // Three seeds of the spec, then one run given `lr=1e30` and one `steps=3000` on the
+        // command line: each of those names is swept by one run only.
+        let mut runs: Vec<RunRecord> = (1..=3)
+            .map(|seed| {
+                let mut r = run(seed, &format!("t{seed}"), "v1", &d, 0.1);
+                r.config.swept = vec![("d".into(), Value::Int(8)), ("seed".into(), Value::Int(seed as i64))];
+                r
+            })
+            .collect();
+        let mut lr = run(4, "t4", "v1", &d, 0.05);
+        lr.config.train.insert("lr".into(), Value::Float(1e30));
+        lr.config.swept.push(("lr".into(), Value::Float(1e30)));
+        let mut steps = run(5, "t5", "v1", &d, 0.5);
+        steps.config.train.insert("steps".into(), Value::Int(3000));
+        steps.config.swept.push(("steps".into(), Value::Int(3000)));
+        // Where a run ran is not what it computed.
+        steps.config.train.insert("device".into(), Value::Str("cuda:0".into()));
+        runs.extend([lr, steps]);
+        let report: Report = serde_saphyr::from_str(ONE_TABLE).unwrap();
+        let md = render(&report, &runs);
+        assert!(
+            md.contains(
+                "Mixed: row `8` averages runs of lr 0.001, 1e30 and steps 20, 3000 as well as seeds \
+                 (add `lr`, `steps` to `rows` to split it)."
+            ),
+            "{md}"
+        );
+        // The three seeds alone are not mixed.
+        assert!(!render(&report, &runs[..3]).contains("Mixed"));
     }
 
     #[test]
