@@ -238,7 +238,7 @@ impl Table {
     fn paper_number(&self, m: &RowMatch, metric: &str) -> Option<f64> {
         self.paper
             .iter()
-            .filter(|p| p.when.iter().all(|(k, v)| m.get(k) == Some(v)))
+            .filter(|p| p.when.iter().all(|(k, v)| m.get(k).is_some_and(|x| x.is(&v.0))))
             .find_map(|p| p.figures.get(metric)?.value)
     }
 
@@ -671,6 +671,18 @@ tables:
         let err = load_named("title: R\ntables: [{title: T, experiments: 3\n", "specs/x.yaml").unwrap_err().to_string();
         assert!(err.contains("specs/x.yaml:") && !err.contains("<input>"), "{err}");
         assert!(!err.starts_with("error:"), "the CLI adds its own `error: `: {err}");
+    }
+
+    #[test]
+    fn a_paper_row_written_with_another_number_of_the_same_value_gives_the_figure() {
+        let yaml = "title: R\ntables:\n  - title: T\n    experiments: [e]\n    rows: [d]\n    metrics: [accuracy]\n    \
+                    paper:\n      - {match: {d: 8.0}, figures: {accuracy: {value: 0.9}}}\n    \
+                    criteria:\n      - reaches_paper: {row: {d: 8}, metric: accuracy, tolerance: 0.1}\n";
+        // The criterion's {d: 8} has the paper's figure of {d: 8.0}, so the description loads.
+        let report = load(yaml).unwrap();
+        let t = &report.tables[0];
+        let eight: RowMatch = [("d".to_string(), verdict::Scalar("8".into()))].into();
+        assert_eq!(t.paper_number(&eight, "accuracy"), Some(0.9));
     }
 
     #[test]

@@ -15,12 +15,20 @@ use super::selection::{Row, metric};
 use crate::tasks::higher_is_better;
 
 /// A row named by some of its key values: `{model: stm, nq: 8}`. Values are compared as the
-/// table shows them (`8`, `true`, `stm`).
+/// table shows them (`8`, `true`, `stm`), numbers by value ([`Scalar::is`]).
 pub type RowMatch = BTreeMap<String, Scalar>;
 
 /// A YAML scalar read as text (`8`, `true` and `"8"` are the same row value).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Scalar(pub String);
+
+impl Scalar {
+    /// Whether a row value, as the table shows it, is this one: numbers by value (`8.0` is the
+    /// row `8`, `1e-7` the row `0.0000001`), anything else by its text.
+    pub fn is(&self, shown: &str) -> bool {
+        self.0 == shown || matches!((self.0.parse::<f64>(), shown.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
+    }
+}
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
@@ -441,7 +449,7 @@ fn mean_of(cx: &Context, m: &RowMatch, metric_name: &str) -> Result<Mean, Missin
 
 /// Whether a row's key values agree with every value the match names.
 pub fn row_matches(row_keys: &[String], key: &[String], m: &RowMatch) -> bool {
-    m.iter().all(|(k, v)| row_keys.iter().position(|r| r == k).is_some_and(|i| key[i] == v.0))
+    m.iter().all(|(k, v)| row_keys.iter().position(|r| r == k).is_some_and(|i| key.get(i).is_some_and(|x| v.is(x))))
 }
 
 fn outcome_of(passed: Result<bool, Outcome>) -> Outcome {
@@ -627,6 +635,18 @@ mod tests {
             check("- below: {row: {nq: 1}, metric: accuracy, value: 0.3, given: {row: {d: 8}, at_least: 0.9}}"),
             CriterionError::UnknownRowKey { .. }
         ));
+    }
+
+    #[test]
+    fn a_row_value_written_as_another_number_of_the_same_value_names_the_row() {
+        // `{nq: 8.0}` is the row of the integer 8; a text that is no number stays text.
+        let js = judge_all(
+            &criteria("- at_least: {row: {nq: 8.0}, metric: accuracy, value: 0.5}"),
+            &runs(&[(8, &[0.9]), (4, &[0.2])]),
+        );
+        assert_eq!(js[0].line, "✓ accuracy of {nq: 8.0} = 0.900 (n = 1) ≥ 0.500");
+        assert!(Scalar("1e-7".into()).is("0.0000001") && Scalar("8".into()).is("8.0"));
+        assert!(!Scalar("8".into()).is("8x") && !Scalar("true".into()).is("1") && Scalar("stm".into()).is("stm"));
     }
 
     #[test]
