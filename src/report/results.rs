@@ -147,6 +147,8 @@ pub enum DescriptionError {
     EmptyFigure { table: String, metric: String },
     #[error("the description has no tables (`tables`, or `sections` with tables)")]
     NoTables,
+    #[error("table \"{table}\": `experiments` is empty; name the experiments whose runs it shows")]
+    NoExperiments { table: String },
     #[error("table \"{table}\": no fit is called `{fit}` (the one there is: kanerva_runtime)")]
     UnknownFit { table: String, fit: String },
     #[error("table \"{table}\": none of its {runs} runs has {what} `{name}`; {hint}")]
@@ -170,6 +172,9 @@ pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> 
         return Err(DescriptionError::NoTables);
     }
     for t in report.all_tables() {
+        if t.experiments.is_empty() {
+            return Err(DescriptionError::NoExperiments { table: t.title.clone() });
+        }
         if let Some(fit) = t.fit.as_ref().filter(|f| f.as_str() != "kanerva_runtime") {
             return Err(DescriptionError::UnknownFit { table: t.title.clone(), fit: fit.clone() });
         }
@@ -671,6 +676,13 @@ tables:
         let err = load_named("title: R\ntables: [{title: T, experiments: 3\n", "specs/x.yaml").unwrap_err().to_string();
         assert!(err.contains("specs/x.yaml:") && !err.contains("<input>"), "{err}");
         assert!(!err.starts_with("error:"), "the CLI adds its own `error: `: {err}");
+    }
+
+    #[test]
+    fn an_empty_list_of_experiments_is_refused() {
+        let err = load(&ONE_TABLE.replace("experiments: [exp]", "experiments: []")).unwrap_err();
+        assert!(matches!(&err, DescriptionError::NoExperiments { table } if table == "T"), "{err}");
+        assert_eq!(err.to_string(), "table \"T\": `experiments` is empty; name the experiments whose runs it shows");
     }
 
     #[test]
