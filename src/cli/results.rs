@@ -39,7 +39,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
     results::check_names(&report, &runs).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
+    let known = results::known_experiments(&runs);
     for t in report.all_tables() {
+        for typo in results::unknown_experiments(t, &known) {
+            eprintln!("warning: table `{}`: {typo}", t.title);
+        }
         for mixed in results::mixed_rows(t, &select(&runs, &t.experiments, &t.rows)) {
             eprintln!("warning: table `{}`: {mixed}", t.title);
         }

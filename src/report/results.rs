@@ -237,6 +237,34 @@ pub fn check_names(report: &Report, runs: &[RunRecord]) -> Result<(), Descriptio
     Ok(())
 }
 
+/// The experiments the store knows of: those its runs are of, and those their specs declare
+/// (the experiments of a spec not run yet).
+pub fn known_experiments(runs: &[RunRecord]) -> BTreeSet<String> {
+    let mut known: BTreeSet<String> = runs.iter().map(|r| r.config.experiment.clone()).collect();
+    let mut texts = BTreeSet::new();
+    for r in runs.iter().filter(|r| texts.insert(r.spec_hash.as_str())) {
+        known.extend(crate::lang::declared::declared_experiments(&r.spec_text));
+    }
+    known
+}
+
+/// The table's experiments that are not `known` but within two edits of one that is, each said
+/// as `no run is of experiment `x` …: not run yet, or a misspelt `y`?`. Not errors: an
+/// experiment of a spec that has not run at all is unknown too, and its name may well resemble
+/// one that has run (`sam_table4_stm`, `sam_table2_stm`).
+pub fn unknown_experiments(t: &Table, known: &BTreeSet<String>) -> Vec<String> {
+    t.experiments
+        .iter()
+        .filter(|e| !known.contains(*e))
+        .filter_map(|e| {
+            let near = crate::suggest::closest_within(e, known.iter().map(String::as_str), 2)?;
+            Some(format!(
+                "no run is of experiment `{e}` and no run's spec declares it: not run yet, or a misspelt `{near}`?"
+            ))
+        })
+        .collect()
+}
+
 impl Table {
     /// The paper's number for the row a criterion names: from the paper row whose match
     /// agrees with it.
@@ -676,6 +704,27 @@ tables:
         let err = load_named("title: R\ntables: [{title: T, experiments: 3\n", "specs/x.yaml").unwrap_err().to_string();
         assert!(err.contains("specs/x.yaml:") && !err.contains("<input>"), "{err}");
         assert!(!err.starts_with("error:"), "the CLI adds its own `error: `: {err}");
+    }
+
+    #[test]
+    fn an_experiment_no_run_has_and_no_spec_declares_gets_a_suggestion_when_one_is_close() {
+        use crate::report::selection::tests::run;
+        let mut r = run(1, "t0", "v1", &[("d", Value::Int(8))], 0.5);
+        r.spec_text = "experiment exp { task t }\nexperiment exp_later { task t }\n".into();
+        let known = known_experiments(std::slice::from_ref(&r));
+        let warn = |experiments: &str| {
+            let yaml = ONE_TABLE.replace("experiments: [exp]", &format!("experiments: {experiments}"));
+            unknown_experiments(&load(&yaml).unwrap().tables[0], &known)
+        };
+        assert_eq!(
+            warn("[exp, exp_latr]"),
+            [
+                "no run is of experiment `exp_latr` and no run's spec declares it: not run yet, or a misspelt `exp_later`?"
+            ]
+        );
+        // Declared but not run yet, and a name close to nothing known (a spec never run): no word.
+        assert!(warn("[exp_later]").is_empty());
+        assert!(warn("[sam_table2_gpu]").is_empty());
     }
 
     #[test]
