@@ -13,6 +13,12 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
         .map(|(_, c)| c)
 }
 
+/// As [`closest`], at most `edits` edits away: for names that share long parts, where a third
+/// of the name is too loose (`sam_table2_stm` and `sam_table2_stm_gpu` are two experiments).
+pub fn closest_within<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>, edits: usize) -> Option<&'a str> {
+    closest(name, candidates).filter(|c| strsim::osa_distance(&name.to_lowercase(), &c.to_lowercase()) <= edits)
+}
+
 /// `Some("did you mean `x`?")` for the closest candidate.
 pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
     closest(name, candidates).map(|c| format!("did you mean `{c}`?"))
@@ -29,5 +35,7 @@ mod tests {
         assert_eq!(closest("banana", ["samRead", "linear"]), None);
         assert_eq!(closest("x", ["L", "k"]), None, "a one-letter name differs from every other");
         assert_eq!(closest("l", ["L", "k"]), Some("L"));
+        assert_eq!(closest_within("tiny_stn", ["tiny_stm"], 2), Some("tiny_stm"));
+        assert_eq!(closest_within("sam_table2_stm_gpu", ["sam_table2_stm"], 2), None);
     }
 }

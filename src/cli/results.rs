@@ -2,7 +2,7 @@
 //! from the store, and the data behind each as JSON.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 use crate::cli::context::Context;
 use crate::report::selection::select;
@@ -18,7 +18,8 @@ pub struct Args {
     #[arg(long, short)]
     output: Option<PathBuf>,
     /// Also write the data behind every table here, one JSON file per table (`<table-slug>.json`),
-    /// and the learning curves of the tables that name one (`<table-slug>.svg`).
+    /// and the learning curves of the tables that name one (`<table-slug>.svg`), linked from the
+    /// Markdown by their path relative to its folder.
     #[arg(long)]
     data_dir: Option<PathBuf>,
 }
@@ -38,7 +39,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
     results::check_names(&report, &runs).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
+    let known = results::known_experiments(&runs);
     for t in report.all_tables() {
+        for typo in results::unknown_experiments(t, &known) {
+            eprintln!("warning: table `{}`: {typo}", t.title);
+        }
         for mixed in results::mixed_rows(t, &select(&runs, &t.experiments, &t.rows)) {
             eprintln!("warning: table `{}`: {mixed}", t.title);
         }
@@ -98,13 +103,43 @@ fn write_data(
     Ok(figures)
 }
 
-/// `figure`'s path as a link from `document`'s folder (as given when they share no folder).
+/// `figure`'s path as a link from `document`'s folder, as a Markdown viewer resolves it
+/// (`../data/x.svg` where the figure is outside that folder). Printed (no document), or with
+/// no relative path between them (another drive), the path as given.
 fn link(figure: &Path, document: Option<&Path>) -> String {
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let relative = document
-        .and_then(|d| absolute(d).parent().map(Path::to_path_buf))
-        .and_then(|folder| absolute(figure).strip_prefix(folder).ok().map(Path::to_path_buf));
+    let relative = document.and_then(|d| {
+        let folder = lexical(&std::path::absolute(d).ok()?).parent()?.to_path_buf();
+        relative_to(&lexical(&std::path::absolute(figure).ok()?), &folder)
+    });
     relative.unwrap_or_else(|| figure.to_path_buf()).to_string_lossy().replace('\\', "/")
+}
+
+/// An absolute path with `.` and `..` resolved by name, as a viewer resolves a link from the
+/// path it opened (not through symbolic links).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` relative to `folder`, both absolute and lexical; none across roots or drives.
+fn relative_to(path: &Path, folder: &Path) -> Option<PathBuf> {
+    let path: Vec<Component> = path.components().collect();
+    let folder: Vec<Component> = folder.components().collect();
+    if path.first() != folder.first() {
+        return None;
+    }
+    let common = path.iter().zip(&folder).take_while(|(a, b)| a == b).count();
+    let up = std::iter::repeat_n(Component::ParentDir, folder.len() - common);
+    Some(up.chain(path[common..].iter().copied()).collect())
 }
 
 #[cfg(test)]
@@ -118,7 +153,13 @@ mod tests {
         assert_eq!(link(figure, Some(Path::new("README.md"))), "docs/results/sam-table-2.svg");
         // Printed to the terminal (no document): the path as given.
         assert_eq!(link(figure, None), "docs/results/sam-table-2.svg");
-        // A figure outside the document's folder keeps its path.
-        assert_eq!(link(Path::new("/tmp/x.svg"), Some(Path::new("docs/results.md"))), "/tmp/x.svg");
+        // A figure outside the document's folder is reached through `..`.
+        assert_eq!(link(Path::new("data3/t.svg"), Some(Path::new("sub/out2.md"))), "../data3/t.svg");
+        assert_eq!(link(Path::new("./a/../data/t.svg"), Some(Path::new("sub/./deeper/out.md"))), "../../data/t.svg");
+        // Absolute paths, on either side.
+        assert_eq!(link(Path::new("/tmp/x.svg"), Some(Path::new("/srv/docs/results.md"))), "../../tmp/x.svg");
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(link(&here.join("data/t.svg"), Some(Path::new("sub/out.md"))), "../data/t.svg");
+        assert_eq!(link(Path::new("data/t.svg"), Some(&here.join("out.md"))), "data/t.svg");
     }
 }

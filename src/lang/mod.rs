@@ -2,6 +2,7 @@
 //! Nothing here depends on candle.
 
 pub mod ast;
+pub mod declared;
 pub mod error_kind;
 pub mod limits;
 pub mod parser;

@@ -147,6 +147,8 @@ pub enum DescriptionError {
     EmptyFigure { table: String, metric: String },
     #[error("the description has no tables (`tables`, or `sections` with tables)")]
     NoTables,
+    #[error("table \"{table}\": `experiments` is empty; name the experiments whose runs it shows")]
+    NoExperiments { table: String },
     #[error("table \"{table}\": no fit is called `{fit}` (the one there is: kanerva_runtime)")]
     UnknownFit { table: String, fit: String },
     #[error("table \"{table}\": none of its {runs} runs has {what} `{name}`; {hint}")]
@@ -170,6 +172,9 @@ pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> 
         return Err(DescriptionError::NoTables);
     }
     for t in report.all_tables() {
+        if t.experiments.is_empty() {
+            return Err(DescriptionError::NoExperiments { table: t.title.clone() });
+        }
         if let Some(fit) = t.fit.as_ref().filter(|f| f.as_str() != "kanerva_runtime") {
             return Err(DescriptionError::UnknownFit { table: t.title.clone(), fit: fit.clone() });
         }
@@ -232,13 +237,41 @@ pub fn check_names(report: &Report, runs: &[RunRecord]) -> Result<(), Descriptio
     Ok(())
 }
 
+/// The experiments the store knows of: those its runs are of, and those their specs declare
+/// (the experiments of a spec not run yet).
+pub fn known_experiments(runs: &[RunRecord]) -> BTreeSet<String> {
+    let mut known: BTreeSet<String> = runs.iter().map(|r| r.config.experiment.clone()).collect();
+    let mut texts = BTreeSet::new();
+    for r in runs.iter().filter(|r| texts.insert(r.spec_hash.as_str())) {
+        known.extend(crate::lang::declared::declared_experiments(&r.spec_text));
+    }
+    known
+}
+
+/// The table's experiments that are not `known` but within two edits of one that is, each said
+/// as `no run is of experiment `x` …: not run yet, or a misspelt `y`?`. Not errors: an
+/// experiment of a spec that has not run at all is unknown too, and its name may well resemble
+/// one that has run (`sam_table4_stm`, `sam_table2_stm`).
+pub fn unknown_experiments(t: &Table, known: &BTreeSet<String>) -> Vec<String> {
+    t.experiments
+        .iter()
+        .filter(|e| !known.contains(*e))
+        .filter_map(|e| {
+            let near = crate::suggest::closest_within(e, known.iter().map(String::as_str), 2)?;
+            Some(format!(
+                "no run is of experiment `{e}` and no run's spec declares it: not run yet, or a misspelt `{near}`?"
+            ))
+        })
+        .collect()
+}
+
 impl Table {
     /// The paper's number for the row a criterion names: from the paper row whose match
     /// agrees with it.
     fn paper_number(&self, m: &RowMatch, metric: &str) -> Option<f64> {
         self.paper
             .iter()
-            .filter(|p| p.when.iter().all(|(k, v)| m.get(k) == Some(v)))
+            .filter(|p| p.when.iter().all(|(k, v)| m.get(k).is_some_and(|x| x.is(&v.0))))
             .find_map(|p| p.figures.get(metric)?.value)
     }
 
@@ -462,8 +495,9 @@ fn left_out_note(s: &Selection) -> Option<String> {
     (!parts.is_empty()).then(|| format!("Left out: {}.", parts.join("; ")))
 }
 
-/// Rows that average runs differing in more than the seed (a swept name that is not a row
-/// key), each said as `row `stm` averages lr 0.001, 0.01 (add `lr` to `rows` to split it)`.
+/// Rows that average runs differing in more than the seed (a parameter, task option or
+/// training setting that is not a row key, swept or set on the command line), each said as
+/// `row `stm` averages lr 0.001, 0.01 (add `lr` to `rows` to split it)`.
 pub fn mixed_rows(t: &Table, selection: &Selection) -> Vec<String> {
     let mut said = vec![];
     for row in &selection.rows {
@@ -474,12 +508,12 @@ pub fn mixed_rows(t: &Table, selection: &Selection) -> Vec<String> {
         let which = if row.key.is_empty() { "the row".to_string() } else { format!("row `{}`", row.key.join(", ")) };
         let values: Vec<String> =
             mixed.iter().map(|(k, v)| format!("{k} {}", v.iter().cloned().collect::<Vec<_>>().join(", "))).collect();
-        let names: Vec<String> = mixed.iter().map(|(k, _)| format!("`{k}`")).collect();
-        said.push(format!(
-            "{which} averages runs of {} as well as seeds (add {} to `rows` to split it)",
-            values.join(" and "),
-            names.join(", ")
-        ));
+        // A qualified name (`train.lr`, shadowed by a parameter) is no row key.
+        let names: Vec<String> =
+            mixed.iter().filter(|(k, _)| !k.contains('.')).map(|(k, _)| format!("`{k}`")).collect();
+        let split =
+            if names.is_empty() { String::new() } else { format!(" (add {} to `rows` to split it)", names.join(", ")) };
+        said.push(format!("{which} averages runs of {} as well as seeds{split}", values.join(" and ")));
     }
     said
 }
@@ -673,6 +707,46 @@ tables:
     }
 
     #[test]
+    fn an_experiment_no_run_has_and_no_spec_declares_gets_a_suggestion_when_one_is_close() {
+        use crate::report::selection::tests::run;
+        let mut r = run(1, "t0", "v1", &[("d", Value::Int(8))], 0.5);
+        r.spec_text = "experiment exp { task t }\nexperiment exp_later { task t }\n".into();
+        let known = known_experiments(std::slice::from_ref(&r));
+        let warn = |experiments: &str| {
+            let yaml = ONE_TABLE.replace("experiments: [exp]", &format!("experiments: {experiments}"));
+            unknown_experiments(&load(&yaml).unwrap().tables[0], &known)
+        };
+        assert_eq!(
+            warn("[exp, exp_latr]"),
+            [
+                "no run is of experiment `exp_latr` and no run's spec declares it: not run yet, or a misspelt `exp_later`?"
+            ]
+        );
+        // Declared but not run yet, and a name close to nothing known (a spec never run): no word.
+        assert!(warn("[exp_later]").is_empty());
+        assert!(warn("[sam_table2_gpu]").is_empty());
+    }
+
+    #[test]
+    fn an_empty_list_of_experiments_is_refused() {
+        let err = load(&ONE_TABLE.replace("experiments: [exp]", "experiments: []")).unwrap_err();
+        assert!(matches!(&err, DescriptionError::NoExperiments { table } if table == "T"), "{err}");
+        assert_eq!(err.to_string(), "table \"T\": `experiments` is empty; name the experiments whose runs it shows");
+    }
+
+    #[test]
+    fn a_paper_row_written_with_another_number_of_the_same_value_gives_the_figure() {
+        let yaml = "title: R\ntables:\n  - title: T\n    experiments: [e]\n    rows: [d]\n    metrics: [accuracy]\n    \
+                    paper:\n      - {match: {d: 8.0}, figures: {accuracy: {value: 0.9}}}\n    \
+                    criteria:\n      - reaches_paper: {row: {d: 8}, metric: accuracy, tolerance: 0.1}\n";
+        // The criterion's {d: 8} has the paper's figure of {d: 8.0}, so the description loads.
+        let report = load(yaml).unwrap();
+        let t = &report.tables[0];
+        let eight: RowMatch = [("d".to_string(), verdict::Scalar("8".into()))].into();
+        assert_eq!(t.paper_number(&eight, "accuracy"), Some(0.9));
+    }
+
+    #[test]
     fn a_row_key_metric_or_curve_no_run_has_is_an_error_with_a_suggestion() {
         use crate::report::selection::tests::run;
         let runs = [run(1, "t0", "v1", &[("d", Value::Int(8))], 0.5)];
@@ -724,6 +798,41 @@ tables:
         let md = render(&by_lr, &runs);
         assert!(md.contains("| 0.001 | 0.300 ± 0.141 (2) |") && md.contains("| 0.01 | 0.700 ± 0.141 (2) |"), "{md}");
         assert!(!md.contains("Mixed"), "{md}");
+    }
+
+    #[test]
+    fn a_row_averaging_a_setting_that_only_some_runs_set_is_marked() {
+        use crate::report::selection::tests::run;
+        let d = [("d", Value::Int(8))];
+        // Three seeds of the spec, then one run given `lr=1e30` and one `steps=3000` on the
+        // command line: each of those names is swept by one run only.
+        let mut runs: Vec<RunRecord> = (1..=3)
+            .map(|seed| {
+                let mut r = run(seed, &format!("t{seed}"), "v1", &d, 0.1);
+                r.config.swept = vec![("d".into(), Value::Int(8)), ("seed".into(), Value::Int(seed as i64))];
+                r
+            })
+            .collect();
+        let mut lr = run(4, "t4", "v1", &d, 0.05);
+        lr.config.train.insert("lr".into(), Value::Float(1e30));
+        lr.config.swept.push(("lr".into(), Value::Float(1e30)));
+        let mut steps = run(5, "t5", "v1", &d, 0.5);
+        steps.config.train.insert("steps".into(), Value::Int(3000));
+        steps.config.swept.push(("steps".into(), Value::Int(3000)));
+        // Where a run ran is not what it computed.
+        steps.config.train.insert("device".into(), Value::Str("cuda:0".into()));
+        runs.extend([lr, steps]);
+        let report: Report = serde_saphyr::from_str(ONE_TABLE).unwrap();
+        let md = render(&report, &runs);
+        assert!(
+            md.contains(
+                "Mixed: row `8` averages runs of lr 0.001, 1e30 and steps 20, 3000 as well as seeds \
+                 (add `lr`, `steps` to `rows` to split it)."
+            ),
+            "{md}"
+        );
+        // The three seeds alone are not mixed.
+        assert!(!render(&report, &runs[..3]).contains("Mixed"));
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::lang::version::experiment_version;
 use crate::store::{RunRecord, Status};
-use crate::value::Value;
+use crate::value::{Label, Value};
 
 /// One row of a table: its key values and the runs behind it.
 #[derive(Debug)]
@@ -40,18 +40,48 @@ pub struct Selection<'a> {
 }
 
 impl Row<'_> {
-    /// The swept names, other than the seed and the table's `row_keys`, whose values differ
-    /// among the row's runs, with those values: a row meant to average seeds that averages
-    /// these as well.
+    /// The configuration names, other than the seed and the table's `row_keys`, whose values
+    /// differ among the row's runs, with those values (`·` for a run without the name): a row
+    /// meant to average seeds that averages these as well. A value only some runs set (a
+    /// command-line `lr=1e30`) counts as much as a swept one.
     pub fn mixed(&self, row_keys: &[String]) -> Vec<(String, BTreeSet<String>)> {
-        let mut values: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
-        for r in &self.runs {
-            for (axis, v) in r.config.swept.iter().filter(|(axis, _)| axis != "seed" && !row_keys.contains(axis)) {
-                values.entry(axis).or_default().insert(plain(v));
-            }
-        }
-        values.into_iter().filter(|(_, v)| v.len() > 1).map(|(k, v)| (k.to_string(), v)).collect()
+        let configs: Vec<BTreeMap<String, String>> = self.runs.iter().map(|r| configuration(r)).collect();
+        let names: BTreeSet<&String> =
+            configs.iter().flat_map(BTreeMap::keys).filter(|n| *n != "seed" && !row_keys.contains(n)).collect();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let values: BTreeSet<String> =
+                    configs.iter().map(|c| c.get(name).cloned().unwrap_or_else(|| "·".into())).collect();
+                (values.len() > 1).then(|| (name.clone(), values))
+            })
+            .collect()
     }
+}
+
+/// What a run computed, by the names row keys read ([`key_value`]): the model, the task, the
+/// parameters, task options and training settings, without the settings that change how it
+/// ran but not what it computed (`train_config::NOT_IN_IDENTITY`: the device, checkpointing).
+/// A name an earlier of those has too is qualified by its section (`train.lr`), as a row key
+/// reads the earlier one.
+fn configuration(r: &RunRecord) -> BTreeMap<String, String> {
+    let c = &r.config;
+    let mut out: BTreeMap<String, String> =
+        [("model".to_string(), c.model.clone()), ("task".to_string(), c.task.clone())].into();
+    let mut train = c.train.clone();
+    train.retain(|k, _| !crate::train_config::NOT_IN_IDENTITY.contains(&k.as_str()));
+    for (section, values) in [("param", &c.params), ("task", &c.task_options), ("train", &train)] {
+        for (name, v) in values {
+            let name = if out.contains_key(name) { format!("{section}.{name}") } else { name.clone() };
+            let shown = match v {
+                Value::Str(s) => s.clone(),
+                // `1e30`, not thirty-one digits.
+                other => Label(other).to_string(),
+            };
+            out.insert(name, shown);
+        }
+    }
+    out
 }
 
 impl Selection<'_> {
@@ -241,6 +271,44 @@ pub(crate) mod tests {
         let s = select(&runs, &["exp".into()], &["d".into()]);
         assert_eq!(rows(&s), vec![(vec!["8".to_string()], vec![1]), (vec!["16".to_string()], vec![2])]);
         assert_eq!(s.older_versions_left_out, 0);
+    }
+
+    #[test]
+    fn a_row_is_mixed_by_any_configuration_value_its_runs_differ_in() {
+        let mixed = |runs: &[RunRecord], keys: &[&str]| {
+            let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            let row =
+                Row { key: vec![], version: String::new(), spec_hash: String::new(), runs: runs.iter().collect() };
+            row.mixed(&keys).into_iter().map(|(k, v)| (k, v.into_iter().collect::<Vec<_>>())).collect::<Vec<_>>()
+        };
+        let a = run(1, "a", "h", &[("d", Value::Int(8))], 0.5);
+        // Another seed, device and checkpointing: not mixed.
+        let mut b = a.clone();
+        b.config.seed = 7;
+        b.config.train.insert("device".into(), Value::Str("cuda:0".into()));
+        b.config.train.insert("keep_checkpoint".into(), Value::Bool(true));
+        assert!(mixed(&[a.clone(), b.clone()], &[]).is_empty());
+        // A task option, a parameter only one run has, and another model.
+        b.config.task_options.insert("pairs".into(), Value::Int(3));
+        b.config.params.insert("nq".into(), Value::Int(2));
+        b.config.model = "stm".into();
+        let v = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            mixed(&[a.clone(), b.clone()], &[]),
+            vec![
+                ("model".into(), v(&["lstm", "stm"])),
+                ("nq".into(), v(&["2", "·"])),
+                ("pairs".into(), v(&["2", "3"]))
+            ]
+        );
+        // Row keys split rows; they do not mix them.
+        assert_eq!(mixed(&[a.clone(), b.clone()], &["model", "nq"]), vec![("pairs".into(), v(&["2", "3"]))]);
+        // A training setting shadowed by a parameter of the same name is named by its section.
+        let (mut c, mut e) = (a.clone(), a);
+        c.config.params.insert("lr".into(), Value::Int(1));
+        e.config.params.insert("lr".into(), Value::Int(1));
+        e.config.train.insert("lr".into(), Value::Float(0.5));
+        assert_eq!(mixed(&[c, e], &["lr"]), vec![("train.lr".into(), v(&["0.001", "0.5"]))]);
     }
 
     #[test]

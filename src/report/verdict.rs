@@ -15,12 +15,25 @@ use super::selection::{Row, metric};
 use crate::tasks::higher_is_better;
 
 /// A row named by some of its key values: `{model: stm, nq: 8}`. Values are compared as the
-/// table shows them (`8`, `true`, `stm`).
+/// table shows them (`8`, `true`, `stm`), numbers by value ([`Scalar::is`]).
 pub type RowMatch = BTreeMap<String, Scalar>;
 
 /// A YAML scalar read as text (`8`, `true` and `"8"` are the same row value).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Scalar(pub String);
+
+impl Scalar {
+    /// Whether a row value, as the table shows it, is this one: numbers by value (`8.0` is the
+    /// row `8`, `1e-7` the row `0.0000001`), anything else by its text.
+    pub fn is(&self, shown: &str) -> bool {
+        self.0 == shown || matches!((self.0.parse::<f64>(), shown.parse::<f64>()), (Ok(a), Ok(b)) if a == b)
+    }
+}
+
+/// Whether two row matches name the same values (numbers by value).
+pub fn same_match(a: &RowMatch, b: &RowMatch) -> bool {
+    a.len() == b.len() && a.iter().all(|(k, v)| b.get(k).is_some_and(|w| v.is(&w.0)))
+}
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Scalar, D::Error> {
@@ -146,10 +159,14 @@ pub enum CriterionError {
     UnknownMetric { metric: String, metrics: String },
     #[error("compares with the paper, but no paper row for {row} gives a number for `{metric}`")]
     NoPaperNumber { row: String, metric: String },
-    #[error("orders {n} row(s); an order needs at least two")]
-    TooFewRows { n: usize },
+    #[error("`{criterion}` compares rows, so it needs at least two; it names {n}")]
+    TooFewRows { criterion: &'static str, n: usize },
+    #[error("names the row {row} twice: a row compared with itself")]
+    RowTwice { row: String },
     #[error("has a threshold or tolerance that is not a finite number")]
     NotFinite,
+    #[error("has the tolerance {tolerance}, below zero; a tolerance is how far off still counts, 0 or more")]
+    NegativeTolerance { tolerance: f64 },
     #[error("has a `given` that needs exactly one of `at_least` and `at_most`")]
     GivenNeedsOneBound,
 }
@@ -257,6 +274,20 @@ pub struct Context<'a, 'r> {
 }
 
 impl Criterion {
+    /// Its key in the description (`at_least`, `similar`).
+    fn name(&self) -> &'static str {
+        match self {
+            Criterion::AtLeast(_) => "at_least",
+            Criterion::AtMost(_) => "at_most",
+            Criterion::Below(_) => "below",
+            Criterion::Above(_) => "above",
+            Criterion::ReachesPaper(_) => "reaches_paper",
+            Criterion::Descending(_) => "descending",
+            Criterion::Ascending(_) => "ascending",
+            Criterion::Similar(_) => "similar",
+        }
+    }
+
     fn metric(&self) -> &str {
         match self {
             Criterion::AtLeast(t) | Criterion::AtMost(t) | Criterion::Below(t) | Criterion::Above(t) => &t.metric,
@@ -315,13 +346,24 @@ impl Criterion {
             {
                 Err(CriterionError::NotFinite)
             }
+            Criterion::ReachesPaper(Tolerance { tolerance, .. }) | Criterion::Similar(Spread { tolerance, .. })
+                if *tolerance < 0.0 =>
+            {
+                Err(CriterionError::NegativeTolerance { tolerance: *tolerance })
+            }
             Criterion::ReachesPaper(t) if (cx.paper)(&t.row, &t.metric).is_none() => {
                 Err(CriterionError::NoPaperNumber { row: show_match(&t.row, cx.row_keys), metric: t.metric.clone() })
             }
-            _ if self.rows().len() < 2
-                && matches!(self, Criterion::Descending(_) | Criterion::Ascending(_) | Criterion::Similar(_)) =>
-            {
-                Err(CriterionError::TooFewRows { n: self.rows().len() })
+            Criterion::Descending(Order { rows, .. })
+            | Criterion::Ascending(Order { rows, .. })
+            | Criterion::Similar(Spread { rows, .. }) => {
+                if rows.len() < 2 {
+                    return Err(CriterionError::TooFewRows { criterion: self.name(), n: rows.len() });
+                }
+                // A strict order of a row against itself always fails.
+                let twice =
+                    rows.iter().enumerate().find_map(|(i, r)| rows[..i].iter().find(|first| same_match(first, r)));
+                twice.map_or(Ok(()), |row| Err(CriterionError::RowTwice { row: show_match(row, cx.row_keys) }))
             }
             _ => Ok(()),
         }
@@ -441,7 +483,7 @@ fn mean_of(cx: &Context, m: &RowMatch, metric_name: &str) -> Result<Mean, Missin
 
 /// Whether a row's key values agree with every value the match names.
 pub fn row_matches(row_keys: &[String], key: &[String], m: &RowMatch) -> bool {
-    m.iter().all(|(k, v)| row_keys.iter().position(|r| r == k).is_some_and(|i| key[i] == v.0))
+    m.iter().all(|(k, v)| row_keys.iter().position(|r| r == k).is_some_and(|i| key.get(i).is_some_and(|x| v.is(x))))
 }
 
 fn outcome_of(passed: Result<bool, Outcome>) -> Outcome {
@@ -610,7 +652,10 @@ mod tests {
             check("- reaches_paper: {row: {nq: 1}, metric: accuracy, tolerance: 0.1}"),
             CriterionError::NoPaperNumber { .. }
         ));
-        assert_eq!(check("- ascending: {metric: accuracy, rows: [{nq: 1}]}"), CriterionError::TooFewRows { n: 1 });
+        assert_eq!(
+            check("- ascending: {metric: accuracy, rows: [{nq: 1}]}"),
+            CriterionError::TooFewRows { criterion: "ascending", n: 1 }
+        );
         assert_eq!(
             check("- similar: {metric: accuracy, rows: [{nq: 1}, {nq: 4}], tolerance: .nan}"),
             CriterionError::NotFinite
@@ -627,6 +672,47 @@ mod tests {
             check("- below: {row: {nq: 1}, metric: accuracy, value: 0.3, given: {row: {d: 8}, at_least: 0.9}}"),
             CriterionError::UnknownRowKey { .. }
         ));
+    }
+
+    #[test]
+    fn a_criterion_that_cannot_be_met_or_compares_nothing_is_refused() {
+        let keys = ["nq".to_string()];
+        let metrics = ["accuracy".to_string()];
+        let paper = |_: &RowMatch, _: &str| Some(0.9);
+        let cx = Context { row_keys: &keys, metrics: &metrics, rows: &[], paper: &paper, seeds: None };
+        let check = |yaml: &str| criteria(yaml)[0].validate(&cx);
+        let similar_one = check("- similar: {metric: accuracy, rows: [{nq: 1}], tolerance: 0.1}").unwrap_err();
+        assert_eq!(similar_one, CriterionError::TooFewRows { criterion: "similar", n: 1 });
+        assert_eq!(similar_one.to_string(), "`similar` compares rows, so it needs at least two; it names 1");
+        for yaml in [
+            "- descending: {metric: accuracy, rows: [{nq: 8}, {nq: 4}, {nq: 8}]}",
+            "- ascending: {metric: accuracy, rows: [{nq: 8}, {nq: 8.0}]}",
+            "- similar: {metric: accuracy, rows: [{nq: 8}, {nq: \"8\"}], tolerance: 0.1}",
+        ] {
+            let err = check(yaml).unwrap_err();
+            assert_eq!(err, CriterionError::RowTwice { row: "{nq: 8}".into() }, "{yaml}");
+            assert_eq!(err.to_string(), "names the row {nq: 8} twice: a row compared with itself");
+        }
+        for yaml in [
+            "- reaches_paper: {row: {nq: 8}, metric: accuracy, tolerance: -5}",
+            "- similar: {metric: accuracy, rows: [{nq: 1}, {nq: 4}], tolerance: -0.5}",
+        ] {
+            assert!(matches!(check(yaml), Err(CriterionError::NegativeTolerance { .. })), "{yaml}");
+        }
+        assert!(check("- reaches_paper: {row: {nq: 8}, metric: accuracy, tolerance: 0}").is_ok());
+        assert!(check("- descending: {metric: accuracy, rows: [{nq: 8}, {nq: 4}]}").is_ok());
+    }
+
+    #[test]
+    fn a_row_value_written_as_another_number_of_the_same_value_names_the_row() {
+        // `{nq: 8.0}` is the row of the integer 8; a text that is no number stays text.
+        let js = judge_all(
+            &criteria("- at_least: {row: {nq: 8.0}, metric: accuracy, value: 0.5}"),
+            &runs(&[(8, &[0.9]), (4, &[0.2])]),
+        );
+        assert_eq!(js[0].line, "✓ accuracy of {nq: 8.0} = 0.900 (n = 1) ≥ 0.500");
+        assert!(Scalar("1e-7".into()).is("0.0000001") && Scalar("8".into()).is("8.0"));
+        assert!(!Scalar("8".into()).is("8x") && !Scalar("true".into()).is("1") && Scalar("stm".into()).is("stm"));
     }
 
     #[test]

@@ -14,8 +14,14 @@ use crate::synthetic::{filled, one_point_run, open};
 /// Runs memctl. A `Store` this process just dropped can hold sled's file lock for a few more
 /// milliseconds (its I/O threads finish asynchronously), so a locked store is retried briefly.
 fn memctl(store: &Path, args: &[&str]) -> Output {
+    memctl_in(Path::new("."), store, args)
+}
+
+/// [`memctl`] run in the folder `cwd`.
+fn memctl_in(cwd: &Path, store: &Path, args: &[&str]) -> Output {
     for _ in 0..100 {
         let out = Command::new(env!("CARGO_BIN_EXE_memctl"))
+            .current_dir(cwd)
             .arg("--store")
             .arg(store)
             .args(args)
@@ -580,6 +586,32 @@ tables:
     let runs = json(&memctl(&rebuilt, &["runs", "--all", "--format", "records"]));
     assert_eq!(runs.len(), 4);
     assert!(runs.iter().all(|r| r["spec_text"].as_str() == Some(tiny_spec().as_str())), "spec texts restored");
+}
+
+/// `memctl results -o DOC --data-dir DIR`: each figure is linked by its path from DOC's folder,
+/// whether DIR is inside it, beside it or given as an absolute path.
+#[test]
+fn results_link_figures_from_the_documents_folder() {
+    use crate::synthetic::{config, record};
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    open(&store).put_many(&[record(1, config(48, true, 1), 0.5, None)]).unwrap();
+    let yaml = "title: R\ntables:\n  - {title: T, experiments: [tiny_stm], rows: [d], metrics: [accuracy], \
+                curves: val_accuracy}\n";
+    std::fs::write(dir.path().join("r.yaml"), yaml).unwrap();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    let absolute = dir.path().join("abs");
+    for (doc, data, link) in [
+        ("sub/out.md", "data", "../data/t.svg"),
+        ("out.md", "./sub/data", "sub/data/t.svg"),
+        ("sub/out.md", absolute.to_str().unwrap(), "../abs/t.svg"),
+    ] {
+        ok(&memctl_in(dir.path(), &store, &["results", "r.yaml", "-o", doc, "--data-dir", data]));
+        let md = std::fs::read_to_string(dir.path().join(doc)).unwrap();
+        assert!(md.contains(&format!("]({link})")), "{doc}, {data}:\n{md}");
+        let folder = dir.path().join(doc).parent().unwrap().to_path_buf();
+        assert!(folder.join(link).is_file(), "{link} from {}", folder.display());
+    }
 }
 
 /// The identity and content of a store's runs, ids aside (an import renumbers them).
