@@ -39,7 +39,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();
     results::check_names(&report, &runs).map_err(|e| anyhow::anyhow!("{}: {e}", args.description.display()))?;
-    let known = results::known_experiments(&runs);
+    let mut known = results::known_experiments(&runs);
+    known.extend(declared_beside(&args.description));
     for t in report.all_tables() {
         for typo in results::unknown_experiments(t, &known) {
             eprintln!("warning: table `{}`: {typo}", t.title);
@@ -142,6 +143,28 @@ fn relative_to(path: &Path, folder: &Path) -> Option<PathBuf> {
     Some(up.chain(path[common..].iter().copied()).collect())
 }
 
+/// The experiments the specs beside a description declare (`.mem` files in its folder and the
+/// folders below, a few levels down): a table may name an experiment that has not run yet.
+fn declared_beside(description: &Path) -> BTreeSet<String> {
+    fn walk(dir: &Path, depth: usize, known: &mut BTreeSet<String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for path in entries.filter_map(Result::ok).map(|e| e.path()) {
+            if path.is_dir() && depth > 0 {
+                walk(&path, depth - 1, known);
+            } else if path.extension().is_some_and(|x| x == "mem")
+                && std::fs::metadata(&path).is_ok_and(|m| m.len() <= crate::lang::limits::MAX_SPEC_BYTES)
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                known.extend(crate::lang::declared::declared_experiments(&text));
+            }
+        }
+    }
+    let mut known = BTreeSet::new();
+    let folder = description.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    walk(folder, 2, &mut known);
+    known
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,5 +184,19 @@ mod tests {
         let here = std::env::current_dir().unwrap();
         assert_eq!(link(&here.join("data/t.svg"), Some(Path::new("sub/out.md"))), "../data/t.svg");
         assert_eq!(link(Path::new("data/t.svg"), Some(&here.join("out.md"))), "data/t.svg");
+    }
+
+    /// The shipped description names bAbI's experiments, whose spec sits beside it and may
+    /// never have run: known, so not called misspelt.
+    #[test]
+    fn the_specs_beside_a_description_declare_experiments_not_run_yet() {
+        let known = declared_beside(Path::new("specs/paper/results.yaml"));
+        assert!(known.contains("sam_table4_stm") && known.contains("sam_table1_l30_gpu"), "{known:?}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("deeper")).unwrap();
+        std::fs::write(dir.path().join("deeper/later.mem"), "experiment later { task t }\n").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "experiment not_a_spec { }\n").unwrap();
+        let known = declared_beside(&dir.path().join("tables.yaml"));
+        assert_eq!(known.into_iter().collect::<Vec<_>>(), ["later"]);
     }
 }
