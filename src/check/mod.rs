@@ -96,10 +96,16 @@ pub fn check_selected(
     let selected_exists = only.is_none_or(|name| ast.experiments.iter().any(|e| e.name.name == name));
     if errors.is_empty() && selected_exists {
         for o in overrides.iter().filter(|o| !applied.contains(&o.name.name)) {
+            let hint = match o.name.name.as_str() {
+                "stop_when" | "select" => format!("`{}` is a condition, set in the experiment's `train` block", o.name.name),
+                _ => "overrides name a model parameter (`d=48,96`), a train setting (`lr=1e-3`), a task option, or `seed`"
+                    .to_string(),
+            };
             errors.push(
-                CheckErrorKind::OverrideSetsNothing { name: o.name.name.clone() }.error()
+                CheckErrorKind::OverrideSetsNothing { name: o.name.name.clone() }
+                    .error()
                     .at(o.name.span, "sets nothing")
-                    .hint("overrides name a model parameter (`d=48,96`), a train setting (`lr=1e-3`), a task option, or `seed`"),
+                    .hint(hint),
             );
         }
     }

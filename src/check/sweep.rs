@@ -87,7 +87,14 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
     }
     for o in overrides {
         let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
-        let given = axis_values(&ax)?;
+        let given = axis_values(&ax).map_err(|d| match (d.code, &o.values.kind) {
+            // `act=tanh`: a word, where a string was meant.
+            (Some("C014"), ast::ExprKind::Name(word)) => d.hint(format!(
+                "a string is quoted, also on the command line: {0}=\"{word}\" (in a shell, '{0}=\"{word}\"')",
+                o.name.name
+            )),
+            _ => d,
+        })?;
         if let Some(g) = groups.iter_mut().find(|g| g.zipped && g.names.iter().any(|n| n.name == o.name.name)) {
             pick_zip_rows(g, o, &given)?;
             continue;

@@ -266,6 +266,13 @@ fn overrides_replace_sweeps_and_bad_ones_are_located() {
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
     assert!(err.contains("<command line>:1:1") && err.contains("`gatse`"), "{err}");
+    // A string written as a word: quoted in the hint; a condition: set in the spec.
+    let word = dry(&["optimizer=sgd"]);
+    let err = String::from_utf8_lossy(&word.stderr);
+    assert!(err.contains("unknown name `sgd`") && err.contains(r#"'optimizer="sgd"'"#), "{err}");
+    let condition = dry(&["stop_when=accuracy>=0.5"]);
+    let err = String::from_utf8_lossy(&condition.stderr);
+    assert!(err.contains("`stop_when` is a condition, set in the experiment's `train` block"), "{err}");
 }
 
 /// A zip's rows are pairings the spec chose: an override of a zipped name picks rows (keeping
