@@ -98,7 +98,7 @@ mod tests {
     #[test]
     fn this_pid_with_another_start_time_is_gone() {
         let me = this_process();
-        assert!(!gone(Some(&me), 0.0, 0.0), "this process is alive");
+        assert!(!gone(Some(me), 0.0, 0.0), "this process is alive");
         let dead = ProcessIdentity { start_ticks: me.start_ticks - 1, ..me.clone() };
         assert!(gone(Some(&dead), 0.0, 0.0), "a dead process that had this pid");
     }
