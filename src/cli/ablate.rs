@@ -79,20 +79,22 @@ pub fn plan(
         config.params.iter().filter(|(_, v)| matches!(v, Value::Bool(_))).map(|(k, _)| k).collect();
     let chosen: Vec<String> = match switches {
         Some(list) => {
+            // `--switches gates,` would otherwise name the parameter ``.
+            if list.iter().any(|s| s.trim().is_empty()) {
+                return Err(AblateError::EmptySwitchName { list: list.join(",") }.into());
+            }
             for (i, s) in list.iter().enumerate() {
                 if list[..i].contains(s) {
-                    anyhow::bail!("--switches names `{s}` twice");
+                    return Err(AblateError::SwitchTwice { name: s.clone() }.into());
                 }
                 if !bools.contains(&s) {
-                    let what = match config.params.get(s) {
-                        Some(v) => format!("is {}, not a boolean", v.describe()),
-                        None => "is not a parameter".to_string(),
-                    };
-                    anyhow::bail!(
-                        "`{s}` {what} of model `{}` (its switches: {})",
-                        config.model,
-                        if bools.is_empty() { "none".to_string() } else { join(&bools) }
-                    );
+                    return Err(AblateError::NotASwitch {
+                        name: s.clone(),
+                        found: config.params.get(s).map(Value::describe),
+                        model: config.model.clone(),
+                        switches: bools.iter().map(|b| b.to_string()).collect(),
+                    }
+                    .into());
                 }
             }
             list.to_vec()
@@ -100,10 +102,10 @@ pub fn plan(
         None => bools.iter().map(|s| s.to_string()).collect(),
     };
     if chosen.is_empty() {
-        anyhow::bail!("model `{}` has no boolean parameters to ablate", config.model);
+        return Err(AblateError::NoSwitches { model: config.model.clone() }.into());
     }
     if seeds == Some(0) {
-        anyhow::bail!("--seeds must be at least 1");
+        return Err(AblateError::NoSeeds.into());
     }
     let mut variants = vec![];
     let names = std::iter::once(None).chain(chosen.iter().map(Some));
@@ -123,8 +125,25 @@ pub fn plan(
     Ok(Ok(variants))
 }
 
-fn join(v: &[&String]) -> String {
-    v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+/// Why an ablation cannot be planned as asked.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AblateError {
+    #[error(
+        "--switches `{list}` has an empty name: list the switches separated by single commas, e.g. `--switches gates,transfer`"
+    )]
+    EmptySwitchName { list: String },
+    #[error("--switches names `{name}` twice")]
+    SwitchTwice { name: String },
+    #[error(
+        "`{name}` {} of model `{model}` (its switches: {})",
+        .found.as_ref().map_or("is not a parameter".to_string(), |v| format!("is {v}, not a boolean")),
+        if .switches.is_empty() { "none".to_string() } else { .switches.join(", ") }
+    )]
+    NotASwitch { name: String, found: Option<String>, model: String, switches: Vec<String> },
+    #[error("model `{model}` has no boolean parameters to ablate")]
+    NoSwitches { model: String },
+    #[error("--seeds must be at least 1")]
+    NoSeeds,
 }
 
 /// The values a trial's sweep sets other than the seed and the switches (`d=48`).

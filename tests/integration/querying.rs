@@ -457,6 +457,25 @@ fn ablate_plans_the_full_model_and_each_switch_off() {
     assert_eq!(err.to_string(), "--switches names `gates` twice");
 }
 
+/// `--switches gates,` has an empty name: an error about the list, not about a parameter ``.
+#[test]
+fn ablate_refuses_an_empty_name_in_the_switches() {
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
+    let ctx = memctl::cli::Context { store, color: false };
+    for list in [&["gates", ""][..], &["", "gates"], &[" "]] {
+        let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        let err = memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&list), None, &ctx).err().unwrap();
+        let err = err.downcast::<memctl::cli::ablate::AblateError>().unwrap();
+        assert_eq!(err, memctl::cli::ablate::AblateError::EmptySwitchName { list: list.join(",") });
+    }
+    let out = memctl(&ctx.store, &["ablate", spec.to_str().unwrap(), "tiny_stm", "--switches", "gates,", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: --switches `gates,` has an empty name: list the switches separated by single commas, e.g. `--switches gates,transfer`\n"
+    );
+}
+
 #[test]
 fn ablate_runs_the_variants_once_and_prints_the_table() {
     let (_dir, spec, store) = spec_folder(&tiny_spec());
