@@ -144,6 +144,10 @@ pub enum AblateError {
     NoSwitches { model: String },
     #[error("--seeds must be at least 1")]
     NoSeeds,
+    #[error("--metric `{metric}`: no trial of the ablation reports this final metric; {hint}")]
+    UnknownMetric { metric: String, hint: String },
+    #[error("--metric `{metric}`: no run of the ablation has this final metric; {hint}")]
+    MetricNotInRuns { metric: String, hint: String },
 }
 
 /// The values a trial's sweep sets other than the seed and the switches (`d=48`).
@@ -156,6 +160,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         Ok(v) => v,
         Err(code) => return Ok(code),
     };
+    // A misspelt metric is refused before anything trains: the trials' tasks say what they report.
+    if let Some(metric) = &args.metric {
+        check_metric(metric, &variants)?;
+    }
     let switches: Vec<String> =
         variants[0].overrides.iter().filter_map(|o| o.strip_suffix("=true").map(str::to_string)).collect();
     if args.dry_run {
@@ -210,11 +218,23 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if !known.is_empty() && !known.contains(metric.as_str()) {
         let hint = crate::suggest::did_you_mean(&metric, known.iter().copied())
             .unwrap_or_else(|| format!("its runs have: {}", known.iter().copied().collect::<Vec<_>>().join(", ")));
-        anyhow::bail!("--metric `{metric}`: no run of the ablation has this final metric; {hint}");
+        return Err(AblateError::MetricNotInRuns { metric, hint }.into());
     }
     let sheet = ablation::sheet(&rows, &metric);
     runs::print(&sheet, args.format)?;
     Ok(code)
+}
+
+/// Refuses a `--metric` that no trial of the ablation reports as a final metric.
+fn check_metric(metric: &str, variants: &[Variant]) -> Result<(), AblateError> {
+    let known: BTreeSet<String> =
+        variants.iter().flat_map(|v| &v.trials).flat_map(crate::train::final_metric_names).collect();
+    if known.contains(metric) {
+        return Ok(());
+    }
+    let hint = crate::suggest::did_you_mean(metric, known.iter().map(String::as_str))
+        .unwrap_or_else(|| format!("they report: {}", known.iter().cloned().collect::<Vec<_>>().join(", ")));
+    Err(AblateError::UnknownMetric { metric: metric.to_string(), hint })
 }
 
 fn plural(n: usize) -> &'static str {

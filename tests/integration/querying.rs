@@ -491,14 +491,22 @@ fn ablate_runs_the_variants_once_and_prints_the_table() {
     let again = memctl(&store, &args);
     ok(&again);
     assert!(stderr(&again).contains("0 trials run, 1 already done"), "{}", stderr(&again));
-    // A metric no run has is an error, not a column of dots.
-    let typo = memctl(&store, &[&args[..], &["--metric", "acuracy"]].concat());
+    // A metric no trial reports is an error, not a column of dots, and it comes before any
+    // trial trains: a fresh store stays empty.
+    let fresh = store.with_file_name("fresh");
+    let typo = memctl(&fresh, &[&args[..], &["--metric", "acuracy"]].concat());
     assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
+    assert_eq!(
+        stderr(&typo),
+        "error: --metric `acuracy`: no trial of the ablation reports this final metric; did you mean `accuracy`?\n"
+    );
+    assert!(!fresh.exists(), "the typo opened the store before refusing");
+    let unrelated = memctl(&store, &[&args[..], &["--metric", "perplexity"]].concat());
+    assert_eq!(unrelated.status.code(), Some(2));
     assert!(
-        stderr(&typo)
-            .contains("--metric `acuracy`: no run of the ablation has this final metric; did you mean `accuracy`?"),
+        stderr(&unrelated).contains("they report: accuracy, loss, seq_accuracy, val_accuracy"),
         "{}",
-        stderr(&typo)
+        stderr(&unrelated)
     );
     let runs = json(&memctl(&store, &["runs", "--format", "json", "--columns", "gates,seed"]));
     assert_eq!(runs.len(), 2);
