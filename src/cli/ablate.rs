@@ -3,7 +3,9 @@
 //!
 //! Each variant is the experiment checked with command-line overrides (`gates=false
 //! transfer=true seed=1..3`), exactly as `memctl sweep FILE EXPERIMENT gates=false ...` would
-//! plan it, so trials already done by either are not run again.
+//! plan it, so trials already done by either are not run again. A switch that a `zip` pairs
+//! with other names is refused: that override picks the zip's rows, which would change the
+//! other names' values between the variants.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,8 +13,9 @@ use std::path::{Path, PathBuf};
 use crate::check::Trial;
 use crate::cli::runs::{self, Format};
 use crate::cli::{context::Context, load, sweep};
-use crate::lang::Spec;
+use crate::lang::{Spec, ast};
 use crate::report::ablation;
+use crate::source::SourceMap;
 use crate::store::{RunSummary, Store};
 use std::sync::Arc;
 
@@ -69,7 +72,7 @@ pub fn plan(
     seeds: Option<u64>,
     ctx: &Context,
 ) -> anyhow::Result<Result<Vec<Variant>, i32>> {
-    let (_, program) = match load::load_checked(file, ctx) {
+    let (spec, program) = match load::load_checked(file, ctx) {
         Ok(p) => p,
         Err(code) => return Ok(Err(code)),
     };
@@ -103,6 +106,9 @@ pub fn plan(
     };
     if chosen.is_empty() {
         return Err(AblateError::NoSwitches { model: config.model.clone() }.into());
+    }
+    if let Some(exp) = spec.ast.experiments.iter().find(|e| e.name.name == experiment) {
+        refuse_zipped(exp, &chosen, &spec.sources)?;
     }
     if seeds == Some(0) {
         return Err(AblateError::NoSeeds.into());
@@ -142,12 +148,39 @@ pub enum AblateError {
     NotASwitch { name: String, found: Option<String>, model: String, switches: Vec<String> },
     #[error("model `{model}` has no boolean parameters to ablate")]
     NoSwitches { model: String },
+    #[error(
+        "`{switch}` is zipped with {} in the sweep of experiment `{experiment}` ({at}): turning it off \
+         would pick the zip's other rows and change {} too, and an ablation holds every other swept value \
+         fixed; sweep `{switch}` as an axis of its own beside the zip, or leave it out of the ablation \
+         (`--switches` naming the others)",
+        quoted(.partners), quoted(.partners)
+    )]
+    ZippedSwitch { switch: String, partners: Vec<String>, experiment: String, at: String },
     #[error("--seeds must be at least 1")]
     NoSeeds,
     #[error("--metric `{metric}`: no trial of the ablation reports this final metric; {hint}")]
     UnknownMetric { metric: String, hint: String },
     #[error("--metric `{metric}`: no run of the ablation has this final metric; {hint}")]
     MetricNotInRuns { metric: String, hint: String },
+}
+
+/// Refuses a switch that a `zip` pairs with other names: overriding it picks the zip's rows
+/// (as `sweep` does), so the variant without it would also change its partners' values.
+fn refuse_zipped(exp: &ast::Experiment, switches: &[String], sources: &SourceMap) -> Result<(), AblateError> {
+    for entry in exp.sweep.iter().flatten() {
+        let ast::SweepEntry::Zip { axes, span } = entry else { continue };
+        let Some(switch) = switches.iter().find(|s| axes.iter().any(|a| a.name.name == **s)) else { continue };
+        let partners: Vec<String> = axes.iter().map(|a| a.name.name.clone()).filter(|n| n != switch).collect();
+        if !partners.is_empty() {
+            return Err(AblateError::ZippedSwitch {
+                switch: switch.clone(),
+                partners,
+                experiment: exp.name.name.clone(),
+                at: sources.location(*span),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The values a trial's sweep sets other than the seed and the switches (`d=48`).
@@ -235,6 +268,11 @@ fn check_metric(metric: &str, variants: &[Variant]) -> Result<(), AblateError> {
     let hint = crate::suggest::did_you_mean(metric, known.iter().map(String::as_str))
         .unwrap_or_else(|| format!("they report: {}", known.iter().cloned().collect::<Vec<_>>().join(", ")));
     Err(AblateError::UnknownMetric { metric: metric.to_string(), hint })
+}
+
+/// `` `d` `` or `` `d`, `max_time` ``.
+fn quoted(names: &[String]) -> String {
+    names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
 }
 
 fn plural(n: usize) -> &'static str {

@@ -476,6 +476,35 @@ fn ablate_refuses_an_empty_name_in_the_switches() {
     );
 }
 
+/// A switch a `zip` pairs with `d`: turning it off would pick the zip's other row, another
+/// `d`, so the ablation is refused (naming the zip) rather than compare two widths.
+#[test]
+fn ablate_refuses_a_switch_zipped_with_another_name() {
+    let zipped = "experiment z {\n  task tiny\n  model stm\n  train { batch = 16, steps = 6 }\n  \
+                  sweep { zip { gates in [true, false], d in [8, 16] } seed in 1..2 }\n}\n";
+    let (_dir, spec, store) = spec_folder(&format!("{}{zipped}", tiny_spec()));
+    let ctx = memctl::cli::Context { store, color: false };
+    let err = memctl::cli::ablate::plan(&spec, "z", None, None, &ctx).err().unwrap();
+    let err = err.downcast::<memctl::cli::ablate::AblateError>().unwrap();
+    let memctl::cli::ablate::AblateError::ZippedSwitch { switch, partners, experiment, at } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!((switch.as_str(), &partners[..], experiment.as_str()), ("gates", &["d".to_string()][..], "z"));
+    assert!(at.ends_with("tiny.mem:46:11"), "{at}");
+    assert!(err.to_string().contains("would pick the zip's other rows and change `d` too"), "{err}");
+    // The switch the zip leaves alone is ablated as usual, at each of the zip's rows.
+    let only = ["transfer".to_string()];
+    let variants = memctl::cli::ablate::plan(&spec, "z", Some(&only), None, &ctx).unwrap().unwrap();
+    for v in &variants {
+        let rows: Vec<(bool, i64)> = v
+            .trials
+            .iter()
+            .map(|t| (t.config.params["gates"] == Value::Bool(true), t.config.params["d"].as_int().unwrap()))
+            .collect();
+        assert_eq!(rows, [(true, 8), (true, 8), (false, 16), (false, 16)], "{}", v.name);
+    }
+}
+
 #[test]
 fn ablate_runs_the_variants_once_and_prints_the_table() {
     let (_dir, spec, store) = spec_folder(&tiny_spec());
