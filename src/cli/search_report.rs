@@ -27,8 +27,24 @@ pub struct Args {
 /// Why a spec's experiments give no search to report.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SearchReportError {
+    #[error("no experiment `{name}` in {file}{}; {}", .suggestion.as_ref().map(|s| format!(" ({s})")).unwrap_or_default(), with_search(.searches))]
+    UnknownExperiment { name: String, file: String, suggestion: Option<String>, searches: Vec<String> },
+    #[error("experiment `{name}` in {file} has no `search`; {}", with_search(.searches))]
+    NotASearch { name: String, file: String, searches: Vec<String> },
     #[error("no experiment with a `search` in {file}")]
     NoSearch { file: String },
+}
+
+/// `the experiments with a search: a, b`, or that there is none.
+fn with_search(searches: &[String]) -> String {
+    match searches {
+        [] => "the file has no experiment with a `search`".into(),
+        [one] => format!("the experiment with a search is `{one}`"),
+        many => format!(
+            "the experiments with a search are {}",
+            many.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+        ),
+    }
 }
 
 /// The experiments to report: the one named, or every one with a search.
@@ -37,14 +53,28 @@ fn chosen<'p>(
     experiment: Option<&str>,
     file: &str,
 ) -> Result<Vec<(&'p str, &'p crate::check::SearchPlan)>, SearchReportError> {
-    let searches: Vec<(&str, &crate::check::SearchPlan)> = (program.experiments.iter())
-        .filter(|e| experiment.is_none_or(|name| name == e.name))
-        .filter_map(|e| Some((e.name.as_str(), e.search.as_deref()?)))
-        .collect();
-    if searches.is_empty() {
-        return Err(SearchReportError::NoSearch { file: file.into() });
+    let searches: Vec<(&str, &crate::check::SearchPlan)> =
+        program.experiments.iter().filter_map(|e| Some((e.name.as_str(), e.search.as_deref()?))).collect();
+    let names = || searches.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>();
+    let Some(name) = experiment else {
+        if searches.is_empty() {
+            return Err(SearchReportError::NoSearch { file: file.into() });
+        }
+        return Ok(searches);
+    };
+    if !program.experiments.iter().any(|e| e.name == name) {
+        let suggestion = crate::suggest::did_you_mean(name, searches.iter().map(|(n, _)| *n));
+        return Err(SearchReportError::UnknownExperiment {
+            name: name.into(),
+            file: file.into(),
+            suggestion,
+            searches: names(),
+        });
     }
-    Ok(searches)
+    match searches.iter().find(|(n, _)| *n == name) {
+        Some(s) => Ok(vec![*s]),
+        None => Err(SearchReportError::NotASearch { name: name.into(), file: file.into(), searches: names() }),
+    }
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
@@ -110,6 +140,57 @@ fn other_runs_note(name: &str, file: &str, overrides: &[String], other: &OtherRu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const SPEC: &str = r#"
+task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
+
+model lstm(hidden = 8) {
+  state c = zeros(hidden)
+  state h = zeros(hidden)
+  step token {
+    c, h = lstmCell(c, h, embed(token, 8))
+    out linear(h, output_size)
+  }
+}
+
+experiment plain {
+  task tiny
+  model lstm
+  train { batch = 16, steps = 6 }
+}
+
+experiment lr_search {
+  task tiny
+  model lstm
+  train { batch = 16, steps = 6 }
+  search { lr in [1e-3, 1e-2]  trials = 2, sampler = grid, metric = val_accuracy }
+}
+"#;
+
+    /// An experiment name that is no experiment, or one without a search, is said to be so,
+    /// with the experiments that have a search.
+    #[test]
+    fn an_unknown_experiment_or_one_without_a_search_names_the_searches() {
+        let program = crate::check::checked_text(SPEC);
+        let err = chosen(&program, Some("lr_serch"), "s.mem").err().unwrap();
+        assert_eq!(
+            err.to_string(),
+            "no experiment `lr_serch` in s.mem (did you mean `lr_search`?); the experiment with a search is `lr_search`"
+        );
+        let err = chosen(&program, Some("nosuch"), "s.mem").err().unwrap();
+        assert_eq!(err.to_string(), "no experiment `nosuch` in s.mem; the experiment with a search is `lr_search`");
+        let err = chosen(&program, Some("plain"), "s.mem").err().unwrap();
+        assert_eq!(
+            err,
+            SearchReportError::NotASearch {
+                name: "plain".into(),
+                file: "s.mem".into(),
+                searches: vec!["lr_search".into()]
+            }
+        );
+        assert_eq!(chosen(&program, Some("lr_search"), "s.mem").map(|s| s.len()).ok(), Some(1));
+        assert_eq!(chosen(&program, None, "s.mem").ok().map(|s| s[0].0), Some("lr_search"));
+    }
 
     #[test]
     fn the_note_on_other_runs_gives_the_overrides_to_pass() {
