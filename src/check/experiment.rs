@@ -461,6 +461,12 @@ impl SearchPlan {
         self.maker.trial(&swept)
     }
 
+    /// The trials of a search whose every searched name the command line fixes: one per seed
+    /// of the search (or of a `seed` override). `None` while a name is still searched.
+    pub fn fixed_trials(&self) -> Option<Result<Vec<Trial>, Diagnostic>> {
+        self.spec.dims.is_empty().then(|| self.spec.seeds.iter().map(|seed| self.trial(&[], *seed)).collect())
+    }
+
     /// The kind a searched name's values take (a float drawn for an int parameter is an error
     /// the checker reports; here a value is only widened).
     fn kind_of(&self, target: AxisTarget, name: &str) -> crate::value::Kind {

@@ -87,6 +87,18 @@ impl Domain {
     }
 }
 
+/// As written in a spec: `[16, 32]`, `loguniform(0.0001, 0.01)`.
+impl std::fmt::Display for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Domain::Values(v) => crate::value::write_list(f, v),
+            Domain::Uniform { low, high } => write!(f, "uniform({low}, {high})"),
+            Domain::LogUniform { low, high } => write!(f, "loguniform({low}, {high})"),
+            Domain::IntUniform { low, high } => write!(f, "randint({low}, {high})"),
+        }
+    }
+}
+
 /// How the next configuration is chosen.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Sampler {

@@ -31,9 +31,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let Ok((_, program)) = load::load_checked_with(&args.file, args.experiment.as_deref(), &args.overrides, ctx) else {
         return Ok(EXIT_NO_TRIAL);
     };
-    let trial = load::select(&program, args.experiment.as_deref(), &args.file)
-        .ok()
-        .and_then(|trials| trials.into_iter().find(|t| identity::trial_key(t) == args.trial));
+    // A search fixed by the overrides (`memctl ablate`) runs each of its seeds, not only the
+    // first seed's trial that stands for it.
+    let fixed = (program.experiments.iter())
+        .filter(|e| args.experiment.as_deref().is_none_or(|name| name == e.name))
+        .filter_map(|e| e.search.as_deref()?.fixed_trials()?.ok())
+        .flatten();
+    let trial = (load::select(&program, args.experiment.as_deref(), &args.file).unwrap_or_default().into_iter())
+        .chain(fixed)
+        .find(|t| identity::trial_key(t) == args.trial);
     let Some(trial) = trial else {
         eprintln!("memctl probe: no trial {} in {} (was the spec edited?)", args.trial, args.file.display());
         return Ok(EXIT_NO_TRIAL);

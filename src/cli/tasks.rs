@@ -52,10 +52,7 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                     Target::Bits(n) => format!("{n} bits"),
                 };
                 println!("    input {} per step; target {target} (with the default options)", task.input());
-                let mut metrics: Vec<&str> = vec!["loss"];
-                metrics.extend(task.target().metrics());
-                metrics.extend(task.task_metric_names());
-                println!("    metrics: {}", metrics.join(", "));
+                println!("    metrics: {}", task.metric_names().join(", "));
                 let splits = task.test_splits();
                 if splits.len() > 1 {
                     let rest: Vec<String> = splits[1..].iter().map(|s| format!("{s}_<metric>")).collect();

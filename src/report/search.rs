@@ -81,20 +81,42 @@ fn score(r: &ConfigRuns) -> Option<f64> {
     mean_sd(r.seeds.iter().map(|s| s.metric)).map(|m| m.mean)
 }
 
-/// The configurations as a table: finished ones first, best mean metric first; then pruned
-/// ones, later rungs first.
+/// How far a configuration got, the rank's first key: every seed run to its budget; some seeds
+/// to their budget, none pruned or failed (the others not run yet); pruned, at a later rung
+/// first; none of these (running, failed). A pruned configuration's mean is at its rung, so it
+/// does not compare with means at the budget.
+fn progress(r: &ConfigRuns) -> (u8, usize) {
+    let done = r.seeds.iter().any(|s| s.status == Some(Status::Done));
+    let failed = r.seeds.iter().any(|s| s.status == Some(Status::Failed));
+    match r.pruned_at {
+        _ if r.finished() => (3, 0),
+        Some(rung) => (1, rung),
+        None if done && !failed => (2, 0),
+        None => (0, 0),
+    }
+}
+
+/// The configurations best first: by how far they got ([`progress`]), then by their mean metric.
+fn ranked(rows: &[ConfigRuns], higher_is_better: bool) -> Vec<&ConfigRuns> {
+    let mut order: Vec<&ConfigRuns> = rows.iter().collect();
+    order.sort_by(|a, b| {
+        // A configuration without a mean yet comes after those with one.
+        progress(b).cmp(&progress(a)).then_with(|| match (score(a), score(b)) {
+            (Some(x), Some(y)) => {
+                let ord = x.total_cmp(&y);
+                if higher_is_better { ord.reverse() } else { ord }
+            }
+            (x, y) => y.is_some().cmp(&x.is_some()),
+        })
+    });
+    order
+}
+
+/// The configurations as a table, best first ([`ranked`]).
 fn table(spec: &SearchSpec, metric: &str, rows: &[ConfigRuns]) -> String {
     let higher = spec.metric.as_ref().is_none_or(|m| m.higher_is_better);
     let test_name = metric.strip_prefix("val_").unwrap_or(metric);
-    let mut order: Vec<&ConfigRuns> = rows.iter().collect();
-    order.sort_by(|a, b| {
-        let key = |r: &ConfigRuns| (r.finished(), r.pruned_at.unwrap_or(0));
-        key(b).cmp(&key(a)).then_with(|| {
-            let (x, y) = (score(a).unwrap_or(f64::NAN), score(b).unwrap_or(f64::NAN));
-            let ord = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
-            if higher { ord.reverse() } else { ord }
-        })
-    });
+    let order = ranked(rows, higher);
     let mut t = Table::new();
     let mut header: Vec<String> = vec!["#".into()];
     header.extend(spec.dims.iter().map(|d| d.name.name.clone()));
@@ -238,6 +260,41 @@ fn bounds(values: impl Iterator<Item = f64>) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::summary::SeedRun;
+
+    /// A configuration with one of its two seeds run to the budget ranks below the finished
+    /// ones and above those pruned at a rung, whatever their means (the probe's 0.430 ranked
+    /// below pruned 0.240 and 0.220).
+    #[test]
+    fn configurations_rank_by_how_far_they_got_then_by_their_mean() {
+        let seed = |seed: u64, status: Option<Status>, metric: Option<f64>| SeedRun {
+            seed,
+            run: status.map(|_| seed),
+            status,
+            steps_run: 0,
+            metric,
+            test: None,
+        };
+        let config = |config, seeds: Vec<SeedRun>, pruned_at| ConfigRuns {
+            config,
+            values: vec![],
+            sampler: "tpe".into(),
+            seeds,
+            pruned_at,
+        };
+        let (done, pruned, running) = (Some(Status::Done), Some(Status::Pruned), Some(Status::Running));
+        let rows = vec![
+            config(0, vec![seed(1, pruned, Some(0.24)), seed(2, pruned, Some(0.25))], Some(1)),
+            config(1, vec![seed(1, done, Some(0.43)), seed(2, None, None)], None),
+            config(2, vec![seed(1, done, Some(0.40)), seed(2, done, Some(0.42))], None),
+            config(3, vec![seed(1, running, None), seed(2, None, None)], None),
+            config(4, vec![seed(1, pruned, Some(0.22)), seed(2, pruned, Some(0.20))], Some(2)),
+            config(5, vec![seed(1, done, Some(0.50)), seed(2, Some(Status::Failed), None)], None),
+            config(6, vec![seed(1, done, Some(0.35)), seed(2, running, None)], None),
+        ];
+        let order: Vec<usize> = ranked(&rows, true).iter().map(|r| r.config).collect();
+        assert_eq!(order, [2, 1, 6, 4, 0, 5, 3]);
+    }
 
     #[test]
     fn a_plot_puts_the_best_point_on_the_top_row_and_the_worst_on_the_bottom() {

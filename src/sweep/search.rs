@@ -329,6 +329,13 @@ impl<'a> Search<'a> {
         Ok((study, rows))
     }
 
+    /// The runs of this search's experiment in the store that are not its trials (a sweep of
+    /// it with other overrides), if any.
+    pub fn other_runs(&self) -> Result<Option<super::study_from_runs::OtherRuns>, StoreError> {
+        let latest = latest_by_trial(self.store.summaries()?);
+        Ok(super::study_from_runs::other_runs(self.plan, &self.experiment, &latest))
+    }
+
     /// The searched names.
     pub fn names(&self) -> Vec<String> {
         self.plan.spec.dims.iter().map(|d| d.name.name.clone()).collect()

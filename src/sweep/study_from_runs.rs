@@ -84,6 +84,51 @@ pub fn with_runs(
     Ok(study)
 }
 
+/// Runs of a search's experiment that are not its trials: most often a sweep of it given
+/// other `KEY=VALUE` overrides (`steps=500`), which made another study.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherRuns {
+    pub count: usize,
+    /// What the latest of them sets otherwise than the search's trials (the searched names
+    /// aside), as overrides: `[("steps", 500)]`.
+    pub differ: Vec<(String, Value)>,
+    /// Their seeds, where these are not the search's (a sweep given `seed=1`).
+    pub seeds: Option<Vec<u64>>,
+}
+
+/// The runs in `latest` of `experiment` that do not belong to its search `plan`, if any.
+pub fn other_runs(plan: &SearchPlan, experiment: &str, latest: &HashMap<String, RunSummary>) -> Option<OtherRuns> {
+    let belongs = |run: &RunSummary| {
+        plan.spec.seeds.contains(&run.seed)
+            && plan
+                .searched_values(&run.params, &run.train, &run.task_options, run.seed)
+                .and_then(|values| plan.trial(&values, run.seed).ok())
+                .is_some_and(|t| super::identity::trial_key(&t) == run.trial_key)
+    };
+    let others: Vec<&RunSummary> = latest.values().filter(|r| r.experiment == experiment && !belongs(r)).collect();
+    let last = others.iter().max_by(|a, b| a.started_at.total_cmp(&b.started_at))?;
+    let base = crate::store::StoredConfig::of(&plan.representatives.first()?.config);
+    let searched = |name: &str| plan.spec.dims.iter().any(|d| d.name.name == name);
+    let mut differ = vec![];
+    for (mine, theirs) in
+        [(&base.params, &last.params), (&base.task_options, &last.task_options), (&base.train, &last.train)]
+    {
+        for (name, value) in theirs.iter() {
+            if !searched(name)
+                && !crate::train_config::NOT_IN_IDENTITY.contains(&name.as_str())
+                && mine.get(name) != Some(value)
+            {
+                differ.push((name.clone(), value.clone()));
+            }
+        }
+    }
+    let mut seeds: Vec<u64> = others.iter().map(|r| r.seed).collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    let seeds = (seeds != plan.spec.seeds).then_some(seeds);
+    Some(OtherRuns { count: others.len(), differ, seeds })
+}
+
 /// A configuration the runs tell of.
 struct Found {
     values: Vec<Value>,

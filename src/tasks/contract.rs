@@ -104,6 +104,13 @@ pub trait Task: Send + Sync {
     fn test_splits(&self) -> &'static [&'static str] {
         &["test"]
     }
+    /// What an evaluation of a split reports: `loss`, the target's metrics, the task's own.
+    fn metric_names(&self) -> Vec<&'static str> {
+        let mut names = vec!["loss"];
+        names.extend(self.target().metrics());
+        names.extend(self.task_metric_names());
+        names
+    }
     /// Metrics of the task's own, beyond its target's, from one evaluation batch and the
     /// model's logits for it (`[S, B, n]`): `(name, sum, count)`, averaged over the split as
     /// Σ sum / Σ count (e.g. the TSP's predicted tour length). Most tasks have none.

@@ -54,6 +54,25 @@ pub fn evaluate(
     Ok(evaluations.split(split, limit)?.unwrap_or_default())
 }
 
+/// The names a trial's `final_metrics` can hold, known before it trains: each test split's
+/// metrics as [`Evaluations::tests`] keys them, the last validation's (`val_*`) and, with
+/// `select`, the selected evaluation's (`selected_*`, `selected_step`).
+pub fn final_metric_names(trial: &Trial) -> Vec<String> {
+    let task = &*trial.task;
+    let base = task.metric_names();
+    let mut tests = vec![];
+    for (i, split) in task.test_splits().iter().enumerate() {
+        tests.extend(base.iter().map(|m| if i == 0 { m.to_string() } else { format!("{split}_{m}") }));
+    }
+    let mut names = tests.clone();
+    names.extend(base.iter().map(|m| format!("val_{m}")));
+    if trial.config.train.select.is_some() {
+        names.push("selected_step".into());
+        names.extend(tests.iter().map(|m| format!("selected_{m}")));
+    }
+    names
+}
+
 /// The stop request of evaluations that nothing stops.
 static NEVER: AtomicBool = AtomicBool::new(false);
 
@@ -198,6 +217,36 @@ impl StepEvaluation {
         }
         if let Some(selected) = &self.selected {
             out.selected = Some(selected.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NAM's palindromes: three test splits, the later two prefixed; `select` adds the
+    /// selected evaluation's.
+    #[test]
+    fn final_metric_names_follow_the_test_splits_the_validation_and_select() {
+        let spec = |train: &str| {
+            format!(
+                "model lstm(hidden = 8) {{\n  state c = zeros(hidden)\n  state h = zeros(hidden)\n  step token {{\n    \
+                 c, h = lstmCell(c, h, embed(token, 8))\n    out linear(h, output_size)\n  }}\n}}\n\
+                 task p = palindrome(train = 64, validation = 32, test = 32)\n\
+                 experiment e {{\n  task p\n  model lstm\n  train {{ batch = 16, steps = 6{train} }}\n}}\n"
+            )
+        };
+        let names =
+            |train: &str| final_metric_names(&crate::check::checked_text(&spec(train)).experiments[0].trials[0]);
+        let plain = names("");
+        for m in ["accuracy", "seq_accuracy", "loss", "od_easy_accuracy", "od_hard_seq_accuracy", "val_seq_accuracy"] {
+            assert!(plain.contains(&m.to_string()), "{m} in {plain:?}");
+        }
+        assert!(!plain.iter().any(|m| m.starts_with("selected_") || m.starts_with("val_od_")), "{plain:?}");
+        let selected = names(", select = best(val_accuracy)");
+        for m in ["selected_step", "selected_accuracy", "selected_od_hard_seq_accuracy"] {
+            assert!(selected.contains(&m.to_string()), "{m} in {selected:?}");
         }
     }
 }

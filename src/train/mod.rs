@@ -34,7 +34,7 @@ use crate::compile::Cell;
 use crate::tasks::Target;
 use trial_run::{Run, TrialRun};
 
-pub use evaluation::{Selected, evaluate, evaluation_batch, evaluation_batches};
+pub use evaluation::{Selected, evaluate, evaluation_batch, evaluation_batches, final_metric_names};
 
 /// Hooks for progress display.
 pub trait Observer: Sync {

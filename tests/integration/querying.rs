@@ -438,7 +438,7 @@ fn ablate_plans_the_full_model_and_each_switch_off() {
     let spec = dir.path().join("tiny.mem");
     std::fs::write(&spec, tiny_spec()).unwrap();
     let ctx = memctl::cli::Context { store: dir.path().join("store"), color: false };
-    let variants = memctl::cli::ablate::plan(&spec, "tiny_stm", None, Some(3), &ctx).unwrap().unwrap();
+    let variants = memctl::cli::ablate::plan(&spec, "tiny_stm", &[], None, Some(3), &ctx).unwrap().unwrap();
     let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
     assert_eq!(names, ["full", "w/o gates", "w/o transfer"]);
     let expect = [(true, true), (false, true), (true, false)];
@@ -460,20 +460,133 @@ fn ablate_plans_the_full_model_and_each_switch_off() {
     assert_eq!(keys.len(), 9);
 
     // Chosen switches; the experiment's own seeds (1..2) without --seeds.
-    let only =
-        memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&["transfer".to_string()]), None, &ctx).unwrap().unwrap();
+    let only = memctl::cli::ablate::plan(&spec, "tiny_stm", &[], Some(&["transfer".to_string()]), None, &ctx)
+        .unwrap()
+        .unwrap();
     assert_eq!(only.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["full", "w/o transfer"]);
     assert_eq!(only[1].trials.len(), 2);
     assert!(only.iter().flat_map(|v| &v.trials).all(|t| t.config.params["gates"] == Value::Bool(true)));
     assert!(only[1].trials.iter().all(|t| t.config.params["transfer"] == Value::Bool(false)));
 
-    let err = memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&["d".to_string()]), None, &ctx).err().unwrap();
+    let err = memctl::cli::ablate::plan(&spec, "tiny_stm", &[], Some(&["d".to_string()]), None, &ctx).err().unwrap();
     assert!(err.to_string().contains("`d` is the int 8, not a boolean"), "{err}");
-    let err = memctl::cli::ablate::plan(&spec, "tiny_lstm", None, None, &ctx).err().unwrap();
+    let err = memctl::cli::ablate::plan(&spec, "tiny_lstm", &[], None, None, &ctx).err().unwrap();
     assert!(err.to_string().contains("no boolean parameters"), "{err}");
     let twice = ["gates".to_string(), "gates".to_string()];
-    let err = memctl::cli::ablate::plan(&spec, "tiny_stm", Some(&twice), None, &ctx).err().unwrap();
+    let err = memctl::cli::ablate::plan(&spec, "tiny_stm", &[], Some(&twice), None, &ctx).err().unwrap();
     assert_eq!(err.to_string(), "--switches names `gates` twice");
+}
+
+/// `--switches gates,` has an empty name: an error about the list, not about a parameter ``.
+#[test]
+fn ablate_refuses_an_empty_name_in_the_switches() {
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
+    let ctx = memctl::cli::Context { store, color: false };
+    for list in [&["gates", ""][..], &["", "gates"], &[" "]] {
+        let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        let err = memctl::cli::ablate::plan(&spec, "tiny_stm", &[], Some(&list), None, &ctx).err().unwrap();
+        let err = err.downcast::<memctl::cli::ablate::AblateError>().unwrap();
+        assert_eq!(err, memctl::cli::ablate::AblateError::EmptySwitchName { list: list.join(",") });
+    }
+    let out = memctl(&ctx.store, &["ablate", spec.to_str().unwrap(), "tiny_stm", "--switches", "gates,", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "error: --switches `gates,` has an empty name: list the switches separated by single commas, e.g. `--switches gates,transfer`\n"
+    );
+}
+
+/// A switch a `zip` pairs with `d`: turning it off would pick the zip's other row, another
+/// `d`, so the ablation is refused (naming the zip) rather than compare two widths.
+#[test]
+fn ablate_refuses_a_switch_zipped_with_another_name() {
+    let zipped = "experiment z {\n  task tiny\n  model stm\n  train { batch = 16, steps = 6 }\n  \
+                  sweep { zip { gates in [true, false], d in [8, 16] } seed in 1..2 }\n}\n";
+    let (_dir, spec, store) = spec_folder(&format!("{}{zipped}", tiny_spec()));
+    let ctx = memctl::cli::Context { store, color: false };
+    let err = memctl::cli::ablate::plan(&spec, "z", &[], None, None, &ctx).err().unwrap();
+    let err = err.downcast::<memctl::cli::ablate::AblateError>().unwrap();
+    let memctl::cli::ablate::AblateError::ZippedSwitch { switch, partners, experiment, at } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!((switch.as_str(), &partners[..], experiment.as_str()), ("gates", &["d".to_string()][..], "z"));
+    assert!(at.ends_with("tiny.mem:46:11"), "{at}");
+    assert!(err.to_string().contains("would pick the zip's other rows and change `d` too"), "{err}");
+    // The switch the zip leaves alone is ablated as usual, at each of the zip's rows.
+    let only = ["transfer".to_string()];
+    let variants = memctl::cli::ablate::plan(&spec, "z", &[], Some(&only), None, &ctx).unwrap().unwrap();
+    for v in &variants {
+        let rows: Vec<(bool, i64)> = v
+            .trials
+            .iter()
+            .map(|t| (t.config.params["gates"] == Value::Bool(true), t.config.params["d"].as_int().unwrap()))
+            .collect();
+        assert_eq!(rows, [(true, 8), (true, 8), (false, 16), (false, 16)], "{}", v.name);
+    }
+}
+
+/// A search is ablated at one configuration: every searched name fixed on the command line
+/// (else an error that names them), over the search's own seeds (`seed in 1..2`), not the
+/// ends of `lr`'s range with the first seed.
+#[test]
+fn ablate_runs_a_search_at_the_configuration_the_command_line_fixes_over_its_seeds() {
+    use memctl::cli::ablate::{AblateError, plan};
+    let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("specs/examples/search.mem");
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = memctl::cli::Context { store: dir.path().join("store"), color: false };
+    let owned = |o: &[&str]| o.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let gates = owned(&["gates"]);
+
+    let err = plan(&spec, "stm_search", &[], Some(&gates), None, &ctx).err().unwrap();
+    let err = err.downcast::<AblateError>().unwrap();
+    let open = vec![("lr".to_string(), "loguniform(0.0001, 0.01)".to_string()), ("d".into(), "[16, 32]".into())];
+    assert_eq!(err, AblateError::Searched { experiment: "stm_search".into(), file: spec.display().to_string(), open });
+    let err = plan(&spec, "stm_search", &owned(&["d=16"]), Some(&gates), None, &ctx).err().unwrap();
+    assert!(err.to_string().contains("fix `lr` (searched in loguniform(0.0001, 0.01)) on the command line"), "{err}");
+
+    let fixed = owned(&["lr=2e-3", "d=16"]);
+    let variants = plan(&spec, "stm_search", &fixed, Some(&gates), None, &ctx).unwrap().unwrap();
+    assert_eq!(variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["full", "w/o gates"]);
+    for (v, on) in variants.iter().zip([true, false]) {
+        assert_eq!(v.trials.iter().map(|t| t.config.seed).collect::<Vec<_>>(), [1, 2], "{}", v.name);
+        for t in &v.trials {
+            assert_eq!(t.config.train.lr, 2e-3);
+            assert_eq!((&t.config.params["d"], &t.config.params["gates"]), (&Value::Int(16), &Value::Bool(on)));
+        }
+    }
+    let three = plan(&spec, "stm_search", &fixed, Some(&gates), Some(3), &ctx).unwrap().unwrap();
+    assert_eq!(three[1].trials.iter().map(|t| t.config.seed).collect::<Vec<_>>(), [1, 2, 3]);
+    // A searched switch is fixed by the variants themselves.
+    let d = owned(&["d"]);
+    let err = plan(&spec, "stm_search", &owned(&["lr=2e-3"]), Some(&d), None, &ctx).err().unwrap();
+    assert!(err.to_string().contains("`d` is the int 16, not a boolean"), "{err}");
+
+    // The seeds once: from --seeds or from an override.
+    let seeded = owned(&["lr=2e-3", "d=16", "seed=4"]);
+    let err = plan(&spec, "stm_search", &seeded, Some(&gates), Some(2), &ctx).err().unwrap();
+    assert_eq!(err.downcast::<AblateError>().unwrap(), AblateError::SeedsTwice);
+    let variants = plan(&spec, "stm_search", &seeded, Some(&gates), None, &ctx).unwrap().unwrap();
+    assert_eq!(variants[0].trials.iter().map(|t| t.config.seed).collect::<Vec<_>>(), [4]);
+    // A switch the command line sets is left as set, and cannot be ablated too.
+    let off = owned(&["lr=2e-3", "d=16", "transfer=false"]);
+    let variants = plan(&spec, "stm_search", &off, None, None, &ctx).unwrap().unwrap();
+    assert_eq!(variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["full", "w/o gates", "w/o learn_alpha"]);
+    assert!(variants.iter().flat_map(|v| &v.trials).all(|t| t.config.params["transfer"] == Value::Bool(false)));
+    let err = plan(&spec, "stm_search", &off, Some(&owned(&["transfer"])), None, &ctx).err().unwrap();
+    assert_eq!(err.downcast::<AblateError>().unwrap(), AblateError::SwitchOverridden { name: "transfer".into() });
+
+    let out = memctl(&ctx.store, &["ablate", spec.to_str().unwrap(), "stm_search", "--dry-run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("e.g. `memctl ablate "), "{}", stderr(&out));
+    assert!(stderr(&out).contains(" stm_search lr=… d=…` (`memctl search-report "), "{}", stderr(&out));
+    let args = ["ablate", spec.to_str().unwrap(), "stm_search", "lr=2e-3", "d=16", "--switches", "gates", "--dry-run"];
+    let out = memctl(&ctx.store, &args);
+    assert_eq!(
+        ok(&out),
+        "full (lr=2e-3 d=16 gates=true): 2 trials\n    lr=0.002 d=16 gates=true seed=1\n    \
+         lr=0.002 d=16 gates=true seed=2\nw/o gates (lr=2e-3 d=16 gates=false): 2 trials\n    \
+         lr=0.002 d=16 gates=false seed=1\n    lr=0.002 d=16 gates=false seed=2\n"
+    );
 }
 
 #[test]
@@ -491,14 +604,22 @@ fn ablate_runs_the_variants_once_and_prints_the_table() {
     let again = memctl(&store, &args);
     ok(&again);
     assert!(stderr(&again).contains("0 trials run, 1 already done"), "{}", stderr(&again));
-    // A metric no run has is an error, not a column of dots.
-    let typo = memctl(&store, &[&args[..], &["--metric", "acuracy"]].concat());
+    // A metric no trial reports is an error, not a column of dots, and it comes before any
+    // trial trains: a fresh store stays empty.
+    let fresh = store.with_file_name("fresh");
+    let typo = memctl(&fresh, &[&args[..], &["--metric", "acuracy"]].concat());
     assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
+    assert_eq!(
+        stderr(&typo),
+        "error: --metric `acuracy`: no trial of the ablation reports this final metric; did you mean `accuracy`?\n"
+    );
+    assert!(!fresh.exists(), "the typo opened the store before refusing");
+    let unrelated = memctl(&store, &[&args[..], &["--metric", "perplexity"]].concat());
+    assert_eq!(unrelated.status.code(), Some(2));
     assert!(
-        stderr(&typo)
-            .contains("--metric `acuracy`: no run of the ablation has this final metric; did you mean `accuracy`?"),
+        stderr(&unrelated).contains("they report: accuracy, loss, seq_accuracy, val_accuracy"),
         "{}",
-        stderr(&typo)
+        stderr(&unrelated)
     );
     let runs = json(&memctl(&store, &["runs", "--format", "json", "--columns", "gates,seed"]));
     assert_eq!(runs.len(), 2);
@@ -738,7 +859,7 @@ fn the_readmes_ablation_example_checks_and_plans_jump_and_no_jump() {
     assert!(stdout.contains("experiment namtm_jump: 3 trials, task palindrome"), "{stdout}");
 
     let ctx = memctl::cli::Context { store: store.clone(), color: false };
-    let variants = memctl::cli::ablate::plan(&spec, "namtm_jump", None, None, &ctx).unwrap().unwrap();
+    let variants = memctl::cli::ablate::plan(&spec, "namtm_jump", &[], None, None, &ctx).unwrap().unwrap();
     assert_eq!(variants.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["full", "w/o jump"]);
     for (v, jump) in variants.iter().zip([true, false]) {
         assert_eq!(v.trials.iter().map(|t| t.config.seed).collect::<Vec<_>>(), [1, 2, 3], "{}", v.name);

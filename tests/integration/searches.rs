@@ -296,3 +296,41 @@ fn search_report_ranks_finished_configurations_best_first_then_pruned_ones_and_c
     assert_eq!(sorted, ["0.030", "0.040", "0.050"], "{report}");
     assert!(report.contains("known from runs: #3, not proposed"), "{report}");
 }
+
+/// The overrides a search was swept with make its study, so `search-report` takes them too;
+/// without them, the report says the store's runs are another search's and which overrides
+/// name it.
+#[test]
+fn search_report_takes_the_overrides_the_search_was_swept_with() {
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 60, eval_every = 20",
+        "lr in [3e-2, 5e-2]  seed in 1..2  sampler = grid  metric = val_accuracy",
+    ));
+    let out = sweep(&store, &spec, "1").args(["lrs", "steps=20", "seed=1"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report = |args: &[&str]| {
+        let out = memctl_at(&store).arg("search-report").arg(&spec).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let plain = report(&[]);
+    let (store_name, spec_name) = (store.display(), spec.display());
+    assert_eq!(
+        plain,
+        format!(
+            "search lrs: no configuration proposed or run in {store_name} (`memctl sweep {spec_name}` runs the \
+             search; `memctl import` brings its runs from the store that ran it)\n\
+             the store's 2 runs of experiment `lrs` belong to a search with other settings, steps=20, seed=1 (as \
+             their latest run has them): give search-report the overrides their `memctl sweep` was given, e.g. \
+             `memctl search-report {spec_name} lrs steps=20 seed=1`\n"
+        )
+    );
+    let swept = report(&["lrs", "steps=20", "seed=1"]);
+    assert!(swept.starts_with("search lrs: 2 of 2 configurations proposed, 1 seed each\n"), "{swept}");
+    assert_eq!(swept.matches("┆ finished ┆").count(), 2, "{swept}");
+    assert!(swept.contains("training steps: 40, 100 % of the 40 these 2 configurations"), "{swept}");
+    assert!(!swept.contains("known from runs"), "{swept}");
+    // Without the experiment's name, the overrides apply to every search of the spec.
+    assert_eq!(report(&["steps=20", "seed=1"]), swept);
+}
