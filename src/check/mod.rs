@@ -13,6 +13,8 @@ mod model_params;
 pub mod search;
 mod settings;
 mod sweep;
+#[cfg(test)]
+pub(crate) mod test_specs;
 
 use std::collections::HashMap;
 

@@ -141,18 +141,9 @@ fn other_runs_note(name: &str, file: &str, overrides: &[String], other: &OtherRu
 mod tests {
     use super::*;
 
-    const SPEC: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-
-model lstm(hidden = 8) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-
+    const SPEC: &str = concat!(
+        crate::check::test_specs::tiny_lstm_on_assoc!(),
+        r#"
 experiment plain {
   task tiny
   model lstm
@@ -165,7 +156,8 @@ experiment lr_search {
   train { batch = 16, steps = 6 }
   search { lr in [1e-3, 1e-2]  trials = 2, sampler = grid, metric = val_accuracy }
 }
-"#;
+"#
+    );
 
     /// An experiment name that is no experiment, or one without a search, is said to be so,
     /// with the experiments that have a search.

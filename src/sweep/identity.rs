@@ -51,24 +51,20 @@ mod tests {
     use super::*;
 
     /// A small Learning to Execute spec, every task option at its default but the mode.
-    const SPEC: &str = r#"
+    const SPEC: &str = concat!(
+        r#"
 task lte = learnToExecute(mode = "copy", length = 3, validation = 10, test = 10)
 
-model tiny(d = 8) {
-  state c = zeros(d)
-  state h = zeros(d)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-
+"#,
+        crate::check::test_specs::tiny_lstm!("tiny", "d"),
+        r#"
 experiment e {
   task lte
   model tiny
   train { optimizer = adam(lr = 1e-2), batch = 4, steps = 2 }
 }
-"#;
+"#
+    );
 
     fn key_of(spec: &str) -> String {
         trial_key(&crate::check::checked_text(spec).experiments[0].trials[0])

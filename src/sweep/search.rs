@@ -607,17 +607,9 @@ mod tests {
     use crate::store::study::{AtRung, Decision};
     use crate::sweep::Quiet;
 
-    const SPEC: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)
-model lstm(hidden = 8) {
-  state c = zeros(hidden)
-  state h = zeros(hidden)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-experiment lrs {
+    const SPEC: &str = concat!(
+        crate::check::test_specs::tiny_lstm_on_assoc!(),
+        r#"experiment lrs {
   task tiny
   model lstm
   train { optimizer = adam(lr = 1e-3), batch = 16, steps = 100, eval_every = 20 }
@@ -628,7 +620,8 @@ experiment lrs {
     prune = asha(metric = val_loss, min_steps = 20, rungs = 2, keep = 1/2)
   }
 }
-"#;
+"#
+    );
 
     /// A trial's outcome so far with `val_loss` at the given evaluations.
     fn so_far(trial: &crate::check::Trial, val_loss: &[(u64, f64)]) -> Outcome {

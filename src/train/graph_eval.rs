@@ -154,29 +154,20 @@ impl EvalReplay {
 
 #[cfg(test)]
 mod tests {
-    use candle_core::{DType, Device};
-
-    use super::super::{Autograd, Stepper, data_seed, evaluate};
+    use super::super::evaluate;
+    use super::super::graph_step::tests::on_cpu;
     use crate::tasks::Split;
 
-    const SPEC: &str = r#"
-task tiny = assocRetrieval(pairs = 2, train = 64, validation = 30, test = 32)
-
-model mix(d = 8) {
-  state c = zeros(d)
-  state h = zeros(d)
-  step token {
-    c, h = lstmCell(c, h, embed(token, 8))
-    out linear(h, output_size)
-  }
-}
-
+    const SPEC: &str = concat!(
+        crate::check::test_specs::tiny_lstm!("mix", "d"),
+        r#"task tiny = assocRetrieval(pairs = 2, train = 64, validation = 30, test = 32)
 experiment tiny_mix {
   task tiny
   model mix
   train { optimizer = adam(lr = 1e-2), batch = 16, steps = 6 }
 }
-"#;
+"#
+    );
 
     /// Off a GPU every capture fails, so this runs the warm-up and the fallback of both batch
     /// shapes (three batches of 8 and one of 6) the way a GPU would: every evaluation must give
@@ -186,12 +177,10 @@ experiment tiny_mix {
         let program = crate::check::checked_text(SPEC);
         let trial = &program.experiments[0].trials[0];
         let evaluations = |replay: bool| {
-            let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+            let (mut stepper, data, batch) = on_cpu(trial);
             if replay {
                 stepper.force_eval_replay();
             }
-            let mut data = trial.task.data(data_seed(trial.config.seed), &Device::Cpu).unwrap();
-            let batch = data.train_batch(trial.config.train.batch).unwrap();
             let mut metrics = vec![];
             for _ in 0..3 {
                 // Each evaluation reads the weights as trained so far.

@@ -307,6 +307,16 @@ experiment tiny_mix {
 }
 "#;
 
+    /// An eager CPU stepper of `trial`, its data, and the data's first training batch.
+    pub(in crate::train) fn on_cpu(
+        trial: &crate::check::Trial,
+    ) -> (Stepper, Box<dyn crate::tasks::TaskData>, crate::tasks::Batch) {
+        let stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+        let mut data = trial.task.data(super::super::data_seed(trial.config.seed), &Device::Cpu).unwrap();
+        let batch = data.train_batch(trial.config.train.batch).unwrap();
+        (stepper, data, batch)
+    }
+
     /// Off a GPU the capture fails, so this runs the warm-up step and the fallback the way a
     /// GPU would: the losses must be those of the plain eager step (clipping by norm on the
     /// device rounds slightly differently from the host's f64 sum).
@@ -315,12 +325,10 @@ experiment tiny_mix {
         let program = crate::check::checked_text(SPEC);
         let trial = &program.experiments[0].trials[0];
         let losses = |replay: bool| {
-            let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+            let (mut stepper, _, batch) = on_cpu(trial);
             if replay {
                 stepper.force_replay();
             }
-            let mut data = trial.task.data(super::super::data_seed(trial.config.seed), &Device::Cpu).unwrap();
-            let batch = data.train_batch(trial.config.train.batch).unwrap();
             let losses: Vec<f64> = (0..5).map(|_| stepper.step(&batch).unwrap()).collect();
             (losses, stepper.replay_status())
         };
