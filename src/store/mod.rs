@@ -204,6 +204,22 @@ impl Store {
         })
     }
 
+    /// [`Store::put`] for a running trial's progress: written only while the stored run is
+    /// still `running`. `false` when it is not: another sweep counted its process as gone and
+    /// took the trial over (or the run was settled), and an old progress write must not mark
+    /// it running again.
+    pub fn put_progress(&self, record: &RunRecord) -> Result<bool, StoreError> {
+        self.writing(|s| {
+            let stored = s.summaries.get(keys::run_key(record.id))?;
+            let stored = stored.and_then(|b| summary::decode(record.id, &b).ok());
+            match stored {
+                Some(stored) if stored.status != Status::Running => Ok(false),
+                Some(stored) => write(s, &RunRecord { tags: stored.tags, ..record.clone() }).map(|_| true),
+                None => write(s, record).map(|_| true),
+            }
+        })
+    }
+
     /// Writes many records (each atomically) in one session: imports, tests, benchmarks.
     pub fn put_many(&self, records: &[RunRecord]) -> Result<(), StoreError> {
         self.writing(|s| records.iter().try_for_each(|r| write(s, r)))
@@ -551,12 +567,12 @@ fn tx_error(e: TransactionError<()>, id: u64) -> StoreError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::store::record::{ProcessIdentity, RECORD_VERSION};
 
     /// A `running` record of trial `t` whose process is this one, or a dead one.
-    fn running(id: u64, alive: bool) -> RunRecord {
+    pub(crate) fn running(id: u64, alive: bool) -> RunRecord {
         let mut r: RunRecord = record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
         (r.id, r.trial_key, r.status, r.record_version) = (id, "t".into(), Status::Running, RECORD_VERSION);
         let me = owner::this_process().clone();
@@ -679,6 +695,25 @@ mod tests {
         assert!(store.tag(1, "keep", false).unwrap());
         store.put(&RunRecord { status: Status::Done, tags: vec!["keep".into()], ..held }).unwrap();
         assert!(store.get(1).unwrap().tags.is_empty(), "and a removal");
+    }
+
+    /// A run taken over (its process counted as gone) is not marked running again by its old
+    /// process's progress, which still keeps tags as `put` does.
+    #[test]
+    fn progress_lands_only_on_a_run_still_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let held = running(1, true);
+        assert!(store.put_progress(&held).unwrap(), "a new run");
+        assert!(store.tag(1, "keep", true).unwrap());
+        assert!(store.put_progress(&RunRecord { steps_run: 5, ..held.clone() }).unwrap());
+        let stored = store.get(1).unwrap();
+        assert_eq!((stored.steps_run, stored.tags), (5, vec!["keep".to_string()]));
+        // What a claim writes when it takes the trial over.
+        store.put(&RunRecord { status: Status::Interrupted, steps_run: 5, ..held.clone() }).unwrap();
+        assert!(!store.put_progress(&RunRecord { steps_run: 9, ..held }).unwrap());
+        let stored = store.get(1).unwrap();
+        assert_eq!((stored.status, stored.steps_run), (Status::Interrupted, 5));
     }
 
     #[test]

@@ -12,8 +12,10 @@ use std::sync::OnceLock;
 use super::record::{ProcessIdentity, RunRecord};
 
 /// How long a run on another machine may go without a progress update before another sweep
-/// takes its trial over. Running trials write about every [`super::PROGRESS_EVERY`].
-pub const REMOTE_SILENCE: f64 = 15.0 * 60.0;
+/// takes its trial over. Running trials write about every [`super::PROGRESS_EVERY`] while
+/// they step, and at least every `sweep::progress_writer::HEARTBEAT` (a minute) while they
+/// evaluate or start up, so five minutes of silence leave room for a busy store.
+pub const REMOTE_SILENCE: f64 = 5.0 * 60.0;
 
 /// This process.
 pub fn this_process() -> &'static ProcessIdentity {

@@ -2,11 +2,21 @@
 //! never waits for the store: not for its own sessions, and not while another process (a
 //! `memctl runs`, a second sweep) has its turn. Only the newest record waiting matters, so a
 //! record handed over while an older one waits replaces it (coalescing).
+//!
+//! While nothing new comes (a long evaluation, a slow start-up), the thread writes the last
+//! record again every [`HEARTBEAT`] with a fresh `updated_at`: a process on another machine
+//! cannot be asked whether it is alive, so its heartbeat is what keeps other sweeps from
+//! taking its trial over ([`crate::store::owner::REMOTE_SILENCE`]).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use crate::store::{RunRecord, Store, cost};
+use crate::store::{RunRecord, Store, cost, now};
+
+/// How often a running trial's record is written when training reports nothing new: well
+/// inside [`crate::store::owner::REMOTE_SILENCE`], so that a busy store can miss a few.
+pub const HEARTBEAT: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 struct Queue {
@@ -25,11 +35,16 @@ pub struct ProgressWriter {
 
 impl ProgressWriter {
     pub fn start(store: Store) -> ProgressWriter {
+        ProgressWriter::beating_every(store, HEARTBEAT)
+    }
+
+    /// [`ProgressWriter::start`] with another heartbeat (tests).
+    fn beating_every(store: Store, heartbeat: Duration) -> ProgressWriter {
         let shared: Shared = Arc::default();
         let theirs = shared.clone();
         let thread = std::thread::Builder::new()
             .name("memctl-progress".into())
-            .spawn(move || write_until_closed(&store, &theirs))
+            .spawn(move || write_until_closed(&store, &theirs, heartbeat))
             .ok();
         ProgressWriter { shared, thread }
     }
@@ -72,26 +87,126 @@ impl Drop for ProgressWriter {
     }
 }
 
-fn write_until_closed(store: &Store, shared: &Shared) {
+fn write_until_closed(store: &Store, shared: &Shared, heartbeat: Duration) {
     cost::mark_background_thread();
     let (queue, ready) = &**shared;
+    // The record last handed over, written again as the heartbeat.
+    let mut last: Option<RunRecord> = None;
+    let mut written_at = Instant::now();
     loop {
         let record = {
             let Ok(mut q) = queue.lock() else { return };
             while q.newest.is_none() && !q.closing {
-                let Ok(woken) = ready.wait(q) else { return };
+                // Before the first record there is nothing to beat with.
+                let Some(due) = last.as_ref().map(|_| heartbeat.saturating_sub(written_at.elapsed())) else {
+                    let Ok(woken) = ready.wait(q) else { return };
+                    q = woken;
+                    continue;
+                };
+                if due.is_zero() {
+                    break;
+                }
+                let Ok((woken, _)) = ready.wait_timeout(q, due) else { return };
                 q = woken;
             }
-            match q.newest.take() {
-                Some(r) => r,
-                None => return, // closing, nothing left
+            match (q.newest.take(), q.closing, &last) {
+                (Some(r), _, _) => r,
+                (None, false, Some(last)) => beat(last),
+                (None, _, _) => return, // closing, nothing left
             }
         };
+        written_at = Instant::now();
         // Progress is best effort: a store busy beyond its wait costs this update only.
-        if let Err(e) = store.put(&record)
-            && let Ok(mut q) = queue.lock()
-        {
-            q.errors.push(format!("run {}: progress not recorded: {e}", record.id));
+        let error = match store.put_progress(&record) {
+            Ok(true) => None,
+            Ok(false) => {
+                let taken = format!(
+                    "run {}: another sweep took this trial over, counting this process as gone; this run's \
+                     progress is no longer recorded",
+                    record.id
+                );
+                report(queue, taken);
+                return discard_until_closed(shared);
+            }
+            Err(e) => Some(format!("run {}: progress not recorded: {e}", record.id)),
+        };
+        if let Some(e) = error {
+            report(queue, e);
         }
+        last = Some(record);
+    }
+}
+
+fn report(queue: &Mutex<Queue>, error: String) {
+    if let Ok(mut q) = queue.lock() {
+        q.errors.push(error);
+    }
+}
+
+/// Takes what the trial hands over, writing nothing, until it closes.
+fn discard_until_closed(shared: &Shared) {
+    let (queue, ready) = &**shared;
+    let Ok(mut q) = queue.lock() else { return };
+    while !q.closing {
+        q.newest = None;
+        let Ok(woken) = ready.wait(q) else { return };
+        q = woken;
+    }
+}
+
+/// `record` again, as written now.
+fn beat(record: &RunRecord) -> RunRecord {
+    let mut beat = record.clone();
+    if let Some(p) = beat.progress.as_mut() {
+        p.updated_at = now();
+    }
+    beat
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Status;
+    use crate::store::tests::running;
+
+    fn updated_at(store: &Store) -> f64 {
+        store.get(1).unwrap().progress.unwrap().updated_at
+    }
+
+    /// With nothing new to write, the last record is written again with a fresh `updated_at`
+    /// (what keeps another machine's sweep from taking the trial over); after `finish`, never.
+    #[test]
+    fn a_trial_that_reports_nothing_new_still_beats() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let writer = ProgressWriter::beating_every(store.clone(), Duration::from_millis(20));
+        let mut record = running(1, true);
+        record.progress.as_mut().unwrap().updated_at = now() - 100.0;
+        let sent = record.progress.as_ref().unwrap().updated_at;
+        writer.send(record);
+        std::thread::sleep(Duration::from_millis(300));
+        let beaten = updated_at(&store);
+        assert!(beaten > sent + 99.0, "the heartbeat did not write: {beaten} against {sent}");
+        assert!(writer.finish().is_empty());
+        let last = updated_at(&store);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(updated_at(&store), last, "a write after finish");
+    }
+
+    /// A run another sweep took over is left as that sweep recorded it, and the trial is told.
+    #[test]
+    fn a_run_taken_over_is_not_marked_running_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let writer = ProgressWriter::beating_every(store.clone(), Duration::from_millis(20));
+        let record = running(1, true);
+        store.put(&RunRecord { status: Status::Interrupted, ..record.clone() }).unwrap();
+        writer.send(record.clone());
+        std::thread::sleep(Duration::from_millis(100));
+        writer.send(record);
+        let errors = writer.finish();
+        assert_eq!(store.get(1).unwrap().status, Status::Interrupted);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("another sweep took this trial over"), "{errors:?}");
     }
 }
