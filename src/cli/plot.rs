@@ -76,6 +76,27 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             if names.is_empty() { "none".to_string() } else { names.join(", ") }
         );
     }
+    // A diverged run's curve may hold no number to draw: say so, rather than leave it out
+    // silently (or draw empty axes when every run diverged).
+    let finite = |r: &&RunRecord| r.curves.get(&metric).is_some_and(|c| c.iter().any(|(_, v)| v.is_finite()));
+    let diverged: Vec<String> =
+        runs.iter().filter(|r| r.curves.contains_key(&metric) && !finite(r)).map(|r| r.id.to_string()).collect();
+    if !runs.iter().any(|r| finite(&r)) && !diverged.is_empty() {
+        anyhow::bail!(
+            "nothing to plot: every value of `{metric}` is NaN or infinite in run{} {} (diverged); plot another \
+             curve with --metric",
+            if diverged.len() == 1 { "" } else { "s" },
+            diverged.join(", ")
+        );
+    }
+    if !diverged.is_empty() {
+        eprintln!(
+            "note: run{} {} ha{} no finite value of `{metric}` (diverged), so no line",
+            if diverged.len() == 1 { "" } else { "s" },
+            diverged.join(", "),
+            if diverged.len() == 1 { "s" } else { "ve" }
+        );
+    }
     let series = match &args.group_by {
         Some(keys) => {
             let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();

@@ -317,6 +317,21 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     distinct.dedup();
     assert_eq!(distinct.len(), labels.len(), "each tick labelled once: {labels:?}");
     assert!(labels.len() > 8, "ticks on both axes: {labels:?}");
+    // A diverged run: a curve of NaN and inf alone draws no line, said as such; alone it is
+    // nothing to plot.
+    let mut diverged = one_point_run(9);
+    diverged.curves.insert("val_seq_accuracy".into(), vec![(250, f64::NAN), (500, f64::INFINITY)]);
+    open(&store).put(&diverged).unwrap();
+    let both = memctl(&store, &["plot", "8", "9", "-o", one.to_str().unwrap()]);
+    ok(&both);
+    assert!(stderr(&both).contains("note: run 9 has no finite value of `val_seq_accuracy`"), "{}", stderr(&both));
+    let alone = memctl(&store, &["plot", "9", "-o", one.to_str().unwrap()]);
+    assert_eq!(alone.status.code(), Some(2), "{}", stderr(&alone));
+    assert!(
+        stderr(&alone).contains("every value of `val_seq_accuracy` is NaN or infinite in run 9"),
+        "{}",
+        stderr(&alone)
+    );
     // A fixed axis for accuracies.
     ok(&memctl(&store, &["plot", "8", "--y-range", "0,1", "-o", one.to_str().unwrap()]));
     let text = std::fs::read_to_string(&one).unwrap();
