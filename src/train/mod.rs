@@ -422,6 +422,13 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 pub(crate) enum TrainError {
     #[error("loss is {value} at step {step}; {advice}")]
     NonFinite { step: usize, value: f64, advice: &'static str },
+    /// The training loss was finite, the parameters after the step's update are not (or
+    /// overflow on held-out examples): a diverged trial, whose test metrics would be noise.
+    #[error(
+        "validation loss is {value} at step {step}, after that step's update (its training loss was finite); \
+         {advice}"
+    )]
+    NonFiniteValidation { step: usize, value: f64, advice: &'static str },
     #[error("{0}")]
     Candle(#[from] candle_core::Error),
     /// Its checkpoint does not fit on the device (out of memory): the trial ends interrupted,

@@ -184,6 +184,11 @@ impl<'a> TrialRun<'a> {
         self.close_loss_interval(step, out);
         evaluation.record(step, trial, out);
         observer.on_eval(step, &evaluation.metrics);
+        if let Some(&(_, value)) = evaluation.metrics.iter().find(|(n, v)| *n == "loss" && !v.is_finite()) {
+            // Past step 1 the advice is about the updates, which made these parameters.
+            let advice = non_finite_advice(step + 1, cfg);
+            return Err(TrainError::NonFiniteValidation { step, value, advice });
+        }
         (out.train_seconds, out.eval_seconds) = (self.train_seconds, self.eval_seconds);
         observer.on_progress(out);
         self.last_progress = Instant::now();
@@ -365,6 +370,19 @@ experiment e {{
         assert!(out.stop_reason.contains("could not be restored") && out.stop_reason.contains("out of memory"));
         assert_eq!(out.steps_run, 0);
         assert!(checkpoints.0.0.lock().unwrap().is_none(), "nothing saved over the checkpoint");
+    }
+
+    /// An update that overflows the parameters shows first in the evaluation after it (the
+    /// step's training loss was taken before it): the trial fails there, curves kept, rather
+    /// than end `done` with noise for test metrics.
+    #[test]
+    fn a_validation_loss_that_is_not_finite_fails_the_trial() {
+        let text = spec("").replace("adam(lr = 1e-2)", "sgd(lr = 1e300)").replace("steps = 40", "steps = 1");
+        let (out, _) = train(&text, &NoCheckpoints, None);
+        assert!(matches!(out.ending, Ending::Failed(_)), "{:?}: {}", out.ending, out.stop_reason);
+        assert!(out.stop_reason.starts_with("validation loss is NaN at step 1"), "{}", out.stop_reason);
+        assert!(out.curves["train_loss"][0].1.is_finite() && out.curves["val_loss"][0].1.is_nan());
+        assert!(!out.final_metrics.contains_key("accuracy"), "no test evaluation");
     }
 
     /// Where a stop request comes in: after a step (before its evaluation), or after the
