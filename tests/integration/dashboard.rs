@@ -435,6 +435,17 @@ impl std::ops::Deref for Browser {
 
 /// Chromium started for `test`, or `None` (the test skips) where there is none and none is
 /// required.
+/// A browser, and a dashboard over the filled store with `extra` runs added, for `test`;
+/// `None` (the test skipped) where no Chromium is found and none is required.
+fn browser_on_dashboard(
+    test: &str,
+    extra: &[memctl::store::RunRecord],
+) -> Option<(Browser, tempfile::TempDir, Dashboard)> {
+    let browser = browser_or_skip(test)?;
+    let (dir, ui) = filled_dashboard(extra);
+    Some((browser, dir, ui))
+}
+
 fn browser_or_skip(test: &str) -> Option<Browser> {
     let Some(chromium) = chromium::find() else {
         let required =
@@ -466,10 +477,11 @@ fn wait_for(tab: &headless_chrome::Tab, js: &str, want: &Json) {
 
 #[test]
 fn in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves() {
-    let Some(tab) = browser_or_skip("in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves") else {
+    let Some((tab, _dir, ui)) =
+        browser_on_dashboard("in_a_browser_a_filter_and_a_group_by_show_their_rows_and_curves", &[])
+    else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[]);
     tab.go(&ui.url("/"));
 
     // Every run, and the curves of the first ten.
@@ -575,10 +587,11 @@ fn tick_labels(tab: &headless_chrome::Tab, anchor: &str) -> Vec<String> {
 
 #[test]
 fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
-    let Some(tab) = browser_or_skip("in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply") else {
+    let Some((tab, _dir, ui)) =
+        browser_on_dashboard("in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply", &[])
+    else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[]);
     tab.go(&ui.url("/?picked=1,4"));
     wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
 
@@ -675,12 +688,11 @@ fn in_a_browser_charts_read_exact_values_zoom_go_log_smooth_and_multiply() {
 
 #[test]
 fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter() {
-    let Some(tab) =
-        browser_or_skip("in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter")
+    let Some((tab, _dir, ui)) =
+        browser_on_dashboard("in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_parameter", &[])
     else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[]);
     // The API: the six finished runs' accuracy against d and gates (the seed is no setting).
     let scatter = ui.ok_json("/api/scatter");
     assert_eq!(scatter["metric"], "accuracy");
@@ -743,10 +755,11 @@ fn in_a_browser_the_parameters_view_plots_a_final_metric_against_each_swept_para
 
 #[test]
 fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
-    let Some(tab) = browser_or_skip("in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates") else {
+    let Some((tab, _dir, ui)) =
+        browser_on_dashboard("in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates", &[])
+    else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[]);
     // The API, grouped: the d panel has each group's mean at its value; a line per group.
     let scatter = ui.ok_json(&format!("/api/scatter?group_by=d&where={}", encode("gates")));
     assert_eq!(scatter["grouped"], true);
@@ -846,10 +859,10 @@ fn in_a_browser_the_parameters_view_groups_and_draws_parallel_coordinates() {
 
 #[test]
 fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
-    let Some(tab) = browser_or_skip("in_a_browser_a_run_has_its_own_page_with_all_its_curves") else {
+    let Some((tab, _dir, ui)) = browser_on_dashboard("in_a_browser_a_run_has_its_own_page_with_all_its_curves", &[])
+    else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[]);
     tab.go(&ui.url("/#/run/6"));
     let charts = "JSON.stringify([...document.querySelectorAll('#run-charts figure')].map(f => [f.dataset.metric, \
                   f.querySelectorAll('polyline.curve').length, f.querySelectorAll('circle.marker').length]))";
@@ -887,10 +900,10 @@ fn in_a_browser_a_run_has_its_own_page_with_all_its_curves() {
 
 #[test]
 fn in_a_browser_the_table_exports_as_csv_and_a_chart_as_png() {
-    let Some(tab) = browser_or_skip("in_a_browser_the_table_exports_as_csv_and_a_chart_as_png") else {
+    let Some((tab, _dir, ui)) = browser_on_dashboard("in_a_browser_the_table_exports_as_csv_and_a_chart_as_png", &[])
+    else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[]);
     let view = format!("/?where={}&group_by=d&columns=accuracy,wall&sort=d", encode("status == \"done\" and gates"));
     tab.go(&ui.url(&view));
     wait_for(&tab, "document.querySelectorAll('#charts polyline.curve').length", &Json::from(2));
@@ -960,10 +973,12 @@ fn table_cells(tab: &headless_chrome::Tab) -> Vec<Vec<String>> {
 
 #[test]
 fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
-    let Some(tab) = browser_or_skip("in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli") else {
+    let Some((tab, _dir, ui)) = browser_on_dashboard(
+        "in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli",
+        &[one_point_run(8)],
+    ) else {
         return;
     };
-    let (_dir, ui) = filled_dashboard(&[one_point_run(8)]);
     tab.go(&ui.url("/?picked=8"));
 
     // Its one point is a marker, on axes whose tick labels differ.
@@ -1006,10 +1021,11 @@ fn in_a_browser_a_one_point_curve_is_drawn_and_cells_read_as_in_the_cli() {
 
 #[test]
 fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
-    let Some(tab) = browser_or_skip("in_a_browser_a_running_trial_refreshes_until_it_finishes") else {
+    let Some((tab, dir, ui)) =
+        browser_on_dashboard("in_a_browser_a_running_trial_refreshes_until_it_finishes", &[running_run(8)])
+    else {
         return;
     };
-    let (dir, ui) = filled_dashboard(&[running_run(8)]);
     let summary = "document.getElementById('summary').textContent";
     // A filter that leaves the running run out: nothing on the page changes, nothing refreshes.
     tab.go(&ui.url(&format!("/?where={}", encode("d == 96"))));

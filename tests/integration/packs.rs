@@ -25,57 +25,7 @@ const MODELS: [&str; 7] = [
 ];
 
 /// One small experiment per model family, each swept over three seeds and learning rates.
-const FAMILIES: &str = r#"
-task random = randomSequence(input = 6, output = 6, length = 6)
-task assoc = assocRetrieval(pairs = 3, train = 256, validation = 32, test = 32)
-task nfar = nthFarthest(vectors = 4, dims = 6, validation = 32, test = 32)
-task add = addition(digits = 3, train = 256, validation = 32, test = 32)
-task pc = patternCompletion(patterns = 4, bits = 12, noise = 0.1, queries = 2, validation = 32, test = 32)
-task lops = listOps(max_depth = 2, max_args = 3, min_length = 4, max_length = 12, validation = 32, test = 32)
-
-experiment stm {
-  task random
-  model stm(d = 8, nq = 2, nr = 8)
-  train { optimizer = rmsprop(lr = 1e-3, momentum = 0.9), batch = 6, clip_value = 10 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
-}
-experiment lstm {
-  task assoc
-  model lstm(hidden = 16, embed_width = 8)
-  train { optimizer = adam(lr = 1e-3), batch = 6, clip_value = 10 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
-}
-experiment rmc {
-  task nfar
-  model rmc(slots = 2, heads = 2, head_size = 4, head = [16])
-  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 0.1 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
-}
-experiment lsam {
-  task add
-  model lsam(d = 8, heads = 2, embed_width = 8, ffn = 16)
-  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 0.5 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
-}
-experiment namtm {
-  task add
-  model namtm(d = 8, heads = 2, L = 6, embed_width = 8)
-  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 0.5 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
-}
-experiment pkm {
-  task pc
-  model pkm(k = 2, m = 6, code = 6, hidden = 12)
-  train { optimizer = sgd(lr = 1e-2, momentum = 0.9), batch = 6, clip_norm = 10 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-2, 3e-2, 2e-2] } }
-}
-experiment encoder {
-  task lops
-  model namEncoder(d = 8, heads = 2, window = 13, ffn = 16)
-  train { optimizer = adam(lr = 1e-3), batch = 6, clip_norm = 1 }
-  sweep { zip { seed in [1, 2, 3]  lr in [1e-3, 3e-3, 2e-3] } }
-}
-"#;
+const FAMILIES: &str = include_str!("data/pack_families.mem");
 
 fn family(name: &str) -> Vec<Trial> {
     let text = format!("{}\n{FAMILIES}", MODELS.join("\n"));
@@ -305,14 +255,7 @@ fn a_packed_run_records_what_the_run_alone_records() {
         assert_eq!(a.ending, b.ending, "trial {p}");
         assert_eq!((a.steps_run, &a.converged, &a.stop_reason), (b.steps_run, &b.converged, &b.stop_reason));
         assert_eq!(a.curves.keys().collect::<Vec<_>>(), b.curves.keys().collect::<Vec<_>>(), "trial {p}");
-        for (name, curve) in &a.curves {
-            let other = &b.curves[name];
-            assert_eq!(curve.len(), other.len(), "trial {p} {name}");
-            for ((s1, v1), (s2, v2)) in curve.iter().zip(other) {
-                assert_eq!(s1, s2);
-                assert!((v1 - v2).abs() <= 1e-5 * v1.abs().max(1e-6), "trial {p} {name} at {s1}: {v1} vs {v2}");
-            }
-        }
+        assert_curves_close(&a.curves, &b.curves, &format!("trial {p}"));
         assert_eq!(a.final_metrics.keys().collect::<Vec<_>>(), b.final_metrics.keys().collect::<Vec<_>>());
         for (k, v) in &a.final_metrics {
             assert!((v - b.final_metrics[k]).abs() <= 1e-5 * v.abs().max(1e-6), "trial {p} {k}");
@@ -457,12 +400,20 @@ fn a_trial_its_judge_stops_leaves_the_pack_recorded_pruned_and_the_others_go_on(
     // A trial that stayed in the pack after the pruned one left computed what it computes alone.
     let alone = on_one_thread(|| memctl::train::train(&trials[2], &Device::Cpu, &Silent, &cancel));
     let packed = by_trial(&trials[2]);
-    for (name, curve) in &alone.curves {
-        let other = &packed.curves[name];
-        assert_eq!(curve.len(), other.len(), "{name}");
+    assert_curves_close(&alone.curves, &packed.curves, "trial 2");
+}
+
+/// A run's curves: `(step, value)` by name.
+type Curves = std::collections::BTreeMap<String, Vec<(u64, f64)>>;
+
+/// Each curve of `alone` is in `packed`, at the same steps, each value within 1e-5 relative.
+fn assert_curves_close(alone: &Curves, packed: &Curves, what: &str) {
+    for (name, curve) in alone {
+        let other = &packed[name];
+        assert_eq!(curve.len(), other.len(), "{what} {name}");
         for ((s1, v1), (s2, v2)) in curve.iter().zip(other) {
             assert_eq!(s1, s2);
-            assert!((v1 - v2).abs() <= 1e-5 * v1.abs().max(1e-6), "{name} at {s1}: {v1} vs {v2}");
+            assert!((v1 - v2).abs() <= 1e-5 * v1.abs().max(1e-6), "{what} {name} at {s1}: {v1} vs {v2}");
         }
     }
 }
