@@ -74,6 +74,21 @@ macro_rules! entries {
 }
 pub(crate) use entries;
 
+/// Declares the passes of a fused op of one kernel each way: `Forward`, and the `Backward` that
+/// the forward's gradient runs. `two_passes! { pub enum Softmax }`, the enum's doc comment
+/// inside the braces.
+macro_rules! two_passes {
+    ($(#[$doc:meta])* $vis:vis enum $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis enum $name {
+            Forward,
+            Backward,
+        }
+    };
+}
+pub(crate) use two_passes;
+
 /// A kernel's grid and the scalar arguments after its buffers, in the kernel's order: the ints
 /// first, then the floats.
 #[derive(Clone, Debug, PartialEq)]

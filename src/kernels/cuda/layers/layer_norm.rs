@@ -22,7 +22,7 @@ use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cpu::row_norm::EPS;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -36,13 +36,11 @@ pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
     x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Fused(Norm::Forward))
 }
 
-/// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
-/// `(x, w, g) → [d x; g ⊙ x̂]` (`[2 · rows, n]`: every row's `d x`, then every row's `g ⊙ x̂`, so
-/// that `d x` is a contiguous view).
-#[derive(Clone, Copy, Debug)]
-pub enum Norm {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
+    /// `(x, w, g) → [d x; g ⊙ x̂]` (`[2 · rows, n]`: every row's `d x`, then every row's `g ⊙ x̂`, so
+    /// that `d x` is a contiguous view).
+    pub enum Norm
 }
 
 /// What the passes index: `rows` rows of `n`, each block of `per` rows with its own gain and

@@ -14,7 +14,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -42,12 +42,10 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.broadcast_mul(b)
 }
 
-/// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
-/// ⊙ x]` (flat, `n + partials(n)` elements).
-#[derive(Clone, Copy, Debug)]
-pub enum Scale {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
+    /// ⊙ x]` (flat, `n + partials(n)` elements).
+    pub enum Scale
 }
 
 impl FusedKernel for Scale {

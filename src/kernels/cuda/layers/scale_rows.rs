@@ -16,7 +16,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cpu::reduce::dot;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -46,12 +46,10 @@ pub fn per_row(x: &Tensor, alpha: &Tensor) -> Option<Result<Tensor>> {
         .then(|| x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(ScaleRows::Forward)))
 }
 
-/// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
-/// ⊙ x, `parts` per run]` (flat).
-#[derive(Clone, Copy, Debug)]
-pub enum ScaleRows {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
+    /// ⊙ x, `parts` per run]` (flat).
+    pub enum ScaleRows
 }
 
 /// `n` elements in runs of `per`, each with its number.

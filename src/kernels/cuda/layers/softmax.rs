@@ -13,7 +13,7 @@
 use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries, two_passes};
 use crate::kernels::cuda::switches::Switch;
 
 /// The RMC's step 2.51 → 2.35 ms (H200, 2026-11-26).
@@ -30,11 +30,9 @@ pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
     }
 }
 
-/// The two passes: `x → y` and, for its backward, `(y, g) → d x`.
-#[derive(Clone, Copy, Debug)]
-pub enum Softmax {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `x → y` and, for its backward, `(y, g) → d x`.
+    pub enum Softmax
 }
 
 impl FusedKernel for Softmax {

@@ -10,7 +10,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -31,11 +31,9 @@ pub fn tanh(x: &Tensor) -> Result<Tensor> {
     x.tanh()
 }
 
-/// The two passes: `x → tanh(x)` and, for its backward, `(y, g) → g (1 − y²)`.
-#[derive(Clone, Copy, Debug)]
-pub enum Tanh {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `x → tanh(x)` and, for its backward, `(y, g) → g (1 − y²)`.
+    pub enum Tanh
 }
 
 impl FusedKernel for Tanh {
