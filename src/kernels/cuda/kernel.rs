@@ -107,9 +107,9 @@ impl Launch {
     }
 }
 
-/// The candle op of a [`FusedKernel`]: `x.apply_op1(Fused(pass))` (or `apply_op2`, `apply_op3`
-/// for two or three operands); [`Fused::apply_no_bwd`] for a pass of any number of operands
-/// without a gradient of its own.
+/// The candle op of a [`FusedKernel`]: `Fused(pass).apply(&[x])` (or `x.apply_op1(Fused(pass))`,
+/// and `apply_op2`, `apply_op3` for two or three operands); [`Fused::apply_no_bwd`] for a pass of
+/// any number of operands without a gradient of its own.
 #[derive(Clone, Copy)]
 pub struct Fused<K>(pub K);
 
@@ -130,6 +130,18 @@ impl<K: FusedKernel> RealKernel for Twin<K> {
 }
 
 impl<K: FusedKernel> Fused<K> {
+    /// The pass on `operands` (one to three, each made contiguous), as a candle op whose
+    /// backward is the pass's [`FusedKernel::backward`].
+    pub fn apply(self, operands: &[&Tensor]) -> Result<Tensor> {
+        let operands = operands.iter().map(|t| t.contiguous()).collect::<Result<Vec<_>>>()?;
+        match operands.as_slice() {
+            [a] => a.apply_op1(self),
+            [a, b] => a.apply_op2(b, self),
+            [a, b, c] => a.apply_op3(b, c, self),
+            _ => bail!("{}: {} operands, where candle's ops take one to three", self.0.entry(), operands.len()),
+        }
+    }
+
     /// The pass on `operands` (one or more), as a candle op without a backward: the backward
     /// passes, whose operands may be more than candle's three.
     pub fn apply_no_bwd(self, operands: &[&Tensor]) -> Result<Tensor> {

@@ -33,7 +33,7 @@ inventory::submit! { LAYER_NORM }
 /// `(x − mean) / sqrt(var + eps) ⊙ w + b` over the last axis of `x`, `w` and `b` being `[n]`,
 /// or `[G, n]` for `G` equal blocks of `x`'s rows, in order.
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Fused(Norm::Forward))
+    Fused(Norm::Forward).apply(&[x, w, b])
 }
 
 two_passes! {

@@ -43,7 +43,7 @@ pub fn lerp(a: &Tensor, b: &Tensor, w: &Tensor) -> Result<Tensor> {
     if !fits(a, b, w) {
         bail!("{WHAT} takes a, b of one shape and w one number or one per example, got {a:?}, {b:?}, {w:?}");
     }
-    a.contiguous()?.apply_op3(&b.contiguous()?, &w.contiguous()?, Fused(Lerp::Forward))
+    Fused(Lerp::Forward).apply(&[a, b, w])
 }
 
 two_passes! {

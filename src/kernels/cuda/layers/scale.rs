@@ -34,7 +34,7 @@ fn partials(n: usize) -> usize {
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
     if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && crate::kernels::cuda::switches::used_for(x, SCALE) {
-        return x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(Scale::Forward));
+        return Fused(Scale::Forward).apply(&[x, alpha]);
     }
     if let Some(scaled) = super::scale_rows::per_row(a, b).or_else(|| super::scale_rows::per_row(b, a)) {
         return scaled;

@@ -43,7 +43,7 @@ pub fn per_row(x: &Tensor, alpha: &Tensor) -> Option<Result<Tensor>> {
     let runs = Runs { n: x.elem_count(), per: x.elem_count() / rows.max(1) };
     let fits = i32::try_from(runs.n).is_ok() && u32::try_from(runs.runs() * runs.parts()).is_ok();
     (one_per_row && fits && crate::kernels::cuda::switches::used_for(x, SCALE_ROWS))
-        .then(|| x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(ScaleRows::Forward)))
+        .then(|| Fused(ScaleRows::Forward).apply(&[x, alpha]))
 }
 
 two_passes! {

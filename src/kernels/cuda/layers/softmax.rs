@@ -24,7 +24,7 @@ inventory::submit! { SOFTMAX }
 /// fused ops run, candle's ops elsewhere.
 pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
     if crate::kernels::cuda::switches::used_for(x, SOFTMAX) {
-        x.contiguous()?.apply_op1(Fused(Softmax::Forward))
+        Fused(Softmax::Forward).apply(&[x])
     } else {
         candle_nn::ops::softmax(x, D::Minus1)
     }
@@ -86,7 +86,7 @@ mod tests {
     fn the_fused_softmax_and_its_gradient_equal_candle_ops_and_autograd() -> Result<()> {
         // Large offsets (the max is subtracted) and rows of two widths' worth of leading axes.
         let x = Var::from_tensor(&(var(&[2, 3, 5], 3.0)?.as_tensor() + 40.0)?)?;
-        let fused = x.contiguous()?.apply_op1(Fused(Softmax::Forward))?;
+        let fused = Fused(Softmax::Forward).apply(&[&x])?;
         assert_fused_matches(&[&x], &[fused], &[candle_nn::ops::softmax(&x, D::Minus1)?], 1e-12)
     }
 

@@ -25,7 +25,7 @@ inventory::submit! { L2_NORMALIZE }
 
 /// `x / max(‖x‖₂, eps)` over the last axis, differentiable.
 pub fn l2_normalize(x: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op1(Fused(Normalize::Forward))
+    Fused(Normalize::Forward).apply(&[x])
 }
 
 two_passes! {

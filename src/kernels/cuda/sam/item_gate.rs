@@ -34,7 +34,7 @@ inventory::submit! { ITEM_GATE }
 /// `σ(g[.., :d]) ⊙ tanh(x) + σ(g[.., d:]) ⊙ m`, `g` being `[.., 2d]` and `x`, `m` `[.., d]` of
 /// the same leading axes (here `[B, d, ·]`: one row per memory row).
 pub fn gated_write(g: &Tensor, x: &Tensor, m: &Tensor) -> Result<Tensor> {
-    g.contiguous()?.apply_op3(&x.contiguous()?, &m.contiguous()?, Fused(Gate::Forward))
+    Fused(Gate::Forward).apply(&[g, x, m])
 }
 
 two_passes! {
