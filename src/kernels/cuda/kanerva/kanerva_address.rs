@@ -256,7 +256,7 @@ pub fn sum_launch_shape(batch: u32) -> LaunchShape {
 /// The launch of its CUDA kernels, with the `cuda` feature.
 #[cfg(feature = "cuda")]
 mod cuda {
-    use crate::kernels::cuda::modules::{KANERVA_ADDRESS, f32_view, launch_config};
+    use crate::kernels::cuda::modules::{KANERVA_ADDRESS, args_with, f32_view, launch_config};
     use candle_core::cuda_backend::WrapErr;
     use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
     use candle_core::{CudaStorage, Layout, Result};
@@ -305,10 +305,7 @@ mod cuda {
         let parts = unsafe { dev.alloc::<f32>(parts_len)? };
         let lambda = lambda as f32;
         let func = KANERVA_ADDRESS.function(&dev, kernel)?;
-        let mut builder = func.builder();
-        for v in &views {
-            builder.arg(v);
-        }
+        let mut builder = args_with(&func, &views);
         builder.arg(&out).arg(&parts).arg(&b).arg(&k).arg(&c).arg(&m).arg(&lambda);
         // SAFETY: the first kernel takes its operands (r, packed, and backward g), the output, the
         // scratch, batch, k, c, m and λ, in this order; launch_shape gives it a block per example and
