@@ -89,6 +89,29 @@ macro_rules! two_passes {
 }
 pub(crate) use two_passes;
 
+/// candle's `cpu_fwd` and (with the `cuda` feature) `cuda_fwd`, which take each operand as a
+/// storage and a layout (the `$s: $l` pairs), handing them on as one slice to the op's own
+/// `on_cpu` and `on_cuda`: `forwards!(s1: l1, s2: l2)` inside an `impl CustomOp2`.
+macro_rules! forwards {
+    ($($s:ident: $l:ident),+) => {
+        fn cpu_fwd(
+            &self,
+            $($s: &candle_core::CpuStorage, $l: &candle_core::Layout),+
+        ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+            self.on_cpu(&[$(($s, $l)),+])
+        }
+
+        #[cfg(feature = "cuda")]
+        fn cuda_fwd(
+            &self,
+            $($s: &candle_core::CudaStorage, $l: &candle_core::Layout),+
+        ) -> candle_core::Result<(candle_core::CudaStorage, candle_core::Shape)> {
+            self.on_cuda(&[$(($s, $l)),+])
+        }
+    };
+}
+pub(crate) use forwards;
+
 /// A kernel's grid and the scalar arguments after its buffers, in the kernel's order: the ints
 /// first, then the floats.
 #[derive(Clone, Debug, PartialEq)]
@@ -203,14 +226,7 @@ impl<K: FusedKernel> CustomOp1 for Fused<K> {
         self.0.entry()
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        self.on_cpu(&[(s, l)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        self.on_cuda(&[(s, l)])
-    }
+    forwards!(s: l);
 
     fn bwd(&self, x: &Tensor, out: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         let mut grads = self.gradients(&[x], out, grad)?.into_iter();
@@ -223,14 +239,7 @@ impl<K: FusedKernel> CustomOp2 for Fused<K> {
         self.0.entry()
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        self.on_cpu(&[(s1, l1), (s2, l2)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        self.on_cuda(&[(s1, l1), (s2, l2)])
-    }
+    forwards!(s1: l1, s2: l2);
 
     fn bwd(&self, a: &Tensor, b: &Tensor, out: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let mut grads = self.gradients(&[a, b], out, grad)?.into_iter();
@@ -243,30 +252,7 @@ impl<K: FusedKernel> CustomOp3 for Fused<K> {
         self.0.entry()
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        self.on_cpu(&[(s1, l1), (s2, l2), (s3, l3)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        self.on_cuda(&[(s1, l1), (s2, l2), (s3, l3)])
-    }
+    forwards!(s1: l1, s2: l2, s3: l3);
 
     fn bwd(
         &self,
