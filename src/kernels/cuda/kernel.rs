@@ -74,6 +74,44 @@ macro_rules! entries {
 }
 pub(crate) use entries;
 
+/// Declares the passes of a fused op of one kernel each way: `Forward`, and the `Backward` that
+/// the forward's gradient runs. `two_passes! { pub enum Softmax }`, the enum's doc comment
+/// inside the braces.
+macro_rules! two_passes {
+    ($(#[$doc:meta])* $vis:vis enum $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis enum $name {
+            Forward,
+            Backward,
+        }
+    };
+}
+pub(crate) use two_passes;
+
+/// candle's `cpu_fwd` and (with the `cuda` feature) `cuda_fwd`, which take each operand as a
+/// storage and a layout (the `$s: $l` pairs), handing them on as one slice to the op's own
+/// `on_cpu` and `on_cuda`: `forwards!(s1: l1, s2: l2)` inside an `impl CustomOp2`.
+macro_rules! forwards {
+    ($($s:ident: $l:ident),+) => {
+        fn cpu_fwd(
+            &self,
+            $($s: &candle_core::CpuStorage, $l: &candle_core::Layout),+
+        ) -> candle_core::Result<(candle_core::CpuStorage, candle_core::Shape)> {
+            self.on_cpu(&[$(($s, $l)),+])
+        }
+
+        #[cfg(feature = "cuda")]
+        fn cuda_fwd(
+            &self,
+            $($s: &candle_core::CudaStorage, $l: &candle_core::Layout),+
+        ) -> candle_core::Result<(candle_core::CudaStorage, candle_core::Shape)> {
+            self.on_cuda(&[$(($s, $l)),+])
+        }
+    };
+}
+pub(crate) use forwards;
+
 /// A kernel's grid and the scalar arguments after its buffers, in the kernel's order: the ints
 /// first, then the floats.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,9 +130,9 @@ impl Launch {
     }
 }
 
-/// The candle op of a [`FusedKernel`]: `x.apply_op1(Fused(pass))` (or `apply_op2`, `apply_op3`
-/// for two or three operands); [`Fused::apply_no_bwd`] for a pass of any number of operands
-/// without a gradient of its own.
+/// The candle op of a [`FusedKernel`]: `Fused(pass).apply(&[x])` (or `x.apply_op1(Fused(pass))`,
+/// and `apply_op2`, `apply_op3` for two or three operands); [`Fused::apply_no_bwd`] for a pass of
+/// any number of operands without a gradient of its own.
 #[derive(Clone, Copy)]
 pub struct Fused<K>(pub K);
 
@@ -115,6 +153,18 @@ impl<K: FusedKernel> RealKernel for Twin<K> {
 }
 
 impl<K: FusedKernel> Fused<K> {
+    /// The pass on `operands` (one to three, each made contiguous), as a candle op whose
+    /// backward is the pass's [`FusedKernel::backward`].
+    pub fn apply(self, operands: &[&Tensor]) -> Result<Tensor> {
+        let operands = operands.iter().map(|t| t.contiguous()).collect::<Result<Vec<_>>>()?;
+        match operands.as_slice() {
+            [a] => a.apply_op1(self),
+            [a, b] => a.apply_op2(b, self),
+            [a, b, c] => a.apply_op3(b, c, self),
+            _ => bail!("{}: {} operands, where candle's ops take one to three", self.0.entry(), operands.len()),
+        }
+    }
+
     /// The pass on `operands` (one or more), as a candle op without a backward: the backward
     /// passes, whose operands may be more than candle's three.
     pub fn apply_no_bwd(self, operands: &[&Tensor]) -> Result<Tensor> {
@@ -176,14 +226,7 @@ impl<K: FusedKernel> CustomOp1 for Fused<K> {
         self.0.entry()
     }
 
-    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
-        self.on_cpu(&[(s, l)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s: &CudaStorage, l: &Layout) -> Result<(CudaStorage, Shape)> {
-        self.on_cuda(&[(s, l)])
-    }
+    forwards!(s: l);
 
     fn bwd(&self, x: &Tensor, out: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
         let mut grads = self.gradients(&[x], out, grad)?.into_iter();
@@ -196,14 +239,7 @@ impl<K: FusedKernel> CustomOp2 for Fused<K> {
         self.0.entry()
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        self.on_cpu(&[(s1, l1), (s2, l2)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        self.on_cuda(&[(s1, l1), (s2, l2)])
-    }
+    forwards!(s1: l1, s2: l2);
 
     fn bwd(&self, a: &Tensor, b: &Tensor, out: &Tensor, grad: &Tensor) -> Result<(Option<Tensor>, Option<Tensor>)> {
         let mut grads = self.gradients(&[a, b], out, grad)?.into_iter();
@@ -216,30 +252,7 @@ impl<K: FusedKernel> CustomOp3 for Fused<K> {
         self.0.entry()
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        self.on_cpu(&[(s1, l1), (s2, l2), (s3, l3)])
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        self.on_cuda(&[(s1, l1), (s2, l2), (s3, l3)])
-    }
+    forwards!(s1: l1, s2: l2, s3: l3);
 
     fn bwd(
         &self,

@@ -53,6 +53,15 @@ pub(super) fn f32_view<'a>(storage: &'a CudaStorage, layout: &Layout) -> Result<
     Ok(storage.as_cuda_slice::<f32>()?.slice(start..start + layout.shape().elem_count()))
 }
 
+/// `func`'s launch arguments, begun with the operands' `views` in order.
+pub(super) fn args_with<'a>(func: &'a CudaFunc, views: &'a [CudaView<'a, f32>]) -> LaunchArgs<'a> {
+    let mut builder = func.builder();
+    for v in views {
+        builder.arg(v);
+    }
+    builder
+}
+
 /// Pushes a kernel's scalar arguments after its buffers: the ints, then the floats.
 pub(super) fn push_scalars<'a>(builder: &mut LaunchArgs<'a>, ints: &'a [i32], floats: &'a [f32]) {
     for i in ints {
@@ -87,10 +96,7 @@ pub(super) unsafe fn run(
         return Ok(CudaStorage::wrap_cuda_slice(out, dev));
     }
     let func = module.function(&dev, kernel)?;
-    let mut builder = func.builder();
-    for v in &views {
-        builder.arg(v);
-    }
+    let mut builder = args_with(&func, &views);
     builder.arg(&out);
     push_scalars(&mut builder, ints, floats);
     // SAFETY: the argument list is the kernel's (the caller's contract).

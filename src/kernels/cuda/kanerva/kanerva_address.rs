@@ -23,6 +23,7 @@ use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Tenso
 use crate::kernels::cpu::kanerva_manual::{Addressed, Machines, address_backward, mix};
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cuda::fused::{BLOCK_SHARED_BYTES, RealKernel, run_cpu};
+use crate::kernels::cuda::kernel::forwards;
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 #[cfg(feature = "cuda")]
@@ -57,7 +58,7 @@ pub fn address(r: &Tensor, z: &Tensor, eta: Option<&Tensor>, lambda: f64) -> Res
     };
     let packed = Tensor::cat(&[&z.broadcast_as((batch, c))?, &eta], 1)?.contiguous()?;
     let s = Machines { k, c, m };
-    let both = r.contiguous()?.apply_op2(&packed, Forward { s, lambda })?;
+    let both = r.contiguous()?.apply_op2(&packed, Address { backward: false, s, lambda })?;
     let nw = batch * k * m;
     Ok((both.narrow(0, 0, nw)?.reshape((batch, k, m, 1))?, both.narrow(0, nw, batch * c)?.reshape((batch, c))?))
 }
@@ -75,14 +76,11 @@ pub fn parts_len(backward: bool, batch: usize, k: usize, c: usize) -> usize {
     batch * k * if backward { c + 2 } else { c + 1 }
 }
 
-/// `(r, [z | η]) → [w | μ]`, flat.
-struct Forward {
-    s: Machines,
-    lambda: f64,
-}
-
-/// `(r, [z | η], [w̄ | μ̄]) → [R̄ | z̄ | η̄]`, flat.
-struct Backward {
+/// The op of either pass: forward `(r, [z | η]) → [w | μ]`, and `backward` `(r, [z | η],
+/// [w̄ | μ̄]) → [R̄ | z̄ | η̄]`, each flat.
+#[derive(Clone, Copy)]
+struct Address {
+    backward: bool,
     s: Machines,
     lambda: f64,
 }
@@ -99,35 +97,33 @@ fn batch_of(s: Machines, r: &Layout, packed: &Layout) -> Result<usize> {
     Ok(batch)
 }
 
-/// The CPU computation of either pass, batch element by batch element, through the tape's
-/// addressing.
+/// The CPU computation of either pass on `batch` examples, example by example, through the
+/// tape's addressing.
 struct AddressKernel {
-    backward: bool,
-    s: Machines,
-    lambda: f64,
+    pass: Address,
     batch: usize,
 }
 
 impl RealKernel for AddressKernel {
     /// Forward: `(r, packed)`; backward: `(r, packed, g)`.
     fn run<T: Real>(&self, o: &[&[T]]) -> Vec<T> {
-        let Machines { k, c, m } = self.s;
+        let Address { backward, s, lambda } = self.pass;
+        let Machines { k, c, m } = s;
         let (b, nr, width) = (self.batch, k * c * m, c + k);
         let (r, packed) = (o[0], o[1]);
         let mut w = vec![T::zero(); k * m];
         let mut chol = vec![0.0f64; k * m * m];
         let (mut p, mut gamma) = (vec![T::zero(); k * c], vec![T::zero(); k]);
         let mut mu = vec![T::zero(); c];
-        let mut out = vec![T::zero(); if self.backward { b * (nr + width) } else { b * (k * m + c) }];
+        let mut out = vec![T::zero(); if backward { b * (nr + width) } else { b * (k * m + c) }];
         let nan = T::from_f64(f64::NAN);
         for i in 0..b {
             let (ri, row) = (&r[i * nr..][..nr], &packed[i * width..][..width]);
             let (z, eta) = row.split_at(c);
             let addressed = Addressed { w: &mut w[..], chol: &mut chol[..], p: &mut p[..], gamma: &mut gamma[..] };
             // As the GPU's: a matrix that is not positive definite gives NaN.
-            let solved =
-                crate::kernels::cpu::kanerva_manual::address(self.s, ri, z, Some(eta), self.lambda, addressed).is_ok();
-            if !self.backward {
+            let solved = crate::kernels::cpu::kanerva_manual::address(s, ri, z, Some(eta), lambda, addressed).is_ok();
+            if !backward {
                 mix(&p, &gamma, &mut mu);
                 let (w_out, mu_out) = out.split_at_mut(b * k * m);
                 w_out[i * k * m..][..k * m].copy_from_slice(&w);
@@ -149,33 +145,58 @@ impl RealKernel for AddressKernel {
             }
             let (g_z, g_eta) = g_row.split_at_mut(c);
             let saved = Addressed { w: &w[..], chol: &chol[..], p: &p[..], gamma: &gamma[..] };
-            address_backward(self.s, ri, z, Some(eta), &saved, g_mu, Some(g_w), g_r, g_z, Some(g_eta));
+            address_backward(s, ri, z, Some(eta), &saved, g_mu, Some(g_w), g_r, g_z, Some(g_eta));
         }
         out
     }
 }
 
-impl CustomOp2 for Forward {
-    fn name(&self) -> &'static str {
-        "kanerva_address_fwd"
+impl Address {
+    /// The pass's first kernel, also the op's name.
+    fn entry(&self) -> &'static str {
+        if self.backward { "kanerva_address_bwd" } else { "kanerva_address_fwd" }
     }
 
-    fn cpu_fwd(&self, s1: &CpuStorage, l1: &Layout, s2: &CpuStorage, l2: &Layout) -> Result<(CpuStorage, Shape)> {
-        let batch = batch_of(self.s, l1, l2)?;
-        let kernel = AddressKernel { backward: false, s: self.s, lambda: self.lambda, batch };
-        let len = batch * (self.s.k * self.s.m + self.s.c);
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2)], WHAT)?, Shape::from(len)))
+    /// The batch and the output's length of the pass's operands: `(r, packed)`, and backward
+    /// `g` after them.
+    fn geometry<S>(&self, operands: &[(&S, &Layout)]) -> Result<(usize, usize)> {
+        let s = self.s;
+        match (self.backward, operands) {
+            (false, &[(_, r), (_, packed)]) => {
+                let batch = batch_of(s, r, packed)?;
+                Ok((batch, batch * (s.k * s.m + s.c)))
+            }
+            (true, &[(_, r), (_, packed), (_, g)]) => {
+                let batch = batch_of(s, r, packed)?;
+                if g.dims() != [batch * (s.k * s.m + s.c)] || !g.is_contiguous() {
+                    bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
+                }
+                Ok((batch, batch * (s.k * s.c * s.m + s.c + s.k)))
+            }
+            _ => bail!("{WHAT}: {} operands for {}", operands.len(), self.entry()),
+        }
+    }
+
+    fn on_cpu(&self, operands: &[(&CpuStorage, &Layout)]) -> Result<(CpuStorage, Shape)> {
+        let (batch, len) = self.geometry(operands)?;
+        Ok((run_cpu(&AddressKernel { pass: *self, batch }, operands, WHAT)?, Shape::from(len)))
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_fwd(&self, s1: &CudaStorage, l1: &Layout, s2: &CudaStorage, l2: &Layout) -> Result<(CudaStorage, Shape)> {
-        let batch = batch_of(self.s, l1, l2)?;
-        let len = batch * (self.s.k * self.s.m + self.s.c);
-        let operands = [(s1, l1), (s2, l2)];
-        let out = cuda::kanerva_address(false, &operands, len, batch, self.s, self.lambda)?;
-        crate::kernels::cuda::fused::record_launch("kanerva_address_fwd");
+    fn on_cuda(&self, operands: &[(&CudaStorage, &Layout)]) -> Result<(CudaStorage, Shape)> {
+        let (batch, len) = self.geometry(operands)?;
+        let out = cuda::kanerva_address(self.backward, operands, len, batch, self.s, self.lambda)?;
+        crate::kernels::cuda::fused::record_launch(self.entry());
         Ok((out, Shape::from(len)))
     }
+}
+
+impl CustomOp2 for Address {
+    fn name(&self) -> &'static str {
+        self.entry()
+    }
+
+    forwards!(s1: l1, s2: l2);
 
     fn bwd(
         &self,
@@ -184,7 +205,8 @@ impl CustomOp2 for Forward {
         _out: &Tensor,
         grad: &Tensor,
     ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let both = r.apply_op3_no_bwd(packed, &grad.contiguous()?, &Backward { s: self.s, lambda: self.lambda })?;
+        let backward = Address { backward: true, ..*self };
+        let both = r.apply_op3_no_bwd(packed, &grad.contiguous()?, &backward)?;
         let nr = r.elem_count();
         Ok((
             Some(both.narrow(0, 0, nr)?.reshape(r.shape())?),
@@ -193,50 +215,12 @@ impl CustomOp2 for Forward {
     }
 }
 
-impl CustomOp3 for Backward {
+impl CustomOp3 for Address {
     fn name(&self) -> &'static str {
-        "kanerva_address_bwd"
+        self.entry()
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-        s3: &CpuStorage,
-        l3: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (batch, len) = backward_geometry(self.s, l1, l2, l3)?;
-        let kernel = AddressKernel { backward: true, s: self.s, lambda: self.lambda, batch };
-        Ok((run_cpu(&kernel, &[(s1, l1), (s2, l2), (s3, l3)], WHAT)?, Shape::from(len)))
-    }
-
-    #[cfg(feature = "cuda")]
-    fn cuda_fwd(
-        &self,
-        s1: &CudaStorage,
-        l1: &Layout,
-        s2: &CudaStorage,
-        l2: &Layout,
-        s3: &CudaStorage,
-        l3: &Layout,
-    ) -> Result<(CudaStorage, Shape)> {
-        let (batch, len) = backward_geometry(self.s, l1, l2, l3)?;
-        let operands = [(s1, l1), (s2, l2), (s3, l3)];
-        let out = cuda::kanerva_address(true, &operands, len, batch, self.s, self.lambda)?;
-        crate::kernels::cuda::fused::record_launch("kanerva_address_bwd");
-        Ok((out, Shape::from(len)))
-    }
-}
-
-/// The batch and the output's length of the backward's operands `(r, packed, g)`.
-fn backward_geometry(s: Machines, r: &Layout, packed: &Layout, g: &Layout) -> Result<(usize, usize)> {
-    let batch = batch_of(s, r, packed)?;
-    if g.dims() != [batch * (s.k * s.m + s.c)] || !g.is_contiguous() {
-        bail!("{WHAT}: a gradient {:?} for {s:?} and a batch of {batch}", g.dims());
-    }
-    Ok((batch, batch * (s.k * s.c * s.m + s.c + s.k)))
+    forwards!(s1: l1, s2: l2, s3: l3);
 }
 
 /// `kanerva_address.cu`'s first kernel each way (`kanerva_address_fwd`, `kanerva_address_bwd`)
@@ -256,7 +240,7 @@ pub fn sum_launch_shape(batch: u32) -> LaunchShape {
 /// The launch of its CUDA kernels, with the `cuda` feature.
 #[cfg(feature = "cuda")]
 mod cuda {
-    use crate::kernels::cuda::modules::{KANERVA_ADDRESS, f32_view, launch_config};
+    use crate::kernels::cuda::modules::{KANERVA_ADDRESS, args_with, f32_view, launch_config};
     use candle_core::cuda_backend::WrapErr;
     use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
     use candle_core::{CudaStorage, Layout, Result};
@@ -305,10 +289,7 @@ mod cuda {
         let parts = unsafe { dev.alloc::<f32>(parts_len)? };
         let lambda = lambda as f32;
         let func = KANERVA_ADDRESS.function(&dev, kernel)?;
-        let mut builder = func.builder();
-        for v in &views {
-            builder.arg(v);
-        }
+        let mut builder = args_with(&func, &views);
         builder.arg(&out).arg(&parts).arg(&b).arg(&k).arg(&c).arg(&m).arg(&lambda);
         // SAFETY: the first kernel takes its operands (r, packed, and backward g), the output, the
         // scratch, batch, k, c, m and λ, in this order; launch_shape gives it a block per example and

@@ -15,7 +15,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::gru::{gru_backward, gru_forward};
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -39,12 +39,10 @@ pub fn gru_cell(gi: &Tensor, gh: &Tensor, h: &Tensor) -> Result<Tensor> {
     each(gi, gates)?.apply_op3(&each(gh, gates)?, &each(h, hidden)?, Fused(Gru::Forward))
 }
 
-/// The two passes: `(gi, gh, h) → h'` and, for its backward, `(gi, gh, h, g) → [d gi | d gh |
-/// d h]` (flat).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gru {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(gi, gh, h) → h'` and, for its backward, `(gi, gh, h, g) → [d gi | d gh |
+    /// d h]` (flat).
+    pub enum Gru
 }
 
 /// A cell of `batch` examples of `hidden` units.

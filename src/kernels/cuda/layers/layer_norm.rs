@@ -22,7 +22,7 @@ use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cpu::row_norm::EPS;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -33,16 +33,14 @@ inventory::submit! { LAYER_NORM }
 /// `(x − mean) / sqrt(var + eps) ⊙ w + b` over the last axis of `x`, `w` and `b` being `[n]`,
 /// or `[G, n]` for `G` equal blocks of `x`'s rows, in order.
 pub fn layer_norm(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {
-    x.contiguous()?.apply_op3(&w.contiguous()?, &b.contiguous()?, Fused(Norm::Forward))
+    Fused(Norm::Forward).apply(&[x, w, b])
 }
 
-/// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
-/// `(x, w, g) → [d x; g ⊙ x̂]` (`[2 · rows, n]`: every row's `d x`, then every row's `g ⊙ x̂`, so
-/// that `d x` is a contiguous view).
-#[derive(Clone, Copy, Debug)]
-pub enum Norm {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes, each one op of three operands: `(x, w, b) → y` and, for its backward,
+    /// `(x, w, g) → [d x; g ⊙ x̂]` (`[2 · rows, n]`: every row's `d x`, then every row's `g ⊙ x̂`, so
+    /// that `d x` is a contiguous view).
+    pub enum Norm
 }
 
 /// What the passes index: `rows` rows of `n`, each block of `per` rows with its own gain and

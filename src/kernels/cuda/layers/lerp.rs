@@ -12,7 +12,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -43,15 +43,13 @@ pub fn lerp(a: &Tensor, b: &Tensor, w: &Tensor) -> Result<Tensor> {
     if !fits(a, b, w) {
         bail!("{WHAT} takes a, b of one shape and w one number or one per example, got {a:?}, {b:?}, {w:?}");
     }
-    a.contiguous()?.apply_op3(&b.contiguous()?, &w.contiguous()?, Fused(Lerp::Forward))
+    Fused(Lerp::Forward).apply(&[a, b, w])
 }
 
-/// The two passes: `(a, b, w) → a + w (b − a)` and, for its backward, `(w, g) → [d a | d b]`
-/// (flat).
-#[derive(Clone, Copy, Debug)]
-pub enum Lerp {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(a, b, w) → a + w (b − a)` and, for its backward, `(w, g) → [d a | d b]`
+    /// (flat).
+    pub enum Lerp
 }
 
 /// `n` elements, `per` of them to a weight.

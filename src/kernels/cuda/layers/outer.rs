@@ -12,7 +12,7 @@
 use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -49,11 +49,9 @@ pub fn outer_with_candle_ops(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.unsqueeze(D::Minus1)?.broadcast_mul(&b.unsqueeze(b.rank() - 1)?)
 }
 
-/// The two passes: `(a, b) → a ⊗ b` and, for its backward, `(a, b, g) → [d a | d b]` (flat).
-#[derive(Clone, Copy, Debug)]
-pub enum Outer {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(a, b) → a ⊗ b` and, for its backward, `(a, b, g) → [d a | d b]` (flat).
+    pub enum Outer
 }
 
 /// `rows` outer products of `n` and `m` elements.

@@ -14,7 +14,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -34,7 +34,7 @@ fn partials(n: usize) -> usize {
 pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let (x, alpha) = if b.elem_count() == 1 { (a, b) } else { (b, a) };
     if alpha.elem_count() == 1 && alpha.rank() <= x.rank() && crate::kernels::cuda::switches::used_for(x, SCALE) {
-        return x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(Scale::Forward));
+        return Fused(Scale::Forward).apply(&[x, alpha]);
     }
     if let Some(scaled) = super::scale_rows::per_row(a, b).or_else(|| super::scale_rows::per_row(b, a)) {
         return scaled;
@@ -42,12 +42,10 @@ pub fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     a.broadcast_mul(b)
 }
 
-/// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
-/// ⊙ x]` (flat, `n + partials(n)` elements).
-#[derive(Clone, Copy, Debug)]
-pub enum Scale {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
+    /// ⊙ x]` (flat, `n + partials(n)` elements).
+    pub enum Scale
 }
 
 impl FusedKernel for Scale {

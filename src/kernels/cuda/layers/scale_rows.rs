@@ -16,7 +16,7 @@ use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
 use crate::kernels::cpu::reduce::dot;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -43,15 +43,13 @@ pub fn per_row(x: &Tensor, alpha: &Tensor) -> Option<Result<Tensor>> {
     let runs = Runs { n: x.elem_count(), per: x.elem_count() / rows.max(1) };
     let fits = i32::try_from(runs.n).is_ok() && u32::try_from(runs.runs() * runs.parts()).is_ok();
     (one_per_row && fits && crate::kernels::cuda::switches::used_for(x, SCALE_ROWS))
-        .then(|| x.contiguous()?.apply_op2(&alpha.contiguous()?, Fused(ScaleRows::Forward)))
+        .then(|| Fused(ScaleRows::Forward).apply(&[x, alpha]))
 }
 
-/// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
-/// ⊙ x, `parts` per run]` (flat).
-#[derive(Clone, Copy, Debug)]
-pub enum ScaleRows {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(x, α) → α x` and, for its backward, `(x, α, g) → [α g | partial sums of g
+    /// ⊙ x, `parts` per run]` (flat).
+    pub enum ScaleRows
 }
 
 /// `n` elements in runs of `per`, each with its number.

@@ -13,7 +13,7 @@
 use candle_core::{D, Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, Rows, entries, two_passes};
 use crate::kernels::cuda::switches::Switch;
 
 /// The RMC's step 2.51 → 2.35 ms (H200, 2026-11-26).
@@ -24,17 +24,15 @@ inventory::submit! { SOFTMAX }
 /// fused ops run, candle's ops elsewhere.
 pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
     if crate::kernels::cuda::switches::used_for(x, SOFTMAX) {
-        x.contiguous()?.apply_op1(Fused(Softmax::Forward))
+        Fused(Softmax::Forward).apply(&[x])
     } else {
         candle_nn::ops::softmax(x, D::Minus1)
     }
 }
 
-/// The two passes: `x → y` and, for its backward, `(y, g) → d x`.
-#[derive(Clone, Copy, Debug)]
-pub enum Softmax {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `x → y` and, for its backward, `(y, g) → d x`.
+    pub enum Softmax
 }
 
 impl FusedKernel for Softmax {
@@ -88,7 +86,7 @@ mod tests {
     fn the_fused_softmax_and_its_gradient_equal_candle_ops_and_autograd() -> Result<()> {
         // Large offsets (the max is subtracted) and rows of two widths' worth of leading axes.
         let x = Var::from_tensor(&(var(&[2, 3, 5], 3.0)?.as_tensor() + 40.0)?)?;
-        let fused = x.contiguous()?.apply_op1(Fused(Softmax::Forward))?;
+        let fused = Fused(Softmax::Forward).apply(&[&x])?;
         assert_fused_matches(&[&x], &[fused], &[candle_nn::ops::softmax(&x, D::Minus1)?], 1e-12)
     }
 

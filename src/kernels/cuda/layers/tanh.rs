@@ -10,7 +10,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -26,16 +26,14 @@ inventory::submit! { TANH }
 pub fn tanh(x: &Tensor) -> Result<Tensor> {
     let fits = x.device().is_cpu() || i32::try_from(x.elem_count()).is_ok();
     if fits && crate::kernels::cuda::switches::used_for(x, TANH) {
-        return x.contiguous()?.apply_op1(Fused(Tanh::Forward));
+        return Fused(Tanh::Forward).apply(&[x]);
     }
     x.tanh()
 }
 
-/// The two passes: `x → tanh(x)` and, for its backward, `(y, g) → g (1 − y²)`.
-#[derive(Clone, Copy, Debug)]
-pub enum Tanh {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `x → tanh(x)` and, for its backward, `(y, g) → g (1 − y²)`.
+    pub enum Tanh
 }
 
 impl FusedKernel for Tanh {

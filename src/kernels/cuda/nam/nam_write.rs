@@ -330,9 +330,28 @@ fn matrix_read<T: Real>(m: &[T], k: &[T], mk: &mut [T]) {
 
 #[cfg(test)]
 mod tests {
+    use candle_core::Var;
+
     use super::*;
     use crate::kernels::blocks::nam::{tape_write_with_candle_ops, write_with_candle_ops};
     use crate::kernels::cuda::fused::testing::{assert_fused_matches, var};
+
+    /// [`write`] against the same write in candle's ops, forward and in the gradients of
+    /// `memory, address, value, pw, pe`.
+    fn assert_write_matches(orientation: Orientation, operands: [&Var; 5]) -> Result<()> {
+        let [memory, address, value, pw, pe] = operands;
+        let fused = write(orientation, memory, address, value, pw, pe)?;
+        let plain = match orientation {
+            Orientation::Tape => tape_write_with_candle_ops(memory, address, value, pw, pe)?,
+            Orientation::Matrix => {
+                // candle's product needs the key expanded to the memories' batch (the prims
+                // expand it).
+                let dims = [&memory.dims()[..memory.rank() - 2], &[address.dim(D::Minus1)?]].concat();
+                write_with_candle_ops(memory, &address.broadcast_as(dims)?.contiguous()?, value, pw, pe)?
+            }
+        };
+        assert_fused_matches(&operands, &[fused], &[plain], 1e-12)
+    }
 
     #[test]
     fn the_fused_tape_write_and_its_gradients_equal_candle_ops_and_autograd() -> Result<()> {
@@ -340,13 +359,9 @@ mod tests {
         let (t, p, v) = (var(&[3, 2, 5, 4], 1.0)?, var(&[3, 2, 5], 1.0)?, var(&[3, 2, 4], 1.0)?);
         // Per head, and one probability for both heads (broadcast over them), as NAM-TM's.
         let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[3, 1], 1.0)?);
-        let fused = write(Orientation::Tape, &t, &p, &v, &pw, &pe)?;
-        let plain = tape_write_with_candle_ops(&t, &p, &v, &pw, &pe)?;
-        assert_fused_matches(&[&t, &p, &v, &pw, &pe], &[fused], &[plain], 1e-12)?;
+        assert_write_matches(Orientation::Tape, [&t, &p, &v, &pw, &pe])?;
         // The same tensor as both probabilities (`tapeWrite(T, H, v, pw, pw)`).
-        let fused = write(Orientation::Tape, &t, &p, &v, &pw, &pw)?;
-        let plain = tape_write_with_candle_ops(&t, &p, &v, &pw, &pw)?;
-        assert_fused_matches(&[&t, &p, &v, &pw], &[fused], &[plain], 1e-12)
+        assert_write_matches(Orientation::Tape, [&t, &p, &v, &pw, &pw])
     }
 
     #[test]
@@ -355,9 +370,7 @@ mod tests {
         // mix-up of the axes fails).
         let (m, k, v) = (var(&[3, 2, 3, 5], 1.0)?, var(&[3, 2, 5], 1.0)?, var(&[3, 2, 3], 1.0)?);
         let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[3, 1], 1.0)?);
-        let fused = write(Orientation::Matrix, &m, &k, &v, &pw, &pe)?;
-        let plain = write_with_candle_ops(&m, &k, &v, &pw, &pe)?;
-        assert_fused_matches(&[&m, &k, &v, &pw, &pe], &[fused], &[plain], 1e-12)
+        assert_write_matches(Orientation::Matrix, [&m, &k, &v, &pw, &pe])
     }
 
     #[test]
@@ -365,14 +378,9 @@ mod tests {
         // A batch of 3 memories written with one value (and, for the matrix, one key) for all.
         let (t, p, v) = (var(&[3, 2, 5, 4], 1.0)?, var(&[3, 2, 5], 1.0)?, var(&[1, 2, 4], 1.0)?);
         let (pw, pe) = (var(&[3, 2], 1.0)?, var(&[1, 1], 1.0)?);
-        let fused = write(Orientation::Tape, &t, &p, &v, &pw, &pe)?;
-        let plain = tape_write_with_candle_ops(&t, &p, &v, &pw, &pe)?;
-        assert_fused_matches(&[&t, &p, &v, &pw, &pe], &[fused], &[plain], 1e-12)?;
+        assert_write_matches(Orientation::Tape, [&t, &p, &v, &pw, &pe])?;
         let (m, k, v) = (var(&[3, 2, 3, 5], 1.0)?, var(&[1, 2, 5], 1.0)?, var(&[1, 2, 3], 1.0)?);
-        let fused = write(Orientation::Matrix, &m, &k, &v, &pw, &pe)?;
-        // candle's product needs the key expanded (the prims expand it).
-        let plain = write_with_candle_ops(&m, &k.broadcast_as((3, 2, 5))?.contiguous()?, &v, &pw, &pe)?;
-        assert_fused_matches(&[&m, &k, &v, &pw, &pe], &[fused], &[plain], 1e-12)
+        assert_write_matches(Orientation::Matrix, [&m, &k, &v, &pw, &pe])
     }
 
     #[test]

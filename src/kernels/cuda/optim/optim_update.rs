@@ -154,7 +154,7 @@ fn launch(kernel: &'static str, _: &[&Tensor], _: &[&Tensor], _: usize, _: &[i32
 #[cfg(feature = "cuda")]
 mod cuda {
     use crate::kernels::cuda::launch_shape::LaunchShape;
-    use crate::kernels::cuda::modules::{OPTIM_UPDATE, f32_view, launch_config, push_scalars};
+    use crate::kernels::cuda::modules::{OPTIM_UPDATE, args_with, f32_view, launch_config, push_scalars};
     use candle_core::cuda_backend::WrapErr;
     use candle_core::cuda_backend::cudarc::driver::PushKernelArg;
     use candle_core::{Result, Storage, Tensor};
@@ -198,10 +198,7 @@ mod cuda {
             .collect::<Result<Vec<_>>>()?;
         let Some(dev) = device else { candle_core::bail!("{kernel}: no operands") };
         let func = OPTIM_UPDATE.function(&dev, kernel)?;
-        let mut builder = func.builder();
-        for v in &views {
-            builder.arg(v);
-        }
+        let mut builder = args_with(&func, &views);
         builder.arg(&count);
         push_scalars(&mut builder, ints, floats);
         // SAFETY: the argument list is the kernel's (the caller's contract).

@@ -23,7 +23,7 @@
 use candle_core::{Layout, Result, Shape, Tensor, bail};
 
 use crate::kernels::cpu::real::Real;
-use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries};
+use crate::kernels::cuda::kernel::{Fused, FusedKernel, Launch, entries, two_passes};
 use crate::kernels::cuda::launch_shape::LaunchShape;
 use crate::kernels::cuda::switches::Switch;
 
@@ -34,15 +34,13 @@ inventory::submit! { ITEM_GATE }
 /// `σ(g[.., :d]) ⊙ tanh(x) + σ(g[.., d:]) ⊙ m`, `g` being `[.., 2d]` and `x`, `m` `[.., d]` of
 /// the same leading axes (here `[B, d, ·]`: one row per memory row).
 pub fn gated_write(g: &Tensor, x: &Tensor, m: &Tensor) -> Result<Tensor> {
-    g.contiguous()?.apply_op3(&x.contiguous()?, &m.contiguous()?, Fused(Gate::Forward))
+    Fused(Gate::Forward).apply(&[g, x, m])
 }
 
-/// The two passes: `(g, x, m) → out` and, for its backward, `(g, [x; m], g_out) → [d g | d x |
-/// d m]` (flat, `4·rows·d` elements).
-#[derive(Clone, Copy, Debug)]
-pub enum Gate {
-    Forward,
-    Backward,
+two_passes! {
+    /// The two passes: `(g, x, m) → out` and, for its backward, `(g, [x; m], g_out) → [d g | d x |
+    /// d m]` (flat, `4·rows·d` elements).
+    pub enum Gate
 }
 
 /// `rows` rows of `d` cells.

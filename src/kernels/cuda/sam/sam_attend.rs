@@ -54,7 +54,7 @@ pub fn fits_a_block(n: usize, nq: usize) -> bool {
 
 /// `R` (`[B, nq, n, n]`) from the normalised projection `y` (`[B, n, 3nq]`).
 pub fn attend(y: &Tensor, nq: usize) -> Result<Tensor> {
-    y.contiguous()?.apply_op1(Fused(Attend::Forward { nq }))
+    Fused(Attend::Forward { nq }).apply(&[y])
 }
 
 /// The two passes, for `nq` queries: `y → R` and, for its backward, `(y, G) → d loss / d y`.
