@@ -13,80 +13,73 @@ pub struct SettingSpec {
     pub name: &'static str,
     pub kind: Kind,
     /// `None`: off unless given.
-    pub default: Option<fn() -> Value>,
+    pub default: Option<SettingDefault>,
     pub doc: &'static str,
+}
+
+/// A setting's default, as a constant.
+#[derive(Clone, Copy, Debug)]
+pub enum SettingDefault {
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Str(&'static str),
+}
+
+impl SettingDefault {
+    pub fn value(self) -> Value {
+        match self {
+            SettingDefault::Int(i) => Value::Int(i),
+            SettingDefault::Float(f) => Value::Float(f),
+            SettingDefault::Bool(b) => Value::Bool(b),
+            SettingDefault::Str(s) => Value::Str(s.into()),
+        }
+    }
+}
+
+impl SettingSpec {
+    const fn float(name: &'static str, default: f64, doc: &'static str) -> SettingSpec {
+        SettingSpec { name, kind: Kind::Float, default: Some(SettingDefault::Float(default)), doc }
+    }
+    const fn int(name: &'static str, default: i64, doc: &'static str) -> SettingSpec {
+        SettingSpec { name, kind: Kind::Int, default: Some(SettingDefault::Int(default)), doc }
+    }
+    const fn flag(name: &'static str, default: bool, doc: &'static str) -> SettingSpec {
+        SettingSpec { name, kind: Kind::Bool, default: Some(SettingDefault::Bool(default)), doc }
+    }
+    const fn string(name: &'static str, default: &'static str, doc: &'static str) -> SettingSpec {
+        SettingSpec { name, kind: Kind::Str, default: Some(SettingDefault::Str(default)), doc }
+    }
+    /// A setting that is off unless given.
+    const fn unset(name: &'static str, kind: Kind, doc: &'static str) -> SettingSpec {
+        SettingSpec { name, kind, default: None, doc }
+    }
 }
 
 /// Every setting a `train` block accepts (besides `stop_when` and `select`).
 pub static SETTINGS: &[SettingSpec] = &[
-    SettingSpec {
-        name: "optimizer",
-        kind: Kind::Str,
-        default: Some(|| Value::Str("adam".into())),
-        doc: "adam, rmsprop or sgd",
-    },
-    SettingSpec { name: "lr", kind: Kind::Float, default: Some(|| Value::Float(1e-3)), doc: "learning rate" },
-    SettingSpec {
-        name: "momentum",
-        kind: Kind::Float,
-        default: Some(|| Value::Float(0.0)),
-        doc: "rmsprop and sgd momentum",
-    },
-    SettingSpec {
-        name: "alpha",
-        kind: Kind::Float,
-        default: Some(|| Value::Float(0.99)),
-        doc: "rmsprop smoothing constant",
-    },
-    SettingSpec { name: "beta1", kind: Kind::Float, default: Some(|| Value::Float(0.9)), doc: "adam β1" },
-    SettingSpec { name: "beta2", kind: Kind::Float, default: Some(|| Value::Float(0.999)), doc: "adam β2" },
-    SettingSpec { name: "eps", kind: Kind::Float, default: Some(|| Value::Float(1e-8)), doc: "optimizer epsilon" },
-    SettingSpec {
-        name: "weight_decay",
-        kind: Kind::Float,
-        default: Some(|| Value::Float(0.0)),
-        doc: "decoupled weight decay (adam)",
-    },
-    SettingSpec {
-        name: "batch",
-        kind: Kind::Int,
-        default: Some(|| Value::Int(32)),
-        doc: "sequences per training step",
-    },
-    SettingSpec { name: "steps", kind: Kind::Int, default: Some(|| Value::Int(1000)), doc: "maximum training steps" },
-    SettingSpec {
-        name: "eval_every",
-        kind: Kind::Int,
-        default: Some(|| Value::Int(100)),
-        doc: "steps between validations",
-    },
-    SettingSpec {
-        name: "eval_size",
-        kind: Kind::Int,
-        default: None,
-        doc: "validation examples per evaluation (default: all)",
-    },
-    SettingSpec { name: "clip_value", kind: Kind::Float, default: None, doc: "clamp each gradient element to ±value" },
-    SettingSpec {
-        name: "clip_norm",
-        kind: Kind::Float,
-        default: None,
-        doc: "rescale gradients to this global L2 norm",
-    },
-    SettingSpec { name: "max_time", kind: Kind::Float, default: None, doc: "seconds of training before stopping" },
-    SettingSpec { name: "device", kind: Kind::Str, default: Some(|| Value::Str("cpu".into())), doc: "cpu or cuda[:N]" },
-    SettingSpec {
-        name: "checkpoint_every",
-        kind: Kind::Float,
-        default: Some(|| Value::Float(DEFAULT_CHECKPOINT_MINUTES)),
-        doc: "minutes of training between checkpoints (0: only when stopped)",
-    },
-    SettingSpec {
-        name: "keep_checkpoint",
-        kind: Kind::Bool,
-        default: Some(|| Value::Bool(false)),
-        doc: "keep a finished run's last checkpoint",
-    },
+    SettingSpec::string("optimizer", "adam", "adam, rmsprop or sgd"),
+    SettingSpec::float("lr", 1e-3, "learning rate"),
+    SettingSpec::float("momentum", 0.0, "rmsprop and sgd momentum"),
+    SettingSpec::float("alpha", 0.99, "rmsprop smoothing constant"),
+    SettingSpec::float("beta1", 0.9, "adam β1"),
+    SettingSpec::float("beta2", 0.999, "adam β2"),
+    SettingSpec::float("eps", 1e-8, "optimizer epsilon"),
+    SettingSpec::float("weight_decay", 0.0, "decoupled weight decay (adam)"),
+    SettingSpec::int("batch", 32, "sequences per training step"),
+    SettingSpec::int("steps", 1000, "maximum training steps"),
+    SettingSpec::int("eval_every", 100, "steps between validations"),
+    SettingSpec::unset("eval_size", Kind::Int, "validation examples per evaluation (default: all)"),
+    SettingSpec::unset("clip_value", Kind::Float, "clamp each gradient element to ±value"),
+    SettingSpec::unset("clip_norm", Kind::Float, "rescale gradients to this global L2 norm"),
+    SettingSpec::unset("max_time", Kind::Float, "seconds of training before stopping"),
+    SettingSpec::string("device", "cpu", "cpu or cuda[:N]"),
+    SettingSpec::float(
+        "checkpoint_every",
+        DEFAULT_CHECKPOINT_MINUTES,
+        "minutes of training between checkpoints (0: only when stopped)",
+    ),
+    SettingSpec::flag("keep_checkpoint", false, "keep a finished run's last checkpoint"),
 ];
 
 /// Minutes of training between checkpoints, by default: a trial killed loses at most this much.

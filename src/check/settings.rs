@@ -211,13 +211,14 @@ impl Lookup<'_> {
     fn float(&self, key: &str) -> f64 {
         self.get(key)
             .and_then(|(v, _)| v.as_float())
-            .or_else(|| config::setting(key).and_then(|s| s.default).and_then(|d| d().as_float()))
+            .or_else(|| config::setting(key).and_then(|s| s.default).and_then(|d| d.value().as_float()))
             .unwrap_or(0.0)
     }
 
     /// `key` (or its default) as an integer from 1 to 2^40.
     fn positive_int(&self, key: &str) -> Result<usize, Diagnostic> {
-        let v = self.get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d()));
+        let v =
+            self.get(key).map(|(v, _)| v).or_else(|| config::setting(key).and_then(|s| s.default).map(|d| d.value()));
         match v.and_then(|v| v.as_int()) {
             Some(i) if (1..=1 << 40).contains(&i) => Ok(i as usize),
             Some(i) if i < 1 => Err(CheckErrorKind::SettingTooSmall { key: key.to_string(), found: i }
