@@ -693,22 +693,18 @@ struct UnitBackward<'a> {
 
 /// The autograd runs of a node's runs.
 fn fallback_runs(runs: Runs<RunRec>) -> Result<Runs<FallbackRun>> {
-    runs.into_iter()
-        .map(|r| match r {
-            RunRec::Fallback(f) => Ok(f),
-            _ => candle_core::bail!("internal: an autograd run recorded no graph"),
-        })
-        .collect()
+    each_run(runs, "an autograd run recorded no graph", |r| if let RunRec::Fallback(f) = r { Some(f) } else { None })
 }
 
 /// The saved values of a node's runs (one per trial, or one for a joint run).
 fn saved_of(runs: Runs<RunRec>) -> Result<Runs<SavedAny>> {
-    runs.into_iter()
-        .map(|r| match r {
-            RunRec::Saved(s) => Ok(s),
-            _ => candle_core::bail!("internal: a manual run saved nothing"),
-        })
-        .collect()
+    each_run(runs, "a manual run saved nothing", |r| if let RunRec::Saved(s) = r { Some(s) } else { None })
+}
+
+/// What `pick` takes from each of a node's runs, all of one kind; `missing` names a run of
+/// another kind (a bug).
+fn each_run<T>(runs: Runs<RunRec>, missing: &str, pick: impl Fn(RunRec) -> Option<T>) -> Result<Runs<T>> {
+    runs.into_iter().map(|r| pick(r).ok_or_else(|| candle_core::Error::Msg(format!("internal: {missing}")))).collect()
 }
 
 fn fetch<'a>(s: Source, x: &'a Val, states: &'a [Val], values: &'a [Vec<Val>]) -> &'a Val {

@@ -154,8 +154,8 @@ impl EvalReplay {
 
 #[cfg(test)]
 mod tests {
-    use super::super::evaluate;
     use super::super::graph_step::tests::on_cpu;
+    use super::super::{Stepper, evaluate};
     use crate::tasks::Split;
 
     const SPEC: &str = concat!(
@@ -177,10 +177,7 @@ experiment tiny_mix {
         let program = crate::check::checked_text(SPEC);
         let trial = &program.experiments[0].trials[0];
         let evaluations = |replay: bool| {
-            let (mut stepper, data, batch) = on_cpu(trial);
-            if replay {
-                stepper.force_eval_replay();
-            }
+            let (mut stepper, data, batch) = on_cpu(trial, replay.then_some(Stepper::force_eval_replay));
             let mut metrics = vec![];
             for _ in 0..3 {
                 // Each evaluation reads the weights as trained so far.

@@ -307,11 +307,16 @@ experiment tiny_mix {
 }
 "#;
 
-    /// An eager CPU stepper of `trial`, its data, and the data's first training batch.
+    /// A CPU stepper of `trial` (with `replay` applied, if any: a forced graph replay), its
+    /// data, and the data's first training batch.
     pub(in crate::train) fn on_cpu(
         trial: &crate::check::Trial,
+        replay: Option<impl FnOnce(&mut Stepper)>,
     ) -> (Stepper, Box<dyn crate::tasks::TaskData>, crate::tasks::Batch) {
-        let stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+        let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+        if let Some(replay) = replay {
+            replay(&mut stepper);
+        }
         let mut data = trial.task.data(super::super::data_seed(trial.config.seed), &Device::Cpu).unwrap();
         let batch = data.train_batch(trial.config.train.batch).unwrap();
         (stepper, data, batch)
@@ -325,10 +330,7 @@ experiment tiny_mix {
         let program = crate::check::checked_text(SPEC);
         let trial = &program.experiments[0].trials[0];
         let losses = |replay: bool| {
-            let (mut stepper, _, batch) = on_cpu(trial);
-            if replay {
-                stepper.force_replay();
-            }
+            let (mut stepper, _, batch) = on_cpu(trial, replay.then_some(Stepper::force_replay));
             let losses: Vec<f64> = (0..5).map(|_| stepper.step(&batch).unwrap()).collect();
             (losses, stepper.replay_status())
         };
