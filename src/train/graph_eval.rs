@@ -174,15 +174,13 @@ experiment tiny_mix {
     /// the eager forward's metrics.
     #[test]
     fn the_warm_up_and_a_failed_capture_evaluate_like_the_eager_forward() {
-        let program = crate::check::checked_text(SPEC);
-        let trial = &program.experiments[0].trials[0];
         let evaluations = |replay: bool| {
-            let (mut stepper, data, batch) = on_cpu(trial, replay.then_some(Stepper::force_eval_replay));
+            let (trial, mut stepper, data, batch) = on_cpu(SPEC, replay.then_some(Stepper::force_eval_replay));
             let mut metrics = vec![];
             for _ in 0..3 {
                 // Each evaluation reads the weights as trained so far.
                 stepper.step(&batch).unwrap();
-                metrics.push(evaluate(&stepper, data.as_ref(), Split::Validation, 8, None, trial).unwrap());
+                metrics.push(evaluate(&stepper, data.as_ref(), Split::Validation, 8, None, &trial).unwrap());
             }
             (metrics, stepper.eval_replay_status())
         };

@@ -307,19 +307,20 @@ experiment tiny_mix {
 }
 "#;
 
-    /// A CPU stepper of `trial` (with `replay` applied, if any: a forced graph replay), its
-    /// data, and the data's first training batch.
+    /// The first trial of `spec`, its CPU stepper (with `replay` applied, if any: a forced
+    /// graph replay), its data, and the data's first training batch.
     pub(in crate::train) fn on_cpu(
-        trial: &crate::check::Trial,
+        spec: &str,
         replay: Option<impl FnOnce(&mut Stepper)>,
-    ) -> (Stepper, Box<dyn crate::tasks::TaskData>, crate::tasks::Batch) {
-        let mut stepper = Stepper::with(trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
+    ) -> (crate::check::Trial, Stepper, Box<dyn crate::tasks::TaskData>, crate::tasks::Batch) {
+        let trial = crate::check::checked_text(spec).experiments[0].trials[0].clone();
+        let mut stepper = Stepper::with(&trial, &Device::Cpu, DType::F32, Autograd::Candle).unwrap();
         if let Some(replay) = replay {
             replay(&mut stepper);
         }
         let mut data = trial.task.data(super::super::data_seed(trial.config.seed), &Device::Cpu).unwrap();
         let batch = data.train_batch(trial.config.train.batch).unwrap();
-        (stepper, data, batch)
+        (trial, stepper, data, batch)
     }
 
     /// Off a GPU the capture fails, so this runs the warm-up step and the fallback the way a
@@ -327,10 +328,8 @@ experiment tiny_mix {
     /// device rounds slightly differently from the host's f64 sum).
     #[test]
     fn the_warm_up_and_a_failed_capture_train_like_the_eager_step() {
-        let program = crate::check::checked_text(SPEC);
-        let trial = &program.experiments[0].trials[0];
         let losses = |replay: bool| {
-            let (mut stepper, _, batch) = on_cpu(trial, replay.then_some(Stepper::force_replay));
+            let (_, mut stepper, _, batch) = on_cpu(SPEC, replay.then_some(Stepper::force_replay));
             let losses: Vec<f64> = (0..5).map(|_| stepper.step(&batch).unwrap()).collect();
             (losses, stepper.replay_status())
         };
