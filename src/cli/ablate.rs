@@ -282,6 +282,8 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         let mut opts = Options {
             memory: crate::cli::memory::budget_unchecked(&v.trials, None).into(),
             pack: args.parallel.packing(),
+            // A search's pruned runs stopped early: the comparison needs each run to its budget.
+            retry_pruned: true,
             ..Options::one_at_a_time()
         };
         // The variants run one after another: each variant's packs share the cores.

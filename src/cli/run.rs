@@ -62,6 +62,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let mut opts = Options {
         force: true,
         retry_failed: true,
+        retry_pruned: true,
         jobs: 1,
         threads: sweep::threads(args.threads),
         device: args.device.clone(),

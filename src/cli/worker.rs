@@ -259,6 +259,7 @@ fn run_search(args: &Args, manifest: &Manifest, s: &ManifestSearch, ctx: &Contex
     let opts = Options {
         force: false,
         retry_failed: false,
+        retry_pruned: false,
         jobs: 1,
         threads: threads(manifest),
         device: manifest.device.clone(),

@@ -103,6 +103,8 @@ pub struct Rerun {
     pub done: bool,
     /// Trials whose latest run failed.
     pub failed: bool,
+    /// Trials whose latest run a search's pruner stopped.
+    pub pruned: bool,
 }
 
 impl Store {
@@ -258,7 +260,10 @@ impl Store {
             let mut deaths = 0;
             if let Some(mut prev) = latest.clone() {
                 match prev.status {
-                    Status::Done | Status::Pruned if !rerun.done => {
+                    Status::Done if !rerun.done => {
+                        return Ok(Claim::Settled { run_id: prev.id, status: prev.status });
+                    }
+                    Status::Pruned if !(rerun.done || rerun.pruned) => {
                         return Ok(Claim::Settled { run_id: prev.id, status: prev.status });
                     }
                     Status::Failed if !(rerun.failed || rerun.done) => {

@@ -42,6 +42,9 @@ pub struct Options {
     pub force: bool,
     /// Re-run trials whose latest run failed (by default they are reported and skipped).
     pub retry_failed: bool,
+    /// Re-run trials whose latest run a search's pruner stopped early: a comparison at the
+    /// full budget (`memctl ablate`) cannot use them.
+    pub retry_pruned: bool,
     /// Trials run at once.
     pub jobs: usize,
     /// Compute threads per trial.
@@ -66,6 +69,7 @@ impl Options {
         Options {
             force: false,
             retry_failed: false,
+            retry_pruned: false,
             jobs: 1,
             threads: 1,
             device: None,
@@ -141,7 +145,8 @@ impl Plan {
     pub fn runs(&self, opts: &Options) -> bool {
         match self {
             Plan::New | Plan::Interrupted(_) => true,
-            Plan::Done(_) | Plan::Pruned(_) => opts.force,
+            Plan::Done(_) => opts.force,
+            Plan::Pruned(_) => opts.force || opts.retry_pruned,
             Plan::Failed(_) => opts.force || opts.retry_failed,
             Plan::Running(_) => false,
         }
@@ -393,7 +398,7 @@ pub fn claim(
     reporter: &dyn Reporter,
 ) -> Result<Result<Claimed, TrialResult>, StoreError> {
     let key = identity::trial_key(trial);
-    let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
+    let rerun = Rerun { done: opts.force, failed: opts.retry_failed, pruned: opts.retry_pruned };
     let mut threads_before = None;
     let make = |id, prev: Option<&RunRecord>| {
         threads_before = prev.map(|p| p.environment.threads);

@@ -447,7 +447,7 @@ impl<'a> Search<'a> {
         reporter: &dyn Reporter,
     ) -> Result<TrialResult, StoreError> {
         let key = identity::trial_key(trial);
-        let rerun = Rerun { done: opts.force, failed: opts.retry_failed };
+        let rerun = Rerun { done: opts.force, failed: opts.retry_failed, pruned: opts.retry_pruned };
         match self.store.claim(&key, rerun, |id, _| super::new_record(id, trial, spec, opts))? {
             Claim::Run { record, .. } => {
                 let mut r = *record;

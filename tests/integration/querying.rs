@@ -540,6 +540,35 @@ fn ablate_refuses_a_switch_zipped_with_another_name() {
     }
 }
 
+/// A trial that a search pruned at a rung stopped early: the ablation trains it to its budget
+/// rather than compare a run stopped early.
+#[test]
+fn ablate_trains_a_trial_the_search_pruned_to_its_budget() {
+    let text = format!(
+        "{}{}",
+        crate::support::tiny_spec(),
+        "experiment s {\n  task tiny\n  model stm\n  train { optimizer = adam(lr = 1e-3), batch = 16, steps = 6, \
+         eval_every = 2 }\n  search { lr in [1e-3, 1e-2]  trials = 2, sampler = grid, prune = asha(metric = \
+         val_loss, min_steps = 2, rungs = 1, keep = 1/2) }\n}\n"
+    );
+    let (_dir, spec, store) = spec_folder(&text);
+    let ctx = memctl::cli::Context { store: store.clone(), color: false };
+    let fixed = ["lr=1e-3".to_string()];
+    let variants = memctl::cli::ablate::plan(&spec, "s", &fixed, Some(&["gates".to_string()]), None, &ctx);
+    let full = &variants.unwrap().unwrap()[0].trials[0];
+    let key = memctl::sweep::identity::trial_key(full);
+    let pruned = RunRecord {
+        status: memctl::store::Status::Pruned,
+        trial_key: key.clone(),
+        steps_run: 2,
+        ..crate::made_up_run::made_up_run(1, &full.config, "tiny.mem", "")
+    };
+    open(&store).put(&pruned).unwrap();
+    ok(&memctl(&store, &["ablate", spec.to_str().unwrap(), "s", "lr=1e-3", "--switches", "gates", "--quiet"]));
+    let latest = open(&store).latest_of_trial(&key).unwrap().unwrap();
+    assert_eq!((latest.status, latest.steps_run), (memctl::store::Status::Done, 6), "run {}", latest.id);
+}
+
 /// A search is ablated at one configuration: every searched name fixed on the command line
 /// (else an error that names them), over the search's own seeds (`seed in 1..2`), not the
 /// ends of `lr`'s range with the first seed.
@@ -602,6 +631,7 @@ fn ablate_runs_a_search_at_the_configuration_the_command_line_fixes_over_its_see
          lr=0.002 d=16 gates=true seed=2\nw/o gates (lr=2e-3 d=16 gates=false): 2 trials\n    \
          lr=0.002 d=16 gates=false seed=1\n    lr=0.002 d=16 gates=false seed=2\n"
     );
+
 }
 
 #[test]
