@@ -631,7 +631,6 @@ fn ablate_runs_a_search_at_the_configuration_the_command_line_fixes_over_its_see
          lr=0.002 d=16 gates=true seed=2\nw/o gates (lr=2e-3 d=16 gates=false): 2 trials\n    \
          lr=0.002 d=16 gates=false seed=1\n    lr=0.002 d=16 gates=false seed=2\n"
     );
-
 }
 
 #[test]

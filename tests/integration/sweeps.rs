@@ -187,9 +187,10 @@ fn a_failing_trial_is_recorded_and_the_others_complete() {
     assert!(String::from_utf8_lossy(&retry.stderr).contains("1 trial run, 1 already done, 1 failed"));
 }
 
-/// A trial whose update diverges and whose `max_time` stops it before the next step sees the
-/// NaN ends `done` with a NaN test loss; the store keeps reading its record (which holds the
-/// NaN JSON has no number for as `"NaN"`), so the sweep runs again and `show` shows it.
+/// A trial whose update diverges, evaluated before its next step sees the NaN (its `max_time`
+/// stops it after one step), fails on the NaN validation loss; the store keeps reading its
+/// record (which holds the NaN JSON has no number for as `"NaN"`), so the sweep runs again
+/// and `show` shows it.
 #[test]
 fn a_run_ending_with_a_nan_metric_leaves_the_store_readable() {
     // A linear recurrence, which no squashing keeps finite.
@@ -207,16 +208,17 @@ experiment diverges {
     let (_dir, spec, store) = spec_folder(spec);
     let sweep = || memctl_at(&store).arg("sweep").arg(&spec).arg("-q").output().unwrap();
     let first = sweep();
-    assert!(first.status.success(), "{}", text(&first.stderr));
+    assert_eq!(first.status.code(), Some(1), "{}", text(&first.stderr));
+    assert!(text(&first.stderr).contains("validation loss is NaN at step 1"), "{}", text(&first.stderr));
     let recs = records(&store);
     assert_eq!(recs.len(), 1);
-    assert_eq!(recs[0]["final_metrics"]["loss"], "NaN", "a NaN loss, written as such: {}", recs[0]["final_metrics"]);
+    assert_eq!(recs[0]["status"], "failed");
+    assert_eq!(recs[0]["curves"]["val_loss"][0][1], "NaN", "a NaN loss, written as such: {}", recs[0]["curves"]);
     let again = sweep();
-    assert!(again.status.success(), "{}", text(&again.stderr));
-    assert!(text(&again.stderr).contains("0 trials run, 1 already done"), "{}", text(&again.stderr));
+    assert!(text(&again.stderr).contains("1 failed before (skipped"), "{}", text(&again.stderr));
     let show = memctl_at(&store).args(["show", "1"]).output().unwrap();
     assert!(show.status.success(), "{}", text(&show.stderr));
-    assert!(text(&show.stdout).contains("loss: .nan"), "{}", text(&show.stdout));
+    assert!(text(&show.stdout).contains("val_loss"), "{}", text(&show.stdout));
 }
 
 /// A model whose `m / parts` must be whole, for the override tests.
