@@ -91,12 +91,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     }
     if !diverged.is_empty() {
         eprintln!(
-            "note: run{} {} ha{} no finite value of `{metric}` (diverged), so no line",
+            "note: run{} {} ha{} no finite value of `{metric}` (diverged) and {} left out",
             if diverged.len() == 1 { "" } else { "s" },
             diverged.join(", "),
-            if diverged.len() == 1 { "s" } else { "ve" }
+            if diverged.len() == 1 { "s" } else { "ve" },
+            if diverged.len() == 1 { "is" } else { "are" }
         );
     }
+    // Left out of a group's mean too, which they would make NaN at every step.
+    let runs: Vec<RunRecord> = runs.into_iter().filter(|r| !diverged.contains(&r.id.to_string())).collect();
     let series = match &args.group_by {
         Some(keys) => {
             let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();

@@ -140,10 +140,10 @@ fn to_submit<'t>(
     let plans = Plan::of_all(store, trials)?;
     for (t, plan) in trials.iter().zip(plans) {
         let key = identity::trial_key(t);
-        // A shard not synced yet settles its trial as the store would: done and pruned unless
-        // `--force`, failed unless `--retry-failed` too.
+        // A shard not synced yet settles its trial as the store would ([`Plan::runs`]).
         let settled_on_cluster = match settled_in_shards.get(&key) {
-            Some(Status::Done | Status::Pruned) => !opts.force,
+            Some(Status::Done) => !opts.force,
+            Some(Status::Pruned) => !(opts.force || opts.retry_pruned),
             Some(Status::Failed) => !(opts.force || opts.retry_failed),
             _ => false,
         };

@@ -206,18 +206,18 @@ impl Store {
         })
     }
 
-    /// [`Store::put`] for a running trial's progress: written only while the stored run is
-    /// still `running`. `false` when it is not: another sweep counted its process as gone and
-    /// took the trial over (or the run was settled), and an old progress write must not mark
-    /// it running again.
-    pub fn put_progress(&self, record: &RunRecord) -> Result<bool, StoreError> {
+    /// [`Store::put`] for a trial this process runs (its progress, its final record): written
+    /// only while the stored run is still `running`. `false` when it is not, or is no longer
+    /// there: another sweep counted this process as gone and took the trial over (or the run
+    /// was deleted as dead), and a write from the old process must not undo that.
+    pub fn put_while_running(&self, record: &RunRecord) -> Result<bool, StoreError> {
         self.writing(|s| {
             let stored = s.summaries.get(keys::run_key(record.id))?;
-            let stored = stored.and_then(|b| summary::decode(record.id, &b).ok());
-            match stored {
-                Some(stored) if stored.status != Status::Running => Ok(false),
-                Some(stored) => write(s, &RunRecord { tags: stored.tags, ..record.clone() }).map(|_| true),
-                None => write(s, record).map(|_| true),
+            match stored.and_then(|b| summary::decode(record.id, &b).ok()) {
+                Some(stored) if stored.status == Status::Running => {
+                    write(s, &RunRecord { tags: stored.tags, ..record.clone() }).map(|_| true)
+                }
+                _ => Ok(false),
             }
         })
     }
@@ -709,14 +709,15 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let held = running(1, true);
-        assert!(store.put_progress(&held).unwrap(), "a new run");
+        assert!(!store.put_while_running(&held).unwrap(), "no such run: a deleted one is not brought back");
+        store.put(&held).unwrap();
         assert!(store.tag(1, "keep", true).unwrap());
-        assert!(store.put_progress(&RunRecord { steps_run: 5, ..held.clone() }).unwrap());
+        assert!(store.put_while_running(&RunRecord { steps_run: 5, ..held.clone() }).unwrap());
         let stored = store.get(1).unwrap();
         assert_eq!((stored.steps_run, stored.tags), (5, vec!["keep".to_string()]));
         // What a claim writes when it takes the trial over.
         store.put(&RunRecord { status: Status::Interrupted, steps_run: 5, ..held.clone() }).unwrap();
-        assert!(!store.put_progress(&RunRecord { steps_run: 9, ..held }).unwrap());
+        assert!(!store.put_while_running(&RunRecord { steps_run: 9, ..held }).unwrap());
         let stored = store.get(1).unwrap();
         assert_eq!((stored.status, stored.steps_run), (Status::Interrupted, 5));
     }

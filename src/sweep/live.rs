@@ -83,7 +83,7 @@ impl<'a> Live<'a> {
         let minutes = record.config.train.get("checkpoint_every").and_then(crate::value::Value::as_float);
         let every = minutes.filter(|m| *m > 0.0).map(|m| Duration::from_secs_f64(m * 60.0));
         Live {
-            writer: Mutex::new(store.map(|s| ProgressWriter::start(s.clone()))),
+            writer: Mutex::new(store.map(|s| ProgressWriter::start(s.clone(), record.clone()))),
             checkpoints,
             key,
             record: Mutex::new(record),
@@ -128,6 +128,11 @@ impl<'a> Live<'a> {
 }
 
 impl Live<'_> {
+    /// Whether another sweep took this trial's run over while it trained.
+    pub fn taken_over(&self) -> bool {
+        self.writer.lock().is_ok_and(|w| w.as_ref().is_some_and(ProgressWriter::taken_over))
+    }
+
     /// Stops writing progress, once the last write has landed: call it before storing the
     /// trial's final record, so that no progress write lands after it.
     pub fn stop_writing(&self) {
@@ -201,6 +206,10 @@ impl Checkpoints for Live<'_> {
     }
 
     fn save(&self, state: &TrainState) {
+        // The trial's checkpoint is the sweep's that took it over.
+        if self.taken_over() {
+            return;
+        }
         // Serialising counts as store time too: it is checkpointing's cost.
         let saved = crate::store::cost::timed(|| state.to_bytes())
             .map_err(|e| e.to_string())

@@ -450,7 +450,9 @@ fn resumed_threads(before: usize, planned: usize) -> usize {
 }
 
 /// Stores a trial's finished record, drops its checkpoint once it is done (unless the spec
-/// keeps it), and reports it.
+/// keeps it), and reports it. A run another sweep took over while it trained (counting this
+/// process as gone) is left as that sweep recorded it, with its checkpoint: that sweep runs
+/// the trial now.
 pub fn settle(
     store: &Store,
     index: usize,
@@ -459,7 +461,15 @@ pub fn settle(
     key: &str,
     reporter: &dyn Reporter,
 ) -> Result<TrialResult, StoreError> {
-    store.put(&record)?;
+    if !store.put_while_running(&record)? {
+        reporter.warning(&format!(
+            "run {}: another sweep took this trial over while it trained here (it counted this process as \
+             gone); this run's result ({}) is not recorded",
+            record.id,
+            record.status.as_str()
+        ));
+        return Ok(TrialResult::Skipped { run_id: record.id, status: Status::Interrupted });
+    }
     if record.status == Status::Done
         && !trial.config.train.keep_checkpoint
         && let Err(e) = store.remove_checkpoint(key)
@@ -631,5 +641,44 @@ fn environment(threads: usize, device: &str) -> Environment {
         features: if cfg!(feature = "cuda") { vec!["cuda".into()] } else { vec![] },
         pid: std::process::id(),
         process: Some(crate::store::owner::this_process().clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// The warnings a sweep reports.
+    #[derive(Default)]
+    struct Warnings(Mutex<Vec<String>>);
+
+    impl Reporter for Warnings {
+        fn warning(&self, message: &str) {
+            self.0.lock().unwrap().push(message.to_string());
+        }
+    }
+
+    /// A run another sweep took over while it trained here (counting this process as gone)
+    /// keeps the record that sweep wrote: this process's result is reported, not stored.
+    #[test]
+    fn a_run_taken_over_while_it_trained_keeps_the_record_the_other_sweep_wrote() {
+        const SPEC: &str = concat!(
+            crate::check::test_specs::tiny_lstm_on_assoc!(),
+            "experiment e {\n  task tiny\n  model lstm\n  train { batch = 16, steps = 6 }\n}\n"
+        );
+        let program = crate::check::checked_text(SPEC);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let record = crate::store::tests::running(1, true);
+        store.put(&RunRecord { status: Status::Interrupted, ..record.clone() }).unwrap();
+        let warnings = Warnings::default();
+        let done = RunRecord { status: Status::Done, steps_run: 6, ..record };
+        let result = settle(&store, 0, &program.experiments[0].trials[0], done, "t", &warnings).unwrap();
+        assert!(matches!(result, TrialResult::Skipped { run_id: 1, status: Status::Interrupted }));
+        assert_eq!(store.get(1).unwrap().status, Status::Interrupted);
+        let warnings = warnings.0.into_inner().unwrap();
+        assert!(warnings.len() == 1 && warnings[0].contains("took this trial over while it trained"), "{warnings:?}");
     }
 }

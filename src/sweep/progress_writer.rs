@@ -24,6 +24,8 @@ struct Queue {
     closing: bool,
     /// Errors to report from the trial's thread (the reporter is not the writer's to use).
     errors: Vec<String>,
+    /// Another sweep took the run over: nothing more of it is written.
+    taken_over: bool,
 }
 
 type Shared = Arc<(Mutex<Queue>, Condvar)>;
@@ -34,17 +36,20 @@ pub struct ProgressWriter {
 }
 
 impl ProgressWriter {
-    pub fn start(store: Store) -> ProgressWriter {
-        ProgressWriter::beating_every(store, HEARTBEAT)
+    /// Starts the writer of the run whose `running` record, as the claim stored it, is
+    /// `claimed`: its heartbeat starts now, before training reports anything (start-up, a
+    /// resumed evaluation).
+    pub fn start(store: Store, claimed: RunRecord) -> ProgressWriter {
+        ProgressWriter::beating_every(store, claimed, HEARTBEAT)
     }
 
     /// [`ProgressWriter::start`] with another heartbeat (tests).
-    fn beating_every(store: Store, heartbeat: Duration) -> ProgressWriter {
+    fn beating_every(store: Store, claimed: RunRecord, heartbeat: Duration) -> ProgressWriter {
         let shared: Shared = Arc::default();
         let theirs = shared.clone();
         let thread = std::thread::Builder::new()
             .name("memctl-progress".into())
-            .spawn(move || write_until_closed(&store, &theirs, heartbeat))
+            .spawn(move || write_until_closed(&store, &theirs, claimed, heartbeat))
             .ok();
         ProgressWriter { shared, thread }
     }
@@ -56,6 +61,12 @@ impl ProgressWriter {
             q.newest = Some(record);
             ready.notify_one();
         }
+    }
+
+    /// Whether another sweep took the run over (it counted this process as gone): the trial's
+    /// checkpoints and final record are then no longer its to write.
+    pub fn taken_over(&self) -> bool {
+        self.shared.0.lock().is_ok_and(|q| q.taken_over)
     }
 
     /// Errors since the last call.
@@ -87,11 +98,11 @@ impl Drop for ProgressWriter {
     }
 }
 
-fn write_until_closed(store: &Store, shared: &Shared, heartbeat: Duration) {
+fn write_until_closed(store: &Store, shared: &Shared, claimed: RunRecord, heartbeat: Duration) {
     cost::mark_background_thread();
     let (queue, ready) = &**shared;
-    // The record last handed over, written again as the heartbeat.
-    let mut last: Option<RunRecord> = None;
+    // The record last handed over (at first the claim's), written again as the heartbeat.
+    let mut last = Some(claimed);
     let mut written_at = Instant::now();
     loop {
         let record = {
@@ -117,14 +128,17 @@ fn write_until_closed(store: &Store, shared: &Shared, heartbeat: Duration) {
         };
         written_at = Instant::now();
         // Progress is best effort: a store busy beyond its wait costs this update only.
-        let error = match store.put_progress(&record) {
+        let error = match store.put_while_running(&record) {
             Ok(true) => None,
             Ok(false) => {
                 let taken = format!(
                     "run {}: another sweep took this trial over, counting this process as gone; this run's \
-                     progress is no longer recorded",
+                     progress, checkpoints and result are no longer recorded",
                     record.id
                 );
+                if let Ok(mut q) = queue.lock() {
+                    q.taken_over = true;
+                }
                 report(queue, taken);
                 return discard_until_closed(shared);
             }
@@ -173,20 +187,23 @@ mod tests {
         store.get(1).unwrap().progress.unwrap().updated_at
     }
 
-    /// With nothing new to write, the last record is written again with a fresh `updated_at`
-    /// (what keeps another machine's sweep from taking the trial over); after `finish`, never.
+    /// Before training reports anything, the claimed record is written again with a fresh
+    /// `updated_at` (what keeps another machine's sweep from taking the trial over during a
+    /// long start-up or evaluation); after `finish`, never.
     #[test]
-    fn a_trial_that_reports_nothing_new_still_beats() {
+    fn a_trial_that_reports_nothing_still_beats() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let writer = ProgressWriter::beating_every(store.clone(), Duration::from_millis(20));
-        let mut record = running(1, true);
-        record.progress.as_mut().unwrap().updated_at = now() - 100.0;
-        let sent = record.progress.as_ref().unwrap().updated_at;
-        writer.send(record);
-        std::thread::sleep(Duration::from_millis(300));
-        let beaten = updated_at(&store);
-        assert!(beaten > sent + 99.0, "the heartbeat did not write: {beaten} against {sent}");
+        let mut claimed = running(1, true);
+        claimed.progress.as_mut().unwrap().updated_at = now() - 100.0;
+        store.put(&claimed).unwrap();
+        let sent = updated_at(&store);
+        let writer = ProgressWriter::beating_every(store.clone(), claimed, Duration::from_millis(20));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while updated_at(&store) < sent + 99.0 {
+            assert!(Instant::now() < deadline, "no heartbeat was written");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         assert!(writer.finish().is_empty());
         let last = updated_at(&store);
         std::thread::sleep(Duration::from_millis(100));
@@ -198,11 +215,15 @@ mod tests {
     fn a_run_taken_over_is_not_marked_running_again() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let writer = ProgressWriter::beating_every(store.clone(), Duration::from_millis(20));
         let record = running(1, true);
         store.put(&RunRecord { status: Status::Interrupted, ..record.clone() }).unwrap();
+        let writer = ProgressWriter::beating_every(store.clone(), record.clone(), Duration::from_millis(20));
         writer.send(record.clone());
-        std::thread::sleep(Duration::from_millis(100));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !writer.taken_over() {
+            assert!(Instant::now() < deadline, "the writer never found the run taken over");
+            std::thread::sleep(Duration::from_millis(10));
+        }
         writer.send(record);
         let errors = writer.finish();
         assert_eq!(store.get(1).unwrap().status, Status::Interrupted);

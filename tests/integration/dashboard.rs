@@ -433,8 +433,6 @@ impl std::ops::Deref for Browser {
     }
 }
 
-/// Chromium started for `test`, or `None` (the test skips) where there is none and none is
-/// required.
 /// A browser, and a dashboard over the filled store with `extra` runs added, for `test`;
 /// `None` (the test skipped) where no Chromium is found and none is required.
 fn browser_on_dashboard(
@@ -446,6 +444,8 @@ fn browser_on_dashboard(
     Some((browser, dir, ui))
 }
 
+/// Chromium started for `test`, or `None` (the test skips) where there is none and none is
+/// required.
 fn browser_or_skip(test: &str) -> Option<Browser> {
     let Some(chromium) = chromium::find() else {
         let required =

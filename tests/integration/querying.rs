@@ -325,6 +325,11 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     let both = memctl(&store, &["plot", "8", "9", "-o", one.to_str().unwrap()]);
     ok(&both);
     assert!(stderr(&both).contains("note: run 9 has no finite value of `val_seq_accuracy`"), "{}", stderr(&both));
+    // Grouped, it is left out of its group's mean, which it would make NaN throughout.
+    let grouped = memctl(&store, &["plot", "8", "9", "--group-by", "d", "-o", one.to_str().unwrap()]);
+    ok(&grouped);
+    let text = std::fs::read_to_string(&one).unwrap();
+    assert!(text.contains("d=48 (1 run)"), "{text}");
     let alone = memctl(&store, &["plot", "9", "-o", one.to_str().unwrap()]);
     assert_eq!(alone.status.code(), Some(2), "{}", stderr(&alone));
     assert!(
