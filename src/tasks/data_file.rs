@@ -102,9 +102,15 @@ pub(super) fn is_dir(path: &Path, what: &'static str) -> Result<bool, DataError>
 }
 
 /// A whole file as UTF-8 text; `what` says what it should hold (for a missing or empty file).
+/// Only a regular file (or a link to one) is read: a named pipe would wait forever for a
+/// writer, and a device (`/dev/zero`) never ends.
 pub(super) fn read_text(path: &Path, what: &'static str) -> Result<String, DataError> {
+    let unreadable = |reason: &str| DataError::Unreadable { path: path.to_path_buf(), reason: reason.into() };
     if is_dir(path, what)? {
-        return Err(DataError::Unreadable { path: path.to_path_buf(), reason: "it is a folder, not a file".into() });
+        return Err(unreadable("it is a folder, not a file"));
+    }
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return Err(unreadable("it is not a regular file (a pipe or a device, say)"));
     }
     let bytes =
         std::fs::read(path).map_err(|e| DataError::Unreadable { path: path.to_path_buf(), reason: e.to_string() })?;
@@ -139,6 +145,20 @@ pub(super) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A named pipe with no writer, or a device that never ends, is refused, not read.
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_or_a_device_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("d.jsonl");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        for path in [fifo.as_path(), Path::new("/dev/zero")] {
+            let err = read_text(path, "examples").unwrap_err().to_string();
+            assert!(err.contains("it is not a regular file"), "{err}");
+        }
+    }
 
     #[test]
     fn problems_name_the_file_and_line() {
