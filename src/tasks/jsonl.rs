@@ -27,7 +27,7 @@
 //!
 //! Metrics: the target's (`loss`, `accuracy`, `seq_accuracy`: every target token right).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value as Json;
@@ -85,7 +85,8 @@ enum TokenKind {
 /// One side of the examples (inputs or targets) while reading.
 #[derive(Default)]
 struct Side {
-    kind: Option<(TokenKind, usize)>,
+    /// The kind of the first token read, and where: its file and line.
+    kind: Option<(TokenKind, PathBuf, usize)>,
     strings: Interner<String>,
     largest: u32,
 }
@@ -111,11 +112,12 @@ impl Side {
                     return Err(DataError::line(path, n, expected, &item.to_string()));
                 }
             };
-            match self.kind {
-                None => self.kind = Some((kind, n)),
-                Some((k, first)) if k != kind => {
-                    let what = if k == TokenKind::Ids { "token ids" } else { "strings" };
-                    let expected = format!("\"{key}\" tokens to be {what}, as on line {first}");
+            match &self.kind {
+                None => self.kind = Some((kind, path.to_path_buf(), n)),
+                Some((k, file, first)) if *k != kind => {
+                    let what = if *k == TokenKind::Ids { "token ids" } else { "strings" };
+                    let at = if file == path { String::new() } else { format!(" of {}", file.display()) };
+                    let expected = format!("\"{key}\" tokens to be {what}, as on line {first}{at}");
                     return Err(DataError::line(path, n, expected, &item.to_string()));
                 }
                 Some(_) => {}
@@ -138,7 +140,7 @@ impl Side {
     }
 
     fn is_strings(&self) -> bool {
-        matches!(self.kind, Some((TokenKind::Strings, _)))
+        matches!(self.kind, Some((TokenKind::Strings, ..)))
     }
 }
 
@@ -225,9 +227,20 @@ fn parse(file: &Path, text: &str, aligned: bool, inputs: &mut Side, targets: &mu
         if line.trim().is_empty() {
             continue;
         }
+        // A byte-order mark some editors write at the start of a file is no part of the JSON.
+        let line = if n == 1 { line.trim_start_matches('\u{feff}') } else { line };
+        const OBJECT: &str = "a JSON object {\"input\": [...], \"target\": [...]}";
         let object = match serde_json::from_str::<Json>(line) {
             Ok(Json::Object(o)) => o,
-            _ => return Err(DataError::line(file, n, "a JSON object {\"input\": [...], \"target\": [...]}", line)),
+            Ok(_) => return Err(DataError::line(file, n, OBJECT, line)),
+            // serde's reason (a syntax error, or nesting past its limit) and its column; its
+            // line is always 1, as each line is parsed alone.
+            Err(e) => {
+                let reason = e.to_string();
+                let reason = reason.split_once(" at line ").map_or(reason.as_str(), |(r, _)| r);
+                let expected = format!("{OBJECT} ({reason} at column {})", e.column());
+                return Err(DataError::line(file, n, expected, line));
+            }
         };
         let x = inputs.tokens(file, n, "input", object.get("input"))?;
         let y = targets.tokens(file, n, "target", object.get("target"))?;
@@ -374,7 +387,8 @@ mod tests {
         let ok = "{\"input\": [1], \"target\": [1]}\n";
         assert_eq!(
             error_for(&format!("{ok}{{\"input\": [1], \"target\": [1]\n"), "after"),
-            "DIR/train.jsonl:2: expected a JSON object {\"input\": [...], \"target\": [...]}, found \"{\\\"input\\\": [1], \\\"target\\\": [1]\""
+            "DIR/train.jsonl:2: expected a JSON object {\"input\": [...], \"target\": [...]} (EOF while parsing an \
+             object at column 28), found \"{\\\"input\\\": [1], \\\"target\\\": [1]\""
         );
         assert_eq!(
             error_for("[1, 2]\n", "after"),
@@ -412,6 +426,25 @@ mod tests {
         assert_eq!(
             error_for("\n\n", "after"),
             "DIR/train.jsonl: the file is empty; expected JSON lines {\"input\": [...], \"target\": [...]}"
+        );
+    }
+
+    /// A byte-order mark before the first line is no error; a token of the other kind in
+    /// another file names the file of the first token.
+    #[test]
+    fn a_byte_order_mark_is_read_and_a_mix_of_kinds_names_both_files() {
+        let ok = "{\"input\": [1], \"target\": [1]}\n";
+        let dir = split_folder("jsonl", &format!("\u{feff}{ok}"), ok, ok);
+        assert!(JsonlKind.instantiate(&options(dir.path(), "after", 0.1, 0.1)).is_ok());
+        let words = "{\"input\": [\"a\"], \"target\": [\"b\"]}\n";
+        let dir = split_folder("jsonl", words, &format!("\n\n{ok}"), words);
+        let e = JsonlKind.instantiate(&options(dir.path(), "after", 0.1, 0.1)).err().unwrap().to_string();
+        let d = dir.path().display();
+        assert_eq!(
+            e,
+            format!(
+                "{d}/valid.jsonl:3: expected \"input\" tokens to be strings, as on line 1 of {d}/train.jsonl, found \"1\""
+            )
         );
     }
 
