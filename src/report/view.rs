@@ -82,14 +82,20 @@ struct Names<'a> {
 
 impl Names<'_> {
     fn field(&self, name: &str) -> Result<Field, ViewError> {
-        let f = Field::parse(name).ok_or_else(|| ViewError::UnknownNamespace { name: name.to_string() })?;
-        if !self.all.is_empty() && fields::kinds(&f, self.all).is_empty() {
-            let all = fields::names(self.all);
-            let suggestion = did_you_mean(name, all.iter().map(String::as_str));
-            return Err(ViewError::NoSuchField { name: name.to_string(), suggestion });
-        }
-        Ok(f)
+        field_of(name, self.all)
     }
+}
+
+/// The field `name` names, where some run of `all` (the whole store) has it: a typo would
+/// otherwise make an empty column, or one group of every run.
+pub fn field_of(name: &str, all: &[RunSummary]) -> Result<Field, ViewError> {
+    let f = Field::parse(name).ok_or_else(|| ViewError::UnknownNamespace { name: name.to_string() })?;
+    if !all.is_empty() && fields::kinds(&f, all).is_empty() {
+        let names = fields::names(all);
+        let suggestion = did_you_mean(name, names.iter().map(String::as_str));
+        return Err(ViewError::NoSuchField { name: name.to_string(), suggestion });
+    }
+    Ok(f)
 }
 
 /// A run's value of `field` as a cell (ints stay ints, times become dates and durations).

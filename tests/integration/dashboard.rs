@@ -256,6 +256,17 @@ fn a_malformed_filter_gets_the_clis_located_error() {
     let (status, body) = ui.get_json("/api/runs?group_by=nonsense.d");
     assert_eq!(status, 400);
     assert!(body["error"].as_str().unwrap().contains("nonsense"), "{body}");
+    // A field no run has groups nothing: refused by every view, as `runs` and `plot` refuse it.
+    for route in ["runs", "curves", "scatter"] {
+        let (status, body) = ui.get_json(&format!("/api/{route}?group_by=gate"));
+        assert_eq!(status, 400, "{route}: {body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains("no run has a field `gate`; did you mean `gates`?"), "{route}: {error}");
+    }
+    // A run id that is no number is refused, not left out.
+    let (status, body) = ui.get_json("/api/curves?ids=1,abc");
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`abc` is not a run id"), "{body}");
 }
 
 #[test]

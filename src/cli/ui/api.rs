@@ -148,19 +148,27 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         Ok(b) => b,
         Err(a) => return a,
     };
-    let keys = match group_keys(q) {
-        Ok(k) => k,
-        Err(a) => return a,
-    };
-    let ids: Vec<u64> = if keys.is_empty() {
-        q.get("ids").unwrap_or_default().split(',').filter_map(|s| s.trim().parse().ok()).collect()
-    } else {
-        match filtered(store, q) {
-            Ok((runs, filter)) => {
-                runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).map(|r| r.id).collect()
+    let grouped = q.list("group_by").is_some_and(|g| !g.is_empty());
+    let (ids, keys): (Vec<u64>, _) = if !grouped {
+        let listed = q.get("ids").unwrap_or_default();
+        let mut ids = vec![];
+        for id in listed.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            match id.parse() {
+                Ok(id) => ids.push(id),
+                Err(_) => return Answer::bad(format!("ids: `{id}` is not a run id (ids=1,4,7)")),
             }
-            Err(a) => return a,
         }
+        (ids, vec![])
+    } else {
+        let (runs, filter) = match filtered(store, q) {
+            Ok(f) => f,
+            Err(a) => return a,
+        };
+        let keys = match group_keys(q, &runs) {
+            Ok(k) => k,
+            Err(a) => return a,
+        };
+        (runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).map(|r| r.id).collect(), keys)
     };
     let capped = ids.len() > MOST_CURVES;
     let records: Vec<RunRecord> = match store.get_many(&ids[..ids.len().min(MOST_CURVES)]) {
@@ -210,12 +218,12 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
 /// categories}], lines: [{id, group, n, values: [x or null], y}]}}`. Without `metric`, the
 /// one the runs stop on (else `accuracy`).
 pub fn scatter(store: &Store, q: &Params) -> Answer {
-    let keys = match group_keys(q) {
-        Ok(k) => k,
-        Err(a) => return a,
-    };
     let (runs, filter) = match filtered(store, q) {
         Ok(f) => f,
+        Err(a) => return a,
+    };
+    let keys = match group_keys(q, &runs) {
+        Ok(k) => k,
         Err(a) => return a,
     };
     let kept: Vec<&RunSummary> = runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).collect();
@@ -339,15 +347,14 @@ pub fn diff(store: &Store, q: &Params) -> Answer {
     }
 }
 
-/// The fields of `group_by`, as the runs table reads them; a name in no namespace is a 400.
-fn group_keys(q: &Params) -> Result<Vec<(String, Field)>, Answer> {
+/// The fields of `group_by`, as the runs table reads them: a name in no namespace, or one no
+/// run of `all` (the store) has, is a 400, as `runs` and `plot` refuse it.
+fn group_keys(q: &Params, all: &[RunSummary]) -> Result<Vec<(String, Field)>, Answer> {
     let mut keys = vec![];
     for k in q.list("group_by").unwrap_or_default() {
-        match Field::parse(&k) {
-            Some(f) => keys.push((k, f)),
-            None => {
-                return Err(Answer::bad(format!("`{k}`: unknown namespace (use param., task., train. or metric.)")));
-            }
+        match crate::report::view::field_of(&k, all) {
+            Ok(f) => keys.push((k, f)),
+            Err(e) => return Err(Answer::bad(e.to_string())),
         }
     }
     Ok(keys)
