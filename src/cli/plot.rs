@@ -1,5 +1,6 @@
 //! `memctl plot RUN... -o FILE.png|svg`: learning curves of runs, or of groups of runs.
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::cli::context::Context;
@@ -68,6 +69,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         Some(m) => m,
         None => anyhow::bail!("the runs have no curve in common; name one with --metric"),
     };
+    if !runs.iter().any(|r| r.curves.contains_key(&metric)) {
+        let names: BTreeSet<&str> = runs.iter().flat_map(|r| r.curves.keys()).map(String::as_str).collect();
+        let hint = crate::suggest::did_you_mean(&metric, names.iter().copied())
+            .unwrap_or_else(|| format!("they have: {}", names.into_iter().collect::<Vec<_>>().join(", ")));
+        anyhow::bail!("no run plotted has a curve `{metric}`; {hint}");
+    }
     if let Some(r) = runs.iter().find(|r| !r.curves.contains_key(&metric)) {
         let names: Vec<&str> = r.curves.keys().map(String::as_str).collect();
         eprintln!(
@@ -133,8 +140,10 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         None => None,
     };
     let plot = Plot { title: &title, x_label: args.x.label(), y_label: &metric, series: &series, y_range };
-    if let Err(e) = plot::draw(&args.output, &plot) {
-        anyhow::bail!("cannot write {}: {e}", args.output.display());
+    match plot::draw(&args.output, &plot) {
+        Err(e @ plot::PlotError::Drawing(_)) => anyhow::bail!("cannot write {}: {e}", args.output.display()),
+        Err(e) => anyhow::bail!("{e}"),
+        Ok(()) => {}
     }
     eprintln!("wrote {} ({} line{})", args.output.display(), series.len(), if series.len() == 1 { "" } else { "s" });
     Ok(0)

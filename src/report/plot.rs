@@ -62,6 +62,8 @@ pub enum PlotError {
     NoSeries,
     #[error("there is no folder {}", .0.display())]
     NoFolder(PathBuf),
+    #[error("`{}` is a folder; name the plot file (`{}/plot.svg`)", .0.display(), .0.display())]
+    IsFolder(PathBuf),
     #[error("`{}`: the plot file must end in .png or .svg", .0.display())]
     Extension(PathBuf),
     /// The backend's own error (writing the file, rendering text).
@@ -78,6 +80,9 @@ pub fn draw(path: &Path, plot: &Plot) -> Result<(), PlotError> {
     // Checked first: the drawing backends wrap the OS error in two layers of their own words.
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
         return Err(PlotError::NoFolder(dir.to_path_buf()));
+    }
+    if path.is_dir() {
+        return Err(PlotError::IsFolder(path.to_path_buf()));
     }
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
     match ext.as_deref() {

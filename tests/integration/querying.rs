@@ -359,6 +359,18 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     let bad = memctl(&store, &["plot", "1", "-o", nowhere.to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("there is no folder") && stderr(&bad).contains("no_such_folder"), "{}", stderr(&bad));
+    // A folder named as the file, a path without an extension and a curve no run has: each
+    // error names its own cause.
+    let bad = memctl(&store, &["plot", "1", "-o", dir.path().to_str().unwrap()]);
+    assert!(stderr(&bad).contains("is a folder; name the plot file"), "{}", stderr(&bad));
+    let bad = memctl(&store, &["plot", "1", "-o", dir.path().join("x").to_str().unwrap()]);
+    assert!(stderr(&bad).starts_with("error: `"), "no `cannot write` before the path: {}", stderr(&bad));
+    let bad = memctl(&store, &["plot", "1", "--metric", "val_acuracy", "-o", svg.to_str().unwrap()]);
+    assert!(
+        stderr(&bad).contains("no run plotted has a curve `val_acuracy`; did you mean `val_accuracy`?"),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]
