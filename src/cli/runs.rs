@@ -85,7 +85,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     // A store not made yet has no runs. It is not created here: a mistyped `--store` shows
     // as its path in the answer, not as a new empty folder (`watch memctl runs` may also start
     // before the sweep that makes the store).
-    let store = if Store::exists_at(&ctx.store) { Some(Store::open_existing(&ctx.store)?) } else { None };
+    // A file where the store should be is a mistake to say, not an empty store.
+    let store = if Store::exists_at(&ctx.store) || ctx.store.is_file() {
+        Some(Store::open_existing(&ctx.store)?)
+    } else {
+        None
+    };
     let summaries = match &store {
         Some(store) => store.summaries()?,
         None => vec![],

@@ -123,6 +123,9 @@ impl Store {
     /// a store that is not there (no folder, or a folder without a database) is a mistyped path,
     /// not one to create, now or when its folder goes away while it is open.
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if path.exists() && !path.is_dir() {
+            return Err(StoreError::Open { path: path.into(), reason: "it is a file, not a folder".into() });
+        }
         if !Store::exists_at(path) {
             return Err(StoreError::Missing(path.into()));
         }
@@ -758,8 +761,9 @@ pub(crate) mod tests {
         assert!(!typo.exists(), "a reading command created the mistyped store");
         let file = dir.path().join("runs.json");
         std::fs::write(&file, "[]").unwrap();
-        let err = Store::open(&file).unwrap_err().to_string();
-        assert!(err.contains("it is a file, not a folder"), "{err}");
+        for err in [Store::open(&file).unwrap_err(), Store::open_existing(&file).unwrap_err()] {
+            assert!(err.to_string().contains("it is a file, not a folder"), "{err}");
+        }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "[]");
     }
 

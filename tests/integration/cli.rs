@@ -299,3 +299,22 @@ fn doctor_check_compares_every_model_family_and_passes_on_the_cpu() {
         assert!(text(&cuda.stderr).contains("--features cuda"), "{}", text(&cuda.stderr));
     }
 }
+
+/// `runs` on a store not made yet says so and succeeds (a `watch memctl runs` may start
+/// before the sweep); on a file, every command says it is a file.
+#[test]
+fn a_store_not_made_yet_has_no_runs_and_a_file_is_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let later = dir.path().join("later");
+    let out = memctl(&later, &["runs"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("no store at"));
+    let file = dir.path().join("data.jsonl");
+    std::fs::write(&file, "{}\n").unwrap();
+    for args in [&["runs"][..], &["show", "1"], &["ui"]] {
+        let out = memctl(&file, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("it is a file, not a folder"), "{args:?}: {err}");
+    }
+}
