@@ -258,7 +258,7 @@ fn syntax_error(file: FileId, text: &str, err: pest::error::Error<Rule>) -> Diag
         InputLocation::Pos(p) => p,
         InputLocation::Span((s, _)) => s,
     };
-    let pos = floor_char_boundary(text, pos.min(text.len()));
+    let mut pos = floor_char_boundary(text, pos.min(text.len()));
     let mut expected: BTreeSet<&str> = BTreeSet::new();
     if let ErrorVariant::ParsingError { positives, .. } = &err.variant {
         for &r in positives {
@@ -267,14 +267,26 @@ fn syntax_error(file: FileId, text: &str, err: pest::error::Error<Rule>) -> Diag
             }
         }
     }
-    if let Some(attempts) = err.parse_attempts().filter(|a| a.max_position == pos) {
-        for t in attempts.expected_tokens() {
-            match t.to_string().trim() {
-                ")" => expected.insert("`)`"),
-                "]" => expected.insert("`]`"),
-                "," => expected.insert("`,`"),
-                _ => false,
-            };
+    if let Some(attempts) = err.parse_attempts() {
+        let closing: BTreeSet<&str> = attempts
+            .expected_tokens()
+            .iter()
+            .filter_map(|t| match t.to_string().trim() {
+                ")" => Some("`)`"),
+                "]" => Some("`]`"),
+                "," => Some("`,`"),
+                _ => None,
+            })
+            .collect();
+        // pest places the error where the last atomic rule it tried began (a date, at the `2`
+        // of `[1, 2`), though it read further and wanted a `,` or `]` there: that is the place.
+        let further = attempts.max_position > pos && attempts.max_position <= text.len() && !closing.is_empty();
+        if further {
+            pos = floor_char_boundary(text, attempts.max_position);
+            expected.clear();
+        }
+        if further || attempts.max_position == pos {
+            expected.extend(closing);
         }
     }
     let rest = &text[pos..];

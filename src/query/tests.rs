@@ -153,6 +153,10 @@ fn misuse_of_kinds_is_reported() {
 fn syntax_errors_are_located_with_hints() {
     assert_error("d = 48", &["<--where>:1:3", "compare with `==`"]);
     assert_error("(d == 48", &["<--where>:1:9", "a `(` is not closed"]);
+    // A list cut after a number: the place is its end, where a `,` or `]` was due, not the
+    // number (which pest first tried as a date).
+    assert_error("d in [1, 2", &["<--where>:1:11", "expected `,` or `]`", "a `[` is not closed"]);
+    assert_error("d in [8,", &["a `[` is not closed"]);
     assert_error("d == 48 && gates", &["<--where>:1:9", "combine tests with `and`"]);
     assert_error("d == 48 and", &["expected"]);
     assert_error(&"(".repeat(100), &["nested deeper"]);
