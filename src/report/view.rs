@@ -295,6 +295,31 @@ fn name_apart(groups: &mut [(Vec<Cell>, Vec<&RunSummary>)], experiment: usize) {
     }
 }
 
+/// A group's cell of a summarised column: `mean ± std (n)` of a number (a bool as 0 or 1);
+/// of anything else (an id, a date, a status) the value its runs share, or `·` where they
+/// differ, since a mean of ids or start times means nothing.
+fn summary_cell(f: &Field, members: &[&RunSummary]) -> Cell {
+    let vals: Vec<Option<Val>> = members.iter().map(|r| f.get(r)).collect();
+    let numeric =
+        *f != Field::Id && vals.iter().flatten().all(|v| matches!(v, Val::Num(_) | Val::Int(_) | Val::Bool(_)));
+    if numeric {
+        let values: Vec<f64> = vals
+            .iter()
+            .flatten()
+            .filter_map(|v| match v {
+                Val::Bool(b) => Some(f64::from(u8::from(*b))),
+                v => v.as_f64(),
+            })
+            .collect();
+        return Stat::of(&values).map_or(Cell::Missing, Cell::Stat);
+    }
+    let cells: Vec<Cell> = members.iter().map(|r| cell(f, r)).collect();
+    match cells.split_first() {
+        Some((first, rest)) if rest.iter().all(|c| c == first) => first.clone(),
+        _ => Cell::Missing,
+    }
+}
+
 /// One row per group: the key values, `runs`, then `mean ± std (n)` of each summarised column.
 fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, ViewError> {
     let key_fields: Vec<(String, Field)> =
@@ -310,15 +335,7 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
             let mut row = key;
             row.push(Cell::Int(members.len() as i64));
             for (_, f) in &summarised {
-                let values: Vec<f64> = members
-                    .iter()
-                    .filter_map(|r| match f.get(r) {
-                        Some(v @ (Val::Num(_) | Val::Int(_) | Val::Date(_))) => v.as_f64(),
-                        Some(Val::Bool(b)) => Some(f64::from(u8::from(b))),
-                        _ => None,
-                    })
-                    .collect();
-                row.push(Stat::of(&values).map_or(Cell::Missing, Cell::Stat));
+                row.push(summary_cell(f, &members));
             }
             row
         })

@@ -87,6 +87,14 @@ fn grouping_gives_mean_sample_std_and_count() {
     let lines: Vec<&str> = table.lines().filter(|l| l.contains("± ")).collect();
     assert_eq!(lines.len(), 2, "{table}");
     assert!(lines[0].contains("0.900 ± 0.141 (2)") && lines[1].contains("0.700 ± 0.200 (3)"), "{table}");
+
+    // Ids, start times and statuses are not averaged: a group shows the value its runs share,
+    // or nothing where they differ.
+    let args = ["runs", "--group-by", "d,gates", "--columns", "id,started,status,experiment", "--format", "json"];
+    let rows = json(&memctl(&store, &args));
+    assert!(rows.iter().all(|r| r["id"].is_null() && r["started"].is_null()), "{rows:?}");
+    assert_eq!((rows[0]["status"].as_str(), rows[1]["status"].as_str()), (Some("done"), None), "{rows:?}");
+    assert!(rows.iter().all(|r| r["experiment"] == "tiny_stm"), "{rows:?}");
 }
 
 #[test]
