@@ -163,10 +163,17 @@ pub fn load(text: &str) -> Result<Report, DescriptionError> {
 
 /// [`load`], with YAML errors located in `source` (the file's path) rather than `<input>`.
 pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> {
+    if text.trim().is_empty() {
+        return Err(DescriptionError::Yaml(format!(
+            "{source} is empty; a description holds a `title` and its `tables` (docs/results.md)"
+        )));
+    }
     let report: Report = serde_saphyr::from_str(text).map_err(|e| {
         let rendered = e.render_with_options(serde_saphyr::render_options! { source_name: Some(source) });
-        // The CLI prints its own `error: ` before every message; saphyr's would repeat it.
-        DescriptionError::Yaml(rendered.strip_prefix("error: ").map(str::to_owned).unwrap_or(rendered))
+        // The CLI prints its own `error: ` before every message; saphyr's would repeat it, and
+        // its advice on duplicate keys is for programs that use it, not for the file's author.
+        let rendered = rendered.strip_prefix("error: ").map(str::to_owned).unwrap_or(rendered);
+        DescriptionError::Yaml(rendered.replace(", set DuplicateKeyPolicy in Options if acceptable", " (each key once)"))
     })?;
     if report.all_tables().next().is_none() {
         return Err(DescriptionError::NoTables);
@@ -698,6 +705,17 @@ tables:
     }
 
     const ONE_TABLE: &str = "title: R\ntables:\n  - {title: T, experiments: [exp], rows: [d], metrics: [accuracy]}\n";
+
+    /// An empty file is named; a key given twice is said so, without the YAML library's
+    /// advice to its programmers.
+    #[test]
+    fn an_empty_description_and_a_key_given_twice_are_named() {
+        let err = load_named("\n", "specs/x.yaml").unwrap_err().to_string();
+        assert!(err.starts_with("specs/x.yaml is empty"), "{err}");
+        let err = load_named("title: R\ntitle: S\n", "specs/x.yaml").unwrap_err().to_string();
+        assert!(err.contains("specs/x.yaml:") && err.contains("duplicate"), "{err}");
+        assert!(!err.contains("DuplicateKeyPolicy"), "{err}");
+    }
 
     #[test]
     fn a_yaml_error_is_located_in_the_named_file() {
