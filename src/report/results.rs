@@ -173,7 +173,9 @@ pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> 
         // The CLI prints its own `error: ` before every message; saphyr's would repeat it, and
         // its advice on duplicate keys is for programs that use it, not for the file's author.
         let rendered = rendered.strip_prefix("error: ").map(str::to_owned).unwrap_or(rendered);
-        DescriptionError::Yaml(rendered.replace(", set DuplicateKeyPolicy in Options if acceptable", " (each key once)"))
+        DescriptionError::Yaml(
+            rendered.replace(", set DuplicateKeyPolicy in Options if acceptable", " (each key once)"),
+        )
     })?;
     if report.all_tables().next().is_none() {
         return Err(DescriptionError::NoTables);
