@@ -118,8 +118,12 @@ fn load_into(
         return Err(locate(SpecErrorKind::UseTooDeep.error()));
     }
     let (canonical, bytes) = reader.read(path).map_err(|e| {
-        locate(SpecErrorKind::CannotRead { path: path.display().to_string(), reason: io_reason(&e) }.error())
-            .hint("check the path; `use` paths are relative to the file that uses them")
+        let d = locate(SpecErrorKind::CannotRead { path: path.display().to_string(), reason: io_reason(&e) }.error());
+        // The file named on the command line is relative to the working directory.
+        match used_at {
+            Some(_) => d.hint("check the path; `use` paths are relative to the file that uses them"),
+            None => d.hint("check the path; it is relative to the folder memctl runs in"),
+        }
     })?;
     if bytes.len() as u64 > MAX_SPEC_BYTES {
         return Err(locate(SpecErrorKind::TooLarge { path: path.display().to_string() }.error())

@@ -96,6 +96,10 @@ fn binary_file_and_missing_file_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("cannot read `nowhere.mem`: no such file"), "{stderr}");
+    assert!(stderr.contains("it is relative to the folder memctl runs in"), "the command line's file: {stderr}");
+    // A `use`d file's path is relative to the file that uses it.
+    let (_, _, stderr) = check_file("uses.mem", "use \"models/none.mem\"\n");
+    assert!(stderr.contains("`use` paths are relative to the file that uses them"), "{stderr}");
 }
 
 #[test]
