@@ -160,12 +160,8 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         }
         (ids, vec![])
     } else {
-        let (runs, filter) = match filtered(store, q) {
-            Ok(f) => f,
-            Err(a) => return a,
-        };
-        let keys = match group_keys(q, &runs) {
-            Ok(k) => k,
+        let (runs, filter, keys) = match grouped_view(store, q) {
+            Ok(v) => v,
             Err(a) => return a,
         };
         (runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).map(|r| r.id).collect(), keys)
@@ -218,12 +214,8 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
 /// categories}], lines: [{id, group, n, values: [x or null], y}]}}`. Without `metric`, the
 /// one the runs stop on (else `accuracy`).
 pub fn scatter(store: &Store, q: &Params) -> Answer {
-    let (runs, filter) = match filtered(store, q) {
-        Ok(f) => f,
-        Err(a) => return a,
-    };
-    let keys = match group_keys(q, &runs) {
-        Ok(k) => k,
+    let (runs, filter, keys) = match grouped_view(store, q) {
+        Ok(v) => v,
         Err(a) => return a,
     };
     let kept: Vec<&RunSummary> = runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).collect();
@@ -345,6 +337,15 @@ pub fn diff(store: &Store, q: &Params) -> Answer {
         }
         (Err(e), _) | (_, Err(e)) => Answer::store(e),
     }
+}
+
+/// [`filtered`] runs and the fields of `group_by` they are grouped by.
+type GroupedView = (Vec<RunSummary>, Option<query::Query>, Vec<(String, Field)>);
+
+fn grouped_view(store: &Store, q: &Params) -> Result<GroupedView, Answer> {
+    let (runs, filter) = filtered(store, q)?;
+    let keys = group_keys(q, &runs)?;
+    Ok((runs, filter, keys))
 }
 
 /// The fields of `group_by`, as the runs table reads them: a name in no namespace, or one no
