@@ -89,9 +89,18 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
     let mut cleared = false;
     let mut corrupt_since = None;
     loop {
-        match sled::Config::new().path(&db_path).open() {
-            Ok(db) => return Ok(db),
-            Err(sled::Error::Corruption { .. }) => match clear_torn_snapshots(&db_path) {
+        // sled checks the settings file's length, then reads it: one rewritten in between (a
+        // process creating the store) reads shorter than measured, and sled panics on it. That
+        // is the torn read below, not a bug to end the process on.
+        let opened =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sled::Config::new().path(&db_path).open()));
+        let failed = match opened {
+            Ok(Ok(db)) => return Ok(db),
+            Ok(Err(sled::Error::Corruption { .. })) | Err(_) => None,
+            Ok(Err(e)) => Some(e),
+        };
+        match failed {
+            None => match clear_torn_snapshots(&db_path) {
                 Torn::Cleared if !cleared => cleared = true,
                 // sled reads the settings file (`conf`) before it takes its lock, and a process
                 // creating the store writes that file then: a read in between sees half of it.
@@ -109,16 +118,16 @@ fn open_waiting(path: &Path, wait: Duration) -> Result<sled::Db, StoreError> {
                     }
                 }
             },
-            Err(sled::Error::Io(e)) if is_lock_error(&e) => {
+            Some(sled::Error::Io(e)) if is_lock_error(&e) => {
                 if !backoff.pause() {
                     return Err(locked(path, wait));
                 }
             }
-            Err(sled::Error::Io(e)) if is_unwritable(&e) => {
+            Some(sled::Error::Io(e)) if is_unwritable(&e) => {
                 return Err(StoreError::Unwritable { path: path.into(), reason: io_reason(&e) });
             }
-            Err(sled::Error::Io(e)) => return Err(StoreError::Open { path: path.into(), reason: io_reason(&e) }),
-            Err(e) => return Err(StoreError::Open { path: path.into(), reason: e.to_string() }),
+            Some(sled::Error::Io(e)) => return Err(StoreError::Open { path: path.into(), reason: io_reason(&e) }),
+            Some(e) => return Err(StoreError::Open { path: path.into(), reason: e.to_string() }),
         }
     }
 }
