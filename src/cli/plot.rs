@@ -84,29 +84,23 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         );
     }
     // A diverged run's curve may hold no number to draw: say so, rather than leave it out
-    // silently (or draw empty axes when every run diverged).
-    let finite = |r: &&RunRecord| r.curves.get(&metric).is_some_and(|c| c.iter().any(|(_, v)| v.is_finite()));
-    let diverged: Vec<String> =
-        runs.iter().filter(|r| r.curves.contains_key(&metric) && !finite(r)).map(|r| r.id.to_string()).collect();
-    if !runs.iter().any(|r| finite(&r)) && !diverged.is_empty() {
-        anyhow::bail!(
-            "nothing to plot: every value of `{metric}` is NaN or infinite in run{} {} (diverged); plot another \
-             curve with --metric",
-            if diverged.len() == 1 { "" } else { "s" },
-            diverged.join(", ")
-        );
-    }
+    // silently (or draw empty axes when every run diverged), and leave it out of a group's
+    // mean too, which it would make NaN at every step.
+    let finite = |r: &RunRecord| r.curves.get(&metric).is_some_and(|c| c.iter().any(|(_, v)| v.is_finite()));
+    let (runs, diverged): (Vec<RunRecord>, Vec<RunRecord>) =
+        runs.into_iter().partition(|r| finite(r) || !r.curves.contains_key(&metric));
     if !diverged.is_empty() {
-        eprintln!(
-            "note: run{} {} ha{} no finite value of `{metric}` (diverged) and {} left out",
-            if diverged.len() == 1 { "" } else { "s" },
-            diverged.join(", "),
-            if diverged.len() == 1 { "s" } else { "ve" },
-            if diverged.len() == 1 { "is" } else { "are" }
-        );
+        let ids = diverged.iter().map(|r| r.id.to_string()).collect::<Vec<_>>().join(", ");
+        let (runs_word, one) = if diverged.len() == 1 { ("run", true) } else { ("runs", false) };
+        if !runs.iter().any(finite) {
+            anyhow::bail!(
+                "nothing to plot: every value of `{metric}` is NaN or infinite in {runs_word} {ids} (diverged); \
+                 plot another curve with --metric"
+            );
+        }
+        let (has, is) = if one { ("has", "is") } else { ("have", "are") };
+        eprintln!("note: {runs_word} {ids} {has} no finite value of `{metric}` (diverged) and {is} left out");
     }
-    // Left out of a group's mean too, which they would make NaN at every step.
-    let runs: Vec<RunRecord> = runs.into_iter().filter(|r| !diverged.contains(&r.id.to_string())).collect();
     let series = match &args.group_by {
         Some(keys) => {
             let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();

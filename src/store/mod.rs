@@ -214,14 +214,11 @@ impl Store {
     /// there: another sweep counted this process as gone and took the trial over (or the run
     /// was deleted as dead), and a write from the old process must not undo that.
     pub fn put_while_running(&self, record: &RunRecord) -> Result<bool, StoreError> {
-        self.writing(|s| {
-            let stored = s.summaries.get(keys::run_key(record.id))?;
-            match stored.and_then(|b| summary::decode(record.id, &b).ok()) {
-                Some(stored) if stored.status == Status::Running => {
-                    write(s, &RunRecord { tags: stored.tags, ..record.clone() }).map(|_| true)
-                }
-                _ => Ok(false),
+        self.writing(|s| match stored_summary(s, record.id)? {
+            Some(stored) if stored.status == Status::Running => {
+                write(s, &RunRecord { tags: stored.tags, ..record.clone() }).map(|_| true)
             }
+            _ => Ok(false),
         })
     }
 
@@ -536,8 +533,13 @@ fn summary_in(s: &Session, id: u64) -> Result<RunSummary, StoreError> {
 
 /// The tags of run `id` as stored, if it is (and its summary reads).
 fn stored_tags(s: &Session, id: u64) -> Result<Option<Vec<String>>, StoreError> {
+    Ok(stored_summary(s, id)?.map(|summary| summary.tags))
+}
+
+/// The summary of run `id` as stored (none for a run not there, or one that does not decode).
+fn stored_summary(s: &Session, id: u64) -> Result<Option<RunSummary>, StoreError> {
     let bytes = s.summaries.get(keys::run_key(id))?;
-    Ok(bytes.and_then(|b| summary::decode(id, &b).ok()).map(|summary| summary.tags))
+    Ok(bytes.and_then(|b| summary::decode(id, &b).ok()))
 }
 
 fn summaries_in(s: &Session) -> Result<Vec<RunSummary>, StoreError> {

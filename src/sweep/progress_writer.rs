@@ -102,58 +102,47 @@ fn write_until_closed(store: &Store, shared: &Shared, claimed: RunRecord, heartb
     cost::mark_background_thread();
     let (queue, ready) = &**shared;
     // The record last handed over (at first the claim's), written again as the heartbeat.
-    let mut last = Some(claimed);
+    let mut last = claimed;
     let mut written_at = Instant::now();
     loop {
         let record = {
             let Ok(mut q) = queue.lock() else { return };
             while q.newest.is_none() && !q.closing {
-                // Before the first record there is nothing to beat with.
-                let Some(due) = last.as_ref().map(|_| heartbeat.saturating_sub(written_at.elapsed())) else {
-                    let Ok(woken) = ready.wait(q) else { return };
-                    q = woken;
-                    continue;
-                };
+                let due = heartbeat.saturating_sub(written_at.elapsed());
                 if due.is_zero() {
                     break;
                 }
                 let Ok((woken, _)) = ready.wait_timeout(q, due) else { return };
                 q = woken;
             }
-            match (q.newest.take(), q.closing, &last) {
-                (Some(r), _, _) => r,
-                (None, false, Some(last)) => beat(last),
-                (None, _, _) => return, // closing, nothing left
+            match (q.newest.take(), q.closing) {
+                (Some(r), _) => r,
+                (None, false) => beat(&last),
+                (None, true) => return, // closing, nothing left
             }
         };
         written_at = Instant::now();
         // Progress is best effort: a store busy beyond its wait costs this update only.
-        let error = match store.put_while_running(&record) {
-            Ok(true) => None,
+        match store.put_while_running(&record) {
+            Ok(true) => {}
             Ok(false) => {
-                let taken = format!(
-                    "run {}: another sweep took this trial over, counting this process as gone; this run's \
-                     progress, checkpoints and result are no longer recorded",
-                    record.id
-                );
                 if let Ok(mut q) = queue.lock() {
                     q.taken_over = true;
+                    q.errors.push(format!(
+                        "run {}: another sweep took this trial over, counting this process as gone; this run's \
+                         progress, checkpoints and result are no longer recorded",
+                        record.id
+                    ));
                 }
-                report(queue, taken);
                 return discard_until_closed(shared);
             }
-            Err(e) => Some(format!("run {}: progress not recorded: {e}", record.id)),
-        };
-        if let Some(e) = error {
-            report(queue, e);
+            Err(e) => {
+                if let Ok(mut q) = queue.lock() {
+                    q.errors.push(format!("run {}: progress not recorded: {e}", record.id));
+                }
+            }
         }
-        last = Some(record);
-    }
-}
-
-fn report(queue: &Mutex<Queue>, error: String) {
-    if let Ok(mut q) = queue.lock() {
-        q.errors.push(error);
+        last = record;
     }
 }
 
