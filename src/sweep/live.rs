@@ -62,6 +62,9 @@ pub struct Live<'a> {
     judge: Option<&'a dyn Judge>,
 }
 
+/// Why a trial stopped when another sweep took its run over.
+pub const TAKEN_OVER: &str = "taken over by another sweep";
+
 /// Decides, after each evaluation of a trial, whether it stops early (a search's pruner).
 pub trait Judge: Sync {
     /// Why the trial stops at `step`, or `None` to go on.
@@ -178,7 +181,12 @@ impl Observer for Live<'_> {
         self.write(first);
     }
 
+    /// A trial another sweep took over stops at its next evaluation: that sweep trains it,
+    /// and nothing this process trains on is recorded.
     fn stop_here(&self, step: usize, so_far: &Outcome) -> Option<String> {
+        if self.taken_over() {
+            return Some(TAKEN_OVER.into());
+        }
         self.judge?.stop_here(step, so_far)
     }
 }
@@ -291,6 +299,41 @@ mod tests {
         fn warning(&self, message: &str) {
             self.0.lock().unwrap().push(message.to_string());
         }
+    }
+
+    /// A trial whose run another sweep took over stops at its next evaluation, and says why.
+    #[test]
+    fn a_trial_taken_over_stops_at_its_next_evaluation() {
+        const SPEC: &str = concat!(
+            crate::check::test_specs::tiny_lstm_on_assoc!(),
+            "experiment e {\n  task tiny\n  model lstm\n  train { batch = 16, steps = 6 }\n}\n"
+        );
+        let program = crate::check::checked_text(SPEC);
+        let so_far = Outcome::starting(&program.experiments[0].trials[0]);
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let record = crate::store::tests::running(1, true);
+        let warned = Warnings(std::sync::Mutex::new(vec![]));
+        let live = Live::new(
+            Some(&store),
+            store.checkpoints(),
+            record.clone(),
+            "t".into(),
+            &crate::train::Silent,
+            &warned,
+            None,
+        );
+        assert_eq!(live.stop_here(10, &so_far), None, "stopped before anything took it over");
+        // Another sweep records the run as its own (here: interrupted, about to train it).
+        store.put(&RunRecord { status: crate::store::Status::Interrupted, ..record }).unwrap();
+        live.on_progress(&so_far);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while live.stop_here(10, &so_far).is_none() {
+            assert!(Instant::now() < deadline, "the trial never learnt it was taken over");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(live.stop_here(10, &so_far).as_deref(), Some(TAKEN_OVER));
+        assert_eq!(store.get(1).unwrap().status, crate::store::Status::Interrupted);
     }
 
     /// A checkpoint past the trial's steps is not its own (a crafted or misplaced file): the

@@ -464,9 +464,8 @@ pub fn settle(
     if !store.put_while_running(&record)? {
         reporter.warning(&format!(
             "run {}: another sweep took this trial over while it trained here (it counted this process as \
-             gone); this run's result ({}) is not recorded",
-            record.id,
-            record.status.as_str()
+             gone); this process's attempt, to step {}, is not recorded",
+            record.id, record.steps_run
         ));
         return Ok(TrialResult::Skipped { run_id: record.id, status: Status::Interrupted });
     }
