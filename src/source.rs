@@ -64,13 +64,28 @@ pub fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// All files a spec was loaded from (the main file and everything it `use`s).
+/// The name of the pseudo-file each command-line override `KEY=VALUES` is parsed from (shown
+/// in its diagnostics).
+pub const COMMAND_LINE: &str = "<command line>";
+
+/// All files a spec was loaded from (the main file and everything it `use`s), then its
+/// command-line overrides.
 #[derive(Debug, Default, Clone)]
 pub struct SourceMap {
     files: Vec<SourceFile>,
 }
 
 impl SourceMap {
+    /// The spec's own file: the first one added, before the files it `use`s.
+    pub fn main(&self) -> Option<&SourceFile> {
+        self.files.first()
+    }
+
+    /// Whether `id` is a command-line override rather than a file.
+    pub fn is_command_line(&self, id: FileId) -> bool {
+        self.get(id).path == Path::new(COMMAND_LINE)
+    }
+
     pub fn add(&mut self, path: impl AsRef<Path>, text: String) -> FileId {
         self.files.push(SourceFile { path: path.as_ref().to_path_buf(), text });
         FileId((self.files.len() - 1) as u32)

@@ -8,7 +8,7 @@ use super::error_kind::CheckErrorKind;
 use super::limits::MAX_TRIALS;
 use super::search::{self, SearchSpec};
 use super::sweep::Override;
-use super::{call, consteval, elaborate, model_params, settings};
+use super::{call, consteval, data_path, elaborate, model_params, settings};
 use crate::diag::Diagnostic;
 use crate::graph::StepGraph;
 use crate::lang::ast;
@@ -92,7 +92,7 @@ pub fn plan(
     let applicable: Vec<Override> =
         overrides.iter().filter(|o| axis_target(&o.name, &entries, kind, model).is_ok()).cloned().collect();
     let groups = super::sweep::groups(&exp.sweep, &applicable)?;
-    let axes = checked_axes(&groups, &entries, kind, model)?;
+    let axes = checked_axes(&groups, &entries, kind, model, sources)?;
     let applied = || applicable.iter().map(|o| o.name.name.clone()).collect();
 
     // Instantiate once with the first trial's options to learn the target, metrics and test
@@ -222,6 +222,7 @@ fn checked_axes(
     entries: &[model_params::ParamEntry],
     kind: &dyn tasks::TaskKind,
     model: &ast::Model,
+    sources: &SourceMap,
 ) -> Result<Vec<Axis>, Diagnostic> {
     let mut axes: Vec<Axis> = vec![];
     for g in groups {
@@ -233,7 +234,11 @@ fn checked_axes(
         for row in &g.rows {
             let mut checked = vec![];
             for ((n, target), (v, span)) in g.names.iter().zip(&targets).zip(row) {
-                checked.push((check_value(n, *target, v.clone(), *span, entries, kind)?, *span));
+                let mut v = check_value(n, *target, v.clone(), *span, entries, kind)?;
+                if *target == AxisTarget::TaskOption && n.name == "path" && sources.is_command_line(span.file) {
+                    v = data_path::from_command_line(v, sources);
+                }
+                checked.push((v, *span));
             }
             rows.push(checked);
         }
@@ -772,10 +777,8 @@ fn task_kind(
     })
 }
 
-/// Configures the task. A relative `path` option is resolved against the directory of the
-/// file it is written in (as `use` paths are; the working directory for a command-line
-/// override); the options keep it as written, so a trial's identity does not depend on where
-/// memctl runs.
+/// Configures the task. A relative `path` option is resolved against the folder of the file
+/// it is written in (as `use` paths are; [`data_path`]).
 fn instantiate_task(
     kind: &dyn tasks::TaskKind,
     options: &[(Value, Span)],
@@ -785,9 +788,7 @@ fn instantiate_task(
     let values: Vec<Value> = options.iter().map(|(v, _)| v.clone()).collect();
     let written_in =
         kind.signature().iter().position(|s| s.name == "path").and_then(|i| options.get(i)).map_or(at, |o| o.1);
-    let file = &sources.get(written_in.file).path;
-    let dir = file.parent().unwrap_or(std::path::Path::new(""));
-    kind.instantiate_in(&values, dir).map_err(|e| {
+    kind.instantiate_in(&values, data_path::folder_of(written_in.file, sources)).map_err(|e| {
         let span = e
             .arg
             .and_then(|a| kind.signature().iter().position(|s| s.name == a))

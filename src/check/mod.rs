@@ -5,6 +5,7 @@
 
 mod call;
 mod consteval;
+mod data_path;
 pub mod elaborate;
 pub mod error_kind;
 pub mod experiment;

@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::check::{self, Program};
 use crate::cli::context::Context;
 use crate::lang::{self, Spec};
-use crate::source::Span;
+use crate::source::{COMMAND_LINE, Span};
 use crate::sweep::SpecSource;
 
 /// A checked spec, or `Err(exit code)` after printing its errors.
@@ -42,9 +42,6 @@ pub fn split_overrides(rest: &[String]) -> (Option<String>, Vec<String>) {
     }
     (experiment, overrides)
 }
-
-/// The pseudo-file each command-line override is parsed from (shown in its diagnostics).
-const COMMAND_LINE: &str = "<command line>";
 
 /// Where the value of `key` stands in its command-line override, if one set it: a diagnostic
 /// about that value points there rather than at the spec's setting it replaced.

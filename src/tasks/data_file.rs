@@ -73,7 +73,7 @@ pub(super) fn quote(text: &str) -> String {
 
 /// `path` as written in the spec, relative to `dir` unless it is absolute, with `a/..` pairs
 /// taken out (so messages show `data/x`, not `specs/paper/../../data/x`).
-pub(super) fn resolve(dir: &Path, path: &str) -> PathBuf {
+pub fn resolve(dir: &Path, path: &str) -> PathBuf {
     use std::path::Component;
     let p = Path::new(path);
     let joined = if p.is_absolute() { p.to_path_buf() } else { dir.join(p) };

@@ -56,4 +56,5 @@ pub mod tsp;
 mod vocab;
 
 pub use contract::{Batch, Split, Target, Task, TaskData, TaskKind, TrivialLevel, higher_is_better};
+pub use data_file::resolve as resolve_path;
 pub use registry::{TASKS, get, trivial_levels};

@@ -279,6 +279,41 @@ fn the_babi_paper_spec_trains_when_pointed_at_data() {
     }
 }
 
+/// A data path given on the command line is relative to where memctl runs; the trial keeps it
+/// relative to the spec's folder, so the same file named from another folder is the same
+/// trial, already done.
+#[test]
+fn a_command_line_data_path_names_the_same_trial_from_any_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["specs", "data"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+    }
+    let lines: String =
+        (0..40).map(|i| format!("{{\"input\": [{}, {}], \"target\": [{}]}}\n", i % 3, i % 5, i % 2)).collect();
+    std::fs::write(dir.path().join("data/d.jsonl"), lines).unwrap();
+    let spec = format!(
+        "task t = jsonl(path = \"missing.jsonl\")\n{}experiment e {{\n  task t\n  model lstm\n  train {{ batch = 4, steps = 2, eval_every = 1 }}\n}}\n",
+        crate::support::token_lstm("lstm", 4)
+    );
+    std::fs::write(dir.path().join("specs/j.mem"), spec).unwrap();
+    let store = dir.path().join("store");
+    let sweep_in = |folder: &str, spec: &str, data: &str| {
+        let out = memctl_at(&store)
+            .current_dir(dir.path().join(folder))
+            .args(["sweep", spec, &format!("path=\"{data}\""), "--threads", "1", "-q"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stderr)
+    };
+    assert_eq!(sweep_in(".", "specs/j.mem", "data/d.jsonl").trim(), "1 trial run, 0 already done, 0 failed");
+    assert_eq!(sweep_in("data", "../specs/j.mem", "d.jsonl").trim(), "0 trials run, 1 already done, 0 failed");
+    let runs = memctl(&store, &["runs", "--format", "records"]);
+    let records: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(records.as_array().map(Vec::len), Some(1), "{records}");
+    assert_eq!(records[0]["config"]["task_options"]["path"], "../data/d.jsonl", "{records}");
+}
+
 /// `doctor --check` on the CPU trains every model family with candle's autograd and with
 /// memctl's tape, then evaluates each three times, and passes; on a build without CUDA,
 /// asking for CUDA says how to get it.
