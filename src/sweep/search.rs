@@ -291,7 +291,11 @@ impl<'a> Search<'a> {
     /// the runs in the store tell of (imported from the store that ran the search, say:
     /// [`super::study_from_runs`]).
     pub fn configurations_run(&self) -> Result<(StudyRecord, Vec<ConfigRuns>), StoreError> {
-        let latest = latest_by_trial(self.store.summaries()?);
+        let summaries = self.store.summaries()?;
+        // A trial the search pruned that `ablate` then trained to its budget has a later run,
+        // finished; the search's report shows the search's own.
+        let pruned_runs = latest_by_trial(summaries.iter().filter(|s| s.status == Status::Pruned).cloned().collect());
+        let latest = latest_by_trial(summaries);
         let study = self.store.study(&self.key, &self.experiment)?;
         let study = super::study_from_runs::with_runs(study, self.store, self.plan, &self.experiment, &latest)?;
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
@@ -299,13 +303,15 @@ impl<'a> Search<'a> {
         let mut rows = vec![];
         for (c, config) in study.configs.iter().enumerate() {
             let values = self.values_of(config);
+            let pruned_at = study.pruned_at(c).map(|r| r.at.rung + 1);
+            let run_of = |key: String| pruned_at.and_then(|_| pruned_runs.get(&key)).or_else(|| latest.get(&key));
             let seeds = self
                 .plan
                 .spec
                 .seeds
                 .iter()
                 .map(|seed| {
-                    let run = self.plan.trial(&values, *seed).ok().and_then(|t| latest.get(&identity::trial_key(&t)));
+                    let run = self.plan.trial(&values, *seed).ok().and_then(|t| run_of(identity::trial_key(&t)));
                     SeedRun {
                         seed: *seed,
                         run: run.map(|r| r.id),
@@ -318,13 +324,7 @@ impl<'a> Search<'a> {
                     }
                 })
                 .collect();
-            rows.push(ConfigRuns {
-                config: c,
-                values,
-                sampler: config.sampler.clone(),
-                seeds,
-                pruned_at: study.pruned_at(c).map(|r| r.at.rung + 1),
-            });
+            rows.push(ConfigRuns { config: c, values, sampler: config.sampler.clone(), seeds, pruned_at });
         }
         Ok((study, rows))
     }

@@ -594,6 +594,30 @@ fn ablate_trains_a_trial_the_search_pruned_to_its_budget() {
     assert_eq!((latest.status, latest.steps_run), (memctl::store::Status::Done, 6), "run {}", latest.id);
 }
 
+/// `search-report` shows the run the search pruned, not the one `ablate` then trained to its
+/// budget: the configuration stays pruned at its rung, and its steps are the rung's.
+#[test]
+fn search_report_keeps_a_pruned_configuration_pruned_after_ablate_trains_it() {
+    let text = format!(
+        "{}{}",
+        crate::support::tiny_spec(),
+        "experiment s {\n  task tiny\n  model stm\n  train { optimizer = adam(lr = 1e-3), batch = 16, steps = 6, \
+         eval_every = 2 }\n  search { lr in [1e-3, 1e-2]  trials = 2, sampler = grid, prune = asha(metric = \
+         val_loss, min_steps = 2, rungs = 1, keep = 1/2) }\n}\n"
+    );
+    let (_dir, spec, store) = spec_folder(&text);
+    let spec = spec.to_str().unwrap();
+    // One trial at a time, so that the second reaches the rung after the first, as ASHA prunes.
+    ok(&memctl(&store, &["sweep", spec, "s", "--jobs", "1", "--quiet"]));
+    let report = |store| ok(&memctl(store, &["search-report", spec, "s"]));
+    let before = report(&store);
+    assert!(before.contains("pruned at rung 1") && before.contains("training steps: 8,"), "{before}");
+    for lr in ["lr=1e-3", "lr=1e-2"] {
+        ok(&memctl(&store, &["ablate", spec, "s", lr, "--switches", "gates", "--quiet"]));
+    }
+    assert_eq!(report(&store), before);
+}
+
 /// A search is ablated at one configuration: every searched name fixed on the command line
 /// (else an error that names them), over the search's own seeds (`seed in 1..2`), not the
 /// ends of `lr`'s range with the first seed.
