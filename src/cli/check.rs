@@ -116,13 +116,18 @@ fn print_packs(exp: &ExperimentPlan, first: &[bool]) {
     println!("      `--pack auto` (the default) trains them alone on the CPU; on a GPU: {on_gpu}");
 }
 
+/// The model configurations `check` describes one by one; a larger sweep's others are counted
+/// in one line, with their range of sizes.
+const MODEL_LINES: usize = 16;
+
 /// One line per distinct model configuration (a sweep may change its size): parameters, FLOPs
 /// and the memory to train it.
 fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
     // One line per model configuration, and per size where task options change it: two
     // configurations of equal size (an activation swept) are two lines.
-    let mut seen: Vec<(Vec<String>, usize, u64)> = vec![];
+    let mut seen: std::collections::HashSet<(Vec<String>, usize, u64)> = Default::default();
     let mut memory = crate::cli::memory::Estimates::default();
+    let mut more: Option<(usize, usize, usize)> = None;
     for t in &exp.trials {
         let varied: Vec<String> = t
             .config
@@ -136,6 +141,12 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
         if seen.contains(&key) {
             continue;
         }
+        if seen.len() >= MODEL_LINES {
+            let (n, least, most) = more.unwrap_or((0, params, params));
+            more = Some((n + 1, least.min(params), most.max(params)));
+            seen.insert(key);
+            continue;
+        }
         println!(
             "    model {}{}: {} parameters, {}FLOP per step and example (forward)",
             t.config.model,
@@ -143,13 +154,21 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
             count(params as u64),
             si(flops as f64)
         );
-        seen.push(key);
+        seen.insert(key);
         let on = device.map_or_else(|| t.config.train.device.clone(), |d| d.to_string());
         let gpu = if on == "cpu" { "" } else { " on a GPU" };
         match memory.of(t, &on) {
             Ok(e) => println!("      memory to train{gpu}: {}", crate::cli::memory::describe(&e)),
             Err(e) => println!("      memory to train{gpu}: not estimated ({e})"),
         }
+    }
+    if let Some((n, least, most)) = more {
+        println!(
+            "    … and {n} more model configuration{}, of {} to {} parameters",
+            if n == 1 { "" } else { "s" },
+            count(least as u64),
+            count(most as u64)
+        );
     }
 }
 

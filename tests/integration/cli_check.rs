@@ -49,6 +49,18 @@ fn a_trial_listed_twice_counts_once_as_a_sweep_runs_it() {
     assert!(stdout.contains("packs: 6 trials in 2 groups"), "{stdout}");
 }
 
+/// A sweep of many model sizes lists the first sixteen, then counts the others in one line
+/// with their range of sizes.
+#[test]
+fn a_sweep_of_many_sizes_lists_sixteen_and_counts_the_rest() {
+    let (code, stdout, stderr) = check_file("sizes.mem", VALID.replace("d in [4, 8]", "d in 1..20"));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("    model m (d=")).count(), 16, "{stdout}");
+    assert!(stdout.contains("model m (d=16): ") && !stdout.contains("(d=17)"), "{stdout}");
+    let more = stdout.lines().find(|l| l.contains("… and 4 more model configurations, of ")).expect(&stdout);
+    assert!(more.ends_with(" parameters"), "{more}");
+}
+
 /// Two configurations of one size (a constant swept) are two model lines, not one.
 #[test]
 fn each_model_configuration_is_listed_even_where_sizes_are_equal() {
