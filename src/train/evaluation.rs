@@ -180,7 +180,9 @@ impl Evaluations<'_> {
         let Some(metrics) = self.split(Split::Validation, self.trial.config.train.eval_size)? else {
             return Ok(None);
         };
-        let Some(select) = &self.trial.config.train.select else {
+        // An evaluation whose loss is not finite is never selected: the weights diverged.
+        let diverged = metrics.iter().any(|(n, v)| *n == "loss" && !v.is_finite());
+        let Some(select) = self.trial.config.train.select.as_ref().filter(|_| !diverged) else {
             return Ok(Some(StepEvaluation { metrics, split: None, selected: None }));
         };
         let split = match select.split {

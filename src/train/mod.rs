@@ -94,6 +94,10 @@ pub struct Outcome {
     pub final_metrics: BTreeMap<String, f64>,
     /// The best evaluation by the `select` rule, so far.
     pub selected: Option<Selected>,
+    /// The evaluation whose loss was not finite, in a trial `select` had already chosen an
+    /// evaluation of: training stopped there, and the trial's result is the selected one.
+    #[serde(default)]
+    pub diverged_at: Option<usize>,
     pub steps_run: usize,
     pub converged: Option<Converged>,
     pub param_count: usize,
@@ -111,6 +115,7 @@ impl Outcome {
             curves: BTreeMap::new(),
             final_metrics: BTreeMap::new(),
             selected: None,
+            diverged_at: None,
             steps_run: 0,
             converged: None,
             param_count: trial.graph.param_count(),

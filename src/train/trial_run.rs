@@ -185,6 +185,15 @@ impl<'a> TrialRun<'a> {
         evaluation.record(step, trial, out);
         observer.on_eval(step, &evaluation.metrics);
         if let Some(&(_, value)) = evaluation.metrics.iter().find(|(n, v)| *n == "loss" && !v.is_finite()) {
+            // With `select`, the result is the evaluation chosen before the loss diverged.
+            if let Some(selected) = &out.selected {
+                out.stop_reason = format!(
+                    "validation loss is {value} at step {step}; the result is step {}'s, which `select` chose",
+                    selected.step
+                );
+                out.diverged_at = Some(step);
+                return Ok(false);
+            }
             // Past step 1 the advice is about the updates, which made these parameters.
             let advice = non_finite_advice(step + 1, cfg);
             return Err(TrainError::NonFiniteValidation { step, value, advice });
@@ -244,7 +253,8 @@ impl<'a> TrialRun<'a> {
     /// Ends the run: the test evaluation of a trial that ended `Done`, and its timings.
     pub fn finish(mut self, out: &mut Outcome) -> Result<(), TrainError> {
         out.train_seconds = self.train_seconds;
-        if out.ending == Ending::Done {
+        // A diverged trial's weights are not tested: its result is its selected evaluation.
+        if out.ending == Ending::Done && out.diverged_at.is_none() {
             let t0 = Instant::now();
             let tests = self.evaluations().tests(None)?;
             self.eval_seconds += t0.elapsed().as_secs_f64();
@@ -256,14 +266,14 @@ impl<'a> TrialRun<'a> {
                     self.stop_on_request(out, ended);
                 }
             }
-            if let Some(selected) = out.selected.as_ref().filter(|_| out.ending == Ending::Done) {
-                out.final_metrics.insert("selected_step".into(), selected.step as f64);
-                for (k, v) in &selected.metrics {
-                    out.final_metrics.insert(format!("selected_{k}"), *v);
-                }
+        }
+        if let Some(selected) = out.selected.as_ref().filter(|_| out.ending == Ending::Done) {
+            out.final_metrics.insert("selected_step".into(), selected.step as f64);
+            for (k, v) in &selected.metrics {
+                out.final_metrics.insert(format!("selected_{k}"), *v);
             }
         }
-        if matches!(out.ending, Ending::Done | Ending::Pruned) {
+        if matches!(out.ending, Ending::Done | Ending::Pruned) && out.diverged_at.is_none() {
             let last_val: Vec<(String, f64)> = out
                 .curves
                 .iter()
@@ -383,6 +393,25 @@ experiment e {{
         assert!(out.stop_reason.starts_with("validation loss is NaN at step 1"), "{}", out.stop_reason);
         assert!(out.curves["train_loss"][0].1.is_finite() && out.curves["val_loss"][0].1.is_nan());
         assert!(!out.final_metrics.contains_key("accuracy"), "no test evaluation");
+    }
+
+    /// With `select`, a validation loss that is not finite stops the trial, which keeps the
+    /// evaluation chosen before it (an evaluation with that loss is never chosen), untested
+    /// at its diverged weights.
+    #[test]
+    fn a_diverged_trial_with_select_keeps_its_selected_evaluation() {
+        // The first update leaves the loss finite, the second overflows it.
+        let text = spec(", select = best(val_accuracy)")
+            .replace("adam(lr = 1e-2)", "sgd(lr = 3e36)")
+            .replace("steps = 40, eval_every = 10", "steps = 4, eval_every = 1");
+        let (out, _) = train(&text, &NoCheckpoints, None);
+        assert_eq!(out.ending, Ending::Done, "{}", out.stop_reason);
+        assert_eq!((out.diverged_at, out.steps_run), (Some(2), 2), "{}", out.stop_reason);
+        assert!(out.stop_reason.contains("at step 2; the result is step 1's"), "{}", out.stop_reason);
+        assert_eq!(out.final_metrics.get("selected_step"), Some(&1.0));
+        assert!(out.final_metrics["selected_accuracy"].is_finite());
+        let plain: Vec<&String> = out.final_metrics.keys().filter(|k| !k.starts_with("selected_")).collect();
+        assert!(plain.is_empty(), "no test of the diverged weights, no last validation: {plain:?}");
     }
 
     /// Where a stop request comes in: after a step (before its evaluation), or after the
