@@ -195,7 +195,15 @@ fn write_and_submit(
     let path = manifests.join(format!("{n}.json"));
     manifest.write(&path)?;
     let name = format!("memctl-{}", dir.file_name().and_then(|f| f.to_str()).unwrap_or("sweep"));
-    let job = scheduler::submit(&sub.memctl, &path, &dir.join("logs"), count, &name, &sub.slurm)?;
+    let job = match scheduler::submit(&sub.memctl, &path, &dir.join("logs"), count, &name, &sub.slurm) {
+        Ok(job) => job,
+        Err(e) => {
+            // Nothing was queued; a manifest without a job would read as a submission whose
+            // every trial went missing.
+            let _ = std::fs::remove_file(&path);
+            return Err(e.into());
+        }
+    };
     manifest.job = Some(job.clone());
     manifest.write(&path)?;
     Ok((job, path))

@@ -27,13 +27,15 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
             .collect();
         println!("{}", dir.display());
         for (n, m) in slurm_submit::manifests(&dir).iter().enumerate() {
-            let queued: HashMap<usize, String> = m
-                .job
-                .as_deref()
-                .map(|j| scheduler::queued_tasks(j).unwrap_or_default())
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
+            // Without the queue, a trial with no shard may be queued or lost: it is not called missing.
+            let (queued, unread): (HashMap<usize, String>, _) =
+                match m.job.as_deref().map(scheduler::queued_tasks).transpose() {
+                    Ok(tasks) => (tasks.unwrap_or_default().into_iter().collect(), None),
+                    Err(e) => (HashMap::new(), Some(e)),
+                };
+            if let Some(e) = &unread {
+                println!("  submission {}: the queue cannot be read ({e})", n + 1);
+            }
             let mut counts: BTreeMap<String, usize> = BTreeMap::new();
             if let Some(search) = &m.search {
                 // A search's workers record into the store: here only whether they still run.
@@ -41,7 +43,7 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                     *counts.entry(state.to_lowercase()).or_default() += 1;
                 }
                 let ended = search.workers.saturating_sub(queued.len());
-                if ended > 0 {
+                if ended > 0 && unread.is_none() {
                     counts.insert("ended".into(), ended);
                 }
                 let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
@@ -62,6 +64,7 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                     (_, Some(s)) if !m.packs.is_empty() => s.clone(),
                     (Some(s), _) => s.to_lowercase(),
                     (None, Some(s)) => s.clone(),
+                    (None, None) if unread.is_some() => "without a result yet".to_string(),
                     (None, None) => "missing".to_string(),
                 };
                 *counts.entry(state).or_default() += 1;

@@ -99,8 +99,13 @@ pub fn queued_tasks(job: &str) -> Result<Vec<(usize, String)>, SlurmError> {
         .output()
         .map_err(|e| SlurmError::Spawn("squeue", e))?;
     if !out.status.success() {
-        // squeue errors for jobs that have left the queue entirely: nothing is queued.
-        return Ok(vec![]);
+        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        // squeue refuses a job that has left the queue entirely: nothing of it is queued. Any
+        // other failure (the controller out of reach) says nothing about the queue.
+        return match left_the_queue(&why) {
+            true => Ok(vec![]),
+            false => Err(SlurmError::Failed("squeue", why)),
+        };
     }
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -110,6 +115,11 @@ pub fn queued_tasks(job: &str) -> Result<Vec<(usize, String)>, SlurmError> {
             Some((idx, it.next()?.to_string()))
         })
         .collect())
+}
+
+/// Whether `squeue`'s error says the job is unknown to it (it ended and was purged).
+fn left_the_queue(stderr: &str) -> bool {
+    stderr.contains("Invalid job id")
 }
 
 fn shell_quote(s: &str) -> String {

@@ -39,6 +39,7 @@ mod readme_tables;
 mod searches;
 mod sharing;
 mod slurm;
+mod slurm_failures;
 mod snapshots;
 mod support;
 mod sweeps;
