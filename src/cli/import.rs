@@ -108,6 +108,11 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 /// table's data (`memctl results --data-dir`: records under `runs`, their spec texts under
 /// `spec_texts`, by spec hash). Records of older layouts are migrated as the store migrates
 /// its own.
+fn looks_like_a_record(run: &serde_json::Value) -> bool {
+    run.get("record_version").is_some()
+        || (run.get("config").is_some_and(serde_json::Value::is_object) && run.get("trial_key").is_some())
+}
+
 fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let text = if file == Path::new("-") {
         std::io::read_to_string(std::io::stdin())?
@@ -127,6 +132,13 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
         anyhow::anyhow!("{}:{}:{}: not JSON ({message})", file.display(), e.line(), e.column().max(1))
     })?;
     let (runs, spec_texts) = match json {
+        // A record says its version, or (version 1) has its configuration and identity; a row
+        // of `runs --format json` has none of them.
+        serde_json::Value::Array(runs) if !runs.iter().all(looks_like_a_record) => {
+            return Err(not_runs(
+                "an array of rows, as `runs --format json` writes, or of other values, not of run records".into(),
+            ));
+        }
         serde_json::Value::Array(runs) => (runs, serde_json::Map::new()),
         serde_json::Value::Object(mut table) => match (table.remove("runs"), table.remove("spec_texts")) {
             (Some(serde_json::Value::Array(runs)), Some(serde_json::Value::Object(texts))) => (runs, texts),

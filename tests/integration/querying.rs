@@ -924,6 +924,10 @@ fn import_merges_an_export_once_with_pruned_runs_and_leaves_unfinished_and_super
     let bad = memctl(&into, &["import", file]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("runs.json: not an export of runs (an object without `runs`"), "{}", stderr(&bad));
+    let rows = memctl(&into, &["runs", "--format", "json"]);
+    std::fs::write(&export, &rows.stdout).unwrap();
+    let bad = stderr(&memctl(&into, &["import", file]));
+    assert!(bad.contains("runs.json: not an export of runs (an array of rows, as `runs --format json`"), "{bad}");
     std::fs::write(&export, "[{\"record_version\": 99}]").unwrap();
     let newer = stderr(&memctl(&into, &["import", file]));
     assert!(
