@@ -121,7 +121,10 @@ fn stop_when(e: &crate::lang::ast::Expr, target: Target) -> Result<StopWhen, Dia
             .error()
             .at(lhs.span, "unknown metric")
             .hint(format!("metrics of this task: {}", known.join(", ")));
-        if let Some(h) = crate::suggest::did_you_mean(metric, known.iter().copied()) {
+        let unprefixed = metric.strip_prefix("val_").filter(|m| known.contains(m));
+        if let Some(m) = unprefixed {
+            d = d.hint(format!("`stop_when` tests the validation set already: write `{m}`"));
+        } else if let Some(h) = crate::suggest::did_you_mean(metric, known.iter().copied()) {
             d = d.hint(h);
         }
         return Err(d);

@@ -450,6 +450,14 @@ fn unknown_train_setting_renders_did_you_mean() {
     assert_eq!(rendered(&experiment("task t  model m  train { setps = 10 }")), want);
 }
 
+/// `stop_when` reads the validation set's metrics without their `val_` prefix (which
+/// `select` needs): a `val_` metric is told so, not offered a look-alike.
+#[test]
+fn a_val_metric_in_stop_when_is_told_to_drop_the_prefix() {
+    let out = rendered(&experiment("task t  model m  train { stop_when = val_accuracy >= 0.9 }"));
+    assert!(out.ends_with("= help: `stop_when` tests the validation set already: write `accuracy`"), "{out}");
+}
+
 #[test]
 fn unknown_model_lists_the_models_or_points_at_the_missing_use() {
     let listed = rendered(&experiment("task t  model lstm"));
