@@ -43,6 +43,7 @@ pub struct RunSummary {
     /// Unix seconds.
     pub started_at: f64,
     pub ended_at: Option<f64>,
+    /// Seconds over every process that ran it ([`RunRecord::seconds_over_every_process`]).
     pub wall_seconds: f64,
     pub param_count: u64,
     pub spec_path: String,
@@ -151,7 +152,7 @@ impl RunSummary {
             tags: r.tags.clone(),
             started_at: r.started_at,
             ended_at: r.ended_at,
-            wall_seconds: r.wall_seconds,
+            wall_seconds: r.seconds_over_every_process(),
             param_count: r.param_count,
             spec_path: r.spec_path.clone(),
             spec_hash: r.spec_hash.clone(),
@@ -529,6 +530,25 @@ mod tests {
             spec_hash: "ff".into(),
             live: None,
         }
+    }
+
+    /// A run resumed from a checkpoint shows the time of every process that ran it, as `show`
+    /// does, not only the last one's.
+    #[test]
+    fn a_resumed_runs_wall_time_counts_every_process() {
+        let mut r: RunRecord =
+            super::super::record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+        (r.wall_seconds, r.train_seconds, r.eval_seconds) = (1.2, 2.0, 0.1);
+        assert_eq!(RunSummary::of(&r).wall_seconds, 1.2);
+        r.progress = Some(super::super::Progress {
+            steps_total: 10,
+            updated_at: 0.0,
+            resumed_from: Some(4),
+            checkpoint_step: None,
+            max_time: None,
+            deaths: 0,
+        });
+        assert_eq!(RunSummary::of(&r).wall_seconds, 2.1);
     }
 
     #[test]
