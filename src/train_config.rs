@@ -79,7 +79,7 @@ pub static SETTINGS: &[SettingSpec] = &[
         DEFAULT_CHECKPOINT_MINUTES,
         "minutes of training between checkpoints (0: only when stopped)",
     ),
-    SettingSpec::flag("keep_checkpoint", false, "keep a finished run's last checkpoint"),
+    SettingSpec::flag("keep_checkpoint", false, "keep a checkpoint of a finished run's trained weights"),
 ];
 
 /// Minutes of training between checkpoints, by default: a trial killed loses at most this much.

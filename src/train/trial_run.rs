@@ -255,14 +255,18 @@ impl<'a> TrialRun<'a> {
         out.train_seconds = self.train_seconds;
         // A diverged trial's weights are not tested: its result is its selected evaluation.
         if out.ending == Ending::Done && out.diverged_at.is_none() {
+            let testing = || Stage::Testing { stop_reason: out.stop_reason.clone(), converged: out.converged.clone() };
+            // `keep_checkpoint` keeps the trained weights, whenever the last periodic checkpoint was.
+            if self.run.trial.config.train.keep_checkpoint {
+                self.save(out, testing());
+            }
             let t0 = Instant::now();
             let tests = self.evaluations().tests(None)?;
             self.eval_seconds += t0.elapsed().as_secs_f64();
             match tests {
                 Some(metrics) => out.final_metrics = metrics,
                 None => {
-                    let ended =
-                        Stage::Testing { stop_reason: out.stop_reason.clone(), converged: out.converged.clone() };
+                    let ended = testing();
                     self.stop_on_request(out, ended);
                 }
             }
@@ -393,6 +397,21 @@ experiment e {{
         assert!(out.stop_reason.starts_with("validation loss is NaN at step 1"), "{}", out.stop_reason);
         assert!(out.curves["train_loss"][0].1.is_finite() && out.curves["val_loss"][0].1.is_nan());
         assert!(!out.final_metrics.contains_key("accuracy"), "no test evaluation");
+    }
+
+    /// `keep_checkpoint` keeps the trained weights: a checkpoint at the last step is saved
+    /// before the test evaluation, where no periodic one was due; without it none is.
+    #[test]
+    fn keep_checkpoint_saves_the_trained_weights() {
+        let checkpoints = InMemory::default();
+        let (out, _) = train(&spec(", keep_checkpoint = true"), &checkpoints, None);
+        assert_eq!(out.ending, Ending::Done, "{}", out.stop_reason);
+        let bytes = checkpoints.0.lock().unwrap().clone().expect("a checkpoint");
+        assert_eq!(TrainState::from_bytes(&bytes, &Device::Cpu).unwrap().step, 40);
+        assert!(matches!(checkpoints.stage(), Stage::Testing { .. }));
+        let none = InMemory::default();
+        train(&spec(""), &none, None);
+        assert!(none.0.lock().unwrap().is_none());
     }
 
     /// With `select`, a validation loss that is not finite stops the trial, which keeps the
