@@ -117,12 +117,18 @@ impl Reporter for Progress {
         Box::new(TrialProgress { bar, name, progress: self, metric: Mutex::new(String::new()) })
     }
 
-    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status) {
+    fn trial_skipped(&self, index: usize, trial: &Trial, run_id: u64, status: Status, recorded_as: Option<&str>) {
         self.settle(false);
+        // Names are not in a trial's identity: a renamed experiment's trials are done under the
+        // old name, which `runs` and `results` select them by.
+        let run = match recorded_as.filter(|e| *e != trial.config.experiment) {
+            Some(other) => format!("run {run_id}, recorded as experiment `{other}`"),
+            None => format!("run {run_id}"),
+        };
         let why = match status {
-            Status::Failed => format!("failed before (run {run_id}), skipped; --retry-failed re-runs it"),
-            Status::Running => format!("running in another process (run {run_id}), skipped"),
-            _ => format!("already done (run {run_id}), skipped"),
+            Status::Failed => format!("failed before ({run}), skipped; --retry-failed re-runs it"),
+            Status::Running => format!("running in another process ({run}), skipped"),
+            _ => format!("already done ({run}), skipped"),
         };
         self.line(&format!("{}: {why}", label(index, self.total, trial)));
     }

@@ -90,10 +90,17 @@ pub enum Claim {
     /// The trial is this sweep's: its new `running` record (already stored), and the run it
     /// takes over, if its previous run was interrupted.
     Run { record: Box<RunRecord>, took_over: Option<u64> },
-    /// Not run: its latest run is done (or failed, without retrying failures).
-    Settled { run_id: u64, status: Status },
+    /// Not run: its latest run is done (or failed, without retrying failures), recorded as
+    /// `experiment`'s (the name may differ from this sweep's: names are not in an identity).
+    Settled { run_id: u64, status: Status, experiment: String },
     /// Another live process is running it now.
     RunningElsewhere { run_id: u64, pid: u32, host: String },
+}
+
+impl Claim {
+    fn settled(prev: RunRecord) -> Claim {
+        Claim::Settled { run_id: prev.id, status: prev.status, experiment: prev.config.experiment }
+    }
 }
 
 /// Which settled trials a claim runs again.
@@ -260,15 +267,9 @@ impl Store {
             let mut deaths = 0;
             if let Some(mut prev) = latest.clone() {
                 match prev.status {
-                    Status::Done if !rerun.done => {
-                        return Ok(Claim::Settled { run_id: prev.id, status: prev.status });
-                    }
-                    Status::Pruned if !(rerun.done || rerun.pruned) => {
-                        return Ok(Claim::Settled { run_id: prev.id, status: prev.status });
-                    }
-                    Status::Failed if !(rerun.failed || rerun.done) => {
-                        return Ok(Claim::Settled { run_id: prev.id, status: Status::Failed });
-                    }
+                    Status::Done if !rerun.done => return Ok(Claim::settled(prev)),
+                    Status::Pruned if !(rerun.done || rerun.pruned) => return Ok(Claim::settled(prev)),
+                    Status::Failed if !(rerun.failed || rerun.done) => return Ok(Claim::settled(prev)),
                     Status::Running if !owner::is_gone(&prev, now()) => {
                         let (pid, host) = running_process(&prev);
                         return Ok(Claim::RunningElsewhere { run_id: prev.id, pid, host });

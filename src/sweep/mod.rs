@@ -316,9 +316,9 @@ pub trait Reporter: Sync {
     ) -> Box<dyn Observer + '_> {
         Box::new(train::Silent)
     }
-    /// Not run: its latest run (`run_id`) is done, or failed (without `--retry-failed`), or
-    /// running in another process.
-    fn trial_skipped(&self, _index: usize, _trial: &Trial, _run_id: u64, _status: Status) {}
+    /// Not run: its latest run (`run_id`, recorded as experiment `recorded_as`'s where settled)
+    /// is done, or failed (without `--retry-failed`), or running in another process.
+    fn trial_skipped(&self, _index: usize, _trial: &Trial, _run_id: u64, _status: Status, _recorded_as: Option<&str>) {}
     /// Ended (done, failed, pruned or interrupted) and recorded as `record`.
     fn trial_finished(&self, _index: usize, _record: &RunRecord) {}
     /// Not started yet: it fits in its device's memory alone, not beside the trials running.
@@ -406,12 +406,12 @@ pub fn claim(
     };
     let (mut record, took_over) = match store.claim(&key, rerun, make)? {
         Claim::Run { record, took_over } => (*record, took_over),
-        Claim::Settled { run_id, status } => {
-            reporter.trial_skipped(index, trial, run_id, status);
+        Claim::Settled { run_id, status, experiment } => {
+            reporter.trial_skipped(index, trial, run_id, status, Some(&experiment));
             return Ok(Err(TrialResult::Skipped { run_id, status }));
         }
         Claim::RunningElsewhere { run_id, .. } => {
-            reporter.trial_skipped(index, trial, run_id, Status::Running);
+            reporter.trial_skipped(index, trial, run_id, Status::Running, None);
             return Ok(Err(TrialResult::Skipped { run_id, status: Status::Running }));
         }
     };

@@ -470,12 +470,12 @@ impl<'a> Search<'a> {
                 reporter.trial_finished(item.index, &r);
                 Ok(TrialResult::Finished(Box::new(r)))
             }
-            Claim::Settled { run_id, status } => {
-                reporter.trial_skipped(item.index, trial, run_id, status);
+            Claim::Settled { run_id, status, experiment } => {
+                reporter.trial_skipped(item.index, trial, run_id, status, Some(&experiment));
                 Ok(TrialResult::Skipped { run_id, status })
             }
             Claim::RunningElsewhere { run_id, .. } => {
-                reporter.trial_skipped(item.index, trial, run_id, Status::Running);
+                reporter.trial_skipped(item.index, trial, run_id, Status::Running, None);
                 Ok(TrialResult::Skipped { run_id, status: Status::Running })
             }
         }

@@ -279,6 +279,25 @@ fn the_babi_paper_spec_trains_when_pointed_at_data() {
     }
 }
 
+/// A trial's identity leaves the experiment's name out, so a renamed experiment's trials are
+/// done already; the sweep names the experiment they are recorded under, which `runs` and
+/// `results` select them by.
+#[test]
+fn a_renamed_experiments_trials_are_done_under_the_name_they_were_recorded_as() {
+    let (dir, spec, store) = spec_folder(&crate::support::tiny_lstm_sweep("first", "steps = 2", "seed in 1..2"));
+    let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1", "-q"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let renamed = dir.path().join("renamed.mem");
+    std::fs::write(&renamed, std::fs::read_to_string(&spec).unwrap().replace("experiment first", "experiment second"))
+        .unwrap();
+    let again = memctl(&store, &["sweep", renamed.to_str().unwrap(), "--threads", "1"]);
+    let err = text(&again.stderr);
+    assert!(err.contains("already done (run 1, recorded as experiment `first`), skipped"), "{err}");
+    assert!(err.contains("0 trials run, 2 already done"), "{err}");
+    let same = text(&memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]).stderr);
+    assert!(same.contains("already done (run 1), skipped"), "{same}");
+}
+
 /// A data path given on the command line is relative to where memctl runs; the trial keeps it
 /// relative to the spec's folder, so the same file named from another folder is the same
 /// trial, already done.
