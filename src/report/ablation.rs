@@ -44,7 +44,7 @@ pub fn sheet(rows: &[Row], metric: &str) -> Sheet {
             row
         })
         .collect();
-    Sheet { columns, rows }
+    Sheet::new(columns, rows)
 }
 
 /// The final metric an ablation table reports when none is named: `accuracy` if any run has

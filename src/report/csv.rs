@@ -4,8 +4,7 @@
 use super::sheet::{Cell, Sheet};
 
 pub fn render(sheet: &Sheet) -> Result<String, csv::Error> {
-    let stat_cols: Vec<bool> =
-        (0..sheet.columns.len()).map(|c| sheet.rows.iter().any(|r| matches!(r[c], Cell::Stat(_)))).collect();
+    let stat_cols: Vec<bool> = (0..sheet.columns.len()).map(|c| sheet.stats.get(c) == Some(&true)).collect();
     let mut w = csv::Writer::from_writer(vec![]);
     let mut header = vec![];
     for (name, stat) in sheet.columns.iter().zip(&stat_cols) {

@@ -416,7 +416,7 @@ pub fn sheet(t: &Table, selection: &Selection) -> Sheet {
         cells.push(Cell::Seconds(row.runs.iter().map(|r| r.seconds_over_every_process()).sum()));
         rows.push(cells);
     }
-    Sheet { columns, rows }
+    Sheet::new(columns, rows)
 }
 
 fn render_rows(out: &mut String, t: &Table, selection: &Selection) {

@@ -9,6 +9,17 @@ use crate::value::Value;
 pub struct Sheet {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<Cell>>,
+    /// Which columns hold `mean ± std (n)` statistics, whether or not a row has one (CSV
+    /// writes such a column as three, so that a script reads the same columns every time).
+    pub stats: Vec<bool>,
+}
+
+impl Sheet {
+    /// A sheet whose statistic columns are those with a statistic in some row.
+    pub fn new(columns: Vec<String>, rows: Vec<Vec<Cell>>) -> Sheet {
+        let stats = (0..columns.len()).map(|c| rows.iter().any(|r| matches!(r.get(c), Some(Cell::Stat(_))))).collect();
+        Sheet { columns, rows, stats }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -70,7 +70,7 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
             if view.only_changed {
                 drop_constant(&mut columns, &mut rows, |f| f.is_config_in(names.all));
             }
-            Ok(Sheet { columns: columns.into_iter().map(|(n, _)| n).collect(), rows })
+            Ok(Sheet::new(columns.into_iter().map(|(n, _)| n).collect(), rows))
         }
     }
 }
@@ -325,6 +325,8 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
     let key_fields: Vec<(String, Field)> =
         keys.iter().map(|k| Ok((k.clone(), names.field(k)?))).collect::<Result<_, ViewError>>()?;
     let summarised = summarised_columns(names, runs, keys, view)?;
+    let statistics: Vec<&String> =
+        summarised.iter().filter(|(_, f)| summarised_as_statistic(f, runs)).map(|(n, _)| n).collect();
     let groups = groups_of(runs, &key_fields);
     let mut columns: Vec<String> = key_fields.iter().map(|(n, _)| n.clone()).collect();
     columns.push("runs".into());
@@ -358,7 +360,17 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
         drop_constant(&mut cols, &mut rows, |f| f.is_config_in(names.all));
         columns = cols.into_iter().map(|(n, _)| n).collect();
     }
-    Ok(Sheet { columns, rows })
+    let stats = columns.iter().map(|n| statistics.contains(&n)).collect();
+    Ok(Sheet { columns, rows, stats })
+}
+
+/// Whether a group's `field` is summarised as `mean ± std (n)`: a number by kind, or, for a
+/// configuration value, a number (or flag) in every run that has it; not an id.
+fn summarised_as_statistic(field: &Field, runs: &[&RunSummary]) -> bool {
+    match field.fixed_kind() {
+        Some(kind) => kind == fields::Kind::Num && *field != Field::Id,
+        None => runs.iter().filter_map(|r| field.get(r)).all(|v| matches!(v, Val::Num(_) | Val::Int(_) | Val::Bool(_))),
+    }
 }
 
 /// The columns a grouped view summarises over each group: those asked for (less the keys), or

@@ -127,6 +127,14 @@ fn csv_round_trips_exact_values() {
     assert_eq!(header[..5], ["d", "runs", "accuracy_mean", "accuracy_std", "accuracy_n"]);
     let first = reader.records().next().unwrap().unwrap();
     assert!(close(first[2].parse().unwrap(), 0.7) && close(first[3].parse().unwrap(), 0.2) && &first[4] == "3");
+    // A column no run of the view has a value in is three columns all the same, so that a
+    // script reads the same columns whatever converged.
+    let args =
+        ["runs", "--format", "csv", "--group-by", "d", "--where", "gates == false", "--columns", "steps_to_converge"];
+    let out = ok(&memctl(&store, &args));
+    let (header, row) = out.split_once('\n').unwrap();
+    assert_eq!(header, "d,runs,steps_to_converge_mean,steps_to_converge_std,steps_to_converge_n", "{out}");
+    assert_eq!(row.trim(), "96,2,,,0", "{out}");
 }
 
 #[test]
