@@ -19,10 +19,14 @@ pub fn not_an_input(output: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `output`, unless it is one of `inputs`.
+/// Writes `bytes` to `output`, unless it is one of `inputs`, making its folder if need be.
 pub fn write(output: &Path, bytes: impl AsRef<[u8]>, inputs: &[&Path]) -> anyhow::Result<()> {
     not_an_input(output, inputs)?;
-    std::fs::write(output, bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", output.display()))
+    let cannot = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", output.display());
+    if let Some(folder) = output.parent().filter(|f| !f.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(cannot)?;
+    }
+    std::fs::write(output, bytes).map_err(cannot)
 }
 
 #[cfg(test)]
@@ -44,7 +48,18 @@ mod tests {
 
     #[test]
     fn a_failed_write_names_the_file() {
-        let err = write(Path::new("/nonexistent-memctl-dir/x.json"), "{}", &[]).unwrap_err().to_string();
-        assert!(err.contains("cannot write /nonexistent-memctl-dir/x.json"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let err = write(&file.join("x.json"), "{}", &[]).unwrap_err().to_string();
+        assert!(err.contains(&format!("cannot write {}", file.join("x.json").display())), "{err}");
+    }
+
+    #[test]
+    fn a_missing_folder_is_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out/tables/results.md");
+        write(&out, "# t", &[]).unwrap();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "# t");
     }
 }

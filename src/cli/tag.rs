@@ -18,9 +18,12 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     if tag.is_empty() || tag.contains(['\n', '\t']) {
         anyhow::bail!("a tag is a non-empty word or phrase on one line");
     }
-    // Tags are listed joined by commas (`runs`, `show`): `a,b` would read as two tags.
-    if tag.contains(',') && !args.remove {
-        anyhow::bail!("a tag holds no comma (`{tag}` would read as several tags); tag the run once per tag");
+    // Tags are listed joined by commas (`runs`, `show`) and by semicolons (CSV): `a,b` would
+    // read as two tags.
+    if tag.contains([',', ';']) && !args.remove {
+        anyhow::bail!(
+            "a tag holds no comma or semicolon (`{tag}` would read as several tags); tag the run once per tag"
+        );
     }
     let store = Store::open_existing(&ctx.store)?;
     let changed = store.tag(args.run, tag, !args.remove)?;

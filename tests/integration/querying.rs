@@ -424,9 +424,11 @@ fn tags_are_added_queried_and_removed() {
     assert_eq!(ids("\"ablation\" in tags"), vec![3]);
     assert_eq!(open(&store).get(3).unwrap().tags, vec!["ablation".to_string()]);
     assert_eq!(memctl(&store, &["tag", "99", "x"]).status.code(), Some(2));
-    // Listed joined by commas, `a,b` would read as two tags.
-    let comma = memctl(&store, &["tag", "3", "a,b"]);
-    assert!(stderr(&comma).contains("a tag holds no comma"), "{}", stderr(&comma));
+    // Listed joined by commas (by semicolons in CSV), `a,b` would read as two tags.
+    for joined in ["a,b", "a;b"] {
+        let refused = memctl(&store, &["tag", "3", joined]);
+        assert!(stderr(&refused).contains("a tag holds no comma or semicolon"), "{}", stderr(&refused));
+    }
     assert_eq!(open(&store).get(3).unwrap().tags, vec!["ablation".to_string()]);
 }
 
