@@ -58,6 +58,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         return Ok(2);
     };
     let store = Store::open(&ctx.store)?;
+    // `run` always runs its trial, unless another process is running it now: that is a failure
+    // to run, not a skip (a sweep's claim decides the same again, against a race).
+    if let Some(crate::sweep::Plan::Running(id)) = crate::sweep::Plan::of_all(&store, &exp.trials[..1])?.first() {
+        eprintln!(
+            "error: the trial is running in another process (run {id}); `memctl runs` shows its progress, and \
+             `memctl run` runs it again once that ends"
+        );
+        return Ok(1);
+    }
     let source = load::spec_source(&args.file, &spec);
     let mut opts = Options {
         force: true,

@@ -327,6 +327,10 @@ fn runs_shows_a_trial_training_in_another_process_and_then_its_end() {
     // A second sweep on the same store leaves the running trial alone.
     let second = sweep(&store, &spec).output().unwrap();
     assert!(text(&second.stderr).contains("1 running in another process"), "{}", text(&second.stderr));
+    // `run` always runs its trial: one it cannot run now is a failure.
+    let run = memctl(&store).arg("run").arg(&spec).output().unwrap();
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run.stderr));
+    assert!(text(&run.stderr).contains("the trial is running in another process (run 1)"), "{}", text(&run.stderr));
     child.kill().unwrap();
     child.wait().unwrap();
     // Its process is gone: readers show it interrupted at once.
