@@ -189,32 +189,37 @@ pub fn import(store: &Store, mut records: Vec<RunRecord>) -> anyhow::Result<Impo
         store.summaries()?.into_iter().map(|s| (s.trial_key, s.started_at.to_bits())).collect();
     records.sort_by(|a, b| a.started_at.total_cmp(&b.started_at));
     let mut n = Imported::default();
+    let mut candidates = vec![];
     for record in records {
         if !matches!(record.status, Status::Done | Status::Failed | Status::Pruned) {
             n.unfinished += 1;
-            continue;
-        }
-        let identity = (record.trial_key.clone(), record.started_at.to_bits());
-        if held.contains(&identity) {
+        } else if held.insert((record.trial_key.clone(), record.started_at.to_bits())) {
+            candidates.push(record);
+        } else {
             n.present += 1;
-            continue;
         }
+    }
+    while !candidates.is_empty() {
+        let rest = candidates.split_off(candidates.len().min(RUNS_PER_SESSION));
+        let chunk = std::mem::replace(&mut candidates, rest);
         // Decided inside the store's session, against a concurrent import or sweep.
-        let run = (record.status, record.started_at);
-        let mut skipped = None;
-        let added = store.import(record, |latest| {
-            skipped = latest.and_then(|l| skip(run, l));
-            skipped.is_some()
+        let mut skipped = vec![];
+        store.import_all(chunk, |run, latest| {
+            skipped.push(latest.and_then(|l| skip((run.status, run.started_at), l)));
+            skipped.last().is_some_and(Option::is_some)
         })?;
-        match skipped {
-            _ if added => {
-                held.insert(identity);
-                n.added += 1;
+        for s in skipped {
+            match s {
+                None => n.added += 1,
+                Some(Skip::InProgressHere) => n.in_progress_here += 1,
+                Some(Skip::Superseded) => n.superseded += 1,
+                Some(Skip::Present) => n.present += 1,
             }
-            Some(Skip::InProgressHere) => n.in_progress_here += 1,
-            Some(Skip::Superseded) => n.superseded += 1,
-            Some(Skip::Present) | None => n.present += 1,
         }
     }
     Ok(n)
 }
+
+/// Runs imported in one store session: the session holds the store, so a sweep's writes wait
+/// for it, for well under a second.
+const RUNS_PER_SESSION: usize = 256;

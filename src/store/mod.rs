@@ -239,16 +239,34 @@ impl Store {
     /// imports of the same shard add it once. Returns whether it was added.
     pub fn import(
         &self,
-        mut record: RunRecord,
+        record: RunRecord,
         present: impl FnOnce(Option<&RunRecord>) -> bool,
     ) -> Result<bool, StoreError> {
+        let mut present = Some(present);
+        let added = self.import_all(vec![record], |_, latest| present.take().is_some_and(|p| p(latest)))?;
+        Ok(added.first() == Some(&true))
+    }
+
+    /// [`Store::import`] of many runs in one session (a session per run spends most of its
+    /// time opening and flushing the store): `present(run, latest)` for each, in order, sees
+    /// the runs added before it. Returns which were added.
+    pub fn import_all(
+        &self,
+        records: Vec<RunRecord>,
+        mut present: impl FnMut(&RunRecord, Option<&RunRecord>) -> bool,
+    ) -> Result<Vec<bool>, StoreError> {
         self.writing(|s| {
-            if present(latest_of_trial(s, &record.trial_key)?.as_ref()) {
-                return Ok(false);
+            let mut added = Vec::with_capacity(records.len());
+            for mut record in records {
+                if present(&record, latest_of_trial(s, &record.trial_key)?.as_ref()) {
+                    added.push(false);
+                    continue;
+                }
+                record.id = next_id(s)?;
+                write(s, &record)?;
+                added.push(true);
             }
-            record.id = next_id(s)?;
-            write(s, &record)?;
-            Ok(true)
+            Ok(added)
         })
     }
 
