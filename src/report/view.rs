@@ -360,7 +360,11 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
         drop_constant(&mut cols, &mut rows, |f| f.is_config_in(names.all));
         columns = cols.into_iter().map(|(n, _)| n).collect();
     }
-    let stats = columns.iter().map(|n| statistics.contains(&n)).collect();
+    // A group of other values (a text parameter in one model, a number in another) may still
+    // have a statistic in a column not declared one.
+    let stats = (columns.iter().enumerate())
+        .map(|(c, n)| statistics.contains(&n) || rows.iter().any(|r| matches!(r.get(c), Some(Cell::Stat(_)))))
+        .collect();
     Ok(Sheet { columns, rows, stats })
 }
 

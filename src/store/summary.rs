@@ -12,8 +12,9 @@ use std::sync::Arc;
 use super::record::{ProcessIdentity, RunRecord, Status};
 use crate::value::Value;
 
-/// Layout version of summaries; a store with another version rebuilds them at open.
-pub const SUMMARY_VERSION: u32 = 3;
+/// Layout version of summaries; a store with another version rebuilds them at open. (4: a
+/// resumed run's `wall_seconds` counts every process that ran it.)
+pub const SUMMARY_VERSION: u32 = 4;
 
 /// Configuration values by name. Shared between summaries that have equal ones (the runs of a
 /// sweep mostly do), which saves most of the allocations of reading many summaries.
@@ -75,11 +76,20 @@ impl RunSummary {
         if self.live.as_ref().is_none_or(|l| super::owner::is_gone_process(l.owner.as_ref(), l.updated_at)) {
             self.status = Status::Interrupted;
             self.live = None;
-        } else {
-            // Its wall time so far, not as of its last update.
-            self.wall_seconds = super::record::now() - self.started_at;
+        } else if let Some(l) = &self.live {
+            // Its wall time so far, not as of its last update; a resumed run's counts the
+            // training of the processes before this one.
+            let here = super::record::now() - self.started_at;
+            self.wall_seconds = if l.resumed_from > 0 { here.max(l.train_seconds) } else { here };
         }
         self
+    }
+
+    /// Final metric `name`, or for a run that diverged after `select` chose an evaluation
+    /// (recorded with that evaluation's metrics alone), the chosen evaluation's.
+    pub fn metric_or_selected(&self, name: &str) -> Option<f64> {
+        let selected = || self.final_metrics.get(&format!("selected_{name}"));
+        self.final_metrics.get(name).or_else(selected).copied()
     }
 
     /// Seconds left for a running run, estimated from its pace (see [`seconds_left`](super::record::seconds_left)).
@@ -549,6 +559,18 @@ mod tests {
             deaths: 0,
         });
         assert_eq!(RunSummary::of(&r).wall_seconds, 2.1);
+    }
+
+    /// A run that diverged after a selection has only its selected evaluation's metrics: that
+    /// is its value in a search; any other run's own metric comes first.
+    #[test]
+    fn a_metric_falls_back_to_the_selected_evaluations() {
+        let mut s = sample();
+        s.final_metrics = BTreeMap::from([("selected_val_accuracy".into(), 0.5), ("selected_step".into(), 10.0)]);
+        assert_eq!(s.metric_or_selected("val_accuracy"), Some(0.5));
+        s.final_metrics.insert("val_accuracy".into(), 0.25);
+        assert_eq!(s.metric_or_selected("val_accuracy"), Some(0.25));
+        assert_eq!(s.metric_or_selected("loss"), None);
     }
 
     #[test]

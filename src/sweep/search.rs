@@ -231,7 +231,9 @@ impl<'a> Search<'a> {
     /// What each configuration achieved so far: pruned at a rung, finished (every seed done),
     /// or failed; configurations still running have none yet.
     pub fn outcomes(&self, study: &StudyRecord) -> Result<Vec<ConfigOutcome>, StoreError> {
-        let latest = latest_by_trial(self.store.summaries()?);
+        let summaries = self.store.summaries()?;
+        let pruned_runs = pruned_first(summaries.clone());
+        let latest = latest_by_trial(summaries);
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
         let mut out = vec![];
         let pruner_metric = self.plan.spec.prune.as_ref().map(|p| p.metric.name.as_str());
@@ -243,7 +245,7 @@ impl<'a> Search<'a> {
                 let value = if pruner_metric == Some(metric.as_str()) {
                     p.decision.mean
                 } else {
-                    self.mean_of_seeds(&values, &latest, &metric).unwrap_or(f64::NAN)
+                    self.mean_of_seeds(&values, &pruned_runs, &metric).unwrap_or(f64::NAN)
                 };
                 out.push(ConfigOutcome { config: c, stage: Stage::Pruned(p.at.rung), value });
                 continue;
@@ -257,7 +259,7 @@ impl<'a> Search<'a> {
                 };
                 match latest.get(&identity::trial_key(&trial)) {
                     Some(s) if s.status == Status::Done => {
-                        finished.push(s.final_metrics.get(&metric).copied().unwrap_or(f64::NAN))
+                        finished.push(s.metric_or_selected(&metric).unwrap_or(f64::NAN))
                     }
                     Some(s) if s.status == Status::Failed => failed = true,
                     _ => {}
@@ -282,7 +284,7 @@ impl<'a> Search<'a> {
             .seeds
             .iter()
             .filter_map(|seed| self.plan.trial(values, *seed).ok())
-            .filter_map(|t| latest.get(&identity::trial_key(&t))?.final_metrics.get(metric).copied())
+            .filter_map(|t| latest.get(&identity::trial_key(&t))?.metric_or_selected(metric))
             .collect();
         (!found.is_empty()).then(|| found.iter().sum::<f64>() / found.len() as f64)
     }
@@ -292,19 +294,17 @@ impl<'a> Search<'a> {
     /// [`super::study_from_runs`]).
     pub fn configurations_run(&self) -> Result<(StudyRecord, Vec<ConfigRuns>), StoreError> {
         let summaries = self.store.summaries()?;
-        // A trial the search pruned that `ablate` then trained to its budget has a later run,
-        // finished; the search's report shows the search's own.
-        let pruned_runs = latest_by_trial(summaries.iter().filter(|s| s.status == Status::Pruned).cloned().collect());
+        let pruned_runs = pruned_first(summaries.clone());
         let latest = latest_by_trial(summaries);
         let study = self.store.study(&self.key, &self.experiment)?;
-        let study = super::study_from_runs::with_runs(study, self.store, self.plan, &self.experiment, &latest)?;
+        let study = super::study_from_runs::with_runs(study, self.store, self.plan, &self.experiment, &pruned_runs)?;
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
         let test_metric = metric.strip_prefix("val_").unwrap_or(&metric).to_string();
         let mut rows = vec![];
         for (c, config) in study.configs.iter().enumerate() {
             let values = self.values_of(config);
             let pruned_at = study.pruned_at(c).map(|r| r.at.rung + 1);
-            let run_of = |key: String| pruned_at.and_then(|_| pruned_runs.get(&key)).or_else(|| latest.get(&key));
+            let run_of = |key: String| if pruned_at.is_some() { pruned_runs.get(&key) } else { latest.get(&key) };
             let seeds = self
                 .plan
                 .spec
@@ -317,10 +317,8 @@ impl<'a> Search<'a> {
                         run: run.map(|r| r.id),
                         status: run.map(|r| r.status),
                         steps_run: run.map_or(0, |r| r.steps_run),
-                        metric: run.and_then(|r| r.final_metrics.get(&metric).copied()),
-                        test: run
-                            .filter(|r| r.status == Status::Done)
-                            .and_then(|r| r.final_metrics.get(&test_metric).copied()),
+                        metric: run.and_then(|r| r.metric_or_selected(&metric)),
+                        test: run.filter(|r| r.status == Status::Done).and_then(|r| r.metric_or_selected(&test_metric)),
                     }
                 })
                 .collect();
@@ -597,6 +595,17 @@ impl Judge for TrialJudge<'_> {
     fn pruned(&self) -> Option<Pruned> {
         self.pruned.lock().ok()?.clone()
     }
+}
+
+/// Each trial's latest run, or for a trial with a pruned run, its latest pruned one: the run
+/// the search made of a configuration it pruned, which `ablate` may since have trained to its
+/// budget in a later run.
+fn pruned_first(summaries: Vec<RunSummary>) -> HashMap<String, RunSummary> {
+    let (pruned, others): (Vec<RunSummary>, Vec<RunSummary>) =
+        summaries.into_iter().partition(|s| s.status == Status::Pruned);
+    let mut runs = latest_by_trial(others);
+    runs.extend(latest_by_trial(pruned));
+    runs
 }
 
 #[cfg(test)]

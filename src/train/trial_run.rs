@@ -133,6 +133,9 @@ impl<'a> TrialRun<'a> {
         let cfg = &trial.config.train;
         let step = out.steps_run + 1;
         if !value.is_finite() {
+            if diverged_after_selection(out, "training", value, step) {
+                return Ok(false);
+            }
             return Err(TrainError::NonFinite { step, value, advice: non_finite_advice(step, cfg) });
         }
         out.steps_run = step;
@@ -185,13 +188,7 @@ impl<'a> TrialRun<'a> {
         evaluation.record(step, trial, out);
         observer.on_eval(step, &evaluation.metrics);
         if let Some(&(_, value)) = evaluation.metrics.iter().find(|(n, v)| *n == "loss" && !v.is_finite()) {
-            // With `select`, the result is the evaluation chosen before the loss diverged.
-            if let Some(selected) = &out.selected {
-                out.stop_reason = format!(
-                    "validation loss is {value} at step {step}; the result is step {}'s, which `select` chose",
-                    selected.step
-                );
-                out.diverged_at = Some(step);
+            if diverged_after_selection(out, "validation", value, step) {
                 return Ok(false);
             }
             // Past step 1 the advice is about the updates, which made these parameters.
@@ -307,6 +304,17 @@ impl<'a> TrialRun<'a> {
     }
 }
 
+/// With `select`, a loss that is not finite ends the trial with the evaluation chosen before
+/// it, as a stop rule would (`done`, untested at its diverged weights); `false` without a
+/// selection, where it fails.
+fn diverged_after_selection(out: &mut Outcome, which: &str, value: f64, step: usize) -> bool {
+    let Some(chosen) = out.selected.as_ref().map(|s| s.step) else { return false };
+    out.stop_reason =
+        format!("{which} loss is {value} at step {step}; the result is step {chosen}'s, which `select` chose");
+    out.diverged_at = Some(step);
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Mutex;
@@ -316,7 +324,9 @@ mod tests {
 
     use super::super::checkpoint::{Checkpoints, NoCheckpoints, Stage, TrainState};
     use super::super::pack::{PackMember, train_pack};
-    use super::super::{Autograd, Ending, Observer, Outcome, train_resumable};
+    use super::super::{Autograd, Ending, Observer, Outcome, TrainError, train_resumable};
+    use super::{Run, TrialRun};
+    use std::collections::BTreeMap;
 
     /// 40 steps evaluated every 10, with `train` settings `extra` (`select`, `stop_when`).
     fn spec(extra: &str) -> String {
@@ -431,6 +441,36 @@ experiment e {{
         assert!(out.final_metrics["selected_accuracy"].is_finite());
         let plain: Vec<&String> = out.final_metrics.keys().filter(|k| !k.starts_with("selected_")).collect();
         assert!(plain.is_empty(), "no test of the diverged weights, no last validation: {plain:?}");
+    }
+
+    /// A training loss that is not finite, between evaluations, ends a trial with a selection
+    /// as a diverged validation loss does (`done`, its selected metrics only); one without a
+    /// selection fails.
+    #[test]
+    fn a_training_loss_that_diverges_after_a_selection_keeps_it() {
+        let program = crate::check::checked_text(&spec(", select = best(val_accuracy)"));
+        let trial = &program.experiments[0].trials[0];
+        let stop = AtomicBool::new(false);
+        let run = Run {
+            trial,
+            device: &Device::Cpu,
+            autograd: Autograd::Tape,
+            observer: &crate::train::Silent,
+            cancel: &stop,
+            checkpoints: &NoCheckpoints,
+        };
+        let mut out = Outcome::starting(trial);
+        let mut trial_run = TrialRun::start(run, &mut out).unwrap();
+        assert!(matches!(trial_run.after_step(f64::NAN, &mut out), Err(TrainError::NonFinite { step: 1, .. })));
+        let metrics = BTreeMap::from([("accuracy".to_string(), 0.75)]);
+        out.selected = Some(crate::train::evaluation::Selected { step: 10, value: 0.5, metrics });
+        out.steps_run = 12;
+        assert!(!trial_run.after_step(f64::INFINITY, &mut out).unwrap(), "the trial stops");
+        assert_eq!(out.stop_reason, "training loss is inf at step 13; the result is step 10's, which `select` chose");
+        trial_run.finish(&mut out).unwrap();
+        assert_eq!((out.ending, out.diverged_at), (Ending::Done, Some(13)));
+        let metrics: Vec<(&str, f64)> = out.final_metrics.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(metrics, [("selected_accuracy", 0.75), ("selected_step", 10.0)]);
     }
 
     /// Where a stop request comes in: after a step (before its evaluation), or after the

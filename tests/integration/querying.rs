@@ -625,7 +625,20 @@ fn search_report_keeps_a_pruned_configuration_pruned_after_ablate_trains_it() {
     for lr in ["lr=1e-3", "lr=1e-2"] {
         ok(&memctl(&store, &["ablate", spec, "s", lr, "--switches", "gates", "--quiet"]));
     }
+    // The trial the search pruned is now done to its budget in a later run.
+    let records = ok(&memctl(&store, &["runs", "--all", "--format", "records"]));
+    let records: Vec<serde_json::Value> = serde_json::from_str(&records).unwrap();
+    let pruned = records.iter().find(|r| r["status"] == "pruned").expect("a pruned run");
+    let rerun = records.iter().find(|r| r["trial_key"] == pruned["trial_key"] && r["status"] == "done");
+    assert_eq!(rerun.map(|r| r["steps_run"].clone()), Some(6.into()), "{records:?}");
     assert_eq!(report(&store), before);
+    // So in a store the runs were imported into, where the search is known from its runs alone.
+    let export = spec.replace("tiny.mem", "export.json");
+    std::fs::write(&export, serde_json::to_string(&records).unwrap()).unwrap();
+    let elsewhere = Path::new(&export).with_file_name("elsewhere");
+    ok(&memctl(&elsewhere, &["import", &export]));
+    let imported = report(&elsewhere);
+    assert!(imported.contains("pruned at rung 1") && imported.contains("training steps: 8,"), "{imported}");
 }
 
 /// A search is ablated at one configuration: every searched name fixed on the command line
