@@ -134,7 +134,9 @@ fn to_submit<'t>(
         .filter(|r| matches!(r.status, Status::Done | Status::Failed | Status::Pruned))
         .map(|r| (r.trial_key, r.status))
         .collect();
-    let active = active_trials(dir)?;
+    // The queue is read only when some trial would be submitted: with every trial settled, a
+    // controller out of reach does not matter.
+    let mut active: Option<HashSet<String>> = None;
     let mut todo: Vec<&Trial> = vec![];
     let mut skipped = Skipped { done_here: 0, done_on_cluster: 0, in_flight: 0, afresh: vec![] };
     let plans = Plan::of_all(store, trials)?;
@@ -149,9 +151,17 @@ fn to_submit<'t>(
         };
         if !plan.runs(opts) {
             skipped.done_here += 1;
-        } else if settled_on_cluster {
+            continue;
+        }
+        if settled_on_cluster {
             skipped.done_on_cluster += 1;
-        } else if active.contains(&key) {
+            continue;
+        }
+        let active = match &mut active {
+            Some(active) => active,
+            None => active.insert(active_trials(dir)?),
+        };
+        if active.contains(&key) {
             skipped.in_flight += 1;
         } else {
             let settled = matches!(plan, Plan::Done(_) | Plan::Failed(_) | Plan::Pruned(_));

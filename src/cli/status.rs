@@ -46,7 +46,10 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
                 if ended > 0 && unread.is_none() {
                     counts.insert("ended".into(), ended);
                 }
-                let summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                let mut summary: Vec<String> = counts.iter().map(|(k, v)| format!("{v} {k}")).collect();
+                if summary.is_empty() {
+                    summary.push("state unknown".into());
+                }
                 println!(
                     "  submission {} (job {}): search {}, {} workers: {}; its runs are in the store {}",
                     n + 1,

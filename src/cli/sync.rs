@@ -28,15 +28,19 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let mut totals = (0, 0, 0);
     for dir in dirs {
         let (imported, present, unreadable) = sync_dir(&store, &dir)?;
-        let missing = missing_tasks(&dir);
+        let (missing, unread) = missing_tasks(&dir);
         eprintln!(
-            "{}: {imported} imported, {present} already in the store{}{}",
+            "{}: {imported} imported, {present} already in the store{}{}{}",
             dir.display(),
             if unreadable > 0 { format!(", {unreadable} unreadable shards") } else { String::new() },
             if missing.is_empty() {
                 String::new()
             } else {
                 format!(", {} without a result yet: {}", missing.len(), missing.join(", "))
+            },
+            match unread {
+                Some(e) => format!(" (some may still be queued: the queue cannot be read, {e})"),
+                None => String::new(),
             }
         );
         totals = (totals.0 + imported, totals.1 + present, totals.2 + unreadable);
@@ -92,20 +96,21 @@ pub fn import_shard(store: &Store, record: crate::store::RunRecord) -> Result<bo
     })
 }
 
-/// Labels of submitted trials with no shard and no longer queued (killed, preempted, or lost).
-pub fn missing_tasks(dir: &Path) -> Vec<String> {
+/// Labels of submitted trials with no shard and no longer queued (killed, preempted, or lost);
+/// where the queue cannot be read, every one without a shard, and why.
+pub fn missing_tasks(dir: &Path) -> (Vec<String>, Option<crate::slurm::scheduler::SlurmError>) {
     let have: HashSet<String> =
         shard::read_all(dir).into_iter().filter_map(|(_, r)| r.ok()).map(|r| r.trial_key).collect();
-    let mut missing = vec![];
+    let (mut missing, mut unread) = (vec![], None);
     for m in slurm_submit::manifests(dir) {
-        let queued: HashSet<usize> = m
-            .job
-            .as_deref()
-            .map(|j| crate::slurm::scheduler::queued_tasks(j).unwrap_or_default())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(i, _)| i)
-            .collect();
+        let queued = match m.job.as_deref().map(crate::slurm::scheduler::queued_tasks).transpose() {
+            Ok(tasks) => tasks.unwrap_or_default(),
+            Err(e) => {
+                unread = Some(e);
+                vec![]
+            }
+        };
+        let queued: HashSet<usize> = queued.into_iter().map(|(i, _)| i).collect();
         for (i, t) in m.trials.iter().enumerate() {
             let queued = m.task_of_trial(i).is_some_and(|task| queued.contains(&task));
             if !have.contains(&t.trial_key) && !queued && !missing.contains(&t.trial_key) {
@@ -113,7 +118,7 @@ pub fn missing_tasks(dir: &Path) -> Vec<String> {
             }
         }
     }
-    missing
+    (missing, unread)
 }
 
 #[cfg(test)]

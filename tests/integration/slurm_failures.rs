@@ -51,6 +51,16 @@ fn a_queue_that_cannot_be_read_submits_nothing_again_and_no_trial_is_called_miss
     assert!(out.contains("submission 1: the queue cannot be read"), "{out}");
     assert!(out.contains("2 trials: 2 without a result yet") && !out.contains("missing"), "{out}");
 
+    let sync = text(&memctl_with(&bin, dir.path(), &["sync", "shared"]).stderr);
+    assert!(sync.contains("2 without a result yet") && sync.contains("some may still be queued"), "{sync}");
+
+    // With every trial done, a submission has nothing to ask the queue about.
+    let local = memctl_with(&bin, dir.path(), &["sweep", "s.mem", "--threads", "1", "-q"]);
+    assert_eq!(local.status.code(), Some(0), "{}", text(&local.stderr));
+    let nothing = memctl_with(&bin, dir.path(), &sweep);
+    assert_eq!(nothing.status.code(), Some(0), "{}", text(&nothing.stderr));
+    assert_eq!(manifests(), 1);
+
     // A job squeue no longer knows has left the queue: its trials without a result are missing.
     stand_in(&bin, "squeue", "", "slurm_load_jobs error: Invalid job id specified", 1);
     let out = text(&memctl_with(&bin, dir.path(), &["status", "shared"]).stdout);
