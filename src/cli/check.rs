@@ -127,7 +127,9 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
     // configurations of equal size (an activation swept) are two lines.
     let mut seen: std::collections::HashSet<(Vec<String>, usize, u64)> = Default::default();
     let mut memory = crate::cli::memory::Estimates::default();
-    let mut more: Option<(usize, usize, usize)> = None;
+    // Beyond `MODEL_LINES`: how many, the fewest parameters, and the largest trial (whose
+    // memory says whether the sweep fits).
+    let mut more: Option<(usize, usize, &crate::check::Trial)> = None;
     for t in &exp.trials {
         let varied: Vec<String> = t
             .config
@@ -142,8 +144,9 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
             continue;
         }
         if seen.len() >= MODEL_LINES {
-            let (n, least, most) = more.unwrap_or((0, params, params));
-            more = Some((n + 1, least.min(params), most.max(params)));
+            let (n, least, largest) = more.unwrap_or((0, params, t));
+            let largest = if params > largest.graph.param_count() { t } else { largest };
+            more = Some((n + 1, least.min(params), largest));
             seen.insert(key);
             continue;
         }
@@ -155,20 +158,26 @@ fn print_models(exp: &ExperimentPlan, device: Option<DeviceSpec>) {
             si(flops as f64)
         );
         seen.insert(key);
-        let on = device.map_or_else(|| t.config.train.device.clone(), |d| d.to_string());
-        let gpu = if on == "cpu" { "" } else { " on a GPU" };
-        match memory.of(t, &on) {
-            Ok(e) => println!("      memory to train{gpu}: {}", crate::cli::memory::describe(&e)),
-            Err(e) => println!("      memory to train{gpu}: not estimated ({e})"),
-        }
+        print_memory(&mut memory, t, device);
     }
-    if let Some((n, least, most)) = more {
-        println!(
-            "    … and {n} more model configuration{}, of {} to {} parameters",
-            if n == 1 { "" } else { "s" },
-            count(least as u64),
-            count(most as u64)
-        );
+    if let Some((n, least, largest)) = more {
+        let most = largest.graph.param_count();
+        let sizes = match least == most {
+            true => format!("of {} parameters", count(most as u64)),
+            false => format!("of {} to {} parameters", count(least as u64), count(most as u64)),
+        };
+        println!("    … and {n} more model configuration{}, {sizes}; the largest:", if n == 1 { "" } else { "s" });
+        print_memory(&mut memory, largest, device);
+    }
+}
+
+/// The memory line of a model configuration: what training `t` takes where it would run.
+fn print_memory(memory: &mut crate::cli::memory::Estimates, t: &crate::check::Trial, device: Option<DeviceSpec>) {
+    let on = device.map_or_else(|| t.config.train.device.clone(), |d| d.to_string());
+    let gpu = if on == "cpu" { "" } else { " on a GPU" };
+    match memory.of(t, &on) {
+        Ok(e) => println!("      memory to train{gpu}: {}", crate::cli::memory::describe(&e)),
+        Err(e) => println!("      memory to train{gpu}: not estimated ({e})"),
     }
 }
 

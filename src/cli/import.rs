@@ -104,15 +104,17 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The runs of one file: an export (`memctl runs --format records`: an array of records) or a
-/// table's data (`memctl results --data-dir`: records under `runs`, their spec texts under
-/// `spec_texts`, by spec hash). Records of older layouts are migrated as the store migrates
-/// its own.
+/// Whether `run` is a run record: one says its version, or (version 1) has its configuration
+/// and identity; a row of `runs --format json` has none of them.
 fn looks_like_a_record(run: &serde_json::Value) -> bool {
     run.get("record_version").is_some()
         || (run.get("config").is_some_and(serde_json::Value::is_object) && run.get("trial_key").is_some())
 }
 
+/// The runs of one file: an export (`memctl runs --format records`: an array of records) or a
+/// table's data (`memctl results --data-dir`: records under `runs`, their spec texts under
+/// `spec_texts`, by spec hash). Records of older layouts are migrated as the store migrates
+/// its own.
 fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
     let text = if file == Path::new("-") {
         std::io::read_to_string(std::io::stdin())?
@@ -132,8 +134,6 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
         anyhow::anyhow!("{}:{}:{}: not JSON ({message})", file.display(), e.line(), e.column().max(1))
     })?;
     let (runs, spec_texts) = match json {
-        // A record says its version, or (version 1) has its configuration and identity; a row
-        // of `runs --format json` has none of them.
         serde_json::Value::Array(runs) if !runs.iter().all(looks_like_a_record) => {
             return Err(not_runs(
                 "an array of rows, as `runs --format json` writes, or of other values, not of run records".into(),

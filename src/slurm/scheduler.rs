@@ -102,10 +102,7 @@ pub fn queued_tasks(job: &str) -> Result<Vec<(usize, String)>, SlurmError> {
         let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
         // squeue refuses a job that has left the queue entirely: nothing of it is queued. Any
         // other failure (the controller out of reach) says nothing about the queue.
-        return match left_the_queue(&why) {
-            true => Ok(vec![]),
-            false => Err(SlurmError::Failed("squeue", why)),
-        };
+        return if left_the_queue(&why) { Ok(vec![]) } else { Err(SlurmError::Failed("squeue", why)) };
     }
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()

@@ -301,9 +301,10 @@ mod tests {
         }
     }
 
-    /// A trial whose run another sweep took over stops at its next evaluation, and says why.
+    /// A trial whose run another sweep took over is told to stop at its next evaluation (the
+    /// training loop stops on any reason `stop_here` gives), and says why.
     #[test]
-    fn a_trial_taken_over_stops_at_its_next_evaluation() {
+    fn a_trial_taken_over_is_told_to_stop_at_its_next_evaluation() {
         const SPEC: &str = concat!(
             crate::check::test_specs::tiny_lstm_on_assoc!(),
             "experiment e {\n  task tiny\n  model lstm\n  train { batch = 16, steps = 6 }\n}\n"

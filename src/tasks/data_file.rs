@@ -71,8 +71,8 @@ pub(super) fn quote(text: &str) -> String {
     }
 }
 
-/// `path` as written in the spec, relative to `dir` unless it is absolute, with `a/..` pairs
-/// taken out (so messages show `data/x`, not `specs/paper/../../data/x`).
+/// `path` relative to `dir` unless it is absolute, with `.` and `a/..` pairs taken out (so
+/// messages show `data/x`, not `specs/paper/../../data/x`).
 pub fn resolve(dir: &Path, path: &str) -> PathBuf {
     use std::path::Component;
     let p = Path::new(path);

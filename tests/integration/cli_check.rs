@@ -57,8 +57,10 @@ fn a_sweep_of_many_sizes_lists_sixteen_and_counts_the_rest() {
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.lines().filter(|l| l.starts_with("    model m (d=")).count(), 16, "{stdout}");
     assert!(stdout.contains("model m (d=16): ") && !stdout.contains("(d=17)"), "{stdout}");
-    let more = stdout.lines().find(|l| l.contains("… and 4 more model configurations, of ")).expect(&stdout);
-    assert!(more.ends_with(" parameters"), "{more}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let more = lines.iter().position(|l| l.contains("… and 4 more model configurations, of ")).expect(&stdout);
+    assert!(lines[more].ends_with(" parameters; the largest:"), "{stdout}");
+    assert!(lines[more + 1].starts_with("      memory to train: "), "{stdout}");
 }
 
 /// Two configurations of one size (a constant swept) are two model lines, not one.
