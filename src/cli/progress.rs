@@ -173,11 +173,18 @@ fn finished_line(what: &str, record: &RunRecord) -> String {
                     names.push(m);
                 }
             }
-            let metrics: Vec<String> = names
-                .iter()
-                .filter_map(|m| record.final_metrics.get(*m).map(|v| format!("{m} {}", sig3(*v))))
-                .collect();
-            let conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
+            let shown = |names: &mut dyn Iterator<Item = String>| -> Vec<String> {
+                names.filter_map(|m| record.final_metrics.get(&m).map(|v| format!("{m} {}", sig3(*v)))).collect()
+            };
+            let mut metrics = shown(&mut names.iter().map(|m| m.to_string()));
+            let mut conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
+            // A run that diverged after `select` chose an evaluation has that evaluation's alone.
+            if metrics.is_empty() {
+                metrics = shown(&mut names.iter().map(|m| format!("selected_{m}")));
+                if !metrics.is_empty() {
+                    conv = format!("; {}", record.stop_reason);
+                }
+            }
             // A resumed run's wall time is this process's, from its checkpoint on.
             let steps = match record.progress.as_ref().and_then(|p| p.resumed_from) {
                 Some(from) => format!(
@@ -261,5 +268,11 @@ mod tests {
         });
         let line = finished_line("[2/2] run 3", &r);
         assert!(line.ends_with(" (1000 steps; 200 here in 53.0s, resumed from step 800)"), "{line}");
+        // Diverged after a selection: the selected evaluation's metrics, and why.
+        r.progress = None;
+        r.final_metrics = [("selected_accuracy".to_string(), 0.5), ("selected_step".into(), 400.0)].into();
+        r.stop_reason = "validation loss is inf at step 600; the result is step 400's, which `select` chose".into();
+        let line = finished_line("[2/2] run 3", &r);
+        assert!(line.contains(": selected_accuracy 0.500 (1000 steps in 53.0s; validation loss is inf"), "{line}");
     }
 }
