@@ -37,3 +37,7 @@ macro_rules! tiny_lstm_on_assoc {
     };
 }
 pub(crate) use tiny_lstm_on_assoc;
+
+/// One trial: [`tiny_lstm_on_assoc!`] trained for 6 steps of 16 sequences, as experiment `e`.
+pub(crate) const SIX_STEPS_OF_TINY_LSTM: &str =
+    concat!(tiny_lstm_on_assoc!(), "experiment e {\n  task tiny\n  model lstm\n  train { batch = 16, steps = 6 }\n}\n");

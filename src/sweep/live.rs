@@ -305,11 +305,7 @@ mod tests {
     /// training loop stops on any reason `stop_here` gives), and says why.
     #[test]
     fn a_trial_taken_over_is_told_to_stop_at_its_next_evaluation() {
-        const SPEC: &str = concat!(
-            crate::check::test_specs::tiny_lstm_on_assoc!(),
-            "experiment e {\n  task tiny\n  model lstm\n  train { batch = 16, steps = 6 }\n}\n"
-        );
-        let program = crate::check::checked_text(SPEC);
+        let program = crate::check::checked_text(crate::check::test_specs::SIX_STEPS_OF_TINY_LSTM);
         let so_far = Outcome::starting(&program.experiments[0].trials[0]);
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

@@ -663,11 +663,7 @@ mod tests {
     /// keeps the record that sweep wrote: this process's result is reported, not stored.
     #[test]
     fn a_run_taken_over_while_it_trained_keeps_the_record_the_other_sweep_wrote() {
-        const SPEC: &str = concat!(
-            crate::check::test_specs::tiny_lstm_on_assoc!(),
-            "experiment e {\n  task tiny\n  model lstm\n  train { batch = 16, steps = 6 }\n}\n"
-        );
-        let program = crate::check::checked_text(SPEC);
+        let program = crate::check::checked_text(crate::check::test_specs::SIX_STEPS_OF_TINY_LSTM);
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let record = crate::store::tests::running(1, true);

@@ -575,18 +575,23 @@ fn ablate_refuses_a_switch_zipped_with_another_name() {
     }
 }
 
-/// A trial that a search pruned at a rung stopped early: the ablation trains it to its budget
-/// rather than compare a run stopped early.
-#[test]
-fn ablate_trains_a_trial_the_search_pruned_to_its_budget() {
-    let text = format!(
+/// A grid search `s` of two learning rates for the tiny STM, 6 steps each, that prunes half of
+/// them at step 2.
+fn pruning_search() -> String {
+    format!(
         "{}{}",
         crate::support::tiny_spec(),
         "experiment s {\n  task tiny\n  model stm\n  train { optimizer = adam(lr = 1e-3), batch = 16, steps = 6, \
          eval_every = 2 }\n  search { lr in [1e-3, 1e-2]  trials = 2, sampler = grid, prune = asha(metric = \
          val_loss, min_steps = 2, rungs = 1, keep = 1/2) }\n}\n"
-    );
-    let (_dir, spec, store) = spec_folder(&text);
+    )
+}
+
+/// A trial that a search pruned at a rung stopped early: the ablation trains it to its budget
+/// rather than compare a run stopped early.
+#[test]
+fn ablate_trains_a_trial_the_search_pruned_to_its_budget() {
+    let (_dir, spec, store) = spec_folder(&pruning_search());
     let ctx = memctl::cli::Context { store: store.clone(), color: false };
     let fixed = ["lr=1e-3".to_string()];
     let variants = memctl::cli::ablate::plan(&spec, "s", &fixed, Some(&["gates".to_string()]), None, &ctx);
@@ -608,14 +613,7 @@ fn ablate_trains_a_trial_the_search_pruned_to_its_budget() {
 /// budget: the configuration stays pruned at its rung, and its steps are the rung's.
 #[test]
 fn search_report_keeps_a_pruned_configuration_pruned_after_ablate_trains_it() {
-    let text = format!(
-        "{}{}",
-        crate::support::tiny_spec(),
-        "experiment s {\n  task tiny\n  model stm\n  train { optimizer = adam(lr = 1e-3), batch = 16, steps = 6, \
-         eval_every = 2 }\n  search { lr in [1e-3, 1e-2]  trials = 2, sampler = grid, prune = asha(metric = \
-         val_loss, min_steps = 2, rungs = 1, keep = 1/2) }\n}\n"
-    );
-    let (_dir, spec, store) = spec_folder(&text);
+    let (_dir, spec, store) = spec_folder(&pruning_search());
     let spec = spec.to_str().unwrap();
     // One trial at a time, so that the second reaches the rung after the first, as ASHA prunes.
     ok(&memctl(&store, &["sweep", spec, "s", "--jobs", "1", "--quiet"]));
