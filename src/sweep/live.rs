@@ -252,7 +252,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::sweep::Quiet;
+    use crate::sweep::{Quiet, Warnings};
     use crate::train::optim::OptimState;
 
     #[test]
@@ -293,14 +293,6 @@ mod tests {
         assert_eq!(live.record.lock().unwrap().steps_run, 2699);
     }
 
-    /// Keeps the warnings it is given.
-    struct Warnings(std::sync::Mutex<Vec<String>>);
-    impl Reporter for Warnings {
-        fn warning(&self, message: &str) {
-            self.0.lock().unwrap().push(message.to_string());
-        }
-    }
-
     /// A trial whose run another sweep took over is told to stop at its next evaluation (the
     /// training loop stops on any reason `stop_here` gives), and says why.
     #[test]
@@ -310,7 +302,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let record = crate::store::tests::running(1, true);
-        let warned = Warnings(std::sync::Mutex::new(vec![]));
+        let warned = Warnings::default();
         let live = Live::new(
             Some(&store),
             store.checkpoints(),
@@ -351,10 +343,10 @@ mod tests {
             optimizer: OptimState { updates: 9000, buffers: vec![] },
         };
         checkpoints.save("abc1", &state.to_bytes().unwrap()).unwrap();
-        let quiet = Warnings(std::sync::Mutex::new(vec![]));
+        let quiet = Warnings::default();
         assert_eq!(load_checkpoint(&checkpoints, "abc1", 9000, &quiet).map(|s| s.step), Some(9000));
         assert!(quiet.0.lock().unwrap().is_empty());
-        let warned = Warnings(std::sync::Mutex::new(vec![]));
+        let warned = Warnings::default();
         assert!(load_checkpoint(&checkpoints, "abc1", 8000, &warned).is_none());
         let warnings = warned.0.lock().unwrap();
         assert!(warnings[0].contains("at step 9000, past the trial's 8000 steps"), "{warnings:?}");

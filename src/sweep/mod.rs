@@ -338,6 +338,18 @@ impl Reporter for Quiet {
     }
 }
 
+/// A reporter for tests that keeps the warnings it is given.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct Warnings(pub Mutex<Vec<String>>);
+
+#[cfg(test)]
+impl Reporter for Warnings {
+    fn warning(&self, message: &str) {
+        self.0.lock().unwrap().push(message.to_string());
+    }
+}
+
 /// Runs one trial (unless it is settled, or running elsewhere) and records it, asking `judge`
 /// (a search's pruner), if any, after every evaluation whether the trial goes on; a trial it
 /// stops is recorded `pruned`, with the decision.
@@ -648,16 +660,6 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-
-    /// The warnings a sweep reports.
-    #[derive(Default)]
-    struct Warnings(Mutex<Vec<String>>);
-
-    impl Reporter for Warnings {
-        fn warning(&self, message: &str) {
-            self.0.lock().unwrap().push(message.to_string());
-        }
-    }
 
     /// A run another sweep took over while it trained here (counting this process as gone)
     /// keeps the record that sweep wrote: this process's result is reported, not stored.
