@@ -657,8 +657,6 @@ fn environment(threads: usize, device: &str) -> Environment {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
-
     use super::*;
 
     /// A run another sweep took over while it trained here (counting this process as gone)
