@@ -173,14 +173,15 @@ fn finished_line(what: &str, record: &RunRecord) -> String {
                     names.push(m);
                 }
             }
-            let shown = |names: &mut dyn Iterator<Item = String>| -> Vec<String> {
-                names.filter_map(|m| record.final_metrics.get(&m).map(|v| format!("{m} {}", sig3(*v)))).collect()
+            let shown = |prefix: &str| -> Vec<String> {
+                let named = names.iter().map(|m| format!("{prefix}{m}"));
+                named.filter_map(|m| record.final_metrics.get(&m).map(|v| format!("{m} {}", sig3(*v)))).collect()
             };
-            let mut metrics = shown(&mut names.iter().map(|m| m.to_string()));
+            let mut metrics = shown("");
             let mut conv = record.steps_to_converge.map(|s| format!(", converged at step {s}")).unwrap_or_default();
             // A run that diverged after `select` chose an evaluation has that evaluation's alone.
             if metrics.is_empty() {
-                metrics = shown(&mut names.iter().map(|m| format!("selected_{m}")));
+                metrics = shown("selected_");
                 if !metrics.is_empty() {
                     conv = format!("; {}", record.stop_reason);
                 }

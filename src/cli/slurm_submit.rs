@@ -289,8 +289,7 @@ pub fn submit_search(
 fn active_trials(dir: &Path) -> anyhow::Result<HashSet<String>> {
     let mut active = HashSet::new();
     for m in manifests(dir) {
-        let Some(job) = &m.job else { continue };
-        for (task, _state) in scheduler::queued_tasks(job)? {
+        for (task, _state) in m.queued_tasks()? {
             for i in m.trials_of_task(task) {
                 active.insert(m.trials[i].trial_key.clone());
             }

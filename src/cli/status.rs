@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use crate::cli::{context::Context, slurm_submit, sync};
-use crate::slurm::{scheduler, shard};
+use crate::slurm::shard;
 
 /// Show the progress of Slurm submissions: queued, running, finished, failed, missing.
 #[derive(clap::Args)]
@@ -28,11 +28,10 @@ pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
         println!("{}", dir.display());
         for (n, m) in slurm_submit::manifests(&dir).iter().enumerate() {
             // Without the queue, a trial with no shard may be queued or lost: it is not called missing.
-            let (queued, unread): (HashMap<usize, String>, _) =
-                match m.job.as_deref().map(scheduler::queued_tasks).transpose() {
-                    Ok(tasks) => (tasks.unwrap_or_default().into_iter().collect(), None),
-                    Err(e) => (HashMap::new(), Some(e)),
-                };
+            let (queued, unread): (HashMap<usize, String>, _) = match m.queued_tasks() {
+                Ok(tasks) => (tasks.into_iter().collect(), None),
+                Err(e) => (HashMap::new(), Some(e)),
+            };
             if let Some(e) = &unread {
                 println!("  submission {}: the queue cannot be read ({e})", n + 1);
             }

@@ -103,13 +103,10 @@ pub fn missing_tasks(dir: &Path) -> (Vec<String>, Option<crate::slurm::scheduler
         shard::read_all(dir).into_iter().filter_map(|(_, r)| r.ok()).map(|r| r.trial_key).collect();
     let (mut missing, mut unread) = (vec![], None);
     for m in slurm_submit::manifests(dir) {
-        let queued = match m.job.as_deref().map(crate::slurm::scheduler::queued_tasks).transpose() {
-            Ok(tasks) => tasks.unwrap_or_default(),
-            Err(e) => {
-                unread = Some(e);
-                vec![]
-            }
-        };
+        let queued = m.queued_tasks().unwrap_or_else(|e| {
+            unread = Some(e);
+            vec![]
+        });
         let queued: HashSet<usize> = queued.into_iter().map(|(i, _)| i).collect();
         for (i, t) in m.trials.iter().enumerate() {
             let queued = m.task_of_trial(i).is_some_and(|task| queued.contains(&task));

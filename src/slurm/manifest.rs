@@ -58,6 +58,11 @@ pub struct ManifestSearch {
 }
 
 impl Manifest {
+    /// Its array tasks still known to `squeue` (none before it was submitted).
+    pub fn queued_tasks(&self) -> Result<Vec<(usize, String)>, super::scheduler::SlurmError> {
+        self.job.as_deref().map_or(Ok(vec![]), super::scheduler::queued_tasks)
+    }
+
     /// How many array tasks train the manifest's trials.
     pub fn tasks(&self) -> usize {
         if self.packs.is_empty() { self.trials.len() } else { self.packs.len() }
