@@ -10,7 +10,7 @@ use crate::slurm::manifest::{Manifest, ManifestSearch, ManifestTrial, Recorder};
 use crate::slurm::scheduler::{self, SlurmOptions};
 use crate::slurm::{self, shard};
 use crate::store::checkpoints::CheckpointDir;
-use crate::store::{Status, Store};
+use crate::store::{Status, Store, keys};
 use crate::sweep::search::Search;
 use crate::sweep::{Options, Plan, identity};
 
@@ -128,10 +128,18 @@ fn to_submit<'t>(
     dir: &Path,
     opts: &Options,
 ) -> anyhow::Result<(Vec<&'t Trial>, Skipped)> {
-    let settled_in_shards: HashMap<String, Status> = shard::read_all(dir)
+    let shards: Vec<_> = shard::read_all(dir)
         .into_iter()
         .filter_map(|(_, r)| r.ok())
         .filter(|r| matches!(r.status, Status::Done | Status::Failed | Status::Pruned))
+        .collect();
+    let with_shard: HashSet<String> = shards.iter().map(|r| r.trial_key.clone()).collect();
+    // A shard of a run deleted from the store (`memctl rm`) settles nothing: `sync` would
+    // not bring it in, so its trial is submitted again.
+    let deleted = store.deleted_origins()?;
+    let settled_in_shards: HashMap<String, Status> = shards
+        .into_iter()
+        .filter(|r| !deleted.contains(&keys::origin_key(&r.trial_key, r.started_at)))
         .map(|r| (r.trial_key, r.status))
         .collect();
     // The queue is read only when some trial would be submitted: with every trial settled, a
@@ -165,7 +173,7 @@ fn to_submit<'t>(
             skipped.in_flight += 1;
         } else {
             let settled = matches!(plan, Plan::Done(_) | Plan::Failed(_) | Plan::Pruned(_));
-            if settled || settled_in_shards.contains_key(&key) {
+            if settled || with_shard.contains(&key) {
                 skipped.afresh.push(key);
             }
             todo.push(t);

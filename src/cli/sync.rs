@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{context::Context, slurm_submit};
 use crate::slurm::shard;
-use crate::store::{Status, Store};
+use crate::store::{Merge, Status, Store};
 
 /// Merge the runs finished on a Slurm cluster into the local store (idempotent).
 #[derive(clap::Args)]
@@ -25,14 +25,21 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         );
     }
     let store = Store::open(&ctx.store)?;
-    let mut totals = (0, 0, 0);
+    let mut unreadable = 0;
     for dir in dirs {
-        let (imported, present, unreadable) = sync_dir(&store, &dir)?;
+        let n = sync_dir(&store, &dir)?;
         let (missing, unread) = missing_tasks(&dir);
         eprintln!(
-            "{}: {imported} imported, {present} already in the store{}{}{}",
+            "{}: {} imported, {} already in the store{}{}{}{}",
             dir.display(),
-            if unreadable > 0 { format!(", {unreadable} unreadable shards") } else { String::new() },
+            n.imported,
+            n.present,
+            if n.deleted > 0 {
+                format!(", {} deleted here (`memctl rm`), not added again", n.deleted)
+            } else {
+                String::new()
+            },
+            if n.unreadable > 0 { format!(", {} unreadable shards", n.unreadable) } else { String::new() },
             if missing.is_empty() {
                 String::new()
             } else {
@@ -43,9 +50,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                 None => String::new(),
             }
         );
-        totals = (totals.0 + imported, totals.1 + present, totals.2 + unreadable);
+        unreadable += n.unreadable;
     }
-    Ok(if totals.2 > 0 { 1 } else { 0 })
+    Ok(if unreadable > 0 { 1 } else { 0 })
 }
 
 /// The sweep directories under `dir` (or `dir` itself).
@@ -60,35 +67,47 @@ pub fn sweep_dirs(dir: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Imports each shard unless its trial's latest run in the store covers it ([`import_shard`]). Returns (imported, already present, unreadable).
-fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<(usize, usize, usize)> {
-    let (mut imported, mut present, mut unreadable) = (0, 0, 0);
+/// What syncing one sweep directory did with its shards.
+#[derive(Default)]
+struct Synced {
+    imported: usize,
+    /// Covered by their trial's latest run in the store.
+    present: usize,
+    /// Deleted from the store with `memctl rm`.
+    deleted: usize,
+    unreadable: usize,
+}
+
+/// Imports each shard unless its trial's latest run in the store covers it, or the store
+/// deleted it ([`import_shard`]).
+fn sync_dir(store: &Store, dir: &Path) -> anyhow::Result<Synced> {
+    let mut n = Synced::default();
     for (path, shard) in shard::read_all(dir) {
         let record = match shard {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("warning: {}: {e}", path.display());
-                unreadable += 1;
+                n.unreadable += 1;
                 continue;
             }
         };
-        if import_shard(store, record)? {
-            imported += 1;
-        } else {
-            present += 1;
+        match import_shard(store, record)? {
+            Merge::Added => n.imported += 1,
+            Merge::Covered => n.present += 1,
+            Merge::DeletedHere => n.deleted += 1,
         }
     }
-    Ok((imported, present, unreadable))
+    Ok(n)
 }
 
-/// Adds a shard's run to the store unless the trial's latest run there is this run, a done run
-/// that started with it, or any run that started later: as `import` does, the trial's newest
-/// attempt stands (a local `--force` run after the cluster's). A run that started later than
-/// the latest (a trial submitted again with `--force` or `--retry-failed`) is added. Returns
-/// whether it was.
-pub fn import_shard(store: &Store, record: crate::store::RunRecord) -> Result<bool, crate::store::StoreError> {
+/// Adds a shard's run to the store unless the store deleted it (`memctl rm`), or the trial's
+/// latest run there is this run, a done run that started with it, or any run that started
+/// later: as `import` does, the trial's newest attempt stands (a local `--force` run after the
+/// cluster's). A run that started later than the latest (a trial submitted again with
+/// `--force` or `--retry-failed`) is added.
+pub fn import_shard(store: &Store, record: crate::store::RunRecord) -> Result<Merge, crate::store::StoreError> {
     let (status, started_at) = (record.status, record.started_at);
-    store.import(record, |latest| {
+    store.merge(record, |latest| {
         latest.is_some_and(|l| {
             l.started_at > started_at
                 || (l.started_at == started_at && (l.status == status || l.status == Status::Done))
@@ -121,7 +140,7 @@ pub fn missing_tasks(dir: &Path) -> (Vec<String>, Option<crate::slurm::scheduler
 #[cfg(test)]
 mod tests {
     use super::import_shard;
-    use crate::store::{Status, Store, record};
+    use crate::store::{Merge, Status, Store, record};
 
     /// A shard is added unless the trial's latest run covers it: syncing twice adds nothing, an
     /// older run stays out, a later rerun comes in.
@@ -134,17 +153,37 @@ mod tests {
             (r.status, r.started_at) = (status, started_at);
             r
         };
-        assert!(import_shard(&store, run(Status::Done, 100.0)).unwrap(), "a new trial");
-        assert!(!import_shard(&store, run(Status::Done, 100.0)).unwrap(), "the same run again");
-        assert!(!import_shard(&store, run(Status::Failed, 50.0)).unwrap(), "older than the done run");
-        assert!(import_shard(&store, run(Status::Failed, 200.0)).unwrap(), "a rerun that started later");
-        assert!(!import_shard(&store, run(Status::Failed, 200.0)).unwrap(), "that rerun again");
-        assert!(import_shard(&store, run(Status::Done, 300.0)).unwrap(), "a later done run");
+        let added = |status, started_at| import_shard(&store, run(status, started_at)).unwrap() == Merge::Added;
+        assert!(added(Status::Done, 100.0), "a new trial");
+        assert!(!added(Status::Done, 100.0), "the same run again");
+        assert!(!added(Status::Failed, 50.0), "older than the done run");
+        assert!(added(Status::Failed, 200.0), "a rerun that started later");
+        assert!(!added(Status::Failed, 200.0), "that rerun again");
+        assert!(added(Status::Done, 300.0), "a later done run");
         // A run here that failed after the cluster's run started (a local `--force`): the
         // cluster's older run does not become the trial's latest.
         store.put(&crate::store::RunRecord { id: 99, ..run(Status::Failed, 500.0) }).unwrap();
-        assert!(!import_shard(&store, run(Status::Failed, 400.0)).unwrap(), "older than the failed run");
+        assert!(!added(Status::Failed, 400.0), "older than the failed run");
         assert_eq!(store.all().unwrap().len(), 4);
-        assert!(!import_shard(&store, run(Status::Done, 450.0)).unwrap(), "even a done one");
+        assert!(!added(Status::Done, 450.0), "even a done one");
+    }
+
+    /// A run deleted with `memctl rm` stays deleted when its shard is synced again; `import` of
+    /// a file holding it is asked for it, and adds it back.
+    #[test]
+    fn a_deleted_run_is_not_synced_back_from_its_shard() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let shard = record::decode(include_bytes!("../../tests/fixtures/run_record_v1.json")).unwrap();
+        assert_eq!(import_shard(&store, shard.clone()).unwrap(), Merge::Added);
+        let id = store.all().unwrap()[0].id;
+        store.delete(&[id]).unwrap();
+        assert_eq!(import_shard(&store, shard.clone()).unwrap(), Merge::DeletedHere);
+        assert!(store.all().unwrap().is_empty());
+        let later = record::RunRecord { started_at: shard.started_at + 1.0, ..shard.clone() };
+        assert_eq!(import_shard(&store, later).unwrap(), Merge::Added, "a later run of the trial is another run");
+        store.delete(&[store.all().unwrap()[0].id]).unwrap();
+        assert_eq!(store.import_all(vec![shard.clone()], |_, _| false).unwrap(), [true]);
+        assert_eq!(import_shard(&store, shard).unwrap(), Merge::Covered, "imported again, it is the store's once more");
     }
 }

@@ -11,6 +11,9 @@ pub const RUNNING: &str = "running";
 pub const SUMMARIES: &str = "summaries";
 /// Search studies (`study::StudyRecord`), keyed by the study's identity.
 pub const STUDIES: &str = "studies";
+/// Runs deleted with `memctl rm`, keyed by [`origin_key`], so that `memctl sync` does not add a
+/// deleted run back from its Slurm shard (the value: the id it had).
+pub const DELETED: &str = "deleted";
 /// Store metadata (schema version, summary layout version).
 pub const META: &str = "meta";
 pub const SCHEMA_KEY: &[u8] = b"schema";
@@ -26,6 +29,16 @@ pub const LAST_ISSUED_ID_KEY: &[u8] = b"last_issued_id";
 /// Big-endian, so that sled iterates runs in id order.
 pub fn run_key(id: u64) -> [u8; 8] {
     id.to_be_bytes()
+}
+
+/// A run's origin: its trial's identity and the moment it started, which a shard, an export
+/// and the store's copy of one run share (ids differ between stores).
+pub fn origin_key(trial_key: &str, started_at: f64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(trial_key.len() + 9);
+    key.extend_from_slice(trial_key.as_bytes());
+    key.push(0);
+    key.extend_from_slice(&started_at.to_bits().to_be_bytes());
+    key
 }
 
 pub fn run_id(key: &[u8]) -> Option<u64> {

@@ -103,6 +103,16 @@ impl Claim {
     }
 }
 
+/// What [`Store::merge`] did with a run made elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    Added,
+    /// The trial's latest run here covers it.
+    Covered,
+    /// It was here once and was deleted (`memctl rm`).
+    DeletedHere,
+}
+
 /// Which settled trials a claim runs again.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Rerun {
@@ -234,22 +244,31 @@ impl Store {
         self.writing(|s| records.iter().try_for_each(|r| write(s, r)))
     }
 
-    /// Adds a run made elsewhere (a Slurm shard) under a fresh id, unless `present` says the
-    /// trial's latest run (if any) already covers it — both in one session, so that two
-    /// imports of the same shard add it once. Returns whether it was added.
-    pub fn import(
+    /// Adds a run made elsewhere (a Slurm shard) under a fresh id, unless this store deleted it
+    /// (`memctl rm`) or `present` says the trial's latest run (if any) already covers it — all
+    /// in one session, so that two imports of the same shard add it once.
+    pub fn merge(
         &self,
         record: RunRecord,
         present: impl FnOnce(Option<&RunRecord>) -> bool,
-    ) -> Result<bool, StoreError> {
-        let mut present = Some(present);
-        let added = self.import_all(vec![record], |_, latest| present.take().is_some_and(|p| p(latest)))?;
-        Ok(added.first() == Some(&true))
+    ) -> Result<Merge, StoreError> {
+        self.writing(|s| {
+            if s.deleted.contains_key(keys::origin_key(&record.trial_key, record.started_at))? {
+                return Ok(Merge::DeletedHere);
+            }
+            if present(latest_of_trial(s, &record.trial_key)?.as_ref()) {
+                return Ok(Merge::Covered);
+            }
+            write(s, &RunRecord { id: next_id(s)?, ..record })?;
+            Ok(Merge::Added)
+        })
     }
 
-    /// [`Store::import`] of many runs in one session (a session per run spends most of its
-    /// time opening and flushing the store): `present(run, latest)` for each, in order, sees
-    /// the runs added before it. Returns which were added.
+    /// Adds many runs exported from another store in one session (a session per run spends
+    /// most of its time opening and flushing the store), unless `present(run, latest)` says
+    /// the trial's latest run covers it; each sees the runs added before it. A run this store
+    /// deleted is added again: importing a file is asking for its runs. Returns which were
+    /// added.
     pub fn import_all(
         &self,
         records: Vec<RunRecord>,
@@ -264,10 +283,16 @@ impl Store {
                 }
                 record.id = next_id(s)?;
                 write(s, &record)?;
+                s.deleted.remove(keys::origin_key(&record.trial_key, record.started_at))?;
                 added.push(true);
             }
             Ok(added)
         })
+    }
+
+    /// The origins ([`keys::origin_key`]) of the runs deleted from this store with `memctl rm`.
+    pub fn deleted_origins(&self) -> Result<std::collections::HashSet<Vec<u8>>, StoreError> {
+        self.session(|s| s.deleted.iter().keys().map(|k| Ok(k?.to_vec())).collect())
     }
 
     /// Decides whether this process runs a trial, and if so records it as `running` — all in
@@ -318,7 +343,8 @@ impl Store {
     }
 
     /// Deletes runs (record and summary). A trial whose latest run is deleted falls back to its
-    /// newest remaining run, or to none (a sweep then runs it again).
+    /// newest remaining run, or to none (a sweep then runs it again). The store remembers each
+    /// deleted run's origin, so that `memctl sync` does not add it back from its shard.
     pub fn delete(&self, ids: &[u64]) -> Result<(), StoreError> {
         self.writing(|s| {
             if let Some(id) = ids.iter().find(|id| !s.runs.contains_key(keys::run_key(**id)).unwrap_or(false)) {
@@ -355,13 +381,19 @@ impl Store {
                     }
                 }
             }
-            (&s.runs, &s.trials, &s.running, &s.summaries)
-                .transaction(|(runs, trials, running, summaries)| {
+            (&s.runs, &s.trials, &s.running, &s.summaries, &s.deleted)
+                .transaction(|(runs, trials, running, summaries, deleted_origins)| {
                     for &id in ids {
                         let key = keys::run_key(id);
                         runs.remove(&key)?;
                         summaries.remove(&key)?;
                         running.remove(&key)?;
+                    }
+                    for summary in &deleted {
+                        deleted_origins.insert(
+                            keys::origin_key(&summary.trial_key, summary.started_at),
+                            &keys::run_key(summary.id),
+                        )?;
                     }
                     for (trial, latest) in &fallback {
                         match latest {

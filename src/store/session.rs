@@ -22,6 +22,7 @@ pub(super) struct Session {
     pub running: sled::Tree,
     pub summaries: sled::Tree,
     pub studies: sled::Tree,
+    pub deleted: sled::Tree,
 }
 
 /// File next to the database naming the process in a session (for the lock message).
@@ -52,6 +53,7 @@ impl Session {
             running: db.open_tree(keys::RUNNING)?,
             summaries: db.open_tree(keys::SUMMARIES)?,
             studies: db.open_tree(keys::STUDIES)?,
+            deleted: db.open_tree(keys::DELETED)?,
             meta,
             db,
         };

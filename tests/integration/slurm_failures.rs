@@ -1,6 +1,6 @@
-//! The Slurm executor when Slurm itself fails, with stand-in `sbatch` and `squeue` scripts on
-//! `PATH` (no cluster needed): a queue that cannot be read is never taken for an empty one,
-//! and a submission `sbatch` refused leaves nothing behind.
+//! The Slurm executor with stand-in `sbatch` and `squeue` scripts on `PATH` (no cluster
+//! needed): a queue that cannot be read is never taken for an empty one, a submission `sbatch`
+//! refused leaves nothing behind, and a synced run deleted from the store stays deleted.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -71,4 +71,60 @@ fn a_queue_that_cannot_be_read_submits_nothing_again_and_no_trial_is_called_miss
     let refused = memctl_with(&bin, dir.path(), &[&sweep[..], &["--force"]].concat());
     assert!(text(&refused.stderr).contains("Invalid account"), "{}", text(&refused.stderr));
     assert_eq!(manifests(), 1);
+}
+
+/// `memctl rm` of a run that came from a shard: `sync` does not add it back, and submitting the
+/// sweep again submits its trial (its shard no longer settles it).
+#[test]
+fn a_synced_run_deleted_from_the_store_is_not_synced_back_and_its_trial_is_submitted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = format!(
+        "{TINY_TASK}{}experiment e {{\n  task tiny\n  model lstm\n  train {{ steps = 2 }}\n  sweep {{ seed in 1..2 }}\n}}\n",
+        token_lstm("lstm", 4)
+    );
+    std::fs::write(dir.path().join("s.mem"), spec).unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    stand_in(&bin, "sbatch", "888", "", 0);
+    stand_in(&bin, "squeue", "", "slurm_load_jobs error: Invalid job id specified", 1);
+    let sweep = ["sweep", "s.mem", "--executor", "slurm", "--shared-dir", "shared"];
+    let first = memctl_with(&bin, dir.path(), &sweep);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    // The array tasks, run by hand.
+    let sweep_dir = std::fs::read_dir(dir.path().join("shared")).unwrap().next().unwrap().unwrap().path();
+    let manifest = std::fs::read_dir(sweep_dir.join("manifests")).unwrap().next().unwrap().unwrap().path();
+    for index in ["0", "1"] {
+        let worker =
+            memctl_with(&bin, dir.path(), &["worker", "--manifest", manifest.to_str().unwrap(), "--index", index]);
+        assert_eq!(worker.status.code(), Some(0), "{}", text(&worker.stderr));
+    }
+    let sync = text(&memctl_with(&bin, dir.path(), &["sync", "shared"]).stderr);
+    assert!(sync.contains("2 imported"), "{sync}");
+
+    let runs = text(&memctl_with(&bin, dir.path(), &["runs", "--format", "json"]).stdout);
+    let runs: Vec<serde_json::Value> = serde_json::from_str(&runs).unwrap();
+    let id = runs[0]["id"].to_string();
+    let rm = memctl_with(&bin, dir.path(), &["rm", &id, "--yes"]);
+    assert_eq!(rm.status.code(), Some(0), "{}", text(&rm.stderr));
+
+    let sync = text(&memctl_with(&bin, dir.path(), &["sync", "shared"]).stderr);
+    assert!(
+        sync.contains("0 imported, 1 already in the store, 1 deleted here (`memctl rm`), not added again"),
+        "{sync}"
+    );
+    let left = text(&memctl_with(&bin, dir.path(), &["runs", "--format", "json"]).stdout);
+    assert_eq!(serde_json::from_str::<Vec<serde_json::Value>>(&left).unwrap().len(), 1, "{left}");
+
+    let again = memctl_with(&bin, dir.path(), &sweep);
+    let err = text(&again.stderr);
+    assert_eq!(again.status.code(), Some(0), "{err}");
+    assert!(err.contains("1 trial to submit; 1 done in the store, 0 finished on the cluster"), "{err}");
+    // Its new run comes in.
+    let manifests: Vec<_> =
+        std::fs::read_dir(sweep_dir.join("manifests")).unwrap().map(|e| e.unwrap().path()).collect();
+    let second = manifests.into_iter().find(|m| *m != manifest).unwrap();
+    let worker = memctl_with(&bin, dir.path(), &["worker", "--manifest", second.to_str().unwrap(), "--index", "0"]);
+    assert_eq!(worker.status.code(), Some(0), "{}", text(&worker.stderr));
+    let sync = text(&memctl_with(&bin, dir.path(), &["sync", "shared"]).stderr);
+    assert!(sync.contains("1 imported, 1 already in the store"), "{sync}");
 }
