@@ -272,6 +272,19 @@ impl Field {
         }
     }
 
+    /// A configuration name as `s` holds it, named explicitly (`param.d`, `task.pairs`,
+    /// `train.lr`): a column for a parameter whose bare name is a built-in field's or a
+    /// metric's (a parameter `status`), which the bare name would not reach.
+    pub fn explicit_config(name: &str, s: &RunSummary) -> (String, Field) {
+        if s.params.contains_key(name) {
+            (format!("param.{name}"), Field::Param(name.into()))
+        } else if s.task_options.contains_key(name) {
+            (format!("task.{name}"), Field::TaskOption(name.into()))
+        } else {
+            (format!("train.{name}"), Field::Train(name.into()))
+        }
+    }
+
     /// The kind a built-in field always has.
     pub fn fixed_kind(&self) -> Option<Kind> {
         Some(match self {

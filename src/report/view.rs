@@ -175,20 +175,30 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
     if every_config {
         push(&mut cols, "task", Field::Task);
     }
-    for r in runs {
-        if every_config {
-            for k in r.params.keys().chain(r.task_options.keys()).chain(r.train.keys()) {
-                push(&mut cols, k, Field::Named(k.clone()));
-            }
+    let metrics = metrics(runs);
+    // A parameter named as a built-in field or a metric (`status`, `accuracy`) is shown by
+    // its explicit name, so that both columns are there.
+    let config_column = |r: &RunSummary, k: &String| {
+        if fields::BUILTINS.iter().any(|(b, _)| b == k) || metrics.contains(k) {
+            Field::explicit_config(k, r)
         } else {
-            for k in r.swept.iter().filter(|k| *k != "seed") {
-                push(&mut cols, k, Field::Named(k.clone()));
-            }
+            (k.clone(), Field::Named(k.clone()))
+        }
+    };
+    for r in runs {
+        let names: Vec<&String> = if every_config {
+            r.params.keys().chain(r.task_options.keys()).chain(r.train.keys()).collect()
+        } else {
+            r.swept.iter().filter(|k| *k != "seed").collect()
+        };
+        for k in names {
+            let (name, field) = config_column(r, k);
+            push(&mut cols, &name, field);
         }
     }
     push(&mut cols, "seed", Field::Seed);
     push(&mut cols, "status", Field::Status);
-    for m in metrics(runs) {
+    for m in metrics {
         let f = Field::Metric(m.clone());
         push(&mut cols, &m, f);
     }
@@ -322,9 +332,19 @@ fn summary_cell(f: &Field, members: &[&RunSummary]) -> Cell {
 
 /// One row per group: the key values, `runs`, then `mean ± std (n)` of each summarised column.
 fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, ViewError> {
-    let key_fields: Vec<(String, Field)> =
-        keys.iter().map(|k| Ok((k.clone(), names.field(k)?))).collect::<Result<_, ViewError>>()?;
-    let summarised = summarised_columns(names, runs, keys, view)?;
+    let metrics = metrics(runs);
+    let mut key_fields: Vec<(String, Field)> = vec![];
+    for k in keys {
+        let key = unclashed(k, names.field(k)?, runs, &metrics);
+        if !key_fields.contains(&key) {
+            key_fields.push(key);
+        }
+    }
+    // A key is not also summarised (its mean is the key).
+    let summarised: Vec<(String, Field)> = (summarised_columns(names, runs, keys, view)?.into_iter())
+        .map(|(n, f)| unclashed(&n, f, runs, &metrics))
+        .filter(|(n, f)| !key_fields.iter().any(|(kn, kf)| kn == n || kf == f))
+        .collect();
     let statistics: Vec<&String> =
         summarised.iter().filter(|(_, f)| summarised_as_statistic(f, runs)).map(|(n, _)| n).collect();
     let groups = groups_of(runs, &key_fields);
@@ -366,6 +386,20 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
         .map(|(c, n)| statistics.contains(&n) || rows.iter().any(|r| matches!(r.get(c), Some(Cell::Stat(_)))))
         .collect();
     Ok(Sheet { columns, rows, stats })
+}
+
+/// A grouped view's column by its explicit name where its bare one is taken: `runs` (the
+/// group's count) as `param.runs`, and a parameter named as a metric (`accuracy`) as
+/// `param.accuracy`, so that the metric's column stays.
+fn unclashed(name: &str, field: Field, runs: &[&RunSummary], metrics: &[String]) -> (String, Field) {
+    let holder = runs.iter().find(|r| field.config_value(r).is_some());
+    match (holder, &field) {
+        (Some(r), Field::Named(_)) if name == "runs" || metrics.iter().any(|m| m == name) => {
+            Field::explicit_config(name, r)
+        }
+        (None, _) if name == "runs" => ("metric.runs".into(), Field::Metric(name.into())),
+        _ => (name.to_string(), field),
+    }
 }
 
 /// Whether a group's `field` is summarised as `mean ± std (n)`: a number by kind, or, for a
@@ -424,4 +458,77 @@ fn groups_of<'r>(runs: &[&'r RunSummary], key_fields: &[(String, Field)]) -> Vec
         cells.find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
     });
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::{View, build};
+    use crate::store::RunSummary;
+    use crate::value::Value;
+
+    /// Two runs that sweep parameters named as a built-in field, a metric and the group count.
+    fn clashing() -> Vec<RunSummary> {
+        (1..=2)
+            .map(|i| {
+                let mut r = RunSummary::example();
+                r.id = i;
+                r.swept = ["status", "accuracy", "runs"].map(String::from).to_vec();
+                let mut params = (*r.params).clone();
+                for name in &r.swept {
+                    params.insert(name.clone(), Value::Int(10 * i as i64));
+                }
+                r.params = Arc::new(params);
+                r
+            })
+            .collect()
+    }
+
+    /// A parameter named `status` or `accuracy` gets a column of its own, by its explicit name;
+    /// the run's status and its accuracy keep theirs.
+    #[test]
+    fn a_parameter_named_as_a_built_in_field_or_a_metric_does_not_take_its_column() {
+        let sheet = build(&clashing(), &View::default()).unwrap();
+        let at = |name: &str| sheet.columns.iter().position(|c| c == name).unwrap_or_else(|| panic!("{name}"));
+        assert_eq!(sheet.rows[0][at("status")].display(), "interrupted");
+        assert_eq!(sheet.rows[0][at("param.status")].display(), "20");
+        assert_eq!(sheet.rows[0][at("accuracy")].display(), "0.875");
+        assert_eq!(sheet.rows[0][at("param.accuracy")].display(), "20");
+        assert_eq!(sheet.rows[0][at("runs")].display(), "20", "no count to clash with here");
+    }
+
+    /// A key of a grouped view is one column: asked for twice, or also a summarised metric, or
+    /// named as the group count.
+    #[test]
+    fn a_grouped_views_columns_are_unique_and_its_keys_keep_their_values() {
+        let runs = clashing();
+        let grouped = |keys: &[&str]| {
+            let view = View { group_by: Some(keys.iter().map(|k| k.to_string()).collect()), ..View::default() };
+            build(&runs, &view).unwrap()
+        };
+        let unique = |columns: &[String]| {
+            let mut sorted = columns.to_vec();
+            sorted.sort();
+            sorted.dedup();
+            sorted.len() == columns.len()
+        };
+        for keys in [&["d", "d"][..], &["metric.accuracy"], &["accuracy"], &["runs"], &["param.runs", "runs"]] {
+            let sheet = grouped(keys);
+            assert!(unique(&sheet.columns), "{keys:?}: {:?}", sheet.columns);
+            assert_eq!(sheet.rows.len(), if keys == ["d", "d"] || keys == ["metric.accuracy"] { 1 } else { 2 });
+            assert!(!sheet.stats[0], "{keys:?}: the key is not a statistic: {:?}", sheet.columns);
+        }
+        let by_metric = grouped(&["metric.accuracy"]);
+        assert_eq!(by_metric.columns[..2], ["metric.accuracy", "runs"]);
+        assert_eq!(by_metric.rows[0][0].display(), "0.875");
+        let by_count_name = grouped(&["runs"]);
+        assert_eq!(by_count_name.columns[..2], ["param.runs", "runs"]);
+        assert_eq!(by_count_name.rows[0][0].display(), "10");
+        assert!(grouped(&["accuracy"]).columns.starts_with(&[
+            "param.accuracy".into(),
+            "runs".into(),
+            "accuracy".into()
+        ]));
+    }
 }

@@ -505,10 +505,9 @@ impl Reader<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample() -> RunSummary {
+impl RunSummary {
+    /// A run summary with a value of every kind, for tests.
+    pub fn example() -> RunSummary {
         let mut params = BTreeMap::new();
         params.insert("d".to_string(), Value::Int(-48));
         params.insert("gates".to_string(), Value::Bool(true));
@@ -540,6 +539,15 @@ mod tests {
             spec_hash: "ff".into(),
             live: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RunSummary {
+        RunSummary::example()
     }
 
     /// A run resumed from a checkpoint shows the time of every process that ran it, as `show`
