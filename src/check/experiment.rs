@@ -413,6 +413,8 @@ pub struct SearchPlan {
     pub spec: SearchSpec,
     /// Names fixed for every configuration (command-line overrides), set before the searched ones.
     fixed: Vec<Swept>,
+    /// The names the spec searches that the command line fixes (`lr=1e-3` for `lr ~ …`).
+    pub fixed_searched: Vec<String>,
     /// What each searched name sets, in the order of `spec.dims`.
     targets: Vec<AxisTarget>,
     maker: TrialMaker,
@@ -523,9 +525,11 @@ fn search_plan(
             .hint("move the sweep's names into the search: `d in [48, 96]`"));
     }
     let mut spec = search::read(block, &validation_metrics(&maker))?;
+    let searched: Vec<String> = spec.dims.iter().map(|d| d.name.name.clone()).collect();
     let fixed = fixed_by_overrides(&mut spec, overrides)?;
+    let fixed_searched = searched.into_iter().filter(|n| !spec.dims.iter().any(|d| d.name.name == *n)).collect();
     let targets = checked_domains(&mut spec, entries, maker.kind, model)?;
-    let mut plan = SearchPlan { spec, fixed, targets, maker, representatives: vec![] };
+    let mut plan = SearchPlan { spec, fixed, fixed_searched, targets, maker, representatives: vec![] };
     plan.representatives = representatives(&plan)?;
     if let Some(first) = plan.representatives.first() {
         let at = block

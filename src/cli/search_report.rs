@@ -117,23 +117,31 @@ fn other_runs_note(name: &str, file: &str, overrides: &[String], other: &OtherRu
     if let Some(seeds) = &other.seeds {
         set.push(format!("seed={}", seeds.iter().map(u64::to_string).collect::<Vec<_>>().join(",")));
     }
-    if set.is_empty() {
+    if set.is_empty() && other.searched_there.is_empty() {
         return format!(
             "the store's {runs} of experiment `{name}` belong to a search with other settings: give search-report \
              the `KEY=VALUES` overrides their `memctl sweep` was given"
         );
     }
-    // The overrides given here, but those the runs set otherwise.
+    // The overrides given here, but those the runs set otherwise and those that fix a name
+    // their search varied.
     let key = |o: &str| o.split_once('=').map_or(o.to_string(), |(k, _)| k.trim().to_string());
-    let keys: Vec<String> = set.iter().map(|s| key(s)).collect();
-    let mut example: Vec<String> = overrides.iter().filter(|o| !keys.contains(&key(o))).cloned().collect();
+    let dropped: Vec<String> = set.iter().map(|s| key(s)).chain(other.searched_there.iter().cloned()).collect();
+    let mut example: Vec<String> = overrides.iter().filter(|o| !dropped.contains(&key(o))).cloned().collect();
     example.extend(set.iter().cloned());
+    let mut why = String::new();
+    if !set.is_empty() {
+        why.push_str(&format!(" with other settings, {} (as their latest run has them),", set.join(", ")));
+    }
+    if !other.searched_there.is_empty() {
+        let names: Vec<String> = other.searched_there.iter().map(|n| format!("`{n}`")).collect();
+        why.push_str(&format!(" that varied {}, which the command line fixes here,", names.join(", ")));
+    }
     format!(
-        "the store's {runs} of experiment `{name}` belong to a search with other settings, {} (as their latest \
-         run has them): give search-report the overrides their `memctl sweep` was given, e.g. `memctl \
-         search-report {file} {name} {}`",
-        set.join(", "),
-        example.join(" ")
+        "the store's {runs} of experiment `{name}` belong to a search{} give search-report the overrides their \
+         `memctl sweep` was given, e.g. `memctl search-report {file} {name}{}`",
+        why.trim_end_matches(',').to_string() + ":",
+        example.iter().map(|e| format!(" {e}")).collect::<String>()
     )
 }
 
@@ -187,10 +195,23 @@ experiment lr_search {
     #[test]
     fn the_note_on_other_runs_gives_the_overrides_to_pass() {
         let steps = ("steps".to_string(), crate::value::Value::Int(500));
-        let other = OtherRuns { count: 16, differ: vec![steps], seeds: Some(vec![1, 3]) };
+        let other = OtherRuns { count: 16, differ: vec![steps], seeds: Some(vec![1, 3]), searched_there: vec![] };
         let note = other_runs_note("s", "search.mem", &["train=1000".to_string(), "steps=20".into()], &other);
         assert!(note.contains("16 runs of experiment `s`"), "{note}");
-        assert!(note.contains("other settings, steps=500, seed=1,3 (as their latest"), "{note}");
+        assert!(note.contains("other settings, steps=500, seed=1,3 (as their latest run has them): give"), "{note}");
         assert!(note.ends_with("`memctl search-report search.mem s train=1000 steps=500 seed=1,3`"), "{note}");
+    }
+
+    /// Runs of the search without an override that fixes a searched name: the note says to
+    /// drop it, and does not offer one run's sampled value as a setting.
+    #[test]
+    fn the_note_on_other_runs_drops_an_override_that_fixes_a_name_they_searched() {
+        let other = OtherRuns { count: 12, differ: vec![], seeds: None, searched_there: vec!["lr".into()] };
+        let note = other_runs_note("s", "search.mem", &["lr=1e-3".to_string(), "steps=20".into()], &other);
+        assert!(
+            note.contains("belong to a search that varied `lr`, which the command line fixes here: give"),
+            "{note}"
+        );
+        assert!(note.ends_with("`memctl search-report search.mem s steps=20`"), "{note}");
     }
 }

@@ -311,7 +311,7 @@ pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bo
     let progress = Progress::new(s.trial_count(), quiet);
     let r = s.run(source, opts, &progress, &CANCEL)?;
     progress.finish();
-    eprintln!(
+    let mut line = format!(
         "search {}: {} trial{} run ({} pruned), {} already settled, {} failed",
         s.experiment(),
         r.ran,
@@ -320,6 +320,10 @@ pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bo
         r.done_before,
         r.failed + r.failed_before
     );
+    if r.interrupted + r.not_started > 0 {
+        line.push_str(&format!(", {} interrupted, {} not started", r.interrupted, r.not_started));
+    }
+    eprintln!("{line}");
     Ok(if r.failed > 0 || r.interrupted > 0 || r.not_started > 0 { 1 } else { 0 })
 }
 

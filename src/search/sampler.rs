@@ -28,6 +28,9 @@ pub enum SampleError {
          (at most {SHUFFLED_GRID_LIMIT}); list fewer values, or use `random` or `tpe`"
     )]
     TooLargeToShuffle { size: usize },
+    /// A random or TPE search of a finite space that has tried each of its configurations.
+    #[error("its space has {size} configuration{}, and each has been tried", if *.size == 1 { "" } else { "s" })]
+    Exhausted { size: usize },
     #[error("TPE could not propose a value for `{name}`: {reason}")]
     Tpe { name: String, reason: String },
 }
@@ -40,15 +43,53 @@ pub fn propose(
     outcomes: &[ConfigOutcome],
     configs: &[Vec<Value>],
 ) -> Result<Vec<Value>, SampleError> {
-    match spec.sampler {
-        Sampler::Grid { order } => grid(spec, order, index),
-        Sampler::Random { seed } => Ok(random(spec, seed, index)),
+    let (seed, proposal) = match spec.sampler {
+        Sampler::Grid { order } => return grid(spec, order, index),
+        Sampler::Random { seed } => (seed, random(spec, seed, index)),
         Sampler::Tpe { seed, startup } => {
             let known = outcomes.iter().filter(|o| o.config < configs.len()).count();
             match &spec.metric {
-                Some(metric) if known >= startup => tpe_proposal(spec, seed, index, outcomes, configs, metric),
-                _ => Ok(random(spec, seed, index)),
+                Some(metric) if known >= startup => (seed, tpe_proposal(spec, seed, index, outcomes, configs, metric)?),
+                _ => (seed, random(spec, seed, index)),
             }
+        }
+    };
+    if configs.contains(&proposal) { untried(spec, seed, index, configs) } else { Ok(proposal) }
+}
+
+/// The most configurations of a finite space (every name listed, or a narrow integer range)
+/// that [`untried`] walks to find the ones not tried yet.
+const WALKED_SPACE_LIMIT: usize = 1 << 16;
+
+/// A configuration in place of a proposal tried already (trying it again would run the same
+/// trials): drawn from the untried ones of a small finite space, `Exhausted` when there are
+/// none; in a larger space, a fresh random draw (a repeat there is rare, and after 64 repeats
+/// in a row the proposal stands).
+fn untried(spec: &SearchSpec, seed: u64, index: usize, configs: &[Vec<Value>]) -> Result<Vec<Value>, SampleError> {
+    let lists: Option<Vec<Vec<Value>>> = spec.dims.iter().map(|d| d.domain.listed()).collect();
+    let size = lists.as_ref().and_then(|l| l.iter().try_fold(1usize, |n, l| n.checked_mul(l.len())));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ index as u64);
+    match (lists, size) {
+        (Some(lists), Some(size)) if size <= WALKED_SPACE_LIMIT => {
+            let tried: std::collections::HashSet<String> = configs.iter().map(|c| format!("{c:?}")).collect();
+            let open: Vec<Vec<Value>> = (0..size)
+                .map(|rest| combination(&lists, rest))
+                .filter(|c| !tried.contains(&format!("{c:?}")))
+                .collect();
+            if open.is_empty() {
+                return Err(SampleError::Exhausted { size });
+            }
+            Ok(open[rng.random_range(0..open.len())].clone())
+        }
+        _ => {
+            let mut last = vec![];
+            for _ in 0..64 {
+                last = random(spec, rng.random(), index);
+                if !configs.contains(&last) {
+                    break;
+                }
+            }
+            Ok(last)
         }
     }
 }
@@ -66,7 +107,7 @@ fn grid(spec: &SearchSpec, order: Option<u64>, index: usize) -> Result<Vec<Value
     if index >= size {
         return Err(SampleError::PastGrid { index, size });
     }
-    let mut rest = match order {
+    let rest = match order {
         None => index,
         Some(_) if size > SHUFFLED_GRID_LIMIT => return Err(SampleError::TooLargeToShuffle { size }),
         Some(seed) => {
@@ -75,12 +116,17 @@ fn grid(spec: &SearchSpec, order: Option<u64>, index: usize) -> Result<Vec<Value
             walk[index]
         }
     };
+    Ok(combination(&lists, rest))
+}
+
+/// Combination `rest` of the lists, the first list varying slowest.
+fn combination(lists: &[Vec<Value>], mut rest: usize) -> Vec<Value> {
     let mut out = vec![Value::Int(0); lists.len()];
     for (i, l) in lists.iter().enumerate().rev() {
         out[i] = l[rest % l.len()].clone();
         rest /= l.len();
     }
-    Ok(out)
+    out
 }
 
 /// An independent draw of every name, seeded by the study's seed and the index.
@@ -274,5 +320,27 @@ mod tests {
         let s = spec(Sampler::Tpe { seed: 2, startup: 4 }, vec![("d", ints(&[16, 32, 48]))]);
         let random_spec = spec(Sampler::Random { seed: 2 }, vec![("d", ints(&[16, 32, 48]))]);
         assert_eq!(propose(&s, 0, &[], &[]).unwrap(), propose(&random_spec, 0, &[], &[]).unwrap());
+    }
+
+    /// Random and TPE searches of a finite space propose each configuration once, then stop:
+    /// a repeat would run the same trials again.
+    #[test]
+    fn a_finite_space_is_proposed_once_each_then_exhausted() {
+        for sampler in [Sampler::Random { seed: 4 }, Sampler::Tpe { seed: 4, startup: 2 }] {
+            let s = spec(sampler.clone(), vec![("a", ints(&[1, 2])), ("b", ints(&[10, 20, 30]))]);
+            let (mut configs, mut outcomes) = (vec![], vec![]);
+            for index in 0..6 {
+                let c = propose(&s, index, &outcomes, &configs).unwrap();
+                assert!(!configs.contains(&c), "{sampler:?}: {c:?} again at {index}");
+                assert_eq!(c, propose(&s, index, &outcomes, &configs).unwrap(), "the same study proposes the same");
+                outcomes.push(ConfigOutcome { config: index, stage: Stage::Finished, value: index as f64 });
+                configs.push(c);
+            }
+            assert!(matches!(propose(&s, 6, &outcomes, &configs), Err(SampleError::Exhausted { size: 6 })));
+        }
+        // Every searched name fixed on the command line: one configuration, the empty one.
+        let none = spec(Sampler::Random { seed: 1 }, vec![]);
+        assert_eq!(propose(&none, 0, &[], &[]).unwrap(), Vec::<Value>::new());
+        assert!(matches!(propose(&none, 1, &[], &[vec![]]), Err(SampleError::Exhausted { size: 1 })));
     }
 }

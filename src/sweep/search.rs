@@ -303,6 +303,11 @@ impl<'a> Search<'a> {
         let mut rows = vec![];
         for (c, config) in study.configs.iter().enumerate() {
             let values = self.values_of(config);
+            // A configuration proposed again (by a study older than proposals that skip the
+            // ones tried) is the same trials: shown, and its steps counted, once.
+            if rows.iter().any(|r: &ConfigRuns| r.values == values) {
+                continue;
+            }
             let pruned_at = study.pruned_at(c).map(|r| r.at.rung + 1);
             let run_of = |key: String| if pruned_at.is_some() { pruned_runs.get(&key) } else { latest.get(&key) };
             let seeds = self

@@ -94,6 +94,9 @@ pub struct OtherRuns {
     pub differ: Vec<(String, Value)>,
     /// Their seeds, where these are not the search's (a sweep given `seed=1`).
     pub seeds: Option<Vec<u64>>,
+    /// Names the spec searches that the command line fixes here to another value than the
+    /// latest of them has: most often, a search run without that override.
+    pub searched_there: Vec<String>,
 }
 
 /// The runs in `latest` of `experiment` that do not belong to its search `plan`, if any.
@@ -110,14 +113,20 @@ pub fn other_runs(plan: &SearchPlan, experiment: &str, latest: &HashMap<String, 
     let base = crate::store::StoredConfig::of(&plan.representatives.first()?.config);
     let searched = |name: &str| plan.spec.dims.iter().any(|d| d.name.name == name);
     let mut differ = vec![];
+    let mut searched_there = vec![];
     for (mine, theirs) in
         [(&base.params, &last.params), (&base.task_options, &last.task_options), (&base.train, &last.train)]
     {
         for (name, value) in theirs.iter() {
-            if !searched(name)
-                && !crate::train_config::NOT_IN_IDENTITY.contains(&name.as_str())
-                && mine.get(name) != Some(value)
+            if searched(name)
+                || crate::train_config::NOT_IN_IDENTITY.contains(&name.as_str())
+                || mine.get(name) == Some(value)
             {
+                continue;
+            }
+            if plan.fixed_searched.contains(name) {
+                searched_there.push(name.clone());
+            } else {
                 differ.push((name.clone(), value.clone()));
             }
         }
@@ -126,7 +135,7 @@ pub fn other_runs(plan: &SearchPlan, experiment: &str, latest: &HashMap<String, 
     seeds.sort_unstable();
     seeds.dedup();
     let seeds = (seeds != plan.spec.seeds).then_some(seeds);
-    Some(OtherRuns { count: others.len(), differ, seeds })
+    Some(OtherRuns { count: others.len(), differ, seeds, searched_there })
 }
 
 /// A configuration the runs tell of.

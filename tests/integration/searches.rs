@@ -334,3 +334,45 @@ fn search_report_takes_the_overrides_the_search_was_swept_with() {
     // Without the experiment's name, the overrides apply to every search of the spec.
     assert_eq!(report(&["steps=20", "seed=1"]), swept);
 }
+
+/// A search stopped by SIGTERM says, as a sweep does, that a trial was interrupted.
+#[test]
+fn a_search_stopped_by_a_signal_counts_its_interrupted_trial() {
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 1000000, eval_every = 100",
+        "lr in [3e-2, 1e-3]  sampler = grid",
+    ));
+    let mut command = sweep(&store, &spec, "1");
+    let child = command.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while !(store.join("db").exists() && records(&store).iter().any(|r| r["steps_run"].as_u64() > Some(0))) {
+        assert!(start.elapsed().as_secs() < 60, "the search's first trial never reported progress");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child process.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("search lrs: 1 trial run (0 pruned), 0 already settled, 0 failed, 1 interrupted"), "{err}");
+}
+
+/// A TPE search of fewer configurations than its `trials` runs each once, then stops and says
+/// why; its report counts each configuration's steps once.
+#[test]
+fn a_search_that_has_tried_its_whole_space_stops() {
+    let (_dir, spec, store) = spec_folder(&tiny_search(
+        "lrs",
+        "optimizer = adam(lr = 1e-3), batch = 16, steps = 10, eval_every = 10",
+        "lr in [3e-2, 1e-3]  trials = 5  metric = val_accuracy  sampler = tpe(seed = 1, startup = 1)",
+    ));
+    let out = sweep(&store, &spec, "1").output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("the search stops: its space has 2 configurations, and each has been tried"), "{err}");
+    assert!(err.contains("search lrs: 2 trials run (0 pruned), 0 already settled, 0 failed"), "{err}");
+    let report = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
+    let report = text(&report.stdout);
+    assert!(report.contains("training steps: 20, 100 % of the 20 these 2 configurations"), "{report}");
+}
