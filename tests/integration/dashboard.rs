@@ -331,6 +331,34 @@ fn only_requests_addressed_to_this_machine_are_answered() {
     assert_eq!(status, 200, "HTTP/1.0 without a Host: {body}");
 }
 
+/// Clients that send requests and never read the answers (six connections, each pipelining
+/// 200 requests for the 42 kB script behind a 4 kB receive buffer) hold up no one else.
+#[test]
+fn clients_that_never_read_their_answers_do_not_stop_the_dashboard_answering_others() {
+    let (_dir, ui) = filled_dashboard(&[]);
+    let addr: std::net::SocketAddr = ui.addr.parse().unwrap();
+    let request = format!("GET /app.js HTTP/1.1\r\nHost: {}\r\n\r\n", ui.addr);
+    let stuck: Vec<TcpStream> = (0..6)
+        .map(|_| {
+            let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+            socket.set_recv_buffer_size(4096).unwrap();
+            socket.connect(&addr.into()).unwrap();
+            let mut stream = TcpStream::from(socket);
+            stream.write_all(request.repeat(200).as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    // The workers have taken the stuck connections' requests.
+    std::thread::sleep(Duration::from_secs(1));
+    let mut s = TcpStream::connect(&ui.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET /api/runs HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n", ui.addr).unwrap();
+    let mut response = String::new();
+    s.read_to_string(&mut response).expect("an answer while other clients do not read theirs");
+    assert!(response.starts_with("HTTP/1.1 200"), "{}", &response[..response.len().min(200)]);
+    drop(stuck);
+}
+
 #[test]
 fn head_answers_as_get_without_the_body() {
     let (_dir, ui) = filled_dashboard(&[]);

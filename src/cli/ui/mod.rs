@@ -8,6 +8,7 @@
 mod allowed_host;
 mod api;
 mod assets;
+mod replies;
 mod unknown_name;
 
 use std::net::{IpAddr, SocketAddr};
@@ -35,8 +36,9 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
             args.host
         );
     }
-    let server = tiny_http::Server::http(SocketAddr::new(args.host, args.port))
+    let server = listen(SocketAddr::new(args.host, args.port))
         .map_err(|e| anyhow::anyhow!("cannot listen on {}:{}: {e}", args.host, args.port))?;
+    let replies = replies::Replies::default();
     let addr = server.server_addr().to_ip().map_or_else(|| "?".to_string(), |a| a.to_string());
     // The first line says where to look (tests and scripts read it).
     println!("memctl ui: http://{addr}/  (store {}; Ctrl-C stops)", ctx.store.display());
@@ -60,8 +62,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                             .with_header(text)
                             .boxed()
                     });
-                    // A client that went away is not the server's problem.
-                    let _ = request.respond(response);
+                    replies.send(request, response);
                 }
             });
         }
@@ -70,6 +71,14 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
 }
 
 const WORKERS: usize = 4;
+
+/// The server on `addr`, its sockets giving up on a client that does not read after
+/// [`replies::WRITE_TIMEOUT`].
+fn listen(addr: SocketAddr) -> Result<tiny_http::Server, Box<dyn std::error::Error + Send + Sync>> {
+    let listener = std::net::TcpListener::bind(addr)?;
+    socket2::SockRef::from(&listener).set_write_timeout(Some(replies::WRITE_TIMEOUT))?;
+    tiny_http::Server::from_listener(listener, None)
+}
 const TEXT: &str = "text/plain; charset=utf-8";
 
 /// The response to `request` to a server listening on `bound` (at `addr`): refused (403) unless
