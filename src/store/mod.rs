@@ -450,6 +450,16 @@ impl Store {
         raw.par_iter().map(|(id, bytes)| record::decode_stored(*id, bytes)).collect()
     }
 
+    /// [`Store::get_many`] of the runs that are there (a page may still name a deleted one).
+    pub fn get_present(&self, ids: &[u64]) -> Result<Vec<RunRecord>, StoreError> {
+        use rayon::prelude::*;
+        let raw: Vec<(u64, sled::IVec)> = self.session(|s| {
+            let found = ids.iter().map(|&id| Ok(s.runs.get(keys::run_key(id))?.map(|bytes| (id, bytes))));
+            found.filter_map(Result::transpose).collect()
+        })?;
+        raw.par_iter().map(|(id, bytes)| record::decode_stored(*id, bytes)).collect()
+    }
+
     /// A search's state (empty if it has none yet).
     pub fn study(&self, key: &str, experiment: &str) -> Result<StudyRecord, StoreError> {
         self.session(|s| study_in(s, key, experiment))

@@ -154,7 +154,8 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         let mut ids = vec![];
         for id in listed.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             match id.parse() {
-                Ok(id) => ids.push(id),
+                Ok(id) if !ids.contains(&id) => ids.push(id),
+                Ok(_) => {}
                 Err(_) => return Answer::bad(format!("ids: `{id}` is not a run id (ids=1,4,7)")),
             }
         }
@@ -167,10 +168,13 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
         (runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).map(|r| r.id).collect(), keys)
     };
     let capped = ids.len() > MOST_CURVES;
-    let records: Vec<RunRecord> = match store.get_many(&ids[..ids.len().min(MOST_CURVES)]) {
+    // A run deleted since the page listed it is left out, and named in `missing`.
+    let asked = &ids[..ids.len().min(MOST_CURVES)];
+    let records: Vec<RunRecord> = match store.get_present(asked) {
         Ok(r) => r.into_iter().map(crate::store::as_seen).collect(),
         Err(e) => return Answer::store(e),
     };
+    let missing: Vec<u64> = asked.iter().copied().filter(|id| !records.iter().any(|r| r.id == *id)).collect();
     let metrics: BTreeSet<&String> = records.iter().flat_map(|r| r.curves.keys()).collect();
     let Some(metric) = q.nonempty("metric").map(str::to_string).or_else(|| curves::default_metric(&records)) else {
         return Answer::ok(json!({ "metric": null, "metrics": metrics, "series": [] }).to_string());
@@ -199,7 +203,7 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
     Answer::ok(
         json!({
             "metric": metric, "metrics": metrics, "x": x.label(), "series": series,
-            "capped": capped, "drawn": records.len(), "matched": ids.len(),
+            "capped": capped, "drawn": records.len(), "matched": ids.len(), "missing": missing,
         })
         .to_string(),
     )

@@ -157,4 +157,22 @@ mod tests {
         assert_eq!(status, 400);
         assert!(String::from_utf8(body).unwrap().contains("x is one of `step`, `seconds`, not `hours`"));
     }
+
+    /// Curves of runs the page lists, one deleted since: the others are drawn, each once, and
+    /// the deleted one is named.
+    #[test]
+    fn curves_leave_out_a_deleted_run_and_draw_a_run_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut run =
+            crate::store::record::decode(include_bytes!("../../../tests/fixtures/run_record_v1.json")).unwrap();
+        run.id = 1;
+        store.put(&run).unwrap();
+        let (status, _, body) = answer(&store, &tiny_http::Method::Get, "/api/curves?ids=1,99,1");
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["missing"], serde_json::json!([99]));
+        assert_eq!(body["drawn"], 1);
+        assert_eq!(body["series"].as_array().map(Vec::len), Some(1), "{body}");
+    }
 }
