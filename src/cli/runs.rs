@@ -22,13 +22,13 @@ pub struct Args {
     #[arg(long = "where", value_name = "EXPR")]
     filter: Option<String>,
     /// Sort by a column or field; `-NAME` sorts descending (missing values last).
-    #[arg(long, value_name = "[-]COLUMN", allow_hyphen_values = true)]
-    sort: Option<String>,
+    #[arg(long, value_name = "[-]COLUMN", allow_hyphen_values = true, value_parser = sort_key)]
+    sort: Option<(String, bool)>,
     /// Show at most this many rows (at least 1).
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     limit: Option<usize>,
     /// Exactly these columns (comma separated); with --group-by, the fields to summarise.
-    #[arg(long, value_delimiter = ',', value_name = "A,B,...")]
+    #[arg(long, value_delimiter = ',', value_name = "A,B,...", value_parser = field_name)]
     columns: Option<Vec<String>>,
     /// Show every configuration value (parameters, task options, train settings) that differs
     /// between the shown runs, and hide those that are the same in all of them.
@@ -38,7 +38,7 @@ pub struct Args {
     /// each final metric and of steps to converge over the group's runs. std is the sample
     /// standard deviation (n − 1); n counts the runs that have the value (a run that did not
     /// converge has no steps to converge).
-    #[arg(long, value_delimiter = ',', value_name = "PARAMS")]
+    #[arg(long, value_delimiter = ',', value_name = "PARAMS", value_parser = field_name)]
     group_by: Option<Vec<String>>,
     /// Output format: table, csv, json (the rows shown) or md (Markdown); `records` prints
     /// the complete stored records (curves and spec text included) of the selected runs, as
@@ -108,10 +108,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         },
         None => None,
     };
-    let sort = args.sort.as_ref().map(|s| match s.strip_prefix('-') {
-        Some(name) => (name.to_string(), true),
-        None => (s.clone(), false),
-    });
+    let sort = args.sort;
     let records = args.format == RunsFormat::Records;
     if records && args.group_by.is_some() {
         anyhow::bail!("--format records prints whole runs and cannot be grouped");
@@ -185,4 +182,32 @@ pub fn listed(runs: Vec<RunSummary>, all: bool) -> (Vec<RunSummary>, usize) {
         .collect();
     let hidden = superseded.len();
     (runs.into_iter().filter(|r| !superseded.contains(&r.id)).collect(), hidden)
+}
+
+/// A field or column named on the command line: not blank.
+fn field_name(s: &str) -> Result<String, &'static str> {
+    let name = s.trim();
+    if name.is_empty() { Err("a field name, not a blank") } else { Ok(name.to_string()) }
+}
+
+/// `NAME` (ascending) or `-NAME` (descending).
+fn sort_key(s: &str) -> Result<(String, bool), &'static str> {
+    match s.trim().strip_prefix('-') {
+        Some(name) => Ok((field_name(name).map_err(|_| "a field name after `-` (`-accuracy`)")?, true)),
+        None => Ok((field_name(s)?, false)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{field_name, sort_key};
+
+    #[test]
+    fn a_blank_field_name_is_refused_where_a_column_or_sort_key_is_named() {
+        assert_eq!(sort_key("-accuracy"), Ok(("accuracy".to_string(), true)));
+        assert_eq!(sort_key("d"), Ok(("d".to_string(), false)));
+        assert!(sort_key("-").is_err() && sort_key("").is_err() && sort_key(" ").is_err());
+        assert_eq!(field_name(" lr "), Ok("lr".to_string()));
+        assert!(field_name("").is_err());
+    }
 }
