@@ -8,8 +8,9 @@ use crate::device::{DeviceError, DeviceSpec};
 use crate::report::numbers::{count, si};
 use crate::store::Store;
 
-/// Check specs: syntax, names, arities, kinds and shapes. Prints each experiment's trials
-/// and each model's parameter count and FLOPs per time step.
+/// Check specs: syntax, names, arities, kinds and shapes. Prints how many trials each
+/// experiment has (and how many the store holds already), and each model's parameter count
+/// and FLOPs per time step; `sweep --dry-run` lists the trials.
 #[derive(clap::Args)]
 pub struct Args {
     /// Spec files.

@@ -331,8 +331,8 @@ pub fn execute_search(s: &Search, source: &SpecSource, opts: &Options, quiet: bo
 #[derive(clap::Args)]
 pub struct Parallelism {
     /// Trials (or packs) at once (default: one per core, at most the number of packs, a trial
-    /// alone being a pack of one; on a GPU, at most 4). With `--executor slurm`, a search's
-    /// workers (default: one per seed).
+    /// alone being a pack of one; on a GPU, at most 4). For a search that `sweep --executor
+    /// slurm` submits: its workers (default: one per seed).
     #[arg(long, short, value_parser = counts::thread_count)]
     jobs: Option<usize>,
     /// Compute threads per trial or pack (default: cores / jobs).
