@@ -356,6 +356,13 @@ fn clients_that_never_read_their_answers_do_not_stop_the_dashboard_answering_oth
     let mut response = String::new();
     s.read_to_string(&mut response).expect("an answer while other clients do not read theirs");
     assert!(response.starts_with("HTTP/1.1 200"), "{}", &response[..response.len().min(200)]);
+    // Each stuck connection holds at most 16 answers in writing, each on a thread (of 1 200
+    // asked): the rest are dropped, not queued.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", ui.child.id())).unwrap_or_default();
+    if let Some(threads) = status.lines().find_map(|l| l.strip_prefix("Threads:")) {
+        let threads: usize = threads.trim().parse().unwrap();
+        assert!(threads < 6 * 16 + 40, "{threads} threads");
+    }
     drop(stuck);
 }
 

@@ -48,6 +48,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         for _ in 0..WORKERS {
             scope.spawn(|| {
                 while let Ok(request) = server.recv() {
+                    let Some((request, admitted)) = replies.admit(request) else { continue };
                     // A panic (a bug) answers its request with a 500 and leaves the worker
                     // serving: the dashboard outlives any one request.
                     let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -62,7 +63,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
                             .with_header(text)
                             .boxed()
                     });
-                    replies.send(request, response);
+                    admitted.send(request, response);
                 }
             });
         }
