@@ -175,16 +175,6 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
     if every_config {
         push(&mut cols, "task", Field::Task);
     }
-    let metrics = metrics(runs);
-    // A parameter named as a built-in field or a metric (`status`, `accuracy`) is shown by
-    // its explicit name, so that both columns are there.
-    let config_column = |r: &RunSummary, k: &String| {
-        if fields::BUILTINS.iter().any(|(b, _)| b == k) || metrics.contains(k) {
-            Field::explicit_config(k, r)
-        } else {
-            (k.clone(), Field::Named(k.clone()))
-        }
-    };
     for r in runs {
         let names: Vec<&String> = if every_config {
             r.params.keys().chain(r.task_options.keys()).chain(r.train.keys()).collect()
@@ -198,9 +188,9 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
     }
     push(&mut cols, "seed", Field::Seed);
     push(&mut cols, "status", Field::Status);
-    for m in metrics {
-        let f = Field::Metric(m.clone());
-        push(&mut cols, &m, f);
+    for m in metrics(runs) {
+        let (name, field) = metric_column(runs, &m);
+        push(&mut cols, &name, field);
     }
     push(&mut cols, "steps_to_converge", Field::StepsToConverge);
     push(&mut cols, "steps_run", Field::StepsRun);
@@ -213,6 +203,28 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
         push(&mut cols, "tags", Field::Tags);
     }
     cols
+}
+
+/// The column of run `r`'s configuration value `k`: named `k`, or `param.k` where a built-in
+/// field takes that name (a parameter `status`), since a bare name finds the built-in first.
+fn config_column(r: &RunSummary, k: &str) -> (String, Field) {
+    if fields::BUILTINS.iter().any(|(b, _)| *b == k) {
+        Field::explicit_config(k, r)
+    } else {
+        (k.to_string(), Field::Named(k.to_string()))
+    }
+}
+
+/// The column of final metric `m`: named `m`, or `metric.m` where some run has a
+/// configuration value of that name (a parameter `accuracy`), since a bare name finds
+/// parameters, task options and settings before metrics.
+fn metric_column(runs: &[&RunSummary], m: &str) -> (String, Field) {
+    let field = Field::Metric(m.to_string());
+    if runs.iter().any(|r| Field::Named(m.to_string()).config_value(r).is_some()) {
+        (format!("metric.{m}"), field)
+    } else {
+        (m.to_string(), field)
+    }
 }
 
 /// The names of the columns `memctl runs` shows by default for `runs`.
@@ -234,7 +246,7 @@ pub fn compact_column_names(runs: &[&RunSummary]) -> Vec<String> {
         push(name);
     }
     for r in runs {
-        r.swept.iter().for_each(|k| push(k));
+        r.swept.iter().for_each(|k| push(&config_column(r, k).0));
     }
     let has = |m: &str| runs.iter().any(|r| r.final_metrics.contains_key(m));
     let stopped_on: Vec<&str> = runs.iter().filter_map(|r| crate::store::record::stop_metric(&r.train)).collect();
@@ -243,13 +255,13 @@ pub fn compact_column_names(runs: &[&RunSummary]) -> Vec<String> {
         // A finished run's test value, or a training run's latest validation one.
         for name in [m.to_string(), format!("val_{m}")] {
             if has(&name) && (!name.starts_with("val_") || runs.iter().any(|r| r.live.is_some())) {
-                push(&name);
+                push(&metric_column(runs, &name).0);
                 shown_metric = true;
             }
         }
     }
     if !shown_metric && let Some(m) = metrics(runs).first() {
-        push(m);
+        push(&metric_column(runs, m).0);
     }
     if runs.iter().any(|r| r.live.is_some()) {
         push("progress");
@@ -332,17 +344,16 @@ fn summary_cell(f: &Field, members: &[&RunSummary]) -> Cell {
 
 /// One row per group: the key values, `runs`, then `mean ± std (n)` of each summarised column.
 fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) -> Result<Sheet, ViewError> {
-    let metrics = metrics(runs);
     let mut key_fields: Vec<(String, Field)> = vec![];
     for k in keys {
-        let key = unclashed(k, names.field(k)?, runs, &metrics);
+        let key = not_the_count(k, names.field(k)?, runs);
         if !key_fields.contains(&key) {
             key_fields.push(key);
         }
     }
     // A key is not also summarised (its mean is the key).
     let summarised: Vec<(String, Field)> = (summarised_columns(names, runs, keys, view)?.into_iter())
-        .map(|(n, f)| unclashed(&n, f, runs, &metrics))
+        .map(|(n, f)| not_the_count(&n, f, runs))
         .filter(|(n, f)| !key_fields.iter().any(|(kn, kf)| kn == n || kf == f))
         .collect();
     let statistics: Vec<&String> =
@@ -388,16 +399,11 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
     Ok(Sheet { columns, rows, stats })
 }
 
-/// A grouped view's column by its explicit name where its bare one is taken: `runs` (the
-/// group's count) as `param.runs`, and a parameter named as a metric (`accuracy`) as
-/// `param.accuracy`, so that the metric's column stays.
-fn unclashed(name: &str, field: Field, runs: &[&RunSummary], metrics: &[String]) -> (String, Field) {
-    let holder = runs.iter().find(|r| field.config_value(r).is_some());
-    match (holder, &field) {
-        (Some(r), Field::Named(_)) if name == "runs" || metrics.iter().any(|m| m == name) => {
-            Field::explicit_config(name, r)
-        }
-        (None, _) if name == "runs" => ("metric.runs".into(), Field::Metric(name.into())),
+/// A grouped view's key column: named as asked, but `runs` (a parameter) as `param.runs`,
+/// since `runs` names the group's count.
+fn not_the_count(name: &str, field: Field, runs: &[&RunSummary]) -> (String, Field) {
+    match runs.iter().find(|r| field.config_value(r).is_some()) {
+        Some(r) if name == "runs" => Field::explicit_config(name, r),
         _ => (name.to_string(), field),
     }
 }
@@ -422,7 +428,7 @@ fn summarised_columns(
     if let Some(cols) = &view.columns {
         return cols.iter().filter(|c| !keys.contains(c)).map(|c| Ok((c.clone(), names.field(c)?))).collect();
     }
-    let mut cols: Vec<(String, Field)> = metrics(runs).into_iter().map(|m| (m.clone(), Field::Metric(m))).collect();
+    let mut cols: Vec<(String, Field)> = metrics(runs).iter().map(|m| metric_column(runs, m)).collect();
     cols.push(("steps_to_converge".into(), Field::StepsToConverge));
     if runs.iter().any(|r| r.epochs_to_converge.is_some()) {
         cols.push(("epochs_to_converge".into(), Field::EpochsToConverge));
@@ -485,17 +491,27 @@ mod tests {
             .collect()
     }
 
-    /// A parameter named `status` or `accuracy` gets a column of its own, by its explicit name;
-    /// the run's status and its accuracy keep theirs.
+    /// A parameter named `status` or `accuracy` and the run's status and accuracy each get a
+    /// column, named as `--where`, `--sort` and `--columns` find them: a bare name is a
+    /// built-in field first, then a parameter, then a metric.
     #[test]
     fn a_parameter_named_as_a_built_in_field_or_a_metric_does_not_take_its_column() {
-        let sheet = build(&clashing(), &View::default()).unwrap();
+        let runs = clashing();
+        let sheet = build(&runs, &View::default()).unwrap();
         let at = |name: &str| sheet.columns.iter().position(|c| c == name).unwrap_or_else(|| panic!("{name}"));
         assert_eq!(sheet.rows[0][at("status")].display(), "interrupted");
         assert_eq!(sheet.rows[0][at("param.status")].display(), "20");
-        assert_eq!(sheet.rows[0][at("accuracy")].display(), "0.875");
-        assert_eq!(sheet.rows[0][at("param.accuracy")].display(), "20");
+        assert_eq!(sheet.rows[0][at("accuracy")].display(), "20");
+        assert_eq!(sheet.rows[0][at("metric.accuracy")].display(), "0.875");
         assert_eq!(sheet.rows[0][at("runs")].display(), "20", "no count to clash with here");
+        // Every default column name finds its own column when asked for by name.
+        let asked = View { columns: Some(sheet.columns.clone()), ..View::default() };
+        assert_eq!(build(&runs, &asked).unwrap().rows, sheet.rows);
+        let shown: Vec<&RunSummary> = runs.iter().collect();
+        let compact = super::compact_column_names(&shown);
+        for name in ["status", "param.status", "accuracy", "metric.accuracy"] {
+            assert!(compact.iter().any(|c| c == name), "{name} in {compact:?}");
+        }
     }
 
     /// A key of a grouped view is one column: asked for twice, or also a summarised metric, or
@@ -526,9 +542,9 @@ mod tests {
         assert_eq!(by_count_name.columns[..2], ["param.runs", "runs"]);
         assert_eq!(by_count_name.rows[0][0].display(), "10");
         assert!(grouped(&["accuracy"]).columns.starts_with(&[
-            "param.accuracy".into(),
+            "accuracy".into(),
             "runs".into(),
-            "accuracy".into()
+            "metric.accuracy".into()
         ]));
     }
 }
