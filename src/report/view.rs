@@ -208,7 +208,8 @@ fn default_columns(runs: &[&RunSummary], every_config: bool) -> Vec<(String, Fie
 /// The column of run `r`'s configuration value `k`: named `k`, or `param.k` where a built-in
 /// field takes that name (a parameter `status`), since a bare name finds the built-in first.
 fn config_column(r: &RunSummary, k: &str) -> (String, Field) {
-    if fields::BUILTINS.iter().any(|(b, _)| *b == k) {
+    let held = Field::Named(k.to_string()).config_value(r).is_some();
+    if held && fields::BUILTINS.iter().any(|(b, _)| *b == k) {
         Field::explicit_config(k, r)
     } else {
         (k.to_string(), Field::Named(k.to_string()))
