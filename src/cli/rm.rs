@@ -8,7 +8,9 @@ use crate::store::Store;
 
 /// Delete runs (record, curves and summary). Asks for confirmation on a terminal; without a
 /// terminal, --yes is required. A sweep runs a trial again if its latest run is deleted and
-/// no earlier run of it is left.
+/// no earlier run of it is left. A deleted run stays deleted through `memctl sync` (its Slurm
+/// shard is not added again, and submitting the sweep again runs its trial); `memctl import`
+/// of a file holding it adds it back.
 #[derive(clap::Args)]
 pub struct Args {
     /// Run ids.

@@ -18,13 +18,19 @@ pub fn render(
     steps_per_trial: u64,
 ) -> String {
     let metric = spec.metric.as_ref().map_or("metric", |m| m.name.as_str());
-    let from_runs = (0..study.configs.len()).filter(|&c| study.from_runs(c)).count();
-    let proposed = study.configs.len() - from_runs;
-    let known = match (proposed, from_runs) {
+    // Rows are distinct configurations; a study older than proposals that skip the ones tried
+    // may hold repeats, which are shown once.
+    let from_runs = rows.iter().filter(|r| study.from_runs(r.config)).count();
+    let proposed = rows.len() - from_runs;
+    let mut known = match (proposed, from_runs) {
         (_, 0) => format!("{proposed} of {} configurations proposed", spec.trials),
         (0, k) => format!("{k} configuration{} known from runs", if k == 1 { "" } else { "s" }),
         (p, k) => format!("{p} of {} configurations proposed, {k} more known from runs", spec.trials),
     };
+    let repeats = study.configs.len().saturating_sub(rows.len());
+    if repeats > 0 {
+        known.push_str(&format!(" (and {repeats} proposed again, shown once)"));
+    }
     let seeds = spec.seeds.len();
     let mut out = format!("search {experiment}: {known}, {seeds} seed{} each\n", if seeds == 1 { "" } else { "s" });
     out.push_str(&table(spec, metric, rows));

@@ -58,8 +58,10 @@ pub fn propose(
 }
 
 /// The most configurations of a finite space (every name listed, or a narrow integer range)
-/// that [`untried`] walks to find the ones not tried yet.
-const WALKED_SPACE_LIMIT: usize = 1 << 16;
+/// that [`untried`] walks to find the ones not tried yet: four times the most a study may
+/// try, so that a larger space always has three untried configurations in four for a random
+/// draw to find.
+const WALKED_SPACE_LIMIT: usize = 4 * crate::check::limits::MAX_TRIALS;
 
 /// A configuration in place of a proposal tried already (trying it again would run the same
 /// trials): drawn from the untried ones of a small finite space, `Exhausted` when there are

@@ -12,7 +12,8 @@ pub const SUMMARIES: &str = "summaries";
 /// Search studies (`study::StudyRecord`), keyed by the study's identity.
 pub const STUDIES: &str = "studies";
 /// Runs deleted with `memctl rm`, keyed by [`origin_key`], so that `memctl sync` does not add a
-/// deleted run back from its Slurm shard (the value: the id it had).
+/// deleted run back from its Slurm shard (the value: the id it had). About 80 bytes a run,
+/// kept until `memctl import` brings the run back.
 pub const DELETED: &str = "deleted";
 /// Store metadata (schema version, summary layout version).
 pub const META: &str = "meta";

@@ -8,7 +8,7 @@
 //! seeds of one configuration together as a pack; a trial the pruner stops leaves its pack,
 //! and the others go on.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,6 +53,8 @@ struct Queue {
     /// The first configuration of the study not yet queued here.
     next_config: usize,
     items: VecDeque<Item>,
+    /// The sampler proposes no more (said once, by the first worker to find it).
+    ended: bool,
 }
 
 impl<'a> Search<'a> {
@@ -195,7 +197,7 @@ impl<'a> Search<'a> {
                 continue;
             }
             let n = study.configs.len();
-            if n >= self.plan.spec.trials {
+            if n >= self.plan.spec.trials || q.ended {
                 return Ok(vec![]);
             }
             let outcomes = self.outcomes(&study)?;
@@ -203,6 +205,7 @@ impl<'a> Search<'a> {
             let values = match sampler::propose(&self.plan.spec, n, &outcomes, &configs) {
                 Ok(v) => v,
                 Err(e) => {
+                    q.ended = true;
                     reporter.warning(&format!("the search stops: {e}"));
                     return Ok(vec![]);
                 }
@@ -301,11 +304,12 @@ impl<'a> Search<'a> {
         let metric = self.plan.spec.metric.as_ref().map(|m| m.name.clone()).unwrap_or_default();
         let test_metric = metric.strip_prefix("val_").unwrap_or(&metric).to_string();
         let mut rows = vec![];
+        let mut seen = HashSet::new();
         for (c, config) in study.configs.iter().enumerate() {
             let values = self.values_of(config);
             // A configuration proposed again (by a study older than proposals that skip the
             // ones tried) is the same trials: shown, and its steps counted, once.
-            if rows.iter().any(|r: &ConfigRuns| r.values == values) {
+            if !seen.insert(format!("{values:?}")) {
                 continue;
             }
             let pruned_at = study.pruned_at(c).map(|r| r.at.rung + 1);
@@ -671,6 +675,26 @@ mod tests {
             pruned: Mutex::new(None),
             reporter: &Quiet,
         }
+    }
+
+    /// A study that proposed one configuration twice (as studies did before proposals skipped
+    /// the ones tried) shows it once, and says so.
+    #[test]
+    fn a_configuration_proposed_twice_is_reported_once() {
+        with_search(|search, _, _| {
+            let config = StudyConfig {
+                values: vec![("lr".into(), Value::Float(3e-2))],
+                sampler: "random".into(),
+                proposed_at: 0.0,
+            };
+            (search.store)
+                .update_study(&search.key, &search.experiment, |s| s.configs.extend([config.clone(), config]))
+                .unwrap();
+            let (study, rows) = search.configurations_run().unwrap();
+            assert_eq!((study.configs.len(), rows.len()), (2, 1));
+            let report = crate::report::search::render("lrs", search.spec(), &study, &rows, 60);
+            assert!(report.contains("1 of 2 configurations proposed (and 1 proposed again, shown once)"), "{report}");
+        });
     }
 
     #[test]

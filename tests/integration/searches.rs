@@ -367,10 +367,11 @@ fn a_search_that_has_tried_its_whole_space_stops() {
         "optimizer = adam(lr = 1e-3), batch = 16, steps = 10, eval_every = 10",
         "lr in [3e-2, 1e-3]  trials = 5  metric = val_accuracy  sampler = tpe(seed = 1, startup = 1)",
     ));
-    let out = sweep(&store, &spec, "1").output().unwrap();
+    let out = sweep(&store, &spec, "2").output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("the search stops: its space has 2 configurations, and each has been tried"), "{err}");
+    let stops = "the search stops: its space has 2 configurations, and each has been tried";
+    assert_eq!(err.matches(stops).count(), 1, "said once, not by each worker: {err}");
     assert!(err.contains("search lrs: 2 trials run (0 pruned), 0 already settled, 0 failed"), "{err}");
     let report = memctl_at(&store).arg("search-report").arg(&spec).output().unwrap();
     let report = text(&report.stdout);
