@@ -30,6 +30,19 @@ pub struct SearchSpec {
     pub span: Span,
 }
 
+impl SearchSpec {
+    /// How many configurations the searched names make, where each lists its values or is an
+    /// integer range (a grid, or a random or TPE search that stops once it has tried each).
+    pub fn space_size(&self) -> Option<usize> {
+        self.dims.iter().try_fold(1usize, |n, d| n.checked_mul(d.domain.listed()?.len()))
+    }
+
+    /// The configurations the search tries: `trials`, or fewer in a smaller finite space.
+    pub fn configurations(&self) -> usize {
+        self.space_size().map_or(self.trials, |size| size.min(self.trials))
+    }
+}
+
 /// One searched name and the values it may take.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Dim {

@@ -76,11 +76,12 @@ impl<'a> Search<'a> {
 
     /// Trials the search runs at most: configurations × seeds.
     pub fn trial_count(&self) -> usize {
-        self.plan.spec.trials * self.plan.spec.seeds.len()
+        self.configurations() * self.plan.spec.seeds.len()
     }
 
+    /// `trials`, or the size of a smaller finite space.
     pub fn configurations(&self) -> usize {
-        self.plan.spec.trials
+        self.plan.spec.configurations()
     }
 
     pub fn seeds(&self) -> usize {

@@ -367,6 +367,9 @@ fn a_search_that_has_tried_its_whole_space_stops() {
         "optimizer = adam(lr = 1e-3), batch = 16, steps = 10, eval_every = 10",
         "lr in [3e-2, 1e-3]  trials = 5  metric = val_accuracy  sampler = tpe(seed = 1, startup = 1)",
     ));
+    let plan = sweep(&store, &spec, "2").arg("--dry-run").output().unwrap();
+    let plan = text(&plan.stdout);
+    assert!(plan.contains("0 of 2 configurations proposed so far, each with 1 seed; up to 2 trials"), "{plan}");
     let out = sweep(&store, &spec, "2").output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
