@@ -656,6 +656,11 @@ mod tests {
         }
     }
 
+    /// The configuration `lr = 3e-2`, as `sampler` proposed it.
+    fn lr_3e_2(sampler: &str) -> StudyConfig {
+        StudyConfig { values: vec![("lr".into(), Value::Float(3e-2))], sampler: sampler.into(), proposed_at: 0.0 }
+    }
+
     fn with_search(test: impl FnOnce(&Search<'_>, &Pruning, &crate::check::Trial)) {
         let program = crate::check::checked_text(SPEC);
         let plan = program.experiments.iter().find(|e| e.name == "lrs").unwrap().search.clone().unwrap();
@@ -683,11 +688,7 @@ mod tests {
     #[test]
     fn a_configuration_proposed_twice_is_reported_once() {
         with_search(|search, _, _| {
-            let config = StudyConfig {
-                values: vec![("lr".into(), Value::Float(3e-2))],
-                sampler: "random".into(),
-                proposed_at: 0.0,
-            };
+            let config = lr_3e_2("random");
             (search.store)
                 .update_study(&search.key, &search.experiment, |s| s.configs.extend([config.clone(), config]))
                 .unwrap();
@@ -705,11 +706,7 @@ mod tests {
             search
                 .store
                 .update_study(&search.key, &search.experiment, |s| {
-                    s.configs.push(StudyConfig {
-                        values: vec![("lr".into(), Value::Float(3e-2))],
-                        sampler: "grid".into(),
-                        proposed_at: 0.0,
-                    });
+                    s.configs.push(lr_3e_2("grid"));
                     s.reports.push(pruned_by_seed_2());
                 })
                 .unwrap();
@@ -727,11 +724,7 @@ mod tests {
     #[test]
     fn a_forced_search_drops_its_trials_checkpoints_and_is_refused_while_one_trains_elsewhere() {
         with_search(|search, _, trial| {
-            let config = StudyConfig {
-                values: vec![("lr".into(), Value::Float(3e-2))],
-                sampler: "grid".into(),
-                proposed_at: 0.0,
-            };
+            let config = lr_3e_2("grid");
             search.store.update_study(&search.key, &search.experiment, |s| s.configs.push(config)).unwrap();
             let key = identity::trial_key(trial);
             let spec = SpecSource { path: "t.mem".into(), text: SPEC.into() };

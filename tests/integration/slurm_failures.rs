@@ -21,8 +21,9 @@ fn memctl_with(bin: &Path, dir: &Path, args: &[&str]) -> std::process::Output {
     memctl_at(&dir.join("store")).current_dir(dir).env("PATH", path).args(args).output().unwrap()
 }
 
-#[test]
-fn a_queue_that_cannot_be_read_submits_nothing_again_and_no_trial_is_called_missing() {
+/// Submits a sweep of two trials through a stand-in `sbatch` (job 888), with a stand-in
+/// `squeue` that fails with `squeue_error`: the folder and the stand-ins' folder.
+fn submitted(squeue_error: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let spec = format!(
         "{TINY_TASK}{}experiment e {{\n  task tiny\n  model lstm\n  train {{ steps = 2 }}\n  sweep {{ seed in 1..2 }}\n}}\n",
@@ -32,10 +33,18 @@ fn a_queue_that_cannot_be_read_submits_nothing_again_and_no_trial_is_called_miss
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
     stand_in(&bin, "sbatch", "888", "", 0);
-    stand_in(&bin, "squeue", "", "slurm_load_jobs error: Unable to contact slurm controller", 1);
-    let sweep = ["sweep", "s.mem", "--executor", "slurm", "--shared-dir", "shared"];
-    let first = memctl_with(&bin, dir.path(), &sweep);
+    stand_in(&bin, "squeue", "", squeue_error, 1);
+    let first = memctl_with(&bin, dir.path(), &SWEEP);
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    (dir, bin)
+}
+
+const SWEEP: [&str; 6] = ["sweep", "s.mem", "--executor", "slurm", "--shared-dir", "shared"];
+
+#[test]
+fn a_queue_that_cannot_be_read_submits_nothing_again_and_no_trial_is_called_missing() {
+    let (dir, bin) = submitted("slurm_load_jobs error: Unable to contact slurm controller");
+    let sweep = SWEEP;
 
     // The second submission cannot tell which trials are queued: it submits none.
     let again = memctl_with(&bin, dir.path(), &sweep);
@@ -77,19 +86,8 @@ fn a_queue_that_cannot_be_read_submits_nothing_again_and_no_trial_is_called_miss
 /// sweep again submits its trial (its shard no longer settles it).
 #[test]
 fn a_synced_run_deleted_from_the_store_is_not_synced_back_and_its_trial_is_submitted_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = format!(
-        "{TINY_TASK}{}experiment e {{\n  task tiny\n  model lstm\n  train {{ steps = 2 }}\n  sweep {{ seed in 1..2 }}\n}}\n",
-        token_lstm("lstm", 4)
-    );
-    std::fs::write(dir.path().join("s.mem"), spec).unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
-    stand_in(&bin, "sbatch", "888", "", 0);
-    stand_in(&bin, "squeue", "", "slurm_load_jobs error: Invalid job id specified", 1);
-    let sweep = ["sweep", "s.mem", "--executor", "slurm", "--shared-dir", "shared"];
-    let first = memctl_with(&bin, dir.path(), &sweep);
-    assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
+    let (dir, bin) = submitted("slurm_load_jobs error: Invalid job id specified");
+    let sweep = SWEEP;
     // The array tasks, run by hand.
     let sweep_dir = std::fs::read_dir(dir.path().join("shared")).unwrap().next().unwrap().unwrap().path();
     let manifest = std::fs::read_dir(sweep_dir.join("manifests")).unwrap().next().unwrap().unwrap().path();
