@@ -53,12 +53,15 @@ fn print_heading(exp: &ExperimentPlan, first: &[bool], store: Option<&Store>, ct
     let task = &exp.trials[0].config.task;
     if let Some(search) = &exp.search {
         let s = &search.spec;
+        let n = s.configurations();
+        // A random or TPE search of a smaller finite space tries each of its configurations once.
+        let whole_space =
+            if n < s.trials { format!(" (all its space has; trials = {})", s.trials) } else { String::new() };
         println!(
-            "  experiment {}: a search of {} configuration{} × {} seed{}, task {task} (the models below are \
-             its searched ranges' ends)",
+            "  experiment {}: a search of {n} configuration{}{whole_space} × {} seed{}, task {task} (the models \
+             below are its searched ranges' ends)",
             exp.name,
-            s.trials,
-            if s.trials == 1 { "" } else { "s" },
+            if n == 1 { "" } else { "s" },
             s.seeds.len(),
             if s.seeds.len() == 1 { "" } else { "s" },
         );

@@ -198,7 +198,7 @@ impl<'a> Search<'a> {
                 continue;
             }
             let n = study.configs.len();
-            if n >= self.plan.spec.trials || q.ended {
+            if n >= self.configurations() || q.ended {
                 return Ok(vec![]);
             }
             let outcomes = self.outcomes(&study)?;
