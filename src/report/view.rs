@@ -403,9 +403,9 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
 /// A grouped view's key column: named as asked, but `runs` (a parameter) as `param.runs`,
 /// since `runs` names the group's count.
 fn not_the_count(name: &str, field: Field, runs: &[&RunSummary]) -> (String, Field) {
-    match runs.iter().find(|r| field.config_value(r).is_some()) {
-        Some(r) if name == "runs" => Field::explicit_config(name, r),
-        _ => (name.to_string(), field),
+    match runs.iter().find(|r| name == "runs" && field.config_value(r).is_some()) {
+        Some(r) => Field::explicit_config(name, r),
+        None => (name.to_string(), field),
     }
 }
 

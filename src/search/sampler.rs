@@ -68,11 +68,10 @@ const WALKED_SPACE_LIMIT: usize = 4 * crate::check::limits::MAX_TRIALS;
 /// none; in a larger space, a fresh random draw (a repeat there is rare, and after 64 repeats
 /// in a row the proposal stands).
 fn untried(spec: &SearchSpec, seed: u64, index: usize, configs: &[Vec<Value>]) -> Result<Vec<Value>, SampleError> {
-    let lists: Option<Vec<Vec<Value>>> = spec.dims.iter().map(|d| d.domain.listed()).collect();
-    let size = lists.as_ref().and_then(|l| l.iter().try_fold(1usize, |n, l| n.checked_mul(l.len())));
     let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) ^ index as u64);
-    match (lists, size) {
-        (Some(lists), Some(size)) if size <= WALKED_SPACE_LIMIT => {
+    match spec.space_size() {
+        Some(size) if size <= WALKED_SPACE_LIMIT => {
+            let lists: Vec<Vec<Value>> = spec.dims.iter().map(|d| d.domain.listed().unwrap_or_default()).collect();
             let tried: std::collections::HashSet<String> = configs.iter().map(|c| format!("{c:?}")).collect();
             let open: Vec<Vec<Value>> = (0..size)
                 .map(|rest| combination(&lists, rest))
