@@ -56,6 +56,7 @@ pub fn submit(
         files: recorder.files.borrow().clone(),
         experiment: sub.experiment.map(str::to_string),
         overrides: sub.overrides.to_vec(),
+        workdir: std::env::current_dir().ok(),
         trials: todo
             .iter()
             .map(|t| ManifestTrial {
@@ -210,10 +211,12 @@ fn write_and_submit(
         })
         .unwrap_or(0)
         + 1;
-    let path = manifests.join(format!("{n}.json"));
+    // Absolute: Slurm starts the task in a folder of its own choosing when told to (`--chdir`).
+    let path = std::path::absolute(manifests.join(format!("{n}.json")))?;
     manifest.write(&path)?;
     let name = format!("memctl-{}", dir.file_name().and_then(|f| f.to_str()).unwrap_or("sweep"));
-    let job = match scheduler::submit(&sub.memctl, &path, &dir.join("logs"), count, &name, &sub.slurm) {
+    let logs = std::path::absolute(dir.join("logs"))?;
+    let job = match scheduler::submit(&sub.memctl, &path, &logs, count, &name, &sub.slurm) {
         Ok(job) => job,
         Err(e) => {
             // Nothing was queued; a manifest without a job would read as a submission whose
@@ -263,6 +266,7 @@ pub fn submit_search(
         files: recorder.files.borrow().clone(),
         experiment: Some(experiment.to_string()),
         overrides: sub.overrides.to_vec(),
+        workdir: std::env::current_dir().ok(),
         trials: vec![],
         packs: vec![],
         search: Some(ManifestSearch { experiment: experiment.to_string(), store: store_path.clone(), workers }),

@@ -27,6 +27,13 @@ pub struct Args {
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let manifest = Manifest::read(&args.manifest)
         .map_err(|e| anyhow::anyhow!("cannot read manifest {}: {e}", args.manifest.display()))?;
+    // The submission's folder, for relative paths to resolve as they did there; the manifest's
+    // own path (its sweep's shards and checkpoints sit beside it) stays the file just read.
+    let args = Args { manifest: std::path::absolute(&args.manifest)?, ..args };
+    if let Some(dir) = &manifest.workdir {
+        std::env::set_current_dir(dir)
+            .map_err(|e| anyhow::anyhow!("cannot work in the submission's folder {}: {e}", dir.display()))?;
+    }
     if let Some(search) = &manifest.search {
         return run_search(&args, &manifest, search, ctx);
     }

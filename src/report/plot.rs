@@ -60,8 +60,8 @@ fn register_font() {
 pub enum PlotError {
     #[error("nothing to plot: no run has this curve")]
     NoSeries,
-    #[error("there is no folder {}", .0.display())]
-    NoFolder(PathBuf),
+    #[error("cannot make the folder {}: {}", .0.display(), .1)]
+    Folder(PathBuf, std::io::Error),
     #[error("`{}` is a folder; name the plot file (`{}/plot.svg`)", .0.display(), .0.display())]
     IsFolder(PathBuf),
     #[error("`{}`: the plot file must end in .png or .svg", .0.display())]
@@ -77,14 +77,18 @@ pub fn draw(path: &Path, plot: &Plot) -> Result<(), PlotError> {
     if plot.series.is_empty() {
         return Err(PlotError::NoSeries);
     }
-    // Checked first: the drawing backends wrap the OS error in two layers of their own words.
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
-        return Err(PlotError::NoFolder(dir.to_path_buf()));
-    }
     if path.is_dir() {
         return Err(PlotError::IsFolder(path.to_path_buf()));
     }
     let ext = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    if !matches!(ext.as_deref(), Some("svg" | "png")) {
+        return Err(PlotError::Extension(path.to_path_buf()));
+    }
+    // A missing folder is made, as `results -o` does; done here because the drawing backends
+    // wrap the OS error in two layers of their own words.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        std::fs::create_dir_all(dir).map_err(|e| PlotError::Folder(dir.to_path_buf(), e))?;
+    }
     match ext.as_deref() {
         Some("svg") => {
             let root = SVGBackend::new(path, SIZE).into_drawing_area();

@@ -21,6 +21,11 @@ pub struct Manifest {
     pub experiment: Option<String>,
     /// Command-line overrides (`d=48,96`), re-applied by workers.
     pub overrides: Vec<String>,
+    /// The folder the submission ran in (absolute). Workers work there, wherever Slurm starts
+    /// them (`--sbatch-arg=--chdir=…`), so that relative paths (a task's data file) resolve as
+    /// they did at submission.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<PathBuf>,
     /// The trials submitted (identity, and a label for humans), each trained by the array task
     /// of its index, or of its pack (`packs`); empty for a search's workers.
     pub trials: Vec<ManifestTrial>,
@@ -144,6 +149,7 @@ mod tests {
             files: BTreeMap::new(),
             experiment: None,
             overrides: vec![],
+            workdir: None,
             trials: vec![trial("a"), trial("b")],
             packs,
             search: None,

@@ -371,10 +371,14 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     let bad = memctl(&store, &["plot", "1", "-o", dir.path().join("x.jpg").to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("must end in .png or .svg"));
-    let nowhere = dir.path().join("no_such_folder").join("x.svg");
-    let bad = memctl(&store, &["plot", "1", "-o", nowhere.to_str().unwrap()]);
+    // A missing folder is made, as `results -o` makes one; a file where it would go is named.
+    let nested = dir.path().join("plots").join("deep").join("x.svg");
+    ok(&memctl(&store, &["plot", "1", "-o", nested.to_str().unwrap()]));
+    assert!(std::fs::read_to_string(&nested).unwrap().starts_with("<svg"));
+    let under_a_file = png.join("x.svg");
+    let bad = memctl(&store, &["plot", "1", "-o", under_a_file.to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(2));
-    assert!(stderr(&bad).contains("there is no folder") && stderr(&bad).contains("no_such_folder"), "{}", stderr(&bad));
+    assert!(stderr(&bad).contains("cannot make the folder") && stderr(&bad).contains("runs.png"), "{}", stderr(&bad));
     // A folder named as the file, a path without an extension and a curve no run has: each
     // error names its own cause.
     let bad = memctl(&store, &["plot", "1", "-o", dir.path().to_str().unwrap()]);

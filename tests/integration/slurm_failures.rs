@@ -1,6 +1,7 @@
 //! The Slurm executor with stand-in `sbatch` and `squeue` scripts on `PATH` (no cluster
 //! needed): a queue that cannot be read is never taken for an empty one, a submission `sbatch`
-//! refused leaves nothing behind, and a synced run deleted from the store stays deleted.
+//! refused leaves nothing behind, a synced run deleted from the store stays deleted, and a task
+//! started in another folder works in the submission's.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -125,4 +126,49 @@ fn a_synced_run_deleted_from_the_store_is_not_synced_back_and_its_trial_is_submi
     assert_eq!(worker.status.code(), Some(0), "{}", text(&worker.stderr));
     let sync = text(&memctl_with(&bin, dir.path(), &["sync", "shared"]).stderr);
     assert!(sync.contains("1 imported, 1 already in the store"), "{sync}");
+}
+
+/// An array task that Slurm starts in another folder (`--sbatch-arg=--chdir=…`) works in the
+/// submission's: the manifest and logs are named by absolute paths, and a data file given on
+/// the command line relative to the submission's folder is found.
+#[test]
+fn a_worker_started_in_another_folder_reads_the_data_the_submission_named() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["specs", "data", "bin", "elsewhere"] {
+        std::fs::create_dir(dir.path().join(folder)).unwrap();
+    }
+    let lines: String =
+        (0..40).map(|i| format!("{{\"input\": [{}, {}], \"target\": [{}]}}\n", i % 3, i % 5, i % 2)).collect();
+    std::fs::write(dir.path().join("data/d.jsonl"), lines).unwrap();
+    let spec = format!(
+        "task t = jsonl(path = \"missing.jsonl\")\n{}experiment e {{\n  task t\n  model lstm\n  train {{ batch = 4, steps = 2 }}\n}}\n",
+        token_lstm("lstm", 4)
+    );
+    std::fs::write(dir.path().join("specs/j.mem"), spec).unwrap();
+    let bin = dir.path().join("bin");
+    // A stand-in sbatch that keeps its arguments.
+    let args_file = dir.path().join("sbatch-args");
+    let sbatch = format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nprintf 888\n", args_file.display());
+    std::fs::write(bin.join("sbatch"), sbatch).unwrap();
+    std::fs::set_permissions(bin.join("sbatch"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    stand_in(&bin, "squeue", "", "slurm_load_jobs error: Invalid job id specified", 1);
+    let submit = memctl_with(
+        &bin,
+        dir.path(),
+        &["sweep", "specs/j.mem", "path=\"data/d.jsonl\"", "--executor", "slurm", "--shared-dir", "shared"],
+    );
+    assert_eq!(submit.status.code(), Some(0), "{}", text(&submit.stderr));
+
+    let args = std::fs::read_to_string(&args_file).unwrap();
+    let wrap = args.lines().last().unwrap();
+    let manifest = wrap.split("--manifest ").nth(1).unwrap().split(" --index").next().unwrap().trim_matches('\'');
+    assert!(Path::new(manifest).is_absolute(), "{wrap}");
+    let output = args.lines().find_map(|a| a.strip_prefix("--output=")).unwrap();
+    assert!(Path::new(output).is_absolute(), "{args}");
+
+    let elsewhere = dir.path().join("elsewhere");
+    let worker = memctl_with(&bin, &elsewhere, &["worker", "--manifest", manifest, "--index", "0"]);
+    assert_eq!(worker.status.code(), Some(0), "{}", text(&worker.stderr));
+    let sync = text(&memctl_with(&bin, dir.path(), &["sync", "shared"]).stderr);
+    assert!(sync.contains("1 imported"), "{sync}");
 }

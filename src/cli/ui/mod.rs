@@ -112,6 +112,11 @@ fn answer(store: &Store, method: &tiny_http::Method, url: &str) -> (u16, &'stati
         return (405, TEXT, b"the dashboard only reads: GET or HEAD".to_vec());
     }
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    // A browser may percent-encode any byte of a path (`/api/run/%31` is run 1).
+    let Ok(path) = percent_encoding::percent_decode_str(path).decode_utf8() else {
+        return (400, TEXT, format!("the path `{path}` is not UTF-8 once percent-decoded").into_bytes());
+    };
+    let path = path.as_ref();
     let q = api::Params::parse(query);
     let json = |a: api::Answer| (a.status, JSON, a.body.into_bytes());
     match path {
@@ -157,6 +162,24 @@ mod tests {
         let (status, _, body) = answer(&store, &get, "/api/curves?ids=1&x=hours");
         assert_eq!(status, 400);
         assert!(String::from_utf8(body).unwrap().contains("x is one of `step`, `seconds`, not `hours`"));
+    }
+
+    /// A path means what it means percent-decoded, as a browser may encode any byte of it; one
+    /// that is not UTF-8 then is refused.
+    #[test]
+    fn a_path_is_percent_decoded() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut run =
+            crate::store::record::decode(include_bytes!("../../../tests/fixtures/run_record_v1.json")).unwrap();
+        run.id = 7;
+        store.put(&run).unwrap();
+        let get = tiny_http::Method::Get;
+        assert_eq!(answer(&store, &get, "/api/run/7").0, 200);
+        assert_eq!(answer(&store, &get, "/api/run/%37"), answer(&store, &get, "/api/run/7"));
+        assert_eq!(answer(&store, &get, "/app%2Ejs"), answer(&store, &get, "/app.js"));
+        let (status, _, body) = answer(&store, &get, "/api/run/%FF");
+        assert_eq!((status, String::from_utf8(body).unwrap().contains("not UTF-8")), (400, true));
     }
 
     /// Curves of runs the page lists, one deleted since: the others are drawn, each once, and
