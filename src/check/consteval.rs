@@ -184,13 +184,14 @@ fn arithmetic(op: BinaryOp, a: &Value, b: &Value, sa: Span, sb: Span) -> Result<
                     if *y == 0 {
                         return Err(CheckErrorKind::DivisionByZero.error().at(sb, "this is 0"));
                     }
-                    if x % y != 0 {
+                    // `checked_rem` and `checked_div`: the smallest integer divided by -1 overflows.
+                    if x.checked_rem(*y).is_some_and(|r| r != 0) {
                         return Err(CheckErrorKind::NotWhole { x: *x, y: *y }
                             .error()
                             .at(span, "integer division must be exact")
                             .hint("write a float (e.g. `1.0 * a / b`) for a fractional result"));
                     }
-                    Some(x / y)
+                    x.checked_div(*y)
                 }
             };
             r.map(Value::Int).ok_or_else(|| overflow(span))

@@ -352,6 +352,11 @@ pub enum CheckErrorKind {
     CheckpointEvery {
         minutes: f64,
     },
+    SettingRange {
+        key: String,
+        found: f64,
+        range: &'static str,
+    },
 
     // Sweeps.
     EmptyAxis {
@@ -570,6 +575,7 @@ impl CheckErrorKind {
             TwoSearchBlocks { .. } => "C143",
             SearchAndSweep { .. } => "C144",
             SearchOverride { .. } => "C145",
+            SettingRange { .. } => "C146",
             Internal { .. } => "C900",
             PrimitivePanicked { .. } => "C901",
         }
@@ -769,6 +775,7 @@ impl fmt::Display for CheckErrorKind {
             UnknownOptimizer { name } => write!(f, "unknown optimizer `{name}`"),
             LearningRate { lr } => write!(f, "`lr` must be positive, found {lr}"),
             UnknownDevice { name } => write!(f, "unknown device `{name}`"),
+            SettingRange { key, found, range } => write!(f, "`{key}` must be {range}, found {found}"),
             CheckpointEvery { minutes } => {
                 write!(f, "`checkpoint_every` must be 0 or more minutes, found {minutes}")
             }

@@ -376,6 +376,9 @@ pub(super) fn distribution(d: &ast::Draw) -> Result<Domain, Diagnostic> {
             if !(low < high) {
                 return Err(bad("the lower bound must be below the upper bound"));
             }
+            if !(high - low).is_finite() {
+                return Err(bad("the bounds, and the span between them, must be finite floats"));
+            }
             if name == "uniform" {
                 Ok(Domain::Uniform { low, high })
             } else if low > 0.0 {

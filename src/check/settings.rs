@@ -234,6 +234,17 @@ impl Lookup<'_> {
         }
     }
 
+    /// `key` (or its default) as a number `fits` takes, which `range` describes.
+    fn float_in(&self, key: &str, fits: fn(f64) -> bool, range: &'static str) -> Result<f64, Diagnostic> {
+        let x = self.float(key);
+        if fits(x) {
+            return Ok(x);
+        }
+        Err(CheckErrorKind::SettingRange { key: key.to_string(), found: x, range }
+            .error()
+            .at(self.span_of(key), "out of range"))
+    }
+
     /// `key` as a finite number above 0, if it is written.
     fn optional_positive(&self, key: &str) -> Result<Option<f64>, Diagnostic> {
         match self.get(key) {
@@ -290,12 +301,18 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
     Ok(TrainConfig {
         optimizer,
         lr,
-        momentum: settings.float("momentum"),
-        alpha: settings.float("alpha"),
-        beta1: settings.float("beta1"),
-        beta2: settings.float("beta2"),
-        eps: settings.float("eps"),
-        weight_decay: settings.float("weight_decay"),
+        // The ranges PyTorch's optimisers accept, but for `eps`, which must be above 0 here: an
+        // Adam or RMSprop step divides by it where a gradient is 0.
+        momentum: settings.float_in("momentum", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
+        alpha: settings.float_in("alpha", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
+        beta1: settings.float_in("beta1", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
+        beta2: settings.float_in("beta2", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
+        eps: settings.float_in("eps", |x| x > 0.0 && x.is_finite(), "a finite number above 0")?,
+        weight_decay: settings.float_in(
+            "weight_decay",
+            |x| x >= 0.0 && x.is_finite(),
+            "a finite number of 0 or more",
+        )?,
         batch: settings.positive_int("batch")?,
         steps: settings.positive_int("steps")?,
         eval_every: settings.positive_int("eval_every")?,

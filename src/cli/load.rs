@@ -92,12 +92,16 @@ pub fn load_checked_from(
         // A second value would silently win over the first; a list is what sweeps both.
         let same_key = |earlier: &&String| earlier.split_once('=').is_some_and(|(k, _)| k.trim() == key.trim());
         if let Some(first) = overrides[..i].iter().find(same_key) {
+            let earlier = first.split_once('=').map_or("", |(_, v)| v);
+            // A list of the two, unless one is a range: a list holds values, not ranges.
+            let instead = if [earlier, values].iter().any(|v| v.contains("..")) {
+                "one list (`a,b,c`) or one range (`a..b`) to sweep".to_string()
+            } else {
+                format!("a list to sweep: `{}={earlier},{values}`", key.trim())
+            };
             eprintln!(
-                "error: `{}` is given twice on the command line (`{first}` and `{o}`); give one value, or a list to sweep: `{}={},{}`",
+                "error: `{}` is given twice on the command line (`{first}` and `{o}`); give one value, or {instead}",
                 key.trim(),
-                key.trim(),
-                first.split_once('=').map_or("", |(_, v)| v),
-                values
             );
             return Err(2);
         }
@@ -149,6 +153,12 @@ fn has_top_level_comma(s: &str) -> bool {
 
 /// The trials of one experiment, or of all.
 pub fn select(program: &Program, experiment: Option<&str>, file: &Path) -> anyhow::Result<Vec<crate::check::Trial>> {
+    if program.experiments.is_empty() {
+        anyhow::bail!(
+            "{} defines no experiment, so there is nothing to run (a file of models and tasks is for `use`)",
+            file.display()
+        );
+    }
     let mut trials = vec![];
     for exp in &program.experiments {
         if experiment.is_none_or(|e| e == exp.name) {

@@ -430,13 +430,25 @@ fn print_plan(trials: &[Trial], plans: &[Plan], opts: &Options) {
 /// end `interrupted`, no new trial starts. A second signal quits at once.
 static CANCEL: AtomicBool = AtomicBool::new(false);
 
+/// When the first stopping signal came.
+static FIRST_SIGNAL: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+/// A signal this soon after the first is the same stop, not a second one: `timeout` sends its
+/// signal to the process and then to its process group, and a terminal's Ctrl-C reaches every
+/// process of the foreground group, so one stop can arrive twice within microseconds.
+const SAME_STOP: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Installs the handler that sets [`CANCEL`] (once per process; later calls keep it).
 fn stop_on_signals() {
     // A signal the process started with ignored stays ignored: `nohup` ignores SIGHUP so that
     // closing the terminal leaves the sweep running.
     let ignored: Vec<libc::c_int> = [libc::SIGTERM, libc::SIGHUP].into_iter().filter(|&s| is_ignored(s)).collect();
     let installed = ctrlc::set_handler(|| {
+        let first = *FIRST_SIGNAL.get_or_init(std::time::Instant::now);
         if CANCEL.swap(true, Ordering::SeqCst) {
+            if first.elapsed() < SAME_STOP {
+                return;
+            }
             eprintln!("\nstopping now");
             std::process::exit(130);
         }

@@ -61,13 +61,24 @@ impl CheckpointDir {
     }
 
     /// Deletes the trial's checkpoint (a finished trial needs none); no checkpoint is fine.
+    /// Temporary files that processes killed while writing one left behind go with it.
     pub fn remove(&self, trial_key: &str) -> Result<(), StoreError> {
-        match std::fs::remove_file(self.file(trial_key)?) {
+        let removed = match std::fs::remove_file(self.file(trial_key)?) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(StoreError::Checkpoint { trial: trial_key.into(), reason: e.to_string() })
             }
             _ => Ok(()),
+        };
+        let prefix = format!("{trial_key}.");
+        for entry in std::fs::read_dir(&self.path).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(&prefix) && name.ends_with(".tmp") {
+                // At worst, one a hung process still writes: its rename then fails, and it says so.
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
+        removed
     }
 }
 
@@ -106,5 +117,22 @@ mod tests {
         store.remove_checkpoint("abc123").unwrap();
         assert_eq!(store.load_checkpoint("abc123").unwrap(), None);
         assert!(store.save_checkpoint("../escape", b"x").is_err());
+    }
+
+    #[test]
+    fn removing_a_checkpoint_removes_what_killed_writers_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store.save_checkpoint("abc123", b"whole").unwrap();
+        store.save_checkpoint("other9", b"kept").unwrap();
+        let folder = dir.path().join(DIR);
+        for left in ["abc123.4242.tmp", "abc123.77.tmp", "other9.4242.tmp"] {
+            std::fs::write(folder.join(left), b"half").unwrap();
+        }
+        store.remove_checkpoint("abc123").unwrap();
+        let mut names: Vec<String> =
+            std::fs::read_dir(&folder).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        assert_eq!(names, ["other9.4242.tmp", "other9.ckpt"]);
     }
 }

@@ -48,7 +48,29 @@ task_kind! {
     "ListOps: the value (0–9) of nested MIN/MAX/MED/SM lists of digits, as the Long Range Arena (NAM §5.3)",
     options: &OPTIONS,
     held_out: (1000, 2000),
-    builds: |o| o.parse::<FreshTask<ListOps>>()?,
+    builds: |o| {
+        let (depth, args) = (o.int("max_depth")?, o.int("max_args")?);
+        let tokens = average_tokens(depth, args);
+        if tokens > MAX_AVERAGE_TOKENS {
+            return Err(PrimError::task(format!(
+                "trees of `max_depth` {depth} with up to `max_args` {args} arguments average about {tokens:.1e} tokens, \
+                 more than a generator can draw (at most {MAX_AVERAGE_TOKENS:.0e}); lower max_depth or max_args"
+            ))
+            .on("max_depth"));
+        }
+        o.parse::<FreshTask<ListOps>>()?
+    },
+}
+
+/// The largest average tree, in tokens, that options may ask for: every example is drawn
+/// again until one fits `max_length`, so each draw must stay cheap.
+const MAX_AVERAGE_TOKENS: f64 = 1e5;
+
+/// The average number of tokens of a tree drawn with these options: a node above `max_depth`
+/// is a digit (¾) or an operator with its closing token over 2..=`max_args` sub-trees (¼).
+fn average_tokens(max_depth: usize, max_args: usize) -> f64 {
+    let args = (2 + max_args) as f64 / 2.0;
+    (1..max_depth).fold(1.0, |below, _| 0.75 + 0.25 * (2.0 + args * below))
 }
 
 #[derive(Clone, Copy, Debug, serde::Deserialize)]
@@ -64,19 +86,29 @@ struct ListOps {
 const TRIES: usize = 1_000_000;
 
 impl ListOps {
-    /// One tree's tokens and value, LRA's `generate_tree`.
-    fn tree(&self, rng: &mut ChaCha8Rng, depth: usize, tokens: &mut Vec<u32>) -> u32 {
+    /// One tree's value, LRA's `generate_tree`; its tokens go to `tokens`, which keeps no more
+    /// than one past `max_length` (a longer tree is drawn again; counted in `count`).
+    fn tree(&self, rng: &mut ChaCha8Rng, depth: usize, tokens: &mut Vec<u32>, count: &mut usize) -> u32 {
+        let mut push = |t: u32, tokens: &mut Vec<u32>| {
+            *count += 1;
+            if tokens.len() <= self.max_length {
+                tokens.push(t);
+            }
+        };
         let leaf = depth >= self.max_depth || rng.random::<f64>() > 0.25;
         if leaf {
             let v = rng.random_range(0..10);
-            tokens.push(v);
+            push(v, tokens);
             return v;
         }
         let op = [MIN, MAX, MED, SM][rng.random_range(0..4)];
-        tokens.push(op);
+        push(op, tokens);
         let n = rng.random_range(2..=self.max_args);
-        let values: Vec<u32> = (0..n).map(|_| self.tree(rng, depth + 1, tokens)).collect();
-        tokens.push(CLOSE);
+        let values: Vec<u32> = (0..n).map(|_| self.tree(rng, depth + 1, tokens, count)).collect();
+        *count += 1;
+        if tokens.len() <= self.max_length {
+            tokens.push(CLOSE);
+        }
         apply(op, &values)
     }
 
@@ -85,8 +117,9 @@ impl ListOps {
         let mut tokens = vec![];
         for _ in 0..TRIES {
             tokens.clear();
-            let value = self.tree(rng, 1, &mut tokens);
-            if (self.min_length..=self.max_length).contains(&tokens.len()) {
+            let mut count = 0;
+            let value = self.tree(rng, 1, &mut tokens, &mut count);
+            if (self.min_length..=self.max_length).contains(&count) {
                 return Ok((tokens, value));
             }
         }
@@ -248,6 +281,37 @@ mod tests {
         }
         assert!(ops > 300, "nested operators appear: {ops}");
         assert!(values.iter().filter(|n| **n > 0).count() >= 8, "answers spread over the digits: {values:?}");
+    }
+
+    /// The average that bounds the options is the average the generator draws (fixed draws of
+    /// a seeded generator, so the test is exact), and options past the bound are refused.
+    #[test]
+    fn trees_average_the_size_computed_and_options_of_endless_trees_are_errors() {
+        use rand::SeedableRng;
+        let trees = ListOps { max_depth: 6, max_args: 6, min_length: 1, max_length: 1 << 16 };
+        let mut rng = ChaCha8Rng::seed_from_u64(7);
+        let (mut total, draws) = (0, 20_000);
+        for _ in 0..draws {
+            let (mut tokens, mut count) = (vec![], 0);
+            trees.tree(&mut rng, 1, &mut tokens, &mut count);
+            assert_eq!(tokens.len(), count);
+            total += count;
+        }
+        let (mean, expected) = (total as f64 / draws as f64, average_tokens(6, 6));
+        assert!((mean / expected - 1.0).abs() < 0.05, "{mean} against {expected}");
+        assert_eq!(average_tokens(1, 100), 1.0);
+        // A tree longer than `max_length` keeps one token past it and counts the rest.
+        let short = ListOps { max_length: 3, ..trees };
+        let (mut tokens, mut count) = (vec![], 0);
+        while count <= 10 {
+            (tokens, count) = (vec![], 0);
+            short.tree(&mut rng, 1, &mut tokens, &mut count);
+        }
+        assert_eq!(tokens.len(), 4, "{count} counted");
+
+        let values = [20, 20, 10, 100, 10, 10].map(Value::Int);
+        let err = ListOpsKind.instantiate(&values).err().unwrap().to_string();
+        assert!(err.contains("average about") && err.contains("lower max_depth or max_args"), "{err}");
     }
 
     #[test]

@@ -308,6 +308,17 @@ fn huge_numbers_and_ranges_are_errors() {
                     experiment ex { task t  model m  sweep { seed in -9223372036854775807..9223372036854775807 } }";
         assert_eq!(error(wide), "range -9223372036854775807..9223372036854775807 has more than 100000 values");
         assert_eq!(error(&step_line("h = linear(e, 9223372036854775807 * 2)")), "integer overflow");
+        assert_eq!(error(&step_line("h = linear(e, (-9223372036854775807 - 1) / -1)")), "integer overflow");
+        let draws = |dist: &str| {
+            format!(
+                "task t = assocRetrieval(pairs = 2)
+                 model m(d = 8) {{ step x {{ out linear(embed(x, 16), output_size) }} }}
+                 experiment ex {{ task t  model m  sweep {{ random(3) {{ lr ~ {dist} }} }} }}"
+            )
+        };
+        let not_finite = "the bounds, and the span between them, must be finite floats";
+        assert_eq!(error(&draws("uniform(-1e308, 1e308)")), format!("`uniform`: {not_finite}"));
+        assert_eq!(error(&draws("loguniform(1e-3, 1e309)")), "number out of range");
     });
 }
 

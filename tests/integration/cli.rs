@@ -95,6 +95,30 @@ fn check_reports_a_located_error_and_exit_code_2() {
     assert!(err.contains("did you mean `relRead`?"), "{err}");
 }
 
+/// A name given twice on the command line is refused, with a form that sweeps both values; a
+/// range is not offered inside a list, which holds values only.
+#[test]
+fn an_override_given_twice_is_refused_with_a_form_that_works() {
+    let (_dir, spec, store) = spec_folder(&tiny_spec());
+    let spec = spec.to_str().unwrap();
+    let err = text(&memctl(&store, &["sweep", spec, "seed=1", "seed=3", "--dry-run"]).stderr);
+    assert!(err.contains("give one value, or a list to sweep: `seed=1,3`"), "{err}");
+    assert_eq!(memctl(&store, &["sweep", spec, "seed=1,3", "--dry-run"]).status.code(), Some(0));
+    let twice = memctl(&store, &["sweep", spec, "seed=1..2", "seed=3", "--dry-run"]);
+    let err = text(&twice.stderr);
+    assert_eq!(twice.status.code(), Some(2), "{err}");
+    assert!(err.contains("give one value, or one list (`a,b,c`) or one range (`a..b`) to sweep"), "{err}");
+}
+
+#[test]
+fn a_sweep_of_a_file_without_experiments_is_an_error() {
+    let (_dir, spec, store) = spec_folder("task t = assocRetrieval(pairs = 2)\n");
+    let out = memctl(&store, &["sweep", spec.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("defines no experiment, so there is nothing to run"), "{err}");
+}
+
 #[test]
 fn cuda_without_the_feature_is_a_clear_error() {
     if cfg!(feature = "cuda") {

@@ -284,6 +284,30 @@ fn sigterm_stops_a_sweep_as_ctrl_c_does_and_the_next_sweep_resumes_where_it_stop
     resume_to_the_end(&store, &spec, at);
 }
 
+/// One stop that arrives twice at once (`timeout` signals the process, then its process group)
+/// stops the sweep as one signal does, with its checkpoint, not as a second Ctrl-C.
+#[test]
+fn a_signal_delivered_twice_at_once_stops_a_sweep_as_one_signal_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write_spec(dir.path(), "long.mem", &long());
+    let store = dir.path().join("store");
+    let child = sweep(&store, &spec).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    wait_for_checkpoint_and_progress(&store, 0);
+    // SAFETY: signalling our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("1 interrupted") && !err.contains("stopping now"), "{err}");
+    let stopped = only_record(&store);
+    assert_eq!(stopped["stop_reason"], "interrupted", "stopped, not found dead");
+    let at = stopped["progress"]["checkpoint_step"].as_u64().unwrap();
+    assert_eq!(at, stopped["steps_run"].as_u64().unwrap(), "it checkpointed where it stopped");
+}
+
 #[test]
 fn a_sweep_started_with_sighup_ignored_keeps_running_through_it() {
     use std::os::unix::process::CommandExt;
