@@ -85,7 +85,7 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
     for n in groups.iter().flat_map(|g| &g.names) {
         note_swept(&mut seen, n)?;
     }
-    for o in overrides {
+    for (i, o) in overrides.iter().enumerate() {
         let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
         let given = axis_values(&ax).map_err(|d| match (d.code, &o.values.kind) {
             // `act=tanh`: a word, where a string was meant.
@@ -96,7 +96,13 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
             _ => d,
         })?;
         if let Some(g) = groups.iter_mut().find(|g| g.zipped && g.names.iter().any(|n| n.name == o.name.name)) {
-            pick_zip_rows(g, o, &given)?;
+            // Overrides of the zip's other names have picked its rows already.
+            let earlier: Vec<&str> = overrides[..i]
+                .iter()
+                .filter(|e| g.names.iter().any(|n| n.name == e.name.name))
+                .map(|e| e.name.name.as_str())
+                .collect();
+            pick_zip_rows(g, o, &given, &earlier)?;
             continue;
         }
         for g in &mut groups {
@@ -118,8 +124,9 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
 }
 
 /// Keeps the rows of zip group `g` whose value of the overridden name is one of `given`; a
-/// value no row has is an error that lists the rows' values.
-fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)]) -> Result<(), Diagnostic> {
+/// value no row has is an error that lists the rows' values, and the overrides of the zip's
+/// other names (`earlier`) that left only those rows.
+fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)], earlier: &[&str]) -> Result<(), Diagnostic> {
     let col = g.names.iter().position(|n| n.name == o.name.name).expect("the group names the override");
     // 5200 picks the row written 5200.0: numbers compare by value.
     let same = |a: &Value, b: &Value| match (a.as_float(), b.as_float()) {
@@ -128,7 +135,7 @@ fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)]) -> Result
     };
     if let Some((missing, span)) = given.iter().find(|(v, _)| !g.rows.iter().any(|row| same(&row[col].0, v))) {
         let partners = g.names.iter().filter(|n| n.name != o.name.name).map(|n| n.name.clone()).collect();
-        return Err(CheckErrorKind::ZipOverrideValue {
+        let mut d = CheckErrorKind::ZipOverrideValue {
             name: o.name.name.clone(),
             value: missing.to_string(),
             partners,
@@ -137,7 +144,15 @@ fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)]) -> Result
         .error()
         .at(*span, "no row of the zip has this value")
         .also(g.names[col].span, "zipped here")
-        .hint("an override of a zipped name picks the zip's rows; to pair other values, edit the zip"));
+        .hint("an override of a zipped name picks the zip's rows; to pair other values, edit the zip");
+        if !earlier.is_empty() {
+            let names: Vec<String> = earlier.iter().map(|n| format!("`{n}`")).collect();
+            d = d.hint(format!(
+                "the override of {} on the command line left only these rows of the zip",
+                names.join(", ")
+            ));
+        }
+        return Err(d);
     }
     g.rows.retain(|row| given.iter().any(|(v, _)| same(&row[col].0, v)));
     Ok(())

@@ -59,7 +59,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     let threads = sweep::threads(args.threads);
     let autograd = autograd(args.autograd.as_deref(), &device)?;
     if let Some(path) = &args.dump {
-        super::output::not_an_input(path, &[&args.file])?;
+        super::output::writable(path, &[&args.file])?;
         let d = crate::pool::run_in_pool(threads, || bench::dump::first_step_with(trial, &device, autograd))??;
         super::output::write(path, serde_json::to_vec(&d)?, &[&args.file])?;
     }

@@ -168,6 +168,10 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
             // An export whose one record is wrong (or of a later layout) is still an export:
             // say which record, not that the file is something else.
             let record = record::decode_value(run).map_err(|e| anyhow::anyhow!("{}: {which}: {e}", file.display()))?;
+            // Its tags are listed as `memctl tag` lets them be written.
+            if let Some(e) = record.tags.iter().find_map(|t| crate::store::tag_text::checked(t).err()) {
+                anyhow::bail!("{}: {which}: {e}", file.display());
+            }
             // Its times order a trial's runs (the latest is the one that counts) and are shown
             // as dates: each must be one.
             for (name, t) in [("started_at", Some(record.started_at)), ("ended_at", record.ended_at)] {

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 /// Fails when `output` is one of `inputs` (the same file, by any path to it).
-pub fn not_an_input(output: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
+fn not_an_input(output: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
     // Only an existing file can be an input; canonical paths see through `./` and links.
     let Ok(out) = std::fs::canonicalize(output) else { return Ok(()) };
     for input in inputs {
@@ -19,9 +19,24 @@ pub fn not_an_input(output: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Fails, before any work is done for it, when `output` cannot be a file written later: it is
+/// one of `inputs`, a folder, or under a file.
+pub fn writable(output: &Path, inputs: &[&Path]) -> anyhow::Result<()> {
+    not_an_input(output, inputs)?;
+    if output.is_dir() {
+        anyhow::bail!("cannot write {}: it is a folder; name a file in it", output.display());
+    }
+    // A file where a folder of the path should be: say which (the OS says "File exists").
+    let folder = output.parent().unwrap_or(Path::new(""));
+    if let Some(file) = folder.ancestors().find(|a| a.is_file()) {
+        anyhow::bail!("cannot write {}: {} is a file, not a folder", output.display(), file.display());
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `output`, unless it is one of `inputs`, making its folder if need be.
 pub fn write(output: &Path, bytes: impl AsRef<[u8]>, inputs: &[&Path]) -> anyhow::Result<()> {
-    not_an_input(output, inputs)?;
+    writable(output, inputs)?;
     let cannot = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", output.display());
     if let Some(folder) = output.parent().filter(|f| !f.as_os_str().is_empty()) {
         std::fs::create_dir_all(folder).map_err(cannot)?;
@@ -53,6 +68,10 @@ mod tests {
         std::fs::write(&file, "").unwrap();
         let err = write(&file.join("x.json"), "{}", &[]).unwrap_err().to_string();
         assert!(err.contains(&format!("cannot write {}", file.join("x.json").display())), "{err}");
+        let err = write(&file.join("deeper/x.json"), "{}", &[]).unwrap_err().to_string();
+        assert!(err.ends_with(&format!("{} is a file, not a folder", file.display())), "{err}");
+        let err = writable(dir.path(), &[]).unwrap_err().to_string();
+        assert!(err.ends_with("it is a folder; name a file in it"), "{err}");
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         other => anyhow::anyhow!("{source}: {other}"),
     })?;
     if let Some(p) = &args.output {
-        super::output::not_an_input(p, &[&args.description])?;
+        super::output::writable(p, &[&args.description])?;
     }
     let store = Store::open_existing(&ctx.store)?;
     let runs: Vec<_> = store.all()?.into_iter().map(crate::store::as_seen).collect();

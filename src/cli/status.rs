@@ -15,6 +15,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
+    if !args.dir.is_dir() {
+        anyhow::bail!(
+            "{}: no such folder; pass a Slurm sweep's folder or the shared root above it (`--shared-dir` of the submission)",
+            args.dir.display()
+        );
+    }
     let dirs = sync::sweep_dirs(&args.dir);
     if dirs.is_empty() {
         println!("no Slurm sweeps under {}", args.dir.display());

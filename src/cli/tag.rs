@@ -1,7 +1,7 @@
 //! `memctl tag RUN TAG [--remove]`: label a run (`memctl runs --where '"TAG" in tags'`).
 
 use crate::cli::context::Context;
-use crate::store::Store;
+use crate::store::{Store, tag_text};
 
 /// Add a tag to a run, or remove it with --remove.
 #[derive(clap::Args)]
@@ -14,17 +14,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
-    let tag = args.tag.trim();
-    if tag.is_empty() || tag.contains(['\n', '\t']) {
-        anyhow::bail!("a tag is a non-empty word or phrase on one line");
-    }
-    // Tags are listed joined by commas (`runs`, `show`) and by semicolons (CSV): `a,b` would
-    // read as two tags.
-    if tag.contains([',', ';']) && !args.remove {
-        anyhow::bail!(
-            "a tag holds no comma or semicolon (`{tag}` would read as several tags); tag the run once per tag"
-        );
-    }
+    let tag = match tag_text::checked(&args.tag) {
+        Ok(tag) => tag,
+        // A tag with a separator, as an older memctl let in, can still be removed.
+        Err(tag_text::BadTag::Separator(_)) if args.remove => args.tag.trim(),
+        Err(e) => return Err(e.into()),
+    };
     let store = Store::open_existing(&ctx.store)?;
     let changed = store.tag(args.run, tag, !args.remove)?;
     let tags = store.summary(args.run)?.tags;

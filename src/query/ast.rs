@@ -44,6 +44,17 @@ pub enum CmpOp {
 }
 
 impl CmpOp {
+    /// The operator that holds for `b op' a` when `a op b` does.
+    pub fn flipped(self) -> CmpOp {
+        match self {
+            CmpOp::Lt => CmpOp::Gt,
+            CmpOp::Le => CmpOp::Ge,
+            CmpOp::Gt => CmpOp::Lt,
+            CmpOp::Ge => CmpOp::Le,
+            other => other,
+        }
+    }
+
     pub fn symbol(self) -> &'static str {
         match self {
             CmpOp::Eq => "==",
@@ -84,8 +95,9 @@ pub enum Lit {
     Int(i128),
     Str(String),
     Bool(bool),
-    /// Unix seconds (UTC).
-    Date(f64),
+    /// A day, a minute or a second (UTC), as written: its start in Unix seconds and its
+    /// length, so that `started == 2025-01-31` holds all day.
+    Date(f64, f64),
 }
 
 impl Lit {
@@ -96,7 +108,7 @@ impl Lit {
             Lit::Int(i) => format!("the number {i}"),
             Lit::Str(s) => format!("the string \"{s}\""),
             Lit::Bool(b) => format!("the boolean {b}"),
-            Lit::Date(_) => "a date".to_string(),
+            Lit::Date(..) => "a date".to_string(),
         }
     }
 }

@@ -214,7 +214,7 @@ fn check_lit(name: &str, field: &Checked, lit: &mut Lit, span: Span) -> Result<(
     if let Lit::Str(s) = &*lit {
         if field.kinds.contains(&Kind::Date) {
             match super::parser::parse_date(s) {
-                Some(t) => *lit = Lit::Date(t),
+                Some((start, length)) => *lit = Lit::Date(start, length),
                 None => {
                     return Err(QueryErrorKind::NotADate { field: name.to_string(), text: s.clone() }
                         .error()
@@ -276,6 +276,6 @@ fn lit_kind(l: &Lit) -> Kind {
         Lit::Num(_) | Lit::Int(_) => Kind::Num,
         Lit::Str(_) => Kind::Str,
         Lit::Bool(_) => Kind::Bool,
-        Lit::Date(_) => Kind::Date,
+        Lit::Date(..) => Kind::Date,
     }
 }

@@ -48,12 +48,28 @@ fn lit(l: &Lit) -> Val<'_> {
         Lit::Int(i) => Val::Int(*i),
         Lit::Str(s) => Val::Str(s),
         Lit::Bool(b) => Val::Bool(*b),
-        Lit::Date(t) => Val::Date(*t),
+        Lit::Date(start, length) => Val::Period(*start, start + length),
     }
 }
 
 /// `a op b`; false when the kinds cannot be compared.
 pub fn compare(a: &Val, op: CmpOp, b: &Val) -> bool {
+    // A time against a period (`started <= 2025-01-31`): all of the period counts as one time.
+    match (a, b) {
+        (Val::Date(t), &Val::Period(start, end)) => {
+            return match op {
+                CmpOp::Eq => (start..end).contains(t),
+                CmpOp::Ne => !(start..end).contains(t),
+                CmpOp::Lt => *t < start,
+                CmpOp::Le => *t < end,
+                CmpOp::Gt => *t >= end,
+                CmpOp::Ge => *t >= start,
+                CmpOp::Glob => false,
+            };
+        }
+        (Val::Period(..), Val::Date(_)) => return compare(b, op.flipped(), a),
+        _ => {}
+    }
     let ord = match (a, b) {
         (Val::Int(x), Val::Int(y)) => Some(x.cmp(y)),
         (Val::Num(_) | Val::Int(_) | Val::Date(_), Val::Num(_) | Val::Int(_) | Val::Date(_)) => {

@@ -101,6 +101,9 @@ pub enum Val<'a> {
     Bool(bool),
     /// Unix seconds.
     Date(f64),
+    /// A day, minute or second written in a filter: from its start up to (not including) its
+    /// end, in Unix seconds.
+    Period(f64, f64),
     List(Vec<Val<'a>>),
 }
 
@@ -110,7 +113,7 @@ impl Val<'_> {
             Val::Num(_) | Val::Int(_) => Kind::Num,
             Val::Str(_) => Kind::Str,
             Val::Bool(_) => Kind::Bool,
-            Val::Date(_) => Kind::Date,
+            Val::Date(_) | Val::Period(..) => Kind::Date,
             Val::List(_) => Kind::List,
         }
     }
@@ -143,7 +146,7 @@ impl Val<'_> {
     /// A number, a whole number or a date as a float; `None` for the other kinds.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
-            Val::Num(x) | Val::Date(x) => Some(*x),
+            Val::Num(x) | Val::Date(x) | Val::Period(x, _) => Some(*x),
             Val::Int(i) => Some(*i as f64),
             _ => None,
         }
@@ -160,7 +163,7 @@ impl std::fmt::Display for Val<'_> {
             Val::Int(i) => write!(f, "{i}"),
             Val::Str(s) => f.write_str(s),
             Val::Bool(b) => write!(f, "{b}"),
-            Val::Date(t) => f.write_str(&format_date(*t)),
+            Val::Date(t) | Val::Period(t, _) => f.write_str(&format_date(*t)),
             Val::List(items) => write_list(f, items),
         }
     }

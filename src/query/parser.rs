@@ -194,22 +194,25 @@ impl Builder {
             },
             Rule::string => Lit::Str(s[1..s.len() - 1].to_string()),
             Rule::boolean => Lit::Bool(s == "true"),
-            Rule::date => Lit::Date(parse_date(s).ok_or_else(|| {
-                QueryErrorKind::BadDate { text: s.to_string() }.error().at(span, "no such day or time")
-            })?),
+            Rule::date => {
+                let (start, length) = parse_date(s).ok_or_else(|| {
+                    QueryErrorKind::BadDate { text: s.to_string() }.error().at(span, "no such day or time")
+                })?;
+                Lit::Date(start, length)
+            }
             _ => return Err(self.bug(span.start)),
         })
     }
 }
 
 /// `YYYY-MM-DD[THH:MM[:SS]]` (UTC) to Unix seconds; `None` for a day or time that does not exist.
-pub fn parse_date(s: &str) -> Option<f64> {
+pub fn parse_date(s: &str) -> Option<(f64, f64)> {
     let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
     let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = match s.len() {
-        10 => (0, 0, 0),
-        16 => (num(11..13)?, num(14..16)?, 0),
-        19 => (num(11..13)?, num(14..16)?, num(17..19)?),
+    let (hh, mm, ss, length) = match s.len() {
+        10 => (0, 0, 0, 86400.0),
+        16 => (num(11..13)?, num(14..16)?, 0, 60.0),
+        19 => (num(11..13)?, num(14..16)?, num(17..19)?, 1.0),
         _ => return None,
     };
     let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -217,7 +220,7 @@ pub fn parse_date(s: &str) -> Option<f64> {
     if !(1..=12).contains(&m) || d < 1 || d > month_days[(m - 1) as usize] || hh > 23 || mm > 59 || ss > 59 {
         return None;
     }
-    Some((days_from_civil(y, m, d) * 86400 + hh * 3600 + mm * 60 + ss) as f64)
+    Some(((days_from_civil(y, m, d) * 86400 + hh * 3600 + mm * 60 + ss) as f64, length))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).

@@ -110,6 +110,30 @@ fn dates_compare_by_time() {
     assert!(error("started > 2025-02-30").contains("`2025-02-30` is not a date"));
 }
 
+/// A day written in a filter is the whole day (a minute the whole minute): runs that started
+/// at noon of it are equal to it, and at most it.
+#[test]
+fn a_day_in_a_filter_holds_all_day() {
+    let mut runs = runs();
+    for r in &mut runs {
+        r.started_at += 12.0 * 3600.0 + 30.0;
+    }
+    let ids = |filter: &str| -> Vec<u64> {
+        let q = prepare(filter, &runs).unwrap_or_else(|e| panic!("{}", e.0.render(&e.1, false)));
+        runs.iter().filter(|r| q.matches(r)).map(|r| r.id).collect()
+    };
+    assert_eq!(ids("started == 2025-02-02"), vec![2]);
+    assert_eq!(ids("started != 2025-02-02"), vec![1, 3, 4]);
+    assert_eq!(ids("started <= 2025-02-02"), vec![1, 2]);
+    assert_eq!(ids("started < 2025-02-02"), vec![1]);
+    assert_eq!(ids("started > 2025-02-02"), vec![3, 4]);
+    assert_eq!(ids("started >= 2025-02-02"), vec![2, 3, 4]);
+    assert_eq!(ids("2025-02-02 >= started"), vec![1, 2], "a date on the left");
+    assert_eq!(ids("started in [2025-02-01, 2025-02-04]"), vec![1, 4]);
+    assert_eq!(ids("started == \"2025-02-03T12:00\""), vec![3], "a minute");
+    assert_eq!(ids("started == \"2025-02-03T12:00:00\""), Vec::<u64>::new(), "a second");
+}
+
 /// Asserts that `filter` is rejected with a message containing every one of `parts`.
 fn assert_error(filter: &str, parts: &[&str]) {
     let e = error(filter);

@@ -50,6 +50,7 @@ mod session;
 mod snapshot;
 pub mod study;
 pub mod summary;
+pub mod tag_text;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -396,3 +396,18 @@ fn a_store_not_made_yet_has_no_runs_and_a_file_is_no_store() {
         assert!(err.contains("it is a file, not a folder"), "{args:?}: {err}");
     }
 }
+
+/// `status` of a folder that does not exist is an error, as `sync` of one is, not an empty
+/// report.
+#[test]
+fn status_of_a_missing_folder_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no_such");
+    let out = memctl(&dir.path().join("store"), &["status", missing.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no_such: no such folder"), "{err}");
+    let empty = memctl(&dir.path().join("store"), &["status", dir.path().to_str().unwrap()]);
+    assert_eq!(empty.status.code(), Some(0));
+    assert!(text(&empty.stdout).contains("no Slurm sweeps under"), "{}", text(&empty.stdout));
+}

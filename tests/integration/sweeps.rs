@@ -301,6 +301,12 @@ fn an_override_of_a_zipped_name_picks_the_zips_rows() {
         "{err}"
     );
     assert!(err.contains("<command line>:1:3"), "{err}");
+    // A value of the zip that the override of its partner left out: that override is named.
+    let narrowed = dry(&["m=10", "parts=3"]);
+    let err = text(&narrowed.stderr);
+    assert_eq!(narrowed.status.code(), Some(2), "{err}");
+    assert!(err.contains("its `parts` values are 5"), "{err}");
+    assert!(err.contains("the override of `m` on the command line left only these rows of the zip"), "{err}");
 }
 
 /// A sweep's reporter whose trials hit a bug at the step it holds (their observer panics there).

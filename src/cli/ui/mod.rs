@@ -22,9 +22,18 @@ pub struct Args {
     /// Port to listen on (default: a free one).
     #[arg(long, default_value_t = 0)]
     port: u16,
-    /// Address to listen on; anything but a loopback address shows the store to the network.
-    #[arg(long, default_value = "127.0.0.1")]
+    /// Address to listen on (an IP address, or `localhost`); anything but a loopback address
+    /// shows the store to the network.
+    #[arg(long, default_value = "127.0.0.1", value_parser = host_address)]
     host: IpAddr,
+}
+
+/// `--host`: an IP address, or `localhost` for 127.0.0.1.
+fn host_address(text: &str) -> Result<IpAddr, &'static str> {
+    if text.eq_ignore_ascii_case("localhost") {
+        return Ok(IpAddr::from([127, 0, 0, 1]));
+    }
+    text.parse().map_err(|_| "an IP address (127.0.0.1, ::1, 0.0.0.0) or `localhost`")
 }
 
 pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
@@ -162,6 +171,13 @@ mod tests {
         let (status, _, body) = answer(&store, &get, "/api/curves?ids=1&x=hours");
         assert_eq!(status, 400);
         assert!(String::from_utf8(body).unwrap().contains("x is one of `step`, `seconds`, not `hours`"));
+    }
+
+    #[test]
+    fn host_is_an_ip_address_or_localhost() {
+        assert_eq!(host_address("localhost"), Ok(IpAddr::from([127, 0, 0, 1])));
+        assert_eq!(host_address("::1"), Ok("::1".parse().unwrap()));
+        assert!(host_address("example.org").unwrap_err().contains("or `localhost`"));
     }
 
     /// A path means what it means percent-decoded, as a browser may encode any byte of it; one
