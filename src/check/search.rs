@@ -69,7 +69,7 @@ impl Domain {
     pub fn listed(&self) -> Option<Vec<Value>> {
         match self {
             Domain::Values(v) => Some(v.clone()),
-            Domain::IntUniform { low, high } if high - low < MAX_TRIALS as i64 => {
+            Domain::IntUniform { low, high } if high.checked_sub(*low).is_some_and(|s| s < MAX_TRIALS as i64) => {
                 Some((*low..=*high).map(Value::Int).collect())
             }
             _ => None,

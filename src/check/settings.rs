@@ -301,8 +301,9 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
     Ok(TrainConfig {
         optimizer,
         lr,
-        // The ranges PyTorch's optimisers accept, but for `eps`, which must be above 0 here: an
-        // Adam or RMSprop step divides by it where a gradient is 0.
+        // Averaging constants below 1 (PyTorch asks only that momentum and alpha be 0 or more, but
+        // at 1 or past it nothing decays), and `eps` above 0: an Adam or RMSprop step divides by
+        // it where a gradient is 0.
         momentum: settings.float_in("momentum", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
         alpha: settings.float_in("alpha", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
         beta1: settings.float_in("beta1", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,

@@ -85,6 +85,14 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
     for n in groups.iter().flat_map(|g| &g.names) {
         note_swept(&mut seen, n)?;
     }
+    // Each zipped name's values as the spec writes them, before overrides pick rows.
+    let written: Vec<(String, Vec<Value>)> = groups
+        .iter()
+        .filter(|g| g.zipped)
+        .flat_map(|g| {
+            g.names.iter().enumerate().map(|(c, n)| (n.name.clone(), g.rows.iter().map(|r| r[c].0.clone()).collect()))
+        })
+        .collect();
     for (i, o) in overrides.iter().enumerate() {
         let ax = ast::SweepAxis { name: o.name.clone(), values: o.values.clone() };
         let given = axis_values(&ax).map_err(|d| match (d.code, &o.values.kind) {
@@ -97,12 +105,13 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
         })?;
         if let Some(g) = groups.iter_mut().find(|g| g.zipped && g.names.iter().any(|n| n.name == o.name.name)) {
             // Overrides of the zip's other names have picked its rows already.
+            let in_the_spec = written.iter().find(|(n, _)| *n == o.name.name).map_or(&[][..], |(_, v)| v);
             let earlier: Vec<&str> = overrides[..i]
                 .iter()
                 .filter(|e| g.names.iter().any(|n| n.name == e.name.name))
                 .map(|e| e.name.name.as_str())
                 .collect();
-            pick_zip_rows(g, o, &given, &earlier)?;
+            pick_zip_rows(g, o, &given, (&earlier, in_the_spec))?;
             continue;
         }
         for g in &mut groups {
@@ -125,8 +134,14 @@ pub fn groups(sweeps: &[Vec<SweepEntry>], overrides: &[Override]) -> Result<Vec<
 
 /// Keeps the rows of zip group `g` whose value of the overridden name is one of `given`; a
 /// value no row has is an error that lists the rows' values, and the overrides of the zip's
-/// other names (`earlier`) that left only those rows.
-fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)], earlier: &[&str]) -> Result<(), Diagnostic> {
+/// other names (`earlier`) that left only those rows when the spec's zip (`in_the_spec`, the
+/// name's values there) has the value.
+fn pick_zip_rows(
+    g: &mut Group,
+    o: &Override,
+    given: &[(Value, Span)],
+    (earlier, in_the_spec): (&[&str], &[Value]),
+) -> Result<(), Diagnostic> {
     let col = g.names.iter().position(|n| n.name == o.name.name).expect("the group names the override");
     // 5200 picks the row written 5200.0: numbers compare by value.
     let same = |a: &Value, b: &Value| match (a.as_float(), b.as_float()) {
@@ -145,7 +160,7 @@ fn pick_zip_rows(g: &mut Group, o: &Override, given: &[(Value, Span)], earlier: 
         .at(*span, "no row of the zip has this value")
         .also(g.names[col].span, "zipped here")
         .hint("an override of a zipped name picks the zip's rows; to pair other values, edit the zip");
-        if !earlier.is_empty() {
+        if !earlier.is_empty() && in_the_spec.iter().any(|v| same(v, missing)) {
             let names: Vec<String> = earlier.iter().map(|n| format!("`{n}`")).collect();
             d = d.hint(format!(
                 "the override of {} on the command line left only these rows of the zip",

@@ -168,9 +168,17 @@ fn read_export(file: &Path) -> anyhow::Result<Vec<RunRecord>> {
             // An export whose one record is wrong (or of a later layout) is still an export:
             // say which record, not that the file is something else.
             let record = record::decode_value(run).map_err(|e| anyhow::anyhow!("{}: {which}: {e}", file.display()))?;
-            // Its tags are listed as `memctl tag` lets them be written.
-            if let Some(e) = record.tags.iter().find_map(|t| crate::store::tag_text::checked(t).err()) {
-                anyhow::bail!("{}: {which}: {e}", file.display());
+            // Its tags as `memctl tag` lets them be written, so that listings read them back.
+            let mut record = record;
+            let tags = crate::store::tag_text::normalised(&record.tags);
+            if tags != record.tags {
+                eprintln!(
+                    "{}: {which}: tags {:?} kept as {:?} (a tag is one line, without commas or semicolons)",
+                    file.display(),
+                    record.tags,
+                    tags
+                );
+                record.tags = tags;
             }
             // Its times order a trial's runs (the latest is the one that counts) and are shown
             // as dates: each must be one.

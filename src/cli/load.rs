@@ -94,7 +94,10 @@ pub fn load_checked_from(
         if let Some(first) = overrides[..i].iter().find(same_key) {
             let earlier = first.split_once('=').map_or("", |(_, v)| v);
             // A list of the two, unless one is a range: a list holds values, not ranges.
-            let instead = if [earlier, values].iter().any(|v| v.contains("..")) {
+            let is_range = |v: &str| {
+                v.split_once("..").is_some_and(|(a, b)| [a, b].iter().all(|n| n.trim().parse::<i64>().is_ok()))
+            };
+            let instead = if [earlier, values].iter().any(|v| is_range(v)) {
                 "one list (`a,b,c`) or one range (`a..b`) to sweep".to_string()
             } else {
                 format!("a list to sweep: `{}={earlier},{values}`", key.trim())

@@ -211,12 +211,10 @@ fn write_and_submit(
         })
         .unwrap_or(0)
         + 1;
-    // Absolute: Slurm starts the task in a folder of its own choosing when told to (`--chdir`).
-    let path = std::path::absolute(manifests.join(format!("{n}.json")))?;
+    let path = manifests.join(format!("{n}.json"));
     manifest.write(&path)?;
     let name = format!("memctl-{}", dir.file_name().and_then(|f| f.to_str()).unwrap_or("sweep"));
-    let logs = std::path::absolute(dir.join("logs"))?;
-    let job = match scheduler::submit(&sub.memctl, &path, &logs, count, &name, &sub.slurm) {
+    let job = match scheduler::submit(&sub.memctl, &path, &dir.join("logs"), count, &name, &sub.slurm) {
         Ok(job) => job,
         Err(e) => {
             // Nothing was queued; a manifest without a job would read as a submission whose

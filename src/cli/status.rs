@@ -17,8 +17,9 @@ pub struct Args {
 pub fn run(args: Args, _ctx: &Context) -> anyhow::Result<i32> {
     if !args.dir.is_dir() {
         anyhow::bail!(
-            "{}: no such folder; pass a Slurm sweep's folder or the shared root above it (`--shared-dir` of the submission)",
-            args.dir.display()
+            "{}: {}; pass a Slurm sweep's folder or the shared root above it (`--shared-dir` of the submission)",
+            args.dir.display(),
+            if args.dir.exists() { "a file, not a folder" } else { "no such folder" }
         );
     }
     let dirs = sync::sweep_dirs(&args.dir);

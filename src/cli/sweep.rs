@@ -174,7 +174,8 @@ fn submit_to_slurm(
     };
     let shared = std::path::absolute(&args.shared_dir)?;
     let memctl = match &args.memctl {
-        Some(p) => p.clone(),
+        // Absolute: Slurm may start the task in another folder (`--sbatch-arg=--chdir=…`).
+        Some(p) => std::path::absolute(p)?,
         None => std::env::current_exe()?,
     };
     let submission = |experiment| slurm_submit::Submission {
@@ -434,8 +435,8 @@ static CANCEL: AtomicBool = AtomicBool::new(false);
 static FIRST_SIGNAL: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// A signal this soon after the first is the same stop, not a second one: `timeout` sends its
-/// signal to the process and then to its process group, and a terminal's Ctrl-C reaches every
-/// process of the foreground group, so one stop can arrive twice within microseconds.
+/// signal to the process and then to its process group, so one stop arrives twice within
+/// microseconds.
 const SAME_STOP: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Installs the handler that sets [`CANCEL`] (once per process; later calls keep it).

@@ -30,9 +30,15 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
     // The submission's folder, for relative paths to resolve as they did there; the manifest's
     // own path (its sweep's shards and checkpoints sit beside it) stays the file just read.
     let args = Args { manifest: std::path::absolute(&args.manifest)?, ..args };
-    if let Some(dir) = &manifest.workdir {
-        std::env::set_current_dir(dir)
-            .map_err(|e| anyhow::anyhow!("cannot work in the submission's folder {}: {e}", dir.display()))?;
+    if let Some(dir) = &manifest.workdir
+        && let Err(e) = std::env::set_current_dir(dir)
+    {
+        // Not every compute node mounts it; a spec without relative data paths runs anyway.
+        eprintln!(
+            "warning: cannot work in the submission's folder {} ({e}); relative data paths resolve against {}",
+            dir.display(),
+            std::env::current_dir().map_or("this task's folder".into(), |d| d.display().to_string())
+        );
     }
     if let Some(search) = &manifest.search {
         return run_search(&args, &manifest, search, ctx);

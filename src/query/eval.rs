@@ -54,27 +54,31 @@ fn lit(l: &Lit) -> Val<'_> {
 
 /// `a op b`; false when the kinds cannot be compared.
 pub fn compare(a: &Val, op: CmpOp, b: &Val) -> bool {
-    // A time against a period (`started <= 2025-01-31`): all of the period counts as one time.
+    // A time (or a number of Unix seconds) against a period (`started <= 2025-01-31`): all of
+    // the period counts as one time. Two periods compare by their starts.
     match (a, b) {
-        (Val::Date(t), &Val::Period(start, end)) => {
+        (Val::Period(..), Val::Period(..)) => {}
+        (Val::Num(_) | Val::Int(_) | Val::Date(_), &Val::Period(start, end)) => {
+            let t = a.as_f64().unwrap_or_default();
             return match op {
-                CmpOp::Eq => (start..end).contains(t),
-                CmpOp::Ne => !(start..end).contains(t),
-                CmpOp::Lt => *t < start,
-                CmpOp::Le => *t < end,
-                CmpOp::Gt => *t >= end,
-                CmpOp::Ge => *t >= start,
+                CmpOp::Eq => (start..end).contains(&t),
+                CmpOp::Ne => !(start..end).contains(&t),
+                CmpOp::Lt => t < start,
+                CmpOp::Le => t < end,
+                CmpOp::Gt => t >= end,
+                CmpOp::Ge => t >= start,
                 CmpOp::Glob => false,
             };
         }
-        (Val::Period(..), Val::Date(_)) => return compare(b, op.flipped(), a),
+        (Val::Period(..), Val::Num(_) | Val::Int(_) | Val::Date(_)) => return compare(b, op.flipped(), a),
         _ => {}
     }
     let ord = match (a, b) {
         (Val::Int(x), Val::Int(y)) => Some(x.cmp(y)),
-        (Val::Num(_) | Val::Int(_) | Val::Date(_), Val::Num(_) | Val::Int(_) | Val::Date(_)) => {
-            a.as_f64().partial_cmp(&b.as_f64())
-        }
+        (
+            Val::Num(_) | Val::Int(_) | Val::Date(_) | Val::Period(..),
+            Val::Num(_) | Val::Int(_) | Val::Date(_) | Val::Period(..),
+        ) => a.as_f64().partial_cmp(&b.as_f64()),
         (Val::Str(x), Val::Str(y)) => {
             if op == CmpOp::Glob {
                 return glob(y, x);

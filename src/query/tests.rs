@@ -132,6 +132,9 @@ fn a_day_in_a_filter_holds_all_day() {
     assert_eq!(ids("started in [2025-02-01, 2025-02-04]"), vec![1, 4]);
     assert_eq!(ids("started == \"2025-02-03T12:00\""), vec![3], "a minute");
     assert_eq!(ids("started == \"2025-02-03T12:00:00\""), Vec::<u64>::new(), "a second");
+    // A number compares with a date as Unix seconds.
+    assert_eq!(ids("steps_to_converge < 2025-02-02"), vec![1]);
+    assert_eq!(ids("steps_to_converge != 2025-02-02"), vec![1]);
 }
 
 /// Asserts that `filter` is rejected with a message containing every one of `parts`.

@@ -23,6 +23,20 @@ pub fn checked(tag: &str) -> Result<&str, BadTag> {
     Ok(tag)
 }
 
+/// `tags` as `memctl tag` would have written them, for a record from elsewhere (an export of an
+/// older memctl, a file edited by hand): each split at commas and semicolons, on one line,
+/// trimmed, without blanks or repeats.
+pub fn normalised(tags: &[String]) -> Vec<String> {
+    let mut kept: Vec<String> = vec![];
+    for part in tags.iter().flat_map(|t| t.split([',', ';'])) {
+        let tag = part.replace(['\n', '\r', '\t'], " ").trim().to_string();
+        if !tag.is_empty() && !kept.contains(&tag) {
+            kept.push(tag);
+        }
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -34,5 +48,12 @@ mod tests {
         assert_eq!(checked("line\nbreak"), Err(BadTag::BlankOrMultiline));
         assert_eq!(checked("a,b"), Err(BadTag::Separator("a,b".into())));
         assert_eq!(checked("a;b"), Err(BadTag::Separator("a;b".into())));
+    }
+
+    #[test]
+    fn tags_from_elsewhere_are_normalised_to_ones_tag_accepts() {
+        let from = |t: &[&str]| normalised(&t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(from(&["a,b", "", " a ", "line\nbreak", "c;"]), ["a", "b", "line break", "c"]);
+        assert!(from(&["a,b", " x ", "line\nbreak"]).iter().all(|t| checked(t) == Ok(t.as_str())));
     }
 }

@@ -965,13 +965,17 @@ fn import_merges_an_export_once_with_pruned_runs_and_leaves_unfinished_and_super
     std::fs::write(&export, serde_json::to_string(&[far]).unwrap()).unwrap();
     let far = stderr(&memctl(&into, &["import", file]));
     assert!(far.contains("`started_at` is 1e300, not a time in Unix seconds up to 9999-12-31"), "{far}");
-    // A tag `memctl tag` refuses, which would read as two tags in every listing.
-    let mut two = of("trial6");
-    two["tags"] = serde_json::json!(["a,b"]);
-    std::fs::write(&export, serde_json::to_string(&[two]).unwrap()).unwrap();
-    let two = stderr(&memctl(&into, &["import", file]));
-    assert!(two.contains("record 1 (run") && two.contains("a tag holds no comma or semicolon (`a,b`"), "{two}");
     assert_eq!(runs_by_identity(&into).len(), 10);
+    // Tags `memctl tag` refuses, which listings would read otherwise, are kept as it would
+    // have written them, and said so.
+    let mut tagged = of("trial6");
+    tagged["tags"] = serde_json::json!(["a,b", " a ", ""]);
+    tagged["started_at"] = (tagged["started_at"].as_f64().unwrap() + 5.0).into();
+    std::fs::write(&export, serde_json::to_string(&[tagged]).unwrap()).unwrap();
+    let err = stderr(&memctl(&into, &["import", file]));
+    assert!(err.contains(r#"tags ["a,b", " a ", ""] kept as ["a", "b"]"#) && err.contains("1 imported"), "{err}");
+    let rows = json(&memctl(&into, &["runs", "--where", r#""b" in tags and "a" in tags"#, "--format", "json"]));
+    assert_eq!(rows.len(), 1, "{rows:?}");
 }
 
 /// The README's `ablate` example: its spec checks, and `ablate` plans the full model and the

@@ -129,8 +129,9 @@ fn a_synced_run_deleted_from_the_store_is_not_synced_back_and_its_trial_is_submi
 }
 
 /// An array task that Slurm starts in another folder (`--sbatch-arg=--chdir=…`) works in the
-/// submission's: the manifest and logs are named by absolute paths, and a data file given on
-/// the command line relative to the submission's folder is found.
+/// submission's: the binary (`--memctl`, given relative), the manifest and the logs are named by
+/// absolute paths, and a data file given on the command line relative to the submission's
+/// folder is found.
 #[test]
 fn a_worker_started_in_another_folder_reads_the_data_the_submission_named() {
     let dir = tempfile::tempdir().unwrap();
@@ -155,12 +156,24 @@ fn a_worker_started_in_another_folder_reads_the_data_the_submission_named() {
     let submit = memctl_with(
         &bin,
         dir.path(),
-        &["sweep", "specs/j.mem", "path=\"data/d.jsonl\"", "--executor", "slurm", "--shared-dir", "shared"],
+        &[
+            "sweep",
+            "specs/j.mem",
+            "path=\"data/d.jsonl\"",
+            "--executor",
+            "slurm",
+            "--shared-dir",
+            "shared",
+            "--memctl",
+            "tools/memctl",
+        ],
     );
     assert_eq!(submit.status.code(), Some(0), "{}", text(&submit.stderr));
 
     let args = std::fs::read_to_string(&args_file).unwrap();
     let wrap = args.lines().last().unwrap();
+    let binary = dir.path().join("tools/memctl");
+    assert!(wrap.starts_with(&format!("exec '{}' worker", binary.display())), "{wrap}");
     let manifest = wrap.split("--manifest ").nth(1).unwrap().split(" --index").next().unwrap().trim_matches('\'');
     assert!(Path::new(manifest).is_absolute(), "{wrap}");
     let output = args.lines().find_map(|a| a.strip_prefix("--output=")).unwrap();

@@ -307,6 +307,9 @@ fn an_override_of_a_zipped_name_picks_the_zips_rows() {
     assert_eq!(narrowed.status.code(), Some(2), "{err}");
     assert!(err.contains("its `parts` values are 5"), "{err}");
     assert!(err.contains("the override of `m` on the command line left only these rows of the zip"), "{err}");
+    // A value the spec's zip never had is not blamed on the other override.
+    let err = text(&dry(&["m=10", "parts=7"]).stderr);
+    assert!(err.contains("`parts=7` picks no row") && !err.contains("left only these rows"), "{err}");
 }
 
 /// A sweep's reporter whose trials hit a bug at the step it holds (their observer panics there).
