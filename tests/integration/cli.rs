@@ -328,17 +328,7 @@ fn a_renamed_experiments_trials_are_done_under_the_name_they_were_recorded_as() 
 #[test]
 fn a_command_line_data_path_names_the_same_trial_from_any_folder() {
     let dir = tempfile::tempdir().unwrap();
-    for folder in ["specs", "data"] {
-        std::fs::create_dir(dir.path().join(folder)).unwrap();
-    }
-    let lines: String =
-        (0..40).map(|i| format!("{{\"input\": [{}, {}], \"target\": [{}]}}\n", i % 3, i % 5, i % 2)).collect();
-    std::fs::write(dir.path().join("data/d.jsonl"), lines).unwrap();
-    let spec = format!(
-        "task t = jsonl(path = \"missing.jsonl\")\n{}experiment e {{\n  task t\n  model lstm\n  train {{ batch = 4, steps = 2, eval_every = 1 }}\n}}\n",
-        crate::support::token_lstm("lstm", 4)
-    );
-    std::fs::write(dir.path().join("specs/j.mem"), spec).unwrap();
+    crate::support::jsonl_task_at(dir.path());
     let store = dir.path().join("store");
     let sweep_in = |folder: &str, spec: &str, data: &str| {
         let out = memctl_at(&store)

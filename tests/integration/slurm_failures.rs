@@ -135,17 +135,10 @@ fn a_synced_run_deleted_from_the_store_is_not_synced_back_and_its_trial_is_submi
 #[test]
 fn a_worker_started_in_another_folder_reads_the_data_the_submission_named() {
     let dir = tempfile::tempdir().unwrap();
-    for folder in ["specs", "data", "bin", "elsewhere"] {
+    crate::support::jsonl_task_at(dir.path());
+    for folder in ["bin", "elsewhere"] {
         std::fs::create_dir(dir.path().join(folder)).unwrap();
     }
-    let lines: String =
-        (0..40).map(|i| format!("{{\"input\": [{}, {}], \"target\": [{}]}}\n", i % 3, i % 5, i % 2)).collect();
-    std::fs::write(dir.path().join("data/d.jsonl"), lines).unwrap();
-    let spec = format!(
-        "task t = jsonl(path = \"missing.jsonl\")\n{}experiment e {{\n  task t\n  model lstm\n  train {{ batch = 4, steps = 2 }}\n}}\n",
-        token_lstm("lstm", 4)
-    );
-    std::fs::write(dir.path().join("specs/j.mem"), spec).unwrap();
     let bin = dir.path().join("bin");
     // A stand-in sbatch that keeps its arguments.
     let args_file = dir.path().join("sbatch-args");

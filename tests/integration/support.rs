@@ -161,3 +161,19 @@ pub fn kill_after_start(sweep: &mut Command, nth_start: usize, delay_ms: u64) {
     let _ = child.kill(); // the sweep may have ended on its own
     child.wait().unwrap();
 }
+
+/// `specs/j.mem` under `dir`: an LSTM on a `jsonl` task whose `path` the spec leaves to the
+/// command line (it names a missing file), and 40 examples in `data/d.jsonl`.
+pub fn jsonl_task_at(dir: &Path) {
+    for folder in ["specs", "data"] {
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+    }
+    let lines: String =
+        (0..40).map(|i| format!("{{\"input\": [{}, {}], \"target\": [{}]}}\n", i % 3, i % 5, i % 2)).collect();
+    std::fs::write(dir.join("data/d.jsonl"), lines).unwrap();
+    let spec = format!(
+        "task t = jsonl(path = \"missing.jsonl\")\n{}experiment e {{\n  task t\n  model lstm\n  train {{ batch = 4, steps = 2, eval_every = 1 }}\n}}\n",
+        token_lstm("lstm", 4)
+    );
+    std::fs::write(dir.join("specs/j.mem"), spec).unwrap();
+}

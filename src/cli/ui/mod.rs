@@ -180,16 +180,22 @@ mod tests {
         assert!(host_address("example.org").unwrap_err().contains("or `localhost`"));
     }
 
-    /// A path means what it means percent-decoded, as a browser may encode any byte of it; one
-    /// that is not UTF-8 then is refused.
-    #[test]
-    fn a_path_is_percent_decoded() {
+    /// A store holding the fixture run as run `id`.
+    fn store_with_run(id: u64) -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let mut run =
             crate::store::record::decode(include_bytes!("../../../tests/fixtures/run_record_v1.json")).unwrap();
-        run.id = 7;
+        run.id = id;
         store.put(&run).unwrap();
+        (dir, store)
+    }
+
+    /// A path means what it means percent-decoded, as a browser may encode any byte of it; one
+    /// that is not UTF-8 then is refused.
+    #[test]
+    fn a_path_is_percent_decoded() {
+        let (_dir, store) = store_with_run(7);
         let get = tiny_http::Method::Get;
         assert_eq!(answer(&store, &get, "/api/run/7").0, 200);
         assert_eq!(answer(&store, &get, "/api/run/%37"), answer(&store, &get, "/api/run/7"));
@@ -202,12 +208,7 @@ mod tests {
     /// the deleted one is named.
     #[test]
     fn curves_leave_out_a_deleted_run_and_draw_a_run_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let mut run =
-            crate::store::record::decode(include_bytes!("../../../tests/fixtures/run_record_v1.json")).unwrap();
-        run.id = 1;
-        store.put(&run).unwrap();
+        let (_dir, store) = store_with_run(1);
         let (status, _, body) = answer(&store, &tiny_http::Method::Get, "/api/curves?ids=1,99,1");
         let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
         assert_eq!(status, 200, "{body}");
