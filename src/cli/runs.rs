@@ -35,9 +35,10 @@ pub struct Args {
     #[arg(long)]
     only_changed: bool,
     /// One row per distinct value of these fields (comma separated), with `mean ± std (n)` of
-    /// each final metric and of steps to converge over the group's runs. std is the sample
-    /// standard deviation (n − 1); n counts the runs that have the value (a run that did not
-    /// converge has no steps to converge).
+    /// each final metric and of steps to converge over the group's runs, each trial counted
+    /// once by its latest run (--all: every run). std is the sample standard deviation (n − 1);
+    /// n counts the runs that have the value (a run that did not converge has no steps to
+    /// converge).
     #[arg(long, value_delimiter = ',', value_name = "PARAMS", value_parser = field_name)]
     group_by: Option<Vec<String>>,
     /// Output format: table, csv, json (the rows shown) or md (Markdown); `records` prints
@@ -45,7 +46,8 @@ pub struct Args {
     /// JSON.
     #[arg(long, default_value = "table")]
     format: RunsFormat,
-    /// Also list interrupted attempts of trials that ran again later (hidden by default).
+    /// Also list interrupted attempts of trials that ran again later (hidden by default), and
+    /// with --group-by count every run of a trial, not only its latest.
     #[arg(long)]
     all: bool,
 }
@@ -120,6 +122,7 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         columns: if records { Some(vec!["id".into()]) } else { args.columns },
         only_changed: args.only_changed && !records,
         group_by: args.group_by,
+        every_run: args.all,
     };
     let sheet = match view::build(&runs, &v) {
         Ok(s) => s,
@@ -150,6 +153,13 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         RunsFormat::Md => Format::Md,
     };
     print(&sheet, format)?;
+    if sheet.left_out > 0 && format == Format::Table {
+        eprintln!(
+            "({} earlier run{} of trials that ran again not counted: each trial counts once, by its latest run; --all counts every run)",
+            sheet.left_out,
+            if sheet.left_out == 1 { "" } else { "s" }
+        );
+    }
     if hidden > 0 && format == Format::Table {
         eprintln!(
             "({hidden} interrupted attempt{} of trials that ran again not shown; --all shows them)",

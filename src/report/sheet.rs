@@ -12,13 +12,16 @@ pub struct Sheet {
     /// Which columns hold `mean ± std (n)` statistics, whether or not a row has one (CSV
     /// writes such a column as three, so that a script reads the same columns every time).
     pub stats: Vec<bool>,
+    /// Runs the filter kept that a grouped sheet does not count: earlier runs of a trial that
+    /// ran again (its latest run stands for it, as in `results`).
+    pub left_out: usize,
 }
 
 impl Sheet {
     /// A sheet whose statistic columns are those with a statistic in some row.
     pub fn new(columns: Vec<String>, rows: Vec<Vec<Cell>>) -> Sheet {
         let stats = (0..columns.len()).map(|c| rows.iter().any(|r| matches!(r.get(c), Some(Cell::Stat(_))))).collect();
-        Sheet { columns, rows, stats }
+        Sheet { columns, rows, stats, left_out: 0 }
     }
 }
 

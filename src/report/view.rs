@@ -22,6 +22,9 @@ pub struct View {
     pub only_changed: bool,
     /// One row per distinct combination of these fields.
     pub group_by: Option<Vec<String>>,
+    /// Groups count every run, not only each trial's latest (a trial run again with
+    /// `--force` would otherwise count twice, as two samples of one seed).
+    pub every_run: bool,
 }
 
 /// Final metrics shown first, in this order, when present.
@@ -49,7 +52,11 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
         None => runs.iter().collect(),
     };
     match &view.group_by {
-        Some(keys) => grouped(&names, &shown, keys, view),
+        Some(keys) if view.every_run => grouped(&names, &shown, keys, view),
+        Some(keys) => {
+            let (latest, left_out) = latest_of_each_trial(shown);
+            Ok(Sheet { left_out, ..grouped(&names, &latest, keys, view)? })
+        }
         None => {
             shown.reverse();
             if let Some((col, desc)) = &view.sort {
@@ -73,6 +80,20 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
             Ok(Sheet::new(columns.into_iter().map(|(n, _)| n).collect(), rows))
         }
     }
+}
+
+/// Each trial's latest run among `runs` (the highest id), in their order, and how many runs
+/// that leaves out.
+fn latest_of_each_trial(runs: Vec<&RunSummary>) -> (Vec<&RunSummary>, usize) {
+    let mut latest: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+    for r in &runs {
+        let id = latest.entry(r.trial_key.as_str()).or_insert(r.id);
+        *id = (*id).max(r.id);
+    }
+    let before = runs.len();
+    let kept: Vec<&RunSummary> = runs.into_iter().filter(|r| latest[r.trial_key.as_str()] == r.id).collect();
+    let left_out = before - kept.len();
+    (kept, left_out)
 }
 
 /// Resolves column names, reporting ones no run has.
@@ -397,7 +418,7 @@ fn grouped(names: &Names, runs: &[&RunSummary], keys: &[String], view: &View) ->
     let stats = (columns.iter().enumerate())
         .map(|(c, n)| statistics.contains(&n) || rows.iter().any(|r| matches!(r.get(c), Some(Cell::Stat(_)))))
         .collect();
-    Ok(Sheet { columns, rows, stats })
+    Ok(Sheet { columns, rows, stats, left_out: 0 })
 }
 
 /// A grouped view's key column: named as asked, but `runs` (a parameter) as `param.runs`,
@@ -481,6 +502,7 @@ mod tests {
             .map(|i| {
                 let mut r = RunSummary::example();
                 r.id = i;
+                r.trial_key = format!("trial{i}");
                 r.swept = ["status", "accuracy", "runs"].map(String::from).to_vec();
                 let mut params = (*r.params).clone();
                 for name in &r.swept {
@@ -547,5 +569,26 @@ mod tests {
             "runs".into(),
             "metric.accuracy".into()
         ]));
+    }
+
+    /// A trial run twice (`--force`) counts once in a group, by its latest run, and the earlier
+    /// run is counted as left out; `every_run` counts both.
+    #[test]
+    fn a_group_counts_each_trial_once_by_its_latest_run() {
+        let run = |id: u64, trial: &str, accuracy: f64| {
+            let mut r = RunSummary::example();
+            (r.id, r.trial_key) = (id, trial.to_string());
+            r.final_metrics = [("accuracy".to_string(), accuracy)].into();
+            r
+        };
+        let runs = vec![run(1, "a", 0.5), run(2, "b", 0.7), run(3, "a", 0.9)];
+        let view = View { group_by: Some(vec!["experiment".into()]), ..View::default() };
+        let sheet = build(&runs, &view).unwrap();
+        let at = |sheet: &super::Sheet, name: &str| sheet.columns.iter().position(|c| c == name).unwrap();
+        assert_eq!(sheet.rows[0][at(&sheet, "runs")].display(), "2");
+        assert!(sheet.rows[0][at(&sheet, "accuracy")].display().starts_with("0.800 ± "), "{:?}", sheet.rows);
+        assert_eq!(sheet.left_out, 1);
+        let every = build(&runs, &View { every_run: true, ..view }).unwrap();
+        assert_eq!((every.rows[0][at(&every, "runs")].display(), every.left_out), ("3".to_string(), 0));
     }
 }

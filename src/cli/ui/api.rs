@@ -89,7 +89,7 @@ pub fn runs(store: &Store, q: &Params) -> Answer {
     {
         c.insert(0, "id".into());
     }
-    let v = view::View { filter, sort, limit: None, columns, only_changed: false, group_by };
+    let v = view::View { filter, sort, limit: None, columns, only_changed: false, group_by, every_run: false };
     let mut sheet = match view::build(&runs, &v) {
         Ok(s) => s,
         Err(e) => return Answer::bad(format!("error: {e}")),
