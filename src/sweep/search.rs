@@ -683,6 +683,27 @@ mod tests {
         }
     }
 
+    /// A configuration this store's study proposed, whose trial was pruned in the store that
+    /// ran it (its run imported here), is reported pruned, by the decision its run holds.
+    #[test]
+    fn a_proposed_configuration_pruned_in_another_store_is_reported_pruned() {
+        with_search(|search, _, trial| {
+            (search.store)
+                .update_study(&search.key, &search.experiment, |s| s.configs.push(lr_3e_2("random")))
+                .unwrap();
+            let spec = crate::sweep::SpecSource { path: "s.mem".into(), text: SPEC.into() };
+            let mut run = crate::sweep::new_record(1, trial, &spec, &crate::sweep::Options::one_at_a_time());
+            run.status = Status::Pruned;
+            run.pruned =
+                Some(Pruned { rung: 1, step: 20, metric: "val_loss".into(), value: 2.0, mean: 2.0, cutoff: 1.0 });
+            search.store.put(&run).unwrap();
+            let (study, rows) = search.configurations_run().unwrap();
+            assert_eq!(study.pruned_at(0).map(|r| (r.at.rung, r.at.seed)), Some((0, 1)), "{:?}", study.reports);
+            let report = crate::report::search::render("lrs", search.spec(), &study, &rows, 60);
+            assert!(report.contains("pruned at rung 1"), "{report}");
+        });
+    }
+
     /// A study that proposed one configuration twice (as studies did before proposals skipped
     /// the ones tried) shows it once, and says so.
     #[test]

@@ -31,6 +31,9 @@ pub fn with_runs(
     let proposed: Vec<Option<String>> =
         study.configs.iter().map(|c| key_of(&c.values_named(names.iter().map(String::as_str)))).collect();
     let mut found: Vec<Found> = vec![];
+    // Pruned runs of configurations this study proposed but did not judge (their runs came
+    // from another store): (configuration, run).
+    let mut pruned_elsewhere: Vec<(usize, u64)> = vec![];
     for run in latest.values().filter(|r| r.experiment == experiment && plan.spec.seeds.contains(&r.seed)) {
         let Some(values) = plan.searched_values(&run.params, &run.train, &run.task_options, run.seed) else {
             continue;
@@ -40,7 +43,12 @@ pub fn with_runs(
             continue;
         }
         let key = key_of(&values);
-        if proposed.contains(&key) {
+        if let Some(config) = proposed.iter().position(|p| *p == key) {
+            let judged_here =
+                study.reports.iter().any(|r| r.at.config == config && r.at.seed == run.seed && !r.decision.keep);
+            if run.status == Status::Pruned && !judged_here {
+                pruned_elsewhere.push((config, run.id));
+            }
             continue;
         }
         let at = match found.iter().position(|f| f.key == key) {
@@ -64,24 +72,32 @@ pub fn with_runs(
             sampler: FROM_RUNS.into(),
             proposed_at,
         });
-        for id in pruned {
-            let record = store.get(id)?;
-            let Some(p) = record.pruned else { continue };
-            study.reports.push(RungReport {
-                at: AtRung {
-                    config,
-                    seed: record.config.seed,
-                    rung: p.rung.saturating_sub(1),
-                    step: p.step,
-                    value: p.value,
-                    loss: None,
-                    loss_before: None,
-                },
-                decision: Decision { keep: false, mean: p.mean, cutoff: Some(p.cutoff), compared: 0, guarded: false },
-            });
+        pruned_elsewhere.extend(pruned.into_iter().map(|id| (config, id)));
+    }
+    for (config, id) in pruned_elsewhere {
+        if let Some(report) = pruning_of(store, config, id)? {
+            study.reports.push(report);
         }
     }
     Ok(study)
+}
+
+/// The decision that pruned run `id`, as its record holds it, as a report on `config`.
+fn pruning_of(store: &Store, config: usize, id: u64) -> Result<Option<RungReport>, StoreError> {
+    let record = store.get(id)?;
+    let Some(p) = record.pruned else { return Ok(None) };
+    Ok(Some(RungReport {
+        at: AtRung {
+            config,
+            seed: record.config.seed,
+            rung: p.rung.saturating_sub(1),
+            step: p.step,
+            value: p.value,
+            loss: None,
+            loss_before: None,
+        },
+        decision: Decision { keep: false, mean: p.mean, cutoff: Some(p.cutoff), compared: 0, guarded: false },
+    }))
 }
 
 /// Runs of a search's experiment that are not its trials: most often a sweep of it given
