@@ -5,8 +5,9 @@
 //! A run belongs to the search when its values of the searched names lie in their domains and
 //! the search's own trial for those values and the run's seed is the run's trial (same trial
 //! key). Configurations known only from runs are numbered after the study's, in the order their
-//! first run started; a pruned run's record holds the decision that stopped it. What runs
-//! cannot tell (the decisions that kept a trial, the sampler) stays empty.
+//! first run started. A pruned run's record holds the decision that stopped it, which also
+//! stands for the study's own where one of its configurations was pruned in another store.
+//! What runs cannot tell (the decisions that kept a trial, the sampler) stays empty.
 
 use std::collections::HashMap;
 
