@@ -298,16 +298,17 @@ pub fn resolve(block: &Block, swept: &BTreeMap<String, (Value, Span)>, at: Span)
         None => None,
         Some(_) => Some(settings.positive_int("eval_size")?),
     };
+    // Averaging constants, below 1 (PyTorch asks only that momentum and alpha be 0 or more, but
+    // at 1 or past it nothing decays).
+    let averaging = |key| settings.float_in(key, |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1");
     Ok(TrainConfig {
         optimizer,
         lr,
-        // Averaging constants below 1 (PyTorch asks only that momentum and alpha be 0 or more, but
-        // at 1 or past it nothing decays), and `eps` above 0: an Adam or RMSprop step divides by
-        // it where a gradient is 0.
-        momentum: settings.float_in("momentum", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
-        alpha: settings.float_in("alpha", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
-        beta1: settings.float_in("beta1", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
-        beta2: settings.float_in("beta2", |x| (0.0..1.0).contains(&x), "from 0 up to (not including) 1")?,
+        momentum: averaging("momentum")?,
+        alpha: averaging("alpha")?,
+        beta1: averaging("beta1")?,
+        beta2: averaging("beta2")?,
+        // Above 0: an Adam or RMSprop step divides by it where a gradient is 0.
         eps: settings.float_in("eps", |x| x > 0.0 && x.is_finite(), "a finite number above 0")?,
         weight_decay: settings.float_in(
             "weight_decay",

@@ -180,11 +180,7 @@ pub fn listed(runs: Vec<RunSummary>, all: bool) -> (Vec<RunSummary>, usize) {
     if all {
         return (runs, 0);
     }
-    let mut latest: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    for r in &runs {
-        let id = latest.entry(r.trial_key.as_str()).or_insert(r.id);
-        *id = (*id).max(r.id);
-    }
+    let latest = crate::store::summary::latest_ids(&runs);
     let superseded: std::collections::HashSet<u64> = runs
         .iter()
         .filter(|r| r.status == Status::Interrupted && latest.get(r.trial_key.as_str()).is_some_and(|&l| l > r.id))

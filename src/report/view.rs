@@ -85,11 +85,7 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
 /// Each trial's latest run among `runs` (the highest id), in their order, and how many runs
 /// that leaves out.
 fn latest_of_each_trial(runs: Vec<&RunSummary>) -> (Vec<&RunSummary>, usize) {
-    let mut latest: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-    for r in &runs {
-        let id = latest.entry(r.trial_key.as_str()).or_insert(r.id);
-        *id = (*id).max(r.id);
-    }
+    let latest = crate::store::summary::latest_ids(runs.iter().copied());
     let before = runs.len();
     let kept: Vec<&RunSummary> = runs.into_iter().filter(|r| latest[r.trial_key.as_str()] == r.id).collect();
     let left_out = before - kept.len();

@@ -181,6 +181,16 @@ impl RunSummary {
     }
 }
 
+/// The id of each trial's newest run among `runs`, by trial key.
+pub fn latest_ids<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> HashMap<&'a str, u64> {
+    let mut latest: HashMap<&str, u64> = HashMap::new();
+    for r in runs {
+        let id = latest.entry(r.trial_key.as_str()).or_insert(r.id);
+        *id = (*id).max(r.id);
+    }
+    latest
+}
+
 /// Each trial's newest run, as seen now ([`RunSummary::as_seen`]), by trial key.
 pub fn latest_by_trial(summaries: Vec<RunSummary>) -> HashMap<String, RunSummary> {
     let mut latest: HashMap<String, RunSummary> = HashMap::new();

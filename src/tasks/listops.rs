@@ -89,27 +89,26 @@ impl ListOps {
     /// One tree's value, LRA's `generate_tree`; its tokens go to `tokens`, which keeps no more
     /// than one past `max_length` (a longer tree is drawn again; counted in `count`).
     fn tree(&self, rng: &mut ChaCha8Rng, depth: usize, tokens: &mut Vec<u32>, count: &mut usize) -> u32 {
-        let mut push = |t: u32, tokens: &mut Vec<u32>| {
-            *count += 1;
-            if tokens.len() <= self.max_length {
-                tokens.push(t);
-            }
-        };
         let leaf = depth >= self.max_depth || rng.random::<f64>() > 0.25;
         if leaf {
             let v = rng.random_range(0..10);
-            push(v, tokens);
+            self.emit(v, tokens, count);
             return v;
         }
         let op = [MIN, MAX, MED, SM][rng.random_range(0..4)];
-        push(op, tokens);
+        self.emit(op, tokens, count);
         let n = rng.random_range(2..=self.max_args);
         let values: Vec<u32> = (0..n).map(|_| self.tree(rng, depth + 1, tokens, count)).collect();
+        self.emit(CLOSE, tokens, count);
+        apply(op, &values)
+    }
+
+    /// Counts token `t` of a tree, and keeps it while `tokens` holds no more than `max_length`.
+    fn emit(&self, t: u32, tokens: &mut Vec<u32>, count: &mut usize) {
         *count += 1;
         if tokens.len() <= self.max_length {
-            tokens.push(CLOSE);
+            tokens.push(t);
         }
-        apply(op, &values)
     }
 
     /// An expression within the length bounds: its tokens and value.
