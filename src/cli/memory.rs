@@ -31,16 +31,17 @@ impl Estimates {
     }
 }
 
-/// `1.2 GB (parameters 4.0 MB, gradients 4.0 MB, optimiser 8.0 MB, activations 1.1 GB, batch
-/// 2.0 MB; an evaluation batch 64.0 MB)`: the total counts a training step or an evaluation
-/// batch, whichever needs more.
+/// `1.2 GB (parameters 4.0 MB, gradients 4.0 MB, optimiser 8.0 MB, data sets 12.0 MB,
+/// activations 1.1 GB, batch 2.0 MB; an evaluation batch 64.0 MB)`: the total counts a training
+/// step or an evaluation batch, whichever needs more.
 pub fn describe(e: &MemoryEstimate) -> String {
     format!(
-        "{} (parameters {}, gradients {}, optimiser {}, activations {}, batch {}; an evaluation batch {})",
+        "{} (parameters {}, gradients {}, optimiser {}, data sets {}, activations {}, batch {}; an evaluation batch {})",
         bytes(e.total()),
         bytes(e.params),
         bytes(e.gradients),
         bytes(e.optimizer),
+        bytes(e.data),
         bytes(e.activations),
         bytes(e.batch),
         bytes(e.evaluation)
@@ -173,6 +174,18 @@ fn too_large(
         free: bytes(free),
     }
     .error();
+    if e.data_dominates() {
+        let task = spec.ast.experiments.iter().find(|x| x.name.name == exp.name).and_then(|x| x.task.first());
+        let d = match task {
+            Some(call) => d.at(call.span, "the task"),
+            None => d.at(exp.span, "this experiment"),
+        };
+        return d.hint(format!(
+            "the task's data sets need the most ({}: a trial holds its training, validation and test sets \
+             from start to end): lower the task's `train`, `validation` or `test`, or the size of its examples",
+            bytes(e.data)
+        ));
+    }
     let d = match batch {
         Some(span) if on_command_line.is_some() => d.at(span, "the batch size, set on the command line"),
         Some(span) => d.at(span, "the batch size"),

@@ -19,14 +19,20 @@
 //!   (estimated 1.91), STM A 219 and 197 MB (estimated 129).
 //!   What a GPU's evaluation holds besides the outputs is not measured yet.
 //!
-//! Not counted: the task's data set (generated once, usually small next to the rest).
+//! - the task's data sets, which a trial holds from start to end: a fixed training set, the
+//!   validation set and the test sets, as the batches they become. Where generating them
+//!   would take more than half the memory this process can still take, they are not
+//!   generated: their size is projected from a copy of the task that generates
+//!   [`SAMPLED_SET`] examples of each, so that a trial whose data cannot fit is refused
+//!   instead of `memctl check` running out of memory.
 
 use candle_core::Device;
 
 use crate::check::Trial;
 use crate::graph::Ty;
-use crate::tasks::{Batch, Split};
+use crate::tasks::{Batch, Split, TaskData};
 use crate::train_config::OptimizerKind;
+use crate::value::Value;
 
 /// Bytes, by what they hold.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -39,13 +45,20 @@ pub struct MemoryEstimate {
     /// An evaluation batch's forward, which runs between training steps (the larger of the
     /// two counts).
     pub evaluation: u64,
+    /// The task's data sets (see the module's comment).
+    pub data: u64,
 }
 
 impl MemoryEstimate {
     pub fn total(&self) -> u64 {
         let training = self.activations.saturating_add(self.batch);
-        let fixed = self.params.saturating_add(self.gradients).saturating_add(self.optimizer);
+        let fixed = self.params.saturating_add(self.gradients).saturating_add(self.optimizer).saturating_add(self.data);
         fixed.saturating_add(training.max(self.evaluation))
+    }
+
+    /// Whether the task's data sets make half the estimate or more.
+    pub fn data_dominates(&self) -> bool {
+        self.data >= self.total() / 2
     }
 
     /// Whether evaluation, not training, makes most of the estimate (twice the training step
@@ -73,9 +86,16 @@ const SAMPLED_EXAMPLES: usize = 64;
 /// of any split (a test split of longer sequences too), that needs the most.
 pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
     let cfg = &trial.config.train;
-    let mut data = trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
+    let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu);
+    // The trial's own data, or, where generating it would not leave room for the rest, the
+    // sample that projected its size.
+    let (mut data, projected) = match Projection::of(trial, eval_batch)? {
+        Some(p) if available().is_some_and(|room| p.bytes > room / 2) => (p.sample, Some(p.bytes)),
+        _ => (trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?, None),
+    };
     // The longest of a few training examples, so that a small validation set still tells.
-    let mut example = BatchSize::of(&data.train_batch(1)?)?;
+    let first = BatchSize::of(&data.train_batch(1)?)?;
+    let mut example = first;
     if data.longest_train_steps().is_none() {
         for _ in 1..SAMPLED_EXAMPLES {
             let drawn = BatchSize::of(&data.train_batch(1)?)?;
@@ -84,7 +104,6 @@ pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstima
             }
         }
     }
-    let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu);
     let mut held_out: Vec<(Split, BatchSize)> = vec![];
     let splits = std::iter::once(Split::Validation).chain((0..trial.task.test_splits().len()).map(Split::Test));
     for split in splits {
@@ -92,6 +111,10 @@ pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstima
             held_out.push((split, BatchSize::of(&b)?));
         }
     }
+    let data_sets = projected.unwrap_or_else(|| {
+        let training_set = data.train_size().unwrap_or(0) as u64 * first.elements * F32;
+        held_out.iter().map(|(_, b)| b.elements * F32).sum::<u64>().saturating_add(training_set)
+    });
     let validation_longest =
         held_out.iter().filter(|(s, _)| *s == Split::Validation).map(|(_, b)| *b).max_by_key(|b| b.steps);
     let longest = match validation_longest {
@@ -137,7 +160,62 @@ pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstima
         activations: per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32).saturating_mul(2),
         batch: data_bytes(steps, batch),
         evaluation,
+        data: data_sets,
     })
+}
+
+/// Examples of each generated set (a fixed training set, the validation set, each test set)
+/// that a copy of the task generates to project the size of the trial's own.
+const SAMPLED_SET: i64 = 8;
+
+/// The bytes of a trial's generated data sets, projected from a copy of its task that
+/// generates at most [`SAMPLED_SET`] examples of each (its options `train`, `validation` and
+/// `test`), and that copy's data.
+struct Projection {
+    bytes: u64,
+    sample: Box<dyn TaskData>,
+}
+
+impl Projection {
+    /// `None` where there is nothing to project: a task that reads its data (in memory
+    /// already), or whose sets are no larger than the sample's.
+    fn of(trial: &Trial, eval_batch: usize) -> candle_core::Result<Option<Projection>> {
+        let Some(kind) = crate::tasks::get(&trial.config.task).filter(|k| k.reads().is_none()) else {
+            return Ok(None);
+        };
+        // Each sized set's examples in the trial, and how many times the sample's that is.
+        let mut scale = std::collections::HashMap::new();
+        let mut options = vec![];
+        for arg in kind.signature() {
+            let Some(value) = trial.config.task_options.get(arg.name) else { return Ok(None) };
+            match (arg.name, value) {
+                ("train" | "validation" | "test", &Value::Int(n)) if n > SAMPLED_SET => {
+                    scale.insert(arg.name, n as f64 / SAMPLED_SET as f64);
+                    options.push(Value::Int(SAMPLED_SET));
+                }
+                _ => options.push(value.clone()),
+            }
+        }
+        // A copy whose options fail a check the trial's pass (none today) projects nothing.
+        let (false, Ok(task)) = (scale.is_empty(), kind.instantiate(&options)) else { return Ok(None) };
+        let mut sample = task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
+        let times = |set: &str| scale.get(set).copied().unwrap_or(1.0);
+        let mut bytes = 0.0;
+        let splits = std::iter::once(Split::Validation).chain((0..task.test_splits().len()).map(Split::Test));
+        for split in splits {
+            let set = if split == Split::Validation { "validation" } else { "test" };
+            let batches = sample.eval_batches(split, eval_batch)?;
+            let elements =
+                batches.iter().map(|b| BatchSize::of(b).map(|b| b.elements)).sum::<candle_core::Result<u64>>()?;
+            bytes += (elements * F32) as f64 * times(set);
+        }
+        if let Some(examples) = sample.train_size() {
+            let example = BatchSize::of(&sample.train_batch(1)?)?;
+            bytes += (example.elements * F32) as f64 * examples as f64 * times("train");
+        }
+        // A float past u64's range saturates.
+        Ok(Some(Projection { bytes: bytes as u64, sample }))
+    }
 }
 
 /// A batch's time steps, sequences, and elements of inputs and targets.
@@ -293,8 +371,10 @@ mod tests {
         // as here all of a held-out set's 256.
         let gpu = estimate(&trial(8), false).unwrap();
         assert_eq!(gpu.evaluation, 7 * 2 * 3 * 256 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
+        // The data sets: randomSequence's validation and test sets of 256 sequences each.
+        assert_eq!(e.data, 2 * 256 * (3 * 2 + 3 * 2) * 4);
         let training = e.activations + e.batch;
-        assert_eq!(e.total(), e.params + e.gradients + e.optimizer + training.max(e.evaluation));
+        assert_eq!(e.total(), e.params + e.gradients + e.optimizer + e.data + training.max(e.evaluation));
         // 64 sequences against 8: evaluation makes most of it; at a batch of 64 (128 to
         // evaluate), training does.
         assert!(e.evaluation_dominates(), "{e:?}");
@@ -329,6 +409,60 @@ mod tests {
             let e = trial(lengths, seed);
             assert_eq!((e.activations, e.batch), (longest.activations, longest.batch), "{lengths}, seed {seed}");
         }
+    }
+
+    /// The first trial of `task` with a small recurrent model (`model m(tokens = true)` for a
+    /// task whose inputs are tokens).
+    fn trial_of(task: &str, model: &str) -> Trial {
+        let text = format!(
+            r#"
+            model m(tokens = false) {{
+              state h = zeros(4)
+              step x {{
+                if tokens {{ x = embed(x, 4) }}
+                h = tanh(linear(x, 4) + h)
+                out linear(h, output_size)
+              }}
+            }}
+            experiment e {{ task {task} model {model} train {{ batch = 8, optimizer = adam(lr = 1e-3) }} }}
+            "#
+        );
+        let spec = crate::lang::parse_str("t.mem", &text).unwrap();
+        let program = crate::check::check(&spec, &crate::prims::Primitives).unwrap();
+        program.experiments[0].trials[0].clone()
+    }
+
+    /// Examples of one length make batches of one size: the sets projected from the sample
+    /// are exactly the sets generated (copy's validation and test sets; associative
+    /// retrieval's training set besides).
+    #[test]
+    fn data_sets_projected_from_a_sample_equal_the_generated_ones_for_examples_of_one_length() {
+        for (task, model) in [
+            ("copy(width = 8, min_len = 10, max_len = 10, validation = 100, test = 300)", "m"),
+            ("assocRetrieval(pairs = 4, train = 1000, validation = 100, test = 200)", "m(tokens = true)"),
+        ] {
+            let trial = trial_of(task, model);
+            let eval_batch = crate::train::evaluation::evaluation_batch_on(8, true);
+            let projected = Projection::of(&trial, eval_batch).unwrap().expect("sets larger than the sample");
+            let e = estimate(&trial, true).unwrap();
+            assert!(e.data > 0);
+            assert_eq!(projected.bytes, e.data, "{task}");
+        }
+        // Sets no larger than the sample are generated as they are: nothing to project.
+        let small = trial_of("copy(width = 8, validation = 8, test = 2)", "m");
+        assert!(Projection::of(&small, 64).unwrap().is_none());
+    }
+
+    /// Validation and test sets of ten million sequences of up to 2 000 vectors of 512 bits:
+    /// far more than any machine has. The estimate projects them and returns, instead of
+    /// generating them until the allocator aborts the process.
+    #[test]
+    fn data_sets_too_large_to_generate_are_projected_not_generated() {
+        let trial = trial_of("copy(width = 512, max_len = 2000, validation = 10000000, test = 10000000)", "m");
+        let e = estimate(&trial, true).unwrap();
+        assert!(e.data > 1 << 45, "{e:?}");
+        assert!(e.data_dominates(), "{e:?}");
+        assert!(available().is_some_and(|a| a < e.total()));
     }
 
     #[test]

@@ -191,6 +191,31 @@ fn a_trial_too_big_for_memory_is_refused_at_its_batch_size_before_anything_runs(
     assert!(!text(&runs.stdout).contains("running"), "{}", text(&runs.stdout));
 }
 
+/// Data sets larger than any machine's memory are refused at the task, before they are
+/// generated.
+#[test]
+fn a_trial_whose_data_sets_cannot_fit_is_refused_at_its_task() {
+    let (_dir, spec, store) = spec_folder(
+        r#"
+model m() {
+  state h = zeros(4)
+  step x { h = tanh(linear(x, 4) + h)  out linear(h, output_size) }
+}
+experiment huge {
+  task copy(width = 512, max_len = 2000, validation = 10000000, test = 10000000)
+  model m
+  train { optimizer = adam(lr = 1e-3), batch = 8, steps = 2 }
+}
+"#,
+    );
+    let out = memctl(&store, &["sweep", spec.to_str().unwrap(), "--threads", "1"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[C095]") && err.contains("data sets"), "{err}");
+    assert!(err.contains(":7:8") && err.contains("the task"), "{err}");
+    assert!(err.contains("lower the task's `train`, `validation` or `test`"), "{err}");
+}
+
 #[test]
 fn check_prints_the_memory_each_model_needs_to_train() {
     let (_dir, spec, store) = spec_folder(&tiny_spec());
