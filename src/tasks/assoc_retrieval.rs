@@ -99,6 +99,9 @@ impl AssocRetrieval {
 }
 
 impl Task for AssocRetrieval {
+    fn max_steps(&self) -> Option<usize> {
+        Some(self.seq_len())
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(VOCAB)
     }

@@ -133,6 +133,12 @@ pub trait Task: Send + Sync {
     }
     /// Generates the task's data for one trial, deterministically from `seed`.
     fn data(&self, seed: u64, device: &Device) -> candle_core::Result<Box<dyn TaskData>>;
+    /// The most time steps one example can have (its input and answer steps), from the
+    /// options alone: the memory estimate bounds the data sets by it before generating any.
+    /// `None` where the options do not bound it (the estimate then generates a sample).
+    fn max_steps(&self) -> Option<usize> {
+        None
+    }
     /// What a model that has learnt nothing of the task scores: chance, and the best shortcut
     /// from the input alone, so that a result can be read against them. Empty where the task
     /// has no level worth stating (or none worked out yet).

@@ -138,6 +138,12 @@ impl Geometry {
 }
 
 impl Task for Geometry {
+    fn max_steps(&self) -> Option<usize> {
+        // The points (the test splits' up to 10 whatever the options), then at most every point
+        // and the way back or the end token.
+        let points = self.points.max(TEST_POINTS.into_iter().max().unwrap_or(0));
+        Some(2 * points + 2)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.classes() + 3])
     }

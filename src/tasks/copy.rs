@@ -69,6 +69,9 @@ impl Copy {
 }
 
 impl Fresh for Copy {
+    fn max_steps(&self) -> Option<usize> {
+        Some(2 * self.max_len + 2)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width + 2])
     }

@@ -106,3 +106,59 @@ fn every_generators_batches_have_the_types_it_declares() {
         }
     }
 }
+
+/// `kind` with its defaults, and `changes` (option, value) in their place.
+fn configured(kind: &dyn TaskKind, changes: &[(&str, i64)]) -> Box<dyn Task> {
+    let mut options = defaults(kind);
+    for (name, value) in changes {
+        let at = kind.signature().iter().position(|s| s.name == *name);
+        options[at.unwrap_or_else(|| panic!("{}: no option `{name}`", kind.name()))] = Value::Int(*value);
+    }
+    kind.instantiate(&options).unwrap_or_else(|e| panic!("{}: {e}", kind.name()))
+}
+
+/// The memory estimate bounds a trial's data by [`Task::max_steps`] before generating any:
+/// no example may be longer. Every generator states it, except learnToExecute, whose program
+/// text its options do not bound in a closed form. Each is checked at its defaults and at
+/// other sizes, over many training examples and every held-out set.
+#[test]
+fn no_generated_example_is_longer_than_its_tasks_max_steps() {
+    let other_sizes: &[(&str, &[(&str, i64)])] = &[
+        ("copy", &[("min_len", 3), ("max_len", 7)]),
+        ("prioritySort", &[("inputs", 9), ("outputs", 4)]),
+        ("rar", &[("max_items", 6), ("max_len", 4)]),
+        ("nthFarthest", &[("vectors", 3)]),
+        ("addition", &[("digits", 3), ("min_digits", 2)]),
+        ("palindrome", &[("digits", 4)]),
+        ("reduce", &[("digits", 2)]),
+        ("patternCompletion", &[("patterns", 5), ("queries", 3)]),
+        ("randomSequence", &[("length", 11)]),
+        ("convexHull", &[("points", 14), ("min_points", 12)]),
+        ("tsp", &[("points", 6), ("min_points", 6)]),
+        ("shortestPath", &[("nodes", 6), ("min_nodes", 6), ("edges", 15), ("min_edges", 15)]),
+        ("spanningTree", &[("nodes", 4), ("min_nodes", 3), ("edges", 5), ("min_edges", 3)]),
+        ("listOps", &[("max_length", 30), ("min_length", 5)]),
+        ("rgbBinding", &[("triplets", 3), ("queries", 2)]),
+        ("assocRetrieval", &[("pairs", 5)]),
+    ];
+    let mut configurations: Vec<(String, Box<dyn Task>)> =
+        generators().map(|(name, task)| (format!("{name} (defaults)"), task)).collect();
+    for (name, changes) in other_sizes {
+        let kind = get(name).unwrap_or_else(|| panic!("no task {name}"));
+        configurations.push((format!("{name} {changes:?}"), configured(kind, changes)));
+    }
+    for (name, task) in configurations {
+        let Some(most) = task.max_steps() else {
+            assert!(name.starts_with("learnToExecute"), "{name}: no max_steps");
+            continue;
+        };
+        let mut data = task.data(5, &Device::Cpu).unwrap();
+        let mut batches: Vec<Batch> = (0..200).map(|_| data.train_batch(1).unwrap()).collect();
+        batches.extend(data.eval_batches(Split::Validation, 64).unwrap());
+        for i in 0..task.test_splits().len() {
+            batches.extend(data.eval_batches(Split::Test(i), 64).unwrap());
+        }
+        let longest = batches.iter().map(|b| b.steps().unwrap()).max().unwrap();
+        assert!(longest <= most, "{name}: an example of {longest} steps, past max_steps {most}");
+    }
+}

@@ -49,6 +49,8 @@ pub(super) trait Fresh: Clone + Send + Sync + 'static {
     fn trivial_levels(&self) -> Vec<TrivialLevel> {
         vec![]
     }
+    /// The task's [`Task::max_steps`].
+    fn max_steps(&self) -> Option<usize>;
 }
 
 /// A task of fresh data: a generator, configured by its options, and the sizes of its held-out
@@ -73,6 +75,9 @@ impl<G: Fresh> Task for FreshTask<G> {
     }
     fn trivial_levels(&self) -> Vec<TrivialLevel> {
         self.generator.trivial_levels()
+    }
+    fn max_steps(&self) -> Option<usize> {
+        self.generator.max_steps()
     }
 }
 

@@ -153,6 +153,10 @@ impl LearnToExecute {
 }
 
 impl Fresh for LearnToExecute {
+    fn max_steps(&self) -> Option<usize> {
+        // A program's text is not bounded by the options in a closed form.
+        None
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(self.grammar.alphabet().len())
     }

@@ -169,6 +169,10 @@ fn apply(op: u32, values: &[u32]) -> u32 {
 }
 
 impl Fresh for ListOps {
+    fn max_steps(&self) -> Option<usize> {
+        // The longest expression, then the query token.
+        Some(self.max_length + 1)
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(VOCAB)
     }

@@ -143,6 +143,11 @@ pub(super) struct NamTask<R: Rule> {
 }
 
 impl<R: Rule + std::fmt::Debug> Task for NamTask<R> {
+    fn max_steps(&self) -> Option<usize> {
+        let c = &self.config;
+        let most_digits = (0..TEST_SPLITS.len()).map(|i| c.test_range(i).1).chain([c.train_range().1, c.id_range().1]);
+        Some(self.rule.seq_len(most_digits.max().unwrap_or(c.digits)))
+    }
     fn input(&self) -> Ty {
         Ty::Tokens(R::VOCAB)
     }

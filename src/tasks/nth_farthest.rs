@@ -60,6 +60,9 @@ fn uniform_pm1(rng: &mut impl RngCore) -> f32 {
 }
 
 impl Fresh for NthFarthest {
+    fn max_steps(&self) -> Option<usize> {
+        Some(self.vectors)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width()])
     }

@@ -82,6 +82,9 @@ pub struct PatternCompletion {
 }
 
 impl Fresh for PatternCompletion {
+    fn max_steps(&self) -> Option<usize> {
+        Some(self.patterns + self.queries)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.bits + 2])
     }

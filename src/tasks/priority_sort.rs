@@ -55,6 +55,9 @@ pub struct PrioritySort {
 }
 
 impl Fresh for PrioritySort {
+    fn max_steps(&self) -> Option<usize> {
+        Some(self.inputs + self.outputs)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width + 2])
     }

@@ -38,6 +38,9 @@ pub struct RandomSequence {
 }
 
 impl Task for RandomSequence {
+    fn max_steps(&self) -> Option<usize> {
+        Some(self.length)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.input])
     }

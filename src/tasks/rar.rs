@@ -123,6 +123,9 @@ impl Rar {
 }
 
 impl Fresh for Rar {
+    fn max_steps(&self) -> Option<usize> {
+        Some((self.max_len + 1) * (self.max_items + 1) + 1 + self.max_len)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width + 2])
     }

@@ -94,6 +94,9 @@ impl RgbBinding {
 }
 
 impl Fresh for RgbBinding {
+    fn max_steps(&self) -> Option<usize> {
+        Some(self.triplets + self.queries)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![3 * self.bits + 2])
     }

@@ -94,6 +94,11 @@ impl GraphTask {
 }
 
 impl Task for GraphTask {
+    fn max_steps(&self) -> Option<usize> {
+        // The edges and the source and destination, then a path through every node or a
+        // spanning tree's 2 (N − 1) features, and an end token.
+        Some(self.edges + 2 + 2 * self.nodes + 1)
+    }
     fn input(&self) -> Ty {
         Ty::Tensor(vec![self.width()])
     }

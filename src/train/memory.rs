@@ -13,18 +13,24 @@
 //!   batch (larger than a training batch, `train::evaluation::evaluation_batch`): the loss's
 //!   and metrics' copies of the outputs over all steps (the logits, large for a task of many
 //!   classes: a word-level corpus), and on the CPU, whose evaluation runs the tape's kernels,
-//!   every time step's node outputs and states once. The two share their buffers in part:
-//!   peak resident memory of `sweep specs/bench/stm.mem` with an evaluation every few steps
-//!   and with only the final one, 2-core AMD EPYC, 2026-11-30: STM B 1.16 and 1.16 GB
-//!   (estimated 1.91), STM A 219 and 197 MB (estimated 129).
-//!   What a GPU's evaluation holds besides the outputs is not measured yet.
-//!
+//!   every time step's node outputs and states once; beside it, its split cut into batches,
+//!   which an evaluation holds at once. The two share their buffers in part: peak resident
+//!   memory of `sweep specs/bench/stm.mem` with an evaluation every few steps and with only
+//!   the final one, 2-core AMD EPYC, 2026-11-30: STM B 1.16 and 1.16 GB (estimated 1.91),
+//!   STM A 219 and 197 MB (estimated 130). `patternCompletion(patterns = 300, bits = 512)`,
+//!   whose data sets make most of it: 5.08 GB (estimated 3.38), 2026-12-01.
+//!   What a GPU's evaluation holds besides the outputs is not measured yet;
 //! - the task's data sets, which a trial holds from start to end: a fixed training set, the
-//!   validation set and the test sets, as the batches they become. Where generating them
-//!   would take more than half the memory this process can still take, they are not
-//!   generated: their size is projected from a copy of the task that generates
-//!   [`SAMPLED_SET`] examples of each, so that a trial whose data cannot fit is refused
-//!   instead of `memctl check` running out of memory.
+//!   validation set and the test sets, as the batches they become.
+//!
+//! Generating the data sets tells their size, but sets larger than the memory free would end
+//! the process first. So where the examples' longest form
+//! ([`Task::max_steps`](crate::tasks::Task::max_steps)) says that even a sample of 8 examples
+//! of each set would take a quarter of the memory free, nothing is generated and every example counts at that
+//! length; otherwise, where the sets are projected, from such a sample, to more than half of
+//! it, the sample stands for them; otherwise the trial's own data are generated and measured.
+//! A trial whose data cannot fit is then refused (`C095`) instead of `memctl check` running
+//! out of memory.
 
 use candle_core::Device;
 
@@ -83,96 +89,205 @@ const SAMPLED_EXAMPLES: usize = 64;
 /// differ. The trial's data tells the lengths: a training batch is as long as the longest the
 /// data can give (a data set's longest training sequence; for generated data, the longest of
 /// its validation set and of a few training examples), and evaluation as the held-out batch,
-/// of any split (a test split of longer sequences too), that needs the most.
+/// of any split (a test split of longer sequences too), that needs the most. Where even a
+/// sample of the data would take a quarter of the memory free, nothing is generated: the
+/// examples are taken as long as [`Task::max_steps`](crate::tasks::Task::max_steps) allows.
 pub fn estimate(trial: &Trial, on_cpu: bool) -> candle_core::Result<MemoryEstimate> {
-    let cfg = &trial.config.train;
-    let eval_batch = super::evaluation::evaluation_batch_on(cfg.batch, on_cpu);
-    // The trial's own data, or, where generating it would not leave room for the rest, the
-    // sample that projected its size.
-    let (mut data, projected) = match Projection::of(trial, eval_batch)? {
-        Some(p) if available().is_some_and(|room| p.bytes > room / 2) => (p.sample, Some(p.bytes)),
-        _ => (trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?, None),
+    let eval_batch = super::evaluation::evaluation_batch_on(trial.config.train.batch, on_cpu);
+    let drawn = match Bound::of(trial) {
+        Some(bound) if available().is_some_and(|room| bound.sample_bytes() > room / 4) => bound.drawn(),
+        _ => Drawn::from_data(trial, eval_batch)?,
     };
-    // The longest of a few training examples, so that a small validation set still tells.
-    let first = BatchSize::of(&data.train_batch(1)?)?;
-    let mut example = first;
-    if data.longest_train_steps().is_none() {
-        for _ in 1..SAMPLED_EXAMPLES {
-            let drawn = BatchSize::of(&data.train_batch(1)?)?;
-            if drawn.steps > example.steps {
-                example = drawn;
+    Ok(drawn.estimate(trial, on_cpu, eval_batch))
+}
+
+/// What the estimate reads off a trial's data: the longest sequence a training batch can
+/// hold, the held-out batches, and the data sets' bytes.
+struct Drawn {
+    longest: BatchSize,
+    /// The most time steps of a training batch.
+    steps: u64,
+    held_out: Vec<BatchSize>,
+    /// The bytes of the largest held-out split's batches, which its evaluation holds at once.
+    largest_split: u64,
+    data: u64,
+}
+
+impl Drawn {
+    /// From the trial's data, or, where generating it would not leave room for the rest, the
+    /// sample that projected its size.
+    fn from_data(trial: &Trial, eval_batch: usize) -> candle_core::Result<Drawn> {
+        let (mut data, projected) = match Projection::of(trial, eval_batch)? {
+            Some(p) if available().is_some_and(|room| p.bytes > room / 2) => {
+                (p.sample, Some((p.bytes, p.largest_split)))
+            }
+            _ => (trial.task.data(super::data_seed(trial.config.seed), &Device::Cpu)?, None),
+        };
+        // The longest of a few training examples, so that a small validation set still tells.
+        let first = BatchSize::of(&data.train_batch(1)?)?;
+        let mut example = first;
+        if data.longest_train_steps().is_none() {
+            for _ in 1..SAMPLED_EXAMPLES {
+                let drawn = BatchSize::of(&data.train_batch(1)?)?;
+                if drawn.steps > example.steps {
+                    example = drawn;
+                }
             }
         }
+        let (mut held_out, mut validation_longest, mut largest_split) = (vec![], None::<BatchSize>, 0);
+        let splits = std::iter::once(Split::Validation).chain((0..trial.task.test_splits().len()).map(Split::Test));
+        for split in splits {
+            let mut split_bytes = 0;
+            for b in data.eval_batches(split, eval_batch)? {
+                let b = BatchSize::of(&b)?;
+                if split == Split::Validation && validation_longest.is_none_or(|v| b.steps > v.steps) {
+                    validation_longest = Some(b);
+                }
+                split_bytes += b.elements * F32;
+                held_out.push(b);
+            }
+            largest_split = largest_split.max(split_bytes);
+        }
+        let (data_sets, largest_split) = projected.unwrap_or_else(|| {
+            let training_set = data.train_size().unwrap_or(0) as u64 * first.elements * F32;
+            (held_out.iter().map(|b| b.elements * F32).sum::<u64>().saturating_add(training_set), largest_split)
+        });
+        let longest = match validation_longest {
+            Some(v) if v.steps > example.steps => v,
+            _ => example,
+        };
+        let steps = data.longest_train_steps().unwrap_or(longest.steps) as u64;
+        Ok(Drawn { longest, steps, held_out, largest_split, data: data_sets })
     }
-    let mut held_out: Vec<(Split, BatchSize)> = vec![];
-    let splits = std::iter::once(Split::Validation).chain((0..trial.task.test_splits().len()).map(Split::Test));
-    for split in splits {
-        for b in data.eval_batches(split, eval_batch)? {
-            held_out.push((split, BatchSize::of(&b)?));
+
+    fn estimate(&self, trial: &Trial, on_cpu: bool, eval_batch: usize) -> MemoryEstimate {
+        let cfg = &trial.config.train;
+        let (longest, steps) = (self.longest, self.steps);
+        let batch = cfg.batch as u64;
+        let params = trial.graph.param_count() as u64 * F32;
+        let buffers = match cfg.optimizer {
+            OptimizerKind::Adam | OptimizerKind::RmsProp => 2,
+            OptimizerKind::Sgd if cfg.momentum > 0.0 => 1,
+            OptimizerKind::Sgd => 0,
+        };
+        let elements = |t: &Ty| match t {
+            Ty::Tensor(s) => s.iter().product::<usize>() as u64,
+            Ty::Tokens(_) => 1,
+        };
+        let per_step: u64 = trial.graph.nodes.iter().flat_map(|n| &n.outputs).map(elements).sum::<u64>()
+            + trial.graph.states.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum::<u64>();
+        let outputs = trial.graph.output_shape.iter().product::<usize>() as u64;
+        let outputs_held = (EVAL_OUTPUT_COPIES + u64::from(!on_cpu)).saturating_mul(outputs);
+        let per_eval_step = if on_cpu { per_step.saturating_add(outputs_held) } else { outputs_held };
+        // A batch's inputs and targets: the longest sequence's, per time step.
+        let data_bytes = |steps: u64, sequences: u64| {
+            let per_sequence = longest.elements.saturating_mul(F32) / longest.sequences.max(1);
+            per_sequence.saturating_mul(steps).saturating_mul(sequences) / (longest.steps.max(1) as u64)
+        };
+        let evaluation = |steps: u64, sequences: u64, bytes: u64| {
+            per_eval_step.saturating_mul(steps).saturating_mul(sequences).saturating_mul(F32).saturating_add(bytes)
+        };
+        // The held-out batch that needs the most, beside its split's batches (a split's
+        // evaluation cuts them all before the first runs); without held-out sets, a full
+        // evaluation batch of training's length.
+        let evaluation = self
+            .held_out
+            .iter()
+            .map(|b| evaluation(b.steps as u64, b.sequences, self.largest_split))
+            .max()
+            .unwrap_or_else(|| evaluation(steps, eval_batch as u64, data_bytes(steps, eval_batch as u64)));
+        MemoryEstimate {
+            params,
+            gradients: params,
+            optimizer: buffers * params,
+            activations: per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32).saturating_mul(2),
+            batch: data_bytes(steps, batch),
+            evaluation,
+            data: self.data,
         }
     }
-    let data_sets = projected.unwrap_or_else(|| {
-        let training_set = data.train_size().unwrap_or(0) as u64 * first.elements * F32;
-        held_out.iter().map(|(_, b)| b.elements * F32).sum::<u64>().saturating_add(training_set)
-    });
-    let validation_longest =
-        held_out.iter().filter(|(s, _)| *s == Split::Validation).map(|(_, b)| *b).max_by_key(|b| b.steps);
-    let longest = match validation_longest {
-        Some(v) if v.steps > example.steps => v,
-        _ => example,
-    };
-    let steps = data.longest_train_steps().unwrap_or(longest.steps) as u64;
-    let batch = cfg.batch as u64;
-    let params = trial.graph.param_count() as u64 * F32;
-    let buffers = match cfg.optimizer {
-        OptimizerKind::Adam | OptimizerKind::RmsProp => 2,
-        OptimizerKind::Sgd if cfg.momentum > 0.0 => 1,
-        OptimizerKind::Sgd => 0,
-    };
-    let elements = |t: &Ty| match t {
-        Ty::Tensor(s) => s.iter().product::<usize>() as u64,
-        Ty::Tokens(_) => 1,
-    };
-    let per_step: u64 = trial.graph.nodes.iter().flat_map(|n| &n.outputs).map(elements).sum::<u64>()
-        + trial.graph.states.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum::<u64>();
-    let outputs = trial.graph.output_shape.iter().product::<usize>() as u64;
-    let outputs_held = (EVAL_OUTPUT_COPIES + u64::from(!on_cpu)).saturating_mul(outputs);
-    let per_eval_step = if on_cpu { per_step.saturating_add(outputs_held) } else { outputs_held };
-    // A batch's inputs and targets: the longest sequence's, per time step.
-    let data_bytes = |steps: u64, sequences: u64| {
-        let per_sequence = longest.elements * F32 / longest.sequences.max(1);
-        per_sequence.saturating_mul(steps).saturating_mul(sequences) / (longest.steps.max(1) as u64)
-    };
-    let evaluation = |steps: u64, sequences: u64, bytes: u64| {
-        per_eval_step.saturating_mul(steps).saturating_mul(sequences).saturating_mul(F32).saturating_add(bytes)
-    };
-    // The held-out batch that needs the most, or, without held-out sets, a full evaluation
-    // batch of training's length.
-    let evaluation = held_out
-        .iter()
-        .map(|(_, b)| evaluation(b.steps as u64, b.sequences, b.elements * F32))
-        .max()
-        .unwrap_or_else(|| evaluation(steps, eval_batch as u64, data_bytes(steps, eval_batch as u64)));
-    Ok(MemoryEstimate {
-        params,
-        gradients: params,
-        optimizer: buffers * params,
-        activations: per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32).saturating_mul(2),
-        batch: data_bytes(steps, batch),
-        evaluation,
-        data: data_sets,
-    })
 }
 
 /// Examples of each generated set (a fixed training set, the validation set, each test set)
 /// that a copy of the task generates to project the size of the trial's own.
 const SAMPLED_SET: i64 = 8;
 
+/// The sizes of a trial's generated sets: each set option (`train`, `validation`, `test`) the
+/// task has, with the trial's value.
+fn set_sizes(trial: &Trial) -> Vec<(&'static str, i64)> {
+    let Some(kind) = crate::tasks::get(&trial.config.task) else { return vec![] };
+    kind.signature()
+        .iter()
+        .filter(|arg| matches!(arg.name, "train" | "validation" | "test"))
+        .filter_map(|arg| match trial.config.task_options.get(arg.name) {
+            Some(&Value::Int(n)) => Some((arg.name, n)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The most a trial's examples can hold, from its task's options alone
+/// ([`Task::max_steps`](crate::tasks::Task::max_steps)).
+struct Bound {
+    steps: usize,
+    /// Inputs and targets of one time step.
+    per_step: u64,
+    /// Examples of the trial's data sets (each test split counted), where the options say.
+    examples: u64,
+    /// Examples a [`Projection`]'s sample generates, and the one training example drawn at once.
+    sampled: u64,
+    /// Examples of the largest held-out set.
+    largest_set: u64,
+}
+
+impl Bound {
+    fn of(trial: &Trial) -> Option<Bound> {
+        let steps = trial.task.max_steps()?;
+        let input = match trial.task.input() {
+            Ty::Tensor(shape) => shape.iter().product::<usize>() as u64,
+            Ty::Tokens(_) => 1,
+        };
+        let target = match trial.task.target() {
+            crate::tasks::Target::Bits(n) => n as u64,
+            crate::tasks::Target::Classes(_) => 1,
+        };
+        let tests = trial.task.test_splits().len() as u64;
+        let (mut examples, mut sampled, mut largest_set) = (0u64, 1u64, 1u64);
+        for (set, n) in set_sizes(trial) {
+            let times = if set == "test" { tests } else { 1 };
+            examples = examples.saturating_add((n as u64).saturating_mul(times));
+            sampled += n.min(SAMPLED_SET) as u64 * times;
+            if set != "train" {
+                largest_set = largest_set.max(n as u64);
+            }
+        }
+        Some(Bound { steps, per_step: input + target, examples: examples.max(1), sampled, largest_set })
+    }
+
+    fn example_bytes(&self) -> u64 {
+        (self.steps as u64).saturating_mul(self.per_step).saturating_mul(F32)
+    }
+
+    /// What generating a projection's sample can take at once.
+    fn sample_bytes(&self) -> u64 {
+        self.example_bytes().saturating_mul(self.sampled)
+    }
+
+    /// Every example as long as it can be, none generated.
+    fn drawn(&self) -> Drawn {
+        let longest = BatchSize { steps: self.steps, sequences: 1, elements: self.steps as u64 * self.per_step };
+        let data = self.example_bytes().saturating_mul(self.examples);
+        let largest_split = self.example_bytes().saturating_mul(self.largest_set);
+        Drawn { longest, steps: self.steps as u64, held_out: vec![], largest_split, data }
+    }
+}
+
 /// The bytes of a trial's generated data sets, projected from a copy of its task that
-/// generates at most [`SAMPLED_SET`] examples of each (its options `train`, `validation` and
-/// `test`), and that copy's data.
+/// generates at most [`SAMPLED_SET`] examples of each, and that copy's data.
 struct Projection {
     bytes: u64,
+    /// The largest held-out split's, projected.
+    largest_split: u64,
     sample: Box<dyn TaskData>,
 }
 
@@ -183,38 +298,38 @@ impl Projection {
         let Some(kind) = crate::tasks::get(&trial.config.task).filter(|k| k.reads().is_none()) else {
             return Ok(None);
         };
-        // Each sized set's examples in the trial, and how many times the sample's that is.
-        let mut scale = std::collections::HashMap::new();
+        // How many times the sample's examples each set of the trial holds.
+        let scale: std::collections::HashMap<&str, f64> = set_sizes(trial)
+            .into_iter()
+            .filter(|&(_, n)| n > SAMPLED_SET)
+            .map(|(set, n)| (set, n as f64 / SAMPLED_SET as f64))
+            .collect();
         let mut options = vec![];
         for arg in kind.signature() {
             let Some(value) = trial.config.task_options.get(arg.name) else { return Ok(None) };
-            match (arg.name, value) {
-                ("train" | "validation" | "test", &Value::Int(n)) if n > SAMPLED_SET => {
-                    scale.insert(arg.name, n as f64 / SAMPLED_SET as f64);
-                    options.push(Value::Int(SAMPLED_SET));
-                }
-                _ => options.push(value.clone()),
-            }
+            options.push(if scale.contains_key(arg.name) { Value::Int(SAMPLED_SET) } else { value.clone() });
         }
         // A copy whose options fail a check the trial's pass (none today) projects nothing.
         let (false, Ok(task)) = (scale.is_empty(), kind.instantiate(&options)) else { return Ok(None) };
         let mut sample = task.data(super::data_seed(trial.config.seed), &Device::Cpu)?;
         let times = |set: &str| scale.get(set).copied().unwrap_or(1.0);
-        let mut bytes = 0.0;
+        let (mut bytes, mut largest_split) = (0.0, 0.0f64);
         let splits = std::iter::once(Split::Validation).chain((0..task.test_splits().len()).map(Split::Test));
         for split in splits {
             let set = if split == Split::Validation { "validation" } else { "test" };
             let batches = sample.eval_batches(split, eval_batch)?;
             let elements =
                 batches.iter().map(|b| BatchSize::of(b).map(|b| b.elements)).sum::<candle_core::Result<u64>>()?;
-            bytes += (elements * F32) as f64 * times(set);
+            let split_bytes = (elements * F32) as f64 * times(set);
+            bytes += split_bytes;
+            largest_split = largest_split.max(split_bytes);
         }
         if let Some(examples) = sample.train_size() {
             let example = BatchSize::of(&sample.train_batch(1)?)?;
             bytes += (example.elements * F32) as f64 * examples as f64 * times("train");
         }
         // A float past u64's range saturates.
-        Ok(Some(Projection { bytes: bytes as u64, sample }))
+        Ok(Some(Projection { bytes: bytes as u64, largest_split: largest_split as u64, sample }))
     }
 }
 
@@ -262,15 +377,33 @@ fn gpu_free(_: &candle_core::Device, _: usize) -> Option<u64> {
 
 /// Memory this process can still take: what the host has (`MemAvailable`), or less where the
 /// process's control groups cap it (a Slurm job's `--mem`, a container's limit), since going
-/// past a cgroup's limit gets the process killed however much the host has free.
+/// past a cgroup's limit gets the process killed however much the host has free, or where its
+/// address space is limited (`ulimit -v`: an allocation past it aborts the process).
 pub fn available() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    let host = kb * 1024;
+    let host = kilobytes(&info, "MemAvailable:")?;
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok();
     let capped = cgroups.and_then(|c| cgroup_headroom(&c, &|path| std::fs::read_to_string(path).ok()));
-    Some(capped.map_or(host, |c| c.min(host)))
+    let least = capped.map_or(host, |c| c.min(host));
+    Some(address_space_headroom().map_or(least, |a| a.min(least)))
+}
+
+/// The bytes of a `/proc` line `Name:   123 kB`.
+fn kilobytes(text: &str, name: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|kb| kb * 1024)
+}
+
+/// What the address space limit (`RLIMIT_AS`) leaves of the process's mapped size
+/// (`VmSize`); `None` without a limit.
+fn address_space_headroom() -> Option<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0 || limit.rlim_cur == libc::RLIM_INFINITY {
+        return None;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    Some(limit.rlim_cur.saturating_sub(kilobytes(&status, "VmSize:")?))
 }
 
 /// The least room left under the memory limits of this process's cgroup and its ancestors
@@ -365,8 +498,9 @@ mod tests {
         // A batch: 3 steps of 2 inputs and of 2 targets per sequence.
         assert_eq!(e.batch, (3 * 2 + 3 * 2) * 4 * 8);
         // An evaluation batch of 64 sequences on the CPU (1 024 on a GPU): per step the nodes'
-        // outputs and the state once (18) and 6 copies of the output (2), and the batch.
-        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 64 * 4 + (3 * 2 + 3 * 2) * 4 * 64);
+        // outputs and the state once (18) and 6 copies of the output (2), and the split's 256
+        // sequences cut into batches.
+        assert_eq!(e.evaluation, (18 + 6 * 2) * 3 * 64 * 4 + (3 * 2 + 3 * 2) * 4 * 256);
         // On a GPU the outputs and their copies (7 × 2), for a batch of 1 024 sequences, or
         // as here all of a held-out set's 256.
         let gpu = estimate(&trial(8), false).unwrap();
@@ -462,6 +596,22 @@ mod tests {
         let e = estimate(&trial, true).unwrap();
         assert!(e.data > 1 << 45, "{e:?}");
         assert!(e.data_dominates(), "{e:?}");
+        assert!(available().is_some_and(|a| a < e.total()));
+    }
+
+    /// RAR sequences of 1000 items of 1000 vectors of 4096 bits: some 32 GB an example, past
+    /// what any machine could generate even a sample of. Nothing is generated: every example
+    /// counts at its longest.
+    #[test]
+    fn examples_too_large_to_sample_are_counted_at_their_longest_without_generating_any() {
+        let task = "rar(width = 4096, min_items = 1000, max_items = 1000, min_len = 1000, max_len = 1000)";
+        let trial = trial_of(task, "m");
+        let steps = (1000 + 1) * (1000 + 1) + 1 + 1000;
+        assert_eq!(trial.task.max_steps(), Some(steps));
+        let e = estimate(&trial, true).unwrap();
+        // Inputs of 4096 + 2 and targets of 4096 per step, for the 1000 + 2000 held-out examples.
+        let example = steps as u64 * (4098 + 4096) * 4;
+        assert_eq!(e.data, example * 3000, "{e:?}");
         assert!(available().is_some_and(|a| a < e.total()));
     }
 

@@ -216,6 +216,43 @@ experiment huge {
     assert!(err.contains("lower the task's `train`, `validation` or `test`"), "{err}");
 }
 
+/// Under an address space limit (`ulimit -v`), the memory free is what the limit leaves: data
+/// sets that the host could hold but the limit cannot are refused, not generated until an
+/// allocation fails and aborts the process.
+#[test]
+fn an_address_space_limit_counts_as_the_memory_free() {
+    use std::os::unix::process::CommandExt;
+    let spec = tiny_spec().replace(
+        "assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)",
+        "assocRetrieval(pairs = 26, train = 10000000, validation = 1000000, test = 1000000)",
+    );
+    let (_dir, spec, store) = spec_folder(&spec);
+    let mut command = memctl_at(&store);
+    command.args(["sweep", spec.to_str().unwrap(), "--dry-run", "--threads", "1"]);
+    // SAFETY: setrlimit in the child before exec touches nothing of the parent's.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 1536 << 20, rlim_max: 1536 << 20 };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("error[C095]") && err.contains("data sets"), "{err}");
+    // `505 MB free`: less than the limit, not the host's memory.
+    let free = err.split("this machine has ").nth(1).and_then(|rest| rest.split(" free").next()).unwrap_or_default();
+    let bytes = match free.split_once(' ') {
+        Some((n, "MB")) => n.parse::<f64>().ok().map(|n| n * 1e6),
+        Some((n, "GB")) => n.parse::<f64>().ok().map(|n| n * 1e9),
+        _ => None,
+    };
+    assert!(bytes.is_some_and(|b| b < (1536u64 << 20) as f64), "{free}: {err}");
+}
+
 #[test]
 fn check_prints_the_memory_each_model_needs_to_train() {
     let (_dir, spec, store) = spec_folder(&tiny_spec());
