@@ -72,6 +72,9 @@ pub struct Node {
     pub options: String,
     /// Forward FLOPs per example per time step.
     pub flops: u64,
+    /// Elements per example per time step kept for the backward besides the outputs
+    /// ([`crate::signature::Inferred::saved`]).
+    pub saved: u64,
     pub span: Span,
 }
 

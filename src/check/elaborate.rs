@@ -640,6 +640,7 @@ impl Elab {
             path,
             options,
             flops: inst.flops,
+            saved: inst.saved,
             span,
         });
         let outs: Vec<(Source, Ty)> =

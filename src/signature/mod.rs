@@ -53,11 +53,20 @@ pub struct Inferred {
     pub params: Vec<ParamDecl>,
     /// Forward FLOPs per example per time step (multiply-add = 2).
     pub flops: u64,
+    /// Elements per example per time step that the op keeps for its backward besides its
+    /// outputs, where they are of a larger order (attention weights over a memory's slots):
+    /// the memory estimate counts them.
+    pub saved: u64,
 }
 
 impl Inferred {
     pub fn new(outputs: Vec<Ty>, params: impl Into<Vec<ParamDecl>>, flops: u64) -> Inferred {
-        Inferred { outputs, params: params.into(), flops }
+        Inferred { outputs, params: params.into(), flops, saved: 0 }
+    }
+
+    /// The op keeps `elements` for its backward (see [`Inferred::saved`]).
+    pub fn saving(self, elements: u64) -> Inferred {
+        Inferred { saved: elements, ..self }
     }
 }
 

@@ -7,7 +7,8 @@
 //!   parameter, SGD one with momentum);
 //! - the activations the backward keeps: for every time step of a sequence, every node's
 //!   outputs and the states, twice over (the ops' saved intermediates are of the same
-//!   order), for every sequence of the batch;
+//!   order), and what an op keeps beyond that order (`mhdpa`'s attention weights, N² per
+//!   head for a memory of N slots), for every sequence of the batch;
 //! - one training batch (inputs and targets);
 //! - or, where it needs more than a training step's activations and batch, one evaluation
 //!   batch (larger than a training batch, `train::evaluation::evaluation_batch`): the loss's
@@ -176,6 +177,9 @@ impl Drawn {
         };
         let per_step: u64 = trial.graph.nodes.iter().flat_map(|n| &n.outputs).map(elements).sum::<u64>()
             + trial.graph.states.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum::<u64>();
+        // What ops keep for their backward beyond their outputs' order (attention weights),
+        // once; an evaluation holds one step's of it at a time.
+        let saved: u64 = trial.graph.nodes.iter().map(|n| n.saved).sum();
         let outputs = trial.graph.output_shape.iter().product::<usize>() as u64;
         let outputs_held = (EVAL_OUTPUT_COPIES + u64::from(!on_cpu)).saturating_mul(outputs);
         let per_eval_step = if on_cpu { per_step.saturating_add(outputs_held) } else { outputs_held };
@@ -185,7 +189,8 @@ impl Drawn {
             per_sequence.saturating_mul(steps).saturating_mul(sequences) / (longest.steps.max(1) as u64)
         };
         let evaluation = |steps: u64, sequences: u64, bytes: u64| {
-            per_eval_step.saturating_mul(steps).saturating_mul(sequences).saturating_mul(F32).saturating_add(bytes)
+            let held = per_eval_step.saturating_mul(steps).saturating_add(saved).saturating_mul(sequences);
+            held.saturating_mul(F32).saturating_add(bytes)
         };
         // The held-out batch that needs the most, beside its split's batches (a split's
         // evaluation cuts them all before the first runs); without held-out sets, a full
@@ -200,7 +205,10 @@ impl Drawn {
             params,
             gradients: params,
             optimizer: buffers * params,
-            activations: per_step.saturating_mul(steps).saturating_mul(batch).saturating_mul(F32).saturating_mul(2),
+            activations: (per_step.saturating_mul(2).saturating_add(saved))
+                .saturating_mul(steps)
+                .saturating_mul(batch)
+                .saturating_mul(F32),
             batch: data_bytes(steps, batch),
             evaluation,
             data: self.data,
@@ -613,6 +621,37 @@ mod tests {
         let example = steps as u64 * (4098 + 4096) * 4;
         assert_eq!(e.data, example * 3000, "{e:?}");
         assert!(available().is_some_and(|a| a < e.total()));
+    }
+
+    /// Attention over a memory of N slots keeps N² weights per head for the backward, where
+    /// the op's outputs are N × d: a memory of 2048 slots of 8 counts its weights.
+    #[test]
+    fn attention_weights_kept_for_the_backward_count_in_the_activations() {
+        let spec = |slots: usize| {
+            let text = format!(
+                r#"
+                model m() {{
+                  state M = zeros({slots}, 8)
+                  step x {{
+                    M = mhdpa(M, linear(x, 8), heads = 1, head_size = 8)
+                    out linear(flatten(M), output_size)
+                  }}
+                }}
+                experiment e {{ task copy(width = 2, min_len = 3, max_len = 3) model m
+                               train {{ batch = 4, optimizer = adam(lr = 1e-3) }} }}
+                "#
+            );
+            let spec = crate::lang::parse_str("t.mem", &text).unwrap();
+            let program = crate::check::check(&spec, &crate::prims::Primitives).unwrap();
+            program.experiments[0].trials[0].clone()
+        };
+        let trial = spec(2048);
+        let attention = trial.graph.nodes.iter().find(|n| n.prim == "mhdpa").map(|n| n.saved);
+        assert_eq!(attention, Some(2049 * 2049));
+        // 8 steps (3 vectors, flags, 3 answers) of 4 sequences.
+        let e = estimate(&trial, true).unwrap();
+        assert!(e.activations >= 2049 * 2049 * 8 * 4 * 4, "{e:?}");
+        assert!(e.activations > 100 * estimate(&spec(8), true).unwrap().activations, "{e:?}");
     }
 
     #[test]

@@ -114,7 +114,11 @@ fn configure(args: &Args) -> Result<(Config, Inferred), PrimError> {
         + layers * 2 * rows * d * d
         + 20 * rows * d;
     let config = Config { n, heads: Heads { heads, key_size, head_size }, blocks, mlp };
-    let inferred = Inferred::new(vec![Ty::Tensor(vec![n, d])], params.into_decls(), (block_count * per_block) as u64);
+    // Each block's attention weights, [heads, N + 1, N + 1], kept for the backward: of the
+    // order N², where the outputs are N × d.
+    let attention = block_count * heads * rows * rows;
+    let inferred = Inferred::new(vec![Ty::Tensor(vec![n, d])], params.into_decls(), (block_count * per_block) as u64)
+        .saving(attention as u64);
     Ok((config, inferred))
 }
 
