@@ -22,9 +22,13 @@ pub struct Args {
     /// run has it).
     #[arg(long)]
     metric: Option<String>,
-    /// One line per distinct value of these fields (comma separated), averaged over its runs.
+    /// One line per distinct value of these fields (comma separated), averaged over its runs:
+    /// each trial's latest run, as `runs --group-by` counts them.
     #[arg(long, value_delimiter = ',', value_name = "PARAMS")]
     group_by: Option<Vec<String>>,
+    /// With --group-by, average every run, a trial run again (`--force`) as often as it ran.
+    #[arg(long, requires = "group_by")]
+    all: bool,
     /// The band around each group's mean.
     #[arg(long, default_value = "std")]
     band: Band,
@@ -100,6 +104,23 @@ pub fn run(args: Args, ctx: &Context) -> anyhow::Result<i32> {
         }
         let (has, is) = if one { ("has", "is") } else { ("have", "are") };
         eprintln!("note: {runs_word} {ids} {has} no finite value of `{metric}` (diverged) and {is} left out");
+    }
+    // A group counts each trial's latest run, as `runs --group-by` does.
+    let mut runs = runs;
+    if args.group_by.is_some() && !args.all {
+        let summaries: Vec<RunSummary> = runs.iter().map(RunSummary::of).collect();
+        let (latest, left_out) = crate::store::summary::latest_of_each_trial(summaries.iter().collect());
+        if left_out > 0 {
+            let latest: BTreeSet<u64> = latest.iter().map(|s| s.id).collect();
+            let earlier: Vec<String> =
+                runs.iter().filter(|r| !latest.contains(&r.id)).map(|r| r.id.to_string()).collect();
+            let (runs_word, of) = if left_out == 1 { ("run", "its trial's") } else { ("runs", "their trials'") };
+            eprintln!(
+                "note: {runs_word} {} left out: each group counts {of} latest run (--all counts every run)",
+                earlier.join(", ")
+            );
+            runs.retain(|r| latest.contains(&r.id));
+        }
     }
     let series = match &args.group_by {
         Some(keys) => {

@@ -54,7 +54,7 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
     match &view.group_by {
         Some(keys) if view.every_run => grouped(&names, &shown, keys, view),
         Some(keys) => {
-            let (latest, left_out) = latest_of_each_trial(shown);
+            let (latest, left_out) = crate::store::summary::latest_of_each_trial(shown);
             Ok(Sheet { left_out, ..grouped(&names, &latest, keys, view)? })
         }
         None => {
@@ -80,16 +80,6 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
             Ok(Sheet::new(columns.into_iter().map(|(n, _)| n).collect(), rows))
         }
     }
-}
-
-/// Each trial's latest run among `runs` (the highest id), in their order, and how many runs
-/// that leaves out.
-fn latest_of_each_trial(runs: Vec<&RunSummary>) -> (Vec<&RunSummary>, usize) {
-    let latest = crate::store::summary::latest_ids(runs.iter().copied());
-    let before = runs.len();
-    let kept: Vec<&RunSummary> = runs.into_iter().filter(|r| latest[r.trial_key.as_str()] == r.id).collect();
-    let left_out = before - kept.len();
-    (kept, left_out)
 }
 
 /// Resolves column names, reporting ones no run has.

@@ -191,6 +191,16 @@ pub fn latest_ids<'a>(runs: impl IntoIterator<Item = &'a RunSummary>) -> HashMap
     latest
 }
 
+/// Each trial's latest run among `runs` (the highest id), in their order, and how many runs
+/// that leaves out: what a grouped view counts, so that a trial re-run (`--force`) counts once.
+pub fn latest_of_each_trial(runs: Vec<&RunSummary>) -> (Vec<&RunSummary>, usize) {
+    let latest = latest_ids(runs.iter().copied());
+    let before = runs.len();
+    let kept: Vec<&RunSummary> = runs.into_iter().filter(|r| latest[r.trial_key.as_str()] == r.id).collect();
+    let left_out = before - kept.len();
+    (kept, left_out)
+}
+
 /// Each trial's newest run, as seen now ([`RunSummary::as_seen`]), by trial key.
 pub fn latest_by_trial(summaries: Vec<RunSummary>) -> HashMap<String, RunSummary> {
     let mut latest: HashMap<String, RunSummary> = HashMap::new();

@@ -1099,3 +1099,28 @@ fn in_a_browser_a_running_trial_refreshes_until_it_finishes() {
     wait_for(&tab, points, &Json::from(3));
     wait_for(&tab, "document.querySelector('#runs tr[data-id=\"8\"] .status-done') !== null", &Json::Bool(true));
 }
+
+/// A trial run again to the end (`--force`) counts once in every grouped view, by its latest
+/// run, as `memctl runs --group-by` counts it; `all=1` counts every run.
+#[test]
+fn grouped_views_count_a_trial_run_again_once_and_all_counts_every_run() {
+    let dir = filled_store();
+    let first = open(dir.path()).get(1).unwrap();
+    let again = memctl::store::RunRecord { id: 8, started_at: first.started_at + 1000.0, ..first };
+    open(dir.path()).put(&again).unwrap();
+    let ui = Dashboard::start(dir.path(), &[]);
+    let gated = encode("gates and status == \"done\"");
+    for (all, n) in [("", 3), ("&all=1", 4)] {
+        let runs = ui.ok_json(&format!("/api/runs?where={gated}&group_by=d{all}"));
+        let d48 = runs["rows"].as_array().unwrap().iter().find(|r| r["d"] == 48).cloned().unwrap();
+        assert_eq!(d48["accuracy"]["n"], n, "runs{all}: {d48}");
+        let curves = ui.ok_json(&format!("/api/curves?where={gated}&group_by=d{all}"));
+        let label =
+            curves["series"].as_array().unwrap().iter().find_map(|s| s["label"].as_str().filter(|l| l.contains("48")));
+        assert!(label.is_some_and(|l| l.contains(&format!("({n} runs)"))), "curves{all}: {curves}");
+        let scatter = ui.ok_json(&format!("/api/scatter?where={gated}&group_by=d&metric=accuracy{all}"));
+        let points = scatter["panels"][0]["points"].as_array().unwrap().clone();
+        let d48 = points.iter().find(|p| p[0].as_f64() == Some(48.0)).unwrap_or_else(|| panic!("{scatter}"));
+        assert_eq!(d48[3], n, "scatter{all}: {scatter}");
+    }
+}

@@ -313,6 +313,18 @@ fn plots_are_valid_svg_and_png_with_one_line_per_series() {
     ok(&memctl(&store, &[&["plot"], &chosen[..]].concat()));
     let text = std::fs::read_to_string(&grouped).unwrap();
     assert!(text.contains("d=48 (4 runs)"), "{text}");
+    // A trial run again to the end (`--force`) counts once too, by its latest run, as
+    // `runs --group-by` counts it; `--all` counts every run.
+    let again = RunRecord {
+        trial_key: open(&store).get(10).unwrap().trial_key,
+        ..crate::synthetic::record(11, crate::synthetic::config(48, true, 4), 0.4, None)
+    };
+    open(&store).put(&again).unwrap();
+    let once = memctl(&store, &[&["plot"], &chosen[..]].concat());
+    assert!(stderr(&once).contains("note: run 10 left out"), "{}", stderr(&once));
+    assert!(std::fs::read_to_string(&grouped).unwrap().contains("d=48 (4 runs)"));
+    ok(&memctl(&store, &[&["plot"], &chosen[..], &["--all"]].concat()));
+    assert!(std::fs::read_to_string(&grouped).unwrap().contains("d=48 (5 runs)"));
     // A field no plotted run has would make one group of every run: refused, with the likely name.
     let typo = memctl(&store, &["plot", "1", "2", "--group-by", "gate", "-o", grouped.to_str().unwrap()]);
     assert!(!typo.status.success() && stderr(&typo).contains("did you mean `gates`?"), "{}", stderr(&typo));

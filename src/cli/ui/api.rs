@@ -89,7 +89,8 @@ pub fn runs(store: &Store, q: &Params) -> Answer {
     {
         c.insert(0, "id".into());
     }
-    let v = view::View { filter, sort, limit: None, columns, only_changed: false, group_by, every_run: false };
+    let every_run = every_run(q);
+    let v = view::View { filter, sort, limit: None, columns, only_changed: false, group_by, every_run };
     let mut sheet = match view::build(&runs, &v) {
         Ok(s) => s,
         Err(e) => return Answer::bad(format!("error: {e}")),
@@ -165,7 +166,8 @@ pub fn curves(store: &Store, q: &Params) -> Answer {
             Ok(v) => v,
             Err(a) => return a,
         };
-        (runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).map(|r| r.id).collect(), keys)
+        let kept = runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).collect();
+        (counted(kept, q).iter().map(|r| r.id).collect(), keys)
     };
     let capped = ids.len() > MOST_CURVES;
     // A run deleted since the page listed it is left out, and named in `missing`.
@@ -223,6 +225,7 @@ pub fn scatter(store: &Store, q: &Params) -> Answer {
         Err(a) => return a,
     };
     let kept: Vec<&RunSummary> = runs.iter().filter(|r| filter.as_ref().is_none_or(|f| f.matches(r))).collect();
+    let kept = if keys.is_empty() { kept } else { counted(kept, q) };
     let finals: BTreeSet<&String> =
         kept.iter().filter(|r| r.status == Status::Done).flat_map(|r| r.final_metrics.keys()).collect();
     let metric = match q.nonempty("metric") {
@@ -313,6 +316,7 @@ pub fn ablation(store: &Store, q: &Params) -> Answer {
         .filter(|r| r.experiment == experiment && r.status == Status::Done)
         .filter(|r| filter.as_ref().is_none_or(|f| f.matches(r)))
         .collect();
+    let kept = counted(kept, q);
     let rows = ablation::rows_from_runs(&kept);
     let finals: BTreeSet<&String> = kept.iter().flat_map(|r| r.final_metrics.keys()).collect();
     let metric = match q.nonempty("metric") {
@@ -341,6 +345,17 @@ pub fn diff(store: &Store, q: &Params) -> Answer {
         }
         (Err(e), _) | (_, Err(e)) => Answer::store(e),
     }
+}
+
+/// `all=1`: groups count every run, a trial run again (`--force`) as often as it ran.
+fn every_run(q: &Params) -> bool {
+    q.get("all") == Some("1")
+}
+
+/// The runs a group counts: each trial's latest run among `runs`, as `memctl runs --group-by`
+/// counts them, or with `all=1` every run.
+fn counted<'a>(runs: Vec<&'a RunSummary>, q: &Params) -> Vec<&'a RunSummary> {
+    if every_run(q) { runs } else { crate::store::summary::latest_of_each_trial(runs).0 }
 }
 
 /// [`filtered`] runs and the fields of `group_by` they are grouped by.
