@@ -52,7 +52,8 @@ fn lit(l: &Lit) -> Val<'_> {
     }
 }
 
-/// `a op b`; false when the kinds cannot be compared.
+/// `a op b`; false when the kinds cannot be compared. NaN compares as unequal to every
+/// number, itself included, so that `x != y` is always `not x == y`.
 pub fn compare(a: &Val, op: CmpOp, b: &Val) -> bool {
     // A time (or a number of Unix seconds) against a period (`started <= 2025-01-31`): all of
     // the period counts as one time. Two periods compare by their starts.
@@ -78,7 +79,10 @@ pub fn compare(a: &Val, op: CmpOp, b: &Val) -> bool {
         (
             Val::Num(_) | Val::Int(_) | Val::Date(_) | Val::Period(..),
             Val::Num(_) | Val::Int(_) | Val::Date(_) | Val::Period(..),
-        ) => a.as_f64().partial_cmp(&b.as_f64()),
+        ) => match a.as_f64().partial_cmp(&b.as_f64()) {
+            Some(ord) => Some(ord),
+            None => return op == CmpOp::Ne,
+        },
         (Val::Str(x), Val::Str(y)) => {
             if op == CmpOp::Glob {
                 return glob(y, x);

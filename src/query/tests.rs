@@ -249,3 +249,20 @@ fn whole_numbers_compare_exactly_past_two_to_the_fifty_third() {
     assert_eq!(kept(&format!("seed in [{}]", u64::MAX)), [2]);
     assert_eq!(kept("d == 48.0 and d < 48.5 and d in [48, 1e3]"), [1, 2]);
 }
+
+/// A diverged run's NaN metric is unequal to every number: `!=` keeps it, as `not ==` does,
+/// and no ordering comparison does.
+#[test]
+fn nan_is_unequal_to_every_number_and_in_no_order() {
+    let mut all = runs();
+    all[0].final_metrics.insert("accuracy".into(), f64::NAN);
+    let ids = |filter: &str| {
+        let q = prepare(filter, &all).unwrap_or_else(|e| panic!("{}", e.0.render(&e.1, false)));
+        all.iter().filter(|r| q.matches(r)).map(|r| r.id).collect::<Vec<_>>()
+    };
+    // As `not accuracy == 0.5` does for it (that also keeps run 4, which has no accuracy).
+    assert_eq!(ids("accuracy != 0.5"), [1, 3]);
+    assert_eq!(ids("not accuracy == 0.5"), [1, 3, 4]);
+    assert_eq!(ids("accuracy == accuracy"), [2, 3]);
+    assert_eq!(ids("accuracy < 2 or accuracy >= 2"), [2, 3]);
+}

@@ -66,6 +66,9 @@ impl Cell {
             Cell::Int(i) => i.to_string(),
             Cell::Float(x) => sig3(*x),
             Cell::Bool(b) => b.to_string(),
+            // A control character (a terminal escape in a name from an imported record) shows
+            // as its escape, not as what it would do to the terminal.
+            Cell::Text(s) if s.contains(char::is_control) => s.escape_default().to_string(),
             Cell::Text(s) => s.clone(),
             Cell::Date(t) => format_date(*t).replace('T', " ").trim_end_matches('Z').to_string(),
             Cell::Seconds(s) => duration(*s),
@@ -91,16 +94,7 @@ impl Cell {
     /// Order for sorting: numbers, then text, ...; statistics by mean; a missing cell as empty
     /// text ([`Cell::order_missing_last`] puts it last).
     pub fn order(&self, other: &Cell) -> std::cmp::Ordering {
-        fn num(c: &Cell) -> Option<f64> {
-            match c {
-                Cell::Int(i) => Some(*i as f64),
-                Cell::Float(x) | Cell::Date(x) | Cell::Seconds(x) => Some(*x),
-                Cell::Stat(s) => Some(s.mean),
-                Cell::Bool(b) => Some(f64::from(u8::from(*b))),
-                _ => None,
-            }
-        }
-        match (num(self), num(other)) {
+        match (self.number(), other.number()) {
             (Some(a), Some(b)) => a.total_cmp(&b),
             (Some(_), None) => std::cmp::Ordering::Less,
             (None, Some(_)) => std::cmp::Ordering::Greater,
@@ -108,14 +102,27 @@ impl Cell {
         }
     }
 
-    /// [`Cell::order`], reversed where `descending`, with missing cells last either way.
+    /// [`Cell::order`], reversed where `descending`, with missing cells, and NaN (a diverged
+    /// run's metric, which is no better nor worse than any), last either way.
     pub fn order_missing_last(&self, other: &Cell, descending: bool) -> std::cmp::Ordering {
-        match (self, other) {
-            (Cell::Missing, Cell::Missing) => std::cmp::Ordering::Equal,
-            (Cell::Missing, _) => std::cmp::Ordering::Greater,
-            (_, Cell::Missing) => std::cmp::Ordering::Less,
-            (x, y) if descending => y.order(x),
-            (x, y) => x.order(y),
+        let last = |c: &Cell| matches!(c, Cell::Missing) || c.number().is_some_and(f64::is_nan);
+        match (last(self), last(other)) {
+            (true, true) => std::cmp::Ordering::Equal,
+            (true, false) => std::cmp::Ordering::Greater,
+            (false, true) => std::cmp::Ordering::Less,
+            _ if descending => other.order(self),
+            _ => self.order(other),
+        }
+    }
+
+    /// The cell as a number, for ordering: statistics by their mean, booleans as 0 and 1.
+    fn number(&self) -> Option<f64> {
+        match self {
+            Cell::Int(i) => Some(*i as f64),
+            Cell::Float(x) | Cell::Date(x) | Cell::Seconds(x) => Some(*x),
+            Cell::Stat(s) => Some(s.mean),
+            Cell::Bool(b) => Some(f64::from(u8::from(*b))),
+            _ => None,
         }
     }
 }

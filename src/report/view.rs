@@ -133,8 +133,12 @@ pub fn cell(field: &Field, r: &RunSummary) -> Cell {
     }
 }
 
+/// Sorts by `f`, runs without it last, and NaN (a diverged run's metric) with them.
 fn sort_by_field(runs: &mut [&RunSummary], f: &Field, desc: bool) {
-    runs.sort_by(|a, b| match (f.get(a), f.get(b)) {
+    fn ordered<'a>(f: &Field, r: &'a RunSummary) -> Option<crate::query::fields::Val<'a>> {
+        f.get(r).filter(|v| !v.as_f64().is_some_and(f64::is_nan))
+    }
+    runs.sort_by(|a, b| match (ordered(f, a), ordered(f, b)) {
         (Some(x), Some(y)) if desc => y.order(&x),
         (Some(x), Some(y)) => x.order(&y),
         (Some(_), None) => std::cmp::Ordering::Less,
@@ -498,6 +502,35 @@ mod tests {
                 r
             })
             .collect()
+    }
+
+    /// A diverged run's NaN metric sorts last either way, with the runs that have none, and so
+    /// does a group whose mean it makes NaN.
+    #[test]
+    fn nan_sorts_last_whichever_way_runs_and_groups_are_sorted() {
+        let runs: Vec<RunSummary> = [0.5, f64::NAN, 0.9]
+            .into_iter()
+            .enumerate()
+            .map(|(i, accuracy)| {
+                let mut r = RunSummary::example();
+                r.id = i as u64 + 1;
+                r.seed = i as u64 + 1;
+                r.trial_key = format!("trial{i}");
+                r.final_metrics.insert("accuracy".into(), accuracy);
+                r
+            })
+            .collect();
+        for (desc, order) in [(true, ["0.900", "0.500", "NaN"]), (false, ["0.500", "0.900", "NaN"])] {
+            let sort = Some(("accuracy".to_string(), desc));
+            let view = View { sort: sort.clone(), columns: Some(vec!["accuracy".into()]), ..View::default() };
+            let sheet = build(&runs, &view).unwrap();
+            assert_eq!(sheet.rows.iter().map(|r| r[0].display()).collect::<Vec<_>>(), order, "desc {desc}");
+            let grouped = View { sort, group_by: Some(vec!["seed".into()]), ..View::default() };
+            let sheet = build(&runs, &grouped).unwrap();
+            let at = sheet.columns.iter().position(|c| c == "accuracy").unwrap();
+            let means: Vec<String> = sheet.rows.iter().map(|r| r[at].display()).collect();
+            assert!(means[2].starts_with("NaN"), "desc {desc}: {means:?}");
+        }
     }
 
     /// A parameter named `status` or `accuracy` and the run's status and accuracy each get a
