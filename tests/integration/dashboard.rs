@@ -298,14 +298,19 @@ fn it_serves_only_its_own_pages_and_never_writes() {
 #[test]
 fn a_filter_nested_past_the_cap_is_refused_and_the_server_keeps_answering() {
     let (_dir, ui) = filled_dashboard(&[]);
-    // 1 500 `not`s (6 KB) are deep enough to overflow a worker's stack, were their tree built.
-    for nots in [1_500, 5_000] {
+    // 1 500 `not`s (6 KB) are deep enough to overflow a worker's stack, were their tree built;
+    // 3 500 (14 KB) is about the most a request head (16 KiB) holds.
+    for nots in [1_500, 3_500] {
         let (status, body) =
             ui.get_json(&format!("/api/runs?where={}", encode(&format!("{}gates", "not ".repeat(nots)))));
         assert_eq!(status, 400, "{nots}: {body}");
         let error = body["error"].as_str().unwrap();
         assert!(error.contains("error[Q011]") && error.contains("<--where>:1:257"), "{nots}: {error}");
     }
+    // 5 000 (20 KB) are refused before the filter is read: the head is too long.
+    let (status, body) = ui.get_json(&format!("/api/runs?where={}gates", "not+".repeat(5_000)));
+    assert_eq!(status, 431, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("over 16384 bytes"), "{body}");
     assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "the server still answers");
 }
 
@@ -321,7 +326,13 @@ fn only_requests_addressed_to_this_machine_are_answered() {
     ] {
         let (status, head, body) = ui.exchange(&format!("GET /api/runs HTTP/1.1\r\nHost: {host}\r\n"));
         assert_eq!(status, 403, "{host}: {body}");
-        assert!(head.contains("text/plain") && body.starts_with("refused: Host") && !body.contains("rows"), "{body}");
+        // Under /api/ the refusal is JSON, as every answer there is (the page reads them so).
+        assert!(head.contains("application/json") && !body.contains("rows"), "{body}");
+        let error: Json = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert!(error["error"].as_str().is_some_and(|e| e.starts_with("refused: Host")), "{body}");
+        let (status, head, body) = ui.exchange(&format!("GET / HTTP/1.1\r\nHost: {host}\r\n"));
+        assert_eq!(status, 403, "{host}: {body}");
+        assert!(head.contains("text/plain") && body.starts_with("refused: Host"), "{body}");
     }
     for host in [format!("localhost:{port}"), "localhost".to_string(), ui.addr.clone(), format!("127.0.0.2:{port}")] {
         let (status, _, body) = ui.exchange(&format!("GET /api/runs HTTP/1.1\r\nHost: {host}\r\n"));
@@ -348,7 +359,7 @@ fn clients_that_never_read_their_answers_do_not_stop_the_dashboard_answering_oth
             stream
         })
         .collect();
-    // The workers have taken the stuck connections' requests.
+    // The stuck connections' first answers fill their buffers.
     std::thread::sleep(Duration::from_secs(1));
     let mut s = TcpStream::connect(&ui.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
@@ -356,14 +367,41 @@ fn clients_that_never_read_their_answers_do_not_stop_the_dashboard_answering_oth
     let mut response = String::new();
     s.read_to_string(&mut response).expect("an answer while other clients do not read theirs");
     assert!(response.starts_with("HTTP/1.1 200"), "{}", &response[..response.len().min(200)]);
-    // Each stuck connection holds at most 16 answers in writing, each on a thread (of 1 200
-    // asked): the rest are dropped, not queued.
+    // Each stuck connection holds its own thread, waiting to write one answer (of 200 asked):
+    // the rest are not read, so neither computed nor queued.
     let status = std::fs::read_to_string(format!("/proc/{}/status", ui.child.id())).unwrap_or_default();
     if let Some(threads) = status.lines().find_map(|l| l.strip_prefix("Threads:")) {
         let threads: usize = threads.trim().parse().unwrap();
-        assert!(threads < 6 * 16 + 40, "{threads} threads");
+        assert!(threads < 6 + 40, "{threads} threads");
     }
     drop(stuck);
+}
+
+/// The tester's requests (2026-12-01): each answered, and the dashboard still answers after.
+#[test]
+fn malformed_and_ambiguous_requests_are_answered_400_and_api_errors_are_json() {
+    let (_dir, ui) = filled_dashboard(&[]);
+    let raw = |request: &[u8]| {
+        let mut s = TcpStream::connect(&ui.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(request).unwrap();
+        let mut response = vec![];
+        let _ = s.read_to_end(&mut response);
+        String::from_utf8_lossy(&response).into_owned()
+    };
+    let two_hosts = raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.com\r\n\r\n");
+    assert!(two_hosts.starts_with("HTTP/1.1 400") && two_hosts.contains("more than one Host"), "{two_hosts}");
+    let not_utf8 = raw(b"GET /api/runs?where=\xff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    assert!(not_utf8.starts_with("HTTP/1.1 400"), "{not_utf8}");
+    let bare_lf = raw(format!("GET /api/runs HTTP/1.1\nHost: {}\nConnection: close\n\n", ui.addr).as_bytes());
+    assert!(bare_lf.starts_with("HTTP/1.1 200"), "{}", &bare_lf[..bare_lf.len().min(200)]);
+    let (status, head, body) = ui.exchange(&format!("GET /api/run/%ff HTTP/1.1\r\nHost: {}\r\n", ui.addr));
+    assert!(status == 400 && head.contains("application/json"), "{head}");
+    let error: Json = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert!(error["error"].as_str().is_some_and(|e| e.contains("not UTF-8")), "{body}");
+    let (status, body) = ui.request("GET", &format!("/{}", "a".repeat(10_000)));
+    assert!(status == 404 && body.len() < 300, "{status}: {} bytes", body.len());
+    assert_eq!(ui.ok_json("/api/runs")["matched"], 7, "still answering");
 }
 
 #[test]

@@ -25,8 +25,13 @@ impl Answer {
     fn ok(body: String) -> Answer {
         Answer { status: 200, body }
     }
+    /// An error: `{"error": message}`, the shape of every error the dashboard answers under
+    /// `/api/`.
+    pub fn error(status: u16, message: &str) -> Answer {
+        Answer { status, body: json!({ "error": message }).to_string() }
+    }
     fn bad(message: String) -> Answer {
-        Answer { status: 400, body: json!({ "error": message }).to_string() }
+        Answer::error(400, &message)
     }
     /// A name nothing in the store has: 404, with the names there are (`known`).
     fn unknown(e: UnknownName) -> Answer {
@@ -36,7 +41,7 @@ impl Answer {
     /// run asked for does not exist (404).
     fn store(e: StoreError) -> Answer {
         let status = if matches!(e, StoreError::NoSuchRun(_)) { 404 } else { 503 };
-        Answer { status, body: json!({ "error": e.to_string() }).to_string() }
+        Answer::error(status, &e.to_string())
     }
 }
 
