@@ -16,7 +16,7 @@ pub struct Args {
     /// Run ids (and/or choose runs with --where).
     runs: Vec<u64>,
     /// Also plot the runs matching this filter (the language of `memctl runs --where`).
-    #[arg(long = "where", value_name = "EXPR")]
+    #[arg(long = "where", value_name = "EXPR", allow_hyphen_values = true)]
     filter: Option<String>,
     /// Curve to plot, e.g. val_accuracy, val_loss, train_loss (default: val_accuracy if every
     /// run has it).

@@ -19,7 +19,7 @@ pub struct Args {
     /// `"ablation" in tags`, `started >= 2025-01-31`, `experiment ~ "sam_*"`. Tests: `==`,
     /// `!=`, `<`, `<=`, `>`, `>=`, `~` (glob), `in [...]`, `not in`; combine with and, or, not
     /// and parentheses. A test on a field a run does not have is false for that run.
-    #[arg(long = "where", value_name = "EXPR")]
+    #[arg(long = "where", value_name = "EXPR", allow_hyphen_values = true)]
     filter: Option<String>,
     /// Sort by a column or field; `-NAME` sorts descending (missing values last).
     #[arg(long, value_name = "[-]COLUMN", allow_hyphen_values = true, value_parser = sort_key)]

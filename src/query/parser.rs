@@ -207,6 +207,14 @@ impl Builder {
 
 /// `YYYY-MM-DD[THH:MM[:SS]]` (UTC) to Unix seconds; `None` for a day or time that does not exist.
 pub fn parse_date(s: &str) -> Option<(f64, f64)> {
+    // Digits where the form has them and its separators elsewhere: a quoted date is not
+    // checked by the grammar (`'2026x12y01'`, `'+026-12-01'` are no dates).
+    const FORM: &[u8] = b"dddd-dd-ddTdd:dd:dd";
+    let fits =
+        s.len() <= FORM.len() && s.bytes().zip(FORM).all(|(c, &f)| if f == b'd' { c.is_ascii_digit() } else { c == f });
+    if !fits {
+        return None;
+    }
     let num = |r: std::ops::Range<usize>| s.get(r)?.parse::<i64>().ok();
     let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
     let (hh, mm, ss, length) = match s.len() {

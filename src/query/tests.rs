@@ -108,6 +108,10 @@ fn dates_compare_by_time() {
     assert_eq!(ids("started < \"2025-02-02T00:00:01\""), vec![1, 2]);
     assert!(error("started > \"yesterday\"").contains("is a date, but \"yesterday\" is not one"));
     assert!(error("started > 2025-02-30").contains("`2025-02-30` is not a date"));
+    // A quoted date has the form's separators and digits, nothing else.
+    for text in ["2025x02y03", "+025-02-03", "2025-02-03 12:00", "2025-02-03T12-00", "2025-2-03"] {
+        assert!(error(&format!("started > \"{text}\"")).contains("is not one"), "{text}");
+    }
 }
 
 /// A day written in a filter is the whole day (a minute the whole minute): runs that started

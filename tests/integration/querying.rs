@@ -171,6 +171,8 @@ fn filters_sort_limit_columns_and_only_changed() {
     assert_eq!(ids(&[]), vec![7, 6, 5, 4, 3, 2, 1]);
     assert_eq!(ids(&["--where", "d in [48, 96] and (status == \"failed\" or accuracy > 0.85)"]), vec![7, 4, 3]);
     assert_eq!(ids(&["--where", "not gates and accuracy < 1"]), vec![6]);
+    // A filter may start with a negative number, not read as an option.
+    assert_eq!(ids(&["--where", "-1 < accuracy and d == 96"]), vec![6, 5, 4]);
     assert_eq!(ids(&["--sort", "-accuracy", "--limit", "3"]), vec![4, 3, 5]);
     // Missing values sort last either way.
     assert_eq!(ids(&["--sort", "steps_to_converge"]), vec![1, 4, 2, 5, 7, 6, 3]);
