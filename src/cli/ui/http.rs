@@ -11,17 +11,19 @@
 //!   closed; nothing more than one head is ever held for a connection.
 //! - Time: a head must arrive within [`Limits::head_deadline`] of its first byte, and the next
 //!   request within [`Limits::idle`] of an answer, else the connection is closed unanswered;
-//!   a write that makes no progress for [`Limits::write_timeout`] closes it too, so a client
-//!   that does not read its answers holds only its own connection's thread.
+//!   an answer must be written within [`Limits::write_timeout`] and a second more per 64 KiB,
+//!   else the connection is closed, so a client that does not read its answers, or reads them
+//!   a few bytes at a time, holds only its own connection's thread, and not for long.
 //!
 //! The server only reads: a GET or HEAD with a body (`Content-Length` above 0, or any
 //! `Transfer-Encoding`) is answered 400, and a request of another method gets the service's
-//! answer (405) and the connection is closed, the body unread. Malformed requests (anything
-//! httparse refuses, non-UTF-8 bytes in the request line included), a second `Host` header or
-//! one that is not UTF-8 are answered 400 and closed. Bare-LF line endings are accepted. A
-//! HEAD is answered with its GET's head (`Content-Length` included). A panic computing an
-//! answer is answered 500, and the connection goes on. Every answer carries `Content-Type`
-//! and `Content-Length`, and `Connection: close` when the server closes after it.
+//! answer (405), the connection closed after it if it has a body (never read). Malformed
+//! requests (anything httparse refuses, non-UTF-8 bytes in the request line included), a
+//! second `Host` header or one that is not UTF-8 are answered 400 and closed. Bare-LF line
+//! endings and empty lines before a request are accepted. A HEAD is answered with its GET's
+//! head (`Content-Length` included), its errors too. A panic computing an answer is answered
+//! 500, and the connection goes on. Every answer carries `Content-Type` and
+//! `Content-Length`, and `Connection: close` when the server closes after it.
 
 mod head;
 mod semaphore;
@@ -51,8 +53,10 @@ pub struct Limits {
     pub head_deadline: Duration,
     /// From an answer (or the connection) to the next request's first byte.
     pub idle: Duration,
-    /// How long a write waits for a client to read.
+    /// How long an answer's write waits for a client to read, besides a second per
+    /// `write_rate` bytes of it.
     pub write_timeout: Duration,
+    pub write_rate: usize,
 }
 
 impl Default for Limits {
@@ -66,6 +70,7 @@ impl Default for Limits {
             head_deadline: Duration::from_secs(10),
             idle: Duration::from_secs(30),
             write_timeout: Duration::from_secs(10),
+            write_rate: 64 * 1024,
         }
     }
 }
@@ -146,8 +151,8 @@ impl Failure {
 
 /// Connections over the cap waiting for their 503; one more is closed unanswered.
 const REFUSALS_QUEUED: usize = 64;
-/// How long a 503 waits for its client to read it.
-const REFUSAL_WRITE_TIMEOUT: Duration = Duration::from_secs(1);
+/// What a 503 reads and drops of its request before closing (see [`refuse_busy`]).
+const REFUSAL_DRAINED: usize = 64 * 1024;
 /// After its last answer, how long and how much of what a client still sends is read and
 /// dropped before the socket is closed (see [`close`]).
 const LINGER: Duration = Duration::from_secs(2);
@@ -202,13 +207,22 @@ impl Drop for Counted<'_> {
     }
 }
 
-/// A 503 to a connection over the cap.
+/// A 503 to a connection over the cap, without waiting on its client: the answer is small
+/// enough for the socket's buffer, and what the client sent before is dropped (closing a
+/// socket with unread bytes would reset the connection, and the answer with it); the one
+/// thread that refuses then never falls behind.
 fn refuse_busy(mut stream: TcpStream, limits: &Limits, service: &impl Service) {
     let response = service.failure(None, &Failure::Busy(limits.connections));
-    if stream.set_write_timeout(Some(REFUSAL_WRITE_TIMEOUT)).is_ok()
-        && send(&mut stream, &response, false, true).is_ok()
-    {
-        close(stream);
+    if stream.set_nonblocking(true).is_err() || write(&mut stream, &response, false, Some("close")).is_err() {
+        return;
+    }
+    let _ = stream.shutdown(Shutdown::Write);
+    let (mut sink, mut dropped) = ([0; 8192], 0);
+    while dropped < REFUSAL_DRAINED {
+        match stream.read(&mut sink) {
+            Ok(n) if n > 0 => dropped += n,
+            _ => return,
+        }
     }
 }
 
@@ -243,7 +257,7 @@ impl<S: Service> Connection<'_, S> {
                 Next::Gone => return,
                 Next::Refused(refused) => {
                     let response = self.service.failure(refused.path.as_deref(), &refused.failure);
-                    if send(&mut self.stream, &response, false, true).is_ok() {
+                    if self.write(&response, refused.head_only, Some("close")).is_ok() {
                         close(self.stream);
                     }
                     return;
@@ -258,7 +272,7 @@ impl<S: Service> Connection<'_, S> {
                         (true, true) => Some("keep-alive"),
                         (true, false) => None,
                     };
-                    if write(&mut self.stream, &response, head_only, connection).is_err() {
+                    if self.write(&response, head_only, connection).is_err() {
                         return;
                     }
                     if !head.keep_alive {
@@ -270,9 +284,24 @@ impl<S: Service> Connection<'_, S> {
         }
     }
 
+    /// Writes `response` within [`Limits::write_timeout`] and a second more per
+    /// [`Limits::write_rate`] bytes: a client that reads, however slowly, cannot hold its
+    /// connection much longer than one reading at a modest rate would.
+    fn write(&mut self, response: &Response, head_only: bool, connection: Option<&str>) -> io::Result<()> {
+        let size = if head_only { 0 } else { response.body.len() };
+        let allowed = self.limits.write_timeout + Duration::from_secs((size / self.limits.write_rate.max(1)) as u64);
+        let deadline = Instant::now() + allowed;
+        let mut out = Deadlined { stream: &mut self.stream, deadline };
+        write(&mut out, response, head_only, connection)
+    }
+
     /// The next request's head, read within the limits.
     fn next(&mut self) -> Next {
         let waiting = Instant::now();
+        // Empty lines before a request are ignored (RFC 9112 §2.2): a client's stray line end
+        // after a body does not start the next head's deadline.
+        let blank = self.buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
+        self.buf.drain(..blank);
         // Bytes already here (pipelined) started the head.
         let mut started = (!self.buf.is_empty()).then_some(waiting);
         let mut fresh = true;
@@ -300,9 +329,12 @@ impl<S: Service> Connection<'_, S> {
             match self.stream.read(&mut chunk[..room]) {
                 Ok(0) => return Next::Gone,
                 Ok(n) => {
+                    // A head's first bytes are parsed at once, so that a request line that is
+                    // no request is refused before any line end.
+                    fresh = self.buf.is_empty() || chunk[..n].contains(&b'\n');
                     self.buf.extend_from_slice(&chunk[..n]);
                     started.get_or_insert_with(Instant::now);
-                    fresh = chunk[..n].contains(&b'\n') || self.buf.len() > self.limits.head_bytes;
+                    fresh |= self.buf.len() > self.limits.head_bytes;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => fresh = false,
                 // A timeout (WouldBlock or TimedOut) or a failed socket.
@@ -324,16 +356,33 @@ impl<S: Service> Connection<'_, S> {
     }
 }
 
-/// Writes `response` as the last answer on its connection (`Connection: close`).
-fn send(stream: &mut TcpStream, response: &Response, head_only: bool, last: bool) -> io::Result<()> {
-    write(stream, response, head_only, last.then_some("close"))
+/// A socket whose writes end at `deadline`, however they progress.
+struct Deadlined<'a> {
+    stream: &'a mut TcpStream,
+    deadline: Instant,
 }
 
-/// Writes `response` (its head alone if `head_only`), with a `Connection` header if given.
-fn write(stream: &mut TcpStream, response: &Response, head_only: bool, connection: Option<&str>) -> io::Result<()> {
-    let mut out = Vec::with_capacity(256 + if head_only { 0 } else { response.body.len() });
+impl Write for Deadlined<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "the client read its answer too slowly"));
+        }
+        self.stream.set_write_timeout(Some(left))?;
+        self.stream.write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// Writes `response` (its head alone if `head_only`), with a `Connection` header if given:
+/// the head, then the body as it is, uncopied.
+fn write(out: &mut impl Write, response: &Response, head_only: bool, connection: Option<&str>) -> io::Result<()> {
+    let mut head = Vec::with_capacity(256);
     write!(
-        out,
+        head,
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\n",
         response.status,
         reason(response.status),
@@ -341,18 +390,17 @@ fn write(stream: &mut TcpStream, response: &Response, head_only: bool, connectio
         response.body.len()
     )?;
     for (name, value) in &response.headers {
-        write!(out, "{name}: {value}\r\n")?;
+        write!(head, "{name}: {value}\r\n")?;
     }
     if let Some(connection) = connection {
-        write!(out, "Connection: {connection}\r\n")?;
+        write!(head, "Connection: {connection}\r\n")?;
     }
-    out.extend_from_slice(b"\r\n");
+    head.extend_from_slice(b"\r\n");
+    out.write_all(&head)?;
     if !head_only {
-        out.extend_from_slice(&response.body);
+        out.write_all(&response.body)?;
     }
-    // One write: the head and body leave together.
-    stream.write_all(&out)?;
-    stream.flush()
+    out.flush()
 }
 
 /// Closes `stream` after its last answer. Closing a socket with unread bytes resets the
@@ -401,8 +449,8 @@ mod tests {
     use std::io::{BufRead, BufReader};
     use std::net::SocketAddr;
 
-    /// A service that answers a request with its target; `/big` with 1 MiB, `/panic` with a
-    /// panic.
+    /// A service that answers a request with its target; `/big` with 1 MiB, `/huge` with
+    /// 64 MiB (more than a socket's buffers hold), `/panic` with a panic.
     struct Echo;
 
     const BIG: usize = 1 << 20;
@@ -411,6 +459,7 @@ mod tests {
         fn answer(&self, request: &Request) -> Response {
             let body = match request.target.as_str() {
                 "/big" => vec![b'x'; BIG],
+                "/huge" => vec![b'x'; 64 * BIG],
                 "/panic" => panic!("a bug answering /panic"),
                 target => target.as_bytes().to_vec(),
             };
@@ -705,5 +754,55 @@ mod tests {
         let _ = idle.read_to_end(&mut rest);
         assert!(rest.is_empty() && started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
         assert!(started.elapsed() >= Duration::from_millis(250), "closed before its idle time");
+    }
+
+    /// A client that reads a 64 MiB answer a little at a time (more than the sockets'
+    /// buffers hold) is cut off once the answer's time is spent (here 200 ms, with no
+    /// allowance for its size), though every read makes progress.
+    #[test]
+    fn a_client_reading_its_answer_too_slowly_is_cut_off_at_the_answers_deadline() {
+        let limits = Limits { write_timeout: Duration::from_millis(200), write_rate: usize::MAX, ..Limits::default() };
+        let addr = start(limits);
+        let mut slow = connect(addr);
+        slow.write_all(b"GET /huge HTTP/1.1\r\n\r\n").unwrap();
+        let started = Instant::now();
+        let (mut got, mut chunk) = (0, vec![0; 256 * 1024]);
+        loop {
+            match slow.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "still served after {got} bytes");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // At 256 KiB every 20 ms (12.8 MiB/s at most) the whole would take 5 s.
+        assert!(got < 64 * BIG, "read it all in {:?}", started.elapsed());
+    }
+
+    /// The server's own answer to a HEAD (a refusal) has no body either.
+    #[test]
+    fn a_refused_head_gets_its_status_without_a_body() {
+        let addr = start(Limits::default());
+        let mut stream = connect(addr);
+        stream.write_all(b"HEAD / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n").unwrap();
+        let mut rest = vec![];
+        stream.read_to_end(&mut rest).unwrap();
+        let text = String::from_utf8_lossy(&rest);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{text}"));
+        assert!(head.starts_with("HTTP/1.1 400") && head.contains("Content-Length: "), "{head}");
+        assert!(body.is_empty(), "{body:?}");
+    }
+
+    /// A request line that is no request is refused as soon as it arrives, before any line end.
+    #[test]
+    fn bytes_that_are_no_request_get_400_without_waiting_for_a_line_end() {
+        let addr = start(Limits::default());
+        let mut stream = connect(addr);
+        let started = Instant::now();
+        stream.write_all(b"GAR\x01BAGE-NO-NEWLINE").unwrap();
+        let mut reader = BufReader::new(stream);
+        let answer = read_answer(&mut reader, false).expect("an answer");
+        assert_eq!(answer.status, 400, "{}", answer.text());
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     }
 }

@@ -69,9 +69,11 @@ impl http::Service for Dashboard<'_> {
         reply(self.store, self.bound, &self.addr, request)
     }
 
+    /// A request not read (a connection over the cap) is answered as the API answers: the
+    /// page's own requests, which read every answer as JSON, are what a busy dashboard gets.
     fn failure(&self, target: Option<&str>, failure: &http::Failure) -> http::Response {
-        let path = target.map_or("", |t| t.split_once('?').map_or(t, |(path, _)| path));
-        response(error(path, failure.status(), failure.to_string()))
+        let path = target.map_or("/api/", |t| t.split_once('?').map_or(t, |(path, _)| path));
+        response(error(path, failure.status(), shown(&failure.to_string()).into_owned()))
     }
 }
 
@@ -101,6 +103,7 @@ fn response((status, content_type, body): (u16, &'static str, Vec<u8>)) -> http:
 /// The status, content type and body for a request. A `HEAD` gets a `GET`'s answer, whose body
 /// the server leaves out.
 fn answer(store: &Store, method: &http::Method, url: &str) -> (u16, &'static str, Vec<u8>) {
+    let url = origin_form(url);
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     if !matches!(method, http::Method::Get | http::Method::Head) {
         return error(path, 405, "the dashboard only reads: GET or HEAD".into());
@@ -123,6 +126,21 @@ fn answer(store: &Store, method: &http::Method, url: &str) -> (u16, &'static str
             Some((content_type, body)) => (200, content_type, body.to_vec()),
             None => error(path, 404, format!("no page {}", shown(decoded))),
         },
+    }
+}
+
+/// The path and query of a request target: a target in absolute form
+/// (`http://127.0.0.1:8000/api/runs`, as a proxy sends it) is read as its path
+/// (RFC 9112 §3.2.2; the `Host` header is still what the host check reads).
+fn origin_form(target: &str) -> &str {
+    let scheme =
+        ["http://", "https://"].iter().find(|s| target.get(..s.len()).is_some_and(|t| t.eq_ignore_ascii_case(s)));
+    let Some(scheme) = scheme else { return target };
+    let after_authority = &target[scheme.len()..];
+    match after_authority.find(['/', '?']) {
+        Some(at) if after_authority[at..].starts_with('/') => &after_authority[at..],
+        // `http://host` or `http://host?q`: the root.
+        _ => "/",
     }
 }
 
@@ -240,10 +258,16 @@ mod tests {
         }
         let r = http::Service::failure(&ui, Some("/"), &http::Failure::TwoHosts);
         assert_eq!((r.status, r.content_type), (400, TEXT));
+        // A request not read (a connection over the cap) is answered as the page's requests
+        // read it, in JSON.
         let r = http::Service::failure(&ui, None, &http::Failure::Busy(256));
-        assert_eq!((r.status, r.content_type), (503, TEXT));
+        assert_eq!((r.status, r.content_type), (503, JSON));
         let (status, content_type, _) = answer(&store, &get, "/nosuch");
         assert_eq!((status, content_type), (404, TEXT));
+        // A target in absolute form (as a proxy sends it) is read as its path.
+        assert_eq!(answer(&store, &get, "http://127.0.0.1:8000/api/run/7").0, 200);
+        assert_eq!(answer(&store, &get, "HTTP://localhost/app.js"), answer(&store, &get, "/app.js"));
+        assert_eq!(answer(&store, &get, "http://localhost"), answer(&store, &get, "/"));
     }
 
     /// A long path is echoed cut to 200 characters (a 10 000-character one answers a short 404).

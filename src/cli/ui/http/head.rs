@@ -20,6 +20,8 @@ pub struct Head {
 pub struct Refused {
     pub failure: Failure,
     pub path: Option<String>,
+    /// A HEAD: its answer has no body.
+    pub head_only: bool,
 }
 
 /// The head at the front of `buf` and its length in bytes; `None` while it is incomplete and
@@ -33,6 +35,7 @@ pub fn parse(buf: &[u8], limit: usize) -> Result<Option<(Head, usize)>, Refused>
     let refused = |failure, request: &httparse::Request| Refused {
         failure,
         path: request.path.map(str::to_string).or_else(|| target_start(buf)),
+        head_only: request.method == Some("HEAD"),
     };
     match parsed {
         Ok(httparse::Status::Complete(len)) if len <= limit => match head(&request) {
@@ -98,11 +101,11 @@ fn head(request: &httparse::Request) -> Result<Head, Failure> {
     if hosts > 1 {
         return Err(Failure::TwoHosts);
     }
+    let http10 = version == 0;
     let reads = matches!(method, Method::Get | Method::Head);
     if body && reads {
         return Err(Failure::Body);
     }
-    let http10 = version == 0;
     let keep_alive = !body && !close && (!http10 || keep);
     Ok(Head { request: Request { method, target: path.to_string(), host }, http10, keep_alive })
 }
