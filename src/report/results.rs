@@ -145,6 +145,8 @@ pub enum DescriptionError {
     Criterion { table: String, index: usize, error: CriterionError },
     #[error("table \"{table}\": a paper figure for `{metric}` has neither a value nor a label")]
     EmptyFigure { table: String, metric: String },
+    #[error("table \"{table}\": the paper figure for `{metric}` is {value}, not a finite number")]
+    FigureNotFinite { table: String, metric: String, value: f64 },
     #[error("the description has no tables (`tables`, or `sections` with tables)")]
     NoTables,
     #[error("table \"{table}\": `experiments` is empty; name the experiments whose runs it shows")]
@@ -190,6 +192,14 @@ pub fn load_named(text: &str, source: &str) -> Result<Report, DescriptionError> 
         for (metric, f) in t.paper.iter().flat_map(|p| &p.figures) {
             if f.value.is_none() && f.label.is_none() {
                 return Err(DescriptionError::EmptyFigure { table: t.title.clone(), metric: metric.clone() });
+            }
+            // A criterion against NaN or infinity would judge nothing (`≥ NaN − 0.02`).
+            if let Some(value) = f.value.filter(|v| !v.is_finite()) {
+                return Err(DescriptionError::FigureNotFinite {
+                    table: t.title.clone(),
+                    metric: metric.clone(),
+                    value,
+                });
             }
         }
         let paper = |m: &RowMatch, metric: &str| t.paper_number(m, metric);
@@ -954,5 +964,22 @@ tables:
         );
         assert!(load("title: R\ntables: []\nverdict: x\n").unwrap_err().to_string().contains("verdict"));
         assert_eq!(load("title: R\n").unwrap_err().to_string(), DescriptionError::NoTables.to_string());
+    }
+
+    /// A paper figure of NaN or infinity would make every verdict against it meaningless.
+    #[test]
+    fn a_paper_figure_that_is_not_a_finite_number_is_refused() {
+        for value in [".nan", ".inf", "-.inf"] {
+            let yaml = format!(
+                "title: R\ntables:\n  - title: T\n    experiments: [e]\n    rows: [d]\n    metrics: [accuracy]\n    \
+                 paper:\n      - {{match: {{d: 8}}, figures: {{accuracy: {{value: {value}}}}}}}\n"
+            );
+            let err = load(&yaml).unwrap_err().to_string();
+            assert!(
+                err.starts_with("table \"T\": the paper figure for `accuracy` is")
+                    && err.ends_with("not a finite number"),
+                "{value}: {err}"
+            );
+        }
     }
 }

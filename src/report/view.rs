@@ -68,7 +68,7 @@ pub fn build(runs: &[RunSummary], view: &View) -> Result<Sheet, ViewError> {
             }
             let mut columns: Vec<(String, Field)> = match &view.columns {
                 Some(cols) => {
-                    cols.iter().map(|c| Ok((c.clone(), names.field(c)?))).collect::<Result<_, ViewError>>()?
+                    each_once(cols).map(|c| Ok((c.clone(), names.field(c)?))).collect::<Result<_, ViewError>>()?
                 }
                 None => default_columns(&shown, view.only_changed),
             };
@@ -131,6 +131,11 @@ pub fn cell(field: &Field, r: &RunSummary) -> Cell {
             Some(v) => Cell::Text(v.to_string()),
         },
     }
+}
+
+/// The columns asked for, each once (`--columns id,id` would repeat a JSON object's key).
+fn each_once(cols: &[String]) -> impl Iterator<Item = &String> {
+    cols.iter().enumerate().filter(|(i, c)| !cols[..*i].contains(c)).map(|(_, c)| c)
 }
 
 /// Sorts by `f`, runs without it last, and NaN (a diverged run's metric) with them.
@@ -438,7 +443,7 @@ fn summarised_columns(
     view: &View,
 ) -> Result<Vec<(String, Field)>, ViewError> {
     if let Some(cols) = &view.columns {
-        return cols.iter().filter(|c| !keys.contains(c)).map(|c| Ok((c.clone(), names.field(c)?))).collect();
+        return each_once(cols).filter(|c| !keys.contains(c)).map(|c| Ok((c.clone(), names.field(c)?))).collect();
     }
     let mut cols: Vec<(String, Field)> = metrics(runs).iter().map(|m| metric_column(runs, m)).collect();
     cols.push(("steps_to_converge".into(), Field::StepsToConverge));
@@ -502,6 +507,14 @@ mod tests {
                 r
             })
             .collect()
+    }
+
+    #[test]
+    fn a_column_asked_for_twice_is_shown_once() {
+        let runs = clashing();
+        let view =
+            View { columns: Some(vec!["id".into(), "id".into(), "seed".into(), "id".into()]), ..View::default() };
+        assert_eq!(build(&runs, &view).unwrap().columns, ["id", "seed"]);
     }
 
     /// A diverged run's NaN metric sorts last either way, with the runs that have none, and so
