@@ -19,7 +19,7 @@
 //! Tokens: digits 0–9, `[MIN` 10, `[MAX` 11, `[MED` 12, `[SM` 13, `]` 14, pad 15, query 16.
 //! Fresh training data every batch; fixed validation and test sets.
 
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::define::task_kind;
@@ -58,7 +58,9 @@ task_kind! {
             ))
             .on("max_depth"));
         }
-        o.parse::<FreshTask<ListOps>>()?
+        let task = o.parse::<FreshTask<ListOps>>()?;
+        task.generator.check_lengths_reachable()?;
+        task
     },
 }
 
@@ -81,11 +83,48 @@ struct ListOps {
     max_length: usize,
 }
 
-/// Draws before a generator gives up on the length bounds (they are checked to be reachable
-/// in practice by the tests; an impossible range fails the trial with a message).
+/// Draws before a generator gives up on the length bounds (an impossible range fails the
+/// trial with a message; [`ListOps::check_lengths_reachable`] refuses most before).
 const TRIES: usize = 1_000_000;
 
+/// The tokens the options' checks draw, at most, to tell whether the length range is reached
+/// often enough: some 1 in 20 000 trees of an average size.
+const CHECK_TOKENS: f64 = 2e6;
+
 impl ListOps {
+    /// Refuses a length range no tree reaches (longer than the longest tree of `max_depth`
+    /// and `max_args`), or that trees of these options reach so rarely that a check's draws
+    /// find none (every example would be drawn again that many times).
+    fn check_lengths_reachable(&self) -> Result<(), PrimError> {
+        // A node at `max_depth` is a digit; above it an operator, its arguments and a close.
+        let longest = (1..self.max_depth).fold(1.0f64, |below, _| 2.0 + self.max_args as f64 * below);
+        if self.min_length as f64 > longest {
+            return Err(PrimError::task(format!(
+                "`min_length` {} is longer than any expression of `max_depth` {} and `max_args` {} ({longest} tokens at \
+                 most); lower min_length or raise max_depth/max_args",
+                self.min_length, self.max_depth, self.max_args
+            ))
+            .on("min_length"));
+        }
+        let draws = (CHECK_TOKENS / average_tokens(self.max_depth, self.max_args)).clamp(100.0, 20_000.0) as usize;
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        let mut tokens = vec![];
+        for _ in 0..draws {
+            tokens.clear();
+            let mut count = 0;
+            self.tree(&mut rng, 1, &mut tokens, &mut count);
+            if (self.min_length..=self.max_length).contains(&count) {
+                return Ok(());
+            }
+        }
+        Err(PrimError::task(format!(
+            "none of {draws} expressions drawn with these options had {}..={} tokens: the range is too rare to fill \
+             a data set (every example is drawn again until one fits); widen it or change max_depth/max_args",
+            self.min_length, self.max_length
+        ))
+        .on("min_length"))
+    }
+
     /// One tree's value, LRA's `generate_tree`; its tokens go to `tokens`, which keeps no more
     /// than one past `max_length` (a longer tree is drawn again; counted in `count`).
     fn tree(&self, rng: &mut ChaCha8Rng, depth: usize, tokens: &mut Vec<u32>, count: &mut usize) -> u32 {
@@ -324,8 +363,11 @@ mod tests {
         assert_eq!(b.inputs.dims(), &[2, 5]);
         let err = ListOpsKind.instantiate(&[10, 10, 50, 20, 10, 10].map(Value::Int)).err().unwrap().to_string();
         assert!(err.contains("`max_length` (20) must be at least `min_length` (50)"), "{err}");
-        let impossible = task(&[("max_depth", 1), ("min_length", 3), ("max_length", 9)]);
-        let err = impossible.data(1, &Device::Cpu).err().unwrap().to_string();
-        assert!(err.contains("none had 3..=9 tokens"), "{err}");
+        // A range no tree reaches, and one too rare to fill a data set, are refused with the
+        // options, not when a trial draws its data.
+        let err = ListOpsKind.instantiate(&[1, 10, 3, 9, 10, 10].map(Value::Int)).err().unwrap().to_string();
+        assert!(err.contains("`min_length` 3 is longer than any expression"), "{err}");
+        let err = ListOpsKind.instantiate(&[5, 10, 2000, 2000, 10, 10].map(Value::Int)).err().unwrap().to_string();
+        assert!(err.contains("had 2000..=2000 tokens: the range is too rare"), "{err}");
     }
 }
