@@ -221,7 +221,6 @@ experiment huge {
 /// allocation fails and aborts the process.
 #[test]
 fn an_address_space_limit_counts_as_the_memory_free() {
-    use std::os::unix::process::CommandExt;
     let spec = tiny_spec().replace(
         "assocRetrieval(pairs = 2, train = 64, validation = 32, test = 32)",
         "assocRetrieval(pairs = 26, train = 10000000, validation = 1000000, test = 1000000)",
@@ -229,16 +228,7 @@ fn an_address_space_limit_counts_as_the_memory_free() {
     let (_dir, spec, store) = spec_folder(&spec);
     let mut command = memctl_at(&store);
     command.args(["sweep", spec.to_str().unwrap(), "--dry-run", "--threads", "1"]);
-    // SAFETY: setrlimit in the child before exec touches nothing of the parent's.
-    unsafe {
-        command.pre_exec(|| {
-            let limit = libc::rlimit { rlim_cur: 1536 << 20, rlim_max: 1536 << 20 };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    crate::support::limit_address_space(&mut command, 1536 << 20);
     let out = command.output().unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");

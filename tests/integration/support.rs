@@ -177,3 +177,19 @@ pub fn jsonl_task_at(dir: &Path) {
     );
     std::fs::write(dir.join("specs/j.mem"), spec).unwrap();
 }
+
+/// Runs `command` with its address space limited to `bytes` (`ulimit -v`).
+pub fn limit_address_space(command: &mut Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe, and in the child before exec touches nothing of
+    // the parent's.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}

@@ -107,17 +107,7 @@ fn a_trial_that_crashes_its_process_is_failed_once_a_probe_sees_it_crash() {
     let sweep = || {
         let mut c = two_job_sweep(&store, &spec, "auto");
         c.env("MALLOC_ARENA_MAX", "2");
-        use std::os::unix::process::CommandExt;
-        // SAFETY: setrlimit is async-signal-safe.
-        unsafe {
-            c.pre_exec(|| {
-                let limit = libc::rlimit { rlim_cur: 2700 << 20, rlim_max: 2700 << 20 };
-                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        crate::support::limit_address_space(&mut c, 2700 << 20);
         c.output().unwrap()
     };
     use std::os::unix::process::ExitStatusExt;
